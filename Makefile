@@ -1,0 +1,75 @@
+# The two commands of the README:
+#   make run    install what is missing, build, serve on local:./idkeeper-data at 127.0.0.1:8080
+#   make test   install what is missing, build, run the whole suite (plain, then ASan+UBSan, then TSan)
+# Habits: make build | asan | tsan | fuzz | bench | format | lint | install | clean
+BUILD ?= build
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+WERROR ?= $(if $(CI),ON,OFF)
+
+.PHONY: all build run test test-plain test-asan test-tsan unit asan tsan fuzz fuzz-run bench format lint install clean deps deps-test chaos
+
+all: build
+
+deps:
+	@scripts/install-deps.sh build
+
+deps-test:
+	@scripts/install-deps.sh test
+
+$(BUILD)/CMakeCache.txt:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DIK_WERROR=$(WERROR) $(CMAKE_FLAGS)
+
+build: $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j$(JOBS)
+
+run: deps
+	@$(MAKE) --no-print-directory build
+	$(BUILD)/idkeeper serve --coord local:./idkeeper-data --http 127.0.0.1:8080
+
+test: deps-test
+	@$(MAKE) --no-print-directory test-plain
+	@$(MAKE) --no-print-directory test-asan
+	@$(MAKE) --no-print-directory test-tsan
+
+test-plain: build
+	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) --timeout 600
+
+# ASan+UBSan: the whole suite, daemons included.
+test-asan:
+	@$(MAKE) --no-print-directory BUILD=build-asan CMAKE_FLAGS="-DIK_SANITIZE=address,undefined" build
+	cd build-asan && ctest --output-on-failure -j$(JOBS) --timeout 600 -LE nosan
+
+# TSan: the multithreaded unit tests.
+test-tsan:
+	@$(MAKE) --no-print-directory BUILD=build-tsan CMAKE_FLAGS="-DIK_SANITIZE=thread" build
+	cd build-tsan && ctest --output-on-failure -j$(JOBS) --timeout 600 -L threads
+
+asan:
+	@$(MAKE) --no-print-directory BUILD=build-asan CMAKE_FLAGS="-DIK_SANITIZE=address,undefined" build
+
+tsan:
+	@$(MAKE) --no-print-directory BUILD=build-tsan CMAKE_FLAGS="-DIK_SANITIZE=thread" build
+
+fuzz: deps-test
+	@$(MAKE) --no-print-directory BUILD=build-fuzz CMAKE_FLAGS="-DIK_FUZZ=ON -DCMAKE_C_COMPILER=clang" build
+
+# make fuzz-run FUZZ_SECONDS=600: every fuzzer for that long, corpus in tests/fuzz/corpus
+fuzz-run: fuzz
+	tests/fuzz/run-all.sh build-fuzz $(or $(FUZZ_SECONDS),60)
+
+bench: deps-test build
+	bench/run-all.sh $(BUILD)
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+lint: build
+	cppcheck --quiet --enable=warning,performance,portability --inline-suppr --error-exitcode=1 -Iinclude -Isrc/lib src include
+	clang-tidy -p $(BUILD) --quiet $$(git ls-files 'src/*.c')
+
+install: build
+	cmake --install $(BUILD)
+
+clean:
+	rm -rf build build-asan build-tsan build-fuzz

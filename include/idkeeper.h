@@ -1,0 +1,319 @@
+/* idkeeper.h: the whole public API of libidkeeper.
+ *
+ * libidkeeper hands out 64-bit IDs that are unique across a fleet: snowflake IDs
+ * (time | worker | sequence) whose worker number is leased from a coordination
+ * backend (`local:DIR` with flock'ed files, or `zk://` with ZooKeeper ephemeral
+ * nodes), fenced so that a lease in doubt stops issuing.
+ *
+ * Conventions
+ * - Every function that can fail returns an int: 0 (IK_OK) on success, a negative
+ *   ik_error on failure. ik_strerror() names it. A call that fails changes nothing
+ *   and writes none of its out-parameters unless it says otherwise.
+ * - Opaque handles come in create/destroy pairs; destroy accepts NULL and always
+ *   frees.
+ * - Strings passed in are copied; the caller keeps ownership. Memory the library
+ *   returns is freed with ik_free() unless the function says otherwise.
+ * - Threads: ik_snowflake_next*() are safe from any number of threads at once. Lease
+ *   and coordination handles are safe from any thread, but a handle must not be
+ *   destroyed while another thread uses it. Callbacks run on the lease's own thread.
+ *
+ * What this library deliberately does not do: it never issues an ID it cannot prove
+ * unique. When in doubt (no lease, clock behind, time record not yet past) it
+ * returns an error and the caller answers "try again later".
+ */
+#ifndef IDKEEPER_H
+#define IDKEEPER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define IK_EXTERN __attribute__((visibility("default")))
+#else
+#define IK_EXTERN
+#endif
+
+#define IK_VERSION_MAJOR 0
+#define IK_VERSION_MINOR 1
+#define IK_VERSION_PATCH 0
+#define IK_VERSION_STRING "0.1.0"
+
+/* ------------------------------------------------------------------------------
+ * Errors: 0 is success. -1..-4095 are negated errno values (IK_ESYS(errno)).
+ * -10000.. are API errors. -20000.. are backend errors: a ZooKeeper error code
+ * Z is reported as IK_EZK_BASE + Z (ZooKeeper codes are negative).
+ */
+typedef enum ik_error {
+    IK_OK = 0,
+    IK_EINVAL = -10001,     /* an argument is malformed or out of range */
+    IK_ENOMEM = -10002,     /* allocation failed */
+    IK_ELAYOUT = -10003,    /* the bit layout is invalid */
+    IK_ENOLEASE = -10004,   /* no valid worker lease now: not issuing */
+    IK_ECLOCKBACK = -10005, /* the clock went back more than max_backward */
+    IK_ETIMEGUARD = -10006, /* the clock has not yet passed the slot's time record */
+    IK_ENOSLOT = -10007,    /* no free worker slot in the range */
+    IK_ETIMEDOUT = -10008,  /* gave up waiting */
+    IK_EURI = -10009,       /* the coordination URI is malformed or unsupported */
+    IK_ESTORE = -10010,     /* the backend store is unreachable or failed */
+    IK_EINDOUBT = -10011,   /* the backend may or may not have done it (connection lost) */
+    IK_ELOST = -10012,      /* the slot (or session) is no longer ours */
+    IK_ECLOSED = -10013,    /* the handle is shutting down */
+    IK_ERANGE = -10014,     /* a value lies outside what the layout can hold */
+    IK_ENOTFOUND = -10015,  /* no such object (tag, slot, node) */
+    IK_EEXIST = -10016,     /* the object exists already */
+    IK_EBUSY = -10017,      /* the resource is held by someone else */
+    IK_EZK_BASE = -20000,   /* IK_EZK_BASE + ZooKeeper error code */
+} ik_error;
+
+#define IK_ESYS(e) (-(e))
+
+/* Returns a static, human-readable description of err; never NULL. */
+IK_EXTERN const char *ik_strerror(int err);
+/* Returns a static short name of err ("IK_ENOLEASE", "ENOENT", ...); never NULL. */
+IK_EXTERN const char *ik_errname(int err);
+
+/* Frees memory returned by the library. Accepts NULL. */
+IK_EXTERN void ik_free(void *p);
+
+/* The library's version ("0.1.0"). */
+IK_EXTERN const char *ik_version(void);
+
+/* ------------------------------------------------------------------------------
+ * Clock source. The library reads time only through one of these, so tests can
+ * step a clock. All callbacks must be thread-safe.
+ */
+typedef struct ik_clock {
+    int64_t (*wall_ns)(void *ctx);          /* CLOCK_REALTIME: ns since the Unix epoch */
+    int64_t (*mono_ns)(void *ctx);          /* CLOCK_MONOTONIC: ns, never goes back */
+    void (*sleep_ns)(void *ctx, int64_t ns); /* sleep at least ns (ns > 0) */
+    void *ctx;
+} ik_clock;
+
+/* The system clock (clock_gettime, clock_nanosleep). Static; never NULL. */
+IK_EXTERN const ik_clock *ik_clock_system(void);
+
+/* ------------------------------------------------------------------------------
+ * Bit layout of a snowflake ID: 0 | time | worker | sequence, 63 bits in all.
+ * The time field counts units of unit_ms since epoch_ms.
+ */
+typedef struct ik_layout {
+    int64_t epoch_ms;          /* Unix ms of time 0; default 1288834974657 */
+    int64_t unit_ms;           /* 1, 10 or 1000; default 1 */
+    unsigned time_bits;        /* default 41 */
+    unsigned worker_bits;      /* default 10 */
+    unsigned seq_bits;         /* default 12 */
+    uint32_t worker_min;       /* inclusive; default 0 */
+    uint32_t worker_max;       /* inclusive; default 2^worker_bits - 1 */
+    uint32_t seq_random_bound; /* 0: each tick starts at sequence 0; else at a
+                                  random value below this bound (Leaf's spread) */
+} ik_layout;
+
+#define IK_DEFAULT_EPOCH_MS INT64_C(1288834974657)
+
+/* Fills l with the default layout (41/10/12, 1 ms, Twitter/Leaf epoch). */
+IK_EXTERN void ik_layout_default(ik_layout *l);
+
+/* Checks that l is usable at wall time now_ms: bits sum to 63, each field is wide
+ * enough, the unit is 1, 10 or 1000 ms, the worker range fits, the epoch is not in
+ * the future, and the time bits last at least 10 more years. Returns 0 or
+ * IK_ELAYOUT with a one-line reason in why (if why_len > 0). */
+IK_EXTERN int ik_layout_check(const ik_layout *l, int64_t now_ms, char *why, size_t why_len);
+
+/* Parses a layout description into *l, starting from the values already in *l.
+ * Comma-separated key=value items, any subset, any order:
+ *   bits=T/W/S  epoch=UNIX_MS|YYYY-MM-DD  unit=1ms|10ms|1s  workers=A-B
+ *   seq-start=0|random:BOUND
+ * e.g. "bits=39/8/16,unit=10ms,workers=0-31". Returns 0 or IK_ELAYOUT with why;
+ * on failure *l is unchanged. Syntax only: call ik_layout_check() as well. */
+IK_EXTERN int ik_layout_parse(ik_layout *l, const char *text, char *why, size_t why_len);
+
+/* Writes the canonical description of l (parseable by ik_layout_parse) into buf.
+ * Returns the length it needed (like snprintf). */
+IK_EXTERN int ik_layout_format(const ik_layout *l, char *buf, size_t len);
+
+/* Unix ms of the first instant the time field cannot hold (the layout runs out). */
+IK_EXTERN int64_t ik_layout_end_ms(const ik_layout *l);
+
+/* Ticks (time units since the epoch) at Unix time wall_ms, floored; negative
+ * before the epoch. */
+IK_EXTERN int64_t ik_layout_ticks_at(const ik_layout *l, int64_t wall_ms);
+
+typedef struct ik_id_parts {
+    int64_t id;
+    uint64_t ticks;    /* time field */
+    int64_t time_ms;   /* Unix ms of the tick's start */
+    uint32_t worker;
+    uint32_t sequence;
+} ik_id_parts;
+
+/* Composes an ID. Returns IK_ERANGE if a field does not fit. */
+IK_EXTERN int ik_layout_compose(const ik_layout *l, uint64_t ticks, uint32_t worker,
+                                uint32_t sequence, int64_t *id);
+/* Splits id into its fields. Returns IK_ERANGE for a negative id. */
+IK_EXTERN int ik_layout_decode(const ik_layout *l, int64_t id, ik_id_parts *out);
+
+/* Strict decimal parse of a positive or zero int64 (no sign, no spaces, no
+ * leading zeros except "0", at most 19 digits, no overflow). Returns 0 or IK_EINVAL. */
+IK_EXTERN int ik_parse_id(const char *text, size_t len, int64_t *out);
+
+/* ------------------------------------------------------------------------------
+ * Snowflake generator. Issues strictly increasing IDs while it holds a grant (a
+ * worker number, a time floor and ceiling, and a monotonic deadline). Without a
+ * valid grant it issues nothing (IK_ENOLEASE). Normally an ik_slot_lease grants
+ * and extends; embedders with a fixed worker number call ik_snowflake_grant().
+ *
+ * Clock rules: a tick's sequence used up -> wait for the next tick. Clock behind
+ * the last issued tick by at most max_backward_ms -> wait; by more -> IK_ECLOCKBACK
+ * until it catches up. Clock not past the grant's floor -> IK_ETIMEGUARD.
+ * Clock past the grant's ceiling (the time record not yet persisted) -> wait up to
+ * 50 ms for an extension, then IK_ENOLEASE. Never spins for more than one tick.
+ */
+typedef struct ik_snowflake ik_snowflake;
+
+/* clock may be NULL (system clock); it must outlive the generator. */
+IK_EXTERN int ik_snowflake_create(const ik_layout *layout, int64_t max_backward_ms,
+                                  const ik_clock *clock, ik_snowflake **out);
+IK_EXTERN void ik_snowflake_destroy(ik_snowflake *g);
+
+/* One ID. Thread-safe. */
+IK_EXTERN int ik_snowflake_next(ik_snowflake *g, int64_t *id);
+/* n IDs, strictly increasing, into ids[0..n-1]; all or nothing. Thread-safe. */
+IK_EXTERN int ik_snowflake_next_n(ik_snowflake *g, size_t n, int64_t *ids);
+
+#define IK_NO_CEILING UINT64_MAX
+#define IK_FOREVER INT64_MAX
+
+/* Grants the generator worker number `worker`: it may issue ticks t with
+ * floor_tick < t <= ceiling_tick while the monotonic clock is before
+ * valid_until_mono_ns. A new grant never lets IDs go down: issued ticks stay above
+ * any tick issued under an earlier grant. Returns IK_ERANGE if worker is outside
+ * the layout's range. */
+IK_EXTERN int ik_snowflake_grant(ik_snowflake *g, uint32_t worker, uint64_t floor_tick,
+                                 uint64_t ceiling_tick, int64_t valid_until_mono_ns);
+/* Extends the current grant (same worker). Values only move forward. Returns
+ * IK_ENOLEASE if there is no grant. */
+IK_EXTERN int ik_snowflake_extend(ik_snowflake *g, uint64_t ceiling_tick,
+                                  int64_t valid_until_mono_ns);
+/* Withdraws the grant: from return on, no call issues an ID under it. */
+IK_EXTERN void ik_snowflake_revoke(ik_snowflake *g);
+
+typedef struct ik_snowflake_info {
+    int granted;              /* a grant is installed (it may have lapsed) */
+    uint32_t worker;
+    uint64_t floor_tick, ceiling_tick;
+    int64_t valid_until_mono_ns;
+    uint64_t last_tick;       /* highest tick issued so far (0: none) */
+    uint64_t issued;          /* IDs issued */
+    uint64_t tick_waits;      /* waits for the next tick (sequence used up) */
+    uint64_t backward_waits;  /* waits for a clock that went back a little */
+    uint64_t backward_refusals; /* refusals for a clock that went back too far */
+    int64_t last_backward_ms; /* size of the latest backward jump seen */
+} ik_snowflake_info;
+
+IK_EXTERN void ik_snowflake_get_info(const ik_snowflake *g, ik_snowflake_info *out);
+IK_EXTERN const ik_layout *ik_snowflake_layout(const ik_snowflake *g);
+
+/* ------------------------------------------------------------------------------
+ * Coordination backends: "local:DIR" or "zk://HOST:PORT[,HOST:PORT...][/CHROOT]".
+ */
+typedef struct ik_coord ik_coord;
+
+typedef struct ik_coord_options {
+    int zk_session_timeout_ms; /* default 10000 */
+    const char *zk_auth;       /* "user:password" for digest auth, or NULL */
+} ik_coord_options;
+
+IK_EXTERN void ik_coord_options_init(ik_coord_options *o);
+
+/* Opens the backend named by uri. why (if why_len > 0) gets a one-line reason on
+ * failure (IK_EURI for a malformed URI, IK_ESTORE if it cannot be reached). */
+IK_EXTERN int ik_coord_open(const char *uri, const ik_coord_options *o, ik_coord **out,
+                            char *why, size_t why_len);
+IK_EXTERN void ik_coord_close(ik_coord *c);
+/* The canonical URI ("local:/abs/dir", "zk://h:p/chroot"); valid until close. */
+IK_EXTERN const char *ik_coord_uri(const ik_coord *c);
+/* Checks an URI's syntax without opening it. */
+IK_EXTERN int ik_coord_uri_check(const char *uri, char *why, size_t why_len);
+
+/* ------------------------------------------------------------------------------
+ * Worker slot lease (SPEC 3). Holds one slot of the app's range and drives an
+ * ik_snowflake: grants it the slot, extends the grant while the lease is provably
+ * held, withdraws it when the lease is in doubt past the safe window or lost, and
+ * takes a slot again (with the time guard) after the backend session expires.
+ *
+ *   ACQUIRING --acquired--> HELD --connection lost--> IN_DOUBT --reconnected--> HELD
+ *       ^                                               |
+ *       +---------------- LOST <---session expired / safe window passed---+
+ *   any --ik_slot_lease_release()--> RELEASED
+ */
+typedef enum ik_lease_state {
+    IK_LEASE_ACQUIRING = 0,
+    IK_LEASE_HELD = 1,
+    IK_LEASE_IN_DOUBT = 2,
+    IK_LEASE_LOST = 3,
+    IK_LEASE_RELEASED = 4,
+} ik_lease_state;
+
+typedef enum ik_slot_choice { IK_SLOT_RANDOM = 0, IK_SLOT_LOWEST = 1 } ik_slot_choice;
+
+typedef struct ik_lease_options {
+    const char *app;          /* namespace; default "default" */
+    const char *identity;     /* who holds the slot; required */
+    ik_slot_choice choice;    /* when the identity's last slot is not free */
+    int64_t persist_interval_ms; /* time record written at least this often; default 1000 */
+    /* Called on the lease thread at each state change; may be NULL. */
+    void (*on_state)(void *ctx, ik_lease_state state, int worker, const char *why);
+    void *ctx;
+} ik_lease_options;
+
+typedef struct ik_slot_lease ik_slot_lease;
+
+IK_EXTERN void ik_lease_options_init(ik_lease_options *o);
+
+/* Takes a slot in the generator's layout range [worker_min, worker_max] and starts
+ * the lease thread. Returns when a slot is held (the generator may still wait for
+ * the time guard), or fails: IK_ENOSLOT with why naming the range and the holders.
+ * The coord and generator must outlive the lease. */
+IK_EXTERN int ik_slot_lease_start(ik_coord *c, ik_snowflake *g, const ik_lease_options *o,
+                                  ik_slot_lease **out, char *why, size_t why_len);
+
+typedef struct ik_lease_info {
+    ik_lease_state state;
+    int worker;               /* -1 while none is held */
+    int64_t since_ms;         /* Unix ms the slot was taken */
+    int64_t record_ms;        /* time record last persisted (Unix ms) */
+    int64_t valid_for_ms;     /* how long IDs may still flow without a backend answer */
+    uint64_t acquisitions;    /* slots taken so far (1 + re-acquisitions) */
+    char session[64];         /* backend session ("0x..." on zk, "" on local) */
+    char why[160];            /* reason of the latest state change */
+} ik_lease_info;
+
+IK_EXTERN void ik_slot_lease_get_info(ik_slot_lease *l, ik_lease_info *out);
+/* Stops the lease thread, revokes the grant, persists the time record, releases
+ * the slot and frees l. Accepts NULL. Returns the release's error, if any. */
+IK_EXTERN int ik_slot_lease_release(ik_slot_lease *l);
+
+IK_EXTERN const char *ik_lease_state_name(ik_lease_state s);
+
+/* One slot of an app, as the backend sees it. */
+typedef struct ik_slot_info {
+    uint32_t worker;
+    int held;               /* 1 if a live holder has it */
+    char holder[256];       /* holder's identity ("" if never held) */
+    char detail[128];       /* pid, host, session: backend-specific, may be "" */
+    int64_t since_ms;       /* Unix ms the current holder took it (0 if free) */
+    int64_t record_ms;      /* time record (Unix ms; 0 if none) */
+} ik_slot_info;
+
+/* Lists every slot the app has ever used, ordered by worker. *out is freed with
+ * ik_free(). */
+IK_EXTERN int ik_slots_list(ik_coord *c, const char *app, ik_slot_info **out, size_t *n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* IDKEEPER_H */

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs what idkeeper needs from Debian's packages, and nothing else. Idempotent:
+# it only calls apt-get when a package is missing. Used by `make run` and `make test`.
+#   scripts/install-deps.sh build   what building and running the daemon needs
+#   scripts/install-deps.sh test    that, plus what the test suite and benchmarks need
+set -euo pipefail
+
+build_pkgs=(
+  build-essential cmake pkg-config
+  libuv1-dev          # event loop of the daemon
+  libhttp-parser-dev  # HTTP/1.1 request parsing
+  libinih-dev         # config file (INI)
+  libsqlite3-dev      # durable counters on local:
+  libzookeeper-mt-dev # ZooKeeper C client for zk://
+)
+test_pkgs=(
+  libcmocka-dev       # unit test framework
+  clang libclang-rt-14-dev # libFuzzer and sanitizers
+  zookeeper default-jre-headless # a real ZooKeeper server for the tests
+  faketime libfaketime # clock steps on real processes
+  curl jq procps psmisc iproute2
+  python3-kazoo       # kazoo interop helper
+  libcurator-recipes-java libcurator-framework-java # Curator interop helper
+  wrk nginx-light hyperfine # benchmarks and their peer
+)
+
+want=("${build_pkgs[@]}")
+[ "${1:-build}" = test ] && want+=("${test_pkgs[@]}")
+
+missing=()
+for p in "${want[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "install-deps: installing ${missing[*]}" >&2
+SUDO=
+[ "$(id -u)" -ne 0 ] && SUDO=sudo
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

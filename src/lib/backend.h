@@ -1,0 +1,99 @@
+/* backend.h: the seam between the library and the coordination stores.
+ *
+ * One small vtable, one file per implementation (backend_local.c, backend_zk.c),
+ * chosen at one place (coord.c, by URI scheme). The generic slot-lease logic
+ * (lease.c) drives a backend only through these calls.
+ *
+ * Time records. Every slot has a time record: a Unix-ms value that is an upper
+ * bound of the time of any ID ever issued under that slot. A holder never issues a
+ * tick above ik_layout_ticks_at(record) (the generator's ceiling), and a new holder
+ * issues only ticks above ik_layout_ticks_at(old record) (the floor). Records only
+ * grow, except at a clean release, where the holder may lower it to the start of the
+ * last tick it really issued (never below the record it found when it took the slot).
+ *
+ * Threads: every call may block on I/O. lease.c calls slot_* from its own thread;
+ * slots_list may be called from any thread. Backends make their own calls
+ * thread-safe.
+ */
+#ifndef IK_BACKEND_H
+#define IK_BACKEND_H
+
+#include "idkeeper.h"
+
+typedef struct ik__backend ik__backend;
+typedef struct ik__backend_ops ik__backend_ops;
+
+/* Every backend's handle struct starts with this. */
+struct ik__backend {
+    const ik__backend_ops *ops;
+};
+
+typedef struct ik__slot_request {
+    const char *app;
+    const char *identity;
+    uint32_t worker_min, worker_max; /* inclusive */
+    ik_slot_choice choice;
+    int64_t new_record_ms;           /* record to write on success (backend writes the
+                                        max of this and the record it finds) */
+} ik__slot_request;
+
+typedef struct ik__slot_grant {
+    uint32_t worker;
+    int64_t old_record_ms;           /* the record found (0: none): the floor */
+    int64_t record_ms;               /* the record now written: the first ceiling */
+    int64_t since_ms;                /* Unix ms the slot was taken */
+    int64_t valid_until_mono_ns;     /* lease proven until (IK_FOREVER on local) */
+    void *handle;                    /* backend's per-slot state */
+} ik__slot_grant;
+
+struct ik__backend_ops {
+    const char *scheme; /* "local", "zk" */
+
+    /* uri is the whole URI ("local:DIR", "zk://..."). */
+    int (*open)(const char *uri, const ik_coord_options *o, ik__backend **out, char *why,
+                size_t why_len);
+    void (*close)(ik__backend *b);
+    /* Canonical URI; valid until close. */
+    const char *(*uri)(const ik__backend *b);
+
+    /* Takes one free slot: the one the identity held last if free, else one by
+     * req->choice. Atomic: two callers racing for one slot cannot both win.
+     * IK_ENOSLOT with why naming the range and the holders if none is free. */
+    int (*slot_acquire)(ik__backend *b, const ik__slot_request *req, ik__slot_grant *out,
+                        char *why, size_t why_len);
+
+    /* Writes record_ms as the slot's time record, only if the slot is still ours.
+     * 0: written; *valid_until_mono_ns = until when the lease is proven (from when
+     * the request was sent). IK_EINDOUBT: no answer (connection trouble); the lease
+     * is unproven but may still be ours. IK_ELOST: the slot is no longer ours. */
+    int (*slot_persist)(ik__backend *b, void *handle, int64_t record_ms,
+                        int64_t *valid_until_mono_ns);
+
+    /* Writes record_ms and frees the slot. Frees handle whatever happens. */
+    int (*slot_release)(ik__backend *b, void *handle, int64_t record_ms);
+
+    /* Forgets a slot that is lost (after IK_ELOST) without touching the store; frees
+     * handle. May be NULL if release is always safe. */
+    void (*slot_forget)(ik__backend *b, void *handle);
+
+    /* After IK_ELOST on a session-based backend: make a new session so that
+     * slot_acquire can work again. 0 when ready. May be NULL (nothing to do). */
+    int (*recover)(ik__backend *b, char *why, size_t why_len);
+
+    /* All slots of app that exist in the store, ordered by worker; *out freed with
+     * ik_free. */
+    int (*slots_list)(ik__backend *b, const char *app, ik_slot_info **out, size_t *n);
+
+    /* Describes the current session into buf ("0x1234abcd", or ""). May be NULL. */
+    void (*session)(ik__backend *b, char *buf, size_t len);
+};
+
+extern const ik__backend_ops ik__backend_local_ops;
+#ifdef IK_HAVE_ZK
+extern const ik__backend_ops ik__backend_zk_ops;
+#endif
+
+/* coord.c: the backend behind a coord handle. */
+ik__backend *ik__coord_backend(ik_coord *c);
+
+#endif
