@@ -1,0 +1,81 @@
+# lib.sh: shared helpers for the integration tests (sourced, bash).
+# Each test runs in its own process (CTest) with its own temporary directory;
+# everything it starts is stopped on exit, pass or fail.
+set -euo pipefail
+
+: "${IK_BIN:?IK_BIN must name the idkeeper binary (CTest sets it)}"
+IK_SRC=${IK_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+T=$(mktemp -d "${TMPDIR:-/tmp}/ik-test.XXXXXX")
+IK_PIDS=()
+IK_CLEANUPS=()
+
+log() { printf '[%s] %s\n' "$(date +%T.%3N)" "$*" >&2; }
+fail() { log "FAIL: $*"; exit 1; }
+pass() { log "PASS: $*"; }
+
+ik_cleanup() {
+  local rc=$?
+  set +e
+  for fn in "${IK_CLEANUPS[@]}"; do $fn; done
+  for p in "${IK_PIDS[@]}"; do kill -CONT "$p" 2>/dev/null; kill -KILL "$p" 2>/dev/null; done
+  wait 2>/dev/null
+  if [ $rc -ne 0 ]; then
+    log "test failed (rc=$rc); logs in $T:"
+    for f in "$T"/*.log; do [ -f "$f" ] && { echo "--- $f (last 30 lines)" >&2; tail -n 30 "$f" >&2; }; done
+  else
+    rm -rf "$T"
+  fi
+  exit $rc
+}
+trap ik_cleanup EXIT
+trap 'exit 130' INT TERM
+
+# A TCP port that nothing listens on now (loopback).
+free_port() {
+  local p
+  while :; do
+    p=$(( 20000 + RANDOM % 40000 ))
+    (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null || { echo $p; return; }
+  done
+}
+
+# start_server NAME PORT [idkeeper serve args...]: starts a daemon in the
+# background, logging to $T/NAME.log; sets SERVER_PID[NAME]. Does not wait.
+declare -A SERVER_PID
+start_server() {
+  local name=$1 port=$2; shift 2
+  "$IK_BIN" serve --http 127.0.0.1:"$port" --identity "$name" "$@" >"$T/$name.log" 2>&1 &
+  SERVER_PID[$name]=$!
+  IK_PIDS+=($!)
+}
+
+# wait_ready PORT [SECONDS]: until /readyz answers 200 (default 20 s).
+wait_ready() {
+  local port=$1 limit=${2:-20} i
+  for ((i = 0; i < limit * 20; i++)); do
+    curl -fsS -o /dev/null "http://127.0.0.1:$port/readyz" 2>/dev/null && return 0
+    sleep 0.05
+  done
+  return 1
+}
+
+# http_status URL [curl args...]: prints the HTTP status code.
+http_status() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
+
+# fetch_ids PORT N OUT: appends N snowflake IDs from the server to OUT (one a line).
+fetch_ids() {
+  "$IK_BIN" next --server "http://127.0.0.1:$1" --count "$2" snowflake >>"$3"
+}
+
+# assert_unique FILE: no line appears twice.
+assert_unique() {
+  local d
+  d=$(sort "$1" | uniq -d | head -n 5)
+  [ -z "$d" ] || fail "duplicate IDs in $1: $d"
+}
+
+# assert_increasing FILE: each line (an integer) is greater than the one before.
+assert_increasing() {
+  awk 'NR > 1 && $1 <= prev { print "not increasing at line " NR ": " prev " then " $1; bad = 1; exit }
+       { prev = $1 } END { exit bad }' "$1" || fail "IDs in $1 do not increase"
+}
