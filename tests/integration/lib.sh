@@ -76,6 +76,8 @@ assert_unique() {
 
 # assert_increasing FILE: each line (an integer) is greater than the one before.
 assert_increasing() {
-  awk 'NR > 1 && $1 <= prev { print "not increasing at line " NR ": " prev " then " $1; bad = 1; exit }
+  # Compared as digit strings: awk's numbers are doubles and lose 64-bit IDs.
+  awk 'NR > 1 && (length($1) < length(prev) || (length($1) == length(prev) && ($1 "") <= (prev ""))) {
+         print "not increasing at line " NR ": " prev " then " $1; bad = 1; exit }
        { prev = $1 } END { exit bad }' "$1" || fail "IDs in $1 do not increase"
 }
