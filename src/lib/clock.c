@@ -1,0 +1,50 @@
+/* clock.c: the system clock source, and the library's own time reads. */
+#include "internal.h"
+
+#include <errno.h>
+#include <time.h>
+
+static int64_t ts_ns(clockid_t id)
+{
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int64_t sys_wall_ns(void *ctx)
+{
+    (void)ctx;
+    return ts_ns(CLOCK_REALTIME);
+}
+
+static int64_t sys_mono_ns(void *ctx)
+{
+    (void)ctx;
+    return ts_ns(CLOCK_MONOTONIC);
+}
+
+static void sys_sleep_ns(void *ctx, int64_t ns)
+{
+    (void)ctx;
+    if (ns <= 0) return;
+    struct timespec ts = {.tv_sec = ns / 1000000000, .tv_nsec = ns % 1000000000};
+    while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {
+    }
+}
+
+static const ik_clock system_clock = {sys_wall_ns, sys_mono_ns, sys_sleep_ns, NULL};
+
+const ik_clock *ik_clock_system(void)
+{
+    return &system_clock;
+}
+
+int64_t ik__mono_ns(void)
+{
+    return ts_ns(CLOCK_MONOTONIC);
+}
+
+int64_t ik__wall_ms(void)
+{
+    return ts_ns(CLOCK_REALTIME) / 1000000;
+}

@@ -1,0 +1,115 @@
+/* errors.c: the error enum's names and descriptions, and small shared helpers. */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#ifdef IK_HAVE_ZK
+#include <zookeeper/zookeeper.h>
+#endif
+
+typedef struct {
+    int code;
+    const char *name;
+    const char *text;
+} err_entry;
+
+static const err_entry api_errors[] = {
+    {IK_OK, "IK_OK", "success"},
+    {IK_EINVAL, "IK_EINVAL", "invalid argument"},
+    {IK_ENOMEM, "IK_ENOMEM", "out of memory"},
+    {IK_ELAYOUT, "IK_ELAYOUT", "invalid ID layout"},
+    {IK_ENOLEASE, "IK_ENOLEASE", "no valid worker lease: not issuing IDs"},
+    {IK_ECLOCKBACK, "IK_ECLOCKBACK", "clock went back beyond the allowed limit"},
+    {IK_ETIMEGUARD, "IK_ETIMEGUARD", "clock has not yet passed the slot's time record"},
+    {IK_ENOSLOT, "IK_ENOSLOT", "no free worker slot"},
+    {IK_ETIMEDOUT, "IK_ETIMEDOUT", "timed out"},
+    {IK_EURI, "IK_EURI", "malformed or unsupported coordination URI"},
+    {IK_ESTORE, "IK_ESTORE", "coordination store unreachable or failed"},
+    {IK_EINDOUBT, "IK_EINDOUBT", "outcome unknown: connection to the store lost"},
+    {IK_ELOST, "IK_ELOST", "slot or session lost"},
+    {IK_ECLOSED, "IK_ECLOSED", "handle is closing"},
+    {IK_ERANGE, "IK_ERANGE", "value out of range"},
+    {IK_ENOTFOUND, "IK_ENOTFOUND", "not found"},
+    {IK_EEXIST, "IK_EEXIST", "already exists"},
+    {IK_EBUSY, "IK_EBUSY", "held by someone else"},
+};
+
+static const err_entry *find_api(int err)
+{
+    for (size_t i = 0; i < sizeof api_errors / sizeof api_errors[0]; i++)
+        if (api_errors[i].code == err) return &api_errors[i];
+    return NULL;
+}
+
+const char *ik_strerror(int err)
+{
+    const err_entry *e = find_api(err);
+    if (e) return e->text;
+    if (err < 0 && err > -4096) return strerror(-err);
+#ifdef IK_HAVE_ZK
+    if (err <= IK_EZK_BASE - 1 && err > IK_EZK_BASE - 1000) return zerror(err - IK_EZK_BASE);
+#endif
+    return "unknown error";
+}
+
+const char *ik_errname(int err)
+{
+    const err_entry *e = find_api(err);
+    if (e) return e->name;
+    if (err < 0 && err > -4096) {
+        const char *n = strerrorname_np(-err);
+        return n ? n : "ESYS";
+    }
+    if (err <= IK_EZK_BASE - 1 && err > IK_EZK_BASE - 1000) return "IK_EZK";
+    return "IK_EUNKNOWN";
+}
+
+void ik_free(void *p)
+{
+    free(p);
+}
+
+const char *ik_version(void)
+{
+    return IK_VERSION_STRING;
+}
+
+int ik__fail(int err, char *why, size_t why_len, const char *fmt, ...)
+{
+    if (why && why_len > 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(why, why_len, fmt, ap);
+        va_end(ap);
+    }
+    return err;
+}
+
+void ik__iso8601(int64_t unix_ms, char *buf, size_t len)
+{
+    int64_t s = unix_ms >= 0 ? unix_ms / 1000 : (unix_ms - 999) / 1000;
+    int ms = (int)(unix_ms - s * 1000);
+    time_t t = (time_t)s;
+    struct tm tm;
+    if (!gmtime_r(&t, &tm)) {
+        snprintf(buf, len, "?");
+        return;
+    }
+    snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
+}
+
+int ik__valid_name(const char *s, size_t max)
+{
+    size_t n = 0;
+    if (!s) return 0;
+    for (; s[n]; n++) {
+        char c = s[n];
+        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                 c == '.' || c == '_' || c == ':' || c == '-';
+        if (!ok || n >= max) return 0;
+    }
+    return n > 0;
+}

@@ -1,0 +1,24 @@
+/* internal.h: helpers shared by the library's files; nothing here is public. */
+#ifndef IK_INTERNAL_H
+#define IK_INTERNAL_H
+
+#include "idkeeper.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+/* Writes a formatted one-line reason into why (if why_len > 0) and returns err. */
+int ik__fail(int err, char *why, size_t why_len, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Monotonic and wall time from the system clock, bypassing any ik_clock. */
+int64_t ik__mono_ns(void);
+int64_t ik__wall_ms(void);
+
+/* Formats Unix ms as ISO 8601 UTC with milliseconds ("2026-11-22T02:45:48.123Z"). */
+void ik__iso8601(int64_t unix_ms, char *buf, size_t len);
+
+/* Valid app / identity names: [A-Za-z0-9._:-]{1,max}. */
+int ik__valid_name(const char *s, size_t max);
+
+#endif

@@ -1,0 +1,342 @@
+/* lease.c: the worker-slot lease (SPEC 3), generic over backends.
+ *
+ * A lease holds one slot and drives one generator. Its thread writes the slot's
+ * time record every persist_interval/2 as max(record, now + persist_interval) and,
+ * once the write is acknowledged, extends the generator's grant: the ceiling to the
+ * new record, the deadline to when the backend says the lease is proven until.
+ *
+ * Invariants
+ *   L1. The generator never issues a tick above ticks_at(record persisted in the
+ *       store): the grant's ceiling only moves after an acknowledged write.
+ *   L2. A slot's new holder issues only ticks above ticks_at(record it found), so
+ *       with L1 no tick is issued twice under one worker number, whoever held it.
+ *   L3. The generator issues only while the monotonic clock is before the
+ *       deadline of the last acknowledged write; a lease in doubt therefore stops
+ *       issuing by itself, without this thread having to run.
+ *   L4. The record written at a clean release is never below the record found at
+ *       acquisition, nor below the start of the last tick issued.
+ *
+ * States and the functions that take each edge:
+ *
+ *   start() --slot_acquire ok--> HELD
+ *   HELD --persist: IK_EINDOUBT--> IN_DOUBT      (generator runs until its deadline)
+ *   IN_DOUBT --persist ok--> HELD                 (same session: grant extended)
+ *   HELD, IN_DOUBT --persist: IK_ELOST--> LOST     (revoke, slot_forget)
+ *   IN_DOUBT --deadline passed--> stays IN_DOUBT, not issuing (reported in why)
+ *   LOST --recover + slot_acquire--> ACQUIRING --> HELD   (reacquire(); new grant,
+ *                                                      floor from the slot's record)
+ *   any --ik_slot_lease_release()--> RELEASED     (revoke, slot_release)
+ */
+#include "backend.h"
+#include "internal.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct ik_slot_lease {
+    ik__backend *be;
+    ik_snowflake *g;
+    char *app, *identity;
+    ik_slot_choice choice;
+    int64_t interval_ms;
+    void (*on_state)(void *ctx, ik_lease_state state, int worker, const char *why);
+    void *ctx;
+
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int stop;
+
+    /* guarded by mu */
+    ik_lease_state state;
+    int worker;
+    void *handle;
+    int64_t since_ms;
+    int64_t found_record_ms; /* record found at acquisition (L4) */
+    int64_t record_ms;       /* record last acknowledged */
+    int64_t valid_until;     /* deadline of the last acknowledged write */
+    uint64_t acquisitions;
+    char why[160];
+};
+
+void ik_lease_options_init(ik_lease_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->app = "default";
+    o->choice = IK_SLOT_RANDOM;
+    o->persist_interval_ms = 1000;
+}
+
+const char *ik_lease_state_name(ik_lease_state s)
+{
+    switch (s) {
+    case IK_LEASE_ACQUIRING: return "acquiring";
+    case IK_LEASE_HELD: return "held";
+    case IK_LEASE_IN_DOUBT: return "in_doubt";
+    case IK_LEASE_LOST: return "lost";
+    case IK_LEASE_RELEASED: return "released";
+    }
+    return "unknown";
+}
+
+static uint64_t floor_tick_of(const ik_snowflake *g, int64_t record_ms)
+{
+    if (record_ms <= 0) return 0;
+    int64_t t = ik_layout_ticks_at(ik_snowflake_layout(g), record_ms);
+    return t < 0 ? 0 : (uint64_t)t;
+}
+
+/* Changes state under mu and tells the callback (outside mu). */
+static void set_state(ik_slot_lease *l, ik_lease_state s, const char *why)
+{
+    pthread_mutex_lock(&l->mu);
+    int changed = l->state != s;
+    l->state = s;
+    snprintf(l->why, sizeof l->why, "%s", why ? why : "");
+    int worker = l->worker;
+    pthread_mutex_unlock(&l->mu);
+    if (changed && l->on_state) l->on_state(l->ctx, s, worker, why ? why : "");
+}
+
+/* Takes a slot and grants it to the generator. 0, or the backend's error. */
+static int acquire(ik_slot_lease *l, char *why, size_t why_len)
+{
+    ik__slot_request req = {
+        .app = l->app,
+        .identity = l->identity,
+        .worker_min = ik_snowflake_layout(l->g)->worker_min,
+        .worker_max = ik_snowflake_layout(l->g)->worker_max,
+        .choice = l->choice,
+        .new_record_ms = ik__wall_ms() + l->interval_ms,
+    };
+    ik__slot_grant gr;
+    memset(&gr, 0, sizeof gr);
+    int rc = l->be->ops->slot_acquire(l->be, &req, &gr, why, why_len);
+    if (rc) return rc;
+    rc = ik_snowflake_grant(l->g, gr.worker, floor_tick_of(l->g, gr.old_record_ms),
+                            floor_tick_of(l->g, gr.record_ms), gr.valid_until_mono_ns);
+    if (rc) {
+        l->be->ops->slot_release(l->be, gr.handle, gr.record_ms);
+        return ik__fail(rc, why, why_len, "slot %u is outside the layout's worker range",
+                        gr.worker);
+    }
+    pthread_mutex_lock(&l->mu);
+    l->worker = (int)gr.worker;
+    l->handle = gr.handle;
+    l->since_ms = gr.since_ms;
+    l->found_record_ms = gr.old_record_ms;
+    l->record_ms = gr.record_ms;
+    l->valid_until = gr.valid_until_mono_ns;
+    l->acquisitions++;
+    pthread_mutex_unlock(&l->mu);
+    return IK_OK;
+}
+
+/* Waits up to ms on the lease's condition; returns 1 if asked to stop. */
+static int nap(ik_slot_lease *l, int64_t ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += ms / 1000;
+    ts.tv_nsec += (ms % 1000) * 1000000;
+    if (ts.tv_nsec >= 1000000000) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000;
+    }
+    pthread_mutex_lock(&l->mu);
+    while (!l->stop && pthread_cond_timedwait(&l->cv, &l->mu, &ts) != ETIMEDOUT) {
+    }
+    int stop = l->stop;
+    pthread_mutex_unlock(&l->mu);
+    return stop;
+}
+
+/* LOST -> ACQUIRING -> HELD: a new session if the backend needs one, then a slot.
+ * Retries until it holds one or is asked to stop. */
+static void reacquire(ik_slot_lease *l)
+{
+    char why[256];
+    int64_t backoff = 100;
+    set_state(l, IK_LEASE_ACQUIRING, "taking a slot again");
+    for (;;) {
+        int rc = l->be->ops->recover ? l->be->ops->recover(l->be, why, sizeof why) : 0;
+        if (rc == 0) rc = acquire(l, why, sizeof why);
+        if (rc == 0) {
+            char msg[160];
+            snprintf(msg, sizeof msg, "took slot %d again", l->worker);
+            set_state(l, IK_LEASE_HELD, msg);
+            return;
+        }
+        pthread_mutex_lock(&l->mu);
+        snprintf(l->why, sizeof l->why, "taking a slot again: %s", why);
+        pthread_mutex_unlock(&l->mu);
+        if (nap(l, backoff)) return;
+        if (backoff < 1000) backoff *= 2;
+    }
+}
+
+static void *lease_thread(void *arg)
+{
+    ik_slot_lease *l = arg;
+    for (;;) {
+        if (nap(l, l->interval_ms / 2)) break;
+
+        pthread_mutex_lock(&l->mu);
+        void *h = l->handle;
+        int64_t rec = l->record_ms;
+        pthread_mutex_unlock(&l->mu);
+        int64_t want = ik__wall_ms() + l->interval_ms;
+        if (want > rec) rec = want;
+
+        int64_t until = 0;
+        int rc = l->be->ops->slot_persist(l->be, h, rec, &until);
+        if (rc == 0) {
+            pthread_mutex_lock(&l->mu);
+            l->record_ms = rec;
+            l->valid_until = until;
+            ik_lease_state was = l->state;
+            pthread_mutex_unlock(&l->mu);
+            ik_snowflake_extend(l->g, floor_tick_of(l->g, rec), until);
+            if (was != IK_LEASE_HELD) set_state(l, IK_LEASE_HELD, "store answers again");
+        } else if (rc == IK_ELOST) {
+            ik_snowflake_revoke(l->g);
+            set_state(l, IK_LEASE_LOST, "slot lost: session expired or slot taken over");
+            pthread_mutex_lock(&l->mu);
+            l->handle = NULL;
+            l->worker = -1;
+            pthread_mutex_unlock(&l->mu);
+            if (l->be->ops->slot_forget)
+                l->be->ops->slot_forget(l->be, h);
+            else
+                l->be->ops->slot_release(l->be, h, rec);
+            reacquire(l);
+        } else {
+            pthread_mutex_lock(&l->mu);
+            int lapsed = ik__mono_ns() >= l->valid_until;
+            pthread_mutex_unlock(&l->mu);
+            set_state(l, IK_LEASE_IN_DOUBT,
+                      lapsed ? "store unreachable past the safe window: not issuing"
+                             : "store unreachable: issuing within the safe window");
+        }
+    }
+    return NULL;
+}
+
+int ik_slot_lease_start(ik_coord *c, ik_snowflake *g, const ik_lease_options *o,
+                        ik_slot_lease **out, char *why, size_t why_len)
+{
+    ik_lease_options defaults;
+    if (!c || !g || !out) return IK_EINVAL;
+    if (!o) {
+        ik_lease_options_init(&defaults);
+        o = &defaults;
+    }
+    const char *app = o->app ? o->app : "default";
+    if (!ik__valid_name(app, 64))
+        return ik__fail(IK_EINVAL, why, why_len, "app name must be 1-64 of [A-Za-z0-9._:-]");
+    if (!o->identity || !*o->identity || strlen(o->identity) > 200)
+        return ik__fail(IK_EINVAL, why, why_len, "identity must be 1-200 bytes");
+    for (const char *p = o->identity; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            return ik__fail(IK_EINVAL, why, why_len, "identity has a control character");
+    if (o->persist_interval_ms < 20 || o->persist_interval_ms > 60000)
+        return ik__fail(IK_EINVAL, why, why_len, "persist interval must be 20 to 60000 ms");
+
+    ik_slot_lease *l = calloc(1, sizeof *l);
+    if (!l) return IK_ENOMEM;
+    l->be = ik__coord_backend(c);
+    l->g = g;
+    l->app = strdup(app);
+    l->identity = strdup(o->identity);
+    l->choice = o->choice;
+    l->interval_ms = o->persist_interval_ms;
+    l->on_state = o->on_state;
+    l->ctx = o->ctx;
+    l->worker = -1;
+    l->state = IK_LEASE_ACQUIRING;
+    pthread_mutex_init(&l->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&l->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    int rc = (!l->app || !l->identity) ? IK_ENOMEM : acquire(l, why, why_len);
+    if (rc == 0) {
+        char msg[64];
+        snprintf(msg, sizeof msg, "took slot %d", l->worker);
+        set_state(l, IK_LEASE_HELD, msg);
+        if (pthread_create(&l->thread, NULL, lease_thread, l)) {
+            ik_snowflake_revoke(g);
+            l->be->ops->slot_release(l->be, l->handle, l->record_ms);
+            rc = IK_ESYS(EAGAIN);
+        }
+    }
+    if (rc) {
+        pthread_cond_destroy(&l->cv);
+        pthread_mutex_destroy(&l->mu);
+        free(l->app);
+        free(l->identity);
+        free(l);
+        return rc;
+    }
+    *out = l;
+    return IK_OK;
+}
+
+void ik_slot_lease_get_info(ik_slot_lease *l, ik_lease_info *o)
+{
+    memset(o, 0, sizeof *o);
+    pthread_mutex_lock(&l->mu);
+    o->state = l->state;
+    o->worker = l->worker;
+    o->since_ms = l->since_ms;
+    o->record_ms = l->record_ms;
+    o->acquisitions = l->acquisitions;
+    if (l->state != IK_LEASE_HELD && l->state != IK_LEASE_IN_DOUBT)
+        o->valid_for_ms = 0;
+    else if (l->valid_until == IK_FOREVER)
+        o->valid_for_ms = -1;
+    else {
+        int64_t left = (l->valid_until - ik__mono_ns()) / 1000000;
+        o->valid_for_ms = left > 0 ? left : 0;
+    }
+    snprintf(o->why, sizeof o->why, "%s", l->why);
+    pthread_mutex_unlock(&l->mu);
+    if (l->be->ops->session) l->be->ops->session(l->be, o->session, sizeof o->session);
+}
+
+int ik_slot_lease_release(ik_slot_lease *l)
+{
+    if (!l) return IK_OK;
+    pthread_mutex_lock(&l->mu);
+    l->stop = 1;
+    pthread_cond_broadcast(&l->cv);
+    pthread_mutex_unlock(&l->mu);
+    pthread_join(l->thread, NULL);
+
+    /* From here nothing is issued under the slot (the revoke pairs with the
+     * generator's seq_cst claim), so the record may come down to the last tick
+     * really issued (L4). */
+    ik_snowflake_revoke(l->g);
+    int rc = IK_OK;
+    if (l->handle) {
+        ik_snowflake_info si;
+        ik_snowflake_get_info(l->g, &si);
+        const ik_layout *lay = ik_snowflake_layout(l->g);
+        int64_t rec = si.last_tick ? lay->epoch_ms + (int64_t)si.last_tick * lay->unit_ms : 0;
+        if (rec < l->found_record_ms) rec = l->found_record_ms;
+        if (rec > l->record_ms) rec = l->record_ms; /* never above what L1 allowed */
+        rc = l->be->ops->slot_release(l->be, l->handle, rec);
+        l->handle = NULL;
+    }
+    set_state(l, IK_LEASE_RELEASED, "released");
+    pthread_cond_destroy(&l->cv);
+    pthread_mutex_destroy(&l->mu);
+    free(l->app);
+    free(l->identity);
+    free(l);
+    return rc;
+}
