@@ -198,9 +198,9 @@ int ik_snowflake_next_n(ik_snowflake *g, size_t n, int64_t *ids)
             continue;
 
         /* I2: the run is ours; return it only if the grant still stands. */
-        if (atomic_load_explicit(&g->grant_word, memory_order_seq_cst) != gw ||
-            lease_now(g) >= atomic_load_explicit(&g->valid_until, memory_order_acquire))
-            return IK_ENOLEASE;
+        if (atomic_load_explicit(&g->grant_word, memory_order_seq_cst) != gw) return IK_ENOLEASE;
+        int64_t until = atomic_load_explicit(&g->valid_until, memory_order_acquire);
+        if (until != IK_FOREVER && lease_now(g) >= until) return IK_ENOLEASE;
 
         uint64_t hi = (tick << (l->worker_bits + g->seq_bits)) |
                       ((gw & 0xffffffffu) << g->seq_bits);
