@@ -12,6 +12,7 @@ build_pkgs=(
   libinih-dev         # config file (INI)
   libsqlite3-dev      # durable counters on local:
   libzookeeper-mt-dev # ZooKeeper C client for zk://
+  libssl-dev          # libcrypto's SHA-1 for ZooKeeper digest ACLs
 )
 test_pkgs=(
   libcmocka-dev       # unit test framework

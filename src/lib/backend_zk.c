@@ -1,0 +1,1503 @@
+/* backend_zk.c: worker slots on Apache ZooKeeper (zk://HOST:PORT[,HOST:PORT...][/CHROOT]),
+ * through the official multithreaded C client (libzookeeper_mt).
+ *
+ * Node layout (docs/zookeeper.md has the full story):
+ *
+ *   CHROOT/idkeeper/apps/APP/slots/NNNN        persistent: the slot's time record
+ *   CHROOT/idkeeper/apps/APP/slots/NNNN/owner  ephemeral: the live holder
+ *
+ * A slot is free when its node has no owner child. Taking it is one zoo_multi that
+ * writes the slot node with the version just read (or creates it) and creates the
+ * ephemeral owner: two callers racing for one slot cannot both win. Every later
+ * write of the time record is a zoo_multi [check owner exists, set slot node at the
+ * version of our last write], so a write succeeds only while nobody else has taken
+ * the slot, and only on a live session (the server refuses requests of an expired
+ * one).
+ *
+ * Invariants
+ *   Z1. A slot node is never deleted by idkeeper; its version grows with every
+ *       write, and every holder writes it when it takes the slot. So "our last
+ *       version still matches" proves nobody took the slot since.
+ *   Z2. slot_persist reports success only for a write the server acknowledged on
+ *       the current session; the lease is then proven until the monotonic time the
+ *       request was sent plus 2/3 of the negotiated session timeout (the server
+ *       cannot expire the session before send + timeout).
+ *   Z3. A write whose answer was lost (connection loss) leaves the slot "in doubt":
+ *       its version is unknown. The next write that meets ZBADVERSION reads the
+ *       node back and adopts it only if the data carries our own session id.
+ *   Z4. One live slot handle per (app, worker) per backend: the handle list keeps
+ *       an owner node left by this session (after slot_forget) from being adopted
+ *       twice.
+ *
+ * Threads: the ZooKeeper client runs an I/O thread and a completion thread per
+ * handle. The session watcher runs on the completion thread and only records the
+ * state under b->mu. Calls into this backend may come from any thread; b->life (a
+ * rwlock) keeps the zhandle alive while a call uses it, and recover() swaps it under
+ * the write lock.
+ *
+ * What it deliberately does not do: it never deletes slot nodes, never steals a
+ * slot whose owner node exists (even one with our identity: that may be a live
+ * twin), and never reports a lease proven on a session it has not heard from.
+ */
+#include "backend.h"
+#include "internal.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+#include <zookeeper/zookeeper.h>
+
+#define ZK_ROOT "/idkeeper/apps"
+#define ZK_PATH_MAX 512
+#define ZK_DATA_MAX 1024
+
+/* ------------------------------------------------------------------------------
+ * Types
+ */
+typedef struct zk_backend zk_backend;
+
+/* One zhandle and what its session watcher has told us. Freed only after
+ * zookeeper_close() returned, so the watcher never sees a dangling context. */
+typedef struct zk_conn {
+    zk_backend *b;
+    zhandle_t *zh;
+    unsigned gen;      /* backend's handle generation */
+    int state;         /* last ZOO_*_STATE from the watcher (0: none yet) */
+    int dead;          /* session expired or auth failed: the handle is unusable */
+    int64_t session;   /* session id once connected, else 0 */
+} zk_conn;
+
+/* A held slot (the opaque handle of ik__slot_grant). */
+typedef struct zk_slot zk_slot;
+typedef struct zk_wait zk_wait;
+
+struct zk_slot {
+    zk_slot *next;           /* b->slots */
+    char *app, *identity;
+    uint32_t worker;
+    char slot_path[ZK_PATH_MAX], owner_path[ZK_PATH_MAX];
+    unsigned gen;            /* handle generation it was taken on */
+    int64_t session;         /* session that owns the owner node */
+    int version;             /* slot node version after our last acknowledged write */
+    int64_t czxid;           /* slot node identity (0: not known yet) */
+    int64_t found_ms;        /* record found at acquisition (the floor) */
+    int64_t record_ms;       /* highest record we know is written */
+    int64_t since_ms;
+    int in_doubt;            /* a write's outcome is unknown (Z3) */
+    int64_t proven_until_ns; /* set by the take: its send time + the safe window */
+    zk_wait *pending;        /* a persist sent, not yet answered */
+};
+
+struct zk_backend {
+    ik__backend base;
+    char *uri;        /* canonical */
+    char *hosts;      /* "h:p,h:p" (no chroot: paths are prefixed here) */
+    char *chroot;     /* "" or "/a/b" */
+    char *auth;       /* "user:password" or NULL */
+    int timeout_ms;   /* requested session timeout */
+    struct ACL acl_app[2], acl_shared[2];
+    struct ACL_vector app_acl, shared_acl;
+    char *digest_id;  /* "user:base64(sha1(user:password))" */
+
+    pthread_rwlock_t life; /* read: a call uses conn->zh; write: swap or close it */
+    pthread_mutex_t mu;    /* guards conn fields, slots, gen */
+    pthread_cond_t cv;     /* broadcast on every session event */
+    zk_conn *conn;
+    unsigned gen;
+    zk_slot *slots;
+    uint64_t rng;
+};
+
+/* ------------------------------------------------------------------------------
+ * Small helpers
+ */
+static void deadline_ts(struct timespec *ts, int64_t ms)
+{
+    clock_gettime(CLOCK_MONOTONIC, ts);
+    ts->tv_sec += ms / 1000;
+    ts->tv_nsec += (ms % 1000) * 1000000;
+    if (ts->tv_nsec >= 1000000000) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000;
+    }
+}
+
+static void cond_init_mono(pthread_cond_t *cv)
+{
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(cv, &ca);
+    pthread_condattr_destroy(&ca);
+}
+
+static uint64_t rng_next(zk_backend *b)
+{
+    /* xorshift64*; callers hold b->mu */
+    uint64_t x = b->rng;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    b->rng = x;
+    return x * UINT64_C(2685821657736338717);
+}
+
+/* Strict decimal int64 >= 0. */
+static int parse_i64(const char *s, size_t n, int64_t *out)
+{
+    int64_t v = 0;
+    if (n == 0 || n > 19) return -1;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9') return -1;
+        if (v > (INT64_MAX - (s[i] - '0')) / 10) return -1;
+        v = v * 10 + (s[i] - '0');
+    }
+    *out = v;
+    return 0;
+}
+
+static int parse_hex64(const char *s, size_t n, int64_t *out)
+{
+    uint64_t v = 0;
+    if (n < 3 || n > 18 || s[0] != '0' || s[1] != 'x') return -1;
+    for (size_t i = 2; i < n; i++) {
+        int d;
+        if (s[i] >= '0' && s[i] <= '9') d = s[i] - '0';
+        else if (s[i] >= 'a' && s[i] <= 'f') d = s[i] - 'a' + 10;
+        else return -1;
+        v = v << 4 | (uint64_t)d;
+    }
+    *out = (int64_t)v;
+    return 0;
+}
+
+/* ZooKeeper result codes that mean "no answer: the request may or may not have been
+ * applied". */
+static int zk_doubtful(int zrc)
+{
+    return zrc == ZCONNECTIONLOSS || zrc == ZOPERATIONTIMEOUT || zrc == ZCLOSING ||
+           zrc == ZSYSTEMERROR || zrc == ZMARSHALLINGERROR;
+}
+
+/* ZooKeeper result codes that mean "this session is gone for good". */
+static int zk_session_gone(int zrc)
+{
+    return zrc == ZSESSIONEXPIRED || zrc == ZINVALIDSTATE || zrc == ZAUTHFAILED ||
+           zrc == ZSESSIONMOVED;
+}
+
+/* ------------------------------------------------------------------------------
+ * URI: zk://HOST:PORT[,HOST:PORT...][/CHROOT]
+ */
+static int parse_uri(const char *uri, char **hosts, char **chroot, char *why, size_t why_len)
+{
+    int rc = ik_coord_uri_check(uri, why, why_len); /* the one syntax check (coord.c) */
+    if (rc) return rc;
+    if (strncmp(uri, "zk://", 5) != 0) return ik__fail(IK_EURI, why, why_len, "not a zk:// URI");
+    const char *p = uri + 5;
+    const char *slash = strchr(p, '/');
+    size_t hl = slash ? (size_t)(slash - p) : strlen(p);
+    if (hl == 0) return ik__fail(IK_EURI, why, why_len, "zk URI names no host: %s", uri);
+    if (slash && strlen(slash) + sizeof ZK_ROOT + 200 > ZK_PATH_MAX)
+        return ik__fail(IK_EURI, why, why_len, "zk chroot is too long");
+    *hosts = strndup(p, hl);
+    *chroot = strdup(slash && slash[1] ? slash : "");
+    if (!*hosts || !*chroot) {
+        free(*hosts);
+        free(*chroot);
+        return IK_ENOMEM;
+    }
+    return IK_OK;
+}
+
+/* ------------------------------------------------------------------------------
+ * Digest ACLs: the app's identity "user:base64(sha1(user:password))" has ALL, the
+ * world may READ (and CREATE under the shared ancestors, so other apps can live
+ * next to this one).
+ */
+static char *digest_id(const char *auth)
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int mdlen = 0;
+    const char *colon = strchr(auth, ':');
+    if (!colon) return NULL;
+    if (!EVP_Digest(auth, strlen(auth), md, &mdlen, EVP_sha1(), NULL)) return NULL;
+    size_t ul = (size_t)(colon - auth);
+    char *out = malloc(ul + 1 + 4 * ((mdlen + 2) / 3) + 1);
+    if (!out) return NULL;
+    memcpy(out, auth, ul + 1);
+    EVP_EncodeBlock((unsigned char *)out + ul + 1, md, (int)mdlen);
+    return out;
+}
+
+static int setup_acls(zk_backend *b, char *why, size_t why_len)
+{
+    if (!b->auth) {
+        b->app_acl = ZOO_OPEN_ACL_UNSAFE;
+        b->shared_acl = ZOO_OPEN_ACL_UNSAFE;
+        return IK_OK;
+    }
+    const char *colon = strchr(b->auth, ':');
+    if (!colon || colon == b->auth)
+        return ik__fail(IK_EINVAL, why, why_len, "--zk-auth must be USER:PASSWORD");
+    for (const char *c = b->auth; *c; c++)
+        if ((unsigned char)*c < 0x20)
+            return ik__fail(IK_EINVAL, why, why_len, "--zk-auth has a control character");
+    b->digest_id = digest_id(b->auth);
+    if (!b->digest_id) return ik__fail(IK_ENOMEM, why, why_len, "cannot compute the digest id");
+    static char digest[] = "digest", world[] = "world", anyone[] = "anyone";
+    b->acl_app[0] = (struct ACL){ZOO_PERM_ALL, {digest, b->digest_id}};
+    b->acl_app[1] = (struct ACL){ZOO_PERM_READ, {world, anyone}};
+    b->acl_shared[0] = (struct ACL){ZOO_PERM_ALL, {digest, b->digest_id}};
+    b->acl_shared[1] = (struct ACL){ZOO_PERM_READ | ZOO_PERM_CREATE, {world, anyone}};
+    b->app_acl = (struct ACL_vector){2, b->acl_app};
+    b->shared_acl = (struct ACL_vector){2, b->acl_shared};
+    return IK_OK;
+}
+
+/* ------------------------------------------------------------------------------
+ * Async calls with a bounded wait. A zk_wait holds n requests; it is reference
+ * counted (the waiter, plus one per outstanding completion), so a waiter that gives
+ * up may return while the ZooKeeper client still owns the buffers.
+ */
+typedef struct zk_item {
+    zk_wait *w;
+    int done;
+    int rc;
+    struct Stat st;
+    char *data; /* get: value (NUL-terminated copy), or NULL */
+    int len;
+    /* multi */
+    zoo_op_t ops[2];
+    zoo_op_result_t res[2];
+    struct Stat op_st;
+    char buf[ZK_DATA_MAX];
+    int buf_len;
+    int64_t sent_ns;
+    int64_t record_ms; /* the record this write carries */
+} zk_item;
+
+struct zk_wait {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int refs;
+    int left;
+    int n;
+    zk_item items[];
+};
+
+static zk_wait *wait_new(int n)
+{
+    zk_wait *w = calloc(1, sizeof *w + (size_t)n * sizeof(zk_item));
+    if (!w) return NULL;
+    pthread_mutex_init(&w->mu, NULL);
+    cond_init_mono(&w->cv);
+    w->refs = 1;
+    w->n = n;
+    for (int i = 0; i < n; i++) w->items[i].w = w;
+    return w;
+}
+
+static void wait_put_locked_unlock(zk_wait *w)
+{
+    int last = --w->refs == 0;
+    pthread_mutex_unlock(&w->mu);
+    if (!last) return;
+    for (int i = 0; i < w->n; i++) free(w->items[i].data);
+    pthread_cond_destroy(&w->cv);
+    pthread_mutex_destroy(&w->mu);
+    free(w);
+}
+
+static void wait_put(zk_wait *w)
+{
+    if (!w) return;
+    pthread_mutex_lock(&w->mu);
+    wait_put_locked_unlock(w);
+}
+
+/* Registers one more outstanding request on w (call before issuing it). */
+static void wait_arm(zk_wait *w)
+{
+    pthread_mutex_lock(&w->mu);
+    w->refs++;
+    w->left++;
+    pthread_mutex_unlock(&w->mu);
+}
+
+/* The request was not issued (synchronous failure): no completion will come. */
+static void wait_disarm(zk_item *it, int rc)
+{
+    zk_wait *w = it->w;
+    pthread_mutex_lock(&w->mu);
+    it->rc = rc;
+    it->done = 1;
+    w->left--;
+    wait_put_locked_unlock(w);
+}
+
+static void item_finish(zk_item *it, int rc)
+{
+    zk_wait *w = it->w;
+    pthread_mutex_lock(&w->mu);
+    it->rc = rc;
+    it->done = 1;
+    w->left--;
+    pthread_cond_broadcast(&w->cv);
+    wait_put_locked_unlock(w);
+}
+
+static void on_void(int rc, const void *data)
+{
+    item_finish((zk_item *)data, rc);
+}
+
+static void on_data(int rc, const char *value, int len, const struct Stat *st, const void *data)
+{
+    zk_item *it = (zk_item *)data;
+    if (rc == ZOK) {
+        if (st) it->st = *st;
+        if (len < 0) len = 0;
+        it->data = malloc((size_t)len + 1);
+        if (it->data) {
+            if (len) memcpy(it->data, value, (size_t)len);
+            it->data[len] = '\0';
+            it->len = len;
+        } else {
+            rc = ZSYSTEMERROR;
+        }
+    }
+    item_finish(it, rc);
+}
+
+/* Waits until every request of w is answered or ms pass. 1: all answered. */
+static int wait_all(zk_wait *w, int64_t ms)
+{
+    struct timespec ts;
+    deadline_ts(&ts, ms);
+    pthread_mutex_lock(&w->mu);
+    while (w->left > 0 && pthread_cond_timedwait(&w->cv, &w->mu, &ts) != ETIMEDOUT) {
+    }
+    int all = w->left == 0;
+    pthread_mutex_unlock(&w->mu);
+    return all;
+}
+
+/* ------------------------------------------------------------------------------
+ * Sessions
+ */
+static void conn_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+{
+    (void)path;
+    zk_conn *c = ctx;
+    if (type != ZOO_SESSION_EVENT || !c) return;
+    zk_backend *b = c->b;
+    pthread_mutex_lock(&b->mu);
+    c->state = state;
+    if (state == ZOO_CONNECTED_STATE) {
+        const clientid_t *id = zoo_client_id(zh);
+        if (id) c->session = id->client_id;
+    } else if (state == ZOO_EXPIRED_SESSION_STATE || state == ZOO_AUTH_FAILED_STATE) {
+        c->dead = state;
+    }
+    pthread_cond_broadcast(&b->cv);
+    pthread_mutex_unlock(&b->mu);
+}
+
+static void quiet_client_log(void)
+{
+    zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
+}
+
+/* A new handle (connecting in the background). Caller holds life for writing or is
+ * the only user. */
+static int conn_open(zk_backend *b, zk_conn **out, char *why, size_t why_len)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, quiet_client_log);
+    zk_conn *c = calloc(1, sizeof *c);
+    if (!c) return IK_ENOMEM;
+    c->b = b;
+    pthread_mutex_lock(&b->mu);
+    c->gen = ++b->gen;
+    pthread_mutex_unlock(&b->mu);
+    errno = 0;
+    c->zh = zookeeper_init(b->hosts, conn_watcher, b->timeout_ms, NULL, c, 0);
+    if (!c->zh) {
+        int e = errno;
+        free(c);
+        return ik__fail(e == EINVAL ? IK_EURI : IK_ESTORE, why, why_len,
+                        "cannot start a ZooKeeper client for %s: %s", b->hosts,
+                        e ? strerror(e) : "unknown error");
+    }
+    if (b->auth) {
+        /* Queued now, sent once connected and again after every reconnect. */
+        int zrc = zoo_add_auth(c->zh, "digest", b->auth, (int)strlen(b->auth), NULL, NULL);
+        if (zrc != ZOK) {
+            zookeeper_close(c->zh);
+            free(c);
+            return ik__fail(IK_ESTORE, why, why_len, "zoo_add_auth: %s", zerror(zrc));
+        }
+    }
+    *out = c;
+    return IK_OK;
+}
+
+static void conn_close(zk_conn *c)
+{
+    if (!c) return;
+    zookeeper_close(c->zh); /* runs pending completions (ZCLOSING), joins threads */
+    free(c);
+}
+
+/* Waits up to ms for the connection to be up. 0: connected; IK_ELOST: the session
+ * is dead; IK_ESTORE: not connected in time. Caller holds life (read or write). */
+static int conn_wait(zk_backend *b, zk_conn *c, int64_t ms)
+{
+    struct timespec ts;
+    deadline_ts(&ts, ms);
+    pthread_mutex_lock(&b->mu);
+    for (;;) {
+        if (c->dead) break;
+        if (c->state == ZOO_CONNECTED_STATE) break;
+        if (pthread_cond_timedwait(&b->cv, &b->mu, &ts) == ETIMEDOUT) break;
+    }
+    int rc = c->dead ? IK_ELOST : c->state == ZOO_CONNECTED_STATE ? IK_OK : IK_ESTORE;
+    pthread_mutex_unlock(&b->mu);
+    return rc;
+}
+
+static int64_t conn_session(zk_backend *b, zk_conn *c)
+{
+    pthread_mutex_lock(&b->mu);
+    int64_t s = c->session;
+    pthread_mutex_unlock(&b->mu);
+    return s;
+}
+
+/* The part of the negotiated session timeout during which a lease proven by an
+ * answered request stays valid, counted from when that request was sent: 2/3 of it
+ * (see docs/zookeeper.md, "The safe window"). */
+static int64_t safe_window_ns(zk_conn *c)
+{
+    int t = zoo_recv_timeout(c->zh);
+    if (t <= 0) t = c->b->timeout_ms;
+    return (int64_t)t * 2 / 3 * 1000000;
+}
+
+/* How long one call waits for an answer before reporting "in doubt". */
+static int64_t answer_wait_ms(zk_conn *c)
+{
+    int t = zoo_recv_timeout(c->zh);
+    if (t <= 0) t = c->b->timeout_ms;
+    int64_t w = t / 3;
+    return w > 1000 ? 1000 : w < 100 ? 100 : w;
+}
+
+/* How long a call waits for a connection that is down. */
+static int64_t connect_wait_ms(zk_backend *b)
+{
+    int64_t w = b->timeout_ms;
+    return w > 5000 ? 5000 : w;
+}
+
+static const char *zk_why_lost(zk_conn *c)
+{
+    return c->dead == ZOO_AUTH_FAILED_STATE ? "ZooKeeper authentication failed"
+                                            : "ZooKeeper session expired";
+}
+
+/* ------------------------------------------------------------------------------
+ * Node data. Text, one key=value a line, the free-form identity last (it may hold
+ * anything but control characters):
+ *   slot:  record_ms=N  since_ms=N  session=0xHEX  holder=IDENTITY
+ *   owner: pid=N  host=NAME  since_ms=N  session=0xHEX  identity=IDENTITY
+ */
+typedef struct zk_fields {
+    int64_t record_ms, since_ms, session, pid;
+    int has_record;
+    char host[64];
+    char ident[256];
+} zk_fields;
+
+static void parse_fields(const char *d, int len, zk_fields *f)
+{
+    memset(f, 0, sizeof *f);
+    const char *p = d, *end = d + len;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *eq = memchr(p, '=', (size_t)((nl ? nl : end) - p));
+        if (!eq) {
+            p = nl ? nl + 1 : end;
+            continue;
+        }
+        size_t kl = (size_t)(eq - p);
+        const char *v = eq + 1;
+        if ((kl == 6 && !memcmp(p, "holder", 6)) || (kl == 8 && !memcmp(p, "identity", 8))) {
+            /* the last field: the rest, minus one trailing newline */
+            size_t vl = (size_t)(end - v);
+            if (vl && v[vl - 1] == '\n') vl--;
+            if (vl >= sizeof f->ident) vl = sizeof f->ident - 1;
+            memcpy(f->ident, v, vl);
+            f->ident[vl] = '\0';
+            return;
+        }
+        size_t vl = (size_t)((nl ? nl : end) - v);
+        if (kl == 9 && !memcmp(p, "record_ms", 9))
+            f->has_record = parse_i64(v, vl, &f->record_ms) == 0;
+        else if (kl == 8 && !memcmp(p, "since_ms", 8))
+            parse_i64(v, vl, &f->since_ms);
+        else if (kl == 7 && !memcmp(p, "session", 7))
+            parse_hex64(v, vl, &f->session);
+        else if (kl == 3 && !memcmp(p, "pid", 3))
+            parse_i64(v, vl, &f->pid);
+        else if (kl == 4 && !memcmp(p, "host", 4)) {
+            if (vl >= sizeof f->host) vl = sizeof f->host - 1;
+            memcpy(f->host, v, vl);
+            f->host[vl] = '\0';
+        }
+        p = nl ? nl + 1 : end;
+    }
+}
+
+static int format_slot_data(char *buf, size_t len, int64_t record_ms, int64_t since_ms,
+                            int64_t session, const char *identity)
+{
+    int n = snprintf(buf, len, "record_ms=%" PRId64 "\nsince_ms=%" PRId64
+                               "\nsession=0x%" PRIx64 "\nholder=%s\n",
+                     record_ms, since_ms, (uint64_t)session, identity);
+    return n < 0 || (size_t)n >= len ? -1 : n;
+}
+
+static int format_owner_data(char *buf, size_t len, int64_t since_ms, int64_t session,
+                             const char *identity)
+{
+    char host[64] = "";
+    if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+    host[sizeof host - 1] = '\0';
+    for (char *c = host; *c; c++)
+        if ((unsigned char)*c < 0x20) *c = '?';
+    int n = snprintf(buf, len, "pid=%ld\nhost=%s\nsince_ms=%" PRId64
+                               "\nsession=0x%" PRIx64 "\nidentity=%s\n",
+                     (long)getpid(), host, since_ms, (uint64_t)session, identity);
+    return n < 0 || (size_t)n >= len ? -1 : n;
+}
+
+/* ------------------------------------------------------------------------------
+ * Paths
+ */
+static int app_ok(const char *app)
+{
+    return ik__valid_name(app, 64) && strcmp(app, ".") != 0 && strcmp(app, "..") != 0;
+}
+
+static void slots_dir(const zk_backend *b, const char *app, char *out, size_t len)
+{
+    snprintf(out, len, "%s" ZK_ROOT "/%s/slots", b->chroot, app);
+}
+
+static int worker_name(uint32_t w, char *out, size_t len)
+{
+    return snprintf(out, len, "%04" PRIu32, w);
+}
+
+/* "0007" -> 7; names that are not a canonical worker number -> -1. */
+static int parse_worker_name(const char *s, uint32_t *w)
+{
+    int64_t v;
+    char canon[16];
+    if (parse_i64(s, strlen(s), &v) || v > UINT32_MAX) return -1;
+    worker_name((uint32_t)v, canon, sizeof canon);
+    if (strcmp(canon, s) != 0) return -1;
+    *w = (uint32_t)v;
+    return 0;
+}
+
+/* Creates CHROOT, /idkeeper, /idkeeper/apps (shared ACL), the app node and its
+ * slots node (app ACL) as needed. */
+static int ensure_parents(zk_backend *b, zk_conn *c, const char *app, char *why, size_t why_len)
+{
+    char dir[ZK_PATH_MAX], path[ZK_PATH_MAX];
+    slots_dir(b, app, dir, sizeof dir);
+    int zrc = zoo_exists(c->zh, dir, 0, NULL);
+    if (zrc == ZOK) return IK_OK;
+    if (zrc != ZNONODE) goto fail;
+    size_t shared_end = strlen(b->chroot) + strlen(ZK_ROOT);
+    for (const char *s = strchr(dir + 1, '/');; s = strchr(s + 1, '/')) {
+        size_t n = s ? (size_t)(s - dir) : strlen(dir);
+        memcpy(path, dir, n);
+        path[n] = '\0';
+        const struct ACL_vector *acl = n <= shared_end ? &b->shared_acl : &b->app_acl;
+        zrc = zoo_create(c->zh, path, NULL, -1, acl, ZOO_PERSISTENT, NULL, 0);
+        if (zrc != ZOK && zrc != ZNODEEXISTS) goto fail;
+        if (!s) break;
+    }
+    return IK_OK;
+fail:
+    if (zrc == ZNOAUTH)
+        return ik__fail(IK_ESTORE, why, why_len,
+                        "not authorized to create %s under %s%s (nodes made with other "
+                        "credentials? check --zk-auth)",
+                        dir, b->chroot[0] ? b->chroot : "/", b->chroot[0] ? "" : "");
+    if (zk_session_gone(zrc))
+        return ik__fail(IK_ELOST, why, why_len, "%s", zerror(zrc));
+    return ik__fail(IK_ESTORE, why, why_len, "creating %s: %s", dir, zerror(zrc));
+}
+
+/* ------------------------------------------------------------------------------
+ * Reading the slots of an app
+ */
+typedef struct zk_node {
+    uint32_t worker;
+    int gone;            /* listed, then not found */
+    int readable;        /* record parsed */
+    int version;
+    int64_t czxid;
+    zk_fields slot;      /* record, last holder */
+    int held;            /* an owner node exists */
+    int owner_known;     /* owner data read */
+    int64_t owner_session; /* ephemeralOwner of the owner node */
+    int owner_version;
+    zk_fields owner;
+} zk_node;
+
+static int node_cmp(const void *a, const void *b)
+{
+    uint32_t x = ((const zk_node *)a)->worker, y = ((const zk_node *)b)->worker;
+    return x < y ? -1 : x > y;
+}
+
+/* Reads every slot node of app (with worker in [lo, hi]) and the owner of each held
+ * one, pipelined. *out sorted by worker, freed by the caller. */
+static int scan_slots(zk_backend *b, zk_conn *c, const char *app, uint32_t lo, uint32_t hi,
+                      zk_node **out, size_t *n_out, char *why, size_t why_len)
+{
+    char dir[ZK_PATH_MAX], path[ZK_PATH_MAX];
+    struct String_vector kids = {0, NULL};
+    slots_dir(b, app, dir, sizeof dir);
+    *out = NULL;
+    *n_out = 0;
+    int zrc = zoo_get_children(c->zh, dir, 0, &kids);
+    if (zrc == ZNONODE) return IK_OK;
+    if (zrc != ZOK) {
+        if (zk_session_gone(zrc)) return ik__fail(IK_ELOST, why, why_len, "%s", zerror(zrc));
+        return ik__fail(IK_ESTORE, why, why_len, "listing %s: %s", dir, zerror(zrc));
+    }
+    zk_node *nodes = calloc((size_t)kids.count + 1, sizeof *nodes);
+    size_t n = 0;
+    int rc = IK_OK;
+    if (!nodes) {
+        deallocate_String_vector(&kids);
+        return IK_ENOMEM;
+    }
+    for (int i = 0; i < kids.count; i++) {
+        uint32_t w;
+        if (parse_worker_name(kids.data[i], &w) == 0 && w >= lo && w <= hi)
+            nodes[n++].worker = w;
+    }
+    deallocate_String_vector(&kids);
+    qsort(nodes, n, sizeof *nodes, node_cmp);
+
+    int64_t wait_ms = (int64_t)zoo_recv_timeout(c->zh) + 1000;
+    /* Round 1: slot nodes; round 2: owners of the held ones. */
+    for (int round = 0; round < 2 && rc == IK_OK && n > 0; round++) {
+        zk_wait *w = wait_new((int)n);
+        if (!w) {
+            rc = IK_ENOMEM;
+            break;
+        }
+        for (size_t i = 0; i < n; i++) {
+            zk_item *it = &w->items[i];
+            char name[16];
+            if (round == 1 && !nodes[i].held) {
+                it->done = 1;
+                it->rc = ZNONODE;
+                continue;
+            }
+            worker_name(nodes[i].worker, name, sizeof name);
+            snprintf(path, sizeof path, "%s/%s%s", dir, name, round ? "/owner" : "");
+            wait_arm(w);
+            int arc = zoo_aget(c->zh, path, 0, on_data, it);
+            if (arc != ZOK) wait_disarm(it, arc);
+        }
+        if (!wait_all(w, wait_ms)) {
+            rc = ik__fail(IK_ESTORE, why, why_len, "ZooKeeper did not answer reading %s", dir);
+        } else {
+            for (size_t i = 0; i < n && rc == IK_OK; i++) {
+                zk_item *it = &w->items[i];
+                zk_node *nd = &nodes[i];
+                if (round == 0) {
+                    if (it->rc == ZNONODE) {
+                        nd->gone = 1; /* deleted since the listing: dropped below */
+                        continue;
+                    }
+                    if (it->rc != ZOK) break;
+                    parse_fields(it->data, it->len, &nd->slot);
+                    nd->readable = nd->slot.has_record;
+                    nd->version = it->st.version;
+                    nd->czxid = it->st.czxid;
+                    nd->held = it->st.numChildren > 0;
+                } else if (nd->held) {
+                    if (it->rc == ZNONODE) continue; /* held by something else, or just freed */
+                    if (it->rc != ZOK) break;
+                    nd->owner_known = 1;
+                    nd->owner_session = it->st.ephemeralOwner;
+                    nd->owner_version = it->st.version;
+                    parse_fields(it->data, it->len, &nd->owner);
+                }
+            }
+            for (size_t i = 0; i < n && rc == IK_OK; i++) {
+                int irc = w->items[i].rc;
+                if (irc == ZOK || irc == ZNONODE) continue;
+                if (zk_session_gone(irc))
+                    rc = ik__fail(IK_ELOST, why, why_len, "%s", zerror(irc));
+                else
+                    rc = ik__fail(IK_ESTORE, why, why_len, "reading %s: %s", dir, zerror(irc));
+            }
+        }
+        wait_put(w);
+        if (round == 0) { /* drop the vanished ones */
+            size_t k = 0;
+            for (size_t i = 0; i < n; i++)
+                if (!nodes[i].gone) nodes[k++] = nodes[i];
+            n = k;
+        }
+    }
+    if (rc) {
+        free(nodes);
+        return rc;
+    }
+    *out = nodes;
+    *n_out = n;
+    return IK_OK;
+}
+
+/* ------------------------------------------------------------------------------
+ * Taking a slot
+ */
+
+/* Sorted set of workers that cannot be taken (held, unreadable, or lost a race). */
+typedef struct wset {
+    uint32_t *v;
+    size_t n, cap;
+} wset;
+
+static int wset_add(wset *s, uint32_t w)
+{
+    size_t i = 0;
+    while (i < s->n && s->v[i] < w) i++;
+    if (i < s->n && s->v[i] == w) return 0;
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 64;
+        uint32_t *v = realloc(s->v, cap * sizeof *v);
+        if (!v) return -1;
+        s->v = v;
+        s->cap = cap;
+    }
+    memmove(s->v + i + 1, s->v + i, (s->n - i) * sizeof *s->v);
+    s->v[i] = w;
+    s->n++;
+    return 0;
+}
+
+static int wset_has(const wset *s, uint32_t w)
+{
+    size_t lo = 0, hi = s->n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (s->v[mid] == w) return 1;
+        if (s->v[mid] < w) lo = mid + 1;
+        else hi = mid;
+    }
+    return 0;
+}
+
+/* The k-th (0-based) worker of [lo, hi] not in s (s sorted, all within [lo, hi]). */
+static uint32_t wset_nth_free(const wset *s, uint32_t lo, uint64_t k)
+{
+    uint64_t w = lo + k;
+    for (size_t i = 0; i < s->n; i++) {
+        if (s->v[i] <= w) w++;
+        else break;
+    }
+    return (uint32_t)w;
+}
+
+static const zk_node *find_node(const zk_node *nodes, size_t n, uint32_t w)
+{
+    zk_node key = {.worker = w};
+    return bsearch(&key, nodes, n, sizeof *nodes, node_cmp);
+}
+
+/* 1 if (app, worker) has a live handle in this backend. Caller holds b->mu. */
+static int slot_is_live(zk_backend *b, const char *app, uint32_t worker)
+{
+    for (zk_slot *s = b->slots; s; s = s->next)
+        if (s->worker == worker && strcmp(s->app, app) == 0) return 1;
+    return 0;
+}
+
+enum { TAKE_OK = 0, TAKE_CONFLICT = 1 };
+
+/* One attempt at worker w: the single zoo_multi of the node layout. TAKE_OK fills
+ * s; TAKE_CONFLICT means someone else won (try another); < 0 is an ik_error. */
+static int try_take(zk_backend *b, zk_conn *c, const ik__slot_request *req, uint32_t w,
+                    const zk_node *nd, int adopt, zk_slot *s, char *why, size_t why_len)
+{
+    char slot_data[ZK_DATA_MAX], owner_data[ZK_DATA_MAX], dir[ZK_PATH_MAX], name[16];
+    int64_t session = conn_session(b, c);
+    int64_t found = nd ? nd->slot.record_ms : 0;
+    int64_t record = req->new_record_ms > found ? req->new_record_ms : found;
+    int64_t since = ik__wall_ms();
+    slots_dir(b, req->app, dir, sizeof dir);
+    worker_name(w, name, sizeof name);
+    snprintf(s->slot_path, sizeof s->slot_path, "%s/%s", dir, name);
+    snprintf(s->owner_path, sizeof s->owner_path, "%s/%s/owner", dir, name);
+    int sl = format_slot_data(slot_data, sizeof slot_data, record, since, session, req->identity);
+    int ol = format_owner_data(owner_data, sizeof owner_data, since, session, req->identity);
+    if (sl < 0 || ol < 0) return ik__fail(IK_EINVAL, why, why_len, "identity too long");
+
+    zoo_op_t ops[2];
+    zoo_op_result_t res[2];
+    struct Stat st;
+    memset(res, 0, sizeof res);
+    memset(&st, 0, sizeof st);
+    if (nd) {
+        zoo_set_op_init(&ops[0], s->slot_path, slot_data, sl, nd->version, &st);
+        if (adopt)
+            zoo_set_op_init(&ops[1], s->owner_path, owner_data, ol, nd->owner_version, NULL);
+        else
+            zoo_create_op_init(&ops[1], s->owner_path, owner_data, ol, &b->app_acl,
+                               ZOO_EPHEMERAL, NULL, 0);
+    } else {
+        zoo_create_op_init(&ops[0], s->slot_path, slot_data, sl, &b->app_acl, ZOO_PERSISTENT,
+                           NULL, 0);
+        zoo_create_op_init(&ops[1], s->owner_path, owner_data, ol, &b->app_acl, ZOO_EPHEMERAL,
+                           NULL, 0);
+    }
+    int64_t sent = ik__mono_ns();
+    int zrc = zoo_multi(c->zh, 2, ops, res);
+    if (zk_doubtful(zrc)) {
+        /* Did it land? Only an owner node of our own session says yes. */
+        if (conn_wait(b, c, connect_wait_ms(b)) != IK_OK)
+            return ik__fail(IK_ESTORE, why, why_len,
+                            "ZooKeeper connection lost while taking slot %" PRIu32, w);
+        struct Stat ost;
+        char buf[ZK_DATA_MAX];
+        int blen = sizeof buf - 1;
+        if (zoo_exists(c->zh, s->owner_path, 0, &ost) != ZOK || ost.ephemeralOwner != session)
+            return TAKE_CONFLICT;
+        zrc = zoo_get(c->zh, s->slot_path, 0, buf, &blen, &st);
+        if (zrc != ZOK || blen < 0) return TAKE_CONFLICT;
+        zk_fields f;
+        parse_fields(buf, blen, &f);
+        if (f.session != session || strcmp(f.ident, req->identity) != 0) return TAKE_CONFLICT;
+        record = f.record_ms;
+        zrc = ZOK;
+    } else if (zrc == ZOK && !nd) {
+        if (zoo_exists(c->zh, s->slot_path, 0, &st) != ZOK) st.czxid = 0;
+        st.version = 0;
+    }
+    switch (zrc) {
+    case ZOK:
+        break;
+    case ZNODEEXISTS:
+    case ZBADVERSION:
+    case ZNONODE:
+    case ZNOTEMPTY:
+        return TAKE_CONFLICT;
+    case ZNOAUTH:
+        return ik__fail(IK_ESTORE, why, why_len,
+                        "not authorized to write %s (made with other credentials? check "
+                        "--zk-auth)",
+                        s->slot_path);
+    default:
+        if (zk_session_gone(zrc))
+            return ik__fail(IK_ELOST, why, why_len, "%s while taking a slot", zerror(zrc));
+        return ik__fail(IK_ESTORE, why, why_len, "taking slot %" PRIu32 ": %s", w, zerror(zrc));
+    }
+    s->worker = w;
+    s->gen = c->gen;
+    s->session = session;
+    s->version = st.version;
+    s->czxid = st.czxid;
+    s->found_ms = found;
+    s->record_ms = record;
+    s->since_ms = since;
+    s->in_doubt = 0;
+    s->pending = NULL;
+    s->proven_until_ns = sent + safe_window_ns(c);
+    return TAKE_OK;
+}
+
+/* Appends the holders of [lo, hi] to why: "0 by a, 1 by b, ... (+N more)". */
+static void describe_holders(const zk_node *nodes, size_t n, const char *prefix, char *why,
+                             size_t why_len)
+{
+    if (!why || why_len == 0) return;
+    size_t len = (size_t)snprintf(why, why_len, "%s", prefix);
+    size_t shown = 0, total = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!nodes[i].held && nodes[i].readable) continue;
+        total++;
+    }
+    for (size_t i = 0; i < n && len < why_len; i++) {
+        const zk_node *nd = &nodes[i];
+        if (!nd->held && nd->readable) continue;
+        char item[300];
+        if (!nd->held)
+            snprintf(item, sizeof item, "%s%" PRIu32 " has an unreadable record", shown ? ", " : "",
+                     nd->worker);
+        else if (nd->owner_known)
+            snprintf(item, sizeof item, "%s%" PRIu32 " by %s", shown ? ", " : "", nd->worker,
+                     nd->owner.ident[0] ? nd->owner.ident : "?");
+        else
+            snprintf(item, sizeof item, "%s%" PRIu32 " by ?", shown ? ", " : "", nd->worker);
+        size_t il = strlen(item);
+        /* keep room for " (+NNNNN more)" */
+        if (len + il + 16 >= why_len) break;
+        memcpy(why + len, item, il + 1);
+        len += il;
+        shown++;
+    }
+    if (shown < total && len + 16 < why_len)
+        snprintf(why + len, why_len - len, " (+%zu more)", total - shown);
+}
+
+static int zk_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__slot_grant *out,
+                           char *why, size_t why_len)
+{
+    zk_backend *b = (zk_backend *)be;
+    if (!req || !out || !req->identity || !*req->identity)
+        return ik__fail(IK_EINVAL, why, why_len, "no identity");
+    if (!app_ok(req->app)) return ik__fail(IK_EINVAL, why, why_len, "bad app name");
+    if (req->worker_min > req->worker_max)
+        return ik__fail(IK_EINVAL, why, why_len, "empty worker range");
+    zk_slot *s = calloc(1, sizeof *s);
+    if (!s) return IK_ENOMEM;
+    s->app = strdup(req->app);
+    s->identity = strdup(req->identity);
+    if (!s->app || !s->identity) {
+        free(s->app);
+        free(s->identity);
+        free(s);
+        return IK_ENOMEM;
+    }
+
+    pthread_rwlock_rdlock(&b->life);
+    zk_conn *c = b->conn;
+    int rc = conn_wait(b, c, connect_wait_ms(b));
+    if (rc == IK_ELOST) {
+        ik__fail(IK_ELOST, why, why_len, "%s", zk_why_lost(c));
+        goto out;
+    }
+    if (rc) {
+        ik__fail(rc, why, why_len, "ZooKeeper at %s is unreachable", b->hosts);
+        goto out;
+    }
+    rc = ensure_parents(b, c, req->app, why, why_len);
+    if (rc) goto out;
+
+    int64_t session = conn_session(b, c);
+    uint64_t range = (uint64_t)req->worker_max - req->worker_min + 1;
+    zk_node *nodes = NULL;
+    size_t n = 0;
+    rc = IK_ENOSLOT;
+    for (int round = 0; round < 3 && rc == IK_ENOSLOT; round++) {
+        free(nodes);
+        nodes = NULL;
+        int src = scan_slots(b, c, req->app, req->worker_min, req->worker_max, &nodes, &n, why,
+                             why_len);
+        if (src) {
+            rc = src;
+            break;
+        }
+        wset busy = {0};
+        /* 1. An owner node of this very session (a slot forgotten after a doubt, or a
+         *    take whose answer was lost) is ours to take back, if no handle has it. */
+        for (size_t i = 0; i < n && rc == IK_ENOSLOT; i++) {
+            const zk_node *nd = &nodes[i];
+            if (!nd->held || !nd->owner_known || nd->owner_session != session || !nd->readable ||
+                strcmp(nd->owner.ident, req->identity) != 0)
+                continue;
+            pthread_mutex_lock(&b->mu);
+            int live = slot_is_live(b, req->app, nd->worker);
+            pthread_mutex_unlock(&b->mu);
+            if (live) continue;
+            int t = try_take(b, c, req, nd->worker, nd, 1, s, why, why_len);
+            if (t == TAKE_OK) rc = IK_OK;
+            else if (t < 0) rc = t;
+        }
+        if (rc != IK_ENOSLOT) break;
+        for (size_t i = 0; i < n; i++)
+            if (nodes[i].held || !nodes[i].readable) wset_add(&busy, nodes[i].worker);
+        pthread_mutex_lock(&b->mu);
+        for (zk_slot *o = b->slots; o; o = o->next)
+            if (strcmp(o->app, req->app) == 0 && o->worker >= req->worker_min &&
+                o->worker <= req->worker_max)
+                wset_add(&busy, o->worker);
+        pthread_mutex_unlock(&b->mu);
+        /* 2. The slot this identity held last, if free. */
+        for (size_t i = 0; i < n && rc == IK_ENOSLOT; i++) {
+            const zk_node *nd = &nodes[i];
+            if (wset_has(&busy, nd->worker) || strcmp(nd->slot.ident, req->identity) != 0)
+                continue;
+            int t = try_take(b, c, req, nd->worker, nd, 0, s, why, why_len);
+            if (t == TAKE_OK) rc = IK_OK;
+            else if (t < 0) rc = t;
+            else wset_add(&busy, nd->worker);
+        }
+        /* 3. Any free slot, by req->choice. */
+        while (rc == IK_ENOSLOT && busy.n < range) {
+            uint64_t k = 0;
+            if (req->choice == IK_SLOT_RANDOM) {
+                pthread_mutex_lock(&b->mu);
+                k = rng_next(b) % (range - busy.n);
+                pthread_mutex_unlock(&b->mu);
+            }
+            uint32_t w = wset_nth_free(&busy, req->worker_min, k);
+            int t = try_take(b, c, req, w, find_node(nodes, n, w), 0, s, why, why_len);
+            if (t == TAKE_OK) rc = IK_OK;
+            else if (t < 0) rc = t;
+            else if (wset_add(&busy, w)) rc = IK_ENOMEM;
+        }
+        free(busy.v);
+    }
+    if (rc == IK_ENOSLOT) {
+        char prefix[160];
+        snprintf(prefix, sizeof prefix,
+                 "no free worker slot: all %" PRIu64 " slots of app %s in %" PRIu32 "-%" PRIu32
+                 " are held: ",
+                 range, req->app, req->worker_min, req->worker_max);
+        describe_holders(nodes, n, prefix, why, why_len);
+    }
+    free(nodes);
+    if (rc == IK_OK) {
+        out->worker = s->worker;
+        out->old_record_ms = s->found_ms;
+        out->record_ms = s->record_ms;
+        out->since_ms = s->since_ms;
+        out->valid_until_mono_ns = s->proven_until_ns;
+        out->handle = s;
+        pthread_mutex_lock(&b->mu);
+        s->next = b->slots;
+        b->slots = s;
+        pthread_mutex_unlock(&b->mu);
+    }
+out:
+    pthread_rwlock_unlock(&b->life);
+    if (rc != IK_OK) {
+        free(s->app);
+        free(s->identity);
+        free(s);
+    }
+    return rc;
+}
+
+/* ------------------------------------------------------------------------------
+ * Writing the time record
+ */
+enum { SETTLE_RETRY = 1 };
+
+/* The effective error of a multi: the first op that really failed. */
+static int multi_error(const zk_item *it)
+{
+    if (it->rc == ZOK) return ZOK;
+    for (int i = 0; i < 2; i++)
+        if (it->res[i].err != ZOK && it->res[i].err != ZRUNTIMEINCONSISTENCY) return it->res[i].err;
+    return it->rc;
+}
+
+/* Sends the slot's write as one zoo_amulti: persist = [check owner exists, set slot
+ * at our version]; release = [set slot at our version, delete owner]. *out holds it
+ * (one item); the caller waits and puts it. */
+static int send_write(zk_conn *c, zk_slot *s, int64_t record_ms, int release, zk_wait **out)
+{
+    zk_wait *w = wait_new(1);
+    if (!w) return IK_ENOMEM;
+    zk_item *it = &w->items[0];
+    it->buf_len = format_slot_data(it->buf, sizeof it->buf, record_ms, s->since_ms, s->session,
+                                   s->identity);
+    if (it->buf_len < 0) {
+        wait_put(w);
+        return IK_EINVAL;
+    }
+    it->record_ms = record_ms;
+    if (release) {
+        zoo_set_op_init(&it->ops[0], s->slot_path, it->buf, it->buf_len, s->version, &it->op_st);
+        zoo_delete_op_init(&it->ops[1], s->owner_path, -1);
+    } else {
+        zoo_check_op_init(&it->ops[0], s->owner_path, -1);
+        zoo_set_op_init(&it->ops[1], s->slot_path, it->buf, it->buf_len, s->version, &it->op_st);
+    }
+    wait_arm(w);
+    it->sent_ns = ik__mono_ns();
+    int zrc = zoo_amulti(c->zh, 2, it->ops, it->res, on_void, it);
+    if (zrc != ZOK) wait_disarm(it, zrc);
+    *out = w;
+    return IK_OK;
+}
+
+/* Z3: after ZBADVERSION following a write whose answer was lost, reads the slot node
+ * back; if the data is ours (our session wrote it), adopts its version. SETTLE_RETRY
+ * when adopted, else IK_ELOST or IK_EINDOUBT. */
+static int reconcile(zk_conn *c, zk_slot *s)
+{
+    char buf[ZK_DATA_MAX];
+    int len = sizeof buf - 1;
+    struct Stat st;
+    int zrc = zoo_get(c->zh, s->slot_path, 0, buf, &len, &st);
+    if (zrc != ZOK) return zk_doubtful(zrc) ? IK_EINDOUBT : IK_ELOST;
+    if (len < 0) len = 0;
+    zk_fields f;
+    parse_fields(buf, len, &f);
+    if (f.session != s->session || strcmp(f.ident, s->identity) != 0 ||
+        (s->czxid && st.czxid != s->czxid))
+        return IK_ELOST;
+    s->version = st.version;
+    s->czxid = st.czxid;
+    if (f.has_record && f.record_ms > s->record_ms) s->record_ms = f.record_ms;
+    s->in_doubt = 0;
+    return SETTLE_RETRY;
+}
+
+/* Applies an answered write to s: IK_OK (s advanced), SETTLE_RETRY (version
+ * adopted, write again), IK_EINDOUBT (no answer; s marked in doubt), IK_ELOST. */
+static int settle(zk_conn *c, zk_slot *s, const zk_item *it)
+{
+    int zrc = multi_error(it);
+    if (zrc == ZOK) {
+        if (s->czxid && it->op_st.czxid != s->czxid) return IK_ELOST; /* Z1 broken by hand */
+        s->czxid = it->op_st.czxid;
+        s->version = it->op_st.version;
+        if (it->record_ms > s->record_ms) s->record_ms = it->record_ms;
+        s->in_doubt = 0;
+        return IK_OK;
+    }
+    if (zk_doubtful(zrc)) {
+        s->in_doubt = 1;
+        return IK_EINDOUBT;
+    }
+    if (zrc == ZBADVERSION && s->in_doubt) return reconcile(c, s);
+    return IK_ELOST; /* ZBADVERSION, ZNONODE (owner gone), session gone, ZNOAUTH */
+}
+
+/* IK_ELOST if s does not belong to c's live session, IK_EINDOUBT if c is not
+ * connected now, else 0. */
+static int slot_session_check(zk_backend *b, zk_conn *c, const zk_slot *s)
+{
+    pthread_mutex_lock(&b->mu);
+    int rc = (c->gen != s->gen || c->dead || c->session != s->session) ? IK_ELOST
+             : c->state != ZOO_CONNECTED_STATE                          ? IK_EINDOUBT
+                                                                        : IK_OK;
+    pthread_mutex_unlock(&b->mu);
+    return rc;
+}
+
+/* Settles an earlier write still unanswered, waiting up to ms. IK_OK when there is
+ * none left, IK_EINDOUBT if it is still unanswered, IK_ELOST. */
+static int settle_pending(zk_conn *c, zk_slot *s, int64_t ms)
+{
+    if (!s->pending) return IK_OK;
+    if (!wait_all(s->pending, ms)) return IK_EINDOUBT;
+    int rc = settle(c, s, &s->pending->items[0]);
+    wait_put(s->pending);
+    s->pending = NULL;
+    return rc == IK_ELOST ? IK_ELOST : IK_OK;
+}
+
+static int persist_locked(zk_backend *b, zk_conn *c, zk_slot *s, int64_t record_ms,
+                          int64_t *valid_until)
+{
+    int rc = slot_session_check(b, c, s);
+    if (rc == IK_ELOST) return rc;
+    int prc = settle_pending(c, s, answer_wait_ms(c));
+    if (prc) return prc;
+    if (rc) return rc; /* not connected: do not queue writes behind a dead socket */
+    if (record_ms < s->record_ms) record_ms = s->record_ms; /* records only grow */
+    for (int attempt = 0; attempt < 2; attempt++) {
+        zk_wait *w;
+        rc = send_write(c, s, record_ms, 0, &w);
+        if (rc) return rc;
+        if (!wait_all(w, answer_wait_ms(c))) {
+            s->pending = w; /* settled by the next call */
+            return IK_EINDOUBT;
+        }
+        int64_t sent = w->items[0].sent_ns;
+        rc = settle(c, s, &w->items[0]);
+        wait_put(w);
+        if (rc == IK_OK) {
+            /* Z2: the server answered on this session, so it cannot expire before
+             * sent + timeout; we claim only 2/3 of it. */
+            if (valid_until) *valid_until = sent + safe_window_ns(c);
+            return IK_OK;
+        }
+        if (rc != SETTLE_RETRY) return rc;
+    }
+    return IK_EINDOUBT;
+}
+
+static int zk_slot_persist(ik__backend *be, void *handle, int64_t record_ms,
+                           int64_t *valid_until_mono_ns)
+{
+    zk_backend *b = (zk_backend *)be;
+    zk_slot *s = handle;
+    if (!s) return IK_ELOST;
+    pthread_rwlock_rdlock(&b->life);
+    int rc = persist_locked(b, b->conn, s, record_ms, valid_until_mono_ns);
+    pthread_rwlock_unlock(&b->life);
+    return rc;
+}
+
+static void slot_free(zk_backend *b, zk_slot *s)
+{
+    pthread_mutex_lock(&b->mu);
+    for (zk_slot **pp = &b->slots; *pp; pp = &(*pp)->next)
+        if (*pp == s) {
+            *pp = s->next;
+            break;
+        }
+    pthread_mutex_unlock(&b->mu);
+    wait_put(s->pending);
+    free(s->app);
+    free(s->identity);
+    free(s);
+}
+
+static int zk_slot_release(ik__backend *be, void *handle, int64_t record_ms)
+{
+    zk_backend *b = (zk_backend *)be;
+    zk_slot *s = handle;
+    if (!s) return IK_OK;
+    pthread_rwlock_rdlock(&b->life);
+    zk_conn *c = b->conn;
+    int rc = slot_session_check(b, c, s);
+    if (rc == IK_EINDOUBT) {
+        rc = conn_wait(b, c, answer_wait_ms(c) * 2);
+        if (rc == IK_OK) rc = slot_session_check(b, c, s);
+        else if (rc == IK_ESTORE) rc = IK_EINDOUBT;
+    }
+    if (rc == IK_OK) rc = settle_pending(c, s, answer_wait_ms(c));
+    /* backend.h: a release may lower the record, never below what it found */
+    if (record_ms < s->found_ms) record_ms = s->found_ms;
+    for (int attempt = 0; attempt < 2 && rc == IK_OK; attempt++) {
+        zk_wait *w;
+        rc = send_write(c, s, record_ms, 1, &w);
+        if (rc) break;
+        if (!wait_all(w, connect_wait_ms(b))) rc = IK_EINDOUBT;
+        else rc = settle(c, s, &w->items[0]);
+        wait_put(w);
+        if (rc == SETTLE_RETRY) rc = IK_OK;
+        else break;
+    }
+    pthread_rwlock_unlock(&b->life);
+    slot_free(b, s);
+    return rc;
+}
+
+static void zk_slot_forget(ik__backend *be, void *handle)
+{
+    if (handle) slot_free((zk_backend *)be, handle);
+}
+
+/* ------------------------------------------------------------------------------
+ * Sessions again: recovery, listing, description
+ */
+static int zk_recover(ik__backend *be, char *why, size_t why_len)
+{
+    zk_backend *b = (zk_backend *)be;
+    int rc = IK_OK;
+    pthread_rwlock_wrlock(&b->life);
+    zk_conn *old = b->conn;
+    pthread_mutex_lock(&b->mu);
+    int dead = old->dead;
+    pthread_mutex_unlock(&b->mu);
+    if (dead) {
+        /* Only a dead session is replaced: one that is merely disconnected may come
+         * back with its owner nodes, which slot_acquire then takes back. */
+        zk_conn *nc;
+        rc = conn_open(b, &nc, why, why_len);
+        if (rc == IK_OK) {
+            pthread_mutex_lock(&b->mu);
+            b->conn = nc;
+            pthread_mutex_unlock(&b->mu);
+            conn_close(old);
+        }
+    }
+    pthread_rwlock_unlock(&b->life);
+    if (rc) return rc;
+    pthread_rwlock_rdlock(&b->life);
+    zk_conn *c = b->conn;
+    rc = conn_wait(b, c, connect_wait_ms(b));
+    if (rc == IK_ELOST)
+        ik__fail(IK_ESTORE, why, why_len, "%s", zk_why_lost(c));
+    else if (rc)
+        ik__fail(IK_ESTORE, why, why_len, "ZooKeeper at %s is unreachable", b->hosts);
+    pthread_rwlock_unlock(&b->life);
+    return rc ? IK_ESTORE : IK_OK;
+}
+
+static int zk_slots_list(ik__backend *be, const char *app, ik_slot_info **out, size_t *n_out)
+{
+    zk_backend *b = (zk_backend *)be;
+    if (!app_ok(app) || !out || !n_out) return IK_EINVAL;
+    pthread_rwlock_rdlock(&b->life);
+    zk_conn *c = b->conn;
+    int rc = conn_wait(b, c, connect_wait_ms(b));
+    if (rc == IK_ELOST) {
+        pthread_rwlock_unlock(&b->life);
+        rc = zk_recover(be, NULL, 0);
+        if (rc) return rc;
+        pthread_rwlock_rdlock(&b->life);
+        c = b->conn;
+    } else if (rc) {
+        pthread_rwlock_unlock(&b->life);
+        return IK_ESTORE;
+    }
+    zk_node *nodes = NULL;
+    size_t n = 0;
+    rc = scan_slots(b, c, app, 0, UINT32_MAX, &nodes, &n, NULL, 0);
+    pthread_rwlock_unlock(&b->life);
+    if (rc) return rc == IK_ELOST ? IK_ESTORE : rc;
+    ik_slot_info *v = calloc(n ? n : 1, sizeof *v);
+    if (!v) {
+        free(nodes);
+        return IK_ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const zk_node *nd = &nodes[i];
+        ik_slot_info *si = &v[i];
+        si->worker = nd->worker;
+        si->held = nd->held;
+        si->record_ms = nd->slot.record_ms;
+        if (nd->held && nd->owner_known) {
+            snprintf(si->holder, sizeof si->holder, "%s", nd->owner.ident);
+            snprintf(si->detail, sizeof si->detail, "pid=%" PRId64 " host=%s session=0x%" PRIx64,
+                     nd->owner.pid, nd->owner.host, (uint64_t)nd->owner_session);
+            si->since_ms = nd->owner.since_ms;
+        } else {
+            snprintf(si->holder, sizeof si->holder, "%s", nd->slot.ident);
+            if (!nd->readable) snprintf(si->detail, sizeof si->detail, "unreadable record");
+        }
+    }
+    free(nodes);
+    *out = v;
+    *n_out = n;
+    return IK_OK;
+}
+
+static void zk_session_desc(ik__backend *be, char *buf, size_t len)
+{
+    zk_backend *b = (zk_backend *)be;
+    if (!buf || !len) return;
+    pthread_mutex_lock(&b->mu);
+    int64_t s = b->conn ? b->conn->session : 0;
+    int dead = b->conn ? b->conn->dead : 0;
+    pthread_mutex_unlock(&b->mu);
+    if (s == 0) buf[0] = '\0';
+    else snprintf(buf, len, "0x%" PRIx64 "%s", (uint64_t)s, dead ? " (expired)" : "");
+}
+
+/* ------------------------------------------------------------------------------
+ * Open and close
+ */
+static void zk_close(ik__backend *be)
+{
+    zk_backend *b = (zk_backend *)be;
+    if (!b) return;
+    pthread_rwlock_wrlock(&b->life);
+    zk_conn *c = b->conn;
+    b->conn = NULL;
+    pthread_rwlock_unlock(&b->life);
+    conn_close(c);
+    while (b->slots) slot_free(b, b->slots);
+    pthread_rwlock_destroy(&b->life);
+    pthread_cond_destroy(&b->cv);
+    pthread_mutex_destroy(&b->mu);
+    free(b->uri);
+    free(b->hosts);
+    free(b->chroot);
+    free(b->auth);
+    free(b->digest_id);
+    free(b);
+}
+
+static int zk_open(const char *uri, const ik_coord_options *o, ik__backend **out, char *why,
+                   size_t why_len)
+{
+    zk_backend *b = calloc(1, sizeof *b);
+    if (!b) return IK_ENOMEM;
+    b->base.ops = &ik__backend_zk_ops;
+    pthread_rwlock_init(&b->life, NULL);
+    pthread_mutex_init(&b->mu, NULL);
+    cond_init_mono(&b->cv);
+    if (getrandom(&b->rng, sizeof b->rng, 0) != (ssize_t)sizeof b->rng)
+        b->rng = (uint64_t)ik__mono_ns() ^ ((uint64_t)getpid() << 32);
+    b->rng |= 1;
+    int rc = parse_uri(uri, &b->hosts, &b->chroot, why, why_len);
+    if (rc) goto fail;
+    b->timeout_ms = o && o->zk_session_timeout_ms ? o->zk_session_timeout_ms : 10000;
+    if (b->timeout_ms < 100 || b->timeout_ms > 3600000) {
+        rc = ik__fail(IK_EINVAL, why, why_len, "ZooKeeper session timeout must be 100 to 3600000 ms");
+        goto fail;
+    }
+    if (o && o->zk_auth && *o->zk_auth) {
+        b->auth = strdup(o->zk_auth);
+        if (!b->auth) {
+            rc = IK_ENOMEM;
+            goto fail;
+        }
+    }
+    rc = setup_acls(b, why, why_len);
+    if (rc) goto fail;
+    size_t ul = strlen(b->hosts) + strlen(b->chroot) + 6;
+    b->uri = malloc(ul);
+    if (!b->uri) {
+        rc = IK_ENOMEM;
+        goto fail;
+    }
+    snprintf(b->uri, ul, "zk://%s%s", b->hosts, b->chroot);
+    rc = conn_open(b, &b->conn, why, why_len);
+    if (rc) goto fail;
+    rc = conn_wait(b, b->conn, b->timeout_ms);
+    if (rc == IK_ELOST) {
+        rc = ik__fail(IK_ESTORE, why, why_len, "%s", zk_why_lost(b->conn));
+        goto fail;
+    }
+    if (rc) {
+        rc = ik__fail(IK_ESTORE, why, why_len, "cannot reach ZooKeeper at %s within %d ms",
+                      b->hosts, b->timeout_ms);
+        goto fail;
+    }
+    *out = &b->base;
+    return IK_OK;
+fail:
+    zk_close(&b->base);
+    return rc;
+}
+
+static const char *zk_uri(const ik__backend *be)
+{
+    return ((const zk_backend *)be)->uri;
+}
+
+const ik__backend_ops ik__backend_zk_ops = {
+    .scheme = "zk",
+    .open = zk_open,
+    .close = zk_close,
+    .uri = zk_uri,
+    .slot_acquire = zk_slot_acquire,
+    .slot_persist = zk_slot_persist,
+    .slot_release = zk_slot_release,
+    .slot_forget = zk_slot_forget,
+    .recover = zk_recover,
+    .slots_list = zk_slots_list,
+    .session = zk_session_desc,
+};
