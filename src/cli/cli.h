@@ -1,0 +1,56 @@
+/* cli.h: the subcommand table of `idkeeper` and what its handlers share.
+ *
+ * A command is one row of the table in main.c (name, handler, one-line help,
+ * usage, details, option set) and one handler in cmd_NAME.c. main() parses the
+ * options of the row (options.h) and calls the handler; the handler prints its
+ * results to stdout and its one-line failure reason with ik__cli_fail(), and
+ * returns the process exit code.
+ */
+#ifndef IK_CLI_H
+#define IK_CLI_H
+
+#include "options.h"
+
+#include <stdint.h>
+#include <stdio.h>
+
+/* Exit codes of every command. */
+enum {
+    IK_EXIT_OK = 0,
+    IK_EXIT_FAIL = 1,  /* the command ran and failed (server error, bad ID, ...) */
+    IK_EXIT_USAGE = 2, /* bad command line, environment or config file: nothing ran */
+};
+
+typedef struct ik_cli_command ik_cli_command;
+
+/* Runs a command whose options have been parsed into *o. Returns the exit code. */
+typedef int (*ik_cli_handler)(const ik_cli_command *cmd, ik_cli_opts *o);
+
+struct ik_cli_command {
+    const char *name;
+    ik_cli_handler run;
+    const char *summary; /* one line, for `idkeeper help` */
+    const char *usage;   /* after "idkeeper ": "next [--server URL] ..." */
+    const char *details; /* paragraphs for `idkeeper help CMD`, or NULL */
+    uint64_t options;    /* IK_OPT_BIT of each option it takes */
+};
+
+/* Prints "idkeeper: CMD: <reason>" and a newline to stderr. */
+void ik__cli_fail(const ik_cli_command *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* For commands without positional arguments: returns 0, or prints a usage error
+ * about the first one and returns IK_EXIT_USAGE. */
+int ik__cli_no_args(const ik_cli_command *cmd, const ik_cli_opts *o);
+
+/* Prints the full help of cmd (usage, details, options) to f. */
+void ik__cli_print_command_help(const ik_cli_command *cmd, FILE *f);
+
+/* The handlers, one per cmd_NAME.c. */
+int ik__cmd_serve(const ik_cli_command *cmd, ik_cli_opts *o);
+int ik__cmd_next(const ik_cli_command *cmd, ik_cli_opts *o);
+int ik__cmd_decode(const ik_cli_command *cmd, ik_cli_opts *o);
+int ik__cmd_workers(const ik_cli_command *cmd, ik_cli_opts *o);
+int ik__cmd_version(const ik_cli_command *cmd, ik_cli_opts *o);
+
+#endif

@@ -1,0 +1,41 @@
+/* cmd_version.c: `idkeeper version`, the version of idkeeper and of the libraries
+ * it links, as they report themselves at run time where they can. */
+#include "cli.h"
+
+#include "idkeeper.h"
+
+#include <http_parser.h>
+#include <sqlite3.h>
+#include <uv.h>
+#ifdef IK_HAVE_ZK
+#include <zookeeper/zookeeper_version.h>
+#endif
+
+#include <stdio.h>
+
+#ifndef IK_VERSION
+#define IK_VERSION IK_VERSION_STRING
+#endif
+
+int ik__cmd_version(const ik_cli_command *cmd, ik_cli_opts *o)
+{
+    int rc = ik__cli_no_args(cmd, o);
+    if (rc != 0)
+        return rc;
+    unsigned long hp = http_parser_version();
+    printf("idkeeper %s\n", IK_VERSION);
+    printf("libidkeeper %s\n", ik_version());
+    printf("libuv %s\n", uv_version_string());
+    printf("sqlite %s\n", sqlite3_libversion());
+#ifdef IK_HAVE_ZK
+    printf("zookeeper %s\n", ZOO_VERSION);
+#else
+    printf("zookeeper (not built in)\n");
+#endif
+    printf("http_parser %lu.%lu.%lu\n", (hp >> 16) & 255, (hp >> 8) & 255, hp & 255);
+    if (fflush(stdout) != 0) {
+        ik__cli_fail(cmd, "cannot write to stdout");
+        return IK_EXIT_FAIL;
+    }
+    return IK_EXIT_OK;
+}

@@ -1,0 +1,111 @@
+/* cmd_workers.c: `idkeeper workers`, the worker slots of an app as the backend
+ * sees them: who holds each, since when, and its time record. */
+#include "cli.h"
+#include "output.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Fills buf with the ISO time of ms, or "-" for 0 (never). */
+static const char *iso_or_dash(int64_t ms, char *buf, size_t len)
+{
+    if (ms == 0) {
+        snprintf(buf, len, "-");
+        return buf;
+    }
+    return ik__cli_iso_ms(ms, buf, len);
+}
+
+static const char *or_dash(const char *s)
+{
+    return s[0] ? s : "-";
+}
+
+static void print_json(const ik_cli_opts *o, const char *uri, const ik_slot_info *s, size_t n)
+{
+    char t[40];
+    printf("{\"coord\":");
+    ik__cli_json_string(stdout, uri);
+    printf(",\"app\":");
+    ik__cli_json_string(stdout, o->v[IK_OPT_APP].text);
+    printf(",\"slots\":[");
+    for (size_t i = 0; i < n; i++) {
+        printf("%s{\"worker\":%" PRIu32 ",\"state\":\"%s\",\"holder\":", i ? "," : "",
+               s[i].worker, s[i].held ? "held" : "free");
+        ik__cli_json_string(stdout, s[i].holder);
+        printf(",\"since_ms\":%" PRId64 ",\"since\":", s[i].since_ms);
+        if (s[i].since_ms)
+            printf("\"%s\"", ik__cli_iso_ms(s[i].since_ms, t, sizeof t));
+        else
+            printf("null");
+        printf(",\"record_ms\":%" PRId64 ",\"record\":", s[i].record_ms);
+        if (s[i].record_ms)
+            printf("\"%s\"", ik__cli_iso_ms(s[i].record_ms, t, sizeof t));
+        else
+            printf("null");
+        printf(",\"detail\":");
+        ik__cli_json_string(stdout, s[i].detail);
+        printf("}");
+    }
+    printf("]}\n");
+}
+
+static void print_table(const ik_slot_info *s, size_t n)
+{
+    int wh = (int)strlen("HOLDER");
+    for (size_t i = 0; i < n; i++) {
+        int hl = (int)strlen(or_dash(s[i].holder));
+        if (hl > wh)
+            wh = hl;
+    }
+    printf("%-6s  %-5s  %-*s  %-24s  %-24s  %s\n", "WORKER", "STATE", wh, "HOLDER", "SINCE",
+           "RECORD", "DETAIL");
+    for (size_t i = 0; i < n; i++) {
+        char since[40], rec[40];
+        printf("%-6" PRIu32 "  %-5s  %-*s  %-24s  %-24s  %s\n", s[i].worker,
+               s[i].held ? "held" : "free", wh, or_dash(s[i].holder),
+               iso_or_dash(s[i].since_ms, since, sizeof since),
+               iso_or_dash(s[i].record_ms, rec, sizeof rec), or_dash(s[i].detail));
+    }
+}
+
+int ik__cmd_workers(const ik_cli_command *cmd, ik_cli_opts *o)
+{
+    int rc = ik__cli_no_args(cmd, o);
+    if (rc != 0)
+        return rc;
+    ik_coord_options co;
+    ik_coord_options_init(&co);
+    co.zk_session_timeout_ms = (int)o->v[IK_OPT_ZK_SESSION_TIMEOUT].n;
+    co.zk_auth = o->v[IK_OPT_ZK_AUTH].text;
+
+    const char *uri = o->v[IK_OPT_COORD].text;
+    char why[512] = "";
+    ik_coord *c = NULL;
+    int err = ik_coord_open(uri, &co, &c, why, sizeof why);
+    if (err != 0) {
+        ik__cli_fail(cmd, "cannot open %s: %s", uri, why[0] ? why : ik_strerror(err));
+        return IK_EXIT_FAIL;
+    }
+    ik_slot_info *slots = NULL;
+    size_t n = 0;
+    err = ik_slots_list(c, o->v[IK_OPT_APP].text, &slots, &n);
+    if (err != 0) {
+        ik__cli_fail(cmd, "cannot list the slots of app '%s' on %s: %s", o->v[IK_OPT_APP].text,
+                     ik_coord_uri(c), ik_strerror(err));
+        ik_coord_close(c);
+        return IK_EXIT_FAIL;
+    }
+    if (o->v[IK_OPT_JSON].n)
+        print_json(o, ik_coord_uri(c), slots, n);
+    else
+        print_table(slots, n);
+    ik_free(slots);
+    ik_coord_close(c);
+    if (fflush(stdout) != 0) {
+        ik__cli_fail(cmd, "cannot write to stdout");
+        return IK_EXIT_FAIL;
+    }
+    return IK_EXIT_OK;
+}

@@ -1,0 +1,177 @@
+/* main.c: `idkeeper <command>`: the command table, help, and the dispatch that
+ * parses a command's options (options.h) before its handler runs. */
+#include "cli.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define B(id) IK_OPT_BIT(IK_OPT_##id)
+
+/* Options every command that talks to the backend takes. */
+#define COORD_OPTS (B(CONFIG) | B(COORD) | B(APP) | B(ZK_SESSION_TIMEOUT) | B(ZK_AUTH))
+
+static int cmd_help(const ik_cli_command *cmd, ik_cli_opts *o);
+
+/* The commands. Adding one: a handler in cmd_NAME.c, declared in cli.h, and a row. */
+static const ik_cli_command commands[] = {
+    {"serve", ik__cmd_serve, "run the daemon: IDs over HTTP, holding a worker slot",
+     "serve [--coord URI] [--app NAME] [--http ADDR:PORT] [--config FILE] [OPTIONS]",
+     "Takes a worker slot of the app's range on the backend and serves the HTTP API until\n"
+     "SIGTERM or SIGINT, then releases the slot and exits 0. Refuses to start (non-zero\n"
+     "exit, one line on stderr) on a bad option, a layout that runs out within 10 years,\n"
+     "or no free slot.",
+     COORD_OPTS | B(HTTP) | B(IDENTITY) | B(WORKER_RANGE) | B(LAYOUT) | B(EPOCH) |
+         B(SLOT_CHOICE) | B(MAX_BATCH) | B(MAX_BACKWARD) | B(THREADS) | B(MAX_HEADER_BYTES) |
+         B(IDLE_TIMEOUT) | B(READ_TIMEOUT) | B(MAX_CONNECTIONS) | B(HTTP_TOKEN_FILE) | B(QUIET)},
+    {"next", ik__cmd_next, "fetch IDs from a running server, one a line",
+     "next [--server URL] [--count N] [snowflake | segment TAG | sequence TAG]",
+     "Asks a running `idkeeper serve` for N IDs (default 1) of the given kind (default\n"
+     "snowflake) and prints them one a line, in the order issued. Large counts are fetched\n"
+     "in batches of --batch over one keep-alive connection. If the server refuses, prints\n"
+     "its message and exits 1; the IDs printed before that are valid.",
+     B(CONFIG) | B(SERVER) | B(COUNT) | B(BATCH)},
+    {"decode", ik__cmd_decode, "show the time, worker and sequence inside IDs",
+     "decode [--layout SPEC] [--epoch MS] [--json] [--expiry] [ID... | -]",
+     "Prints one line per ID: id, time (ISO 8601 UTC), time_ms (Unix ms), worker and\n"
+     "sequence as key=value pairs, or one JSON object a line with --json. '-' reads IDs\n"
+     "from stdin, one a line. The layout must be the server's (same --layout and --epoch).\n"
+     "With --expiry, or without IDs, prints the date on which the layout runs out.",
+     B(CONFIG) | B(LAYOUT) | B(EPOCH) | B(JSON) | B(EXPIRY)},
+    {"workers", ik__cmd_workers, "list the worker slots of an app and their holders",
+     "workers [--coord URI] [--app NAME] [--json]",
+     "Lists every slot the app has used: worker number, state (held or free), the\n"
+     "holder's identity, since when it holds it, the time record (the highest time issued\n"
+     "under it, persisted), and backend details (pid, session).",
+     COORD_OPTS | B(JSON)},
+    {"version", ik__cmd_version, "print the versions of idkeeper and of its libraries",
+     "version", NULL, 0},
+    {"help", cmd_help, "explain idkeeper or one of its commands", "help [COMMAND]", NULL, 0},
+};
+
+#define NCOMMANDS (sizeof commands / sizeof commands[0])
+
+/* Every command name: the valid sections of the config file. */
+static const char *section_names[NCOMMANDS + 1];
+
+static const ik_cli_command *find_command(const char *name)
+{
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        if (strcmp(commands[i].name, name) == 0)
+            return &commands[i];
+    return NULL;
+}
+
+void ik__cli_fail(const ik_cli_command *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "idkeeper: %s: ", cmd->name);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+int ik__cli_no_args(const ik_cli_command *cmd, const ik_cli_opts *o)
+{
+    if (o->nargs == 0)
+        return 0;
+    ik__cli_fail(cmd, "unexpected argument '%s' (usage: idkeeper %s)", o->args[0], cmd->usage);
+    return IK_EXIT_USAGE;
+}
+
+static void print_overview(FILE *f)
+{
+    fprintf(f, "usage: idkeeper <command> [options] [arguments]\n\n"
+               "idkeeper hands out 64-bit IDs that are unique across a fleet, and the worker\n"
+               "slots they need, on a local: or zk:// backend.\n\nCommands:\n");
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f,
+            "\nEvery option can also be set in the environment (IDKEEPER_<NAME>, dashes as\n"
+            "underscores, e.g. IDKEEPER_COORD) and in an INI config file (--config FILE or\n"
+            "IDKEEPER_CONFIG; keys are option names, at the top level or in a [command]\n"
+            "section). The command line wins over the environment, which wins over the file.\n"
+            "\nExit codes: 0 success, 1 the command failed, 2 bad usage or configuration.\n"
+            "Run 'idkeeper help COMMAND' or 'idkeeper COMMAND --help' for its options.\n");
+}
+
+void ik__cli_print_command_help(const ik_cli_command *cmd, FILE *f)
+{
+    fprintf(f, "usage: idkeeper %s\n\n%c%s.\n", cmd->usage, toupper((unsigned char)cmd->summary[0]),
+            cmd->summary + 1);
+    if (cmd->details)
+        fprintf(f, "\n%s\n", cmd->details);
+    if (!cmd->options)
+        return;
+    fprintf(f, "\nOptions (each also IDKEEPER_<NAME> in the environment, or a config key):\n");
+    for (int i = 0; i < IK_OPT__COUNT; i++) {
+        if (!(cmd->options & IK_OPT_BIT(i)))
+            continue;
+        const ik_cli_option *op = &ik__cli_options[i];
+        char head[64];
+        snprintf(head, sizeof head, "--%s%s%s", op->name, op->metavar ? " " : "",
+                 op->metavar ? op->metavar : "");
+        fprintf(f, "  %-28s %s\n", head, op->help);
+        fprintf(f, "  %-28s %s%s%s%s\n", "", op->def && op->kind != IK_KIND_FLAG ? "default " : "",
+                op->def && op->kind != IK_KIND_FLAG ? op->def : "",
+                op->def && op->kind != IK_KIND_FLAG ? ", " : "", op->env);
+    }
+    fprintf(f, "  %-28s %s\n", "--help", "this help");
+}
+
+static int cmd_help(const ik_cli_command *cmd, ik_cli_opts *o)
+{
+    if (o->nargs == 0) {
+        print_overview(stdout);
+        return IK_EXIT_OK;
+    }
+    if (o->nargs > 1) {
+        ik__cli_fail(cmd, "unexpected argument '%s' (usage: idkeeper %s)", o->args[1],
+                     cmd->usage);
+        return IK_EXIT_USAGE;
+    }
+    const ik_cli_command *c = find_command(o->args[0]);
+    if (!c) {
+        ik__cli_fail(cmd, "unknown command '%s' (see idkeeper help)", o->args[0]);
+        return IK_EXIT_USAGE;
+    }
+    ik__cli_print_command_help(c, stdout);
+    return IK_EXIT_OK;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "idkeeper: no command given (see idkeeper help)\n");
+        return IK_EXIT_USAGE;
+    }
+    const char *name = argv[1];
+    if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0)
+        name = "help";
+    else if (strcmp(name, "--version") == 0)
+        name = "version";
+    const ik_cli_command *cmd = find_command(name);
+    if (!cmd) {
+        fprintf(stderr, "idkeeper: unknown command '%s' (see idkeeper help)\n", name);
+        return IK_EXIT_USAGE;
+    }
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        section_names[i] = commands[i].name;
+    ik_cli_spec spec = {cmd->name, cmd->options, section_names};
+    ik_cli_opts o;
+    int rc = ik__cli_parse(&o, &spec, argc - 2, argv + 2, &ik__cli_env_process);
+    if (rc != 0) {
+        ik__cli_fail(cmd, "%s", o.err);
+    } else if (o.help) {
+        ik__cli_print_command_help(cmd, stdout);
+    } else {
+        rc = cmd->run(cmd, &o);
+    }
+    ik__cli_opts_free(&o);
+    if (fflush(stdout) != 0 && rc == 0)
+        rc = IK_EXIT_FAIL;
+    return rc;
+}

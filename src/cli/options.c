@@ -1,0 +1,738 @@
+/* options.c: the CLI's option table and the pure parser that merges the command
+ * line, the environment and the INI config file (see options.h for the rules). */
+#include "options.h"
+
+#include "idkeeper.h"
+
+#include <ini.h>
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* The option table. The environment variable is always IDKEEPER_ and the name in
+ * upper case with dashes as underscores (a unit test holds the table to that). */
+const ik_cli_option ik__cli_options[IK_OPT__COUNT] = {
+    [IK_OPT_CONFIG] = {"config", "IDKEEPER_CONFIG", IK_KIND_STRING, NULL, "FILE",
+                       "read options from this INI file (keys are option names)"},
+    [IK_OPT_COORD] = {"coord", "IDKEEPER_COORD", IK_KIND_COORD, "local:./idkeeper-data", "URI",
+                      "coordination backend: local:DIR or zk://HOST:PORT[,HOST:PORT...][/CHROOT]"},
+    [IK_OPT_APP] = {"app", "IDKEEPER_APP", IK_KIND_APP, "default", "NAME",
+                    "app namespace of the slots ([A-Za-z0-9._-], 1 to 64 characters)"},
+    [IK_OPT_HTTP] = {"http", "IDKEEPER_HTTP", IK_KIND_ADDR, "127.0.0.1:8080", "ADDR:PORT",
+                     "listen address of the HTTP API ([V6]:PORT for IPv6)"},
+    [IK_OPT_IDENTITY] = {"identity", "IDKEEPER_IDENTITY", IK_KIND_STRING, NULL, "TEXT",
+                         "who holds the slot, for stickiness (default HOSTNAME:HTTP_PORT)"},
+    [IK_OPT_WORKER_RANGE] = {"worker-range", "IDKEEPER_WORKER_RANGE", IK_KIND_RANGE, NULL, "A-B",
+                             "worker numbers this app may use (default: all the worker bits allow)",
+                             0, UINT32_MAX},
+    [IK_OPT_LAYOUT] = {"layout", "IDKEEPER_LAYOUT", IK_KIND_LAYOUT, NULL, "SPEC",
+                       "ID bit layout: bits=T/W/S,epoch=MS|YYYY-MM-DD,unit=1ms|10ms|1s,"
+                       "workers=A-B,seq-start=0|random:N (default bits=41/10/12,unit=1ms)"},
+    [IK_OPT_EPOCH] = {"epoch", "IDKEEPER_EPOCH", IK_KIND_EPOCH, NULL, "MS|YYYY-MM-DD",
+                      "time 0 of the IDs, Unix ms or a UTC date (default 1288834974657)"},
+    [IK_OPT_SLOT_CHOICE] = {"slot-choice", "IDKEEPER_SLOT_CHOICE", IK_KIND_CHOICE, "random",
+                            "random|lowest",
+                            "slot taken when this identity's last one is not free", 0, 0,
+                            "random|lowest"},
+    [IK_OPT_MAX_BATCH] = {"max-batch", "IDKEEPER_MAX_BATCH", IK_KIND_INT, "10000", "N",
+                          "most IDs one request may ask for", 1, 1000000},
+    [IK_OPT_MAX_BACKWARD] = {"max-backward", "IDKEEPER_MAX_BACKWARD", IK_KIND_INT, "5", "MS",
+                             "a clock that goes back up to this is waited for; more is refused",
+                             0, 10000},
+    [IK_OPT_ZK_SESSION_TIMEOUT] = {"zk-session-timeout", "IDKEEPER_ZK_SESSION_TIMEOUT",
+                                   IK_KIND_INT, "10000", "MS",
+                                   "ZooKeeper session timeout: a dead holder's slot frees after it",
+                                   100, 3600000},
+    [IK_OPT_ZK_AUTH] = {"zk-auth", "IDKEEPER_ZK_AUTH", IK_KIND_USERPASS, NULL, "USER:PASSWORD",
+                        "ZooKeeper digest auth (prefer the environment or the config file)"},
+    [IK_OPT_THREADS] = {"threads", "IDKEEPER_THREADS", IK_KIND_INT, "0", "N",
+                        "event-loop threads (0: one per core)", 0, 256},
+    [IK_OPT_MAX_HEADER_BYTES] = {"max-header-bytes", "IDKEEPER_MAX_HEADER_BYTES", IK_KIND_INT,
+                                 "8192", "N", "largest request line plus headers (else 431)",
+                                 1024, 1048576},
+    [IK_OPT_IDLE_TIMEOUT] = {"idle-timeout", "IDKEEPER_IDLE_TIMEOUT", IK_KIND_INT, "60000", "MS",
+                             "an idle keep-alive connection is closed after this", 1, 86400000},
+    [IK_OPT_READ_TIMEOUT] = {"read-timeout", "IDKEEPER_READ_TIMEOUT", IK_KIND_INT, "10000", "MS",
+                             "a started request must arrive whole within this", 1, 86400000},
+    [IK_OPT_MAX_CONNECTIONS] = {"max-connections", "IDKEEPER_MAX_CONNECTIONS", IK_KIND_INT,
+                                "10000", "N", "most open client connections", 1, 1000000},
+    [IK_OPT_HTTP_TOKEN_FILE] = {"http-token-file", "IDKEEPER_HTTP_TOKEN_FILE", IK_KIND_STRING, NULL,
+                                "FILE", "require 'Authorization: Bearer <token in FILE>' on /v1"},
+    [IK_OPT_QUIET] = {"quiet", "IDKEEPER_QUIET", IK_KIND_FLAG, "false", NULL,
+                      "no start-up banner"},
+    [IK_OPT_SERVER] = {"server", "IDKEEPER_SERVER", IK_KIND_URL, "http://127.0.0.1:8080", "URL",
+                       "base URL of a running idkeeper serve"},
+    [IK_OPT_COUNT] = {"count", "IDKEEPER_COUNT", IK_KIND_INT, "1", "N", "how many IDs", 1,
+                      INT64_C(1000000000000)},
+    [IK_OPT_BATCH] = {"batch", "IDKEEPER_BATCH", IK_KIND_INT, "10000", "N",
+                      "IDs per request (at most the server's --max-batch)", 1, 1000000},
+    [IK_OPT_JSON] = {"json", "IDKEEPER_JSON", IK_KIND_FLAG, "false", NULL,
+                     "print JSON instead of text"},
+    [IK_OPT_EXPIRY] = {"expiry", "IDKEEPER_EXPIRY", IK_KIND_FLAG, "false", NULL,
+                       "print the date on which the layout runs out"},
+};
+
+/* ---- small helpers ------------------------------------------------------- */
+
+static void fail(ik_cli_opts *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Records the first error only: later ones are usually consequences. */
+static void fail(ik_cli_opts *o, const char *fmt, ...)
+{
+    if (o->err[0])
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(o->err, sizeof o->err, fmt, ap);
+    va_end(ap);
+}
+
+static void why_set(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void why_set(char *why, size_t len, const char *fmt, ...)
+{
+    if (!why || !len)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, len, fmt, ap);
+    va_end(ap);
+}
+
+/* Strict unsigned decimal: digits only, no sign, no overflow of INT64_MAX. */
+static int parse_i64(const char *s, size_t n, int64_t *out)
+{
+    if (n == 0 || n > 19)
+        return -1;
+    int64_t v = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+        int d = s[i] - '0';
+        if (v > (INT64_MAX - d) / 10)
+            return -1;
+        v = v * 10 + d;
+    }
+    *out = v;
+    return 0;
+}
+
+int ik__cli_option_find(const char *name, size_t len)
+{
+    for (int i = 0; i < IK_OPT__COUNT; i++) {
+        const char *n = ik__cli_options[i].name;
+        if (strlen(n) == len && memcmp(n, name, len) == 0)
+            return i;
+    }
+    return -1;
+}
+
+int ik__cli_parse_addr(const char *addr, char *host, size_t host_len, int *port, char *why,
+                       size_t why_len)
+{
+    const char *h = addr, *he, *p;
+    if (*addr == '[') {
+        h = addr + 1;
+        he = strchr(h, ']');
+        if (!he || he[1] != ':') {
+            why_set(why, why_len, "'%s' is not [V6]:PORT", addr);
+            return -1;
+        }
+        p = he + 2;
+    } else {
+        he = strrchr(addr, ':');
+        if (!he) {
+            why_set(why, why_len, "'%s' is not ADDR:PORT", addr);
+            return -1;
+        }
+        if (memchr(addr, ':', (size_t)(he - addr))) {
+            why_set(why, why_len, "'%s': an IPv6 address needs brackets, e.g. [::1]:8080", addr);
+            return -1;
+        }
+        p = he + 1;
+    }
+    size_t hn = (size_t)(he - h);
+    if (hn == 0) {
+        why_set(why, why_len, "'%s' has no host (use 0.0.0.0:PORT for every address)", addr);
+        return -1;
+    }
+    if (hn >= host_len) {
+        why_set(why, why_len, "'%s': host name too long", addr);
+        return -1;
+    }
+    int64_t pn;
+    if (parse_i64(p, strlen(p), &pn) != 0 || pn < 1 || pn > 65535) {
+        why_set(why, why_len, "'%s': port must be a number 1..65535", addr);
+        return -1;
+    }
+    memcpy(host, h, hn);
+    host[hn] = 0;
+    *port = (int)pn;
+    return 0;
+}
+
+int ik__cli_parse_url(const char *url, char *host, size_t host_len, int *port, char *prefix,
+                      size_t prefix_len, char *why, size_t why_len)
+{
+    const char *s = url;
+    const char *scheme_end = strstr(url, "://");
+    if (scheme_end) {
+        if (scheme_end - url != 4 || strncasecmp(url, "http", 4) != 0) {
+            why_set(why, why_len, "'%s': only http:// URLs are supported", url);
+            return -1;
+        }
+        s = scheme_end + 3;
+    }
+    size_t an = strcspn(s, "/?#");
+    if (strpbrk(s, "?#")) {
+        why_set(why, why_len, "'%s': a server URL has no query or fragment", url);
+        return -1;
+    }
+    char hostport[300];
+    if (an == 0 || an >= sizeof hostport) {
+        why_set(why, why_len, "'%s' has no host", url);
+        return -1;
+    }
+    memcpy(hostport, s, an);
+    hostport[an] = 0;
+    const char *colon = hostport[0] == '[' ? strstr(hostport, "]:") : strrchr(hostport, ':');
+    if (colon && hostport[0] == '[')
+        colon++;
+    if (colon) {
+        if (ik__cli_parse_addr(hostport, host, host_len, port, why, why_len) != 0)
+            return -1;
+    } else {
+        const char *h = hostport;
+        size_t hn = an;
+        if (h[0] == '[') {
+            if (h[hn - 1] != ']' || hn < 3) {
+                why_set(why, why_len, "'%s': bad IPv6 host", url);
+                return -1;
+            }
+            h++;
+            hn -= 2;
+        } else if (strchr(h, ':')) {
+            why_set(why, why_len, "'%s': an IPv6 address needs brackets", url);
+            return -1;
+        }
+        if (hn >= host_len) {
+            why_set(why, why_len, "'%s': host name too long", url);
+            return -1;
+        }
+        memcpy(host, h, hn);
+        host[hn] = 0;
+        *port = 80;
+    }
+    const char *path = s + an;
+    size_t pn = strlen(path);
+    while (pn > 0 && path[pn - 1] == '/')
+        pn--;
+    if (pn >= prefix_len) {
+        why_set(why, why_len, "'%s': path too long", url);
+        return -1;
+    }
+    for (size_t i = 0; i < pn; i++) {
+        if ((unsigned char)path[i] <= ' ' || (unsigned char)path[i] >= 0x7f) {
+            why_set(why, why_len, "'%s': the path holds a space or control character", url);
+            return -1;
+        }
+    }
+    memcpy(prefix, path, pn);
+    prefix[pn] = 0;
+    return 0;
+}
+
+/* Checks text against option id's kind; fills *n, *n2. Returns 0, or -1 with a
+ * reason (without the source) in why. */
+static int check_value(ik_cli_opt_id id, const char *text, int64_t *n, int64_t *n2, char *why,
+                       size_t why_len)
+{
+    const ik_cli_option *op = &ik__cli_options[id];
+    size_t len = strlen(text);
+    *n = *n2 = 0;
+    if (len == 0) {
+        why_set(why, why_len, "empty value");
+        return -1;
+    }
+    switch (op->kind) {
+    case IK_KIND_FLAG: {
+        static const char *const yes[] = {"true", "yes", "on", "1"};
+        static const char *const no[] = {"false", "no", "off", "0"};
+        for (size_t i = 0; i < 4; i++) {
+            if (strcasecmp(text, yes[i]) == 0) {
+                *n = 1;
+                return 0;
+            }
+            if (strcasecmp(text, no[i]) == 0)
+                return 0;
+        }
+        why_set(why, why_len, "'%s' is not true or false", text);
+        return -1;
+    }
+    case IK_KIND_STRING:
+        for (size_t i = 0; i < len; i++) {
+            if ((unsigned char)text[i] < ' ' || text[i] == 0x7f) {
+                why_set(why, why_len, "the value holds a control character");
+                return -1;
+            }
+        }
+        return 0;
+    case IK_KIND_INT:
+        if (parse_i64(text, len, n) != 0) {
+            why_set(why, why_len, "'%s' is not a number (decimal digits)", text);
+            return -1;
+        }
+        if (*n < op->min || *n > op->max) {
+            why_set(why, why_len, "%s is out of range %" PRId64 "..%" PRId64, text, op->min,
+                    op->max);
+            return -1;
+        }
+        return 0;
+    case IK_KIND_COORD:
+        if (ik_coord_uri_check(text, why, why_len) != 0) {
+            if (why && why_len && !why[0])
+                why_set(why, why_len, "'%s' is not a coordination URI", text);
+            return -1;
+        }
+        return 0;
+    case IK_KIND_APP:
+        if (len > 64 || strspn(text, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                     "0123456789._-") != len) {
+            why_set(why, why_len, "'%s' is not an app name ([A-Za-z0-9._-], 1 to 64 characters)",
+                    text);
+            return -1;
+        }
+        return 0;
+    case IK_KIND_ADDR: {
+        char host[256];
+        int port;
+        if (ik__cli_parse_addr(text, host, sizeof host, &port, why, why_len) != 0)
+            return -1;
+        *n = port;
+        return 0;
+    }
+    case IK_KIND_URL: {
+        char host[256], prefix[256];
+        int port;
+        if (ik__cli_parse_url(text, host, sizeof host, &port, prefix, sizeof prefix, why,
+                              why_len) != 0)
+            return -1;
+        *n = port;
+        return 0;
+    }
+    case IK_KIND_RANGE: {
+        const char *dash = strchr(text, '-');
+        if (!dash || parse_i64(text, (size_t)(dash - text), n) != 0 ||
+            parse_i64(dash + 1, strlen(dash + 1), n2) != 0) {
+            why_set(why, why_len, "'%s' is not A-B (two numbers, e.g. 0-31)", text);
+            return -1;
+        }
+        if (*n > *n2) {
+            why_set(why, why_len, "'%s': the first number is above the second", text);
+            return -1;
+        }
+        if (*n < op->min || *n2 > op->max) {
+            why_set(why, why_len, "'%s' is out of range %" PRId64 "..%" PRId64, text, op->min,
+                    op->max);
+            return -1;
+        }
+        return 0;
+    }
+    case IK_KIND_LAYOUT:
+    case IK_KIND_EPOCH: {
+        ik_layout l;
+        ik_layout_default(&l);
+        char buf[256];
+        if (op->kind == IK_KIND_EPOCH) {
+            if (len > 200 || strchr(text, ',') || strchr(text, '=')) {
+                why_set(why, why_len, "'%.200s' is not Unix ms or YYYY-MM-DD", text);
+                return -1;
+            }
+            snprintf(buf, sizeof buf, "epoch=%s", text);
+            text = buf;
+        }
+        if (ik_layout_parse(&l, text, why, why_len) != 0) {
+            if (why && why_len && !why[0])
+                why_set(why, why_len, "'%s' is not a layout", text);
+            return -1;
+        }
+        return 0;
+    }
+    case IK_KIND_CHOICE: {
+        const char *c = op->choices;
+        for (int i = 0; c && *c; i++) {
+            size_t cn = strcspn(c, "|");
+            if (cn == len && memcmp(c, text, len) == 0) {
+                *n = i;
+                return 0;
+            }
+            c += cn;
+            if (*c == '|')
+                c++;
+        }
+        why_set(why, why_len, "'%s' is not one of %s", text, op->choices);
+        return -1;
+    }
+    case IK_KIND_USERPASS: {
+        const char *colon = strchr(text, ':');
+        if (!colon || colon == text) {
+            why_set(why, why_len, "must be USER:PASSWORD");
+            return -1;
+        }
+        return 0;
+    }
+    }
+    why_set(why, why_len, "unknown kind of option");
+    return -1;
+}
+
+/* Formats where a value of option id came from into buf; returns buf. */
+static const char *where_name(const ik_cli_opts *o, ik_cli_opt_id id, ik_cli_source src, int line,
+                              char *buf, size_t len)
+{
+    switch (src) {
+    case IK_SRC_ARGV:
+        snprintf(buf, len, "--%s", ik__cli_options[id].name);
+        break;
+    case IK_SRC_ENV:
+        snprintf(buf, len, "%s", ik__cli_options[id].env);
+        break;
+    case IK_SRC_FILE:
+    case IK_SRC_FILE_SECTION:
+        snprintf(buf, len, "%s:%d: %s", o->config_path ? o->config_path : "config", line,
+                 ik__cli_options[id].name);
+        break;
+    default:
+        snprintf(buf, len, "default %s", ik__cli_options[id].name);
+        break;
+    }
+    return buf;
+}
+
+const char *ik__cli_source_name(const ik_cli_opts *o, ik_cli_opt_id id, char *buf, size_t len)
+{
+    return where_name(o, id, o->v[id].src, o->v[id].line, buf, len);
+}
+
+/* Checks text for option id and, if src ranks at least as high as the current
+ * value's source, makes it the value. Returns 0, or -1 with o->err set. */
+static int set_value(ik_cli_opts *o, ik_cli_opt_id id, const char *text, ik_cli_source src,
+                     int line)
+{
+    char why[256] = "";
+    int64_t n, n2;
+    if (check_value(id, text, &n, &n2, why, sizeof why) != 0) {
+        char where[300];
+        fail(o, "%s: %s", where_name(o, id, src, line, where, sizeof where), why);
+        return -1;
+    }
+    ik_cli_value *v = &o->v[id];
+    if (v->text && src < v->src)
+        return 0;
+    char *copy = strdup(text);
+    if (!copy) {
+        fail(o, "out of memory");
+        return -1;
+    }
+    free((char *)v->text);
+    v->text = copy;
+    v->n = n;
+    v->n2 = n2;
+    v->src = src;
+    v->line = line;
+    return 0;
+}
+
+/* ---- the config file ------------------------------------------------------ */
+
+typedef struct ini_state {
+    ik_cli_opts *o;
+    const ik_cli_spec *spec;
+    const char *p, *end; /* the text not yet read */
+    int line;            /* line number of the line last handed to inih */
+} ini_state;
+
+static int section_known(const ik_cli_spec *spec, const char *section)
+{
+    if (strcmp(section, spec->cmd) == 0)
+        return 1;
+    for (const char *const *s = spec->sections; s && *s; s++)
+        if (strcmp(*s, section) == 0)
+            return 1;
+    return 0;
+}
+
+/* A "[name]" line must name a command: checked here, where the line number is
+ * known even for a section without keys. */
+static void check_section_line(ini_state *st, const char *line)
+{
+    line += strspn(line, " \t");
+    if (*line != '[')
+        return;
+    const char *end = strchr(line, ']');
+    if (!end)
+        return; /* inih reports the syntax error */
+    char name[64];
+    size_t n = (size_t)(end - line - 1);
+    snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name ? n : sizeof name - 1), line + 1);
+    if (n >= sizeof name || !section_known(st->spec, name))
+        fail(st->o, "%s:%d: unknown section [%s] (sections are command names, e.g. [serve])",
+             st->o->config_path, st->line, name);
+}
+
+/* inih's line reader: hands out one line of the text at a time so that the
+ * handler knows its line number. A line too long for inih's buffer is an error
+ * (and is replaced by a comment so that inih does not split it). */
+static char *ini_read_line(char *str, int num, void *stream)
+{
+    ini_state *st = stream;
+    if (st->p >= st->end || num < 3)
+        return NULL;
+    const char *nl = memchr(st->p, '\n', (size_t)(st->end - st->p));
+    size_t n = nl ? (size_t)(nl - st->p) + 1 : (size_t)(st->end - st->p);
+    st->line++;
+    if (n > (size_t)num - 1) {
+        fail(st->o, "%s:%d: line longer than %d bytes", st->o->config_path, st->line, num - 3);
+        memcpy(str, "#\n", 3);
+    } else {
+        memcpy(str, st->p, n);
+        str[n] = 0;
+        check_section_line(st, str);
+    }
+    st->p += n;
+    return str;
+}
+
+/* inih's handler: one key = value. Returns 1 to go on, 0 on an error. */
+static int ini_handler_fn(void *user, const char *section, const char *name, const char *value)
+{
+    ini_state *st = user;
+    ik_cli_opts *o = st->o;
+    const char *path = o->config_path;
+    int id = ik__cli_option_find(name, strlen(name));
+    if (id < 0) {
+        fail(o, "%s:%d: unknown key '%s'", path, st->line, name);
+        return 0;
+    }
+    ik_cli_source src = IK_SRC_FILE;
+    if (section[0]) {
+        if (!section_known(st->spec, section))
+            return 0; /* reported by check_section_line() */
+        if (strcmp(section, st->spec->cmd) != 0)
+            return 1; /* another command's section */
+        src = IK_SRC_FILE_SECTION;
+    }
+    if (id == IK_OPT_CONFIG) {
+        fail(o, "%s:%d: 'config' cannot be set inside a config file", path, st->line);
+        return 0;
+    }
+    if (!(st->spec->allowed & IK_OPT_BIT(id))) {
+        if (src == IK_SRC_FILE_SECTION) {
+            fail(o, "%s:%d: '%s' is not an option of %s", path, st->line, name, st->spec->cmd);
+            return 0;
+        }
+        return 1; /* a key for other commands */
+    }
+    return set_value(o, (ik_cli_opt_id)id, value ? value : "", src, st->line) == 0;
+}
+
+static int parse_config(ik_cli_opts *o, const ik_cli_spec *spec, const char *text)
+{
+    ini_state st = {.o = o, .spec = spec, .p = text, .end = text + strlen(text)};
+    int rc = ini_parse_stream(ini_read_line, &st, ini_handler_fn, &st);
+    if (o->err[0])
+        return -1;
+    if (rc > 0) {
+        fail(o, "%s:%d: not a 'key = value' or '[section]' line", o->config_path, rc);
+        return -1;
+    }
+    if (rc != 0) {
+        fail(o, "%s: cannot parse (error %d)", o->config_path, rc);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- the parse ------------------------------------------------------------ */
+
+void ik__cli_opts_free(ik_cli_opts *o)
+{
+    for (int i = 0; i < IK_OPT__COUNT; i++)
+        free((char *)o->v[i].text);
+    free(o->args);
+    free(o->config_path);
+    memset(o, 0, sizeof *o);
+    o->rest = -1;
+}
+
+static int is_help(const char *a)
+{
+    return strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0;
+}
+
+static int parse_argv(ik_cli_opts *o, const ik_cli_spec *spec, int argc, char **argv)
+{
+    int dashdash = 0;
+    for (int i = 0; i < argc; i++) {
+        char *a = argv[i];
+        if (dashdash || a[0] != '-' || a[1] == 0) {
+            o->args[o->nargs++] = a;
+            continue;
+        }
+        if (strcmp(a, "--") == 0) {
+            dashdash = 1;
+            o->rest = o->nargs;
+            continue;
+        }
+        if (a[1] != '-') {
+            fail(o, "unknown option %s (options are long: --name; see idkeeper %s --help)", a,
+                 spec->cmd);
+            return -1;
+        }
+        const char *name = a + 2, *eq = strchr(name, '=');
+        size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
+        int id = ik__cli_option_find(name, nlen);
+        if (id < 0) {
+            fail(o, "unknown option --%.*s (see idkeeper %s --help)", (int)nlen, name, spec->cmd);
+            return -1;
+        }
+        if (!(spec->allowed & IK_OPT_BIT(id))) {
+            fail(o, "--%.*s is not an option of %s (see idkeeper %s --help)", (int)nlen, name,
+                 spec->cmd, spec->cmd);
+            return -1;
+        }
+        const char *val;
+        if (eq)
+            val = eq + 1;
+        else if (ik__cli_options[id].kind == IK_KIND_FLAG)
+            val = "true";
+        else if (i + 1 < argc)
+            val = argv[++i];
+        else {
+            fail(o, "--%s needs a value (%s)", ik__cli_options[id].name,
+                 ik__cli_options[id].metavar);
+            return -1;
+        }
+        if (set_value(o, (ik_cli_opt_id)id, val, IK_SRC_ARGV, 0) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+int ik__cli_parse(ik_cli_opts *o, const ik_cli_spec *spec, int argc, char **argv,
+                  const ik_cli_env *env)
+{
+    memset(o, 0, sizeof *o);
+    o->rest = -1;
+    o->args = calloc((size_t)argc + 1, sizeof *o->args);
+    if (!o->args) {
+        fail(o, "out of memory");
+        return 2;
+    }
+    for (int i = 0; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        if (is_help(argv[i])) {
+            o->help = 1;
+            return 0;
+        }
+    }
+    /* Defaults first, so that every allowed option with a default has a value. */
+    for (int i = 0; i < IK_OPT__COUNT; i++) {
+        if ((spec->allowed & IK_OPT_BIT(i)) && ik__cli_options[i].def &&
+            set_value(o, (ik_cli_opt_id)i, ik__cli_options[i].def, IK_SRC_DEFAULT, 0) != 0)
+            return 2;
+    }
+    if (parse_argv(o, spec, argc, argv) != 0)
+        return 2;
+    for (int i = 0; env && env->get && i < IK_OPT__COUNT; i++) {
+        if (!(spec->allowed & IK_OPT_BIT(i)))
+            continue;
+        const char *val = env->get(env->ctx, ik__cli_options[i].env);
+        if (val && *val && set_value(o, (ik_cli_opt_id)i, val, IK_SRC_ENV, 0) != 0)
+            return 2;
+    }
+    const ik_cli_value *cfg = &o->v[IK_OPT_CONFIG];
+    if ((spec->allowed & IK_OPT_BIT(IK_OPT_CONFIG)) && cfg->text) {
+        char where[64], why[256] = "";
+        ik__cli_source_name(o, IK_OPT_CONFIG, where, sizeof where);
+        o->config_path = strdup(cfg->text);
+        char *text = NULL;
+        if (!o->config_path) {
+            fail(o, "out of memory");
+            return 2;
+        }
+        if (!env || !env->read_file ||
+            env->read_file(env->ctx, o->config_path, &text, why, sizeof why) != 0) {
+            fail(o, "%s %s: %s", where, o->config_path, why[0] ? why : "cannot read");
+            return 2;
+        }
+        int rc = parse_config(o, spec, text);
+        free(text);
+        if (rc != 0)
+            return 2;
+    }
+    return 0;
+}
+
+/* ---- the process environment ---------------------------------------------- */
+
+static const char *process_getenv(void *ctx, const char *name)
+{
+    return getenv(name);
+}
+
+static int process_read_file(void *ctx, const char *path, char **text, char *why,
+                             size_t why_len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        why_set(why, why_len, "%s", strerror(errno));
+        return -1;
+    }
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        if (n + 1 >= cap) {
+            if (cap >= (size_t)16 << 20) {
+                why_set(why, why_len, "larger than 16 MiB");
+                free(buf);
+                fclose(f);
+                return -1;
+            }
+            char *nb = realloc(buf, cap * 2);
+            if (!nb) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+        size_t got = fread(buf + n, 1, cap - n - 1, f);
+        n += got;
+        if (got == 0)
+            break;
+    }
+    int err = ferror(f);
+    fclose(f);
+    if (!buf || err) {
+        why_set(why, why_len, "%s", buf ? "read error" : "out of memory");
+        free(buf);
+        return -1;
+    }
+    if (memchr(buf, 0, n)) {
+        why_set(why, why_len, "holds a NUL byte: not a text file");
+        free(buf);
+        return -1;
+    }
+    buf[n] = 0;
+    *text = buf;
+    return 0;
+}
+
+const ik_cli_env ik__cli_env_process = {process_getenv, process_read_file, NULL};

@@ -1,0 +1,123 @@
+/* test_cli_output.c: the CLI's pure helpers: ISO times, JSON strings and error
+ * bodies, server URLs and listen addresses. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "options.h"
+#include "output.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void iso_times(void **state)
+{
+    char buf[40];
+    assert_string_equal(ik__cli_iso_ms(0, buf, sizeof buf), "1970-01-01T00:00:00.000Z");
+    assert_string_equal(ik__cli_iso_ms(IK_DEFAULT_EPOCH_MS, buf, sizeof buf),
+                        "2010-11-04T01:42:54.657Z");
+    assert_string_equal(ik__cli_iso_ms(-1, buf, sizeof buf), "1969-12-31T23:59:59.999Z");
+    /* the default layout runs out 2^41 ms after its epoch */
+    ik_layout l;
+    ik_layout_default(&l);
+    assert_int_equal(ik_layout_end_ms(&l), IK_DEFAULT_EPOCH_MS + (INT64_C(1) << 41));
+    assert_string_equal(ik__cli_iso_ms(ik_layout_end_ms(&l), buf, sizeof buf),
+                        "2080-07-10T17:30:30.209Z");
+}
+
+static void json_strings(void **state)
+{
+    char *out = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&out, &len);
+    assert_non_null(f);
+    ik__cli_json_string(f, "a\"b\\c\nd\x01");
+    fclose(f);
+    assert_string_equal(out, "\"a\\\"b\\\\c\\nd\\u0001\"");
+    free(out);
+}
+
+static void json_get_string(void **state)
+{
+    const char *body = "{\"error\":\"unknown_tag\", \"message\" : \"no tag \\\"x\\\" \\u0041\\u00e9\"}";
+    char out[64];
+    assert_int_equal(ik__cli_json_get_string(body, strlen(body), "message", out, sizeof out), 0);
+    assert_string_equal(out, "no tag \"x\" A?");
+    assert_int_equal(ik__cli_json_get_string(body, strlen(body), "error", out, sizeof out), 0);
+    assert_string_equal(out, "unknown_tag");
+    assert_int_equal(ik__cli_json_get_string(body, strlen(body), "nope", out, sizeof out), -1);
+    /* truncated input and small buffers never overrun */
+    for (size_t n = 0; n < strlen(body); n++)
+        (void)ik__cli_json_get_string(body, n, "message", out, 4);
+    assert_int_equal(ik__cli_json_get_string("{\"message\":5}", 13, "message", out, sizeof out),
+                     -1);
+}
+
+static void urls(void **state)
+{
+    char host[64], prefix[64], why[128];
+    int port;
+    assert_int_equal(ik__cli_parse_url("http://127.0.0.1:8080", host, sizeof host, &port, prefix,
+                                       sizeof prefix, why, sizeof why),
+                     0);
+    assert_string_equal(host, "127.0.0.1");
+    assert_int_equal(port, 8080);
+    assert_string_equal(prefix, "");
+    assert_int_equal(ik__cli_parse_url("http://[::1]:9/base/", host, sizeof host, &port, prefix,
+                                       sizeof prefix, why, sizeof why),
+                     0);
+    assert_string_equal(host, "::1");
+    assert_int_equal(port, 9);
+    assert_string_equal(prefix, "/base");
+    assert_int_equal(ik__cli_parse_url("localhost", host, sizeof host, &port, prefix,
+                                       sizeof prefix, why, sizeof why),
+                     0);
+    assert_string_equal(host, "localhost");
+    assert_int_equal(port, 80);
+    assert_int_equal(ik__cli_parse_url("host:81/x", host, sizeof host, &port, prefix,
+                                       sizeof prefix, why, sizeof why),
+                     0);
+    assert_int_equal(port, 81);
+    assert_string_equal(prefix, "/x");
+    static const char *const bad[] = {"https://h:1", "http://", "http://h:0", "http://h:x",
+                                      "http://::1:80", "http://h:1/?q", "ftp://h", "http://[::1"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        why[0] = 0;
+        if (ik__cli_parse_url(bad[i], host, sizeof host, &port, prefix, sizeof prefix, why,
+                              sizeof why) == 0)
+            fail_msg("%s accepted", bad[i]);
+        assert_true(why[0] != 0);
+    }
+}
+
+static void addrs(void **state)
+{
+    char host[64], why[128];
+    int port;
+    assert_int_equal(ik__cli_parse_addr("0.0.0.0:1", host, sizeof host, &port, why, sizeof why),
+                     0);
+    assert_string_equal(host, "0.0.0.0");
+    assert_int_equal(port, 1);
+    assert_int_equal(ik__cli_parse_addr("[fe80::1]:65535", host, sizeof host, &port, why,
+                                        sizeof why),
+                     0);
+    assert_string_equal(host, "fe80::1");
+    assert_int_equal(port, 65535);
+    assert_int_equal(ik__cli_parse_addr("[::1]8080", host, sizeof host, &port, why, sizeof why),
+                     -1);
+    assert_int_equal(ik__cli_parse_addr("h:", host, sizeof host, &port, why, sizeof why), -1);
+    assert_int_equal(ik__cli_parse_addr("h:+1", host, sizeof host, &port, why, sizeof why), -1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(iso_times),    cmocka_unit_test(json_strings),
+        cmocka_unit_test(json_get_string), cmocka_unit_test(urls),
+        cmocka_unit_test(addrs),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
