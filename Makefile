@@ -52,7 +52,7 @@ tsan:
 	@$(MAKE) --no-print-directory BUILD=build-tsan CMAKE_FLAGS="-DIK_SANITIZE=thread" build
 
 fuzz: deps-test
-	@$(MAKE) --no-print-directory BUILD=build-fuzz CMAKE_FLAGS="-DIK_FUZZ=ON -DCMAKE_C_COMPILER=clang" build
+	@$(MAKE) --no-print-directory BUILD=build-fuzz CMAKE_FLAGS="-DIK_FUZZ=ON -DCMAKE_C_COMPILER=clang -DIK_SANITIZE=address,undefined" build
 
 # make fuzz-run FUZZ_SECONDS=600: every fuzzer for that long, corpus in tests/fuzz/corpus
 fuzz-run: fuzz
