@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# run-all.sh BUILD_DIR: every benchmark, one after the other (they share 2 cores, so
+# never in parallel). Compiled ones are build/bench/bench_*; scripted ones are
+# bench/*.sh. Each prints its figure next to its peer's, measured in the same run.
+# Copy the output into docs/BENCHMARKS.md with the date and machine.
+set -euo pipefail
+build=$(cd "${1:-build}" && pwd)
+here=$(cd "$(dirname "$0")" && pwd)
+echo "# $(date -u +%FT%TZ) on $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+for b in "$build"/bench/bench_*; do
+  [ -x "$b" ] || continue
+  echo "## $(basename "$b")"
+  "$b"
+done
+for s in "$here"/*.sh; do
+  [ "$(basename "$s")" = run-all.sh ] && continue
+  echo "## $(basename "$s")"
+  IK_BIN="$build/idkeeper" bash "$s" "$build"
+done
