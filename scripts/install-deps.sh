@@ -19,7 +19,7 @@ test_pkgs=(
   clang libclang-rt-14-dev # libFuzzer and sanitizers
   zookeeper default-jre-headless # a real ZooKeeper server for the tests
   faketime libfaketime # clock steps on real processes
-  curl jq procps psmisc iproute2
+  curl jq bc procps psmisc iproute2
   python3-kazoo       # kazoo interop helper
   libcurator-recipes-java libcurator-framework-java # Curator interop helper
   wrk nginx-light hyperfine # benchmarks and their peer

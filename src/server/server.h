@@ -23,6 +23,7 @@ typedef struct ik_server_config {
     int max_connections;          /* 10000 */
     const char *http_token_file;  /* NULL: /v1 routes open */
     int quiet;                    /* no start-up banner */
+    int shutdown_timeout_ms;      /* SIGTERM: in-flight requests get this long; 5000 */
 } ik_server_config;
 
 /* Fills the defaults above. */
