@@ -1,0 +1,270 @@
+# zk.sh: a real Apache ZooKeeper for the integration tests (bash, sourced after lib.sh).
+#
+# Debian's zookeeper package, started with java directly (never the init scripts), on
+# free loopback ports with fresh data dirs under $T, a 256 MiB heap and tickTime 500 ms
+# (so sessions may be as short as 1 s and tests run fast). Every server started here
+# is stopped when the test exits, pass or fail. A server that does not answer within
+# ZK_START_TIMEOUT seconds (default 30) fails the test loudly: no test passes
+# without a ZooKeeper.
+#
+#   zk_start_standalone          one server; sets ZK_CONNECT ("127.0.0.1:PORT")
+#   zk_start_ensemble N          N servers (N=3 for a quorum); waits for a leader
+#   zk_stop I [SIGNAL]           stops server I (default SIGKILL) and waits for it
+#   zk_start I                   starts server I again on its data (same ports)
+#   zk_wait_serving I [SECS]     until server I serves (standalone, leader or follower)
+#   zk_wait_quorum [SECS]        until one leader and every running server serves
+#   zk_leader                    prints the index of the leading server
+#   zk_4lw I WORD                a four-letter word (ruok, srvr, mntr...) to server I
+#   zk_uri [CHROOT]              zk://HOST:PORT,.../CHROOT for idkeeper
+#   zk_tool CMD ARGS...          the kazoo helper (an independent client): see below
+#   zk_port I                    client port of server I
+
+ZK_CLASSPATH=${ZK_CLASSPATH:-/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar}
+ZK_TICK_MS=${ZK_TICK_MS:-500}
+ZK_START_TIMEOUT=${ZK_START_TIMEOUT:-30}
+ZK_N=0
+ZK_CONNECT=
+declare -A ZK_PID=() ZK_CPORT=() ZK_USED_PORTS=()
+
+[ -r /usr/share/java/zookeeper.jar ] || fail "zk.sh: /usr/share/java/zookeeper.jar missing (apt-get install zookeeper)"
+command -v java >/dev/null || fail "zk.sh: no java (apt-get install default-jre-headless)"
+
+# A loopback port free now and not handed out by this file before.
+_zk_port() {
+  local p
+  while :; do
+    p=$(free_port)
+    [ -z "${ZK_USED_PORTS[$p]:-}" ] && { ZK_USED_PORTS[$p]=1; echo "$p"; return; }
+  done
+}
+
+zk_port() { echo "${ZK_CPORT[$1]}"; }
+
+# zk_4lw I WORD: prints the server's answer (empty if it does not answer in 2 s).
+zk_4lw() {
+  local port=${ZK_CPORT[$1]}
+  timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$port && printf '%s' '$2' >&3 && cat <&3" 2>/dev/null || true
+}
+
+_zk_write_cfg() { # I CPORT [server lines]
+  local i=$1 dir=$T/zk$1
+  mkdir -p "$dir/data"
+  {
+    echo "tickTime=$ZK_TICK_MS"
+    echo "initLimit=20"
+    echo "syncLimit=10"
+    echo "dataDir=$dir/data"
+    echo "clientPort=$2"
+    echo "clientPortAddress=127.0.0.1"
+    echo "maxClientCnxns=0"
+    echo "minSessionTimeout=$((2 * ZK_TICK_MS))"
+    echo "maxSessionTimeout=120000"
+    echo "4lw.commands.whitelist=*"
+    echo "admin.enableServer=false"
+    echo "preAllocSize=4096"
+    echo "autopurge.purgeInterval=0"
+    shift 2
+    for l in "$@"; do echo "$l"; done
+  } >"$dir/zoo.cfg"
+}
+
+# zk_start I: starts server I in the background (its config must exist).
+zk_start() {
+  local i=$1 dir=$T/zk$1
+  [ -f "$dir/zoo.cfg" ] || fail "zk_start: no server $i"
+  [ -n "${ZK_PID[$i]:-}" ] && kill -0 "${ZK_PID[$i]}" 2>/dev/null && fail "zk_start: server $i runs already"
+  # -Dzookeeper.forceSync=no: tests need no fsync durability and slow disks would
+  # otherwise make sessions time out; kill -9 of the JVM keeps the page cache.
+  java -Xmx256m -Xms32m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xss512k \
+    -Dorg.slf4j.simpleLogger.defaultLogLevel=warn -Dorg.slf4j.simpleLogger.showDateTime=true \
+    -Dzookeeper.forceSync=no -Dzookeeper.jmx.log4j.disable=true -Djava.net.preferIPv4Stack=true \
+    -cp "$ZK_CLASSPATH" org.apache.zookeeper.server.quorum.QuorumPeerMain "$dir/zoo.cfg" \
+    >>"$T/zk$i.log" 2>&1 &
+  ZK_PID[$i]=$!
+  log "zk: server $i started (pid ${ZK_PID[$i]}, client port ${ZK_CPORT[$i]})"
+}
+
+# zk_stop I [SIGNAL]: stops server I (SIGKILL by default: a crash) and reaps it.
+zk_stop() {
+  local i=$1 sig=${2:-KILL} pid=${ZK_PID[$1]:-}
+  [ -n "$pid" ] || return 0
+  kill -CONT "$pid" 2>/dev/null || true
+  kill -"$sig" "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  ZK_PID[$i]=
+  log "zk: server $i stopped ($sig)"
+}
+
+# zk_wait_serving I [SECS]: until server I answers srvr with a serving mode.
+zk_wait_serving() {
+  local i=$1 limit=${2:-$ZK_START_TIMEOUT} t0=$SECONDS
+  while ((SECONDS - t0 < limit)); do
+    if [ -n "${ZK_PID[$i]:-}" ] && ! kill -0 "${ZK_PID[$i]}" 2>/dev/null; then
+      fail "zk: server $i exited while starting (see $T/zk$i.log)"
+    fi
+    zk_4lw "$i" srvr | grep -qE '^Mode: (standalone|leader|follower)' && return 0
+    sleep 0.1
+  done
+  fail "zk: server $i does not serve after ${limit}s (see $T/zk$i.log)"
+}
+
+# zk_leader: the index of the server that leads (or the standalone one).
+zk_leader() {
+  local i
+  for ((i = 1; i <= ZK_N; i++)); do
+    [ -n "${ZK_PID[$i]:-}" ] || continue
+    zk_4lw "$i" srvr | grep -qE '^Mode: (leader|standalone)' && { echo "$i"; return 0; }
+  done
+  return 1
+}
+
+# zk_wait_quorum [SECS]: until a leader is elected and every running server serves.
+zk_wait_quorum() {
+  local limit=${1:-$ZK_START_TIMEOUT} t0=$SECONDS i ok
+  while ((SECONDS - t0 < limit)); do
+    ok=1
+    for ((i = 1; i <= ZK_N; i++)); do
+      [ -n "${ZK_PID[$i]:-}" ] || continue
+      zk_4lw "$i" srvr | grep -qE '^Mode: (standalone|leader|follower)' || { ok=0; break; }
+    done
+    if ((ok)) && zk_leader >/dev/null; then return 0; fi
+    sleep 0.1
+  done
+  fail "zk: no serving quorum after ${limit}s (see $T/zk*.log)"
+}
+
+_zk_cleanup() {
+  local i
+  for ((i = 1; i <= ZK_N; i++)); do
+    [ -n "${ZK_PID[$i]:-}" ] && { kill -KILL "${ZK_PID[$i]}" 2>/dev/null; wait "${ZK_PID[$i]}" 2>/dev/null; }
+  done
+  return 0
+}
+IK_CLEANUPS+=(_zk_cleanup)
+
+zk_start_standalone() {
+  ((ZK_N == 0)) || fail "zk_start_standalone: ZooKeeper runs already"
+  ZK_N=1
+  ZK_CPORT[1]=$(_zk_port)
+  _zk_write_cfg 1 "${ZK_CPORT[1]}"
+  local t0=$SECONDS
+  zk_start 1
+  zk_wait_serving 1
+  ZK_CONNECT=127.0.0.1:${ZK_CPORT[1]}
+  log "zk: standalone serving at $ZK_CONNECT after $((SECONDS - t0))s"
+}
+
+zk_start_ensemble() {
+  local n=${1:-3} i
+  ((ZK_N == 0)) || fail "zk_start_ensemble: ZooKeeper runs already"
+  ZK_N=$n
+  local servers=()
+  for ((i = 1; i <= n; i++)); do
+    ZK_CPORT[$i]=$(_zk_port)
+    servers+=("server.$i=127.0.0.1:$(_zk_port):$(_zk_port)")
+  done
+  ZK_CONNECT=
+  for ((i = 1; i <= n; i++)); do
+    _zk_write_cfg "$i" "${ZK_CPORT[$i]}" "${servers[@]}"
+    echo "$i" >"$T/zk$i/data/myid"
+    ZK_CONNECT+="${ZK_CONNECT:+,}127.0.0.1:${ZK_CPORT[$i]}"
+  done
+  local t0=$SECONDS
+  for ((i = 1; i <= n; i++)); do zk_start "$i"; done
+  zk_wait_quorum
+  log "zk: ensemble of $n serving at $ZK_CONNECT after $((SECONDS - t0))s, leader $(zk_leader)"
+}
+
+# zk_uri [CHROOT]: the coordination URI of the running ZooKeeper.
+zk_uri() { echo "zk://$ZK_CONNECT${1:+/${1#/}}"; }
+
+# zk_tool CMD ARGS...: an independent client (python3-kazoo) on ZK_CONNECT.
+#   slot PATH           JSON of a slot node: record_ms, holder, version, owner (or null)
+#   held PATH           the held workers under a slots node, one a line
+#   wait-free PATH SECS waits until PATH/owner is gone; prints the seconds it took
+#   delete PATH         tries to delete PATH without credentials: prints
+#                       "deleted", "noauth", "notempty" or "nonode"
+#   set PATH DATA       tries to overwrite PATH without credentials: prints "set" or "noauth"
+#   acl PATH            the ACL of PATH as JSON
+#   ls PATH             the children of PATH
+# With ZK_TOOL_AUTH=user:password the tool authenticates with that digest first.
+zk_tool() {
+  ZK_CONNECT=$ZK_CONNECT /usr/bin/python3 "$T/zk_tool.py" "$@"
+}
+
+cat >"$T/zk_tool.py" <<'PYEOF'
+import json, logging, os, sys, time
+logging.basicConfig(level=logging.CRITICAL)
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoAuthError, NoNodeError, NotEmptyError
+
+def fields(data):
+    out = {}
+    text = data.decode("utf-8", "replace")
+    for line in text.split("\n"):
+        if "=" in line:
+            k, v = line.split("=", 1)
+            if k in ("holder", "identity"):
+                out[k] = text.split(k + "=", 1)[1].rstrip("\n")
+                break
+            out[k] = v
+    return out
+
+cmd, args = sys.argv[1], sys.argv[2:]
+zk = KazooClient(hosts=os.environ["ZK_CONNECT"], timeout=10)
+zk.start(timeout=20)
+auth = os.environ.get("ZK_TOOL_AUTH")
+if auth:
+    zk.add_auth("digest", auth)
+try:
+    if cmd == "slot":
+        data, st = zk.get(args[0])
+        f = fields(data)
+        owner = None
+        try:
+            od, ost = zk.get(args[0] + "/owner")
+            owner = fields(od)
+            owner["session"] = hex(ost.ephemeralOwner)
+        except NoNodeError:
+            pass
+        print(json.dumps({"record_ms": int(f.get("record_ms", 0)), "holder": f.get("holder", ""),
+                          "version": st.version, "owner": owner}))
+    elif cmd == "held":
+        for w in sorted(zk.get_children(args[0])):
+            if zk.exists(args[0] + "/" + w + "/owner"):
+                print(int(w))
+    elif cmd == "wait-free":
+        t0 = time.monotonic()
+        while zk.exists(args[0] + "/owner"):
+            if time.monotonic() - t0 > float(args[1]):
+                print("timeout")
+                sys.exit(1)
+            time.sleep(0.05)
+        print("%.2f" % (time.monotonic() - t0))
+    elif cmd == "delete":
+        try:
+            zk.delete(args[0])
+            print("deleted")
+        except NoAuthError:
+            print("noauth")
+        except NotEmptyError:
+            print("notempty")
+        except NoNodeError:
+            print("nonode")
+    elif cmd == "set":
+        try:
+            zk.set(args[0], args[1].encode())
+            print("set")
+        except NoAuthError:
+            print("noauth")
+    elif cmd == "acl":
+        acl, _ = zk.get_acls(args[0])
+        print(json.dumps([{"perms": a.perms, "scheme": a.id.scheme, "id": a.id.id} for a in acl]))
+    elif cmd == "ls":
+        for c in sorted(zk.get_children(args[0])):
+            print(c)
+    else:
+        sys.exit("zk_tool: unknown command " + cmd)
+finally:
+    zk.stop()
+PYEOF
