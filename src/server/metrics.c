@@ -1,0 +1,121 @@
+/* metrics.c: the daemon's Prometheus metrics: per-loop HTTP counters (each loop
+ * writes only its own, see ik__count) summed when /metrics is read, plus the
+ * generator's and the lease's own counters. */
+#include "srv.h"
+
+const int ik__metric_codes[IK_N_CODES - 1] = {200, 201, 400, 401, 404, 405,
+                                              408, 413, 414, 431, 500, 503};
+
+int ik__metric_code_index(int status)
+{
+    for (int i = 0; i < IK_N_CODES - 1; i++)
+        if (ik__metric_codes[i] == status) return i;
+    return IK_N_CODES - 1;
+}
+
+static uint64_t load(_Atomic uint64_t *c)
+{
+    return atomic_load_explicit(c, memory_order_relaxed);
+}
+
+/* Sums over every loop the counter that pick(m, a, b) names in a loop's metrics. */
+static uint64_t sum(ik__server *srv, _Atomic uint64_t *(*pick)(ik__metrics *m, size_t a, size_t b),
+                    size_t a, size_t b)
+{
+    uint64_t s = 0;
+    for (int i = 0; i < srv->nworkers; i++) s += load(pick(&srv->workers[i]->m, a, b));
+    return s;
+}
+
+static _Atomic uint64_t *pick_request(ik__metrics *m, size_t a, size_t b)
+{
+    return &m->requests[a][b];
+}
+
+static _Atomic uint64_t *pick_accepted(ik__metrics *m, size_t a, size_t b)
+{
+    return &m->accepted;
+}
+
+static _Atomic uint64_t *pick_rejected(ik__metrics *m, size_t a, size_t b)
+{
+    return &m->rejected;
+}
+
+static _Atomic uint64_t *pick_timeouts(ik__metrics *m, size_t a, size_t b)
+{
+    return &m->timeouts;
+}
+
+static void header(ik__buf *b, const char *name, const char *type, const char *help)
+{
+    ik__buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void counter(ik__buf *b, const char *name, const char *help, uint64_t v)
+{
+    header(b, name, "counter", help);
+    ik__buf_printf(b, "%s %llu\n", name, (unsigned long long)v);
+}
+
+static void gauge(ik__buf *b, const char *name, const char *help, long long v)
+{
+    header(b, name, "gauge", help);
+    ik__buf_printf(b, "%s %lld\n", name, v);
+}
+
+void ik__metrics_render(ik__server *srv, ik__buf *b)
+{
+    ik_snowflake_info gi;
+    ik_lease_info li;
+    ik_snowflake_get_info(srv->gen, &gi);
+    ik_slot_lease_get_info(srv->lease, &li);
+
+    counter(b, "ik_ids_issued_total", "Snowflake IDs issued by this server.", gi.issued);
+
+    header(b, "ik_http_requests_total", "counter", "HTTP requests answered, by route and status.");
+    for (size_t r = 0; r <= ik__nroutes; r++) {
+        const char *route = r < ik__nroutes ? ik__routes[r].pattern : "other";
+        for (size_t c = 0; c < IK_N_CODES; c++) {
+            uint64_t v = sum(srv, pick_request, r, c);
+            if (!v) continue;
+            if (c < IK_N_CODES - 1) {
+                ik__buf_printf(b, "ik_http_requests_total{route=\"%s\",code=\"%d\"} %llu\n",
+                               route, ik__metric_codes[c], (unsigned long long)v);
+            } else {
+                ik__buf_printf(b, "ik_http_requests_total{route=\"%s\",code=\"other\"} %llu\n",
+                               route, (unsigned long long)v);
+            }
+        }
+    }
+
+    gauge(b, "ik_http_connections", "Open HTTP connections.",
+          atomic_load_explicit(&srv->connections, memory_order_relaxed));
+    counter(b, "ik_http_connections_accepted_total", "HTTP connections accepted.",
+            sum(srv, pick_accepted, 0, 0));
+    counter(b, "ik_http_connections_rejected_total",
+            "HTTP connections closed at once because max-connections were open.",
+            sum(srv, pick_rejected, 0, 0));
+    counter(b, "ik_http_timeouts_total",
+            "HTTP connections dropped by the read, write or idle timeout.",
+            sum(srv, pick_timeouts, 0, 0));
+
+    gauge(b, "ik_lease_state",
+          "Worker slot lease state: 0 acquiring, 1 held, 2 in doubt, 3 lost, 4 released.",
+          (long long)li.state);
+    gauge(b, "ik_lease_worker", "Worker number held (-1: none).", li.worker);
+    gauge(b, "ik_lease_valid_for_ms",
+          "How long IDs may still flow without an answer from the backend.",
+          (long long)li.valid_for_ms);
+    counter(b, "ik_lease_acquisitions_total", "Worker slots taken (1 + re-acquisitions).",
+            li.acquisitions);
+    counter(b, "ik_clock_tick_waits_total", "Waits for the next tick (sequence used up).",
+            gi.tick_waits);
+    counter(b, "ik_clock_backward_waits_total",
+            "Waits for a clock that went back by at most max-backward.", gi.backward_waits);
+    counter(b, "ik_clock_backward_refusals_total",
+            "Refusals because the clock went back by more than max-backward.",
+            gi.backward_refusals);
+    gauge(b, "ik_clock_last_backward_ms", "Size of the latest backward clock jump seen.",
+          (long long)gi.last_backward_ms);
+}

@@ -1,0 +1,437 @@
+/* server.c: the daemon's life: start-up (sockets, backend, generator, slot lease,
+ * loop threads), waiting for SIGTERM/SIGINT, and the graceful shutdown of SPEC 3
+ * rule 8.
+ *
+ *   ik_server_run
+ *     block SIGTERM/SIGINT (every thread inherits the mask), ignore SIGPIPE
+ *     bind one SO_REUSEPORT socket per loop   (fails fast: address in use)
+ *     ik_coord_open -> ik_snowflake_create -> ik_slot_lease_start
+ *                                             (no slot: one line, exit 1)
+ *     listen, start the loop threads, banner
+ *     sigwait
+ *     ik__worker_stop each loop: close listeners, answer in-flight requests with
+ *       "Connection: close", close idle connections; a loop ends when its last
+ *       connection has closed, or at shutdown_timeout_ms
+ *     join -> ik_slot_lease_release (persists the time record, frees the slot)
+ *          -> ik_snowflake_destroy -> ik_coord_close -> return 0
+ *
+ * What it deliberately does not do: daemonize, write a pid file, reload its
+ * configuration, or serve on more than one address. A supervisor does the first
+ * three; SO_REUSEPORT lets a second process share the port during a hand-over.
+ */
+#include "srv.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define IK_MAX_THREADS 256
+
+void ik_server_config_init(ik_server_config *c)
+{
+    memset(c, 0, sizeof *c);
+    c->coord_uri = "local:./idkeeper-data";
+    c->app = "default";
+    c->http_addr = "127.0.0.1:8080";
+    c->identity = NULL;
+    ik_layout_default(&c->layout);
+    c->max_backward_ms = 5;
+    c->max_batch = 10000;
+    c->slot_choice = IK_SLOT_RANDOM;
+    ik_coord_options_init(&c->coord);
+    c->threads = 0;
+    c->max_header_bytes = 8192;
+    c->idle_timeout_ms = 60000;
+    c->read_timeout_ms = 10000;
+    c->max_connections = 10000;
+    c->http_token_file = NULL;
+    c->quiet = 0;
+    c->shutdown_timeout_ms = 5000;
+}
+
+/* ---- logging --------------------------------------------------------------------------- */
+
+int64_t ik__now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void ik__log(const char *fmt, ...)
+{
+    char line[1024];
+    size_t n = ik__fmt_iso8601(line, ik__now_ms());
+    int k = snprintf(line + n, sizeof line - n, " idkeeper[%d]: ", (int)getpid());
+    if (k > 0) n += (size_t)k;
+    va_list ap;
+    va_start(ap, fmt);
+    k = vsnprintf(line + n, sizeof line - n - 1, fmt, ap);
+    va_end(ap);
+    if (k > 0) n += (size_t)k < sizeof line - n - 1 ? (size_t)k : sizeof line - n - 2;
+    line[n++] = '\n';
+    /* One write(2) per line, so lines of different threads never interleave. */
+    ssize_t w = write(STDERR_FILENO, line, n);
+    (void)w;
+}
+
+/* ---- start-up helpers ------------------------------------------------------------------- */
+
+/* Event-loop threads for threads == 0: the CPUs this process may run on. */
+static int default_threads(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+        int n = CPU_COUNT(&set);
+        if (n > 0) return n;
+    }
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+/* Reads the bearer token: the file's first line, trimmed. */
+static int read_token(ik__server *srv, const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        ik__log("cannot read http-token-file %s: %s", path, strerror(errno));
+        return -1;
+    }
+    char buf[1024];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *s = buf;
+    while (*s == ' ' || *s == '\t') s++;
+    size_t len = strcspn(s, "\r\n");
+    while (len && (s[len - 1] == ' ' || s[len - 1] == '\t')) len--;
+    if (!len) {
+        ik__log("http-token-file %s is empty: put the token on its first line", path);
+        return -1;
+    }
+    srv->token = strndup(s, len);
+    if (!srv->token) abort();
+    srv->token_len = len;
+    return 0;
+}
+
+/* Checks the limits of the config; logs the first bad one. */
+static int check_config(const ik_server_config *c)
+{
+    const char *bad = NULL;
+    if (!c->coord_uri || !*c->coord_uri) bad = "coord URI is empty";
+    else if (!c->app || !*c->app) bad = "app is empty";
+    else if (c->threads < 0 || c->threads > IK_MAX_THREADS) bad = "threads must be 0..256";
+    else if (c->max_batch < 1) bad = "max-batch must be at least 1";
+    else if (c->max_header_bytes < 256) bad = "max-header-bytes must be at least 256";
+    else if (c->read_timeout_ms < 1) bad = "read-timeout must be at least 1 ms";
+    else if (c->idle_timeout_ms < 1) bad = "idle-timeout must be at least 1 ms";
+    else if (c->max_connections < 1) bad = "max-connections must be at least 1";
+    else if (c->shutdown_timeout_ms < 0) bad = "shutdown timeout must not be negative";
+    else if (c->max_backward_ms < 0) bad = "max-backward must not be negative";
+    if (bad) ik__log("bad configuration: %s", bad);
+    return bad ? -1 : 0;
+}
+
+/* Resolves the listen address into *ss. host "" means any IPv4 address. */
+static int resolve(const char *host, int port, struct sockaddr_storage *ss, socklen_t *sslen)
+{
+    struct addrinfo hints, *res = NULL;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    char ps[8];
+    snprintf(ps, sizeof ps, "%d", port);
+    int r = getaddrinfo(*host ? host : "0.0.0.0", ps, &hints, &res);
+    if (r != 0) {
+        ik__log("cannot resolve listen host '%s': %s", host, gai_strerror(r));
+        return -1;
+    }
+    memcpy(ss, res->ai_addr, res->ai_addrlen);
+    *sslen = res->ai_addrlen;
+    freeaddrinfo(res);
+    return 0;
+}
+
+static void set_port(struct sockaddr_storage *ss, int port)
+{
+    if (ss->ss_family == AF_INET6) {
+        ((struct sockaddr_in6 *)ss)->sin6_port = htons((uint16_t)port);
+    } else {
+        ((struct sockaddr_in *)ss)->sin_port = htons((uint16_t)port);
+    }
+}
+
+/* A bound (not yet listening) TCP socket; reuseport: share the port with our other
+ * loops. Returns the fd or -errno. */
+static int bind_socket(const struct sockaddr_storage *ss, socklen_t len, int reuseport)
+{
+    int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -errno;
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (reuseport && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0) {
+        int e = errno;
+        close(fd);
+        return -e;
+    }
+    if (bind(fd, (const struct sockaddr *)ss, len) != 0) {
+        int e = errno;
+        close(fd);
+        return -e;
+    }
+    return fd;
+}
+
+/* Binds one socket per loop into srv->workers[i]->fd, all on one port. A first
+ * probe without SO_REUSEPORT makes "address in use" an error even when the other
+ * holder is an idkeeper that allows port sharing. */
+static int bind_all(ik__server *srv)
+{
+    char host[256], why[256];
+    int port;
+    struct sockaddr_storage ss;
+    socklen_t sslen;
+    if (ik__parse_listen(srv->cfg->http_addr, host, sizeof host, &port, why, sizeof why) != 0) {
+        ik__log("%s", why);
+        return -1;
+    }
+    if (resolve(host, port, &ss, &sslen) != 0) return -1;
+    if (port != 0) {
+        int probe = bind_socket(&ss, sslen, 0);
+        if (probe < 0) {
+            ik__log("cannot listen on %s: %s", srv->cfg->http_addr, strerror(-probe));
+            return -1;
+        }
+        close(probe);
+    }
+    for (int i = 0; i < srv->nworkers; i++) {
+        int fd = bind_socket(&ss, sslen, 1);
+        if (fd < 0) {
+            ik__log("cannot listen on %s: %s", srv->cfg->http_addr, strerror(-fd));
+            return -1;
+        }
+        srv->workers[i]->fd = fd;
+        if (i == 0 && port == 0) { /* an ephemeral port: the others share it */
+            struct sockaddr_storage got;
+            socklen_t gl = sizeof got;
+            getsockname(fd, (struct sockaddr *)&got, &gl);
+            port = ntohs(got.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&got)->sin6_port
+                                                   : ((struct sockaddr_in *)&got)->sin_port);
+            set_port(&ss, port);
+        }
+    }
+    char numeric[INET6_ADDRSTRLEN + 1];
+    getnameinfo((struct sockaddr *)&ss, sslen, numeric, sizeof numeric, NULL, 0, NI_NUMERICHOST);
+    snprintf(srv->listen_text, sizeof srv->listen_text,
+             ss.ss_family == AF_INET6 ? "[%s]:%d" : "%s:%d", numeric, port);
+    if (srv->cfg->identity && *srv->cfg->identity) {
+        snprintf(srv->identity, sizeof srv->identity, "%s", srv->cfg->identity);
+    } else {
+        char hn[256];
+        if (gethostname(hn, sizeof hn) != 0) snprintf(hn, sizeof hn, "localhost");
+        hn[sizeof hn - 1] = 0;
+        snprintf(srv->identity, sizeof srv->identity, "%s:%d", hn, port);
+    }
+    return 0;
+}
+
+/* Lease state changes, on the lease thread. */
+static void on_lease_state(void *ctx, ik_lease_state state, int worker, const char *why)
+{
+    ik__log("lease %s: worker %d%s%s", ik_lease_state_name(state), worker,
+            why && *why ? ": " : "", why ? why : "");
+}
+
+static void banner(ik__server *srv)
+{
+    ik_lease_info li;
+    ik_slot_lease_get_info(srv->lease, &li);
+    const char *l = srv->listen_text;
+    char try_host[320];
+    /* The curl example needs an address one can connect to. */
+    if (strncmp(l, "0.0.0.0:", 8) == 0) {
+        snprintf(try_host, sizeof try_host, "127.0.0.1:%s", l + 8);
+    } else if (strncmp(l, "[::]:", 5) == 0) {
+        snprintf(try_host, sizeof try_host, "[::1]:%s", l + 5);
+    } else {
+        snprintf(try_host, sizeof try_host, "%s", l);
+    }
+    ik__log("idkeeper %s serving HTTP on %s with %d thread%s", ik_version(), l, srv->nworkers,
+            srv->nworkers == 1 ? "" : "s");
+    ik__log("backend %s, app %s, worker %d (identity %s), layout %s", ik_coord_uri(srv->coord),
+            srv->cfg->app, li.worker, srv->identity, srv->layout_text);
+    ik__log("try: curl http://%s/api/snowflake/get/x", try_host);
+}
+
+/* ---- start and stop ---------------------------------------------------------------------- */
+
+static void server_free(ik__server *srv)
+{
+    for (int i = 0; i < srv->nworkers; i++) {
+        ik__worker *w = srv->workers ? srv->workers[i] : NULL;
+        if (!w) continue;
+        ik__worker_teardown(w);
+        free(w);
+    }
+    free(srv->workers);
+    srv->workers = NULL;
+    if (srv->lease) {
+        int rc = ik_slot_lease_release(srv->lease);
+        if (rc != 0) ik__log("releasing the worker slot failed: %s", ik_strerror(rc));
+        srv->lease = NULL;
+    }
+    ik_snowflake_destroy(srv->gen);
+    srv->gen = NULL;
+    ik_coord_close(srv->coord);
+    srv->coord = NULL;
+    free(srv->token);
+    srv->token = NULL;
+}
+
+/* Everything up to serving. Returns 0, or -1 after logging why (what it set up is
+ * freed by server_free). */
+static int server_start(ik__server *srv, const ik_server_config *cfg)
+{
+    char why[512];
+    int rc;
+    srv->cfg = cfg;
+    srv->started_ms = ik__now_ms();
+    srv->read_timeout_ms = cfg->read_timeout_ms;
+    srv->idle_timeout_ms = cfg->idle_timeout_ms;
+    srv->shutdown_timeout_ms = cfg->shutdown_timeout_ms;
+    srv->max_header_bytes = cfg->max_header_bytes;
+    atomic_init(&srv->connections, 0);
+    if (check_config(cfg) != 0) return -1;
+    if (cfg->http_token_file && *cfg->http_token_file &&
+        read_token(srv, cfg->http_token_file) != 0)
+        return -1;
+
+    srv->nworkers = cfg->threads > 0 ? cfg->threads : default_threads();
+    if (srv->nworkers > IK_MAX_THREADS) srv->nworkers = IK_MAX_THREADS;
+    srv->workers = calloc((size_t)srv->nworkers, sizeof *srv->workers);
+    if (!srv->workers) abort();
+    for (int i = 0; i < srv->nworkers; i++) {
+        ik__worker *w = aligned_alloc(64, (sizeof(ik__worker) + 63) / 64 * 64);
+        if (!w) abort();
+        memset(w, 0, sizeof *w);
+        w->index = i;
+        w->fd = -1;
+        srv->workers[i] = w;
+    }
+    if (bind_all(srv) != 0) return -1;
+
+    if ((rc = ik_coord_open(cfg->coord_uri, &cfg->coord, &srv->coord, why, sizeof why)) != 0) {
+        ik__log("cannot open backend %s: %s", cfg->coord_uri, why[0] ? why : ik_strerror(rc));
+        return -1;
+    }
+    if ((rc = ik_snowflake_create(&cfg->layout, cfg->max_backward_ms, NULL, &srv->gen)) != 0) {
+        ik__log("cannot create the snowflake generator: %s", ik_strerror(rc));
+        return -1;
+    }
+    srv->layout = ik_snowflake_layout(srv->gen);
+    ik_layout_format(srv->layout, srv->layout_text, sizeof srv->layout_text);
+
+    ik_lease_options lo;
+    ik_lease_options_init(&lo);
+    lo.app = cfg->app;
+    lo.identity = srv->identity;
+    lo.choice = cfg->slot_choice;
+    lo.on_state = on_lease_state;
+    lo.ctx = srv;
+    why[0] = 0;
+    rc = ik_slot_lease_start(srv->coord, srv->gen, &lo, &srv->lease, why, sizeof why);
+    if (rc != 0) {
+        srv->lease = NULL;
+        ik__log("cannot take a worker slot: %s", why[0] ? why : ik_strerror(rc));
+        return -1;
+    }
+
+    for (int i = 0; i < srv->nworkers; i++) {
+        if ((rc = ik__worker_init(srv, srv->workers[i])) != 0) {
+            ik__log("cannot serve on %s: %s", srv->listen_text, uv_strerror(rc));
+            return -1;
+        }
+    }
+    for (int i = 0; i < srv->nworkers; i++) {
+        ik__worker *w = srv->workers[i];
+        if ((rc = pthread_create(&w->thread, NULL, ik__worker_main, w)) != 0) {
+            ik__log("cannot start a loop thread: %s", strerror(rc));
+            return -1;
+        }
+        w->thread_started = 1;
+    }
+    if (!cfg->quiet) banner(srv);
+    return 0;
+}
+
+/* Stops every started loop (draining) and joins its thread. */
+static void server_stop(ik__server *srv)
+{
+    for (int i = 0; i < srv->nworkers; i++)
+        if (srv->workers[i]->thread_started) ik__worker_stop(srv->workers[i]);
+    for (int i = 0; i < srv->nworkers; i++) {
+        ik__worker *w = srv->workers[i];
+        if (!w->thread_started) continue;
+        pthread_join(w->thread, NULL);
+        w->thread_started = 0;
+    }
+}
+
+int ik_server_run(const ik_server_config *cfg)
+{
+    sigset_t sigs, old_mask;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &sigs, &old_mask);
+    struct sigaction ign, old_pipe;
+    memset(&ign, 0, sizeof ign);
+    ign.sa_handler = SIG_IGN;
+    sigaction(SIGPIPE, &ign, &old_pipe);
+
+    ik__server *srv = calloc(1, sizeof *srv);
+    if (!srv) abort();
+    int rc = server_start(srv, cfg);
+    if (rc == 0) {
+        int sig = 0;
+        while (sigwait(&sigs, &sig) != 0) {
+        }
+        ik__log("%s: stopping: no new connections, finishing requests in flight",
+                sig == SIGINT ? "SIGINT" : "SIGTERM");
+        server_stop(srv);
+        ik_lease_info li;
+        ik_slot_lease_get_info(srv->lease, &li);
+        int rel = ik_slot_lease_release(srv->lease);
+        srv->lease = NULL;
+        if (rel != 0) {
+            ik__log("releasing worker %d failed: %s", li.worker, ik_strerror(rel));
+            rc = -1;
+        } else {
+            ik__log("released worker %d; bye", li.worker);
+        }
+    } else {
+        server_stop(srv);
+    }
+    server_free(srv);
+    free(srv);
+
+    /* A second SIGTERM during the shutdown must not kill us once unblocked. */
+    struct timespec zero = {0, 0};
+    while (sigtimedwait(&sigs, NULL, &zero) > 0) {
+    }
+    sigaction(SIGPIPE, &old_pipe, NULL);
+    pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
+    return rc == 0 ? 0 : 1;
+}
