@@ -110,7 +110,8 @@ int ik__cmd_decode(const ik_cli_command *cmd, ik_cli_opts *o)
     /* Checked as of its own epoch: a layout that has run out by now still
      * decodes the IDs it once made. */
     if (ik_layout_check(&l, l.epoch_ms, why, sizeof why) != 0) {
-        ik__cli_fail(cmd, "layout: %s", why);
+        char from[256];
+        ik__cli_fail(cmd, "layout from %s: %s", ik__cli_layout_sources(o, from, sizeof from), why);
         return IK_EXIT_USAGE;
     }
     id_list ids = {0};

@@ -75,6 +75,26 @@ static void report_http_error(const ik_cli_command *cmd, const ik_httpc_resp *r,
                  code[0] ? ", " : "", code, path);
 }
 
+static int is_bad_count(const ik_httpc_resp *r)
+{
+    char code[64];
+    return ik__cli_json_get_string(r->body, r->body_len, "error", code, sizeof code) == 0 &&
+           strcmp(code, "bad_count") == 0;
+}
+
+/* The server's --max-batch from its /v1/status, or -1 if it does not say. */
+static int64_t server_max_batch(ik_httpc *c, const char *prefix)
+{
+    char path[512], why[256];
+    ik_httpc_resp r;
+    uint64_t m;
+    snprintf(path, sizeof path, "%s/v1/status", prefix);
+    if (ik__httpc_get(c, path, 1 << 20, &r, why, sizeof why) != 0 || r.status != 200 ||
+        ik__cli_json_get_u64(r.body, r.body_len, "max_batch", &m) != 0 || m > INT64_MAX)
+        return -1;
+    return (int64_t)m;
+}
+
 int ik__cmd_next(const ik_cli_command *cmd, ik_cli_opts *o)
 {
     /* What to fetch: snowflake (default), segment TAG or sequence TAG. */
@@ -125,7 +145,7 @@ int ik__cmd_next(const ik_cli_command *cmd, ik_cli_opts *o)
     setvbuf(stdout, outbuf, _IOFBF, sizeof outbuf);
 
     int64_t left = o->v[IK_OPT_COUNT].n, batch = o->v[IK_OPT_BATCH].n;
-    int rc = IK_EXIT_OK;
+    int rc = IK_EXIT_OK, adapted = 0;
     while (left > 0) {
         int64_t k = left < batch ? left : batch;
         char path[1200];
@@ -136,6 +156,15 @@ int ik__cmd_next(const ik_cli_command *cmd, ik_cli_opts *o)
             ik__cli_fail(cmd, "%s", why);
             rc = IK_EXIT_FAIL;
             break;
+        }
+        if (r.status == 400 && !adapted && k > 1 && is_bad_count(&r)) {
+            /* --batch above the server's --max-batch: ask it, then go on */
+            adapted = 1;
+            int64_t m = server_max_batch(c, prefix);
+            if (m > 0 && m < k) {
+                batch = m;
+                continue;
+            }
         }
         if (r.status != 200) {
             report_http_error(cmd, &r, path);

@@ -36,9 +36,10 @@ int ik__cmd_serve(const ik_cli_command *cmd, ik_cli_opts *o)
         return IK_EXIT_USAGE;
     }
     if (ik_layout_check(&c.layout, wall_ms(), why, sizeof why) != 0) {
-        char spec[256];
+        char spec[256], from[256];
         ik_layout_format(&c.layout, spec, sizeof spec);
-        ik__cli_fail(cmd, "layout %s: %s", spec, why);
+        ik__cli_fail(cmd, "layout from %s (%s): %s",
+                     ik__cli_layout_sources(o, from, sizeof from), spec, why);
         return IK_EXIT_USAGE;
     }
     if (given(o, IK_OPT_COORD))

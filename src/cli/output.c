@@ -131,6 +131,35 @@ int ik__cli_json_get_string(const char *json, size_t len, const char *key, char 
     return -1;
 }
 
+int ik__cli_json_get_u64(const char *json, size_t len, const char *key, uint64_t *out)
+{
+    const char *p = json, *end = json + len;
+    size_t kn = strlen(key);
+    while (p < end) {
+        const char *q = memchr(p, '"', (size_t)(end - p));
+        if (!q || (size_t)(end - q) < kn + 2)
+            return -1;
+        p = q + 1;
+        if (memcmp(p, key, kn) != 0 || p[kn] != '"')
+            continue;
+        const char *v = skip_ws(p + kn + 1, end);
+        if (v >= end || *v != ':')
+            continue;
+        v = skip_ws(v + 1, end);
+        if (v >= end || *v < '0' || *v > '9')
+            continue;
+        uint64_t n = 0;
+        for (; v < end && *v >= '0' && *v <= '9'; v++) {
+            if (n > (UINT64_MAX - (uint64_t)(*v - '0')) / 10)
+                return -1;
+            n = n * 10 + (uint64_t)(*v - '0');
+        }
+        *out = n;
+        return 0;
+    }
+    return -1;
+}
+
 int ik__cli_layout_from_opts(const ik_cli_opts *o, ik_layout *l, char *why, size_t why_len)
 {
     ik_layout n;
@@ -158,4 +187,27 @@ int ik__cli_layout_from_opts(const ik_cli_opts *o, ik_layout *l, char *why, size
     }
     *l = n;
     return 0;
+}
+
+const char *ik__cli_layout_sources(const ik_cli_opts *o, char *buf, size_t len)
+{
+    static const ik_cli_opt_id parts[] = {IK_OPT_LAYOUT, IK_OPT_EPOCH, IK_OPT_WORKER_RANGE};
+    size_t n = 0;
+    buf[0] = 0;
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        const ik_cli_value *v = &o->v[parts[i]];
+        if (!v->text || v->src == IK_SRC_DEFAULT || n >= len)
+            continue;
+        const char *sep = n ? ", " : "";
+        if (v->src == IK_SRC_ARGV)
+            n += (size_t)snprintf(buf + n, len - n, "%s--%s", sep, ik__cli_options[parts[i]].name);
+        else if (v->src == IK_SRC_ENV)
+            n += (size_t)snprintf(buf + n, len - n, "%s%s", sep, ik__cli_options[parts[i]].env);
+        else
+            n += (size_t)snprintf(buf + n, len - n, "%s%s:%d", sep,
+                                  o->config_path ? o->config_path : "config", v->line);
+    }
+    if (n == 0)
+        snprintf(buf, len, "the default layout");
+    return buf;
 }

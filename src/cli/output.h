@@ -23,10 +23,18 @@ void ik__cli_json_string(FILE *f, const char *s);
 int ik__cli_json_get_string(const char *json, size_t len, const char *key, char *out,
                             size_t out_len);
 
+/* Finds the first "key": <non-negative integer> anywhere in a JSON text (nested
+ * objects included) and stores the integer. Returns 0, or -1 if there is none. */
+int ik__cli_json_get_u64(const char *json, size_t len, const char *key, uint64_t *out);
+
 /* Builds the ID layout from the options: the library default, then --layout,
  * then --epoch, then --worker-range (each only if the command takes it and it
  * has a value). Returns 0, or -1 with "SOURCE: reason" in why. Does not call
  * ik_layout_check(). */
 int ik__cli_layout_from_opts(const ik_cli_opts *o, ik_layout *l, char *why, size_t why_len);
+
+/* Names where the layout's parts came from ("--layout, IDKEEPER_EPOCH",
+ * "c.ini:3", or "the default layout" if none was set) into buf; returns buf. */
+const char *ik__cli_layout_sources(const ik_cli_opts *o, char *buf, size_t len);
 
 #endif
