@@ -71,7 +71,7 @@ const ik_cli_option ik__cli_options[IK_OPT__COUNT] = {
     [IK_OPT_COUNT] = {"count", "IDKEEPER_COUNT", IK_KIND_INT, "1", "N", "how many IDs", 1,
                       INT64_C(1000000000000)},
     [IK_OPT_BATCH] = {"batch", "IDKEEPER_BATCH", IK_KIND_INT, "10000", "N",
-                      "IDs per request (at most the server's --max-batch)", 1, 1000000},
+                      "IDs per request (lowered to the server's --max-batch if above it)", 1, 1000000},
     [IK_OPT_JSON] = {"json", "IDKEEPER_JSON", IK_KIND_FLAG, "false", NULL,
                      "print JSON instead of text"},
     [IK_OPT_EXPIRY] = {"expiry", "IDKEEPER_EXPIRY", IK_KIND_FLAG, "false", NULL,
