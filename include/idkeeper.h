@@ -66,10 +66,14 @@ typedef enum ik_error {
     IK_ENOTFOUND = -10015,  /* no such object (tag, slot, node) */
     IK_EEXIST = -10016,     /* the object exists already */
     IK_EBUSY = -10017,      /* the resource is held by someone else */
+    IK_EKIND = -10018,      /* the tag exists, but is of the other kind */
     IK_EZK_BASE = -20000,   /* IK_EZK_BASE + ZooKeeper error code */
 } ik_error;
 
 #define IK_ESYS(e) (-(e))
+
+/* Not an error: the answer comes later, through the callback. */
+#define IK_PENDING 1
 
 /* Returns a static, human-readable description of err; never NULL. */
 IK_EXTERN const char *ik_strerror(int err);
@@ -225,6 +229,7 @@ typedef struct ik_coord ik_coord;
 typedef struct ik_coord_options {
     int zk_session_timeout_ms; /* default 10000 */
     const char *zk_auth;       /* "user:password" for digest auth, or NULL */
+    int test_write_delay_ms;   /* test hook: every counter write sleeps this long first */
 } ik_coord_options;
 
 IK_EXTERN void ik_coord_options_init(ik_coord_options *o);
@@ -312,6 +317,114 @@ typedef struct ik_slot_info {
 /* Lists every slot the app has ever used, ordered by worker. *out is freed with
  * ik_free(). */
 IK_EXTERN int ik_slots_list(ik_coord *c, const char *app, ik_slot_info **out, size_t *n);
+
+/* ------------------------------------------------------------------------------
+ * Tags: named durable counters for segment and sequence IDs (SPEC 2). A tag's
+ * max_id is its high-water mark: the next ID no server has taken yet. Taking a block
+ * of n advances it by n atomically (SQLite transaction on local:, version-checked
+ * setData on zk://), so two servers never take the same ID.
+ */
+typedef enum ik_tag_kind { IK_TAG_SEGMENT = 1, IK_TAG_SEQUENCE = 2 } ik_tag_kind;
+
+#define IK_TAG_NAME_MAX 128
+
+typedef struct ik_tag_info {
+    char name[IK_TAG_NAME_MAX + 1];
+    ik_tag_kind kind;
+    int64_t start;          /* the first ID */
+    int64_t step;           /* segment: the smallest block; sequence: 1 */
+    int64_t max_id;         /* the next ID no server has taken */
+    int64_t update_time_ms; /* last advance (Unix ms) */
+    char description[256];
+} ik_tag_info;
+
+/* Tag names: 1 to 128 bytes of [A-Za-z0-9._:-]. IK_EINVAL with a reason. */
+IK_EXTERN int ik_tag_name_check(const char *name, char *why, size_t why_len);
+/* "segment" / "sequence". */
+IK_EXTERN const char *ik_tag_kind_name(ik_tag_kind k);
+IK_EXTERN int ik_tag_kind_parse(const char *text, ik_tag_kind *out);
+
+/* Creates a tag whose first ID is start (>= 0) and whose step is >= 1 (segment;
+ * sequence tags take 1). IK_EEXIST if the name is taken (of either kind), IK_EINVAL
+ * with a reason for a bad name, start or step. description may be NULL. */
+IK_EXTERN int ik_tag_create(ik_coord *c, const char *app, const char *name, ik_tag_kind kind,
+                            int64_t start, int64_t step, const char *description, char *why,
+                            size_t why_len);
+/* IK_ENOTFOUND if there is no such tag. */
+IK_EXTERN int ik_tag_get(ik_coord *c, const char *app, const char *name, ik_tag_info *out);
+/* All tags of the app, by name; *out freed with ik_free. */
+IK_EXTERN int ik_tags_list(ik_coord *c, const char *app, ik_tag_info **out, size_t *n);
+
+/* Where a pending request's IDs arrive: called exactly once, on an allocator thread,
+ * with status 0 and n IDs (valid only during the call), or with a negative status and
+ * no IDs. It must not block for long and must not destroy the allocator. */
+typedef void (*ik_ids_cb)(void *ctx, int status, const int64_t *ids, size_t n);
+
+/* ------------------------------------------------------------------------------
+ * Segment IDs (Leaf's segment mode): unique, increasing per server, with gaps. Each
+ * tag has two blocks in memory, the current one and the next, loaded in the
+ * background once preload_at of the current is used, so a request waits on the
+ * store only when both are empty. Block size adapts to the rate: a block that lasted
+ * less than grow_below_ms doubles the next (up to max_step), one that lasted more
+ * than shrink_above_ms halves it (not below the tag's step). Thread-safe.
+ */
+typedef struct ik_segment ik_segment;
+
+typedef struct ik_segment_options {
+    double preload_at;       /* 0.1 */
+    int64_t max_step;        /* 1000000 */
+    int64_t grow_below_ms;   /* 15 minutes */
+    int64_t shrink_above_ms; /* 30 minutes */
+    int64_t wait_ms;         /* a request waiting for the store gives up after: 3000 */
+} ik_segment_options;
+
+IK_EXTERN void ik_segment_options_init(ik_segment_options *o);
+/* The coord must outlive the allocator. o may be NULL (defaults). */
+IK_EXTERN int ik_segment_create(ik_coord *c, const char *app, const ik_segment_options *o,
+                                ik_segment **out);
+/* Stops the loader thread; pending requests get IK_ECLOSED. Accepts NULL. */
+IK_EXTERN void ik_segment_destroy(ik_segment *s);
+
+/* n IDs of tag, increasing. IK_OK: ids[0..n-1] filled now, cb not called.
+ * IK_PENDING: both blocks are empty; cb gets the IDs (or an error) later. Else an
+ * error (IK_EINVAL for a bad name or n), and cb is not called. Errors through cb:
+ * IK_ENOTFOUND, IK_EKIND, IK_ESTORE or IK_ETIMEDOUT (store unreachable), IK_ECLOSED. */
+IK_EXTERN int ik_segment_next(ik_segment *s, const char *tag, size_t n, int64_t *ids,
+                              ik_ids_cb cb, void *ctx);
+/* The same, waiting for a pending answer. */
+IK_EXTERN int ik_segment_next_wait(ik_segment *s, const char *tag, size_t n, int64_t *ids);
+
+typedef struct ik_segment_tag_status {
+    char name[IK_TAG_NAME_MAX + 1];
+    int64_t cur_next, cur_end;   /* current block: next ID to hand out, end (exclusive) */
+    int64_t next_start, next_end; /* the preloaded block (0,0 if none) */
+    int64_t step;                 /* size of the latest block loaded */
+    int loading;                  /* a load is in flight */
+    char last_error[96];          /* latest load failure, "" if none */
+} ik_segment_tag_status;
+
+/* The state of every tag in use; *out freed with ik_free. */
+IK_EXTERN int ik_segment_status(ik_segment *s, ik_segment_tag_status **out, size_t *n);
+
+/* ------------------------------------------------------------------------------
+ * Sequence IDs: strictly increasing and gap-free across the fleet. Every ID is
+ * durably recorded in the store before it is returned; requests that arrive while a
+ * commit is in flight are committed together in the next write (group commit), so
+ * throughput grows with concurrency. Thread-safe.
+ */
+typedef struct ik_sequence ik_sequence;
+
+IK_EXTERN int ik_sequence_create(ik_coord *c, const char *app, ik_sequence **out);
+/* Waits for the commit in flight, then stops; queued requests get IK_ECLOSED. */
+IK_EXTERN void ik_sequence_destroy(ik_sequence *s);
+/* Queues a request for n consecutive IDs of tag: IK_PENDING and cb later, or an
+ * error now (cb not called). Errors through cb: IK_ENOTFOUND, IK_EKIND, IK_ESTORE,
+ * IK_EINDOUBT (the store may have recorded the IDs; they are never handed out),
+ * IK_ECLOSED. */
+IK_EXTERN int ik_sequence_next(ik_sequence *s, const char *tag, size_t n, ik_ids_cb cb,
+                               void *ctx);
+/* The same, waiting for the answer; ids[0..n-1] on success. */
+IK_EXTERN int ik_sequence_next_wait(ik_sequence *s, const char *tag, size_t n, int64_t *ids);
 
 #ifdef __cplusplus
 }

@@ -86,6 +86,24 @@ struct ik__backend_ops {
 
     /* Describes the current session into buf ("0x1234abcd", or ""). May be NULL. */
     void (*session)(ik__backend *b, char *buf, size_t len);
+
+    /* ---- tags: durable counters (NULL where a backend has none yet) ---------- */
+
+    /* Creates t (name, kind, start, step, description; max_id = start). IK_EEXIST if
+     * the name exists, of either kind. */
+    int (*tag_create)(ik__backend *b, const char *app, const ik_tag_info *t, char *why,
+                      size_t why_len);
+    /* IK_ENOTFOUND if absent. */
+    int (*tag_get)(ik__backend *b, const char *app, const char *name, ik_tag_info *out);
+    /* All tags of app, ordered by name; *out freed with ik_free. */
+    int (*tag_list)(ik__backend *b, const char *app, ik_tag_info **out, size_t *n);
+    /* Advances the tag's max_id by delta > 0 if the tag is of `kind`; *first = the
+     * old max_id, and the caller alone owns [first, first + delta). Returns 0 only
+     * once the store durably recorded the advance. IK_ENOTFOUND, IK_EKIND, IK_ERANGE
+     * (past INT64_MAX), IK_ESTORE (certainly not done), IK_EINDOUBT (may have been
+     * done: the caller must never hand out that range). */
+    int (*tag_advance)(ik__backend *b, const char *app, const char *name, ik_tag_kind kind,
+                       int64_t delta, int64_t *first);
 };
 
 extern const ik__backend_ops ik__backend_local_ops;
@@ -93,7 +111,12 @@ extern const ik__backend_ops ik__backend_local_ops;
 extern const ik__backend_ops ik__backend_zk_ops;
 #endif
 
-/* coord.c: the backend behind a coord handle. */
+/* coord.c: the backend behind a coord handle, and the options it was opened with. */
 ik__backend *ik__coord_backend(ik_coord *c);
+const ik_coord_options *ik__coord_options(const ik_coord *c);
+
+/* tags.c: advances a tag through c's backend, with the test write delay. */
+int ik__tag_advance(ik_coord *c, const char *app, const char *name, ik_tag_kind kind,
+                    int64_t delta, int64_t *first);
 
 #endif

@@ -21,9 +21,11 @@
  * reported in the ENOSLOT message as unreadable. Delete the file by hand if the
  * record is truly lost, after making sure no clock is ahead of now.
  *
+ * Tags (segment and sequence counters) live in SQLite: backend_local_tags.c.
+ *
  * What this backend does not do: coordinate between hosts. Use zk:// for a fleet.
  */
-#include "backend.h"
+#include "backend_local.h"
 #include "internal.h"
 
 #include <dirent.h>
@@ -40,12 +42,6 @@
 
 #define RECORD_SIZE 512
 #define ACQUIRE_PASSES 3 /* a `workers` listing may hold LOCK_SH for an instant */
-
-typedef struct local_backend {
-    ik__backend base;
-    char *dir; /* absolute */
-    char *uri;
-} local_backend;
 
 typedef struct local_slot {
     int fd;
@@ -90,6 +86,7 @@ static int local_open(const char *uri, const ik_coord_options *o, ik__backend **
     local_backend *b = calloc(1, sizeof *b);
     if (!b) return IK_ENOMEM;
     b->base.ops = &ik__backend_local_ops;
+    pthread_mutex_init(&b->db_mu, NULL);
     b->dir = strdup(abs);
     size_t ul = strlen(abs) + 8;
     b->uri = malloc(ul);
@@ -107,6 +104,8 @@ static int local_open(const char *uri, const ik_coord_options *o, ik__backend **
 static void local_close(ik__backend *be)
 {
     local_backend *b = (local_backend *)be;
+    ik__local_tags_close(b);
+    pthread_mutex_destroy(&b->db_mu);
     free(b->dir);
     free(b->uri);
     free(b);
@@ -426,4 +425,8 @@ const ik__backend_ops ik__backend_local_ops = {
     .recover = NULL,
     .slots_list = local_slots_list,
     .session = NULL,
+    .tag_create = ik__local_tag_create,
+    .tag_get = ik__local_tag_get,
+    .tag_list = ik__local_tag_list,
+    .tag_advance = ik__local_tag_advance,
 };

@@ -8,6 +8,7 @@
 
 struct ik_coord {
     ik__backend *be;
+    ik_coord_options opts; /* strings not kept: only the numbers are read later */
 };
 
 static const ik__backend_ops *const backends[] = {
@@ -125,6 +126,8 @@ int ik_coord_open(const char *uri, const ik_coord_options *o, ik_coord **out, ch
         if (strlen(backends[i]->scheme) != slen || strncmp(uri, backends[i]->scheme, slen)) continue;
         ik_coord *c = calloc(1, sizeof *c);
         if (!c) return IK_ENOMEM;
+        c->opts = *o;
+        c->opts.zk_auth = NULL;
         rc = backends[i]->open(uri, o, &c->be, why, why_len);
         if (rc) {
             free(c);
@@ -151,6 +154,11 @@ const char *ik_coord_uri(const ik_coord *c)
 ik__backend *ik__coord_backend(ik_coord *c)
 {
     return c->be;
+}
+
+const ik_coord_options *ik__coord_options(const ik_coord *c)
+{
+    return &c->opts;
 }
 
 int ik_slots_list(ik_coord *c, const char *app, ik_slot_info **out, size_t *n)

@@ -34,6 +34,7 @@ static const err_entry api_errors[] = {
     {IK_ENOTFOUND, "IK_ENOTFOUND", "not found"},
     {IK_EEXIST, "IK_EEXIST", "already exists"},
     {IK_EBUSY, "IK_EBUSY", "held by someone else"},
+    {IK_EKIND, "IK_EKIND", "the tag is of the other kind"},
 };
 
 static const err_entry *find_api(int err)

@@ -21,4 +21,18 @@ void ik__iso8601(int64_t unix_ms, char *buf, size_t len);
 /* Valid app / identity names: [A-Za-z0-9._:-]{1,max}. */
 int ik__valid_name(const char *s, size_t max);
 
+/* Turns a callback API (IK_PENDING + ik_ids_cb) into a blocking call:
+ *   ik__ids_waiter w; ik__ids_waiter_init(&w, ids);
+ *   return ik__ids_waiter_finish(&w, api_call(..., ik__ids_waiter_cb, &w)); */
+#include <pthread.h>
+typedef struct ik__ids_waiter {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int done, status;
+    int64_t *ids;
+} ik__ids_waiter;
+void ik__ids_waiter_init(ik__ids_waiter *w, int64_t *ids);
+void ik__ids_waiter_cb(void *ctx, int status, const int64_t *ids, size_t n);
+int ik__ids_waiter_finish(ik__ids_waiter *w, int rc);
+
 #endif

@@ -1,0 +1,27 @@
+/* backend_local.h: the local backend's handle, shared by its slot half
+ * (backend_local.c) and its tag half (backend_local_tags.c). */
+#ifndef IK_BACKEND_LOCAL_H
+#define IK_BACKEND_LOCAL_H
+
+#include "backend.h"
+
+#include <pthread.h>
+#include <sqlite3.h>
+
+typedef struct local_backend {
+    ik__backend base;
+    char *dir; /* absolute */
+    char *uri;
+    pthread_mutex_t db_mu; /* guards db and its statements */
+    sqlite3 *db;           /* DIR/idkeeper.db, opened on first use */
+} local_backend;
+
+int ik__local_tag_create(ik__backend *be, const char *app, const ik_tag_info *t, char *why,
+                         size_t why_len);
+int ik__local_tag_get(ik__backend *be, const char *app, const char *name, ik_tag_info *out);
+int ik__local_tag_list(ik__backend *be, const char *app, ik_tag_info **out, size_t *n);
+int ik__local_tag_advance(ik__backend *be, const char *app, const char *name, ik_tag_kind kind,
+                          int64_t delta, int64_t *first);
+void ik__local_tags_close(local_backend *b);
+
+#endif

@@ -1,0 +1,110 @@
+/* tags.c: the public tag API: validation here, storage behind the backend seam. */
+#include "backend.h"
+#include "internal.h"
+
+#include <inttypes.h>
+#include <string.h>
+#include <time.h>
+
+int ik_tag_name_check(const char *name, char *why, size_t why_len)
+{
+    if (!name || !*name) return ik__fail(IK_EINVAL, why, why_len, "tag name is empty");
+    size_t n = strlen(name);
+    if (n > IK_TAG_NAME_MAX)
+        return ik__fail(IK_EINVAL, why, why_len, "tag name is %zu bytes, over %d", n,
+                        IK_TAG_NAME_MAX);
+    if (!ik__valid_name(name, IK_TAG_NAME_MAX))
+        return ik__fail(IK_EINVAL, why, why_len,
+                        "tag name may hold only letters, digits and . _ : -");
+    if (!strcmp(name, ".") || !strcmp(name, ".."))
+        return ik__fail(IK_EINVAL, why, why_len, "tag name cannot be . or ..");
+    return IK_OK;
+}
+
+const char *ik_tag_kind_name(ik_tag_kind k)
+{
+    return k == IK_TAG_SEGMENT ? "segment" : k == IK_TAG_SEQUENCE ? "sequence" : "unknown";
+}
+
+int ik_tag_kind_parse(const char *text, ik_tag_kind *out)
+{
+    if (text && !strcmp(text, "segment")) *out = IK_TAG_SEGMENT;
+    else if (text && !strcmp(text, "sequence")) *out = IK_TAG_SEQUENCE;
+    else return IK_EINVAL;
+    return IK_OK;
+}
+
+static int check_app(const char **app)
+{
+    if (!*app) *app = "default";
+    return ik__valid_name(*app, 64) ? IK_OK : IK_EINVAL;
+}
+
+static int no_tags(ik__backend *be, char *why, size_t why_len)
+{
+    return ik__fail(IK_ESTORE, why, why_len, "the %s backend does not keep tags yet",
+                    be->ops->scheme);
+}
+
+int ik_tag_create(ik_coord *c, const char *app, const char *name, ik_tag_kind kind,
+                  int64_t start, int64_t step, const char *description, char *why,
+                  size_t why_len)
+{
+    if (!c) return IK_EINVAL;
+    if (check_app(&app)) return ik__fail(IK_EINVAL, why, why_len, "bad app name");
+    int rc = ik_tag_name_check(name, why, why_len);
+    if (rc) return rc;
+    if (kind != IK_TAG_SEGMENT && kind != IK_TAG_SEQUENCE)
+        return ik__fail(IK_EINVAL, why, why_len, "kind must be segment or sequence");
+    if (start < 0)
+        return ik__fail(IK_EINVAL, why, why_len, "start must be 0 or more, not %" PRId64, start);
+    if (kind == IK_TAG_SEQUENCE && step == 0) step = 1;
+    if (step < 1 || step > 1000000)
+        return ik__fail(IK_EINVAL, why, why_len, "step must be 1 to 1000000, not %" PRId64, step);
+    if (kind == IK_TAG_SEQUENCE && step != 1)
+        return ik__fail(IK_EINVAL, why, why_len, "a sequence tag takes no step (or 1)");
+    if (description && strlen(description) > 255)
+        return ik__fail(IK_EINVAL, why, why_len, "description is over 255 bytes");
+    ik__backend *be = ik__coord_backend(c);
+    if (!be->ops->tag_create) return no_tags(be, why, why_len);
+    ik_tag_info t;
+    memset(&t, 0, sizeof t);
+    snprintf(t.name, sizeof t.name, "%s", name);
+    t.kind = kind;
+    t.start = start;
+    t.step = step;
+    t.max_id = start;
+    t.update_time_ms = ik__wall_ms();
+    snprintf(t.description, sizeof t.description, "%s", description ? description : "");
+    return be->ops->tag_create(be, app, &t, why, why_len);
+}
+
+int ik_tag_get(ik_coord *c, const char *app, const char *name, ik_tag_info *out)
+{
+    if (!c || !out || check_app(&app) || ik_tag_name_check(name, NULL, 0)) return IK_EINVAL;
+    ik__backend *be = ik__coord_backend(c);
+    if (!be->ops->tag_get) return no_tags(be, NULL, 0);
+    return be->ops->tag_get(be, app, name, out);
+}
+
+int ik_tags_list(ik_coord *c, const char *app, ik_tag_info **out, size_t *n)
+{
+    if (!c || !out || !n || check_app(&app)) return IK_EINVAL;
+    ik__backend *be = ik__coord_backend(c);
+    if (!be->ops->tag_list) return no_tags(be, NULL, 0);
+    return be->ops->tag_list(be, app, out, n);
+}
+
+int ik__tag_advance(ik_coord *c, const char *app, const char *name, ik_tag_kind kind,
+                    int64_t delta, int64_t *first)
+{
+    ik__backend *be = ik__coord_backend(c);
+    if (!be->ops->tag_advance) return IK_ESTORE;
+    if (delta <= 0) return IK_EINVAL;
+    int delay = ik__coord_options(c)->test_write_delay_ms;
+    if (delay > 0) {
+        struct timespec ts = {delay / 1000, (long)(delay % 1000) * 1000000};
+        nanosleep(&ts, NULL);
+    }
+    return be->ops->tag_advance(be, app, name, kind, delta, first);
+}

@@ -1,0 +1,240 @@
+/* test_counters_local_mt.c: tags, segment and sequence IDs on local: (real SQLite
+ * files), with threads, and with two allocators on two connections standing in for
+ * two servers: no duplicate, segment IDs increasing, sequence IDs one contiguous run. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "idkeeper.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct fx {
+    char dir[64], uri[80];
+    ik_coord *c1, *c2;
+} fx;
+
+static int setup(void **st)
+{
+    fx *f = calloc(1, sizeof *f);
+    snprintf(f->dir, sizeof f->dir, "/tmp/ik-counters-XXXXXX");
+    assert_non_null(mkdtemp(f->dir));
+    snprintf(f->uri, sizeof f->uri, "local:%s", f->dir);
+    assert_int_equal(ik_coord_open(f->uri, NULL, &f->c1, NULL, 0), 0);
+    assert_int_equal(ik_coord_open(f->uri, NULL, &f->c2, NULL, 0), 0);
+    *st = f;
+    return 0;
+}
+
+static int teardown(void **st)
+{
+    fx *f = *st;
+    ik_coord_close(f->c1);
+    ik_coord_close(f->c2);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", f->dir);
+    assert_int_equal(system(cmd), 0);
+    free(f);
+    return 0;
+}
+
+static int cmp64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void tags_validate_and_persist(void **st)
+{
+    fx *f = *st;
+    char why[200];
+    assert_int_equal(ik_tag_create(f->c1, "app", "orders", IK_TAG_SEGMENT, 1000, 50, "order numbers", why, sizeof why), 0);
+    assert_int_equal(ik_tag_create(f->c2, "app", "orders", IK_TAG_SEQUENCE, 0, 1, NULL, why, sizeof why), IK_EEXIST);
+    assert_int_equal(ik_tag_create(f->c1, "app", "invoices", IK_TAG_SEQUENCE, 1, 0, NULL, why, sizeof why), 0);
+    assert_int_equal(ik_tag_create(f->c1, "app", "zero", IK_TAG_SEGMENT, 1, 0, NULL, why, sizeof why), IK_EINVAL);
+    assert_non_null(strstr(why, "step"));
+    assert_int_equal(ik_tag_create(f->c1, "app", "neg", IK_TAG_SEGMENT, -1, 10, NULL, why, sizeof why), IK_EINVAL);
+    assert_non_null(strstr(why, "start"));
+    char long_name[200];
+    memset(long_name, 'a', 129);
+    long_name[129] = '\0';
+    assert_int_equal(ik_tag_create(f->c1, "app", long_name, IK_TAG_SEGMENT, 1, 10, NULL, why, sizeof why), IK_EINVAL);
+    assert_int_equal(ik_tag_create(f->c1, "app", "bad/name", IK_TAG_SEGMENT, 1, 10, NULL, why, sizeof why), IK_EINVAL);
+    long_name[128] = '\0';
+    assert_int_equal(ik_tag_create(f->c1, "app", long_name, IK_TAG_SEGMENT, 1, 10, NULL, why, sizeof why), 0);
+
+    ik_tag_info t;
+    assert_int_equal(ik_tag_get(f->c2, "app", "orders", &t), 0);
+    assert_int_equal(t.kind, IK_TAG_SEGMENT);
+    assert_int_equal(t.start, 1000);
+    assert_int_equal(t.max_id, 1000);
+    assert_int_equal(t.step, 50);
+    assert_string_equal(t.description, "order numbers");
+    assert_int_equal(ik_tag_get(f->c2, "app", "nope", &t), IK_ENOTFOUND);
+    assert_int_equal(ik_tag_get(f->c2, "other-app", "orders", &t), IK_ENOTFOUND);
+    ik_tag_info *v;
+    size_t n;
+    assert_int_equal(ik_tags_list(f->c1, "app", &v, &n), 0);
+    assert_int_equal(n, 3);
+    assert_string_equal(v[0].name, long_name);
+    assert_string_equal(v[1].name, "invoices");
+    ik_free(v);
+}
+
+static void segment_single_thread_increasing_from_start(void **st)
+{
+    fx *f = *st;
+    assert_int_equal(ik_tag_create(f->c1, "default", "seg", IK_TAG_SEGMENT, 500, 100, NULL, NULL, 0), 0);
+    ik_segment *s;
+    assert_int_equal(ik_segment_create(f->c1, "default", NULL, &s), 0);
+    int64_t prev = 499, id;
+    for (int i = 0; i < 20000; i++) {
+        assert_int_equal(ik_segment_next_wait(s, "seg", 1, &id), 0);
+        if (id <= prev) fail_msg("id %lld after %lld", (long long)id, (long long)prev);
+        prev = id;
+    }
+    /* unknown tag, wrong kind */
+    assert_int_equal(ik_segment_next_wait(s, "nope", 1, &id), IK_ENOTFOUND);
+    assert_int_equal(ik_tag_create(f->c1, "default", "seq", IK_TAG_SEQUENCE, 1, 1, NULL, NULL, 0), 0);
+    assert_int_equal(ik_segment_next_wait(s, "seq", 1, &id), IK_EKIND);
+    /* the next block is preloaded before the current runs out */
+    ik_segment_tag_status *v;
+    size_t n;
+    assert_int_equal(ik_segment_status(s, &v, &n), 0);
+    assert_int_equal(n, 1);
+    assert_true(v[0].step > 100); /* blocks loaded fast grow */
+    ik_free(v);
+    ik_segment_destroy(s);
+
+    /* a restarted allocator never hands out an ID at or below one before */
+    assert_int_equal(ik_segment_create(f->c1, "default", NULL, &s), 0);
+    assert_int_equal(ik_segment_next_wait(s, "seg", 1, &id), 0);
+    assert_true(id > prev);
+    ik_segment_destroy(s);
+}
+
+typedef struct seg_arg {
+    ik_segment *s;
+    int64_t *ids;
+    int count;
+    int rc;
+} seg_arg;
+
+static void *seg_run(void *p)
+{
+    seg_arg *a = p;
+    for (int i = 0; i < a->count;) {
+        int n = 1 + (i % 7);
+        if (n > a->count - i) n = a->count - i;
+        int rc = ik_segment_next_wait(a->s, "shared", (size_t)n, &a->ids[i]);
+        if (rc) {
+            a->rc = rc;
+            return NULL;
+        }
+        i += n;
+    }
+    return NULL;
+}
+
+static void segment_two_servers_two_threads_no_duplicate(void **st)
+{
+    fx *f = *st;
+    assert_int_equal(ik_tag_create(f->c1, "default", "shared", IK_TAG_SEGMENT, 1, 10, NULL, NULL, 0), 0);
+    ik_segment *s1, *s2;
+    assert_int_equal(ik_segment_create(f->c1, "default", NULL, &s1), 0);
+    assert_int_equal(ik_segment_create(f->c2, "default", NULL, &s2), 0);
+    enum { PER = 100000, T = 4 };
+    int64_t *all = malloc(sizeof(int64_t) * PER * T);
+    seg_arg a[T];
+    pthread_t th[T];
+    for (int i = 0; i < T; i++) {
+        a[i] = (seg_arg){i < 2 ? s1 : s2, all + (size_t)i * PER, PER, 0};
+        pthread_create(&th[i], NULL, seg_run, &a[i]);
+    }
+    for (int i = 0; i < T; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < T; i++) {
+        assert_int_equal(a[i].rc, 0);
+        for (int k = 1; k < PER; k++)
+            if (a[i].ids[k] <= a[i].ids[k - 1]) fail_msg("thread %d not increasing at %d", i, k);
+    }
+    qsort(all, (size_t)PER * T, sizeof *all, cmp64);
+    for (size_t k = 1; k < (size_t)PER * T; k++)
+        if (all[k] == all[k - 1]) fail_msg("duplicate %lld", (long long)all[k]);
+    free(all);
+    ik_segment_destroy(s1);
+    ik_segment_destroy(s2);
+}
+
+typedef struct seq_arg {
+    ik_sequence *s;
+    int64_t *ids;
+    int count;
+    int rc;
+} seq_arg;
+
+static void *seq_run(void *p)
+{
+    seq_arg *a = p;
+    for (int i = 0; i < a->count;) {
+        int n = 1 + (i % 5);
+        if (n > a->count - i) n = a->count - i;
+        int rc = ik_sequence_next_wait(a->s, "contig", (size_t)n, &a->ids[i]);
+        if (rc) {
+            a->rc = rc;
+            return NULL;
+        }
+        for (int k = 1; k < n; k++)
+            if (a->ids[i + k] != a->ids[i] + k) {
+                a->rc = -1;
+                return NULL;
+            }
+        i += n;
+    }
+    return NULL;
+}
+
+static void sequence_two_servers_contiguous(void **st)
+{
+    fx *f = *st;
+    assert_int_equal(ik_tag_create(f->c1, "default", "contig", IK_TAG_SEQUENCE, 7, 1, NULL, NULL, 0), 0);
+    ik_sequence *s1, *s2;
+    assert_int_equal(ik_sequence_create(f->c1, "default", &s1), 0);
+    assert_int_equal(ik_sequence_create(f->c2, "default", &s2), 0);
+    enum { PER = 3000, T = 6 };
+    int64_t *all = malloc(sizeof(int64_t) * PER * T);
+    seq_arg a[T];
+    pthread_t th[T];
+    for (int i = 0; i < T; i++) {
+        a[i] = (seq_arg){i % 2 ? s1 : s2, all + (size_t)i * PER, PER, 0};
+        pthread_create(&th[i], NULL, seq_run, &a[i]);
+    }
+    for (int i = 0; i < T; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < T; i++) assert_int_equal(a[i].rc, 0);
+    qsort(all, (size_t)PER * T, sizeof *all, cmp64);
+    for (size_t k = 0; k < (size_t)PER * T; k++)
+        if (all[k] != 7 + (int64_t)k) fail_msg("position %zu holds %lld, want %lld", k, (long long)all[k], 7 + (long long)k);
+    int64_t id;
+    assert_int_equal(ik_sequence_next_wait(s1, "nope", 1, &id), IK_ENOTFOUND);
+    ik_sequence_destroy(s1);
+    ik_sequence_destroy(s2);
+    ik_tag_info t;
+    assert_int_equal(ik_tag_get(f->c1, "default", "contig", &t), 0);
+    assert_int_equal(t.max_id, 7 + PER * T); /* nothing taken that was not handed out */
+    free(all);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(tags_validate_and_persist, setup, teardown),
+        cmocka_unit_test_setup_teardown(segment_single_thread_increasing_from_start, setup, teardown),
+        cmocka_unit_test_setup_teardown(segment_two_servers_two_threads_no_duplicate, setup, teardown),
+        cmocka_unit_test_setup_teardown(sequence_two_servers_contiguous, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
