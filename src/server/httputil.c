@@ -340,14 +340,13 @@ int ik__parse_listen(const char *addr, char *host, size_t host_len, int *port, c
 
 int ik__ieq(const char *s, size_t n, const char *lit)
 {
-    size_t i = 0;
-    for (; i < n; i++) {
-        if (!lit[i]) return 0;
+    if (strlen(lit) != n) return 0;
+    for (size_t i = 0; i < n; i++) {
         char c = s[i];
         if (c >= 'A' && c <= 'Z') c = (char)(c - 'A' + 'a');
         if (c != lit[i]) return 0;
     }
-    return lit[i] == 0;
+    return 1;
 }
 
 /* Index of the first case-insensitive occurrence of lit (lower case) in s, or -1. */

@@ -140,6 +140,7 @@ static const char *status_text(int status)
     case 431: return "Request Header Fields Too Large";
     case 500: return "Internal Server Error";
     case 503: return "Service Unavailable";
+    case 505: return "HTTP Version Not Supported";
     default: return "Unknown";
     }
 }
@@ -263,6 +264,7 @@ static void conn_answer(ik__conn *c)
 
 /* ---- parser callbacks ----------------------------------------------------------------- */
 
+/* Refuses the request being parsed with status (answered by conn_parse_error). */
 static int too_big(ik__conn *c, int status)
 {
     c->err_status = (uint16_t)status;
@@ -348,6 +350,7 @@ static int on_header_value(http_parser *p, const char *at, size_t len)
 static int on_headers_complete(http_parser *p)
 {
     ik__conn *c = p->data;
+    if (p->http_major != 1) return too_big(c, 505);
     uint64_t limit = p->method == HTTP_POST ? IK_MAX_BODY : 0;
     if ((p->flags & F_CHUNKED) && limit == 0) return too_big(c, 413);
     if (p->content_length != ULLONG_MAX && p->content_length > limit) return too_big(c, 413);
@@ -407,6 +410,9 @@ static void conn_parse_error(ik__conn *c, enum http_errno e)
         snprintf(msg, sizeof msg,
                  "request bodies are accepted only on POST, up to %d bytes", IK_MAX_BODY);
         conn_fail(c, 413, "body_too_large", msg);
+        break;
+    case 505:
+        conn_fail(c, 505, "http_version", "only HTTP/1.1 and HTTP/1.0 are served");
         break;
     default:
         snprintf(msg, sizeof msg, "malformed HTTP request: %s", http_errno_description(e));
@@ -676,6 +682,7 @@ static void on_stop(uv_async_t *a)
     w->draining = 1;
     w->drain_deadline = uv_now(&w->loop) + (uint64_t)w->srv->shutdown_timeout_ms;
     if (!uv_is_closing((uv_handle_t *)&w->listener)) uv_close((uv_handle_t *)&w->listener, NULL);
+    uv_timer_start(&w->sweep, on_sweep, 50, 50); /* meet the drain deadline closely */
     ik__conn *next;
     for (ik__conn *c = w->conns; c; c = next) {
         next = c->next;

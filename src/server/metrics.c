@@ -3,8 +3,8 @@
  * generator's and the lease's own counters. */
 #include "srv.h"
 
-const int ik__metric_codes[IK_N_CODES - 1] = {200, 201, 400, 401, 404, 405,
-                                              408, 413, 414, 431, 500, 503};
+const int ik__metric_codes[IK_N_CODES - 1] = {200, 201, 400, 401, 404, 405, 408,
+                                              413, 414, 431, 500, 503, 505};
 
 int ik__metric_code_index(int status)
 {

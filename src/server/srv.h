@@ -35,7 +35,7 @@
 /* ---- metrics ------------------------------------------------------------------ */
 
 /* Status codes counted by ik_http_requests_total; anything else counts as "other". */
-#define IK_N_CODES 13
+#define IK_N_CODES 14
 extern const int ik__metric_codes[IK_N_CODES - 1];
 #define IK_N_ROUTES_MAX 24 /* routes of the table + 1 ("other": no route matched) */
 
