@@ -98,6 +98,29 @@ static void print_overview(FILE *f)
             "Run 'idkeeper help COMMAND' or 'idkeeper COMMAND --help' for its options.\n");
 }
 
+/* Prints "  HEAD  TEXT", TEXT wrapped at spaces to keep lines within 96 columns. */
+static void print_wrapped(FILE *f, const char *head, const char *text)
+{
+    const int indent = 31, width = 96;
+    fprintf(f, "  %-28s ", head);
+    int col = indent;
+    while (*text) {
+        size_t w = strcspn(text, " ");
+        if (col > indent && col + 1 + (int)w > width) {
+            fprintf(f, "\n%*s", indent, "");
+            col = indent;
+        } else if (col > indent) {
+            fputc(' ', f);
+            col++;
+        }
+        fwrite(text, 1, w, f);
+        col += (int)w;
+        text += w;
+        text += strspn(text, " ");
+    }
+    fputc('\n', f);
+}
+
 void ik__cli_print_command_help(const ik_cli_command *cmd, FILE *f)
 {
     fprintf(f, "usage: idkeeper %s\n\n%c%s.\n", cmd->usage, toupper((unsigned char)cmd->summary[0]),
@@ -114,7 +137,7 @@ void ik__cli_print_command_help(const ik_cli_command *cmd, FILE *f)
         char head[64];
         snprintf(head, sizeof head, "--%s%s%s", op->name, op->metavar ? " " : "",
                  op->metavar ? op->metavar : "");
-        fprintf(f, "  %-28s %s\n", head, op->help);
+        print_wrapped(f, head, op->help);
         fprintf(f, "  %-28s %s%s%s%s\n", "", op->def && op->kind != IK_KIND_FLAG ? "default " : "",
                 op->def && op->kind != IK_KIND_FLAG ? op->def : "",
                 op->def && op->kind != IK_KIND_FLAG ? ", " : "", op->env);

@@ -21,7 +21,8 @@ const ik_cli_option ik__cli_options[IK_OPT__COUNT] = {
     [IK_OPT_CONFIG] = {"config", "IDKEEPER_CONFIG", IK_KIND_STRING, NULL, "FILE",
                        "read options from this INI file (keys are option names)"},
     [IK_OPT_COORD] = {"coord", "IDKEEPER_COORD", IK_KIND_COORD, "local:./idkeeper-data", "URI",
-                      "coordination backend: local:DIR or zk://HOST:PORT[,HOST:PORT...][/CHROOT]"},
+                      "coordination backend: local:DIR or "
+                      "zk://HOST:PORT[,HOST:PORT...][/CHROOT]"},
     [IK_OPT_APP] = {"app", "IDKEEPER_APP", IK_KIND_APP, "default", "NAME",
                     "app namespace of the slots ([A-Za-z0-9._-], 1 to 64 characters)"},
     [IK_OPT_HTTP] = {"http", "IDKEEPER_HTTP", IK_KIND_ADDR, "127.0.0.1:8080", "ADDR:PORT",
@@ -32,8 +33,9 @@ const ik_cli_option ik__cli_options[IK_OPT__COUNT] = {
                              "worker numbers this app may use (default: all the worker bits allow)",
                              0, UINT32_MAX},
     [IK_OPT_LAYOUT] = {"layout", "IDKEEPER_LAYOUT", IK_KIND_LAYOUT, NULL, "SPEC",
-                       "ID bit layout: bits=T/W/S,epoch=MS|YYYY-MM-DD,unit=1ms|10ms|1s,"
-                       "workers=A-B,seq-start=0|random:N (default bits=41/10/12,unit=1ms)"},
+                       "ID bit layout, comma-separated items of bits=T/W/S unit=1ms|10ms|1s "
+                       "epoch=MS|YYYY-MM-DD workers=A-B seq-start=0|random:N "
+                       "(default bits=41/10/12,unit=1ms)"},
     [IK_OPT_EPOCH] = {"epoch", "IDKEEPER_EPOCH", IK_KIND_EPOCH, NULL, "MS|YYYY-MM-DD",
                       "time 0 of the IDs, Unix ms or a UTC date (default 1288834974657)"},
     [IK_OPT_SLOT_CHOICE] = {"slot-choice", "IDKEEPER_SLOT_CHOICE", IK_KIND_CHOICE, "random",
