@@ -24,19 +24,28 @@ ZK_TICK_MS=${ZK_TICK_MS:-500}
 ZK_START_TIMEOUT=${ZK_START_TIMEOUT:-30}
 ZK_N=0
 ZK_CONNECT=
-declare -A ZK_PID=() ZK_CPORT=() ZK_USED_PORTS=()
+declare -A ZK_PID=() ZK_CPORT=()
 
 [ -r /usr/share/java/zookeeper.jar ] || fail "zk.sh: /usr/share/java/zookeeper.jar missing (apt-get install zookeeper)"
 command -v java >/dev/null || fail "zk.sh: no java (apt-get install default-jre-headless)"
 
-# A loopback port free now and not handed out by this file before.
-_zk_port() {
-  local p
+# zk_free_port: a loopback port free now, below the kernel's ephemeral range (so no
+# outgoing connection can be holding it) and not handed out by this file before
+# (the list is a file: callers run it in a subshell, $(zk_free_port)).
+zk_free_port() {
+  local lo hi p
+  read -r lo hi </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || lo=32768
+  ((lo > 12000)) || lo=32768
   while :; do
-    p=$(free_port)
-    [ -z "${ZK_USED_PORTS[$p]:-}" ] && { ZK_USED_PORTS[$p]=1; echo "$p"; return; }
+    p=$((10000 + RANDOM % (lo - 10000)))
+    grep -qx "$p" "$T/.ports" 2>/dev/null && continue
+    (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null && continue
+    echo "$p" >>"$T/.ports"
+    echo "$p"
+    return
   done
 }
+_zk_port() { zk_free_port; }
 
 zk_port() { echo "${ZK_CPORT[$1]}"; }
 
@@ -268,3 +277,85 @@ try:
 finally:
     zk.stop()
 PYEOF
+
+# ------------------------------------------------------------------------------
+# idkeeper daemons on ZooKeeper, and checks on the IDs they issue.
+#
+#   zk_serve NAME PORT [ARGS...]  idkeeper serve on $(zk_uri $ZK_CHROOT) with
+#                                 --zk-session-timeout $ZK_SESSION_MS (lib.sh start_server)
+#   status_of PORT [JQ]           /v1/status (or a jq filter of it)
+#   fetch_loop PORT OUT           background: fetches 50 IDs every ~50 ms until
+#                                 fetch_stop; IDs to OUT, "unix_ms status" lines to OUT.st
+#   fetch_stop                    stops every fetch_loop and waits for them
+#   ids_time_check FILE MS        every ID's time (default layout) is above MS
+#   ids_workers FILE              the distinct worker numbers of the IDs in FILE
+ZK_SESSION_MS=${ZK_SESSION_MS:-4000}
+ZK_CHROOT=${ZK_CHROOT:-t}
+FETCH_PIDS=()
+
+zk_serve() {
+  local name=$1 port=$2
+  shift 2
+  start_server "$name" "$port" --coord "$(zk_uri "$ZK_CHROOT")" \
+    --zk-session-timeout "$ZK_SESSION_MS" "$@"
+}
+
+status_of() {
+  curl -s -m 3 "http://127.0.0.1:$1/v1/status" | jq -r "${2:-.}"
+}
+
+fetch_loop() {
+  local port=$1 out=$2
+  (
+    trap 'exit 0' TERM
+    : >"$out"
+    : >"$out.st"
+    while [ ! -e "$T/fetch.stop" ]; do
+      code=$(curl -s -m 2 -o "$out.body" -w '%{http_code}' \
+        "http://127.0.0.1:$port/v1/snowflake?count=50&format=text") || code=000
+      if [ "$code" = 200 ]; then cat "$out.body" >>"$out"; fi
+      echo "$(date +%s%3N) $code" >>"$out.st"
+      sleep 0.04
+    done
+  ) &
+  FETCH_PIDS+=($!)
+}
+
+fetch_stop() {
+  touch "$T/fetch.stop"
+  local p
+  for p in "${FETCH_PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+  FETCH_PIDS=()
+  rm -f "$T/fetch.stop"
+}
+
+# ids_time_check FILE MS: fails unless every ID in FILE was issued in a millisecond
+# above MS (default layout: 41 bits of ms since the Twitter epoch, 10, 12).
+ids_time_check() {
+  /usr/bin/python3 - "$1" "$2" <<'PY' || fail "IDs in $1 at or below the record $2"
+import sys
+rec = int(sys.argv[2])
+bad = [l.strip() for l in open(sys.argv[1]) if l.strip() and (int(l) >> 22) + 1288834974657 <= rec]
+if bad:
+    print("%d IDs at or below %d, e.g. %s (time %d)" % (len(bad), rec, bad[0], (int(bad[0]) >> 22) + 1288834974657), file=sys.stderr)
+    sys.exit(1)
+PY
+}
+
+ids_workers() {
+  /usr/bin/python3 -c '
+import sys
+print("\n".join(str(w) for w in sorted({(int(l) >> 12) & 1023 for l in open(sys.argv[1]) if l.strip()})))' "$1"
+}
+
+# ids_time_max FILE: the highest ID time (Unix ms, default layout) in FILE.
+ids_time_max() {
+  /usr/bin/python3 -c '
+import sys
+print(max(((int(l) >> 22) + 1288834974657 for l in open(sys.argv[1]) if l.strip()), default=0))' "$1"
+}
+
+now_ms() { date +%s%3N; }
+
+# slot_json WORKER [APP]: the slot node as the kazoo helper sees it.
+slot_json() { zk_tool slot "/$ZK_CHROOT/idkeeper/apps/${2:-default}/slots/$(printf %04d "$1")"; }
