@@ -19,8 +19,7 @@ static int id_push(id_list *l, int64_t id)
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 64;
         int64_t *nv = realloc(l->v, cap * sizeof *nv);
-        if (!nv)
-            return -1;
+        if (!nv) return -1;
         l->v = nv;
         l->cap = cap;
     }
@@ -34,8 +33,8 @@ static int add_id(const ik_cli_command *cmd, id_list *l, const char *text, size_
 {
     int64_t id;
     if (ik_parse_id(text, len, &id) != 0) {
-        ik__cli_fail(cmd, "%s'%.*s' is not an ID (a decimal integer 0..9223372036854775807)",
-                     where, (int)(len > 40 ? 40 : len), text);
+        ik__cli_fail(cmd, "%s'%.*s' is not an ID (a decimal integer 0..9223372036854775807)", where,
+                     (int)(len > 40 ? 40 : len), text);
         return -1;
     }
     if (id_push(l, id) != 0) {
@@ -60,8 +59,7 @@ static int read_stdin_ids(const ik_cli_command *cmd, id_list *l)
             s++;
         while (e > s && (e[-1] == '\n' || e[-1] == '\r' || e[-1] == ' ' || e[-1] == '\t'))
             e--;
-        if (s == e)
-            continue;
+        if (s == e) continue;
         char where[48];
         snprintf(where, sizeof where, "stdin:%ld: ", lineno);
         rc = add_id(cmd, l, s, (size_t)(e - s), where);
@@ -75,8 +73,8 @@ static void print_parts(const ik_id_parts *p, int json)
     char iso[40];
     ik__cli_iso_ms(p->time_ms, iso, sizeof iso);
     if (json)
-        printf("{\"id\":\"%" PRId64 "\",\"time\":\"%s\",\"time_ms\":%" PRId64
-               ",\"worker\":%" PRIu32 ",\"sequence\":%" PRIu32 "}\n",
+        printf("{\"id\":\"%" PRId64 "\",\"time\":\"%s\",\"time_ms\":%" PRId64 ",\"worker\":%" PRIu32
+               ",\"sequence\":%" PRIu32 "}\n",
                p->id, iso, p->time_ms, p->worker, p->sequence);
     else
         printf("id=%" PRId64 " time=%s time_ms=%" PRId64 " worker=%" PRIu32 " sequence=%" PRIu32
@@ -119,8 +117,7 @@ int ik__cmd_decode(const ik_cli_command *cmd, ik_cli_opts *o)
     for (int i = 0; i < o->nargs && rc == IK_EXIT_OK; i++) {
         const char *a = o->args[i];
         if (strcmp(a, "-") == 0) {
-            if (read_stdin_ids(cmd, &ids) != 0)
-                rc = IK_EXIT_FAIL;
+            if (read_stdin_ids(cmd, &ids) != 0) rc = IK_EXIT_FAIL;
         } else if (add_id(cmd, &ids, a, strlen(a), "") != 0) {
             rc = IK_EXIT_FAIL;
         }
@@ -136,8 +133,7 @@ int ik__cmd_decode(const ik_cli_command *cmd, ik_cli_opts *o)
         }
         print_parts(&p, json);
     }
-    if (rc == IK_EXIT_OK && (o->v[IK_OPT_EXPIRY].n || o->nargs == 0))
-        print_expiry(&l, json);
+    if (rc == IK_EXIT_OK && (o->v[IK_OPT_EXPIRY].n || o->nargs == 0)) print_expiry(&l, json);
     free(ids.v);
     if (fflush(stdout) != 0 && rc == IK_EXIT_OK) {
         ik__cli_fail(cmd, "cannot write to stdout");

@@ -19,8 +19,7 @@ static int url_encode(char *buf, size_t len, const char *s)
         unsigned char ch = (unsigned char)*s;
         int plain = (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') ||
                     (ch >= '0' && ch <= '9') || ch == '-' || ch == '.' || ch == '_' || ch == '~';
-        if (o + (plain ? 1 : 3) >= len)
-            return -1;
+        if (o + (plain ? 1 : 3) >= len) return -1;
         if (plain)
             buf[o++] = (char)ch;
         else
@@ -69,8 +68,7 @@ static void report_http_error(const ik_cli_command *cmd, const ik_httpc_resp *r,
         size_t n = strcspn(r->body, "\r\n");
         snprintf(msg, sizeof msg, "%.*s", (int)(n > 300 ? 300 : n), r->body);
     }
-    if (ik__cli_json_get_string(r->body, r->body_len, "error", code, sizeof code) != 0)
-        code[0] = 0;
+    if (ik__cli_json_get_string(r->body, r->body_len, "error", code, sizeof code) != 0) code[0] = 0;
     ik__cli_fail(cmd, "%s%s(HTTP %d%s%s from %s)", msg, msg[0] ? " " : "", r->status,
                  code[0] ? ", " : "", code, path);
 }
@@ -120,8 +118,8 @@ int ik__cmd_next(const ik_cli_command *cmd, ik_cli_opts *o)
 
     char host[256], prefix[256], why[512];
     int port;
-    if (ik__cli_parse_url(o->v[IK_OPT_SERVER].text, host, sizeof host, &port, prefix,
-                          sizeof prefix, why, sizeof why) != 0) {
+    if (ik__cli_parse_url(o->v[IK_OPT_SERVER].text, host, sizeof host, &port, prefix, sizeof prefix,
+                          why, sizeof why) != 0) {
         ik__cli_fail(cmd, "--server: %s", why);
         return IK_EXIT_USAGE;
     }

@@ -25,8 +25,7 @@ static int given(const ik_cli_opts *o, ik_cli_opt_id id)
 int ik__cmd_serve(const ik_cli_command *cmd, ik_cli_opts *o)
 {
     int rc = ik__cli_no_args(cmd, o);
-    if (rc != 0)
-        return rc;
+    if (rc != 0) return rc;
     ik_server_config c;
     ik_server_config_init(&c);
 
@@ -38,42 +37,29 @@ int ik__cmd_serve(const ik_cli_command *cmd, ik_cli_opts *o)
     if (ik_layout_check(&c.layout, wall_ms(), why, sizeof why) != 0) {
         char spec[256], from[256];
         ik_layout_format(&c.layout, spec, sizeof spec);
-        ik__cli_fail(cmd, "layout from %s (%s): %s",
-                     ik__cli_layout_sources(o, from, sizeof from), spec, why);
+        ik__cli_fail(cmd, "layout from %s (%s): %s", ik__cli_layout_sources(o, from, sizeof from),
+                     spec, why);
         return IK_EXIT_USAGE;
     }
-    if (given(o, IK_OPT_COORD))
-        c.coord_uri = o->v[IK_OPT_COORD].text;
-    if (given(o, IK_OPT_APP))
-        c.app = o->v[IK_OPT_APP].text;
-    if (given(o, IK_OPT_HTTP))
-        c.http_addr = o->v[IK_OPT_HTTP].text;
-    if (given(o, IK_OPT_IDENTITY))
-        c.identity = o->v[IK_OPT_IDENTITY].text;
+    if (given(o, IK_OPT_COORD)) c.coord_uri = o->v[IK_OPT_COORD].text;
+    if (given(o, IK_OPT_APP)) c.app = o->v[IK_OPT_APP].text;
+    if (given(o, IK_OPT_HTTP)) c.http_addr = o->v[IK_OPT_HTTP].text;
+    if (given(o, IK_OPT_IDENTITY)) c.identity = o->v[IK_OPT_IDENTITY].text;
     if (given(o, IK_OPT_SLOT_CHOICE))
         c.slot_choice = o->v[IK_OPT_SLOT_CHOICE].n == 1 ? IK_SLOT_LOWEST : IK_SLOT_RANDOM;
-    if (given(o, IK_OPT_MAX_BATCH))
-        c.max_batch = (uint32_t)o->v[IK_OPT_MAX_BATCH].n;
-    if (given(o, IK_OPT_MAX_BACKWARD))
-        c.max_backward_ms = o->v[IK_OPT_MAX_BACKWARD].n;
+    if (given(o, IK_OPT_MAX_BATCH)) c.max_batch = (uint32_t)o->v[IK_OPT_MAX_BATCH].n;
+    if (given(o, IK_OPT_MAX_BACKWARD)) c.max_backward_ms = o->v[IK_OPT_MAX_BACKWARD].n;
     if (given(o, IK_OPT_ZK_SESSION_TIMEOUT))
         c.coord.zk_session_timeout_ms = (int)o->v[IK_OPT_ZK_SESSION_TIMEOUT].n;
-    if (given(o, IK_OPT_ZK_AUTH))
-        c.coord.zk_auth = o->v[IK_OPT_ZK_AUTH].text;
-    if (given(o, IK_OPT_THREADS))
-        c.threads = (int)o->v[IK_OPT_THREADS].n;
+    if (given(o, IK_OPT_ZK_AUTH)) c.coord.zk_auth = o->v[IK_OPT_ZK_AUTH].text;
+    if (given(o, IK_OPT_THREADS)) c.threads = (int)o->v[IK_OPT_THREADS].n;
     if (given(o, IK_OPT_MAX_HEADER_BYTES))
         c.max_header_bytes = (uint32_t)o->v[IK_OPT_MAX_HEADER_BYTES].n;
-    if (given(o, IK_OPT_IDLE_TIMEOUT))
-        c.idle_timeout_ms = (int)o->v[IK_OPT_IDLE_TIMEOUT].n;
-    if (given(o, IK_OPT_READ_TIMEOUT))
-        c.read_timeout_ms = (int)o->v[IK_OPT_READ_TIMEOUT].n;
-    if (given(o, IK_OPT_MAX_CONNECTIONS))
-        c.max_connections = (int)o->v[IK_OPT_MAX_CONNECTIONS].n;
-    if (given(o, IK_OPT_HTTP_TOKEN_FILE))
-        c.http_token_file = o->v[IK_OPT_HTTP_TOKEN_FILE].text;
-    if (given(o, IK_OPT_QUIET))
-        c.quiet = (int)o->v[IK_OPT_QUIET].n;
+    if (given(o, IK_OPT_IDLE_TIMEOUT)) c.idle_timeout_ms = (int)o->v[IK_OPT_IDLE_TIMEOUT].n;
+    if (given(o, IK_OPT_READ_TIMEOUT)) c.read_timeout_ms = (int)o->v[IK_OPT_READ_TIMEOUT].n;
+    if (given(o, IK_OPT_MAX_CONNECTIONS)) c.max_connections = (int)o->v[IK_OPT_MAX_CONNECTIONS].n;
+    if (given(o, IK_OPT_HTTP_TOKEN_FILE)) c.http_token_file = o->v[IK_OPT_HTTP_TOKEN_FILE].text;
+    if (given(o, IK_OPT_QUIET)) c.quiet = (int)o->v[IK_OPT_QUIET].n;
 
     if (!c.coord_uri || ik_coord_uri_check(c.coord_uri, why, sizeof why) != 0) {
         ik__cli_fail(cmd, "--coord %s: %s", c.coord_uri ? c.coord_uri : "(none)", why);

@@ -20,8 +20,7 @@
 int ik__cmd_version(const ik_cli_command *cmd, ik_cli_opts *o)
 {
     int rc = ik__cli_no_args(cmd, o);
-    if (rc != 0)
-        return rc;
+    if (rc != 0) return rc;
     unsigned long hp = http_parser_version();
     printf("idkeeper %s\n", IK_VERSION);
     printf("libidkeeper %s\n", ik_version());

@@ -31,8 +31,8 @@ static void print_json(const ik_cli_opts *o, const char *uri, const ik_slot_info
     ik__cli_json_string(stdout, o->v[IK_OPT_APP].text);
     printf(",\"slots\":[");
     for (size_t i = 0; i < n; i++) {
-        printf("%s{\"worker\":%" PRIu32 ",\"state\":\"%s\",\"holder\":", i ? "," : "",
-               s[i].worker, s[i].held ? "held" : "free");
+        printf("%s{\"worker\":%" PRIu32 ",\"state\":\"%s\",\"holder\":", i ? "," : "", s[i].worker,
+               s[i].held ? "held" : "free");
         ik__cli_json_string(stdout, s[i].holder);
         printf(",\"since_ms\":%" PRId64 ",\"since\":", s[i].since_ms);
         if (s[i].since_ms)
@@ -56,8 +56,7 @@ static void print_table(const ik_slot_info *s, size_t n)
     int wh = (int)strlen("HOLDER");
     for (size_t i = 0; i < n; i++) {
         int hl = (int)strlen(or_dash(s[i].holder));
-        if (hl > wh)
-            wh = hl;
+        if (hl > wh) wh = hl;
     }
     printf("%-6s  %-5s  %-*s  %-24s  %-24s  %s\n", "WORKER", "STATE", wh, "HOLDER", "SINCE",
            "RECORD", "DETAIL");
@@ -73,8 +72,7 @@ static void print_table(const ik_slot_info *s, size_t n)
 int ik__cmd_workers(const ik_cli_command *cmd, ik_cli_opts *o)
 {
     int rc = ik__cli_no_args(cmd, o);
-    if (rc != 0)
-        return rc;
+    if (rc != 0) return rc;
     ik_coord_options co;
     ik_coord_options_init(&co);
     co.zk_session_timeout_ms = (int)o->v[IK_OPT_ZK_SESSION_TIMEOUT].n;

@@ -24,7 +24,7 @@ struct ik_httpc {
     char host[256];
     int port;
     int timeout_ms;
-    int fd;          /* -1: not connected */
+    int fd; /* -1: not connected */
     http_parser parser;
     http_parser_settings settings;
     /* the answer being read */
@@ -34,12 +34,12 @@ struct ik_httpc {
     char rbuf[IK_HTTPC_RECV];
 };
 
-static void why_set(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void why_set(char *why, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 static void why_set(char *why, size_t len, const char *fmt, ...)
 {
-    if (!why || !len)
-        return;
+    if (!why || !len) return;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(why, len, fmt, ap);
@@ -82,8 +82,7 @@ static int on_message_complete(http_parser *p)
 ik_httpc *ik__httpc_create(const char *host, int port, int timeout_ms)
 {
     ik_httpc *c = calloc(1, sizeof *c);
-    if (!c)
-        return NULL;
+    if (!c) return NULL;
     snprintf(c->host, sizeof c->host, "%s", host);
     c->port = port;
     c->timeout_ms = timeout_ms;
@@ -95,15 +94,13 @@ ik_httpc *ik__httpc_create(const char *host, int port, int timeout_ms)
 
 static void disconnect(ik_httpc *c)
 {
-    if (c->fd >= 0)
-        close(c->fd);
+    if (c->fd >= 0) close(c->fd);
     c->fd = -1;
 }
 
 void ik__httpc_destroy(ik_httpc *c)
 {
-    if (!c)
-        return;
+    if (!c) return;
     disconnect(c);
     free(c->body);
     free(c);
@@ -113,13 +110,11 @@ void ik__httpc_destroy(ik_httpc *c)
 static int connect_one(const struct addrinfo *ai, int timeout_ms)
 {
     int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
-    if (fd < 0)
-        return -1;
+    if (fd < 0) return -1;
     int fl = fcntl(fd, F_GETFL);
     fcntl(fd, F_SETFL, fl | O_NONBLOCK);
     if (connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
-        if (errno != EINPROGRESS)
-            goto fail;
+        if (errno != EINPROGRESS) goto fail;
         struct pollfd pfd = {.fd = fd, .events = POLLOUT};
         int rc;
         do
@@ -131,8 +126,7 @@ static int connect_one(const struct addrinfo *ai, int timeout_ms)
         }
         int err = 0;
         socklen_t el = sizeof err;
-        if (rc < 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) != 0)
-            goto fail;
+        if (rc < 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) != 0) goto fail;
         if (err) {
             errno = err;
             goto fail;
@@ -145,7 +139,7 @@ static int connect_one(const struct addrinfo *ai, int timeout_ms)
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
     return fd;
-fail: {
+fail : {
     int e = errno;
     close(fd);
     errno = e;
@@ -166,8 +160,7 @@ static int do_connect(ik_httpc *c, char *why, size_t why_len)
     int err = 0;
     for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
         c->fd = connect_one(ai, c->timeout_ms);
-        if (c->fd >= 0)
-            break;
+        if (c->fd >= 0) break;
         err = errno;
     }
     freeaddrinfo(res);
@@ -184,8 +177,7 @@ static int send_all(int fd, const char *p, size_t n)
     while (n > 0) {
         ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
         if (w < 0) {
-            if (errno == EINTR)
-                continue;
+            if (errno == EINTR) continue;
             return -1;
         }
         p += w;
@@ -213,16 +205,14 @@ static int attempt(ik_httpc *c, const char *req, size_t req_len, char *why, size
         ssize_t n = recv(c->fd, c->rbuf, sizeof c->rbuf, 0);
         if (n < 0) {
             int e = errno;
-            if (e == EINTR)
-                continue;
+            if (e == EINTR) continue;
             disconnect(c);
             if (e == EAGAIN || e == EWOULDBLOCK) {
                 why_set(why, why_len, "no answer from %s:%d within %d ms", c->host, c->port,
                         c->timeout_ms);
                 return -1;
             }
-            why_set(why, why_len, "connection to %s:%d failed: %s", c->host, c->port,
-                    strerror(e));
+            why_set(why, why_len, "connection to %s:%d failed: %s", c->host, c->port, strerror(e));
             return got ? -1 : 1;
         }
         size_t parsed = http_parser_execute(&c->parser, &c->settings, c->rbuf, (size_t)n);
@@ -249,8 +239,7 @@ static int attempt(ik_httpc *c, const char *req, size_t req_len, char *why, size
             return -1;
         }
     }
-    if (!c->keep_alive)
-        disconnect(c);
+    if (!c->keep_alive) disconnect(c);
     return 0;
 }
 
@@ -270,8 +259,7 @@ int ik__httpc_get(ik_httpc *c, const char *path, size_t max_body, ik_httpc_resp 
     c->max_body = max_body;
     for (int i = 0; i < 2; i++) {
         int fresh = c->fd < 0;
-        if (fresh && do_connect(c, why, why_len) != 0)
-            return -1;
+        if (fresh && do_connect(c, why, why_len) != 0) return -1;
         int rc = attempt(c, req, (size_t)req_len, why, why_len);
         if (rc == 0) {
             if (!c->body) {
@@ -287,8 +275,7 @@ int ik__httpc_get(ik_httpc *c, const char *path, size_t max_body, ik_httpc_resp 
             r->body_len = c->body_len;
             return 0;
         }
-        if (rc < 0 || fresh)
-            return -1;
+        if (rc < 0 || fresh) return -1;
         /* a reused connection the server had closed: once more on a new one */
     }
     return -1;

@@ -14,9 +14,9 @@
 typedef struct ik_httpc ik_httpc;
 
 typedef struct ik_httpc_resp {
-    int status;            /* HTTP status code */
-    const char *body;      /* the whole body, NUL-terminated; valid until the next
-                              request or close */
+    int status;       /* HTTP status code */
+    const char *body; /* the whole body, NUL-terminated; valid until the next
+                         request or close */
     size_t body_len;
 } ik_httpc_resp;
 

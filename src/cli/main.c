@@ -23,9 +23,9 @@ static const ik_cli_command commands[] = {
      "SIGTERM or SIGINT, then releases the slot and exits 0. Refuses to start (non-zero\n"
      "exit, one line on stderr) on a bad option, a layout that runs out within 10 years,\n"
      "or no free slot.",
-     COORD_OPTS | B(HTTP) | B(IDENTITY) | B(WORKER_RANGE) | B(LAYOUT) | B(EPOCH) |
-         B(SLOT_CHOICE) | B(MAX_BATCH) | B(MAX_BACKWARD) | B(THREADS) | B(MAX_HEADER_BYTES) |
-         B(IDLE_TIMEOUT) | B(READ_TIMEOUT) | B(MAX_CONNECTIONS) | B(HTTP_TOKEN_FILE) | B(QUIET)},
+     COORD_OPTS | B(HTTP) | B(IDENTITY) | B(WORKER_RANGE) | B(LAYOUT) | B(EPOCH) | B(SLOT_CHOICE) |
+         B(MAX_BATCH) | B(MAX_BACKWARD) | B(THREADS) | B(MAX_HEADER_BYTES) | B(IDLE_TIMEOUT) |
+         B(READ_TIMEOUT) | B(MAX_CONNECTIONS) | B(HTTP_TOKEN_FILE) | B(QUIET)},
     {"next", ik__cmd_next, "fetch IDs from a running server, one a line",
      "next [--server URL] [--count N] [snowflake | segment TAG | sequence TAG]",
      "Asks a running `idkeeper serve` for N IDs (default 1) of the given kind (default\n"
@@ -46,8 +46,8 @@ static const ik_cli_command commands[] = {
      "holder's identity, since when it holds it, the time record (the highest time issued\n"
      "under it, persisted), and backend details (pid, session).",
      COORD_OPTS | B(JSON)},
-    {"version", ik__cmd_version, "print the versions of idkeeper and of its libraries",
-     "version", NULL, 0},
+    {"version", ik__cmd_version, "print the versions of idkeeper and of its libraries", "version",
+     NULL, 0},
     {"help", cmd_help, "explain idkeeper or one of its commands", "help [COMMAND]", NULL, 0},
 };
 
@@ -59,8 +59,7 @@ static const char *section_names[NCOMMANDS + 1];
 static const ik_cli_command *find_command(const char *name)
 {
     for (size_t i = 0; i < NCOMMANDS; i++)
-        if (strcmp(commands[i].name, name) == 0)
-            return &commands[i];
+        if (strcmp(commands[i].name, name) == 0) return &commands[i];
     return NULL;
 }
 
@@ -76,8 +75,7 @@ void ik__cli_fail(const ik_cli_command *cmd, const char *fmt, ...)
 
 int ik__cli_no_args(const ik_cli_command *cmd, const ik_cli_opts *o)
 {
-    if (o->nargs == 0)
-        return 0;
+    if (o->nargs == 0) return 0;
     ik__cli_fail(cmd, "unexpected argument '%s' (usage: idkeeper %s)", o->args[0], cmd->usage);
     return IK_EXIT_USAGE;
 }
@@ -89,13 +87,12 @@ static void print_overview(FILE *f)
                "slots they need, on a local: or zk:// backend.\n\nCommands:\n");
     for (size_t i = 0; i < NCOMMANDS; i++)
         fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
-    fprintf(f,
-            "\nEvery option can also be set in the environment (IDKEEPER_<NAME>, dashes as\n"
-            "underscores, e.g. IDKEEPER_COORD) and in an INI config file (--config FILE or\n"
-            "IDKEEPER_CONFIG; keys are option names, at the top level or in a [command]\n"
-            "section). The command line wins over the environment, which wins over the file.\n"
-            "\nExit codes: 0 success, 1 the command failed, 2 bad usage or configuration.\n"
-            "Run 'idkeeper help COMMAND' or 'idkeeper COMMAND --help' for its options.\n");
+    fprintf(f, "\nEvery option can also be set in the environment (IDKEEPER_<NAME>, dashes as\n"
+               "underscores, e.g. IDKEEPER_COORD) and in an INI config file (--config FILE or\n"
+               "IDKEEPER_CONFIG; keys are option names, at the top level or in a [command]\n"
+               "section). The command line wins over the environment, which wins over the file.\n"
+               "\nExit codes: 0 success, 1 the command failed, 2 bad usage or configuration.\n"
+               "Run 'idkeeper help COMMAND' or 'idkeeper COMMAND --help' for its options.\n");
 }
 
 /* Prints "  HEAD  TEXT", TEXT wrapped at spaces to keep lines within 96 columns. */
@@ -125,14 +122,11 @@ void ik__cli_print_command_help(const ik_cli_command *cmd, FILE *f)
 {
     fprintf(f, "usage: idkeeper %s\n\n%c%s.\n", cmd->usage, toupper((unsigned char)cmd->summary[0]),
             cmd->summary + 1);
-    if (cmd->details)
-        fprintf(f, "\n%s\n", cmd->details);
-    if (!cmd->options)
-        return;
+    if (cmd->details) fprintf(f, "\n%s\n", cmd->details);
+    if (!cmd->options) return;
     fprintf(f, "\nOptions (each also IDKEEPER_<NAME> in the environment, or a config key):\n");
     for (int i = 0; i < IK_OPT__COUNT; i++) {
-        if (!(cmd->options & IK_OPT_BIT(i)))
-            continue;
+        if (!(cmd->options & IK_OPT_BIT(i))) continue;
         const ik_cli_option *op = &ik__cli_options[i];
         char head[64];
         snprintf(head, sizeof head, "--%s%s%s", op->name, op->metavar ? " " : "",
@@ -152,8 +146,7 @@ static int cmd_help(const ik_cli_command *cmd, ik_cli_opts *o)
         return IK_EXIT_OK;
     }
     if (o->nargs > 1) {
-        ik__cli_fail(cmd, "unexpected argument '%s' (usage: idkeeper %s)", o->args[1],
-                     cmd->usage);
+        ik__cli_fail(cmd, "unexpected argument '%s' (usage: idkeeper %s)", o->args[1], cmd->usage);
         return IK_EXIT_USAGE;
     }
     const ik_cli_command *c = find_command(o->args[0]);
@@ -194,7 +187,6 @@ int main(int argc, char **argv)
         rc = cmd->run(cmd, &o);
     }
     ik__cli_opts_free(&o);
-    if (fflush(stdout) != 0 && rc == 0)
-        rc = IK_EXIT_FAIL;
+    if (fflush(stdout) != 0 && rc == 0) rc = IK_EXIT_FAIL;
     return rc;
 }

@@ -18,7 +18,7 @@
 /* The option table. The environment variable is always IDKEEPER_ and the name in
  * upper case with dashes as underscores (a unit test holds the table to that). */
 /* ROW(id, name, env, kind, default, metavar, help, min, max, choices) */
-#define ROW(id, name, env, kind, def, meta, help, min, max, choices)                              \
+#define ROW(id, name, env, kind, def, meta, help, min, max, choices)                               \
     [IK_OPT_##id] = {name, env, IK_KIND_##kind, def, meta, help, min, max, choices}
 
 const ik_cli_option ik__cli_options[IK_OPT__COUNT] = {
@@ -47,9 +47,8 @@ const ik_cli_option ik__cli_options[IK_OPT__COUNT] = {
         "most IDs one request may ask for", 1, 1000000, NULL),
     ROW(MAX_BACKWARD, "max-backward", "IDKEEPER_MAX_BACKWARD", INT, "5", "MS",
         "a clock that goes back up to this is waited for; more is refused", 0, 10000, NULL),
-    ROW(ZK_SESSION_TIMEOUT, "zk-session-timeout", "IDKEEPER_ZK_SESSION_TIMEOUT", INT, "10000",
-        "MS", "ZooKeeper session timeout: a dead holder's slot frees after it", 100, 3600000,
-        NULL),
+    ROW(ZK_SESSION_TIMEOUT, "zk-session-timeout", "IDKEEPER_ZK_SESSION_TIMEOUT", INT, "10000", "MS",
+        "ZooKeeper session timeout: a dead holder's slot frees after it", 100, 3600000, NULL),
     ROW(ZK_AUTH, "zk-auth", "IDKEEPER_ZK_AUTH", USERPASS, NULL, "USER:PASSWORD",
         "ZooKeeper digest auth (prefer the environment or the config file)", 0, 0, NULL),
     ROW(THREADS, "threads", "IDKEEPER_THREADS", INT, "0", "N",
@@ -67,8 +66,8 @@ const ik_cli_option ik__cli_options[IK_OPT__COUNT] = {
     ROW(QUIET, "quiet", "IDKEEPER_QUIET", FLAG, "false", NULL, "no start-up banner", 0, 0, NULL),
     ROW(SERVER, "server", "IDKEEPER_SERVER", URL, "http://127.0.0.1:8080", "URL",
         "base URL of a running idkeeper serve", 0, 0, NULL),
-    ROW(COUNT, "count", "IDKEEPER_COUNT", INT, "1", "N", "how many IDs", 1,
-        INT64_C(1000000000000), NULL),
+    ROW(COUNT, "count", "IDKEEPER_COUNT", INT, "1", "N", "how many IDs", 1, INT64_C(1000000000000),
+        NULL),
     ROW(BATCH, "batch", "IDKEEPER_BATCH", INT, "10000", "N",
         "IDs per request (lowered to the server's --max-batch if above it)", 1, 1000000, NULL),
     ROW(JSON, "json", "IDKEEPER_JSON", FLAG, "false", NULL, "print JSON instead of text", 0, 0,
@@ -86,20 +85,19 @@ static void fail(ik_cli_opts *o, const char *fmt, ...) __attribute__((format(pri
 /* Records the first error only: later ones are usually consequences. */
 static void fail(ik_cli_opts *o, const char *fmt, ...)
 {
-    if (o->err[0])
-        return;
+    if (o->err[0]) return;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(o->err, sizeof o->err, fmt, ap);
     va_end(ap);
 }
 
-static void why_set(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void why_set(char *why, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 static void why_set(char *why, size_t len, const char *fmt, ...)
 {
-    if (!why || !len)
-        return;
+    if (!why || !len) return;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(why, len, fmt, ap);
@@ -109,15 +107,12 @@ static void why_set(char *why, size_t len, const char *fmt, ...)
 /* Strict unsigned decimal: digits only, no sign, no overflow of INT64_MAX. */
 static int parse_i64(const char *s, size_t n, int64_t *out)
 {
-    if (n == 0 || n > 19)
-        return -1;
+    if (n == 0 || n > 19) return -1;
     int64_t v = 0;
     for (size_t i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return -1;
+        if (s[i] < '0' || s[i] > '9') return -1;
         int d = s[i] - '0';
-        if (v > (INT64_MAX - d) / 10)
-            return -1;
+        if (v > (INT64_MAX - d) / 10) return -1;
         v = v * 10 + d;
     }
     *out = v;
@@ -128,8 +123,7 @@ int ik__cli_option_find(const char *name, size_t len)
 {
     for (int i = 0; i < IK_OPT__COUNT; i++) {
         const char *n = ik__cli_options[i].name;
-        if (strlen(n) == len && memcmp(n, name, len) == 0)
-            return i;
+        if (strlen(n) == len && memcmp(n, name, len) == 0) return i;
     }
     return -1;
 }
@@ -203,11 +197,9 @@ int ik__cli_parse_url(const char *url, char *host, size_t host_len, int *port, c
     memcpy(hostport, s, an);
     hostport[an] = 0;
     const char *colon = hostport[0] == '[' ? strstr(hostport, "]:") : strrchr(hostport, ':');
-    if (colon && hostport[0] == '[')
-        colon++;
+    if (colon && hostport[0] == '[') colon++;
     if (colon) {
-        if (ik__cli_parse_addr(hostport, host, host_len, port, why, why_len) != 0)
-            return -1;
+        if (ik__cli_parse_addr(hostport, host, host_len, port, why, why_len) != 0) return -1;
     } else {
         const char *h = hostport;
         size_t hn = an;
@@ -270,8 +262,7 @@ static int check_value(ik_cli_opt_id id, const char *text, int64_t *n, int64_t *
                 *n = 1;
                 return 0;
             }
-            if (strcasecmp(text, no[i]) == 0)
-                return 0;
+            if (strcasecmp(text, no[i]) == 0) return 0;
         }
         why_set(why, why_len, "'%s' is not true or false", text);
         return -1;
@@ -313,8 +304,7 @@ static int check_value(ik_cli_opt_id id, const char *text, int64_t *n, int64_t *
     case IK_KIND_ADDR: {
         char host[256];
         int port;
-        if (ik__cli_parse_addr(text, host, sizeof host, &port, why, why_len) != 0)
-            return -1;
+        if (ik__cli_parse_addr(text, host, sizeof host, &port, why, why_len) != 0) return -1;
         *n = port;
         return 0;
     }
@@ -359,8 +349,7 @@ static int check_value(ik_cli_opt_id id, const char *text, int64_t *n, int64_t *
             text = buf;
         }
         if (ik_layout_parse(&l, text, why, why_len) != 0) {
-            if (why && why_len && !why[0])
-                why_set(why, why_len, "'%s' is not a layout", text);
+            if (why && why_len && !why[0]) why_set(why, why_len, "'%s' is not a layout", text);
             return -1;
         }
         return 0;
@@ -374,8 +363,7 @@ static int check_value(ik_cli_opt_id id, const char *text, int64_t *n, int64_t *
                 return 0;
             }
             c += cn;
-            if (*c == '|')
-                c++;
+            if (*c == '|') c++;
         }
         why_set(why, why_len, "'%s' is not one of %s", text, op->choices);
         return -1;
@@ -434,8 +422,7 @@ static int set_value(ik_cli_opts *o, ik_cli_opt_id id, const char *text, ik_cli_
         return -1;
     }
     ik_cli_value *v = &o->v[id];
-    if (v->text && src < v->src)
-        return 0;
+    if (v->text && src < v->src) return 0;
     char *copy = strdup(text);
     if (!copy) {
         fail(o, "out of memory");
@@ -461,11 +448,9 @@ typedef struct ini_state {
 
 static int section_known(const ik_cli_spec *spec, const char *section)
 {
-    if (strcmp(section, spec->cmd) == 0)
-        return 1;
+    if (strcmp(section, spec->cmd) == 0) return 1;
     for (const char *const *s = spec->sections; s && *s; s++)
-        if (strcmp(*s, section) == 0)
-            return 1;
+        if (strcmp(*s, section) == 0) return 1;
     return 0;
 }
 
@@ -474,11 +459,9 @@ static int section_known(const ik_cli_spec *spec, const char *section)
 static void check_section_line(ini_state *st, const char *line)
 {
     line += strspn(line, " \t");
-    if (*line != '[')
-        return;
+    if (*line != '[') return;
     const char *end = strchr(line, ']');
-    if (!end)
-        return; /* inih reports the syntax error */
+    if (!end) return; /* inih reports the syntax error */
     char name[64];
     size_t n = (size_t)(end - line - 1);
     snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name ? n : sizeof name - 1), line + 1);
@@ -493,8 +476,7 @@ static void check_section_line(ini_state *st, const char *line)
 static char *ini_read_line(char *str, int num, void *stream)
 {
     ini_state *st = stream;
-    if (st->p >= st->end || num < 3)
-        return NULL;
+    if (st->p >= st->end || num < 3) return NULL;
     const char *nl = memchr(st->p, '\n', (size_t)(st->end - st->p));
     size_t n = nl ? (size_t)(nl - st->p) + 1 : (size_t)(st->end - st->p);
     st->line++;
@@ -523,10 +505,8 @@ static int ini_handler_fn(void *user, const char *section, const char *name, con
     }
     ik_cli_source src = IK_SRC_FILE;
     if (section[0]) {
-        if (!section_known(st->spec, section))
-            return 0; /* reported by check_section_line() */
-        if (strcmp(section, st->spec->cmd) != 0)
-            return 1; /* another command's section */
+        if (!section_known(st->spec, section)) return 0;   /* reported by check_section_line() */
+        if (strcmp(section, st->spec->cmd) != 0) return 1; /* another command's section */
         src = IK_SRC_FILE_SECTION;
     }
     if (id == IK_OPT_CONFIG) {
@@ -547,8 +527,7 @@ static int parse_config(ik_cli_opts *o, const ik_cli_spec *spec, const char *tex
 {
     ini_state st = {.o = o, .spec = spec, .p = text, .end = text + strlen(text)};
     int rc = ini_parse_stream(ini_read_line, &st, ini_handler_fn, &st);
-    if (o->err[0])
-        return -1;
+    if (o->err[0]) return -1;
     if (rc > 0) {
         fail(o, "%s:%d: not a 'key = value' or '[section]' line", o->config_path, rc);
         return -1;
@@ -620,8 +599,7 @@ static int parse_argv(ik_cli_opts *o, const ik_cli_spec *spec, int argc, char **
                  ik__cli_options[id].metavar);
             return -1;
         }
-        if (set_value(o, (ik_cli_opt_id)id, val, IK_SRC_ARGV, 0) != 0)
-            return -1;
+        if (set_value(o, (ik_cli_opt_id)id, val, IK_SRC_ARGV, 0) != 0) return -1;
     }
     return 0;
 }
@@ -648,14 +626,11 @@ int ik__cli_parse(ik_cli_opts *o, const ik_cli_spec *spec, int argc, char **argv
             set_value(o, (ik_cli_opt_id)i, ik__cli_options[i].def, IK_SRC_DEFAULT, 0) != 0)
             return 2;
     }
-    if (parse_argv(o, spec, argc, argv) != 0)
-        return 2;
+    if (parse_argv(o, spec, argc, argv) != 0) return 2;
     for (int i = 0; env && env->get && i < IK_OPT__COUNT; i++) {
-        if (!(spec->allowed & IK_OPT_BIT(i)))
-            continue;
+        if (!(spec->allowed & IK_OPT_BIT(i))) continue;
         const char *val = env->get(env->ctx, ik__cli_options[i].env);
-        if (val && *val && set_value(o, (ik_cli_opt_id)i, val, IK_SRC_ENV, 0) != 0)
-            return 2;
+        if (val && *val && set_value(o, (ik_cli_opt_id)i, val, IK_SRC_ENV, 0) != 0) return 2;
     }
     const ik_cli_value *cfg = &o->v[IK_OPT_CONFIG];
     if ((spec->allowed & IK_OPT_BIT(IK_OPT_CONFIG)) && cfg->text) {
@@ -674,8 +649,7 @@ int ik__cli_parse(ik_cli_opts *o, const ik_cli_spec *spec, int argc, char **argv
         }
         int rc = parse_config(o, spec, text);
         free(text);
-        if (rc != 0)
-            return 2;
+        if (rc != 0) return 2;
     }
     return 0;
 }
@@ -687,8 +661,7 @@ static const char *process_getenv(void *ctx, const char *name)
     return getenv(name);
 }
 
-static int process_read_file(void *ctx, const char *path, char **text, char *why,
-                             size_t why_len)
+static int process_read_file(void *ctx, const char *path, char **text, char *why, size_t why_len)
 {
     FILE *f = fopen(path, "rb");
     if (!f) {
@@ -697,18 +670,12 @@ static int process_read_file(void *ctx, const char *path, char **text, char *why
     }
     size_t cap = 4096, n = 0;
     char *buf = malloc(cap);
-    while (buf) {
+    const char *err = buf ? NULL : "out of memory";
+    while (!err) {
         if (n + 1 >= cap) {
-            if (cap >= (size_t)16 << 20) {
-                why_set(why, why_len, "larger than 16 MiB");
-                free(buf);
-                fclose(f);
-                return -1;
-            }
-            char *nb = realloc(buf, cap * 2);
+            char *nb = cap >= ((size_t)16 << 20) ? NULL : realloc(buf, cap * 2);
             if (!nb) {
-                free(buf);
-                buf = NULL;
+                err = cap >= ((size_t)16 << 20) ? "larger than 16 MiB" : "out of memory";
                 break;
             }
             buf = nb;
@@ -716,18 +683,15 @@ static int process_read_file(void *ctx, const char *path, char **text, char *why
         }
         size_t got = fread(buf + n, 1, cap - n - 1, f);
         n += got;
-        if (got == 0)
+        if (got == 0) {
+            if (ferror(f)) err = "read error";
             break;
+        }
     }
-    int err = ferror(f);
     fclose(f);
-    if (!buf || err) {
-        why_set(why, why_len, "%s", buf ? "read error" : "out of memory");
-        free(buf);
-        return -1;
-    }
-    if (memchr(buf, 0, n)) {
-        why_set(why, why_len, "holds a NUL byte: not a text file");
+    if (!err && memchr(buf, 0, n)) err = "holds a NUL byte: not a text file";
+    if (err) {
+        why_set(why, why_len, "%s", err);
         free(buf);
         return -1;
     }

@@ -75,8 +75,8 @@ typedef enum ik_cli_kind {
 
 /* One row of the option table. */
 typedef struct ik_cli_option {
-    const char *name;    /* long name, without "--"; also the config key */
-    const char *env;     /* environment variable */
+    const char *name; /* long name, without "--"; also the config key */
+    const char *env;  /* environment variable */
     ik_cli_kind kind;
     const char *def;     /* default as text (shown in help), or NULL: none */
     const char *metavar; /* placeholder in help ("URI"); NULL for flags */
@@ -95,22 +95,22 @@ typedef enum ik_cli_source {
 } ik_cli_source;
 
 typedef struct ik_cli_value {
-    const char *text;  /* NULL: not set and no default; owned by the ik_cli_opts */
-    int64_t n, n2;     /* parsed value, per kind */
+    const char *text; /* NULL: not set and no default; owned by the ik_cli_opts */
+    int64_t n, n2;    /* parsed value, per kind */
     ik_cli_source src;
-    int line;          /* config file line, for IK_SRC_FILE* */
+    int line; /* config file line, for IK_SRC_FILE* */
 } ik_cli_value;
 
 /* The merged result of one parse. Owns every string it points to, except args,
  * which point into the argv given to ik__cli_parse and live as long as it does. */
 typedef struct ik_cli_opts {
     ik_cli_value v[IK_OPT__COUNT];
-    int help;            /* --help or -h was given */
-    int nargs;           /* positional arguments, in order */
+    int help;  /* --help or -h was given */
+    int nargs; /* positional arguments, in order */
     char **args;
-    int rest;            /* index in args of the first argument after "--", or -1 */
-    char *config_path;   /* the config file read, or NULL */
-    char err[512];       /* one-line reason after a failed parse */
+    int rest;          /* index in args of the first argument after "--", or -1 */
+    char *config_path; /* the config file read, or NULL */
+    char err[512];     /* one-line reason after a failed parse */
 } ik_cli_opts;
 
 /* The parser's view of the world: an environment lookup and a file reader. */

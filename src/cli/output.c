@@ -62,8 +62,10 @@ static const char *skip_ws(const char *p, const char *end)
 
 static int hex_digit(char h)
 {
-    return h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10
-                                          : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
+    return h >= '0' && h <= '9'   ? h - '0'
+           : h >= 'a' && h <= 'f' ? h - 'a' + 10
+           : h >= 'A' && h <= 'F' ? h - 'A' + 10
+                                  : -1;
 }
 
 int ik__cli_json_get_string(const char *json, size_t len, const char *key, char *out,
@@ -71,21 +73,16 @@ int ik__cli_json_get_string(const char *json, size_t len, const char *key, char 
 {
     const char *p = json, *end = json + len;
     size_t kn = strlen(key);
-    if (out_len == 0)
-        return -1;
+    if (out_len == 0) return -1;
     while (p < end) {
         const char *q = memchr(p, '"', (size_t)(end - p));
-        if (!q || (size_t)(end - q) < kn + 2)
-            return -1;
+        if (!q || (size_t)(end - q) < kn + 2) return -1;
         p = q + 1;
-        if (memcmp(p, key, kn) != 0 || p[kn] != '"')
-            continue;
+        if (memcmp(p, key, kn) != 0 || p[kn] != '"') continue;
         const char *v = skip_ws(p + kn + 1, end);
-        if (v >= end || *v != ':')
-            continue;
+        if (v >= end || *v != ':') continue;
         v = skip_ws(v + 1, end);
-        if (v >= end || *v != '"')
-            continue;
+        if (v >= end || *v != '"') continue;
         size_t o = 0;
         for (v++; v < end && *v != '"'; v++) {
             char c = *v;
@@ -113,8 +110,7 @@ int ik__cli_json_get_string(const char *json, size_t len, const char *key, char 
                         ok = d >= 0;
                         cp = cp * 16 + (unsigned)d;
                     }
-                    if (ok)
-                        v += 4;
+                    if (ok) v += 4;
                     c = ok && cp >= 0x20 && cp < 0x7f ? (char)cp : '?';
                     break;
                 }
@@ -122,8 +118,7 @@ int ik__cli_json_get_string(const char *json, size_t len, const char *key, char 
                     break; /* \" \\ \/ */
                 }
             }
-            if (o + 1 < out_len)
-                out[o++] = c;
+            if (o + 1 < out_len) out[o++] = c;
         }
         out[o] = 0;
         return 0;
@@ -137,21 +132,16 @@ int ik__cli_json_get_u64(const char *json, size_t len, const char *key, uint64_t
     size_t kn = strlen(key);
     while (p < end) {
         const char *q = memchr(p, '"', (size_t)(end - p));
-        if (!q || (size_t)(end - q) < kn + 2)
-            return -1;
+        if (!q || (size_t)(end - q) < kn + 2) return -1;
         p = q + 1;
-        if (memcmp(p, key, kn) != 0 || p[kn] != '"')
-            continue;
+        if (memcmp(p, key, kn) != 0 || p[kn] != '"') continue;
         const char *v = skip_ws(p + kn + 1, end);
-        if (v >= end || *v != ':')
-            continue;
+        if (v >= end || *v != ':') continue;
         v = skip_ws(v + 1, end);
-        if (v >= end || *v < '0' || *v > '9')
-            continue;
+        if (v >= end || *v < '0' || *v > '9') continue;
         uint64_t n = 0;
         for (; v < end && *v >= '0' && *v <= '9'; v++) {
-            if (n > (UINT64_MAX - (uint64_t)(*v - '0')) / 10)
-                return -1;
+            if (n > (UINT64_MAX - (uint64_t)(*v - '0')) / 10) return -1;
             n = n * 10 + (uint64_t)(*v - '0');
         }
         *out = n;
@@ -196,8 +186,7 @@ const char *ik__cli_layout_sources(const ik_cli_opts *o, char *buf, size_t len)
     buf[0] = 0;
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
         const ik_cli_value *v = &o->v[parts[i]];
-        if (!v->text || v->src == IK_SRC_DEFAULT || n >= len)
-            continue;
+        if (!v->text || v->src == IK_SRC_DEFAULT || n >= len) continue;
         const char *sep = n ? ", " : "";
         if (v->src == IK_SRC_ARGV)
             n += (size_t)snprintf(buf + n, len - n, "%s--%s", sep, ik__cli_options[parts[i]].name);
@@ -207,7 +196,6 @@ const char *ik__cli_layout_sources(const ik_cli_opts *o, char *buf, size_t len)
             n += (size_t)snprintf(buf + n, len - n, "%s%s:%d", sep,
                                   o->config_path ? o->config_path : "config", v->line);
     }
-    if (n == 0)
-        snprintf(buf, len, "the default layout");
+    if (n == 0) snprintf(buf, len, "the default layout");
     return buf;
 }

@@ -26,8 +26,7 @@ static const char *fake_get(void *ctx, const char *name)
 {
     fake *f = ctx;
     for (int i = 0; i < 16 && f->env[i][0]; i++)
-        if (strcmp(f->env[i][0], name) == 0)
-            return f->env[i][1];
+        if (strcmp(f->env[i][0], name) == 0) return f->env[i][1];
     return NULL;
 }
 
@@ -46,11 +45,11 @@ static int fake_read(void *ctx, const char *path, char **text, char *why, size_t
 
 static const char *const sections[] = {"serve", "next", "decode", "workers", NULL};
 
-#define SERVE_OPTS                                                                               \
-    (IK_OPT_BIT(IK_OPT_CONFIG) | IK_OPT_BIT(IK_OPT_COORD) | IK_OPT_BIT(IK_OPT_APP) |             \
-     IK_OPT_BIT(IK_OPT_HTTP) | IK_OPT_BIT(IK_OPT_IDENTITY) | IK_OPT_BIT(IK_OPT_WORKER_RANGE) |   \
-     IK_OPT_BIT(IK_OPT_LAYOUT) | IK_OPT_BIT(IK_OPT_EPOCH) | IK_OPT_BIT(IK_OPT_SLOT_CHOICE) |     \
-     IK_OPT_BIT(IK_OPT_MAX_BATCH) | IK_OPT_BIT(IK_OPT_MAX_BACKWARD) | IK_OPT_BIT(IK_OPT_QUIET) | \
+#define SERVE_OPTS                                                                                 \
+    (IK_OPT_BIT(IK_OPT_CONFIG) | IK_OPT_BIT(IK_OPT_COORD) | IK_OPT_BIT(IK_OPT_APP) |               \
+     IK_OPT_BIT(IK_OPT_HTTP) | IK_OPT_BIT(IK_OPT_IDENTITY) | IK_OPT_BIT(IK_OPT_WORKER_RANGE) |     \
+     IK_OPT_BIT(IK_OPT_LAYOUT) | IK_OPT_BIT(IK_OPT_EPOCH) | IK_OPT_BIT(IK_OPT_SLOT_CHOICE) |       \
+     IK_OPT_BIT(IK_OPT_MAX_BATCH) | IK_OPT_BIT(IK_OPT_MAX_BACKWARD) | IK_OPT_BIT(IK_OPT_QUIET) |   \
      IK_OPT_BIT(IK_OPT_ZK_AUTH))
 
 /* Parses argv (NULL-terminated) as `serve` would, in the world f. */
@@ -69,8 +68,7 @@ static int parse(ik_cli_opts *o, fake *f, const char *const *argv)
 
 static void assert_err_has(const ik_cli_opts *o, const char *needle)
 {
-    if (!strstr(o->err, needle))
-        fail_msg("error '%s' does not contain '%s'", o->err, needle);
+    if (!strstr(o->err, needle)) fail_msg("error '%s' does not contain '%s'", o->err, needle);
 }
 
 /* ---- tests ----------------------------------------------------------------- */
@@ -143,9 +141,9 @@ static void equals_and_space_forms(void **state)
 {
     fake f = {0};
     ik_cli_opts o;
-    assert_int_equal(parse(&o, &f, ARGS("--max-batch=77", "--http", "[::1]:9000", "--quiet",
-                                        "--identity=a=b")),
-                     0);
+    assert_int_equal(
+        parse(&o, &f, ARGS("--max-batch=77", "--http", "[::1]:9000", "--quiet", "--identity=a=b")),
+        0);
     assert_int_equal(o.v[IK_OPT_MAX_BATCH].n, 77);
     assert_int_equal(o.v[IK_OPT_HTTP].n, 9000);
     assert_int_equal(o.v[IK_OPT_QUIET].n, 1);
@@ -207,8 +205,7 @@ static void bad_values_of_each_kind(void **state)
         ik_cli_opts o;
         const char *argv[] = {bad[i][0], bad[i][1], NULL};
         int rc = parse(&o, &f, argv);
-        if (rc != 2)
-            fail_msg("%s %s accepted", bad[i][0], bad[i][1] ? bad[i][1] : "");
+        if (rc != 2) fail_msg("%s %s accepted", bad[i][0], bad[i][1] ? bad[i][1] : "");
         char name[64];
         snprintf(name, sizeof name, "%.*s", (int)strcspn(bad[i][0], "="), bad[i][0]);
         assert_err_has(&o, name);
@@ -220,11 +217,12 @@ static void good_values_of_each_kind(void **state)
 {
     fake f = {0};
     ik_cli_opts o;
-    assert_int_equal(parse(&o, &f, ARGS("--worker-range", "3-17", "--slot-choice", "lowest",
-                                        "--coord", "local:/tmp/x", "--epoch", "2020-01-01",
-                                        "--layout", "bits=39/8/16,unit=10ms", "--zk-auth",
-                                        "u:p:w", "--app", "A.b_c-1")),
-                     0);
+    assert_int_equal(
+        parse(&o, &f,
+              ARGS("--worker-range", "3-17", "--slot-choice", "lowest", "--coord", "local:/tmp/x",
+                   "--epoch", "2020-01-01", "--layout", "bits=39/8/16,unit=10ms", "--zk-auth",
+                   "u:p:w", "--app", "A.b_c-1")),
+        0);
     assert_int_equal(o.v[IK_OPT_WORKER_RANGE].n, 3);
     assert_int_equal(o.v[IK_OPT_WORKER_RANGE].n2, 17);
     assert_int_equal(o.v[IK_OPT_SLOT_CHOICE].n, 1);
@@ -267,8 +265,8 @@ static void config_keys_and_sections(void **state)
     assert_null(o.v[IK_OPT_COUNT].text);
     ik__cli_opts_free(&o);
 
-    fake g = {.files = {{"t.ini", "app = top\n[serve]\napp = sec\n"},
-                        {"u.ini", "[next]\nnope = 1\n"}}};
+    fake g = {
+        .files = {{"t.ini", "app = top\n[serve]\napp = sec\n"}, {"u.ini", "[next]\nnope = 1\n"}}};
     assert_int_equal(parse(&o, &g, ARGS("--config", "t.ini")), 0);
     assert_string_equal(o.v[IK_OPT_APP].text, "sec");
     ik__cli_opts_free(&o);
@@ -392,8 +390,9 @@ static void layout_from_options(void **state)
     ik_cli_opts o;
     ik_layout l;
     char why[256];
-    assert_int_equal(parse(&o, &f, ARGS("--layout", "bits=39/8/16,unit=10ms", "--epoch",
-                                        "1600000000000", "--worker-range", "4-9")),
+    assert_int_equal(parse(&o, &f,
+                           ARGS("--layout", "bits=39/8/16,unit=10ms", "--epoch", "1600000000000",
+                                "--worker-range", "4-9")),
                      0);
     assert_int_equal(ik__cli_layout_from_opts(&o, &l, why, sizeof why), 0);
     assert_int_equal(l.time_bits, 39);

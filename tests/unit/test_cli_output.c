@@ -42,7 +42,8 @@ static void json_strings(void **state)
 
 static void json_get_string(void **state)
 {
-    const char *body = "{\"error\":\"unknown_tag\", \"message\" : \"no tag \\\"x\\\" \\u0041\\u00e9\"}";
+    const char *body =
+        "{\"error\":\"unknown_tag\", \"message\" : \"no tag \\\"x\\\" \\u0041\\u00e9\"}";
     char out[64];
     assert_int_equal(ik__cli_json_get_string(body, strlen(body), "message", out, sizeof out), 0);
     assert_string_equal(out, "no tag \"x\" A?");
@@ -72,18 +73,19 @@ static void urls(void **state)
     assert_string_equal(host, "::1");
     assert_int_equal(port, 9);
     assert_string_equal(prefix, "/base");
-    assert_int_equal(ik__cli_parse_url("localhost", host, sizeof host, &port, prefix,
-                                       sizeof prefix, why, sizeof why),
+    assert_int_equal(ik__cli_parse_url("localhost", host, sizeof host, &port, prefix, sizeof prefix,
+                                       why, sizeof why),
                      0);
     assert_string_equal(host, "localhost");
     assert_int_equal(port, 80);
-    assert_int_equal(ik__cli_parse_url("host:81/x", host, sizeof host, &port, prefix,
-                                       sizeof prefix, why, sizeof why),
+    assert_int_equal(ik__cli_parse_url("host:81/x", host, sizeof host, &port, prefix, sizeof prefix,
+                                       why, sizeof why),
                      0);
     assert_int_equal(port, 81);
     assert_string_equal(prefix, "/x");
-    static const char *const bad[] = {"https://h:1", "http://", "http://h:0", "http://h:x",
-                                      "http://::1:80", "http://h:1/?q", "ftp://h", "http://[::1"};
+    static const char *const bad[] = {"https://h:1", "http://",       "http://h:0",
+                                      "http://h:x",  "http://::1:80", "http://h:1/?q",
+                                      "ftp://h",     "http://[::1"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         why[0] = 0;
         if (ik__cli_parse_url(bad[i], host, sizeof host, &port, prefix, sizeof prefix, why,
@@ -97,13 +99,11 @@ static void addrs(void **state)
 {
     char host[64], why[128];
     int port;
-    assert_int_equal(ik__cli_parse_addr("0.0.0.0:1", host, sizeof host, &port, why, sizeof why),
-                     0);
+    assert_int_equal(ik__cli_parse_addr("0.0.0.0:1", host, sizeof host, &port, why, sizeof why), 0);
     assert_string_equal(host, "0.0.0.0");
     assert_int_equal(port, 1);
-    assert_int_equal(ik__cli_parse_addr("[fe80::1]:65535", host, sizeof host, &port, why,
-                                        sizeof why),
-                     0);
+    assert_int_equal(
+        ik__cli_parse_addr("[fe80::1]:65535", host, sizeof host, &port, why, sizeof why), 0);
     assert_string_equal(host, "fe80::1");
     assert_int_equal(port, 65535);
     assert_int_equal(ik__cli_parse_addr("[::1]8080", host, sizeof host, &port, why, sizeof why),
@@ -115,7 +115,7 @@ static void addrs(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(iso_times),    cmocka_unit_test(json_strings),
+        cmocka_unit_test(iso_times),       cmocka_unit_test(json_strings),
         cmocka_unit_test(json_get_string), cmocka_unit_test(urls),
         cmocka_unit_test(addrs),
     };
