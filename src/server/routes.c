@@ -262,7 +262,8 @@ static int64_t mono_ns(void)
 
 /* Why no snowflake ID can be issued now, into why; 0 if one can. Lease held (or in
  * doubt within its safe window), a live grant, the clock past the slot's time
- * record and not behind the last issued ID by more than max_backward. */
+ * record found at acquisition (the floor) and not past the record persisted since
+ * (the ceiling), and not behind the last issued ID by more than max_backward. */
 static int not_ready(ik__server *srv, char *why, size_t len)
 {
     ik_lease_info li;
@@ -270,7 +271,7 @@ static int not_ready(ik__server *srv, char *why, size_t len)
     ik_slot_lease_get_info(srv->lease, &li);
     ik_snowflake_get_info(srv->gen, &gi);
     const ik_layout *l = srv->layout;
-    if (li.state != IK_LEASE_HELD && !(li.state == IK_LEASE_IN_DOUBT && li.valid_for_ms > 0)) {
+    if (li.state != IK_LEASE_HELD && !(li.state == IK_LEASE_IN_DOUBT && li.valid_for_ms != 0)) {
         snprintf(why, len, "worker lease is %s%s%s", ik_lease_state_name(li.state),
                  li.why[0] ? ": " : "", li.why);
         return 1;
@@ -290,6 +291,11 @@ static int not_ready(ik__server *srv, char *why, size_t len)
         snprintf(why, len,
                  "time guard: the clock must pass this slot's time record first (%lld ms to go)",
                  (long long)wait);
+        return 1;
+    }
+    if (gi.ceiling_tick != IK_NO_CEILING && tick > (int64_t)gi.ceiling_tick) {
+        snprintf(why, len,
+                 "the slot's time record has not been persisted past now (backend store failing?)");
         return 1;
     }
     if ((int64_t)gi.last_tick > tick) {

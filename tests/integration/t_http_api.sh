@@ -166,3 +166,12 @@ curl -s -D - -o /dev/null "$URL2/v1/status" | grep -qi '^WWW-Authenticate: Beare
 [ "$(http_status "$URL2/api/snowflake/get/x")" = 200 ] || fail "Leaf route needs no token"
 [ "$(http_status "$URL2/readyz")" = 200 ] || fail "/readyz needs no token"
 pass "bearer token: 401 without or wrong, 200 with; Leaf and probes open"
+
+# clean exits (under ASan/UBSan: no leak, no undefined behaviour on these paths)
+for name in api tok; do
+  kill -TERM "${SERVER_PID[$name]}"
+  rc=0; wait "${SERVER_PID[$name]}" || rc=$?
+  [ $rc -eq 0 ] || fail "$name: exit code $rc after SIGTERM: $(tail -n 20 "$T/$name.log")"
+  grep -qE 'runtime error|Sanitizer' "$T/$name.log" && fail "sanitizer report: $(cat "$T/$name.log")"
+done
+pass "clean exits"

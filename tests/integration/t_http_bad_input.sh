@@ -157,3 +157,11 @@ grep -q 'ik_http_requests_total{route="/v1/snowflake",code="400"}' <<<"$m" || fa
 grep -q 'ik_http_requests_total{route="other",code="404"}' <<<"$m" || fail "404s not counted"
 grep -q 'ik_http_requests_total{route="other",code="431"}' <<<"$m" || fail "431s not counted"
 pass "errors counted in ik_http_requests_total"
+
+# a clean exit after all that (under ASan/UBSan this also checks for leaks and
+# undefined behaviour on every path above)
+kill -TERM "${SERVER_PID[bad]}"
+rc=0; wait "${SERVER_PID[bad]}" || rc=$?
+[ $rc -eq 0 ] || fail "exit code $rc after SIGTERM: $(tail -n 20 "$T/bad.log")"
+grep -qE 'runtime error|Sanitizer' "$T/bad.log" && fail "sanitizer report: $(cat "$T/bad.log")"
+pass "clean exit after the bad input"

@@ -127,3 +127,9 @@ grep -qi 'in use' "$T/dup.log" || fail "refusal does not say the address is in u
   fail "the refused server holds a slot"
 still_serving "a refused second server"
 pass "port in use: exit $rc in $took ms: $(cat "$T/dup.log")"
+
+kill -TERM "${SERVER_PID[lim]}"
+rc=0; wait "${SERVER_PID[lim]}" || rc=$?
+[ $rc -eq 0 ] || fail "exit code $rc after SIGTERM: $(tail -n 20 "$T/lim.log")"
+grep -qE 'runtime error|Sanitizer' "$T/lim.log" && fail "sanitizer report: $(cat "$T/lim.log")"
+pass "clean exit"
