@@ -25,7 +25,8 @@ static const ik_cli_command commands[] = {
      "or no free slot.",
      COORD_OPTS | B(HTTP) | B(IDENTITY) | B(WORKER_RANGE) | B(LAYOUT) | B(EPOCH) | B(SLOT_CHOICE) |
          B(MAX_BATCH) | B(MAX_BACKWARD) | B(THREADS) | B(MAX_HEADER_BYTES) | B(IDLE_TIMEOUT) |
-         B(READ_TIMEOUT) | B(MAX_CONNECTIONS) | B(HTTP_TOKEN_FILE) | B(QUIET)},
+         B(READ_TIMEOUT) | B(MAX_CONNECTIONS) | B(HTTP_TOKEN_FILE) | B(QUIET) |
+         B(SHUTDOWN_TIMEOUT)},
     {"next", ik__cmd_next, "fetch IDs from a running server, one a line",
      "next [--server URL] [--count N] [snowflake | segment TAG | sequence TAG]",
      "Asks a running `idkeeper serve` for N IDs (default 1) of the given kind (default\n"

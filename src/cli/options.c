@@ -64,6 +64,8 @@ const ik_cli_option ik__cli_options[IK_OPT__COUNT] = {
     ROW(HTTP_TOKEN_FILE, "http-token-file", "IDKEEPER_HTTP_TOKEN_FILE", STRING, NULL, "FILE",
         "require 'Authorization: Bearer <token in FILE>' on /v1", 0, 0, NULL),
     ROW(QUIET, "quiet", "IDKEEPER_QUIET", FLAG, "false", NULL, "no start-up banner", 0, 0, NULL),
+    ROW(SHUTDOWN_TIMEOUT, "shutdown-timeout", "IDKEEPER_SHUTDOWN_TIMEOUT", INT, "5000", "MS",
+        "on SIGTERM, in-flight requests get this long to finish", 1, 600000, NULL),
     ROW(SERVER, "server", "IDKEEPER_SERVER", URL, "http://127.0.0.1:8080", "URL",
         "base URL of a running idkeeper serve", 0, 0, NULL),
     ROW(COUNT, "count", "IDKEEPER_COUNT", INT, "1", "N", "how many IDs", 1, INT64_C(1000000000000),

@@ -47,6 +47,7 @@ typedef enum ik_cli_opt_id {
     IK_OPT_MAX_CONNECTIONS,
     IK_OPT_HTTP_TOKEN_FILE,
     IK_OPT_QUIET,
+    IK_OPT_SHUTDOWN_TIMEOUT,
     IK_OPT_SERVER,
     IK_OPT_COUNT,
     IK_OPT_BATCH,

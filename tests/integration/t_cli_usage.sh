@@ -36,7 +36,7 @@ done
 "$IK_BIN" serve --help >"$T/h"
 for o in coord app http identity worker-range layout epoch slot-choice max-batch max-backward \
          zk-session-timeout zk-auth threads max-header-bytes idle-timeout read-timeout \
-         max-connections http-token-file quiet config; do
+         max-connections http-token-file shutdown-timeout quiet config; do
   grep -q -- "--$o" "$T/h" || fail "serve --help lacks --$o"
   env=IDKEEPER_$(tr 'a-z-' 'A-Z_' <<<"$o")
   grep -q "$env" "$T/h" || fail "serve --help lacks $env"
