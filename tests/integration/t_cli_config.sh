@@ -6,6 +6,34 @@
 source "$(dirname "$0")/lib.sh"
 cd "$T"
 
+# up NAME PORT [serve args...]: starts a server and waits until it is ready (0), or
+# until it exits (1; 2 if only because the port was taken after free_port chose it).
+up() {
+  local name=$1 port=$2 i; shift 2
+  start_server "$name" "$port" "$@"
+  for ((i = 0; i < 400; i++)); do
+    curl -fsS -o /dev/null "http://127.0.0.1:$port/readyz" 2>/dev/null && return 0
+    kill -0 "${SERVER_PID[$name]}" 2>/dev/null || break
+    sleep 0.05
+  done
+  grep -q 'Address already in use' "$T/$name.log" && return 2
+  return 1
+}
+
+# serve_on NAME [serve args...]: up on a free port, trying another if it was taken
+# meanwhile (free_port's range overlaps the ephemeral ports); sets PORT.
+serve_on() {
+  local name=$1 try rc; shift
+  for try in 1 2 3 4 5; do
+    PORT=$(free_port)
+    rc=0
+    up "$name" "$PORT" "$@" || rc=$?
+    [ "$rc" -eq 2 ] || return "$rc"
+    log "port $PORT was taken meanwhile; trying another"
+  done
+  return 1
+}
+
 cat >"$T/idkeeper.ini" <<EOF
 ; shared by every command
 coord = local:$T/data
@@ -29,34 +57,42 @@ status_is() {
 }
 
 # 1. the file alone (named by IDKEEPER_CONFIG); [serve] keys and top-level keys
-p1=$(free_port)
-IDKEEPER_CONFIG="$T/idkeeper.ini" start_server file "$p1"
-wait_ready "$p1" || fail "server 'file' did not become ready"
+IDKEEPER_CONFIG="$T/idkeeper.ini" serve_on file || fail "server 'file' did not become ready"
+p1=$PORT
 status_is "$p1" '.app == "file-app" and .http.max_batch == 77 and .worker == 5'
 status_is "$p1" ".backend == \"local:$T/data\""
 pass "config file: app, max-batch, worker-range, slot-choice from the file"
 
 # 2. the environment beats the file
-p2=$(free_port)
-IDKEEPER_CONFIG="$T/idkeeper.ini" IDKEEPER_APP=env-app IDKEEPER_MAX_BATCH=88 start_server env "$p2"
-wait_ready "$p2" || fail "server 'env' did not become ready"
+IDKEEPER_CONFIG="$T/idkeeper.ini" IDKEEPER_APP=env-app IDKEEPER_MAX_BATCH=88 serve_on env || fail "server 'env' did not become ready"
+p2=$PORT
 status_is "$p2" '.app == "env-app" and .http.max_batch == 88 and .worker == 5'
 pass "environment beats the file"
 
 # 3. the command line beats both (--config given as a flag this time)
-p3=$(free_port)
-IDKEEPER_APP=env-app IDKEEPER_MAX_BATCH=88 start_server flag "$p3" --config "$T/idkeeper.ini" \
-  --app flag-app --max-batch=99
-wait_ready "$p3" || fail "server 'flag' did not become ready"
+IDKEEPER_APP=env-app IDKEEPER_MAX_BATCH=88 serve_on flag --config "$T/idkeeper.ini" \
+  --app flag-app --max-batch=99 || fail "server 'flag' did not become ready"
+p3=$PORT
 status_is "$p3" '.app == "flag-app" and .http.max_batch == 99'
 pass "command line beats the environment"
 
 # 4. the listen address itself from the environment
-p4=$(free_port)
-IDKEEPER_CONFIG="$T/idkeeper.ini" IDKEEPER_HTTP=127.0.0.1:$p4 IDKEEPER_APP=http-env \
-  "$IK_BIN" serve --identity envhttp >"$T/envhttp.log" 2>&1 &
-IK_PIDS+=($!)
-wait_ready "$p4" || fail "IDKEEPER_HTTP was not honoured"
+ok=
+for try in 1 2 3 4 5; do
+  p4=$(free_port)
+  IDKEEPER_CONFIG="$T/idkeeper.ini" IDKEEPER_HTTP=127.0.0.1:$p4 IDKEEPER_APP=http-env \
+    "$IK_BIN" serve --identity envhttp >"$T/envhttp.log" 2>&1 &
+  pid=$!
+  IK_PIDS+=($pid)
+  for ((i = 0; i < 400; i++)); do
+    curl -fsS -o /dev/null "http://127.0.0.1:$p4/readyz" 2>/dev/null && { ok=1; break; }
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.05
+  done
+  [ -n "$ok" ] && break
+  grep -q 'Address already in use' "$T/envhttp.log" || break
+done
+[ -n "$ok" ] || fail "IDKEEPER_HTTP was not honoured"
 status_is "$p4" '.app == "http-env" and .identity == "envhttp"'
 pass "IDKEEPER_HTTP"
 
