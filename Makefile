@@ -6,6 +6,8 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 WERROR ?= $(if $(CI),ON,OFF)
+HTTP ?= 127.0.0.1:8080
+DATA ?= ./idkeeper-data
 
 .PHONY: all build run test test-plain test-asan test-tsan unit asan tsan fuzz fuzz-run bench format lint install clean deps deps-test chaos
 
@@ -25,7 +27,7 @@ build: $(BUILD)/CMakeCache.txt
 
 run: deps
 	@$(MAKE) --no-print-directory build
-	$(BUILD)/idkeeper serve --coord local:./idkeeper-data --http 127.0.0.1:8080
+	$(BUILD)/idkeeper serve --coord local:$(DATA) --http $(HTTP)
 
 test: deps-test
 	@$(MAKE) --no-print-directory test-plain

@@ -34,7 +34,7 @@ trap 'exit 130' INT TERM
 free_port() {
   local p
   while :; do
-    p=$(( 20000 + RANDOM % 40000 ))
+    p=$(( 10000 + RANDOM % 22000 )) # below the ephemeral range (32768+)
     (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null || { echo $p; return; }
   done
 }
