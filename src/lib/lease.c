@@ -1,7 +1,10 @@
 /* lease.c: the worker-slot lease (SPEC 3), generic over backends.
  *
  * A lease holds one slot and drives one generator. Its thread writes the slot's
- * time record every persist_interval/2 as max(record, now + persist_interval) and,
+ * time record every persist_interval/2 as max(record, now + ahead), where ahead is
+ * the persist interval or, if longer, the window the backend's last answer proved
+ * the lease for (2/3 of the ZooKeeper session timeout), so that a lease in doubt can
+ * issue for its whole safe window, not only until the record runs out; and,
  * once the write is acknowledged, extends the generator's grant: the ceiling to the
  * new record, the deadline to when the backend says the lease is proven until.
  *
@@ -42,6 +45,7 @@ struct ik_slot_lease {
     char *app, *identity;
     ik_slot_choice choice;
     int64_t interval_ms;
+    int64_t ahead_ms;        /* record written this far ahead of now (lease thread) */
     void (*on_state)(void *ctx, ik_lease_state state, int worker, const char *why);
     void *ctx;
 
@@ -101,6 +105,17 @@ static void set_state(ik_slot_lease *l, ik_lease_state s, const char *why)
     if (changed && l->on_state) l->on_state(l->ctx, s, worker, why ? why : "");
 }
 
+/* How far ahead of now to write the record: the persist interval, or the window a
+ * backend answer sent at sent_mono proved the lease until, if longer. A new holder
+ * takes the slot only after the session expired (longer than that window), so the
+ * record ahead costs it no wait; at a clean release the record comes down again. */
+static int64_t ahead_of(const ik_slot_lease *l, int64_t valid_until, int64_t sent_mono)
+{
+    if (valid_until == IK_FOREVER || valid_until <= sent_mono) return l->interval_ms;
+    int64_t w = (valid_until - sent_mono) / 1000000;
+    return w > l->interval_ms ? w : l->interval_ms;
+}
+
 /* Takes a slot and grants it to the generator. 0, or the backend's error. */
 static int acquire(ik_slot_lease *l, char *why, size_t why_len)
 {
@@ -130,6 +145,7 @@ static int acquire(ik_slot_lease *l, char *why, size_t why_len)
     l->found_record_ms = gr.old_record_ms;
     l->record_ms = gr.record_ms;
     l->valid_until = gr.valid_until_mono_ns;
+    l->ahead_ms = ahead_of(l, gr.valid_until_mono_ns, ik__mono_ns());
     l->acquisitions++;
     pthread_mutex_unlock(&l->mu);
     return IK_OK;
@@ -188,12 +204,13 @@ static void *lease_thread(void *arg)
         void *h = l->handle;
         int64_t rec = l->record_ms;
         pthread_mutex_unlock(&l->mu);
-        int64_t want = ik__wall_ms() + l->interval_ms;
+        int64_t want = ik__wall_ms() + l->ahead_ms;
         if (want > rec) rec = want;
 
-        int64_t until = 0;
+        int64_t until = 0, sent = ik__mono_ns();
         int rc = l->be->ops->slot_persist(l->be, h, rec, &until);
         if (rc == 0) {
+            l->ahead_ms = ahead_of(l, until, sent);
             pthread_mutex_lock(&l->mu);
             l->record_ms = rec;
             l->valid_until = until;

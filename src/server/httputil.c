@@ -96,7 +96,8 @@ size_t ik__fmt_u64(char *out, uint64_t v)
         tmp[n++] = (char)('0' + v % 10);
         v /= 10;
     } while (v);
-    for (size_t i = 0; i < n; i++) out[i] = tmp[n - 1 - i];
+    for (size_t i = 0; i < n; i++)
+        out[i] = tmp[n - 1 - i];
     return n;
 }
 
@@ -214,9 +215,9 @@ size_t ik__fmt_http_date(char *out, int64_t unix_s)
         out[0] = 0;
         return 0;
     }
-    int n = snprintf(out, 48, "Date: %s, %02d %s %04d %02d:%02d:%02d GMT\r\n", days[tm.tm_wday],
-                     tm.tm_mday, mons[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min,
-                     tm.tm_sec);
+    int n =
+        snprintf(out, 48, "Date: %s, %02d %s %04d %02d:%02d:%02d GMT\r\n", days[tm.tm_wday],
+                 tm.tm_mday, mons[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
     return n < 0 ? 0 : (size_t)n < 48 ? (size_t)n : 47;
 }
 
@@ -235,16 +236,17 @@ int ik__parse_u32(const char *s, size_t n, uint32_t max, uint32_t *out)
     return 0;
 }
 
-int ik__query_get(const char *q, size_t qlen, const char *name, const char **val,
-                  size_t *vlen)
+int ik__query_get(const char *q, size_t qlen, const char *name, const char **val, size_t *vlen)
 {
     size_t nl = strlen(name);
     size_t i = 0;
     while (i <= qlen && q) {
         size_t end = i;
-        while (end < qlen && q[end] != '&') end++;
+        while (end < qlen && q[end] != '&')
+            end++;
         size_t eq = i;
-        while (eq < end && q[eq] != '=') eq++;
+        while (eq < end && q[eq] != '=')
+            eq++;
         if (eq - i == nl && memcmp(q + i, name, nl) == 0) {
             if (eq < end) {
                 *val = q + eq + 1;
@@ -270,7 +272,8 @@ int ik__path_match(const char *pattern, const char *path, size_t plen, ik__span 
             const char *close = strchr(pt, '}');
             if (!close || np >= IK_MAX_PARAMS) return -1;
             size_t start = i;
-            while (i < plen && path[i] != '/') i++;
+            while (i < plen && path[i] != '/')
+                i++;
             if (i == start) return -1;
             params[np].p = path + start;
             params[np].n = i - start;
@@ -317,8 +320,7 @@ int ik__parse_listen(const char *addr, char *host, size_t host_len, int *port, c
         h = addr;
         hl = (size_t)(colon - addr);
         if (memchr(h, ':', hl)) {
-            snprintf(why, why_len, "bad listen address '%s': put an IPv6 host in brackets",
-                     addr);
+            snprintf(why, why_len, "bad listen address '%s': put an IPv6 host in brackets", addr);
             return -1;
         }
     }
@@ -377,6 +379,7 @@ int ik__negotiate(const char *query, size_t qlen, const char *accept, size_t ale
 int ik__ct_equal(const char *a, size_t an, const char *b, size_t bn)
 {
     unsigned char d = (unsigned char)(an != bn);
-    for (size_t i = 0; i < an; i++) d |= (unsigned char)(a[i] ^ (i < bn ? b[i] : 0));
+    for (size_t i = 0; i < an; i++)
+        d |= (unsigned char)(a[i] ^ (i < bn ? b[i] : 0));
     return d == 0;
 }

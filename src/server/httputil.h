@@ -19,9 +19,9 @@
  * bounded by a configured limit.
  */
 typedef struct ik__buf {
-    char *p;          /* the bytes; not NUL-terminated unless a writer says so */
+    char *p; /* the bytes; not NUL-terminated unless a writer says so */
     size_t len, cap;
-    char *inline_p;   /* the initial storage (not freed), or NULL */
+    char *inline_p; /* the initial storage (not freed), or NULL */
     size_t inline_cap;
 } ik__buf;
 
@@ -60,8 +60,7 @@ int ik__parse_u32(const char *s, size_t n, uint32_t max, uint32_t *out);
 /* Finds the first parameter named name in a query string ("a=1&b=2", without the
  * '?'). Returns 1 and sets *val and *vlen (the raw, undecoded value; "" for "a" or
  * "a="), or 0 if absent. */
-int ik__query_get(const char *q, size_t qlen, const char *name, const char **val,
-                  size_t *vlen);
+int ik__query_get(const char *q, size_t qlen, const char *name, const char **val, size_t *vlen);
 
 /* A span of bytes inside a request. */
 typedef struct ik__span {

@@ -32,6 +32,7 @@
  */
 #include "srv.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -45,21 +46,21 @@ struct ik__conn {
     uv_tcp_t tcp;
     http_parser parser;
     ik__worker *w;
-    ik__conn *prev, *next;        /* w->conns */
-    uint64_t last_active;         /* loop ms of the last read or accept */
-    uint64_t req_start;           /* loop ms the current request began; 0: none */
-    uint64_t write_start;         /* loop ms the pending uv_write began */
-    uint64_t linger_until;        /* loop ms */
-    unsigned reading : 1, writing : 1, close_after : 1, paused : 1, lingering : 1,
-        closing : 1, eof : 1, field_open : 1, hname_over : 1, hdr : 2;
-    uint16_t err_status;          /* status a parser callback refused the request with */
+    ik__conn *prev, *next; /* w->conns */
+    uint64_t last_active;  /* loop ms of the last read or accept */
+    uint64_t req_start;    /* loop ms the current request began; 0: none */
+    uint64_t write_start;  /* loop ms the pending uv_write began */
+    uint64_t linger_until; /* loop ms */
+    unsigned reading : 1, writing : 1, close_after : 1, paused : 1, lingering : 1, closing : 1,
+        eof : 1, field_open : 1, hname_over : 1, hdr : 2;
+    uint16_t err_status; /* status a parser callback refused the request with */
     uint8_t hname_len;
-    char hname[16];               /* header name being delivered (lower case) */
-    uint32_t header_bytes;        /* request line + headers so far */
-    ik__buf req;                  /* URL, then Accept, Authorization, body values */
+    char hname[16];        /* header name being delivered (lower case) */
+    uint32_t header_bytes; /* request line + headers so far */
+    ik__buf req;           /* URL, then Accept, Authorization, body values */
     uint32_t url_len, accept_off, accept_len, auth_off, auth_len, body_off, body_len;
-    ik__buf out;                  /* responses not yet written */
-    ik__buf stash;                /* unparsed input kept while the parser is paused */
+    ik__buf out;   /* responses not yet written */
+    ik__buf stash; /* unparsed input kept while the parser is paused */
     size_t stash_off;
     uv_write_t wr;
     uv_shutdown_t sd;
@@ -128,20 +129,34 @@ static void refresh_date(ik__worker *w)
 static const char *status_text(int status)
 {
     switch (status) {
-    case 200: return "OK";
-    case 201: return "Created";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 408: return "Request Timeout";
-    case 413: return "Content Too Large";
-    case 414: return "URI Too Long";
-    case 431: return "Request Header Fields Too Large";
-    case 500: return "Internal Server Error";
-    case 503: return "Service Unavailable";
-    case 505: return "HTTP Version Not Supported";
-    default: return "Unknown";
+    case 200:
+        return "OK";
+    case 201:
+        return "Created";
+    case 400:
+        return "Bad Request";
+    case 401:
+        return "Unauthorized";
+    case 404:
+        return "Not Found";
+    case 405:
+        return "Method Not Allowed";
+    case 408:
+        return "Request Timeout";
+    case 413:
+        return "Content Too Large";
+    case 414:
+        return "URI Too Long";
+    case 431:
+        return "Request Header Fields Too Large";
+    case 500:
+        return "Internal Server Error";
+    case 503:
+        return "Service Unavailable";
+    case 505:
+        return "HTTP Version Not Supported";
+    default:
+        return "Unknown";
     }
 }
 
@@ -204,12 +219,14 @@ static int split_target(const char *url, size_t n, int is_connect, ik__req *rq)
 {
     if (n && url[0] == '/') { /* origin-form, the common case */
         size_t i = 0;
-        while (i < n && url[i] != '?' && url[i] != '#') i++;
+        while (i < n && url[i] != '?' && url[i] != '#')
+            i++;
         rq->path.p = url;
         rq->path.n = i;
         if (i < n && url[i] == '?') {
             size_t q = i + 1, e = q;
-            while (e < n && url[e] != '#') e++;
+            while (e < n && url[e] != '#')
+                e++;
             rq->query.p = url + q;
             rq->query.n = e - q;
         }
@@ -402,13 +419,13 @@ static void conn_parse_error(ik__conn *c, enum http_errno e)
         conn_fail(c, 414, "uri_too_long", msg);
         break;
     case 431:
-        snprintf(msg, sizeof msg,
-                 "the request line and headers exceed %u bytes (max-header-bytes)", max);
+        snprintf(msg, sizeof msg, "the request line and headers exceed %u bytes (max-header-bytes)",
+                 max);
         conn_fail(c, 431, "headers_too_large", msg);
         break;
     case 413:
-        snprintf(msg, sizeof msg,
-                 "request bodies are accepted only on POST, up to %d bytes", IK_MAX_BODY);
+        snprintf(msg, sizeof msg, "request bodies are accepted only on POST, up to %d bytes",
+                 IK_MAX_BODY);
         conn_fail(c, 413, "body_too_large", msg);
         break;
     case 505:
@@ -675,6 +692,10 @@ static void on_sweep(uv_timer_t *t)
     }
 }
 
+/* Starts draining: no more accepting; the sweep, now every 50 ms, closes idle
+ * connections from its first run on (requests that were already on their way in
+ * that moment are still answered, with "Connection: close") and everything left at
+ * the drain deadline. The loop ends when its last connection has closed. */
 static void on_stop(uv_async_t *a)
 {
     ik__worker *w = a->data;
@@ -682,18 +703,12 @@ static void on_stop(uv_async_t *a)
     w->draining = 1;
     w->drain_deadline = uv_now(&w->loop) + (uint64_t)w->srv->shutdown_timeout_ms;
     if (!uv_is_closing((uv_handle_t *)&w->listener)) uv_close((uv_handle_t *)&w->listener, NULL);
-    uv_timer_start(&w->sweep, on_sweep, 50, 50); /* meet the drain deadline closely */
-    ik__conn *next;
-    for (ik__conn *c = w->conns; c; c = next) {
-        next = c->next;
-        if (!c->closing && !c->writing && !c->req_start && !c->lingering && !c->paused &&
-            !c->out.len)
-            conn_close(c);
-    }
     if (!w->conns) {
         uv_close((uv_handle_t *)&w->sweep, NULL);
         uv_close((uv_handle_t *)&w->stop, NULL);
+        return;
     }
+    uv_timer_start(&w->sweep, on_sweep, 50, 50);
 }
 
 /* ---- the worker's life --------------------------------------------------------------------- */
@@ -718,8 +733,8 @@ int ik__worker_init(ik__server *srv, ik__worker *w)
     w->stop.data = w;
     uv_timer_init(&w->loop, &w->sweep);
     w->sweep.data = w;
-    int shortest = srv->read_timeout_ms < srv->idle_timeout_ms ? srv->read_timeout_ms
-                                                               : srv->idle_timeout_ms;
+    int shortest =
+        srv->read_timeout_ms < srv->idle_timeout_ms ? srv->read_timeout_ms : srv->idle_timeout_ms;
     w->sweep_ms = (uint64_t)(shortest / 4);
     if (w->sweep_ms < 20) w->sweep_ms = 20;
     if (w->sweep_ms > 1000) w->sweep_ms = 1000;

@@ -23,7 +23,8 @@ static uint64_t sum(ik__server *srv, _Atomic uint64_t *(*pick)(ik__metrics *m, s
                     size_t a, size_t b)
 {
     uint64_t s = 0;
-    for (int i = 0; i < srv->nworkers; i++) s += load(pick(&srv->workers[i]->m, a, b));
+    for (int i = 0; i < srv->nworkers; i++)
+        s += load(pick(&srv->workers[i]->m, a, b));
     return s;
 }
 
@@ -80,8 +81,8 @@ void ik__metrics_render(ik__server *srv, ik__buf *b)
             uint64_t v = sum(srv, pick_request, r, c);
             if (!v) continue;
             if (c < IK_N_CODES - 1) {
-                ik__buf_printf(b, "ik_http_requests_total{route=\"%s\",code=\"%d\"} %llu\n",
-                               route, ik__metric_codes[c], (unsigned long long)v);
+                ik__buf_printf(b, "ik_http_requests_total{route=\"%s\",code=\"%d\"} %llu\n", route,
+                               ik__metric_codes[c], (unsigned long long)v);
             } else {
                 ik__buf_printf(b, "ik_http_requests_total{route=\"%s\",code=\"other\"} %llu\n",
                                route, (unsigned long long)v);

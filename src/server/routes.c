@@ -129,8 +129,8 @@ static int get_count(ik__ctx *x, uint32_t *n)
     if (ik__parse_u32(v, vl, UINT32_MAX, n) != 0 || *n < 1 || *n > max) {
         ik__span s = {v, vl};
         ik__reply_error(x->rs, 400, "bad_count",
-                        "count must be a whole number from 1 to %u (max-batch); got '%.*s'",
-                        max, QUOTE(s));
+                        "count must be a whole number from 1 to %u (max-batch); got '%.*s'", max,
+                        QUOTE(s));
         return -1;
     }
     return 0;
@@ -246,8 +246,8 @@ static void h_decode(ik__ctx *x)
     ik__buf_printf(b,
                    "{\"id\":\"%lld\",\"time_ms\":%lld,\"time\":\"%s\",\"worker\":%u,"
                    "\"sequence\":%u,\"ticks\":%llu}\n",
-                   (long long)parts.id, (long long)parts.time_ms, iso, parts.worker,
-                   parts.sequence, (unsigned long long)parts.ticks);
+                   (long long)parts.id, (long long)parts.time_ms, iso, parts.worker, parts.sequence,
+                   (unsigned long long)parts.ticks);
     x->rs->ctype = CT_JSON;
 }
 
@@ -301,7 +301,8 @@ static int not_ready(ik__server *srv, char *why, size_t len)
     if ((int64_t)gi.last_tick > tick) {
         int64_t behind = ((int64_t)gi.last_tick - tick) * l->unit_ms;
         if (behind > srv->cfg->max_backward_ms) {
-            snprintf(why, len, "the clock is %lld ms behind the last issued ID (max-backward %lld ms)",
+            snprintf(why, len,
+                     "the clock is %lld ms behind the last issued ID (max-backward %lld ms)",
                      (long long)behind, (long long)srv->cfg->max_backward_ms);
             return 1;
         }
@@ -351,9 +352,8 @@ static void h_status(ik__ctx *x)
     ik__fmt_iso8601(since, li.since_ms);
     ik__fmt_iso8601(record, li.record_ms);
     ik__fmt_iso8601(started, srv->started_ms);
-    int64_t valid_ms = gi.valid_until_mono_ns == IK_FOREVER
-                           ? -1
-                           : (gi.valid_until_mono_ns - mono_ns()) / 1000000;
+    int64_t valid_ms =
+        gi.valid_until_mono_ns == IK_FOREVER ? -1 : (gi.valid_until_mono_ns - mono_ns()) / 1000000;
 
     ik__buf *b = x->rs->body;
     ik__buf_puts(b, "{");
@@ -374,8 +374,9 @@ static void h_status(ik__ctx *x)
     ik__buf_printf(b, ",\"worker\":%d,\"valid_for_ms\":%lld,", li.worker,
                    (long long)li.valid_for_ms);
     put_json_kv_str(b, "session", li.session);
-    ik__buf_printf(b, ",\"since_ms\":%lld,\"since\":\"%s\",\"record_ms\":%lld,\"record\":\"%s\","
-                      "\"acquisitions\":%llu,",
+    ik__buf_printf(b,
+                   ",\"since_ms\":%lld,\"since\":\"%s\",\"record_ms\":%lld,\"record\":\"%s\","
+                   "\"acquisitions\":%llu,",
                    (long long)li.since_ms, since, (long long)li.record_ms, record,
                    (unsigned long long)li.acquisitions);
     put_json_kv_str(b, "why", li.why);
@@ -383,9 +384,8 @@ static void h_status(ik__ctx *x)
                    "},\"clock\":{\"now_ms\":%lld,\"max_backward_ms\":%lld,"
                    "\"last_backward_ms\":%lld,\"tick_waits\":%llu,\"backward_waits\":%llu,"
                    "\"backward_refusals\":%llu},",
-                   (long long)now, (long long)cfg->max_backward_ms,
-                   (long long)gi.last_backward_ms, (unsigned long long)gi.tick_waits,
-                   (unsigned long long)gi.backward_waits,
+                   (long long)now, (long long)cfg->max_backward_ms, (long long)gi.last_backward_ms,
+                   (unsigned long long)gi.tick_waits, (unsigned long long)gi.backward_waits,
                    (unsigned long long)gi.backward_refusals);
     ik__buf_printf(b,
                    "\"generator\":{\"granted\":%s,\"worker\":%u,\"floor_tick\":%llu,"
@@ -397,8 +397,7 @@ static void h_status(ik__ctx *x)
     ik__buf_puts(b, "\"http\":{");
     put_json_kv_str(b, "listen", srv->listen_text);
     ik__buf_printf(b, ",\"threads\":%d,\"connections\":%d,\"max_batch\":%u},", srv->nworkers,
-                   atomic_load_explicit(&srv->connections, memory_order_relaxed),
-                   cfg->max_batch);
+                   atomic_load_explicit(&srv->connections, memory_order_relaxed), cfg->max_batch);
     ik__buf_printf(b, "\"started\":\"%s\",\"uptime_s\":%lld,\"tags\":[]}\n", started,
                    (long long)((now - srv->started_ms) / 1000));
     x->rs->ctype = CT_JSON;
@@ -460,8 +459,10 @@ static int authorized(const ik__server *srv, const ik__req *rq)
     size_t n = rq->auth.n;
     if (n < 7 || !ik__ieq(a, 6, "bearer") || a[6] != ' ') return 0;
     a += 7, n -= 7;
-    while (n && *a == ' ') a++, n--;
-    while (n && (a[n - 1] == ' ' || a[n - 1] == '\t')) n--;
+    while (n && *a == ' ')
+        a++, n--;
+    while (n && (a[n - 1] == ' ' || a[n - 1] == '\t'))
+        n--;
     return ik__ct_equal(a, n, srv->token, srv->token_len);
 }
 

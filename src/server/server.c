@@ -112,9 +112,11 @@ static int read_token(ik__server *srv, const char *path)
     fclose(f);
     buf[n] = 0;
     char *s = buf;
-    while (*s == ' ' || *s == '\t') s++;
+    while (*s == ' ' || *s == '\t')
+        s++;
     size_t len = strcspn(s, "\r\n");
-    while (len && (s[len - 1] == ' ' || s[len - 1] == '\t')) len--;
+    while (len && (s[len - 1] == ' ' || s[len - 1] == '\t'))
+        len--;
     if (!len) {
         ik__log("http-token-file %s is empty: put the token on its first line", path);
         return -1;
@@ -129,16 +131,26 @@ static int read_token(ik__server *srv, const char *path)
 static int check_config(const ik_server_config *c)
 {
     const char *bad = NULL;
-    if (!c->coord_uri || !*c->coord_uri) bad = "coord URI is empty";
-    else if (!c->app || !*c->app) bad = "app is empty";
-    else if (c->threads < 0 || c->threads > IK_MAX_THREADS) bad = "threads must be 0..256";
-    else if (c->max_batch < 1) bad = "max-batch must be at least 1";
-    else if (c->max_header_bytes < 256) bad = "max-header-bytes must be at least 256";
-    else if (c->read_timeout_ms < 1) bad = "read-timeout must be at least 1 ms";
-    else if (c->idle_timeout_ms < 1) bad = "idle-timeout must be at least 1 ms";
-    else if (c->max_connections < 1) bad = "max-connections must be at least 1";
-    else if (c->shutdown_timeout_ms < 0) bad = "shutdown timeout must not be negative";
-    else if (c->max_backward_ms < 0) bad = "max-backward must not be negative";
+    if (!c->coord_uri || !*c->coord_uri)
+        bad = "coord URI is empty";
+    else if (!c->app || !*c->app)
+        bad = "app is empty";
+    else if (c->threads < 0 || c->threads > IK_MAX_THREADS)
+        bad = "threads must be 0..256";
+    else if (c->max_batch < 1)
+        bad = "max-batch must be at least 1";
+    else if (c->max_header_bytes < 256)
+        bad = "max-header-bytes must be at least 256";
+    else if (c->read_timeout_ms < 1)
+        bad = "read-timeout must be at least 1 ms";
+    else if (c->idle_timeout_ms < 1)
+        bad = "idle-timeout must be at least 1 ms";
+    else if (c->max_connections < 1)
+        bad = "max-connections must be at least 1";
+    else if (c->shutdown_timeout_ms < 0)
+        bad = "shutdown timeout must not be negative";
+    else if (c->max_backward_ms < 0)
+        bad = "max-backward must not be negative";
     if (bad) ik__log("bad configuration: %s", bad);
     return bad ? -1 : 0;
 }
@@ -226,7 +238,12 @@ static int bind_all(ik__server *srv)
         if (i == 0 && port == 0) { /* an ephemeral port: the others share it */
             struct sockaddr_storage got;
             socklen_t gl = sizeof got;
-            getsockname(fd, (struct sockaddr *)&got, &gl);
+            memset(&got, 0, sizeof got);
+            if (getsockname(fd, (struct sockaddr *)&got, &gl) != 0) {
+                ik__log("cannot read the port bound for %s: %s", srv->cfg->http_addr,
+                        strerror(errno));
+                return -1;
+            }
             port = ntohs(got.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&got)->sin6_port
                                                    : ((struct sockaddr_in *)&got)->sin_port);
             set_port(&ss, port);
@@ -250,8 +267,8 @@ static int bind_all(ik__server *srv)
 /* Lease state changes, on the lease thread. */
 static void on_lease_state(void *ctx, ik_lease_state state, int worker, const char *why)
 {
-    ik__log("lease %s: worker %d%s%s", ik_lease_state_name(state), worker,
-            why && *why ? ": " : "", why ? why : "");
+    ik__log("lease %s: worker %d%s%s", ik_lease_state_name(state), worker, why && *why ? ": " : "",
+            why ? why : "");
 }
 
 static void banner(ik__server *srv)
@@ -314,8 +331,7 @@ static int server_start(ik__server *srv, const ik_server_config *cfg)
     srv->max_header_bytes = cfg->max_header_bytes;
     atomic_init(&srv->connections, 0);
     if (check_config(cfg) != 0) return -1;
-    if (cfg->http_token_file && *cfg->http_token_file &&
-        read_token(srv, cfg->http_token_file) != 0)
+    if (cfg->http_token_file && *cfg->http_token_file && read_token(srv, cfg->http_token_file) != 0)
         return -1;
 
     srv->nworkers = cfg->threads > 0 ? cfg->threads : default_threads();

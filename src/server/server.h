@@ -7,23 +7,23 @@
 #include "idkeeper.h"
 
 typedef struct ik_server_config {
-    const char *coord_uri;        /* "local:./idkeeper-data" */
-    const char *app;              /* "default" */
-    const char *http_addr;        /* "127.0.0.1:8080" ([v6]:port allowed) */
-    const char *identity;         /* NULL: HOSTNAME:HTTP_PORT */
-    ik_layout layout;             /* already checked */
-    int64_t max_backward_ms;      /* 5 */
-    uint32_t max_batch;           /* 10000 */
-    ik_slot_choice slot_choice;   /* random */
-    ik_coord_options coord;       /* zk session timeout, auth */
-    int threads;                  /* event-loop threads; 0: one per core */
-    uint32_t max_header_bytes;    /* request line + headers; 8192 */
-    int idle_timeout_ms;          /* keep-alive idle connection dropped after; 60000 */
-    int read_timeout_ms;          /* a started request must complete within; 10000 */
-    int max_connections;          /* 10000 */
-    const char *http_token_file;  /* NULL: /v1 routes open */
-    int quiet;                    /* no start-up banner */
-    int shutdown_timeout_ms;      /* SIGTERM: in-flight requests get this long; 5000 */
+    const char *coord_uri;       /* "local:./idkeeper-data" */
+    const char *app;             /* "default" */
+    const char *http_addr;       /* "127.0.0.1:8080" ([v6]:port allowed) */
+    const char *identity;        /* NULL: HOSTNAME:HTTP_PORT */
+    ik_layout layout;            /* already checked */
+    int64_t max_backward_ms;     /* 5 */
+    uint32_t max_batch;          /* 10000 */
+    ik_slot_choice slot_choice;  /* random */
+    ik_coord_options coord;      /* zk session timeout, auth */
+    int threads;                 /* event-loop threads; 0: one per core */
+    uint32_t max_header_bytes;   /* request line + headers; 8192 */
+    int idle_timeout_ms;         /* keep-alive idle connection dropped after; 60000 */
+    int read_timeout_ms;         /* a started request must complete within; 10000 */
+    int max_connections;         /* 10000 */
+    const char *http_token_file; /* NULL: /v1 routes open */
+    int quiet;                   /* no start-up banner */
+    int shutdown_timeout_ms;     /* SIGTERM: in-flight requests get this long; 5000 */
 } ik_server_config;
 
 /* Fills the defaults above. */

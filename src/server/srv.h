@@ -25,10 +25,10 @@
 #include <stdatomic.h>
 #include <uv.h>
 
-#define IK_MAX_BODY (64 * 1024)     /* bodies: only on POST, at most this */
-#define IK_READ_BUF (64 * 1024)     /* one read buffer per loop */
-#define IK_OUT_HIGH (256 * 1024)    /* pause pipelined parsing above this much output */
-#define IK_LINGER_MS 2000           /* drain input this long after a final response */
+#define IK_MAX_BODY (64 * 1024)  /* bodies: only on POST, at most this */
+#define IK_READ_BUF (64 * 1024)  /* one read buffer per loop */
+#define IK_OUT_HIGH (256 * 1024) /* pause pipelined parsing above this much output */
+#define IK_LINGER_MS 2000        /* drain input this long after a final response */
 #define IK_CONN_REQ_INLINE 256
 #define IK_CONN_OUT_INLINE 512
 
@@ -43,10 +43,10 @@ extern const int ik__metric_codes[IK_N_CODES - 1];
  * thread with relaxed loads: a reader may see a slightly old value, never a torn one. */
 typedef struct ik__metrics {
     _Atomic uint64_t requests[IK_N_ROUTES_MAX][IK_N_CODES];
-    _Atomic uint64_t accepted;     /* connections accepted */
-    _Atomic uint64_t rejected;     /* accepted and closed at once: max_connections */
-    _Atomic uint64_t timeouts;     /* dropped: read, write or idle timeout */
-    _Atomic int64_t open;          /* connections open on this loop */
+    _Atomic uint64_t accepted; /* connections accepted */
+    _Atomic uint64_t rejected; /* accepted and closed at once: max_connections */
+    _Atomic uint64_t timeouts; /* dropped: read, write or idle timeout */
+    _Atomic int64_t open;      /* connections open on this loop */
 } ik__metrics;
 
 /* Adds 1 to a counter only the calling thread writes (no locked instruction). */
@@ -71,13 +71,13 @@ typedef struct ik__server {
     const ik_layout *layout;
     char layout_text[256];
     char identity[320];
-    char listen_text[300];        /* "127.0.0.1:8080" with the real port */
-    char *token;                  /* bearer token (NULL: /v1 open) */
+    char listen_text[300]; /* "127.0.0.1:8080" with the real port */
+    char *token;           /* bearer token (NULL: /v1 open) */
     size_t token_len;
     int nworkers;
     ik__worker **workers;
-    atomic_int connections;       /* open connections, all loops */
-    int64_t started_ms;           /* Unix ms at start */
+    atomic_int connections; /* open connections, all loops */
+    int64_t started_ms;     /* Unix ms at start */
     int read_timeout_ms, idle_timeout_ms, shutdown_timeout_ms;
     uint32_t max_header_bytes;
 } ik__server;
@@ -85,47 +85,47 @@ typedef struct ik__server {
 /* One event loop and its thread. Allocated 64-byte aligned so that no two loops'
  * counters share a cache line. */
 struct ik__worker {
-    ik__metrics m;                /* first: written on the hot path */
+    ik__metrics m; /* first: written on the hot path */
     ik__server *srv;
     int index;
     uv_loop_t loop;
     uv_tcp_t listener;
-    uv_async_t stop;              /* main thread -> loop: start draining */
-    uv_timer_t sweep;             /* timeouts and the Date header, every sweep_ms */
+    uv_async_t stop;  /* main thread -> loop: start draining */
+    uv_timer_t sweep; /* timeouts and the Date header, every sweep_ms */
     uint64_t sweep_ms;
-    int fd;                       /* listening socket until the loop owns it */
+    int fd; /* listening socket until the loop owns it */
     int loop_ready, listener_ready, thread_started;
     pthread_t thread;
-    struct ik__conn *conns;       /* every open connection (for the sweep) */
+    struct ik__conn *conns; /* every open connection (for the sweep) */
     int draining;
-    uint64_t drain_deadline;      /* loop ms */
-    char *rbuf;                   /* IK_READ_BUF: reads land here, parsed at once */
-    ik__buf body;                 /* response body scratch, reused */
-    int64_t *ids;                 /* batch scratch, grown to max_batch on demand */
+    uint64_t drain_deadline; /* loop ms */
+    char *rbuf;              /* IK_READ_BUF: reads land here, parsed at once */
+    ik__buf body;            /* response body scratch, reused */
+    int64_t *ids;            /* batch scratch, grown to max_batch on demand */
     size_t ids_cap;
-    char date[48];                /* "Date: ...\r\n" for the current second */
+    char date[48]; /* "Date: ...\r\n" for the current second */
     size_t date_len;
-    int64_t date_s;               /* the Unix second in date */
-    uint64_t date_next;           /* loop ms at which date must be refreshed */
-    uint64_t last_clock_log;      /* loop ms of the last "clock went back" log line */
+    int64_t date_s;          /* the Unix second in date */
+    uint64_t date_next;      /* loop ms at which date must be refreshed */
+    uint64_t last_clock_log; /* loop ms of the last "clock went back" log line */
 };
 
 /* ---- requests and responses ----------------------------------------------------- */
 
 typedef struct ik__req {
-    unsigned method;              /* enum http_method */
-    int http_minor;               /* 0 or 1 */
-    ik__span path, query;         /* query without '?' (n == 0: none) */
+    unsigned method;      /* enum http_method */
+    int http_minor;       /* 0 or 1 */
+    ik__span path, query; /* query without '?' (n == 0: none) */
     ik__span params[IK_MAX_PARAMS];
     int nparams;
-    ik__span accept, auth, body;  /* n == 0: absent */
+    ik__span accept, auth, body; /* n == 0: absent */
 } ik__req;
 
 typedef struct ik__resp {
     int status;
-    const char *ctype;            /* static string */
-    ik__buf *body;                /* the loop's scratch; handlers append */
-    char extra[192];              /* extra header lines, each ending in \r\n */
+    const char *ctype; /* static string */
+    ik__buf *body;     /* the loop's scratch; handlers append */
+    char extra[192];   /* extra header lines, each ending in \r\n */
     size_t extra_len;
 } ik__resp;
 
@@ -142,8 +142,8 @@ typedef void (*ik__handler)(ik__ctx *x);
 
 /* One row of the route table (routes.c): like nginx's ngx_command_t. */
 typedef struct ik__route {
-    unsigned method;              /* enum http_method */
-    const char *pattern;          /* "/v1/decode/{id}" (see ik__path_match) */
+    unsigned method;     /* enum http_method */
+    const char *pattern; /* "/v1/decode/{id}" (see ik__path_match) */
     ik__handler fn;
     unsigned flags;
     const char *help;

@@ -285,7 +285,10 @@ PYEOF
 #                                 --zk-session-timeout $ZK_SESSION_MS (lib.sh start_server)
 #   status_of PORT [JQ]           /v1/status (or a jq filter of it)
 #   fetch_loop PORT OUT           background: fetches 50 IDs every ~50 ms until
-#                                 fetch_stop; IDs to OUT, "unix_ms status" lines to OUT.st
+#                                 fetch_stop; IDs to OUT, "sent_unix_ms status" lines
+#                                 to OUT.st
+#   st_check OUT.st FROM TO ok|down  requests sent in [FROM, TO] (Unix ms) all got
+#                                 200 (ok) or none did (down); fails otherwise
 #   fetch_stop                    stops every fetch_loop and waits for them
 #   ids_time_check FILE MS        every ID's time (default layout) is above MS
 #   ids_workers FILE              the distinct worker numbers of the IDs in FILE
@@ -311,10 +314,11 @@ fetch_loop() {
     : >"$out"
     : >"$out.st"
     while [ ! -e "$T/fetch.stop" ]; do
+      t0=$(date +%s%3N)
       code=$(curl -s -m 2 -o "$out.body" -w '%{http_code}' \
         "http://127.0.0.1:$port/v1/snowflake?count=50&format=text") || code=000
       if [ "$code" = 200 ]; then cat "$out.body" >>"$out"; fi
-      echo "$(date +%s%3N) $code" >>"$out.st"
+      echo "$t0 $code" >>"$out.st"
       sleep 0.04
     done
   ) &
@@ -359,3 +363,16 @@ now_ms() { date +%s%3N; }
 
 # slot_json WORKER [APP]: the slot node as the kazoo helper sees it.
 slot_json() { zk_tool slot "/$ZK_CHROOT/idkeeper/apps/${2:-default}/slots/$(printf %04d "$1")"; }
+
+st_check() {
+  /usr/bin/python3 - "$@" <<'PY' || fail "$1: requests sent in [$2, $3] are not all $4"
+import sys
+f, lo, hi, mode = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+rows = [l.split() for l in open(f) if l.strip()]
+rows = [(int(t), c) for t, c in rows if lo <= int(t) <= hi]
+bad = [r for r in rows if (r[1] != "200") == (mode == "ok")]
+print("%s: %d requests in [%d, %d], %d not %s%s" % (f, len(rows), lo, hi, len(bad), mode,
+      (": first at +%d ms: %s" % (bad[0][0] - lo, bad[0][1])) if bad else ""), file=sys.stderr)
+sys.exit(1 if bad or not rows else 0)
+PY
+}

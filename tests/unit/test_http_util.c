@@ -91,7 +91,8 @@ static void test_parse_listen(void **state)
 {
     char host[64], why[128];
     int port = -1;
-    assert_int_equal(ik__parse_listen("127.0.0.1:8080", host, sizeof host, &port, why, sizeof why), 0);
+    assert_int_equal(ik__parse_listen("127.0.0.1:8080", host, sizeof host, &port, why, sizeof why),
+                     0);
     assert_string_equal(host, "127.0.0.1");
     assert_int_equal(port, 8080);
     assert_int_equal(ik__parse_listen("[::1]:80", host, sizeof host, &port, why, sizeof why), 0);
@@ -102,8 +103,8 @@ static void test_parse_listen(void **state)
     assert_int_equal(port, 9000);
     assert_int_equal(ik__parse_listen("localhost:0", host, sizeof host, &port, why, sizeof why), 0);
     assert_int_equal(port, 0);
-    const char *bad[] = {"", "8080", "[::1]8080", "::1:80", "host:65536", "host:", "host:-1",
-                         "[]:80", "h:8o"};
+    const char *bad[] = {"",      "8080",    "[::1]8080", "::1:80", "host:65536",
+                         "host:", "host:-1", "[]:80",     "h:8o"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         why[0] = 0;
         assert_int_equal(ik__parse_listen(bad[i], host, sizeof host, &port, why, sizeof why), -1);
@@ -187,12 +188,12 @@ static void test_json_str(void **state)
     json_eq("l1\nl2\t\r", 7, "\"l1\\nl2\\t\\r\"");
     json_eq("\x01\x1f", 2, "\"\\u0001\\u001f\"");
     json_eq("\0", 1, "\"\\u0000\"");
-    json_eq("caf\xc3\xa9", 5, "\"caf\xc3\xa9\"");                  /* valid UTF-8 kept */
-    json_eq("\xf0\x9f\x98\x80", 4, "\"\xf0\x9f\x98\x80\"");        /* 4-byte sequence */
-    json_eq("\xff", 1, "\"\xef\xbf\xbd\"");                        /* invalid byte */
-    json_eq("\xc0\xaf", 2, "\"\xef\xbf\xbd\xef\xbf\xbd\"");        /* overlong '/' */
+    json_eq("caf\xc3\xa9", 5, "\"caf\xc3\xa9\"");                           /* valid UTF-8 kept */
+    json_eq("\xf0\x9f\x98\x80", 4, "\"\xf0\x9f\x98\x80\"");                 /* 4-byte sequence */
+    json_eq("\xff", 1, "\"\xef\xbf\xbd\"");                                 /* invalid byte */
+    json_eq("\xc0\xaf", 2, "\"\xef\xbf\xbd\xef\xbf\xbd\"");                 /* overlong '/' */
     json_eq("\xed\xa0\x80", 3, "\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\""); /* surrogate */
-    json_eq("\xe2\x82", 2, "\"\xef\xbf\xbd\xef\xbf\xbd\"");        /* truncated */
+    json_eq("\xe2\x82", 2, "\"\xef\xbf\xbd\xef\xbf\xbd\"");                 /* truncated */
 }
 
 static void test_dates(void **state)
