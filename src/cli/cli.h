@@ -19,6 +19,8 @@ enum {
     IK_EXIT_OK = 0,
     IK_EXIT_FAIL = 1,  /* the command ran and failed (server error, bad ID, ...) */
     IK_EXIT_USAGE = 2, /* bad command line, environment or config file: nothing ran */
+    IK_EXIT_EXISTS = 3,   /* tags add: the tag exists already; nothing was changed */
+    IK_EXIT_NOTFOUND = 4, /* tags show: no such tag */
 };
 
 typedef struct ik_cli_command ik_cli_command;
@@ -51,6 +53,7 @@ int ik__cmd_serve(const ik_cli_command *cmd, ik_cli_opts *o);
 int ik__cmd_next(const ik_cli_command *cmd, ik_cli_opts *o);
 int ik__cmd_decode(const ik_cli_command *cmd, ik_cli_opts *o);
 int ik__cmd_workers(const ik_cli_command *cmd, ik_cli_opts *o);
+int ik__cmd_tags(const ik_cli_command *cmd, ik_cli_opts *o);
 int ik__cmd_version(const ik_cli_command *cmd, ik_cli_opts *o);
 
 #endif

@@ -69,6 +69,10 @@ static void report_http_error(const ik_cli_command *cmd, const ik_httpc_resp *r,
         snprintf(msg, sizeof msg, "%.*s", (int)(n > 300 ? 300 : n), r->body);
     }
     if (ik__cli_json_get_string(r->body, r->body_len, "error", code, sizeof code) != 0) code[0] = 0;
+    for (char *p = msg; *p; p++) /* one line, whatever the server sent */
+        if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = ' ';
+    for (char *p = code; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = '?';
     ik__cli_fail(cmd, "%s%s(HTTP %d%s%s from %s)", msg, msg[0] ? " " : "", r->status,
                  code[0] ? ", " : "", code, path);
 }
@@ -106,6 +110,11 @@ int ik__cmd_next(const ik_cli_command *cmd, ik_cli_opts *o)
         }
         tag = o->args[1];
         want_args = 2;
+        char why[256] = "";
+        if (ik_tag_name_check(tag, why, sizeof why) != 0) {
+            ik__cli_fail(cmd, "bad tag name: %s", why);
+            return IK_EXIT_USAGE;
+        }
     } else if (strcmp(kind, "snowflake") != 0) {
         ik__cli_fail(cmd, "unknown ID kind '%s' (snowflake, segment TAG or sequence TAG)", kind);
         return IK_EXIT_USAGE;

@@ -47,6 +47,22 @@ static const ik_cli_command commands[] = {
      "holder's identity, since when it holds it, the time record (the highest time issued\n"
      "under it, persisted), and backend details (pid, session).",
      COORD_OPTS | B(JSON)},
+    {"tags", ik__cmd_tags, "manage the segment and sequence tags of an app",
+     "tags list | show TAG | add TAG --kind KIND [--start N] [--step N] [--description TEXT]",
+     "Works on the backend directly (no server needed). Tags must exist before a server\n"
+     "hands out their IDs (idkeeper next segment|sequence TAG).\n"
+     "  list       every tag of the app, by name: kind, start, step, max_id (the next ID no\n"
+     "             server has taken), last update, description\n"
+     "  show TAG   one tag, in the same fields\n"
+     "  add TAG    creates TAG (1 to 128 bytes of A-Z a-z 0-9 . _ : -) and prints it as show\n"
+     "             does. --kind is required; --start (default 1) is the first ID; --step\n"
+     "             (segment only, default 1000) the smallest block a server takes at once.\n"
+     "--kind, --start, --step and --description belong to add: on the command line of\n"
+     "list or show they are an error, from the environment or a config file they are\n"
+     "ignored there.\n"
+     "Exit codes: 0 done, 1 failed (backend unreachable), 2 bad usage (nothing changed),\n"
+     "3 add: the tag exists already (nothing changed), 4 show: no such tag.",
+     COORD_OPTS | B(KIND) | B(START) | B(STEP) | B(DESCRIPTION) | B(JSON)},
     {"version", ik__cmd_version, "print the versions of idkeeper and of its libraries", "version",
      NULL, 0},
     {"help", cmd_help, "explain idkeeper or one of its commands", "help [COMMAND]", NULL, 0},
@@ -92,7 +108,8 @@ static void print_overview(FILE *f)
                "underscores, e.g. IDKEEPER_COORD) and in an INI config file (--config FILE or\n"
                "IDKEEPER_CONFIG; keys are option names, at the top level or in a [command]\n"
                "section). The command line wins over the environment, which wins over the file.\n"
-               "\nExit codes: 0 success, 1 the command failed, 2 bad usage or configuration.\n"
+               "\nExit codes: 0 success, 1 the command failed, 2 bad usage or configuration;\n"
+               "tags also exits 3 for a tag that exists already and 4 for one that does not.\n"
                "Run 'idkeeper help COMMAND' or 'idkeeper COMMAND --help' for its options.\n");
 }
 

@@ -27,7 +27,7 @@ const ik_cli_option ik__cli_options[IK_OPT__COUNT] = {
     ROW(COORD, "coord", "IDKEEPER_COORD", COORD, "local:./idkeeper-data", "URI",
         "coordination backend: local:DIR or zk://HOST:PORT[,HOST:PORT...][/CHROOT]", 0, 0, NULL),
     ROW(APP, "app", "IDKEEPER_APP", APP, "default", "NAME",
-        "app namespace of the slots ([A-Za-z0-9._-], 1 to 64 characters)", 0, 0, NULL),
+        "app namespace of slots and tags ([A-Za-z0-9._-], 1 to 64 characters)", 0, 0, NULL),
     ROW(HTTP, "http", "IDKEEPER_HTTP", ADDR, "127.0.0.1:8080", "ADDR:PORT",
         "listen address of the HTTP API ([V6]:PORT for IPv6)", 0, 0, NULL),
     ROW(IDENTITY, "identity", "IDKEEPER_IDENTITY", STRING, NULL, "TEXT",
@@ -76,6 +76,17 @@ const ik_cli_option ik__cli_options[IK_OPT__COUNT] = {
         NULL),
     ROW(EXPIRY, "expiry", "IDKEEPER_EXPIRY", FLAG, "false", NULL,
         "print the date on which the layout runs out", 0, 0, NULL),
+    ROW(KIND, "kind", "IDKEEPER_KIND", CHOICE, NULL, "segment|sequence",
+        "kind of a new tag: segment (fast, with gaps) or sequence (gap-free)", 0, 0,
+        "segment|sequence"),
+    ROW(START, "start", "IDKEEPER_START", INT, "1", "N", "first ID of a new tag", 0,
+        INT64_C(1000000000000000000), NULL),
+    ROW(STEP, "step", "IDKEEPER_STEP", INT, NULL, "N",
+        "smallest block of IDs a server takes of a new segment tag (default 1000; sequence "
+        "tags take no step)",
+        1, 1000000, NULL),
+    ROW(DESCRIPTION, "description", "IDKEEPER_DESCRIPTION", STRING, NULL, "TEXT",
+        "free text stored with a new tag (at most 255 bytes)", 0, 255, NULL),
 };
 
 #undef ROW
@@ -270,6 +281,10 @@ static int check_value(ik_cli_opt_id id, const char *text, int64_t *n, int64_t *
         return -1;
     }
     case IK_KIND_STRING:
+        if (op->max > 0 && (int64_t)len > op->max) {
+            why_set(why, why_len, "%zu bytes, over %" PRId64, len, op->max);
+            return -1;
+        }
         for (size_t i = 0; i < len; i++) {
             if ((unsigned char)text[i] < ' ' || text[i] == 0x7f) {
                 why_set(why, why_len, "the value holds a control character");

@@ -53,15 +53,23 @@ typedef enum ik_cli_opt_id {
     IK_OPT_BATCH,
     IK_OPT_JSON,
     IK_OPT_EXPIRY,
+    IK_OPT_KIND,
+    IK_OPT_START,
+    IK_OPT_STEP,
+    IK_OPT_DESCRIPTION,
     IK_OPT__COUNT
 } ik_cli_opt_id;
 
 #define IK_OPT_BIT(id) (UINT64_C(1) << (id))
 
+/* A command's option set is one uint64_t. */
+_Static_assert(IK_OPT__COUNT <= 64, "more options than bits in an option set");
+
 /* What a value must look like; the parser checks it and fills n/n2. */
 typedef enum ik_cli_kind {
     IK_KIND_FLAG,     /* no value on the command line; else true|false|yes|no|on|off|1|0; n */
-    IK_KIND_STRING,   /* any non-empty text */
+    IK_KIND_STRING,   /* non-empty text without control characters; at most max bytes
+                         if max > 0 */
     IK_KIND_INT,      /* decimal in [min, max]; n */
     IK_KIND_COORD,    /* a coordination URI (ik_coord_uri_check) */
     IK_KIND_APP,      /* [A-Za-z0-9._-]{1,64} */
@@ -82,7 +90,8 @@ typedef struct ik_cli_option {
     const char *def;     /* default as text (shown in help), or NULL: none */
     const char *metavar; /* placeholder in help ("URI"); NULL for flags */
     const char *help;    /* one line */
-    int64_t min, max;    /* IK_KIND_INT and IK_KIND_RANGE bounds */
+    int64_t min, max;    /* IK_KIND_INT and IK_KIND_RANGE bounds; IK_KIND_STRING: max
+                            length in bytes (0: any) */
     const char *choices; /* IK_KIND_CHOICE: "random|lowest" */
 } ik_cli_option;
 
