@@ -43,7 +43,7 @@ static int fake_read(void *ctx, const char *path, char **text, char *why, size_t
     return -1;
 }
 
-static const char *const sections[] = {"serve", "next", "decode", "workers", NULL};
+static const char *const sections[] = {"serve", "next", "decode", "workers", "tags", NULL};
 
 #define SERVE_OPTS                                                                                 \
     (IK_OPT_BIT(IK_OPT_CONFIG) | IK_OPT_BIT(IK_OPT_COORD) | IK_OPT_BIT(IK_OPT_APP) |               \
@@ -425,6 +425,80 @@ static void source_names(void **state)
     ik__cli_opts_free(&o);
 }
 
+/* The options of `tags`: --kind is a choice, --start takes 0 and no sign, --step is
+ * 1..1000000 with no default, --description is at most 255 bytes from any source. */
+static void tag_options(void **state)
+{
+    const uint64_t tags = IK_OPT_BIT(IK_OPT_CONFIG) | IK_OPT_BIT(IK_OPT_COORD) |
+                          IK_OPT_BIT(IK_OPT_APP) | IK_OPT_BIT(IK_OPT_KIND) |
+                          IK_OPT_BIT(IK_OPT_START) | IK_OPT_BIT(IK_OPT_STEP) |
+                          IK_OPT_BIT(IK_OPT_DESCRIPTION) | IK_OPT_BIT(IK_OPT_JSON);
+    char d255[256], d256[257], line[300];
+    memset(d255, 'd', 255);
+    d255[255] = 0;
+    memset(d256, 'd', 256);
+    d256[256] = 0;
+    snprintf(line, sizeof line, "[tags]\ndescription = %.180s\n", d256);
+    fake f = {.env = {{"IDKEEPER_DESCRIPTION", d256}},
+              .files = {{"k.ini", "kind = sequence\n[tags]\nstart = 7\n"},
+                        {"d.ini", line}}};
+    fake none = {0};
+    ik_cli_spec spec = {"tags", tags, sections};
+    ik_cli_env env = {fake_get, fake_read, &none};
+    ik_cli_opts o;
+
+    assert_int_equal(ik__cli_parse(&o, &spec, 2, (char *[]){"add", "t", NULL}, &env), 0);
+    assert_null(o.v[IK_OPT_KIND].text);
+    assert_null(o.v[IK_OPT_STEP].text);
+    assert_null(o.v[IK_OPT_DESCRIPTION].text);
+    assert_int_equal(o.v[IK_OPT_START].n, 1);
+    assert_int_equal(o.v[IK_OPT_START].src, IK_SRC_DEFAULT);
+    ik__cli_opts_free(&o);
+
+    char *good[] = {"--kind", "sequence", "--start=0", "--step", "1000000", "--description",
+                    d255, NULL};
+    assert_int_equal(ik__cli_parse(&o, &spec, 7, good, &env), 0);
+    assert_int_equal(o.v[IK_OPT_KIND].n, 1);
+    assert_int_equal(o.v[IK_OPT_START].n, 0);
+    assert_int_equal(o.v[IK_OPT_STEP].n, 1000000);
+    assert_string_equal(o.v[IK_OPT_DESCRIPTION].text, d255);
+    ik__cli_opts_free(&o);
+
+    static const char *const bad[][3] = {
+        {"--kind", "segments", "--kind: 'segments' is not one of segment|sequence"},
+        {"--start", "-1", "--start: '-1' is not a number"},
+        {"--start", "1000000000000000001", "--start: 1000000000000000001 is out of range"},
+        {"--step", "0", "--step: 0 is out of range 1..1000000"},
+        {"--step", "1000001", "--step: 1000001 is out of range"},
+        {"--description", "a\nb", "--description: the value holds a control character"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char *argv[] = {(char *)bad[i][0], (char *)bad[i][1], NULL};
+        assert_int_equal(ik__cli_parse(&o, &spec, 2, argv, &env), 2);
+        assert_err_has(&o, bad[i][2]);
+        ik__cli_opts_free(&o);
+    }
+    char *longd[] = {"--description", d256, NULL};
+    assert_int_equal(ik__cli_parse(&o, &spec, 2, longd, &env), 2);
+    assert_err_has(&o, "--description: 256 bytes, over 255");
+    ik__cli_opts_free(&o);
+
+    /* the same limits from the environment and the file */
+    env.ctx = &f;
+    assert_int_equal(ik__cli_parse(&o, &spec, 0, NULL, &env), 2);
+    assert_err_has(&o, "IDKEEPER_DESCRIPTION: 256 bytes, over 255");
+    ik__cli_opts_free(&o);
+    f.env[0][0] = NULL;
+    assert_int_equal(ik__cli_parse(&o, &spec, 2, (char *[]){"--config", "d.ini", NULL}, &env), 0);
+    assert_int_equal(strlen(o.v[IK_OPT_DESCRIPTION].text), 180);
+    ik__cli_opts_free(&o);
+    assert_int_equal(ik__cli_parse(&o, &spec, 2, (char *[]){"--config", "k.ini", NULL}, &env), 0);
+    assert_int_equal(o.v[IK_OPT_KIND].n, 1);
+    assert_int_equal(o.v[IK_OPT_START].n, 7);
+    assert_int_equal(o.v[IK_OPT_START].src, IK_SRC_FILE_SECTION);
+    ik__cli_opts_free(&o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -444,6 +518,7 @@ int main(void)
         cmocka_unit_test(table_is_consistent),
         cmocka_unit_test(layout_from_options),
         cmocka_unit_test(source_names),
+        cmocka_unit_test(tag_options),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
