@@ -202,9 +202,14 @@ static void h_snowflake(ik__ctx *x)
     int rc = ik_snowflake_next_n(x->srv->gen, n, ids);
     if (rc != 0) {
         reply_gen_error(x, rc);
-        return;
+    } else {
+        put_ids(x, ids, n, fmt);
     }
-    put_ids(x, ids, n, fmt);
+    if (x->w->ids_cap > 65536) { /* keep an idle daemon small after a huge batch */
+        free(x->w->ids);
+        x->w->ids = NULL;
+        x->w->ids_cap = 0;
+    }
 }
 
 /* GET /api/segment/get/{tag}, /v1/segment/{tag}, /v1/sequence/{tag}: no tags exist
