@@ -20,7 +20,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-port=$(( 20000 + RANDOM % 20000 ))
+port=$(( 10000 + RANDOM % 20000 )) # below the ephemeral range
 nport=$(( port + 1 ))
 "$bin" serve --coord "local:$T/data" --http 127.0.0.1:$port --threads "$sthreads" --quiet \
   2>"$T/ik.log" &

@@ -6,7 +6,7 @@ build=${1:-build}
 bin=${IK_BIN:-$build/idkeeper}
 T=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null; [ -f "$T/nginx.pid" ] && kill "$(cat "$T/nginx.pid")" 2>/dev/null; rm -rf "$T"' EXIT
-port=$(( 20000 + RANDOM % 20000 ))
+port=$(( 10000 + RANDOM % 20000 )) # below the ephemeral range
 "$bin" serve --coord "local:$T/data" --http 127.0.0.1:$port --quiet 2>"$T/ik.log" &
 pid=$!
 for i in $(seq 100); do curl -fsS -o /dev/null "http://127.0.0.1:$port/readyz" 2>/dev/null && break; sleep 0.05; done
