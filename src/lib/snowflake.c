@@ -154,7 +154,11 @@ int ik_snowflake_next_n(ik_snowflake *g, size_t n, int64_t *ids)
         if (now <= atomic_load_explicit(&g->floor_tick, memory_order_acquire))
             return IK_ETIMEGUARD;
         if (now > atomic_load_explicit(&g->ceiling_tick, memory_order_acquire)) {
-            /* the time record covering `now` is not persisted yet */
+            /* the time record covering `now` is not persisted yet: wait for the lease
+             * to extend it, unless the lease has lapsed anyway (then refuse at once,
+             * without stalling the caller's thread) */
+            int64_t until = atomic_load_explicit(&g->valid_until, memory_order_acquire);
+            if (until != IK_FOREVER && lease_now(g) >= until) return IK_ENOLEASE;
             if (ceiling_waited >= CEILING_WAIT_NS) return IK_ENOLEASE;
             g->clock->sleep_ns(g->clock->ctx, 1000000);
             ceiling_waited += 1000000;
