@@ -17,8 +17,8 @@
 /* Exit codes of every command. */
 enum {
     IK_EXIT_OK = 0,
-    IK_EXIT_FAIL = 1,  /* the command ran and failed (server error, bad ID, ...) */
-    IK_EXIT_USAGE = 2, /* bad command line, environment or config file: nothing ran */
+    IK_EXIT_FAIL = 1,     /* the command ran and failed (server error, bad ID, ...) */
+    IK_EXIT_USAGE = 2,    /* bad command line, environment or config file: nothing ran */
     IK_EXIT_EXISTS = 3,   /* tags add: the tag exists already; nothing was changed */
     IK_EXIT_NOTFOUND = 4, /* tags show: no such tag */
 };

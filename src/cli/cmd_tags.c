@@ -23,7 +23,7 @@
  * bounds the smallest block and the IDs a restart may skip. */
 #define DEFAULT_SEGMENT_STEP 1000
 #define ADD_ONLY                                                                                   \
-    (IK_OPT_BIT(IK_OPT_KIND) | IK_OPT_BIT(IK_OPT_START) | IK_OPT_BIT(IK_OPT_STEP) |               \
+    (IK_OPT_BIT(IK_OPT_KIND) | IK_OPT_BIT(IK_OPT_START) | IK_OPT_BIT(IK_OPT_STEP) |                \
      IK_OPT_BIT(IK_OPT_DESCRIPTION))
 
 typedef struct tags_sub tags_sub;
@@ -120,8 +120,8 @@ static void print_tag_json(const ik_tag_info *t)
     char iso[40];
     printf("{\"tag\":");
     ik__cli_json_string(stdout, t->name);
-    printf(",\"kind\":\"%s\",\"start\":\"%" PRId64 "\",\"step\":%" PRId64
-           ",\"max_id\":\"%" PRId64 "\",\"update_time_ms\":%" PRId64 ",\"update_time\":",
+    printf(",\"kind\":\"%s\",\"start\":\"%" PRId64 "\",\"step\":%" PRId64 ",\"max_id\":\"%" PRId64
+           "\",\"update_time_ms\":%" PRId64 ",\"update_time\":",
            ik_tag_kind_name(t->kind), t->start, t->step, t->max_id, t->update_time_ms);
     if (t->update_time_ms)
         printf("\"%s\"", ik__cli_iso_ms(t->update_time_ms, iso, sizeof iso));
@@ -206,11 +206,10 @@ static int tags_list(const ik_cli_command *cmd, const tags_sub *sub, ik_cli_opts
                wm, "MAX_ID", "UPDATED", "DESCRIPTION");
         for (size_t i = 0; i < n; i++) {
             char iso[40];
-            printf("%-*s  %-8s  %-*" PRId64 "  %-7" PRId64 "  %-*" PRId64 "  %-24s  ", wt,
-                   t[i].name, ik_tag_kind_name(t[i].kind), ws, t[i].start, t[i].step, wm,
-                   t[i].max_id,
-                   t[i].update_time_ms ? ik__cli_iso_ms(t[i].update_time_ms, iso, sizeof iso)
-                                       : "-");
+            printf(
+                "%-*s  %-8s  %-*" PRId64 "  %-7" PRId64 "  %-*" PRId64 "  %-24s  ", wt, t[i].name,
+                ik_tag_kind_name(t[i].kind), ws, t[i].start, t[i].step, wm, t[i].max_id,
+                t[i].update_time_ms ? ik__cli_iso_ms(t[i].update_time_ms, iso, sizeof iso) : "-");
             put_text(t[i].description);
             putchar('\n');
         }
@@ -242,8 +241,7 @@ static int tags_show(const ik_cli_command *cmd, const tags_sub *sub, ik_cli_opts
     return err ? exit_for(err) : flush_stdout(cmd);
 }
 
-static int tags_add(const ik_cli_command *cmd, const tags_sub *sub, ik_cli_opts *o,
-                    const char *tag)
+static int tags_add(const ik_cli_command *cmd, const tags_sub *sub, ik_cli_opts *o, const char *tag)
 {
     char where[300];
     const ik_cli_value *kind = &o->v[IK_OPT_KIND], *step = &o->v[IK_OPT_STEP];
@@ -270,8 +268,8 @@ static int tags_add(const ik_cli_command *cmd, const tags_sub *sub, ik_cli_opts 
     if (rc != 0) return rc;
     const char *app = o->v[IK_OPT_APP].text;
     char why[512] = "";
-    int err = ik_tag_create(c, app, tag, k, o->v[IK_OPT_START].n, st,
-                            o->v[IK_OPT_DESCRIPTION].text, why, sizeof why);
+    int err = ik_tag_create(c, app, tag, k, o->v[IK_OPT_START].n, st, o->v[IK_OPT_DESCRIPTION].text,
+                            why, sizeof why);
     ik_tag_info t;
     if (err == IK_EEXIST) {
         if (ik_tag_get(c, app, tag, &t) == 0)

@@ -440,8 +440,7 @@ static void tag_options(void **state)
     d256[256] = 0;
     snprintf(line, sizeof line, "[tags]\ndescription = %.180s\n", d256);
     fake f = {.env = {{"IDKEEPER_DESCRIPTION", d256}},
-              .files = {{"k.ini", "kind = sequence\n[tags]\nstart = 7\n"},
-                        {"d.ini", line}}};
+              .files = {{"k.ini", "kind = sequence\n[tags]\nstart = 7\n"}, {"d.ini", line}}};
     fake none = {0};
     ik_cli_spec spec = {"tags", tags, sections};
     ik_cli_env env = {fake_get, fake_read, &none};
@@ -455,8 +454,8 @@ static void tag_options(void **state)
     assert_int_equal(o.v[IK_OPT_START].src, IK_SRC_DEFAULT);
     ik__cli_opts_free(&o);
 
-    char *good[] = {"--kind", "sequence", "--start=0", "--step", "1000000", "--description",
-                    d255, NULL};
+    char *good[] = {"--kind",  "sequence",      "--start=0", "--step",
+                    "1000000", "--description", d255,        NULL};
     assert_int_equal(ik__cli_parse(&o, &spec, 7, good, &env), 0);
     assert_int_equal(o.v[IK_OPT_KIND].n, 1);
     assert_int_equal(o.v[IK_OPT_START].n, 0);
