@@ -325,6 +325,14 @@ fetch_loop() {
   FETCH_PIDS+=($!)
 }
 
+_fetch_cleanup() {
+  touch "$T/fetch.stop"
+  local p
+  for p in "${FETCH_PIDS[@]}"; do kill "$p" 2>/dev/null; done
+  return 0
+}
+IK_CLEANUPS+=(_fetch_cleanup)
+
 fetch_stop() {
   touch "$T/fetch.stop"
   local p
@@ -360,6 +368,18 @@ print(max(((int(l) >> 22) + 1288834974657 for l in open(sys.argv[1]) if l.strip(
 }
 
 now_ms() { date +%s%3N; }
+
+# wait_held PORT [SECS]: until the server's lease is held and /readyz answers 200
+# (ready alone may still be the tail of a safe window).
+wait_held() {
+  local port=$1 limit=${2:-20} i
+  for ((i = 0; i < limit * 10; i++)); do
+    [ "$(status_of "$port" .lease.state 2>/dev/null)" = held ] &&
+      [ "$(http_status "http://127.0.0.1:$port/readyz")" = 200 ] && return 0
+    sleep 0.1
+  done
+  return 1
+}
 
 # slot_json WORKER [APP]: the slot node as the kazoo helper sees it.
 slot_json() { zk_tool slot "/$ZK_CHROOT/idkeeper/apps/${2:-default}/slots/$(printf %04d "$1")"; }
