@@ -39,6 +39,7 @@
  * slot whose owner node exists (even one with our identity: that may be a live
  * twin), and never reports a lease proven on a session it has not heard from.
  */
+#include "backend_zk.h"
 #include "backend.h"
 #include "internal.h"
 
@@ -222,7 +223,7 @@ static int parse_uri(const char *uri, char **hosts, char **chroot, char *why, si
  * world may READ (and CREATE under the shared ancestors, so other apps can live
  * next to this one).
  */
-static char *digest_id(const char *auth)
+char *ik__zk_digest_id(const char *auth)
 {
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int mdlen = 0;
@@ -250,7 +251,7 @@ static int setup_acls(zk_backend *b, char *why, size_t why_len)
     for (const char *c = b->auth; *c; c++)
         if ((unsigned char)*c < 0x20)
             return ik__fail(IK_EINVAL, why, why_len, "--zk-auth has a control character");
-    b->digest_id = digest_id(b->auth);
+    b->digest_id = ik__zk_digest_id(b->auth);
     if (!b->digest_id) return ik__fail(IK_ENOMEM, why, why_len, "cannot compute the digest id");
     static char digest[] = "digest", world[] = "world", anyone[] = "anyone";
     b->acl_app[0] = (struct ACL){ZOO_PERM_ALL, {digest, b->digest_id}};
@@ -520,14 +521,7 @@ static const char *zk_why_lost(zk_conn *c)
  *   slot:  record_ms=N  since_ms=N  session=0xHEX  holder=IDENTITY
  *   owner: pid=N  host=NAME  since_ms=N  session=0xHEX  identity=IDENTITY
  */
-typedef struct zk_fields {
-    int64_t record_ms, since_ms, session, pid;
-    int has_record;
-    char host[64];
-    char ident[256];
-} zk_fields;
-
-static void parse_fields(const char *d, int len, zk_fields *f)
+void ik__zk_parse_fields(const char *d, int len, ik__zk_fields *f)
 {
     memset(f, 0, sizeof *f);
     const char *p = d, *end = d + len;
@@ -567,7 +561,7 @@ static void parse_fields(const char *d, int len, zk_fields *f)
     }
 }
 
-static int format_slot_data(char *buf, size_t len, int64_t record_ms, int64_t since_ms,
+int ik__zk_format_slot(char *buf, size_t len, int64_t record_ms, int64_t since_ms,
                             int64_t session, const char *identity)
 {
     int n = snprintf(buf, len, "record_ms=%" PRId64 "\nsince_ms=%" PRId64
@@ -603,18 +597,18 @@ static void slots_dir(const zk_backend *b, const char *app, char *out, size_t le
     snprintf(out, len, "%s" ZK_ROOT "/%s/slots", b->chroot, app);
 }
 
-static int worker_name(uint32_t w, char *out, size_t len)
+int ik__zk_worker_name(uint32_t w, char *out, size_t len)
 {
     return snprintf(out, len, "%04" PRIu32, w);
 }
 
 /* "0007" -> 7; names that are not a canonical worker number -> -1. */
-static int parse_worker_name(const char *s, uint32_t *w)
+int ik__zk_parse_worker(const char *s, uint32_t *w)
 {
     int64_t v;
     char canon[16];
     if (parse_i64(s, strlen(s), &v) || v > UINT32_MAX) return -1;
-    worker_name((uint32_t)v, canon, sizeof canon);
+    ik__zk_worker_name((uint32_t)v, canon, sizeof canon);
     if (strcmp(canon, s) != 0) return -1;
     *w = (uint32_t)v;
     return 0;
@@ -643,9 +637,9 @@ static int ensure_parents(zk_backend *b, zk_conn *c, const char *app, char *why,
 fail:
     if (zrc == ZNOAUTH)
         return ik__fail(IK_ESTORE, why, why_len,
-                        "not authorized to create %s under %s%s (nodes made with other "
-                        "credentials? check --zk-auth)",
-                        dir, b->chroot[0] ? b->chroot : "/", b->chroot[0] ? "" : "");
+                        "not authorized to create %s (nodes made with other credentials? "
+                        "check --zk-auth)",
+                        dir);
     if (zk_session_gone(zrc))
         return ik__fail(IK_ELOST, why, why_len, "%s", zerror(zrc));
     return ik__fail(IK_ESTORE, why, why_len, "creating %s: %s", dir, zerror(zrc));
@@ -660,12 +654,12 @@ typedef struct zk_node {
     int readable;        /* record parsed */
     int version;
     int64_t czxid;
-    zk_fields slot;      /* record, last holder */
+    ik__zk_fields slot;      /* record, last holder */
     int held;            /* an owner node exists */
     int owner_known;     /* owner data read */
     int64_t owner_session; /* ephemeralOwner of the owner node */
     int owner_version;
-    zk_fields owner;
+    ik__zk_fields owner;
 } zk_node;
 
 static int node_cmp(const void *a, const void *b)
@@ -699,7 +693,7 @@ static int scan_slots(zk_backend *b, zk_conn *c, const char *app, uint32_t lo, u
     }
     for (int i = 0; i < kids.count; i++) {
         uint32_t w;
-        if (parse_worker_name(kids.data[i], &w) == 0 && w >= lo && w <= hi)
+        if (ik__zk_parse_worker(kids.data[i], &w) == 0 && w >= lo && w <= hi)
             nodes[n++].worker = w;
     }
     deallocate_String_vector(&kids);
@@ -721,7 +715,7 @@ static int scan_slots(zk_backend *b, zk_conn *c, const char *app, uint32_t lo, u
                 it->rc = ZNONODE;
                 continue;
             }
-            worker_name(nodes[i].worker, name, sizeof name);
+            ik__zk_worker_name(nodes[i].worker, name, sizeof name);
             snprintf(path, sizeof path, "%s/%s%s", dir, name, round ? "/owner" : "");
             wait_arm(w);
             int arc = zoo_aget(c->zh, path, 0, on_data, it);
@@ -739,7 +733,7 @@ static int scan_slots(zk_backend *b, zk_conn *c, const char *app, uint32_t lo, u
                         continue;
                     }
                     if (it->rc != ZOK) break;
-                    parse_fields(it->data, it->len, &nd->slot);
+                    ik__zk_parse_fields(it->data, it->len, &nd->slot);
                     nd->readable = nd->slot.has_record;
                     nd->version = it->st.version;
                     nd->czxid = it->st.czxid;
@@ -750,7 +744,7 @@ static int scan_slots(zk_backend *b, zk_conn *c, const char *app, uint32_t lo, u
                     nd->owner_known = 1;
                     nd->owner_session = it->st.ephemeralOwner;
                     nd->owner_version = it->st.version;
-                    parse_fields(it->data, it->len, &nd->owner);
+                    ik__zk_parse_fields(it->data, it->len, &nd->owner);
                 }
             }
             for (size_t i = 0; i < n && rc == IK_OK; i++) {
@@ -784,12 +778,7 @@ static int scan_slots(zk_backend *b, zk_conn *c, const char *app, uint32_t lo, u
  */
 
 /* Sorted set of workers that cannot be taken (held, unreadable, or lost a race). */
-typedef struct wset {
-    uint32_t *v;
-    size_t n, cap;
-} wset;
-
-static int wset_add(wset *s, uint32_t w)
+int ik__zk_wset_add(ik__zk_wset *s, uint32_t w)
 {
     size_t i = 0;
     while (i < s->n && s->v[i] < w) i++;
@@ -807,7 +796,7 @@ static int wset_add(wset *s, uint32_t w)
     return 0;
 }
 
-static int wset_has(const wset *s, uint32_t w)
+int ik__zk_wset_has(const ik__zk_wset *s, uint32_t w)
 {
     size_t lo = 0, hi = s->n;
     while (lo < hi) {
@@ -820,7 +809,7 @@ static int wset_has(const wset *s, uint32_t w)
 }
 
 /* The k-th (0-based) worker of [lo, hi] not in s (s sorted, all within [lo, hi]). */
-static uint32_t wset_nth_free(const wset *s, uint32_t lo, uint64_t k)
+uint32_t ik__zk_wset_nth_free(const ik__zk_wset *s, uint32_t lo, uint64_t k)
 {
     uint64_t w = lo + k;
     for (size_t i = 0; i < s->n; i++) {
@@ -857,10 +846,10 @@ static int try_take(zk_backend *b, zk_conn *c, const ik__slot_request *req, uint
     int64_t record = req->new_record_ms > found ? req->new_record_ms : found;
     int64_t since = ik__wall_ms();
     slots_dir(b, req->app, dir, sizeof dir);
-    worker_name(w, name, sizeof name);
+    ik__zk_worker_name(w, name, sizeof name);
     snprintf(s->slot_path, sizeof s->slot_path, "%s/%s", dir, name);
     snprintf(s->owner_path, sizeof s->owner_path, "%s/%s/owner", dir, name);
-    int sl = format_slot_data(slot_data, sizeof slot_data, record, since, session, req->identity);
+    int sl = ik__zk_format_slot(slot_data, sizeof slot_data, record, since, session, req->identity);
     int ol = format_owner_data(owner_data, sizeof owner_data, since, session, req->identity);
     if (sl < 0 || ol < 0) return ik__fail(IK_EINVAL, why, why_len, "identity too long");
 
@@ -896,8 +885,8 @@ static int try_take(zk_backend *b, zk_conn *c, const ik__slot_request *req, uint
             return TAKE_CONFLICT;
         zrc = zoo_get(c->zh, s->slot_path, 0, buf, &blen, &st);
         if (zrc != ZOK || blen < 0) return TAKE_CONFLICT;
-        zk_fields f;
-        parse_fields(buf, blen, &f);
+        ik__zk_fields f;
+        ik__zk_parse_fields(buf, blen, &f);
         if (f.session != session || strcmp(f.ident, req->identity) != 0) return TAKE_CONFLICT;
         record = f.record_ms;
         zrc = ZOK;
@@ -1019,7 +1008,7 @@ static int zk_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__slo
             rc = src;
             break;
         }
-        wset busy = {0};
+        ik__zk_wset busy = {0};
         /* 1. An owner node of this very session (a slot forgotten after a doubt, or a
          *    take whose answer was lost) is ours to take back, if no handle has it. */
         for (size_t i = 0; i < n && rc == IK_ENOSLOT; i++) {
@@ -1037,22 +1026,22 @@ static int zk_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__slo
         }
         if (rc != IK_ENOSLOT) break;
         for (size_t i = 0; i < n; i++)
-            if (nodes[i].held || !nodes[i].readable) wset_add(&busy, nodes[i].worker);
+            if (nodes[i].held || !nodes[i].readable) ik__zk_wset_add(&busy, nodes[i].worker);
         pthread_mutex_lock(&b->mu);
         for (zk_slot *o = b->slots; o; o = o->next)
             if (strcmp(o->app, req->app) == 0 && o->worker >= req->worker_min &&
                 o->worker <= req->worker_max)
-                wset_add(&busy, o->worker);
+                ik__zk_wset_add(&busy, o->worker);
         pthread_mutex_unlock(&b->mu);
         /* 2. The slot this identity held last, if free. */
         for (size_t i = 0; i < n && rc == IK_ENOSLOT; i++) {
             const zk_node *nd = &nodes[i];
-            if (wset_has(&busy, nd->worker) || strcmp(nd->slot.ident, req->identity) != 0)
+            if (ik__zk_wset_has(&busy, nd->worker) || strcmp(nd->slot.ident, req->identity) != 0)
                 continue;
             int t = try_take(b, c, req, nd->worker, nd, 0, s, why, why_len);
             if (t == TAKE_OK) rc = IK_OK;
             else if (t < 0) rc = t;
-            else wset_add(&busy, nd->worker);
+            else ik__zk_wset_add(&busy, nd->worker);
         }
         /* 3. Any free slot, by req->choice. */
         while (rc == IK_ENOSLOT && busy.n < range) {
@@ -1062,11 +1051,11 @@ static int zk_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__slo
                 k = rng_next(b) % (range - busy.n);
                 pthread_mutex_unlock(&b->mu);
             }
-            uint32_t w = wset_nth_free(&busy, req->worker_min, k);
+            uint32_t w = ik__zk_wset_nth_free(&busy, req->worker_min, k);
             int t = try_take(b, c, req, w, find_node(nodes, n, w), 0, s, why, why_len);
             if (t == TAKE_OK) rc = IK_OK;
             else if (t < 0) rc = t;
-            else if (wset_add(&busy, w)) rc = IK_ENOMEM;
+            else if (ik__zk_wset_add(&busy, w)) rc = IK_ENOMEM;
         }
         free(busy.v);
     }
@@ -1123,7 +1112,7 @@ static int send_write(zk_conn *c, zk_slot *s, int64_t record_ms, int release, zk
     zk_wait *w = wait_new(1);
     if (!w) return IK_ENOMEM;
     zk_item *it = &w->items[0];
-    it->buf_len = format_slot_data(it->buf, sizeof it->buf, record_ms, s->since_ms, s->session,
+    it->buf_len = ik__zk_format_slot(it->buf, sizeof it->buf, record_ms, s->since_ms, s->session,
                                    s->identity);
     if (it->buf_len < 0) {
         wait_put(w);
@@ -1156,8 +1145,8 @@ static int reconcile(zk_conn *c, zk_slot *s)
     int zrc = zoo_get(c->zh, s->slot_path, 0, buf, &len, &st);
     if (zrc != ZOK) return zk_doubtful(zrc) ? IK_EINDOUBT : IK_ELOST;
     if (len < 0) len = 0;
-    zk_fields f;
-    parse_fields(buf, len, &f);
+    ik__zk_fields f;
+    ik__zk_parse_fields(buf, len, &f);
     if (f.session != s->session || strcmp(f.ident, s->identity) != 0 ||
         (s->czxid && st.czxid != s->czxid))
         return IK_ELOST;

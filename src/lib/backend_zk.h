@@ -1,0 +1,49 @@
+/* backend_zk.h: the pure parts of backend_zk.c (no ZooKeeper handle involved), named
+ * here so that tests/unit/test_zk_backend.c can hold them to their contracts. Not an
+ * API: only backend_zk.c and its unit test include this. */
+#ifndef IK_BACKEND_ZK_H
+#define IK_BACKEND_ZK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The digest ACL id of "user:password": "user:" + base64(sha1("user:password")), as
+ * ZooKeeper's DigestAuthenticationProvider computes it. NULL without a ':' or on
+ * allocation failure; the caller frees it. */
+char *ik__zk_digest_id(const char *user_colon_password);
+
+/* The fields of a slot node or an owner node (text, key=value lines, the identity
+ * last: "holder=" on slot nodes, "identity=" on owner nodes, taking the rest of the
+ * data). Unknown keys are skipped; has_record says whether record_ms parsed. */
+typedef struct ik__zk_fields {
+    int64_t record_ms, since_ms, session, pid;
+    int has_record;
+    char host[64];
+    char ident[256];
+} ik__zk_fields;
+
+void ik__zk_parse_fields(const char *data, int len, ik__zk_fields *f);
+
+/* Writes a slot node's data into buf; its length, or -1 if it does not fit. */
+int ik__zk_format_slot(char *buf, size_t len, int64_t record_ms, int64_t since_ms,
+                       int64_t session, const char *identity);
+
+/* Slot node names: the worker in decimal, at least 4 digits ("0007"). parse accepts
+ * only that canonical form: 0 and *w, or -1. */
+int ik__zk_worker_name(uint32_t w, char *out, size_t len);
+int ik__zk_parse_worker(const char *name, uint32_t *w);
+
+/* A sorted set of workers that cannot be taken. add returns -1 on allocation
+ * failure (the set is unchanged); v is freed by the caller. */
+typedef struct ik__zk_wset {
+    uint32_t *v;
+    size_t n, cap;
+} ik__zk_wset;
+
+int ik__zk_wset_add(ik__zk_wset *s, uint32_t w);
+int ik__zk_wset_has(const ik__zk_wset *s, uint32_t w);
+/* The k-th (0-based) worker at or above lo that is not in s, for k below the
+ * number of free workers of the range (all members of s lie in the range). */
+uint32_t ik__zk_wset_nth_free(const ik__zk_wset *s, uint32_t lo, uint64_t k);
+
+#endif
