@@ -502,11 +502,12 @@ static int64_t answer_wait_ms(zk_conn *c)
     return w > 1000 ? 1000 : w < 100 ? 100 : w;
 }
 
-/* How long a call waits for a connection that is down. */
+/* How long a call waits for a connection that is down: short, since callers retry
+ * (the lease every second) and a shutdown must not wait on it. */
 static int64_t connect_wait_ms(zk_backend *b)
 {
     int64_t w = b->timeout_ms;
-    return w > 5000 ? 5000 : w;
+    return w > 2000 ? 2000 : w;
 }
 
 static const char *zk_why_lost(zk_conn *c)
