@@ -426,6 +426,158 @@ IK_EXTERN int ik_sequence_next(ik_sequence *s, const char *tag, size_t n, ik_ids
 /* The same, waiting for the answer; ids[0..n-1] on success. */
 IK_EXTERN int ik_sequence_next_wait(ik_sequence *s, const char *tag, size_t n, int64_t *ids);
 
+/* ------------------------------------------------------------------------------
+ * Locks, read-write locks and leader election (SPEC 6), on local: and zk://.
+ * docs/recipes.md has the protocols and the state diagrams.
+ *
+ * A PATH names a lock or an election: '/'-separated segments of printable bytes
+ * (no empty segment, no "." or ".."), 1 to 400 bytes; a missing leading '/' is
+ * added. On zk:// it is the ZooKeeper node under which the contenders' nodes live
+ * (below the URI's chroot), the same path a Curator InterProcessMutex, LeaderLatch
+ * or a kazoo Lock is given. On local:DIR it names files under DIR/locks/. Locks,
+ * read-write locks and elections on one PATH are three separate things (their
+ * nodes or files are named differently); --app does not apply to them.
+ *
+ * Fair: contenders are served first come, first served; each waiter watches only
+ * the contender just ahead of it (no herd). Every grant carries a fencing token
+ * that strictly increases with each grant of the same lock: on zk:// the creation
+ * zxid of the lock node, on local: a counter in a side file (fsync'ed).
+ *
+ * The state of a grant (a held lock, or leadership):
+ *
+ *   IDLE --acquire / campaign--> WAITING --granted--> HELD
+ *   HELD --connection lost--> IN_DOUBT --same session back--> HELD
+ *   HELD, IN_DOUBT --session expired, node deleted, or in doubt longer than the
+ *                   session timeout--> LOST
+ *   any --release / resign--> IDLE
+ *
+ * IN_DOUBT: the holder may have lost it and must not start anything it guards;
+ * someone else may hold it soon (once the session expires). LOST: certainly not
+ * held any more; someone else may hold it now. A lock is never reported HELD on a
+ * session that is known dead. On local: a grant cannot be lost while the process
+ * lives (the kernel keeps the flock), so IN_DOUBT and LOST never happen there.
+ */
+typedef enum ik_hold_state {
+    IK_HOLD_IDLE = 0,     /* neither held nor waited for */
+    IK_HOLD_WAITING = 1,  /* acquire or campaign in progress */
+    IK_HOLD_HELD = 2,     /* held (lock) or leading (election), on a live session */
+    IK_HOLD_IN_DOUBT = 3, /* was held; connection lost: it may have been lost */
+    IK_HOLD_LOST = 4,     /* was held; certainly not any more */
+} ik_hold_state;
+
+/* "idle", "waiting", "held", "in_doubt", "lost". */
+IK_EXTERN const char *ik_hold_state_name(ik_hold_state s);
+
+/* Called when a grant changes state: IN_DOUBT, HELD (restored after IN_DOUBT, or
+ * leadership gained) and LOST; why is a one-line reason, valid during the call.
+ * Runs on a library thread (the lock's watch thread, or the election's thread),
+ * one call at a time per object. It must not block for long, and must not
+ * release, resign or destroy the object it is called for (set a flag instead). */
+typedef void (*ik_hold_cb)(void *ctx, ik_hold_state state, const char *why);
+
+/* What a caller learns about a grant. */
+typedef struct ik_hold_info {
+    ik_hold_state state;
+    int64_t fence;     /* fencing token of the current grant (0: none) */
+    char node[512];    /* zk://: the full path of our node (chroot included), for
+                          zoo_multi checks; local: the file held; "" if none */
+    char session[64];  /* zk://: the session holding it ("0x..."); local: "" */
+    char why[160];     /* reason of the latest state change */
+} ik_hold_info;
+
+typedef struct ik_lock_options {
+    ik_hold_cb on_change; /* may be NULL */
+    void *ctx;
+    const char *data;     /* stored in our node or ticket, for people looking at the
+                             contenders; NULL: "pid=PID host=HOST" */
+} ik_lock_options;
+
+IK_EXTERN void ik_lock_options_init(ik_lock_options *o);
+
+/* Mutex (Curator's InterProcessMutex and, with extra_lock_patterns=["-lock-"],
+ * kazoo's Lock on the same zk:// path). Not reentrant: one grant per ik_lock.
+ * Threads: acquire and release from one thread at a time (any thread);
+ * ik_lock_cancel, ik_lock_state and ik_lock_get_info from any thread at any time. */
+typedef struct ik_lock ik_lock;
+
+/* Makes a lock handle for path; nothing is taken yet. o may be NULL. The coord must
+ * outlive the lock. IK_EINVAL for a bad path. */
+IK_EXTERN int ik_lock_create(ik_coord *c, const char *path, const ik_lock_options *o,
+                             ik_lock **out);
+/* Releases the lock if held and frees lk. Accepts NULL. Must not be called on the
+ * halves of an ik_rwlock (ik_rwlock_destroy frees them). */
+IK_EXTERN void ik_lock_destroy(ik_lock *lk);
+
+/* Waits for the lock: timeout_ms -1 forever, 0 try once, else at most that long.
+ * 0: held, *fence (may be NULL) = the grant's fencing token. IK_EBUSY (timeout 0)
+ * or IK_ETIMEDOUT: not held, and our node or ticket is removed (on zk:// even
+ * across a reconnect, which may make the call return up to one session timeout
+ * late). IK_ECLOSED: cancelled by ik_lock_cancel. IK_EINVAL: already held or
+ * waited for (a LOST grant is cleaned up first, as by ik_lock_release). IK_ESTORE:
+ * the backend failed (local: a file could not be made). */
+IK_EXTERN int ik_lock_acquire(ik_lock *lk, int64_t timeout_ms, int64_t *fence);
+/* Gives the lock up (removes our node or ticket). 0; IK_ELOST if the grant was
+ * lost before (nothing more to do); IK_EINDOUBT if the removal could not be
+ * confirmed (zk://: the node goes when the session ends); IK_EINVAL if not held. */
+IK_EXTERN int ik_lock_release(ik_lock *lk);
+/* Makes the acquire in progress, or else the next one, return IK_ECLOSED soon.
+ * Safe from any thread (not from a signal handler). */
+IK_EXTERN void ik_lock_cancel(ik_lock *lk);
+IK_EXTERN ik_hold_state ik_lock_state(ik_lock *lk);
+IK_EXTERN void ik_lock_get_info(ik_lock *lk, ik_hold_info *out);
+
+/* Read-write lock (Curator's InterProcessReadWriteLock: nodes `_c_<uuid>-__READ__<seq>`
+ * and `_c_<uuid>-__WRIT__<seq>`). A writer waits for every contender ahead of it; a
+ * reader waits only for writers ahead of it. Each half is an ik_lock, used with the
+ * ik_lock_* calls and freed with the rwlock. No upgrade or downgrade. */
+typedef struct ik_rwlock ik_rwlock;
+
+IK_EXTERN int ik_rwlock_create(ik_coord *c, const char *path, const ik_lock_options *o,
+                               ik_rwlock **out);
+/* Releases both halves if held and frees rw. Accepts NULL. */
+IK_EXTERN void ik_rwlock_destroy(ik_rwlock *rw);
+/* The read and the write half; valid until ik_rwlock_destroy. */
+IK_EXTERN ik_lock *ik_rwlock_read(ik_rwlock *rw);
+IK_EXTERN ik_lock *ik_rwlock_write(ik_rwlock *rw);
+
+/* Leader election (Curator's LeaderLatch: nodes `_c_<uuid>-latch-<seq>` holding the
+ * participant id; the smallest sequence leads). A campaign runs on the election's
+ * own thread: it waits its turn, leads (callback HELD), and after a loss (callback
+ * LOST) campaigns again by itself until ik_election_resign. Threads: every call is
+ * safe from any thread, except ik_election_destroy (not while another call runs). */
+typedef struct ik_election ik_election;
+
+typedef struct ik_election_options {
+    ik_hold_cb on_change; /* HELD (leading), IN_DOUBT, LOST; may be NULL */
+    void *ctx;
+} ik_election_options;
+
+IK_EXTERN void ik_election_options_init(ik_election_options *o);
+
+/* id: this participant's id (1 to 255 bytes, no control characters), what
+ * ik_election_leader and Curator's LeaderLatch.getLeader() report. o may be NULL.
+ * The coord must outlive the election. */
+IK_EXTERN int ik_election_create(ik_coord *c, const char *path, const char *id,
+                                 const ik_election_options *o, ik_election **out);
+/* Resigns (if campaigning) and frees e. Accepts NULL. */
+IK_EXTERN void ik_election_destroy(ik_election *e);
+/* Starts campaigning in the background; returns at once. IK_EINVAL if already. */
+IK_EXTERN int ik_election_campaign(ik_election *e);
+/* Waits until this participant leads: 0, IK_ETIMEDOUT, or IK_ECLOSED if it is not
+ * campaigning (never started, or resigned meanwhile). timeout_ms -1: forever. */
+IK_EXTERN int ik_election_await(ik_election *e, int64_t timeout_ms);
+/* Stops campaigning and gives leadership up (our node or ticket is removed, so the
+ * next candidate leads at once); returns when done. No callback. 0, or IK_EINVAL
+ * if not campaigning. */
+IK_EXTERN int ik_election_resign(ik_election *e);
+IK_EXTERN ik_hold_state ik_election_state(ik_election *e);
+/* fence: a token that strictly increases with each leadership grant on the path. */
+IK_EXTERN void ik_election_get_info(ik_election *e, ik_hold_info *out);
+
+/* Who leads at path now: *id (freed with ik_free) = the leader's participant id
+ * (Curator's too). IK_ENOTFOUND if no one campaigns there. */
+IK_EXTERN int ik_election_leader(ik_coord *c, const char *path, char **id);
+
 #ifdef __cplusplus
 }
 #endif
