@@ -1,18 +1,20 @@
 /* backend_zk.c: worker slots on Apache ZooKeeper (zk://HOST:PORT[,HOST:PORT...][/CHROOT]),
  * through the official multithreaded C client (libzookeeper_mt).
  *
- * Node layout (docs/zookeeper.md has the full story):
+ * Node layout (docs/zookeeper.md has the full story), BASE = CHROOT/idkeeper/apps/APP:
  *
- *   CHROOT/idkeeper/apps/APP/slots/NNNN        persistent: the slot's time record
- *   CHROOT/idkeeper/apps/APP/slots/NNNN/owner  ephemeral: the live holder
+ *   BASE/slots/NNNN        persistent: the slot's time record and last holder
+ *   BASE/owners/NNNN       ephemeral: the live holder of slot NNNN
+ *   BASE/identities/ID     persistent: the slot identity ID took last (stickiness)
  *
- * A slot is free when its node has no owner child. Taking it is one zoo_multi that
- * writes the slot node with the version just read (or creates it) and creates the
- * ephemeral owner: two callers racing for one slot cannot both win. Every later
- * write of the time record is a zoo_multi [check owner exists, set slot node at the
- * version of our last write], so a write succeeds only while nobody else has taken
- * the slot, and only on a live session (the server refuses requests of an expired
- * one).
+ * A slot is free when it has no owner node, so one listing of BASE/owners tells what
+ * is held, whatever the range's size. Taking a slot is one zoo_multi that writes the
+ * slot node at the version just read (or creates it), creates the ephemeral owner
+ * and records the identity's choice: two callers racing for one slot cannot both
+ * win. Every later write of the time record is a zoo_multi [check owner exists, set
+ * slot node at the version of our last write], so a write succeeds only while
+ * nobody else has taken the slot, and only on a live session (the server refuses
+ * requests of an expired one).
  *
  * Invariants
  *   Z1. A slot node is never deleted by idkeeper; its version grows with every
@@ -96,6 +98,14 @@ struct zk_slot {
     zk_wait *pending;        /* a persist sent, not yet answered */
 };
 
+/* An owner node this session may still hold without a handle (remember_orphan). */
+typedef struct zk_orphan {
+    struct zk_orphan *next;
+    char app[72];
+    uint32_t worker;
+    int64_t session;
+} zk_orphan;
+
 struct zk_backend {
     ik__backend base;
     char *uri;        /* canonical */
@@ -113,6 +123,7 @@ struct zk_backend {
     zk_conn *conn;
     unsigned gen;
     zk_slot *slots;
+    zk_orphan *orphans;
     uint64_t rng;
 };
 
@@ -586,21 +597,30 @@ static int format_owner_data(char *buf, size_t len, int64_t since_ms, int64_t se
 }
 
 /* ------------------------------------------------------------------------------
- * Paths
+ * Paths. BASE = CHROOT/idkeeper/apps/APP:
+ *   BASE/slots/NNNN        persistent: the time record
+ *   BASE/owners/NNNN       ephemeral: the live holder
+ *   BASE/identities/ENC    persistent: the slot this identity took last
  */
 static int app_ok(const char *app)
 {
     return ik__valid_name(app, 64) && strcmp(app, ".") != 0 && strcmp(app, "..") != 0;
 }
 
-static void slots_dir(const zk_backend *b, const char *app, char *out, size_t len)
+static void app_path(const zk_backend *b, const char *app, const char *sub, char *out, size_t len)
 {
-    snprintf(out, len, "%s" ZK_ROOT "/%s/slots", b->chroot, app);
+    snprintf(out, len, "%s" ZK_ROOT "/%s%s%s", b->chroot, app, sub ? "/" : "", sub ? sub : "");
 }
 
 int ik__zk_worker_name(uint32_t w, char *out, size_t len)
 {
     return snprintf(out, len, "%04" PRIu32, w);
+}
+
+static void worker_path(const zk_backend *b, const char *app, const char *sub, uint32_t w,
+                        char *out, size_t len)
+{
+    snprintf(out, len, "%s" ZK_ROOT "/%s/%s/%04" PRIu32, b->chroot, app, sub, w);
 }
 
 /* "0007" -> 7; names that are not a canonical worker number -> -1. */
@@ -615,24 +635,54 @@ int ik__zk_parse_worker(const char *s, uint32_t *w)
     return 0;
 }
 
-/* Creates CHROOT, /idkeeper, /idkeeper/apps (shared ACL), the app node and its
- * slots node (app ACL) as needed. */
+int ik__zk_identity_name(const char *identity, char *out, size_t len)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    int dots = strcmp(identity, ".") == 0 || strcmp(identity, "..") == 0;
+    size_t n = 0;
+    for (const unsigned char *p = (const unsigned char *)identity; *p; p++) {
+        int plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                    (*p >= '0' && *p <= '9') || *p == '_' || *p == ':' || *p == '-' ||
+                    (*p == '.' && !dots);
+        if (n + (plain ? 1 : 3) >= len) return -1;
+        if (plain) {
+            out[n++] = (char)*p;
+        } else {
+            out[n++] = '%';
+            out[n++] = hex[*p >> 4];
+            out[n++] = hex[*p & 15];
+        }
+    }
+    if (n == 0 || n >= len) return -1;
+    out[n] = '\0';
+    return (int)n;
+}
+
+/* Creates CHROOT, /idkeeper, /idkeeper/apps (shared ACL), then BASE and its slots,
+ * owners and identities nodes (app ACL), as needed. */
 static int ensure_parents(zk_backend *b, zk_conn *c, const char *app, char *why, size_t why_len)
 {
-    char dir[ZK_PATH_MAX], path[ZK_PATH_MAX];
-    slots_dir(b, app, dir, sizeof dir);
-    int zrc = zoo_exists(c->zh, dir, 0, NULL);
+    char base[ZK_PATH_MAX], path[ZK_PATH_MAX];
+    static const char *const subs[] = {"slots", "owners", "identities"};
+    app_path(b, app, "identities", path, sizeof path);
+    int zrc = zoo_exists(c->zh, path, 0, NULL);
     if (zrc == ZOK) return IK_OK;
     if (zrc != ZNONODE) goto fail;
+    app_path(b, app, NULL, base, sizeof base);
     size_t shared_end = strlen(b->chroot) + strlen(ZK_ROOT);
-    for (const char *s = strchr(dir + 1, '/');; s = strchr(s + 1, '/')) {
-        size_t n = s ? (size_t)(s - dir) : strlen(dir);
-        memcpy(path, dir, n);
+    for (const char *s = strchr(base + 1, '/');; s = strchr(s + 1, '/')) {
+        size_t n = s ? (size_t)(s - base) : strlen(base);
+        memcpy(path, base, n);
         path[n] = '\0';
         const struct ACL_vector *acl = n <= shared_end ? &b->shared_acl : &b->app_acl;
         zrc = zoo_create(c->zh, path, NULL, -1, acl, ZOO_PERSISTENT, NULL, 0);
         if (zrc != ZOK && zrc != ZNODEEXISTS) goto fail;
         if (!s) break;
+    }
+    for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++) {
+        app_path(b, app, subs[i], path, sizeof path);
+        zrc = zoo_create(c->zh, path, NULL, -1, &b->app_acl, ZOO_PERSISTENT, NULL, 0);
+        if (zrc != ZOK && zrc != ZNODEEXISTS) goto fail;
     }
     return IK_OK;
 fail:
@@ -640,14 +690,85 @@ fail:
         return ik__fail(IK_ESTORE, why, why_len,
                         "not authorized to create %s (nodes made with other credentials? "
                         "check --zk-auth)",
-                        dir);
-    if (zk_session_gone(zrc))
-        return ik__fail(IK_ELOST, why, why_len, "%s", zerror(zrc));
-    return ik__fail(IK_ESTORE, why, why_len, "creating %s: %s", dir, zerror(zrc));
+                        path);
+    if (zk_session_gone(zrc)) return ik__fail(IK_ELOST, why, why_len, "%s", zerror(zrc));
+    return ik__fail(IK_ESTORE, why, why_len, "creating %s: %s", path, zerror(zrc));
 }
 
 /* ------------------------------------------------------------------------------
- * Reading the slots of an app
+ * Sets of workers
+ */
+int ik__zk_wset_add(ik__zk_wset *s, uint32_t w)
+{
+    size_t lo = 0, hi = s->n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (s->v[mid] == w) return 0;
+        if (s->v[mid] < w) lo = mid + 1;
+        else hi = mid;
+    }
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 64;
+        uint32_t *v = realloc(s->v, cap * sizeof *v);
+        if (!v) return -1;
+        s->v = v;
+        s->cap = cap;
+    }
+    memmove(s->v + lo + 1, s->v + lo, (s->n - lo) * sizeof *s->v);
+    s->v[lo] = w;
+    s->n++;
+    return 0;
+}
+
+int ik__zk_wset_has(const ik__zk_wset *s, uint32_t w)
+{
+    size_t lo = 0, hi = s->n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (s->v[mid] == w) return 1;
+        if (s->v[mid] < w) lo = mid + 1;
+        else hi = mid;
+    }
+    return 0;
+}
+
+uint32_t ik__zk_wset_nth_free(const ik__zk_wset *s, uint32_t lo, uint64_t k)
+{
+    uint64_t w = lo + k;
+    for (size_t i = 0; i < s->n; i++) {
+        if (s->v[i] < lo) continue;
+        if (s->v[i] <= w) w++;
+        else break;
+    }
+    return (uint32_t)w;
+}
+
+/* The workers in [lo, hi] named by the children of dir, into *out (emptied first).
+ * A missing dir is an empty set. */
+static int list_workers(zk_conn *c, const char *dir, uint32_t lo, uint32_t hi, ik__zk_wset *out,
+                        char *why, size_t why_len)
+{
+    struct String_vector kids = {0, NULL};
+    out->n = 0;
+    int zrc = zoo_get_children(c->zh, dir, 0, &kids);
+    if (zrc == ZNONODE) return IK_OK;
+    if (zrc != ZOK) {
+        if (zk_session_gone(zrc)) return ik__fail(IK_ELOST, why, why_len, "%s", zerror(zrc));
+        return ik__fail(IK_ESTORE, why, why_len, "listing %s: %s", dir, zerror(zrc));
+    }
+    int rc = IK_OK;
+    for (int i = 0; i < kids.count && rc == IK_OK; i++) {
+        uint32_t w;
+        if (ik__zk_parse_worker(kids.data[i], &w) == 0 && w >= lo && w <= hi &&
+            ik__zk_wset_add(out, w))
+            rc = IK_ENOMEM;
+    }
+    deallocate_String_vector(&kids);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------------
+ * Reading many slots at once (listing, and naming the holders in a refusal)
  */
 typedef struct zk_node {
     uint32_t worker;
@@ -655,7 +776,7 @@ typedef struct zk_node {
     int readable;        /* record parsed */
     int version;
     int64_t czxid;
-    ik__zk_fields slot;      /* record, last holder */
+    ik__zk_fields slot;  /* record, last holder */
     int held;            /* an owner node exists */
     int owner_known;     /* owner data read */
     int64_t owner_session; /* ephemeralOwner of the owner node */
@@ -663,43 +784,30 @@ typedef struct zk_node {
     ik__zk_fields owner;
 } zk_node;
 
-static int node_cmp(const void *a, const void *b)
-{
-    uint32_t x = ((const zk_node *)a)->worker, y = ((const zk_node *)b)->worker;
-    return x < y ? -1 : x > y;
-}
-
-/* Reads every slot node of app (with worker in [lo, hi]) and the owner of each held
- * one, pipelined. *out sorted by worker, freed by the caller. */
+/* Reads every slot node of app with worker in [lo, hi], and the owner node of each
+ * held one, pipelined (zoo_aget). *out sorted by worker, freed by the caller. */
 static int scan_slots(zk_backend *b, zk_conn *c, const char *app, uint32_t lo, uint32_t hi,
                       zk_node **out, size_t *n_out, char *why, size_t why_len)
 {
     char dir[ZK_PATH_MAX], path[ZK_PATH_MAX];
-    struct String_vector kids = {0, NULL};
-    slots_dir(b, app, dir, sizeof dir);
+    ik__zk_wset names = {0}, held = {0};
     *out = NULL;
     *n_out = 0;
-    int zrc = zoo_get_children(c->zh, dir, 0, &kids);
-    if (zrc == ZNONODE) return IK_OK;
-    if (zrc != ZOK) {
-        if (zk_session_gone(zrc)) return ik__fail(IK_ELOST, why, why_len, "%s", zerror(zrc));
-        return ik__fail(IK_ESTORE, why, why_len, "listing %s: %s", dir, zerror(zrc));
+    app_path(b, app, "slots", dir, sizeof dir);
+    int rc = list_workers(c, dir, lo, hi, &names, why, why_len);
+    if (rc == IK_OK) {
+        app_path(b, app, "owners", path, sizeof path);
+        rc = list_workers(c, path, lo, hi, &held, why, why_len);
     }
-    zk_node *nodes = calloc((size_t)kids.count + 1, sizeof *nodes);
-    size_t n = 0;
-    int rc = IK_OK;
-    if (!nodes) {
-        deallocate_String_vector(&kids);
-        return IK_ENOMEM;
+    size_t n = names.n;
+    zk_node *nodes = rc ? NULL : calloc(n + 1, sizeof *nodes);
+    if (!rc && !nodes) rc = IK_ENOMEM;
+    for (size_t i = 0; i < n && !rc; i++) {
+        nodes[i].worker = names.v[i];
+        nodes[i].held = ik__zk_wset_has(&held, names.v[i]);
     }
-    for (int i = 0; i < kids.count; i++) {
-        uint32_t w;
-        if (ik__zk_parse_worker(kids.data[i], &w) == 0 && w >= lo && w <= hi)
-            nodes[n++].worker = w;
-    }
-    deallocate_String_vector(&kids);
-    qsort(nodes, n, sizeof *nodes, node_cmp);
-
+    free(names.v);
+    free(held.v);
     int64_t wait_ms = (int64_t)zoo_recv_timeout(c->zh) + 1000;
     /* Round 1: slot nodes; round 2: owners of the held ones. */
     for (int round = 0; round < 2 && rc == IK_OK && n > 0; round++) {
@@ -710,14 +818,12 @@ static int scan_slots(zk_backend *b, zk_conn *c, const char *app, uint32_t lo, u
         }
         for (size_t i = 0; i < n; i++) {
             zk_item *it = &w->items[i];
-            char name[16];
             if (round == 1 && !nodes[i].held) {
                 it->done = 1;
                 it->rc = ZNONODE;
                 continue;
             }
-            ik__zk_worker_name(nodes[i].worker, name, sizeof name);
-            snprintf(path, sizeof path, "%s/%s%s", dir, name, round ? "/owner" : "");
+            worker_path(b, app, round ? "owners" : "slots", nodes[i].worker, path, sizeof path);
             wait_arm(w);
             int arc = zoo_aget(c->zh, path, 0, on_data, it);
             if (arc != ZOK) wait_disarm(it, arc);
@@ -728,37 +834,34 @@ static int scan_slots(zk_backend *b, zk_conn *c, const char *app, uint32_t lo, u
             for (size_t i = 0; i < n && rc == IK_OK; i++) {
                 zk_item *it = &w->items[i];
                 zk_node *nd = &nodes[i];
+                if (it->rc == ZNONODE) {
+                    if (round == 0) nd->gone = 1; /* deleted since the listing */
+                    else nd->held = 0;            /* freed since the listing */
+                    continue;
+                }
+                if (it->rc != ZOK) {
+                    if (zk_session_gone(it->rc))
+                        rc = ik__fail(IK_ELOST, why, why_len, "%s", zerror(it->rc));
+                    else
+                        rc = ik__fail(IK_ESTORE, why, why_len, "reading %s: %s", dir,
+                                      zerror(it->rc));
+                    break;
+                }
                 if (round == 0) {
-                    if (it->rc == ZNONODE) {
-                        nd->gone = 1; /* deleted since the listing: dropped below */
-                        continue;
-                    }
-                    if (it->rc != ZOK) break;
                     ik__zk_parse_fields(it->data, it->len, &nd->slot);
                     nd->readable = nd->slot.has_record;
                     nd->version = it->st.version;
                     nd->czxid = it->st.czxid;
-                    nd->held = it->st.numChildren > 0;
-                } else if (nd->held) {
-                    if (it->rc == ZNONODE) continue; /* held by something else, or just freed */
-                    if (it->rc != ZOK) break;
+                } else {
                     nd->owner_known = 1;
                     nd->owner_session = it->st.ephemeralOwner;
                     nd->owner_version = it->st.version;
                     ik__zk_parse_fields(it->data, it->len, &nd->owner);
                 }
             }
-            for (size_t i = 0; i < n && rc == IK_OK; i++) {
-                int irc = w->items[i].rc;
-                if (irc == ZOK || irc == ZNONODE) continue;
-                if (zk_session_gone(irc))
-                    rc = ik__fail(IK_ELOST, why, why_len, "%s", zerror(irc));
-                else
-                    rc = ik__fail(IK_ESTORE, why, why_len, "reading %s: %s", dir, zerror(irc));
-            }
         }
         wait_put(w);
-        if (round == 0) { /* drop the vanished ones */
+        if (round == 0) {
             size_t k = 0;
             for (size_t i = 0; i < n; i++)
                 if (!nodes[i].gone) nodes[k++] = nodes[i];
@@ -778,54 +881,6 @@ static int scan_slots(zk_backend *b, zk_conn *c, const char *app, uint32_t lo, u
  * Taking a slot
  */
 
-/* Sorted set of workers that cannot be taken (held, unreadable, or lost a race). */
-int ik__zk_wset_add(ik__zk_wset *s, uint32_t w)
-{
-    size_t i = 0;
-    while (i < s->n && s->v[i] < w) i++;
-    if (i < s->n && s->v[i] == w) return 0;
-    if (s->n == s->cap) {
-        size_t cap = s->cap ? s->cap * 2 : 64;
-        uint32_t *v = realloc(s->v, cap * sizeof *v);
-        if (!v) return -1;
-        s->v = v;
-        s->cap = cap;
-    }
-    memmove(s->v + i + 1, s->v + i, (s->n - i) * sizeof *s->v);
-    s->v[i] = w;
-    s->n++;
-    return 0;
-}
-
-int ik__zk_wset_has(const ik__zk_wset *s, uint32_t w)
-{
-    size_t lo = 0, hi = s->n;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (s->v[mid] == w) return 1;
-        if (s->v[mid] < w) lo = mid + 1;
-        else hi = mid;
-    }
-    return 0;
-}
-
-/* The k-th (0-based) worker of [lo, hi] not in s (s sorted, all within [lo, hi]). */
-uint32_t ik__zk_wset_nth_free(const ik__zk_wset *s, uint32_t lo, uint64_t k)
-{
-    uint64_t w = lo + k;
-    for (size_t i = 0; i < s->n; i++) {
-        if (s->v[i] <= w) w++;
-        else break;
-    }
-    return (uint32_t)w;
-}
-
-static const zk_node *find_node(const zk_node *nodes, size_t n, uint32_t w)
-{
-    zk_node key = {.worker = w};
-    return bsearch(&key, nodes, n, sizeof *nodes, node_cmp);
-}
-
 /* 1 if (app, worker) has a live handle in this backend. Caller holds b->mu. */
 static int slot_is_live(zk_backend *b, const char *app, uint32_t worker)
 {
@@ -834,66 +889,148 @@ static int slot_is_live(zk_backend *b, const char *app, uint32_t worker)
     return 0;
 }
 
+/* Remembers that this session may still own (app, worker)'s owner node: a slot the
+ * lease forgot, or a take whose answer was lost. slot_acquire looks there first. */
+static void remember_orphan(zk_backend *b, const char *app, uint32_t worker, int64_t session)
+{
+    pthread_mutex_lock(&b->mu);
+    int n = 0;
+    for (zk_orphan *o = b->orphans; o; o = o->next, n++)
+        if (o->worker == worker && o->session == session && strcmp(o->app, app) == 0) {
+            pthread_mutex_unlock(&b->mu);
+            return;
+        }
+    zk_orphan *o = n < 64 ? calloc(1, sizeof *o) : NULL;
+    if (o) {
+        snprintf(o->app, sizeof o->app, "%s", app);
+        o->worker = worker;
+        o->session = session;
+        o->next = b->orphans;
+        b->orphans = o;
+    }
+    pthread_mutex_unlock(&b->mu);
+}
+
+/* Takes the first orphan of app, session and range out of the list: 1 and *w, or 0. */
+static int pop_orphan(zk_backend *b, const char *app, int64_t session, uint32_t lo, uint32_t hi,
+                      uint32_t *w)
+{
+    int found = 0;
+    pthread_mutex_lock(&b->mu);
+    for (zk_orphan **pp = &b->orphans; *pp;) {
+        zk_orphan *o = *pp;
+        if (o->session != session) { /* an older session: its owners are gone */
+            *pp = o->next;
+            free(o);
+            continue;
+        }
+        if (strcmp(o->app, app) == 0 && o->worker >= lo && o->worker <= hi) {
+            *w = o->worker;
+            *pp = o->next;
+            free(o);
+            found = 1;
+            break;
+        }
+        pp = &o->next;
+    }
+    pthread_mutex_unlock(&b->mu);
+    return found;
+}
+
 enum { TAKE_OK = 0, TAKE_CONFLICT = 1 };
 
-/* One attempt at worker w: the single zoo_multi of the node layout. TAKE_OK fills
- * s; TAKE_CONFLICT means someone else won (try another); < 0 is an ik_error. */
+/* What slot_acquire knows about the identity node when it takes a slot. */
+typedef struct zk_ident {
+    char path[ZK_PATH_MAX + 640];
+    int exists;
+    int worker; /* the slot it names, -1 if none */
+} zk_ident;
+
+/* One attempt at worker w: the single zoo_multi of the node layout,
+ *   [set slot at version | create slot] + [create owner EPHEMERAL]
+ *   + [set | create identities/ME "worker=w"]
+ * or, to take back an owner node of this very session (adopt_owner_version >= 0),
+ *   [set slot at version] + [set owner at version].
+ * Reads the slot node first. TAKE_OK fills s; TAKE_CONFLICT means someone else won
+ * or the slot cannot be used (try another); < 0 is an ik_error. */
 static int try_take(zk_backend *b, zk_conn *c, const ik__slot_request *req, uint32_t w,
-                    const zk_node *nd, int adopt, zk_slot *s, char *why, size_t why_len)
+                    const zk_ident *id, int adopt_owner_version, zk_slot *s, char *why,
+                    size_t why_len)
 {
-    char slot_data[ZK_DATA_MAX], owner_data[ZK_DATA_MAX], dir[ZK_PATH_MAX], name[16];
+    char slot_data[ZK_DATA_MAX], owner_data[ZK_DATA_MAX], id_data[32], buf[ZK_DATA_MAX];
     int64_t session = conn_session(b, c);
-    int64_t found = nd ? nd->slot.record_ms : 0;
+    worker_path(b, req->app, "slots", w, s->slot_path, sizeof s->slot_path);
+    worker_path(b, req->app, "owners", w, s->owner_path, sizeof s->owner_path);
+
+    struct Stat st;
+    int blen = sizeof buf - 1;
+    int zrc = zoo_get(c->zh, s->slot_path, 0, buf, &blen, &st);
+    int exists = zrc == ZOK;
+    ik__zk_fields f = {0};
+    if (zrc == ZOK) {
+        ik__zk_parse_fields(buf, blen < 0 ? 0 : blen, &f);
+        if (!f.has_record) return TAKE_CONFLICT; /* never guess a floor */
+    } else if (zrc != ZNONODE) {
+        if (zk_session_gone(zrc)) return ik__fail(IK_ELOST, why, why_len, "%s", zerror(zrc));
+        return ik__fail(IK_ESTORE, why, why_len, "reading %s: %s", s->slot_path, zerror(zrc));
+    }
+    if (adopt_owner_version >= 0 && !exists) return TAKE_CONFLICT;
+    int64_t found = exists ? f.record_ms : 0;
     int64_t record = req->new_record_ms > found ? req->new_record_ms : found;
     int64_t since = ik__wall_ms();
-    slots_dir(b, req->app, dir, sizeof dir);
-    ik__zk_worker_name(w, name, sizeof name);
-    snprintf(s->slot_path, sizeof s->slot_path, "%s/%s", dir, name);
-    snprintf(s->owner_path, sizeof s->owner_path, "%s/%s/owner", dir, name);
     int sl = ik__zk_format_slot(slot_data, sizeof slot_data, record, since, session, req->identity);
     int ol = format_owner_data(owner_data, sizeof owner_data, since, session, req->identity);
+    int il = snprintf(id_data, sizeof id_data, "worker=%" PRIu32 "\n", w);
     if (sl < 0 || ol < 0) return ik__fail(IK_EINVAL, why, why_len, "identity too long");
 
-    zoo_op_t ops[2];
-    zoo_op_result_t res[2];
-    struct Stat st;
+    zoo_op_t ops[3];
+    zoo_op_result_t res[3];
+    struct Stat wst;
+    int nops = 2;
     memset(res, 0, sizeof res);
-    memset(&st, 0, sizeof st);
-    if (nd) {
-        zoo_set_op_init(&ops[0], s->slot_path, slot_data, sl, nd->version, &st);
-        if (adopt)
-            zoo_set_op_init(&ops[1], s->owner_path, owner_data, ol, nd->owner_version, NULL);
-        else
-            zoo_create_op_init(&ops[1], s->owner_path, owner_data, ol, &b->app_acl,
-                               ZOO_EPHEMERAL, NULL, 0);
-    } else {
+    memset(&wst, 0, sizeof wst);
+    if (exists)
+        zoo_set_op_init(&ops[0], s->slot_path, slot_data, sl, st.version, &wst);
+    else
         zoo_create_op_init(&ops[0], s->slot_path, slot_data, sl, &b->app_acl, ZOO_PERSISTENT,
                            NULL, 0);
+    if (adopt_owner_version >= 0) {
+        zoo_set_op_init(&ops[1], s->owner_path, owner_data, ol, adopt_owner_version, NULL);
+    } else {
         zoo_create_op_init(&ops[1], s->owner_path, owner_data, ol, &b->app_acl, ZOO_EPHEMERAL,
                            NULL, 0);
+        if (id->worker != (int)w || !id->exists) {
+            if (id->exists)
+                zoo_set_op_init(&ops[2], id->path, id_data, il, -1, NULL);
+            else
+                zoo_create_op_init(&ops[2], id->path, id_data, il, &b->app_acl, ZOO_PERSISTENT,
+                                   NULL, 0);
+            nops = 3;
+        }
     }
     int64_t sent = ik__mono_ns();
-    int zrc = zoo_multi(c->zh, 2, ops, res);
+    zrc = zoo_multi(c->zh, nops, ops, res);
     if (zk_doubtful(zrc)) {
         /* Did it land? Only an owner node of our own session says yes. */
-        if (conn_wait(b, c, connect_wait_ms(b)) != IK_OK)
+        if (conn_wait(b, c, connect_wait_ms(b)) != IK_OK) {
+            remember_orphan(b, req->app, w, session);
             return ik__fail(IK_ESTORE, why, why_len,
                             "ZooKeeper connection lost while taking slot %" PRIu32, w);
+        }
         struct Stat ost;
-        char buf[ZK_DATA_MAX];
-        int blen = sizeof buf - 1;
+        blen = sizeof buf - 1;
         if (zoo_exists(c->zh, s->owner_path, 0, &ost) != ZOK || ost.ephemeralOwner != session)
             return TAKE_CONFLICT;
-        zrc = zoo_get(c->zh, s->slot_path, 0, buf, &blen, &st);
+        zrc = zoo_get(c->zh, s->slot_path, 0, buf, &blen, &wst);
         if (zrc != ZOK || blen < 0) return TAKE_CONFLICT;
-        ik__zk_fields f;
         ik__zk_parse_fields(buf, blen, &f);
-        if (f.session != session || strcmp(f.ident, req->identity) != 0) return TAKE_CONFLICT;
+        if (f.session != session || strcmp(f.ident, req->identity) != 0 || !f.has_record)
+            return TAKE_CONFLICT;
         record = f.record_ms;
         zrc = ZOK;
-    } else if (zrc == ZOK && !nd) {
-        if (zoo_exists(c->zh, s->slot_path, 0, &st) != ZOK) st.czxid = 0;
-        st.version = 0;
+    } else if (zrc == ZOK && !exists) {
+        if (zoo_exists(c->zh, s->slot_path, 0, &wst) != ZOK) wst.czxid = 0;
+        wst.version = 0;
     }
     switch (zrc) {
     case ZOK:
@@ -916,8 +1053,8 @@ static int try_take(zk_backend *b, zk_conn *c, const ik__slot_request *req, uint
     s->worker = w;
     s->gen = c->gen;
     s->session = session;
-    s->version = st.version;
-    s->czxid = st.czxid;
+    s->version = wst.version;
+    s->czxid = wst.czxid;
     s->found_ms = found;
     s->record_ms = record;
     s->since_ms = since;
@@ -927,38 +1064,64 @@ static int try_take(zk_backend *b, zk_conn *c, const ik__slot_request *req, uint
     return TAKE_OK;
 }
 
-/* Appends the holders of [lo, hi] to why: "0 by a, 1 by b, ... (+N more)". */
-static void describe_holders(const zk_node *nodes, size_t n, const char *prefix, char *why,
-                             size_t why_len)
+/* Reads the identity node: whether it exists and the slot it names. */
+static int read_ident(zk_conn *c, zk_ident *id, char *why, size_t why_len)
+{
+    char buf[64];
+    int blen = sizeof buf - 1;
+    id->exists = 0;
+    id->worker = -1;
+    int zrc = zoo_get(c->zh, id->path, 0, buf, &blen, NULL);
+    if (zrc == ZNONODE) return IK_OK;
+    if (zrc != ZOK) {
+        if (zk_session_gone(zrc)) return ik__fail(IK_ELOST, why, why_len, "%s", zerror(zrc));
+        return ik__fail(IK_ESTORE, why, why_len, "reading %s: %s", id->path, zerror(zrc));
+    }
+    id->exists = 1;
+    int64_t v;
+    if (blen > 7 && !memcmp(buf, "worker=", 7)) {
+        size_t l = (size_t)blen - 7;
+        if (l && buf[7 + l - 1] == '\n') l--;
+        if (parse_i64(buf + 7, l, &v) == 0 && v <= UINT32_MAX) id->worker = (int)v;
+    }
+    return IK_OK;
+}
+
+/* Writes "no free worker slot: all N slots of app A in LO-HI are held: 0 by a, ..."
+ * into why, naming as many holders as fit. */
+static void describe_holders(zk_backend *b, zk_conn *c, const ik__slot_request *req,
+                             uint64_t range, char *why, size_t why_len)
 {
     if (!why || why_len == 0) return;
-    size_t len = (size_t)snprintf(why, why_len, "%s", prefix);
+    zk_node *nodes = NULL;
+    size_t n = 0;
+    size_t len = (size_t)snprintf(why, why_len,
+                                  "no free worker slot: all %" PRIu64 " slots of app %s in %" PRIu32
+                                  "-%" PRIu32 " are held",
+                                  range, req->app, req->worker_min, req->worker_max);
+    if (len >= why_len) return;
+    if (scan_slots(b, c, req->app, req->worker_min, req->worker_max, &nodes, &n, NULL, 0)) return;
     size_t shown = 0, total = 0;
+    for (size_t i = 0; i < n; i++) total += nodes[i].held || !nodes[i].readable;
     for (size_t i = 0; i < n; i++) {
-        if (!nodes[i].held && nodes[i].readable) continue;
-        total++;
-    }
-    for (size_t i = 0; i < n && len < why_len; i++) {
         const zk_node *nd = &nodes[i];
         if (!nd->held && nd->readable) continue;
-        char item[300];
+        char item[320];
+        const char *sep = shown ? ", " : ": ";
         if (!nd->held)
-            snprintf(item, sizeof item, "%s%" PRIu32 " has an unreadable record", shown ? ", " : "",
-                     nd->worker);
-        else if (nd->owner_known)
-            snprintf(item, sizeof item, "%s%" PRIu32 " by %s", shown ? ", " : "", nd->worker,
-                     nd->owner.ident[0] ? nd->owner.ident : "?");
+            snprintf(item, sizeof item, "%s%" PRIu32 " has an unreadable record", sep, nd->worker);
         else
-            snprintf(item, sizeof item, "%s%" PRIu32 " by ?", shown ? ", " : "", nd->worker);
+            snprintf(item, sizeof item, "%s%" PRIu32 " by %s", sep, nd->worker,
+                     nd->owner_known && nd->owner.ident[0] ? nd->owner.ident : "?");
         size_t il = strlen(item);
-        /* keep room for " (+NNNNN more)" */
-        if (len + il + 16 >= why_len) break;
+        if (len + il + 16 >= why_len) break; /* keep room for " (+NNNNN more)" */
         memcpy(why + len, item, il + 1);
         len += il;
         shown++;
     }
     if (shown < total && len + 16 < why_len)
         snprintf(why + len, why_len - len, " (+%zu more)", total - shown);
+    free(nodes);
 }
 
 static int zk_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__slot_grant *out,
@@ -970,19 +1133,36 @@ static int zk_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__slo
     if (!app_ok(req->app)) return ik__fail(IK_EINVAL, why, why_len, "bad app name");
     if (req->worker_min > req->worker_max)
         return ik__fail(IK_EINVAL, why, why_len, "empty worker range");
+    zk_ident *id = calloc(1, sizeof *id);
     zk_slot *s = calloc(1, sizeof *s);
-    if (!s) return IK_ENOMEM;
-    s->app = strdup(req->app);
-    s->identity = strdup(req->identity);
-    if (!s->app || !s->identity) {
-        free(s->app);
-        free(s->identity);
+    if (!id || !s) {
+        free(id);
         free(s);
         return IK_ENOMEM;
     }
+    s->app = strdup(req->app);
+    s->identity = strdup(req->identity);
+    char enc[640];
+    app_path(b, req->app, "identities", id->path, sizeof id->path);
+    size_t pl = strlen(id->path);
+    int bad = !s->app || !s->identity ? IK_ENOMEM
+              : ik__zk_identity_name(req->identity, enc, sizeof enc) < 0
+                  ? ik__fail(IK_EINVAL, why, why_len, "identity too long")
+                  : IK_OK;
+    if (bad) {
+        free(s->app);
+        free(s->identity);
+        free(s);
+        free(id);
+        return bad;
+    }
+    snprintf(id->path + pl, sizeof id->path - pl, "/%s", enc);
 
     pthread_rwlock_rdlock(&b->life);
     zk_conn *c = b->conn;
+    uint64_t range = (uint64_t)req->worker_max - req->worker_min + 1;
+    char owners[ZK_PATH_MAX];
+    ik__zk_wset busy = {0};
     int rc = conn_wait(b, c, connect_wait_ms(b));
     if (rc == IK_ELOST) {
         ik__fail(IK_ELOST, why, why_len, "%s", zk_why_lost(c));
@@ -994,55 +1174,52 @@ static int zk_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__slo
     }
     rc = ensure_parents(b, c, req->app, why, why_len);
     if (rc) goto out;
-
     int64_t session = conn_session(b, c);
-    uint64_t range = (uint64_t)req->worker_max - req->worker_min + 1;
-    zk_node *nodes = NULL;
-    size_t n = 0;
+    app_path(b, req->app, "owners", owners, sizeof owners);
+
+    /* 1. An owner node of this very session that no handle has (a slot the lease
+     *    forgot while its session lived on, or a take whose answer was lost). */
+    uint32_t w;
     rc = IK_ENOSLOT;
+    while (rc == IK_ENOSLOT && pop_orphan(b, req->app, session, req->worker_min,
+                                          req->worker_max, &w)) {
+        struct Stat ost;
+        pthread_mutex_lock(&b->mu);
+        int live = slot_is_live(b, req->app, w);
+        pthread_mutex_unlock(&b->mu);
+        worker_path(b, req->app, "owners", w, s->owner_path, sizeof s->owner_path);
+        if (live || zoo_exists(c->zh, s->owner_path, 0, &ost) != ZOK ||
+            ost.ephemeralOwner != session)
+            continue;
+        int t = try_take(b, c, req, w, id, ost.version, s, why, why_len);
+        if (t == TAKE_OK) rc = IK_OK;
+        else if (t < 0) rc = t;
+    }
     for (int round = 0; round < 3 && rc == IK_ENOSLOT; round++) {
-        free(nodes);
-        nodes = NULL;
-        int src = scan_slots(b, c, req->app, req->worker_min, req->worker_max, &nodes, &n, why,
-                             why_len);
+        /* What is held now: one listing, whatever the range's size. */
+        int src = list_workers(c, owners, req->worker_min, req->worker_max, &busy, why, why_len);
+        if (!src) src = read_ident(c, id, why, why_len);
         if (src) {
             rc = src;
             break;
         }
-        ik__zk_wset busy = {0};
-        /* 1. An owner node of this very session (a slot forgotten after a doubt, or a
-         *    take whose answer was lost) is ours to take back, if no handle has it. */
-        for (size_t i = 0; i < n && rc == IK_ENOSLOT; i++) {
-            const zk_node *nd = &nodes[i];
-            if (!nd->held || !nd->owner_known || nd->owner_session != session || !nd->readable ||
-                strcmp(nd->owner.ident, req->identity) != 0)
-                continue;
-            pthread_mutex_lock(&b->mu);
-            int live = slot_is_live(b, req->app, nd->worker);
-            pthread_mutex_unlock(&b->mu);
-            if (live) continue;
-            int t = try_take(b, c, req, nd->worker, nd, 1, s, why, why_len);
-            if (t == TAKE_OK) rc = IK_OK;
-            else if (t < 0) rc = t;
-        }
-        if (rc != IK_ENOSLOT) break;
-        for (size_t i = 0; i < n; i++)
-            if (nodes[i].held || !nodes[i].readable) ik__zk_wset_add(&busy, nodes[i].worker);
         pthread_mutex_lock(&b->mu);
-        for (zk_slot *o = b->slots; o; o = o->next)
+        for (zk_slot *o = b->slots; o && !src; o = o->next)
             if (strcmp(o->app, req->app) == 0 && o->worker >= req->worker_min &&
-                o->worker <= req->worker_max)
-                ik__zk_wset_add(&busy, o->worker);
+                o->worker <= req->worker_max && ik__zk_wset_add(&busy, o->worker))
+                src = IK_ENOMEM;
         pthread_mutex_unlock(&b->mu);
-        /* 2. The slot this identity held last, if free. */
-        for (size_t i = 0; i < n && rc == IK_ENOSLOT; i++) {
-            const zk_node *nd = &nodes[i];
-            if (ik__zk_wset_has(&busy, nd->worker) || strcmp(nd->slot.ident, req->identity) != 0)
-                continue;
-            int t = try_take(b, c, req, nd->worker, nd, 0, s, why, why_len);
+        if (src) {
+            rc = src;
+            break;
+        }
+        /* 2. The slot this identity took last, if free (SPEC 3 rule 3). */
+        if (id->worker >= 0 && (uint32_t)id->worker >= req->worker_min &&
+            (uint32_t)id->worker <= req->worker_max && !ik__zk_wset_has(&busy, (uint32_t)id->worker)) {
+            int t = try_take(b, c, req, (uint32_t)id->worker, id, -1, s, why, why_len);
             if (t == TAKE_OK) rc = IK_OK;
             else if (t < 0) rc = t;
-            else ik__zk_wset_add(&busy, nd->worker);
+            else if (ik__zk_wset_add(&busy, (uint32_t)id->worker)) rc = IK_ENOMEM;
         }
         /* 3. Any free slot, by req->choice. */
         while (rc == IK_ENOSLOT && busy.n < range) {
@@ -1052,23 +1229,14 @@ static int zk_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__slo
                 k = rng_next(b) % (range - busy.n);
                 pthread_mutex_unlock(&b->mu);
             }
-            uint32_t w = ik__zk_wset_nth_free(&busy, req->worker_min, k);
-            int t = try_take(b, c, req, w, find_node(nodes, n, w), 0, s, why, why_len);
+            w = ik__zk_wset_nth_free(&busy, req->worker_min, k);
+            int t = try_take(b, c, req, w, id, -1, s, why, why_len);
             if (t == TAKE_OK) rc = IK_OK;
             else if (t < 0) rc = t;
             else if (ik__zk_wset_add(&busy, w)) rc = IK_ENOMEM;
         }
-        free(busy.v);
     }
-    if (rc == IK_ENOSLOT) {
-        char prefix[160];
-        snprintf(prefix, sizeof prefix,
-                 "no free worker slot: all %" PRIu64 " slots of app %s in %" PRIu32 "-%" PRIu32
-                 " are held: ",
-                 range, req->app, req->worker_min, req->worker_max);
-        describe_holders(nodes, n, prefix, why, why_len);
-    }
-    free(nodes);
+    if (rc == IK_ENOSLOT) describe_holders(b, c, req, range, why, why_len);
     if (rc == IK_OK) {
         out->worker = s->worker;
         out->old_record_ms = s->found_ms;
@@ -1083,6 +1251,8 @@ static int zk_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__slo
     }
 out:
     pthread_rwlock_unlock(&b->life);
+    free(busy.v);
+    free(id);
     if (rc != IK_OK) {
         free(s->app);
         free(s->identity);
@@ -1294,7 +1464,12 @@ static int zk_slot_release(ik__backend *be, void *handle, int64_t record_ms)
 
 static void zk_slot_forget(ik__backend *be, void *handle)
 {
-    if (handle) slot_free((zk_backend *)be, handle);
+    zk_slot *s = handle;
+    if (!s) return;
+    /* If the session outlived the lease's doubt, its owner node is still there:
+     * the next slot_acquire takes it back rather than leave it held by nobody. */
+    remember_orphan((zk_backend *)be, s->app, s->worker, s->session);
+    slot_free((zk_backend *)be, s);
 }
 
 /* ------------------------------------------------------------------------------
@@ -1408,6 +1583,11 @@ static void zk_close(ik__backend *be)
     pthread_rwlock_unlock(&b->life);
     conn_close(c);
     while (b->slots) slot_free(b, b->slots);
+    while (b->orphans) {
+        zk_orphan *o = b->orphans;
+        b->orphans = o->next;
+        free(o);
+    }
     pthread_rwlock_destroy(&b->life);
     pthread_cond_destroy(&b->cv);
     pthread_mutex_destroy(&b->mu);

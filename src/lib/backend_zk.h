@@ -33,6 +33,11 @@ int ik__zk_format_slot(char *buf, size_t len, int64_t record_ms, int64_t since_m
 int ik__zk_worker_name(uint32_t w, char *out, size_t len);
 int ik__zk_parse_worker(const char *name, uint32_t *w);
 
+/* The node name of an identity under BASE/identities: bytes outside
+ * [A-Za-z0-9._:-] as %XX (all dots too for "." and ".."). Its length, or -1 if it
+ * does not fit in len. */
+int ik__zk_identity_name(const char *identity, char *out, size_t len);
+
 /* A sorted set of workers that cannot be taken. add returns -1 on allocation
  * failure (the set is unchanged); v is freed by the caller. */
 typedef struct ik__zk_wset {

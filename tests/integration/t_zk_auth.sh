@@ -13,7 +13,8 @@ pa=$(zk_free_port)
 zk_serve a "$pa" --worker-range 0-3 --zk-auth app:s3cret
 wait_ready "$pa" || fail "a not ready"
 w=$(status_of "$pa" .worker)
-slot=/$ZK_CHROOT/idkeeper/apps/default/slots/$(printf %04d "$w")
+slot=$(app_base)/slots/$(printf %04d "$w")
+owner=$(app_base)/owners/$(printf %04d "$w")
 fetch_ids "$pa" 1000 "$T/ids.a"
 
 want_id="app:$(printf %s 'app:s3cret' | openssl dgst -binary -sha1 | openssl base64)"
@@ -29,12 +30,15 @@ echo "$acl" | jq -e 'map(select(.scheme == "world" and .id == "anyone" and .perm
 [ "$(slot_json "$w" | jq -r .owner.identity)" = a ] || fail "cannot read the slot without credentials"
 for who in none other; do
   if [ $who = other ]; then export ZK_TOOL_AUTH=intruder:x; else unset ZK_TOOL_AUTH; fi
-  r=$(zk_tool delete "$slot/owner"); [ "$r" = noauth ] || fail "$who: deleting the owner node: $r"
+  r=$(zk_tool delete "$owner"); [ "$r" = noauth ] || fail "$who: deleting the owner node: $r"
   r=$(zk_tool delete "$slot"); [ "$r" = noauth ] || [ "$r" = notempty ] || fail "$who: deleting the slot node: $r"
   r=$(zk_tool set "$slot" "record_ms=0"); [ "$r" = noauth ] || fail "$who: overwriting the slot node: $r"
-  r=$(zk_tool set "$slot/owner" "x"); [ "$r" = noauth ] || fail "$who: overwriting the owner node: $r"
-  r=$(zk_tool delete "/$ZK_CHROOT/idkeeper/apps/default/slots"); [ "$r" = noauth ] || [ "$r" = notempty ] ||
-    fail "$who: deleting the slots node: $r"
+  r=$(zk_tool set "$owner" "x"); [ "$r" = noauth ] || fail "$who: overwriting the owner node: $r"
+  for d in slots owners identities; do
+    r=$(zk_tool delete "$(app_base)/$d"); [ "$r" = noauth ] || [ "$r" = notempty ] ||
+      fail "$who: deleting the $d node: $r"
+  done
+  r=$(zk_tool delete "$(app_base)/identities/a"); [ "$r" = noauth ] || fail "$who: deleting a's identity node: $r"
 done
 unset ZK_TOOL_AUTH
 # Even once the owner is gone (a stops), nobody else may delete the slot node: it

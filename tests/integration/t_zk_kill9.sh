@@ -21,7 +21,7 @@ log "a killed; $(wc -l <"$T/ids.a") IDs from it"
 [ "$(slot_json 5 | jq -r '.owner.identity')" = a ] || fail "slot 5 lost its owner before the session timeout: $(slot_json 5)"
 
 limit_s=$(( (ZK_SESSION_MS + 2000) / 1000 ))
-zk_tool wait-free "/$ZK_CHROOT/idkeeper/apps/default/slots/0005" "$limit_s" >/dev/null ||
+zk_tool wait-free "$(app_base)" 5 "$limit_s" >/dev/null ||
   fail "slot 5 still held ${limit_s}s after kill -9"
 freed_ms=$(( $(now_ms) - t_kill ))
 (( freed_ms <= ZK_SESSION_MS + 2000 )) || fail "slot 5 freed after ${freed_ms} ms"

@@ -24,7 +24,7 @@ log "a frozen (session $session_a)"
 curl -s -m 30 -o "$T/queued.body" -w '%{http_code}' \
   "http://127.0.0.1:$pa/v1/snowflake?count=5&format=text" >"$T/queued.code" &
 queued=$!
-zk_tool wait-free "/$ZK_CHROOT/idkeeper/apps/default/slots/0007" 10 >/dev/null ||
+zk_tool wait-free "$(app_base)" 7 10 >/dev/null ||
   fail "a's slot not freed while a is frozen"
 zk_serve b "$pb" --worker-range 7-7
 wait_ready "$pb" || fail "b not ready"

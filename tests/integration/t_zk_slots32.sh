@@ -26,7 +26,7 @@ for ((i = 1; i <= N; i++)); do
   [ -z "${SEEN[$w]:-}" ] || fail "worker $w held by both ${SEEN[$w]} and s$i"
   SEEN[$w]=s$i
 done
-held=$(zk_tool held /t/idkeeper/apps/default/slots | wc -l)
+held=$(zk_tool held "$(app_base)" | wc -l)
 [ "$held" -eq 32 ] || fail "ZooKeeper shows $held held slots, not 32"
 pass "32 servers hold 32 distinct slots"
 

@@ -4,8 +4,9 @@
 # free loopback ports with fresh data dirs under $T, a 256 MiB heap and tickTime 500 ms
 # (so sessions may be as short as 1 s and tests run fast). Every server started here
 # is stopped when the test exits, pass or fail. A server that does not answer within
-# ZK_START_TIMEOUT seconds (default 30) fails the test loudly: no test passes
-# without a ZooKeeper.
+# ZK_START_TIMEOUT seconds (default 30) fails the test loudly: no test passes without
+# a ZooKeeper. Benchmarks may set ZK_JAVA_OPTS (default -XX:TieredStopAtLevel=1: a
+# quick start, a slower steady state) and ZK_FORCE_SYNC=yes (fsync every write).
 #
 #   zk_start_standalone          one server; sets ZK_CONNECT ("127.0.0.1:PORT")
 #   zk_start_ensemble N          N servers (N=3 for a quorum); waits for a leader
@@ -84,9 +85,10 @@ zk_start() {
   [ -n "${ZK_PID[$i]:-}" ] && kill -0 "${ZK_PID[$i]}" 2>/dev/null && fail "zk_start: server $i runs already"
   # -Dzookeeper.forceSync=no: tests need no fsync durability and slow disks would
   # otherwise make sessions time out; kill -9 of the JVM keeps the page cache.
-  java -Xmx256m -Xms32m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xss512k \
+  # shellcheck disable=SC2086 # ZK_JAVA_OPTS is a list of options
+  java -Xmx256m -Xms32m -XX:+UseSerialGC -Xss512k ${ZK_JAVA_OPTS--XX:TieredStopAtLevel=1} \
     -Dorg.slf4j.simpleLogger.defaultLogLevel=warn -Dorg.slf4j.simpleLogger.showDateTime=true \
-    -Dzookeeper.forceSync=no -Dzookeeper.jmx.log4j.disable=true -Djava.net.preferIPv4Stack=true \
+    -Dzookeeper.forceSync="${ZK_FORCE_SYNC:-no}" -Dzookeeper.jmx.log4j.disable=true -Djava.net.preferIPv4Stack=true \
     -cp "$ZK_CLASSPATH" org.apache.zookeeper.server.quorum.QuorumPeerMain "$dir/zoo.cfg" \
     >>"$T/zk$i.log" 2>&1 &
   ZK_PID[$i]=$!
@@ -188,9 +190,10 @@ zk_start_ensemble() {
 zk_uri() { echo "zk://$ZK_CONNECT${1:+/${1#/}}"; }
 
 # zk_tool CMD ARGS...: an independent client (python3-kazoo) on ZK_CONNECT.
-#   slot PATH           JSON of a slot node: record_ms, holder, version, owner (or null)
-#   held PATH           the held workers under a slots node, one a line
-#   wait-free PATH SECS waits until PATH/owner is gone; prints the seconds it took
+#   slot BASE W         JSON of slot W of the app at BASE (/CHROOT/idkeeper/apps/APP):
+#                       record_ms, holder, version, owner (owner node's fields, or null)
+#   held BASE           the held workers of the app at BASE (its owner nodes), one a line
+#   wait-free BASE W SECS  waits until slot W has no owner; prints the seconds it took
 #   delete PATH         tries to delete PATH without credentials: prints
 #                       "deleted", "noauth", "notempty" or "nonode"
 #   set PATH DATA       tries to overwrite PATH without credentials: prints "set" or "noauth"
@@ -227,11 +230,12 @@ if auth:
     zk.add_auth("digest", auth)
 try:
     if cmd == "slot":
-        data, st = zk.get(args[0])
+        name = "%04d" % int(args[1])
+        data, st = zk.get(args[0] + "/slots/" + name)
         f = fields(data)
         owner = None
         try:
-            od, ost = zk.get(args[0] + "/owner")
+            od, ost = zk.get(args[0] + "/owners/" + name)
             owner = fields(od)
             owner["session"] = hex(ost.ephemeralOwner)
         except NoNodeError:
@@ -239,13 +243,12 @@ try:
         print(json.dumps({"record_ms": int(f.get("record_ms", 0)), "holder": f.get("holder", ""),
                           "version": st.version, "owner": owner}))
     elif cmd == "held":
-        for w in sorted(zk.get_children(args[0])):
-            if zk.exists(args[0] + "/" + w + "/owner"):
-                print(int(w))
+        for w in sorted(zk.get_children(args[0] + "/owners")):
+            print(int(w))
     elif cmd == "wait-free":
         t0 = time.monotonic()
-        while zk.exists(args[0] + "/owner"):
-            if time.monotonic() - t0 > float(args[1]):
+        while zk.exists(args[0] + "/owners/%04d" % int(args[1])):
+            if time.monotonic() - t0 > float(args[2]):
                 print("timeout")
                 sys.exit(1)
             time.sleep(0.05)
@@ -382,7 +385,10 @@ wait_held() {
 }
 
 # slot_json WORKER [APP]: the slot node as the kazoo helper sees it.
-slot_json() { zk_tool slot "/$ZK_CHROOT/idkeeper/apps/${2:-default}/slots/$(printf %04d "$1")"; }
+slot_json() { zk_tool slot "$(app_base "${2:-default}")" "$1"; }
+
+# app_base [APP]: the app's node, /CHROOT/idkeeper/apps/APP.
+app_base() { echo "/$ZK_CHROOT/idkeeper/apps/${1:-default}"; }
 
 st_check() {
   /usr/bin/python3 - "$@" <<'PY' || fail "$1: requests sent in [$2, $3] are not all $4"

@@ -97,6 +97,31 @@ static void slot_names_are_canonical(void **st)
         assert_int_equal(ik__zk_parse_worker(bad[i], &w), -1);
 }
 
+static void identity_names_are_safe_node_names(void **st)
+{
+    (void)st;
+    static const struct { const char *id, *name; } v[] = {
+        {"web-3:8080", "web-3:8080"},
+        {"web-3.example.com:8080", "web-3.example.com:8080"},
+        {"a/b", "a%2Fb"},             /* no nesting */
+        {"50%", "50%25"},             /* '%' itself, so the mapping is one to one */
+        {".", "%2E"},                 /* "." and ".." are not node names */
+        {"..", "%2E%2E"},
+        {"...", "..."},
+        {"x y", "x%20y"},
+    };
+    char out[64];
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        assert_int_equal(ik__zk_identity_name(v[i].id, out, sizeof out), (int)strlen(v[i].name));
+        assert_string_equal(out, v[i].name);
+    }
+    assert_int_equal(ik__zk_identity_name("abcd", out, 4), -1);      /* does not fit */
+    assert_int_equal(ik__zk_identity_name("", out, sizeof out), -1); /* empty */
+    char utf8[] = {(char)0xc3, (char)0xa9, 0};
+    assert_int_equal(ik__zk_identity_name(utf8, out, sizeof out), 6);
+    assert_string_equal(out, "%C3%A9");
+}
+
 static void nth_free_skips_taken_slots(void **st)
 {
     (void)st;
@@ -129,6 +154,7 @@ int main(void)
         cmocka_unit_test(slot_data_round_trips),
         cmocka_unit_test(bad_records_are_not_records),
         cmocka_unit_test(slot_names_are_canonical),
+        cmocka_unit_test(identity_names_are_safe_node_names),
         cmocka_unit_test(nth_free_skips_taken_slots),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
