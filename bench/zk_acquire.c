@@ -1,9 +1,11 @@
 /* zk_acquire.c: slot acquire latency on a running ZooKeeper (bench/zk_acquire.sh
  * builds and runs it). Times the backend's slot_acquire (read the app's slots, one
  * zoo_multi) and slot_release, N times each, and prints the median and p99.
- *   zk_acquire URI APP RANGE_MIN RANGE_MAX N [lowest|random] [HELD]
+ *   zk_acquire URI APP RANGE_MIN RANGE_MAX N [lowest|random] [HELD] [sticky|fresh]
  * HELD other slots of the range are held (by this process, on one more session)
- * while it measures, so a scan sees held and free slots. */
+ * while it measures. sticky: one identity throughout, which takes back the slot it
+ * held last (a restart); fresh: a new identity each time (a new server: the slot
+ * comes from the choice). */
 #include "backend.h"
 #include "idkeeper.h"
 
@@ -50,6 +52,7 @@ int main(int argc, char **argv)
     int n = atoi(argv[5]);
     ik_slot_choice choice = argc > 6 && !strcmp(argv[6], "lowest") ? IK_SLOT_LOWEST : IK_SLOT_RANDOM;
     int held = argc > 7 ? atoi(argv[7]) : 0;
+    int fresh = argc > 8 && !strcmp(argv[8], "fresh");
     char why[512];
     ik_coord_options co;
     ik_coord_options_init(&co);
@@ -72,7 +75,9 @@ int main(int argc, char **argv)
     }
     int64_t *acq = calloc((size_t)n, sizeof *acq), *rel = calloc((size_t)n, sizeof *rel);
     for (int i = 0; i < n; i++) {
-        ik__slot_request r = {app, "bench", lo, hi, choice, wall_ms()};
+        char ident[32] = "bench";
+        if (fresh) snprintf(ident, sizeof ident, "bench-%d", i);
+        ik__slot_request r = {app, ident, lo, hi, choice, wall_ms()};
         ik__slot_grant g;
         int64_t t0 = now_ns();
         int rc = b->ops->slot_acquire(b, &r, &g, why, sizeof why);
@@ -94,8 +99,8 @@ int main(int argc, char **argv)
     size_t ns = 0;
     ik_slots_list(c, app, &si, &ns);
     ik_free(si);
-    printf("range %u-%u, %s choice, %d held by others, %zu slot nodes\n", lo, hi,
-           choice == IK_SLOT_LOWEST ? "lowest" : "random", held, ns);
+    printf("range %u-%u, %s choice, %s identity, %d held by others, %zu slot nodes\n", lo, hi,
+           choice == IK_SLOT_LOWEST ? "lowest" : "random", fresh ? "a new" : "the same", held, ns);
     report("acquire", acq, n);
     report("release", rel, n);
     free(acq);

@@ -3,10 +3,12 @@
 # standalone ZooKeeper (Debian's package, full JIT, fsync on every write as in
 # production), through the backend's own slot_acquire/slot_release:
 #   - a small app: range 0-31, 16 slots held by another session
-#   - a large one: range 0-1023 with all 1024 slot nodes in place (the worst scan),
-#     512 of them held by another session
-# The peer figure is ZooKeeper's own write latency: a bare zoo_multi costs one
-# round trip plus one fsync; an acquire adds the reads of the app's slot nodes.
+#   - a large one: range 0-1023 with all 1024 slot nodes in place, 512 of them held
+#     by another session
+# each with the same identity throughout (a restart: it takes back its own slot)
+# and with a new identity each time (a new server: random choice). An acquire is
+# 3 reads (owners listing, identity node, slot node) and one zoo_multi write (one
+# fsync); release is one multi. Release is the peer figure: a bare ZooKeeper write.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=$(cd "${1:-$here/../build}" && pwd)
@@ -22,7 +24,9 @@ zk_start_standalone
 uri=$(zk_uri bench)
 "$T/zk_acquire" "$uri" warm 0 31 300 random 0 >/dev/null # JIT warm-up
 echo "ZooKeeper 3.8.0 standalone on loopback, forceSync=yes, data dir on $(df -P "$T" | awk 'NR == 2 {print $1}')"
-"$T/zk_acquire" "$uri" small 0 31 2000 random 16
+"$T/zk_acquire" "$uri" small 0 31 2000 random 16 sticky
+"$T/zk_acquire" "$uri" small 0 31 2000 random 16 fresh
 # Create all 1024 slot nodes first (lowest choice walks them), then measure.
-"$T/zk_acquire" "$uri" large 0 1023 1024 lowest 1023 >/dev/null
-"$T/zk_acquire" "$uri" large 0 1023 1000 random 512
+"$T/zk_acquire" "$uri" large 0 1023 1024 lowest 1023 fresh >/dev/null
+"$T/zk_acquire" "$uri" large 0 1023 1000 random 512 sticky
+"$T/zk_acquire" "$uri" large 0 1023 1000 random 512 fresh
