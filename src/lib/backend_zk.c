@@ -1010,6 +1010,14 @@ static int try_take(zk_backend *b, zk_conn *c, const ik__slot_request *req, uint
     }
     int64_t sent = ik__mono_ns();
     zrc = zoo_multi(c->zh, nops, ops, res);
+    if (nops == 3 && zrc == ZNODEEXISTS && res[2].err == ZNODEEXISTS && !id->exists) {
+        /* Only the identity node was there already (a twin with our identity made it
+         * since we looked): the slot may still be free; once more, with a set. */
+        zoo_set_op_init(&ops[2], id->path, id_data, il, -1, NULL);
+        memset(res, 0, sizeof res);
+        sent = ik__mono_ns();
+        zrc = zoo_multi(c->zh, nops, ops, res);
+    }
     if (zk_doubtful(zrc)) {
         /* Did it land? Only an owner node of our own session says yes. */
         if (conn_wait(b, c, connect_wait_ms(b)) != IK_OK) {
@@ -1578,8 +1586,10 @@ static void zk_close(ik__backend *be)
     zk_backend *b = (zk_backend *)be;
     if (!b) return;
     pthread_rwlock_wrlock(&b->life);
+    pthread_mutex_lock(&b->mu);
     zk_conn *c = b->conn;
     b->conn = NULL;
+    pthread_mutex_unlock(&b->mu);
     pthread_rwlock_unlock(&b->life);
     conn_close(c);
     while (b->slots) slot_free(b, b->slots);
