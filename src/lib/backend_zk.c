@@ -205,6 +205,15 @@ static int zk_session_gone(int zrc)
            zrc == ZSESSIONMOVED;
 }
 
+/* Maps a failed ZooKeeper call to an ik_error with "what: reason" in why:
+ * IK_ELOST (the session is gone), IK_EINDOUBT (no answer: worth another try once
+ * connected) or IK_ESTORE. */
+static int zfail(int zrc, char *why, size_t why_len, const char *what)
+{
+    int err = zk_session_gone(zrc) ? IK_ELOST : zk_doubtful(zrc) ? IK_EINDOUBT : IK_ESTORE;
+    return ik__fail(err, why, why_len, "%s: %s", what, zerror(zrc));
+}
+
 /* ------------------------------------------------------------------------------
  * URI: zk://HOST:PORT[,HOST:PORT...][/CHROOT]
  */
@@ -691,8 +700,7 @@ fail:
                         "not authorized to create %s (nodes made with other credentials? "
                         "check --zk-auth)",
                         path);
-    if (zk_session_gone(zrc)) return ik__fail(IK_ELOST, why, why_len, "%s", zerror(zrc));
-    return ik__fail(IK_ESTORE, why, why_len, "creating %s: %s", path, zerror(zrc));
+    return zfail(zrc, why, why_len, path);
 }
 
 /* ------------------------------------------------------------------------------
@@ -752,10 +760,7 @@ static int list_workers(zk_conn *c, const char *dir, uint32_t lo, uint32_t hi, i
     out->n = 0;
     int zrc = zoo_get_children(c->zh, dir, 0, &kids);
     if (zrc == ZNONODE) return IK_OK;
-    if (zrc != ZOK) {
-        if (zk_session_gone(zrc)) return ik__fail(IK_ELOST, why, why_len, "%s", zerror(zrc));
-        return ik__fail(IK_ESTORE, why, why_len, "listing %s: %s", dir, zerror(zrc));
-    }
+    if (zrc != ZOK) return zfail(zrc, why, why_len, dir);
     int rc = IK_OK;
     for (int i = 0; i < kids.count && rc == IK_OK; i++) {
         uint32_t w;
@@ -971,8 +976,7 @@ static int try_take(zk_backend *b, zk_conn *c, const ik__slot_request *req, uint
         ik__zk_parse_fields(buf, blen < 0 ? 0 : blen, &f);
         if (!f.has_record) return TAKE_CONFLICT; /* never guess a floor */
     } else if (zrc != ZNONODE) {
-        if (zk_session_gone(zrc)) return ik__fail(IK_ELOST, why, why_len, "%s", zerror(zrc));
-        return ik__fail(IK_ESTORE, why, why_len, "reading %s: %s", s->slot_path, zerror(zrc));
+        return zfail(zrc, why, why_len, s->slot_path);
     }
     if (adopt_owner_version >= 0 && !exists) return TAKE_CONFLICT;
     int64_t found = exists ? f.record_ms : 0;
@@ -1022,7 +1026,7 @@ static int try_take(zk_backend *b, zk_conn *c, const ik__slot_request *req, uint
         /* Did it land? Only an owner node of our own session says yes. */
         if (conn_wait(b, c, connect_wait_ms(b)) != IK_OK) {
             remember_orphan(b, req->app, w, session);
-            return ik__fail(IK_ESTORE, why, why_len,
+            return ik__fail(IK_EINDOUBT, why, why_len,
                             "ZooKeeper connection lost while taking slot %" PRIu32, w);
         }
         struct Stat ost;
@@ -1054,9 +1058,7 @@ static int try_take(zk_backend *b, zk_conn *c, const ik__slot_request *req, uint
                         "--zk-auth)",
                         s->slot_path);
     default:
-        if (zk_session_gone(zrc))
-            return ik__fail(IK_ELOST, why, why_len, "%s while taking a slot", zerror(zrc));
-        return ik__fail(IK_ESTORE, why, why_len, "taking slot %" PRIu32 ": %s", w, zerror(zrc));
+        return zfail(zrc, why, why_len, "taking a slot");
     }
     s->worker = w;
     s->gen = c->gen;
@@ -1081,10 +1083,7 @@ static int read_ident(zk_conn *c, zk_ident *id, char *why, size_t why_len)
     id->worker = -1;
     int zrc = zoo_get(c->zh, id->path, 0, buf, &blen, NULL);
     if (zrc == ZNONODE) return IK_OK;
-    if (zrc != ZOK) {
-        if (zk_session_gone(zrc)) return ik__fail(IK_ELOST, why, why_len, "%s", zerror(zrc));
-        return ik__fail(IK_ESTORE, why, why_len, "reading %s: %s", id->path, zerror(zrc));
-    }
+    if (zrc != ZOK) return zfail(zrc, why, why_len, id->path);
     id->exists = 1;
     int64_t v;
     if (blen > 7 && !memcmp(buf, "worker=", 7)) {
@@ -1132,6 +1131,81 @@ static void describe_holders(zk_backend *b, zk_conn *c, const ik__slot_request *
     free(nodes);
 }
 
+/* One pass of slot_acquire on a connected handle: orphans of this session, then
+ * the identity's last slot, then a free one by choice (three listings at most).
+ * IK_OK fills s; IK_ENOSLOT; IK_EINDOUBT when ZooKeeper did not answer. */
+static int acquire_pass(zk_backend *b, zk_conn *c, const ik__slot_request *req, zk_ident *id,
+                        zk_slot *s, ik__zk_wset *busy_set, char *why, size_t why_len)
+{
+    uint64_t range = (uint64_t)req->worker_max - req->worker_min + 1;
+    char owners[ZK_PATH_MAX];
+    int rc = ensure_parents(b, c, req->app, why, why_len);
+    if (rc) return rc;
+    int64_t session = conn_session(b, c);
+    app_path(b, req->app, "owners", owners, sizeof owners);
+
+    /* 1. An owner node of this very session that no handle has (a slot the lease
+     *    forgot while its session lived on, or a take whose answer was lost). */
+    uint32_t w;
+    rc = IK_ENOSLOT;
+    while (rc == IK_ENOSLOT && pop_orphan(b, req->app, session, req->worker_min,
+                                          req->worker_max, &w)) {
+        struct Stat ost;
+        pthread_mutex_lock(&b->mu);
+        int live = slot_is_live(b, req->app, w);
+        pthread_mutex_unlock(&b->mu);
+        worker_path(b, req->app, "owners", w, s->owner_path, sizeof s->owner_path);
+        if (live || zoo_exists(c->zh, s->owner_path, 0, &ost) != ZOK ||
+            ost.ephemeralOwner != session)
+            continue;
+        int t = try_take(b, c, req, w, id, ost.version, s, why, why_len);
+        if (t == TAKE_OK) rc = IK_OK;
+        else if (t < 0) rc = t;
+    }
+    for (int round = 0; round < 3 && rc == IK_ENOSLOT; round++) {
+        /* What is held now: one listing, whatever the range's size. */
+        int src = list_workers(c, owners, req->worker_min, req->worker_max, busy_set, why, why_len);
+        if (!src) src = read_ident(c, id, why, why_len);
+        if (src) {
+            rc = src;
+            break;
+        }
+        pthread_mutex_lock(&b->mu);
+        for (zk_slot *o = b->slots; o && !src; o = o->next)
+            if (strcmp(o->app, req->app) == 0 && o->worker >= req->worker_min &&
+                o->worker <= req->worker_max && ik__zk_wset_add(busy_set, o->worker))
+                src = IK_ENOMEM;
+        pthread_mutex_unlock(&b->mu);
+        if (src) {
+            rc = src;
+            break;
+        }
+        /* 2. The slot this identity took last, if free (SPEC 3 rule 3). */
+        if (id->worker >= 0 && (uint32_t)id->worker >= req->worker_min &&
+            (uint32_t)id->worker <= req->worker_max && !ik__zk_wset_has(busy_set, (uint32_t)id->worker)) {
+            int t = try_take(b, c, req, (uint32_t)id->worker, id, -1, s, why, why_len);
+            if (t == TAKE_OK) rc = IK_OK;
+            else if (t < 0) rc = t;
+            else if (ik__zk_wset_add(busy_set, (uint32_t)id->worker)) rc = IK_ENOMEM;
+        }
+        /* 3. Any free slot, by req->choice. */
+        while (rc == IK_ENOSLOT && busy_set->n < range) {
+            uint64_t k = 0;
+            if (req->choice == IK_SLOT_RANDOM) {
+                pthread_mutex_lock(&b->mu);
+                k = rng_next(b) % (range - busy_set->n);
+                pthread_mutex_unlock(&b->mu);
+            }
+            w = ik__zk_wset_nth_free(busy_set, req->worker_min, k);
+            int t = try_take(b, c, req, w, id, -1, s, why, why_len);
+            if (t == TAKE_OK) rc = IK_OK;
+            else if (t < 0) rc = t;
+            else if (ik__zk_wset_add(busy_set, w)) rc = IK_ENOMEM;
+        }
+    }
+    return rc;
+}
+
 static int zk_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__slot_grant *out,
                            char *why, size_t why_len)
 {
@@ -1169,79 +1243,27 @@ static int zk_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__slo
     pthread_rwlock_rdlock(&b->life);
     zk_conn *c = b->conn;
     uint64_t range = (uint64_t)req->worker_max - req->worker_min + 1;
-    char owners[ZK_PATH_MAX];
     ik__zk_wset busy = {0};
-    int rc = conn_wait(b, c, connect_wait_ms(b));
-    if (rc == IK_ELOST) {
-        ik__fail(IK_ELOST, why, why_len, "%s", zk_why_lost(c));
-        goto out;
-    }
-    if (rc) {
-        ik__fail(rc, why, why_len, "ZooKeeper at %s is unreachable", b->hosts);
-        goto out;
-    }
-    rc = ensure_parents(b, c, req->app, why, why_len);
-    if (rc) goto out;
-    int64_t session = conn_session(b, c);
-    app_path(b, req->app, "owners", owners, sizeof owners);
-
-    /* 1. An owner node of this very session that no handle has (a slot the lease
-     *    forgot while its session lived on, or a take whose answer was lost). */
-    uint32_t w;
-    rc = IK_ENOSLOT;
-    while (rc == IK_ENOSLOT && pop_orphan(b, req->app, session, req->worker_min,
-                                          req->worker_max, &w)) {
-        struct Stat ost;
-        pthread_mutex_lock(&b->mu);
-        int live = slot_is_live(b, req->app, w);
-        pthread_mutex_unlock(&b->mu);
-        worker_path(b, req->app, "owners", w, s->owner_path, sizeof s->owner_path);
-        if (live || zoo_exists(c->zh, s->owner_path, 0, &ost) != ZOK ||
-            ost.ephemeralOwner != session)
-            continue;
-        int t = try_take(b, c, req, w, id, ost.version, s, why, why_len);
-        if (t == TAKE_OK) rc = IK_OK;
-        else if (t < 0) rc = t;
-    }
-    for (int round = 0; round < 3 && rc == IK_ENOSLOT; round++) {
-        /* What is held now: one listing, whatever the range's size. */
-        int src = list_workers(c, owners, req->worker_min, req->worker_max, &busy, why, why_len);
-        if (!src) src = read_ident(c, id, why, why_len);
-        if (src) {
-            rc = src;
-            break;
+    /* Connection trouble (no answer) is retried on this handle for a while: a slow
+     * or restarting ZooKeeper should not make a server refuse to start. */
+    int64_t deadline = ik__mono_ns() / 1000000 + (b->timeout_ms < 5000 ? b->timeout_ms : 5000);
+    int rc;
+    for (;;) {
+        int64_t left = deadline - ik__mono_ns() / 1000000;
+        rc = conn_wait(b, c, left > 0 ? left : 0);
+        if (rc == IK_ELOST) {
+            ik__fail(IK_ELOST, why, why_len, "%s", zk_why_lost(c));
+            goto out;
         }
-        pthread_mutex_lock(&b->mu);
-        for (zk_slot *o = b->slots; o && !src; o = o->next)
-            if (strcmp(o->app, req->app) == 0 && o->worker >= req->worker_min &&
-                o->worker <= req->worker_max && ik__zk_wset_add(&busy, o->worker))
-                src = IK_ENOMEM;
-        pthread_mutex_unlock(&b->mu);
-        if (src) {
-            rc = src;
-            break;
+        if (rc) {
+            ik__fail(rc, why, why_len, "ZooKeeper at %s is unreachable", b->hosts);
+            goto out;
         }
-        /* 2. The slot this identity took last, if free (SPEC 3 rule 3). */
-        if (id->worker >= 0 && (uint32_t)id->worker >= req->worker_min &&
-            (uint32_t)id->worker <= req->worker_max && !ik__zk_wset_has(&busy, (uint32_t)id->worker)) {
-            int t = try_take(b, c, req, (uint32_t)id->worker, id, -1, s, why, why_len);
-            if (t == TAKE_OK) rc = IK_OK;
-            else if (t < 0) rc = t;
-            else if (ik__zk_wset_add(&busy, (uint32_t)id->worker)) rc = IK_ENOMEM;
-        }
-        /* 3. Any free slot, by req->choice. */
-        while (rc == IK_ENOSLOT && busy.n < range) {
-            uint64_t k = 0;
-            if (req->choice == IK_SLOT_RANDOM) {
-                pthread_mutex_lock(&b->mu);
-                k = rng_next(b) % (range - busy.n);
-                pthread_mutex_unlock(&b->mu);
-            }
-            w = ik__zk_wset_nth_free(&busy, req->worker_min, k);
-            int t = try_take(b, c, req, w, id, -1, s, why, why_len);
-            if (t == TAKE_OK) rc = IK_OK;
-            else if (t < 0) rc = t;
-            else if (ik__zk_wset_add(&busy, w)) rc = IK_ENOMEM;
+        rc = acquire_pass(b, c, req, id, s, &busy, why, why_len);
+        if (rc != IK_EINDOUBT) break;
+        if (ik__mono_ns() / 1000000 >= deadline) {
+            rc = IK_ESTORE; /* why says what did not answer */
+            goto out;
         }
     }
     if (rc == IK_ENOSLOT) describe_holders(b, c, req, range, why, why_len);
