@@ -54,6 +54,8 @@ int ik__cmd_next(const ik_cli_command *cmd, ik_cli_opts *o);
 int ik__cmd_decode(const ik_cli_command *cmd, ik_cli_opts *o);
 int ik__cmd_workers(const ik_cli_command *cmd, ik_cli_opts *o);
 int ik__cmd_tags(const ik_cli_command *cmd, ik_cli_opts *o);
+int ik__cmd_lock(const ik_cli_command *cmd, ik_cli_opts *o);
+int ik__cmd_elect(const ik_cli_command *cmd, ik_cli_opts *o);
 int ik__cmd_version(const ik_cli_command *cmd, ik_cli_opts *o);
 
 #endif

@@ -63,6 +63,29 @@ static const ik_cli_command commands[] = {
      "Exit codes: 0 done, 1 failed (backend unreachable), 2 bad usage (nothing changed),\n"
      "3 add: the tag exists already (nothing changed), 4 show: no such tag.",
      COORD_OPTS | B(KIND) | B(START) | B(STEP) | B(DESCRIPTION) | B(JSON)},
+    {"lock", ik__cmd_lock, "run a command while holding a lock",
+     "lock [--coord URI] [--timeout MS] [--grace MS] PATH -- CMD [ARG...]",
+     "Waits for the lock at PATH (first come, first served), runs CMD with\n"
+     "IDKEEPER_LOCK_PATH, IDKEEPER_FENCE (the grant's fencing token, increasing with each\n"
+     "grant) and IDKEEPER_LOCK_NODE (the ZooKeeper node or local file held) in its\n"
+     "environment, releases the lock when CMD exits and exits with CMD's code. CMD runs in\n"
+     "its own process group; TERM, INT, HUP and QUIT are passed on to it. If the lock is\n"
+     "lost while CMD runs (zk://: the session expired), CMD gets SIGTERM, SIGKILL --grace\n"
+     "ms later. On zk:// PATH is the ZooKeeper path that Curator's InterProcessMutex and\n"
+     "kazoo's Lock use; on local: the lock holds between the processes of one host.\n"
+     "Exit codes: CMD's own; 124 gave up waiting (--timeout), CMD never ran; 125 the lock\n"
+     "was lost and CMD was stopped; 126 CMD cannot be run; 127 CMD not found; 1 the\n"
+     "backend failed before CMD ran; 2 bad usage; 128+N a signal N ended the wait.",
+     B(CONFIG) | B(COORD) | B(ZK_SESSION_TIMEOUT) | B(ZK_AUTH) | B(TIMEOUT) | B(GRACE)},
+    {"elect", ik__cmd_elect, "run a command only while this process leads",
+     "elect [--coord URI] [--id TEXT] [--once] [--grace MS] PATH -- CMD [ARG...]",
+     "Campaigns for leadership at PATH (Curator LeaderLatch's protocol on zk://) and runs\n"
+     "CMD while this process leads, with IDKEEPER_ELECT_PATH, IDKEEPER_ELECT_ID and\n"
+     "IDKEEPER_FENCE in its environment. If leadership is lost, CMD gets SIGTERM (SIGKILL\n"
+     "--grace ms later) and idkeeper campaigns again, or exits 125 with --once. When CMD\n"
+     "exits by itself, idkeeper resigns and exits with CMD's code. TERM, INT, HUP and QUIT\n"
+     "are passed on to CMD while it runs; before that they end the campaign (128+N).",
+     B(CONFIG) | B(COORD) | B(ZK_SESSION_TIMEOUT) | B(ZK_AUTH) | B(ID) | B(ONCE) | B(GRACE)},
     {"version", ik__cmd_version, "print the versions of idkeeper and of its libraries", "version",
      NULL, 0},
     {"help", cmd_help, "explain idkeeper or one of its commands", "help [COMMAND]", NULL, 0},
@@ -109,7 +132,8 @@ static void print_overview(FILE *f)
                "IDKEEPER_CONFIG; keys are option names, at the top level or in a [command]\n"
                "section). The command line wins over the environment, which wins over the file.\n"
                "\nExit codes: 0 success, 1 the command failed, 2 bad usage or configuration;\n"
-               "tags also exits 3 for a tag that exists already and 4 for one that does not.\n"
+               "tags also exits 3 for a tag that exists already and 4 for one that does not;\n"
+               "lock and elect pass CMD's code on, and exit 124 (timeout) or 125 (lost).\n"
                "Run 'idkeeper help COMMAND' or 'idkeeper COMMAND --help' for its options.\n");
 }
 

@@ -87,6 +87,18 @@ const ik_cli_option ik__cli_options[IK_OPT__COUNT] = {
         1, 1000000, NULL),
     ROW(DESCRIPTION, "description", "IDKEEPER_DESCRIPTION", STRING, NULL, "TEXT",
         "free text stored with a new tag (at most 255 bytes)", 0, 255, NULL),
+    ROW(TIMEOUT, "timeout", "IDKEEPER_TIMEOUT", INT, NULL, "MS",
+        "give up waiting for the lock after this (exit 124); 0: try once (default: wait "
+        "forever)",
+        0, INT64_C(31536000000), NULL),
+    ROW(GRACE, "grace", "IDKEEPER_GRACE", INT, "5000", "MS",
+        "after the lock or leadership is lost, CMD gets SIGTERM, and SIGKILL this much later", 0,
+        3600000, NULL),
+    ROW(ID, "id", "IDKEEPER_ID", STRING, NULL, "TEXT",
+        "this candidate's participant id, shown as the leader (default HOSTNAME:PID)", 0, 255,
+        NULL),
+    ROW(ONCE, "once", "IDKEEPER_ONCE", FLAG, "false", NULL,
+        "exit (125) when leadership is lost, instead of campaigning again", 0, 0, NULL),
 };
 
 #undef ROW

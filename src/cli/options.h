@@ -57,6 +57,10 @@ typedef enum ik_cli_opt_id {
     IK_OPT_START,
     IK_OPT_STEP,
     IK_OPT_DESCRIPTION,
+    IK_OPT_TIMEOUT,
+    IK_OPT_GRACE,
+    IK_OPT_ID,
+    IK_OPT_ONCE,
     IK_OPT__COUNT
 } ik_cli_opt_id;
 

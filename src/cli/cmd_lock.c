@@ -1,0 +1,204 @@
+/* cmd_lock.c: `idkeeper lock PATH -- CMD [ARG...]`: runs CMD while holding the lock
+ * at PATH (SPEC 6), and stops it if the lock is lost.
+ *
+ *   WAITING --granted--> RUNNING --CMD exits--> release, exit with CMD's code
+ *   WAITING --timeout--> exit 124          WAITING --TERM/INT/HUP--> exit 128+sig
+ *   RUNNING --lock LOST--> STOPPING (SIGTERM, SIGKILL after --grace) --> exit 125
+ *   RUNNING --lock IN_DOUBT / restored--> a line on stderr; CMD keeps running
+ *   RUNNING --TERM/INT/HUP/QUIT--> forwarded to CMD's process group
+ *
+ * The acquire runs on a thread of its own so that the main thread keeps serving
+ * signals while it waits; a signal cancels the wait (ik_lock_cancel). */
+#include "cli.h"
+#include "supervise.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef struct lock_run {
+    ik_sup sup;
+    ik_lock *lk;
+    int64_t timeout_ms;
+    int rc; /* of the acquire */
+    int64_t fence;
+} lock_run;
+
+static void on_change(void *ctx, ik_hold_state s, const char *why)
+{
+    (void)why;
+    lock_run *r = ctx;
+    ik__sup_note(&r->sup, s == IK_HOLD_LOST ? 'L' : s == IK_HOLD_IN_DOUBT ? 'D' : 'H');
+}
+
+static void *acquire_thread(void *arg)
+{
+    lock_run *r = arg;
+    r->rc = ik_lock_acquire(r->lk, r->timeout_ms, &r->fence);
+    ik__sup_note(&r->sup, 'A');
+    return NULL;
+}
+
+/* Checks "PATH -- CMD [ARG...]". 0 or IK_EXIT_USAGE. */
+int ik__cli_path_and_cmd(const ik_cli_command *cmd, const ik_cli_opts *o)
+{
+    if (o->nargs == 0) {
+        ik__cli_fail(cmd, "no PATH given (usage: idkeeper %s)", cmd->usage);
+        return IK_EXIT_USAGE;
+    }
+    if (o->rest < 0 || o->rest == o->nargs) {
+        ik__cli_fail(cmd, "no command given after '--' (usage: idkeeper %s)", cmd->usage);
+        return IK_EXIT_USAGE;
+    }
+    if (o->rest != 1) {
+        ik__cli_fail(cmd, "%s before '--' (usage: idkeeper %s)",
+                     o->rest == 0 ? "no PATH" : "more than one PATH", cmd->usage);
+        return IK_EXIT_USAGE;
+    }
+    return 0;
+}
+
+int ik__cli_open_coord(const ik_cli_command *cmd, const ik_cli_opts *o, ik_coord **c)
+{
+    ik_coord_options co;
+    ik_coord_options_init(&co);
+    co.zk_session_timeout_ms = (int)o->v[IK_OPT_ZK_SESSION_TIMEOUT].n;
+    co.zk_auth = o->v[IK_OPT_ZK_AUTH].text;
+    char why[512] = "";
+    const char *uri = o->v[IK_OPT_COORD].text;
+    int err = ik_coord_open(uri, &co, c, why, sizeof why);
+    if (err) {
+        ik__cli_fail(cmd, "cannot open %s: %s", uri, why[0] ? why : ik_strerror(err));
+        return IK_EXIT_FAIL;
+    }
+    return 0;
+}
+
+int ik__cmd_lock(const ik_cli_command *cmd, ik_cli_opts *o)
+{
+    int rc = ik__cli_path_and_cmd(cmd, o);
+    if (rc) return rc;
+    const char *path = o->args[0];
+    char *const *argv = &o->args[o->rest];
+    lock_run r;
+    memset(&r, 0, sizeof r);
+    r.timeout_ms = o->v[IK_OPT_TIMEOUT].text ? o->v[IK_OPT_TIMEOUT].n : -1;
+    int64_t grace = o->v[IK_OPT_GRACE].n;
+
+    if (ik__sup_init(&r.sup) != 0) {
+        ik__cli_fail(cmd, "cannot set up signals: %s", strerror(errno));
+        return IK_EXIT_FAIL;
+    }
+    ik_coord *c = NULL;
+    rc = ik__cli_open_coord(cmd, o, &c);
+    if (rc) {
+        ik__sup_fini(&r.sup);
+        return rc;
+    }
+    ik_lock_options lo;
+    ik_lock_options_init(&lo);
+    lo.on_change = on_change;
+    lo.ctx = &r;
+    int err = ik_lock_create(c, path, &lo, &r.lk);
+    if (err) {
+        ik__cli_fail(cmd,
+                     "bad lock path '%s': %s (segments of printable bytes, no '.' or '..', "
+                     "at most 400 bytes)",
+                     path, ik_strerror(err));
+        ik_coord_close(c);
+        ik__sup_fini(&r.sup);
+        return IK_EXIT_USAGE;
+    }
+
+    pthread_t t;
+    if (pthread_create(&t, NULL, acquire_thread, &r) != 0) {
+        ik__cli_fail(cmd, "cannot start a thread");
+        rc = IK_EXIT_FAIL;
+        goto out;
+    }
+    /* WAITING */
+    int sig = 0;
+    ik_sup_event ev;
+    for (;;) {
+        if (ik__sup_next(&r.sup, -1, &ev) != 0) break;
+        if (ev.kind == IK_SUP_NOTE && ev.note == 'A') break;
+        if (ev.kind == IK_SUP_SIGNAL && !sig) {
+            sig = ev.sig;
+            ik_lock_cancel(r.lk);
+        }
+    }
+    pthread_join(t, NULL);
+    ik_hold_info hi;
+    ik_lock_get_info(r.lk, &hi);
+    if (r.rc == 0 && sig) { /* granted as the signal came: do not start CMD */
+        ik_lock_release(r.lk);
+        r.rc = IK_ECLOSED;
+    }
+    if (r.rc != 0) {
+        if (r.rc == IK_ETIMEDOUT || r.rc == IK_EBUSY) {
+            ik__cli_fail(cmd, "timed out after %" PRId64 " ms waiting for the lock at %s",
+                         r.timeout_ms, path);
+            rc = IK_EXIT_LOCK_TIMEOUT;
+        } else if (r.rc == IK_ECLOSED) {
+            rc = 128 + sig;
+        } else {
+            ik__cli_fail(cmd, "cannot take the lock at %s on %s: %s", path, ik_coord_uri(c),
+                         ik_strerror(r.rc));
+            rc = IK_EXIT_FAIL;
+        }
+        goto out;
+    }
+
+    /* RUNNING */
+    char e_path[512 + 32], e_fence[64], e_node[sizeof hi.node + 32];
+    snprintf(e_path, sizeof e_path, "IDKEEPER_LOCK_PATH=%s%s", path[0] == '/' ? "" : "/", path);
+    snprintf(e_fence, sizeof e_fence, "IDKEEPER_FENCE=%" PRId64, r.fence);
+    snprintf(e_node, sizeof e_node, "IDKEEPER_LOCK_NODE=%s", hi.node);
+    const char *env[] = {e_path, e_fence, e_node, NULL};
+    char why[512];
+    rc = ik__sup_spawn(&r.sup, argv, env, why, sizeof why);
+    if (rc) {
+        ik__cli_fail(cmd, "%s", why);
+        ik_lock_release(r.lk);
+        goto out;
+    }
+    int lost = 0;
+    for (;;) {
+        if (ik__sup_next(&r.sup, -1, &ev) != 0) {
+            ik__cli_fail(cmd, "waiting for %s: %s", argv[0], strerror(errno));
+            ik__sup_stop(&r.sup, 0);
+            rc = IK_EXIT_FAIL;
+            break;
+        }
+        if (ev.kind == IK_SUP_EXITED) {
+            rc = lost ? IK_EXIT_LOCK_LOST : ev.code;
+            break;
+        }
+        if (ev.kind == IK_SUP_SIGNAL) {
+            ik__sup_signal(&r.sup, ev.sig);
+        } else if (ev.kind == IK_SUP_NOTE && ev.note == 'L' && !lost) {
+            ik_lock_get_info(r.lk, &hi);
+            ik__cli_fail(cmd, "lost the lock at %s (%s): stopping %s", path, hi.why, argv[0]);
+            lost = 1;
+            ik__sup_stop(&r.sup, grace);
+        } else if (ev.kind == IK_SUP_NOTE && ev.note == 'D' && !lost) {
+            ik_lock_get_info(r.lk, &hi);
+            fprintf(stderr,
+                    "idkeeper: lock: the lock at %s is in doubt (%s); %s keeps running "
+                    "and is stopped if the lock is lost\n",
+                    path, hi.why, argv[0]);
+        } else if (ev.kind == IK_SUP_NOTE && ev.note == 'H' && !lost) {
+            fprintf(stderr, "idkeeper: lock: the lock at %s is held again\n", path);
+        }
+    }
+    err = ik_lock_release(r.lk);
+    if (err && err != IK_ELOST)
+        fprintf(stderr, "idkeeper: lock: releasing the lock at %s: %s\n", path, ik_strerror(err));
+out:
+    ik_lock_destroy(r.lk);
+    ik_coord_close(c);
+    ik__sup_fini(&r.sup);
+    return rc;
+}

@@ -1,0 +1,90 @@
+/* supervise.h: runs the CMD of `idkeeper lock` and `idkeeper elect` under a grant.
+ *
+ * CMD runs in its own process group (like timeout(1)), so that stopping it stops
+ * a whole pipeline; if fd 0 is the controlling terminal and idkeeper runs in the
+ * foreground, CMD's group gets the terminal while it runs. Signals that idkeeper
+ * receives (TERM, INT, HUP, QUIT) are handed to the caller, who forwards them to
+ * CMD's group; SIGCHLD too. Library threads tell the caller of state changes with
+ * ik__sup_note() (one byte through a pipe). Everything arrives through one call,
+ * ik__sup_next(), so a command is one event loop.
+ *
+ * Stopping CMD: SIGTERM to its group, SIGKILL after the grace period if it has not
+ * exited. If idkeeper itself dies (kill -9), CMD gets SIGKILL from the kernel
+ * (PR_SET_PDEATHSIG): a grant that dies with idkeeper must not leave CMD running.
+ *
+ * Threads: ik__sup_init must run before any other thread exists (it blocks the
+ * signals for every thread created afterwards); ik__sup_note is safe from any
+ * thread; everything else belongs to the thread that called ik__sup_init.
+ */
+#ifndef IK_CLI_SUPERVISE_H
+#define IK_CLI_SUPERVISE_H
+
+#include "cli.h"
+#include "idkeeper.h"
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Exit codes of lock and elect when CMD did not decide the code. */
+enum {
+    IK_EXIT_LOCK_TIMEOUT = 124,   /* gave up waiting for the lock (--timeout); CMD never ran */
+    IK_EXIT_LOCK_LOST = 125,      /* the lock or leadership was lost while CMD ran; CMD was
+                                     stopped */
+    IK_EXIT_CMD_CANNOT_RUN = 126, /* CMD exists but could not be executed */
+    IK_EXIT_CMD_NOT_FOUND = 127,  /* CMD was not found */
+};
+
+typedef struct ik_sup {
+    int sfd;            /* signalfd: CHLD, TERM, INT, HUP, QUIT */
+    int note_r, note_w; /* pipe: one byte per note */
+    sigset_t old_mask;  /* restored in CMD */
+    pid_t child;        /* CMD's pid (and process group), 0 if none */
+    int tty;            /* 1 if CMD's group was given the terminal */
+    int64_t kill_at_ms; /* monotonic ms at which a stopping CMD gets SIGKILL, 0: none */
+} ik_sup;
+
+typedef enum ik_sup_kind {
+    IK_SUP_NOTE = 1,   /* a byte from ik__sup_note: ev->note */
+    IK_SUP_SIGNAL = 2, /* idkeeper got a signal: ev->sig (not SIGCHLD) */
+    IK_SUP_EXITED = 3, /* CMD exited: ev->code (exit code, or 128 + signal) */
+    IK_SUP_TIMEOUT = 4,
+} ik_sup_kind;
+
+typedef struct ik_sup_event {
+    ik_sup_kind kind;
+    char note;
+    int sig;
+    int code;
+} ik_sup_event;
+
+/* Blocks the signals and opens the signalfd and the pipe. 0 or -1 (errno). */
+int ik__sup_init(ik_sup *s);
+void ik__sup_fini(ik_sup *s);
+
+/* From any thread: queues one byte for ik__sup_next. */
+void ik__sup_note(ik_sup *s, char c);
+
+/* Starts argv (argv[0] looked up in PATH) with NAME=VALUE strings env_add[] added to
+ * (or replacing in) the environment. 0, or an exit code (126, 127) with a reason
+ * in why if CMD could not be started. */
+int ik__sup_spawn(ik_sup *s, char *const argv[], const char *const env_add[], char *why,
+                  size_t why_len);
+
+/* Sends sig to CMD's process group (nothing if no CMD). */
+void ik__sup_signal(ik_sup *s, int sig);
+
+/* SIGTERM to CMD's group now, SIGKILL when grace_ms pass (ik__sup_next sends it). */
+void ik__sup_stop(ik_sup *s, int64_t grace_ms);
+
+/* Waits up to timeout_ms (-1: forever) for the next event. 0, or -1 on an error. */
+int ik__sup_next(ik_sup *s, int64_t timeout_ms, ik_sup_event *ev);
+
+/* Shared by lock and elect (cmd_lock.c): checks "PATH -- CMD [ARG...]" (0 or
+ * IK_EXIT_USAGE, with the reason printed), and opens the coord of the options (0 or
+ * IK_EXIT_FAIL, with the reason printed). */
+int ik__cli_path_and_cmd(const ik_cli_command *cmd, const ik_cli_opts *o);
+int ik__cli_open_coord(const ik_cli_command *cmd, const ik_cli_opts *o, ik_coord **c);
+
+#endif

@@ -1,0 +1,218 @@
+# lock_cases.sh: the CLI cases of `idkeeper lock` and `idkeeper elect` (SPEC 6), on
+# any backend (sourced after lib.sh by t_lock_local.sh, t_lock_zk.sh, t_elect_*.sh).
+# The caller sets COORD (the --coord URI) and, for zk://, EXTRA (more options, e.g.
+# the session timeout) and NODES_LEFT (a function: lock PATH -> the number of
+# contender nodes or tickets left under it).
+#
+#   case_counter N ROUNDS      N processes x ROUNDS rounds of read-add-write under the
+#                              lock: the file ends at N*ROUNDS, fences strictly increase
+#   case_timeout               --timeout gives up with 124, leaves nothing of ours
+#   case_exit_codes            CMD's code passes through; 127/126; signals forwarded
+#   case_idkeeper_killed       idkeeper killed -9: CMD dies with it, the lock is free
+#   case_elect_one_leader N    N candidates: exactly one CMD runs at a time; the
+#                              leader's idkeeper killed -9 -> another leads within
+#                              KILL_TAKEOVER_MS; a leader whose CMD exits -> another
+#                              leads within RESIGN_TAKEOVER_MS
+EXTRA=${EXTRA:-}
+KILL_TAKEOVER_MS=${KILL_TAKEOVER_MS:-1000}
+RESIGN_TAKEOVER_MS=${RESIGN_TAKEOVER_MS:-50}
+
+# Not functions: "$!" of a background function is a subshell, not idkeeper.
+IK_LOCK=("$IK_BIN" lock --coord "$COORD" $EXTRA)
+IK_ELECT=("$IK_BIN" elect --coord "$COORD" $EXTRA)
+mono_ms() { awk '{ printf "%d\n", $1 * 1000 }' /proc/uptime; }
+
+case_counter() {
+  local n=$1 rounds=$2 i pids=()
+  echo 0 >"$T/counter"
+  : >"$T/fences"
+  local t0=$SECONDS
+  for ((i = 0; i < n; i++)); do
+    (
+      for ((r = 0; r < rounds; r++)); do
+        "${IK_LOCK[@]}" /counter -- sh -c 'n=$(cat "$0"); echo $((n + 1)) >"$0.tmp" && mv "$0.tmp" "$0"; echo "$IDKEEPER_FENCE" >>"$0.fences"' \
+          "$T/counter" || exit 1
+      done
+    ) 2>>"$T/counter.log" &
+    pids+=($!)
+    IK_PIDS+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p" || fail "a locking process failed (see $T/counter.log)"; done
+  local got
+  got=$(cat "$T/counter")
+  [ "$got" = $((n * rounds)) ] || fail "counter is $got after $n x $rounds locked increments"
+  [ "$(wc -l <"$T/counter.fences")" = $((n * rounds)) ] || fail "not one fence per grant"
+  awk 'NR > 1 && $1 <= prev { print "fence " $1 " after " prev; bad = 1; exit } { prev = $1 } END { exit bad }' \
+    "$T/counter.fences" || fail "fences do not strictly increase"
+  pass "$n processes x $rounds rounds: counter $got, fences strictly increasing ($((SECONDS - t0)) s)"
+}
+
+case_timeout() {
+  "${IK_LOCK[@]}" /held -- sleep 30 &
+  local holder=$! i
+  IK_PIDS+=($holder)
+  for ((i = 0; i < 100; i++)); do [ "$(NODES_LEFT /held)" -ge 1 ] && break; sleep 0.05; done
+  local t0 rc=0 took
+  t0=$(mono_ms)
+  "${IK_LOCK[@]}" --timeout 300 /held -- touch "$T/ran" 2>"$T/timeout.err" || rc=$?
+  took=$(($(mono_ms) - t0))
+  [ $rc = 124 ] || fail "--timeout exited $rc, not 124: $(cat "$T/timeout.err")"
+  [ ! -e "$T/ran" ] || fail "CMD ran without the lock"
+  ((took >= 290 && took < 5000)) || fail "--timeout 300 took $took ms"
+  grep -q "timed out" "$T/timeout.err" || fail "no reason given: $(cat "$T/timeout.err")"
+  rc=0
+  "${IK_LOCK[@]}" --timeout 0 /held -- touch "$T/ran" 2>/dev/null || rc=$?
+  [ $rc = 124 ] || fail "--timeout 0 exited $rc"
+  local left
+  left=$(NODES_LEFT /held)
+  [ "$left" = 1 ] || fail "$left contenders at /held after the timeouts (only the holder's should be)"
+  kill -TERM $holder
+  wait $holder || true
+  for ((i = 0; i < 100; i++)); do [ "$(NODES_LEFT /held)" = 0 ] && break; sleep 0.05; done
+  [ "$(NODES_LEFT /held)" = 0 ] || fail "the holder's node is left after it exited"
+  pass "--timeout: exit 124 after $took ms, CMD not run, nothing of ours left behind"
+}
+
+case_exit_codes() {
+  local rc=0
+  "${IK_LOCK[@]}" /codes -- sh -c 'exit 42' || rc=$?
+  [ $rc = 42 ] || fail "CMD's exit 42 became $rc"
+  "${IK_LOCK[@]}" /codes -- true || fail "true failed"
+  rc=0
+  "${IK_LOCK[@]}" /codes -- sh -c 'kill -KILL $$' || rc=$?
+  [ $rc = 137 ] || fail "CMD killed by SIGKILL gave $rc, not 137"
+  rc=0
+  "${IK_LOCK[@]}" /codes -- /nonexistent/cmd 2>/dev/null || rc=$?
+  [ $rc = 127 ] || fail "a missing CMD gave $rc"
+  rc=0
+  "${IK_LOCK[@]}" /codes -- /etc/passwd 2>/dev/null || rc=$?
+  [ $rc = 126 ] || fail "a CMD that is not executable gave $rc"
+  rc=0
+  "${IK_LOCK[@]}" /codes 2>/dev/null || rc=$?
+  [ $rc = 2 ] || fail "no CMD gave $rc"
+  # TERM to idkeeper reaches CMD (its own process group), whose exit code we get
+  "${IK_LOCK[@]}" /codes -- sh -c 'trap "exit 9" TERM; touch "$0"; while :; do sleep 0.05; done' "$T/trap.ready" &
+  local p=$! i
+  IK_PIDS+=($p)
+  for ((i = 0; i < 200; i++)); do [ -e "$T/trap.ready" ] && break; sleep 0.05; done
+  kill -TERM $p
+  rc=0
+  wait $p || rc=$?
+  [ $rc = 9 ] || fail "CMD's trap of a forwarded TERM gave $rc, not 9"
+  # environment
+  "${IK_LOCK[@]}" codes/env -- sh -c 'echo "$IDKEEPER_LOCK_PATH $IDKEEPER_FENCE"' >"$T/env.out"
+  read -r path fence <"$T/env.out"
+  [ "$path" = /codes/env ] || fail "IDKEEPER_LOCK_PATH is '$path'"
+  [ "$fence" -ge 1 ] 2>/dev/null || fail "IDKEEPER_FENCE is '$fence'"
+  pass "exit codes: CMD's own, 137, 127, 126, 2; TERM forwarded; environment"
+}
+
+case_idkeeper_killed() {
+  "${IK_LOCK[@]}" /killed -- sh -c 'echo $$ >"$0"; exec sleep 30' "$T/killed.pid" &
+  local p=$! i
+  IK_PIDS+=($p)
+  for ((i = 0; i < 200; i++)); do [ -s "$T/killed.pid" ] && break; sleep 0.05; done
+  local cmd
+  cmd=$(cat "$T/killed.pid")
+  kill -KILL $p
+  wait $p 2>/dev/null || true
+  for ((i = 0; i < 100; i++)); do alive "$cmd" || break; sleep 0.05; done
+  ! alive "$cmd" || fail "CMD $cmd outlived idkeeper killed -9"
+  local t0 took
+  t0=$(mono_ms)
+  "${IK_LOCK[@]}" /killed -- true || fail "the lock of a killed idkeeper is not free"
+  took=$(($(mono_ms) - t0))
+  pass "idkeeper killed -9: its CMD died with it; the lock was free again ($took ms to take it)"
+}
+
+# The CMD of candidate ID records its pid in $T/lead.ID and its starts in $T/starts.
+elect_cmd='echo $$ >"$0/lead.$IDKEEPER_ELECT_ID"; echo "$IDKEEPER_ELECT_ID $IDKEEPER_FENCE" >>"$0/starts"; exec sleep 300'
+
+# alive PID: the process exists and is not a zombie.
+alive() {
+  local st
+  st=$(sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1) || return 1
+  [ -n "$st" ] && [ "$st" != Z ] && [ "$st" != X ]
+}
+
+# Prints the ids whose CMD runs now.
+running_leaders() {
+  local f
+  for f in "$T"/lead.*; do
+    [ -e "$f" ] || continue
+    alive "$(cat "$f")" && echo "${f##*/lead.}"
+  done
+  return 0
+}
+
+# wait_one_leader MS [OLD]: until exactly one CMD runs, not OLD's (at most MS);
+# prints its id.
+wait_one_leader() {
+  local limit=$1 old=${2:-} t0 r
+  t0=$(mono_ms)
+  while (($(mono_ms) - t0 < limit)); do
+    r=$(running_leaders)
+    if [ -n "$r" ] && [ "$(echo "$r" | wc -l)" = 1 ] && [ "$r" != "$old" ]; then
+      echo "$r"
+      return 0
+    fi
+    sleep 0.01
+  done
+  return 1
+}
+
+# assert_one_leader_for MS: for MS, never more than one CMD at once.
+assert_one_leader_for() {
+  local t0 n
+  t0=$(mono_ms)
+  while (($(mono_ms) - t0 < $1)); do
+    n=$(running_leaders | wc -l)
+    ((n <= 1)) || fail "$n leaders' CMDs run at once: $(running_leaders | tr '\n' ' ')"
+    sleep 0.02
+  done
+}
+
+case_elect_one_leader() {
+  local n=$1 i
+  declare -gA ELECT_PID=()
+  for ((i = 1; i <= n; i++)); do
+    "${IK_ELECT[@]}" --id "c$i" --grace 1000 /svc -- sh -c "$elect_cmd" "$T" 2>>"$T/elect.log" &
+    ELECT_PID[c$i]=$!
+    IK_PIDS+=($!)
+  done
+  local leader
+  leader=$(wait_one_leader 20000) || fail "no single leader among $n candidates"
+  assert_one_leader_for 1000
+  log "leader: $leader"
+
+  # kill -9 the leader's idkeeper: its CMD dies with it; another leads
+  local t0 took next
+  t0=$(mono_ms)
+  kill -KILL "${ELECT_PID[$leader]}"
+  next=$(wait_one_leader $((KILL_TAKEOVER_MS + 5000)) "$leader") || fail "no new leader after the leader was killed"
+  took=$(($(mono_ms) - t0))
+  [ "$next" != "$leader" ] || fail "the killed leader $leader still leads"
+  ((took <= KILL_TAKEOVER_MS)) || fail "new leader $next after $took ms (limit $KILL_TAKEOVER_MS)"
+  log "leader $leader killed -9: $next leads after $took ms"
+  assert_one_leader_for 500
+
+  # the leader's CMD ends: that idkeeper exits with its code and resigns
+  local pid
+  pid=$(cat "$T/lead.$next")
+  t0=$(mono_ms)
+  kill -TERM "$pid"
+  local third
+  third=$(wait_one_leader $((RESIGN_TAKEOVER_MS + 5000)) "$next") || fail "no new leader after $next resigned"
+  took=$(($(mono_ms) - t0))
+  local rc=0
+  wait "${ELECT_PID[$next]}" || rc=$?
+  [ $rc = 143 ] || fail "elect exited $rc after its CMD got SIGTERM (want 143)"
+  ((took <= RESIGN_TAKEOVER_MS)) || fail "new leader $third $took ms after $next resigned (limit $RESIGN_TAKEOVER_MS)"
+  log "leader $next resigned (its CMD ended): $third leads after $took ms"
+  assert_one_leader_for 300
+  awk 'NR > 1 && $2 <= prev { print "fence " $2 " after " prev; bad = 1; exit } { prev = $2 } END { exit bad }' \
+    "$T/starts" || fail "leaders' fences do not increase"
+  pass "$n candidates: one leader at a time; kill -9 and resign hand over; fences increase"
+  for ((i = 1; i <= n; i++)); do kill -TERM "${ELECT_PID[c$i]}" 2>/dev/null || true; done
+  for ((i = 1; i <= n; i++)); do wait "${ELECT_PID[c$i]}" 2>/dev/null || true; done
+}
