@@ -70,6 +70,10 @@ lint: build
 	cppcheck --quiet --enable=warning,performance,portability --inline-suppr --error-exitcode=1 -Iinclude -Isrc/lib src include
 	clang-tidy -p $(BUILD) --quiet $$(git ls-files 'src/*.c')
 
+# make chaos CHAOS_ARGS="--duration 1800 --seed 42": the chaos run (docs/RELIABILITY.md)
+chaos: deps-test build
+	IK_BIN=$(BUILD)/idkeeper IK_BUILD=$(BUILD) tests/chaos/chaos.sh $(CHAOS_ARGS)
+
 install: build
 	cmake --install $(BUILD)
 
