@@ -98,6 +98,13 @@ struct zk_slot {
     zk_wait *pending;        /* a persist sent, not yet answered */
 };
 
+/* Another module's interest in session events (ik__zk_listen). */
+typedef struct zk_listener {
+    struct zk_listener *next;
+    void (*fn)(void *ctx, unsigned gen, int state);
+    void *ctx;
+} zk_listener;
+
 /* An owner node this session may still hold without a handle (remember_orphan). */
 typedef struct zk_orphan {
     struct zk_orphan *next;
@@ -125,6 +132,9 @@ struct zk_backend {
     zk_slot *slots;
     zk_orphan *orphans;
     uint64_t rng;
+
+    pthread_mutex_t lmu;     /* guards listeners; held while they are called */
+    zk_listener *listeners;  /* session events for other modules (ik__zk_listen) */
 };
 
 /* ------------------------------------------------------------------------------
@@ -430,6 +440,11 @@ static void conn_watcher(zhandle_t *zh, int type, int state, const char *path, v
     }
     pthread_cond_broadcast(&b->cv);
     pthread_mutex_unlock(&b->mu);
+    /* outside mu: a listener takes its own locks, and those may be held while
+     * ik__zk_session_get takes mu */
+    pthread_mutex_lock(&b->lmu);
+    for (zk_listener *l = b->listeners; l; l = l->next) l->fn(l->ctx, c->gen, state);
+    pthread_mutex_unlock(&b->lmu);
 }
 
 static void quiet_client_log(void)
@@ -1620,6 +1635,12 @@ static void zk_close(ik__backend *be)
         b->orphans = o->next;
         free(o);
     }
+    while (b->listeners) { /* none, if every recipe was destroyed before the coord */
+        zk_listener *l = b->listeners;
+        b->listeners = l->next;
+        free(l);
+    }
+    pthread_mutex_destroy(&b->lmu);
     pthread_rwlock_destroy(&b->life);
     pthread_cond_destroy(&b->cv);
     pthread_mutex_destroy(&b->mu);
@@ -1639,6 +1660,7 @@ static int zk_open(const char *uri, const ik_coord_options *o, ik__backend **out
     b->base.ops = &ik__backend_zk_ops;
     pthread_rwlock_init(&b->life, NULL);
     pthread_mutex_init(&b->mu, NULL);
+    pthread_mutex_init(&b->lmu, NULL);
     cond_init_mono(&b->cv);
     if (getrandom(&b->rng, sizeof b->rng, 0) != (ssize_t)sizeof b->rng)
         b->rng = (uint64_t)ik__mono_ns() ^ ((uint64_t)getpid() << 32);
@@ -1688,6 +1710,67 @@ fail:
 static const char *zk_uri(const ik__backend *be)
 {
     return ((const zk_backend *)be)->uri;
+}
+
+/* ------------------------------------------------------------------------------
+ * The session, for other modules of the library (backend_zk.h): the ZooKeeper
+ * recipes (recipe_zk.c) create and watch their nodes on the backend's own session.
+ */
+void ik__zk_session_get(ik__backend *be, ik__zk_session *s)
+{
+    zk_backend *b = (zk_backend *)be;
+    pthread_rwlock_rdlock(&b->life);
+    memset(s, 0, sizeof *s);
+    pthread_mutex_lock(&b->mu);
+    zk_conn *c = b->conn;
+    if (c) {
+        s->zh = c->zh;
+        s->gen = c->gen;
+        s->id = c->session;
+        s->connected = c->state == ZOO_CONNECTED_STATE && !c->dead;
+        s->dead = c->dead != 0;
+    } else {
+        s->dead = 1;
+    }
+    pthread_mutex_unlock(&b->mu);
+    int t = s->zh ? zoo_recv_timeout(s->zh) : 0;
+    s->timeout_ms = t > 0 ? t : b->timeout_ms;
+    s->chroot = b->chroot;
+    s->digest_id = b->digest_id;
+}
+
+void ik__zk_session_put(ik__backend *be)
+{
+    pthread_rwlock_unlock(&((zk_backend *)be)->life);
+}
+
+int ik__zk_listen(ik__backend *be, void (*fn)(void *ctx, unsigned gen, int state), void *ctx)
+{
+    zk_backend *b = (zk_backend *)be;
+    zk_listener *l = calloc(1, sizeof *l);
+    if (!l) return IK_ENOMEM;
+    l->fn = fn;
+    l->ctx = ctx;
+    pthread_mutex_lock(&b->lmu);
+    l->next = b->listeners;
+    b->listeners = l;
+    pthread_mutex_unlock(&b->lmu);
+    return IK_OK;
+}
+
+void ik__zk_unlisten(ik__backend *be, void (*fn)(void *ctx, unsigned gen, int state), void *ctx)
+{
+    zk_backend *b = (zk_backend *)be;
+    pthread_mutex_lock(&b->lmu);
+    for (zk_listener **p = &b->listeners; *p; p = &(*p)->next) {
+        if ((*p)->fn == fn && (*p)->ctx == ctx) {
+            zk_listener *l = *p;
+            *p = l->next;
+            free(l);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&b->lmu);
 }
 
 const ik__backend_ops ik__backend_zk_ops = {

@@ -1,6 +1,7 @@
 /* backend_zk.h: the pure parts of backend_zk.c (no ZooKeeper handle involved), named
- * here so that tests/unit/test_zk_backend.c can hold them to their contracts. Not an
- * API: only backend_zk.c and its unit test include this. */
+ * here so that tests/unit/test_zk_backend.c can hold them to their contracts, and
+ * the backend's session as other library modules (the recipes, recipe_zk.c) use it.
+ * Not a public API. */
 #ifndef IK_BACKEND_ZK_H
 #define IK_BACKEND_ZK_H
 
@@ -50,5 +51,41 @@ int ik__zk_wset_has(const ik__zk_wset *s, uint32_t w);
 /* The k-th (0-based) worker at or above lo that is not in s, for k below the
  * number of free workers of the range (all members of s lie in the range). */
 uint32_t ik__zk_wset_nth_free(const ik__zk_wset *s, uint32_t lo, uint64_t k);
+
+/* ------------------------------------------------------------------------------
+ * The session, for other modules: they make their nodes on the backend's own
+ * session instead of opening one of their own.
+ */
+struct ik__backend;
+typedef struct _zhandle zhandle_t;
+
+typedef struct ik__zk_session {
+    zhandle_t *zh;         /* valid until ik__zk_session_put */
+    unsigned gen;          /* handle generation: recover() replaces a dead handle by one
+                              of a new generation */
+    int64_t id;            /* session id (0 before the first connection) */
+    int connected;         /* the latest session event said CONNECTED */
+    int dead;              /* expired or auth failed: only recover() helps */
+    int timeout_ms;        /* negotiated session timeout (the requested one until known) */
+    const char *chroot;    /* "" or "/a/b": every path starts with it */
+    const char *digest_id; /* the --zk-auth digest id for ACLs, or NULL */
+} ik__zk_session;
+
+/* Borrows the current handle: holds the backend's `life` lock for reading from get
+ * to put, so that recover() cannot close it meanwhile. Between the two: no wait for
+ * a session event, no call to recover(), no nested get. zk:// backends only. */
+void ik__zk_session_get(struct ik__backend *be, ik__zk_session *s);
+void ik__zk_session_put(struct ik__backend *be);
+
+/* Session events: fn(ctx, gen, state) on the ZooKeeper completion thread of handle
+ * gen, for every ZOO_SESSION_EVENT (state: ZOO_CONNECTED_STATE,
+ * ZOO_CONNECTING_STATE, ZOO_EXPIRED_SESSION_STATE, ...), after the backend has
+ * recorded it. fn must not block and must not call into the backend. listen: 0 or
+ * IK_ENOMEM. Once unlisten returns, fn is not running for ctx and is not called
+ * again. */
+int ik__zk_listen(struct ik__backend *be, void (*fn)(void *ctx, unsigned gen, int state),
+                  void *ctx);
+void ik__zk_unlisten(struct ik__backend *be, void (*fn)(void *ctx, unsigned gen, int state),
+                     void *ctx);
 
 #endif
