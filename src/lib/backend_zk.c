@@ -452,6 +452,32 @@ static void quiet_client_log(void)
     zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
 }
 
+/* The client's log lines (errors only), to stderr, at most 3 every 10 s: while
+ * ZooKeeper is down the client logs every reconnect attempt, several a second. */
+static void client_log(const char *message)
+{
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    static int64_t window_start = INT64_MIN / 2;
+    static int shown;
+    static long suppressed;
+    int64_t now = ik__mono_ns() / 1000000;
+    pthread_mutex_lock(&mu);
+    if (now - window_start >= 10000) {
+        if (suppressed)
+            fprintf(stderr, "zookeeper client: %ld more messages like these in 10 s\n", suppressed);
+        window_start = now;
+        shown = 0;
+        suppressed = 0;
+    }
+    if (shown < 3) {
+        shown++;
+        fprintf(stderr, "%s\n", message);
+    } else {
+        suppressed++;
+    }
+    pthread_mutex_unlock(&mu);
+}
+
 /* A new handle (connecting in the background). Caller holds life for writing or is
  * the only user. */
 static int conn_open(zk_backend *b, zk_conn **out, char *why, size_t why_len)
@@ -465,7 +491,7 @@ static int conn_open(zk_backend *b, zk_conn **out, char *why, size_t why_len)
     c->gen = ++b->gen;
     pthread_mutex_unlock(&b->mu);
     errno = 0;
-    c->zh = zookeeper_init(b->hosts, conn_watcher, b->timeout_ms, NULL, c, 0);
+    c->zh = zookeeper_init2(b->hosts, conn_watcher, b->timeout_ms, NULL, c, 0, client_log);
     if (!c->zh) {
         int e = errno;
         free(c);
