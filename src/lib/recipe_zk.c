@@ -1,48 +1,853 @@
-/* recipe_zk.c: locks and elections on ZooKeeper (placeholder until the protocol
- * lands: every call is refused as unsupported). */
+/* recipe_zk.c: locks and elections on ZooKeeper, node for node as Apache Curator
+ * makes them (SPEC 6), on the coord's own session (backend_zk.h).
+ *
+ * A contender creates CHROOT/PATH/_c_<uuid>-<NAME><seq>, EPHEMERAL_SEQUENTIAL, NAME
+ * being "lock-" (InterProcessMutex), "__READ__" / "__WRIT__" (InterProcessReadWrite
+ * Lock) or "latch-" (LeaderLatch, whose data is the participant id). Missing
+ * parents under the chroot are CONTAINER nodes, as Curator's
+ * creatingParentContainersIfNeeded makes them. It then lists the children, keeps
+ * the contenders of its kind (recipe_zk_names.c: Curator's and kazoo's names alike),
+ * orders them by sequence, and either holds (no contender it must wait for) or
+ * sets an exists-watch on the one contender just ahead of it (a reader: the
+ * nearest writer ahead) and sleeps until that watch or a session event fires. The
+ * fencing token is the creation zxid of our node (zoo_create2's Stat).
+ *
+ * States of one grant and the functions taking each edge:
+ *
+ *   IDLE --zk_acquire--> WAITING --no blocker (zk_acquire)--> HELD
+ *   WAITING --timeout / cancel (zk_acquire: delete_ours)--> IDLE
+ *   HELD --connection lost (monitor)--> IN_DOUBT       callback at once
+ *   IN_DOUBT --reconnected, our node there (monitor)--> HELD     callback
+ *   HELD, IN_DOUBT --session expired, our node deleted, or disconnected for the
+ *                    session timeout (monitor)--> LOST            callback
+ *   HELD, IN_DOUBT, LOST --zk_release (delete_ours)--> IDLE
+ *
+ * The hard cases:
+ *   - A create whose answer is lost (connection loss) may or may not have made our
+ *     node: once connected again we look for a child named _c_<uuid>- (the uuid is
+ *     this attempt's) and adopt it only if its ephemeralOwner is our session.
+ *   - A session that expires while we wait takes our node with it: after recover()
+ *     (a new session of the backend) the attempt starts over with a new node.
+ *   - Timeout or cancel: our node is deleted, waiting for a reconnection if need
+ *     be (at most one session timeout: after that the session, and the node with
+ *     it, is gone anyway), so nothing of ours is left behind.
+ *
+ * Invariants
+ *   Z1. HELD is reported only while the backend's handle is the generation our node
+ *       was made on, that session is connected and not expired, and our node was
+ *       seen to exist with our session as ephemeralOwner (zk_info re-checks the
+ *       session on every call, not only the monitor's last state).
+ *   Z2. Watch and session callbacks never touch a freed lock: they carry a registry
+ *       id, not a pointer, and a destroyed lock is out of the registry.
+ *   Z3. No call into ZooKeeper is made while lk->mu is held (the completion thread
+ *       takes lk->mu in the callbacks, and a synchronous call waits for it).
+ */
+#ifdef IK_HAVE_ZK
+
+#include "backend_zk.h"
+#include "internal.h"
 #include "recipe.h"
 
-#ifdef IK_HAVE_ZK
-static int zk_lock_init(ik_lock *lk)
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include <zookeeper/zookeeper.h>
+
+#define ZPATH_MAX 1024
+
+typedef struct zk_lock {
+    ik_lock base;
+    uint64_t reg;          /* registry id: the ctx of watches and the listener */
+    char dir[ZPATH_MAX];   /* CHROOT + PATH: the parent of the contenders */
+    size_t chroot_len;     /* its chroot part */
+    const char *name_part; /* "lock-", "__READ__", "__WRIT__", "latch-" */
+    struct ACL node_acl[2], dir_acl[2];
+    struct ACL_vector node_aclv, dir_aclv;
+
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    /* under mu */
+    uint64_t events; /* bumped by every watch and session event */
+    int cancel;
+    ik_hold_state state;
+    char node[ZPATH_MAX]; /* our node's full path, "" if none */
+    unsigned gen;         /* handle generation our node was (or may have been) made on */
+    int64_t session;      /* the session that owns it */
+    int64_t fence;
+    int own_deleted; /* a watch said our node was deleted */
+    char why[160];
+    int stop; /* the monitor must end */
+    int monitor_on;
+    pthread_t monitor;
+} zk_lock;
+
+/* ------------------------------------------------------------------------------
+ * The registry (Z2)
+ */
+static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    uint64_t id;
+    zk_lock *lk;
+} * reg_v;
+static size_t reg_n, reg_cap;
+static uint64_t reg_next = 1;
+
+static int reg_add(zk_lock *lk)
 {
-    (void)lk;
-    return IK_EURI;
+    pthread_mutex_lock(&reg_mu);
+    if (reg_n == reg_cap) {
+        size_t nc = reg_cap ? reg_cap * 2 : 16;
+        void *nv = realloc(reg_v, nc * sizeof *reg_v);
+        if (!nv) {
+            pthread_mutex_unlock(&reg_mu);
+            return IK_ENOMEM;
+        }
+        reg_v = nv;
+        reg_cap = nc;
+    }
+    lk->reg = reg_next++;
+    reg_v[reg_n].id = lk->reg;
+    reg_v[reg_n].lk = lk;
+    reg_n++;
+    pthread_mutex_unlock(&reg_mu);
+    return IK_OK;
 }
-static void zk_lock_fini(ik_lock *lk)
+
+static void reg_remove(zk_lock *lk)
 {
-    (void)lk;
+    pthread_mutex_lock(&reg_mu);
+    for (size_t i = 0; i < reg_n; i++)
+        if (reg_v[i].id == lk->reg) {
+            reg_v[i] = reg_v[--reg_n];
+            break;
+        }
+    pthread_mutex_unlock(&reg_mu);
 }
-static int zk_acquire(ik_lock *lk, int64_t t, int64_t *f)
+
+/* Bumps the events of the lock registered as id (if it still is). */
+static void reg_poke(uint64_t id, const char *deleted_path)
 {
-    (void)lk;
-    (void)t;
-    (void)f;
-    return IK_EURI;
+    pthread_mutex_lock(&reg_mu);
+    for (size_t i = 0; i < reg_n; i++) {
+        if (reg_v[i].id != id) continue;
+        zk_lock *lk = reg_v[i].lk;
+        pthread_mutex_lock(&lk->mu);
+        lk->events++;
+        if (deleted_path && lk->node[0] && strcmp(deleted_path, lk->node) == 0) lk->own_deleted = 1;
+        pthread_cond_broadcast(&lk->cv);
+        pthread_mutex_unlock(&lk->mu);
+        break;
+    }
+    pthread_mutex_unlock(&reg_mu);
 }
-static int zk_release(ik_lock *lk)
+
+static void on_watch(zhandle_t *zh, int type, int state, const char *path, void *ctx)
 {
-    (void)lk;
-    return IK_EINVAL;
+    (void)zh;
+    (void)state;
+    reg_poke((uint64_t)(uintptr_t)ctx, type == ZOO_DELETED_EVENT ? path : NULL);
 }
-static void zk_cancel(ik_lock *lk, int on)
+
+static void on_session(void *ctx, unsigned gen, int state)
 {
-    (void)lk;
-    (void)on;
+    (void)gen;
+    (void)state;
+    reg_poke((uint64_t)(uintptr_t)ctx, NULL);
 }
-static void zk_info(ik_lock *lk, ik_hold_info *o)
+
+/* ------------------------------------------------------------------------------
+ * Helpers
+ */
+static int64_t mono_ms(void)
 {
-    (void)lk;
-    (void)o;
+    return ik__mono_ns() / 1000000;
 }
-static int zk_leader(ik__backend *be, const char *p, char **id)
+
+static void cond_init_mono(pthread_cond_t *cv)
 {
-    (void)be;
-    (void)p;
-    (void)id;
-    return IK_EURI;
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(cv, &ca);
+    pthread_condattr_destroy(&ca);
 }
+
+static int zk_doubtful(int zrc)
+{
+    return zrc == ZCONNECTIONLOSS || zrc == ZOPERATIONTIMEOUT || zrc == ZCLOSING ||
+           zrc == ZSYSTEMERROR || zrc == ZMARSHALLINGERROR;
+}
+
+static int zk_gone(int zrc)
+{
+    return zrc == ZSESSIONEXPIRED || zrc == ZINVALIDSTATE || zrc == ZAUTHFAILED ||
+           zrc == ZSESSIONMOVED;
+}
+
+/* Waits until an event after `seen`, a cancel (if honour_cancel), or deadline_ms
+ * (monotonic, -1: none). 0: woken; IK_ETIMEDOUT; IK_ECLOSED. */
+static int wait_event(zk_lock *lk, uint64_t seen, int64_t deadline_ms, int honour_cancel)
+{
+    int rc = 0;
+    pthread_mutex_lock(&lk->mu);
+    while (lk->events == seen && !(honour_cancel && lk->cancel)) {
+        if (deadline_ms < 0) {
+            pthread_cond_wait(&lk->cv, &lk->mu);
+            continue;
+        }
+        int64_t left = deadline_ms - mono_ms();
+        if (left <= 0) {
+            rc = IK_ETIMEDOUT;
+            break;
+        }
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_sec += left / 1000;
+        ts.tv_nsec += (left % 1000) * 1000000;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&lk->cv, &lk->mu, &ts);
+    }
+    if (rc == 0 && honour_cancel && lk->cancel) rc = IK_ECLOSED;
+    pthread_mutex_unlock(&lk->mu);
+    return rc;
+}
+
+static uint64_t events_now(zk_lock *lk)
+{
+    pthread_mutex_lock(&lk->mu);
+    uint64_t e = lk->events;
+    pthread_mutex_unlock(&lk->mu);
+    return e;
+}
+
+/* A random (version 4) UUID, as Java's UUID.randomUUID().toString() prints one. */
+static void new_uuid(char out[37])
+{
+    unsigned char b[16];
+    if (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b) {
+        uint64_t x = (uint64_t)ik__mono_ns() * 0x9e3779b97f4a7c15u ^ (uint64_t)(uintptr_t)out;
+        for (int i = 0; i < 16; i++) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            b[i] = (unsigned char)x;
+        }
+    }
+    b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
+    b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
+    snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+             b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+             b[14], b[15]);
+}
+
+static int ik_err(int zrc)
+{
+    return zrc == ZOK ? IK_OK : IK_EZK_BASE + zrc;
+}
+
+/* Creates the missing ancestors of lk->dir (lk->dir included): the chroot's as
+ * persistent nodes (the slot backend shares them), the recipe path's as CONTAINER
+ * nodes (PERSISTENT on servers before 3.5.1). 0, or a ZooKeeper code. */
+static int ensure_dir(zk_lock *lk, zhandle_t *zh)
+{
+    static int no_containers;
+    int zrc = zoo_exists(zh, lk->dir, 0, NULL);
+    if (zrc != ZNONODE) return zrc;
+    char p[ZPATH_MAX];
+    for (const char *s = strchr(lk->dir + 1, '/');; s = strchr(s + 1, '/')) {
+        size_t n = s ? (size_t)(s - lk->dir) : strlen(lk->dir);
+        memcpy(p, lk->dir, n);
+        p[n] = '\0';
+        int mode = n <= lk->chroot_len || no_containers ? ZOO_PERSISTENT : ZOO_CONTAINER;
+        zrc = zoo_create(zh, p, NULL, -1, &lk->dir_aclv, mode, NULL, 0);
+        if ((zrc == ZUNIMPLEMENTED || zrc == ZBADARGUMENTS) && mode == ZOO_CONTAINER) {
+            no_containers = 1;
+            zrc = zoo_create(zh, p, NULL, -1, &lk->dir_aclv, ZOO_PERSISTENT, NULL, 0);
+        }
+        if (zrc != ZOK && zrc != ZNODEEXISTS) return zrc;
+        if (!s) break;
+    }
+    return ZOK;
+}
+
+/* Our node by its _c_<uuid>- prefix, if it exists and our session owns it: 1 and
+ * node/fence filled, 0 if none, or -1 on a ZooKeeper error (*zrc). */
+static int find_ours(zk_lock *lk, zhandle_t *zh, int64_t session, const char *uuid, char *node,
+                     size_t len, int64_t *fence, int *zrc)
+{
+    struct String_vector kids = {0, NULL};
+    *zrc = zoo_get_children(zh, lk->dir, 0, &kids);
+    if (*zrc == ZNONODE) return 0;
+    if (*zrc != ZOK) return -1;
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "_c_%s-", uuid);
+    int found = 0;
+    for (int i = 0; i < kids.count && !found; i++) {
+        if (strncmp(kids.data[i], prefix, strlen(prefix)) != 0) continue;
+        char p[ZPATH_MAX];
+        snprintf(p, sizeof p, "%s/%s", lk->dir, kids.data[i]);
+        struct Stat st;
+        *zrc = zoo_exists(zh, p, 0, &st);
+        if (*zrc == ZNONODE) continue;
+        if (*zrc != ZOK) {
+            found = -1;
+            break;
+        }
+        if (st.ephemeralOwner != session) continue; /* a dead session's: not ours */
+        snprintf(node, len, "%s", p);
+        *fence = st.czxid;
+        found = 1;
+    }
+    deallocate_String_vector(&kids);
+    return found;
+}
+
+static void set_node(zk_lock *lk, const char *node, unsigned gen, int64_t session, int64_t fence)
+{
+    pthread_mutex_lock(&lk->mu);
+    snprintf(lk->node, sizeof lk->node, "%s", node);
+    lk->gen = gen;
+    lk->session = session;
+    lk->fence = fence;
+    lk->own_deleted = 0;
+    pthread_mutex_unlock(&lk->mu);
+}
+
+/* Deletes our node (lk->node, or one of this attempt's uuid whose create was in
+ * doubt), waiting for a reconnection for at most max_wait_ms. 0: gone (deleted, or
+ * its session is); IK_EINDOUBT: could not make sure; else an error. */
+static int delete_ours(zk_lock *lk, const char *uuid_in_doubt, int64_t max_wait_ms)
+{
+    int64_t until = mono_ms() + max_wait_ms;
+    for (;;) {
+        uint64_t seen = events_now(lk);
+        pthread_mutex_lock(&lk->mu);
+        char node[ZPATH_MAX];
+        snprintf(node, sizeof node, "%s", lk->node);
+        unsigned gen = lk->gen;
+        int64_t session = lk->session;
+        pthread_mutex_unlock(&lk->mu);
+        if (!node[0] && !uuid_in_doubt) return IK_OK;
+        ik__zk_session s;
+        ik__zk_session_get(lk->base.be, &s);
+        if (s.dead || s.gen != gen || (session && s.id && s.id != session)) {
+            ik__zk_session_put(lk->base.be);
+            set_node(lk, "", 0, 0, 0);
+            return IK_OK; /* the session that held it is gone, and the node with it */
+        }
+        int zrc = ZCONNECTIONLOSS;
+        if (s.connected) {
+            if (node[0]) {
+                zrc = zoo_delete(s.zh, node, -1);
+                if (zrc == ZNONODE) zrc = ZOK;
+            } else {
+                int64_t f;
+                int found = find_ours(lk, s.zh, s.id, uuid_in_doubt, node, sizeof node, &f, &zrc);
+                if (found == 1) {
+                    ik__zk_session_put(lk->base.be);
+                    set_node(lk, node, s.gen, s.id, f);
+                    continue;
+                }
+                if (found == 0) {
+                    ik__zk_session_put(lk->base.be);
+                    return IK_OK;
+                }
+            }
+        }
+        ik__zk_session_put(lk->base.be);
+        if (zrc == ZOK || zk_gone(zrc)) {
+            set_node(lk, "", 0, 0, 0);
+            return IK_OK;
+        }
+        if (!zk_doubtful(zrc)) return ik_err(zrc);
+        if (max_wait_ms <= 0 || wait_event(lk, seen, until, 0) == IK_ETIMEDOUT) return IK_EINDOUBT;
+    }
+}
+
+static void set_state(zk_lock *lk, ik_hold_state s, const char *why, int tell)
+{
+    pthread_mutex_lock(&lk->mu);
+    int changed = lk->state != s;
+    lk->state = s;
+    snprintf(lk->why, sizeof lk->why, "%s", why);
+    pthread_mutex_unlock(&lk->mu);
+    if (changed && tell) ik__lock_notify(&lk->base, s, why);
+}
+
+/* ------------------------------------------------------------------------------
+ * The monitor of a grant: tells the holder when it is in doubt, held again, lost.
+ */
+static void *monitor_thread(void *arg)
+{
+    zk_lock *lk = arg;
+    uint64_t seen = 0;
+    int64_t doubt_since = 0;
+    for (;;) {
+        pthread_mutex_lock(&lk->mu);
+        int64_t deadline = -1;
+        if (lk->state == IK_HOLD_IN_DOUBT) deadline = doubt_since; /* + timeout below */
+        pthread_mutex_unlock(&lk->mu);
+        ik__zk_session s;
+        ik__zk_session_get(lk->base.be, &s);
+        int timeout_ms = s.timeout_ms;
+        ik__zk_session_put(lk->base.be);
+        if (deadline >= 0) deadline += timeout_ms;
+
+        pthread_mutex_lock(&lk->mu);
+        while (!lk->stop && lk->events == seen && (deadline < 0 || mono_ms() < deadline)) {
+            if (deadline < 0) {
+                pthread_cond_wait(&lk->cv, &lk->mu);
+            } else {
+                int64_t left = deadline - mono_ms();
+                struct timespec ts;
+                clock_gettime(CLOCK_MONOTONIC, &ts);
+                ts.tv_sec += left / 1000;
+                ts.tv_nsec += (left % 1000) * 1000000;
+                if (ts.tv_nsec >= 1000000000) {
+                    ts.tv_sec++;
+                    ts.tv_nsec -= 1000000000;
+                }
+                pthread_cond_timedwait(&lk->cv, &lk->mu, &ts);
+            }
+        }
+        if (lk->stop) {
+            pthread_mutex_unlock(&lk->mu);
+            break;
+        }
+        seen = lk->events;
+        ik_hold_state st = lk->state;
+        char node[ZPATH_MAX];
+        snprintf(node, sizeof node, "%s", lk->node);
+        unsigned gen = lk->gen;
+        int64_t session = lk->session;
+        int deleted = lk->own_deleted;
+        pthread_mutex_unlock(&lk->mu);
+
+        ik_hold_state next = st;
+        const char *why = "";
+        ik__zk_session_get(lk->base.be, &s);
+        if (s.dead || s.gen != gen || (s.id && s.id != session)) {
+            next = IK_HOLD_LOST;
+            why = "ZooKeeper session expired";
+        } else if (deleted) {
+            next = IK_HOLD_LOST;
+            why = "our lock node was deleted";
+        } else if (!s.connected) {
+            if (st == IK_HOLD_HELD) {
+                next = IK_HOLD_IN_DOUBT;
+                why = "connection to ZooKeeper lost: the session may expire";
+                doubt_since = mono_ms();
+            } else if (mono_ms() - doubt_since >= s.timeout_ms) {
+                next = IK_HOLD_LOST;
+                why = "disconnected from ZooKeeper for the session timeout: the session is gone";
+            }
+        } else {
+            /* connected on our session: re-arm the watch on our node and check it */
+            struct Stat stat;
+            int zrc = zoo_wexists(s.zh, node, on_watch, (void *)(uintptr_t)lk->reg, &stat);
+            if (zrc == ZNONODE || (zrc == ZOK && stat.ephemeralOwner != session)) {
+                next = IK_HOLD_LOST;
+                why = "our lock node is gone";
+            } else if (zrc == ZOK && st == IK_HOLD_IN_DOUBT) {
+                next = IK_HOLD_HELD;
+                why = "connection to ZooKeeper restored, same session";
+            } else if (zk_gone(zrc)) {
+                next = IK_HOLD_LOST;
+                why = "ZooKeeper session expired";
+            }
+        }
+        ik__zk_session_put(lk->base.be);
+        if (next != st) set_state(lk, next, why, 1);
+        if (next == IK_HOLD_LOST) break;
+    }
+    return NULL;
+}
+
+static void monitor_stop(zk_lock *lk)
+{
+    pthread_mutex_lock(&lk->mu);
+    int on = lk->monitor_on;
+    lk->stop = 1;
+    pthread_cond_broadcast(&lk->cv);
+    pthread_mutex_unlock(&lk->mu);
+    if (on) pthread_join(lk->monitor, NULL);
+    pthread_mutex_lock(&lk->mu);
+    lk->monitor_on = 0;
+    lk->stop = 0;
+    pthread_mutex_unlock(&lk->mu);
+}
+
+/* ------------------------------------------------------------------------------
+ * The ops
+ */
+static int zk_lock_init(ik_lock *base)
+{
+    zk_lock *lk = (zk_lock *)base;
+    static const char *const names[] = {"lock-", "__READ__", "__WRIT__", "latch-"};
+    lk->name_part = names[base->kind];
+    ik__zk_session s;
+    ik__zk_session_get(base->be, &s);
+    lk->chroot_len = strlen(s.chroot);
+    int n = snprintf(lk->dir, sizeof lk->dir, "%s%s", s.chroot, base->path);
+    if (s.digest_id) {
+        static char digest[] = "digest", world[] = "world", anyone[] = "anyone";
+        char *id = (char *)s.digest_id; /* lives as long as the backend */
+        lk->node_acl[0] = (struct ACL){ZOO_PERM_ALL, {digest, id}};
+        lk->node_acl[1] = (struct ACL){ZOO_PERM_READ, {world, anyone}};
+        lk->dir_acl[0] = (struct ACL){ZOO_PERM_ALL, {digest, id}};
+        /* others (Curator, kazoo) may queue under our parents, and delete their nodes */
+        lk->dir_acl[1] =
+            (struct ACL){ZOO_PERM_READ | ZOO_PERM_CREATE | ZOO_PERM_DELETE, {world, anyone}};
+        lk->node_aclv = (struct ACL_vector){2, lk->node_acl};
+        lk->dir_aclv = (struct ACL_vector){2, lk->dir_acl};
+    } else {
+        lk->node_aclv = ZOO_OPEN_ACL_UNSAFE;
+        lk->dir_aclv = ZOO_OPEN_ACL_UNSAFE;
+    }
+    ik__zk_session_put(base->be);
+    if (n < 0 || (size_t)n + 128 >= sizeof lk->dir) return IK_EINVAL;
+    pthread_mutex_init(&lk->mu, NULL);
+    cond_init_mono(&lk->cv);
+    int rc = reg_add(lk);
+    if (rc == 0) rc = ik__zk_listen(base->be, on_session, (void *)(uintptr_t)lk->reg);
+    if (rc) {
+        reg_remove(lk);
+        pthread_cond_destroy(&lk->cv);
+        pthread_mutex_destroy(&lk->mu);
+    }
+    return rc;
+}
+
+/* Makes our node on session s (connected). 0 with node set; a ZooKeeper code. */
+static int create_node(zk_lock *lk, const ik__zk_session *s, const char *uuid)
+{
+    int zrc = ensure_dir(lk, s->zh);
+    if (zrc != ZOK) return zrc;
+    char path[ZPATH_MAX], made[ZPATH_MAX];
+    snprintf(path, sizeof path, "%s/_c_%s-%s", lk->dir, uuid, lk->name_part);
+    struct Stat st;
+    memset(&st, 0, sizeof st);
+    zrc = zoo_create2(s->zh, path, lk->base.data, (int)strlen(lk->base.data), &lk->node_aclv,
+                      ZOO_EPHEMERAL_SEQUENTIAL, made, sizeof made, &st);
+    if (zrc == ZOK) set_node(lk, made, s->gen, s->id, st.czxid);
+    return zrc;
+}
+
+static int zk_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
+{
+    zk_lock *lk = (zk_lock *)base;
+    pthread_mutex_lock(&lk->mu);
+    ik_hold_state st = lk->state;
+    pthread_mutex_unlock(&lk->mu);
+    if (st == IK_HOLD_LOST)
+        base->ops->release(base);
+    else if (st != IK_HOLD_IDLE)
+        return IK_EINVAL;
+    set_state(lk, IK_HOLD_WAITING, "waiting", 0);
+
+    int64_t deadline = timeout_ms < 0 ? -1 : mono_ms() + timeout_ms;
+    char uuid[37];
+    new_uuid(uuid);
+    int in_doubt = 0; /* a create of this uuid may have happened */
+    unsigned doubt_gen = 0;
+    int rc = IK_OK;
+    for (;;) {
+        uint64_t seen = events_now(lk);
+        pthread_mutex_lock(&lk->mu);
+        if (lk->cancel) {
+            lk->cancel = 0;
+            rc = IK_ECLOSED;
+        }
+        char node[ZPATH_MAX];
+        snprintf(node, sizeof node, "%s", lk->node);
+        unsigned gen = lk->gen;
+        int64_t session = lk->session;
+        pthread_mutex_unlock(&lk->mu);
+        if (rc) break;
+
+        ik__zk_session s;
+        ik__zk_session_get(base->be, &s);
+        if (s.dead) {
+            ik__zk_session_put(base->be);
+            /* our node (if any) died with the session: start over on a new one */
+            set_node(lk, "", 0, 0, 0);
+            in_doubt = 0;
+            new_uuid(uuid);
+            if (deadline >= 0 && mono_ms() >= deadline) {
+                rc = IK_ETIMEDOUT;
+                break;
+            }
+            char why[160];
+            if (base->be->ops->recover(base->be, why, sizeof why) != 0) {
+                int64_t nap = mono_ms() + 200;
+                rc = wait_event(lk, seen, deadline >= 0 && deadline < nap ? deadline : nap, 1);
+                if (rc == IK_ECLOSED) break;
+                rc = IK_OK; /* a timeout here is the nap's; the deadline is checked above */
+            }
+            continue;
+        }
+        if ((node[0] && (gen != s.gen || (s.id && s.id != session))) ||
+            (in_doubt && doubt_gen != s.gen)) {
+            set_node(lk, "", 0, 0, 0); /* made on a session that is gone */
+            node[0] = '\0';
+            in_doubt = 0;
+            new_uuid(uuid);
+        }
+        if (!s.connected) {
+            ik__zk_session_put(base->be);
+            rc = wait_event(lk, seen, deadline, 1);
+            if (rc) break;
+            continue;
+        }
+        int zrc = ZOK;
+        if (!node[0] && in_doubt) {
+            int64_t f;
+            int found = find_ours(lk, s.zh, s.id, uuid, node, sizeof node, &f, &zrc);
+            if (found == 1) set_node(lk, node, s.gen, s.id, f);
+            if (found >= 0) in_doubt = 0;
+        }
+        if (zrc == ZOK && !node[0] && !in_doubt) {
+            zrc = create_node(lk, &s, uuid);
+            if (zk_doubtful(zrc)) {
+                in_doubt = 1;
+                doubt_gen = s.gen;
+            }
+            if (zrc == ZOK) {
+                pthread_mutex_lock(&lk->mu);
+                snprintf(node, sizeof node, "%s", lk->node);
+                pthread_mutex_unlock(&lk->mu);
+            }
+        }
+        if (zrc != ZOK) {
+            ik__zk_session_put(base->be);
+            if (zrc == ZNONODE) continue; /* a container parent was reaped: again */
+            if (zk_doubtful(zrc) || zk_gone(zrc)) {
+                rc = wait_event(lk, seen, deadline, 1);
+                if (rc) break;
+                continue;
+            }
+            rc = ik_err(zrc);
+            break;
+        }
+
+        /* our node exists: who is ahead? */
+        struct String_vector kids = {0, NULL};
+        zrc = zoo_get_children(s.zh, lk->dir, 0, &kids);
+        int blocker = -2;
+        char pred[ZPATH_MAX] = "";
+        if (zrc == ZOK) {
+            ik__contender *v = calloc((size_t)kids.count + 1, sizeof *v);
+            size_t n = 0;
+            if (!v) {
+                deallocate_String_vector(&kids);
+                ik__zk_session_put(base->be);
+                rc = IK_ENOMEM;
+                break;
+            }
+            for (int i = 0; i < kids.count; i++)
+                if (ik__contender_parse(base->kind, kids.data[i], &v[n])) n++;
+            ik__contenders_sort(v, n);
+            blocker = ik__contender_blocker(base->kind, v, n, strrchr(node, '/') + 1);
+            if (blocker >= 0) snprintf(pred, sizeof pred, "%s/%s", lk->dir, v[blocker].name);
+            free(v);
+            deallocate_String_vector(&kids);
+        }
+        if (zrc != ZOK && zrc != ZNONODE) {
+            ik__zk_session_put(base->be);
+            if (!zk_doubtful(zrc) && !zk_gone(zrc)) {
+                rc = ik_err(zrc);
+                break;
+            }
+            rc = wait_event(lk, seen, deadline, 1);
+            if (rc) break;
+            continue;
+        }
+        if (blocker == -2) { /* our node is gone (deleted by hand?): make another */
+            ik__zk_session_put(base->be);
+            set_node(lk, "", 0, 0, 0);
+            continue;
+        }
+        if (blocker == -1) {
+            /* ours: watch our own node, so that its deletion is seen */
+            struct Stat stat;
+            zrc = zoo_wexists(s.zh, node, on_watch, (void *)(uintptr_t)lk->reg, &stat);
+            ik__zk_session_put(base->be);
+            if (zrc == ZOK) break; /* granted */
+            if (zrc == ZNONODE) set_node(lk, "", 0, 0, 0);
+            continue;
+        }
+        if (timeout_ms == 0) {
+            ik__zk_session_put(base->be);
+            rc = IK_EBUSY;
+            break;
+        }
+        zrc = zoo_wexists(s.zh, pred, on_watch, (void *)(uintptr_t)lk->reg, NULL);
+        ik__zk_session_put(base->be);
+        if (zrc == ZNONODE) continue; /* gone already: look again */
+        rc = wait_event(lk, seen, deadline, 1);
+        if (rc) break;
+    }
+
+    if (rc) {
+        ik__zk_session s;
+        ik__zk_session_get(base->be, &s);
+        int wait = s.timeout_ms + 2000;
+        ik__zk_session_put(base->be);
+        delete_ours(lk, in_doubt ? uuid : NULL, wait);
+        set_node(lk, "", 0, 0, 0);
+        set_state(lk, IK_HOLD_IDLE, rc == IK_ECLOSED ? "cancelled" : "gave up waiting", 0);
+        if (rc <= IK_EZK_BASE + 1000 && rc > IK_EZK_BASE - 1000) rc = IK_ESTORE;
+        return rc;
+    }
+    pthread_mutex_lock(&lk->mu);
+    lk->state = IK_HOLD_HELD;
+    snprintf(lk->why, sizeof lk->why, "held");
+    *fence = lk->fence;
+    lk->stop = 0;
+    lk->monitor_on = pthread_create(&lk->monitor, NULL, monitor_thread, lk) == 0;
+    int on = lk->monitor_on;
+    pthread_mutex_unlock(&lk->mu);
+    if (!on) { /* no thread: no way to tell the holder of a loss, so do not hold */
+        delete_ours(lk, NULL, 0);
+        set_state(lk, IK_HOLD_IDLE, "cannot start a thread", 0);
+        return IK_ESYS(EAGAIN);
+    }
+    return IK_OK;
+}
+
+static int zk_release(ik_lock *base)
+{
+    zk_lock *lk = (zk_lock *)base;
+    pthread_mutex_lock(&lk->mu);
+    ik_hold_state st = lk->state;
+    pthread_mutex_unlock(&lk->mu);
+    if (st == IK_HOLD_IDLE || st == IK_HOLD_WAITING) return IK_EINVAL;
+    monitor_stop(lk);
+    int rc = IK_OK;
+    if (st == IK_HOLD_LOST) {
+        delete_ours(lk, NULL, 0); /* only if our session turns out to live on */
+        rc = IK_ELOST;
+    } else {
+        ik__zk_session s;
+        ik__zk_session_get(base->be, &s);
+        int wait = s.timeout_ms + 2000;
+        ik__zk_session_put(base->be);
+        rc = delete_ours(lk, NULL, wait);
+    }
+    set_node(lk, "", 0, 0, 0);
+    set_state(lk, IK_HOLD_IDLE, "released", 0);
+    return rc;
+}
+
+static void zk_cancel(ik_lock *base, int on)
+{
+    zk_lock *lk = (zk_lock *)base;
+    pthread_mutex_lock(&lk->mu);
+    lk->cancel = on;
+    pthread_cond_broadcast(&lk->cv);
+    pthread_mutex_unlock(&lk->mu);
+}
+
+static void zk_info(ik_lock *base, ik_hold_info *out)
+{
+    zk_lock *lk = (zk_lock *)base;
+    ik__zk_session s;
+    ik__zk_session_get(base->be, &s);
+    ik__zk_session_put(base->be);
+    pthread_mutex_lock(&lk->mu);
+    out->state = lk->state;
+    snprintf(out->why, sizeof out->why, "%s", lk->why);
+    if (lk->state == IK_HOLD_HELD || lk->state == IK_HOLD_IN_DOUBT) {
+        out->fence = lk->fence;
+        snprintf(out->node, sizeof out->node, "%s", lk->node);
+        snprintf(out->session, sizeof out->session, "0x%" PRIx64, (uint64_t)lk->session);
+        /* Z1: never HELD on a session not known to live */
+        if (s.dead || s.gen != lk->gen || (s.id && s.id != lk->session)) {
+            out->state = IK_HOLD_LOST;
+            snprintf(out->why, sizeof out->why, "ZooKeeper session expired");
+        } else if (!s.connected && lk->state == IK_HOLD_HELD) {
+            out->state = IK_HOLD_IN_DOUBT;
+            snprintf(out->why, sizeof out->why, "connection to ZooKeeper lost");
+        }
+    }
+    pthread_mutex_unlock(&lk->mu);
+}
+
+static void zk_lock_fini(ik_lock *base)
+{
+    zk_lock *lk = (zk_lock *)base;
+    pthread_mutex_lock(&lk->mu);
+    ik_hold_state st = lk->state;
+    pthread_mutex_unlock(&lk->mu);
+    if (st != IK_HOLD_IDLE && st != IK_HOLD_WAITING) zk_release(base);
+    ik__zk_unlisten(base->be, on_session, (void *)(uintptr_t)lk->reg);
+    reg_remove(lk);
+    pthread_cond_destroy(&lk->cv);
+    pthread_mutex_destroy(&lk->mu);
+}
+
+static int zk_leader(ik__backend *be, const char *path, char **id)
+{
+    ik__zk_session s;
+    ik__zk_session_get(be, &s);
+    char dir[ZPATH_MAX];
+    snprintf(dir, sizeof dir, "%s%s", s.chroot, path);
+    if (!s.connected) {
+        ik__zk_session_put(be);
+        return IK_ESTORE;
+    }
+    struct String_vector kids = {0, NULL};
+    int zrc = zoo_get_children(s.zh, dir, 0, &kids);
+    int rc = IK_ENOTFOUND;
+    if (zrc == ZOK) {
+        ik__contender *v = calloc((size_t)kids.count + 1, sizeof *v);
+        size_t n = 0;
+        if (!v) rc = IK_ENOMEM;
+        for (int i = 0; v && i < kids.count; i++)
+            if (ik__contender_parse(IK__LOCK_LATCH, kids.data[i], &v[n])) n++;
+        if (v) ik__contenders_sort(v, n);
+        for (size_t i = 0; v && i < n && rc == IK_ENOTFOUND; i++) {
+            char p[ZPATH_MAX], buf[1025];
+            int len = (int)sizeof buf - 1;
+            snprintf(p, sizeof p, "%s/%s", dir, v[i].name);
+            zrc = zoo_get(s.zh, p, 0, buf, &len, NULL);
+            if (zrc == ZNONODE) continue; /* it just left: the next one leads */
+            if (zrc != ZOK) {
+                rc = IK_ESTORE;
+                break;
+            }
+            if (len < 0) len = 0;
+            buf[len] = '\0';
+            *id = strdup(buf);
+            rc = *id ? IK_OK : IK_ENOMEM;
+        }
+        free(v);
+        deallocate_String_vector(&kids);
+    } else if (zrc != ZNONODE) {
+        rc = IK_ESTORE;
+    }
+    ik__zk_session_put(be);
+    return rc;
+}
+
 const ik__recipe_ops ik__recipe_zk_ops = {
-    "zk",       sizeof(ik_lock), zk_lock_init, zk_lock_fini, zk_acquire,
-    zk_release, zk_cancel,       zk_info,      zk_leader,
+    .scheme = "zk",
+    .lock_size = sizeof(zk_lock),
+    .lock_init = zk_lock_init,
+    .lock_fini = zk_lock_fini,
+    .acquire = zk_acquire,
+    .release = zk_release,
+    .cancel = zk_cancel,
+    .info = zk_info,
+    .leader = zk_leader,
 };
-#endif
+
+#endif /* IK_HAVE_ZK */

@@ -125,8 +125,9 @@ case_idkeeper_killed() {
   pass "idkeeper killed -9: its CMD died with it; the lock was free again ($took ms to take it)"
 }
 
-# The CMD of candidate ID records its pid in $T/lead.ID and its starts in $T/starts.
-elect_cmd='echo $$ >"$0/lead.$IDKEEPER_ELECT_ID"; echo "$IDKEEPER_ELECT_ID $IDKEEPER_FENCE" >>"$0/starts"; exec sleep 300'
+# The CMD of candidate ID records its start (id, fence, Unix ns) in $T/starts, then
+# its pid in $T/lead.ID.
+elect_cmd='echo "$IDKEEPER_ELECT_ID $IDKEEPER_FENCE $(date +%s%N)" >>"$0/starts"; echo $$ >"$0/lead.$IDKEEPER_ELECT_ID"; exec sleep 300'
 
 # alive PID: the process exists and is not a zombie.
 alive() {
@@ -197,13 +198,14 @@ case_elect_one_leader() {
   assert_one_leader_for 500
 
   # the leader's CMD ends: that idkeeper exits with its code and resigns
-  local pid
+  local pid t0ns
   pid=$(cat "$T/lead.$next")
-  t0=$(mono_ms)
+  t0ns=$(date +%s%N)
   kill -TERM "$pid"
   local third
   third=$(wait_one_leader $((RESIGN_TAKEOVER_MS + 5000)) "$next") || fail "no new leader after $next resigned"
-  took=$(($(mono_ms) - t0))
+  # from the old CMD's end to the new CMD's start, as the new CMD recorded it
+  took=$((($(tail -n 1 "$T/starts" | cut -d' ' -f3) - t0ns) / 1000000))
   local rc=0
   wait "${ELECT_PID[$next]}" || rc=$?
   [ $rc = 143 ] || fail "elect exited $rc after its CMD got SIGTERM (want 143)"

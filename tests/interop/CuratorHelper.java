@@ -1,0 +1,205 @@
+// CuratorHelper.java: the Java side of the interop tests and benchmarks, on Debian's
+// Apache Curator jars (compiled at test time by tests/interop/build.sh). Times are
+// System.nanoTime(), which is CLOCK_MONOTONIC on Linux: the clock every helper uses.
+//
+//   mutex CONNECT PATH ROUNDS OUT HOLD_US START_FILE
+//       waits for START_FILE, then ROUNDS times InterProcessMutex acquire, hold, release;
+//       OUT gets "J ENTER_NS EXIT_NS" a line
+//   latch CONNECT PATH ID OUT
+//       a LeaderLatch; OUT gets "lead NS" / "unlead NS"; stdin: resign, campaign, quit
+//   bench-mutex CONNECT PATH CLIENTS SECONDS
+//       CLIENTS clients (sessions) acquire+release as fast as they can; prints
+//       "cycles_per_s N" over SECONDS
+//   bench-handover CONNECT PATH N
+//       two LeaderLatches; N times the leader closes, time until the other's isLeader;
+//       prints "handover_ms median p90"
+import java.io.BufferedReader;
+import java.io.File;
+import java.io.FileWriter;
+import java.io.InputStreamReader;
+import java.io.PrintWriter;
+import java.util.Arrays;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.leader.LeaderLatch;
+import org.apache.curator.framework.recipes.leader.LeaderLatchListener;
+import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.retry.ExponentialBackoffRetry;
+
+public class CuratorHelper {
+    static CuratorFramework client(String connect) throws Exception {
+        int session = Integer.parseInt(System.getenv().getOrDefault("IK_INTEROP_SESSION_MS", "4000"));
+        CuratorFramework c = CuratorFrameworkFactory.builder().connectString(connect)
+                .sessionTimeoutMs(session).connectionTimeoutMs(15000)
+                .retryPolicy(new ExponentialBackoffRetry(50, 10)).build();
+        c.start();
+        c.blockUntilConnected();
+        return c;
+    }
+
+    static void spinUs(long us) throws InterruptedException {
+        if (us <= 0) return;
+        long end = System.nanoTime() + us * 1000;
+        if (us > 200) Thread.sleep(0, 0);
+        while (System.nanoTime() < end) { }
+    }
+
+    static void mutex(String[] a) throws Exception {
+        String connect = a[1], path = a[2], out = a[4], start = a[6];
+        int rounds = Integer.parseInt(a[3]);
+        long hold = Long.parseLong(a[5]);
+        CuratorFramework c = client(connect);
+        InterProcessMutex m = new InterProcessMutex(c, path);
+        try (PrintWriter w = new PrintWriter(new FileWriter(out))) {
+            while (!new File(start).exists()) Thread.sleep(1);
+            for (int i = 0; i < rounds; i++) {
+                m.acquire();
+                long enter = System.nanoTime();
+                spinUs(hold);
+                long exit = System.nanoTime();
+                m.release();
+                w.println("J " + enter + " " + exit);
+            }
+        }
+        c.close();
+    }
+
+    static PrintWriter latchOut;
+    static boolean leading;
+
+    static synchronized void record(String what) {
+        latchOut.println(what + " " + System.nanoTime());
+        latchOut.flush();
+    }
+
+    static LeaderLatch newLatch(CuratorFramework c, String path, String id) throws Exception {
+        LeaderLatch l = new LeaderLatch(c, path, id);
+        l.addListener(new LeaderLatchListener() {
+            public void isLeader() {
+                synchronized (CuratorHelper.class) {
+                    if (!leading) { leading = true; record("lead"); }
+                }
+            }
+            public void notLeader() {
+                synchronized (CuratorHelper.class) {
+                    if (leading) { leading = false; record("unlead"); }
+                }
+            }
+        });
+        l.start();
+        return l;
+    }
+
+    static void latch(String[] a) throws Exception {
+        CuratorFramework c = client(a[1]);
+        latchOut = new PrintWriter(new FileWriter(a[4], true));
+        LeaderLatch l = newLatch(c, a[2], a[3]);
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
+        String line;
+        while ((line = in.readLine()) != null) {
+            if (line.startsWith("resign")) {
+                synchronized (CuratorHelper.class) {
+                    if (leading) { leading = false; record("unlead"); }
+                }
+                if (l != null) l.close();
+                l = null;
+            } else if (line.startsWith("campaign")) {
+                if (l == null) l = newLatch(c, a[2], a[3]);
+            } else if (line.startsWith("quit")) {
+                break;
+            }
+        }
+        synchronized (CuratorHelper.class) {
+            if (leading) { leading = false; record("unlead"); }
+        }
+        if (l != null) l.close();
+        c.close();
+    }
+
+    static void benchMutex(String[] a) throws Exception {
+        String connect = a[1], path = a[2];
+        int n = Integer.parseInt(a[3]);
+        double secs = Double.parseDouble(a[4]);
+        CuratorFramework[] cs = new CuratorFramework[n];
+        for (int i = 0; i < n; i++) cs[i] = client(connect);
+        AtomicLong cycles = new AtomicLong();
+        long until = System.nanoTime() + (long) (secs * 1e9) + 1000000000L;
+        Thread[] t = new Thread[n];
+        for (int i = 0; i < n; i++) {
+            final InterProcessMutex m = new InterProcessMutex(cs[i], path);
+            t[i] = new Thread(() -> {
+                try {
+                    while (System.nanoTime() < until) {
+                        m.acquire();
+                        m.release();
+                        cycles.incrementAndGet();
+                    }
+                } catch (Exception e) { throw new RuntimeException(e); }
+            });
+            t[i].start();
+        }
+        Thread.sleep(1000); // warm-up, as the C side does
+        long c0 = cycles.get(), t0 = System.nanoTime();
+        for (Thread x : t) x.join();
+        double el = (System.nanoTime() - t0) / 1e9;
+        System.out.printf("cycles_per_s %.0f%n", (cycles.get() - c0) / el);
+        for (CuratorFramework c : cs) c.close();
+    }
+
+    static void benchHandover(String[] a) throws Exception {
+        String connect = a[1], path = a[2];
+        int n = Integer.parseInt(a[3]);
+        CuratorFramework[] cs = {client(connect), client(connect)};
+        final long[] leadAt = new long[2];
+        final CountDownLatch[] gate = new CountDownLatch[2];
+        LeaderLatch[] ls = new LeaderLatch[2];
+        for (int k = 0; k < 2; k++) gate[k] = new CountDownLatch(1);
+        for (int k = 0; k < 2; k++) ls[k] = handoverLatch(cs[k], path, "j" + k, k, leadAt, gate);
+        ls[0].start();
+        gate[0].await();
+        ls[1].start();
+        Thread.sleep(200);
+        long[] ns = new long[n];
+        int leader = 0;
+        for (int k = 0; k < n; k++) {
+            int other = 1 - leader;
+            gate[other] = new CountDownLatch(1);
+            long t0 = System.nanoTime();
+            ls[leader].close();
+            gate[other].await();
+            ns[k] = leadAt[other] - t0;
+            gate[leader] = new CountDownLatch(1);
+            ls[leader] = handoverLatch(cs[leader], path, "j" + leader, leader, leadAt, gate);
+            ls[leader].start();
+            Thread.sleep(50);
+            leader = other;
+        }
+        Arrays.sort(ns);
+        System.out.printf("handover_ms %.3f %.3f%n", ns[n / 2] / 1e6, ns[n * 9 / 10] / 1e6);
+        for (LeaderLatch l : ls) l.close();
+        for (CuratorFramework c : cs) c.close();
+    }
+
+    static LeaderLatch handoverLatch(CuratorFramework c, String path, String id, int k,
+                                     long[] leadAt, CountDownLatch[] gate) {
+        LeaderLatch l = new LeaderLatch(c, path, id);
+        l.addListener(new LeaderLatchListener() {
+            public void isLeader() { leadAt[k] = System.nanoTime(); gate[k].countDown(); }
+            public void notLeader() { }
+        });
+        return l;
+    }
+
+    public static void main(String[] a) throws Exception {
+        switch (a[0]) {
+            case "mutex": mutex(a); break;
+            case "latch": latch(a); break;
+            case "bench-mutex": benchMutex(a); break;
+            case "bench-handover": benchHandover(a); break;
+            default: System.err.println("usage: see the top of CuratorHelper.java"); System.exit(2);
+        }
+        System.exit(0);
+    }
+}

@@ -1,0 +1,71 @@
+# build.sh: builds the interop helpers at test time (sourced, bash; after lib.sh).
+#
+#   interop_build_c          $T/ik_interop, from tests/interop/ik_interop.c against
+#                            the build's libidkeeper.a (IK_BUILD), with its sanitizers
+#   interop_build_java       $T/classes/CuratorHelper.class, with javac against
+#                            Debian's Curator and ZooKeeper jars (CURATOR_CP)
+#   ik_interop ARGS...       runs the C helper
+#   curator ARGS...          runs the Java helper (quiet logging)
+#   kazoo_helper ARGS...     runs the Python helper with /usr/bin/python3
+#   interop_check_intervals FILE...  the "X ENTER EXIT ..." intervals of all the
+#                            files never overlap; prints how many, how often the
+#                            holder's kind (X) changed from one to the next (proof
+#                            that they contended) and the closest hand-over
+CURATOR_CP=/usr/share/java/curator-recipes.jar:/usr/share/java/curator-framework.jar:/usr/share/java/curator-client.jar:/usr/share/java/zookeeper.jar:/usr/share/java/zookeeper-jute.jar:/usr/share/java/guava.jar:/usr/share/java/slf4j-api.jar:/usr/share/java/slf4j-nop.jar
+INTEROP_SRC=${IK_SRC}/tests/interop
+
+interop_build_c() {
+  local build=${IK_BUILD:-$(dirname "$IK_BIN")} san
+  [ -f "$build/libidkeeper.a" ] || fail "no $build/libidkeeper.a (IK_BUILD)"
+  san=$(sed -n 's/^IK_SANITIZE:STRING=//p' "$build/CMakeCache.txt" 2>/dev/null)
+  cc -std=c11 -D_GNU_SOURCE -O2 -g ${san:+-fsanitize=$san -fno-omit-frame-pointer} \
+    -I"$IK_SRC/include" "$INTEROP_SRC/ik_interop.c" "$build/libidkeeper.a" \
+    -lzookeeper_mt $(pkg-config --libs sqlite3 libcrypto) -lpthread \
+    -o "$T/ik_interop" 2>"$T/cc.log" || fail "cannot build ik_interop (see $T/cc.log)"
+}
+
+interop_build_java() {
+  local j
+  for j in ${CURATOR_CP//:/ }; do
+    [ -r "$j" ] || fail "missing $j (apt-get install libcurator-recipes-java libslf4j-java)"
+  done
+  command -v javac >/dev/null || fail "no javac (apt-get install default-jdk-headless)"
+  mkdir -p "$T/classes"
+  javac -nowarn -d "$T/classes" -cp "$CURATOR_CP" "$INTEROP_SRC/CuratorHelper.java" \
+    2>"$T/javac.log" || fail "javac failed (see $T/javac.log)"
+}
+
+ik_interop() { "$T/ik_interop" "$@"; }
+curator() {
+  java -Xmx128m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -cp "$T/classes:$CURATOR_CP" \
+    CuratorHelper "$@"
+}
+kazoo_helper() {
+  /usr/bin/python3 -c 'import kazoo' 2>/dev/null || fail "no kazoo (apt-get install python3-kazoo)"
+  /usr/bin/python3 "$INTEROP_SRC/kazoo_helper.py" "$@"
+}
+
+interop_check_intervals() {
+  /usr/bin/python3 - "$@" <<'PY'
+import sys
+iv = []
+for f in sys.argv[1:]:
+    for line in open(f):
+        p = line.split()
+        if len(p) >= 3:
+            iv.append((int(p[1]), int(p[2]), p[0]))
+iv.sort()
+bad = [(a, b) for a, b in zip(iv, iv[1:]) if b[0] < a[1]]
+gap = min((b[0] - a[1] for a, b in zip(iv, iv[1:])), default=0)
+who = {}
+for _, _, w in iv:
+    who[w] = who.get(w, 0) + 1
+switches = sum(1 for a, b in zip(iv, iv[1:]) if a[2] != b[2])
+print("%d intervals (%s), %d overlaps, %d switches between kinds, closest hand-over %.3f ms" % (
+    len(iv), " ".join("%s=%d" % kv for kv in sorted(who.items())), len(bad), switches, gap / 1e6))
+if bad:
+    a, b = bad[0]
+    print("first overlap: %s [%d, %d] and %s [%d, %d]" % (a[2], a[0], a[1], b[2], b[0], b[1]))
+    sys.exit(1)
+PY
+}

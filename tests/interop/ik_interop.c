@@ -1,0 +1,293 @@
+/* ik_interop.c: the C side of the interop tests and benchmarks (tests/interop/,
+ * tests/integration/t_lock_interop_*.sh, bench/lock_zk.sh), written against
+ * include/idkeeper.h only. Built at test time by tests/interop/build.sh.
+ *
+ *   ik_interop now
+ *       prints CLOCK_MONOTONIC in ns (the clock every helper records on)
+ *   ik_interop lock URI PATH ROUNDS OUT HOLD_US START_FILE
+ *       waits for START_FILE to exist, then ROUNDS times: acquire, record the
+ *       enter time, hold HOLD_US, record the exit time, release. OUT gets
+ *       "C ENTER_NS EXIT_NS FENCE" a line.
+ *   ik_interop elect URI PATH ID OUT
+ *       campaigns; OUT gets "lead NS" when it leads and "unlead NS" when it stops
+ *       (resign, or a loss). Commands on stdin, one a line: resign, campaign, quit.
+ *   ik_interop bench-lock URI PATH CLIENTS SECONDS
+ *       CLIENTS threads, each with its own coord (session), acquire+release as fast
+ *       as they can for SECONDS; prints "cycles_per_s N".
+ *   ik_interop bench-handover URI PATH N
+ *       two candidates; N times: the leader resigns, time until the other leads
+ *       (its callback); prints "handover_ms median p90".
+ */
+#include "idkeeper.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void spin_us(int64_t us)
+{
+    if (us <= 0) return;
+    int64_t end = now_ns() + us * 1000;
+    if (us > 200) {
+        struct timespec ts = {0, (long)(us - 100) * 1000};
+        nanosleep(&ts, NULL);
+    }
+    while (now_ns() < end) {
+    }
+}
+
+static ik_coord *open_coord(const char *uri)
+{
+    ik_coord_options o;
+    ik_coord_options_init(&o);
+    o.zk_session_timeout_ms = 4000;
+    const char *t = getenv("IK_INTEROP_SESSION_MS");
+    if (t) o.zk_session_timeout_ms = atoi(t);
+    ik_coord *c = NULL;
+    char why[256] = "";
+    int rc = ik_coord_open(uri, &o, &c, why, sizeof why);
+    if (rc) {
+        fprintf(stderr, "ik_interop: cannot open %s: %s\n", uri, why[0] ? why : ik_strerror(rc));
+        exit(1);
+    }
+    return c;
+}
+
+static int cmd_lock(char **a)
+{
+    const char *uri = a[0], *path = a[1], *out = a[3], *start = a[5];
+    long rounds = atol(a[2]);
+    int64_t hold = atoll(a[4]);
+    ik_coord *c = open_coord(uri);
+    ik_lock *lk;
+    if (ik_lock_create(c, path, NULL, &lk)) return 1;
+    FILE *f = fopen(out, "w");
+    if (!f) return 1;
+    while (access(start, F_OK) != 0) usleep(1000);
+    for (long i = 0; i < rounds; i++) {
+        int64_t fence = 0;
+        int rc = ik_lock_acquire(lk, -1, &fence);
+        if (rc) {
+            fprintf(stderr, "ik_interop: acquire: %s\n", ik_strerror(rc));
+            return 1;
+        }
+        int64_t enter = now_ns();
+        spin_us(hold);
+        int64_t exit_ = now_ns();
+        if (ik_lock_state(lk) != IK_HOLD_HELD) {
+            fprintf(stderr, "ik_interop: lock not held at the end of round %ld\n", i);
+            return 1;
+        }
+        rc = ik_lock_release(lk);
+        if (rc) {
+            fprintf(stderr, "ik_interop: release: %s\n", ik_strerror(rc));
+            return 1;
+        }
+        fprintf(f, "C %" PRId64 " %" PRId64 " %" PRId64 "\n", enter, exit_, fence);
+    }
+    fclose(f);
+    ik_lock_destroy(lk);
+    ik_coord_close(c);
+    return 0;
+}
+
+/* ---- elect ---------------------------------------------------------------- */
+static FILE *elect_out;
+static pthread_mutex_t out_mu = PTHREAD_MUTEX_INITIALIZER;
+static int leading;
+
+static void record(const char *what)
+{
+    pthread_mutex_lock(&out_mu);
+    fprintf(elect_out, "%s %" PRId64 "\n", what, now_ns());
+    fflush(elect_out);
+    pthread_mutex_unlock(&out_mu);
+}
+
+static void on_elect(void *ctx, ik_hold_state s, const char *why)
+{
+    (void)ctx;
+    pthread_mutex_lock(&out_mu);
+    int was = leading;
+    leading = s == IK_HOLD_HELD;
+    pthread_mutex_unlock(&out_mu);
+    if (leading && !was) record("lead");
+    if (!leading && was) record("unlead");
+    if (s == IK_HOLD_LOST) fprintf(stderr, "ik_interop: lost leadership: %s\n", why);
+}
+
+static int cmd_elect(char **a)
+{
+    ik_coord *c = open_coord(a[0]);
+    elect_out = fopen(a[3], "a");
+    if (!elect_out) return 1;
+    ik_election_options o;
+    ik_election_options_init(&o);
+    o.on_change = on_elect;
+    ik_election *e;
+    if (ik_election_create(c, a[1], a[2], &o, &e)) return 1;
+    ik_election_campaign(e);
+    char line[64];
+    while (fgets(line, sizeof line, stdin)) {
+        if (!strncmp(line, "resign", 6)) {
+            pthread_mutex_lock(&out_mu);
+            int was = leading;
+            leading = 0;
+            pthread_mutex_unlock(&out_mu);
+            if (was) record("unlead"); /* before the node goes: no overlap by design */
+            ik_election_resign(e);
+        } else if (!strncmp(line, "campaign", 8)) {
+            ik_election_campaign(e);
+        } else if (!strncmp(line, "quit", 4)) {
+            break;
+        }
+    }
+    pthread_mutex_lock(&out_mu);
+    int was = leading;
+    leading = 0;
+    pthread_mutex_unlock(&out_mu);
+    if (was) record("unlead");
+    ik_election_destroy(e);
+    ik_coord_close(c);
+    return 0;
+}
+
+/* ---- benchmarks ----------------------------------------------------------- */
+typedef struct bench_arg {
+    const char *uri, *path;
+    int64_t until;
+    long cycles;
+} bench_arg;
+
+static void *bench_thread(void *p)
+{
+    bench_arg *b = p;
+    ik_coord *c = open_coord(b->uri);
+    ik_lock *lk;
+    if (ik_lock_create(c, b->path, NULL, &lk)) exit(1);
+    while (now_ns() < b->until) {
+        if (ik_lock_acquire(lk, -1, NULL) || ik_lock_release(lk)) exit(1);
+        __atomic_fetch_add(&b->cycles, 1, __ATOMIC_RELAXED);
+    }
+    ik_lock_destroy(lk);
+    ik_coord_close(c);
+    return NULL;
+}
+
+static int cmd_bench_lock(char **a)
+{
+    int n = atoi(a[2]);
+    double secs = atof(a[3]);
+    bench_arg *b = calloc((size_t)n, sizeof *b);
+    pthread_t *t = calloc((size_t)n, sizeof *t);
+    int64_t until = now_ns() + (int64_t)(secs * 1e9) + 1000000000; /* +1 s to connect */
+    for (int i = 0; i < n; i++) {
+        b[i] = (bench_arg){a[0], a[1], until, 0};
+        pthread_create(&t[i], NULL, bench_thread, &b[i]);
+    }
+    /* count only the measured window: a second for the sessions to open first */
+    usleep(1000000);
+    long c0 = 0;
+    for (int i = 0; i < n; i++) c0 += __atomic_load_n(&b[i].cycles, __ATOMIC_RELAXED);
+    int64_t t0 = now_ns();
+    long c1 = 0;
+    for (int i = 0; i < n; i++) pthread_join(t[i], NULL);
+    for (int i = 0; i < n; i++) c1 += b[i].cycles;
+    double el = (double)(now_ns() - t0) / 1e9;
+    printf("cycles_per_s %.0f\n", (double)(c1 - c0) / el);
+    free(b);
+    free(t);
+    return 0;
+}
+
+static pthread_mutex_t ho_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t ho_cv = PTHREAD_COND_INITIALIZER;
+static int64_t ho_lead_at[2];
+
+static void on_ho(void *ctx, ik_hold_state s, const char *why)
+{
+    (void)why;
+    int i = (int)(intptr_t)ctx;
+    if (s != IK_HOLD_HELD) return;
+    pthread_mutex_lock(&ho_mu);
+    ho_lead_at[i] = now_ns();
+    pthread_cond_broadcast(&ho_cv);
+    pthread_mutex_unlock(&ho_mu);
+}
+
+static int cmp_i64(const void *x, const void *y)
+{
+    int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+    return a < b ? -1 : a > b;
+}
+
+static int cmd_bench_handover(char **a)
+{
+    int n = atoi(a[2]);
+    ik_coord *c[2] = {open_coord(a[0]), open_coord(a[0])};
+    ik_election *e[2];
+    for (int i = 0; i < 2; i++) {
+        ik_election_options o;
+        ik_election_options_init(&o);
+        o.on_change = on_ho;
+        o.ctx = (void *)(intptr_t)i;
+        char id[16];
+        snprintf(id, sizeof id, "c%d", i);
+        if (ik_election_create(c[i], a[1], id, &o, &e[i])) return 1;
+    }
+    ik_election_campaign(e[0]);
+    ik_election_await(e[0], -1);
+    ik_election_campaign(e[1]);
+    usleep(200000);
+    int64_t *ms = calloc((size_t)n, sizeof *ms);
+    int leader = 0;
+    for (int k = 0; k < n; k++) {
+        int other = 1 - leader;
+        pthread_mutex_lock(&ho_mu);
+        ho_lead_at[other] = 0;
+        pthread_mutex_unlock(&ho_mu);
+        int64_t t0 = now_ns();
+        ik_election_resign(e[leader]);
+        pthread_mutex_lock(&ho_mu);
+        while (!ho_lead_at[other]) pthread_cond_wait(&ho_cv, &ho_mu);
+        ms[k] = ho_lead_at[other] - t0;
+        pthread_mutex_unlock(&ho_mu);
+        ik_election_campaign(e[leader]); /* queue behind the new leader */
+        usleep(50000);
+        leader = other;
+    }
+    qsort(ms, (size_t)n, sizeof *ms, cmp_i64);
+    printf("handover_ms %.3f %.3f\n", (double)ms[n / 2] / 1e6, (double)ms[n * 9 / 10] / 1e6);
+    free(ms);
+    for (int i = 0; i < 2; i++) {
+        ik_election_destroy(e[i]);
+        ik_coord_close(c[i]);
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 2 && !strcmp(argv[1], "now")) {
+        printf("%" PRId64 "\n", now_ns());
+        return 0;
+    }
+    if (argc == 8 && !strcmp(argv[1], "lock")) return cmd_lock(argv + 2);
+    if (argc == 6 && !strcmp(argv[1], "elect")) return cmd_elect(argv + 2);
+    if (argc == 6 && !strcmp(argv[1], "bench-lock")) return cmd_bench_lock(argv + 2);
+    if (argc == 5 && !strcmp(argv[1], "bench-handover")) return cmd_bench_handover(argv + 2);
+    fprintf(stderr, "usage: see the top of tests/interop/ik_interop.c\n");
+    return 2;
+}
