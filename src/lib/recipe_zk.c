@@ -675,14 +675,9 @@ static int zk_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
             set_node(lk, "", 0, 0, 0);
             continue;
         }
-        if (blocker == -1) {
-            /* ours: watch our own node, so that its deletion is seen */
-            struct Stat stat;
-            zrc = zoo_wexists(s.zh, node, on_watch, (void *)(uintptr_t)lk->reg, &stat);
+        if (blocker == -1) { /* ours; the monitor's first look sets a watch on it */
             ik__zk_session_put(base->be);
-            if (zrc == ZOK) break; /* granted */
-            if (zrc == ZNONODE) set_node(lk, "", 0, 0, 0);
-            continue;
+            break;
         }
         if (timeout_ms == 0) {
             ik__zk_session_put(base->be);

@@ -16,11 +16,11 @@ URI=$(zk_uri t)
 ROUNDS=${ROUNDS:-300}
 HOLD_US=200
 
-ik_interop lock "$URI" /interop/curator $((ROUNDS / 2)) "$T/c1.iv" $HOLD_US "$T/go" 2>"$T/c1.log" &
+"${IK_INTEROP[@]}" lock "$URI" /interop/curator $((ROUNDS / 2)) "$T/c1.iv" $HOLD_US "$T/go" 2>"$T/c1.log" &
 c1=$!
-ik_interop lock "$URI" /interop/curator $((ROUNDS - ROUNDS / 2)) "$T/c2.iv" $HOLD_US "$T/go" 2>"$T/c2.log" &
+"${IK_INTEROP[@]}" lock "$URI" /interop/curator $((ROUNDS - ROUNDS / 2)) "$T/c2.iv" $HOLD_US "$T/go" 2>"$T/c2.log" &
 c2=$!
-curator mutex "$ZK_CONNECT" /t/interop/curator $ROUNDS "$T/j.iv" $HOLD_US "$T/go" 2>"$T/j.log" &
+"${CURATOR[@]}" mutex "$ZK_CONNECT" /t/interop/curator $ROUNDS "$T/j.iv" $HOLD_US "$T/go" 2>"$T/j.log" &
 j=$!
 IK_PIDS+=($c1 $c2 $j)
 for ((i = 0; i < 600; i++)); do

@@ -16,11 +16,11 @@ URI=$(zk_uri t)
 ROUNDS=${ROUNDS:-300}
 HOLD_US=200
 
-ik_interop lock "$URI" /interop/kazoo $((ROUNDS / 2)) "$T/c1.iv" $HOLD_US "$T/go" 2>"$T/c1.log" &
+"${IK_INTEROP[@]}" lock "$URI" /interop/kazoo $((ROUNDS / 2)) "$T/c1.iv" $HOLD_US "$T/go" 2>"$T/c1.log" &
 c1=$!
-ik_interop lock "$URI" /interop/kazoo $((ROUNDS - ROUNDS / 2)) "$T/c2.iv" $HOLD_US "$T/go" 2>"$T/c2.log" &
+"${IK_INTEROP[@]}" lock "$URI" /interop/kazoo $((ROUNDS - ROUNDS / 2)) "$T/c2.iv" $HOLD_US "$T/go" 2>"$T/c2.log" &
 c2=$!
-kazoo_helper lock "$ZK_CONNECT" /t/interop/kazoo $ROUNDS "$T/p.iv" $HOLD_US "$T/go" 2>"$T/p.log" &
+"${KAZOO[@]}" lock "$ZK_CONNECT" /t/interop/kazoo $ROUNDS "$T/p.iv" $HOLD_US "$T/go" 2>"$T/p.log" &
 p=$!
 IK_PIDS+=($c1 $c2 $p)
 for ((i = 0; i < 600; i++)); do

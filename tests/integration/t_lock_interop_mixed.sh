@@ -13,9 +13,9 @@ source "$IK_SRC/tests/interop/build.sh"
 zk_start_standalone
 interop_build_java
 ROUNDS=100
-curator mutex "$ZK_CONNECT" /t/interop/mixed $ROUNDS "$T/j.iv" 2000 "$T/go" 2>"$T/j.log" &
+"${CURATOR[@]}" mutex "$ZK_CONNECT" /t/interop/mixed $ROUNDS "$T/j.iv" 2000 "$T/go" 2>"$T/j.log" &
 j=$!
-kazoo_helper lock "$ZK_CONNECT" /t/interop/mixed $ROUNDS "$T/p.iv" 2000 "$T/go" 2>"$T/p.log" &
+"${KAZOO[@]}" lock "$ZK_CONNECT" /t/interop/mixed $ROUNDS "$T/p.iv" 2000 "$T/go" 2>"$T/p.log" &
 p=$!
 IK_PIDS+=($j $p)
 for ((i = 0; i < 600; i++)); do

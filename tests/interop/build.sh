@@ -4,9 +4,11 @@
 #                            the build's libidkeeper.a (IK_BUILD), with its sanitizers
 #   interop_build_java       $T/classes/CuratorHelper.class, with javac against
 #                            Debian's Curator and ZooKeeper jars (CURATOR_CP)
-#   ik_interop ARGS...       runs the C helper
-#   curator ARGS...          runs the Java helper (quiet logging)
-#   kazoo_helper ARGS...     runs the Python helper with /usr/bin/python3
+#   "${IK_INTEROP[@]}" ARGS...   runs the C helper
+#   "${CURATOR[@]}" ARGS...      runs the Java helper (quiet logging)
+#   "${KAZOO[@]}" ARGS...        runs the Python helper with /usr/bin/python3
+# (arrays, not functions: "$!" of a background function is a subshell, and a
+# kill -9 must reach the helper itself)
 #   interop_check_intervals FILE...  the "X ENTER EXIT ..." intervals of all the
 #                            files never overlap; prints how many, how often the
 #                            holder's kind (X) changed from one to the next (proof
@@ -35,15 +37,11 @@ interop_build_java() {
     2>"$T/javac.log" || fail "javac failed (see $T/javac.log)"
 }
 
-ik_interop() { "$T/ik_interop" "$@"; }
-curator() {
-  java -Xmx128m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -cp "$T/classes:$CURATOR_CP" \
-    CuratorHelper "$@"
-}
-kazoo_helper() {
-  /usr/bin/python3 -c 'import kazoo' 2>/dev/null || fail "no kazoo (apt-get install python3-kazoo)"
-  /usr/bin/python3 "$INTEROP_SRC/kazoo_helper.py" "$@"
-}
+IK_INTEROP=("$T/ik_interop")
+CURATOR=(java -Xmx128m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -cp "$T/classes:$CURATOR_CP"
+  CuratorHelper)
+KAZOO=(/usr/bin/python3 "$INTEROP_SRC/kazoo_helper.py")
+/usr/bin/python3 -c 'import kazoo' 2>/dev/null || fail "no kazoo (apt-get install python3-kazoo)"
 
 interop_check_intervals() {
   /usr/bin/python3 - "$@" <<'PY'

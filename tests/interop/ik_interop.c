@@ -11,6 +11,8 @@
  *   ik_interop elect URI PATH ID OUT
  *       campaigns; OUT gets "lead NS" when it leads and "unlead NS" when it stops
  *       (resign, or a loss). Commands on stdin, one a line: resign, campaign, quit.
+ *   ik_interop leader URI PATH
+ *       prints who leads at PATH (ik_election_leader), or exits 1
  *   ik_interop bench-lock URI PATH CLIENTS SECONDS
  *       CLIENTS threads, each with its own coord (session), acquire+release as fast
  *       as they can for SECONDS; prints "cycles_per_s N".
@@ -285,6 +287,16 @@ int main(int argc, char **argv)
         return 0;
     }
     if (argc == 8 && !strcmp(argv[1], "lock")) return cmd_lock(argv + 2);
+    if (argc == 4 && !strcmp(argv[1], "leader")) {
+        ik_coord *c = open_coord(argv[2]);
+        char *id = NULL;
+        int rc = ik_election_leader(c, argv[3], &id);
+        if (rc == 0) printf("%s\n", id);
+        else fprintf(stderr, "ik_interop: leader: %s\n", ik_strerror(rc));
+        ik_free(id);
+        ik_coord_close(c);
+        return rc ? 1 : 0;
+    }
     if (argc == 6 && !strcmp(argv[1], "elect")) return cmd_elect(argv + 2);
     if (argc == 6 && !strcmp(argv[1], "bench-lock")) return cmd_bench_lock(argv + 2);
     if (argc == 5 && !strcmp(argv[1], "bench-handover")) return cmd_bench_handover(argv + 2);

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# labels: recipes zk
+# timeout: 120
+# A lock holder frozen with SIGSTOP past its session timeout: another process gets
+# the lock meanwhile; when the first wakes, it learns its session expired, its CMD
+# gets SIGTERM and `idkeeper lock` exits with the loss code (125); the two grants'
+# fencing tokens (the lock nodes' creation zxids) strictly increase.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/zk.sh"
+
+alive() { # PID: exists and is not a zombie
+  local st
+  st=$(sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1) || return 1
+  [ -n "$st" ] && [ "$st" != Z ] && [ "$st" != X ]
+}
+
+zk_start_standalone
+S=2000
+LOCK=("$IK_BIN" lock --coord "$(zk_uri t)" --zk-session-timeout $S --grace 1000)
+
+"${LOCK[@]}" /stop -- sh -c 'echo $$ >"$0/a.pid"; echo "$IDKEEPER_FENCE" >"$0/a.fence"; exec sleep 300' "$T" 2>"$T/a.err" &
+a=$!
+IK_PIDS+=($a)
+for ((i = 0; i < 200; i++)); do [ -s "$T/a.fence" ] && break; sleep 0.05; done
+[ -s "$T/a.fence" ] || fail "a did not get the lock"
+"${LOCK[@]}" /stop -- sh -c 'echo "$IDKEEPER_FENCE" >"$0/b.fence"' "$T" 2>"$T/b.err" &
+b=$!
+IK_PIDS+=($b)
+sleep 0.5
+[ ! -e "$T/b.fence" ] || fail "b got the lock while a holds it"
+
+kill -STOP $a
+t0=$SECONDS
+log "a (fence $(cat "$T/a.fence")) frozen"
+for ((i = 0; i < 300; i++)); do [ -s "$T/b.fence" ] && break; sleep 0.05; done
+[ -s "$T/b.fence" ] || fail "b did not get the lock within 15 s of a's freeze"
+log "b got the lock $((SECONDS - t0)) s after a froze (fence $(cat "$T/b.fence"))"
+wait $b || fail "b failed: $(cat "$T/b.err")"
+alive "$(cat "$T/a.pid")" || fail "a's CMD died while a was frozen"
+
+kill -CONT $a
+rc=0
+wait $a || rc=$?
+[ $rc = 125 ] || fail "a exited $rc after waking, not 125 (lost): $(cat "$T/a.err")"
+grep -q "lost the lock" "$T/a.err" || fail "a did not say it lost the lock: $(cat "$T/a.err")"
+for ((i = 0; i < 40; i++)); do alive "$(cat "$T/a.pid")" || break; sleep 0.05; done
+! alive "$(cat "$T/a.pid")" || fail "a's CMD still runs after a lost the lock"
+(($(cat "$T/b.fence") > $(cat "$T/a.fence"))) || fail "fences do not increase: a $(cat "$T/a.fence"), b $(cat "$T/b.fence")"
+log "a: $(head -n 1 "$T/a.err")"
+pass "frozen holder: b took over, a's CMD was stopped and a exited 125; fences $(cat "$T/a.fence") < $(cat "$T/b.fence")"
