@@ -18,8 +18,8 @@
  *   WAITING --timeout / cancel (zk_acquire: delete_ours)--> IDLE
  *   HELD --connection lost (monitor)--> IN_DOUBT       callback at once
  *   IN_DOUBT --reconnected, our node there (monitor)--> HELD     callback
- *   HELD, IN_DOUBT --session expired, our node deleted, or disconnected for the
- *                    session timeout (monitor)--> LOST            callback
+ *   HELD, IN_DOUBT --session expired, our node deleted, or no answer for 2/3 of
+ *                    the session timeout (monitor)--> LOST        callback
  *   HELD, IN_DOUBT, LOST --zk_release (delete_ours)--> IDLE
  *
  * The hard cases:
@@ -84,6 +84,14 @@ typedef struct zk_lock {
     int stop; /* the monitor must end */
     int monitor_on;
     pthread_t monitor;
+    /* the monitor's probes: zoo_awexists of our node (it also sets the watch) */
+    int64_t proven_ms;  /* send time of the last request answered on our session
+                           with our node in place: the session lives until at
+                           least proven_ms + the session timeout */
+    uint32_t probe_seq; /* of the probe in flight (low 20 bits travel with it) */
+    int probe_inflight;
+    int64_t probe_sent_ms;
+    int probe_gone; /* a probe met an expired session */
 } zk_lock;
 
 /* ------------------------------------------------------------------------------
@@ -139,6 +147,33 @@ static void reg_poke(uint64_t id, const char *deleted_path)
         pthread_mutex_lock(&lk->mu);
         lk->events++;
         if (deleted_path && lk->node[0] && strcmp(deleted_path, lk->node) == 0) lk->own_deleted = 1;
+        pthread_cond_broadcast(&lk->cv);
+        pthread_mutex_unlock(&lk->mu);
+        break;
+    }
+    pthread_mutex_unlock(&reg_mu);
+}
+
+/* The answer of a probe: its data is (registry id << 20 | probe seq). */
+static void on_probe(int zrc, const struct Stat *st, const void *data)
+{
+    uint64_t v = (uint64_t)(uintptr_t)data, id = v >> 20;
+    uint32_t seq = (uint32_t)(v & 0xfffff);
+    pthread_mutex_lock(&reg_mu);
+    for (size_t i = 0; i < reg_n; i++) {
+        if (reg_v[i].id != id) continue;
+        zk_lock *lk = reg_v[i].lk;
+        pthread_mutex_lock(&lk->mu);
+        if (lk->probe_inflight && (lk->probe_seq & 0xfffff) == seq) {
+            lk->probe_inflight = 0;
+            if (zrc == ZOK && st && st->ephemeralOwner == lk->session)
+                lk->proven_ms = lk->probe_sent_ms;
+            else if (zrc == ZNONODE || zrc == ZOK)
+                lk->own_deleted = 1; /* gone, or another session's */
+            else if (zrc == ZSESSIONEXPIRED || zrc == ZAUTHFAILED || zrc == ZSESSIONMOVED)
+                lk->probe_gone = 1;
+        }
+        lk->events++;
         pthread_cond_broadcast(&lk->cv);
         pthread_mutex_unlock(&lk->mu);
         break;
@@ -384,6 +419,15 @@ static void set_state(zk_lock *lk, ik_hold_state s, const char *why, int tell)
 
 /* ------------------------------------------------------------------------------
  * The monitor of a grant: tells the holder when it is in doubt, held again, lost.
+ *
+ * It never blocks on ZooKeeper: every third of the session timeout (and after
+ * every event) it sends a probe, an asynchronous exists of our node that also
+ * sets the watch on it. An answered probe proves the session alive at least until
+ * its send time + the session timeout (the server counts from the last request it
+ * received). So a holder that loses contact reports IN_DOUBT at once and LOST once
+ * 2/3 of the session timeout have passed since the last proof, which is at least
+ * 1/3 of the timeout before the server can expire the session and hand the lock
+ * to someone else: time for the holder to stop what the lock guards.
  */
 static void *monitor_thread(void *arg)
 {
@@ -391,77 +435,84 @@ static void *monitor_thread(void *arg)
     uint64_t seen = 0;
     int64_t doubt_since = 0;
     for (;;) {
-        pthread_mutex_lock(&lk->mu);
-        int64_t deadline = -1;
-        if (lk->state == IK_HOLD_IN_DOUBT) deadline = doubt_since; /* + timeout below */
-        pthread_mutex_unlock(&lk->mu);
         ik__zk_session s;
         ik__zk_session_get(lk->base.be, &s);
-        int timeout_ms = s.timeout_ms;
+        int64_t t = s.timeout_ms;
         ik__zk_session_put(lk->base.be);
-        if (deadline >= 0) deadline += timeout_ms;
 
+        /* wait for an event, or for the next probe or deadline */
         pthread_mutex_lock(&lk->mu);
-        while (!lk->stop && lk->events == seen && (deadline < 0 || mono_ms() < deadline)) {
-            if (deadline < 0) {
-                pthread_cond_wait(&lk->cv, &lk->mu);
-            } else {
-                int64_t left = deadline - mono_ms();
-                struct timespec ts;
-                clock_gettime(CLOCK_MONOTONIC, &ts);
-                ts.tv_sec += left / 1000;
-                ts.tv_nsec += (left % 1000) * 1000000;
-                if (ts.tv_nsec >= 1000000000) {
-                    ts.tv_sec++;
-                    ts.tv_nsec -= 1000000000;
-                }
-                pthread_cond_timedwait(&lk->cv, &lk->mu, &ts);
+        int64_t lost_at = lk->proven_ms + t * 2 / 3;
+        int64_t probe_at = lk->probe_inflight ? lost_at : lk->probe_sent_ms + t / 3;
+        int64_t wake = probe_at < lost_at ? probe_at : lost_at;
+        while (!lk->stop && lk->events == seen && mono_ms() < wake) {
+            int64_t left = wake - mono_ms();
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            ts.tv_sec += left / 1000;
+            ts.tv_nsec += (left % 1000) * 1000000;
+            if (ts.tv_nsec >= 1000000000) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000;
             }
+            pthread_cond_timedwait(&lk->cv, &lk->mu, &ts);
         }
         if (lk->stop) {
             pthread_mutex_unlock(&lk->mu);
             break;
         }
+        int evented = lk->events != seen;
         seen = lk->events;
         ik_hold_state st = lk->state;
         char node[ZPATH_MAX];
         snprintf(node, sizeof node, "%s", lk->node);
         unsigned gen = lk->gen;
-        int64_t session = lk->session;
-        int deleted = lk->own_deleted;
+        int64_t session = lk->session, proven = lk->proven_ms;
+        int deleted = lk->own_deleted, gone = lk->probe_gone, inflight = lk->probe_inflight;
+        int64_t last_probe = lk->probe_sent_ms;
         pthread_mutex_unlock(&lk->mu);
 
+        int64_t now = mono_ms();
         ik_hold_state next = st;
         const char *why = "";
+        int probe = 0;
         ik__zk_session_get(lk->base.be, &s);
-        if (s.dead || s.gen != gen || (s.id && s.id != session)) {
+        if (gone || s.dead || s.gen != gen || (s.id && s.id != session)) {
             next = IK_HOLD_LOST;
             why = "ZooKeeper session expired";
         } else if (deleted) {
             next = IK_HOLD_LOST;
             why = "our lock node was deleted";
+        } else if (now >= proven + t * 2 / 3) {
+            next = IK_HOLD_LOST;
+            why = "no answer from ZooKeeper for 2/3 of the session timeout: the session may "
+                  "expire any moment";
         } else if (!s.connected) {
             if (st == IK_HOLD_HELD) {
                 next = IK_HOLD_IN_DOUBT;
                 why = "connection to ZooKeeper lost: the session may expire";
-                doubt_since = mono_ms();
-            } else if (mono_ms() - doubt_since >= s.timeout_ms) {
-                next = IK_HOLD_LOST;
-                why = "disconnected from ZooKeeper for the session timeout: the session is gone";
+                doubt_since = now;
             }
         } else {
-            /* connected on our session: re-arm the watch on our node and check it */
-            struct Stat stat;
-            int zrc = zoo_wexists(s.zh, node, on_watch, (void *)(uintptr_t)lk->reg, &stat);
-            if (zrc == ZNONODE || (zrc == ZOK && stat.ephemeralOwner != session)) {
-                next = IK_HOLD_LOST;
-                why = "our lock node is gone";
-            } else if (zrc == ZOK && st == IK_HOLD_IN_DOUBT) {
+            if (st == IK_HOLD_IN_DOUBT && proven > doubt_since) {
                 next = IK_HOLD_HELD;
                 why = "connection to ZooKeeper restored, same session";
-            } else if (zk_gone(zrc)) {
-                next = IK_HOLD_LOST;
-                why = "ZooKeeper session expired";
+            }
+            probe = !inflight && (evented || now >= last_probe + t / 3 || next == IK_HOLD_IN_DOUBT);
+        }
+        if (probe) {
+            pthread_mutex_lock(&lk->mu);
+            uint32_t seq = ++lk->probe_seq;
+            lk->probe_inflight = 1;
+            lk->probe_sent_ms = now;
+            pthread_mutex_unlock(&lk->mu);
+            void *data = (void *)(uintptr_t)(lk->reg << 20 | (seq & 0xfffff));
+            int zrc =
+                zoo_awexists(s.zh, node, on_watch, (void *)(uintptr_t)lk->reg, on_probe, data);
+            if (zrc != ZOK) {
+                pthread_mutex_lock(&lk->mu);
+                lk->probe_inflight = 0;
+                pthread_mutex_unlock(&lk->mu);
             }
         }
         ik__zk_session_put(lk->base.be);
@@ -640,6 +691,7 @@ static int zk_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
 
         /* our node exists: who is ahead? */
         struct String_vector kids = {0, NULL};
+        int64_t asked = mono_ms();
         zrc = zoo_get_children(s.zh, lk->dir, 0, &kids);
         int blocker = -2;
         char pred[ZPATH_MAX] = "";
@@ -675,8 +727,11 @@ static int zk_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
             set_node(lk, "", 0, 0, 0);
             continue;
         }
-        if (blocker == -1) { /* ours; the monitor's first look sets a watch on it */
+        if (blocker == -1) { /* ours; the monitor's first probe sets a watch on it */
             ik__zk_session_put(base->be);
+            pthread_mutex_lock(&lk->mu);
+            lk->proven_ms = asked;
+            pthread_mutex_unlock(&lk->mu);
             break;
         }
         if (timeout_ms == 0) {
@@ -707,6 +762,10 @@ static int zk_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
     snprintf(lk->why, sizeof lk->why, "held");
     *fence = lk->fence;
     lk->stop = 0;
+    lk->own_deleted = 0;
+    lk->probe_gone = 0;
+    lk->probe_inflight = 0;
+    lk->probe_sent_ms = 0; /* the first probe goes at once */
     lk->monitor_on = pthread_create(&lk->monitor, NULL, monitor_thread, lk) == 0;
     int on = lk->monitor_on;
     pthread_mutex_unlock(&lk->mu);

@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# labels: recipes zk
+# timeout: 240
+# The hard cases of the ZooKeeper lock, with faults injected by a TCP proxy between
+# the holder and ZooKeeper (tests/interop/fault_proxy.py):
+#  A. the answer to our create is lost (the server made the node): after the
+#     reconnect the holder finds its node by its _c_<uuid>- prefix and takes the
+#     lock with it; never a second node of ours, the fence is that node's czxid
+#  B. the connection drops and comes back on the same session: the holder is told
+#     "in doubt" at once, then "held again"; CMD keeps running
+#  C. the connection drops for good: "in doubt" at once, then "lost" before the
+#     server can expire the session; CMD is stopped before the next holder (on a
+#     direct connection) starts its own; exit 125; fences increase
+#  D. --timeout expires while the waiter's connection is dead: it waits for the
+#     reconnect to delete its node, exits 124, and no node of its is left
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/zk.sh"
+source "$IK_SRC/tests/interop/build.sh"
+
+zk_start_standalone
+interop_build_c
+PP=$(zk_free_port)
+/usr/bin/python3 "$IK_SRC/tests/interop/fault_proxy.py" "$PP" "$(zk_port 1)" "$T/ctl" >"$T/proxy.log" 2>&1 &
+IK_PIDS+=($!)
+for ((i = 0; i < 100; i++)); do grep -q ready "$T/proxy.log" 2>/dev/null && break; sleep 0.05; done
+VIA=zk://127.0.0.1:$PP/t # through the proxy
+DIRECT=$(zk_uri t)
+N=0
+proxy() {
+  N=$((N + 1))
+  echo "$N $1" >"$T/ctl"
+  for ((i = 0; i < 200; i++)); do grep -q "^$N done" "$T/ctl.ack" 2>/dev/null && return 0; sleep 0.01; done
+  fail "the proxy did not do '$1'"
+}
+wait_grep() { # PATTERN FILE SECS
+  local t0=$SECONDS
+  while ((SECONDS - t0 < $3)); do grep -q "$1" "$2" 2>/dev/null && return 0; sleep 0.02; done
+  return 1
+}
+alive() {
+  local st
+  st=$(sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1) || return 1
+  [ -n "$st" ] && [ "$st" != Z ] && [ "$st" != X ]
+}
+# children PATH: "name czxid ephemeralOwner" of each child
+children() {
+  ZK_CONNECT=$ZK_CONNECT /usr/bin/python3 - "$1" <<'PY'
+import logging, os, sys
+logging.basicConfig(level=logging.CRITICAL)
+from kazoo.client import KazooClient
+zk = KazooClient(hosts=os.environ["ZK_CONNECT"]); zk.start(timeout=20)
+try:
+    for c in sorted(zk.get_children(sys.argv[1])):
+        st = zk.exists(sys.argv[1] + "/" + c)
+        if st:
+            print(c, st.czxid, hex(st.ephemeralOwner))
+except Exception:
+    pass
+zk.stop()
+PY
+}
+
+# ---- A: the create's answer is lost ------------------------------------------
+export IK_INTEROP_SESSION_MS=3000
+"${IK_INTEROP[@]}" lock "$VIA" /faults/create 1 "$T/a.iv" 4000000 "$T/go" 2>"$T/a.log" &
+a=$!
+IK_PIDS+=($a)
+for ((i = 0; i < 200; i++)); do [ -e "$T/a.iv" ] && break; sleep 0.05; done
+proxy blackhole # requests still reach ZooKeeper; no answer comes back
+touch "$T/go"
+t0=$SECONDS
+max=0
+: >"$T/a.nodes"
+while [ ! -s "$T/a.iv" ] && ((SECONDS - t0 < 30)); do
+  children /t/faults/create >"$T/a.now"
+  n=$(wc -l <"$T/a.now")
+  ((n > max)) && max=$n
+  cat "$T/a.now" >>"$T/a.nodes"
+  sleep 0.1
+done
+wait $a || fail "A: the holder failed (see $T/a.log)"
+((max == 1)) || fail "A: $max nodes of ours at once: $(sort -u "$T/a.nodes" | tr '\n' ' ')"
+fence=$(cut -d' ' -f4 "$T/a.iv")
+[ "$(sort -u "$T/a.nodes" | wc -l)" = 1 ] || fail "A: more than one node over time: $(sort -u "$T/a.nodes")"
+czxid=$(sort -u "$T/a.nodes" | cut -d' ' -f2)
+[ "$fence" = "$czxid" ] || fail "A: fence $fence is not the node's czxid $czxid"
+pass "A: create answer lost: our one node $(sort -u "$T/a.nodes" | cut -d' ' -f1) found again and held, fence = its czxid $czxid"
+proxy up
+
+# ---- B: in doubt, then held again on the same session ------------------------
+LOCKV=("$IK_BIN" lock --coord "$VIA" --zk-session-timeout 6000)
+"${LOCKV[@]}" /faults/doubt -- sh -c 'echo $$ >"$0/b.pid"; exec sleep 60' "$T" 2>"$T/b.err" &
+b=$!
+IK_PIDS+=($b)
+for ((i = 0; i < 200; i++)); do [ -s "$T/b.pid" ] && break; sleep 0.05; done
+proxy down
+t0=$(date +%s%3N)
+wait_grep "in doubt" "$T/b.err" 5 || fail "B: not told in doubt: $(cat "$T/b.err")"
+log "B: in doubt after $(($(date +%s%3N) - t0)) ms"
+sleep 0.3
+proxy up
+wait_grep "held again" "$T/b.err" 10 || fail "B: not told held again: $(cat "$T/b.err")"
+log "B: held again after $(($(date +%s%3N) - t0)) ms"
+alive "$(cat "$T/b.pid")" || fail "B: CMD was stopped"
+! grep -q "lost the lock" "$T/b.err" || fail "B: told lost: $(cat "$T/b.err")"
+kill -TERM $b
+rc=0
+wait $b || rc=$?
+[ $rc = 143 ] || fail "B: exit $rc after TERM"
+pass "B: connection dropped and back: in doubt at once, held again, CMD kept running"
+
+# ---- C: the connection drops for good ------------------------------------------
+S=3000
+"$IK_BIN" lock --coord "$VIA" --zk-session-timeout $S --grace 500 /faults/lost -- \
+  sh -c 'trap "date +%s%N >$0/c.end; exit 0" TERM; echo "$IDKEEPER_FENCE" >$0/c.fence; while :; do sleep 0.05; done' "$T" \
+  2>"$T/c.err" &
+c=$!
+IK_PIDS+=($c)
+for ((i = 0; i < 200; i++)); do [ -s "$T/c.fence" ] && break; sleep 0.05; done
+"$IK_BIN" lock --coord "$DIRECT" --zk-session-timeout $S /faults/lost -- \
+  sh -c 'date +%s%N >$0/d.start; echo "$IDKEEPER_FENCE" >$0/d.fence' "$T" 2>"$T/d.err" &
+d=$!
+IK_PIDS+=($d)
+sleep 0.5
+proxy down
+t0=$(date +%s%3N)
+wait_grep "in doubt" "$T/c.err" 5 || fail "C: not told in doubt: $(cat "$T/c.err")"
+rc=0
+wait $c || rc=$?
+[ $rc = 125 ] || fail "C: exit $rc, not 125: $(cat "$T/c.err")"
+log "C: lost after $(($(date +%s%3N) - t0)) ms: $(grep "lost the lock" "$T/c.err")"
+wait $d || fail "D's holder failed: $(cat "$T/d.err")"
+[ -s "$T/c.end" ] || fail "C: CMD did not get SIGTERM"
+gap=$((($(cat "$T/d.start") - $(cat "$T/c.end")) / 1000000))
+((gap > 0)) || fail "C: the next holder started $((-gap)) ms before the cut-off holder's CMD stopped"
+(($(cat "$T/d.fence") > $(cat "$T/c.fence"))) || fail "C: fences do not increase"
+pass "C: cut off: in doubt at once, lost, CMD stopped $gap ms before the next holder's started; fences $(cat "$T/c.fence") < $(cat "$T/d.fence")"
+proxy up
+
+# ---- D: the timeout expires while the waiter's connection is dead --------------
+"$IK_BIN" lock --coord "$DIRECT" /faults/timeout -- sleep 60 2>/dev/null &
+h=$!
+IK_PIDS+=($h)
+for ((i = 0; i < 100; i++)); do [ "$(children /t/faults/timeout | wc -l)" = 1 ] && break; sleep 0.05; done
+"$IK_BIN" lock --coord "$VIA" --zk-session-timeout 6000 --timeout 2500 /faults/timeout -- true 2>"$T/w.err" &
+w=$!
+IK_PIDS+=($w)
+for ((i = 0; i < 100; i++)); do [ "$(children /t/faults/timeout | wc -l)" = 2 ] && break; sleep 0.05; done
+[ "$(children /t/faults/timeout | wc -l)" = 2 ] || fail "D: the waiter's node is not there"
+sleep 1
+proxy blackhole
+t0=$SECONDS
+rc=0
+wait $w || rc=$?
+[ $rc = 124 ] || fail "D: exit $rc, not 124: $(cat "$T/w.err")"
+left=$(children /t/faults/timeout | wc -l)
+[ "$left" = 1 ] || fail "D: $left nodes left (only the holder's should be): $(children /t/faults/timeout)"
+kill -TERM $h
+wait $h 2>/dev/null || true
+pass "D: timeout on a dead connection: exit 124 after the reconnect ($((SECONDS - t0)) s), our node deleted"
