@@ -7,6 +7,10 @@
 //       OUT gets "J ENTER_NS EXIT_NS" a line
 //   latch CONNECT PATH ID OUT
 //       a LeaderLatch; OUT gets "lead NS" / "unlead NS"; stdin: resign, campaign, quit
+//   rw-try CONNECT PATH read|write
+//       InterProcessReadWriteLock's read or write lock, tried once: prints got or busy
+//   rw-hold CONNECT PATH read|write READY STOP
+//       takes it, creates READY, holds until STOP exists
 //   bench-mutex CONNECT PATH CLIENTS SECONDS
 //       CLIENTS clients (sessions) acquire+release as fast as they can; prints
 //       "cycles_per_s N" over SECONDS
@@ -26,6 +30,8 @@ import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.leader.LeaderLatchListener;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import java.util.concurrent.TimeUnit;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 
 public class CuratorHelper {
@@ -192,10 +198,29 @@ public class CuratorHelper {
         return l;
     }
 
+    static void rw(String[] a, boolean hold) throws Exception {
+        CuratorFramework c = client(a[1]);
+        InterProcessReadWriteLock rw = new InterProcessReadWriteLock(c, a[2]);
+        InterProcessMutex m = a[3].equals("read") ? rw.readLock() : rw.writeLock();
+        if (!hold) {
+            boolean got = m.acquire(0, TimeUnit.MILLISECONDS);
+            System.out.println(got ? "got" : "busy");
+            if (got) m.release();
+        } else {
+            m.acquire();
+            new File(a[4]).createNewFile();
+            while (!new File(a[5]).exists()) Thread.sleep(5);
+            m.release();
+        }
+        c.close();
+    }
+
     public static void main(String[] a) throws Exception {
         switch (a[0]) {
             case "mutex": mutex(a); break;
             case "latch": latch(a); break;
+            case "rw-try": rw(a, false); break;
+            case "rw-hold": rw(a, true); break;
             case "bench-mutex": benchMutex(a); break;
             case "bench-handover": benchHandover(a); break;
             default: System.err.println("usage: see the top of CuratorHelper.java"); System.exit(2);

@@ -11,6 +11,10 @@
  *   ik_interop elect URI PATH ID OUT
  *       campaigns; OUT gets "lead NS" when it leads and "unlead NS" when it stops
  *       (resign, or a loss). Commands on stdin, one a line: resign, campaign, quit.
+ *   ik_interop rw-try URI PATH read|write
+ *       tries the read or write half of an ik_rwlock once: prints "got" or "busy"
+ *   ik_interop rw-hold URI PATH read|write READY STOP
+ *       takes that half, creates READY, holds until STOP exists
  *   ik_interop leader URI PATH
  *       prints who leads at PATH (ik_election_leader), or exits 1
  *   ik_interop bench-lock URI PATH CLIENTS SECONDS
@@ -280,6 +284,25 @@ static int cmd_bench_handover(char **a)
     return 0;
 }
 
+static int cmd_rw(char **a, int hold)
+{
+    ik_coord *c = open_coord(a[0]);
+    ik_rwlock *rw;
+    if (ik_rwlock_create(c, a[1], NULL, &rw)) return 1;
+    ik_lock *lk = strcmp(a[2], "read") == 0 ? ik_rwlock_read(rw) : ik_rwlock_write(rw);
+    int rc = ik_lock_acquire(lk, hold ? -1 : 0, NULL);
+    if (!hold) {
+        printf("%s\n", rc == 0 ? "got" : rc == IK_EBUSY ? "busy" : ik_strerror(rc));
+    } else if (rc == 0) {
+        FILE *f = fopen(a[3], "w");
+        if (f) fclose(f);
+        while (access(a[4], F_OK) != 0) usleep(5000);
+    }
+    ik_rwlock_destroy(rw);
+    ik_coord_close(c);
+    return rc == 0 || rc == IK_EBUSY ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 2 && !strcmp(argv[1], "now")) {
@@ -287,6 +310,8 @@ int main(int argc, char **argv)
         return 0;
     }
     if (argc == 8 && !strcmp(argv[1], "lock")) return cmd_lock(argv + 2);
+    if (argc == 5 && !strcmp(argv[1], "rw-try")) return cmd_rw(argv + 2, 0);
+    if (argc == 7 && !strcmp(argv[1], "rw-hold")) return cmd_rw(argv + 2, 1);
     if (argc == 4 && !strcmp(argv[1], "leader")) {
         ik_coord *c = open_coord(argv[2]);
         char *id = NULL;
