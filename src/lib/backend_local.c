@@ -377,16 +377,10 @@ static int local_slots_list(ik__backend *be, const char *app, ik_slot_info **out
         if (flock(fd, LOCK_SH | LOCK_NB))
             held = errno == EWOULDBLOCK;
         close(fd);
-        if (n == cap) {
-            size_t nc = cap ? cap * 2 : 64;
-            ik_slot_info *nv = realloc(v, nc * sizeof *nv);
-            if (!nv) {
-                free(v);
-                closedir(d);
-                return IK_ENOMEM;
-            }
-            v = nv;
-            cap = nc;
+        if (ik__grow((void **)&v, &cap, n, sizeof *v, 64)) {
+            free(v);
+            closedir(d);
+            return IK_ENOMEM;
         }
         ik_slot_info *si = &v[n++];
         memset(si, 0, sizeof *si);

@@ -155,14 +155,9 @@ int ik__local_tag_list(ik__backend *be, const char *app, ik_tag_info **out, size
         sqlite3_bind_text(st, 1, app, -1, SQLITE_STATIC);
         int s;
         while ((s = sqlite3_step(st)) == SQLITE_ROW) {
-            if (n == cap) {
-                cap = cap ? cap * 2 : 16;
-                ik_tag_info *nv = realloc(v, cap * sizeof *nv);
-                if (!nv) {
-                    rc = IK_ENOMEM;
-                    break;
-                }
-                v = nv;
+            if (ik__grow((void **)&v, &cap, n, sizeof *v, 16)) {
+                rc = IK_ENOMEM;
+                break;
             }
             row_to_info(st, &v[n++]);
         }

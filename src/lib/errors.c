@@ -114,3 +114,14 @@ int ik__valid_name(const char *s, size_t max)
     }
     return n > 0;
 }
+
+int ik__grow(void **v, size_t *cap, size_t n, size_t elem, size_t first)
+{
+    if (n < *cap) return IK_OK;
+    size_t nc = *cap ? *cap * 2 : first;
+    void *nv = realloc(*v, nc * elem);
+    if (!nv) return IK_ENOMEM;
+    *v = nv;
+    *cap = nc;
+    return IK_OK;
+}

@@ -18,6 +18,18 @@ int64_t ik__wall_ms(void);
 /* Formats Unix ms as ISO 8601 UTC with milliseconds ("2026-11-22T02:45:48.123Z"). */
 void ik__iso8601(int64_t unix_ms, char *buf, size_t len);
 
+/* *ts = CLOCK_MONOTONIC now + ms, for pthread_cond_timedwait on a condition made
+ * by ik__cond_init_mono. */
+struct timespec;
+void ik__deadline_ts(struct timespec *ts, int64_t ms);
+/* A condition variable whose timed waits use CLOCK_MONOTONIC. */
+#include <pthread.h>
+void ik__cond_init_mono(pthread_cond_t *cv);
+
+/* Makes room for one more element in a growable array: if *n == *cap, doubles *cap
+ * (at least `first`) and reallocates *v. 0, or IK_ENOMEM with *v unchanged. */
+int ik__grow(void **v, size_t *cap, size_t n, size_t elem, size_t first);
+
 /* Valid app / identity names: [A-Za-z0-9._:-]{1,max}. */
 int ik__valid_name(const char *s, size_t max);
 

@@ -155,13 +155,7 @@ static int acquire(ik_slot_lease *l, char *why, size_t why_len)
 static int nap(ik_slot_lease *l, int64_t ms)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_sec += ms / 1000;
-    ts.tv_nsec += (ms % 1000) * 1000000;
-    if (ts.tv_nsec >= 1000000000) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000;
-    }
+    ik__deadline_ts(&ts, ms);
     pthread_mutex_lock(&l->mu);
     while (!l->stop && pthread_cond_timedwait(&l->cv, &l->mu, &ts) != ETIMEDOUT) {
     }
@@ -275,11 +269,7 @@ int ik_slot_lease_start(ik_coord *c, ik_snowflake *g, const ik_lease_options *o,
     l->worker = -1;
     l->state = IK_LEASE_ACQUIRING;
     pthread_mutex_init(&l->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&l->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    ik__cond_init_mono(&l->cv);
     int rc = (!l->app || !l->identity) ? IK_ENOMEM : acquire(l, why, why_len);
     if (rc == 0) {
         char msg[64];

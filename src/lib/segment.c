@@ -205,11 +205,7 @@ int ik_segment_create(ik_coord *c, const char *app, const ik_segment_options *o,
     if (s->o.wait_ms < 1) s->o.wait_ms = 3000;
     pthread_mutex_init(&s->map_mu, NULL);
     pthread_mutex_init(&s->q_mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&s->q_cv, &ca);
-    pthread_condattr_destroy(&ca);
+    ik__cond_init_mono(&s->q_cv);
     if (pthread_create(&s->loader, NULL, ik__segment_loader, s)) {
         free(s);
         return IK_ESYS(EAGAIN);
@@ -513,20 +509,14 @@ int ik_segment_next_wait(ik_segment *s, const char *tag, size_t n, int64_t *ids)
 int ik_segment_status(ik_segment *s, ik_segment_tag_status **out, size_t *n_out)
 {
     if (!s || !out || !n_out) return IK_EINVAL;
-    size_t n = 0, cap = 16;
-    ik_segment_tag_status *v = malloc(cap * sizeof *v);
-    if (!v) return IK_ENOMEM;
+    size_t n = 0, cap = 0;
+    ik_segment_tag_status *v = NULL;
     for (int i = 0; i < BUCKETS; i++) {
         for (seg_tag *t = atomic_load_explicit(&s->buckets[i], memory_order_acquire); t;
              t = atomic_load_explicit(&t->hnext, memory_order_acquire)) {
-            if (n == cap) {
-                cap *= 2;
-                ik_segment_tag_status *nv = realloc(v, cap * sizeof *nv);
-                if (!nv) {
-                    free(v);
-                    return IK_ENOMEM;
-                }
-                v = nv;
+            if (ik__grow((void **)&v, &cap, n, sizeof *v, 16)) {
+                free(v);
+                return IK_ENOMEM;
             }
             ik_segment_tag_status *o = &v[n++];
             memset(o, 0, sizeof *o);
