@@ -564,7 +564,8 @@ IK_EXTERN void ik_election_destroy(ik_election *e);
 /* Starts campaigning in the background; returns at once. IK_EINVAL if already. */
 IK_EXTERN int ik_election_campaign(ik_election *e);
 /* Waits until this participant leads: 0, IK_ETIMEDOUT, or IK_ECLOSED if it is not
- * campaigning (never started, or resigned meanwhile). timeout_ms -1: forever. */
+ * campaigning (never started, or resigned meanwhile). timeout_ms -1: forever. The
+ * HELD callback may still be running, or about to run, when this returns. */
 IK_EXTERN int ik_election_await(ik_election *e, int64_t timeout_ms);
 /* Stops campaigning and gives leadership up (our node or ticket is removed, so the
  * next candidate leads at once); returns when done. No callback. 0, or IK_EINVAL

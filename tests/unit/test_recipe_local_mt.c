@@ -303,11 +303,21 @@ static void test_election(void **st)
     assert_int_equal(ik_election_await(e1, 50), IK_ETIMEDOUT);
     ik_election_destroy(e2); /* resigns */
     assert_int_equal(ik_election_await(e1, 2000), 0);
-    pthread_mutex_lock(&s1.mu);
-    assert_int_equal(s1.held, 2);
-    assert_int_equal(s1.lost, 0);
-    pthread_mutex_unlock(&s1.mu);
-    assert_int_equal(s2.held, 1);
+    /* the callback comes on the election's thread, maybe just after await returns */
+    int held1 = 0, lost1 = 0, held2 = 0;
+    for (int k = 0; k < 200 && held1 < 2; k++) {
+        pthread_mutex_lock(&s1.mu);
+        held1 = s1.held;
+        lost1 = s1.lost;
+        pthread_mutex_unlock(&s1.mu);
+        if (held1 < 2) sleep_ms(5);
+    }
+    pthread_mutex_lock(&s2.mu);
+    held2 = s2.held;
+    pthread_mutex_unlock(&s2.mu);
+    assert_int_equal(held1, 2);
+    assert_int_equal(lost1, 0);
+    assert_int_equal(held2, 1);
     ik_election_destroy(e1);
     assert_int_equal(ik_election_leader(f->c, "svc", &id), IK_ENOTFOUND);
     ik_election_destroy(NULL);
