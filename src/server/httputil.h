@@ -8,6 +8,8 @@
 #ifndef IK_HTTPUTIL_H
 #define IK_HTTPUTIL_H
 
+#include "idkeeper.h"
+
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -75,6 +77,73 @@ typedef struct ik__span {
  * and is stored, in order, in params (at most IK_MAX_PARAMS). Returns the number
  * of parameters (>= 0) on a match, -1 otherwise. */
 int ik__path_match(const char *pattern, const char *path, size_t plen, ik__span *params);
+
+/* The key of one row of a route table: an HTTP method (enum http_method) and a
+ * path pattern (see ik__path_match). */
+typedef struct ik__route_key {
+    unsigned method;
+    const char *pattern;
+} ik__route_key;
+
+/* Finds the row of keys[0..n-1] whose pattern matches path[0..plen-1] and whose
+ * method is method: returns its index, with params and *np (the parameter count)
+ * filled. Else returns n, with *allow the set (1 << m) of the methods of rows whose
+ * pattern matches (0 if none does) and *first the first such row (n if none).
+ * Methods above 63 never match. */
+size_t ik__route_find(const ik__route_key *keys, size_t n, unsigned method, const char *path,
+                      size_t plen, ik__span *params, int *np, uint64_t *allow, size_t *first);
+
+/* Reads count= from a query string into *n: 1 when absent, else a whole number from
+ * 1 to max (strict decimal). Returns 0, or -1 with *raw set to the value given. */
+int ik__count_param(const char *q, size_t qlen, uint32_t max, uint32_t *n, ik__span *raw);
+
+/* Percent-decodes s[0..n-1] into out (cap bytes, NUL-terminated). Returns the
+ * length, or -1 for a malformed escape, a NUL byte, or a result that does not fit. */
+long ik__pct_decode(const char *s, size_t n, char *out, size_t cap);
+
+/* A tag name from a path segment: percent-decoded, then ik_tag_name_check (1 to 128
+ * bytes of [A-Za-z0-9._:-]). Returns 0, or -1 with a reason in why. */
+int ik__tag_param(ik__span seg, char out[IK_TAG_NAME_MAX + 1], char *why, size_t why_len);
+
+/* Strict decimal int64: optional '-', digits without leading zeros (except "0"),
+ * no overflow. Returns 0 or -1. */
+int ik__parse_i64(const char *s, size_t n, int64_t *out);
+
+/* ---- a flat JSON object ---------------------------------------------------------
+ * Just enough JSON for request bodies: one object whose values are strings, numbers,
+ * true, false or null (no nesting), with optional whitespace around. */
+enum { IK_JSON_STRING = 1, IK_JSON_NUMBER, IK_JSON_TRUE, IK_JSON_FALSE, IK_JSON_NULL };
+
+typedef struct ik__json_field {
+    ik__span key; /* raw contents between the quotes, escapes not yet decoded */
+    ik__span val; /* a string's raw contents, or the literal's text */
+    int type;     /* IK_JSON_* */
+} ik__json_field;
+
+/* Parses s[0..n-1] into at most max fields. Returns the number of fields, or -1 with
+ * a reason in why (syntax, nesting, more than max fields). */
+int ik__json_flat(const char *s, size_t n, ik__json_field *f, int max, char *why, size_t why_len);
+
+/* Decodes a JSON string's raw contents into out (cap bytes, NUL-terminated, UTF-8).
+ * Returns the length, or -1 if it does not fit or holds \u0000 or a lone
+ * surrogate. */
+long ik__json_unescape(ik__span raw, char *out, size_t cap);
+
+/* The body of POST /v1/tags: {"tag","kind","start","step","description"}. */
+typedef struct ik__tag_body {
+    char tag[IK_TAG_NAME_MAX + 1];
+    ik_tag_kind kind;
+    int64_t start; /* default 1 (as `idkeeper tags add`) */
+    int64_t step;  /* default 1000 for segment, 1 for sequence */
+    char description[256];
+} ik__tag_body;
+
+/* Parses and checks a POST /v1/tags body (the same rules as ik_tag_create, plus:
+ * no unknown or repeated field, step 0 refused for either kind). Returns 0, or -1
+ * with *code (bad_json, bad_tag, bad_kind, bad_start, bad_step, bad_description)
+ * and a reason in why. */
+int ik__tag_body_parse(const char *s, size_t n, ik__tag_body *out, const char **code, char *why,
+                       size_t why_len);
 
 /* Splits a listen address "HOST:PORT", "[V6]:PORT" or ":PORT" (any address) into
  * host (without brackets; "" for any) and port (0..65535). Returns 0, or -1 with a

@@ -1,34 +1,39 @@
-/* loop.c: one libuv event loop per thread: accepting, HTTP/1.1 framing with
- * http_parser (keep-alive, pipelining), the request limits and timeouts, and writing
- * responses.
+/* loop.c: one libuv event loop per thread: accepting, HTTP/1.1 framing (reqparse.c:
+ * http_parser with keep-alive and pipelining), the request limits and timeouts,
+ * answers that wait for the store, and writing responses.
  *
  * A connection's life (all on its loop's thread):
  *
- *   accept --> READING --on_message_complete: answer into c->out--> conn_flush
- *                 ^                                                     |
- *                 |   uv_try_write wrote it all                         |
- *                 +-----------------------------------------------------+
- *                 |                                                     | short write:
- *                 +------------- on_write (done) <--- WRITING <---------+ uv_write, reads
- *                                                     (reads stopped)     stopped
+ *   accept --> READING --request complete: answer into c->out--> conn_flush
+ *                 ^          (or queued as pending: c->pend_head)   |
+ *                 |   uv_try_write wrote it all                     |
+ *                 +-------------------------------------------------+
+ *                 |                                                 | short write:
+ *                 +---------- on_write (done) <--- WRITING <--------+ uv_write, reads
+ *                                                  (reads stopped)    stopped
+ *   WAITING (an answer pending at the head of c->pend_head): reads go on, later
+ *   requests queue behind it (at most IK_PIPE_MAX), nothing is written until the
+ *   head's answer comes back (on_done / the thread pool -> ik__pend_complete).
  *   final response (error, Connection: close, draining) --> LINGERING: shutdown(WR),
  *   read and discard until EOF or IK_LINGER_MS --> closed
- *   EOF / read error / timeout / max_connections --> closed
+ *   EOF / read error / timeout / max_connections --> closed (pending answers detached)
  *
  * Invariants
- * - Reads land in the loop's one read buffer and are parsed at once: the parser's
- *   callbacks copy what a handler needs (URL, Accept, Authorization, body) into
- *   c->req, so nothing points into the read buffer after on_read returns.
+ * - Reads land in the loop's one read buffer and are parsed at once: the parser
+ *   copies what a handler needs into c->rp, so nothing points into the read buffer
+ *   after on_read returns.
  * - c->out is never touched while a uv_write of it is pending (c->writing): reads
- *   are stopped then, and nothing else produces output for c.
- * - Pipelining: every complete request in a read is answered, in order, into c->out,
- *   and the whole batch is written at once. Above IK_OUT_HIGH bytes of output the
- *   parser is paused and the unparsed rest of the read is kept in c->stash until
- *   the output has drained (back-pressure instead of unbounded buffering).
+ *   are stopped then, and answers that come back wait in their ik__pend.
+ * - Pipelining: every complete request in a read is answered, in order. An answer
+ *   goes straight into c->out when nothing is pending before it; else it is held in
+ *   an ik__pend behind the pending ones, and conn_flush moves finished answers from
+ *   the head of the queue into c->out, in order. Above IK_OUT_HIGH bytes of output or
+ *   IK_PIPE_MAX queued answers the parser is paused and the unparsed rest of the read
+ *   is kept in c->stash (back-pressure instead of unbounded buffering).
  * - After a response that says "Connection: close" nothing more is parsed.
- * - The hot path (one keep-alive GET) allocates nothing: c->req and c->out start on
- *   storage inline in the connection and go to the heap only for large requests or
- *   responses, returning inline afterwards.
+ * - The hot path (one keep-alive GET answered at once) allocates nothing: the request
+ *   and c->out start on storage inline in the connection and go to the heap only for
+ *   large requests or responses, returning inline afterwards.
  */
 #include "srv.h"
 
@@ -39,26 +44,18 @@
 
 typedef struct ik__conn ik__conn;
 
-/* Which header value the parser is delivering. */
-enum { HDR_NONE = 0, HDR_ACCEPT, HDR_AUTH };
-
 struct ik__conn {
     uv_tcp_t tcp;
-    http_parser parser;
+    ik__reqp rp; /* the request being parsed; rp.started: loop ms it began, 0: none */
     ik__worker *w;
     ik__conn *prev, *next; /* w->conns */
-    uint64_t last_active;  /* loop ms of the last read or accept */
-    uint64_t req_start;    /* loop ms the current request began; 0: none */
+    uint64_t last_active;  /* loop ms of the last read, accept or answer */
     uint64_t write_start;  /* loop ms the pending uv_write began */
     uint64_t linger_until; /* loop ms */
     unsigned reading : 1, writing : 1, close_after : 1, paused : 1, lingering : 1, closing : 1,
-        eof : 1, field_open : 1, hname_over : 1, hdr : 2;
-    uint16_t err_status; /* status a parser callback refused the request with */
-    uint8_t hname_len;
-    char hname[16];        /* header name being delivered (lower case) */
-    uint32_t header_bytes; /* request line + headers so far */
-    ik__buf req;           /* URL, then Accept, Authorization, body values */
-    uint32_t url_len, accept_off, accept_len, auth_off, auth_len, body_off, body_len;
+        eof : 1;
+    ik__pend *pend_head, *pend_tail; /* answers not yet in c->out, in request order */
+    int npend;
     ik__buf out;   /* responses not yet written */
     ik__buf stash; /* unparsed input kept while the parser is paused */
     size_t stash_off;
@@ -143,6 +140,8 @@ static const char *status_text(int status)
         return "Method Not Allowed";
     case 408:
         return "Request Timeout";
+    case 409:
+        return "Conflict";
     case 413:
         return "Content Too Large";
     case 414:
@@ -163,17 +162,16 @@ static const char *status_text(int status)
 #define PUT_LIT(d, lit) (memcpy((d), (lit), sizeof(lit) - 1), (d) += sizeof(lit) - 1)
 #define PUT_MEM(d, p, n) (memcpy((d), (p), (n)), (d) += (n))
 
-/* Appends the serialized response rs to c->out. keep: the connection stays open
- * (else "Connection: close"); http10: the client spoke HTTP/1.0 (keep-alive must
- * then be said). */
-static void conn_put_response(ik__conn *c, const ik__resp *rs, int keep, int http10)
+/* Appends the serialized response rs to dst. keep: the connection stays open (else
+ * "Connection: close"); http10: the client spoke HTTP/1.0 (keep-alive must then be
+ * said). */
+static void put_response(ik__worker *w, ik__buf *dst, const ik__resp *rs, int keep, int http10)
 {
-    ik__worker *w = c->w;
     if (uv_now(&w->loop) >= w->date_next) refresh_date(w);
     const ik__buf *b = rs->body;
     const char *st = status_text(rs->status);
     size_t stl = strlen(st), ctl = strlen(rs->ctype);
-    char *start = ik__buf_reserve(&c->out, 160 + stl + ctl + w->date_len + rs->extra_len + b->len);
+    char *start = ik__buf_reserve(dst, 160 + stl + ctl + w->date_len + rs->extra_len + b->len);
     char *d = start;
     PUT_LIT(d, "HTTP/1.1 ");
     d += ik__fmt_u64(d, (uint64_t)rs->status);
@@ -193,7 +191,133 @@ static void conn_put_response(ik__conn *c, const ik__resp *rs, int keep, int htt
     }
     PUT_LIT(d, "\r\n");
     PUT_MEM(d, b->p, b->len);
-    c->out.len += (size_t)(d - start);
+    dst->len += (size_t)(d - start);
+}
+
+/* ---- pending answers ------------------------------------------------------------------ */
+
+ik__pend *ik__pend_new(ik__worker *w)
+{
+    ik__pend *p = calloc(1, sizeof *p);
+    if (!p) {
+        fprintf(stderr, "idkeeper: out of memory; aborting\n");
+        abort();
+    }
+    p->w = w;
+    ik__buf_init(&p->out, p->out_inline, sizeof p->out_inline);
+    return p;
+}
+
+void ik__pend_free(ik__pend *p)
+{
+    if (!p) return;
+    if (p->ids && p->ids != p->ids_inline) free(p->ids);
+    if (p->tagop) {
+        ik_free(p->tagop->list);
+        free(p->tagop);
+    }
+    ik__buf_reset(&p->out);
+    free(p);
+}
+
+/* Appends p to c's answers. */
+static void pend_push(ik__conn *c, ik__pend *p)
+{
+    p->conn = c;
+    p->next = NULL;
+    if (c->pend_tail) {
+        c->pend_tail->next = p;
+    } else {
+        c->pend_head = p;
+    }
+    c->pend_tail = p;
+    c->npend++;
+}
+
+/* Publishes whether w has drained, and ends the loop once it may: draining, the
+ * allocators closed for it, no connection, nothing in flight. */
+static void maybe_end(ik__worker *w)
+{
+    if (!w->draining || w->conns || w->inflight) return;
+    atomic_store(&w->drained, 1);
+    if (!w->stores_closed) return;
+    if (!uv_is_closing((uv_handle_t *)&w->sweep)) uv_close((uv_handle_t *)&w->sweep, NULL);
+    if (!uv_is_closing((uv_handle_t *)&w->stop)) uv_close((uv_handle_t *)&w->stop, NULL);
+    if (!uv_is_closing((uv_handle_t *)&w->done)) uv_close((uv_handle_t *)&w->done, NULL);
+}
+
+void ik__pend_post(ik__pend *p)
+{
+    ik__worker *w = p->w;
+    /* The send happens under the lock: the loop can only see p (and then end and
+     * close w->done) after this thread has let go of the handle. */
+    pthread_mutex_lock(&w->done_mu);
+    p->qnext = NULL;
+    if (w->done_tail) {
+        w->done_tail->qnext = p;
+    } else {
+        w->done_head = p;
+    }
+    w->done_tail = p;
+    uv_async_send(&w->done);
+    pthread_mutex_unlock(&w->done_mu);
+}
+
+void ik__pend_complete(ik__worker *w, ik__pend *p)
+{
+    w->inflight--;
+    atomic_store_explicit(&w->m.pending,
+                          atomic_load_explicit(&w->m.pending, memory_order_relaxed) - 1,
+                          memory_order_relaxed);
+    ik__conn *c = p->conn;
+    if (!c) { /* its connection closed meanwhile */
+        ik__pend_free(p);
+        maybe_end(w);
+        return;
+    }
+    w->body.len = 0;
+    ik__resp rs;
+    memset(&rs, 0, sizeof rs);
+    rs.status = 200;
+    rs.ctype = "text/plain";
+    rs.body = &w->body;
+    ik__pend_render(w, p, &rs);
+    ik__count(&w->m.requests[p->route][ik__metric_code_index(rs.status)]);
+    /* While draining, the last answer of a connection between requests says close. */
+    int keep = p->keep && !(w->draining && !p->next && !c->rp.started);
+    put_response(w, &p->out, &rs, keep, p->http10);
+    if (!keep) c->close_after = 1;
+    if (w->body.cap > 1024 * 1024) ik__buf_reset(&w->body);
+    p->done = 1;
+    c->last_active = uv_now(&w->loop);
+    conn_flush(c);
+}
+
+/* Answers that came back from library threads. */
+static void on_done(uv_async_t *a)
+{
+    ik__worker *w = a->data;
+    pthread_mutex_lock(&w->done_mu);
+    ik__pend *p = w->done_head;
+    w->done_head = w->done_tail = NULL;
+    pthread_mutex_unlock(&w->done_mu);
+    while (p) {
+        ik__pend *nx = p->qnext;
+        ik__pend_complete(w, p);
+        p = nx;
+    }
+}
+
+/* ---- requests ------------------------------------------------------------------------ */
+
+/* Queues an answer that is ready but must wait behind a pending one. */
+static void hold_response(ik__conn *c, const ik__resp *rs, int keep, int http10)
+{
+    ik__pend *p = ik__pend_new(c->w);
+    p->op = IK_OP_HELD;
+    put_response(c->w, &p->out, rs, keep, http10);
+    p->done = 1;
+    pend_push(c, p);
 }
 
 /* Answers a request the connection layer refuses (malformed, too large, too slow)
@@ -202,259 +326,89 @@ static void conn_fail(ik__conn *c, int status, const char *code, const char *msg
 {
     ik__worker *w = c->w;
     ik__resp rs;
+    memset(&rs, 0, sizeof rs);
+    w->body.len = 0;
     rs.body = &w->body;
-    rs.extra_len = 0;
     ik__reply_error(&rs, status, code, "%s", msg);
     ik__count(&w->m.requests[ik__nroutes][ik__metric_code_index(status)]);
-    conn_put_response(c, &rs, 0, 0);
+    if (c->pend_head) {
+        hold_response(c, &rs, 0, 0);
+    } else {
+        put_response(w, &c->out, &rs, 0, 0);
+    }
     c->close_after = 1;
-    c->req_start = 0;
+    c->rp.started = 0;
 }
 
-/* ---- requests ------------------------------------------------------------------------ */
-
-/* Splits the request target into path and query. Returns 0, or -1 if it has no
- * usable path (e.g. "*" or an authority). */
-static int split_target(const char *url, size_t n, int is_connect, ik__req *rq)
+/* Answers the complete request now in c->rp: into c->out, or queued (pending, or
+ * held behind a pending answer). Called by the parser (ik__reqp_feed). */
+static void on_request(ik__reqp *rp, void *ctx)
 {
-    if (n && url[0] == '/') { /* origin-form, the common case */
-        size_t i = 0;
-        while (i < n && url[i] != '?' && url[i] != '#')
-            i++;
-        rq->path.p = url;
-        rq->path.n = i;
-        if (i < n && url[i] == '?') {
-            size_t q = i + 1, e = q;
-            while (e < n && url[e] != '#')
-                e++;
-            rq->query.p = url + q;
-            rq->query.n = e - q;
-        }
-        return 0;
-    }
-    struct http_parser_url u;
-    http_parser_url_init(&u);
-    if (http_parser_parse_url(url, n, is_connect, &u) != 0) return -1;
-    if (!(u.field_set & (1 << UF_PATH))) return -1;
-    rq->path.p = url + u.field_data[UF_PATH].off;
-    rq->path.n = u.field_data[UF_PATH].len;
-    if (u.field_set & (1 << UF_QUERY)) {
-        rq->query.p = url + u.field_data[UF_QUERY].off;
-        rq->query.n = u.field_data[UF_QUERY].len;
-    }
-    return 0;
-}
-
-/* Answers the complete request now in c->req into c->out. */
-static void conn_answer(ik__conn *c)
-{
+    ik__conn *c = ctx;
     ik__worker *w = c->w;
-    const char *base = c->req.p;
     ik__req rq;
-    memset(&rq, 0, sizeof rq);
-    rq.method = c->parser.method;
-    rq.http_minor = c->parser.http_major == 1 ? c->parser.http_minor : 0;
-    if (c->accept_len) rq.accept = (ik__span){base + c->accept_off, c->accept_len};
-    if (c->auth_len) rq.auth = (ik__span){base + c->auth_off, c->auth_len};
-    if (c->body_len) rq.body = (ik__span){base + c->body_off, c->body_len};
-
     w->body.len = 0;
     ik__resp rs;
     rs.status = 200;
     rs.ctype = "text/plain";
     rs.body = &w->body;
     rs.extra_len = 0;
+    rs.pend = NULL;
     size_t route;
-    if (split_target(base, c->url_len, c->parser.method == HTTP_CONNECT, &rq) != 0) {
+    if (ik__reqp_view(rp, &rq) != 0) {
         ik__reply_error(&rs, 400, "bad_request", "the request target has no path");
         route = ik__nroutes;
     } else {
         route = ik__dispatch(w, &rq, &rs);
     }
-    ik__count(&w->m.requests[route][ik__metric_code_index(rs.status)]);
-
-    int keep = http_should_keep_alive(&c->parser) && !w->draining && !c->parser.upgrade;
-    conn_put_response(c, &rs, keep, rq.http_minor == 0);
-    if (!keep) c->close_after = 1;
-    if (w->body.cap > 1024 * 1024) ik__buf_reset(&w->body);
-}
-
-/* ---- parser callbacks ----------------------------------------------------------------- */
-
-/* Refuses the request being parsed with status (answered by conn_parse_error). */
-static int too_big(ik__conn *c, int status)
-{
-    c->err_status = (uint16_t)status;
-    return -1;
-}
-
-static int on_message_begin(http_parser *p)
-{
-    ik__conn *c = p->data;
-    if (c->req.p != c->req.inline_p) ik__buf_reset(&c->req);
-    c->req.len = 0;
-    c->url_len = c->accept_len = c->auth_len = c->body_len = 0;
-    c->accept_off = c->auth_off = c->body_off = 0;
-    c->header_bytes = 12; /* "GET " ... " HTTP/1.1\r\n", roughly */
-    c->err_status = 0;
-    c->field_open = 0;
-    c->hdr = HDR_NONE;
-    c->req_start = loop_now(c);
-    if (!c->req_start) c->req_start = 1;
-    return 0;
-}
-
-static int on_url(http_parser *p, const char *at, size_t len)
-{
-    ik__conn *c = p->data;
-    c->header_bytes += (uint32_t)len;
-    if (c->header_bytes > c->w->srv->max_header_bytes) return too_big(c, 414);
-    ik__buf_append(&c->req, at, len);
-    c->url_len += (uint32_t)len;
-    return 0;
-}
-
-static int on_header_field(http_parser *p, const char *at, size_t len)
-{
-    ik__conn *c = p->data;
-    if (!c->field_open) {
-        c->field_open = 1;
-        c->hname_len = 0;
-        c->hname_over = 0;
-        c->header_bytes += 4; /* ": " and CRLF */
-    }
-    c->header_bytes += (uint32_t)len;
-    if (c->header_bytes > c->w->srv->max_header_bytes) return too_big(c, 431);
-    if (c->hname_len + len > sizeof c->hname) {
-        c->hname_over = 1;
+    int keep = http_should_keep_alive(&rp->parser) && !w->draining && !rp->parser.upgrade;
+    int http10 = rq.http_minor == 0;
+    if (rs.pend) {
+        ik__pend *p = rs.pend;
+        p->route = (uint16_t)route;
+        p->keep = (uint8_t)keep;
+        p->http10 = (uint8_t)http10;
+        pend_push(c, p);
     } else {
-        memcpy(c->hname + c->hname_len, at, len);
-        c->hname_len = (uint8_t)(c->hname_len + len);
-    }
-    return 0;
-}
-
-static int on_header_value(http_parser *p, const char *at, size_t len)
-{
-    ik__conn *c = p->data;
-    if (c->field_open) { /* first piece of this value */
-        c->field_open = 0;
-        c->hdr = HDR_NONE;
-        if (!c->hname_over) {
-            if (ik__ieq(c->hname, c->hname_len, "accept")) {
-                c->hdr = HDR_ACCEPT;
-                c->accept_off = (uint32_t)c->req.len;
-                c->accept_len = 0;
-            } else if (ik__ieq(c->hname, c->hname_len, "authorization")) {
-                c->hdr = HDR_AUTH;
-                c->auth_off = (uint32_t)c->req.len;
-                c->auth_len = 0;
-            }
+        ik__count(&w->m.requests[route][ik__metric_code_index(rs.status)]);
+        if (c->pend_head) {
+            hold_response(c, &rs, keep, http10);
+        } else {
+            put_response(w, &c->out, &rs, keep, http10);
         }
     }
-    c->header_bytes += (uint32_t)len;
-    if (c->header_bytes > c->w->srv->max_header_bytes) return too_big(c, 431);
-    if (c->hdr == HDR_NONE || !len) return 0;
-    ik__buf_append(&c->req, at, len);
-    if (c->hdr == HDR_ACCEPT) {
-        c->accept_len += (uint32_t)len;
-    } else {
-        c->auth_len += (uint32_t)len;
-    }
-    return 0;
+    if (!keep) c->close_after = 1;
+    if (w->body.cap > 1024 * 1024) ik__buf_reset(&w->body);
+    if (c->close_after || c->out.len >= IK_OUT_HIGH || c->npend >= IK_PIPE_MAX)
+        http_parser_pause(&rp->parser, 1);
 }
 
-static int on_headers_complete(http_parser *p)
-{
-    ik__conn *c = p->data;
-    if (p->http_major != 1) return too_big(c, 505);
-    uint64_t limit = p->method == HTTP_POST ? IK_MAX_BODY : 0;
-    if ((p->flags & F_CHUNKED) && limit == 0) return too_big(c, 413);
-    if (p->content_length != ULLONG_MAX && p->content_length > limit) return too_big(c, 413);
-    return 0;
-}
-
-static int on_body(http_parser *p, const char *at, size_t len)
-{
-    ik__conn *c = p->data;
-    if (c->body_len + len > IK_MAX_BODY) return too_big(c, 413);
-    if (!c->body_len) c->body_off = (uint32_t)c->req.len;
-    ik__buf_append(&c->req, at, len);
-    c->body_len += (uint32_t)len;
-    return 0;
-}
-
-static int on_message_complete(http_parser *p)
-{
-    ik__conn *c = p->data;
-    conn_answer(c);
-    c->req_start = 0;
-    if (c->req.p != c->req.inline_p) ik__buf_reset(&c->req);
-    c->req.len = 0;
-    if (c->close_after || c->out.len >= IK_OUT_HIGH) http_parser_pause(p, 1);
-    return 0;
-}
-
-static const http_parser_settings parser_settings = {
-    .on_message_begin = on_message_begin,
-    .on_url = on_url,
-    .on_header_field = on_header_field,
-    .on_header_value = on_header_value,
-    .on_headers_complete = on_headers_complete,
-    .on_body = on_body,
-    .on_message_complete = on_message_complete,
-};
-
-/* Answers a parse error: the status a callback chose, or 400. */
-static void conn_parse_error(ik__conn *c, enum http_errno e)
-{
-    char msg[160];
-    uint32_t max = c->w->srv->max_header_bytes;
-    int st = c->err_status;
-    if (e == HPE_HEADER_OVERFLOW) st = 431;
-    switch (st) {
-    case 414:
-        snprintf(msg, sizeof msg, "the request URL is longer than %u bytes (max-header-bytes)",
-                 max);
-        conn_fail(c, 414, "uri_too_long", msg);
-        break;
-    case 431:
-        snprintf(msg, sizeof msg, "the request line and headers exceed %u bytes (max-header-bytes)",
-                 max);
-        conn_fail(c, 431, "headers_too_large", msg);
-        break;
-    case 413:
-        snprintf(msg, sizeof msg, "request bodies are accepted only on POST, up to %d bytes",
-                 IK_MAX_BODY);
-        conn_fail(c, 413, "body_too_large", msg);
-        break;
-    case 505:
-        conn_fail(c, 505, "http_version", "only HTTP/1.1 and HTTP/1.0 are served");
-        break;
-    default:
-        snprintf(msg, sizeof msg, "malformed HTTP request: %s", http_errno_description(e));
-        conn_fail(c, 400, "bad_request", msg);
-        break;
-    }
-}
-
-/* Parses data[0..len-1], answering every complete request into c->out. Returns the
- * bytes consumed: less than len only when the parser paused (c->paused) or the
- * connection is to close after its last answer (c->close_after). */
+/* Parses data[0..len-1], answering every complete request. Returns the bytes
+ * consumed: less than len only when the parser paused (c->paused) or the connection
+ * is to close after its last answer (c->close_after). */
 static size_t conn_feed(ik__conn *c, const char *data, size_t len)
 {
-    size_t n = http_parser_execute(&c->parser, &parser_settings, data, len);
-    enum http_errno e = HTTP_PARSER_ERRNO(&c->parser);
-    if (e == HPE_PAUSED) {
+    size_t used;
+    c->rp.now = loop_now(c);
+    switch (ik__reqp_feed(&c->rp, data, len, &used)) {
+    case IK_FEED_PAUSED:
         c->paused = 1;
-        return n;
+        break;
+    case IK_FEED_ERROR:
+        if (!c->close_after) {
+            char msg[160];
+            const char *code;
+            int st = ik__reqp_error(&c->rp, &code, msg, sizeof msg);
+            conn_fail(c, st, code, msg);
+        }
+        break;
+    case IK_FEED_UPGRADE:
+        c->close_after = 1; /* we answered it; the rest is not HTTP */
+        break;
+    default:
+        break;
     }
-    if (e != HPE_OK) {
-        if (!c->close_after) conn_parse_error(c, e);
-        return len;
-    }
-    if (n < len) c->close_after = 1; /* an upgrade: we answered it; the rest is not HTTP */
-    return n;
+    return used;
 }
 
 /* ---- writing and the connection's state machine --------------------------------------- */
@@ -498,13 +452,37 @@ static void conn_linger(ik__conn *c)
     conn_read_start(c);
 }
 
-/* Moves the connection on after new output or a finished write: writes c->out
- * (uv_try_write first, uv_write for what is left), then closes, parses kept input,
- * or reads again. */
+/* Resumes the paused parser on the kept input. */
+static void conn_resume(ik__conn *c)
+{
+    ik__reqp_resume(&c->rp);
+    c->paused = 0;
+    if (c->stash.len > c->stash_off) {
+        c->stash_off += conn_feed(c, c->stash.p + c->stash_off, c->stash.len - c->stash_off);
+        if (c->stash_off >= c->stash.len || c->close_after) {
+            ik__buf_reset(&c->stash);
+            c->stash_off = 0;
+        }
+    }
+}
+
+/* Moves the connection on after new output, a finished write or an answer that came
+ * back: moves the finished answers at the head of the queue into c->out, writes
+ * c->out (uv_try_write first, uv_write for what is left), then waits for a pending
+ * answer, closes, parses kept input, or reads again. */
 static void conn_flush(ik__conn *c)
 {
     ik__worker *w = c->w;
+    if (c->writing) return; /* on_write comes back here */
     while (!c->closing) {
+        while (c->pend_head && c->pend_head->done) {
+            ik__pend *p = c->pend_head;
+            ik__buf_append(&c->out, p->out.p, p->out.len);
+            c->pend_head = p->next;
+            if (!c->pend_head) c->pend_tail = NULL;
+            c->npend--;
+            ik__pend_free(p);
+        }
         if (c->out.len) {
             uv_buf_t b = uv_buf_init(c->out.p, (unsigned)c->out.len);
             int r = uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
@@ -528,6 +506,16 @@ static void conn_flush(ik__conn *c)
             conn_read_stop(c);
             return;
         }
+        if (c->pend_head) { /* waiting for an answer: go on parsing what is behind it */
+            if (c->close_after || c->eof) return;
+            if (c->paused) {
+                if (c->npend >= IK_PIPE_MAX) return;
+                conn_resume(c);
+                continue;
+            }
+            conn_read_start(c);
+            return;
+        }
         if (c->close_after) {
             if (c->eof) {
                 conn_close(c);
@@ -537,19 +525,10 @@ static void conn_flush(ik__conn *c)
             return;
         }
         if (c->paused) {
-            http_parser_pause(&c->parser, 0);
-            c->paused = 0;
-            if (c->stash.len > c->stash_off) {
-                c->stash_off +=
-                    conn_feed(c, c->stash.p + c->stash_off, c->stash.len - c->stash_off);
-                if (c->stash_off >= c->stash.len || c->close_after) {
-                    ik__buf_reset(&c->stash);
-                    c->stash_off = 0;
-                }
-            }
+            conn_resume(c);
             continue;
         }
-        if (w->draining && !c->req_start) {
+        if (w->draining && !c->rp.started) {
             conn_close(c);
             return;
         }
@@ -565,14 +544,14 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     if (nread < 0) {
         /* EOF between requests: answer what is pending, then close. EOF inside a
          * request (a client gone mid-request) or a read error: just close. */
-        if (nread != UV_EOF || c->lingering || c->req_start) {
+        if (nread != UV_EOF || c->lingering || c->rp.started) {
             conn_close(c);
             return;
         }
         conn_read_stop(c);
         c->eof = 1;
         c->close_after = 1;
-        if (!c->writing) conn_flush(c);
+        conn_flush(c);
         return;
     }
     c->last_active = loop_now(c);
@@ -597,17 +576,24 @@ static void on_close(uv_handle_t *h)
         w->conns = c->next;
     }
     if (c->next) c->next->prev = c->prev;
-    ik__buf_reset(&c->req);
+    /* answers still out with the library come back to nobody: detach them */
+    for (ik__pend *p = c->pend_head, *nx; p; p = nx) {
+        nx = p->next;
+        if (p->done) {
+            ik__pend_free(p);
+        } else {
+            p->conn = NULL;
+            p->next = NULL;
+        }
+    }
+    ik__reqp_free(&c->rp);
     ik__buf_reset(&c->out);
     ik__buf_reset(&c->stash);
     free(c);
     atomic_fetch_sub_explicit(&w->srv->connections, 1, memory_order_relaxed);
     atomic_store_explicit(&w->m.open, atomic_load_explicit(&w->m.open, memory_order_relaxed) - 1,
                           memory_order_relaxed);
-    if (w->draining && !w->conns) {
-        if (!uv_is_closing((uv_handle_t *)&w->sweep)) uv_close((uv_handle_t *)&w->sweep, NULL);
-        if (!uv_is_closing((uv_handle_t *)&w->stop)) uv_close((uv_handle_t *)&w->stop, NULL);
-    }
+    maybe_end(w);
 }
 
 static void on_connection(uv_stream_t *server, int status)
@@ -632,7 +618,8 @@ static void on_connection(uv_stream_t *server, int status)
     atomic_store_explicit(&w->m.open, atomic_load_explicit(&w->m.open, memory_order_relaxed) + 1,
                           memory_order_relaxed);
     int open = atomic_fetch_add_explicit(&srv->connections, 1, memory_order_relaxed) + 1;
-    ik__buf_init(&c->req, c->req_inline, sizeof c->req_inline);
+    ik__reqp_init(&c->rp, c->req_inline, sizeof c->req_inline, srv->max_header_bytes, on_request,
+                  c);
     ik__buf_init(&c->out, c->out_inline, sizeof c->out_inline);
     ik__buf_init(&c->stash, NULL, 0);
     if (uv_accept(server, (uv_stream_t *)&c->tcp) != 0) {
@@ -646,13 +633,53 @@ static void on_connection(uv_stream_t *server, int status)
         return;
     }
     uv_tcp_nodelay(&c->tcp, 1);
-    http_parser_init(&c->parser, HTTP_REQUEST);
-    c->parser.data = c;
     c->last_active = uv_now(&w->loop);
     conn_read_start(c);
 }
 
 /* ---- timeouts and shutdown --------------------------------------------------------------- */
+
+/* The drain deadline came with answers still pending on c: each gets "503
+ * shutting_down" in its place (the ik__pend itself is detached and freed when the
+ * library gives it back), the answers are written as far as the socket takes them
+ * at once, and the caller closes c. A sequence request failed this way whose write
+ * then succeeds leaves its IDs unused: a gap, as with a crash in flight. */
+static void fail_pending(ik__conn *c)
+{
+    ik__worker *w = c->w;
+    ik__pend *prev = NULL;
+    for (ik__pend *p = c->pend_head, *nx; p; p = nx) {
+        nx = p->next;
+        if (p->done) {
+            prev = p;
+            continue;
+        }
+        ik__pend *q = ik__pend_new(w);
+        q->op = IK_OP_HELD;
+        q->done = 1;
+        q->next = nx;
+        w->body.len = 0;
+        ik__resp rs;
+        memset(&rs, 0, sizeof rs);
+        rs.body = &w->body;
+        ik__reply_error(&rs, 503, "shutting_down",
+                        "this server is shutting down and its store did not answer in time; "
+                        "ask another");
+        ik__count(&w->m.requests[p->route][ik__metric_code_index(503)]);
+        put_response(w, &q->out, &rs, 0, p->http10);
+        if (prev) {
+            prev->next = q;
+        } else {
+            c->pend_head = q;
+        }
+        if (c->pend_tail == p) c->pend_tail = q;
+        p->conn = NULL;
+        p->next = NULL;
+        prev = q;
+    }
+    c->close_after = 1;
+    conn_flush(c);
+}
 
 static void on_sweep(uv_timer_t *t)
 {
@@ -665,6 +692,7 @@ static void on_sweep(uv_timer_t *t)
         next = c->next;
         if (c->closing) continue;
         if (w->draining && now >= w->drain_deadline) {
+            if (c->pend_head && !c->writing) fail_pending(c);
             conn_close(c);
         } else if (c->lingering) {
             if (now >= c->linger_until) conn_close(c);
@@ -673,8 +701,8 @@ static void on_sweep(uv_timer_t *t)
                 ik__count(&w->m.timeouts);
                 conn_close(c);
             }
-        } else if (c->req_start) { /* a request that does not complete (slowloris) */
-            if (now - c->req_start >= rto) {
+        } else if (c->rp.started) { /* a request that does not complete (slowloris) */
+            if (now - c->rp.started >= rto) {
                 char msg[96];
                 snprintf(msg, sizeof msg, "the request did not complete within %llu ms",
                          (unsigned long long)rto);
@@ -683,6 +711,8 @@ static void on_sweep(uv_timer_t *t)
                 conn_fail(c, 408, "request_timeout", msg);
                 conn_flush(c);
             }
+        } else if (c->pend_head) {
+            /* waiting for the store: not idle; the library answers or fails it */
         } else if (w->draining) {
             conn_close(c);
         } else if (now - c->last_active >= ito) {
@@ -692,23 +722,29 @@ static void on_sweep(uv_timer_t *t)
     }
 }
 
-/* Starts draining: no more accepting; the sweep, now every 50 ms, closes idle
- * connections from its first run on (requests that were already on their way in
- * that moment are still answered, with "Connection: close") and everything left at
- * the drain deadline. The loop ends when its last connection has closed. */
+/* The main thread's requests (srv->phase): 1, start draining: no more accepting;
+ * the sweep, now every 50 ms, closes idle connections from its first run on
+ * (requests that were already on their way in that moment are still answered, with
+ * "Connection: close"; pending answers are awaited) and everything left at the
+ * drain deadline. 2: the allocators are about to be destroyed: no more calls into
+ * them (handlers answer 503), acknowledged through w->stores_acked. The loop ends
+ * once both happened and its last connection and pending answer are gone. */
 static void on_stop(uv_async_t *a)
 {
     ik__worker *w = a->data;
-    if (w->draining) return;
-    w->draining = 1;
-    w->drain_deadline = uv_now(&w->loop) + (uint64_t)w->srv->shutdown_timeout_ms;
-    if (!uv_is_closing((uv_handle_t *)&w->listener)) uv_close((uv_handle_t *)&w->listener, NULL);
-    if (!w->conns) {
-        uv_close((uv_handle_t *)&w->sweep, NULL);
-        uv_close((uv_handle_t *)&w->stop, NULL);
-        return;
+    int phase = atomic_load(&w->srv->phase);
+    if (!w->draining) {
+        w->draining = 1;
+        w->drain_deadline = uv_now(&w->loop) + (uint64_t)w->srv->shutdown_timeout_ms;
+        if (!uv_is_closing((uv_handle_t *)&w->listener))
+            uv_close((uv_handle_t *)&w->listener, NULL);
+        uv_timer_start(&w->sweep, on_sweep, 50, 50);
     }
-    uv_timer_start(&w->sweep, on_sweep, 50, 50);
+    if (phase >= 2 && !w->stores_closed) {
+        w->stores_closed = 1;
+        atomic_store(&w->stores_acked, 1);
+    }
+    maybe_end(w);
 }
 
 /* ---- the worker's life --------------------------------------------------------------------- */
@@ -731,6 +767,13 @@ int ik__worker_init(ik__server *srv, ik__worker *w)
     if ((r = uv_listen((uv_stream_t *)&w->listener, 511, on_connection)) != 0) return r;
     if ((r = uv_async_init(&w->loop, &w->stop, on_stop)) != 0) return r;
     w->stop.data = w;
+    if ((r = pthread_mutex_init(&w->done_mu, NULL)) != 0) return UV_ENOMEM;
+    if ((r = uv_async_init(&w->loop, &w->done, on_done)) != 0) {
+        pthread_mutex_destroy(&w->done_mu);
+        return r;
+    }
+    w->done.data = w;
+    w->done_ready = 1;
     uv_timer_init(&w->loop, &w->sweep);
     w->sweep.data = w;
     int shortest =
@@ -755,6 +798,11 @@ void ik__worker_stop(ik__worker *w)
     uv_async_send(&w->stop);
 }
 
+void ik__worker_close_stores(ik__worker *w)
+{
+    uv_async_send(&w->stop);
+}
+
 static void close_any(uv_handle_t *h, void *arg)
 {
     if (!uv_is_closing(h)) uv_close(h, h->type == UV_TCP && h->data != arg ? on_close : NULL);
@@ -768,6 +816,10 @@ void ik__worker_teardown(ik__worker *w)
         uv_loop_close(&w->loop);
         w->loop_ready = 0;
     }
+    if (w->done_ready) {
+        pthread_mutex_destroy(&w->done_mu);
+        w->done_ready = 0;
+    }
     if (w->fd >= 0) close(w->fd);
     w->fd = -1;
     free(w->rbuf);
@@ -775,4 +827,6 @@ void ik__worker_teardown(ik__worker *w)
     ik__buf_reset(&w->body);
     free(w->ids);
     w->ids = NULL;
+    ik__pend_free(w->spare);
+    w->spare = NULL;
 }

@@ -1,10 +1,10 @@
-/* metrics.c: the daemon's Prometheus metrics: per-loop HTTP counters (each loop
- * writes only its own, see ik__count) summed when /metrics is read, plus the
- * generator's and the lease's own counters. */
+/* metrics.c: the daemon's Prometheus metrics: per-loop HTTP, segment, sequence and
+ * store counters (each loop writes only its own, see ik__count) summed when /metrics
+ * is read, plus the generator's and the lease's own counters. */
 #include "srv.h"
 
 const int ik__metric_codes[IK_N_CODES - 1] = {200, 201, 400, 401, 404, 405, 408,
-                                              413, 414, 431, 500, 503, 505};
+                                              409, 413, 414, 431, 500, 503, 505};
 
 int ik__metric_code_index(int status)
 {
@@ -48,6 +48,26 @@ static _Atomic uint64_t *pick_timeouts(ik__metrics *m, size_t a, size_t b)
     return &m->timeouts;
 }
 
+static _Atomic uint64_t *pick_segment_ids(ik__metrics *m, size_t a, size_t b)
+{
+    return &m->segment_ids;
+}
+
+static _Atomic uint64_t *pick_sequence_ids(ik__metrics *m, size_t a, size_t b)
+{
+    return &m->sequence_ids;
+}
+
+static _Atomic uint64_t *pick_sequence_ranges(ik__metrics *m, size_t a, size_t b)
+{
+    return &m->sequence_ranges;
+}
+
+static _Atomic uint64_t *pick_store_errors(ik__metrics *m, size_t a, size_t b)
+{
+    return &m->store_errors[a];
+}
+
 static void header(ik__buf *b, const char *name, const char *type, const char *help)
 {
     ik__buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
@@ -73,10 +93,28 @@ void ik__metrics_render(ik__server *srv, ik__buf *b)
     ik_slot_lease_get_info(srv->lease, &li);
 
     counter(b, "ik_ids_issued_total", "Snowflake IDs issued by this server.", gi.issued);
+    counter(b, "ik_segment_ids_total", "Segment IDs answered by this server.",
+            sum(srv, pick_segment_ids, 0, 0));
+    counter(b, "ik_sequence_ids_total", "Sequence IDs answered by this server.",
+            sum(srv, pick_sequence_ids, 0, 0));
+    counter(b, "ik_sequence_ranges_total",
+            "Sequence ranges answered, one per request (group commit: one store write "
+            "carries many).",
+            sum(srv, pick_sequence_ranges, 0, 0));
+    header(b, "ik_store_errors_total", "counter",
+           "Answers 503 store_unavailable: the tag store unreachable, timed out or in doubt.");
+    static const char *const ops[3] = {"segment", "sequence", "tags"};
+    for (size_t i = 0; i < 3; i++)
+        ik__buf_printf(b, "ik_store_errors_total{op=\"%s\"} %llu\n", ops[i],
+                       (unsigned long long)sum(srv, pick_store_errors, i, 0));
+    int64_t pending = 0;
+    for (int i = 0; i < srv->nworkers; i++)
+        pending += atomic_load_explicit(&srv->workers[i]->m.pending, memory_order_relaxed);
+    gauge(b, "ik_pending_requests", "Requests waiting for the tag store now.", pending);
 
     header(b, "ik_http_requests_total", "counter", "HTTP requests answered, by route and status.");
     for (size_t r = 0; r <= ik__nroutes; r++) {
-        const char *route = r < ik__nroutes ? ik__routes[r].pattern : "other";
+        const char *route = r < ik__nroutes ? ik__route_keys[r].pattern : "other";
         for (size_t c = 0; c < IK_N_CODES; c++) {
             uint64_t v = sum(srv, pick_request, r, c);
             if (!v) continue;

@@ -1,14 +1,17 @@
-/* routes.c: the HTTP route table (SPEC 4) and its handlers.
+/* routes.c: the HTTP route table (SPEC 4, rows in routes.h) and its handlers.
  *
- * One row per route: method, path pattern, handler, flags, help (shown by GET /).
- * ik__dispatch walks the table in order; the hot Leaf route comes first. A path
- * that matches a row with another method answers 405 with the Allow header; a path
- * that matches none answers 404.
+ * ik__dispatch finds the row (ik__route_find: in table order, the hot Leaf routes
+ * first). A path that matches a row with another method answers 405 with the Allow
+ * header; a path that matches none answers 404.
  *
  * Handlers run on a loop thread, write their body into rs->body (the loop's
- * scratch) and set rs->status/ctype (default 200 text/plain). They must not block
- * beyond what the generator does (at most one tick, or 50 ms waiting for a lease
- * extension), and they never return an ID the generator refused.
+ * scratch) and set rs->status/ctype (default 200 text/plain). They never wait for
+ * the store: a handler that needs it hands an ik__pend to the library (segment,
+ * sequence: the callback on_ids runs on a library thread) or to the thread pool
+ * (tags), returns it in rs->pend, and ik__pend_render writes the answer when it
+ * comes back (srv.h, "Pending answers"). Beyond that they block at most as the
+ * generator does (one tick, or 50 ms waiting for a lease extension), and they never
+ * return an ID the library refused.
  */
 #include "srv.h"
 
@@ -56,6 +59,12 @@ void ik__reply_error(ik__resp *rs, int status, const char *code, const char *fmt
     ik__buf_append_json_str(rs->body, msg, (size_t)n);
     ik__buf_puts(rs->body, "}\n");
     if (status == 503) ik__resp_header(rs, "Retry-After: 1");
+}
+
+static void put_json_kv_str(ik__buf *b, const char *key, const char *val)
+{
+    ik__buf_printf(b, "\"%s\":", key);
+    ik__buf_append_json_str(b, val, strlen(val));
 }
 
 /* At most this much of a client's input is quoted back in an error message. */
@@ -121,19 +130,13 @@ static void h_leaf_snowflake(ik__ctx *x)
  * whole number from 1 to max_batch. */
 static int get_count(ik__ctx *x, uint32_t *n)
 {
-    const char *v;
-    size_t vl;
     uint32_t max = x->srv->cfg->max_batch;
-    *n = 1;
-    if (!ik__query_get(x->rq->query.p, x->rq->query.n, "count", &v, &vl)) return 0;
-    if (ik__parse_u32(v, vl, UINT32_MAX, n) != 0 || *n < 1 || *n > max) {
-        ik__span s = {v, vl};
-        ik__reply_error(x->rs, 400, "bad_count",
-                        "count must be a whole number from 1 to %u (max-batch); got '%.*s'", max,
-                        QUOTE(s));
-        return -1;
-    }
-    return 0;
+    ik__span raw;
+    if (ik__count_param(x->rq->query.p, x->rq->query.n, max, n, &raw) == 0) return 0;
+    ik__reply_error(x->rs, 400, "bad_count",
+                    "count must be a whole number from 1 to %u (max-batch); got '%.*s'", max,
+                    QUOTE(raw));
+    return -1;
 }
 
 /* Reads the response format (format= or Accept); answers 400 and returns -1 for an
@@ -153,17 +156,24 @@ static int get_format(ik__ctx *x)
     return f;
 }
 
-/* Writes ids as {"ids":["1","2"]} or one a line. */
-static void put_ids(ik__ctx *x, const int64_t *ids, size_t n, int fmt)
+/* Writes n IDs as {"ids":["1","2"]} or one a line; leaf: the one ID alone, no
+ * newline. The IDs are ids[0..n-1], or first, first + 1, ... when ids is NULL. */
+static void put_ids(ik__resp *rs, const int64_t *ids, int64_t first, size_t n, int fmt, int leaf)
 {
-    ik__buf *b = x->rs->body;
+    ik__buf *b = rs->body;
+#define ID_AT(i) (ids ? ids[i] : first + (int64_t)(i))
+    if (leaf) {
+        ik__buf_append_i64(b, ID_AT(0));
+        rs->ctype = CT_TEXT;
+        return;
+    }
     if (fmt == IK_FMT_TEXT) {
         ik__buf_reserve(b, n * 21);
         for (size_t i = 0; i < n; i++) {
-            ik__buf_append_i64(b, ids[i]);
+            ik__buf_append_i64(b, ID_AT(i));
             b->p[b->len++] = '\n';
         }
-        x->rs->ctype = CT_TEXT;
+        rs->ctype = CT_TEXT;
         return;
     }
     ik__buf_reserve(b, 12 + n * 23);
@@ -171,11 +181,40 @@ static void put_ids(ik__ctx *x, const int64_t *ids, size_t n, int fmt)
     for (size_t i = 0; i < n; i++) {
         if (i) b->p[b->len++] = ',';
         b->p[b->len++] = '"';
-        ik__buf_append_i64(b, ids[i]);
+        ik__buf_append_i64(b, ID_AT(i));
         b->p[b->len++] = '"';
     }
     ik__buf_append(b, "]}\n", 3);
-    x->rs->ctype = CT_JSON;
+    rs->ctype = CT_JSON;
+#undef ID_AT
+}
+
+/* Room for n IDs: small (64) or the loop's batch scratch; NULL (and a 500
+ * answered) if it cannot grow. */
+static int64_t *ids_scratch(ik__ctx *x, uint32_t n, int64_t *small)
+{
+    if (n <= 64) return small;
+    ik__worker *w = x->w;
+    if (w->ids_cap < n) {
+        int64_t *p = realloc(w->ids, (size_t)n * sizeof *p);
+        if (!p) {
+            ik__reply_error(x->rs, 500, "internal", "out of memory");
+            return NULL;
+        }
+        w->ids = p;
+        w->ids_cap = n;
+    }
+    return w->ids;
+}
+
+/* Keeps an idle daemon small after a huge batch. */
+static void ids_scratch_trim(ik__worker *w)
+{
+    if (w->ids_cap > 65536) {
+        free(w->ids);
+        w->ids = NULL;
+        w->ids_cap = 0;
+    }
 }
 
 /* GET /v1/snowflake?count=N[&format=text] */
@@ -185,51 +224,429 @@ static void h_snowflake(ik__ctx *x)
     if (get_count(x, &n) != 0) return;
     int fmt = get_format(x);
     if (fmt < 0) return;
-    int64_t small[64], *ids = small;
-    if (n > 64) {
-        ik__worker *w = x->w;
-        if (w->ids_cap < n) {
-            int64_t *p = realloc(w->ids, (size_t)n * sizeof *p);
-            if (!p) {
-                ik__reply_error(x->rs, 500, "internal", "out of memory");
-                return;
-            }
-            w->ids = p;
-            w->ids_cap = n;
-        }
-        ids = w->ids;
-    }
+    int64_t small[64], *ids = ids_scratch(x, n, small);
+    if (!ids) return;
     int rc = ik_snowflake_next_n(x->srv->gen, n, ids);
     if (rc != 0) {
         reply_gen_error(x, rc);
     } else {
-        put_ids(x, ids, n, fmt);
+        put_ids(x->rs, ids, 0, n, fmt, 0);
     }
-    if (x->w->ids_cap > 65536) { /* keep an idle daemon small after a huge batch */
-        free(x->w->ids);
-        x->w->ids = NULL;
-        x->w->ids_cap = 0;
+    ids_scratch_trim(x->w);
+}
+
+/* ---- segment and sequence ------------------------------------------------------------------ */
+
+static const char *op_kind(int op)
+{
+    return op == IK_OP_SEQUENCE ? "sequence" : "segment";
+}
+
+/* The tag of {tag} into tag; answers 400 bad_tag and returns -1 if it is not a
+ * valid name. */
+static int get_tag(ik__ctx *x, char tag[IK_TAG_NAME_MAX + 1])
+{
+    char why[160];
+    if (ik__tag_param(x->rq->params[0], tag, why, sizeof why) == 0) return 0;
+    ik__reply_error(x->rs, 400, "bad_tag", "bad tag name '%.*s': %s", QUOTE(x->rq->params[0]), why);
+    return -1;
+}
+
+static void reply_shutting_down(ik__resp *rs)
+{
+    ik__reply_error(rs, 503, "shutting_down", "this server is shutting down; ask another");
+}
+
+/* Answers a segment, sequence or tag error from the library. */
+static void reply_store_error(ik__worker *w, ik__resp *rs, int op, int rc, const char *tag)
+{
+    int store_op = op == IK_OP_SEGMENT    ? IK_STORE_OP_SEGMENT
+                   : op == IK_OP_SEQUENCE ? IK_STORE_OP_SEQUENCE
+                                          : IK_STORE_OP_TAGS;
+    switch (rc) {
+    case IK_ENOTFOUND:
+        ik__reply_error(rs, 404, "unknown_tag",
+                        "no %s tag '%s': create it first (POST /v1/tags, or idkeeper tags add "
+                        "%s --kind %s)",
+                        op == IK_OP_TAG_GET ? "such" : op_kind(op), tag, tag,
+                        op == IK_OP_TAG_GET ? "..." : op_kind(op));
+        break;
+    case IK_EKIND:
+        ik__reply_error(rs, 409, "wrong_kind", "tag '%s' is not a %s tag: ask /v1/%s/%s", tag,
+                        op_kind(op), op == IK_OP_SEQUENCE ? "segment" : "sequence", tag);
+        break;
+    case IK_ESTORE:
+    case IK_ETIMEDOUT:
+        ik__count(&w->m.store_errors[store_op]);
+        ik__reply_error(rs, 503, "store_unavailable",
+                        "the tag store is unreachable or timed out (%s); retry shortly",
+                        ik_strerror(rc));
+        break;
+    case IK_EINDOUBT:
+        ik__count(&w->m.store_errors[store_op]);
+        ik__reply_error(rs, 503, "store_unavailable",
+                        "the tag store may or may not have recorded this write (connection "
+                        "lost); its IDs are never handed out; retry");
+        break;
+    case IK_EBUSY:
+        ik__reply_error(rs, 503, "busy",
+                        "too many unknown tags are being looked up at once; retry shortly");
+        break;
+    case IK_ECLOSED:
+        reply_shutting_down(rs);
+        break;
+    case IK_ERANGE:
+        ik__reply_error(rs, 500, "tag_exhausted", "tag '%s' has no IDs left below 2^63", tag);
+        break;
+    case IK_EINVAL:
+        ik__reply_error(rs, 400, "bad_request", "the library refused the request: %s",
+                        ik_strerror(rc));
+        break;
+    default:
+        ik__reply_error(rs, 500, "internal", "%s: %s", op_kind(op), ik_strerror(rc));
+        break;
     }
 }
 
-/* GET /api/segment/get/{tag}, /v1/segment/{tag}, /v1/sequence/{tag}: no tags exist
- * yet (they come with the segment and sequence issues), so every tag is unknown. */
-static void unknown_tag(ik__ctx *x, const char *kind)
+/* The ik__pend for the next allocator call: the loop's spare, or a new one. */
+static ik__pend *pend_get(ik__worker *w, ik__op op)
 {
-    ik__span tag = x->rq->params[0];
-    ik__reply_error(x->rs, 404, "unknown_tag",
-                    "no %s tag '%.*s': create it first (idkeeper tags add TAG --kind %s)", kind,
-                    QUOTE(tag), kind);
+    ik__pend *p = w->spare ? w->spare : ik__pend_new(w);
+    w->spare = NULL;
+    p->op = (uint8_t)op;
+    return p;
+}
+
+/* p was not taken (the call answered at once or failed): keep it for the next. */
+static void pend_unused(ik__worker *w, ik__pend *p)
+{
+    if (!w->spare) {
+        w->spare = p;
+    } else {
+        ik__pend_free(p);
+    }
+}
+
+/* p is out with the library or the thread pool: its answer comes later. */
+static void pend_submit(ik__ctx *x, ik__pend *p)
+{
+    ik__worker *w = x->w;
+    w->inflight++;
+    atomic_store_explicit(&w->m.pending,
+                          atomic_load_explicit(&w->m.pending, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+    x->rs->pend = p;
+}
+
+/* The allocators' callback, on a library thread (or the main thread at destroy):
+ * copies the answer into p and hands p back to its loop. A sequence range is logged
+ * first when log_sequence is on, so the log line is out before any client can have
+ * the IDs. */
+static void on_ids(void *ctx, int status, const int64_t *ids, size_t n)
+{
+    ik__pend *p = ctx;
+    p->rc = status;
+    if (status == 0 && p->op == IK_OP_SEQUENCE) { /* n consecutive IDs */
+        p->first = ids[0];
+        p->ids = NULL;
+        p->nids = n;
+        if (p->w->srv->log_sequence)
+            ik__log("sequence tag=%s first=%lld count=%zu", p->tag, (long long)ids[0], n);
+    } else if (status == 0) {
+        int64_t *d = n <= sizeof p->ids_inline / sizeof p->ids_inline[0] ? p->ids_inline
+                                                                         : malloc(n * sizeof *d);
+        if (d) {
+            memcpy(d, ids, n * sizeof *d);
+            p->ids = d;
+            p->nids = n;
+        } else {
+            p->rc = IK_ENOMEM;
+        }
+    }
+    ik__pend_post(p);
+}
+
+/* GET /api/segment/get/{tag} (leaf) and /v1/segment/{tag}?count=N: from the blocks
+ * at once, or pending while both are empty. */
+static void segment_ids(ik__ctx *x, int leaf)
+{
+    char tag[IK_TAG_NAME_MAX + 1];
+    if (get_tag(x, tag) != 0) return;
+    uint32_t n = 1;
+    int fmt = IK_FMT_TEXT;
+    if (!leaf) {
+        if (get_count(x, &n) != 0) return;
+        if ((fmt = get_format(x)) < 0) return;
+    }
+    ik__worker *w = x->w;
+    if (w->stores_closed) {
+        reply_shutting_down(x->rs);
+        return;
+    }
+    int64_t small[64], *ids = ids_scratch(x, n, small);
+    if (!ids) return;
+    ik__pend *p = pend_get(w, IK_OP_SEGMENT);
+    p->leaf = (uint8_t)leaf;
+    p->fmt = (uint8_t)fmt;
+    p->n = n;
+    memcpy(p->tag, tag, strlen(tag) + 1);
+    int rc = ik_segment_next(x->srv->seg, tag, n, ids, on_ids, p);
+    if (rc == IK_PENDING) {
+        pend_submit(x, p);
+        return;
+    }
+    pend_unused(w, p);
+    if (rc == IK_OK) {
+        ik__count_n(&w->m.segment_ids, n);
+        put_ids(x->rs, ids, 0, n, fmt, leaf);
+    } else {
+        reply_store_error(w, x->rs, IK_OP_SEGMENT, rc, tag);
+    }
+    ids_scratch_trim(w);
+}
+
+static void h_leaf_segment(ik__ctx *x)
+{
+    segment_ids(x, 1);
 }
 
 static void h_segment(ik__ctx *x)
 {
-    unknown_tag(x, "segment");
+    segment_ids(x, 0);
 }
 
+/* GET /v1/sequence/{tag}?count=N: always pending (every ID is recorded first). */
 static void h_sequence(ik__ctx *x)
 {
-    unknown_tag(x, "sequence");
+    char tag[IK_TAG_NAME_MAX + 1];
+    if (get_tag(x, tag) != 0) return;
+    uint32_t n;
+    if (get_count(x, &n) != 0) return;
+    int fmt = get_format(x);
+    if (fmt < 0) return;
+    ik__worker *w = x->w;
+    if (w->stores_closed) {
+        reply_shutting_down(x->rs);
+        return;
+    }
+    ik__pend *p = pend_get(w, IK_OP_SEQUENCE);
+    p->leaf = 0;
+    p->fmt = (uint8_t)fmt;
+    p->n = n;
+    memcpy(p->tag, tag, strlen(tag) + 1);
+    int rc = ik_sequence_next(x->srv->seq, tag, n, on_ids, p);
+    if (rc == IK_PENDING) {
+        pend_submit(x, p);
+        return;
+    }
+    pend_unused(w, p);
+    reply_store_error(w, x->rs, IK_OP_SEQUENCE, rc, tag);
+}
+
+/* ---- tags ------------------------------------------------------------------------------------ */
+
+/* One tag as JSON, as `idkeeper tags show --json` prints it: start and max_id are
+ * IDs, so strings (JSON numbers lose precision above 2^53); step is a number. */
+static void put_tag_json(ik__buf *b, const ik_tag_info *t)
+{
+    ik__buf_puts(b, "{\"tag\":");
+    ik__buf_append_json_str(b, t->name, strlen(t->name));
+    ik__buf_printf(b,
+                   ",\"kind\":\"%s\",\"start\":\"%lld\",\"step\":%lld,\"max_id\":\"%lld\","
+                   "\"update_time_ms\":%lld,\"update_time\":",
+                   ik_tag_kind_name(t->kind), (long long)t->start, (long long)t->step,
+                   (long long)t->max_id, (long long)t->update_time_ms);
+    if (t->update_time_ms) {
+        char iso[32];
+        ik__fmt_iso8601(iso, t->update_time_ms);
+        ik__buf_printf(b, "\"%s\"", iso);
+    } else {
+        ik__buf_puts(b, "null");
+    }
+    ik__buf_puts(b, ",\"description\":");
+    ik__buf_append_json_str(b, t->description, strlen(t->description));
+    ik__buf_puts(b, "}");
+}
+
+/* Thread pool: the tag route's library call (it may wait for the store). */
+static void tag_work(uv_work_t *req)
+{
+    ik__pend *p = req->data;
+    ik__tagop *t = p->tagop;
+    ik__server *srv = p->w->srv;
+    const char *app = srv->cfg->app;
+    switch (p->op) {
+    case IK_OP_TAG_CREATE:
+        p->rc = ik_tag_create(srv->coord, app, t->body.tag, t->body.kind, t->body.start,
+                              t->body.step, t->body.description, t->why, sizeof t->why);
+        if (p->rc == 0 || p->rc == IK_EEXIST)
+            t->have_info = ik_tag_get(srv->coord, app, t->body.tag, &t->info) == 0;
+        break;
+    case IK_OP_TAG_GET:
+        p->rc = ik_tag_get(srv->coord, app, p->tag, &t->info);
+        break;
+    default:
+        p->rc = ik_tags_list(srv->coord, app, &t->list, &t->nlist);
+        break;
+    }
+}
+
+/* Loop thread, after tag_work. */
+static void tag_after(uv_work_t *req, int status)
+{
+    ik__pend *p = req->data;
+    p->w->tag_ops--;
+    if (status != 0) p->rc = IK_ECLOSED;
+    ik__pend_complete(p->w, p);
+}
+
+/* A new ik__pend for a tag route, or NULL with 503 answered when this loop has too
+ * many in the thread pool. */
+static ik__pend *tag_pend(ik__ctx *x, ik__op op)
+{
+    if (x->w->tag_ops >= IK_TAG_OPS_MAX) {
+        ik__reply_error(x->rs, 503, "busy", "too many tag requests in flight; retry shortly");
+        return NULL;
+    }
+    ik__pend *p = ik__pend_new(x->w);
+    p->op = (uint8_t)op;
+    p->tagop = calloc(1, sizeof *p->tagop);
+    if (!p->tagop) {
+        fprintf(stderr, "idkeeper: out of memory; aborting\n");
+        abort();
+    }
+    return p;
+}
+
+static void tag_queue(ik__ctx *x, ik__pend *p)
+{
+    p->tagop->work.data = p;
+    int r = uv_queue_work(&x->w->loop, &p->tagop->work, tag_work, tag_after);
+    if (r != 0) {
+        ik__pend_free(p);
+        ik__reply_error(x->rs, 500, "internal", "cannot queue the tag request: %s", uv_strerror(r));
+        return;
+    }
+    x->w->tag_ops++;
+    pend_submit(x, p);
+}
+
+/* POST /v1/tags {"tag","kind","start","step","description"}: 201 and the tag. */
+static void h_tag_create(ik__ctx *x)
+{
+    ik__tag_body body;
+    const char *code;
+    char why[256];
+    const ik__span *b = &x->rq->body;
+    if (ik__tag_body_parse(b->p ? b->p : "", b->n, &body, &code, why, sizeof why) != 0) {
+        ik__reply_error(x->rs, 400, code, "%s", why);
+        return;
+    }
+    ik__pend *p = tag_pend(x, IK_OP_TAG_CREATE);
+    if (!p) return;
+    p->tagop->body = body;
+    memcpy(p->tag, body.tag, strlen(body.tag) + 1);
+    tag_queue(x, p);
+}
+
+/* GET /v1/tags/{tag} */
+static void h_tag_get(ik__ctx *x)
+{
+    char tag[IK_TAG_NAME_MAX + 1];
+    if (get_tag(x, tag) != 0) return;
+    ik__pend *p = tag_pend(x, IK_OP_TAG_GET);
+    if (!p) return;
+    memcpy(p->tag, tag, strlen(tag) + 1);
+    tag_queue(x, p);
+}
+
+/* GET /v1/tags */
+static void h_tag_list(ik__ctx *x)
+{
+    ik__pend *p = tag_pend(x, IK_OP_TAG_LIST);
+    if (p) tag_queue(x, p);
+}
+
+/* The answer of a tag route that came back. */
+static void render_tag(ik__worker *w, ik__pend *p, ik__resp *rs)
+{
+    ik__tagop *t = p->tagop;
+    ik__buf *b = rs->body;
+    if (p->op == IK_OP_TAG_CREATE && p->rc == IK_EEXIST) {
+        if (t->have_info)
+            ik__reply_error(rs, 409, "tag_exists",
+                            "tag '%s' exists already (a %s tag, start %lld); nothing changed",
+                            p->tag, ik_tag_kind_name(t->info.kind), (long long)t->info.start);
+        else
+            ik__reply_error(rs, 409, "tag_exists", "tag '%s' exists already; nothing changed",
+                            p->tag);
+        return;
+    }
+    if (p->op == IK_OP_TAG_CREATE && p->rc == IK_EINVAL) {
+        ik__reply_error(rs, 400, "bad_request", "%s", t->why[0] ? t->why : ik_strerror(p->rc));
+        return;
+    }
+    if (p->rc != 0) {
+        if (p->op == IK_OP_TAG_CREATE && p->rc == IK_ESTORE && t->why[0]) {
+            ik__count(&w->m.store_errors[IK_STORE_OP_TAGS]);
+            ik__reply_error(rs, 503, "store_unavailable", "%s", t->why);
+            return;
+        }
+        reply_store_error(w, rs, p->op, p->rc, p->tag);
+        return;
+    }
+    rs->ctype = CT_JSON;
+    switch (p->op) {
+    case IK_OP_TAG_CREATE:
+        if (!t->have_info) { /* created, but the read-back failed: what we asked for */
+            memset(&t->info, 0, sizeof t->info);
+            memcpy(t->info.name, t->body.tag, strlen(t->body.tag) + 1);
+            t->info.kind = t->body.kind;
+            t->info.start = t->info.max_id = t->body.start;
+            t->info.step = t->body.step;
+            memcpy(t->info.description, t->body.description, sizeof t->info.description);
+        }
+        rs->status = 201;
+        ik__resp_header(rs, "Location: /v1/tags/%s", t->info.name);
+        put_tag_json(b, &t->info);
+        ik__buf_puts(b, "\n");
+        break;
+    case IK_OP_TAG_GET:
+        put_tag_json(b, &t->info);
+        ik__buf_puts(b, "\n");
+        break;
+    default:
+        ik__buf_puts(b, "{");
+        put_json_kv_str(b, "backend", ik_coord_uri(w->srv->coord));
+        ik__buf_puts(b, ",");
+        put_json_kv_str(b, "app", w->srv->cfg->app);
+        ik__buf_puts(b, ",\"tags\":[");
+        for (size_t i = 0; i < t->nlist; i++) {
+            if (i) ik__buf_puts(b, ",");
+            put_tag_json(b, &t->list[i]);
+        }
+        ik__buf_puts(b, "]}\n");
+        break;
+    }
+}
+
+void ik__pend_render(ik__worker *w, ik__pend *p, ik__resp *rs)
+{
+    if (p->op == IK_OP_SEGMENT || p->op == IK_OP_SEQUENCE) {
+        if (p->rc != 0) {
+            reply_store_error(w, rs, p->op, p->rc, p->tag);
+            return;
+        }
+        if (p->op == IK_OP_SEQUENCE) {
+            ik__count_n(&w->m.sequence_ids, p->nids);
+            ik__count(&w->m.sequence_ranges);
+        } else {
+            ik__count_n(&w->m.segment_ids, p->nids);
+        }
+        put_ids(rs, p->ids, p->first, p->nids, p->fmt, p->leaf);
+        return;
+    }
+    render_tag(w, p, rs);
 }
 
 /* GET /v1/decode/{id} */
@@ -336,10 +753,32 @@ static void h_readyz(ik__ctx *x)
     x->rs->ctype = CT_JSON;
 }
 
-static void put_json_kv_str(ik__buf *b, const char *key, const char *val)
+/* The segment tags in use on this server and their blocks, as JSON objects. */
+static void put_segment_tags(ik__ctx *x)
 {
-    ik__buf_printf(b, "\"%s\":", key);
-    ik__buf_append_json_str(b, val, strlen(val));
+    ik_segment_tag_status *st = NULL;
+    size_t n = 0;
+    if (x->w->stores_closed || ik_segment_status(x->srv->seg, &st, &n) != 0) return;
+    ik__buf *b = x->rs->body;
+    for (size_t i = 0; i < n; i++) {
+        const ik_segment_tag_status *t = &st[i];
+        ik__buf_puts(b, i ? ",{\"tag\":" : "{\"tag\":");
+        ik__buf_append_json_str(b, t->name, strlen(t->name));
+        ik__buf_printf(b,
+                       ",\"kind\":\"segment\",\"current\":{\"next\":\"%lld\",\"end\":\"%lld\"},"
+                       "\"next_block\":",
+                       (long long)t->cur_next, (long long)t->cur_end);
+        if (t->next_end > t->next_start)
+            ik__buf_printf(b, "{\"start\":\"%lld\",\"end\":\"%lld\"}", (long long)t->next_start,
+                           (long long)t->next_end);
+        else
+            ik__buf_puts(b, "null");
+        ik__buf_printf(b, ",\"step\":%lld,\"loading\":%s,", (long long)t->step,
+                       t->loading ? "true" : "false");
+        put_json_kv_str(b, "last_error", t->last_error);
+        ik__buf_puts(b, "}");
+    }
+    ik_free(st);
 }
 
 /* GET /v1/status: what this server is and how it is doing. */
@@ -403,8 +842,10 @@ static void h_status(ik__ctx *x)
     put_json_kv_str(b, "listen", srv->listen_text);
     ik__buf_printf(b, ",\"threads\":%d,\"connections\":%d,\"max_batch\":%u},", srv->nworkers,
                    atomic_load_explicit(&srv->connections, memory_order_relaxed), cfg->max_batch);
-    ik__buf_printf(b, "\"started\":\"%s\",\"uptime_s\":%lld,\"tags\":[]}\n", started,
+    ik__buf_printf(b, "\"started\":\"%s\",\"uptime_s\":%lld,\"tags\":[", started,
                    (long long)((now - srv->started_ms) / 1000));
+    put_segment_tags(x);
+    ik__buf_puts(b, "]}\n");
     x->rs->ctype = CT_JSON;
 }
 
@@ -419,26 +860,10 @@ static void h_index(ik__ctx *x);
 
 /* ---- the table --------------------------------------------------------------------------- */
 
-const ik__route ik__routes[] = {
-    {HTTP_GET, "/api/snowflake/get/{key}", h_leaf_snowflake, 0,
-     "one snowflake ID, text/plain (Leaf-compatible; {key} is ignored)"},
-    {HTTP_GET, "/v1/snowflake", h_snowflake, IK_ROUTE_AUTH,
-     "?count=N (1..max-batch) snowflake IDs: JSON {\"ids\":[\"...\"]}, or one a line with "
-     "?format=text or Accept: text/plain"},
-    {HTTP_GET, "/v1/decode/{id}", h_decode, IK_ROUTE_AUTH,
-     "the time, worker and sequence inside an ID (JSON)"},
-    {HTTP_GET, "/v1/status", h_status, IK_ROUTE_AUTH,
-     "app, backend, layout, worker slot, lease, clock and generator state (JSON)"},
-    {HTTP_GET, "/api/segment/get/{tag}", h_segment, 0,
-     "one segment ID of TAG, text/plain (Leaf-compatible)"},
-    {HTTP_GET, "/v1/segment/{tag}", h_segment, IK_ROUTE_AUTH, "?count=N segment IDs of TAG"},
-    {HTTP_GET, "/v1/sequence/{tag}", h_sequence, IK_ROUTE_AUTH,
-     "?count=N contiguous sequence IDs of TAG"},
-    {HTTP_GET, "/healthz", h_healthz, 0, "200 while the process serves"},
-    {HTTP_GET, "/readyz", h_readyz, 0, "200 only while a snowflake ID can be issued now"},
-    {HTTP_GET, "/metrics", h_metrics, 0, "Prometheus metrics"},
-    {HTTP_GET, "/", h_index, 0, "this list"},
-};
+#define ROUTE_KEY(m, p, h, f, help) {m, p},
+#define ROUTE_ROW(m, p, h, f, help) {h, f, help},
+const ik__route_key ik__route_keys[] = {IK_ROUTE_TABLE(ROUTE_KEY)};
+const ik__route ik__routes[] = {IK_ROUTE_TABLE(ROUTE_ROW)};
 const size_t ik__nroutes = sizeof ik__routes / sizeof ik__routes[0];
 
 _Static_assert(sizeof ik__routes / sizeof ik__routes[0] < IK_N_ROUTES_MAX,
@@ -450,9 +875,10 @@ static void h_index(ik__ctx *x)
     ik__buf *b = x->rs->body;
     ik__buf_printf(b, "idkeeper %s: HTTP routes\n\n", ik_version());
     for (size_t i = 0; i < ik__nroutes; i++) {
+        const ik__route_key *k = &ik__route_keys[i];
         const ik__route *r = &ik__routes[i];
-        ik__buf_printf(b, "%-4s %-26s %s%s\n", http_method_str((enum http_method)r->method),
-                       r->pattern, r->help,
+        ik__buf_printf(b, "%-4s %-26s %s%s\n", http_method_str((enum http_method)k->method),
+                       k->pattern, r->help,
                        (r->flags & IK_ROUTE_AUTH) && x->srv->token ? " [token]" : "");
     }
 }
@@ -474,17 +900,13 @@ static int authorized(const ik__server *srv, const ik__req *rq)
 size_t ik__dispatch(ik__worker *w, ik__req *rq, ik__resp *rs)
 {
     ik__ctx x = {w->srv, w, rq, rs};
-    uint64_t allow = 0;
-    size_t first = ik__nroutes;
-    for (size_t i = 0; i < ik__nroutes; i++) {
+    uint64_t allow;
+    size_t first;
+    int np;
+    size_t i = ik__route_find(ik__route_keys, ik__nroutes, rq->method, rq->path.p, rq->path.n,
+                              rq->params, &np, &allow, &first);
+    if (i < ik__nroutes) {
         const ik__route *r = &ik__routes[i];
-        int np = ik__path_match(r->pattern, rq->path.p, rq->path.n, rq->params);
-        if (np < 0) continue;
-        if (r->method != rq->method) {
-            allow |= UINT64_C(1) << (r->method & 63);
-            if (first == ik__nroutes) first = i;
-            continue;
-        }
         rq->nparams = np;
         if ((r->flags & IK_ROUTE_AUTH) && w->srv->token && !authorized(w->srv, rq)) {
             ik__reply_error(rs, 401, "unauthorized",

@@ -5,15 +5,20 @@
  *   ik_server_run
  *     block SIGTERM/SIGINT (every thread inherits the mask), ignore SIGPIPE
  *     bind one SO_REUSEPORT socket per loop   (fails fast: address in use)
- *     ik_coord_open -> ik_snowflake_create -> ik_slot_lease_start
- *                                             (no slot: one line, exit 1)
+ *     ik_coord_open -> ik_snowflake_create -> ik_segment_create, ik_sequence_create
+ *       -> ik_slot_lease_start                (no slot: one line, exit 1)
  *     listen, start the loop threads, banner
  *     sigwait
- *     ik__worker_stop each loop: close listeners, answer in-flight requests with
- *       "Connection: close", close idle connections; a loop ends when its last
- *       connection has closed, or at shutdown_timeout_ms
- *     join -> ik_slot_lease_release (persists the time record, frees the slot)
- *          -> ik_snowflake_destroy -> ik_coord_close -> return 0
+ *     phase 1, ik__worker_stop each loop: close listeners, answer in-flight requests
+ *       with "Connection: close", wait for pending answers, close idle connections
+ *     wait until every loop has drained, or until shortly before shutdown_timeout_ms
+ *     phase 2, ik__worker_close_stores each loop: no more allocator calls (503)
+ *     ik_segment_destroy, ik_sequence_destroy: what is still pending fails (503
+ *       shutting_down, written while the connections last)
+ *     join (a loop ends when its last connection has closed, at shutdown_timeout_ms
+ *       at the latest, and nothing is in flight)
+ *       -> ik_slot_lease_release (persists the time record, frees the slot)
+ *       -> ik_snowflake_destroy -> ik_coord_close -> return 0
  *
  * What it deliberately does not do: daemonize, write a pid file, reload its
  * configuration, or serve on more than one address. A supervisor does the first
@@ -30,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -57,6 +63,7 @@ void ik_server_config_init(ik_server_config *c)
     c->http_token_file = NULL;
     c->quiet = 0;
     c->shutdown_timeout_ms = 5000;
+    c->log_sequence_commits = 0;
 }
 
 /* ---- logging --------------------------------------------------------------------------- */
@@ -86,6 +93,27 @@ void ik__log(const char *fmt, ...)
 }
 
 /* ---- start-up helpers ------------------------------------------------------------------- */
+
+/* 1 if the environment variable name is 1, true, yes or on. */
+static int env_on(const char *name)
+{
+    const char *v = getenv(name);
+    return v && (!strcmp(v, "1") || !strcasecmp(v, "true") || !strcasecmp(v, "yes") ||
+                 !strcasecmp(v, "on"));
+}
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+    nanosleep(&ts, NULL);
+}
 
 /* Event-loop threads for threads == 0: the CPUs this process may run on. */
 static int default_threads(void)
@@ -309,6 +337,10 @@ static void server_free(ik__server *srv)
         if (rc != 0) ik__log("releasing the worker slot failed: %s", ik_strerror(rc));
         srv->lease = NULL;
     }
+    ik_segment_destroy(srv->seg);
+    srv->seg = NULL;
+    ik_sequence_destroy(srv->seq);
+    srv->seq = NULL;
     ik_snowflake_destroy(srv->gen);
     srv->gen = NULL;
     ik_coord_close(srv->coord);
@@ -358,6 +390,15 @@ static int server_start(ik__server *srv, const ik_server_config *cfg)
     }
     srv->layout = ik_snowflake_layout(srv->gen);
     ik_layout_format(srv->layout, srv->layout_text, sizeof srv->layout_text);
+    if ((rc = ik_segment_create(srv->coord, cfg->app, NULL, &srv->seg)) != 0) {
+        ik__log("cannot create the segment allocator: %s", ik_strerror(rc));
+        return -1;
+    }
+    if ((rc = ik_sequence_create(srv->coord, cfg->app, &srv->seq)) != 0) {
+        ik__log("cannot create the sequence allocator: %s", ik_strerror(rc));
+        return -1;
+    }
+    srv->log_sequence = cfg->log_sequence_commits || env_on("IDKEEPER_LOG_SEQUENCE_COMMITS");
 
     ik_lease_options lo;
     ik_lease_options_init(&lo);
@@ -392,11 +433,38 @@ static int server_start(ik__server *srv, const ik_server_config *cfg)
     return 0;
 }
 
-/* Stops every started loop (draining) and joins its thread. */
+/* Stops every started loop and joins its thread (see the diagram at the top):
+ * drain, wait for pending answers while time allows, then close the allocators
+ * (what is still pending fails), then join. */
 static void server_stop(ik__server *srv)
 {
+    atomic_store(&srv->phase, 1);
     for (int i = 0; i < srv->nworkers; i++)
         if (srv->workers[i]->thread_started) ik__worker_stop(srv->workers[i]);
+    int64_t to = srv->shutdown_timeout_ms, margin = to / 4 < 200 ? to / 4 : 200;
+    int64_t until = mono_ms() + to - margin;
+    for (;;) {
+        int busy = 0;
+        for (int i = 0; i < srv->nworkers; i++) {
+            ik__worker *w = srv->workers[i];
+            if (w->thread_started && !atomic_load(&w->drained)) busy = 1;
+        }
+        if (!busy || mono_ms() >= until) break;
+        sleep_ms(2);
+    }
+    atomic_store(&srv->phase, 2);
+    for (int i = 0; i < srv->nworkers; i++)
+        if (srv->workers[i]->thread_started) ik__worker_close_stores(srv->workers[i]);
+    /* a loop never blocks, so each acknowledges at once */
+    for (int i = 0; i < srv->nworkers; i++) {
+        ik__worker *w = srv->workers[i];
+        while (w->thread_started && !atomic_load(&w->stores_acked))
+            sleep_ms(1);
+    }
+    ik_segment_destroy(srv->seg);
+    srv->seg = NULL;
+    ik_sequence_destroy(srv->seq);
+    srv->seq = NULL;
     for (int i = 0; i < srv->nworkers; i++) {
         ik__worker *w = srv->workers[i];
         if (!w->thread_started) continue;

@@ -1,23 +1,48 @@
 /* srv.h: the daemon's internal structures, shared by server.c (start-up, signals,
- * shutdown), loop.c (event loops, connections, HTTP framing), routes.c (the route
- * table and its handlers) and metrics.c (per-thread counters, Prometheus text).
+ * shutdown), loop.c (event loops, connections, HTTP framing, pending answers),
+ * routes.c (the route table and its handlers) and metrics.c (per-thread counters,
+ * Prometheus text).
  *
  * Threads and ownership
  * - The main thread (ik_server_run) owns the ik__server: it opens the backend,
- *   creates the generator, starts the slot lease, binds the sockets, starts one
- *   ik__worker thread per event loop, then waits for SIGTERM/SIGINT.
+ *   creates the generator, the segment and sequence allocators, starts the slot
+ *   lease, binds the sockets, starts one ik__worker thread per event loop, then waits
+ *   for SIGTERM/SIGINT.
  * - Each ik__worker runs its own uv_loop on its own thread, with its own listening
  *   socket (SO_REUSEPORT: the kernel spreads connections). A connection (ik__conn)
  *   lives and dies on the loop that accepted it; nothing about it is shared.
- * - Shared and read-only while loops run: the config, the generator, the lease
- *   and the coord handle (the library makes their calls thread-safe), the token.
- * - Shared and written: srv->connections (atomic), and each worker's metrics, which
- *   only their own loop writes (relaxed stores) and /metrics reads (relaxed loads).
+ * - Shared and read-only while loops run: the config, the generator, the lease,
+ *   the allocators and the coord handle (the library makes their calls thread-safe),
+ *   the token.
+ * - Shared and written: srv->connections and srv->phase (atomic); each worker's
+ *   metrics, which only their own loop writes (relaxed stores) and /metrics reads
+ *   (relaxed loads); each worker's completion queue (done_mu), which library threads
+ *   append to and the loop drains.
+ *
+ * Pending answers (the store is never waited for on a loop)
+ * - A handler that needs the store (segment with both blocks empty, every sequence
+ *   request, the tag routes) hands an ik__pend to the library (its callback runs on a
+ *   library thread) or to libuv's thread pool, and returns it in rs->pend. The loop
+ *   queues it on the connection, in request order, and goes on.
+ * - The library callback copies the IDs into the ik__pend, appends it to the worker's
+ *   completion queue and wakes the loop (uv_async_send on w->done, under done_mu, so
+ *   the handle cannot close in between). The thread pool's after-work callback runs
+ *   on the loop itself. Either way the loop renders the answer into the ik__pend.
+ * - Answers leave a connection in request order: a pending answer holds back the
+ *   ones behind it (they wait, serialized, in their own ik__pend).
+ * - The callback never touches the connection. A connection that closes while
+ *   answers are pending detaches them (p->conn = NULL, on the loop); a detached
+ *   ik__pend is freed when it comes back.
+ * - A loop ends only when it is draining, has closed its use of the allocators
+ *   (stores_closed), and has no connection and nothing in flight (inflight == 0): no
+ *   callback can then reach it.
  */
 #ifndef IK_SRV_H
 #define IK_SRV_H
 
 #include "httputil.h"
+#include "reqparse.h"
+#include "routes.h"
 #include "server.h"
 
 #include <http_parser.h>
@@ -25,17 +50,18 @@
 #include <stdatomic.h>
 #include <uv.h>
 
-#define IK_MAX_BODY (64 * 1024)  /* bodies: only on POST, at most this */
 #define IK_READ_BUF (64 * 1024)  /* one read buffer per loop */
 #define IK_OUT_HIGH (256 * 1024) /* pause pipelined parsing above this much output */
 #define IK_LINGER_MS 2000        /* drain input this long after a final response */
 #define IK_CONN_REQ_INLINE 256
 #define IK_CONN_OUT_INLINE 512
+#define IK_PIPE_MAX 64    /* answers queued on one connection; parsing pauses beyond */
+#define IK_TAG_OPS_MAX 32 /* tag routes in the thread pool at once, per loop */
 
 /* ---- metrics ------------------------------------------------------------------ */
 
 /* Status codes counted by ik_http_requests_total; anything else counts as "other". */
-#define IK_N_CODES 14
+#define IK_N_CODES 15
 extern const int ik__metric_codes[IK_N_CODES - 1];
 #define IK_N_ROUTES_MAX 24 /* routes of the table + 1 ("other": no route matched) */
 
@@ -43,16 +69,30 @@ extern const int ik__metric_codes[IK_N_CODES - 1];
  * thread with relaxed loads: a reader may see a slightly old value, never a torn one. */
 typedef struct ik__metrics {
     _Atomic uint64_t requests[IK_N_ROUTES_MAX][IK_N_CODES];
-    _Atomic uint64_t accepted; /* connections accepted */
-    _Atomic uint64_t rejected; /* accepted and closed at once: max_connections */
-    _Atomic uint64_t timeouts; /* dropped: read, write or idle timeout */
-    _Atomic int64_t open;      /* connections open on this loop */
+    _Atomic uint64_t accepted;        /* connections accepted */
+    _Atomic uint64_t rejected;        /* accepted and closed at once: max_connections */
+    _Atomic uint64_t timeouts;        /* dropped: read, write or idle timeout */
+    _Atomic int64_t open;             /* connections open on this loop */
+    _Atomic uint64_t segment_ids;     /* segment IDs answered */
+    _Atomic uint64_t sequence_ids;    /* sequence IDs answered */
+    _Atomic uint64_t sequence_ranges; /* sequence ranges answered (one per request) */
+    _Atomic uint64_t store_errors[3]; /* 503 store_unavailable, by IK_STORE_OP_* */
+    _Atomic int64_t pending;          /* answers waiting for the store now */
 } ik__metrics;
+
+enum { IK_STORE_OP_SEGMENT = 0, IK_STORE_OP_SEQUENCE = 1, IK_STORE_OP_TAGS = 2 };
 
 /* Adds 1 to a counter only the calling thread writes (no locked instruction). */
 static inline void ik__count(_Atomic uint64_t *c)
 {
     atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+}
+
+/* Adds n to a counter only the calling thread writes. */
+static inline void ik__count_n(_Atomic uint64_t *c, uint64_t n)
+{
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
                           memory_order_relaxed);
 }
 
@@ -68,6 +108,10 @@ typedef struct ik__server {
     ik_coord *coord;
     ik_snowflake *gen;
     ik_slot_lease *lease;
+    ik_segment *seg;
+    ik_sequence *seq;
+    int log_sequence; /* log each sequence range before answering (log_sequence_commits) */
+    atomic_int phase; /* 0 serving; 1 draining; 2 the allocators are about to close */
     const ik_layout *layout;
     char layout_text[256];
     char identity[320];
@@ -93,8 +137,17 @@ struct ik__worker {
     uv_async_t stop;  /* main thread -> loop: start draining */
     uv_timer_t sweep; /* timeouts and the Date header, every sweep_ms */
     uint64_t sweep_ms;
-    int fd; /* listening socket until the loop owns it */
-    int loop_ready, listener_ready, thread_started;
+    uv_async_t done; /* library threads -> loop: answers ready (the done queue) */
+    pthread_mutex_t done_mu;
+    struct ik__pend *done_head, *done_tail; /* guarded by done_mu */
+    int64_t inflight;                       /* ik__pends out with the library or the thread pool */
+    int tag_ops;                            /* of which tag routes in the thread pool */
+    int stores_closed;                      /* phase 2 seen: no more calls into the allocators */
+    atomic_int stores_acked;                /* stores_closed, for the main thread */
+    atomic_int drained;                     /* draining, no connection, nothing in flight */
+    struct ik__pend *spare;                 /* ctx for the next allocator call (reused if unused) */
+    int fd;                                 /* listening socket until the loop owns it */
+    int loop_ready, listener_ready, thread_started, done_ready;
     pthread_t thread;
     struct ik__conn *conns; /* every open connection (for the sweep) */
     int draining;
@@ -112,22 +165,59 @@ struct ik__worker {
 
 /* ---- requests and responses ----------------------------------------------------- */
 
-typedef struct ik__req {
-    unsigned method;      /* enum http_method */
-    int http_minor;       /* 0 or 1 */
-    ik__span path, query; /* query without '?' (n == 0: none) */
-    ik__span params[IK_MAX_PARAMS];
-    int nparams;
-    ik__span accept, auth, body; /* n == 0: absent */
-} ik__req;
-
 typedef struct ik__resp {
     int status;
     const char *ctype; /* static string */
     ik__buf *body;     /* the loop's scratch; handlers append */
     char extra[192];   /* extra header lines, each ending in \r\n */
     size_t extra_len;
+    struct ik__pend *pend; /* non-NULL: the answer comes later (see "Pending answers") */
 } ik__resp;
+
+/* What a pending answer waits for. */
+typedef enum ik__op {
+    IK_OP_SEGMENT = 1,
+    IK_OP_SEQUENCE,
+    IK_OP_TAG_CREATE,
+    IK_OP_TAG_GET,
+    IK_OP_TAG_LIST,
+    IK_OP_HELD /* a ready answer held behind a pending one */
+} ik__op;
+
+/* The tag routes' work in the thread pool: inputs and results. */
+typedef struct ik__tagop {
+    uv_work_t work;
+    ik__tag_body body; /* create: the request */
+    ik_tag_info info;  /* create: the tag read back (or the one in the way); get */
+    int have_info;
+    ik_tag_info *list; /* list (ik_free) */
+    size_t nlist;
+    char why[256]; /* create: the library's reason */
+} ik__tagop;
+
+/* One answer of a connection, pending or held (see "Pending answers"). */
+typedef struct ik__pend {
+    struct ik__pend *next;  /* the connection's answers, in request order (loop) */
+    struct ik__pend *qnext; /* the worker's done queue (done_mu) */
+    struct ik__conn *conn;  /* NULL once the connection closed (loop thread only) */
+    struct ik__worker *w;
+    uint8_t op;   /* ik__op */
+    uint8_t fmt;  /* IK_FMT_* */
+    uint8_t leaf; /* Leaf route: one ID, no newline */
+    uint8_t keep, http10, done;
+    uint16_t route; /* row of the route table, for the metrics */
+    uint32_t n;     /* IDs asked for */
+    char tag[IK_TAG_NAME_MAX + 1];
+    /* set by the callback, read by the loop after the done queue hand-over: */
+    int rc;        /* 0 or the library's error */
+    int64_t first; /* contiguous answers (sequence): first + i */
+    int64_t *ids;  /* else the IDs (ids_inline or malloc'ed) */
+    size_t nids;
+    int64_t ids_inline[4];
+    ik__tagop *tagop;
+    ik__buf out; /* the serialized answer, once done */
+    char out_inline[256];
+} ik__pend;
 
 typedef struct ik__ctx {
     ik__server *srv;
@@ -137,18 +227,14 @@ typedef struct ik__ctx {
 } ik__ctx;
 
 typedef void (*ik__handler)(ik__ctx *x);
-
-#define IK_ROUTE_AUTH 1u /* needs the bearer token when one is configured */
-
-/* One row of the route table (routes.c): like nginx's ngx_command_t. */
+/* One row of the route table (routes.h) beyond its key. */
 typedef struct ik__route {
-    unsigned method;     /* enum http_method */
-    const char *pattern; /* "/v1/decode/{id}" (see ik__path_match) */
     ik__handler fn;
     unsigned flags;
     const char *help;
 } ik__route;
 
+extern const ik__route_key ik__route_keys[]; /* method and pattern of each row */
 extern const ik__route ik__routes[];
 extern const size_t ik__nroutes;
 
@@ -161,6 +247,9 @@ size_t ik__dispatch(ik__worker *w, ik__req *rq, ik__resp *rs);
 /* Writes a JSON error {"error":code,"message":...} into rs with status. */
 void ik__reply_error(ik__resp *rs, int status, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+
+/* Renders a pending answer that came back (p->rc, p->ids...) into rs. Loop thread. */
+void ik__pend_render(ik__worker *w, ik__pend *p, ik__resp *rs);
 
 /* Adds a header line ("Name: value") to rs. */
 void ik__resp_header(ik__resp *rs, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -179,6 +268,17 @@ void *ik__worker_main(void *arg);
 /* Asks w to stop accepting, finish in-flight requests and end its loop. Any thread;
  * call once. */
 void ik__worker_stop(ik__worker *w);
+/* Asks w to close its use of the allocators (phase 2). Any thread; once, after
+ * ik__worker_stop. */
+void ik__worker_close_stores(ik__worker *w);
+/* A new ik__pend of w (the daemon aborts on ENOMEM). Any thread. */
+ik__pend *ik__pend_new(ik__worker *w);
+/* Frees p and what it holds. */
+void ik__pend_free(ik__pend *p);
+/* Hands p (its result set) back to its loop. Library threads (any thread). */
+void ik__pend_post(ik__pend *p);
+/* Hands p (its result set) back: on the loop thread itself (thread-pool after-work). */
+void ik__pend_complete(ik__worker *w, ik__pend *p);
 /* Closes whatever ik__worker_init opened and frees w's buffers (not w). Call after
  * the thread has been joined, or if it never started. */
 void ik__worker_teardown(ik__worker *w);

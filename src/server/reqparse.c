@@ -1,0 +1,254 @@
+/* reqparse.c: HTTP/1.x request framing with http_parser and the daemon's limits;
+ * see reqparse.h. No sockets, no loops, no globals.
+ *
+ * Invariant: nothing points into the bytes being fed after ik__reqp_feed returns;
+ * the callbacks copy what a handler needs (URL, Accept, Authorization, body) into
+ * rp->req, so a request split over many reads needs no read buffer kept.
+ */
+#include "reqparse.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Which header value the parser is delivering. */
+enum { HDR_NONE = 0, HDR_ACCEPT, HDR_AUTH };
+
+static ik__reqp *rp_of(http_parser *p)
+{
+    return p->data;
+}
+
+/* Refuses the request being parsed with status (reported by ik__reqp_error). */
+static int refuse(ik__reqp *rp, int status)
+{
+    rp->err_status = (uint16_t)status;
+    return -1;
+}
+
+static int on_message_begin(http_parser *p)
+{
+    ik__reqp *rp = rp_of(p);
+    if (rp->req.p != rp->req.inline_p) ik__buf_reset(&rp->req);
+    rp->req.len = 0;
+    rp->url_len = rp->accept_len = rp->auth_len = rp->body_len = 0;
+    rp->accept_off = rp->auth_off = rp->body_off = 0;
+    rp->header_bytes = 12; /* "GET " ... " HTTP/1.1\r\n", roughly */
+    rp->err_status = 0;
+    rp->field_open = 0;
+    rp->hdr = HDR_NONE;
+    rp->started = rp->now ? rp->now : 1;
+    return 0;
+}
+
+static int on_url(http_parser *p, const char *at, size_t len)
+{
+    ik__reqp *rp = rp_of(p);
+    rp->header_bytes += (uint32_t)len;
+    if (rp->header_bytes > rp->max_header_bytes) return refuse(rp, 414);
+    ik__buf_append(&rp->req, at, len);
+    rp->url_len += (uint32_t)len;
+    return 0;
+}
+
+static int on_header_field(http_parser *p, const char *at, size_t len)
+{
+    ik__reqp *rp = rp_of(p);
+    if (!rp->field_open) {
+        rp->field_open = 1;
+        rp->hname_len = 0;
+        rp->hname_over = 0;
+        rp->header_bytes += 4; /* ": " and CRLF */
+    }
+    rp->header_bytes += (uint32_t)len;
+    if (rp->header_bytes > rp->max_header_bytes) return refuse(rp, 431);
+    if (rp->hname_len + len > sizeof rp->hname) {
+        rp->hname_over = 1;
+    } else {
+        memcpy(rp->hname + rp->hname_len, at, len);
+        rp->hname_len = (uint8_t)(rp->hname_len + len);
+    }
+    return 0;
+}
+
+static int on_header_value(http_parser *p, const char *at, size_t len)
+{
+    ik__reqp *rp = rp_of(p);
+    if (rp->field_open) { /* first piece of this value */
+        rp->field_open = 0;
+        rp->hdr = HDR_NONE;
+        if (!rp->hname_over) {
+            if (ik__ieq(rp->hname, rp->hname_len, "accept")) {
+                rp->hdr = HDR_ACCEPT;
+                rp->accept_off = (uint32_t)rp->req.len;
+                rp->accept_len = 0;
+            } else if (ik__ieq(rp->hname, rp->hname_len, "authorization")) {
+                rp->hdr = HDR_AUTH;
+                rp->auth_off = (uint32_t)rp->req.len;
+                rp->auth_len = 0;
+            }
+        }
+    }
+    rp->header_bytes += (uint32_t)len;
+    if (rp->header_bytes > rp->max_header_bytes) return refuse(rp, 431);
+    if (rp->hdr == HDR_NONE || !len) return 0;
+    ik__buf_append(&rp->req, at, len);
+    if (rp->hdr == HDR_ACCEPT) {
+        rp->accept_len += (uint32_t)len;
+    } else {
+        rp->auth_len += (uint32_t)len;
+    }
+    return 0;
+}
+
+static int on_headers_complete(http_parser *p)
+{
+    ik__reqp *rp = rp_of(p);
+    if (p->http_major != 1) return refuse(rp, 505);
+    uint64_t limit = p->method == HTTP_POST ? IK_MAX_BODY : 0;
+    if ((p->flags & F_CHUNKED) && limit == 0) return refuse(rp, 413);
+    if (p->content_length != ULLONG_MAX && p->content_length > limit) return refuse(rp, 413);
+    return 0;
+}
+
+static int on_body(http_parser *p, const char *at, size_t len)
+{
+    ik__reqp *rp = rp_of(p);
+    if (rp->body_len + len > IK_MAX_BODY) return refuse(rp, 413);
+    if (!rp->body_len) rp->body_off = (uint32_t)rp->req.len;
+    ik__buf_append(&rp->req, at, len);
+    rp->body_len += (uint32_t)len;
+    return 0;
+}
+
+static int on_message_complete(http_parser *p)
+{
+    ik__reqp *rp = rp_of(p);
+    rp->on_request(rp, rp->ctx);
+    rp->started = 0;
+    if (rp->req.p != rp->req.inline_p) ik__buf_reset(&rp->req);
+    rp->req.len = 0;
+    return 0;
+}
+
+static const http_parser_settings settings = {
+    .on_message_begin = on_message_begin,
+    .on_url = on_url,
+    .on_header_field = on_header_field,
+    .on_header_value = on_header_value,
+    .on_headers_complete = on_headers_complete,
+    .on_body = on_body,
+    .on_message_complete = on_message_complete,
+};
+
+void ik__reqp_init(ik__reqp *rp, char *storage, size_t cap, uint32_t max_header_bytes,
+                   ik__reqp_cb on_request, void *ctx)
+{
+    memset(rp, 0, sizeof *rp);
+    http_parser_init(&rp->parser, HTTP_REQUEST);
+    rp->parser.data = rp;
+    rp->on_request = on_request;
+    rp->ctx = ctx;
+    rp->max_header_bytes = max_header_bytes;
+    ik__buf_init(&rp->req, storage, cap);
+}
+
+void ik__reqp_free(ik__reqp *rp)
+{
+    ik__buf_reset(&rp->req);
+}
+
+int ik__reqp_feed(ik__reqp *rp, const char *data, size_t len, size_t *used)
+{
+    size_t n = http_parser_execute(&rp->parser, &settings, data, len);
+    enum http_errno e = HTTP_PARSER_ERRNO(&rp->parser);
+    *used = n;
+    if (e == HPE_PAUSED) return IK_FEED_PAUSED;
+    if (e != HPE_OK) {
+        *used = len;
+        return IK_FEED_ERROR;
+    }
+    return n < len ? IK_FEED_UPGRADE : IK_FEED_OK;
+}
+
+void ik__reqp_resume(ik__reqp *rp)
+{
+    http_parser_pause(&rp->parser, 0);
+}
+
+int ik__reqp_error(const ik__reqp *rp, const char **code, char *msg, size_t msg_len)
+{
+    enum http_errno e = HTTP_PARSER_ERRNO(&rp->parser);
+    int st = rp->err_status;
+    if (e == HPE_HEADER_OVERFLOW) st = 431;
+    switch (st) {
+    case 414:
+        *code = "uri_too_long";
+        snprintf(msg, msg_len, "the request URL is longer than %u bytes (max-header-bytes)",
+                 rp->max_header_bytes);
+        return 414;
+    case 431:
+        *code = "headers_too_large";
+        snprintf(msg, msg_len, "the request line and headers exceed %u bytes (max-header-bytes)",
+                 rp->max_header_bytes);
+        return 431;
+    case 413:
+        *code = "body_too_large";
+        snprintf(msg, msg_len, "request bodies are accepted only on POST, up to %d bytes",
+                 IK_MAX_BODY);
+        return 413;
+    case 505:
+        *code = "http_version";
+        snprintf(msg, msg_len, "only HTTP/1.1 and HTTP/1.0 are served");
+        return 505;
+    default:
+        *code = "bad_request";
+        snprintf(msg, msg_len, "malformed HTTP request: %s", http_errno_description(e));
+        return 400;
+    }
+}
+
+int ik__split_target(const char *url, size_t n, int is_connect, ik__span *path, ik__span *query)
+{
+    query->p = NULL;
+    query->n = 0;
+    if (n && url[0] == '/') { /* origin-form, the common case */
+        size_t i = 0;
+        while (i < n && url[i] != '?' && url[i] != '#')
+            i++;
+        path->p = url;
+        path->n = i;
+        if (i < n && url[i] == '?') {
+            size_t q = i + 1, e = q;
+            while (e < n && url[e] != '#')
+                e++;
+            query->p = url + q;
+            query->n = e - q;
+        }
+        return 0;
+    }
+    struct http_parser_url u;
+    http_parser_url_init(&u);
+    if (http_parser_parse_url(url, n, is_connect, &u) != 0) return -1;
+    if (!(u.field_set & (1 << UF_PATH))) return -1;
+    path->p = url + u.field_data[UF_PATH].off;
+    path->n = u.field_data[UF_PATH].len;
+    if (u.field_set & (1 << UF_QUERY)) {
+        query->p = url + u.field_data[UF_QUERY].off;
+        query->n = u.field_data[UF_QUERY].len;
+    }
+    return 0;
+}
+
+int ik__reqp_view(const ik__reqp *rp, ik__req *rq)
+{
+    const char *base = rp->req.p;
+    memset(rq, 0, sizeof *rq);
+    rq->method = rp->parser.method;
+    rq->http_minor = rp->parser.http_major == 1 ? rp->parser.http_minor : 0;
+    if (rp->accept_len) rq->accept = (ik__span){base + rp->accept_off, rp->accept_len};
+    if (rp->auth_len) rq->auth = (ik__span){base + rp->auth_off, rp->auth_len};
+    if (rp->body_len) rq->body = (ik__span){base + rp->body_off, rp->body_len};
+    return ik__split_target(base, rp->url_len, rp->parser.method == HTTP_CONNECT, &rq->path,
+                            &rq->query);
+}

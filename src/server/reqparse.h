@@ -1,0 +1,92 @@
+/* reqparse.h: HTTP/1.x request framing without sockets: http_parser plus the
+ * daemon's limits, collecting of each request what a handler needs (method, target,
+ * Accept, Authorization, body) into one buffer.
+ *
+ * loop.c embeds one ik__reqp per connection and feeds it what the socket reads;
+ * tests/fuzz/fuzz_http.c feeds it arbitrary bytes. Nothing here touches a socket, a
+ * loop or a global. One ik__reqp is used by one thread at a time.
+ *
+ * Limits (docs/http.md): request line and headers count against max_header_bytes as
+ * the parser delivers them (414 if the URL alone passes it, else 431); bodies only on
+ * POST, up to IK_MAX_BODY (413, also for a chunked body on another method); HTTP
+ * major version 1 only (505). A refused request stops the parser: ik__reqp_feed
+ * reports it and the caller answers with ik__reqp_error_status.
+ */
+#ifndef IK_REQPARSE_H
+#define IK_REQPARSE_H
+
+#include "httputil.h"
+
+#include <http_parser.h>
+
+#define IK_MAX_BODY (64 * 1024) /* bodies: only on POST, at most this */
+
+/* One parsed request: spans into the ik__reqp's buffer, valid until the next call
+ * of ik__reqp_feed or ik__reqp_free. */
+typedef struct ik__req {
+    unsigned method;      /* enum http_method */
+    int http_minor;       /* 0 or 1 */
+    ik__span path, query; /* query without '?' (n == 0: none) */
+    ik__span params[IK_MAX_PARAMS];
+    int nparams;
+    ik__span accept, auth, body; /* n == 0: absent */
+} ik__req;
+
+typedef struct ik__reqp ik__reqp;
+
+/* Called for each complete request, from inside ik__reqp_feed. The request's spans
+ * are valid during the call. The callback may pause the parser
+ * (http_parser_pause(&rp->parser, 1)): feed then returns early with *paused set. */
+typedef void (*ik__reqp_cb)(ik__reqp *rp, void *ctx);
+
+struct ik__reqp {
+    http_parser parser;
+    ik__reqp_cb on_request;
+    void *ctx;
+    uint32_t max_header_bytes;
+    uint64_t now;     /* the caller's clock, set before feeding (e.g. loop ms) */
+    uint64_t started; /* `now` (at least 1) when the current request began; 0 between
+                         requests */
+    unsigned field_open : 1, hname_over : 1, hdr : 2;
+    uint16_t err_status; /* status a callback refused the request with (0: none) */
+    uint8_t hname_len;
+    char hname[16];        /* header name being delivered (lower case) */
+    uint32_t header_bytes; /* request line + headers so far */
+    ik__buf req;           /* URL, then Accept, Authorization, body values */
+    uint32_t url_len, accept_off, accept_len, auth_off, auth_len, body_off, body_len;
+};
+
+/* Starts rp on storage[0..cap-1] for the request bytes (inline storage; larger
+ * requests move to the heap and back). */
+void ik__reqp_init(ik__reqp *rp, char *storage, size_t cap, uint32_t max_header_bytes,
+                   ik__reqp_cb on_request, void *ctx);
+/* Frees heap storage. */
+void ik__reqp_free(ik__reqp *rp);
+
+/* Outcome of ik__reqp_feed. */
+enum {
+    IK_FEED_OK = 0,     /* everything consumed (a request may be incomplete) */
+    IK_FEED_PAUSED = 1, /* a callback paused the parser: *used tells how far it got */
+    IK_FEED_ERROR = 2,  /* malformed or refused: answer ik__reqp_error_status, close */
+    IK_FEED_UPGRADE = 3 /* an Upgrade request was answered; the rest is not HTTP */
+};
+
+/* Parses data[0..len-1], calling on_request for each complete request. Sets *used
+ * to the bytes consumed and returns an IK_FEED_* value. */
+int ik__reqp_feed(ik__reqp *rp, const char *data, size_t len, size_t *used);
+/* Resumes a paused parser. */
+void ik__reqp_resume(ik__reqp *rp);
+
+/* After IK_FEED_ERROR: the status to answer (400, 413, 414, 431 or 505), the error
+ * code and a message (into msg). */
+int ik__reqp_error(const ik__reqp *rp, const char **code, char *msg, size_t msg_len);
+
+/* Fills rq with the complete request now in rp (during on_request). Returns 0, or
+ * -1 if the target has no usable path ("*", an authority). */
+int ik__reqp_view(const ik__reqp *rp, ik__req *rq);
+
+/* Splits a request target into path and query (origin form, or absolute form
+ * through http_parser's URL parser). Returns 0, or -1 if it has no path. */
+int ik__split_target(const char *url, size_t n, int is_connect, ik__span *path, ik__span *query);
+
+#endif

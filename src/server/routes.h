@@ -1,0 +1,41 @@
+/* routes.h: the HTTP route table (SPEC 4), one row per route like nginx's
+ * ngx_command_t: method, path pattern, handler, flags, help (shown by GET /).
+ *
+ * Rows are walked in order (the hot Leaf route first). routes.c expands the table
+ * into ik__route_keys (method, pattern: what ik__route_find matches) and ik__routes
+ * (handler, flags, help), at the same indices; tests/fuzz/fuzz_http.c expands it into
+ * the keys alone, so the fuzzer routes exactly what the daemon routes.
+ *
+ * R(method, pattern, handler, flags, help)
+ */
+#ifndef IK_ROUTES_H
+#define IK_ROUTES_H
+
+#define IK_ROUTE_AUTH 1u /* needs the bearer token when one is configured */
+
+#define IK_ROUTE_TABLE(R)                                                                          \
+    R(HTTP_GET, "/api/snowflake/get/{key}", h_leaf_snowflake, 0,                                   \
+      "one snowflake ID, text/plain (Leaf-compatible; {key} is ignored)")                          \
+    R(HTTP_GET, "/api/segment/get/{tag}", h_leaf_segment, 0,                                       \
+      "one segment ID of TAG, text/plain (Leaf-compatible)")                                       \
+    R(HTTP_GET, "/v1/snowflake", h_snowflake, IK_ROUTE_AUTH,                                       \
+      "?count=N (1..max-batch) snowflake IDs: JSON {\"ids\":[\"...\"]}, or one a line with "       \
+      "?format=text or Accept: text/plain")                                                        \
+    R(HTTP_GET, "/v1/segment/{tag}", h_segment, IK_ROUTE_AUTH,                                     \
+      "?count=N segment IDs of TAG (unique, increasing per server)")                               \
+    R(HTTP_GET, "/v1/sequence/{tag}", h_sequence, IK_ROUTE_AUTH,                                   \
+      "?count=N contiguous sequence IDs of TAG, each durably recorded first")                      \
+    R(HTTP_GET, "/v1/decode/{id}", h_decode, IK_ROUTE_AUTH,                                        \
+      "the time, worker and sequence inside an ID (JSON)")                                         \
+    R(HTTP_GET, "/v1/status", h_status, IK_ROUTE_AUTH,                                             \
+      "app, backend, layout, worker slot, lease, clock, generator and segment tags (JSON)")        \
+    R(HTTP_POST, "/v1/tags", h_tag_create, IK_ROUTE_AUTH,                                          \
+      "create a tag: JSON {\"tag\",\"kind\",\"start\",\"step\",\"description\"}; 201")             \
+    R(HTTP_GET, "/v1/tags", h_tag_list, IK_ROUTE_AUTH, "the app's tags (JSON)")                    \
+    R(HTTP_GET, "/v1/tags/{tag}", h_tag_get, IK_ROUTE_AUTH, "one tag (JSON)")                      \
+    R(HTTP_GET, "/healthz", h_healthz, 0, "200 while the process serves")                          \
+    R(HTTP_GET, "/readyz", h_readyz, 0, "200 only while a snowflake ID can be issued now")         \
+    R(HTTP_GET, "/metrics", h_metrics, 0, "Prometheus metrics")                                    \
+    R(HTTP_GET, "/", h_index, 0, "this list")
+
+#endif
