@@ -1,0 +1,523 @@
+/* hammer.c: a keep-alive HTTP load client for idkeeper's ID routes, used by the
+ * integration tests, the benchmarks and the chaos run.
+ *
+ *   hammer --url http://127.0.0.1:PORT/v1/sequence/TAG?count=1&format=text
+ *          [--connections C] [--duration SECONDS] [--out FILE] [--reconnect]
+ *          [--drain SECONDS] [--quiet]
+ *
+ * C connections (one libuv loop, one thread) each send GET requests back to back:
+ * the next request leaves when the answer to the previous one is complete. Every ID
+ * of every 200 answer goes to FILE, one a line (an ID is a maximal run of digits in
+ * the body, which covers the JSON, text and Leaf formats).
+ *
+ * Stopping: when the duration ends, or at the first SIGTERM/SIGINT, no new request
+ * leaves, and the answers still on their way are awaited (at most --drain seconds,
+ * default 10), so that IDs a server committed are not lost by the client; a second
+ * signal stops at once. Then FILE is flushed and closed and one summary line goes
+ * to stdout:
+ *
+ *   hammer: ok=N errors=E ids=K duration_s=S rps=R ids_per_s=I p50_ms=A p99_ms=B
+ *           errors_by=503:x,conn:y
+ *
+ * A connection that fails (refused, reset, closed with an answer outstanding) is
+ * counted once under "conn" and stops; with --reconnect it connects again after
+ * 100 ms. A server that dies is just that: hammer never crashes on it (SIGPIPE is
+ * ignored). Exit status: 0 if at least one answer was 200, else 1; 2 for usage.
+ *
+ * What it deliberately does not do: HTTPS, pipelining, redirects, bodies.
+ */
+#include <http_parser.h>
+#include <uv.h>
+
+#include <errno.h>
+#include <netdb.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_STATUS 600
+
+typedef struct conn conn;
+
+struct conn {
+    uv_tcp_t tcp;
+    uv_connect_t cr;
+    uv_write_t wr;
+    uv_timer_t retry;
+    http_parser parser;
+    int index;
+    int open; /* tcp handle initialised and not closed */
+    int connected;
+    int outstanding; /* a request is on its way, its answer not complete */
+    int closing;
+    int keep; /* the answer allows another request */
+    int status;
+    uint64_t sent_ns;
+    char *body;
+    size_t body_len, body_cap;
+};
+
+static struct {
+    uv_loop_t *loop;
+    struct sockaddr_storage addr;
+    char *request;
+    size_t request_len;
+    conn *conns;
+    int nconns;
+    int reconnect;
+    int stopping; /* no new requests */
+    int quiet;
+    double duration_s, drain_s;
+    uv_timer_t duration_timer, drain_timer;
+    uv_signal_t sigterm, sigint;
+    int signals;
+    FILE *out;
+    uint64_t start_ns, end_ns;
+    uint64_t ok, ids, conn_errors;
+    uint64_t by_status[MAX_STATUS + 1];
+    uint32_t *lat_us; /* one per answer, up to lat_cap */
+    size_t nlat, lat_cap;
+} H;
+
+static void conn_connect(conn *c);
+static void conn_send(conn *c);
+static void on_retry(uv_timer_t *t);
+
+/* Usage errors: "hammer: WHAT 'ARG'", exit 2. */
+static void die(const char *what, const char *arg)
+{
+    fprintf(stderr, "hammer: %s '%s'\n", what, arg);
+    exit(2);
+}
+
+/* ---- ending ------------------------------------------------------------------------- */
+
+static int all_closed(void)
+{
+    for (int i = 0; i < H.nconns; i++)
+        if (H.conns[i].open || uv_is_active((uv_handle_t *)&H.conns[i].retry)) return 0;
+    return 1;
+}
+
+/* Closes the loop's own handles once every connection is gone: uv_run then returns. */
+static void maybe_finish(void)
+{
+    if ((!H.stopping && H.reconnect) || !all_closed()) return;
+    H.stopping = 1; /* without --reconnect, every connection may have failed early */
+    if (!H.end_ns) H.end_ns = uv_hrtime();
+    uv_handle_t *hs[] = {(uv_handle_t *)&H.duration_timer, (uv_handle_t *)&H.drain_timer,
+                         (uv_handle_t *)&H.sigterm, (uv_handle_t *)&H.sigint};
+    for (size_t i = 0; i < sizeof hs / sizeof hs[0]; i++)
+        if (!uv_is_closing(hs[i])) uv_close(hs[i], NULL);
+    for (int i = 0; i < H.nconns; i++)
+        if (!uv_is_closing((uv_handle_t *)&H.conns[i].retry))
+            uv_close((uv_handle_t *)&H.conns[i].retry, NULL);
+}
+
+static void on_conn_closed(uv_handle_t *h)
+{
+    conn *c = h->data;
+    c->open = 0;
+    c->closing = 0;
+    c->connected = 0;
+    if (!H.stopping && H.reconnect) {
+        uv_timer_start(&c->retry, on_retry, 100, 0);
+        return;
+    }
+    maybe_finish();
+}
+
+static void conn_close(conn *c)
+{
+    if (!c->open || c->closing) return;
+    c->closing = 1;
+    uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
+}
+
+/* A connection that failed: counted once, if it had an answer outstanding or never
+ * connected. */
+static void conn_fail(conn *c)
+{
+    if (c->outstanding || !c->connected) H.conn_errors++;
+    c->outstanding = 0;
+    conn_close(c);
+}
+
+/* Stops sending; connections without an answer outstanding close now. */
+static void begin_stop(void)
+{
+    if (H.stopping) return;
+    H.stopping = 1;
+    for (int i = 0; i < H.nconns; i++) {
+        conn *c = &H.conns[i];
+        uv_timer_stop(&c->retry);
+        if (!c->outstanding) conn_close(c);
+    }
+    maybe_finish();
+}
+
+/* The drain time is up, or a second signal: close everything now. */
+static void force_stop(void)
+{
+    H.stopping = 1;
+    for (int i = 0; i < H.nconns; i++) {
+        uv_timer_stop(&H.conns[i].retry);
+        conn_fail(&H.conns[i]);
+    }
+    maybe_finish();
+}
+
+static void on_drain_timer(uv_timer_t *t)
+{
+    force_stop();
+}
+
+/* The duration is up, or the first signal: stop sending, await the answers on
+ * their way for at most --drain seconds. */
+static void stop_gracefully(void)
+{
+    if (H.stopping) return;
+    H.end_ns = uv_hrtime();
+    uv_timer_start(&H.drain_timer, on_drain_timer, (uint64_t)(H.drain_s * 1000), 0);
+    begin_stop();
+}
+
+static void on_duration(uv_timer_t *t)
+{
+    stop_gracefully();
+}
+
+static void on_signal(uv_signal_t *s, int signum)
+{
+    if (H.signals++ == 0) {
+        stop_gracefully();
+    } else {
+        force_stop();
+    }
+}
+
+/* ---- answers ------------------------------------------------------------------------ */
+
+/* Writes every maximal run of digits in the body as one ID a line. */
+static void take_ids(const char *b, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        if (b[i] < '0' || b[i] > '9') {
+            i++;
+            continue;
+        }
+        size_t s = i;
+        while (i < n && b[i] >= '0' && b[i] <= '9')
+            i++;
+        if (H.out) {
+            fwrite(b + s, 1, i - s, H.out);
+            fputc('\n', H.out);
+        }
+        H.ids++;
+    }
+}
+
+static int on_body(http_parser *p, const char *at, size_t len)
+{
+    conn *c = p->data;
+    if (c->body_len + len > c->body_cap) {
+        size_t cap = c->body_cap ? c->body_cap : 4096;
+        while (cap < c->body_len + len)
+            cap *= 2;
+        char *nb = realloc(c->body, cap);
+        if (!nb) {
+            fprintf(stderr, "hammer: out of memory\n");
+            abort();
+        }
+        c->body = nb;
+        c->body_cap = cap;
+    }
+    memcpy(c->body + c->body_len, at, len);
+    c->body_len += len;
+    return 0;
+}
+
+static int on_message_begin(http_parser *p)
+{
+    conn *c = p->data;
+    c->body_len = 0;
+    return 0;
+}
+
+static int on_headers_complete(http_parser *p)
+{
+    conn *c = p->data;
+    c->status = p->status_code;
+    return 0;
+}
+
+static int on_message_complete(http_parser *p)
+{
+    conn *c = p->data;
+    uint64_t now = uv_hrtime();
+    if (H.nlat < H.lat_cap) H.lat_us[H.nlat++] = (uint32_t)((now - c->sent_ns) / 1000);
+    c->outstanding = 0;
+    c->keep = http_should_keep_alive(p);
+    if (c->status == 200) {
+        H.ok++;
+        take_ids(c->body, c->body_len);
+    } else {
+        H.by_status[c->status >= 0 && c->status <= MAX_STATUS ? c->status : 0]++;
+    }
+    return 0;
+}
+
+static const http_parser_settings settings = {
+    .on_message_begin = on_message_begin,
+    .on_headers_complete = on_headers_complete,
+    .on_body = on_body,
+    .on_message_complete = on_message_complete,
+};
+
+static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
+{
+    static char rbuf[256 * 1024];
+    buf->base = rbuf;
+    buf->len = sizeof rbuf;
+}
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+    conn *c = s->data;
+    if (nread == 0) return;
+    if (nread < 0) { /* EOF or error: an answer outstanding is lost */
+        conn_fail(c);
+        return;
+    }
+    size_t used = http_parser_execute(&c->parser, &settings, buf->base, (size_t)nread);
+    if (HTTP_PARSER_ERRNO(&c->parser) != HPE_OK || used != (size_t)nread) {
+        conn_fail(c);
+        return;
+    }
+    if (c->outstanding) return;
+    if (H.stopping || !c->keep) {
+        conn_close(c);
+        return;
+    }
+    conn_send(c);
+}
+
+static void on_write(uv_write_t *wr, int status)
+{
+    conn *c = wr->data;
+    if (status < 0) conn_fail(c);
+}
+
+static void conn_send(conn *c)
+{
+    c->outstanding = 1;
+    c->sent_ns = uv_hrtime();
+    uv_buf_t b = uv_buf_init(H.request, (unsigned)H.request_len);
+    int r = uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
+    if (r == (int)H.request_len) return;
+    if (r < 0 && r != UV_EAGAIN) {
+        conn_fail(c);
+        return;
+    }
+    if (r < 0) r = 0;
+    b = uv_buf_init(H.request + r, (unsigned)(H.request_len - (size_t)r));
+    c->wr.data = c;
+    if (uv_write(&c->wr, (uv_stream_t *)&c->tcp, &b, 1, on_write) != 0) conn_fail(c);
+}
+
+static void on_connect(uv_connect_t *cr, int status)
+{
+    conn *c = cr->data;
+    if (status < 0 || c->closing) {
+        conn_fail(c);
+        return;
+    }
+    c->connected = 1;
+    uv_tcp_nodelay(&c->tcp, 1);
+    if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0) {
+        conn_fail(c);
+        return;
+    }
+    if (H.stopping) {
+        conn_close(c);
+        return;
+    }
+    conn_send(c);
+}
+
+static void conn_connect(conn *c)
+{
+    if (H.stopping) {
+        maybe_finish();
+        return;
+    }
+    uv_tcp_init(H.loop, &c->tcp);
+    c->tcp.data = c;
+    c->open = 1;
+    c->closing = 0;
+    c->connected = 0;
+    c->outstanding = 0;
+    http_parser_init(&c->parser, HTTP_RESPONSE);
+    c->parser.data = c;
+    c->cr.data = c;
+    if (uv_tcp_connect(&c->cr, &c->tcp, (struct sockaddr *)&H.addr, on_connect) != 0) conn_fail(c);
+}
+
+static void on_retry(uv_timer_t *t)
+{
+    conn_connect(t->data);
+}
+
+/* ---- start ---------------------------------------------------------------------------- */
+
+/* Splits http://HOST[:PORT]/PATH into a resolved address and the request bytes. */
+static void parse_url(const char *url)
+{
+    struct http_parser_url u;
+    http_parser_url_init(&u);
+    if (http_parser_parse_url(url, strlen(url), 0, &u) != 0 || !(u.field_set & (1 << UF_HOST)))
+        die("bad --url (want http://HOST:PORT/PATH):", url);
+    if ((u.field_set & (1 << UF_SCHEMA)) &&
+        strncmp(url + u.field_data[UF_SCHEMA].off, "http", u.field_data[UF_SCHEMA].len) != 0)
+        die("only http:// URLs:", url);
+    char host[256], port[8] = "80";
+    size_t hl = u.field_data[UF_HOST].len;
+    if (hl >= sizeof host) die("host too long in", url);
+    memcpy(host, url + u.field_data[UF_HOST].off, hl);
+    host[hl] = 0;
+    if (u.field_set & (1 << UF_PORT)) snprintf(port, sizeof port, "%u", u.port);
+    const char *path = "/";
+    size_t pl = 1;
+    if (u.field_set & (1 << UF_PATH)) {
+        path = url + u.field_data[UF_PATH].off;
+        pl = strlen(path); /* path, query and fragment as given */
+    }
+    struct addrinfo hints, *res;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_socktype = SOCK_STREAM;
+    if (getaddrinfo(host, port, &hints, &res) != 0) die("cannot resolve", host);
+    memcpy(&H.addr, res->ai_addr, res->ai_addrlen);
+    freeaddrinfo(res);
+    size_t cap = pl + hl + 64;
+    H.request = malloc(cap);
+    if (!H.request) abort();
+    int n = snprintf(H.request, cap, "GET %.*s HTTP/1.1\r\nHost: %s:%s\r\n\r\n", (int)pl, path,
+                     host, port);
+    H.request_len = (size_t)n;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void usage(void)
+{
+    fprintf(stderr, "usage: hammer --url http://HOST:PORT/PATH [--connections C] [--duration S] "
+                    "[--out FILE] [--reconnect] [--drain S] [--quiet]\n");
+    exit(2);
+}
+
+int main(int argc, char **argv)
+{
+    const char *url = NULL, *out = NULL;
+    H.nconns = 1;
+    H.duration_s = 10;
+    H.drain_s = 10;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--reconnect")) {
+            H.reconnect = 1;
+        } else if (!strcmp(a, "--quiet")) {
+            H.quiet = 1;
+        } else if (!v) {
+            usage();
+        } else if (!strcmp(a, "--url")) {
+            url = v, i++;
+        } else if (!strcmp(a, "--out")) {
+            out = v, i++;
+        } else if (!strcmp(a, "--connections")) {
+            H.nconns = atoi(v), i++;
+        } else if (!strcmp(a, "--duration")) {
+            H.duration_s = atof(v), i++;
+        } else if (!strcmp(a, "--drain")) {
+            H.drain_s = atof(v), i++;
+        } else {
+            usage();
+        }
+    }
+    if (!url || H.nconns < 1 || H.nconns > 100000 || H.duration_s <= 0 || H.drain_s < 0) usage();
+    signal(SIGPIPE, SIG_IGN);
+    parse_url(url);
+    if (out) {
+        H.out = fopen(out, "w");
+        if (!H.out) die("cannot write", out);
+        setvbuf(H.out, NULL, _IOFBF, 1 << 20);
+    }
+    H.lat_cap = 1u << 24;
+    H.lat_us = malloc(H.lat_cap * sizeof *H.lat_us);
+    if (!H.lat_us) H.lat_cap = 0;
+    H.loop = uv_default_loop();
+    H.conns = calloc((size_t)H.nconns, sizeof *H.conns);
+    if (!H.conns) abort();
+    uv_timer_init(H.loop, &H.duration_timer);
+    uv_timer_init(H.loop, &H.drain_timer);
+    uv_signal_init(H.loop, &H.sigterm);
+    uv_signal_init(H.loop, &H.sigint);
+    uv_signal_start(&H.sigterm, on_signal, SIGTERM);
+    uv_signal_start(&H.sigint, on_signal, SIGINT);
+    H.start_ns = uv_hrtime();
+    uv_timer_start(&H.duration_timer, on_duration, (uint64_t)(H.duration_s * 1000), 0);
+    for (int i = 0; i < H.nconns; i++) {
+        conn *c = &H.conns[i];
+        c->index = i;
+        uv_timer_init(H.loop, &c->retry);
+        c->retry.data = c;
+        conn_connect(c);
+    }
+    uv_run(H.loop, UV_RUN_DEFAULT);
+    uv_loop_close(H.loop);
+
+    int rc = 0;
+    if (H.out && fclose(H.out) != 0) {
+        fprintf(stderr, "hammer: cannot write '%s': %s\n", out, strerror(errno));
+        rc = 1;
+    }
+    double secs = (double)((H.end_ns ? H.end_ns : uv_hrtime()) - H.start_ns) / 1e9;
+    uint64_t errors = H.conn_errors;
+    char by[1024] = "";
+    size_t bl = 0;
+    for (int s = 0; s <= MAX_STATUS; s++) {
+        if (!H.by_status[s]) continue;
+        errors += H.by_status[s];
+        bl += (size_t)snprintf(by + bl, sizeof by - bl, "%s%d:%llu", bl ? "," : "", s,
+                               (unsigned long long)H.by_status[s]);
+        if (bl >= sizeof by) bl = sizeof by - 1;
+    }
+    if (H.conn_errors)
+        snprintf(by + bl, sizeof by - bl, "%sconn:%llu", bl ? "," : "",
+                 (unsigned long long)H.conn_errors);
+    double p50 = 0, p99 = 0;
+    if (H.nlat) {
+        qsort(H.lat_us, H.nlat, sizeof *H.lat_us, cmp_u32);
+        p50 = H.lat_us[H.nlat / 2] / 1000.0;
+        p99 = H.lat_us[(size_t)((double)H.nlat * 0.99)] / 1000.0;
+    }
+    printf("hammer: ok=%llu errors=%llu ids=%llu duration_s=%.3f rps=%.0f ids_per_s=%.0f "
+           "p50_ms=%.3f p99_ms=%.3f errors_by=%s\n",
+           (unsigned long long)H.ok, (unsigned long long)errors, (unsigned long long)H.ids, secs,
+           secs > 0 ? (double)(H.ok + errors) / secs : 0, secs > 0 ? (double)H.ids / secs : 0, p50,
+           p99, by[0] ? by : "-");
+    fflush(stdout);
+    free(H.lat_us);
+    free(H.request);
+    for (int i = 0; i < H.nconns; i++)
+        free(H.conns[i].body);
+    free(H.conns);
+    return rc ? rc : H.ok ? 0 : 1;
+}
