@@ -79,11 +79,21 @@ typedef struct zk_lock {
     unsigned gen;         /* handle generation our node was (or may have been) made on */
     int64_t session;      /* the session that owns it */
     int64_t fence;
-    int own_deleted; /* a watch said our node was deleted */
+    int own_deleted;      /* a watch said our node was deleted */
+    char pred[ZPATH_MAX]; /* the contender we wait for */
+    int pred_deleted;     /* a watch said it was deleted */
     char why[160];
-    int stop; /* the monitor must end */
-    int monitor_on;
+    int stop;       /* the monitor must end (zk_lock_fini) */
+    int monitor_on; /* the monitor thread runs: from the first grant to fini */
+    int mon_busy;   /* the monitor is looking at (or calling back for) a grant */
+    uint64_t grant; /* bumped at every grant and release */
     pthread_t monitor;
+    /* the release's delete, sent without waiting for its answer */
+    char del_node[ZPATH_MAX];
+    unsigned del_gen;
+    int64_t del_session;
+    int del_state; /* 0: none; 1: sent; 2: to be sent (again) */
+    uint32_t del_seq;
     /* the monitor's probes: zoo_awexists of our node (it also sets the watch) */
     int64_t proven_ms;  /* send time of the last request answered on our session
                            with our node in place: the session lives until at
@@ -147,6 +157,8 @@ static void reg_poke(uint64_t id, const char *deleted_path)
         pthread_mutex_lock(&lk->mu);
         lk->events++;
         if (deleted_path && lk->node[0] && strcmp(deleted_path, lk->node) == 0) lk->own_deleted = 1;
+        if (deleted_path && lk->pred[0] && strcmp(deleted_path, lk->pred) == 0)
+            lk->pred_deleted = 1;
         pthread_cond_broadcast(&lk->cv);
         pthread_mutex_unlock(&lk->mu);
         break;
@@ -172,6 +184,28 @@ static void on_probe(int zrc, const struct Stat *st, const void *data)
                 lk->own_deleted = 1; /* gone, or another session's */
             else if (zrc == ZSESSIONEXPIRED || zrc == ZAUTHFAILED || zrc == ZSESSIONMOVED)
                 lk->probe_gone = 1;
+        }
+        lk->events++;
+        pthread_cond_broadcast(&lk->cv);
+        pthread_mutex_unlock(&lk->mu);
+        break;
+    }
+    pthread_mutex_unlock(&reg_mu);
+}
+
+/* The answer of a release's delete: its data is (registry id << 20 | del seq). */
+static void on_deleted(int zrc, const void *data)
+{
+    uint64_t v = (uint64_t)(uintptr_t)data, id = v >> 20;
+    uint32_t seq = (uint32_t)(v & 0xfffff);
+    pthread_mutex_lock(&reg_mu);
+    for (size_t i = 0; i < reg_n; i++) {
+        if (reg_v[i].id != id) continue;
+        zk_lock *lk = reg_v[i].lk;
+        pthread_mutex_lock(&lk->mu);
+        if (lk->del_state == 1 && (lk->del_seq & 0xfffff) == seq) {
+            /* lost answer: send it again once connected; else done (or hopeless) */
+            lk->del_state = zrc == ZCONNECTIONLOSS || zrc == ZOPERATIONTIMEOUT ? 2 : 0;
         }
         lk->events++;
         pthread_cond_broadcast(&lk->cv);
@@ -345,6 +379,14 @@ static int find_ours(zk_lock *lk, zhandle_t *zh, int64_t session, const char *uu
     return found;
 }
 
+static int64_t session_of(zk_lock *lk)
+{
+    pthread_mutex_lock(&lk->mu);
+    int64_t id = lk->session;
+    pthread_mutex_unlock(&lk->mu);
+    return id;
+}
+
 static void set_node(zk_lock *lk, const char *node, unsigned gen, int64_t session, int64_t fence)
 {
     pthread_mutex_lock(&lk->mu);
@@ -417,12 +459,65 @@ static void set_state(zk_lock *lk, ik_hold_state s, const char *why, int tell)
     if (changed && tell) ik__lock_notify(&lk->base, s, why);
 }
 
+/* Sends the release's delete if it is due (del_state 2) and the session that owns
+ * the node is connected; forgets it if that session is gone (the node went with
+ * it). Requests of one session are applied in order, so no later request of ours
+ * can see the node. Never blocks. */
+static void delete_pending(zk_lock *lk)
+{
+    pthread_mutex_lock(&lk->mu);
+    int due = lk->del_state == 2;
+    char node[ZPATH_MAX];
+    snprintf(node, sizeof node, "%s", lk->del_node);
+    unsigned gen = lk->del_gen;
+    int64_t session = lk->del_session;
+    pthread_mutex_unlock(&lk->mu);
+    if (!due) return;
+    ik__zk_session s;
+    ik__zk_session_get(lk->base.be, &s);
+    if (s.dead || s.gen != gen || (s.id && s.id != session)) {
+        pthread_mutex_lock(&lk->mu);
+        if (lk->del_state == 2) lk->del_state = 0;
+        pthread_mutex_unlock(&lk->mu);
+    } else if (s.connected) {
+        pthread_mutex_lock(&lk->mu);
+        uint32_t seq = ++lk->del_seq;
+        lk->del_state = 1;
+        pthread_mutex_unlock(&lk->mu);
+        void *data = (void *)(uintptr_t)(lk->reg << 20 | (seq & 0xfffff));
+        if (zoo_adelete(s.zh, node, -1, on_deleted, data) != ZOK) {
+            pthread_mutex_lock(&lk->mu);
+            if (lk->del_seq == seq) lk->del_state = 2;
+            pthread_mutex_unlock(&lk->mu);
+        }
+    }
+    ik__zk_session_put(lk->base.be);
+}
+
+/* Waits up to ms for the release's delete to be answered (sending it again after a
+ * reconnect). 0, or IK_EINDOUBT. */
+static int delete_settle(zk_lock *lk, int64_t ms)
+{
+    int64_t until = mono_ms() + ms;
+    for (;;) {
+        delete_pending(lk);
+        uint64_t seen = events_now(lk);
+        pthread_mutex_lock(&lk->mu);
+        int st = lk->del_state;
+        pthread_mutex_unlock(&lk->mu);
+        if (st == 0) return IK_OK;
+        if (wait_event(lk, seen, until, 0) == IK_ETIMEDOUT) return IK_EINDOUBT;
+    }
+}
+
 /* ------------------------------------------------------------------------------
  * The monitor of a grant: tells the holder when it is in doubt, held again, lost.
  *
- * It never blocks on ZooKeeper: every third of the session timeout (and after
- * every event) it sends a probe, an asynchronous exists of our node that also
- * sets the watch on it. An answered probe proves the session alive at least until
+ * The monitor thread lives from a lock's first grant to ik_lock_destroy, and
+ * also sends a release's delete again after a lost answer. It never blocks on
+ * ZooKeeper: every quarter of the session timeout (and when a doubt begins) it
+ * sends a probe, an asynchronous exists of our node that also sets the watch on
+ * it. An answered probe proves the session alive at least until
  * its send time + the session timeout (the server counts from the last request it
  * received). So a holder that loses contact reports IN_DOUBT at once and LOST once
  * 2/3 of the session timeout have passed since the last proof, which is at least
@@ -432,7 +527,7 @@ static void set_state(zk_lock *lk, ik_hold_state s, const char *why, int tell)
 static void *monitor_thread(void *arg)
 {
     zk_lock *lk = arg;
-    uint64_t seen = 0;
+    uint64_t seen = 0, grant = 0;
     int64_t doubt_since = 0;
     for (;;) {
         ik__zk_session s;
@@ -440,12 +535,20 @@ static void *monitor_thread(void *arg)
         int64_t t = s.timeout_ms;
         ik__zk_session_put(lk->base.be);
 
-        /* wait for an event, or for the next probe or deadline */
+        /* wait for an event, for the next probe or deadline of a grant, or for good */
         pthread_mutex_lock(&lk->mu);
-        int64_t lost_at = lk->proven_ms + t * 2 / 3;
-        int64_t probe_at = lk->probe_inflight ? lost_at : lk->probe_sent_ms + t / 3;
-        int64_t wake = probe_at < lost_at ? probe_at : lost_at;
-        while (!lk->stop && lk->events == seen && mono_ms() < wake) {
+        int held = lk->state == IK_HOLD_HELD || lk->state == IK_HOLD_IN_DOUBT;
+        int64_t wake = -1;
+        if (held) {
+            int64_t lost_at = lk->proven_ms + t * 2 / 3;
+            int64_t probe_at = lk->probe_inflight ? lost_at : lk->probe_sent_ms + t / 4;
+            wake = probe_at < lost_at ? probe_at : lost_at;
+        }
+        while (!lk->stop && lk->events == seen && (wake < 0 || mono_ms() < wake)) {
+            if (wake < 0) {
+                pthread_cond_wait(&lk->cv, &lk->mu);
+                continue;
+            }
             int64_t left = wake - mono_ms();
             struct timespec ts;
             clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -464,6 +567,12 @@ static void *monitor_thread(void *arg)
         int evented = lk->events != seen;
         seen = lk->events;
         ik_hold_state st = lk->state;
+        held = st == IK_HOLD_HELD || st == IK_HOLD_IN_DOUBT;
+        if (held && lk->grant != grant) { /* a new grant */
+            grant = lk->grant;
+            doubt_since = 0;
+        }
+        if (held) lk->mon_busy = 1;
         char node[ZPATH_MAX];
         snprintf(node, sizeof node, "%s", lk->node);
         unsigned gen = lk->gen;
@@ -471,6 +580,9 @@ static void *monitor_thread(void *arg)
         int deleted = lk->own_deleted, gone = lk->probe_gone, inflight = lk->probe_inflight;
         int64_t last_probe = lk->probe_sent_ms;
         pthread_mutex_unlock(&lk->mu);
+
+        delete_pending(lk);
+        if (!held) continue;
 
         int64_t now = mono_ms();
         ik_hold_state next = st;
@@ -498,7 +610,8 @@ static void *monitor_thread(void *arg)
                 next = IK_HOLD_HELD;
                 why = "connection to ZooKeeper restored, same session";
             }
-            probe = !inflight && (evented || now >= last_probe + t / 3 || next == IK_HOLD_IN_DOUBT);
+            probe = !inflight && (now >= last_probe + t / 4 || next == IK_HOLD_IN_DOUBT ||
+                                  (evented && st == IK_HOLD_IN_DOUBT));
         }
         if (probe) {
             pthread_mutex_lock(&lk->mu);
@@ -511,29 +624,27 @@ static void *monitor_thread(void *arg)
                 zoo_awexists(s.zh, node, on_watch, (void *)(uintptr_t)lk->reg, on_probe, data);
             if (zrc != ZOK) {
                 pthread_mutex_lock(&lk->mu);
-                lk->probe_inflight = 0;
+                if (lk->probe_seq == seq) lk->probe_inflight = 0;
                 pthread_mutex_unlock(&lk->mu);
             }
         }
         ik__zk_session_put(lk->base.be);
-        if (next != st) set_state(lk, next, why, 1);
-        if (next == IK_HOLD_LOST) break;
+
+        /* apply, unless the grant was released meanwhile (release waits for mon_busy) */
+        pthread_mutex_lock(&lk->mu);
+        int apply = next != st && lk->grant == grant && lk->state == st;
+        if (apply) {
+            lk->state = next;
+            snprintf(lk->why, sizeof lk->why, "%s", why);
+        }
+        pthread_mutex_unlock(&lk->mu);
+        if (apply) ik__lock_notify(&lk->base, next, why);
+        pthread_mutex_lock(&lk->mu);
+        lk->mon_busy = 0;
+        pthread_cond_broadcast(&lk->cv);
+        pthread_mutex_unlock(&lk->mu);
     }
     return NULL;
-}
-
-static void monitor_stop(zk_lock *lk)
-{
-    pthread_mutex_lock(&lk->mu);
-    int on = lk->monitor_on;
-    lk->stop = 1;
-    pthread_cond_broadcast(&lk->cv);
-    pthread_mutex_unlock(&lk->mu);
-    if (on) pthread_join(lk->monitor, NULL);
-    pthread_mutex_lock(&lk->mu);
-    lk->monitor_on = 0;
-    lk->stop = 0;
-    pthread_mutex_unlock(&lk->mu);
 }
 
 /* ------------------------------------------------------------------------------
@@ -577,19 +688,116 @@ static int zk_lock_init(ik_lock *base)
     return rc;
 }
 
-/* Makes our node on session s (connected). 0 with node set; a ZooKeeper code. */
-static int create_node(zk_lock *lk, const ik__zk_session *s, const char *uuid)
-{
-    int zrc = ensure_dir(lk, s->zh);
-    if (zrc != ZOK) return zrc;
-    char path[ZPATH_MAX], made[ZPATH_MAX];
-    snprintf(path, sizeof path, "%s/_c_%s-%s", lk->dir, uuid, lk->name_part);
+/* Our create and a listing of the children, sent together: ZooKeeper applies one
+ * session's requests in order, so the listing already holds our node, and an
+ * uncontended acquire costs one round trip. */
+typedef struct pipelined {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int left;
+    int crc, lrc;
+    char made[ZPATH_MAX];
     struct Stat st;
-    memset(&st, 0, sizeof st);
-    zrc = zoo_create2(s->zh, path, lk->base.data, (int)strlen(lk->base.data), &lk->node_aclv,
-                      ZOO_EPHEMERAL_SEQUENTIAL, made, sizeof made, &st);
-    if (zrc == ZOK) set_node(lk, made, s->gen, s->id, st.czxid);
-    return zrc;
+    char **names;
+    int count;
+} pipelined;
+
+static void pl_done(pipelined *pl)
+{
+    pthread_mutex_lock(&pl->mu);
+    pl->left--;
+    pthread_cond_broadcast(&pl->cv);
+    pthread_mutex_unlock(&pl->mu);
+}
+
+static void on_created(int zrc, const char *value, const struct Stat *st, const void *data)
+{
+    pipelined *pl = (pipelined *)data;
+    pl->crc = zrc;
+    if (zrc == ZOK && value) snprintf(pl->made, sizeof pl->made, "%s", value);
+    if (zrc == ZOK && st) pl->st = *st;
+    pl_done(pl);
+}
+
+static void on_listed(int zrc, const struct String_vector *sv, const void *data)
+{
+    pipelined *pl = (pipelined *)data;
+    pl->lrc = zrc;
+    if (zrc == ZOK && sv) {
+        pl->names = calloc((size_t)sv->count + 1, sizeof *pl->names);
+        for (int i = 0; pl->names && i < sv->count; i++) {
+            pl->names[i] = strdup(sv->data[i]);
+            if (!pl->names[i]) {
+                pl->lrc = ZSYSTEMERROR;
+                break;
+            }
+            pl->count = i + 1;
+        }
+        if (!pl->names) pl->lrc = ZSYSTEMERROR;
+    }
+    pl_done(pl);
+}
+
+static void free_names(char **v, int n)
+{
+    for (int i = 0; v && i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
+/* Sends the create of our node and the listing; waits for both answers (every
+ * completion of the client comes, with an error at worst). */
+static void create_and_list(zk_lock *lk, const ik__zk_session *s, const char *uuid, pipelined *pl)
+{
+    memset(pl, 0, sizeof *pl);
+    pthread_mutex_init(&pl->mu, NULL);
+    pthread_cond_init(&pl->cv, NULL);
+    char path[ZPATH_MAX];
+    snprintf(path, sizeof path, "%s/_c_%s-%s", lk->dir, uuid, lk->name_part);
+    pl->crc = pl->lrc = ZCONNECTIONLOSS;
+    pl->left = 2;
+    int zrc = zoo_acreate2(s->zh, path, lk->base.data, (int)strlen(lk->base.data), &lk->node_aclv,
+                           ZOO_EPHEMERAL_SEQUENTIAL, on_created, pl);
+    if (zrc != ZOK) {
+        pl->crc = zrc;
+        pl->left--;
+    }
+    zrc = zoo_aget_children(s->zh, lk->dir, 0, on_listed, pl);
+    if (zrc != ZOK) {
+        pl->lrc = zrc;
+        pl->left--;
+    }
+    pthread_mutex_lock(&pl->mu);
+    while (pl->left > 0)
+        pthread_cond_wait(&pl->cv, &pl->mu);
+    pthread_mutex_unlock(&pl->mu);
+    pthread_cond_destroy(&pl->cv);
+    pthread_mutex_destroy(&pl->mu);
+}
+
+/* Whom our node waits for among names: -1 none (we hold it), -2 our node is not
+ * there, else 0 and pred set, *alone = 1 if pred is the only contender ahead of us
+ * that can block us (then we hold once it is gone: a node made later has a larger
+ * sequence, so nobody can join ahead of us). IK_ENOMEM. */
+static int blocker_of(zk_lock *lk, char *const *names, int count, const char *node, char *pred,
+                      size_t len, int *alone)
+{
+    ik__contender *v = calloc((size_t)count + 1, sizeof *v);
+    if (!v) return IK_ENOMEM;
+    size_t n = 0;
+    for (int i = 0; i < count; i++)
+        if (ik__contender_parse(lk->base.kind, names[i], &v[n])) n++;
+    ik__contenders_sort(v, n);
+    int b = ik__contender_blocker(lk->base.kind, v, n, strrchr(node, '/') + 1);
+    if (b >= 0) snprintf(pred, len, "%s/%s", lk->dir, v[b].name);
+    *alone = b == 0;
+    if (b > 0 && lk->base.kind == IK__LOCK_READ) { /* the nearest writer ahead: the only? */
+        *alone = 1;
+        for (int k = 0; k < b; k++)
+            if (v[k].writer) *alone = 0;
+    }
+    free(v);
+    return b >= 0 ? 0 : b;
 }
 
 static int zk_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
@@ -609,6 +817,8 @@ static int zk_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
     new_uuid(uuid);
     int in_doubt = 0; /* a create of this uuid may have happened */
     unsigned doubt_gen = 0;
+    int need_dir = 0; /* the parent was missing */
+    int64_t asked = 0;
     int rc = IK_OK;
     for (;;) {
         uint64_t seen = events_now(lk);
@@ -624,6 +834,7 @@ static int zk_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
         pthread_mutex_unlock(&lk->mu);
         if (rc) break;
 
+        delete_pending(lk); /* an earlier release's delete whose answer was lost */
         ik__zk_session s;
         ik__zk_session_get(base->be, &s);
         if (s.dead) {
@@ -665,21 +876,37 @@ static int zk_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
             if (found == 1) set_node(lk, node, s.gen, s.id, f);
             if (found >= 0) in_doubt = 0;
         }
+        if (zrc == ZOK && need_dir) {
+            zrc = ensure_dir(lk, s.zh);
+            if (zrc == ZOK) need_dir = 0;
+        }
+        char **names = NULL;
+        int count = 0, listed = 0;
         if (zrc == ZOK && !node[0] && !in_doubt) {
-            zrc = create_node(lk, &s, uuid);
-            if (zk_doubtful(zrc)) {
+            pipelined pl;
+            asked = mono_ms();
+            create_and_list(lk, &s, uuid, &pl);
+            zrc = pl.crc;
+            if (zrc == ZOK) {
+                set_node(lk, pl.made, s.gen, s.id, pl.st.czxid);
+                snprintf(node, sizeof node, "%s", pl.made);
+                if (pl.lrc == ZOK) {
+                    names = pl.names;
+                    count = pl.count;
+                    listed = 1;
+                    pl.names = NULL;
+                }
+            } else if (zrc == ZNONODE) {
+                need_dir = 1;
+            } else if (zk_doubtful(zrc)) {
                 in_doubt = 1;
                 doubt_gen = s.gen;
             }
-            if (zrc == ZOK) {
-                pthread_mutex_lock(&lk->mu);
-                snprintf(node, sizeof node, "%s", lk->node);
-                pthread_mutex_unlock(&lk->mu);
-            }
+            free_names(pl.names, pl.count);
         }
         if (zrc != ZOK) {
             ik__zk_session_put(base->be);
-            if (zrc == ZNONODE) continue; /* a container parent was reaped: again */
+            if (zrc == ZNONODE) continue; /* a (container) parent is missing: make it */
             if (zk_doubtful(zrc) || zk_gone(zrc)) {
                 rc = wait_event(lk, seen, deadline, 1);
                 if (rc) break;
@@ -690,27 +917,26 @@ static int zk_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
         }
 
         /* our node exists: who is ahead? */
-        struct String_vector kids = {0, NULL};
-        int64_t asked = mono_ms();
-        zrc = zoo_get_children(s.zh, lk->dir, 0, &kids);
-        int blocker = -2;
-        char pred[ZPATH_MAX] = "";
-        if (zrc == ZOK) {
-            ik__contender *v = calloc((size_t)kids.count + 1, sizeof *v);
-            size_t n = 0;
-            if (!v) {
-                deallocate_String_vector(&kids);
-                ik__zk_session_put(base->be);
-                rc = IK_ENOMEM;
-                break;
+        if (!listed) {
+            struct String_vector kids = {0, NULL};
+            asked = mono_ms();
+            zrc = zoo_get_children(s.zh, lk->dir, 0, &kids);
+            if (zrc == ZOK) {
+                names = kids.data;
+                count = kids.count;
+                kids.data = NULL;
+                kids.count = 0;
             }
-            for (int i = 0; i < kids.count; i++)
-                if (ik__contender_parse(base->kind, kids.data[i], &v[n])) n++;
-            ik__contenders_sort(v, n);
-            blocker = ik__contender_blocker(base->kind, v, n, strrchr(node, '/') + 1);
-            if (blocker >= 0) snprintf(pred, sizeof pred, "%s/%s", lk->dir, v[blocker].name);
-            free(v);
-            deallocate_String_vector(&kids);
+        }
+        char pred[ZPATH_MAX] = "";
+        int alone = 0;
+        int blocker =
+            zrc == ZOK ? blocker_of(lk, names, count, node, pred, sizeof pred, &alone) : -2;
+        free_names(names, count);
+        if (blocker == IK_ENOMEM) {
+            ik__zk_session_put(base->be);
+            rc = IK_ENOMEM;
+            break;
         }
         if (zrc != ZOK && zrc != ZNONODE) {
             ik__zk_session_put(base->be);
@@ -727,11 +953,8 @@ static int zk_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
             set_node(lk, "", 0, 0, 0);
             continue;
         }
-        if (blocker == -1) { /* ours; the monitor's first probe sets a watch on it */
+        if (blocker == -1) { /* ours; the monitor's probes watch it */
             ik__zk_session_put(base->be);
-            pthread_mutex_lock(&lk->mu);
-            lk->proven_ms = asked;
-            pthread_mutex_unlock(&lk->mu);
             break;
         }
         if (timeout_ms == 0) {
@@ -739,11 +962,36 @@ static int zk_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
             rc = IK_EBUSY;
             break;
         }
+        pthread_mutex_lock(&lk->mu);
+        snprintf(lk->pred, sizeof lk->pred, "%s", pred);
+        lk->pred_deleted = 0;
+        pthread_mutex_unlock(&lk->mu);
+        int64_t watched = mono_ms();
         zrc = zoo_wexists(s.zh, pred, on_watch, (void *)(uintptr_t)lk->reg, NULL);
+        unsigned wgen = s.gen;
+        int64_t t = s.timeout_ms;
         ik__zk_session_put(base->be);
-        if (zrc == ZNONODE) continue; /* gone already: look again */
-        rc = wait_event(lk, seen, deadline, 1);
-        if (rc) break;
+        if (zrc != ZNONODE) {
+            if (zrc != ZOK) continue;
+            rc = wait_event(lk, seen, deadline, 1);
+            if (rc) break;
+        }
+        /* Fast hand-over: the one contender ahead of us is gone, so we hold, without
+         * listing again, if the answer to the watch's request is recent enough to
+         * prove our session (else the listing does). */
+        pthread_mutex_lock(&lk->mu);
+        int gone_pred = zrc == ZNONODE || lk->pred_deleted;
+        lk->pred[0] = '\0';
+        pthread_mutex_unlock(&lk->mu);
+        if (alone && gone_pred && mono_ms() - watched < t / 3) {
+            ik__zk_session_get(base->be, &s);
+            int ok = s.connected && !s.dead && s.gen == wgen && s.id == session_of(lk);
+            ik__zk_session_put(base->be);
+            if (ok) {
+                asked = watched;
+                break;
+            }
+        }
     }
 
     if (rc) {
@@ -758,47 +1006,78 @@ static int zk_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
         return rc;
     }
     pthread_mutex_lock(&lk->mu);
-    lk->state = IK_HOLD_HELD;
-    snprintf(lk->why, sizeof lk->why, "held");
-    *fence = lk->fence;
-    lk->stop = 0;
-    lk->own_deleted = 0;
-    lk->probe_gone = 0;
-    lk->probe_inflight = 0;
-    lk->probe_sent_ms = 0; /* the first probe goes at once */
-    lk->monitor_on = pthread_create(&lk->monitor, NULL, monitor_thread, lk) == 0;
+    if (!lk->monitor_on)
+        lk->monitor_on = pthread_create(&lk->monitor, NULL, monitor_thread, lk) == 0;
     int on = lk->monitor_on;
+    if (on) {
+        lk->state = IK_HOLD_HELD;
+        snprintf(lk->why, sizeof lk->why, "held");
+        lk->grant++;
+        *fence = lk->fence;
+        lk->own_deleted = 0;
+        lk->probe_gone = 0;
+        lk->probe_seq++; /* a late answer to an earlier grant's probe is not ours */
+        lk->probe_inflight = 0;
+        lk->proven_ms = asked;         /* the listing that showed us first was sent then */
+        lk->probe_sent_ms = mono_ms(); /* first probe a quarter of the timeout from now */
+        lk->events++;                  /* the monitor sets its timer for this grant */
+        pthread_cond_broadcast(&lk->cv);
+    }
     pthread_mutex_unlock(&lk->mu);
     if (!on) { /* no thread: no way to tell the holder of a loss, so do not hold */
         delete_ours(lk, NULL, 0);
+        set_node(lk, "", 0, 0, 0);
         set_state(lk, IK_HOLD_IDLE, "cannot start a thread", 0);
         return IK_ESYS(EAGAIN);
     }
     return IK_OK;
 }
 
+/* Ends the grant: no callback for it once this returns. The delete of our node is
+ * sent without waiting for its answer (a lost answer is sent again by the monitor
+ * after the reconnect, and ik_lock_destroy waits for it). */
 static int zk_release(ik_lock *base)
 {
     zk_lock *lk = (zk_lock *)base;
     pthread_mutex_lock(&lk->mu);
     ik_hold_state st = lk->state;
+    if (st == IK_HOLD_IDLE || st == IK_HOLD_WAITING) {
+        pthread_mutex_unlock(&lk->mu);
+        return IK_EINVAL;
+    }
+    lk->state = IK_HOLD_IDLE;
+    snprintf(lk->why, sizeof lk->why, "released");
+    lk->grant++;
+    pthread_cond_broadcast(&lk->cv);
+    while (lk->mon_busy)
+        pthread_cond_wait(&lk->cv, &lk->mu);
+    int earlier = lk->del_state != 0;
     pthread_mutex_unlock(&lk->mu);
-    if (st == IK_HOLD_IDLE || st == IK_HOLD_WAITING) return IK_EINVAL;
-    monitor_stop(lk);
-    int rc = IK_OK;
+
     if (st == IK_HOLD_LOST) {
         delete_ours(lk, NULL, 0); /* only if our session turns out to live on */
-        rc = IK_ELOST;
-    } else {
+        set_node(lk, "", 0, 0, 0);
+        return IK_ELOST;
+    }
+    if (earlier) { /* rare: an earlier delete still unanswered; one at a time */
         ik__zk_session s;
         ik__zk_session_get(base->be, &s);
-        int wait = s.timeout_ms + 2000;
+        int64_t wait = s.timeout_ms + 2000;
         ik__zk_session_put(base->be);
-        rc = delete_ours(lk, NULL, wait);
+        delete_settle(lk, wait);
     }
-    set_node(lk, "", 0, 0, 0);
-    set_state(lk, IK_HOLD_IDLE, "released", 0);
-    return rc;
+    pthread_mutex_lock(&lk->mu);
+    snprintf(lk->del_node, sizeof lk->del_node, "%s", lk->node);
+    lk->del_gen = lk->gen;
+    lk->del_session = lk->session;
+    lk->del_state = lk->node[0] ? 2 : 0;
+    lk->node[0] = '\0';
+    lk->gen = 0;
+    lk->session = 0;
+    lk->fence = 0;
+    pthread_mutex_unlock(&lk->mu);
+    delete_pending(lk);
+    return IK_OK;
 }
 
 static void zk_cancel(ik_lock *base, int on)
@@ -842,6 +1121,18 @@ static void zk_lock_fini(ik_lock *base)
     ik_hold_state st = lk->state;
     pthread_mutex_unlock(&lk->mu);
     if (st != IK_HOLD_IDLE && st != IK_HOLD_WAITING) zk_release(base);
+    pthread_mutex_lock(&lk->mu);
+    lk->stop = 1;
+    int on = lk->monitor_on;
+    pthread_cond_broadcast(&lk->cv);
+    pthread_mutex_unlock(&lk->mu);
+    if (on) pthread_join(lk->monitor, NULL);
+    /* our node must not outlive the lock on a live session */
+    ik__zk_session s;
+    ik__zk_session_get(base->be, &s);
+    int64_t wait = s.timeout_ms + 2000;
+    ik__zk_session_put(base->be);
+    delete_settle(lk, wait);
     ik__zk_unlisten(base->be, on_session, (void *)(uintptr_t)lk->reg);
     reg_remove(lk);
     pthread_cond_destroy(&lk->cv);

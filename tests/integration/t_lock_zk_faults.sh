@@ -13,6 +13,8 @@
 #     direct connection) starts its own; exit 125; fences increase
 #  D. --timeout expires while the waiter's connection is dead: it waits for the
 #     reconnect to delete its node, exits 124, and no node of its is left
+#  E. someone deletes the holder's node by hand: the holder is told lost, CMD is
+#     stopped, exit 125
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/zk.sh"
 source "$IK_SRC/tests/interop/build.sh"
@@ -93,6 +95,7 @@ LOCKV=("$IK_BIN" lock --coord "$VIA" --zk-session-timeout 6000)
 b=$!
 IK_PIDS+=($b)
 for ((i = 0; i < 200; i++)); do [ -s "$T/b.pid" ] && break; sleep 0.05; done
+sleep 5 # longer than 2/3 of the session timeout: the holder's probes keep it proven
 proxy down
 t0=$(date +%s%3N)
 wait_grep "in doubt" "$T/b.err" 5 || fail "B: not told in doubt: $(cat "$T/b.err")"
@@ -108,6 +111,20 @@ rc=0
 wait $b || rc=$?
 [ $rc = 143 ] || fail "B: exit $rc after TERM"
 pass "B: connection dropped and back: in doubt at once, held again, CMD kept running"
+
+# ---- B2: the same on a lock's second grant (its monitor carries over) ------------
+IK_INTEROP_SESSION_MS=6000 "${IK_INTEROP[@]}" lock "$VIA" /faults/again 2 "$T/b2.iv" 6000000 "$T/go2" \
+  2>"$T/b2.log" &
+b2=$!
+IK_PIDS+=($b2)
+for ((i = 0; i < 200; i++)); do [ -e "$T/b2.iv" ] && break; sleep 0.05; done
+touch "$T/go2"
+sleep 11 # round 1 (6 s), then 5 s into round 2
+proxy down
+sleep 0.3
+proxy up
+wait $b2 || fail "B2: the second grant did not survive a blip: $(cat "$T/b2.log")"
+pass "B2: a blip 5 s into a lock's second grant: held again (probes prove the session)"
 
 # ---- C: the connection drops for good ------------------------------------------
 S=3000
@@ -158,3 +175,23 @@ left=$(children /t/faults/timeout | wc -l)
 kill -TERM $h
 wait $h 2>/dev/null || true
 pass "D: timeout on a dead connection: exit 124 after the reconnect ($((SECONDS - t0)) s), our node deleted"
+
+# ---- E: the holder's node deleted by hand ---------------------------------------
+"$IK_BIN" lock --coord "$DIRECT" --zk-session-timeout 3000 /faults/deleted -- sleep 60 2>"$T/e.err" &
+e=$!
+IK_PIDS+=($e)
+for ((i = 0; i < 100; i++)); do [ "$(children /t/faults/deleted | wc -l)" = 1 ] && break; sleep 0.05; done
+sleep 1.5 # the holder's first probe (a third of the timeout) sets the watch on its node
+victim=$(children /t/faults/deleted | cut -d' ' -f1)
+t0=$(date +%s%3N)
+ZK_CONNECT=$ZK_CONNECT /usr/bin/python3 -c '
+import logging, os, sys
+logging.basicConfig(level=logging.CRITICAL)
+from kazoo.client import KazooClient
+zk = KazooClient(hosts=os.environ["ZK_CONNECT"]); zk.start(timeout=20); zk.delete(sys.argv[1]); zk.stop()' \
+  "/t/faults/deleted/$victim"
+rc=0
+wait $e || rc=$?
+[ $rc = 125 ] || fail "E: exit $rc after its node was deleted, not 125: $(cat "$T/e.err")"
+grep -q "deleted\|gone" "$T/e.err" || fail "E: no reason: $(cat "$T/e.err")"
+pass "E: node deleted by hand: lost after $(($(date +%s%3N) - t0)) ms, CMD stopped, exit 125"
