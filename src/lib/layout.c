@@ -76,6 +76,11 @@ int ik_layout_check(const ik_layout *l, int64_t now_ms, char *why, size_t why_le
         return ik__fail(IK_ELAYOUT, why, why_len,
                         "epoch %" PRId64 " must lie between 1970 and now", l->epoch_ms);
     int64_t end = ik_layout_end_ms(l);
+    if (end == INT64_MAX)
+        return ik__fail(IK_ELAYOUT, why, why_len,
+                        "%u time bits of %" PRId64 "ms reach past what Unix milliseconds can "
+                        "hold; use fewer time bits",
+                        l->time_bits, l->unit_ms);
     if (end - now_ms < TEN_YEARS_MS) {
         char date[40];
         ik__iso8601(end, date, sizeof date);
@@ -108,7 +113,12 @@ int ik_layout_decode(const ik_layout *l, int64_t id, ik_id_parts *out)
     out->ticks = u >> low;
     out->worker = (uint32_t)((u >> l->seq_bits) & ((UINT64_C(1) << l->worker_bits) - 1));
     out->sequence = (uint32_t)(u & ((UINT64_C(1) << l->seq_bits) - 1));
-    out->time_ms = l->epoch_ms + (int64_t)out->ticks * l->unit_ms;
+    /* saturate: a layout that passed ik_layout_check never gets here, but decode
+     * accepts any layout */
+    if (l->unit_ms <= 0 || out->ticks > (uint64_t)(INT64_MAX - l->epoch_ms) / (uint64_t)l->unit_ms)
+        out->time_ms = INT64_MAX;
+    else
+        out->time_ms = l->epoch_ms + (int64_t)out->ticks * l->unit_ms;
     return IK_OK;
 }
 

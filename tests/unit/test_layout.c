@@ -93,6 +93,7 @@ static void invalid_layouts_rejected_with_reason(void **st)
         {"bits=41/10/12,unit=1s,epoch=2100-01-01", "epoch"},
         {"bits=41/10/12,workers=5-2000", "worker range"},
         {"bits=41/10/12,seq-start=random:4000", "half the sequence"},
+        {"bits=62/0/1,unit=1s", "Unix milliseconds"}, /* 2^62 s overflows int64 ms */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         ik_layout l;
