@@ -6,6 +6,7 @@
  *   BASE/slots/NNNN        persistent: the slot's time record and last holder
  *   BASE/owners/NNNN       ephemeral: the live holder of slot NNNN
  *   BASE/identities/ID     persistent: the slot identity ID took last (stickiness)
+ *   BASE/tags/TAG[/meta]   persistent: tags, the counters (backend_zk_tags.c)
  *
  * A slot is free when it has no owner node, so one listing of BASE/owners tells what
  * is held, whatever the range's size. Taking a slot is one zoo_multi that writes the
@@ -135,6 +136,7 @@ struct zk_backend {
 
     pthread_mutex_t lmu;     /* guards listeners; held while they are called */
     zk_listener *listeners;  /* session events for other modules (ik__zk_listen) */
+    ik__zk_tags *tags;       /* the tag store's state (backend_zk_tags.c) */
 };
 
 /* ------------------------------------------------------------------------------
@@ -1671,6 +1673,7 @@ static void zk_close(ik__backend *be)
         b->listeners = l->next;
         free(l);
     }
+    ik__zk_tags_free(b->tags);
     pthread_mutex_destroy(&b->lmu);
     pthread_rwlock_destroy(&b->life);
     pthread_cond_destroy(&b->cv);
@@ -1712,6 +1715,10 @@ static int zk_open(const char *uri, const ik_coord_options *o, ik__backend **out
     }
     rc = setup_acls(b, why, why_len);
     if (rc) goto fail;
+    if (!(b->tags = ik__zk_tags_new())) {
+        rc = IK_ENOMEM;
+        goto fail;
+    }
     size_t ul = strlen(b->hosts) + strlen(b->chroot) + 6;
     b->uri = malloc(ul);
     if (!b->uri) {
@@ -1775,6 +1782,20 @@ void ik__zk_session_put(ik__backend *be)
     pthread_rwlock_unlock(&((zk_backend *)be)->life);
 }
 
+int ik__zk_wait_connected(ik__backend *be, int64_t ms)
+{
+    zk_backend *b = (zk_backend *)be;
+    pthread_rwlock_rdlock(&b->life);
+    int rc = b->conn ? conn_wait(b, b->conn, ms) : IK_ELOST;
+    pthread_rwlock_unlock(&b->life);
+    return rc;
+}
+
+ik__zk_tags *ik__zk_tags_of(ik__backend *be)
+{
+    return ((zk_backend *)be)->tags;
+}
+
 int ik__zk_listen(ik__backend *be, void (*fn)(void *ctx, unsigned gen, int state), void *ctx)
 {
     zk_backend *b = (zk_backend *)be;
@@ -1816,4 +1837,8 @@ const ik__backend_ops ik__backend_zk_ops = {
     .recover = zk_recover,
     .slots_list = zk_slots_list,
     .session = zk_session_desc,
+    .tag_create = ik__zk_tag_create,
+    .tag_get = ik__zk_tag_get,
+    .tag_list = ik__zk_tag_list,
+    .tag_advance = ik__zk_tag_advance,
 };

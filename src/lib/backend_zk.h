@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "idkeeper.h"
+
 /* The digest ACL id of "user:password": "user:" + base64(sha1("user:password")), as
  * ZooKeeper's DigestAuthenticationProvider computes it. NULL without a ':' or on
  * allocation failure; the caller frees it. */
@@ -87,5 +89,28 @@ int ik__zk_listen(struct ik__backend *be, void (*fn)(void *ctx, unsigned gen, in
                   void *ctx);
 void ik__zk_unlisten(struct ik__backend *be, void (*fn)(void *ctx, unsigned gen, int state),
                      void *ctx);
+
+/* Waits up to ms for the backend's session to be connected (not between
+ * ik__zk_session_get and put). 0: connected; IK_ELOST: the session is dead
+ * (recover() makes a new one); IK_ESTORE: not connected in time. */
+int ik__zk_wait_connected(struct ik__backend *be, int64_t ms);
+
+/* ------------------------------------------------------------------------------
+ * Tags on ZooKeeper (backend_zk_tags.c): the seam's tag_* calls (backend.h) and
+ * their per-backend state, made by zk_open and freed by zk_close.
+ */
+typedef struct ik__zk_tags ik__zk_tags;
+
+ik__zk_tags *ik__zk_tags_new(void);
+void ik__zk_tags_free(ik__zk_tags *t);
+/* The state made for be by ik__zk_tags_new. */
+ik__zk_tags *ik__zk_tags_of(struct ik__backend *be);
+
+int ik__zk_tag_create(struct ik__backend *be, const char *app, const ik_tag_info *t, char *why,
+                      size_t why_len);
+int ik__zk_tag_get(struct ik__backend *be, const char *app, const char *name, ik_tag_info *out);
+int ik__zk_tag_list(struct ik__backend *be, const char *app, ik_tag_info **out, size_t *n);
+int ik__zk_tag_advance(struct ik__backend *be, const char *app, const char *name,
+                       ik_tag_kind kind, int64_t delta, int64_t *first);
 
 #endif

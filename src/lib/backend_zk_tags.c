@@ -1,0 +1,1260 @@
+/* backend_zk_tags.c: tags on ZooKeeper: durable counters advanced by version-checked
+ * setData, with every write's outcome recoverable after a lost answer.
+ *
+ * Node layout (docs/zookeeper.md, "Tags"), BASE = CHROOT/idkeeper/apps/APP:
+ *
+ *   BASE/tags                persistent, no data
+ *   BASE/tags/TAG            persistent: the counter. Bytes 0-7: max_id, big-endian
+ *                            (Curator's DistributedAtomicLong reads exactly these);
+ *                            then text lines: "since=V" and one "w=NONCE:COUNT:MS"
+ *                            per writer of the last 10 minutes (the writer table)
+ *   BASE/tags/TAG/meta       persistent: kind=, start=, step=, created_ms=, made_by=,
+ *                            description= (last: the rest of the data)
+ *
+ * A tag is made by one zoo_multi of both creates. tag_advance reads the counter
+ * (data and version V) and writes max_id + delta at version V: of two servers that
+ * read V, one wins and the other gets ZBADVERSION and reads again (bounded retries
+ * with jitter). So each range [max_id, max_id + delta) is written by exactly one
+ * acknowledged setData: no lock, no duplicate.
+ *
+ * The writer table makes a lost answer decidable. Each backend has a random 64-bit
+ * NONCE and a counter; every write carries the next COUNT and puts "w=NONCE:COUNT"
+ * at the head of the table it read (dropping our older line, and lines whose MS,
+ * the server's mtime of the version that writer read, is 10 minutes older than the
+ * version we read). "since=V" says the table lists every writer of every version
+ * above V: a new node says since=0; a writer that finds no table (another client,
+ * such as Curator, wrote 8 bytes) or has to drop a line because the table is full
+ * sets since to the version it read. When a write made at version V gets no answer
+ * (connection loss, or none before the call's deadline), we read the node again,
+ * at version W, once connected (any session):
+ *
+ *   W == V                    not applied yet: the next write at V fences it (of the
+ *                             two, at most one can apply); PENDING
+ *   W > V, our line's COUNT is that write's
+ *                             applied: the range is ours; APPLIED
+ *   W > V, it is not, since <= V, and W's mtime is less than 9 minutes after V's
+ *                             not applied, and never will be (version V is past);
+ *                             NOT_APPLIED
+ *   anything else             (recreated node, table restarted or pruned) UNKNOWN
+ *
+ * Invariants
+ *   T1. max_id never decreases, and every range handed out lies below it: ranges
+ *       come only from acknowledged version-checked writes that raised it by delta.
+ *   T2. Within one backend, one advance per tag runs at a time (the tag entry's
+ *       mutex), so our line in a tag's table names our latest write to that tag,
+ *       and a doubt is resolved before any later write of ours but the fencing one.
+ *   T3. A range whose write is in doubt is handed out only if it is APPLIED on the
+ *       call that made it. A doubt left open when the call gives up (IK_EINDOUBT) is
+ *       resolved by the next advance of the tag: APPLIED then means a gap, logged on
+ *       stderr as "tag gap tag=T first=A count=K", never a duplicate.
+ *
+ * The state of one tag entry's doubt, and the edges:
+ *
+ *   CLEAR --write without answer--> OPEN (V, first, counts)
+ *   OPEN --read: APPLIED, in the same call--> CLEAR (range returned)
+ *   OPEN --read: APPLIED later / UNKNOWN--> CLEAR (gap logged)
+ *   OPEN --read: NOT_APPLIED--> CLEAR
+ *   OPEN --read: PENDING, fencing write at V acknowledged--> CLEAR
+ *   OPEN --call's deadline, not connected--> OPEN (IK_EINDOUBT; the next call goes on)
+ *
+ * Bounds: a call's budget B is the negotiated session timeout, clamped to 2..10 s.
+ * A call that finds the connection down, with nothing of its own in doubt, gives up
+ * after at most 2 s (IK_ESTORE). A write that loses its answer gets B again, once,
+ * to reconnect and settle it; so no call blocks longer than 2 B.
+ *
+ * Threads: safe from any thread; calls for one tag run one at a time (T2).
+ *
+ * What it deliberately does not do: it never deletes a tag, never rewrites meta,
+ * and never hands out a range it cannot prove it wrote.
+ */
+#include "backend.h"
+#include "backend_zk.h"
+#include "internal.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <zookeeper/zookeeper.h>
+
+#define ZT_PATH_MAX 1024
+#define ZT_DATA_MAX 4096
+#define STRIPES 64
+#define WRITERS_MAX 64
+#define PRUNE_MS (10 * 60 * 1000)   /* table lines older than this go */
+#define TRUST_MS (9 * 60 * 1000)    /* a doubt older than this is UNKNOWN */
+#define DOUBT_WRITES 8              /* writes in doubt at one version, at most */
+#define MAX_CONFLICTS 1000
+
+/* ------------------------------------------------------------------------------
+ * Types
+ */
+typedef struct zt_writer {
+    uint64_t nonce, count;
+    int64_t ms;
+} zt_writer;
+
+/* A counter node as read (or as we wrote it). */
+typedef struct zt_node {
+    int64_t max_id;
+    int version;
+    int64_t czxid, mtime;
+    int has_table;
+    int since;
+    int nw;
+    zt_writer w[WRITERS_MAX];
+} zt_node;
+
+/* Writes whose answers were lost, all made at one version V (T2), so that at most
+ * one of them can have applied, and each would have recorded [first, first + delta). */
+typedef struct zt_doubt {
+    int open;
+    int version;     /* V */
+    int64_t czxid;   /* of the node they were made on */
+    int64_t mtime;   /* mtime of version V */
+    int64_t first;   /* max_id at V */
+    int n;
+    struct {
+        uint64_t count;
+        int64_t delta;
+        int this_call; /* made by the advance running now (APPLIED: hand it out) */
+    } w[DOUBT_WRITES];
+} zt_doubt;
+
+typedef struct zt_tag zt_tag;
+struct zt_tag {
+    zt_tag *next;    /* stripe chain */
+    int refs;        /* under the stripe's mutex */
+    char app[65];
+    char name[IK_TAG_NAME_MAX + 1];
+
+    pthread_mutex_t mu; /* one advance at a time (T2); guards what follows */
+    int have_kind;
+    ik_tag_kind kind;
+    int64_t czxid;      /* of the node the kind was read from */
+    int cached;         /* node is the counter as we last wrote it */
+    int contended;      /* the last advance met another writer: read first */
+    zt_node node;
+    zt_doubt doubt;
+};
+
+struct ik__zk_tags {
+    uint64_t nonce;
+    _Atomic uint64_t count;
+    _Atomic uint64_t rng;
+    struct {
+        pthread_mutex_t mu;
+        zt_tag *tags;
+    } stripe[STRIPES];
+};
+
+/* ------------------------------------------------------------------------------
+ * Per-backend state
+ */
+ik__zk_tags *ik__zk_tags_new(void)
+{
+    ik__zk_tags *t = calloc(1, sizeof *t);
+    if (!t) return NULL;
+    uint64_t r[2];
+    if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) {
+        r[0] = (uint64_t)ik__mono_ns() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)t;
+        r[1] = r[0] * UINT64_C(0x9E3779B97F4A7C15);
+    }
+    t->nonce = r[0] ? r[0] : 1;
+    atomic_init(&t->count, 0);
+    atomic_init(&t->rng, r[1] | 1);
+    for (int i = 0; i < STRIPES; i++) pthread_mutex_init(&t->stripe[i].mu, NULL);
+    return t;
+}
+
+void ik__zk_tags_free(ik__zk_tags *t)
+{
+    if (!t) return;
+    for (int i = 0; i < STRIPES; i++) {
+        for (zt_tag *g = t->stripe[i].tags, *nx; g; g = nx) {
+            nx = g->next;
+            pthread_mutex_destroy(&g->mu);
+            free(g);
+        }
+        pthread_mutex_destroy(&t->stripe[i].mu);
+    }
+    free(t);
+}
+
+static uint64_t rnd(ik__zk_tags *t)
+{
+    /* splitmix64 over an atomic counter: no lock, good enough for jitter */
+    uint64_t z = atomic_fetch_add(&t->rng, UINT64_C(0x9E3779B97F4A7C15));
+    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+    return z ^ (z >> 31);
+}
+
+static unsigned stripe_of(const char *app, const char *name)
+{
+    uint32_t h = 2166136261u;
+    for (const char *s = app; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
+    h = (h ^ '/') * 16777619u;
+    for (const char *s = name; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
+    return h % STRIPES;
+}
+
+/* The entry of (app, name), made if need be, with one more reference. */
+static zt_tag *tag_ref(ik__zk_tags *t, const char *app, const char *name)
+{
+    unsigned k = stripe_of(app, name);
+    pthread_mutex_lock(&t->stripe[k].mu);
+    zt_tag *g;
+    for (g = t->stripe[k].tags; g; g = g->next)
+        if (!strcmp(g->name, name) && !strcmp(g->app, app)) break;
+    if (!g && (g = calloc(1, sizeof *g))) {
+        snprintf(g->app, sizeof g->app, "%s", app);
+        snprintf(g->name, sizeof g->name, "%s", name);
+        pthread_mutex_init(&g->mu, NULL);
+        g->next = t->stripe[k].tags;
+        t->stripe[k].tags = g;
+    }
+    if (g) g->refs++;
+    pthread_mutex_unlock(&t->stripe[k].mu);
+    return g;
+}
+
+/* Drops a reference; forget: the tag does not exist (and nothing is in doubt), so
+ * the entry goes once unused: names that are not tags cost no memory. */
+static void tag_unref(ik__zk_tags *t, zt_tag *g, int forget)
+{
+    unsigned k = stripe_of(g->app, g->name);
+    pthread_mutex_lock(&t->stripe[k].mu);
+    if (--g->refs == 0 && forget) {
+        for (zt_tag **pp = &t->stripe[k].tags; *pp; pp = &(*pp)->next)
+            if (*pp == g) {
+                *pp = g->next;
+                break;
+            }
+        pthread_mutex_destroy(&g->mu);
+        free(g);
+    }
+    pthread_mutex_unlock(&t->stripe[k].mu);
+}
+
+/* ------------------------------------------------------------------------------
+ * Async requests with a bounded wait. A batch holds n requests and is reference
+ * counted (the caller, plus one per request the client still owes an answer), so a
+ * caller that gives up at its deadline returns while the client may still write
+ * into the results.
+ */
+typedef struct zt_batch zt_batch;
+typedef struct zt_req {
+    zt_batch *b;
+    int done, rc;
+    struct Stat st;
+    char *data;                /* aget: a NUL-terminated copy */
+    int len;
+    struct String_vector kids; /* aget_children */
+    zoo_op_t ops[2];           /* amulti */
+    zoo_op_result_t res[2];
+} zt_req;
+
+struct zt_batch {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int refs, left, n;
+    zt_req r[];
+};
+
+static zt_batch *batch_new(int n)
+{
+    zt_batch *b = calloc(1, sizeof *b + (size_t)n * sizeof(zt_req));
+    if (!b) return NULL;
+    pthread_mutex_init(&b->mu, NULL);
+    ik__cond_init_mono(&b->cv);
+    b->refs = 1;
+    b->n = n;
+    for (int i = 0; i < n; i++) b->r[i].b = b;
+    return b;
+}
+
+static void batch_unref_unlock(zt_batch *b)
+{
+    int last = --b->refs == 0;
+    pthread_mutex_unlock(&b->mu);
+    if (!last) return;
+    for (int i = 0; i < b->n; i++) {
+        free(b->r[i].data);
+        deallocate_String_vector(&b->r[i].kids);
+    }
+    pthread_cond_destroy(&b->cv);
+    pthread_mutex_destroy(&b->mu);
+    free(b);
+}
+
+static void batch_put(zt_batch *b)
+{
+    if (!b) return;
+    pthread_mutex_lock(&b->mu);
+    batch_unref_unlock(b);
+}
+
+/* Call before issuing request r; then batch_issued(r, zrc) with what the call returned. */
+static void batch_arm(zt_req *r)
+{
+    pthread_mutex_lock(&r->b->mu);
+    r->b->refs++;
+    r->b->left++;
+    pthread_mutex_unlock(&r->b->mu);
+}
+
+static void req_finish(zt_req *r, int rc)
+{
+    zt_batch *b = r->b;
+    pthread_mutex_lock(&b->mu);
+    r->rc = rc;
+    r->done = 1;
+    b->left--;
+    pthread_cond_broadcast(&b->cv);
+    batch_unref_unlock(b);
+}
+
+/* A request that failed synchronously gets no completion: finish it here. */
+static void batch_issued(zt_req *r, int zrc)
+{
+    if (zrc != ZOK) req_finish(r, zrc);
+}
+
+static void on_data(int rc, const char *value, int len, const struct Stat *st, const void *data)
+{
+    zt_req *r = (zt_req *)data;
+    if (rc == ZOK) {
+        if (st) r->st = *st;
+        if (len < 0) len = 0;
+        r->data = malloc((size_t)len + 1);
+        if (r->data) {
+            if (len) memcpy(r->data, value, (size_t)len);
+            r->data[len] = '\0';
+            r->len = len;
+        } else {
+            rc = ZSYSTEMERROR;
+        }
+    }
+    req_finish(r, rc);
+}
+
+static void on_stat(int rc, const struct Stat *st, const void *data)
+{
+    zt_req *r = (zt_req *)data;
+    if (rc == ZOK && st) r->st = *st;
+    req_finish(r, rc);
+}
+
+static void on_void(int rc, const void *data)
+{
+    req_finish((zt_req *)data, rc);
+}
+
+static void on_kids(int rc, const struct String_vector *v, const void *data)
+{
+    zt_req *r = (zt_req *)data;
+    if (rc == ZOK && v) {
+        /* take a copy: the client frees v after the completion */
+        r->kids.data = calloc(v->count ? (size_t)v->count : 1, sizeof(char *));
+        if (!r->kids.data) {
+            rc = ZSYSTEMERROR;
+        } else {
+            for (int i = 0; i < v->count; i++) {
+                r->kids.data[i] = strdup(v->data[i]);
+                if (!r->kids.data[i]) {
+                    rc = ZSYSTEMERROR;
+                    break;
+                }
+                r->kids.count = i + 1;
+            }
+        }
+    }
+    req_finish(r, rc);
+}
+
+/* Waits until every request of b is answered or the monotonic deadline passes.
+ * 1: all answered. */
+static int batch_wait(zt_batch *b, int64_t deadline_ns)
+{
+    pthread_mutex_lock(&b->mu);
+    while (b->left > 0) {
+        int64_t ms = (deadline_ns - ik__mono_ns() + 999999) / 1000000;
+        if (ms <= 0) break;
+        struct timespec ts;
+        ik__deadline_ts(&ts, ms);
+        pthread_cond_timedwait(&b->cv, &b->mu, &ts);
+    }
+    int all = b->left == 0;
+    pthread_mutex_unlock(&b->mu);
+    return all;
+}
+
+/* ------------------------------------------------------------------------------
+ * Result codes
+ */
+
+/* No answer: the request may or may not have been applied. */
+static int doubtful(int zrc)
+{
+    return zrc == ZCONNECTIONLOSS || zrc == ZOPERATIONTIMEOUT || zrc == ZCLOSING ||
+           zrc == ZSYSTEMERROR || zrc == ZMARSHALLINGERROR;
+}
+
+/* The session is gone (the request was refused, not applied). */
+static int session_gone(int zrc)
+{
+    return zrc == ZSESSIONEXPIRED || zrc == ZINVALIDSTATE || zrc == ZAUTHFAILED ||
+           zrc == ZSESSIONMOVED;
+}
+
+/* ------------------------------------------------------------------------------
+ * Encoding
+ */
+static void put_be64(unsigned char *p, int64_t v)
+{
+    uint64_t u = (uint64_t)v;
+    for (int i = 7; i >= 0; i--, u >>= 8) p[i] = (unsigned char)u;
+}
+
+static int64_t get_be64(const unsigned char *p)
+{
+    uint64_t u = 0;
+    for (int i = 0; i < 8; i++) u = u << 8 | p[i];
+    return (int64_t)u;
+}
+
+/* Strict unsigned decimal or hex (base 16: exactly the digits, no 0x). */
+static int parse_u64(const char *s, size_t n, int base, uint64_t *out)
+{
+    uint64_t v = 0;
+    if (n == 0 || n > (base == 16 ? 16u : 19u)) return -1;
+    for (size_t i = 0; i < n; i++) {
+        int d;
+        if (s[i] >= '0' && s[i] <= '9') d = s[i] - '0';
+        else if (base == 16 && s[i] >= 'a' && s[i] <= 'f') d = s[i] - 'a' + 10;
+        else return -1;
+        v = v * (uint64_t)base + (uint64_t)d;
+    }
+    *out = v;
+    return 0;
+}
+
+/* Counter data into n (version, czxid, mtime left alone). -1 if under 8 bytes. */
+static int parse_counter(const char *d, int len, zt_node *n)
+{
+    if (len < 8) return -1;
+    n->max_id = get_be64((const unsigned char *)d);
+    n->has_table = 0;
+    n->since = 0;
+    n->nw = 0;
+    const char *p = d + 8, *end = d + len;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *le = nl ? nl : end;
+        size_t ll = (size_t)(le - p);
+        uint64_t v;
+        if (ll > 6 && !memcmp(p, "since=", 6)) {
+            if (parse_u64(p + 6, ll - 6, 10, &v) == 0 && v <= INT32_MAX) {
+                n->has_table = 1;
+                n->since = (int)v;
+            }
+        } else if (ll > 2 && !memcmp(p, "w=", 2) && n->nw < WRITERS_MAX) {
+            /* w=NONCE:COUNT:MS */
+            const char *a = p + 2, *c1 = memchr(a, ':', (size_t)(le - a));
+            const char *c2 = c1 ? memchr(c1 + 1, ':', (size_t)(le - c1 - 1)) : NULL;
+            zt_writer w;
+            uint64_t ms;
+            if (c2 && parse_u64(a, (size_t)(c1 - a), 16, &w.nonce) == 0 &&
+                parse_u64(c1 + 1, (size_t)(c2 - c1 - 1), 10, &w.count) == 0 &&
+                parse_u64(c2 + 1, (size_t)(le - c2 - 1), 10, &ms) == 0 && ms <= INT64_MAX) {
+                w.ms = (int64_t)ms;
+                n->w[n->nw++] = w;
+            }
+        }
+        p = nl ? nl + 1 : end;
+    }
+    if (!n->has_table) n->nw = 0; /* lines without since= are not a table we trust */
+    return 0;
+}
+
+/* Counter data of n into buf; its length, or -1 if it does not fit. */
+static int format_counter(char *buf, size_t cap, const zt_node *n)
+{
+    if (cap < 8) return -1;
+    put_be64((unsigned char *)buf, n->max_id);
+    size_t off = 8;
+    int k = snprintf(buf + off, cap - off, "since=%d\n", n->since);
+    if (k < 0 || (size_t)k >= cap - off) return -1;
+    off += (size_t)k;
+    for (int i = 0; i < n->nw; i++) {
+        k = snprintf(buf + off, cap - off, "w=%016" PRIx64 ":%" PRIu64 ":%" PRId64 "\n",
+                     n->w[i].nonce, n->w[i].count, n->w[i].ms);
+        if (k < 0 || (size_t)k >= cap - off) return -1;
+        off += (size_t)k;
+    }
+    return (int)off;
+}
+
+/* The node our write will make from `old` (read at its version, with its mtime):
+ * max_id + delta, our line first, stale lines dropped (see the top of the file). */
+static void next_node(const zt_node *old, uint64_t nonce, uint64_t count, int64_t delta,
+                      zt_node *out)
+{
+    out->max_id = old->max_id + delta;
+    out->has_table = 1;
+    out->since = old->has_table ? old->since : old->version;
+    out->nw = 0;
+    out->w[out->nw++] = (zt_writer){nonce, count, old->mtime};
+    for (int i = 0; old->has_table && i < old->nw; i++) {
+        const zt_writer *w = &old->w[i];
+        if (w->nonce == nonce || w->ms < old->mtime - PRUNE_MS) continue;
+        if (out->nw == WRITERS_MAX) {
+            out->since = old->version; /* the table is complete only from here on */
+            break;
+        }
+        out->w[out->nw++] = *w;
+    }
+}
+
+/* meta: key=value lines, the description last (it takes the rest of the data). */
+static int format_meta(char *buf, size_t cap, const ik_tag_info *t, uint64_t nonce,
+                       uint64_t count)
+{
+    int k = snprintf(buf, cap,
+                     "kind=%s\nstart=%" PRId64 "\nstep=%" PRId64 "\ncreated_ms=%" PRId64
+                     "\nmade_by=%016" PRIx64 ":%" PRIu64 "\ndescription=%s",
+                     ik_tag_kind_name(t->kind), t->start, t->step, t->update_time_ms, nonce, count,
+                     t->description);
+    return k < 0 || (size_t)k >= cap ? -1 : k;
+}
+
+typedef struct zt_meta {
+    int has_kind, has_start, has_step;
+    ik_tag_kind kind;
+    int64_t start, step, created_ms;
+    uint64_t made_nonce, made_count;
+    char description[256];
+} zt_meta;
+
+static void parse_meta(const char *d, int len, zt_meta *m)
+{
+    memset(m, 0, sizeof *m);
+    const char *p = d, *end = d + len;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *le = nl ? nl : end;
+        const char *eq = memchr(p, '=', (size_t)(le - p));
+        if (!eq) {
+            p = nl ? nl + 1 : end;
+            continue;
+        }
+        size_t kl = (size_t)(eq - p), vl = (size_t)(le - eq - 1);
+        const char *v = eq + 1;
+        uint64_t u;
+        if (kl == 11 && !memcmp(p, "description", 11)) {
+            size_t dl = (size_t)(end - v);
+            if (dl >= sizeof m->description) dl = sizeof m->description - 1;
+            memcpy(m->description, v, dl);
+            m->description[dl] = '\0';
+            return;
+        }
+        if (kl == 4 && !memcmp(p, "kind", 4)) {
+            char k[16];
+            if (vl < sizeof k) {
+                memcpy(k, v, vl);
+                k[vl] = '\0';
+                m->has_kind = ik_tag_kind_parse(k, &m->kind) == 0;
+            }
+        } else if (kl == 5 && !memcmp(p, "start", 5) && parse_u64(v, vl, 10, &u) == 0 &&
+                   u <= INT64_MAX) {
+            m->start = (int64_t)u;
+            m->has_start = 1;
+        } else if (kl == 4 && !memcmp(p, "step", 4) && parse_u64(v, vl, 10, &u) == 0 &&
+                   u >= 1 && u <= INT64_MAX) {
+            m->step = (int64_t)u;
+            m->has_step = 1;
+        } else if (kl == 10 && !memcmp(p, "created_ms", 10) && parse_u64(v, vl, 10, &u) == 0 &&
+                   u <= INT64_MAX) {
+            m->created_ms = (int64_t)u;
+        } else if (kl == 7 && !memcmp(p, "made_by", 7)) {
+            const char *c = memchr(v, ':', vl);
+            if (c && parse_u64(v, (size_t)(c - v), 16, &m->made_nonce) == 0)
+                parse_u64(c + 1, (size_t)(le - c - 1), 10, &m->made_count);
+        }
+        p = nl ? nl + 1 : end;
+    }
+}
+
+/* ------------------------------------------------------------------------------
+ * Paths and ACLs
+ */
+static int app_ok(const char *app)
+{
+    return app && ik__valid_name(app, 64) && strcmp(app, ".") && strcmp(app, "..");
+}
+
+static int name_ok(const char *name)
+{
+    return name && ik_tag_name_check(name, NULL, 0) == 0;
+}
+
+/* sub NULL: BASE/tags; "": BASE/tags/NAME; "meta": BASE/tags/NAME/meta. */
+static void tag_path(const ik__zk_session *s, const char *app, const char *name, const char *sub,
+                     char *out, size_t len)
+{
+    if (!name)
+        snprintf(out, len, "%s/idkeeper/apps/%s/tags", s->chroot, app);
+    else
+        snprintf(out, len, "%s/idkeeper/apps/%s/tags/%s%s%s", s->chroot, app, name,
+                 sub && *sub ? "/" : "", sub ? sub : "");
+}
+
+typedef struct zt_acls {
+    struct ACL app[2], shared[2];
+    struct ACL_vector app_v, shared_v;
+} zt_acls;
+
+/* The ACLs of the app's other nodes (backend_zk.c): with --zk-auth the app's digest
+ * has ALL and the world READ (the shared ancestors: READ and CREATE). */
+static void acls_init(zt_acls *a, const ik__zk_session *s)
+{
+    if (!s->digest_id) {
+        a->app_v = ZOO_OPEN_ACL_UNSAFE;
+        a->shared_v = ZOO_OPEN_ACL_UNSAFE;
+        return;
+    }
+    static char digest[] = "digest", world[] = "world", anyone[] = "anyone";
+    char *id = (char *)s->digest_id;
+    a->app[0] = (struct ACL){ZOO_PERM_ALL, {digest, id}};
+    a->app[1] = (struct ACL){ZOO_PERM_READ, {world, anyone}};
+    a->shared[0] = (struct ACL){ZOO_PERM_ALL, {digest, id}};
+    a->shared[1] = (struct ACL){ZOO_PERM_READ | ZOO_PERM_CREATE, {world, anyone}};
+    a->app_v = (struct ACL_vector){2, a->app};
+    a->shared_v = (struct ACL_vector){2, a->shared};
+}
+
+/* ------------------------------------------------------------------------------
+ * Sessions: a connected one, within a deadline
+ */
+
+/* How long a call waits for a connection that is down when it has nothing in doubt. */
+static int64_t connect_wait_ms(const ik__zk_session *s)
+{
+    return s->timeout_ms > 2000 ? 2000 : s->timeout_ms;
+}
+
+/* A call's whole budget: the negotiated session timeout, 2 to 10 s. */
+static int64_t budget_ms(const ik__zk_session *s)
+{
+    int64_t t = s->timeout_ms;
+    return t < 2000 ? 2000 : t > 10000 ? 10000 : t;
+}
+
+static int64_t session_budget_ms(ik__backend *be, int64_t *connect_ms)
+{
+    ik__zk_session s;
+    ik__zk_session_get(be, &s);
+    int64_t b = budget_ms(&s);
+    *connect_ms = connect_wait_ms(&s);
+    ik__zk_session_put(be);
+    return b;
+}
+
+/* Borrows a connected session, waiting for it (and making a new one if the old one
+ * is dead) until the monotonic deadline. 0 with s borrowed (ik__zk_session_put
+ * after), or IK_ESTORE (nothing borrowed). */
+static int session_connected(ik__backend *be, ik__zk_session *s, int64_t deadline_ns)
+{
+    for (;;) {
+        ik__zk_session_get(be, s);
+        if (s->connected) return IK_OK;
+        int dead = s->dead;
+        ik__zk_session_put(be);
+        int64_t left = (deadline_ns - ik__mono_ns()) / 1000000;
+        if (left <= 0) return IK_ESTORE;
+        if (dead) {
+            if (be->ops->recover(be, NULL, 0) != IK_OK) {
+                struct timespec ts = {0, 50 * 1000000};
+                nanosleep(&ts, NULL);
+            }
+            continue;
+        }
+        int rc = ik__zk_wait_connected(be, left);
+        if (rc == IK_ESTORE) return IK_ESTORE;
+        /* IK_OK or IK_ELOST: look again (recover if dead) */
+    }
+}
+
+/* ------------------------------------------------------------------------------
+ * Reading a tag
+ */
+
+/* Reads the counter (and meta if want_meta) of name, pipelined, until the deadline.
+ * ZOK with n (and m) filled; ZNONODE; a doubtful code if no answer came in time;
+ * ZAPIERROR if the counter is not a counter (under 8 bytes). Borrowed session s. */
+static int read_tag(const ik__zk_session *s, const char *app, const char *name, int want_meta,
+                    zt_node *n, zt_meta *m, int64_t deadline_ns)
+{
+    char path[ZT_PATH_MAX];
+    zt_batch *b = batch_new(2);
+    if (!b) return ZSYSTEMERROR;
+    int k = want_meta ? 2 : 1;
+    for (int i = 0; i < k; i++) {
+        tag_path(s, app, name, i ? "meta" : "", path, sizeof path);
+        batch_arm(&b->r[i]);
+        batch_issued(&b->r[i], zoo_aget(s->zh, path, 0, on_data, &b->r[i]));
+    }
+    int zrc;
+    if (!batch_wait(b, deadline_ns)) {
+        zrc = ZOPERATIONTIMEOUT;
+    } else {
+        zrc = b->r[0].rc;
+        if (zrc == ZOK) {
+            if (parse_counter(b->r[0].data, b->r[0].len, n) != 0) {
+                zrc = ZAPIERROR;
+            } else {
+                n->version = b->r[0].st.version;
+                n->czxid = b->r[0].st.czxid;
+                n->mtime = b->r[0].st.mtime;
+            }
+        }
+        if (zrc == ZOK && want_meta) {
+            zrc = b->r[1].rc;
+            if (zrc == ZOK) parse_meta(b->r[1].data, b->r[1].len, m);
+        }
+    }
+    batch_put(b);
+    return zrc;
+}
+
+static int meta_ok(const zt_meta *m)
+{
+    return m->has_kind && m->has_start && m->has_step;
+}
+
+static void fill_info(ik_tag_info *out, const char *name, const zt_node *n, const zt_meta *m)
+{
+    memset(out, 0, sizeof *out);
+    snprintf(out->name, sizeof out->name, "%s", name);
+    out->kind = m->kind;
+    out->start = m->start;
+    out->step = m->step;
+    out->max_id = n->max_id;
+    out->update_time_ms = n->mtime;
+    snprintf(out->description, sizeof out->description, "%s", m->description);
+}
+
+int ik__zk_tag_get(ik__backend *be, const char *app, const char *name, ik_tag_info *out)
+{
+    if (!app_ok(app) || !name_ok(name) || !out) return IK_EINVAL;
+    int64_t connect_ms, budget = session_budget_ms(be, &connect_ms);
+    int64_t t0 = ik__mono_ns();
+    int64_t deadline = t0 + budget * 1000000;
+    int rc;
+    for (;;) {
+        ik__zk_session s;
+        int64_t dl = t0 + connect_ms * 1000000;
+        if (session_connected(be, &s, dl < deadline ? dl : deadline)) return IK_ESTORE;
+        zt_node n;
+        zt_meta m;
+        int zrc = read_tag(&s, app, name, 1, &n, &m, deadline);
+        ik__zk_session_put(be);
+        if (zrc == ZOK) {
+            if (!meta_ok(&m)) return IK_ENOTFOUND; /* a node that is not an idkeeper tag */
+            fill_info(out, name, &n, &m);
+            return IK_OK;
+        }
+        if (zrc == ZNONODE) return IK_ENOTFOUND;
+        if (zrc == ZAPIERROR) return IK_ENOTFOUND;
+        if ((doubtful(zrc) || session_gone(zrc)) && ik__mono_ns() < deadline) {
+            t0 = ik__mono_ns(); /* a fresh connect wait after a drop */
+            continue;
+        }
+        rc = IK_ESTORE;
+        break;
+    }
+    return rc;
+}
+
+static int cmp_info(const void *a, const void *b)
+{
+    return strcmp(((const ik_tag_info *)a)->name, ((const ik_tag_info *)b)->name);
+}
+
+/* One pass of tag_list on a connected session: a ZooKeeper code. */
+static int list_pass(const ik__zk_session *s, const char *app, ik_tag_info **out, size_t *n_out,
+                     int64_t deadline)
+{
+    char path[ZT_PATH_MAX];
+    tag_path(s, app, NULL, NULL, path, sizeof path);
+    zt_batch *kb = batch_new(1);
+    if (!kb) return ZSYSTEMERROR;
+    batch_arm(&kb->r[0]);
+    batch_issued(&kb->r[0], zoo_aget_children(s->zh, path, 0, on_kids, &kb->r[0]));
+    if (!batch_wait(kb, deadline)) {
+        batch_put(kb);
+        return ZOPERATIONTIMEOUT;
+    }
+    int zrc = kb->r[0].rc;
+    if (zrc == ZNONODE) { /* no tag made yet */
+        batch_put(kb);
+        *out = NULL;
+        *n_out = 0;
+        return ZOK;
+    }
+    if (zrc != ZOK) {
+        batch_put(kb);
+        return zrc;
+    }
+    const struct String_vector *kids = &kb->r[0].kids;
+    int nk = kids->count;
+    zt_batch *b = batch_new(nk * 2 + 1);
+    ik_tag_info *v = calloc(nk ? (size_t)nk : 1, sizeof *v);
+    if (!b || !v) {
+        batch_put(b);
+        batch_put(kb);
+        free(v);
+        return ZSYSTEMERROR;
+    }
+    for (int i = 0; i < nk; i++) {
+        for (int j = 0; j < 2; j++) {
+            zt_req *r = &b->r[2 * i + j];
+            if (!name_ok(kids->data[i])) { /* not a tag name: skip */
+                r->done = 1;
+                r->rc = ZNONODE;
+                continue;
+            }
+            tag_path(s, app, kids->data[i], j ? "meta" : "", path, sizeof path);
+            batch_arm(r);
+            batch_issued(r, zoo_aget(s->zh, path, 0, on_data, r));
+        }
+    }
+    size_t n = 0;
+    if (!batch_wait(b, deadline)) {
+        zrc = ZOPERATIONTIMEOUT;
+    } else {
+        for (int i = 0; i < nk && zrc == ZOK; i++) {
+            zt_req *c = &b->r[2 * i], *mr = &b->r[2 * i + 1];
+            if (c->rc == ZNONODE || mr->rc == ZNONODE) continue; /* gone, or not a tag */
+            if (c->rc != ZOK) zrc = c->rc;
+            else if (mr->rc != ZOK) zrc = mr->rc;
+            if (zrc != ZOK) break;
+            zt_node nd;
+            zt_meta m;
+            if (parse_counter(c->data, c->len, &nd) != 0) continue;
+            nd.mtime = c->st.mtime;
+            parse_meta(mr->data, mr->len, &m);
+            if (!meta_ok(&m)) continue;
+            fill_info(&v[n++], kids->data[i], &nd, &m);
+        }
+    }
+    batch_put(b);
+    batch_put(kb);
+    if (zrc != ZOK) {
+        free(v);
+        return zrc;
+    }
+    qsort(v, n, sizeof *v, cmp_info);
+    *out = v;
+    *n_out = n;
+    return ZOK;
+}
+
+int ik__zk_tag_list(ik__backend *be, const char *app, ik_tag_info **out, size_t *n_out)
+{
+    if (!app_ok(app) || !out || !n_out) return IK_EINVAL;
+    *out = NULL;
+    *n_out = 0;
+    int64_t connect_ms, budget = session_budget_ms(be, &connect_ms);
+    int64_t t0 = ik__mono_ns(), deadline = t0 + budget * 1000000;
+    for (;;) {
+        ik__zk_session s;
+        int64_t dl = t0 + connect_ms * 1000000;
+        if (session_connected(be, &s, dl < deadline ? dl : deadline)) return IK_ESTORE;
+        int zrc = list_pass(&s, app, out, n_out, deadline);
+        ik__zk_session_put(be);
+        if (zrc == ZOK) return IK_OK;
+        if (zrc == ZSYSTEMERROR) return IK_ENOMEM;
+        if ((doubtful(zrc) || session_gone(zrc)) && ik__mono_ns() < deadline) {
+            t0 = ik__mono_ns();
+            continue;
+        }
+        return IK_ESTORE;
+    }
+}
+
+/* ------------------------------------------------------------------------------
+ * Creating a tag: one zoo_multi of the counter and its meta
+ */
+
+/* Creates the missing ancestors of BASE/tags: the shared ones (chroot, /idkeeper,
+ * /idkeeper/apps) with the shared ACL, BASE and BASE/tags with the app's. */
+static int ensure_tags_dir(const ik__zk_session *s, const zt_acls *a, const char *app)
+{
+    char dir[ZT_PATH_MAX], p[ZT_PATH_MAX];
+    tag_path(s, app, NULL, NULL, dir, sizeof dir);
+    int zrc = zoo_exists(s->zh, dir, 0, NULL);
+    if (zrc != ZNONODE) return zrc;
+    size_t shared_end = strlen(s->chroot) + strlen("/idkeeper/apps");
+    for (const char *c = strchr(dir + 1, '/');; c = strchr(c + 1, '/')) {
+        size_t n = c ? (size_t)(c - dir) : strlen(dir);
+        memcpy(p, dir, n);
+        p[n] = '\0';
+        zrc = zoo_create(s->zh, p, NULL, -1, n <= shared_end ? &a->shared_v : &a->app_v,
+                         ZOO_PERSISTENT, NULL, 0);
+        if (zrc != ZOK && zrc != ZNODEEXISTS) return zrc;
+        if (!c) break;
+    }
+    return ZOK;
+}
+
+int ik__zk_tag_create(ik__backend *be, const char *app, const ik_tag_info *t, char *why,
+                      size_t why_len)
+{
+    if (!app_ok(app) || !t || !name_ok(t->name)) return ik__fail(IK_EINVAL, why, why_len, "bad app or tag name");
+    ik__zk_tags *zt = ik__zk_tags_of(be);
+    uint64_t count = atomic_fetch_add(&zt->count, 1) + 1;
+    char meta[ZT_DATA_MAX], counter[64];
+    zt_node n0;
+    memset(&n0, 0, sizeof n0);
+    n0.max_id = t->max_id;
+    n0.has_table = 1;
+    n0.since = 0; /* a new node: every write of it will be in its table */
+    int mlen = format_meta(meta, sizeof meta, t, zt->nonce, count);
+    int clen = format_counter(counter, sizeof counter, &n0);
+    if (mlen < 0 || clen < 0) return ik__fail(IK_EINVAL, why, why_len, "tag data too long");
+
+    int64_t connect_ms, budget = session_budget_ms(be, &connect_ms);
+    int64_t t0 = ik__mono_ns(), deadline = t0 + budget * 1000000;
+    int in_doubt = 0;
+    for (;;) {
+        ik__zk_session s;
+        int64_t dl = in_doubt ? deadline : t0 + connect_ms * 1000000;
+        if (session_connected(be, &s, dl < deadline ? dl : deadline)) break;
+        zt_acls a;
+        acls_init(&a, &s);
+        char cpath[ZT_PATH_MAX], mpath[ZT_PATH_MAX];
+        tag_path(&s, app, t->name, "", cpath, sizeof cpath);
+        tag_path(&s, app, t->name, "meta", mpath, sizeof mpath);
+        int zrc = ZOK;
+        if (in_doubt) {
+            /* did our multi apply? meta names its maker */
+            zt_node n;
+            zt_meta m;
+            zrc = read_tag(&s, app, t->name, 1, &n, &m, deadline);
+            if (zrc == ZOK) {
+                ik__zk_session_put(be);
+                if (m.made_nonce == zt->nonce && m.made_count == count) return IK_OK;
+                return ik__fail(IK_EEXIST, why, why_len, "tag %s exists already", t->name);
+            }
+            /* ZNONODE: not made; a create made at the same time by a late copy of
+             * ours would make the next one fail with ZNODEEXISTS, then read as ours */
+        }
+        if (zrc == ZOK || zrc == ZNONODE) zrc = ensure_tags_dir(&s, &a, app);
+        zt_batch *b = NULL;
+        if (zrc == ZOK && !(b = batch_new(1))) zrc = ZSYSTEMERROR;
+        if (zrc == ZOK) {
+            zt_req *r = &b->r[0];
+            zoo_create_op_init(&r->ops[0], cpath, counter, clen, &a.app_v, ZOO_PERSISTENT, NULL, 0);
+            zoo_create_op_init(&r->ops[1], mpath, meta, mlen, &a.app_v, ZOO_PERSISTENT, NULL, 0);
+            batch_arm(r);
+            batch_issued(r, zoo_amulti(s.zh, 2, r->ops, r->res, on_void, r));
+            zrc = batch_wait(b, deadline) ? r->rc : ZOPERATIONTIMEOUT;
+            if (zrc != ZOK && !doubtful(zrc))
+                for (int i = 0; i < 2; i++)
+                    if (r->res[i].err != ZOK && r->res[i].err != ZRUNTIMEINCONSISTENCY) {
+                        zrc = r->res[i].err;
+                        break;
+                    }
+        }
+        batch_put(b);
+        ik__zk_session_put(be);
+        if (zrc == ZOK) return IK_OK;
+        if (zrc == ZNODEEXISTS) {
+            if (!in_doubt) return ik__fail(IK_EEXIST, why, why_len, "tag %s exists already", t->name);
+            continue; /* ours, made by the write in doubt? read it */
+        }
+        if (zrc == ZNOAUTH)
+            return ik__fail(IK_ESTORE, why, why_len,
+                            "not authorized to create tag %s (nodes made with other credentials? "
+                            "check --zk-auth)",
+                            t->name);
+        if (doubtful(zrc) || session_gone(zrc)) {
+            if (doubtful(zrc)) in_doubt = 1;
+            if (ik__mono_ns() < deadline) {
+                t0 = ik__mono_ns();
+                continue;
+            }
+            break;
+        }
+        return ik__fail(IK_ESTORE, why, why_len, "cannot create tag %s: %s", t->name, zerror(zrc));
+    }
+    if (in_doubt)
+        return ik__fail(IK_EINDOUBT, why, why_len,
+                        "ZooKeeper did not confirm the creation of tag %s: check with tags show",
+                        t->name);
+    return ik__fail(IK_ESTORE, why, why_len, "ZooKeeper is unreachable");
+}
+
+/* ------------------------------------------------------------------------------
+ * Advancing a tag
+ */
+enum { APPLIED, NOT_APPLIED, PENDING, UNKNOWN };
+
+/* What became of the writes in doubt, given the node read now (top of the file);
+ * APPLIED with *which, the one that did. */
+static int resolve(const zt_doubt *d, const zt_node *n, uint64_t nonce, int *which)
+{
+    if (n->czxid != d->czxid || n->version < d->version) return UNKNOWN;
+    if (n->version == d->version) return PENDING;
+    if (!n->has_table || n->since > d->version || n->mtime - d->mtime >= TRUST_MS) return UNKNOWN;
+    for (int i = 0; i < n->nw; i++) {
+        if (n->w[i].nonce != nonce) continue;
+        for (int j = 0; j < d->n; j++)
+            if (n->w[i].count == d->w[j].count) {
+                *which = j;
+                return APPLIED;
+            }
+        return NOT_APPLIED;
+    }
+    return NOT_APPLIED;
+}
+
+/* 1 if a write of the running call is in doubt (it must then end in IK_EINDOUBT
+ * unless that is settled). */
+static int doubt_mine(const zt_doubt *d)
+{
+    for (int i = 0; d->open && i < d->n; i++)
+        if (d->w[i].this_call) return 1;
+    return 0;
+}
+
+/* IK_EINDOUBT if a write of this call is in doubt, else rc. */
+static int outcome(const zt_doubt *d, int rc)
+{
+    return doubt_mine(d) ? IK_EINDOUBT : rc;
+}
+
+static void log_gap(const zt_tag *g, int64_t first, int64_t count, const char *what)
+{
+    fprintf(stderr,
+            "idkeeper: tag gap tag=%s first=%" PRId64 " count=%" PRId64
+            " (app %s: a write whose answer was lost %s; these IDs are never handed out)\n",
+            g->name, first, count, g->app, what);
+}
+
+/* A doubt of the running call, settled by reading the node (now at version now). */
+static void log_settled(const zt_tag *g, const zt_doubt *d, int64_t count, int now,
+                        const char *what)
+{
+    fprintf(stderr,
+            "idkeeper: tag doubt settled tag=%s first=%" PRId64 " count=%" PRId64
+            " version=%d now=%d (app %s): the write whose answer was lost %s\n",
+            g->name, d->first, count, d->version, now, g->app, what);
+}
+
+/* Closes the doubt, logging the range it may have recorded (UNKNOWN). */
+static void doubt_unknown(const zt_tag *g, zt_doubt *d, const char *what)
+{
+    int64_t most = 0;
+    for (int i = 0; i < d->n; i++)
+        if (d->w[i].delta > most) most = d->w[i].delta;
+    if (d->n) log_gap(g, d->first, most, what);
+    d->open = 0;
+}
+
+/* Records a write made at node n (version V) that got no answer. 0, or -1 if no
+ * more fit (the caller gives up: IK_EINDOUBT). */
+static int doubt_add(zt_doubt *d, const zt_node *n, int64_t delta, uint64_t count)
+{
+    if (d->open && (d->version != n->version || d->czxid != n->czxid))
+        return -1; /* cannot happen (T2): a doubt is settled before another version */
+    if (!d->open) {
+        memset(d, 0, sizeof *d);
+        d->open = 1;
+        d->version = n->version;
+        d->czxid = n->czxid;
+        d->mtime = n->mtime;
+        d->first = n->max_id;
+    }
+    if (d->n == DOUBT_WRITES) return -1;
+    d->w[d->n].count = count;
+    d->w[d->n].delta = delta;
+    d->w[d->n].this_call = 1;
+    d->n++;
+    return 0;
+}
+
+/* One advance of g (its mutex held). See the top of the file. */
+static int advance_locked(ik__backend *be, ik__zk_tags *zt, zt_tag *g, ik_tag_kind kind,
+                          int64_t delta, int64_t *first)
+{
+    zt_doubt *d = &g->doubt;
+    for (int i = 0; i < d->n; i++) d->w[i].this_call = 0; /* an earlier call's doubt */
+    int64_t connect_ms, budget = session_budget_ms(be, &connect_ms);
+    int64_t t0 = ik__mono_ns(), deadline = t0 + budget * 1000000;
+    int conflicts = 0, extended = 0;
+    for (;;) {
+        /* a connection: up to 2 s, or the whole budget to settle our own doubt */
+        ik__zk_session s;
+        int64_t dl = doubt_mine(d) ? deadline : t0 + connect_ms * 1000000;
+        if (session_connected(be, &s, dl < deadline ? dl : deadline)) return outcome(d, IK_ESTORE);
+
+        /* the node as it is now, unless what we wrote last is surely still it */
+        if (!g->cached || g->contended || d->open || !g->have_kind) {
+            zt_node n;
+            zt_meta m;
+            int want_meta = !g->have_kind;
+            int zrc = read_tag(&s, g->app, g->name, want_meta, &n, &m, deadline);
+            ik__zk_session_put(be);
+            if (zrc == ZOK && !want_meta && n.czxid != g->czxid) {
+                g->have_kind = 0; /* the node was made again: its kind may differ */
+                g->cached = 0;
+                continue;
+            }
+            if (zrc == ZOK && want_meta) {
+                if (!meta_ok(&m)) zrc = ZNONODE; /* a node that is not an idkeeper tag */
+                g->have_kind = zrc == ZOK;
+                g->kind = m.kind;
+                g->czxid = n.czxid;
+            }
+            if (zrc != ZOK) {
+                g->cached = 0;
+                if ((doubtful(zrc) || session_gone(zrc)) && ik__mono_ns() < deadline) {
+                    t0 = ik__mono_ns();
+                    continue;
+                }
+                if (zrc != ZNONODE && zrc != ZAPIERROR) return outcome(d, IK_ESTORE);
+                g->have_kind = 0;
+                if (doubt_mine(d)) return IK_EINDOUBT;
+                if (d->open) doubt_unknown(g, d, "may have been recorded before the tag went");
+                return IK_ENOTFOUND;
+            }
+            g->node = n;
+            g->cached = 1;
+            if (d->open) {
+                int j = 0, r = resolve(d, &n, zt->nonce, &j);
+                if (r == APPLIED && d->w[j].this_call) { /* ours, answer lost: still ours */
+                    log_settled(g, d, d->w[j].delta, n.version, "landed: handed out");
+                    *first = d->first;
+                    d->open = 0;
+                    g->contended = n.version != d->version + 1;
+                    return IK_OK;
+                }
+                if (r == APPLIED) {
+                    log_gap(g, d->first, d->w[j].delta, "was recorded");
+                    d->open = 0;
+                } else if (r == UNKNOWN) {
+                    doubt_unknown(g, d, "may have been recorded (cannot tell)");
+                } else if (r == NOT_APPLIED) {
+                    log_settled(g, d, d->w[d->n - 1].delta, n.version,
+                                doubt_mine(d) ? "did not land"
+                                              : "did not land (after its call gave up)");
+                    d->open = 0;
+                } /* PENDING: the write below, at the same version, fences them */
+            }
+        } else {
+            ik__zk_session_put(be);
+        }
+        if (g->kind != kind) return outcome(d, IK_EKIND);
+        const zt_node *cur = &g->node;
+        if (cur->max_id < 0) return outcome(d, IK_ESTORE);
+        if (cur->max_id > INT64_MAX - delta) return outcome(d, IK_ERANGE);
+
+        /* the write: max_id + delta at the version read, our line first */
+        uint64_t count = atomic_fetch_add(&zt->count, 1) + 1;
+        zt_node nx;
+        next_node(cur, zt->nonce, count, delta, &nx);
+        char *buf = malloc(ZT_DATA_MAX);
+        zt_batch *b = batch_new(1);
+        int len = buf ? format_counter(buf, ZT_DATA_MAX, &nx) : -1;
+        if (!b || len < 0) {
+            batch_put(b);
+            free(buf);
+            return outcome(d, buf && b ? IK_ESTORE : IK_ENOMEM);
+        }
+        if (session_connected(be, &s, deadline)) {
+            batch_put(b);
+            free(buf);
+            return outcome(d, IK_ESTORE);
+        }
+        char path[ZT_PATH_MAX];
+        tag_path(&s, g->app, g->name, "", path, sizeof path);
+        zt_req *r = &b->r[0];
+        batch_arm(r);
+        int sent = zoo_aset(s.zh, path, buf, len, cur->version, on_stat, r);
+        batch_issued(r, sent);
+        free(buf); /* the client copied it into its send queue */
+        int zrc = batch_wait(b, deadline) ? r->rc : ZOPERATIONTIMEOUT;
+        struct Stat st = r->st;
+        batch_put(b);
+        ik__zk_session_put(be);
+
+        if (zrc == ZOK) {
+            *first = cur->max_id;
+            nx.version = st.version;
+            nx.czxid = st.czxid;
+            nx.mtime = st.mtime;
+            g->node = nx;
+            g->cached = 1;
+            g->contended = conflicts > 0;
+            d->open = 0; /* a fencing write at V won: the writes in doubt never apply */
+            return IK_OK;
+        }
+        g->cached = 0;
+        if (zrc == ZBADVERSION) { /* another writer (or a late copy of ours) was first */
+            g->contended = 1;
+            if (++conflicts >= MAX_CONFLICTS || ik__mono_ns() >= deadline)
+                return outcome(d, IK_ESTORE);
+            if (conflicts > 1) { /* jitter, so that contenders do not move in step */
+                int64_t cap_us = 200 * (conflicts < 10 ? conflicts : 10);
+                struct timespec ts = {0, (long)(rnd(zt) % (uint64_t)cap_us) * 1000};
+                nanosleep(&ts, NULL);
+            }
+            continue;
+        }
+        if (zrc == ZNONODE) {
+            g->have_kind = 0;
+            if (doubt_mine(d)) return IK_EINDOUBT;
+            d->open = 0;
+            return IK_ENOTFOUND;
+        }
+        if (sent != ZOK || session_gone(zrc)) { /* never sent, or refused: not applied */
+            if (ik__mono_ns() >= deadline) return outcome(d, IK_ESTORE);
+            t0 = ik__mono_ns();
+            continue;
+        }
+        if (doubtful(zrc)) {
+            if (doubt_add(d, cur, delta, count) != 0) return IK_EINDOUBT;
+            t0 = ik__mono_ns();
+            if (!extended) { /* settling it gets a budget of its own, once */
+                extended = 1;
+                if (deadline < t0 + budget * 1000000) deadline = t0 + budget * 1000000;
+            }
+            continue;
+        }
+        return outcome(d, IK_ESTORE); /* ZNOAUTH and the like */
+    }
+}
+
+int ik__zk_tag_advance(ik__backend *be, const char *app, const char *name, ik_tag_kind kind,
+                       int64_t delta, int64_t *first)
+{
+    if (!app_ok(app) || !name_ok(name) || delta <= 0 || !first) return IK_EINVAL;
+    ik__zk_tags *zt = ik__zk_tags_of(be);
+    zt_tag *g = tag_ref(zt, app, name);
+    if (!g) return IK_ENOMEM;
+    pthread_mutex_lock(&g->mu);
+    int rc = advance_locked(be, zt, g, kind, delta, first);
+    int forget = rc == IK_ENOTFOUND && !g->doubt.open;
+    pthread_mutex_unlock(&g->mu);
+    tag_unref(zt, g, forget);
+    return rc;
+}
