@@ -72,7 +72,9 @@ typedef struct zk_lock {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     /* under mu */
-    uint64_t events; /* bumped by every watch and session event */
+    uint64_t events;  /* bumped by every watch, session event and answer (cv) */
+    uint64_t mevents; /* bumped by what the monitor must look at (mcv) */
+    pthread_cond_t mcv;
     int cancel;
     ik_hold_state state;
     char node[ZPATH_MAX]; /* our node's full path, "" if none */
@@ -107,7 +109,7 @@ typedef struct zk_lock {
 /* ------------------------------------------------------------------------------
  * The registry (Z2)
  */
-static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_rwlock_t reg_rw = PTHREAD_RWLOCK_INITIALIZER; /* read: callbacks */
 static struct {
     uint64_t id;
     zk_lock *lk;
@@ -117,12 +119,12 @@ static uint64_t reg_next = 1;
 
 static int reg_add(zk_lock *lk)
 {
-    pthread_mutex_lock(&reg_mu);
+    pthread_rwlock_wrlock(&reg_rw);
     if (reg_n == reg_cap) {
         size_t nc = reg_cap ? reg_cap * 2 : 16;
         void *nv = realloc(reg_v, nc * sizeof *reg_v);
         if (!nv) {
-            pthread_mutex_unlock(&reg_mu);
+            pthread_rwlock_unlock(&reg_rw);
             return IK_ENOMEM;
         }
         reg_v = nv;
@@ -132,38 +134,43 @@ static int reg_add(zk_lock *lk)
     reg_v[reg_n].id = lk->reg;
     reg_v[reg_n].lk = lk;
     reg_n++;
-    pthread_mutex_unlock(&reg_mu);
+    pthread_rwlock_unlock(&reg_rw);
     return IK_OK;
 }
 
 static void reg_remove(zk_lock *lk)
 {
-    pthread_mutex_lock(&reg_mu);
+    pthread_rwlock_wrlock(&reg_rw);
     for (size_t i = 0; i < reg_n; i++)
         if (reg_v[i].id == lk->reg) {
             reg_v[i] = reg_v[--reg_n];
             break;
         }
-    pthread_mutex_unlock(&reg_mu);
+    pthread_rwlock_unlock(&reg_rw);
 }
 
 /* Bumps the events of the lock registered as id (if it still is). */
-static void reg_poke(uint64_t id, const char *deleted_path)
+static void reg_poke(uint64_t id, const char *deleted_path, int session_event)
 {
-    pthread_mutex_lock(&reg_mu);
+    pthread_rwlock_rdlock(&reg_rw);
     for (size_t i = 0; i < reg_n; i++) {
         if (reg_v[i].id != id) continue;
         zk_lock *lk = reg_v[i].lk;
         pthread_mutex_lock(&lk->mu);
         lk->events++;
-        if (deleted_path && lk->node[0] && strcmp(deleted_path, lk->node) == 0) lk->own_deleted = 1;
+        int mine = deleted_path && lk->node[0] && strcmp(deleted_path, lk->node) == 0;
+        if (mine) lk->own_deleted = 1;
         if (deleted_path && lk->pred[0] && strcmp(deleted_path, lk->pred) == 0)
             lk->pred_deleted = 1;
         pthread_cond_broadcast(&lk->cv);
+        if (mine || session_event) { /* the monitor's business too */
+            lk->mevents++;
+            pthread_cond_signal(&lk->mcv);
+        }
         pthread_mutex_unlock(&lk->mu);
         break;
     }
-    pthread_mutex_unlock(&reg_mu);
+    pthread_rwlock_unlock(&reg_rw);
 }
 
 /* The answer of a probe: its data is (registry id << 20 | probe seq). */
@@ -171,7 +178,7 @@ static void on_probe(int zrc, const struct Stat *st, const void *data)
 {
     uint64_t v = (uint64_t)(uintptr_t)data, id = v >> 20;
     uint32_t seq = (uint32_t)(v & 0xfffff);
-    pthread_mutex_lock(&reg_mu);
+    pthread_rwlock_rdlock(&reg_rw);
     for (size_t i = 0; i < reg_n; i++) {
         if (reg_v[i].id != id) continue;
         zk_lock *lk = reg_v[i].lk;
@@ -185,12 +192,12 @@ static void on_probe(int zrc, const struct Stat *st, const void *data)
             else if (zrc == ZSESSIONEXPIRED || zrc == ZAUTHFAILED || zrc == ZSESSIONMOVED)
                 lk->probe_gone = 1;
         }
-        lk->events++;
-        pthread_cond_broadcast(&lk->cv);
+        lk->mevents++;
+        pthread_cond_signal(&lk->mcv);
         pthread_mutex_unlock(&lk->mu);
         break;
     }
-    pthread_mutex_unlock(&reg_mu);
+    pthread_rwlock_unlock(&reg_rw);
 }
 
 /* The answer of a release's delete: its data is (registry id << 20 | del seq). */
@@ -198,7 +205,7 @@ static void on_deleted(int zrc, const void *data)
 {
     uint64_t v = (uint64_t)(uintptr_t)data, id = v >> 20;
     uint32_t seq = (uint32_t)(v & 0xfffff);
-    pthread_mutex_lock(&reg_mu);
+    pthread_rwlock_rdlock(&reg_rw);
     for (size_t i = 0; i < reg_n; i++) {
         if (reg_v[i].id != id) continue;
         zk_lock *lk = reg_v[i].lk;
@@ -206,27 +213,32 @@ static void on_deleted(int zrc, const void *data)
         if (lk->del_state == 1 && (lk->del_seq & 0xfffff) == seq) {
             /* lost answer: send it again once connected; else done (or hopeless) */
             lk->del_state = zrc == ZCONNECTIONLOSS || zrc == ZOPERATIONTIMEOUT ? 2 : 0;
+            if (lk->del_state == 2) { /* the monitor sends it again */
+                lk->mevents++;
+                pthread_cond_signal(&lk->mcv);
+            }
         }
-        lk->events++;
+        lk->events++; /* delete_settle */
         pthread_cond_broadcast(&lk->cv);
         pthread_mutex_unlock(&lk->mu);
         break;
     }
-    pthread_mutex_unlock(&reg_mu);
+    pthread_rwlock_unlock(&reg_rw);
 }
 
 static void on_watch(zhandle_t *zh, int type, int state, const char *path, void *ctx)
 {
     (void)zh;
     (void)state;
-    reg_poke((uint64_t)(uintptr_t)ctx, type == ZOO_DELETED_EVENT ? path : NULL);
+    reg_poke((uint64_t)(uintptr_t)ctx, type == ZOO_DELETED_EVENT ? path : NULL,
+             type == ZOO_SESSION_EVENT);
 }
 
 static void on_session(void *ctx, unsigned gen, int state)
 {
     (void)gen;
     (void)state;
-    reg_poke((uint64_t)(uintptr_t)ctx, NULL);
+    reg_poke((uint64_t)(uintptr_t)ctx, NULL, 1);
 }
 
 /* ------------------------------------------------------------------------------
@@ -538,17 +550,13 @@ static void *monitor_thread(void *arg)
         /* wait for an event, for the next probe or deadline of a grant, or for good */
         pthread_mutex_lock(&lk->mu);
         int held = lk->state == IK_HOLD_HELD || lk->state == IK_HOLD_IN_DOUBT;
-        int64_t wake = -1;
+        int64_t wake = mono_ms() + t / 4; /* idle: look for a new grant now and then */
         if (held) {
             int64_t lost_at = lk->proven_ms + t * 2 / 3;
             int64_t probe_at = lk->probe_inflight ? lost_at : lk->probe_sent_ms + t / 4;
             wake = probe_at < lost_at ? probe_at : lost_at;
         }
-        while (!lk->stop && lk->events == seen && (wake < 0 || mono_ms() < wake)) {
-            if (wake < 0) {
-                pthread_cond_wait(&lk->cv, &lk->mu);
-                continue;
-            }
+        while (!lk->stop && lk->mevents == seen && mono_ms() < wake) {
             int64_t left = wake - mono_ms();
             struct timespec ts;
             clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -558,14 +566,14 @@ static void *monitor_thread(void *arg)
                 ts.tv_sec++;
                 ts.tv_nsec -= 1000000000;
             }
-            pthread_cond_timedwait(&lk->cv, &lk->mu, &ts);
+            pthread_cond_timedwait(&lk->mcv, &lk->mu, &ts);
         }
         if (lk->stop) {
             pthread_mutex_unlock(&lk->mu);
             break;
         }
-        int evented = lk->events != seen;
-        seen = lk->events;
+        int evented = lk->mevents != seen;
+        seen = lk->mevents;
         ik_hold_state st = lk->state;
         held = st == IK_HOLD_HELD || st == IK_HOLD_IN_DOUBT;
         if (held && lk->grant != grant) { /* a new grant */
@@ -678,10 +686,12 @@ static int zk_lock_init(ik_lock *base)
     if (n < 0 || (size_t)n + 128 >= sizeof lk->dir) return IK_EINVAL;
     pthread_mutex_init(&lk->mu, NULL);
     cond_init_mono(&lk->cv);
+    cond_init_mono(&lk->mcv);
     int rc = reg_add(lk);
     if (rc == 0) rc = ik__zk_listen(base->be, on_session, (void *)(uintptr_t)lk->reg);
     if (rc) {
         reg_remove(lk);
+        pthread_cond_destroy(&lk->mcv);
         pthread_cond_destroy(&lk->cv);
         pthread_mutex_destroy(&lk->mu);
     }
@@ -1020,8 +1030,8 @@ static int zk_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
         lk->probe_inflight = 0;
         lk->proven_ms = asked;         /* the listing that showed us first was sent then */
         lk->probe_sent_ms = mono_ms(); /* first probe a quarter of the timeout from now */
-        lk->events++;                  /* the monitor sets its timer for this grant */
-        pthread_cond_broadcast(&lk->cv);
+        /* the monitor finds this grant within a quarter of the timeout (its idle nap),
+         * or at once on a session event */
     }
     pthread_mutex_unlock(&lk->mu);
     if (!on) { /* no thread: no way to tell the holder of a loss, so do not hold */
@@ -1048,7 +1058,6 @@ static int zk_release(ik_lock *base)
     lk->state = IK_HOLD_IDLE;
     snprintf(lk->why, sizeof lk->why, "released");
     lk->grant++;
-    pthread_cond_broadcast(&lk->cv);
     while (lk->mon_busy)
         pthread_cond_wait(&lk->cv, &lk->mu);
     int earlier = lk->del_state != 0;
@@ -1124,7 +1133,7 @@ static void zk_lock_fini(ik_lock *base)
     pthread_mutex_lock(&lk->mu);
     lk->stop = 1;
     int on = lk->monitor_on;
-    pthread_cond_broadcast(&lk->cv);
+    pthread_cond_broadcast(&lk->mcv);
     pthread_mutex_unlock(&lk->mu);
     if (on) pthread_join(lk->monitor, NULL);
     /* our node must not outlive the lock on a live session */
@@ -1135,6 +1144,7 @@ static void zk_lock_fini(ik_lock *base)
     delete_settle(lk, wait);
     ik__zk_unlisten(base->be, on_session, (void *)(uintptr_t)lk->reg);
     reg_remove(lk);
+    pthread_cond_destroy(&lk->mcv);
     pthread_cond_destroy(&lk->cv);
     pthread_mutex_destroy(&lk->mu);
 }
