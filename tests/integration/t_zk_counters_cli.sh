@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# labels: zk counters cli interop
+# timeout: 240
+# Tags on zk:// through the CLI and as other ZooKeeper clients see them:
+#   - idkeeper tags add/list/show --coord zk://...: text and JSON, exit 3 for a
+#     duplicate (nothing changed), 4 for a missing tag, apps as namespaces, 8
+#     concurrent adds of one name (one zoo_multi each: one wins, seven exit 3);
+#   - the node layout of docs/zookeeper.md, read with kazoo: TAG's first 8 bytes are
+#     max_id big-endian, then "since=" and the writer table; TAG/meta holds kind,
+#     start, step, made_by and the description;
+#   - Apache Curator's DistributedAtomicLong reads max_id from the node, and its
+#     add() (which rewrites the node as 8 bytes) is followed by daemons that go on
+#     above it, the writer table restarting at Curator's version;
+#   - with --zk-auth the tag nodes carry the app's digest ACL: anyone may read, a
+#     client without the credentials cannot change max_id, and a CLI with other
+#     credentials cannot add a tag to the app.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/zk.sh"
+source "$(dirname "$0")/zk_counters.sh"
+source "$IK_SRC/tests/interop/build.sh"
+
+C=(--coord "$DATA")
+ik() { "$IK_BIN" "$@"; }
+expect_fail() { # CODE WHAT CMD...: exits CODE, one line on stderr holding WHAT
+  local code=$1 what=$2 rc=0
+  shift 2
+  "$@" >"$T/out" 2>"$T/err" || rc=$?
+  [ "$rc" -eq "$code" ] || fail "$* exited $rc, not $code: $(cat "$T/err")"
+  [ ! -s "$T/out" ] || fail "$* printed on stdout: $(head -c 200 "$T/out")"
+  [ "$(wc -l <"$T/err")" -eq 1 ] || fail "$* printed $(wc -l <"$T/err") lines on stderr: $(cat "$T/err")"
+  grep -qF -- "$what" "$T/err" || fail "$*: stderr lacks '$what': $(cat "$T/err")"
+}
+# node PATH: "VERSION" then the data (repr of the bytes after 8), and the max_id
+node() {
+  ZK_CONNECT=$ZK_CONNECT /usr/bin/python3 - "$1" <<'PY'
+import logging, os, struct, sys
+logging.basicConfig(level=logging.CRITICAL)
+from kazoo.client import KazooClient
+zk = KazooClient(hosts=os.environ["ZK_CONNECT"], timeout=10)
+zk.start(timeout=20)
+data, st = zk.get(sys.argv[1])
+if sys.argv[1].endswith("/meta"):
+    print(data.decode())
+else:
+    print("max_id=%d" % struct.unpack(">q", data[:8])[0])
+    print("version=%d" % st.version)
+    print(data[8:].decode(), end="")
+zk.stop()
+PY
+}
+
+# ---- add, show, list ---------------------------------------------------------------
+before_ms=$(date +%s%3N)
+ik tags add orders --kind segment --description 'web shop orders' "${C[@]}" >"$T/add" || fail "add orders"
+grep -qx 'kind: *segment' "$T/add" && grep -qx 'start: *1' "$T/add" && grep -qx 'step: *1000' "$T/add" &&
+  grep -qx 'max_id: *1' "$T/add" && grep -qx 'description: *web shop orders' "$T/add" ||
+  fail "add printed: $(cat "$T/add")"
+ik tags add invoices --kind sequence --start 1000 --json "${C[@]}" >"$T/add.json" || fail "add invoices"
+jq -e '.tag == "invoices" and .kind == "sequence" and .start == "1000" and .step == 1 and
+       .max_id == "1000"' "$T/add.json" >/dev/null || fail "add --json: $(cat "$T/add.json")"
+ik tags add big.step:v2 --kind segment --start 0 --step 1000000 "${C[@]}" >/dev/null || fail "add big.step:v2"
+ik tags show orders "${C[@]}" >"$T/show" || fail "show orders"
+cmp -s "$T/add" "$T/show" || fail "show differs from add: $(diff "$T/add" "$T/show")"
+ik tags show invoices --json "${C[@]}" >"$T/show.json" || fail "show --json"
+jq -e --argjson t "$before_ms" '.kind == "sequence" and .update_time_ms >= $t - 2000' "$T/show.json" >/dev/null ||
+  fail "show --json: $(cat "$T/show.json")"
+ik tags list "${C[@]}" >"$T/list" || fail "list"
+[ "$(tail -n +2 "$T/list" | awk '{print $1}' | tr '\n' ' ')" = "big.step:v2 invoices orders " ] ||
+  fail "list: not the three tags by name: $(cat "$T/list")"
+ik tags list --json "${C[@]}" | jq -e '[.tags[].tag] == ["big.step:v2", "invoices", "orders"]' >/dev/null ||
+  fail "list --json"
+ik tags list "${C[@]}" --app other | wc -l | grep -qx 1 || fail "app 'other' is not empty"
+ik tags add orders --kind sequence "${C[@]}" --app other >/dev/null || fail "same name in another app"
+ik tags show orders --json "${C[@]}" | jq -e '.kind == "segment"' >/dev/null || fail "app 'other' changed 'default'"
+pass "add, show and list on zk://, text and JSON; apps are separate namespaces"
+
+ik tags list --json "${C[@]}" >"$T/before.json"
+expect_fail 3 "tag 'orders' exists already in app 'default'" ik tags add orders --kind sequence --start 5 "${C[@]}"
+expect_fail 4 "no tag 'nosuch' in app 'default'" ik tags show nosuch "${C[@]}"
+ik tags list --json "${C[@]}" >"$T/after.json"
+cmp -s "$T/before.json" "$T/after.json" || fail "a refused add changed the store"
+pass "duplicate add exits 3 and changes nothing; a missing tag exits 4"
+
+racers=()
+for i in $(seq 1 8); do
+  (rc=0; ik tags add race --kind segment --start "$i" "${C[@]}" >/dev/null 2>"$T/race.$i.err" || rc=$?
+   echo "$rc" >"$T/race.$i.rc") &
+  racers+=($!)
+done
+wait "${racers[@]}" # not a bare wait: ZooKeeper runs in the background too
+codes=$(cat "$T"/race.*.rc | sort | uniq -c | awk '{print $2 "x" $1}' | tr '\n' ' ')
+[ "$codes" = "0x1 3x7 " ] || fail "8 concurrent adds of one name: exit codes $codes"
+winner=$(grep -lx 0 "$T"/race.*.rc | sed 's/.*race\.\([0-9]*\)\.rc/\1/')
+ik tags show race --json "${C[@]}" | jq -e --arg s "$winner" '.start == $s' >/dev/null ||
+  fail "the stored tag is not the winner's (start $winner)"
+pass "8 concurrent adds of one name: one exits 0, seven exit 3"
+
+# ---- the node layout -------------------------------------------------------------------
+B=$(app_base)/tags
+node "$B/invoices/meta" >"$T/meta"
+grep -qx 'kind=sequence' "$T/meta" && grep -qx 'start=1000' "$T/meta" && grep -qx 'step=1' "$T/meta" &&
+  grep -q '^made_by=[0-9a-f]\{16\}:[0-9]*$' "$T/meta" && grep -qx 'description=' "$T/meta" ||
+  fail "meta: $(cat "$T/meta")"
+node "$B/invoices" >"$T/n0"
+grep -qx 'max_id=1000' "$T/n0" && grep -qx 'version=0' "$T/n0" && grep -qx 'since=0' "$T/n0" ||
+  fail "a new counter node: $(cat "$T/n0")"
+zk_fleet 2
+for s in s1 s2; do curl -fsS "$(url $s)/v1/sequence/invoices?count=10" >/dev/null; done
+node "$B/invoices" >"$T/n1"
+grep -qx 'max_id=1020' "$T/n1" && grep -qx 'version=2' "$T/n1" && grep -qx 'since=0' "$T/n1" &&
+  [ "$(grep -c '^w=[0-9a-f]\{16\}:[0-9]*:[0-9]*$' "$T/n1")" = 2 ] || fail "after two advances: $(cat "$T/n1")"
+pass "layout: meta $(tr '\n' ' ' <"$T/meta"); counter after 2 advances: $(tr '\n' ' ' <"$T/n1")"
+
+# ---- Curator's DistributedAtomicLong on the same node ------------------------------------
+command -v javac >/dev/null || fail "no javac"
+mkdir -p "$T/classes"
+javac -nowarn -d "$T/classes" -cp "$CURATOR_CP" "$IK_SRC/tests/interop/CuratorCounter.java" 2>"$T/javac.log" ||
+  fail "javac failed: $(cat "$T/javac.log")"
+CC=(java -Xmx128m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -cp "$T/classes:$CURATOR_CP" CuratorCounter)
+got=$("${CC[@]}" get "$ZK_CONNECT" "$B/invoices" 2>"$T/cc.log") || fail "Curator get: $(cat "$T/cc.log")"
+[ "$got" = 1020 ] || fail "Curator reads $got, max_id is 1020"
+got=$("${CC[@]}" add "$ZK_CONNECT" "$B/invoices" 5 2>"$T/cc.log") || fail "Curator add: $(cat "$T/cc.log")"
+[ "$got" = "1020 1025" ] || fail "Curator add 5: $got"
+node "$B/invoices" >"$T/n2"
+grep -qx 'max_id=1025' "$T/n2" && grep -qx 'version=3' "$T/n2" && [ "$(wc -l <"$T/n2")" = 2 ] ||
+  fail "after Curator's add: $(cat "$T/n2")"
+ids=$(curl -fsS "$(url s2)/v1/sequence/invoices?count=3&format=text" | tr '\n' ' ')
+[ "$ids" = "1025 1026 1027 " ] || fail "after Curator's add s2 answered $ids"
+node "$B/invoices" >"$T/n3"
+grep -qx 'since=3' "$T/n3" || fail "the writer table did not restart at Curator's version: $(cat "$T/n3")"
+[ "$(tag_field s1 invoices max_id)" = 1028 ] || fail "max_id after all: $(tag_field s1 invoices max_id)"
+pass "Curator reads max_id 1020, adds 5 (1025, data now 8 bytes); the daemons go on at 1025, table since=3"
+for s in s1 s2; do stop_clean $s; done
+
+# ---- ACLs with --zk-auth -----------------------------------------------------------------
+A=(--coord "$(zk_uri secure)" --zk-auth app:s3cret)
+ik tags add paid --kind sequence "${A[@]}" >/dev/null || fail "add with --zk-auth"
+SB=/secure/idkeeper/apps/default/tags
+acl=$(zk_tool acl "$SB/paid")
+jq -e 'length == 2 and (map(select(.scheme == "digest" and .perms == 31)) | length == 1) and
+       (map(select(.scheme == "world" and .perms == 1)) | length == 1)' <<<"$acl" >/dev/null ||
+  fail "ACL of the tag node: $acl"
+zk_tool acl "$SB/paid/meta" | jq -e 'map(select(.scheme == "world")) | .[0].perms == 1' >/dev/null ||
+  fail "ACL of meta: $(zk_tool acl "$SB/paid/meta")"
+[ "$(zk_tool set "$SB/paid" xxxxxxxx)" = noauth ] || fail "a client without credentials changed max_id"
+[ "$(zk_tool delete "$SB/paid/meta")" = noauth ] || fail "a client without credentials deleted meta"
+ik tags show paid "${A[@]}" >/dev/null || fail "show with the credentials"
+ik tags show paid --coord "$(zk_uri secure)" >/dev/null || fail "show without credentials (world may read)"
+expect_fail 1 "not authorized" ik tags add other --kind segment --coord "$(zk_uri secure)" --zk-auth intruder:x
+pass "--zk-auth: tag nodes are digest ALL + world READ; others can read, not write or add"
