@@ -18,26 +18,49 @@ export IK_BIN=${IK_BIN:-$build/idkeeper} IK_BUILD=$build IK_SRC=$(cd "$here/.." 
 source "$here/../tests/integration/lib.sh"
 source "$here/../tests/integration/zk.sh"
 source "$here/../tests/interop/build.sh"
-SECS=${SECS:-5}
+SECS=${SECS:-3}
+RUNS=${RUNS:-5}
 
 zk_start_standalone
 interop_build_c
 interop_build_java
 uri=$(zk_uri bench)
-c_bench() { "${IK_INTEROP[@]}" bench-lock "$uri" "$1" "$2" "$3" | awk '{print $2}'; }
-j_bench() { "${CURATOR[@]}" bench-mutex "$ZK_CONNECT" "/bench/j$1" "$2" "$3" 2>/dev/null | awk '{print $2}'; }
+# one run: "cycles_per_s cpu_us_per_cycle" (client process CPU, user + sys)
+c_bench() {
+  /usr/bin/time -f "%U %S" -o "$T/time" "${IK_INTEROP[@]}" bench-lock "$uri" "$1" "$2" "$3" >"$T/out"
+  cpu_per_cycle "$(awk '{print $2}' "$T/out")" "$3"
+}
+j_bench() {
+  /usr/bin/time -f "%U %S" -o "$T/time" "${CURATOR[@]}" bench-mutex "$ZK_CONNECT" "/bench/j$1" "$2" "$3" \
+    >"$T/out" 2>/dev/null
+  cpu_per_cycle "$(awk '{print $2}' "$T/out")" "$3"
+}
+cpu_per_cycle() { # RATE SECS: prints RATE and the CPU µs per cycle (start-up included)
+  awk -v r="$1" -v s="$2" '{ printf "%d %d\n", r, ($1 + $2) * 1e6 / (r * (s + 1)) }' "$T/time"
+}
+median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 ratio() { echo "scale=2; $1 / $2" | bc; }
 
 c_bench /warm 2 2 >/dev/null
 j_bench /warm 2 2 >/dev/null
-echo "ZooKeeper $(zk_4lw 1 srvr | sed -n 's/^Zookeeper version: \([^-,]*\).*/\1/p') standalone on loopback; $(nproc) cores; each figure over $SECS s"
+echo "ZooKeeper $(zk_4lw 1 srvr | sed -n 's/^Zookeeper version: \([^-,]*\).*/\1/p') standalone on loopback; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "each figure: the median of $RUNS runs of $SECS s, idkeeper and Curator alternating"
 for n in 1 4; do
-  c=$(c_bench /m$n $n "$SECS")
-  j=$(j_bench /m$n $n "$SECS")
-  printf 'lock acquire+release, %d client(s): idkeeper %6s/s  Curator InterProcessMutex %6s/s  ratio %s\n' \
-    "$n" "$c" "$j" "$(ratio "$c" "$j")"
+  : >"$T/c.$n"
+  : >"$T/j.$n"
+  for ((r = 0; r < RUNS; r++)); do
+    c_bench "/m$n.$r" $n "$SECS" >>"$T/c.$n"
+    j_bench "/m$n.$r" $n "$SECS" >>"$T/j.$n"
+  done
+  c=$(cut -d' ' -f1 "$T/c.$n" | median)
+  j=$(cut -d' ' -f1 "$T/j.$n" | median)
+  cc=$(cut -d' ' -f2 "$T/c.$n" | median)
+  jc=$(cut -d' ' -f2 "$T/j.$n" | median)
+  printf 'lock acquire+release, %d client(s): idkeeper %5s/s  Curator InterProcessMutex %5s/s  ratio %s  (client CPU per cycle: %s us vs %s us; all runs: %s | %s)\n' \
+    "$n" "$c" "$j" "$(ratio "$c" "$j")" "$cc" "$jc" "$(cut -d' ' -f1 "$T/c.$n" | tr '\n' ' ')" \
+    "$(cut -d' ' -f1 "$T/j.$n" | tr '\n' ' ')"
 done
 read -r _ cm cp <<<"$("${IK_INTEROP[@]}" bench-handover "$uri" /h 50)"
 read -r _ jm jp <<<"$("${CURATOR[@]}" bench-handover "$ZK_CONNECT" /bench/hj 50 2>/dev/null)"
-printf 'leader hand-over after resign (median, p90): idkeeper %s ms, %s ms  Curator LeaderLatch %s ms, %s ms  ratio %s\n' \
+printf 'leader hand-over after resign (median, p90 of 50): idkeeper %s ms, %s ms  Curator LeaderLatch %s ms, %s ms  ratio %s\n' \
   "$cm" "$cp" "$jm" "$jp" "$(ratio "$jm" "$cm")"
