@@ -447,14 +447,15 @@ IK_EXTERN int ik_sequence_next_wait(ik_sequence *s, const char *tag, size_t n, i
  *
  *   IDLE --acquire / campaign--> WAITING --granted--> HELD
  *   HELD --connection lost--> IN_DOUBT --same session back--> HELD
- *   HELD, IN_DOUBT --session expired, node deleted, or in doubt longer than the
- *                   session timeout--> LOST
+ *   HELD, IN_DOUBT --session expired, our node deleted, or no answer from the
+ *                   server for 2/3 of the session timeout--> LOST
  *   any --release / resign--> IDLE
  *
  * IN_DOUBT: the holder may have lost it and must not start anything it guards;
- * someone else may hold it soon (once the session expires). LOST: certainly not
- * held any more; someone else may hold it now. A lock is never reported HELD on a
- * session that is known dead. On local: a grant cannot be lost while the process
+ * someone else may hold it soon (once the session expires). LOST: treat it as
+ * gone and stop; it comes at least 1/3 of the session timeout before the server
+ * can expire a session it lost contact with, so someone else may hold it soon or
+ * already. A lock is never reported HELD on a session that is known dead. On local: a grant cannot be lost while the process
  * lives (the kernel keeps the flock), so IN_DOUBT and LOST never happen there.
  */
 typedef enum ik_hold_state {
@@ -504,8 +505,9 @@ typedef struct ik_lock ik_lock;
  * outlive the lock. IK_EINVAL for a bad path. */
 IK_EXTERN int ik_lock_create(ik_coord *c, const char *path, const ik_lock_options *o,
                              ik_lock **out);
-/* Releases the lock if held and frees lk. Accepts NULL. Must not be called on the
- * halves of an ik_rwlock (ik_rwlock_destroy frees them). */
+/* Releases the lock if held and frees lk. On zk:// it waits (at most one session
+ * timeout) for the deletion of our node to be confirmed. Accepts NULL. Must not be
+ * called on the halves of an ik_rwlock (ik_rwlock_destroy frees them). */
 IK_EXTERN void ik_lock_destroy(ik_lock *lk);
 
 /* Waits for the lock: timeout_ms -1 forever, 0 try once, else at most that long.
@@ -516,9 +518,11 @@ IK_EXTERN void ik_lock_destroy(ik_lock *lk);
  * waited for (a LOST grant is cleaned up first, as by ik_lock_release). IK_ESTORE:
  * the backend failed (local: a file could not be made). */
 IK_EXTERN int ik_lock_acquire(ik_lock *lk, int64_t timeout_ms, int64_t *fence);
-/* Gives the lock up (removes our node or ticket). 0; IK_ELOST if the grant was
- * lost before (nothing more to do); IK_EINDOUBT if the removal could not be
- * confirmed (zk://: the node goes when the session ends); IK_EINVAL if not held. */
+/* Gives the lock up: no callback for this grant once it returns. 0; IK_ELOST if the
+ * grant was lost before (nothing more to do); IK_EINVAL if not held. On zk:// the
+ * deletion of our node is sent, not waited for: this session's later requests come
+ * after it, the next contender is told by ZooKeeper, and a lost answer is sent
+ * again after the reconnect (until the session ends, which deletes the node too). */
 IK_EXTERN int ik_lock_release(ik_lock *lk);
 /* Makes the acquire in progress, or else the next one, return IK_ECLOSED soon.
  * Safe from any thread (not from a signal handler). */
@@ -568,8 +572,9 @@ IK_EXTERN int ik_election_campaign(ik_election *e);
  * HELD callback may still be running, or about to run, when this returns. */
 IK_EXTERN int ik_election_await(ik_election *e, int64_t timeout_ms);
 /* Stops campaigning and gives leadership up (our node or ticket is removed, so the
- * next candidate leads at once); returns when done. No callback. 0, or IK_EINVAL
- * if not campaigning. */
+ * next candidate leads at once); returns once the election's thread has ended and
+ * the removal is sent, as ik_lock_release. No callback. 0, or IK_EINVAL if not
+ * campaigning. */
 IK_EXTERN int ik_election_resign(ik_election *e);
 IK_EXTERN ik_hold_state ik_election_state(ik_election *e);
 /* fence: a token that strictly increases with each leadership grant on the path. */
