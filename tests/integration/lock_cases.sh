@@ -9,6 +9,8 @@
 #   case_timeout               --timeout gives up with 124, leaves nothing of ours
 #   case_exit_codes            CMD's code passes through; 127/126; signals forwarded
 #   case_idkeeper_killed       idkeeper killed -9: CMD dies with it, the lock is free
+#   case_signal_wait           SIGTERM while waiting: exit 143 at once, CMD never ran,
+#                              nothing of ours left
 #   case_elect_one_leader N    N candidates: exactly one CMD runs at a time; the
 #                              leader's idkeeper killed -9 -> another leads within
 #                              KILL_TAKEOVER_MS; a leader whose CMD exits -> another
@@ -123,6 +125,29 @@ case_idkeeper_killed() {
   "${IK_LOCK[@]}" /killed -- true || fail "the lock of a killed idkeeper is not free"
   took=$(($(mono_ms) - t0))
   pass "idkeeper killed -9: its CMD died with it; the lock was free again ($took ms to take it)"
+}
+
+case_signal_wait() {
+  "${IK_LOCK[@]}" /sigwait -- sleep 30 &
+  local holder=$! i
+  IK_PIDS+=($holder)
+  for ((i = 0; i < 100; i++)); do [ "$(NODES_LEFT /sigwait)" -ge 1 ] && break; sleep 0.05; done
+  "${IK_LOCK[@]}" /sigwait -- touch "$T/sigwait.ran" &
+  local w=$!
+  IK_PIDS+=($w)
+  for ((i = 0; i < 100; i++)); do [ "$(NODES_LEFT /sigwait)" -ge 2 ] && break; sleep 0.05; done
+  [ "$(NODES_LEFT /sigwait)" = 2 ] || fail "the waiter does not wait"
+  local t0 rc=0
+  t0=$(mono_ms)
+  kill -TERM $w
+  wait $w || rc=$?
+  [ $rc = 143 ] || fail "a waiter given SIGTERM exited $rc, not 143"
+  (($(mono_ms) - t0 < 3000)) || fail "the waiter took $(($(mono_ms) - t0)) ms to leave"
+  [ ! -e "$T/sigwait.ran" ] || fail "CMD ran"
+  [ "$(NODES_LEFT /sigwait)" = 1 ] || fail "the waiter left its node or ticket behind"
+  kill -TERM $holder
+  wait $holder 2>/dev/null || true
+  pass "SIGTERM while waiting: exit 143 in $(($(mono_ms) - t0)) ms, nothing left behind"
 }
 
 # The CMD of candidate ID records its start (id, fence, Unix ns) in $T/starts, then

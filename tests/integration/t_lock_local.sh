@@ -13,5 +13,6 @@ NODES_LEFT() { find "$T/data/locks$1.lock.q" -name '[0-9]*' 2>/dev/null | wc -l;
 source "$(dirname "$0")/lock_cases.sh"
 case_exit_codes
 case_timeout
+case_signal_wait
 case_idkeeper_killed
 case_counter 8 200

@@ -17,7 +17,11 @@ source "$(dirname "$0")/lock_cases.sh"
 
 case_exit_codes
 case_timeout
+case_signal_wait
 # kill -9: ZooKeeper keeps the dead holder's session (and its node) until the
 # session timeout, so the next holder waits that long at most.
 case_idkeeper_killed
+# The counter is about exclusion: a session long enough that a ZooKeeper starved by a
+# loaded machine (seconds without an answer) does not cost a grant.
+IK_LOCK=("$IK_BIN" lock --coord "$COORD" --zk-session-timeout 10000)
 case_counter 8 200
