@@ -113,4 +113,65 @@ int ik__zk_tag_list(struct ik__backend *be, const char *app, ik_tag_info **out, 
 int ik__zk_tag_advance(struct ik__backend *be, const char *app, const char *name,
                        ik_tag_kind kind, int64_t delta, int64_t *first);
 
+/* The pure parts, for tests/unit/test_zk_tags.c. A counter node's data: bytes 0-7
+ * max_id big-endian, then "since=V" and "w=NONCE:COUNT:MS" lines (the writer table:
+ * docs/zookeeper.md, "Tags"). */
+#define IK__ZK_WRITERS_MAX 64
+#define IK__ZK_PRUNE_MS (10 * 60 * 1000) /* table lines older than this go */
+#define IK__ZK_TRUST_MS (9 * 60 * 1000)  /* a doubt older than this cannot be settled */
+#define IK__ZK_DOUBT_WRITES 8            /* writes in doubt at one version, at most */
+
+typedef struct ik__zk_writer {
+    uint64_t nonce, count;
+    int64_t ms; /* mtime of the version that writer read */
+} ik__zk_writer;
+
+/* A counter node as read (version, czxid, mtime from its Stat) or as written. */
+typedef struct ik__zk_counter {
+    int64_t max_id;
+    int version;
+    int64_t czxid, mtime;
+    int has_table; /* a since= line was there */
+    int since;     /* the table lists every writer of every version above since */
+    int nw;
+    ik__zk_writer w[IK__ZK_WRITERS_MAX]; /* the latest writer first */
+} ik__zk_counter;
+
+/* 0 and n's data fields (not version, czxid, mtime); -1 if under 8 bytes. */
+int ik__zk_counter_parse(const char *d, int len, ik__zk_counter *n);
+/* n's data into buf: its length, or -1 if it does not fit. */
+int ik__zk_counter_format(char *buf, size_t cap, const ik__zk_counter *n);
+/* The node a write made at old (read at old->version) writes: max_id + delta, the
+ * line NONCE:COUNT:old->mtime first, our older line and stale lines dropped, since
+ * moved up if the table restarts or is full. */
+void ik__zk_counter_next(const ik__zk_counter *old, uint64_t nonce, uint64_t count,
+                         int64_t delta, ik__zk_counter *out);
+
+/* Writes whose answers were lost, all made at one version V, so that at most one of
+ * them can have applied, and each would have recorded [first, first + delta). */
+typedef struct ik__zk_doubt {
+    int open;
+    int version;   /* V */
+    int64_t czxid; /* of the node they were made on */
+    int64_t mtime; /* mtime of version V */
+    int64_t first; /* max_id at V */
+    int n;
+    struct {
+        uint64_t count;
+        int64_t delta;
+        int this_call; /* made by the advance running now (applied: hand it out) */
+    } w[IK__ZK_DOUBT_WRITES];
+} ik__zk_doubt;
+
+/* Records one more write made at n that got no answer: 0, or -1 if it does not fit
+ * (full, or n is not the version the others were made at). */
+int ik__zk_doubt_add(ik__zk_doubt *d, const ik__zk_counter *n, int64_t delta, uint64_t count);
+
+enum { IK__ZK_APPLIED, IK__ZK_NOT_APPLIED, IK__ZK_PENDING, IK__ZK_UNKNOWN };
+/* What became of the writes of d, given the node n read now by the writer nonce:
+ * IK__ZK_APPLIED (*which: the one that did), IK__ZK_NOT_APPLIED (and never will),
+ * IK__ZK_PENDING (n is still at V: a write at V fences them) or IK__ZK_UNKNOWN. */
+int ik__zk_doubt_resolve(const ik__zk_doubt *d, const ik__zk_counter *n, uint64_t nonce,
+                         int *which);
+
 #endif

@@ -86,47 +86,13 @@
 #define ZT_PATH_MAX 1024
 #define ZT_DATA_MAX 4096
 #define STRIPES 64
-#define WRITERS_MAX 64
-#define PRUNE_MS (10 * 60 * 1000)   /* table lines older than this go */
-#define TRUST_MS (9 * 60 * 1000)    /* a doubt older than this is UNKNOWN */
-#define DOUBT_WRITES 8              /* writes in doubt at one version, at most */
+#define PRUNE_MS IK__ZK_PRUNE_MS
+#define TRUST_MS IK__ZK_TRUST_MS
 #define MAX_CONFLICTS 1000
 
 /* ------------------------------------------------------------------------------
  * Types
  */
-typedef struct zt_writer {
-    uint64_t nonce, count;
-    int64_t ms;
-} zt_writer;
-
-/* A counter node as read (or as we wrote it). */
-typedef struct zt_node {
-    int64_t max_id;
-    int version;
-    int64_t czxid, mtime;
-    int has_table;
-    int since;
-    int nw;
-    zt_writer w[WRITERS_MAX];
-} zt_node;
-
-/* Writes whose answers were lost, all made at one version V (T2), so that at most
- * one of them can have applied, and each would have recorded [first, first + delta). */
-typedef struct zt_doubt {
-    int open;
-    int version;     /* V */
-    int64_t czxid;   /* of the node they were made on */
-    int64_t mtime;   /* mtime of version V */
-    int64_t first;   /* max_id at V */
-    int n;
-    struct {
-        uint64_t count;
-        int64_t delta;
-        int this_call; /* made by the advance running now (APPLIED: hand it out) */
-    } w[DOUBT_WRITES];
-} zt_doubt;
-
 typedef struct zt_tag zt_tag;
 struct zt_tag {
     zt_tag *next;    /* stripe chain */
@@ -140,8 +106,8 @@ struct zt_tag {
     int64_t czxid;      /* of the node the kind was read from */
     int cached;         /* node is the counter as we last wrote it */
     int contended;      /* the last advance met another writer: read first */
-    zt_node node;
-    zt_doubt doubt;
+    ik__zk_counter node;
+    ik__zk_doubt doubt;
 };
 
 struct ik__zk_tags {
@@ -447,7 +413,7 @@ static int parse_u64(const char *s, size_t n, int base, uint64_t *out)
 }
 
 /* Counter data into n (version, czxid, mtime left alone). -1 if under 8 bytes. */
-static int parse_counter(const char *d, int len, zt_node *n)
+int ik__zk_counter_parse(const char *d, int len, ik__zk_counter *n)
 {
     if (len < 8) return -1;
     n->max_id = get_be64((const unsigned char *)d);
@@ -465,11 +431,11 @@ static int parse_counter(const char *d, int len, zt_node *n)
                 n->has_table = 1;
                 n->since = (int)v;
             }
-        } else if (ll > 2 && !memcmp(p, "w=", 2) && n->nw < WRITERS_MAX) {
+        } else if (ll > 2 && !memcmp(p, "w=", 2) && n->nw < IK__ZK_WRITERS_MAX) {
             /* w=NONCE:COUNT:MS */
             const char *a = p + 2, *c1 = memchr(a, ':', (size_t)(le - a));
             const char *c2 = c1 ? memchr(c1 + 1, ':', (size_t)(le - c1 - 1)) : NULL;
-            zt_writer w;
+            ik__zk_writer w;
             uint64_t ms;
             if (c2 && parse_u64(a, (size_t)(c1 - a), 16, &w.nonce) == 0 &&
                 parse_u64(c1 + 1, (size_t)(c2 - c1 - 1), 10, &w.count) == 0 &&
@@ -485,7 +451,7 @@ static int parse_counter(const char *d, int len, zt_node *n)
 }
 
 /* Counter data of n into buf; its length, or -1 if it does not fit. */
-static int format_counter(char *buf, size_t cap, const zt_node *n)
+int ik__zk_counter_format(char *buf, size_t cap, const ik__zk_counter *n)
 {
     if (cap < 8) return -1;
     put_be64((unsigned char *)buf, n->max_id);
@@ -504,18 +470,18 @@ static int format_counter(char *buf, size_t cap, const zt_node *n)
 
 /* The node our write will make from `old` (read at its version, with its mtime):
  * max_id + delta, our line first, stale lines dropped (see the top of the file). */
-static void next_node(const zt_node *old, uint64_t nonce, uint64_t count, int64_t delta,
-                      zt_node *out)
+void ik__zk_counter_next(const ik__zk_counter *old, uint64_t nonce, uint64_t count, int64_t delta,
+                      ik__zk_counter *out)
 {
     out->max_id = old->max_id + delta;
     out->has_table = 1;
     out->since = old->has_table ? old->since : old->version;
     out->nw = 0;
-    out->w[out->nw++] = (zt_writer){nonce, count, old->mtime};
+    out->w[out->nw++] = (ik__zk_writer){nonce, count, old->mtime};
     for (int i = 0; old->has_table && i < old->nw; i++) {
-        const zt_writer *w = &old->w[i];
+        const ik__zk_writer *w = &old->w[i];
         if (w->nonce == nonce || w->ms < old->mtime - PRUNE_MS) continue;
-        if (out->nw == WRITERS_MAX) {
+        if (out->nw == IK__ZK_WRITERS_MAX) {
             out->since = old->version; /* the table is complete only from here on */
             break;
         }
@@ -700,7 +666,7 @@ static int session_connected(ik__backend *be, ik__zk_session *s, int64_t deadlin
  * ZOK with n (and m) filled; ZNONODE; a doubtful code if no answer came in time;
  * ZAPIERROR if the counter is not a counter (under 8 bytes). Borrowed session s. */
 static int read_tag(const ik__zk_session *s, const char *app, const char *name, int want_meta,
-                    zt_node *n, zt_meta *m, int64_t deadline_ns)
+                    ik__zk_counter *n, zt_meta *m, int64_t deadline_ns)
 {
     char path[ZT_PATH_MAX];
     zt_batch *b = batch_new(2);
@@ -717,7 +683,7 @@ static int read_tag(const ik__zk_session *s, const char *app, const char *name, 
     } else {
         zrc = b->r[0].rc;
         if (zrc == ZOK) {
-            if (parse_counter(b->r[0].data, b->r[0].len, n) != 0) {
+            if (ik__zk_counter_parse(b->r[0].data, b->r[0].len, n) != 0) {
                 zrc = ZAPIERROR;
             } else {
                 n->version = b->r[0].st.version;
@@ -739,7 +705,7 @@ static int meta_ok(const zt_meta *m)
     return m->has_kind && m->has_start && m->has_step;
 }
 
-static void fill_info(ik_tag_info *out, const char *name, const zt_node *n, const zt_meta *m)
+static void fill_info(ik_tag_info *out, const char *name, const ik__zk_counter *n, const zt_meta *m)
 {
     memset(out, 0, sizeof *out);
     snprintf(out->name, sizeof out->name, "%s", name);
@@ -762,7 +728,7 @@ int ik__zk_tag_get(ik__backend *be, const char *app, const char *name, ik_tag_in
         ik__zk_session s;
         int64_t dl = t0 + connect_ms * 1000000;
         if (session_connected(be, &s, dl < deadline ? dl : deadline)) return IK_ESTORE;
-        zt_node n;
+        ik__zk_counter n;
         zt_meta m;
         int zrc = read_tag(&s, app, name, 1, &n, &m, deadline);
         ik__zk_session_put(be);
@@ -846,9 +812,9 @@ static int list_pass(const ik__zk_session *s, const char *app, ik_tag_info **out
             if (c->rc != ZOK) zrc = c->rc;
             else if (mr->rc != ZOK) zrc = mr->rc;
             if (zrc != ZOK) break;
-            zt_node nd;
+            ik__zk_counter nd;
             zt_meta m;
-            if (parse_counter(c->data, c->len, &nd) != 0) continue;
+            if (ik__zk_counter_parse(c->data, c->len, &nd) != 0) continue;
             nd.mtime = c->st.mtime;
             parse_meta(mr->data, mr->len, &m);
             if (!meta_ok(&m)) continue;
@@ -922,13 +888,13 @@ int ik__zk_tag_create(ik__backend *be, const char *app, const ik_tag_info *t, ch
     ik__zk_tags *zt = ik__zk_tags_of(be);
     uint64_t count = atomic_fetch_add(&zt->count, 1) + 1;
     char meta[ZT_DATA_MAX], counter[64];
-    zt_node n0;
+    ik__zk_counter n0;
     memset(&n0, 0, sizeof n0);
     n0.max_id = t->max_id;
     n0.has_table = 1;
     n0.since = 0; /* a new node: every write of it will be in its table */
     int mlen = format_meta(meta, sizeof meta, t, zt->nonce, count);
-    int clen = format_counter(counter, sizeof counter, &n0);
+    int clen = ik__zk_counter_format(counter, sizeof counter, &n0);
     if (mlen < 0 || clen < 0) return ik__fail(IK_EINVAL, why, why_len, "tag data too long");
 
     int64_t connect_ms, budget = session_budget_ms(be, &connect_ms);
@@ -946,7 +912,7 @@ int ik__zk_tag_create(ik__backend *be, const char *app, const ik_tag_info *t, ch
         int zrc = ZOK;
         if (in_doubt) {
             /* did our multi apply? meta names its maker */
-            zt_node n;
+            ik__zk_counter n;
             zt_meta m;
             zrc = read_tag(&s, app, t->name, 1, &n, &m, deadline);
             if (zrc == ZOK) {
@@ -1006,30 +972,28 @@ int ik__zk_tag_create(ik__backend *be, const char *app, const ik_tag_info *t, ch
 /* ------------------------------------------------------------------------------
  * Advancing a tag
  */
-enum { APPLIED, NOT_APPLIED, PENDING, UNKNOWN };
-
 /* What became of the writes in doubt, given the node read now (top of the file);
- * APPLIED with *which, the one that did. */
-static int resolve(const zt_doubt *d, const zt_node *n, uint64_t nonce, int *which)
+ * IK__ZK_APPLIED with *which, the one that did. */
+int ik__zk_doubt_resolve(const ik__zk_doubt *d, const ik__zk_counter *n, uint64_t nonce, int *which)
 {
-    if (n->czxid != d->czxid || n->version < d->version) return UNKNOWN;
-    if (n->version == d->version) return PENDING;
-    if (!n->has_table || n->since > d->version || n->mtime - d->mtime >= TRUST_MS) return UNKNOWN;
+    if (n->czxid != d->czxid || n->version < d->version) return IK__ZK_UNKNOWN;
+    if (n->version == d->version) return IK__ZK_PENDING;
+    if (!n->has_table || n->since > d->version || n->mtime - d->mtime >= TRUST_MS) return IK__ZK_UNKNOWN;
     for (int i = 0; i < n->nw; i++) {
         if (n->w[i].nonce != nonce) continue;
         for (int j = 0; j < d->n; j++)
             if (n->w[i].count == d->w[j].count) {
                 *which = j;
-                return APPLIED;
+                return IK__ZK_APPLIED;
             }
-        return NOT_APPLIED;
+        return IK__ZK_NOT_APPLIED;
     }
-    return NOT_APPLIED;
+    return IK__ZK_NOT_APPLIED;
 }
 
 /* 1 if a write of the running call is in doubt (it must then end in IK_EINDOUBT
  * unless that is settled). */
-static int doubt_mine(const zt_doubt *d)
+static int doubt_mine(const ik__zk_doubt *d)
 {
     for (int i = 0; d->open && i < d->n; i++)
         if (d->w[i].this_call) return 1;
@@ -1037,7 +1001,7 @@ static int doubt_mine(const zt_doubt *d)
 }
 
 /* IK_EINDOUBT if a write of this call is in doubt, else rc. */
-static int outcome(const zt_doubt *d, int rc)
+static int outcome(const ik__zk_doubt *d, int rc)
 {
     return doubt_mine(d) ? IK_EINDOUBT : rc;
 }
@@ -1051,7 +1015,7 @@ static void log_gap(const zt_tag *g, int64_t first, int64_t count, const char *w
 }
 
 /* A doubt of the running call, settled by reading the node (now at version now). */
-static void log_settled(const zt_tag *g, const zt_doubt *d, int64_t count, int now,
+static void log_settled(const zt_tag *g, const ik__zk_doubt *d, int64_t count, int now,
                         const char *what)
 {
     fprintf(stderr,
@@ -1060,8 +1024,8 @@ static void log_settled(const zt_tag *g, const zt_doubt *d, int64_t count, int n
             g->name, d->first, count, d->version, now, g->app, what);
 }
 
-/* Closes the doubt, logging the range it may have recorded (UNKNOWN). */
-static void doubt_unknown(const zt_tag *g, zt_doubt *d, const char *what)
+/* Closes the doubt, logging the range it may have recorded (IK__ZK_UNKNOWN). */
+static void doubt_unknown(const zt_tag *g, ik__zk_doubt *d, const char *what)
 {
     int64_t most = 0;
     for (int i = 0; i < d->n; i++)
@@ -1072,7 +1036,7 @@ static void doubt_unknown(const zt_tag *g, zt_doubt *d, const char *what)
 
 /* Records a write made at node n (version V) that got no answer. 0, or -1 if no
  * more fit (the caller gives up: IK_EINDOUBT). */
-static int doubt_add(zt_doubt *d, const zt_node *n, int64_t delta, uint64_t count)
+int ik__zk_doubt_add(ik__zk_doubt *d, const ik__zk_counter *n, int64_t delta, uint64_t count)
 {
     if (d->open && (d->version != n->version || d->czxid != n->czxid))
         return -1; /* cannot happen (T2): a doubt is settled before another version */
@@ -1084,7 +1048,7 @@ static int doubt_add(zt_doubt *d, const zt_node *n, int64_t delta, uint64_t coun
         d->mtime = n->mtime;
         d->first = n->max_id;
     }
-    if (d->n == DOUBT_WRITES) return -1;
+    if (d->n == IK__ZK_DOUBT_WRITES) return -1;
     d->w[d->n].count = count;
     d->w[d->n].delta = delta;
     d->w[d->n].this_call = 1;
@@ -1096,7 +1060,7 @@ static int doubt_add(zt_doubt *d, const zt_node *n, int64_t delta, uint64_t coun
 static int advance_locked(ik__backend *be, ik__zk_tags *zt, zt_tag *g, ik_tag_kind kind,
                           int64_t delta, int64_t *first)
 {
-    zt_doubt *d = &g->doubt;
+    ik__zk_doubt *d = &g->doubt;
     for (int i = 0; i < d->n; i++) d->w[i].this_call = 0; /* an earlier call's doubt */
     int64_t connect_ms, budget = session_budget_ms(be, &connect_ms);
     int64_t t0 = ik__mono_ns(), deadline = t0 + budget * 1000000;
@@ -1109,7 +1073,7 @@ static int advance_locked(ik__backend *be, ik__zk_tags *zt, zt_tag *g, ik_tag_ki
 
         /* the node as it is now, unless what we wrote last is surely still it */
         if (!g->cached || g->contended || d->open || !g->have_kind) {
-            zt_node n;
+            ik__zk_counter n;
             zt_meta m;
             int want_meta = !g->have_kind;
             int zrc = read_tag(&s, g->app, g->name, want_meta, &n, &m, deadline);
@@ -1140,41 +1104,41 @@ static int advance_locked(ik__backend *be, ik__zk_tags *zt, zt_tag *g, ik_tag_ki
             g->node = n;
             g->cached = 1;
             if (d->open) {
-                int j = 0, r = resolve(d, &n, zt->nonce, &j);
-                if (r == APPLIED && d->w[j].this_call) { /* ours, answer lost: still ours */
+                int j = 0, r = ik__zk_doubt_resolve(d, &n, zt->nonce, &j);
+                if (r == IK__ZK_APPLIED && d->w[j].this_call) { /* ours, answer lost: still ours */
                     log_settled(g, d, d->w[j].delta, n.version, "landed: handed out");
                     *first = d->first;
                     d->open = 0;
                     g->contended = n.version != d->version + 1;
                     return IK_OK;
                 }
-                if (r == APPLIED) {
+                if (r == IK__ZK_APPLIED) {
                     log_gap(g, d->first, d->w[j].delta, "was recorded");
                     d->open = 0;
-                } else if (r == UNKNOWN) {
+                } else if (r == IK__ZK_UNKNOWN) {
                     doubt_unknown(g, d, "may have been recorded (cannot tell)");
-                } else if (r == NOT_APPLIED) {
+                } else if (r == IK__ZK_NOT_APPLIED) {
                     log_settled(g, d, d->w[d->n - 1].delta, n.version,
                                 doubt_mine(d) ? "did not land"
                                               : "did not land (after its call gave up)");
                     d->open = 0;
-                } /* PENDING: the write below, at the same version, fences them */
+                } /* IK__ZK_PENDING: the write below, at the same version, fences them */
             }
         } else {
             ik__zk_session_put(be);
         }
         if (g->kind != kind) return outcome(d, IK_EKIND);
-        const zt_node *cur = &g->node;
+        const ik__zk_counter *cur = &g->node;
         if (cur->max_id < 0) return outcome(d, IK_ESTORE);
         if (cur->max_id > INT64_MAX - delta) return outcome(d, IK_ERANGE);
 
         /* the write: max_id + delta at the version read, our line first */
         uint64_t count = atomic_fetch_add(&zt->count, 1) + 1;
-        zt_node nx;
-        next_node(cur, zt->nonce, count, delta, &nx);
+        ik__zk_counter nx;
+        ik__zk_counter_next(cur, zt->nonce, count, delta, &nx);
         char *buf = malloc(ZT_DATA_MAX);
         zt_batch *b = batch_new(1);
-        int len = buf ? format_counter(buf, ZT_DATA_MAX, &nx) : -1;
+        int len = buf ? ik__zk_counter_format(buf, ZT_DATA_MAX, &nx) : -1;
         if (!b || len < 0) {
             batch_put(b);
             free(buf);
@@ -1232,7 +1196,7 @@ static int advance_locked(ik__backend *be, ik__zk_tags *zt, zt_tag *g, ik_tag_ki
             continue;
         }
         if (doubtful(zrc)) {
-            if (doubt_add(d, cur, delta, count) != 0) return IK_EINDOUBT;
+            if (ik__zk_doubt_add(d, cur, delta, count) != 0) return IK_EINDOUBT;
             t0 = ik__mono_ns();
             if (!extended) { /* settling it gets a budget of its own, once */
                 extended = 1;

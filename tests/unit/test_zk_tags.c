@@ -1,0 +1,224 @@
+/* test_zk_tags.c: the pure parts of the ZooKeeper tag store (backend_zk_tags.c): the
+ * counter node's encoding, the writer table a write carries forward, and how a write
+ * whose answer was lost is settled from the node read afterwards. The calls that talk
+ * to ZooKeeper are tested against a real one (tests/integration/t_zk_counters_*.sh). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "backend_zk.h"
+
+#include <string.h>
+
+#define NONCE_A UINT64_C(0x16f9014d6ca10942)
+#define NONCE_B UINT64_C(0x9b06cdc4c6c4df5d)
+#define MIN 60000
+
+/* Reads the node back the way a server would: data through parse, stat set. */
+static void reread(const ik__zk_counter *in, int version, int64_t mtime, int64_t czxid,
+                   ik__zk_counter *out)
+{
+    char buf[4096];
+    int len = ik__zk_counter_format(buf, sizeof buf, in);
+    assert_true(len > 8);
+    assert_int_equal(ik__zk_counter_parse(buf, len, out), 0);
+    out->version = version;
+    out->mtime = mtime;
+    out->czxid = czxid;
+}
+
+static void encoding_is_curators_then_the_table(void **st)
+{
+    (void)st;
+    ik__zk_counter n;
+    memset(&n, 0, sizeof n);
+    n.max_id = INT64_C(0x0102030405060708);
+    n.has_table = 1;
+    n.since = 3;
+    n.nw = 1;
+    n.w[0] = (ik__zk_writer){NONCE_A, 42, 1795316385635};
+    char buf[256];
+    int len = ik__zk_counter_format(buf, sizeof buf, &n);
+    static const char want[] = "\x01\x02\x03\x04\x05\x06\x07\x08"
+                               "since=3\nw=16f9014d6ca10942:42:1795316385635\n";
+    assert_int_equal(len, (int)sizeof want - 1);
+    assert_memory_equal(buf, want, sizeof want - 1);
+
+    ik__zk_counter r;
+    assert_int_equal(ik__zk_counter_parse(buf, len, &r), 0);
+    assert_true(r.max_id == n.max_id && r.has_table && r.since == 3 && r.nw == 1);
+    assert_true(r.w[0].nonce == NONCE_A && r.w[0].count == 42 && r.w[0].ms == 1795316385635);
+    assert_int_equal(ik__zk_counter_format(buf, 20, &n), -1); /* does not fit */
+
+    /* Curator's DistributedAtomicLong writes exactly 8 bytes: a value, no table */
+    static const char curator[8] = {0, 0, 0, 0, 0, 0, 0x04, 0x01};
+    assert_int_equal(ik__zk_counter_parse(curator, 8, &r), 0);
+    assert_true(r.max_id == 1025 && !r.has_table && r.nw == 0);
+    assert_int_equal(ik__zk_counter_parse(curator, 7, &r), -1);
+    /* lines that do not parse are skipped; w= lines without since= are not trusted */
+    static const char junk[] = "\0\0\0\0\0\0\0\x05w=zz:1:2\nother\nw=16f9014d6ca10942:1:2\n";
+    assert_int_equal(ik__zk_counter_parse(junk, sizeof junk - 1, &r), 0);
+    assert_true(r.max_id == 5 && !r.has_table && r.nw == 0);
+}
+
+static void a_write_puts_its_line_first_and_drops_stale_ones(void **st)
+{
+    (void)st;
+    ik__zk_counter v0, v1, v2, v3;
+    memset(&v0, 0, sizeof v0);
+    v0.max_id = 100;
+    v0.has_table = 1; /* a new tag: since=0, empty table */
+    v0.mtime = 1000 * MIN;
+    ik__zk_counter_next(&v0, NONCE_A, 1, 10, &v1);
+    assert_true(v1.max_id == 110 && v1.since == 0 && v1.nw == 1 && v1.w[0].nonce == NONCE_A &&
+                v1.w[0].count == 1 && v1.w[0].ms == 1000 * MIN);
+    v1.version = 1;
+    v1.mtime = 1001 * MIN;
+    ik__zk_counter_next(&v1, NONCE_B, 7, 5, &v2);
+    assert_true(v2.max_id == 115 && v2.nw == 2 && v2.w[0].nonce == NONCE_B && v2.w[1].nonce == NONCE_A);
+    v2.version = 2;
+    v2.mtime = 1002 * MIN;
+    /* A again: its older line goes, the new one is first */
+    ik__zk_counter_next(&v2, NONCE_A, 3, 5, &v3);
+    assert_true(v3.nw == 2 && v3.w[0].nonce == NONCE_A && v3.w[0].count == 3 &&
+                v3.w[1].nonce == NONCE_B);
+    /* B's line is 10 minutes older than the version read: dropped */
+    v3.version = 3;
+    v3.mtime = 1002 * MIN + IK__ZK_PRUNE_MS;
+    ik__zk_counter v4;
+    ik__zk_counter_next(&v3, NONCE_A, 4, 1, &v4);
+    assert_true(v4.nw == 1 && v4.w[0].count == 4 && v4.since == 0);
+
+    /* after Curator (no table) the table restarts at the version read */
+    ik__zk_counter cur;
+    memset(&cur, 0, sizeof cur);
+    cur.max_id = 1025;
+    cur.version = 9;
+    ik__zk_counter_next(&cur, NONCE_A, 5, 1, &v4);
+    assert_true(v4.has_table && v4.since == 9 && v4.nw == 1);
+
+    /* a full table drops the oldest line and is complete only from here on */
+    ik__zk_counter full;
+    memset(&full, 0, sizeof full);
+    full.has_table = 1;
+    full.version = 50;
+    full.mtime = 5 * MIN;
+    full.nw = IK__ZK_WRITERS_MAX;
+    for (int i = 0; i < IK__ZK_WRITERS_MAX; i++) full.w[i] = (ik__zk_writer){1000 + (uint64_t)i, 1, 5 * MIN};
+    ik__zk_counter_next(&full, NONCE_A, 6, 1, &v4);
+    assert_true(v4.nw == IK__ZK_WRITERS_MAX && v4.since == 50 && v4.w[0].nonce == NONCE_A &&
+                v4.w[IK__ZK_WRITERS_MAX - 1].nonce == 1000 + IK__ZK_WRITERS_MAX - 2);
+}
+
+/* A writes at version 7 and loses the answer; B writes; what does A read? */
+static void a_lost_answer_is_settled_by_the_table(void **st)
+{
+    (void)st;
+    ik__zk_counter v7, a8, b8, b9, read;
+    memset(&v7, 0, sizeof v7);
+    v7.max_id = 500;
+    v7.version = 7;
+    v7.czxid = 77;
+    v7.mtime = 100 * MIN;
+    v7.has_table = 1;
+    ik__zk_doubt d;
+    memset(&d, 0, sizeof d);
+    assert_int_equal(ik__zk_doubt_add(&d, &v7, 20, 11), 0);
+    assert_true(d.open && d.version == 7 && d.first == 500 && d.n == 1 && d.w[0].this_call);
+    int which = -1;
+
+    /* still at 7: not applied yet, a write at 7 fences it */
+    reread(&v7, 7, v7.mtime, 77, &read);
+    assert_int_equal(ik__zk_doubt_resolve(&d, &read, NONCE_A, &which), IK__ZK_PENDING);
+
+    /* A's write landed (version 8), then B wrote twice: A's line says count 11 */
+    ik__zk_counter_next(&v7, NONCE_A, 11, 20, &a8);
+    reread(&a8, 8, 101 * MIN, 77, &a8);
+    ik__zk_counter_next(&a8, NONCE_B, 1, 5, &b9);
+    reread(&b9, 9, 101 * MIN, 77, &b9);
+    ik__zk_counter b10;
+    ik__zk_counter_next(&b9, NONCE_B, 2, 5, &b10);
+    reread(&b10, 10, 102 * MIN, 77, &read);
+    assert_int_equal(ik__zk_doubt_resolve(&d, &read, NONCE_A, &which), IK__ZK_APPLIED);
+    assert_int_equal(which, 0);
+
+    /* B won version 8 instead: A's write at 7 can never apply */
+    ik__zk_counter_next(&v7, NONCE_B, 1, 5, &b8);
+    reread(&b8, 8, 101 * MIN, 77, &b8);
+    ik__zk_counter_next(&b8, NONCE_B, 2, 5, &b9);
+    reread(&b9, 9, 101 * MIN, 77, &read);
+    assert_int_equal(ik__zk_doubt_resolve(&d, &read, NONCE_A, &which), IK__ZK_NOT_APPLIED);
+
+    /* an older line of A's in the table is not that write */
+    ik__zk_counter old = v7;
+    old.nw = 1;
+    old.w[0] = (ik__zk_writer){NONCE_A, 10, 99 * MIN};
+    ik__zk_counter_next(&old, NONCE_B, 1, 5, &b8);
+    reread(&b8, 8, 101 * MIN, 77, &read);
+    assert_int_equal(ik__zk_doubt_resolve(&d, &read, NONCE_A, &which), IK__ZK_NOT_APPLIED);
+
+    /* two writes in doubt at 7 (the second fenced the first): either may be found */
+    assert_int_equal(ik__zk_doubt_add(&d, &v7, 20, 12), 0);
+    ik__zk_counter_next(&v7, NONCE_A, 12, 20, &a8);
+    reread(&a8, 8, 101 * MIN, 77, &read);
+    assert_int_equal(ik__zk_doubt_resolve(&d, &read, NONCE_A, &which), IK__ZK_APPLIED);
+    assert_int_equal(which, 1);
+    /* but not a write at another version */
+    assert_int_equal(ik__zk_doubt_add(&d, &read, 20, 13), -1);
+}
+
+static void what_cannot_be_told_is_unknown(void **st)
+{
+    (void)st;
+    ik__zk_counter v7, n;
+    memset(&v7, 0, sizeof v7);
+    v7.max_id = 500;
+    v7.version = 7;
+    v7.czxid = 77;
+    v7.mtime = 100 * MIN;
+    v7.has_table = 1;
+    ik__zk_doubt d;
+    memset(&d, 0, sizeof d);
+    ik__zk_doubt_add(&d, &v7, 20, 11);
+    int which;
+
+    /* Curator wrote since (8 bytes, no table) */
+    memset(&n, 0, sizeof n);
+    n.max_id = 9999;
+    n.version = 9;
+    n.czxid = 77;
+    n.mtime = 101 * MIN;
+    assert_int_equal(ik__zk_doubt_resolve(&d, &n, NONCE_A, &which), IK__ZK_UNKNOWN);
+    /* the table restarted after version 7 (since 8: version 8 may not be listed) */
+    n.has_table = 1;
+    n.since = 8;
+    assert_int_equal(ik__zk_doubt_resolve(&d, &n, NONCE_A, &which), IK__ZK_UNKNOWN);
+    n.since = 7;
+    assert_int_equal(ik__zk_doubt_resolve(&d, &n, NONCE_A, &which), IK__ZK_NOT_APPLIED);
+    /* so long after that our line could have been pruned */
+    n.mtime = 100 * MIN + IK__ZK_TRUST_MS;
+    assert_int_equal(ik__zk_doubt_resolve(&d, &n, NONCE_A, &which), IK__ZK_UNKNOWN);
+    /* another node of the same name (deleted and made again) */
+    n.mtime = 101 * MIN;
+    n.czxid = 78;
+    assert_int_equal(ik__zk_doubt_resolve(&d, &n, NONCE_A, &which), IK__ZK_UNKNOWN);
+    n.czxid = 77;
+    n.version = 6;
+    assert_int_equal(ik__zk_doubt_resolve(&d, &n, NONCE_A, &which), IK__ZK_UNKNOWN);
+    /* no more than IK__ZK_DOUBT_WRITES at once */
+    for (int i = 1; i < IK__ZK_DOUBT_WRITES; i++) assert_int_equal(ik__zk_doubt_add(&d, &v7, 20, 12 + (uint64_t)i), 0);
+    assert_int_equal(ik__zk_doubt_add(&d, &v7, 20, 99), -1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(encoding_is_curators_then_the_table),
+        cmocka_unit_test(a_write_puts_its_line_first_and_drops_stale_ones),
+        cmocka_unit_test(a_lost_answer_is_settled_by_the_table),
+        cmocka_unit_test(what_cannot_be_told_is_unknown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
