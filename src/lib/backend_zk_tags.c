@@ -1156,8 +1156,12 @@ static int advance_locked(ik__backend *be, ik__zk_tags *zt, zt_tag *g, ik_tag_ki
         int sent = zoo_aset(s.zh, path, buf, len, cur->version, on_stat, r);
         batch_issued(r, sent);
         free(buf); /* the client copied it into its send queue */
-        int zrc = batch_wait(b, deadline) ? r->rc : ZOPERATIONTIMEOUT;
-        struct Stat st = r->st;
+        struct Stat st;
+        int zrc = ZOPERATIONTIMEOUT;
+        if (batch_wait(b, deadline)) { /* else the client may still write r */
+            zrc = r->rc;
+            st = r->st;
+        }
         batch_put(b);
         ik__zk_session_put(be);
 
