@@ -16,7 +16,9 @@
 source "$(dirname "$0")/lib.sh"
 source "$IK_SRC/tests/tools/counters.sh"
 
-fleet 1 --shutdown-timeout 1500
+# The first server answers what is pending at SIGTERM once the store is back: give
+# it a long deadline, a commit on a busy disk can take seconds (rule 5).
+fleet 1 --shutdown-timeout 30000
 U=$(url s1)
 add_tag s1 q sequence
 add_tag s1 sg segment ',"step":1000'
