@@ -22,7 +22,7 @@
 
 ZK_CLASSPATH=${ZK_CLASSPATH:-/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar}
 ZK_TICK_MS=${ZK_TICK_MS:-500}
-ZK_START_TIMEOUT=${ZK_START_TIMEOUT:-30}
+ZK_START_TIMEOUT=${ZK_START_TIMEOUT:-120} # generous: a loaded machine is slow to start a JVM
 ZK_N=0
 ZK_CONNECT=
 declare -A ZK_PID=() ZK_CPORT=()
