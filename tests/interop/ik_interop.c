@@ -92,8 +92,13 @@ static int cmd_lock(char **a)
         int64_t enter = now_ns();
         spin_us(hold);
         int64_t exit_ = now_ns();
-        if (ik_lock_state(lk) != IK_HOLD_HELD) {
-            fprintf(stderr, "ik_interop: lock not held at the end of round %ld\n", i);
+        ik_hold_info hi;
+        ik_lock_get_info(lk, &hi);
+        if (hi.state != IK_HOLD_HELD) {
+            fprintf(stderr, "ik_interop: lock %s at the end of round %ld: %s\n",
+                    ik_hold_state_name(hi.state), i, hi.why);
+            ik_lock_destroy(lk);
+            ik_coord_close(c);
             return 1;
         }
         rc = ik_lock_release(lk);
