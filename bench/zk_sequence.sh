@@ -11,7 +11,8 @@
 #   peer:     one PERSISTENT_SEQUENTIAL znode created per ID: one ZooKeeper
 #             transaction per ID, 64 asynchronous creates always in flight on one
 #             session, from C (bench/zk_seqnode.c, libzookeeper_mt) and from Python
-#             (kazoo's create_async(sequence=True), as the recipe articles write it).
+#             (kazoo's create_async(sequence=True)); and kazoo's create(sequence=True)
+#             one at a time, the loop the recipe articles show.
 #   in-process: the same tag through libidkeeper without HTTP
 #             (bench/zk_sequence_inproc.c: THREADS threads calling
 #             ik_sequence_next_wait(count=1)), to tell the store's share from the
@@ -46,18 +47,22 @@ url="http://127.0.0.1:$port/v1/sequence/seq?count=1&format=text"
 "$T/zk_seqnode" "$ZK_CONNECT" /bench-peer/warm 64 3 >/dev/null
 "$hammer" --url "$url" --connections 64 --duration 3 --quiet >/dev/null
 
-kazoo_peer() { # SECONDS: IDs/s of kazoo, 64 create_async(sequence=True) in flight
-  /usr/bin/python3 - "$ZK_CONNECT" "$1" <<'PY'
+kazoo_peer() { # SECONDS INFLIGHT: IDs/s of kazoo creating sequential znodes
+  /usr/bin/python3 - "$ZK_CONNECT" "$1" "$2" <<'PY'
 import logging, sys, time
 logging.basicConfig(level=logging.CRITICAL)
 from kazoo.client import KazooClient
 zk = KazooClient(hosts=sys.argv[1]); zk.start()
 zk.ensure_path("/bench-kazoo")
+secs, w = float(sys.argv[2]), int(sys.argv[3])
 n, pend, t0 = 0, [], time.time()
-while time.time() - t0 < float(sys.argv[2]):
-    while len(pend) < 64:
-        pend.append(zk.create_async("/bench-kazoo/id-", b"", sequence=True))
-    pend.pop(0).get()
+while time.time() - t0 < secs:
+    if w == 1:
+        zk.create("/bench-kazoo/id-", b"", sequence=True)
+    else:
+        while len(pend) < w:
+            pend.append(zk.create_async("/bench-kazoo/id-", b"", sequence=True))
+        pend.pop(0).get()
     n += 1
 print("%.0f" % (n / (time.time() - t0)))
 zk.stop()
@@ -66,14 +71,17 @@ PY
 
 peer=$("$T/zk_seqnode" "$ZK_CONNECT" /bench-peer/ids 64 "$secs")
 peer_ids=$(awk '{print $2}' <<<"$peer")
-kpeer=$(kazoo_peer "$secs")
+kpeer=$(kazoo_peer "$secs" 64)
+kpeer1=$(kazoo_peer "$secs" 1)
 echo "sequence IDs on zk://, ZooKeeper 3.8.0 standalone on loopback, forceSync=yes, data dir on $(df -P "$T" | awk 'NR == 2 {print $1}'), $(nproc) cores, load average $(cut -d' ' -f1 /proc/loadavg), ${secs}s each, count=1 per request"
 printf '%-46s %9s IDs/s  p50 %7s ms  p99 %8s ms\n' "peer: 1 znode per ID, C, 64 in flight" \
   "$peer_ids" "$(awk '{print $4}' <<<"$peer")" "$(awk '{print $6}' <<<"$peer")"
 printf '%-46s %9s IDs/s\n' "peer: 1 znode per ID, kazoo, 64 in flight" "$kpeer"
+printf '%-46s %9s IDs/s\n' "peer: 1 znode per ID, kazoo, one at a time" "$kpeer1"
 row() { # LABEL IDS P50 P99 ERRORS
-  printf '%-46s %9s IDs/s  p50 %7s ms  p99 %8s ms  errors %s  x%.1f C peer  x%.1f kazoo peer\n' \
-    "$1" "$2" "$3" "$4" "$5" "$(echo "$2 / $peer_ids" | bc -l)" "$(echo "$2 / $kpeer" | bc -l)"
+  printf '%-46s %9s IDs/s  p50 %7s ms  p99 %8s ms  errors %s  x%.1f C  x%.1f kazoo  x%.1f kazoo 1-by-1\n' \
+    "$1" "$2" "$3" "$4" "$5" "$(echo "$2 / $peer_ids" | bc -l)" "$(echo "$2 / $kpeer" | bc -l)" \
+    "$(echo "$2 / $kpeer1" | bc -l)"
 }
 for c in $clients; do
   "$hammer" --url "$url" --connections "$c" --duration "$secs" >"$T/h.$c"
