@@ -601,7 +601,15 @@ static void on_connection(uv_stream_t *server, int status)
     ik__worker *w = server->data;
     ik__server *srv = w->srv;
     if (status < 0) {
-        ik__log("accept failed: %s", uv_strerror(status));
+        /* Out of descriptors (libuv has already closed the waiting connection), or a
+         * rarer failure: counted, and logged at most once a minute per loop. */
+        ik__count(&w->m.rejected);
+        uint64_t now = uv_now(&w->loop);
+        if (w->accept_logged_ms == 0 || now - w->accept_logged_ms >= 60000) {
+            w->accept_logged_ms = now;
+            ik__log("accept failed: %s (connection refused; see ulimit -n and max-connections)",
+                    uv_strerror(status));
+        }
         return;
     }
     ik__conn *c = calloc(1, sizeof *c);

@@ -36,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -181,6 +182,30 @@ static int check_config(const ik_server_config *c)
         bad = "max-backward must not be negative";
     if (bad) ik__log("bad configuration: %s", bad);
     return bad ? -1 : 0;
+}
+
+/* Descriptors the server needs besides its connections: listeners, loops, the
+ * store's sockets or files, logs. */
+#define IK_FD_RESERVE 256
+
+/* Raises the soft open-file limit so that max_connections can be reached (Debian's
+ * default soft limit is 1024). If the hard limit is too low, says so once: beyond it
+ * a new connection is refused (accept fails with EMFILE, counted as rejected). */
+static void raise_fd_limit(const ik_server_config *c)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return;
+    rlim_t want = (rlim_t)c->max_connections + IK_FD_RESERVE;
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want) {
+        rlim_t was = rl.rlim_cur;
+        rl.rlim_cur = (rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= want) ? want : rl.rlim_max;
+        if (rl.rlim_cur > was && setrlimit(RLIMIT_NOFILE, &rl) != 0) rl.rlim_cur = was;
+    }
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want)
+        ik__log("warning: the open-file limit (%llu) is below max-connections %d + %d; about %lld "
+                "connections can be open at once (raise ulimit -n or systemd's LimitNOFILE)",
+                (unsigned long long)rl.rlim_cur, c->max_connections, IK_FD_RESERVE,
+                (long long)rl.rlim_cur - IK_FD_RESERVE);
 }
 
 /* Resolves the listen address into *ss. host "" means any IPv4 address. */
@@ -363,6 +388,7 @@ static int server_start(ik__server *srv, const ik_server_config *cfg)
     srv->max_header_bytes = cfg->max_header_bytes;
     atomic_init(&srv->connections, 0);
     if (check_config(cfg) != 0) return -1;
+    raise_fd_limit(cfg);
     if (cfg->http_token_file && *cfg->http_token_file && read_token(srv, cfg->http_token_file) != 0)
         return -1;
 

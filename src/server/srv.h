@@ -70,7 +70,7 @@ extern const int ik__metric_codes[IK_N_CODES - 1];
 typedef struct ik__metrics {
     _Atomic uint64_t requests[IK_N_ROUTES_MAX][IK_N_CODES];
     _Atomic uint64_t accepted;        /* connections accepted */
-    _Atomic uint64_t rejected;        /* accepted and closed at once: max_connections */
+    _Atomic uint64_t rejected;        /* closed at once: max_connections, or accept failed */
     _Atomic uint64_t timeouts;        /* dropped: read, write or idle timeout */
     _Atomic int64_t open;             /* connections open on this loop */
     _Atomic uint64_t segment_ids;     /* segment IDs answered */
@@ -137,6 +137,7 @@ struct ik__worker {
     uv_async_t stop;  /* main thread -> loop: start draining */
     uv_timer_t sweep; /* timeouts and the Date header, every sweep_ms */
     uint64_t sweep_ms;
+    uint64_t accept_logged_ms; /* last "accept failed" line, uv_now ms (0: none) */
     uv_async_t done; /* library threads -> loop: answers ready (the done queue) */
     pthread_mutex_t done_mu;
     struct ik__pend *done_head, *done_tail; /* guarded by done_mu */
