@@ -1,17 +1,13 @@
 /* main.c: `idkeeper <command>`: the command table, help, and the dispatch that
  * parses a command's options (options.h) before its handler runs. */
 #include "cli.h"
+#include "commands.h"
 
 #include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define B(id) IK_OPT_BIT(IK_OPT_##id)
-
-/* Options every command that talks to the backend takes. */
-#define COORD_OPTS (B(CONFIG) | B(COORD) | B(APP) | B(ZK_SESSION_TIMEOUT) | B(ZK_AUTH))
 
 static int cmd_help(const ik_cli_command *cmd, ik_cli_opts *o);
 
@@ -23,30 +19,27 @@ static const ik_cli_command commands[] = {
      "SIGTERM or SIGINT, then releases the slot and exits 0. Refuses to start (non-zero\n"
      "exit, one line on stderr) on a bad option, a layout that runs out within 10 years,\n"
      "or no free slot.",
-     COORD_OPTS | B(HTTP) | B(IDENTITY) | B(WORKER_RANGE) | B(LAYOUT) | B(EPOCH) | B(SLOT_CHOICE) |
-         B(MAX_BATCH) | B(MAX_BACKWARD) | B(THREADS) | B(MAX_HEADER_BYTES) | B(IDLE_TIMEOUT) |
-         B(READ_TIMEOUT) | B(MAX_CONNECTIONS) | B(HTTP_TOKEN_FILE) | B(QUIET) |
-         B(SHUTDOWN_TIMEOUT)},
+     IK_OPTS_SERVE},
     {"next", ik__cmd_next, "fetch IDs from a running server, one a line",
      "next [--server URL] [--count N] [snowflake | segment TAG | sequence TAG]",
      "Asks a running `idkeeper serve` for N IDs (default 1) of the given kind (default\n"
      "snowflake) and prints them one a line, in the order issued. Large counts are fetched\n"
      "in batches of --batch over one keep-alive connection. If the server refuses, prints\n"
      "its message and exits 1; the IDs printed before that are valid.",
-     B(CONFIG) | B(SERVER) | B(COUNT) | B(BATCH)},
+     IK_OPTS_NEXT},
     {"decode", ik__cmd_decode, "show the time, worker and sequence inside IDs",
      "decode [--layout SPEC] [--epoch MS] [--json] [--expiry] [ID... | -]",
      "Prints one line per ID: id, time (ISO 8601 UTC), time_ms (Unix ms), worker and\n"
      "sequence as key=value pairs, or one JSON object a line with --json. '-' reads IDs\n"
      "from stdin, one a line. The layout must be the server's (same --layout and --epoch).\n"
      "With --expiry, or without IDs, prints the date on which the layout runs out.",
-     B(CONFIG) | B(LAYOUT) | B(EPOCH) | B(JSON) | B(EXPIRY)},
+     IK_OPTS_DECODE},
     {"workers", ik__cmd_workers, "list the worker slots of an app and their holders",
      "workers [--coord URI] [--app NAME] [--json]",
      "Lists every slot the app has used: worker number, state (held or free), the\n"
      "holder's identity, since when it holds it, the time record (the highest time issued\n"
      "under it, persisted), and backend details (pid, session).",
-     COORD_OPTS | B(JSON)},
+     IK_OPTS_WORKERS},
     {"tags", ik__cmd_tags, "manage the segment and sequence tags of an app",
      "tags list | show TAG | add TAG --kind KIND [--start N] [--step N] [--description TEXT]",
      "Works on the backend directly (no server needed). Tags must exist before a server\n"
@@ -62,7 +55,7 @@ static const ik_cli_command commands[] = {
      "ignored there.\n"
      "Exit codes: 0 done, 1 failed (backend unreachable), 2 bad usage (nothing changed),\n"
      "3 add: the tag exists already (nothing changed), 4 show: no such tag.",
-     COORD_OPTS | B(KIND) | B(START) | B(STEP) | B(DESCRIPTION) | B(JSON)},
+     IK_OPTS_TAGS},
     {"lock", ik__cmd_lock, "run a command while holding a lock",
      "lock [--coord URI] [--timeout MS] [--grace MS] PATH -- CMD [ARG...]",
      "Waits for the lock at PATH (first come, first served), runs CMD with\n"
@@ -76,7 +69,7 @@ static const ik_cli_command commands[] = {
      "Exit codes: CMD's own; 124 gave up waiting (--timeout), CMD never ran; 125 the lock\n"
      "was lost and CMD was stopped; 126 CMD cannot be run; 127 CMD not found; 1 the\n"
      "backend failed before CMD ran; 2 bad usage; 128+N a signal N ended the wait.",
-     B(CONFIG) | B(COORD) | B(ZK_SESSION_TIMEOUT) | B(ZK_AUTH) | B(TIMEOUT) | B(GRACE)},
+     IK_OPTS_LOCK},
     {"elect", ik__cmd_elect, "run a command only while this process leads",
      "elect [--coord URI] [--id TEXT] [--once] [--grace MS] PATH -- CMD [ARG...]",
      "Campaigns for leadership at PATH (Curator LeaderLatch's protocol on zk://) and runs\n"
@@ -85,13 +78,16 @@ static const ik_cli_command commands[] = {
      "--grace ms later) and idkeeper campaigns again, or exits 125 with --once. When CMD\n"
      "exits by itself, idkeeper resigns and exits with CMD's code. TERM, INT, HUP and QUIT\n"
      "are passed on to CMD while it runs; before that they end the campaign (128+N).",
-     B(CONFIG) | B(COORD) | B(ZK_SESSION_TIMEOUT) | B(ZK_AUTH) | B(ID) | B(ONCE) | B(GRACE)},
+     IK_OPTS_ELECT},
     {"version", ik__cmd_version, "print the versions of idkeeper and of its libraries", "version",
-     NULL, 0},
-    {"help", cmd_help, "explain idkeeper or one of its commands", "help [COMMAND]", NULL, 0},
+     NULL, IK_OPTS_VERSION},
+    {"help", cmd_help, "explain idkeeper or one of its commands", "help [COMMAND]", NULL, IK_OPTS_HELP},
 };
 
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
+#define IK_COUNT_ONE(name, opts) +1
+_Static_assert(NCOMMANDS == 0 IK_CLI_COMMANDS(IK_COUNT_ONE),
+               "every command of the table is listed in commands.h (IK_CLI_COMMANDS)");
 
 /* Every command name: the valid sections of the config file. */
 static const char *section_names[NCOMMANDS + 1];

@@ -2,9 +2,8 @@
  * environment.
  *
  * The input is split on NUL and newline bytes into pieces (a separator at the very end
- * ends the last piece). The first piece names the command (serve, next, decode,
- * workers, tags, version, help: that command's options; anything else: every option,
- * as command "fuzz"); pieces of the form IDKEEPER_NAME=VALUE are the environment (the
+ * ends the last piece). The first piece names the command (one of src/cli/commands.h:
+ * that command's options; anything else: every option, as command "fuzz"); pieces of the form IDKEEPER_NAME=VALUE are the environment (the
  * last one of a name wins); the rest is argv. There is no config file: --config or
  * IDKEEPER_CONFIG must fail with a reason.
  *

@@ -2,7 +2,7 @@
  * (ik__cli_parse with an empty argv; the environment names the file and nothing else).
  *
  * The input is the file's contents. It is parsed once as each command's config
- * (serve, next, decode, workers, tags, version, help), since sections and keys are
+ * (every command of src/cli/commands.h), since sections and keys are
  * checked against the command. Like the process's reader, a file holding a NUL byte
  * is refused with a reason.
  *
