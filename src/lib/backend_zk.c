@@ -139,29 +139,6 @@ struct zk_backend {
     ik__zk_tags *tags;       /* the tag store's state (backend_zk_tags.c) */
 };
 
-/* ------------------------------------------------------------------------------
- * Small helpers
- */
-static void deadline_ts(struct timespec *ts, int64_t ms)
-{
-    clock_gettime(CLOCK_MONOTONIC, ts);
-    ts->tv_sec += ms / 1000;
-    ts->tv_nsec += (ms % 1000) * 1000000;
-    if (ts->tv_nsec >= 1000000000) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000;
-    }
-}
-
-static void cond_init_mono(pthread_cond_t *cv)
-{
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(cv, &ca);
-    pthread_condattr_destroy(&ca);
-}
-
 static uint64_t rng_next(zk_backend *b)
 {
     /* xorshift64*; callers hold b->mu */
@@ -204,14 +181,14 @@ static int parse_hex64(const char *s, size_t n, int64_t *out)
 
 /* ZooKeeper result codes that mean "no answer: the request may or may not have been
  * applied". */
-static int zk_doubtful(int zrc)
+int ik__zk_doubtful(int zrc)
 {
     return zrc == ZCONNECTIONLOSS || zrc == ZOPERATIONTIMEOUT || zrc == ZCLOSING ||
            zrc == ZSYSTEMERROR || zrc == ZMARSHALLINGERROR;
 }
 
 /* ZooKeeper result codes that mean "this session is gone for good". */
-static int zk_session_gone(int zrc)
+int ik__zk_session_gone(int zrc)
 {
     return zrc == ZSESSIONEXPIRED || zrc == ZINVALIDSTATE || zrc == ZAUTHFAILED ||
            zrc == ZSESSIONMOVED;
@@ -222,7 +199,7 @@ static int zk_session_gone(int zrc)
  * connected) or IK_ESTORE. */
 static int zfail(int zrc, char *why, size_t why_len, const char *what)
 {
-    int err = zk_session_gone(zrc) ? IK_ELOST : zk_doubtful(zrc) ? IK_EINDOUBT : IK_ESTORE;
+    int err = ik__zk_session_gone(zrc) ? IK_ELOST : ik__zk_doubtful(zrc) ? IK_EINDOUBT : IK_ESTORE;
     return ik__fail(err, why, why_len, "%s: %s", what, zerror(zrc));
 }
 
@@ -331,7 +308,7 @@ static zk_wait *wait_new(int n)
     zk_wait *w = calloc(1, sizeof *w + (size_t)n * sizeof(zk_item));
     if (!w) return NULL;
     pthread_mutex_init(&w->mu, NULL);
-    cond_init_mono(&w->cv);
+    ik__cond_init_mono(&w->cv);
     w->refs = 1;
     w->n = n;
     for (int i = 0; i < n; i++) w->items[i].w = w;
@@ -414,7 +391,7 @@ static void on_data(int rc, const char *value, int len, const struct Stat *st, c
 static int wait_all(zk_wait *w, int64_t ms)
 {
     struct timespec ts;
-    deadline_ts(&ts, ms);
+    ik__deadline_ts(&ts, ms);
     pthread_mutex_lock(&w->mu);
     while (w->left > 0 && pthread_cond_timedwait(&w->cv, &w->mu, &ts) != ETIMEDOUT) {
     }
@@ -454,7 +431,7 @@ static void quiet_client_log(void)
     zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
 }
 
-/* The client's log lines (errors only), to stderr, at most 3 every 10 s: while
+/* The client's log lines (errors only), to the log sink, at most 3 every 10 s: while
  * ZooKeeper is down the client logs every reconnect attempt, several a second. */
 static void client_log(const char *message)
 {
@@ -466,14 +443,14 @@ static void client_log(const char *message)
     pthread_mutex_lock(&mu);
     if (now - window_start >= 10000) {
         if (suppressed)
-            fprintf(stderr, "zookeeper client: %ld more messages like these in 10 s\n", suppressed);
+            ik__logf("zookeeper client: %ld more messages like these in 10 s", suppressed);
         window_start = now;
         shown = 0;
         suppressed = 0;
     }
     if (shown < 3) {
         shown++;
-        fprintf(stderr, "%s\n", message);
+        ik__logf("%s", message);
     } else {
         suppressed++;
     }
@@ -531,7 +508,7 @@ static void conn_close(zk_conn *c)
 static int conn_wait(zk_backend *b, zk_conn *c, int64_t ms)
 {
     struct timespec ts;
-    deadline_ts(&ts, ms);
+    ik__deadline_ts(&ts, ms);
     pthread_mutex_lock(&b->mu);
     for (;;) {
         if (c->dead) break;
@@ -893,7 +870,7 @@ static int scan_slots(zk_backend *b, zk_conn *c, const char *app, uint32_t lo, u
                     continue;
                 }
                 if (it->rc != ZOK) {
-                    if (zk_session_gone(it->rc))
+                    if (ik__zk_session_gone(it->rc))
                         rc = ik__fail(IK_ELOST, why, why_len, "%s", zerror(it->rc));
                     else
                         rc = ik__fail(IK_ESTORE, why, why_len, "reading %s: %s", dir,
@@ -1070,7 +1047,7 @@ static int try_take(zk_backend *b, zk_conn *c, const ik__slot_request *req, uint
         sent = ik__mono_ns();
         zrc = zoo_multi(c->zh, nops, ops, res);
     }
-    if (zk_doubtful(zrc)) {
+    if (ik__zk_doubtful(zrc)) {
         /* Did it land? Only an owner node of our own session says yes. */
         if (conn_wait(b, c, connect_wait_ms(b)) != IK_OK) {
             remember_orphan(b, req->app, w, session);
@@ -1392,7 +1369,7 @@ static int reconcile(zk_conn *c, zk_slot *s)
     int len = sizeof buf - 1;
     struct Stat st;
     int zrc = zoo_get(c->zh, s->slot_path, 0, buf, &len, &st);
-    if (zrc != ZOK) return zk_doubtful(zrc) ? IK_EINDOUBT : IK_ELOST;
+    if (zrc != ZOK) return ik__zk_doubtful(zrc) ? IK_EINDOUBT : IK_ELOST;
     if (len < 0) len = 0;
     ik__zk_fields f;
     ik__zk_parse_fields(buf, len, &f);
@@ -1419,7 +1396,7 @@ static int settle(zk_conn *c, zk_slot *s, const zk_item *it)
         s->in_doubt = 0;
         return IK_OK;
     }
-    if (zk_doubtful(zrc)) {
+    if (ik__zk_doubtful(zrc)) {
         s->in_doubt = 1;
         return IK_EINDOUBT;
     }
@@ -1695,7 +1672,7 @@ static int zk_open(const char *uri, const ik_coord_options *o, ik__backend **out
     pthread_rwlock_init(&b->life, NULL);
     pthread_mutex_init(&b->mu, NULL);
     pthread_mutex_init(&b->lmu, NULL);
-    cond_init_mono(&b->cv);
+    ik__cond_init_mono(&b->cv);
     if (getrandom(&b->rng, sizeof b->rng, 0) != (ssize_t)sizeof b->rng)
         b->rng = (uint64_t)ik__mono_ns() ^ ((uint64_t)getpid() << 32);
     b->rng |= 1;

@@ -31,6 +31,13 @@ void ik__zk_parse_fields(const char *data, int len, ik__zk_fields *f);
 int ik__zk_format_slot(char *buf, size_t len, int64_t record_ms, int64_t since_ms,
                        int64_t session, const char *identity);
 
+/* ZooKeeper result codes (ZCONNECTIONLOSS, ...) that mean "no answer: the request
+ * may or may not have been applied". */
+int ik__zk_doubtful(int zrc);
+
+/* ZooKeeper result codes that mean "this session is gone for good". */
+int ik__zk_session_gone(int zrc);
+
 /* Slot node names: the worker in decimal, at least 4 digits ("0007"). parse accepts
  * only that canonical form: 0 and *w, or -1. */
 int ik__zk_worker_name(uint32_t w, char *out, size_t len);

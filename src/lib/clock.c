@@ -44,6 +44,11 @@ int64_t ik__mono_ns(void)
     return ts_ns(CLOCK_MONOTONIC);
 }
 
+int64_t ik__mono_ms(void)
+{
+    return ik__mono_ns() / 1000000;
+}
+
 int64_t ik__wall_ms(void)
 {
     return ts_ns(CLOCK_REALTIME) / 1000000;

@@ -13,7 +13,11 @@ int ik__fail(int err, char *why, size_t why_len, const char *fmt, ...)
 
 /* Monotonic and wall time from the system clock, bypassing any ik_clock. */
 int64_t ik__mono_ns(void);
+int64_t ik__mono_ms(void);
 int64_t ik__wall_ms(void);
+
+/* One log line through the sink of ik_set_log (printf format, no newline). */
+void ik__logf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Formats Unix ms as ISO 8601 UTC with milliseconds ("2026-11-22T02:45:48.123Z"). */
 void ik__iso8601(int64_t unix_ms, char *buf, size_t len);

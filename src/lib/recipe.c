@@ -280,26 +280,6 @@ struct ik_election {
     int qn;
 };
 
-static void cond_init_mono(pthread_cond_t *cv)
-{
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(cv, &ca);
-    pthread_condattr_destroy(&ca);
-}
-
-static void abs_deadline(struct timespec *ts, int64_t ms)
-{
-    clock_gettime(CLOCK_MONOTONIC, ts);
-    ts->tv_sec += ms / 1000;
-    ts->tv_nsec += (ms % 1000) * 1000000;
-    if (ts->tv_nsec >= 1000000000) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000;
-    }
-}
-
 /* The lock's state changes, from the backend's thread: queued for the campaign. */
 static void on_lock_change(void *ctx, ik_hold_state state, const char *why)
 {
@@ -332,7 +312,7 @@ static void elect_set(ik_election *e, ik_hold_state s, const char *why, int tell
 static int elect_nap(ik_election *e, int64_t ms)
 {
     struct timespec ts;
-    abs_deadline(&ts, ms);
+    ik__deadline_ts(&ts, ms);
     pthread_mutex_lock(&e->mu);
     while (!e->stop && pthread_cond_timedwait(&e->cv, &e->mu, &ts) != ETIMEDOUT) {
     }
@@ -420,7 +400,7 @@ int ik_election_create(ik_coord *c, const char *path, const char *id, const ik_e
         return rc;
     }
     pthread_mutex_init(&e->mu, NULL);
-    cond_init_mono(&e->cv);
+    ik__cond_init_mono(&e->cv);
     *out = e;
     return IK_OK;
 }
@@ -450,7 +430,7 @@ int ik_election_await(ik_election *e, int64_t timeout_ms)
 {
     if (!e || timeout_ms < -1) return IK_EINVAL;
     struct timespec ts;
-    if (timeout_ms >= 0) abs_deadline(&ts, timeout_ms);
+    if (timeout_ms >= 0) ik__deadline_ts(&ts, timeout_ms);
     pthread_mutex_lock(&e->mu);
     int rc = IK_OK;
     while (e->state != IK_HOLD_HELD) {

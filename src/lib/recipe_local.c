@@ -311,11 +311,6 @@ static int find_blocker(local_lock *l)
     return fd;
 }
 
-static int64_t mono_ms(void)
-{
-    return ik__mono_ns() / 1000000;
-}
-
 static int cancel_pending(const local_lock *l)
 {
     struct pollfd p = {l->cancel_fd, POLLIN, 0};
@@ -356,7 +351,7 @@ static int wait_flock(const local_lock *l, int fd, int op, int64_t deadline_ms)
             rc = IK_ESYS(errno);
             break;
         }
-        int64_t left = deadline_ms < 0 ? -1 : deadline_ms - mono_ms();
+        int64_t left = deadline_ms < 0 ? -1 : deadline_ms - ik__mono_ms();
         if (deadline_ms >= 0 && left <= 0) {
             rc = IK_ETIMEDOUT;
             break;
@@ -520,7 +515,7 @@ static int local_acquire(ik_lock *lk, int64_t timeout_ms, int64_t *fence)
     if (!busy) l->state = IK_HOLD_WAITING;
     pthread_mutex_unlock(&l->mu);
     if (busy) return IK_EINVAL;
-    int64_t deadline = timeout_ms < 0 ? -1 : mono_ms() + timeout_ms;
+    int64_t deadline = timeout_ms < 0 ? -1 : ik__mono_ms() + timeout_ms;
 
     int rc = cancel_pending(l) ? IK_ECLOSED : ticket_take(l);
     while (rc == 0) {

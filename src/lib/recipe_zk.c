@@ -241,35 +241,6 @@ static void on_session(void *ctx, unsigned gen, int state)
     reg_poke((uint64_t)(uintptr_t)ctx, NULL, 1);
 }
 
-/* ------------------------------------------------------------------------------
- * Helpers
- */
-static int64_t mono_ms(void)
-{
-    return ik__mono_ns() / 1000000;
-}
-
-static void cond_init_mono(pthread_cond_t *cv)
-{
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(cv, &ca);
-    pthread_condattr_destroy(&ca);
-}
-
-static int zk_doubtful(int zrc)
-{
-    return zrc == ZCONNECTIONLOSS || zrc == ZOPERATIONTIMEOUT || zrc == ZCLOSING ||
-           zrc == ZSYSTEMERROR || zrc == ZMARSHALLINGERROR;
-}
-
-static int zk_gone(int zrc)
-{
-    return zrc == ZSESSIONEXPIRED || zrc == ZINVALIDSTATE || zrc == ZAUTHFAILED ||
-           zrc == ZSESSIONMOVED;
-}
-
 /* Waits until an event after `seen`, a cancel (if honour_cancel), or deadline_ms
  * (monotonic, -1: none). 0: woken; IK_ETIMEDOUT; IK_ECLOSED. */
 static int wait_event(zk_lock *lk, uint64_t seen, int64_t deadline_ms, int honour_cancel)
@@ -281,19 +252,12 @@ static int wait_event(zk_lock *lk, uint64_t seen, int64_t deadline_ms, int honou
             pthread_cond_wait(&lk->cv, &lk->mu);
             continue;
         }
-        int64_t left = deadline_ms - mono_ms();
+        int64_t left = deadline_ms - ik__mono_ms();
         if (left <= 0) {
             rc = IK_ETIMEDOUT;
             break;
         }
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_sec += left / 1000;
-        ts.tv_nsec += (left % 1000) * 1000000;
-        if (ts.tv_nsec >= 1000000000) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000;
-        }
+        struct timespec ts;        ik__deadline_ts(&ts, left);
         pthread_cond_timedwait(&lk->cv, &lk->mu, &ts);
     }
     if (rc == 0 && honour_cancel && lk->cancel) rc = IK_ECLOSED;
@@ -415,7 +379,7 @@ static void set_node(zk_lock *lk, const char *node, unsigned gen, int64_t sessio
  * its session is); IK_EINDOUBT: could not make sure; else an error. */
 static int delete_ours(zk_lock *lk, const char *uuid_in_doubt, int64_t max_wait_ms)
 {
-    int64_t until = mono_ms() + max_wait_ms;
+    int64_t until = ik__mono_ms() + max_wait_ms;
     for (;;) {
         uint64_t seen = events_now(lk);
         pthread_mutex_lock(&lk->mu);
@@ -452,11 +416,11 @@ static int delete_ours(zk_lock *lk, const char *uuid_in_doubt, int64_t max_wait_
             }
         }
         ik__zk_session_put(lk->base.be);
-        if (zrc == ZOK || zk_gone(zrc)) {
+        if (zrc == ZOK || ik__zk_session_gone(zrc)) {
             set_node(lk, "", 0, 0, 0);
             return IK_OK;
         }
-        if (!zk_doubtful(zrc)) return ik_err(zrc);
+        if (!ik__zk_doubtful(zrc)) return ik_err(zrc);
         if (max_wait_ms <= 0 || wait_event(lk, seen, until, 0) == IK_ETIMEDOUT) return IK_EINDOUBT;
     }
 }
@@ -510,7 +474,7 @@ static void delete_pending(zk_lock *lk)
  * reconnect). 0, or IK_EINDOUBT. */
 static int delete_settle(zk_lock *lk, int64_t ms)
 {
-    int64_t until = mono_ms() + ms;
+    int64_t until = ik__mono_ms() + ms;
     for (;;) {
         delete_pending(lk);
         uint64_t seen = events_now(lk);
@@ -550,22 +514,15 @@ static void *monitor_thread(void *arg)
         /* wait for an event, for the next probe or deadline of a grant, or for good */
         pthread_mutex_lock(&lk->mu);
         int held = lk->state == IK_HOLD_HELD || lk->state == IK_HOLD_IN_DOUBT;
-        int64_t wake = mono_ms() + t / 4; /* idle: look for a new grant now and then */
+        int64_t wake = ik__mono_ms() + t / 4; /* idle: look for a new grant now and then */
         if (held) {
             int64_t lost_at = lk->proven_ms + t * 2 / 3;
             int64_t probe_at = lk->probe_inflight ? lost_at : lk->probe_sent_ms + t / 4;
             wake = probe_at < lost_at ? probe_at : lost_at;
         }
-        while (!lk->stop && lk->mevents == seen && mono_ms() < wake) {
-            int64_t left = wake - mono_ms();
-            struct timespec ts;
-            clock_gettime(CLOCK_MONOTONIC, &ts);
-            ts.tv_sec += left / 1000;
-            ts.tv_nsec += (left % 1000) * 1000000;
-            if (ts.tv_nsec >= 1000000000) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000;
-            }
+        while (!lk->stop && lk->mevents == seen && ik__mono_ms() < wake) {
+            int64_t left = wake - ik__mono_ms();
+            struct timespec ts;            ik__deadline_ts(&ts, left);
             pthread_cond_timedwait(&lk->mcv, &lk->mu, &ts);
         }
         if (lk->stop) {
@@ -592,7 +549,7 @@ static void *monitor_thread(void *arg)
         delete_pending(lk);
         if (!held) continue;
 
-        int64_t now = mono_ms();
+        int64_t now = ik__mono_ms();
         ik_hold_state next = st;
         const char *why = "";
         int probe = 0;
@@ -685,8 +642,8 @@ static int zk_lock_init(ik_lock *base)
     ik__zk_session_put(base->be);
     if (n < 0 || (size_t)n + 128 >= sizeof lk->dir) return IK_EINVAL;
     pthread_mutex_init(&lk->mu, NULL);
-    cond_init_mono(&lk->cv);
-    cond_init_mono(&lk->mcv);
+    ik__cond_init_mono(&lk->cv);
+    ik__cond_init_mono(&lk->mcv);
     int rc = reg_add(lk);
     if (rc == 0) rc = ik__zk_listen(base->be, on_session, (void *)(uintptr_t)lk->reg);
     if (rc) {
@@ -822,7 +779,7 @@ static int zk_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
         return IK_EINVAL;
     set_state(lk, IK_HOLD_WAITING, "waiting", 0);
 
-    int64_t deadline = timeout_ms < 0 ? -1 : mono_ms() + timeout_ms;
+    int64_t deadline = timeout_ms < 0 ? -1 : ik__mono_ms() + timeout_ms;
     char uuid[37];
     new_uuid(uuid);
     int in_doubt = 0; /* a create of this uuid may have happened */
@@ -853,13 +810,13 @@ static int zk_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
             set_node(lk, "", 0, 0, 0);
             in_doubt = 0;
             new_uuid(uuid);
-            if (deadline >= 0 && mono_ms() >= deadline) {
+            if (deadline >= 0 && ik__mono_ms() >= deadline) {
                 rc = IK_ETIMEDOUT;
                 break;
             }
             char why[160];
             if (base->be->ops->recover(base->be, why, sizeof why) != 0) {
-                int64_t nap = mono_ms() + 200;
+                int64_t nap = ik__mono_ms() + 200;
                 rc = wait_event(lk, seen, deadline >= 0 && deadline < nap ? deadline : nap, 1);
                 if (rc == IK_ECLOSED) break;
                 rc = IK_OK; /* a timeout here is the nap's; the deadline is checked above */
@@ -894,7 +851,7 @@ static int zk_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
         int count = 0, listed = 0;
         if (zrc == ZOK && !node[0] && !in_doubt) {
             pipelined pl;
-            asked = mono_ms();
+            asked = ik__mono_ms();
             create_and_list(lk, &s, uuid, &pl);
             zrc = pl.crc;
             if (zrc == ZOK) {
@@ -908,7 +865,7 @@ static int zk_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
                 }
             } else if (zrc == ZNONODE) {
                 need_dir = 1;
-            } else if (zk_doubtful(zrc)) {
+            } else if (ik__zk_doubtful(zrc)) {
                 in_doubt = 1;
                 doubt_gen = s.gen;
             }
@@ -917,7 +874,7 @@ static int zk_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
         if (zrc != ZOK) {
             ik__zk_session_put(base->be);
             if (zrc == ZNONODE) continue; /* a (container) parent is missing: make it */
-            if (zk_doubtful(zrc) || zk_gone(zrc)) {
+            if (ik__zk_doubtful(zrc) || ik__zk_session_gone(zrc)) {
                 rc = wait_event(lk, seen, deadline, 1);
                 if (rc) break;
                 continue;
@@ -929,7 +886,7 @@ static int zk_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
         /* our node exists: who is ahead? */
         if (!listed) {
             struct String_vector kids = {0, NULL};
-            asked = mono_ms();
+            asked = ik__mono_ms();
             zrc = zoo_get_children(s.zh, lk->dir, 0, &kids);
             if (zrc == ZOK) {
                 names = kids.data;
@@ -950,7 +907,7 @@ static int zk_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
         }
         if (zrc != ZOK && zrc != ZNONODE) {
             ik__zk_session_put(base->be);
-            if (!zk_doubtful(zrc) && !zk_gone(zrc)) {
+            if (!ik__zk_doubtful(zrc) && !ik__zk_session_gone(zrc)) {
                 rc = ik_err(zrc);
                 break;
             }
@@ -976,7 +933,7 @@ static int zk_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
         snprintf(lk->pred, sizeof lk->pred, "%s", pred);
         lk->pred_deleted = 0;
         pthread_mutex_unlock(&lk->mu);
-        int64_t watched = mono_ms();
+        int64_t watched = ik__mono_ms();
         zrc = zoo_wexists(s.zh, pred, on_watch, (void *)(uintptr_t)lk->reg, NULL);
         unsigned wgen = s.gen;
         int64_t t = s.timeout_ms;
@@ -993,7 +950,7 @@ static int zk_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
         int gone_pred = zrc == ZNONODE || lk->pred_deleted;
         lk->pred[0] = '\0';
         pthread_mutex_unlock(&lk->mu);
-        if (alone && gone_pred && mono_ms() - watched < t / 3) {
+        if (alone && gone_pred && ik__mono_ms() - watched < t / 3) {
             ik__zk_session_get(base->be, &s);
             int ok = s.connected && !s.dead && s.gen == wgen && s.id == session_of(lk);
             ik__zk_session_put(base->be);
@@ -1029,7 +986,7 @@ static int zk_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
         lk->probe_seq++; /* a late answer to an earlier grant's probe is not ours */
         lk->probe_inflight = 0;
         lk->proven_ms = asked;         /* the listing that showed us first was sent then */
-        lk->probe_sent_ms = mono_ms(); /* first probe a quarter of the timeout from now */
+        lk->probe_sent_ms = ik__mono_ms(); /* first probe a quarter of the timeout from now */
         /* the monitor finds this grant within a quarter of the timeout (its idle nap),
          * or at once on a session event */
     }
