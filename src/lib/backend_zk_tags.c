@@ -1008,20 +1008,18 @@ static int outcome(const ik__zk_doubt *d, int rc)
 
 static void log_gap(const zt_tag *g, int64_t first, int64_t count, const char *what)
 {
-    fprintf(stderr,
-            "idkeeper: tag gap tag=%s first=%" PRId64 " count=%" PRId64
-            " (app %s: a write whose answer was lost %s; these IDs are never handed out)\n",
-            g->name, first, count, g->app, what);
+    ik__logf("tag gap tag=%s first=%" PRId64 " count=%" PRId64
+             " (app %s: a write whose answer was lost %s; these IDs are never handed out)",
+             g->name, first, count, g->app, what);
 }
 
 /* A doubt of the running call, settled by reading the node (now at version now). */
 static void log_settled(const zt_tag *g, const ik__zk_doubt *d, int64_t count, int now,
                         const char *what)
 {
-    fprintf(stderr,
-            "idkeeper: tag doubt settled tag=%s first=%" PRId64 " count=%" PRId64
-            " version=%d now=%d (app %s): the write whose answer was lost %s\n",
-            g->name, d->first, count, d->version, now, g->app, what);
+    ik__logf("tag doubt settled tag=%s first=%" PRId64 " count=%" PRId64
+             " version=%d now=%d (app %s): the write whose answer was lost %s",
+             g->name, d->first, count, d->version, now, g->app, what);
 }
 
 /* Closes the doubt, logging the range it may have recorded (IK__ZK_UNKNOWN). */

@@ -1,6 +1,9 @@
 /* errors.c: the error enum's names and descriptions, and small shared helpers. */
 #include "internal.h"
 
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -124,4 +127,29 @@ int ik__grow(void **v, size_t *cap, size_t n, size_t elem, size_t first)
     *v = nv;
     *cap = nc;
     return IK_OK;
+}
+
+/* ---- the log sink ------------------------------------------------------------ */
+
+static _Atomic(ik_log_fn) log_fn;
+static void *_Atomic log_ctx;
+
+void ik_set_log(ik_log_fn fn, void *ctx)
+{
+    atomic_store(&log_ctx, ctx);
+    atomic_store(&log_fn, fn);
+}
+
+void ik__logf(const char *fmt, ...)
+{
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    ik_log_fn fn = atomic_load(&log_fn);
+    if (fn)
+        fn(atomic_load(&log_ctx), line);
+    else
+        fprintf(stderr, "idkeeper: %s\n", line);
 }

@@ -93,6 +93,13 @@ void ik__log(const char *fmt, ...)
     (void)w;
 }
 
+/* The library's log lines (ik_set_log), in the daemon's format. */
+static void library_log(void *ctx, const char *line)
+{
+    (void)ctx;
+    ik__log("%s", line);
+}
+
 /* ---- start-up helpers ------------------------------------------------------------------- */
 
 /* 1 if the environment variable name is 1, true, yes or on. */
@@ -389,6 +396,7 @@ static int server_start(ik__server *srv, const ik_server_config *cfg)
     atomic_init(&srv->connections, 0);
     if (check_config(cfg) != 0) return -1;
     raise_fd_limit(cfg);
+    ik_set_log(library_log, NULL);
     if (cfg->http_token_file && *cfg->http_token_file && read_token(srv, cfg->http_token_file) != 0)
         return -1;
 

@@ -94,6 +94,8 @@ for k in 1 2 3 4 5; do
 done
 [ -n "$landed" ] || fail "5 blackholes caught no write of s1 that landed: $(grep -h 'tag ' "$T/s1.log")"
 log "s1: $landed"
+[[ $landed =~ ^20[0-9-]+T[0-9:.]+Z\ idkeeper\[[0-9]+\]:\ tag\ doubt ]] ||
+  fail "the library's line is not in the daemon's log format (ik_set_log): $landed"
 v=$(sed 's/.* version=\([0-9]*\) now=\([0-9]*\).*/\1 \2/' <<<"$landed")
 read -r made now <<<"$v"
 ((now > made + 1)) || fail "s2 did not write while s1 was cut off (version $made, now $now)"
