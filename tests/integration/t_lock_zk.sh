@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # labels: recipes zk
 # timeout: 300
-# idkeeper lock on zk://, the same cases as on local: (lock_cases.sh): 8 x 200
-# locked increments end at exactly 1600 with strictly increasing fences (the lock
-# nodes' creation zxids); --timeout exits 124 and leaves no node of ours;
-# CMD's exit code passes through; idkeeper killed -9 takes its CMD with it.
+# idkeeper lock on zk://, the same cases as on local: (lock_cases.sh): 8 processes x
+# up to 200 locked increments (fewer if 60 s pass first) end at the number done, with
+# strictly increasing fences (the lock nodes' creation zxids); --timeout exits 124
+# and leaves no node of ours; CMD's exit code passes through; idkeeper killed -9
+# takes its CMD with it.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/zk.sh"
 
