@@ -81,3 +81,46 @@ assert_increasing() {
          print "not increasing at line " NR ": " prev " then " $1; bad = 1; exit }
        { prev = $1 } END { exit bad }' "$1" || fail "IDs in $1 do not increase"
 }
+
+# serve_on NAME [serve args...]: start_server on a free port and wait until it is
+# ready; if it exits first only because the port was taken after free_port chose it
+# (free_port's range overlaps the ephemeral ports), tries another (5 tries). Sets
+# PORT. Returns 0 when ready, 1 if the server exited (see $T/NAME.log) or never got
+# ready in 20 s.
+serve_on() {
+  local name=$1 try rc; shift
+  for try in 1 2 3 4 5; do
+    PORT=$(free_port)
+    rc=0
+    _serve_up "$name" "$PORT" "$@" || rc=$?
+    [ "$rc" -eq 2 ] || return "$rc"
+    log "port $PORT was taken meanwhile; trying another"
+  done
+  return 1
+}
+
+# _serve_up NAME PORT [serve args...]: starts a server and waits until it is ready
+# (0), or until it exits (1; 2 if only because the port was taken).
+_serve_up() {
+  local name=$1 port=$2 i; shift 2
+  start_server "$name" "$port" "$@"
+  for ((i = 0; i < 400; i++)); do
+    curl -fsS -o /dev/null "http://127.0.0.1:$port/readyz" 2>/dev/null && return 0
+    kill -0 "${SERVER_PID[$name]}" 2>/dev/null || break
+    sleep 0.05
+  done
+  grep -q 'Address already in use' "$T/$name.log" && return 2
+  return 1
+}
+
+# expect_fail CODE WHAT CMD...: CMD exits CODE, prints nothing on stdout and exactly
+# one line "idkeeper: ..." on stderr that contains WHAT (the CLI's error contract).
+expect_fail() {
+  local code=$1 what=$2 rc=0; shift 2
+  "$@" >"$T/out" 2>"$T/err" || rc=$?
+  [ "$rc" -eq "$code" ] || fail "$* exited $rc, not $code: $(cat "$T/err")"
+  [ ! -s "$T/out" ] || fail "$* printed on stdout: $(head -c 200 "$T/out")"
+  [ "$(wc -l <"$T/err")" -eq 1 ] || fail "$* printed $(wc -l <"$T/err") lines on stderr: $(cat "$T/err")"
+  grep -q '^idkeeper: ' "$T/err" || fail "$*: stderr does not start with 'idkeeper: ': $(cat "$T/err")"
+  grep -qF -- "$what" "$T/err" || fail "$*: stderr lacks '$what': $(cat "$T/err")"
+}

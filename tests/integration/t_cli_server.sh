@@ -7,34 +7,6 @@
 source "$(dirname "$0")/lib.sh"
 cd "$T"
 
-# up NAME PORT [serve args...]: starts a server and waits until it is ready (0), or
-# until it exits (1; 2 if only because the port was taken after free_port chose it).
-up() {
-  local name=$1 port=$2 i; shift 2
-  start_server "$name" "$port" "$@"
-  for ((i = 0; i < 400; i++)); do
-    curl -fsS -o /dev/null "http://127.0.0.1:$port/readyz" 2>/dev/null && return 0
-    kill -0 "${SERVER_PID[$name]}" 2>/dev/null || break
-    sleep 0.05
-  done
-  grep -q 'Address already in use' "$T/$name.log" && return 2
-  return 1
-}
-
-# serve_on NAME [serve args...]: up on a free port, trying another if it was taken
-# meanwhile (free_port's range overlaps the ephemeral ports); sets PORT.
-serve_on() {
-  local name=$1 try rc; shift
-  for try in 1 2 3 4 5; do
-    PORT=$(free_port)
-    rc=0
-    up "$name" "$PORT" "$@" || rc=$?
-    [ "$rc" -eq 2 ] || return "$rc"
-    log "port $PORT was taken meanwhile; trying another"
-  done
-  return 1
-}
-
 serve_on cli1 --coord "local:$T/data" --app cliapp --worker-range 40-47 ||
   fail "server did not become ready"
 port=$PORT

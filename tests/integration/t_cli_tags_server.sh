@@ -10,45 +10,6 @@ cd "$T"
 
 C=(--coord "local:$T/data" --app tagapp)
 
-# up NAME PORT [serve args...]: starts a server and waits until it is ready (0), or
-# until it exits (1; 2 if only because the port was taken after free_port chose it).
-up() {
-  local name=$1 port=$2 i; shift 2
-  start_server "$name" "$port" "$@"
-  for ((i = 0; i < 400; i++)); do
-    curl -fsS -o /dev/null "http://127.0.0.1:$port/readyz" 2>/dev/null && return 0
-    kill -0 "${SERVER_PID[$name]}" 2>/dev/null || break
-    sleep 0.05
-  done
-  grep -q 'Address already in use' "$T/$name.log" && return 2
-  return 1
-}
-
-# serve_on NAME [serve args...]: up on a free port, trying another if it was taken
-# meanwhile; sets PORT.
-serve_on() {
-  local name=$1 try rc; shift
-  for try in 1 2 3 4 5; do
-    PORT=$(free_port)
-    rc=0
-    up "$name" "$PORT" "$@" || rc=$?
-    [ "$rc" -eq 2 ] || return "$rc"
-    log "port $PORT was taken meanwhile; trying another"
-  done
-  return 1
-}
-
-# expect_fail CODE WHAT CMD...: CMD exits CODE, prints nothing on stdout and exactly one
-# line "idkeeper: ..." on stderr that contains WHAT.
-expect_fail() {
-  local code=$1 what=$2 rc=0; shift 2
-  "$@" >"$T/out" 2>"$T/err" || rc=$?
-  [ "$rc" -eq "$code" ] || fail "$* exited $rc, not $code: $(cat "$T/err")"
-  [ ! -s "$T/out" ] || fail "$* printed on stdout: $(head -c 200 "$T/out")"
-  [ "$(wc -l <"$T/err")" -eq 1 ] || fail "$* printed $(wc -l <"$T/err") lines on stderr: $(cat "$T/err")"
-  grep -qF -- "$what" "$T/err" || fail "$*: stderr lacks '$what': $(cat "$T/err")"
-}
-
 "$IK_BIN" tags add orders --kind segment --start 5000 --step 100 "${C[@]}" >/dev/null ||
   fail "tags add orders failed"
 "$IK_BIN" tags add invoices --kind sequence --start 70 "${C[@]}" >/dev/null ||

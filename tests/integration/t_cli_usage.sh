@@ -6,18 +6,6 @@
 source "$(dirname "$0")/lib.sh"
 cd "$T"
 
-# expect_fail CODE WHAT CMD...: CMD exits CODE, prints nothing on stdout and exactly one
-# line "idkeeper: ..." on stderr that contains WHAT.
-expect_fail() {
-  local code=$1 what=$2 rc=0; shift 2
-  "$@" >"$T/out" 2>"$T/err" || rc=$?
-  [ "$rc" -eq "$code" ] || fail "$* exited $rc, not $code: $(cat "$T/err")"
-  [ ! -s "$T/out" ] || fail "$* printed on stdout: $(head -c 200 "$T/out")"
-  [ "$(wc -l <"$T/err")" -eq 1 ] || fail "$* printed $(wc -l <"$T/err") lines on stderr: $(cat "$T/err")"
-  grep -q '^idkeeper: ' "$T/err" || fail "$*: stderr does not start with 'idkeeper: ': $(cat "$T/err")"
-  grep -qF -- "$what" "$T/err" || fail "$*: stderr lacks '$what': $(cat "$T/err")"
-}
-
 # ---- help for every command --------------------------------------------------
 "$IK_BIN" help >"$T/help" || fail "idkeeper help failed"
 cmds=$(awk '/^Commands:/ { f = 1; next } f && /^  [a-z]/ { print $1 } f && /^$/ { exit }' "$T/help")

@@ -12,12 +12,8 @@
 # ik_election_leader's answer is the Curator participant's id while it leads.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/zk.sh"
-source "$IK_SRC/tests/interop/build.sh"
 
-zk_start_standalone
-interop_build_c
-interop_build_java
-URI=$(zk_uri t)
+zk_interop_start c java
 export IK_INTEROP_SESSION_MS=2000
 KILL_LIMIT_MS=$((IK_INTEROP_SESSION_MS + 20000)) # goal: session + 1 s; logged (rule 5)
 RESIGN_LIMIT_MS=${IK_RESIGN_LIMIT_MS:-10000}

@@ -8,10 +8,8 @@
 # the interval check of the interop tests catches them.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/zk.sh"
-source "$IK_SRC/tests/interop/build.sh"
 
-zk_start_standalone
-interop_build_java
+zk_interop_start java
 ROUNDS=100
 "${CURATOR[@]}" mutex "$ZK_CONNECT" /t/interop/mixed $ROUNDS "$T/j.iv" 2000 "$T/go" 2>"$T/j.log" &
 j=$!

@@ -6,12 +6,8 @@
 # of both kinds share; a reader does not overtake a writer that queued before it.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/zk.sh"
-source "$IK_SRC/tests/interop/build.sh"
 
-zk_start_standalone
-interop_build_c
-interop_build_java
-URI=$(zk_uri t)
+zk_interop_start c java
 P=/interop/rw
 c_try() { "${IK_INTEROP[@]}" rw-try "$URI" $P "$1"; }
 j_try() { "${CURATOR[@]}" rw-try "$ZK_CONNECT" /t$P "$1" 2>/dev/null; }

@@ -17,6 +17,7 @@
 #   zk_leader                    prints the index of the leading server
 #   zk_4lw I WORD                a four-letter word (ruok, srvr, mntr...) to server I
 #   zk_uri [CHROOT]              zk://HOST:PORT,.../CHROOT for idkeeper
+#   zk_interop_start [c] [java]  ZooKeeper and the interop helpers (tests/interop)
 #   zk_tool CMD ARGS...          the kazoo helper (an independent client): see below
 #   zk_port I                    client port of server I
 
@@ -188,6 +189,25 @@ zk_start_ensemble() {
 
 # zk_uri [CHROOT]: the coordination URI of the running ZooKeeper.
 zk_uri() { echo "zk://$ZK_CONNECT${1:+/${1#/}}"; }
+
+# zk_interop_start [c] [java]: the set-up of the interop tests: loads
+# tests/interop/build.sh (IK_INTEROP, CURATOR, KAZOO, interop_check_intervals),
+# starts a standalone ZooKeeper, builds the C helper (c) and the Java Curator helper
+# (java), and sets URI to $(zk_uri t), the chroot the helpers' paths live under.
+zk_interop_start() {
+  local what
+  # shellcheck source=../interop/build.sh
+  source "$IK_SRC/tests/interop/build.sh"
+  zk_start_standalone
+  for what in "$@"; do
+    case $what in
+      c) interop_build_c ;;
+      java) interop_build_java ;;
+      *) fail "zk_interop_start: unknown helper $what" ;;
+    esac
+  done
+  URI=$(zk_uri t)
+}
 
 # zk_tool CMD ARGS...: an independent client (python3-kazoo) on ZK_CONNECT.
 #   slot BASE W         JSON of slot W of the app at BASE (/CHROOT/idkeeper/apps/APP):

@@ -1,31 +1,20 @@
-# zk_counters.sh: the segment and sequence tests on zk:// (t_zk_counters_*.sh), sourced
-# after lib.sh and zk.sh. Starts a standalone ZooKeeper (unless one runs already),
-# points tests/tools/counters.sh at it (DATA=zk://.../t) and adds:
+# zk_counters.sh: the counters on zk:// (t_zk_counters_*.sh and the zk variant of
+# t_counters_*.sh), sourced after lib.sh and zk.sh, or by tests/tools/counters.sh
+# when IK_STORE=zk. Starts a standalone ZooKeeper (unless one runs already), points
+# tests/tools/counters.sh at it (DATA=zk://.../t, servers with --zk-session-timeout
+# $ZK_SESSION_MS, 4 s) and adds:
 #
-#   zk_fleet N [ARGS...]     counters.sh's fleet on ZooKeeper, --zk-session-timeout
-#                            $ZK_SESSION_MS (4 s)
-#   zk_restart NAME [ARGS...]  starts server NAME again (same identity and port)
+#   zk_fleet N [ARGS...]     counters.sh's fleet on ZooKeeper
 #   counter_raw TAG [APP]    an independent client's (kazoo) reading of the tag node:
 #                            "MAX_ID VERSION" (MAX_ID: the first 8 bytes, big-endian,
 #                            as Curator's DistributedAtomicLong reads them)
 #   commit_lines NAME TAG    the "sequence tag=TAG first=A count=K" lines of NAME's log
+IK_STORE=zk
 ((ZK_N > 0)) || zk_start_standalone
 DATA=$(zk_uri "$ZK_CHROOT")
-source "$IK_SRC/tests/tools/counters.sh"
+SERVE_ARGS=(--zk-session-timeout "$ZK_SESSION_MS")
 
-zk_fleet() {
-  local n=$1
-  shift
-  fleet "$n" --zk-session-timeout "$ZK_SESSION_MS" "$@"
-}
-
-zk_restart() {
-  local name=$1
-  shift
-  start_server "$name" "${PORT[$name]}" --coord "$DATA" --threads 1 --quiet \
-    --zk-session-timeout "$ZK_SESSION_MS" "$@"
-  wait_ready "${PORT[$name]}" || fail "$name not ready after restart: $(tail -n 5 "$T/$name.log")"
-}
+zk_fleet() { fleet "$@"; }
 
 counter_raw() {
   ZK_CONNECT=$ZK_CONNECT /usr/bin/python3 - "$(app_base "${2:-default}")/tags/$1" <<'PY'
@@ -43,3 +32,5 @@ PY
 }
 
 commit_lines() { grep -h "sequence tag=$2 " "$T/$1.log" || true; }
+
+declare -F fleet >/dev/null || source "$IK_SRC/tests/tools/counters.sh"

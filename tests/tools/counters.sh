@@ -1,12 +1,16 @@
-# counters.sh: helpers for the segment and sequence tests (t_counters_*.sh), sourced
-# after tests/integration/lib.sh. Servers run on local: with one data directory,
-# like processes of one host; every ID a client receives is kept in a file and
-# checked with tests/tools/idcheck.py.
+# counters.sh: helpers for the segment and sequence tests (t_counters_*.sh,
+# t_zk_counters_*.sh), sourced after tests/integration/lib.sh. Every ID a client
+# receives is kept in a file and checked with tests/tools/idcheck.py.
+#
+# The store comes from IK_STORE (CTest sets it for the tests with "# variants:"):
+#   local (default)  servers on local:$T/data, like processes of one host
+#   zk               a standalone ZooKeeper (tests/integration/zk.sh), DATA=zk://.../t,
+#                    and the helpers of tests/integration/zk_counters.sh (counter_raw...)
+# SERVE_ARGS holds what every server of the store gets besides --coord "$DATA".
 
 HAMMER=${IK_HAMMER:-${IK_BUILD:?IK_BUILD must name the build directory}/tests/tools/hammer}
 [ -x "$HAMMER" ] || fail "no hammer at $HAMMER (built by tests/tools)"
 IDCHECK=(python3 "$IK_SRC/tests/tools/idcheck.py")
-DATA=${DATA:-local:$T/data}
 declare -A PORT
 
 # fleet N [serve args...]: starts servers s1..sN on DATA, one loop thread each, and
@@ -16,11 +20,19 @@ fleet() {
   for ((i = 1; i <= n; i++)); do
     name=s$i
     PORT[$name]=$(free_port)
-    start_server "$name" "${PORT[$name]}" --coord "$DATA" --threads 1 --quiet "$@"
+    start_server "$name" "${PORT[$name]}" --coord "$DATA" --threads 1 --quiet "${SERVE_ARGS[@]}" "$@"
   done
   for ((i = 1; i <= n; i++)); do
     wait_ready "${PORT[s$i]}" || fail "s$i not ready: $(tail -n 5 "$T/s$i.log")"
   done
+}
+
+# restart_server NAME [serve args...]: starts server NAME of the fleet again (same
+# identity, same port) and waits until it is ready.
+restart_server() {
+  local name=$1; shift
+  start_server "$name" "${PORT[$name]}" --coord "$DATA" --threads 1 --quiet "${SERVE_ARGS[@]}" "$@"
+  wait_ready "${PORT[$name]}" || fail "$name not ready after restart: $(tail -n 5 "$T/$name.log")"
 }
 
 url() { echo "http://127.0.0.1:${PORT[$1]}"; }
@@ -65,3 +77,18 @@ stop_clean() {
   [ $rc -eq 0 ] || fail "$1 exited $rc after SIGTERM: $(tail -n 20 "$T/$1.log")"
   if grep -qE 'runtime error|Sanitizer' "$T/$1.log"; then fail "sanitizer report: $(cat "$T/$1.log")"; fi
 }
+
+# The store. On zk, zk_counters.sh may have been sourced first (the zk-only tests
+# do) and have set it up already; otherwise it is sourced here.
+IK_STORE=${IK_STORE:-local}
+case $IK_STORE in
+  local)
+    DATA=${DATA:-local:$T/data}
+    SERVE_ARGS=()
+    ;;
+  zk)
+    declare -F zk_start_standalone >/dev/null || source "$IK_SRC/tests/integration/zk.sh"
+    declare -F counter_raw >/dev/null || source "$IK_SRC/tests/integration/zk_counters.sh"
+    ;;
+  *) fail "IK_STORE=$IK_STORE: want local or zk" ;;
+esac
