@@ -1,6 +1,7 @@
 /* httpc.c: a minimal keep-alive HTTP/1.1 GET client over a plain socket, with
  * http_parser reading the answers (see httpc.h for what it does not do). */
 #include "httpc.h"
+#include "options.h"
 
 #include <http_parser.h>
 
@@ -10,7 +11,6 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,18 +33,6 @@ struct ik_httpc {
     int done, keep_alive, too_large;
     char rbuf[IK_HTTPC_RECV];
 };
-
-static void why_set(char *why, size_t len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void why_set(char *why, size_t len, const char *fmt, ...)
-{
-    if (!why || !len) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, len, fmt, ap);
-    va_end(ap);
-}
 
 static int on_body(http_parser *p, const char *at, size_t n)
 {
@@ -154,7 +142,7 @@ static int do_connect(ik_httpc *c, char *why, size_t why_len)
     snprintf(port, sizeof port, "%d", c->port);
     int rc = getaddrinfo(c->host, port, &hints, &res);
     if (rc != 0) {
-        why_set(why, why_len, "cannot resolve %s: %s", c->host, gai_strerror(rc));
+        ik__cli_why(why, why_len, "cannot resolve %s: %s", c->host, gai_strerror(rc));
         return -1;
     }
     int err = 0;
@@ -165,8 +153,8 @@ static int do_connect(ik_httpc *c, char *why, size_t why_len)
     }
     freeaddrinfo(res);
     if (c->fd < 0) {
-        why_set(why, why_len, "cannot connect to %s:%d: %s (is idkeeper serve running?)", c->host,
-                c->port, strerror(err));
+        ik__cli_why(why, why_len, "cannot connect to %s:%d: %s (is idkeeper serve running?)",
+                    c->host, c->port, strerror(err));
         return -1;
     }
     return 0;
@@ -193,7 +181,7 @@ static int attempt(ik_httpc *c, const char *req, size_t req_len, char *why, size
     if (send_all(c->fd, req, req_len) != 0) {
         int e = errno;
         disconnect(c);
-        why_set(why, why_len, "cannot send to %s:%d: %s", c->host, c->port, strerror(e));
+        ik__cli_why(why, why_len, "cannot send to %s:%d: %s", c->host, c->port, strerror(e));
         return 1;
     }
     http_parser_init(&c->parser, HTTP_RESPONSE);
@@ -208,18 +196,19 @@ static int attempt(ik_httpc *c, const char *req, size_t req_len, char *why, size
             if (e == EINTR) continue;
             disconnect(c);
             if (e == EAGAIN || e == EWOULDBLOCK) {
-                why_set(why, why_len, "no answer from %s:%d within %d ms", c->host, c->port,
-                        c->timeout_ms);
+                ik__cli_why(why, why_len, "no answer from %s:%d within %d ms", c->host, c->port,
+                            c->timeout_ms);
                 return -1;
             }
-            why_set(why, why_len, "connection to %s:%d failed: %s", c->host, c->port, strerror(e));
+            ik__cli_why(why, why_len, "connection to %s:%d failed: %s", c->host, c->port,
+                        strerror(e));
             return got ? -1 : 1;
         }
         size_t parsed = http_parser_execute(&c->parser, &c->settings, c->rbuf, (size_t)n);
         if (n == 0 && !c->done) {
             disconnect(c);
-            why_set(why, why_len, "%s:%d closed the connection %s", c->host, c->port,
-                    got ? "in the middle of an answer" : "without answering");
+            ik__cli_why(why, why_len, "%s:%d closed the connection %s", c->host, c->port,
+                        got ? "in the middle of an answer" : "without answering");
             return got ? -1 : 1;
         }
         got += (size_t)n;
@@ -231,11 +220,11 @@ static int attempt(ik_httpc *c, const char *req, size_t req_len, char *why, size
         if (HTTP_PARSER_ERRNO(&c->parser) != HPE_OK) {
             disconnect(c);
             if (c->too_large)
-                why_set(why, why_len, "answer from %s:%d larger than %zu bytes", c->host, c->port,
-                        c->max_body);
+                ik__cli_why(why, why_len, "answer from %s:%d larger than %zu bytes", c->host,
+                            c->port, c->max_body);
             else
-                why_set(why, why_len, "malformed HTTP answer from %s:%d: %s", c->host, c->port,
-                        http_errno_description(HTTP_PARSER_ERRNO(&c->parser)));
+                ik__cli_why(why, why_len, "malformed HTTP answer from %s:%d: %s", c->host, c->port,
+                            http_errno_description(HTTP_PARSER_ERRNO(&c->parser)));
             return -1;
         }
     }
@@ -253,7 +242,7 @@ int ik__httpc_get(ik_httpc *c, const char *path, size_t max_body, ik_httpc_resp 
                            path, strchr(c->host, ':') ? "[" : "", c->host,
                            strchr(c->host, ':') ? "]" : "", c->port);
     if (req_len < 0 || (size_t)req_len >= sizeof req) {
-        why_set(why, why_len, "request path too long");
+        ik__cli_why(why, why_len, "request path too long");
         return -1;
     }
     c->max_body = max_body;
@@ -265,7 +254,7 @@ int ik__httpc_get(ik_httpc *c, const char *path, size_t max_body, ik_httpc_resp 
             if (!c->body) {
                 c->body = malloc(1);
                 if (!c->body) {
-                    why_set(why, why_len, "out of memory");
+                    ik__cli_why(why, why_len, "out of memory");
                     return -1;
                 }
             }

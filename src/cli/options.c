@@ -115,10 +115,7 @@ static void fail(ik_cli_opts *o, const char *fmt, ...)
     va_end(ap);
 }
 
-static void why_set(char *why, size_t len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void why_set(char *why, size_t len, const char *fmt, ...)
+void ik__cli_why(char *why, size_t len, const char *fmt, ...)
 {
     if (!why || !len) return;
     va_list ap;
@@ -159,34 +156,35 @@ int ik__cli_parse_addr(const char *addr, char *host, size_t host_len, int *port,
         h = addr + 1;
         he = strchr(h, ']');
         if (!he || he[1] != ':') {
-            why_set(why, why_len, "'%s' is not [V6]:PORT", addr);
+            ik__cli_why(why, why_len, "'%s' is not [V6]:PORT", addr);
             return -1;
         }
         p = he + 2;
     } else {
         he = strrchr(addr, ':');
         if (!he) {
-            why_set(why, why_len, "'%s' is not ADDR:PORT", addr);
+            ik__cli_why(why, why_len, "'%s' is not ADDR:PORT", addr);
             return -1;
         }
         if (memchr(addr, ':', (size_t)(he - addr))) {
-            why_set(why, why_len, "'%s': an IPv6 address needs brackets, e.g. [::1]:8080", addr);
+            ik__cli_why(why, why_len, "'%s': an IPv6 address needs brackets, e.g. [::1]:8080",
+                        addr);
             return -1;
         }
         p = he + 1;
     }
     size_t hn = (size_t)(he - h);
     if (hn == 0) {
-        why_set(why, why_len, "'%s' has no host (use 0.0.0.0:PORT for every address)", addr);
+        ik__cli_why(why, why_len, "'%s' has no host (use 0.0.0.0:PORT for every address)", addr);
         return -1;
     }
     if (hn >= host_len) {
-        why_set(why, why_len, "'%s': host name too long", addr);
+        ik__cli_why(why, why_len, "'%s': host name too long", addr);
         return -1;
     }
     int64_t pn;
     if (parse_i64(p, strlen(p), &pn) != 0 || pn < 1 || pn > 65535) {
-        why_set(why, why_len, "'%s': port must be a number 1..65535", addr);
+        ik__cli_why(why, why_len, "'%s': port must be a number 1..65535", addr);
         return -1;
     }
     memcpy(host, h, hn);
@@ -202,19 +200,19 @@ int ik__cli_parse_url(const char *url, char *host, size_t host_len, int *port, c
     const char *scheme_end = strstr(url, "://");
     if (scheme_end) {
         if (scheme_end - url != 4 || strncasecmp(url, "http", 4) != 0) {
-            why_set(why, why_len, "'%s': only http:// URLs are supported", url);
+            ik__cli_why(why, why_len, "'%s': only http:// URLs are supported", url);
             return -1;
         }
         s = scheme_end + 3;
     }
     size_t an = strcspn(s, "/?#");
     if (strpbrk(s, "?#")) {
-        why_set(why, why_len, "'%s': a server URL has no query or fragment", url);
+        ik__cli_why(why, why_len, "'%s': a server URL has no query or fragment", url);
         return -1;
     }
     char hostport[300];
     if (an == 0 || an >= sizeof hostport) {
-        why_set(why, why_len, "'%s' has no host", url);
+        ik__cli_why(why, why_len, "'%s' has no host", url);
         return -1;
     }
     memcpy(hostport, s, an);
@@ -228,17 +226,17 @@ int ik__cli_parse_url(const char *url, char *host, size_t host_len, int *port, c
         size_t hn = an;
         if (h[0] == '[') {
             if (h[hn - 1] != ']' || hn < 3) {
-                why_set(why, why_len, "'%s': bad IPv6 host", url);
+                ik__cli_why(why, why_len, "'%s': bad IPv6 host", url);
                 return -1;
             }
             h++;
             hn -= 2;
         } else if (strchr(h, ':')) {
-            why_set(why, why_len, "'%s': an IPv6 address needs brackets", url);
+            ik__cli_why(why, why_len, "'%s': an IPv6 address needs brackets", url);
             return -1;
         }
         if (hn >= host_len) {
-            why_set(why, why_len, "'%s': host name too long", url);
+            ik__cli_why(why, why_len, "'%s': host name too long", url);
             return -1;
         }
         memcpy(host, h, hn);
@@ -250,12 +248,12 @@ int ik__cli_parse_url(const char *url, char *host, size_t host_len, int *port, c
     while (pn > 0 && path[pn - 1] == '/')
         pn--;
     if (pn >= prefix_len) {
-        why_set(why, why_len, "'%s': path too long", url);
+        ik__cli_why(why, why_len, "'%s': path too long", url);
         return -1;
     }
     for (size_t i = 0; i < pn; i++) {
         if ((unsigned char)path[i] <= ' ' || (unsigned char)path[i] >= 0x7f) {
-            why_set(why, why_len, "'%s': the path holds a space or control character", url);
+            ik__cli_why(why, why_len, "'%s': the path holds a space or control character", url);
             return -1;
         }
     }
@@ -273,7 +271,7 @@ static int check_value(ik_cli_opt_id id, const char *text, int64_t *n, int64_t *
     size_t len = strlen(text);
     *n = *n2 = 0;
     if (len == 0) {
-        why_set(why, why_len, "empty value");
+        ik__cli_why(why, why_len, "empty value");
         return -1;
     }
     switch (op->kind) {
@@ -287,44 +285,44 @@ static int check_value(ik_cli_opt_id id, const char *text, int64_t *n, int64_t *
             }
             if (strcasecmp(text, no[i]) == 0) return 0;
         }
-        why_set(why, why_len, "'%s' is not true or false", text);
+        ik__cli_why(why, why_len, "'%s' is not true or false", text);
         return -1;
     }
     case IK_KIND_STRING:
         if (op->max > 0 && (int64_t)len > op->max) {
-            why_set(why, why_len, "%zu bytes, over %" PRId64, len, op->max);
+            ik__cli_why(why, why_len, "%zu bytes, over %" PRId64, len, op->max);
             return -1;
         }
         for (size_t i = 0; i < len; i++) {
             if ((unsigned char)text[i] < ' ' || text[i] == 0x7f) {
-                why_set(why, why_len, "the value holds a control character");
+                ik__cli_why(why, why_len, "the value holds a control character");
                 return -1;
             }
         }
         return 0;
     case IK_KIND_INT:
         if (parse_i64(text, len, n) != 0) {
-            why_set(why, why_len, "'%s' is not a number (decimal digits)", text);
+            ik__cli_why(why, why_len, "'%s' is not a number (decimal digits)", text);
             return -1;
         }
         if (*n < op->min || *n > op->max) {
-            why_set(why, why_len, "%s is out of range %" PRId64 "..%" PRId64, text, op->min,
-                    op->max);
+            ik__cli_why(why, why_len, "%s is out of range %" PRId64 "..%" PRId64, text, op->min,
+                        op->max);
             return -1;
         }
         return 0;
     case IK_KIND_COORD:
         if (ik_coord_uri_check(text, why, why_len) != 0) {
             if (why && why_len && !why[0])
-                why_set(why, why_len, "'%s' is not a coordination URI", text);
+                ik__cli_why(why, why_len, "'%s' is not a coordination URI", text);
             return -1;
         }
         return 0;
     case IK_KIND_APP:
         if (len > 64 || strspn(text, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
                                      "0123456789._-") != len) {
-            why_set(why, why_len, "'%s' is not an app name ([A-Za-z0-9._-], 1 to 64 characters)",
-                    text);
+            ik__cli_why(why, why_len,
+                        "'%s' is not an app name ([A-Za-z0-9._-], 1 to 64 characters)", text);
             return -1;
         }
         return 0;
@@ -348,16 +346,16 @@ static int check_value(ik_cli_opt_id id, const char *text, int64_t *n, int64_t *
         const char *dash = strchr(text, '-');
         if (!dash || parse_i64(text, (size_t)(dash - text), n) != 0 ||
             parse_i64(dash + 1, strlen(dash + 1), n2) != 0) {
-            why_set(why, why_len, "'%s' is not A-B (two numbers, e.g. 0-31)", text);
+            ik__cli_why(why, why_len, "'%s' is not A-B (two numbers, e.g. 0-31)", text);
             return -1;
         }
         if (*n > *n2) {
-            why_set(why, why_len, "'%s': the first number is above the second", text);
+            ik__cli_why(why, why_len, "'%s': the first number is above the second", text);
             return -1;
         }
         if (*n < op->min || *n2 > op->max) {
-            why_set(why, why_len, "'%s' is out of range %" PRId64 "..%" PRId64, text, op->min,
-                    op->max);
+            ik__cli_why(why, why_len, "'%s' is out of range %" PRId64 "..%" PRId64, text, op->min,
+                        op->max);
             return -1;
         }
         return 0;
@@ -369,14 +367,14 @@ static int check_value(ik_cli_opt_id id, const char *text, int64_t *n, int64_t *
         char buf[256];
         if (op->kind == IK_KIND_EPOCH) {
             if (len > 200 || strchr(text, ',') || strchr(text, '=')) {
-                why_set(why, why_len, "'%.200s' is not Unix ms or YYYY-MM-DD", text);
+                ik__cli_why(why, why_len, "'%.200s' is not Unix ms or YYYY-MM-DD", text);
                 return -1;
             }
             snprintf(buf, sizeof buf, "epoch=%s", text);
             text = buf;
         }
         if (ik_layout_parse(&l, text, why, why_len) != 0) {
-            if (why && why_len && !why[0]) why_set(why, why_len, "'%s' is not a layout", text);
+            if (why && why_len && !why[0]) ik__cli_why(why, why_len, "'%s' is not a layout", text);
             return -1;
         }
         return 0;
@@ -392,19 +390,19 @@ static int check_value(ik_cli_opt_id id, const char *text, int64_t *n, int64_t *
             c += cn;
             if (*c == '|') c++;
         }
-        why_set(why, why_len, "'%s' is not one of %s", text, op->choices);
+        ik__cli_why(why, why_len, "'%s' is not one of %s", text, op->choices);
         return -1;
     }
     case IK_KIND_USERPASS: {
         const char *colon = strchr(text, ':');
         if (!colon || colon == text) {
-            why_set(why, why_len, "must be USER:PASSWORD");
+            ik__cli_why(why, why_len, "must be USER:PASSWORD");
             return -1;
         }
         return 0;
     }
     }
-    why_set(why, why_len, "unknown kind of option");
+    ik__cli_why(why, why_len, "unknown kind of option");
     return -1;
 }
 
@@ -692,7 +690,7 @@ static int process_read_file(void *ctx, const char *path, char **text, char *why
 {
     FILE *f = fopen(path, "rb");
     if (!f) {
-        why_set(why, why_len, "%s", strerror(errno));
+        ik__cli_why(why, why_len, "%s", strerror(errno));
         return -1;
     }
     size_t cap = 4096, n = 0;
@@ -718,7 +716,7 @@ static int process_read_file(void *ctx, const char *path, char **text, char *why
     fclose(f);
     if (!err && memchr(buf, 0, n)) err = "holds a NUL byte: not a text file";
     if (err) {
-        why_set(why, why_len, "%s", err);
+        ik__cli_why(why, why_len, "%s", err);
         free(buf);
         return -1;
     }

@@ -182,6 +182,10 @@ const char *ik__cli_source_name(const ik_cli_opts *o, ik_cli_opt_id id, char *bu
 int ik__cli_parse_url(const char *url, char *host, size_t host_len, int *port, char *prefix,
                       size_t prefix_len, char *why, size_t why_len);
 
+/* Writes a one-line reason into why (len bytes; nothing if why is NULL or len 0),
+ * printf-style: the "why" out-parameter of the CLI's parsers and client calls. */
+void ik__cli_why(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* Splits HOST:PORT or [V6]:PORT. Returns 0, or -1 with a reason in why. */
 int ik__cli_parse_addr(const char *addr, char *host, size_t host_len, int *port, char *why,
                        size_t why_len);
