@@ -34,8 +34,11 @@ test: deps-test
 	@$(MAKE) --no-print-directory test-asan
 	@$(MAKE) --no-print-directory test-tsan
 
+# ctest shows only failing tests' output; the chaos run's seed, counts and faults are
+# worth seeing in every CI log, so they are printed after a passing run too.
 test-plain: build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) --timeout 600
+	@grep -h '^chaos:' $(BUILD)/Testing/Temporary/LastTest.log || true
 
 # ASan+UBSan: the whole suite, daemons included.
 test-asan:

@@ -166,6 +166,7 @@ for ((s = 0; s < nservers; s++)); do wait "${PID[$s]}" 2>/dev/null || true; done
 
 # ---- checks ------------------------------------------------------------------------
 total=0
+per_kind=""
 for kind in ${kinds//,/ }; do
   files=("$T"/ids.$kind.*)
   [ -e "${files[0]}" ] || fail "no $kind IDs at all"
@@ -184,6 +185,7 @@ for kind in ${kinds//,/ }; do
   [ "$n" -gt 0 ] || fail "$kind: no IDs"
   log "$kind: $n IDs, no duplicate, each client's increasing"
   total=$((total + n))
+  per_kind+="${per_kind:+, }$kind $n"
 done
 
 if has_kind sequence; then
@@ -253,5 +255,5 @@ fi
 
 faults=""
 for k in kill9 sigstop zk zkleader clock; do faults+=" $k=${FAULTS[$k]}"; done
-echo "chaos: seed $seed: $total IDs checked, 0 duplicates; faults:$faults"
+echo "chaos: seed $seed: $total IDs checked ($per_kind), 0 duplicates; faults:$faults"
 pass "chaos run"
