@@ -8,6 +8,7 @@
 #include <cmocka.h>
 
 #include "idkeeper.h"
+#include "local_dir.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -22,9 +23,7 @@ typedef struct fx {
 static int setup(void **st)
 {
     fx *f = calloc(1, sizeof *f);
-    snprintf(f->dir, sizeof f->dir, "/tmp/ik-counters-XXXXXX");
-    assert_non_null(mkdtemp(f->dir));
-    snprintf(f->uri, sizeof f->uri, "local:%s", f->dir);
+    local_dir_make(f->dir, f->uri, "ik-counters");
     assert_int_equal(ik_coord_open(f->uri, NULL, &f->c1, NULL, 0), 0);
     assert_int_equal(ik_coord_open(f->uri, NULL, &f->c2, NULL, 0), 0);
     *st = f;
@@ -36,9 +35,7 @@ static int teardown(void **st)
     fx *f = *st;
     ik_coord_close(f->c1);
     ik_coord_close(f->c2);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", f->dir);
-    assert_int_equal(system(cmd), 0);
+    local_dir_remove(f->dir);
     free(f);
     return 0;
 }
@@ -53,20 +50,34 @@ static void tags_validate_and_persist(void **st)
 {
     fx *f = *st;
     char why[200];
-    assert_int_equal(ik_tag_create(f->c1, "app", "orders", IK_TAG_SEGMENT, 1000, 50, "order numbers", why, sizeof why), 0);
-    assert_int_equal(ik_tag_create(f->c2, "app", "orders", IK_TAG_SEQUENCE, 0, 1, NULL, why, sizeof why), IK_EEXIST);
-    assert_int_equal(ik_tag_create(f->c1, "app", "invoices", IK_TAG_SEQUENCE, 1, 0, NULL, why, sizeof why), 0);
-    assert_int_equal(ik_tag_create(f->c1, "app", "zero", IK_TAG_SEGMENT, 1, 0, NULL, why, sizeof why), IK_EINVAL);
+    assert_int_equal(ik_tag_create(f->c1, "app", "orders", IK_TAG_SEGMENT, 1000, 50,
+                                   "order numbers", why, sizeof why),
+                     0);
+    assert_int_equal(
+        ik_tag_create(f->c2, "app", "orders", IK_TAG_SEQUENCE, 0, 1, NULL, why, sizeof why),
+        IK_EEXIST);
+    assert_int_equal(
+        ik_tag_create(f->c1, "app", "invoices", IK_TAG_SEQUENCE, 1, 0, NULL, why, sizeof why), 0);
+    assert_int_equal(
+        ik_tag_create(f->c1, "app", "zero", IK_TAG_SEGMENT, 1, 0, NULL, why, sizeof why),
+        IK_EINVAL);
     assert_non_null(strstr(why, "step"));
-    assert_int_equal(ik_tag_create(f->c1, "app", "neg", IK_TAG_SEGMENT, -1, 10, NULL, why, sizeof why), IK_EINVAL);
+    assert_int_equal(
+        ik_tag_create(f->c1, "app", "neg", IK_TAG_SEGMENT, -1, 10, NULL, why, sizeof why),
+        IK_EINVAL);
     assert_non_null(strstr(why, "start"));
     char long_name[200];
     memset(long_name, 'a', 129);
     long_name[129] = '\0';
-    assert_int_equal(ik_tag_create(f->c1, "app", long_name, IK_TAG_SEGMENT, 1, 10, NULL, why, sizeof why), IK_EINVAL);
-    assert_int_equal(ik_tag_create(f->c1, "app", "bad/name", IK_TAG_SEGMENT, 1, 10, NULL, why, sizeof why), IK_EINVAL);
+    assert_int_equal(
+        ik_tag_create(f->c1, "app", long_name, IK_TAG_SEGMENT, 1, 10, NULL, why, sizeof why),
+        IK_EINVAL);
+    assert_int_equal(
+        ik_tag_create(f->c1, "app", "bad/name", IK_TAG_SEGMENT, 1, 10, NULL, why, sizeof why),
+        IK_EINVAL);
     long_name[128] = '\0';
-    assert_int_equal(ik_tag_create(f->c1, "app", long_name, IK_TAG_SEGMENT, 1, 10, NULL, why, sizeof why), 0);
+    assert_int_equal(
+        ik_tag_create(f->c1, "app", long_name, IK_TAG_SEGMENT, 1, 10, NULL, why, sizeof why), 0);
 
     ik_tag_info t;
     assert_int_equal(ik_tag_get(f->c2, "app", "orders", &t), 0);
@@ -89,7 +100,8 @@ static void tags_validate_and_persist(void **st)
 static void segment_single_thread_increasing_from_start(void **st)
 {
     fx *f = *st;
-    assert_int_equal(ik_tag_create(f->c1, "default", "seg", IK_TAG_SEGMENT, 500, 100, NULL, NULL, 0), 0);
+    assert_int_equal(
+        ik_tag_create(f->c1, "default", "seg", IK_TAG_SEGMENT, 500, 100, NULL, NULL, 0), 0);
     ik_segment *s;
     assert_int_equal(ik_segment_create(f->c1, "default", NULL, &s), 0);
     int64_t prev = 499, id;
@@ -100,7 +112,8 @@ static void segment_single_thread_increasing_from_start(void **st)
     }
     /* unknown tag, wrong kind */
     assert_int_equal(ik_segment_next_wait(s, "nope", 1, &id), IK_ENOTFOUND);
-    assert_int_equal(ik_tag_create(f->c1, "default", "seq", IK_TAG_SEQUENCE, 1, 1, NULL, NULL, 0), 0);
+    assert_int_equal(ik_tag_create(f->c1, "default", "seq", IK_TAG_SEQUENCE, 1, 1, NULL, NULL, 0),
+                     0);
     assert_int_equal(ik_segment_next_wait(s, "seq", 1, &id), IK_EKIND);
     /* the next block is preloaded before the current runs out */
     ik_segment_tag_status *v;
@@ -144,7 +157,8 @@ static void *seg_run(void *p)
 static void segment_two_servers_two_threads_no_duplicate(void **st)
 {
     fx *f = *st;
-    assert_int_equal(ik_tag_create(f->c1, "default", "shared", IK_TAG_SEGMENT, 1, 10, NULL, NULL, 0), 0);
+    assert_int_equal(
+        ik_tag_create(f->c1, "default", "shared", IK_TAG_SEGMENT, 1, 10, NULL, NULL, 0), 0);
     ik_segment *s1, *s2;
     assert_int_equal(ik_segment_create(f->c1, "default", NULL, &s1), 0);
     assert_int_equal(ik_segment_create(f->c2, "default", NULL, &s2), 0);
@@ -156,7 +170,8 @@ static void segment_two_servers_two_threads_no_duplicate(void **st)
         a[i] = (seg_arg){i < 2 ? s1 : s2, all + (size_t)i * PER, PER, 0};
         pthread_create(&th[i], NULL, seg_run, &a[i]);
     }
-    for (int i = 0; i < T; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < T; i++)
+        pthread_join(th[i], NULL);
     for (int i = 0; i < T; i++) {
         assert_int_equal(a[i].rc, 0);
         for (int k = 1; k < PER; k++)
@@ -201,7 +216,8 @@ static void *seq_run(void *p)
 static void sequence_two_servers_contiguous(void **st)
 {
     fx *f = *st;
-    assert_int_equal(ik_tag_create(f->c1, "default", "contig", IK_TAG_SEQUENCE, 7, 1, NULL, NULL, 0), 0);
+    assert_int_equal(
+        ik_tag_create(f->c1, "default", "contig", IK_TAG_SEQUENCE, 7, 1, NULL, NULL, 0), 0);
     ik_sequence *s1, *s2;
     assert_int_equal(ik_sequence_create(f->c1, "default", &s1), 0);
     assert_int_equal(ik_sequence_create(f->c2, "default", &s2), 0);
@@ -213,11 +229,14 @@ static void sequence_two_servers_contiguous(void **st)
         a[i] = (seq_arg){i % 2 ? s1 : s2, all + (size_t)i * PER, PER, 0};
         pthread_create(&th[i], NULL, seq_run, &a[i]);
     }
-    for (int i = 0; i < T; i++) pthread_join(th[i], NULL);
-    for (int i = 0; i < T; i++) assert_int_equal(a[i].rc, 0);
+    for (int i = 0; i < T; i++)
+        pthread_join(th[i], NULL);
+    for (int i = 0; i < T; i++)
+        assert_int_equal(a[i].rc, 0);
     qsort(all, (size_t)PER * T, sizeof *all, cmp64);
     for (size_t k = 0; k < (size_t)PER * T; k++)
-        if (all[k] != 7 + (int64_t)k) fail_msg("position %zu holds %lld, want %lld", k, (long long)all[k], 7 + (long long)k);
+        if (all[k] != 7 + (int64_t)k)
+            fail_msg("position %zu holds %lld, want %lld", k, (long long)all[k], 7 + (long long)k);
     int64_t id;
     assert_int_equal(ik_sequence_next_wait(s1, "nope", 1, &id), IK_ENOTFOUND);
     ik_sequence_destroy(s1);
@@ -232,8 +251,10 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(tags_validate_and_persist, setup, teardown),
-        cmocka_unit_test_setup_teardown(segment_single_thread_increasing_from_start, setup, teardown),
-        cmocka_unit_test_setup_teardown(segment_two_servers_two_threads_no_duplicate, setup, teardown),
+        cmocka_unit_test_setup_teardown(segment_single_thread_increasing_from_start, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(segment_two_servers_two_threads_no_duplicate, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(sequence_two_servers_contiguous, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

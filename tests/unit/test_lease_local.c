@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "idkeeper.h"
+#include "local_dir.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,9 +35,7 @@ static int64_t wall_ms(void)
 static int setup(void **st)
 {
     fx *f = calloc(1, sizeof *f);
-    snprintf(f->dir, sizeof f->dir, "/tmp/ik-lease-XXXXXX");
-    assert_non_null(mkdtemp(f->dir));
-    snprintf(f->uri, sizeof f->uri, "local:%s", f->dir);
+    local_dir_make(f->dir, f->uri, "ik-lease");
     char why[256];
     assert_int_equal(ik_coord_open(f->uri, NULL, &f->c, why, sizeof why), 0);
     ik_layout_default(&f->l);
@@ -50,9 +49,7 @@ static int teardown(void **st)
 {
     fx *f = *st;
     ik_coord_close(f->c);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", f->dir);
-    assert_int_equal(system(cmd), 0);
+    local_dir_remove(f->dir);
     free(f);
     return 0;
 }
@@ -161,9 +158,10 @@ static void future_record_holds_the_new_holder_back(void **st)
     FILE *fp = fopen(path, "w");
     char buf[512];
     memset(buf, '\n', sizeof buf);
-    int n = snprintf(buf, sizeof buf,
-                     "idkeeper-slot 1\nrecord_ms=%lld\nholder=ahead\npid=1\nhost=h\nsince_ms=0\nend\n",
-                     (long long)record);
+    int n =
+        snprintf(buf, sizeof buf,
+                 "idkeeper-slot 1\nrecord_ms=%lld\nholder=ahead\npid=1\nhost=h\nsince_ms=0\nend\n",
+                 (long long)record);
     buf[n] = '\n';
     fwrite(buf, 1, sizeof buf, fp);
     fclose(fp);
@@ -188,8 +186,9 @@ static void corrupt_record_is_never_taken(void **st)
 {
     fx *f = *st;
     char cmd[256];
-    snprintf(cmd, sizeof cmd, "mkdir -p %s/default/slots && echo garbage > %s/default/slots/0000.slot",
-             f->dir, f->dir);
+    snprintf(cmd, sizeof cmd,
+             "mkdir -p %s/default/slots && echo garbage > %s/default/slots/0000.slot", f->dir,
+             f->dir);
     assert_int_equal(system(cmd), 0);
     f->l.worker_max = 0;
     ik_snowflake *g;

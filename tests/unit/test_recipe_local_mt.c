@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "idkeeper.h"
+#include "local_dir.h"
 
 #include <dirent.h>
 #include <pthread.h>
@@ -29,25 +30,10 @@ typedef struct fx {
     ik_coord *c;
 } fx;
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
-    nanosleep(&ts, NULL);
-}
-
 static int setup(void **st)
 {
     fx *f = calloc(1, sizeof *f);
-    snprintf(f->dir, sizeof f->dir, "/tmp/ik-recipe-XXXXXX");
-    assert_non_null(mkdtemp(f->dir));
-    snprintf(f->uri, sizeof f->uri, "local:%s", f->dir);
+    local_dir_make(f->dir, f->uri, "ik-recipe");
     assert_int_equal(ik_coord_open(f->uri, NULL, &f->c, NULL, 0), 0);
     *st = f;
     return 0;
@@ -57,9 +43,7 @@ static int teardown(void **st)
 {
     fx *f = *st;
     ik_coord_close(f->c);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", f->dir);
-    assert_int_equal(system(cmd), 0);
+    local_dir_remove(f->dir);
     free(f);
     return 0;
 }
@@ -92,9 +76,9 @@ static void test_exclusion_and_timeouts(void **st)
     assert_int_equal(ik_lock_state(a), IK_HOLD_HELD);
     assert_int_equal(ik_lock_acquire(a, 0, NULL), IK_EINVAL); /* not reentrant */
     assert_int_equal(ik_lock_acquire(b, 0, &fb), IK_EBUSY);
-    int64_t t0 = now_ms();
+    int64_t t0 = mono_ms();
     assert_int_equal(ik_lock_acquire(b, 100, &fb), IK_ETIMEDOUT);
-    int64_t took = now_ms() - t0;
+    int64_t took = mono_ms() - t0;
     assert_true(took >= 100 && took < 1000);
     assert_int_equal(ik_lock_state(b), IK_HOLD_IDLE);
     assert_int_equal(tickets(f, "jobs/nightly.lock"), 1); /* a's only */
@@ -184,11 +168,11 @@ static void test_cancel(void **st)
     pthread_create(&t, NULL, wait_thread, &w);
     sleep_ms(30);
     assert_int_equal(ik_lock_state(b), IK_HOLD_WAITING);
-    int64_t t0 = now_ms();
+    int64_t t0 = mono_ms();
     ik_lock_cancel(b);
     pthread_join(t, NULL);
     assert_int_equal(w.rc, IK_ECLOSED);
-    assert_true(now_ms() - t0 < 500);
+    assert_true(mono_ms() - t0 < 500);
     assert_int_equal(tickets(f, "c.lock"), 1);
     /* consumed: the next acquire is not cancelled */
     ik_lock_release(a);
@@ -284,10 +268,10 @@ static void test_election(void **st)
     assert_int_equal(ik_election_campaign(e2), 0);
     assert_int_equal(ik_election_await(e2, 50), IK_ETIMEDOUT);
     assert_int_equal(ik_election_state(e2), IK_HOLD_WAITING);
-    int64_t t0 = now_ms();
+    int64_t t0 = mono_ms();
     assert_int_equal(ik_election_resign(e1), 0);
     assert_int_equal(ik_election_await(e2, 2000), 0);
-    int64_t handover = now_ms() - t0;
+    int64_t handover = mono_ms() - t0;
     print_message("hand-over after resign: %lld ms\n", (long long)handover);
     assert_true(handover < 50);
     assert_int_equal(ik_election_state(e1), IK_HOLD_IDLE);
@@ -353,11 +337,11 @@ static void test_dead_waiter(void **st)
     int status;
     waitpid(pid, &status, 0);
     assert_true(WIFSIGNALED(status));
-    int64_t t0 = now_ms();
+    int64_t t0 = mono_ms();
     ik_lock_release(a);
     pthread_join(t, NULL);
     assert_int_equal(w.rc, 0);
-    assert_true(now_ms() - t0 < 1000);
+    assert_true(mono_ms() - t0 < 1000);
     ik_lock_release(b);
     assert_int_equal(tickets(f, "dead.lock"), 0); /* the dead ticket was reaped */
     ik_lock_destroy(a);
