@@ -30,6 +30,24 @@ ik_cleanup() {
 trap ik_cleanup EXIT
 trap 'exit 130' INT TERM
 
+# mono_ms: milliseconds since boot (a monotonic clock for measuring waits).
+mono_ms() { awk '{ printf "%d\n", $1 * 1000 }' /proc/uptime; }
+
+# alive PID: the process exists and is not a zombie.
+alive() {
+  local st
+  st=$(sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1) || return 1
+  [ -n "$st" ] && [ "$st" != Z ] && [ "$st" != X ]
+}
+
+# wait_grep PATTERN FILE SECONDS: until FILE has a line matching PATTERN (0), or
+# SECONDS passed (1).
+wait_grep() {
+  local t0=$SECONDS
+  while ((SECONDS - t0 < $3)); do grep -q "$1" "$2" 2>/dev/null && return 0; sleep 0.02; done
+  return 1
+}
+
 # A TCP port that nothing listens on now (loopback).
 free_port() {
   local p
@@ -123,4 +141,23 @@ expect_fail() {
   [ "$(wc -l <"$T/err")" -eq 1 ] || fail "$* printed $(wc -l <"$T/err") lines on stderr: $(cat "$T/err")"
   grep -q '^idkeeper: ' "$T/err" || fail "$*: stderr does not start with 'idkeeper: ': $(cat "$T/err")"
   grep -qF -- "$what" "$T/err" || fail "$*: stderr lacks '$what': $(cat "$T/err")"
+}
+
+# tags_add_race [coord args...]: 8 concurrent `idkeeper tags add race` (segment,
+# start 1..8) on one store: exactly one exits 0, seven exit 3 (exists), and the
+# stored tag is the winner's.
+tags_add_race() {
+  local i racers=() codes winner
+  for i in $(seq 1 8); do
+    (rc=0; "$IK_BIN" tags add race --kind segment --start "$i" "$@" >/dev/null 2>"$T/race.$i.err" || rc=$?
+     echo "$rc" >"$T/race.$i.rc") &
+    racers+=($!)
+  done
+  wait "${racers[@]}" # not a bare wait: a ZooKeeper may run in the background too
+  codes=$(cat "$T"/race.*.rc | sort | uniq -c | awk '{print $2 "x" $1}' | tr '\n' ' ')
+  [ "$codes" = "0x1 3x7 " ] || fail "8 concurrent adds of one name: exit codes $codes"
+  winner=$(grep -lx 0 "$T"/race.*.rc | sed 's/.*race\.\([0-9]*\)\.rc/\1/')
+  "$IK_BIN" tags show race --json "$@" | jq -e --arg s "$winner" '.start == $s' >/dev/null ||
+    fail "the stored tag is not the winner's (start $winner)"
+  pass "8 concurrent adds of one name: one exits 0, seven exit 3"
 }

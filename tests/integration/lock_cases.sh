@@ -28,7 +28,6 @@ RESIGN_TAKEOVER_MS=${RESIGN_TAKEOVER_MS:-50}
 # Not functions: "$!" of a background function is a subshell, not idkeeper.
 IK_LOCK=("$IK_BIN" lock --coord "$COORD" $EXTRA)
 IK_ELECT=("$IK_BIN" elect --coord "$COORD" $EXTRA)
-mono_ms() { awk '{ printf "%d\n", $1 * 1000 }' /proc/uptime; }
 
 case_counter() {
   local n=$1 rounds=$2 secs=${3:-60} i pids=()
@@ -170,13 +169,6 @@ case_signal_wait() {
 # The CMD of candidate ID records its start (id, fence, Unix ns) in $T/starts, then
 # its pid in $T/lead.ID.
 elect_cmd='echo "$IDKEEPER_ELECT_ID $IDKEEPER_FENCE $(date +%s%N)" >>"$0/starts"; echo $$ >"$0/lead.$IDKEEPER_ELECT_ID"; exec sleep 300'
-
-# alive PID: the process exists and is not a zombie.
-alive() {
-  local st
-  st=$(sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1) || return 1
-  [ -n "$st" ] && [ "$st" != Z ] && [ "$st" != X ]
-}
 
 # Prints the ids whose CMD runs now.
 running_leaders() {

@@ -126,17 +126,7 @@ expect_fail 1 "local:$T/not-a-dir" ik tags add x --kind segment --coord "local:$
 pass "an unusable store exits 1"
 
 # ---- concurrent adds of one name: exactly one wins, the rest exit 3 -----------------------
-for i in $(seq 1 8); do
-  (rc=0; ik tags add race --kind segment --start "$i" "${C[@]}" >/dev/null 2>"$T/race.$i.err" || rc=$?
-   echo "$rc" >"$T/race.$i.rc") &
-done
-wait
-codes=$(cat "$T"/race.*.rc | sort | uniq -c | awk '{print $2 "x" $1}' | tr '\n' ' ')
-[ "$codes" = "0x1 3x7 " ] || fail "8 concurrent adds of one name: exit codes $codes"
-winner=$(grep -lx 0 "$T"/race.*.rc | sed 's/.*race\.\([0-9]*\)\.rc/\1/')
-ik tags show race --json "${C[@]}" | jq -e --arg s "$winner" '.start == $s' >/dev/null ||
-  fail "the stored tag is not the winner's (start $winner)"
-pass "8 concurrent adds of one name: one exits 0, seven exit 3"
+tags_add_race "${C[@]}"
 
 # ---- the environment and the config file ---------------------------------------------------
 IDKEEPER_COORD="local:$T/data" IDKEEPER_APP=envapp IDKEEPER_KIND=sequence IDKEEPER_START=42 \

@@ -21,29 +21,9 @@ source "$IK_SRC/tests/interop/build.sh"
 
 zk_start_standalone
 interop_build_c
-PP=$(zk_free_port)
-/usr/bin/python3 "$IK_SRC/tests/interop/fault_proxy.py" "$PP" "$(zk_port 1)" "$T/ctl" >"$T/proxy.log" 2>&1 &
-IK_PIDS+=($!)
-for ((i = 0; i < 100; i++)); do grep -q ready "$T/proxy.log" 2>/dev/null && break; sleep 0.05; done
+zk_proxy_start
 VIA=zk://127.0.0.1:$PP/t # through the proxy
 DIRECT=$(zk_uri t)
-N=0
-proxy() {
-  N=$((N + 1))
-  echo "$N $1" >"$T/ctl"
-  for ((i = 0; i < 200; i++)); do grep -q "^$N done" "$T/ctl.ack" 2>/dev/null && return 0; sleep 0.01; done
-  fail "the proxy did not do '$1'"
-}
-wait_grep() { # PATTERN FILE SECS
-  local t0=$SECONDS
-  while ((SECONDS - t0 < $3)); do grep -q "$1" "$2" 2>/dev/null && return 0; sleep 0.02; done
-  return 1
-}
-alive() {
-  local st
-  st=$(sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1) || return 1
-  [ -n "$st" ] && [ "$st" != Z ] && [ "$st" != X ]
-}
 # children PATH: "name czxid ephemeralOwner" of each child
 children() {
   ZK_CONNECT=$ZK_CONNECT /usr/bin/python3 - "$1" <<'PY'

@@ -8,12 +8,6 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/zk.sh"
 
-alive() { # PID: exists and is not a zombie
-  local st
-  st=$(sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1) || return 1
-  [ -n "$st" ] && [ "$st" != Z ] && [ "$st" != X ]
-}
-
 zk_start_standalone
 S=2000
 LOCK=("$IK_BIN" lock --coord "$(zk_uri t)" --zk-session-timeout $S --grace 1000)

@@ -81,19 +81,7 @@ ik tags list --json "${C[@]}" >"$T/after.json"
 cmp -s "$T/before.json" "$T/after.json" || fail "a refused add changed the store"
 pass "duplicate add exits 3 and changes nothing; a missing tag exits 4"
 
-racers=()
-for i in $(seq 1 8); do
-  (rc=0; ik tags add race --kind segment --start "$i" "${C[@]}" >/dev/null 2>"$T/race.$i.err" || rc=$?
-   echo "$rc" >"$T/race.$i.rc") &
-  racers+=($!)
-done
-wait "${racers[@]}" # not a bare wait: ZooKeeper runs in the background too
-codes=$(cat "$T"/race.*.rc | sort | uniq -c | awk '{print $2 "x" $1}' | tr '\n' ' ')
-[ "$codes" = "0x1 3x7 " ] || fail "8 concurrent adds of one name: exit codes $codes"
-winner=$(grep -lx 0 "$T"/race.*.rc | sed 's/.*race\.\([0-9]*\)\.rc/\1/')
-ik tags show race --json "${C[@]}" | jq -e --arg s "$winner" '.start == $s' >/dev/null ||
-  fail "the stored tag is not the winner's (start $winner)"
-pass "8 concurrent adds of one name: one exits 0, seven exit 3"
+tags_add_race "${C[@]}"
 
 # ---- the node layout -------------------------------------------------------------------
 B=$(app_base)/tags

@@ -28,18 +28,7 @@ source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/zk.sh"
 source "$(dirname "$0")/zk_counters.sh"
 
-PP=$(zk_free_port)
-/usr/bin/python3 "$IK_SRC/tests/interop/fault_proxy.py" "$PP" "$(zk_port 1)" "$T/ctl" >"$T/proxy.log" 2>&1 &
-IK_PIDS+=($!)
-for ((i = 0; i < 100; i++)); do grep -q ready "$T/proxy.log" 2>/dev/null && break; sleep 0.05; done
-grep -q ready "$T/proxy.log" || fail "the proxy did not start"
-N=0
-proxy() {
-  N=$((N + 1))
-  echo "$N $1" >"$T/ctl"
-  for ((i = 0; i < 200; i++)); do grep -q "^$N done" "$T/ctl.ack" 2>/dev/null && return 0; sleep 0.01; done
-  fail "the proxy did not do '$1'"
-}
+zk_proxy_start
 
 export IDKEEPER_LOG_SEQUENCE_COMMITS=1
 PORT[s1]=$(free_port)

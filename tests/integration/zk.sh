@@ -18,6 +18,8 @@
 #   zk_4lw I WORD                a four-letter word (ruok, srvr, mntr...) to server I
 #   zk_uri [CHROOT]              zk://HOST:PORT,.../CHROOT for idkeeper
 #   zk_interop_start [c] [java]  ZooKeeper and the interop helpers (tests/interop)
+#   zk_proxy_start               a fault proxy to server 1 (PP: its port); then
+#   proxy up|down|blackhole      what it does to the connections through it
 #   zk_tool CMD ARGS...          the kazoo helper (an independent client): see below
 #   zk_port I                    client port of server I
 
@@ -207,6 +209,31 @@ zk_interop_start() {
     esac
   done
   URI=$(zk_uri t)
+}
+
+# zk_proxy_start: starts tests/interop/fault_proxy.py, a TCP proxy on port PP (set
+# here) to ZooKeeper server 1, for the tests that inject faults between one client
+# and ZooKeeper. Fails the test if it does not come up.
+zk_proxy_start() {
+  local i
+  PP=$(zk_free_port)
+  /usr/bin/python3 "$IK_SRC/tests/interop/fault_proxy.py" "$PP" "$(zk_port 1)" "$T/ctl" >"$T/proxy.log" 2>&1 &
+  IK_PIDS+=($!)
+  for ((i = 0; i < 100; i++)); do grep -q ready "$T/proxy.log" 2>/dev/null && break; sleep 0.05; done
+  grep -q ready "$T/proxy.log" || fail "the fault proxy did not start: $(cat "$T/proxy.log")"
+  PROXY_N=0
+}
+
+# proxy MODE: tells the proxy of zk_proxy_start to let new connections pass (up), to
+# close every connection and refuse new ones (down), or to keep the open ones
+# sending to ZooKeeper but drop all it answers (blackhole); returns once the proxy
+# has done it.
+proxy() {
+  local i
+  PROXY_N=$((PROXY_N + 1))
+  echo "$PROXY_N $1" >"$T/ctl"
+  for ((i = 0; i < 200; i++)); do grep -q "^$PROXY_N done" "$T/ctl.ack" 2>/dev/null && return 0; sleep 0.01; done
+  fail "the proxy did not do '$1'"
 }
 
 # zk_tool CMD ARGS...: an independent client (python3-kazoo) on ZK_CONNECT.
