@@ -257,7 +257,8 @@ static int wait_event(zk_lock *lk, uint64_t seen, int64_t deadline_ms, int honou
             rc = IK_ETIMEDOUT;
             break;
         }
-        struct timespec ts;        ik__deadline_ts(&ts, left);
+        struct timespec ts;
+        ik__deadline_ts(&ts, left);
         pthread_cond_timedwait(&lk->cv, &lk->mu, &ts);
     }
     if (rc == 0 && honour_cancel && lk->cancel) rc = IK_ECLOSED;
@@ -522,7 +523,8 @@ static void *monitor_thread(void *arg)
         }
         while (!lk->stop && lk->mevents == seen && ik__mono_ms() < wake) {
             int64_t left = wake - ik__mono_ms();
-            struct timespec ts;            ik__deadline_ts(&ts, left);
+            struct timespec ts;
+            ik__deadline_ts(&ts, left);
             pthread_cond_timedwait(&lk->mcv, &lk->mu, &ts);
         }
         if (lk->stop) {
