@@ -95,6 +95,8 @@ int main(int argc, char **argv)
            "next: %.0f IDs/s; ratio %.2f\n",
            seg_rate, sf_rate, seg_rate / sf_rate);
 
+    ik_coord_close(c);
+
     /* 2: 50 ms per store write, 100,000 IDs a second */
     s = open_tag(dir, 50, &c);
     if (ik_tag_create(c, "bench", "slow", IK_TAG_SEGMENT, 1, 1000, NULL, NULL, 0)) return 1;
