@@ -19,6 +19,16 @@ ik_cleanup() {
   for fn in "${IK_CLEANUPS[@]}"; do $fn; done
   for p in "${IK_PIDS[@]}"; do kill -CONT "$p" 2>/dev/null; kill -KILL "$p" 2>/dev/null; done
   wait 2>/dev/null
+  # A sanitizer report in any log or stderr capture fails the test, even one from a
+  # process whose exit code nobody looked at (TSan and LSan report and go on).
+  local reports
+  reports=$(grep -lE 'ERROR: (Address|Leak|Memory)Sanitizer|WARNING: ThreadSanitizer|runtime error: ' \
+    "$T"/*.log "$T"/*.err 2>/dev/null)
+  if [ $rc -eq 0 ] && [ -n "$reports" ]; then
+    log "FAIL: sanitizer reports in: $reports"
+    for f in $reports; do grep -m 5 -A 12 -E 'Sanitizer|runtime error' "$f" >&2; done
+    rc=1
+  fi
   if [ $rc -ne 0 ]; then
     log "test failed (rc=$rc); logs in $T:"
     for f in "$T"/*.log; do [ -f "$f" ] && { echo "--- $f (last 30 lines)" >&2; tail -n 30 "$f" >&2; }; done

@@ -161,7 +161,7 @@ pass "D: timeout on a dead connection: exit 124 after the reconnect ($((SECONDS 
 e=$!
 IK_PIDS+=($e)
 for ((i = 0; i < 100; i++)); do [ "$(children /t/faults/deleted | wc -l)" = 1 ] && break; sleep 0.05; done
-sleep 1.5 # the holder's first probe (a third of the timeout) sets the watch on its node
+sleep 1.5 # the holder's first probe (a quarter of the session timeout, 750 ms) sets the watch on its node
 victim=$(children /t/faults/deleted | cut -d' ' -f1)
 t0=$(date +%s%3N)
 ZK_CONNECT=$ZK_CONNECT /usr/bin/python3 -c '

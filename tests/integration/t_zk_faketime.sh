@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# labels: zk
+# labels: zk notsan
 # timeout: 90
 # A server whose clock is behind a slot's record (libfaketime, 4 s behind) takes the
 # slot but issues nothing until its own clock has passed the record: 503 until then,
