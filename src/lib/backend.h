@@ -87,7 +87,7 @@ struct ik__backend_ops {
     /* Describes the current session into buf ("0x1234abcd", or ""). May be NULL. */
     void (*session)(ik__backend *b, char *buf, size_t len);
 
-    /* ---- tags: durable counters (NULL for a backend without them: the tag calls then fail saying so) ---------- */
+    /* ---- tags: durable counters (NULL for a backend without them) ------------ */
 
     /* Creates t (name, kind, start, step, description; max_id = start). IK_EEXIST if
      * the name exists, of either kind. */
