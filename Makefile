@@ -41,20 +41,17 @@ test-plain: build
 	@grep -h '^chaos:' $(BUILD)/Testing/Temporary/LastTest.log || true
 
 # ASan+UBSan: the whole suite, daemons included.
-test-asan:
-	@$(MAKE) --no-print-directory BUILD=build-asan CMAKE_FLAGS="-DIK_SANITIZE=address,undefined" build
+test-asan: asan
 	cd build-asan && ctest --output-on-failure -j$(JOBS) --timeout 600 -LE nosan
 
 # TSan: the multithreaded unit tests.
-test-tsan:
-	@$(MAKE) --no-print-directory BUILD=build-tsan CMAKE_FLAGS="-DIK_SANITIZE=thread" build
+test-tsan: tsan
 	cd build-tsan && ctest --output-on-failure -j$(JOBS) --timeout 600 -L threads
 
 # TSan over the whole suite, daemons included (not in `make test`: it would take CI
 # past its 20 minutes). Excludes nosan and notsan (libfaketime's interposed clock
 # and condvar calls confuse TSan's own interceptors).
-test-tsan-all:
-	@$(MAKE) --no-print-directory BUILD=build-tsan CMAKE_FLAGS="-DIK_SANITIZE=thread" build
+test-tsan-all: tsan
 	cd build-tsan && TSAN_OPTIONS="halt_on_error=0 second_deadlock_stack=1" ctest --output-on-failure -j$(JOBS) --timeout 900 -LE 'nosan|notsan'
 
 asan:

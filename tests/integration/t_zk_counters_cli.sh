@@ -15,21 +15,12 @@
 #     client without the credentials cannot change max_id, and a CLI with other
 #     credentials cannot add a tag to the app.
 source "$(dirname "$0")/lib.sh"
-source "$(dirname "$0")/zk.sh"
-source "$(dirname "$0")/zk_counters.sh"
+IK_STORE=zk
+source "$IK_SRC/tests/tools/counters.sh"
 source "$IK_SRC/tests/interop/build.sh"
 
 C=(--coord "$DATA")
 ik() { "$IK_BIN" "$@"; }
-expect_fail() { # CODE WHAT CMD...: exits CODE, one line on stderr holding WHAT
-  local code=$1 what=$2 rc=0
-  shift 2
-  "$@" >"$T/out" 2>"$T/err" || rc=$?
-  [ "$rc" -eq "$code" ] || fail "$* exited $rc, not $code: $(cat "$T/err")"
-  [ ! -s "$T/out" ] || fail "$* printed on stdout: $(head -c 200 "$T/out")"
-  [ "$(wc -l <"$T/err")" -eq 1 ] || fail "$* printed $(wc -l <"$T/err") lines on stderr: $(cat "$T/err")"
-  grep -qF -- "$what" "$T/err" || fail "$*: stderr lacks '$what': $(cat "$T/err")"
-}
 # node PATH: "VERSION" then the data (repr of the bytes after 8), and the max_id
 node() {
   ZK_CONNECT=$ZK_CONNECT /usr/bin/python3 - "$1" <<'PY'
@@ -92,7 +83,7 @@ grep -qx 'kind=sequence' "$T/meta" && grep -qx 'start=1000' "$T/meta" && grep -q
 node "$B/invoices" >"$T/n0"
 grep -qx 'max_id=1000' "$T/n0" && grep -qx 'version=0' "$T/n0" && grep -qx 'since=0' "$T/n0" ||
   fail "a new counter node: $(cat "$T/n0")"
-zk_fleet 2
+fleet 2
 for s in s1 s2; do curl -fsS "$(url $s)/v1/sequence/invoices?count=10" >/dev/null; done
 node "$B/invoices" >"$T/n1"
 grep -qx 'max_id=1020' "$T/n1" && grep -qx 'version=2' "$T/n1" && grep -qx 'since=0' "$T/n1" &&

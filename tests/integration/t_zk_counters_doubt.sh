@@ -25,8 +25,8 @@
 # At the end, the IDs answered by both servers plus the logged gaps are exactly one
 # run from the tag's start: no duplicate, no unexplained hole.
 source "$(dirname "$0")/lib.sh"
-source "$(dirname "$0")/zk.sh"
-source "$(dirname "$0")/zk_counters.sh"
+IK_STORE=zk
+source "$IK_SRC/tests/tools/counters.sh"
 
 zk_proxy_start
 

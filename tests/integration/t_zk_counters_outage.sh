@@ -13,10 +13,10 @@
 # reports on stderr as "tag gap tag=T first=A count=K", never hands out, and never
 # hands out twice. So: the IDs answered plus the logged gaps are exactly START..END-1.
 source "$(dirname "$0")/lib.sh"
-source "$(dirname "$0")/zk.sh"
-source "$(dirname "$0")/zk_counters.sh"
+IK_STORE=zk
+source "$IK_SRC/tests/tools/counters.sh"
 
-zk_fleet 1
+fleet 1
 U=$(url s1)
 add_tag s1 seg segment ',"step":400000'
 add_tag s1 seq sequence ',"start":1'

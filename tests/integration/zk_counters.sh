@@ -1,20 +1,16 @@
-# zk_counters.sh: the counters on zk:// (t_zk_counters_*.sh and the zk variant of
-# t_counters_*.sh), sourced after lib.sh and zk.sh, or by tests/tools/counters.sh
-# when IK_STORE=zk. Starts a standalone ZooKeeper (unless one runs already), points
-# tests/tools/counters.sh at it (DATA=zk://.../t, servers with --zk-session-timeout
-# $ZK_SESSION_MS, 4 s) and adds:
+# zk_counters.sh: the counters' store on zk://, sourced by tests/tools/counters.sh
+# when IK_STORE=zk (t_zk_counters_*.sh and the zk variant of t_counters_*.sh), after
+# zk.sh. Starts a standalone ZooKeeper (unless one runs already), points counters.sh
+# at it (DATA=zk://.../t, servers with --zk-session-timeout $ZK_SESSION_MS, 4 s) and
+# adds:
 #
-#   zk_fleet N [ARGS...]     counters.sh's fleet on ZooKeeper
 #   counter_raw TAG [APP]    an independent client's (kazoo) reading of the tag node:
 #                            "MAX_ID VERSION" (MAX_ID: the first 8 bytes, big-endian,
 #                            as Curator's DistributedAtomicLong reads them)
 #   commit_lines NAME TAG    the "sequence tag=TAG first=A count=K" lines of NAME's log
-IK_STORE=zk
 ((ZK_N > 0)) || zk_start_standalone
 DATA=$(zk_uri "$ZK_CHROOT")
 SERVE_ARGS=(--zk-session-timeout "$ZK_SESSION_MS")
-
-zk_fleet() { fleet "$@"; }
 
 counter_raw() {
   ZK_CONNECT=$ZK_CONNECT /usr/bin/python3 - "$(app_base "${2:-default}")/tags/$1" <<'PY'
@@ -32,5 +28,3 @@ PY
 }
 
 commit_lines() { grep -h "sequence tag=$2 " "$T/$1.log" || true; }
-
-declare -F fleet >/dev/null || source "$IK_SRC/tests/tools/counters.sh"

@@ -78,8 +78,7 @@ stop_clean() {
   if grep -qE 'runtime error|Sanitizer' "$T/$1.log"; then fail "sanitizer report: $(cat "$T/$1.log")"; fi
 }
 
-# The store. On zk, zk_counters.sh may have been sourced first (the zk-only tests
-# do) and have set it up already; otherwise it is sourced here.
+# The store.
 IK_STORE=${IK_STORE:-local}
 case $IK_STORE in
   local)
@@ -87,8 +86,8 @@ case $IK_STORE in
     SERVE_ARGS=()
     ;;
   zk)
-    declare -F zk_start_standalone >/dev/null || source "$IK_SRC/tests/integration/zk.sh"
-    declare -F counter_raw >/dev/null || source "$IK_SRC/tests/integration/zk_counters.sh"
+    source "$IK_SRC/tests/integration/zk.sh"
+    source "$IK_SRC/tests/integration/zk_counters.sh"
     ;;
   *) fail "IK_STORE=$IK_STORE: want local or zk" ;;
 esac
