@@ -59,17 +59,21 @@ fast() {
 }
 
 # ---- the store hangs for a while: pending sequence requests, the rest serves
-lock 30
-CURLS=()
-for i in $(seq 20); do
-  curl -s -o "$T/p$i.out" -w '%{http_code}\n' --max-time 30 "$U/v1/sequence/q?format=text" >"$T/p$i.code" &
-  IK_PIDS+=($!)
-  CURLS+=($!)
-done
-python3 - "${PORT[s1]}" "$T" >"$T/pipe.out" 2>&1 <<'PY' &
+# hang_phase: one run of it. Returns 2, having checked nothing, if the store stayed
+# locked longer than BUSY_MARGIN s (on a loaded machine the steps below can take
+# that long): the pending requests then rightly fail with SQLite's busy timeout, so
+# the run proves nothing and is tried again (rule 5: a slow machine does not fail a
+# test). Everything the phase needs is started before the lock is taken.
+BUSY_MARGIN=8
+hang_phase() {
+  local i
+  rm -f "$T"/p*.out "$T"/p*.code "$T/pipe.out" "$T/pipe.sent" "$T/go"
+  python3 - "${PORT[s1]}" "$T" >"$T/pipe.out" 2>&1 <<'PY' &
 import os, socket, sys, time
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
 T = sys.argv[2]
+while not os.path.exists(T + "/go"):
+    time.sleep(0.005)
 s.sendall(b"GET /v1/sequence/q?count=2&format=text HTTP/1.1\r\nHost: t\r\n\r\n" * 5
           + b"GET /healthz HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
 open(T + "/pipe.sent", "w").close()
@@ -89,36 +93,58 @@ for p in parts:
     head, _, body = p.partition(b"\r\n\r\n")
     print(head.split(b"\r\n")[0].decode(), body.decode().replace("\n", " ").strip())
 PY
-PIPE_PID=$!
-IK_PIDS+=($!)
-for _ in $(seq 1000); do [ -e "$T/pipe.sent" ] && break; sleep 0.01; done
-[ -e "$T/pipe.sent" ] || fail "the pipelining client did not send"
-fast "/healthz" "$U/healthz"
-fast "snowflake" "$U/api/snowflake/get/x"
-fast "segment from the blocks" "$U/v1/segment/sg?count=5"
-fast "/v1/status" "$U/v1/status"
-fast "/metrics" "$U/metrics"
-for _ in $(seq 200); do
-  pending=$(curl -fsS "$U/metrics" | awk '$1=="ik_pending_requests"{print $2}')
-  [ "$pending" -ge 21 ] && break
-  sleep 0.05
+  PIPE_PID=$!
+  IK_PIDS+=($!)
+  lock 30
+  local t_lock=$SECONDS
+  touch "$T/go"
+  CURLS=()
+  for i in $(seq 20); do
+    curl -s -o "$T/p$i.out" -w '%{http_code}\n' --max-time 30 "$U/v1/sequence/q?format=text" >"$T/p$i.code" &
+    IK_PIDS+=($!)
+    CURLS+=($!)
+  done
+  for _ in $(seq 1000); do [ -e "$T/pipe.sent" ] && break; sleep 0.01; done
+  [ -e "$T/pipe.sent" ] || fail "the pipelining client did not send"
+  fast "/healthz" "$U/healthz"
+  fast "snowflake" "$U/api/snowflake/get/x"
+  fast "segment from the blocks" "$U/v1/segment/sg?count=5"
+  fast "/v1/status" "$U/v1/status"
+  fast "/metrics" "$U/metrics"
+  for _ in $(seq 200); do
+    pending=$(curl -fsS "$U/metrics" | awk '$1=="ik_pending_requests"{print $2}')
+    [ "$pending" -ge 21 ] && break
+    sleep 0.05
+  done
+  [ "$pending" -ge 21 ] || fail "ik_pending_requests is $pending, want >= 21"
+  t_unlock=$(date +%s.%N)
+  local held=$((SECONDS - t_lock))
+  unlock
+  wait "$PIPE_PID" || true
+  wait "${CURLS[@]}" || true
+  if ((held > BUSY_MARGIN)); then
+    log "the store stayed locked $held s (a slow machine), past what SQLite's busy timeout waits for: trying again"
+    return 2
+  fi
+  pass "while the store hangs: health, snowflake, segment, status and metrics answer at once; $pending requests pending"
+  for i in $(seq 20); do
+    [ "$(cat "$T/p$i.code")" = 200 ] || fail "pending request $i: $(cat "$T/p$i.code") $(cat "$T/p$i.out")"
+  done
+  first=$(awk '$1 == "FIRST" {print $2}' "$T/pipe.out")
+  awk -v f="$first" -v u="$t_unlock" 'BEGIN { exit !(f != "" && f >= u) }' ||
+    fail "an answer left before the store was unlocked ($first < $t_unlock): $(cat "$T/pipe.out")"
+  [ "$(grep -c '^200 OK [0-9]* [0-9]*$' "$T/pipe.out")" = 5 ] && tail -n 1 "$T/pipe.out" | grep -q '^200 OK {"status":"ok"}' ||
+    fail "pipelined answers: $(cat "$T/pipe.out")"
+  cat "$T"/p*.out "$T/before.ids" 2>/dev/null | sort -n | uniq -d | grep -q . && fail "duplicate sequence IDs"
+  pass "after the lock: all 20 pending requests answered 200; pipelined answers in order, healthz last"
+}
+for try in 1 2 3 4 5; do
+  rc=0
+  hang_phase || rc=$?
+  [ $rc = 0 ] && break
+  [ $rc = 2 ] || exit $rc
+  [ $try = 5 ] && fail "the store stayed locked past ${BUSY_MARGIN} s in 5 tries: the machine is too slow to run this phase"
 done
-[ "$pending" -ge 21 ] || fail "ik_pending_requests is $pending, want >= 21"
-pass "while the store hangs: health, snowflake, segment, status and metrics answer at once; $pending requests pending"
-t_unlock=$(date +%s.%N)
-unlock
-wait "$PIPE_PID"
-wait "${CURLS[@]}" || true
-for i in $(seq 20); do
-  [ "$(cat "$T/p$i.code")" = 200 ] || fail "pending request $i: $(cat "$T/p$i.code") $(cat "$T/p$i.out")"
-done
-first=$(awk '$1 == "FIRST" {print $2}' "$T/pipe.out")
-awk -v f="$first" -v u="$t_unlock" 'BEGIN { exit !(f != "" && f >= u) }' ||
-  fail "an answer left before the store was unlocked ($first < $t_unlock): $(cat "$T/pipe.out")"
-[ "$(grep -c '^200 OK [0-9]* [0-9]*$' "$T/pipe.out")" = 5 ] && tail -n 1 "$T/pipe.out" | grep -q '^200 OK {"status":"ok"}' ||
-  fail "pipelined answers: $(cat "$T/pipe.out")"
-cat "$T"/p*.out "$T/before.ids" 2>/dev/null | sort -n | uniq -d | grep -q . && fail "duplicate sequence IDs"
-pass "after the lock: all 20 pending requests answered 200; pipelined answers in order, healthz last"
 
 # ---- the store does not come back within SQLite's busy timeout: 503, then recovery
 lock 60 # released as soon as the answer is in: SQLite's busy timeout counts the
