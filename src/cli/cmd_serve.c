@@ -44,6 +44,7 @@ int ik__cmd_serve(const ik_cli_command *cmd, ik_cli_opts *o)
     if (given(o, IK_OPT_COORD)) c.coord_uri = o->v[IK_OPT_COORD].text;
     if (given(o, IK_OPT_APP)) c.app = o->v[IK_OPT_APP].text;
     if (given(o, IK_OPT_HTTP)) c.http_addr = o->v[IK_OPT_HTTP].text;
+    if (given(o, IK_OPT_RESP)) c.resp_addr = o->v[IK_OPT_RESP].text;
     if (given(o, IK_OPT_IDENTITY)) c.identity = o->v[IK_OPT_IDENTITY].text;
     if (given(o, IK_OPT_SLOT_CHOICE))
         c.slot_choice = o->v[IK_OPT_SLOT_CHOICE].n == 1 ? IK_SLOT_LOWEST : IK_SLOT_RANDOM;

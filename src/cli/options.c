@@ -97,6 +97,9 @@ const ik_cli_option ik__cli_options[IK_OPT__COUNT] = {
         NULL),
     ROW(ONCE, "once", FLAG, "false", NULL,
         "exit (125) when leadership is lost, instead of campaigning again", 0, 0, NULL),
+    ROW(RESP, "resp", ADDR, NULL, "ADDR:PORT",
+        "also answer the Redis protocol (RESP2/RESP3) here; off by default (docs/resp.md)", 0, 0,
+        NULL),
 };
 
 #undef ROW

@@ -238,12 +238,17 @@ static void pend_push(ik__conn *c, ik__pend *p)
  * allocators closed for it, no connection, nothing in flight. */
 static void maybe_end(ik__worker *w)
 {
-    if (!w->draining || w->conns || w->inflight) return;
+    if (!w->draining || w->conns || w->inflight || ik__resp_busy(w)) return;
     atomic_store(&w->drained, 1);
     if (!w->stores_closed) return;
     if (!uv_is_closing((uv_handle_t *)&w->sweep)) uv_close((uv_handle_t *)&w->sweep, NULL);
     if (!uv_is_closing((uv_handle_t *)&w->stop)) uv_close((uv_handle_t *)&w->stop, NULL);
     if (!uv_is_closing((uv_handle_t *)&w->done)) uv_close((uv_handle_t *)&w->done, NULL);
+}
+
+void ik__worker_maybe_end(ik__worker *w)
+{
+    maybe_end(w);
 }
 
 void ik__pend_post(ik__pend *p)
@@ -269,6 +274,10 @@ void ik__pend_complete(ik__worker *w, ik__pend *p)
     atomic_store_explicit(&w->m.pending,
                           atomic_load_explicit(&w->m.pending, memory_order_relaxed) - 1,
                           memory_order_relaxed);
+    if (p->resp) { /* the RESP front door's */
+        ik__resp_complete(w, p);
+        return;
+    }
     ik__conn *c = p->conn;
     if (!c) { /* its connection closed meanwhile */
         ik__pend_free(p);
@@ -728,6 +737,7 @@ static void on_sweep(uv_timer_t *t)
             conn_close(c);
         }
     }
+    ik__resp_sweep(w, now);
 }
 
 /* The main thread's requests (srv->phase): 1, start draining: no more accepting;
@@ -746,6 +756,7 @@ static void on_stop(uv_async_t *a)
         w->drain_deadline = uv_now(&w->loop) + (uint64_t)w->srv->shutdown_timeout_ms;
         if (!uv_is_closing((uv_handle_t *)&w->listener))
             uv_close((uv_handle_t *)&w->listener, NULL);
+        ik__resp_stop(w);
         uv_timer_start(&w->sweep, on_sweep, 50, 50);
     }
     if (phase >= 2 && !w->stores_closed) {
@@ -791,6 +802,7 @@ int ik__worker_init(ik__server *srv, ik__worker *w)
     if (w->sweep_ms > 1000) w->sweep_ms = 1000;
     uv_timer_start(&w->sweep, on_sweep, w->sweep_ms, w->sweep_ms);
     refresh_date(w);
+    if (w->resp_fd >= 0 && (r = ik__resp_worker_init(w)) != 0) return r;
     return 0;
 }
 
@@ -830,6 +842,9 @@ void ik__worker_teardown(ik__worker *w)
     }
     if (w->fd >= 0) close(w->fd);
     w->fd = -1;
+    if (w->resp_fd >= 0) close(w->resp_fd);
+    w->resp_fd = -1;
+    ik__resp_teardown(w);
     free(w->rbuf);
     w->rbuf = NULL;
     ik__buf_reset(&w->body);

@@ -68,6 +68,11 @@ static _Atomic uint64_t *pick_store_errors(ik__metrics *m, size_t a, size_t b)
     return &m->store_errors[a];
 }
 
+static _Atomic uint64_t *pick_resp(ik__metrics *m, size_t a, size_t b)
+{
+    return &m->resp_cmds[a][b];
+}
+
 static void header(ik__buf *b, const char *name, const char *type, const char *help)
 {
     ik__buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
@@ -126,6 +131,19 @@ void ik__metrics_render(ik__server *srv, ik__buf *b)
                                route, (unsigned long long)v);
             }
         }
+    }
+
+    if (srv->resp_text[0]) {
+        header(b, "ik_resp_commands_total", "counter",
+               "Redis-protocol commands answered, by command and result (error: a RESP error "
+               "answer).");
+        for (size_t r = 0; r <= ik__resp_ncmds; r++)
+            for (size_t k = 0; k < 2; k++) {
+                uint64_t v = sum(srv, pick_resp, r, k);
+                if (v)
+                    ik__buf_printf(b, "ik_resp_commands_total{command=\"%s\",result=\"%s\"} %llu\n",
+                                   ik__resp_cmd_name(r), k ? "error" : "ok", (unsigned long long)v);
+            }
     }
 
     gauge(b, "ik_http_connections", "Open HTTP connections.",

@@ -75,41 +75,10 @@ static void put_json_kv_str(ik__buf *b, const char *key, const char *val)
  * clock behind, time guard), 500 for anything else. */
 static void reply_gen_error(ik__ctx *x, int rc)
 {
-    ik__server *srv = x->srv;
-    switch (rc) {
-    case IK_ENOLEASE: {
-        ik_lease_info li;
-        ik_slot_lease_get_info(srv->lease, &li);
-        ik__reply_error(x->rs, 503, "no_lease",
-                        "this server holds no valid worker lease now (lease %s%s%s); retry "
-                        "shortly or ask another server",
-                        ik_lease_state_name(li.state), li.why[0] ? ": " : "", li.why);
-        break;
-    }
-    case IK_ECLOCKBACK: {
-        ik_snowflake_info gi;
-        ik_snowflake_get_info(srv->gen, &gi);
-        ik__reply_error(x->rs, 503, "clock_backward",
-                        "clock went back %lld ms; refusing until it catches up "
-                        "(max-backward is %lld ms)",
-                        (long long)gi.last_backward_ms, (long long)srv->cfg->max_backward_ms);
-        uint64_t now = uv_now(&x->w->loop);
-        if (!x->w->last_clock_log || now - x->w->last_clock_log >= 1000) {
-            x->w->last_clock_log = now;
-            ik__log("refusing IDs: the clock went back %lld ms (max-backward %lld ms)",
-                    (long long)gi.last_backward_ms, (long long)srv->cfg->max_backward_ms);
-        }
-        break;
-    }
-    case IK_ETIMEGUARD:
-        ik__reply_error(x->rs, 503, "time_guard",
-                        "the clock has not yet passed this worker slot's time record (SPEC 3 "
-                        "rule 6); retry in a moment");
-        break;
-    default:
-        ik__reply_error(x->rs, 500, "internal", "the generator failed: %s", ik_strerror(rc));
-        break;
-    }
+    const char *code;
+    char msg[400];
+    int st = ik__gen_error(x->w, rc, &code, msg, sizeof msg);
+    ik__reply_error(x->rs, st, code, "%s", msg);
 }
 
 /* ---- ID routes ---------------------------------------------------------------------------- */
@@ -189,32 +158,12 @@ static void put_ids(ik__resp *rs, const int64_t *ids, int64_t first, size_t n, i
 #undef ID_AT
 }
 
-/* Room for n IDs: small (64) or the loop's batch scratch; NULL (and a 500
- * answered) if it cannot grow. */
+/* Room for n IDs (ik__ids_scratch); NULL with a 500 answered if it cannot grow. */
 static int64_t *ids_scratch(ik__ctx *x, uint32_t n, int64_t *small)
 {
-    if (n <= 64) return small;
-    ik__worker *w = x->w;
-    if (w->ids_cap < n) {
-        int64_t *p = realloc(w->ids, (size_t)n * sizeof *p);
-        if (!p) {
-            ik__reply_error(x->rs, 500, "internal", "out of memory");
-            return NULL;
-        }
-        w->ids = p;
-        w->ids_cap = n;
-    }
-    return w->ids;
-}
-
-/* Keeps an idle daemon small after a huge batch. */
-static void ids_scratch_trim(ik__worker *w)
-{
-    if (w->ids_cap > 65536) {
-        free(w->ids);
-        w->ids = NULL;
-        w->ids_cap = 0;
-    }
+    int64_t *ids = ik__ids_scratch(x->w, n, small);
+    if (!ids) ik__reply_error(x->rs, 500, "internal", "out of memory");
+    return ids;
 }
 
 /* GET /v1/snowflake?count=N[&format=text] */
@@ -232,15 +181,10 @@ static void h_snowflake(ik__ctx *x)
     } else {
         put_ids(x->rs, ids, 0, n, fmt, 0);
     }
-    ids_scratch_trim(x->w);
+    ik__ids_scratch_trim(x->w);
 }
 
 /* ---- segment and sequence ------------------------------------------------------------------ */
-
-static const char *op_kind(int op)
-{
-    return op == IK_OP_SEQUENCE ? "sequence" : "segment";
-}
 
 /* The tag of {tag} into tag; answers 400 bad_tag and returns -1 if it is not a
  * valid name. */
@@ -252,118 +196,20 @@ static int get_tag(ik__ctx *x, char tag[IK_TAG_NAME_MAX + 1])
     return -1;
 }
 
-static void reply_shutting_down(ik__resp *rs)
-{
-    ik__reply_error(rs, 503, "shutting_down", "this server is shutting down; ask another");
-}
-
 /* Answers a segment, sequence or tag error from the library. */
 static void reply_store_error(ik__worker *w, ik__resp *rs, int op, int rc, const char *tag)
 {
-    int store_op = op == IK_OP_SEGMENT    ? IK_STORE_OP_SEGMENT
-                   : op == IK_OP_SEQUENCE ? IK_STORE_OP_SEQUENCE
-                                          : IK_STORE_OP_TAGS;
-    switch (rc) {
-    case IK_ENOTFOUND:
-        ik__reply_error(rs, 404, "unknown_tag",
-                        "no %s tag '%s': create it first (POST /v1/tags, or idkeeper tags add "
-                        "%s --kind %s)",
-                        op == IK_OP_TAG_GET ? "such" : op_kind(op), tag, tag,
-                        op == IK_OP_TAG_GET ? "..." : op_kind(op));
-        break;
-    case IK_EKIND:
-        ik__reply_error(rs, 409, "wrong_kind", "tag '%s' is not a %s tag: ask /v1/%s/%s", tag,
-                        op_kind(op), op == IK_OP_SEQUENCE ? "segment" : "sequence", tag);
-        break;
-    case IK_ESTORE:
-    case IK_ETIMEDOUT:
-        ik__count(&w->m.store_errors[store_op]);
-        ik__reply_error(rs, 503, "store_unavailable",
-                        "the tag store is unreachable or timed out (%s); retry shortly",
-                        ik_strerror(rc));
-        break;
-    case IK_EINDOUBT:
-        ik__count(&w->m.store_errors[store_op]);
-        ik__reply_error(rs, 503, "store_unavailable",
-                        "the tag store may or may not have recorded this write (connection "
-                        "lost); its IDs are never handed out; retry");
-        break;
-    case IK_EBUSY:
-        ik__reply_error(rs, 503, "busy",
-                        "too many unknown tags are being looked up at once; retry shortly");
-        break;
-    case IK_ECLOSED:
-        reply_shutting_down(rs);
-        break;
-    case IK_ERANGE:
-        ik__reply_error(rs, 500, "tag_exhausted", "tag '%s' has no IDs left below 2^63", tag);
-        break;
-    case IK_EINVAL:
-        ik__reply_error(rs, 400, "bad_request", "the library refused the request: %s",
-                        ik_strerror(rc));
-        break;
-    default:
-        ik__reply_error(rs, 500, "internal", "%s: %s", op_kind(op), ik_strerror(rc));
-        break;
-    }
-}
-
-/* The ik__pend for the next allocator call: the loop's spare, or a new one. */
-static ik__pend *pend_get(ik__worker *w, ik__op op)
-{
-    ik__pend *p = w->spare ? w->spare : ik__pend_new(w);
-    w->spare = NULL;
-    p->op = (uint8_t)op;
-    return p;
-}
-
-/* p was not taken (the call answered at once or failed): keep it for the next. */
-static void pend_unused(ik__worker *w, ik__pend *p)
-{
-    if (!w->spare) {
-        w->spare = p;
-    } else {
-        ik__pend_free(p);
-    }
+    const char *code;
+    char msg[400];
+    int st = ik__store_error(w, op, rc, tag, &code, msg, sizeof msg);
+    ik__reply_error(rs, st, code, "%s", msg);
 }
 
 /* p is out with the library or the thread pool: its answer comes later. */
 static void pend_submit(ik__ctx *x, ik__pend *p)
 {
-    ik__worker *w = x->w;
-    w->inflight++;
-    atomic_store_explicit(&w->m.pending,
-                          atomic_load_explicit(&w->m.pending, memory_order_relaxed) + 1,
-                          memory_order_relaxed);
+    ik__pend_submitted(x->w);
     x->rs->pend = p;
-}
-
-/* The allocators' callback, on a library thread (or the main thread at destroy):
- * copies the answer into p and hands p back to its loop. A sequence range is logged
- * first when log_sequence is on, so the log line is out before any client can have
- * the IDs. */
-static void on_ids(void *ctx, int status, const int64_t *ids, size_t n)
-{
-    ik__pend *p = ctx;
-    p->rc = status;
-    if (status == 0 && p->op == IK_OP_SEQUENCE) { /* n consecutive IDs */
-        p->first = ids[0];
-        p->ids = NULL;
-        p->nids = n;
-        if (p->w->srv->log_sequence)
-            ik__log("sequence tag=%s first=%lld count=%zu", p->tag, (long long)ids[0], n);
-    } else if (status == 0) {
-        int64_t *d = n <= sizeof p->ids_inline / sizeof p->ids_inline[0] ? p->ids_inline
-                                                                         : malloc(n * sizeof *d);
-        if (d) {
-            memcpy(d, ids, n * sizeof *d);
-            p->ids = d;
-            p->nids = n;
-        } else {
-            p->rc = IK_ENOMEM;
-        }
-    }
-    ik__pend_post(p);
 }
 
 /* GET /api/segment/get/{tag} (leaf) and /v1/segment/{tag}?count=N: from the blocks
@@ -379,30 +225,22 @@ static void segment_ids(ik__ctx *x, int leaf)
         if ((fmt = get_format(x)) < 0) return;
     }
     ik__worker *w = x->w;
-    if (w->stores_closed) {
-        reply_shutting_down(x->rs);
-        return;
-    }
     int64_t small[64], *ids = ids_scratch(x, n, small);
     if (!ids) return;
-    ik__pend *p = pend_get(w, IK_OP_SEGMENT);
-    p->leaf = (uint8_t)leaf;
-    p->fmt = (uint8_t)fmt;
-    p->n = n;
-    memcpy(p->tag, tag, strlen(tag) + 1);
-    int rc = ik_segment_next(x->srv->seg, tag, n, ids, on_ids, p);
+    ik__pend *p;
+    int rc = ik__issue(w, IK_OP_SEGMENT, tag, n, ids, &p);
     if (rc == IK_PENDING) {
-        pend_submit(x, p);
+        p->leaf = (uint8_t)leaf;
+        p->fmt = (uint8_t)fmt;
+        x->rs->pend = p;
         return;
     }
-    pend_unused(w, p);
     if (rc == IK_OK) {
-        ik__count_n(&w->m.segment_ids, n);
         put_ids(x->rs, ids, 0, n, fmt, leaf);
     } else {
         reply_store_error(w, x->rs, IK_OP_SEGMENT, rc, tag);
     }
-    ids_scratch_trim(w);
+    ik__ids_scratch_trim(w);
 }
 
 static void h_leaf_segment(ik__ctx *x)
@@ -425,21 +263,14 @@ static void h_sequence(ik__ctx *x)
     int fmt = get_format(x);
     if (fmt < 0) return;
     ik__worker *w = x->w;
-    if (w->stores_closed) {
-        reply_shutting_down(x->rs);
-        return;
-    }
-    ik__pend *p = pend_get(w, IK_OP_SEQUENCE);
-    p->leaf = 0;
-    p->fmt = (uint8_t)fmt;
-    p->n = n;
-    memcpy(p->tag, tag, strlen(tag) + 1);
-    int rc = ik_sequence_next(x->srv->seq, tag, n, on_ids, p);
+    ik__pend *p;
+    int rc = ik__issue(w, IK_OP_SEQUENCE, tag, n, NULL, &p);
     if (rc == IK_PENDING) {
-        pend_submit(x, p);
+        p->leaf = 0;
+        p->fmt = (uint8_t)fmt;
+        x->rs->pend = p;
         return;
     }
-    pend_unused(w, p);
     reply_store_error(w, x->rs, IK_OP_SEQUENCE, rc, tag);
 }
 

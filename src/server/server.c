@@ -266,16 +266,17 @@ static int bind_socket(const struct sockaddr_storage *ss, socklen_t len, int reu
     return fd;
 }
 
-/* Binds one socket per loop into srv->workers[i]->fd, all on one port. A first
+/* Binds one socket per loop for addr, all on one port: into srv->workers[i]->fd
+ * (HTTP) or ->resp_fd (resp), and the address with its real port into text. A first
  * probe without SO_REUSEPORT makes "address in use" an error even when the other
- * holder is an idkeeper that allows port sharing. */
-static int bind_all(ik__server *srv)
+ * holder is an idkeeper that allows port sharing. Returns the port, or -1. */
+static int bind_group(ik__server *srv, const char *addr, int resp, char *text, size_t text_len)
 {
     char host[256], why[256];
     int port;
     struct sockaddr_storage ss;
     socklen_t sslen;
-    if (ik__parse_listen(srv->cfg->http_addr, host, sizeof host, &port, why, sizeof why) != 0) {
+    if (ik__parse_listen(addr, host, sizeof host, &port, why, sizeof why) != 0) {
         ik__log("%s", why);
         return -1;
     }
@@ -283,7 +284,7 @@ static int bind_all(ik__server *srv)
     if (port != 0) {
         int probe = bind_socket(&ss, sslen, 0);
         if (probe < 0) {
-            ik__log("cannot listen on %s: %s", srv->cfg->http_addr, strerror(-probe));
+            ik__log("cannot listen on %s: %s", addr, strerror(-probe));
             return -1;
         }
         close(probe);
@@ -291,17 +292,20 @@ static int bind_all(ik__server *srv)
     for (int i = 0; i < srv->nworkers; i++) {
         int fd = bind_socket(&ss, sslen, 1);
         if (fd < 0) {
-            ik__log("cannot listen on %s: %s", srv->cfg->http_addr, strerror(-fd));
+            ik__log("cannot listen on %s: %s", addr, strerror(-fd));
             return -1;
         }
-        srv->workers[i]->fd = fd;
+        if (resp) {
+            srv->workers[i]->resp_fd = fd;
+        } else {
+            srv->workers[i]->fd = fd;
+        }
         if (i == 0 && port == 0) { /* an ephemeral port: the others share it */
             struct sockaddr_storage got;
             socklen_t gl = sizeof got;
             memset(&got, 0, sizeof got);
             if (getsockname(fd, (struct sockaddr *)&got, &gl) != 0) {
-                ik__log("cannot read the port bound for %s: %s", srv->cfg->http_addr,
-                        strerror(errno));
+                ik__log("cannot read the port bound for %s: %s", addr, strerror(errno));
                 return -1;
             }
             port = ntohs(got.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&got)->sin6_port
@@ -311,8 +315,19 @@ static int bind_all(ik__server *srv)
     }
     char numeric[INET6_ADDRSTRLEN + 1];
     getnameinfo((struct sockaddr *)&ss, sslen, numeric, sizeof numeric, NULL, 0, NI_NUMERICHOST);
-    snprintf(srv->listen_text, sizeof srv->listen_text,
-             ss.ss_family == AF_INET6 ? "[%s]:%d" : "%s:%d", numeric, port);
+    snprintf(text, text_len, ss.ss_family == AF_INET6 ? "[%s]:%d" : "%s:%d", numeric, port);
+    return port;
+}
+
+/* Binds the HTTP listeners, and the RESP ones when configured; sets the identity.
+ * Returns 0 or -1. */
+static int bind_all(ik__server *srv)
+{
+    int port = bind_group(srv, srv->cfg->http_addr, 0, srv->listen_text, sizeof srv->listen_text);
+    if (port < 0) return -1;
+    if (srv->cfg->resp_addr && *srv->cfg->resp_addr &&
+        bind_group(srv, srv->cfg->resp_addr, 1, srv->resp_text, sizeof srv->resp_text) < 0)
+        return -1;
     if (srv->cfg->identity && *srv->cfg->identity) {
         snprintf(srv->identity, sizeof srv->identity, "%s", srv->cfg->identity);
     } else {
@@ -350,6 +365,7 @@ static void banner(ik__server *srv)
     ik__log("backend %s, app %s, worker %d (identity %s), layout %s", ik_coord_uri(srv->coord),
             srv->cfg->app, li.worker, srv->identity, srv->layout_text);
     ik__log("try: curl http://%s/api/snowflake/get/x", try_host);
+    if (srv->resp_text[0]) ik__log("serving the Redis protocol (RESP) on %s", srv->resp_text);
 }
 
 /* ---- start and stop ---------------------------------------------------------------------- */
@@ -410,6 +426,7 @@ static int server_start(ik__server *srv, const ik_server_config *cfg)
         memset(w, 0, sizeof *w);
         w->index = i;
         w->fd = -1;
+        w->resp_fd = -1;
         srv->workers[i] = w;
     }
     if (bind_all(srv) != 0) return -1;

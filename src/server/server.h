@@ -10,6 +10,7 @@ typedef struct ik_server_config {
     const char *coord_uri;       /* "local:./idkeeper-data" */
     const char *app;             /* "default" */
     const char *http_addr;       /* "127.0.0.1:8080" ([v6]:port allowed) */
+    const char *resp_addr;       /* NULL: no Redis-protocol listener (docs/resp.md) */
     const char *identity;        /* NULL: HOSTNAME:HTTP_PORT */
     ik_layout layout;            /* already checked */
     int64_t max_backward_ms;     /* 5 */

@@ -63,7 +63,8 @@
 /* Status codes counted by ik_http_requests_total; anything else counts as "other". */
 #define IK_N_CODES 15
 extern const int ik__metric_codes[IK_N_CODES - 1];
-#define IK_N_ROUTES_MAX 24 /* routes of the table + 1 ("other": no route matched) */
+#define IK_N_ROUTES_MAX 24  /* routes of the table + 1 ("other": no route matched) */
+#define IK_RESP_CMDS_MAX 40 /* RESP commands of the table + 1 ("unknown") */
 
 /* One loop's counters. Written only by that loop's thread (ik__count), read by any
  * thread with relaxed loads: a reader may see a slightly old value, never a torn one. */
@@ -78,6 +79,8 @@ typedef struct ik__metrics {
     _Atomic uint64_t sequence_ranges; /* sequence ranges answered (one per request) */
     _Atomic uint64_t store_errors[3]; /* 503 store_unavailable, by IK_STORE_OP_* */
     _Atomic int64_t pending;          /* answers waiting for the store now */
+    /* RESP commands by row of the command table (+1: unknown), [0] ok, [1] error */
+    _Atomic uint64_t resp_cmds[IK_RESP_CMDS_MAX][2];
 } ik__metrics;
 
 enum { IK_STORE_OP_SEGMENT = 0, IK_STORE_OP_SEQUENCE = 1, IK_STORE_OP_TAGS = 2 };
@@ -116,6 +119,7 @@ typedef struct ik__server {
     char layout_text[256];
     char identity[320];
     char listen_text[300]; /* "127.0.0.1:8080" with the real port */
+    char resp_text[300];   /* the RESP listener, likewise ("": none) */
     char *token;           /* bearer token (NULL: /v1 open) */
     size_t token_len;
     int nworkers;
@@ -138,7 +142,7 @@ struct ik__worker {
     uv_timer_t sweep; /* timeouts and the Date header, every sweep_ms */
     uint64_t sweep_ms;
     uint64_t accept_logged_ms; /* last "accept failed" line, uv_now ms (0: none) */
-    uv_async_t done; /* library threads -> loop: answers ready (the done queue) */
+    uv_async_t done;           /* library threads -> loop: answers ready (the done queue) */
     pthread_mutex_t done_mu;
     struct ik__pend *done_head, *done_tail; /* guarded by done_mu */
     int64_t inflight;                       /* ik__pends out with the library or the thread pool */
@@ -148,6 +152,8 @@ struct ik__worker {
     atomic_int drained;                     /* draining, no connection, nothing in flight */
     struct ik__pend *spare;                 /* ctx for the next allocator call (reused if unused) */
     int fd;                                 /* listening socket until the loop owns it */
+    int resp_fd;                            /* the RESP listening socket (-1: none) */
+    struct ik__rworker *rw;                 /* the RESP front door of this loop (resp_conn.c) */
     int loop_ready, listener_ready, thread_started, done_ready;
     pthread_t thread;
     struct ik__conn *conns; /* every open connection (for the sweep) */
@@ -206,8 +212,13 @@ typedef struct ik__pend {
     uint8_t fmt;  /* IK_FMT_* */
     uint8_t leaf; /* Leaf route: one ID, no newline */
     uint8_t keep, http10, done;
-    uint16_t route; /* row of the route table, for the metrics */
-    uint32_t n;     /* IDs asked for */
+    uint16_t route; /* row of the route table (RESP: of the command table), for the metrics */
+    uint8_t resp;   /* a RESP answer: resp_conn.c renders it, rconn is its connection */
+    uint8_t rshape; /* RESP: the answer's shape (resp_cmds.c) */
+    uint8_t rproto; /* RESP: protocol version of the connection when asked (2 or 3) */
+    uint8_t rflip;  /* RESP INCR/INCRBY: may be asked again of the other kind once */
+    struct ik__rconn *rconn; /* RESP: NULL once the connection closed (loop thread only) */
+    uint32_t n;              /* IDs asked for */
     char tag[IK_TAG_NAME_MAX + 1];
     /* set by the callback, read by the loop after the done queue hand-over: */
     int rc;        /* 0 or the library's error */
@@ -283,6 +294,58 @@ void ik__pend_complete(ik__worker *w, ik__pend *p);
 /* Closes whatever ik__worker_init opened and frees w's buffers (not w). Call after
  * the thread has been joined, or if it never started. */
 void ik__worker_teardown(ik__worker *w);
+
+/* ---- what both front doors share (issue.c) ------------------------------------------- */
+
+/* Room for n IDs: small (64 entries) or the loop's batch scratch; NULL if it cannot
+ * grow. Loop thread. */
+int64_t *ik__ids_scratch(ik__worker *w, uint32_t n, int64_t *small);
+/* Keeps an idle daemon small after a huge batch. */
+void ik__ids_scratch_trim(ik__worker *w);
+/* Issues n IDs of tag from the allocator of op (IK_OP_SEGMENT or IK_OP_SEQUENCE).
+ * Returns IK_OK with ids[0..n-1] filled (segment IDs from a block in memory; ids
+ * unused for sequence), IK_PENDING with *pend handed to the library and counted in
+ * flight (the caller sets how to render it and queues it on its connection; its
+ * answer comes back through ik__pend_complete), or the library's error
+ * (IK_ECLOSED once the loop has closed its use of the allocators). Loop thread. */
+int ik__issue(ik__worker *w, ik__op op, const char *tag, uint32_t n, int64_t *ids, ik__pend **pend);
+/* Asks again with an ik__pend that came back (p->tag, p->n kept), for op: as
+ * ik__issue, except that on IK_PENDING the caller counts it in flight
+ * (ik__pend_submitted) and on any other result p stays the caller's. */
+int ik__issue_into(ik__worker *w, ik__pend *p, ik__op op, int64_t *ids);
+/* Counts one more ik__pend out with the library or the thread pool. Loop thread. */
+void ik__pend_submitted(ik__worker *w);
+/* Names the generator's refusal rc: returns the HTTP status (503 for SPEC 3's
+ * refusals, else 500), sets *code and writes a message into msg. Loop thread. */
+int ik__gen_error(ik__worker *w, int rc, const char **code, char *msg, size_t len);
+/* Names a segment, sequence or tag error of the library (and counts store errors):
+ * returns the HTTP status (404 unknown tag, 409 wrong kind, 503 retry, 400, 500),
+ * sets *code and writes a message into msg. Loop thread. */
+int ik__store_error(ik__worker *w, int op, int rc, const char *tag, const char **code, char *msg,
+                    size_t len);
+
+/* ---- the RESP front door (resp_conn.c, resp_cmds.c) ----------------------------------- */
+
+/* Sets up w's RESP listener on w->resp_fd (which it takes over); 0 or a libuv
+ * error. Loop set up, on the thread that calls ik__worker_init. */
+int ik__resp_worker_init(ik__worker *w);
+/* Draining starts: closes the RESP listener. Loop thread. */
+void ik__resp_stop(ik__worker *w);
+/* The sweep: RESP timeouts, and closing at the drain deadline. Loop thread. */
+void ik__resp_sweep(ik__worker *w, uint64_t now);
+/* 1 while w has RESP connections open. */
+int ik__resp_busy(const ik__worker *w);
+/* A RESP answer (p->resp) came back: render it and move its connection on. Loop
+ * thread; p->inflight bookkeeping already done. */
+void ik__resp_complete(ik__worker *w, ik__pend *p);
+/* Frees what ik__resp_worker_init allocated (after the loop ended). */
+void ik__resp_teardown(ik__worker *w);
+/* The name of row i of the RESP command table (lower case), NULL past its end;
+ * row ik__resp_ncmds is "unknown". */
+const char *ik__resp_cmd_name(size_t i);
+extern const size_t ik__resp_ncmds;
+/* Publishes whether w has drained and ends its loop once it may (loop.c). */
+void ik__worker_maybe_end(ik__worker *w);
 
 /* ---- logging ---------------------------------------------------------------------- */
 

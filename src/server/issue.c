@@ -1,0 +1,231 @@
+/* issue.c: what the two front doors (HTTP routes.c, RESP resp_cmds.c) share below
+ * them: issuing N segment or sequence IDs of a tag, answered now or later, and the
+ * words for the library's refusals. Neither front door calls the other.
+ *
+ * An issue either answers at once (segment IDs from a block in memory) or hands an
+ * ik__pend to the library, whose callback (on_ids, a library thread) copies the
+ * answer in and posts it back to the loop (srv.h, "Pending answers"). The caller
+ * says how to render it (p->resp) and queues it on its connection in request order.
+ */
+#include "srv.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int64_t *ik__ids_scratch(ik__worker *w, uint32_t n, int64_t *small)
+{
+    if (n <= 64) return small;
+    if (w->ids_cap < n) {
+        int64_t *p = realloc(w->ids, (size_t)n * sizeof *p);
+        if (!p) return NULL;
+        w->ids = p;
+        w->ids_cap = n;
+    }
+    return w->ids;
+}
+
+void ik__ids_scratch_trim(ik__worker *w)
+{
+    if (w->ids_cap > 65536) {
+        free(w->ids);
+        w->ids = NULL;
+        w->ids_cap = 0;
+    }
+}
+
+/* The ik__pend for the next allocator call: the loop's spare, or a new one. */
+static ik__pend *pend_get(ik__worker *w, ik__op op)
+{
+    ik__pend *p = w->spare ? w->spare : ik__pend_new(w);
+    w->spare = NULL;
+    p->op = (uint8_t)op;
+    return p;
+}
+
+/* p was not taken (the call answered at once or failed): keep it for the next. */
+static void pend_unused(ik__worker *w, ik__pend *p)
+{
+    if (!w->spare) {
+        memset(p, 0, offsetof(ik__pend, out));
+        p->w = w;
+        w->spare = p;
+    } else {
+        ik__pend_free(p);
+    }
+}
+
+void ik__pend_submitted(ik__worker *w)
+{
+    w->inflight++;
+    atomic_store_explicit(&w->m.pending,
+                          atomic_load_explicit(&w->m.pending, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+}
+
+/* The allocators' callback, on a library thread (or the main thread at destroy):
+ * copies the answer into p and hands p back to its loop. A sequence range is logged
+ * first when log_sequence is on, so the log line is out before any client can have
+ * the IDs. */
+static void on_ids(void *ctx, int status, const int64_t *ids, size_t n)
+{
+    ik__pend *p = ctx;
+    p->rc = status;
+    if (status == 0 && p->op == IK_OP_SEQUENCE) { /* n consecutive IDs */
+        p->first = ids[0];
+        p->ids = NULL;
+        p->nids = n;
+        if (p->w->srv->log_sequence)
+            ik__log("sequence tag=%s first=%lld count=%zu", p->tag, (long long)ids[0], n);
+    } else if (status == 0) {
+        int64_t *d = n <= sizeof p->ids_inline / sizeof p->ids_inline[0] ? p->ids_inline
+                                                                         : malloc(n * sizeof *d);
+        if (d) {
+            memcpy(d, ids, n * sizeof *d);
+            p->ids = d;
+            p->nids = n;
+        } else {
+            p->rc = IK_ENOMEM;
+        }
+    }
+    ik__pend_post(p);
+}
+
+int ik__issue_into(ik__worker *w, ik__pend *p, ik__op op, int64_t *ids)
+{
+    ik__server *srv = w->srv;
+    if (w->stores_closed) return IK_ECLOSED;
+    p->op = (uint8_t)op;
+    p->rc = 0;
+    if (op == IK_OP_SEQUENCE) return ik_sequence_next(srv->seq, p->tag, p->n, on_ids, p);
+    int rc = ik_segment_next(srv->seg, p->tag, p->n, ids, on_ids, p);
+    if (rc == IK_OK) ik__count_n(&w->m.segment_ids, p->n);
+    return rc;
+}
+
+int ik__issue(ik__worker *w, ik__op op, const char *tag, uint32_t n, int64_t *ids, ik__pend **pend)
+{
+    *pend = NULL;
+    if (w->stores_closed) return IK_ECLOSED;
+    ik__pend *p = pend_get(w, op);
+    p->n = n;
+    size_t tl = strlen(tag);
+    if (tl > IK_TAG_NAME_MAX) tl = IK_TAG_NAME_MAX;
+    memcpy(p->tag, tag, tl);
+    p->tag[tl] = 0;
+    int rc = ik__issue_into(w, p, op, ids);
+    if (rc == IK_PENDING) {
+        ik__pend_submitted(w);
+        *pend = p;
+        return rc;
+    }
+    pend_unused(w, p);
+    return rc;
+}
+
+/* ---- the library's refusals -------------------------------------------------------------- */
+
+static const char *op_kind(int op)
+{
+    return op == IK_OP_SEQUENCE ? "sequence" : "segment";
+}
+
+int ik__gen_error(ik__worker *w, int rc, const char **code, char *msg, size_t len)
+{
+    ik__server *srv = w->srv;
+    switch (rc) {
+    case IK_ENOLEASE: {
+        ik_lease_info li;
+        ik_slot_lease_get_info(srv->lease, &li);
+        *code = "no_lease";
+        snprintf(msg, len,
+                 "this server holds no valid worker lease now (lease %s%s%s); retry "
+                 "shortly or ask another server",
+                 ik_lease_state_name(li.state), li.why[0] ? ": " : "", li.why);
+        return 503;
+    }
+    case IK_ECLOCKBACK: {
+        ik_snowflake_info gi;
+        ik_snowflake_get_info(srv->gen, &gi);
+        *code = "clock_backward";
+        snprintf(msg, len,
+                 "clock went back %lld ms; refusing until it catches up "
+                 "(max-backward is %lld ms)",
+                 (long long)gi.last_backward_ms, (long long)srv->cfg->max_backward_ms);
+        uint64_t now = uv_now(&w->loop);
+        if (!w->last_clock_log || now - w->last_clock_log >= 1000) {
+            w->last_clock_log = now;
+            ik__log("refusing IDs: the clock went back %lld ms (max-backward %lld ms)",
+                    (long long)gi.last_backward_ms, (long long)srv->cfg->max_backward_ms);
+        }
+        return 503;
+    }
+    case IK_ETIMEGUARD:
+        *code = "time_guard";
+        snprintf(msg, len,
+                 "the clock has not yet passed this worker slot's time record (SPEC 3 "
+                 "rule 6); retry in a moment");
+        return 503;
+    default:
+        *code = "internal";
+        snprintf(msg, len, "the generator failed: %s", ik_strerror(rc));
+        return 500;
+    }
+}
+
+int ik__store_error(ik__worker *w, int op, int rc, const char *tag, const char **code, char *msg,
+                    size_t len)
+{
+    int store_op = op == IK_OP_SEGMENT    ? IK_STORE_OP_SEGMENT
+                   : op == IK_OP_SEQUENCE ? IK_STORE_OP_SEQUENCE
+                                          : IK_STORE_OP_TAGS;
+    switch (rc) {
+    case IK_ENOTFOUND:
+        *code = "unknown_tag";
+        snprintf(msg, len,
+                 "no %s tag '%s': create it first (POST /v1/tags, or idkeeper tags add "
+                 "%s --kind %s)",
+                 op == IK_OP_TAG_GET ? "such" : op_kind(op), tag, tag,
+                 op == IK_OP_TAG_GET ? "..." : op_kind(op));
+        return 404;
+    case IK_EKIND:
+        *code = "wrong_kind";
+        snprintf(msg, len, "tag '%s' is not a %s tag: ask /v1/%s/%s", tag, op_kind(op),
+                 op == IK_OP_SEQUENCE ? "segment" : "sequence", tag);
+        return 409;
+    case IK_ESTORE:
+    case IK_ETIMEDOUT:
+        ik__count(&w->m.store_errors[store_op]);
+        *code = "store_unavailable";
+        snprintf(msg, len, "the tag store is unreachable or timed out (%s); retry shortly",
+                 ik_strerror(rc));
+        return 503;
+    case IK_EINDOUBT:
+        ik__count(&w->m.store_errors[store_op]);
+        *code = "store_unavailable";
+        snprintf(msg, len,
+                 "the tag store may or may not have recorded this write (connection "
+                 "lost); its IDs are never handed out; retry");
+        return 503;
+    case IK_EBUSY:
+        *code = "busy";
+        snprintf(msg, len, "too many unknown tags are being looked up at once; retry shortly");
+        return 503;
+    case IK_ECLOSED:
+        *code = "shutting_down";
+        snprintf(msg, len, "this server is shutting down; ask another");
+        return 503;
+    case IK_ERANGE:
+        *code = "tag_exhausted";
+        snprintf(msg, len, "tag '%s' has no IDs left below 2^63", tag);
+        return 500;
+    case IK_EINVAL:
+        *code = "bad_request";
+        snprintf(msg, len, "the library refused the request: %s", ik_strerror(rc));
+        return 400;
+    default:
+        *code = "internal";
+        snprintf(msg, len, "%s: %s", op_kind(op), ik_strerror(rc));
+        return 500;
+    }
+}
