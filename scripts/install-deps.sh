@@ -23,6 +23,8 @@ test_pkgs=(
   python3-kazoo       # kazoo interop helper
   libcurator-recipes-java libcurator-framework-java # Curator interop helper
   wrk nginx-light hyperfine # benchmarks and their peer
+  redis-tools python3-redis netcat-openbsd # RESP clients: redis-cli, redis-benchmark, redis-py, nc
+  redis-server        # the RESP benchmark's peer (bench/bench_resp.sh starts its own)
 )
 
 want=("${build_pkgs[@]}")
@@ -38,5 +40,14 @@ echo "install-deps: installing ${missing[*]}" >&2
 SUDO=
 [ "$(id -u)" -ne 0 ] && SUDO=sudo
 export DEBIAN_FRONTEND=noninteractive
+# Installing a server package (redis-server, nginx-light) must not start the
+# system's service: the benchmarks start their own on loopback ports. Debian asks
+# /usr/sbin/policy-rc.d before starting a service; without one, a temporary one
+# that says no (101) stands in during the install.
+policy=/usr/sbin/policy-rc.d
+if [ ! -e "$policy" ]; then
+  $SUDO sh -c "printf '#!/bin/sh\nexit 101\n' >$policy && chmod 755 $policy"
+  trap '$SUDO rm -f "$policy"' EXIT
+fi
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
