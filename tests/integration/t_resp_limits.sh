@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# labels: resp counters local
+# timeout: 240
+# RESP under the same rules as HTTP (issue 14): pipelined answers stay in order
+# while a sequence commit waits on a hung store and the loop keeps serving others;
+# the idle and read timeouts close connections; max-connections answers "-ERR max
+# number of clients reached"; SIGTERM answers every command already read (a commit
+# in flight included) before the server exits 0. The store is made to hang for
+# real, as in t_counters_pending: another connection holds SQLite's write lock.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/resp.sh"
+
+coord=(--coord "local:$T/data")
+"$IK_BIN" tags add q --kind sequence "${coord[@]}" >/dev/null
+resp_serve a "${coord[@]}" --threads 1 --idle-timeout 2000 --read-timeout 2000 \
+  --max-connections 6 --shutdown-timeout 30000 || fail "server did not start"
+pid=${SERVER_PID[a]}
+[ "$(rcli INCR q)" = 1 ] || fail "first INCR q"
+DB=$T/data/idkeeper.db
+
+lock() {
+  rm -f "$T/release" "$T/locked"
+  python3 - "$DB" "$T" "$1" <<'PY' &
+import os, sqlite3, sys, time
+db, T, secs = sys.argv[1], sys.argv[2], float(sys.argv[3])
+c = sqlite3.connect(db, isolation_level=None, timeout=10)
+c.execute("BEGIN IMMEDIATE")
+open(T + "/locked", "w").close()
+end = time.time() + secs
+while time.time() < end and not os.path.exists(T + "/release"):
+    time.sleep(0.02)
+c.execute("ROLLBACK")
+c.close()
+PY
+  LOCK_PID=$!
+  IK_PIDS+=($!)
+  for _ in $(seq 500); do [ -e "$T/locked" ] && return 0; sleep 0.01; done
+  fail "the lock holder did not start"
+}
+unlock() { touch "$T/release"; wait "$LOCK_PID" || true; }
+
+# client NAME BYTES: a background raw client: sends BYTES (printf escapes), writes
+# $T/NAME.sent, then reads until the server closes (or 40 s), into $T/NAME.out.
+cat >"$T/client.py" <<'PY'
+import socket, sys, time
+port, name, data, T = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+s = socket.create_connection(("127.0.0.1", port))
+s.settimeout(40)
+s.sendall(data.encode().decode("unicode_escape").encode("latin-1"))
+open(T + "/" + name + ".sent", "w").close()
+out = b""
+t0 = time.time()
+try:
+    while True:
+        b = s.recv(65536)
+        if not b: break
+        out += b
+        open(T + "/" + name + ".out", "wb").write(out)
+    out += b"<closed>"
+except socket.timeout:
+    out += b"<open>"
+except OSError:
+    out += b"<reset>"
+open(T + "/" + name + ".out", "wb").write(out)
+open(T + "/" + name + ".secs", "w").write("%.2f" % (time.time() - t0))
+PY
+client() {
+  rm -f "$T/$1.sent" "$T/$1.out"
+  /usr/bin/python3 "$T/client.py" "$RPORT" "$1" "$2" "$T" &
+  IK_PIDS+=($!)
+  CLIENT_PID=$!
+  for _ in $(seq 500); do [ -e "$T/$1.sent" ] && return 0; sleep 0.01; done
+  fail "client $1 did not send"
+}
+
+# --- idle and read timeouts ---------------------------------------------------------
+client idle 'PING\r\n'
+client slow '*2\r\n$4\r\nINCR\r\n$1\r\n'
+wait_grep '<closed>' "$T/idle.out" 15 || fail "an idle connection was not closed: $(cat "$T/idle.out")"
+wait_grep '<closed>' "$T/slow.out" 15 || fail "a half-sent command was not closed: $(cat "$T/slow.out")"
+grep -q 'did not complete within 2000 ms' "$T/slow.out" || fail "read timeout: $(cat "$T/slow.out")"
+pass "idle timeout closed an idle connection after $(cat "$T/idle.secs") s; read timeout answered -ERR and closed a half-sent command"
+
+# --- max-connections ------------------------------------------------------------------
+out=$(/usr/bin/python3 - "$RPORT" <<'PY'
+import socket, sys, time
+port = int(sys.argv[1])
+held = [socket.create_connection(("127.0.0.1", port)) for _ in range(6)]
+time.sleep(0.3)
+s = socket.create_connection(("127.0.0.1", port))
+s.settimeout(5)
+print(s.recv(200).decode().strip())
+PY
+)
+[ "$out" = "-ERR max number of clients reached" ] || fail "the 7th connection: $out"
+sleep 0.5
+pass "max-connections 6: the 7th connection gets -ERR max number of clients reached"
+
+# --- pipelining while the store hangs -----------------------------------------------------
+lock 60
+client pipe 'INCR q\r\nPING\r\nIDK.SNOWFLAKE\r\nINCR q\r\nECHO x\r\n'
+sleep 1
+[ ! -s "$T/pipe.out" ] || fail "answers came before the pending INCR's: $(cat "$T/pipe.out")"
+t0=$(mono_ms)
+[ "$(rcli PING)" = PONG ] || fail "PING on another connection while the store hangs"
+sf=$(rcli IDK.SNOWFLAKE)
+[[ "$sf" =~ ^[0-9]+$ ]] || fail "IDK.SNOWFLAKE while the store hangs: $sf"
+[ $(( $(mono_ms) - t0 )) -lt 2000 ] || fail "the loop stalled while the store hangs"
+unlock
+wait_grep 'x' "$T/pipe.out" 20 || fail "the pipeline was not answered after the store came back"
+got=$(tr -d '\r' <"$T/pipe.out" | tr '\n' ' ')
+[[ "$got" =~ ^:2\ \+PONG\ :[0-9]+\ :3\ \$1\ x\ $ ]] || fail "pipeline answers: $got"
+pass "a pipeline behind a pending sequence commit: nothing early, then all 5 answers in order ($got); the single loop kept serving others"
+
+# --- SIGTERM answers what it has read -------------------------------------------------------
+lock 60
+client term 'INCR q\r\nPING\r\nINCR q\r\n'
+sleep 0.5
+kill -TERM "$pid"
+sleep 1
+alive "$pid" || fail "the server exited with a commit in flight"
+unlock
+wait_grep '<closed>' "$T/term.out" 30 || fail "the client was not answered and closed: $(cat "$T/term.out")"
+got=$(tr -d '\r' <"$T/term.out" | tr '\n' ' ')
+[ "$got" = ":4 +PONG :5 <closed>" ] || fail "answers at shutdown: $got"
+for _ in $(seq 300); do alive "$pid" || break; sleep 0.1; done
+! alive "$pid" || fail "the server did not exit"
+wait "$pid" && rc=0 || rc=$?
+[ "$rc" = 0 ] || fail "exit code $rc after SIGTERM"
+pass "SIGTERM with a commit in flight: every command read was answered ($got), then exit 0"
