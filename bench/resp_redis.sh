@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# resp_redis.sh BUILD_DIR: redis-benchmark against idkeeper's RESP port (serve
+# --resp) next to Debian's redis-server, same machine, same run, same flags
+# (-c 50, -P 1 and -P 16). idkeeper answers INCR on a segment tag and
+# IDK.SNOWFLAKE; redis-server answers INCR. Goal: at least redis-server's requests
+# per second at both depths. Then sequence tags (every ID durably recorded before
+# the answer) through INCR at -P 16, next to redis-server with appendonly yes and
+# appendfsync always (the only durable Redis counter). Prints requests/s and ratios.
+# Settings: BENCH_N (requests at -P 1; 10x at -P 16; default 200000), SEQ_N
+# (default 100000), SERVER_THREADS (idkeeper's loops; 0: one per core).
+# Both redis-servers are started here on loopback ports with a temp dir and always
+# stopped on exit; the system's redis service is never used.
+set -euo pipefail
+build=${1:-build}
+bin=${IK_BIN:-$build/idkeeper}
+n=${BENCH_N:-200000}
+seq_n=${SEQ_N:-100000}
+sthreads=${SERVER_THREADS:-0}
+T=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
+  rm -rf "$T"
+}
+trap cleanup EXIT
+
+base=$(( 10000 + RANDOM % 20000 )) # below the ephemeral range
+http=$base rport=$((base + 1)) redis=$((base + 2)) redis_aof=$((base + 3))
+
+"$bin" tags add seg --kind segment --step 1000 --coord "local:$T/data" >/dev/null
+"$bin" tags add seq --kind sequence --coord "local:$T/data" >/dev/null
+"$bin" serve --coord "local:$T/data" --http 127.0.0.1:$http --resp 127.0.0.1:$rport \
+  --threads "$sthreads" --quiet 2>"$T/ik.log" &
+pids+=($!)
+mkdir -p "$T/r1" "$T/r2"
+redis-server --bind 127.0.0.1 --port $redis --dir "$T/r1" --save '' --appendonly no \
+  --daemonize no --logfile "$T/r1/log" &
+pids+=($!)
+redis-server --bind 127.0.0.1 --port $redis_aof --dir "$T/r2" --save '' --appendonly yes \
+  --appendfsync always --daemonize no --logfile "$T/r2/log" &
+pids+=($!)
+for p in $rport $redis $redis_aof; do
+  for i in $(seq 200); do [ "$(redis-cli -p $p PING 2>/dev/null)" = PONG ] && break; sleep 0.05; done
+  [ "$(redis-cli -p $p PING 2>/dev/null)" = PONG ] || { echo "port $p did not come up" >&2; exit 1; }
+done
+
+# rps PORT N PIPELINE CMD...: requests per second of one redis-benchmark run (after
+# a short warm-up); fails on any error line.
+rps() {
+  local port=$1 count=$2 pipe=$3; shift 3
+  redis-benchmark -p "$port" -c 50 -P "$pipe" -n $((count / 10)) -q "$@" >/dev/null 2>&1
+  redis-benchmark -p "$port" -c 50 -P "$pipe" -n "$count" -q "$@" >"$T/out" 2>&1
+  if grep -qi 'error' "$T/out"; then echo "error from redis-benchmark $*:" >&2; cat "$T/out" >&2; exit 1; fi
+  tr '\r' '\n' <"$T/out" | awk '/requests per second/ {for (i = 1; i <= NF; i++) if ($(i+1) == "requests") v = $i} END {print v}'
+}
+ratio() { echo "$1 / $2" | bc -l | xargs printf '%.2f'; }
+
+workers=$([ "$sthreads" = 0 ] && nproc || echo "$sthreads")
+echo "redis-benchmark -c 50 -q; idkeeper $($bin version | head -1 | awk '{print $2}') with $workers loop threads; $(redis-server --version | awk '{print $1, $2, $3}') (one thread)"
+for pipe in 1 16; do
+  count=$([ $pipe = 1 ] && echo $n || echo $((n * 10)))
+  r=$(rps $redis $count $pipe INCR counter)
+  s=$(rps $rport $count $pipe INCR seg)
+  f=$(rps $rport $count $pipe IDK.SNOWFLAKE)
+  printf -- '-P %-2s n=%-8s redis-server INCR %12s req/s\n' $pipe $count "$r"
+  printf -- '-P %-2s n=%-8s idkeeper INCR seg (segment) %12s req/s  ratio %s (goal >= 1.00)\n' $pipe $count "$s" "$(ratio "$s" "$r")"
+  printf -- '-P %-2s n=%-8s idkeeper IDK.SNOWFLAKE %12s req/s  ratio %s (goal >= 1.00)\n' $pipe $count "$f" "$(ratio "$f" "$r")"
+done
+a=$(rps $redis_aof $seq_n 16 INCR counter)
+q=$(rps $rport $seq_n 16 INCR seq)
+printf -- '-P 16 n=%-8s redis-server appendfsync always INCR %12s req/s\n' $seq_n "$a"
+printf -- '-P 16 n=%-8s idkeeper INCR seq (sequence, local: SQLite) %12s req/s  ratio %s\n' $seq_n "$q" "$(ratio "$q" "$a")"
+last=$(redis-cli -p $rport INCR seq)
+echo "sequence check: the next ID after the runs is $last (every INCR seq answered one ID, no gap)"
