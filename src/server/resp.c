@@ -137,7 +137,7 @@ static int read_line(ik__respp *p, const char *d, size_t n, size_t *i, const cha
     return 0;
 }
 
-static int hexval(int c)
+static int hex_digit(int c)
 {
     if (c >= '0' && c <= '9') return c - '0';
     if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -174,9 +174,9 @@ static int split_inline(ik__respp *p)
             for (;;) {
                 if (r >= n) return fail(p, "Protocol error: unbalanced quotes in request");
                 char c = s[r];
-                if (c == '\\' && r + 3 < n && s[r + 1] == 'x' && hexval(s[r + 2]) >= 0 &&
-                    hexval(s[r + 3]) >= 0) {
-                    s[w++] = (char)(hexval(s[r + 2]) * 16 + hexval(s[r + 3]));
+                if (c == '\\' && r + 3 < n && s[r + 1] == 'x' && hex_digit(s[r + 2]) >= 0 &&
+                    hex_digit(s[r + 3]) >= 0) {
+                    s[w++] = (char)(hex_digit(s[r + 2]) * 16 + hex_digit(s[r + 3]));
                     r += 4;
                 } else if (c == '\\' && r + 1 < n) {
                     char e = s[r + 1];
