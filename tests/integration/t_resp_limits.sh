@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # labels: resp counters local
-# timeout: 240
+# timeout: 360
 # RESP under the same rules as HTTP (issue 14): pipelined answers stay in order
 # while a sequence commit waits on a hung store and the loop keeps serving others;
 # the idle and read timeouts close connections; max-connections answers "-ERR max
-# number of clients reached"; SIGTERM answers every command already read (a commit
+# number of clients reached"; a store down past its timeout answers -TRYAGAIN; SIGTERM answers every command already read (a commit
 # in flight included) before the server exits 0. The store is made to hang for
 # real, as in t_counters_pending: another connection holds SQLite's write lock.
 source "$(dirname "$0")/lib.sh"
@@ -112,6 +112,17 @@ got=$(tr -d '\r' <"$T/pipe.out" | tr '\n' ' ')
 [[ "$got" =~ ^:2\ \+PONG\ :[0-9]+\ :3\ \$1\ x\ $ ]] || fail "pipeline answers: $got"
 pass "a pipeline behind a pending sequence commit: nothing early, then all 5 answers in order ($got); the single loop kept serving others"
 
+# --- -TRYAGAIN where HTTP answers 503 ----------------------------------------------------------
+lock 60
+client busy 'INCR q\r\n'
+wait_grep 'TRYAGAIN' "$T/busy.out" 40 || { unlock; fail "a store locked past its busy timeout: $(cat "$T/busy.out")"; }
+unlock
+grep -q '^-TRYAGAIN the tag store is unreachable or timed out' "$T/busy.out" || fail "TRYAGAIN: $(cat "$T/busy.out")"
+kill "$CLIENT_PID" 2>/dev/null || true
+n=$(rcli INCR q)
+[ "$n" = 4 ] || fail "after -TRYAGAIN the next INCR q is $n, not 4 (nothing was issued)"
+pass "a store that stays locked past SQLite's busy timeout: -TRYAGAIN (HTTP's 503), then the next INCR succeeds with no gap"
+
 # --- SIGTERM answers what it has read -------------------------------------------------------
 lock 60
 client term 'INCR q\r\nPING\r\nINCR q\r\n'
@@ -122,7 +133,7 @@ alive "$pid" || fail "the server exited with a commit in flight"
 unlock
 wait_grep '<closed>' "$T/term.out" 30 || fail "the client was not answered and closed: $(cat "$T/term.out")"
 got=$(tr -d '\r' <"$T/term.out" | tr '\n' ' ')
-[ "$got" = ":4 +PONG :5 <closed>" ] || fail "answers at shutdown: $got"
+[ "$got" = ":5 +PONG :6 <closed>" ] || fail "answers at shutdown: $got"
 for _ in $(seq 300); do alive "$pid" || break; sleep 0.1; done
 ! alive "$pid" || fail "the server did not exit"
 wait "$pid" && rc=0 || rc=$?
