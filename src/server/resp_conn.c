@@ -583,7 +583,8 @@ void ik__resp_sweep(ik__worker *w, uint64_t now)
                 ik__count(&w->m.timeouts);
                 rconn_close(c);
             }
-        } else if (c->started) { /* a command that does not complete */
+        } else if (c->started && !c->paused) { /* a command that does not complete (while
+                                                    paused, the wait is ours) */
             if (now - c->started >= rto) {
                 char msg[96];
                 snprintf(msg, sizeof msg, "the command did not complete within %llu ms",
