@@ -655,11 +655,19 @@ static void h_decode(ik__ctx *x)
     ik__span s = x->rq->params[0];
     int64_t id;
     ik_id_parts parts;
-    if (ik_parse_id(s.p, s.n, &id) != 0 || ik_layout_decode(x->srv->layout, id, &parts) != 0) {
+    if (ik_parse_id(s.p, s.n, &id) != 0) {
         ik__reply_error(x->rs, 400, "bad_id",
                         "'%.*s' is not an ID: want a decimal integer from 0 to "
                         "9223372036854775807 without sign or leading zeros",
                         QUOTE(s));
+        return;
+    }
+    if (ik_layout_decode(x->srv->layout, id, &parts) != 0) {
+        const ik_layout *l = x->srv->layout;
+        ik__reply_error(x->rs, 400, "bad_id",
+                        "'%.*s' is not an ID of this server's layout: it has bits set above "
+                        "the layout's %u",
+                        QUOTE(s), l->time_bits + l->worker_bits + l->seq_bits);
         return;
     }
     char iso[32];
