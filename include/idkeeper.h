@@ -415,6 +415,7 @@ typedef struct ik_segment_tag_status {
     int64_t step;                 /* size of the latest block loaded */
     int loading;                  /* a load is in flight */
     char last_error[96];          /* latest load failure, "" if none */
+    uint64_t issued;              /* IDs of the tag this ik_segment has handed out */
 } ik_segment_tag_status;
 
 /* The state of every tag in use; *out freed with ik_free. */

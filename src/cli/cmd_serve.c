@@ -59,6 +59,8 @@ int ik__cmd_serve(const ik_cli_command *cmd, ik_cli_opts *o)
     if (given(o, IK_OPT_READ_TIMEOUT)) c.read_timeout_ms = (int)o->v[IK_OPT_READ_TIMEOUT].n;
     if (given(o, IK_OPT_MAX_CONNECTIONS)) c.max_connections = (int)o->v[IK_OPT_MAX_CONNECTIONS].n;
     if (given(o, IK_OPT_HTTP_TOKEN_FILE)) c.http_token_file = o->v[IK_OPT_HTTP_TOKEN_FILE].text;
+    c.open_leaf_routes = (int)o->v[IK_OPT_OPEN_LEAF_ROUTES].n;
+    c.open_metrics = (int)o->v[IK_OPT_OPEN_METRICS].n;
     if (given(o, IK_OPT_SHUTDOWN_TIMEOUT))
         c.shutdown_timeout_ms = (int)o->v[IK_OPT_SHUTDOWN_TIMEOUT].n;
     if (given(o, IK_OPT_QUIET)) c.quiet = (int)o->v[IK_OPT_QUIET].n;

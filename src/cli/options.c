@@ -62,7 +62,17 @@ const ik_cli_option ik__cli_options[IK_OPT__COUNT] = {
     ROW(MAX_CONNECTIONS, "max-connections", INT, "10000", "N", "most open client connections", 1,
         1000000, NULL),
     ROW(HTTP_TOKEN_FILE, "http-token-file", STRING, NULL, "FILE",
-        "require 'Authorization: Bearer <token in FILE>' on /v1", 0, 0, NULL),
+        "require 'Authorization: Bearer <token in FILE>' on every route that issues IDs or "
+        "shows state (all but /healthz and /readyz)",
+        0, 0, NULL),
+    ROW(OPEN_LEAF_ROUTES, "open-leaf-routes", FLAG, "false", NULL,
+        "with a token, leave the Leaf routes (/api/...) open for Leaf clients that cannot send "
+        "it: anyone who reaches the port can take IDs",
+        0, 0, NULL),
+    ROW(OPEN_METRICS, "open-metrics", FLAG, "false", NULL,
+        "with a token, leave /metrics open for a scraper without it: anyone who reaches the port "
+        "sees the fleet's state",
+        0, 0, NULL),
     ROW(QUIET, "quiet", FLAG, "false", NULL, "no start-up banner", 0, 0, NULL),
     ROW(SHUTDOWN_TIMEOUT, "shutdown-timeout", INT, "5000", "MS",
         "on SIGTERM, in-flight requests get this long to finish", 1, 600000, NULL),
