@@ -23,6 +23,7 @@ test_pkgs=(
   python3-kazoo       # kazoo interop helper
   libcurator-recipes-java libcurator-framework-java # Curator interop helper
   wrk nginx-light hyperfine # benchmarks and their peer
+  chromium chromium-driver python3-selenium # the status page's browser tests
 )
 
 want=("${build_pkgs[@]}")
@@ -38,5 +39,19 @@ echo "install-deps: installing ${missing[*]}" >&2
 SUDO=
 [ "$(id -u)" -ne 0 ] && SUDO=sudo
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# Installing a server package (zookeeper, nginx, later mariadb, postgresql, redis)
+# must not start the system's own service: the tests start their own, on loopback
+# ports with fresh data. Where no policy-rc.d is in place, one that refuses every
+# start stands for the length of the install.
+policy=
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+  policy=/usr/sbin/policy-rc.d
+  printf '#!/bin/sh\n# idkeeper install-deps: no service starts during this install\nexit 101\n' |
+    $SUDO tee "$policy" >/dev/null
+  $SUDO chmod 755 "$policy"
+  trap '$SUDO rm -f "$policy"' EXIT
+fi
+# Another apt-get may hold the lock (an unattended upgrade): wait for it.
+apt=($SUDO apt-get -o DPkg::Lock::Timeout=600 -qq)
+"${apt[@]}" update
+"${apt[@]}" install -y --no-install-recommends "${missing[@]}" >/dev/null

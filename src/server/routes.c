@@ -619,9 +619,13 @@ static void h_page(ik__ctx *x)
     ik__pend *p = tag_pend(x, IK_OP_PAGE);
     if (!p) return;
     if (ik__query_get(x->rq->query.p, x->rq->query.n, "decode", &v, &vl)) {
-        if (vl >= sizeof p->tagop->decode) vl = sizeof p->tagop->decode - 1;
-        memcpy(p->tagop->decode, v, vl);
-        p->tagop->decode[vl] = 0;
+        char *d = p->tagop->decode;
+        long k = ik__pct_decode(v, vl, d, sizeof p->tagop->decode - 1);
+        if (k < 0) { /* malformed or too long: shown (escaped) as it came, cut */
+            k = (long)(vl < sizeof p->tagop->decode - 1 ? vl : sizeof p->tagop->decode - 1);
+            memcpy(d, v, (size_t)k);
+        }
+        d[k] = 0;
     }
     tag_queue(x, p);
 }
