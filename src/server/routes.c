@@ -700,9 +700,14 @@ void ik__pend_render(ik__worker *w, ik__pend *p, ik__resp *rs)
         return;
     }
     if (p->op == IK_OP_WORKERS) {
-        if (p->rc != 0)
-            reply_store_error(w, rs, p->op, p->rc, "");
-        else
+        if (p->rc == IK_ECLOSED) {
+            reply_shutting_down(rs);
+        } else if (p->rc != 0) {
+            ik__count(&w->m.store_errors[IK_STORE_OP_TAGS]);
+            ik__reply_error(rs, 503, "store_unavailable",
+                            "the app's slots cannot be listed now (%s); retry shortly",
+                            ik_strerror(p->rc));
+        } else
             ik__workers_render(w, p, rs);
         return;
     }
