@@ -62,8 +62,8 @@ const ik_cli_option ik__cli_options[IK_OPT__COUNT] = {
     ROW(MAX_CONNECTIONS, "max-connections", INT, "10000", "N", "most open client connections", 1,
         1000000, NULL),
     ROW(HTTP_TOKEN_FILE, "http-token-file", STRING, NULL, "FILE",
-        "require 'Authorization: Bearer <token in FILE>' on every route that issues IDs or "
-        "shows state (all but /healthz and /readyz)",
+        "bearer token on the file's first line: serve requires it on every route that issues "
+        "IDs or shows state (all but /healthz and /readyz); next sends it",
         0, 0, NULL),
     ROW(OPEN_LEAF_ROUTES, "open-leaf-routes", FLAG, "false", NULL,
         "with a token, leave the Leaf routes (/api/...) open for Leaf clients that cannot send "

@@ -61,7 +61,7 @@ void ik_server_config_init(ik_server_config *c)
     c->idle_timeout_ms = 60000;
     c->read_timeout_ms = 10000;
     c->max_connections = 10000;
-    c->http_token_file = NULL;
+    c->http_token = NULL;
     c->quiet = 0;
     c->shutdown_timeout_ms = 5000;
     c->log_sequence_commits = 0;
@@ -133,34 +133,6 @@ static int default_threads(void)
     }
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n > 0 ? (int)n : 1;
-}
-
-/* Reads the bearer token: the file's first line, trimmed. */
-static int read_token(ik__server *srv, const char *path)
-{
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        ik__log("cannot read http-token-file %s: %s", path, strerror(errno));
-        return -1;
-    }
-    char buf[1024];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    char *s = buf;
-    while (*s == ' ' || *s == '\t')
-        s++;
-    size_t len = strcspn(s, "\r\n");
-    while (len && (s[len - 1] == ' ' || s[len - 1] == '\t'))
-        len--;
-    if (!len) {
-        ik__log("http-token-file %s is empty: put the token on its first line", path);
-        return -1;
-    }
-    srv->token = strndup(s, len);
-    if (!srv->token) abort();
-    srv->token_len = len;
-    return 0;
 }
 
 /* Checks the limits of the config; logs the first bad one. */
@@ -397,8 +369,11 @@ static int server_start(ik__server *srv, const ik_server_config *cfg)
     if (check_config(cfg) != 0) return -1;
     raise_fd_limit(cfg);
     ik_set_log(library_log, NULL);
-    if (cfg->http_token_file && *cfg->http_token_file && read_token(srv, cfg->http_token_file) != 0)
-        return -1;
+    if (cfg->http_token && *cfg->http_token) {
+        srv->token = strdup(cfg->http_token);
+        if (!srv->token) abort();
+        srv->token_len = strlen(srv->token);
+    }
 
     srv->nworkers = cfg->threads > 0 ? cfg->threads : default_threads();
     if (srv->nworkers > IK_MAX_THREADS) srv->nworkers = IK_MAX_THREADS;

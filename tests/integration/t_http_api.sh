@@ -180,6 +180,10 @@ for r in "${guarded[@]}"; do
   [ "$(http_status -u "x:sesame-4" "$URL2$r")" = 401 ] || fail "$r with a wrong Basic password is not 401"
 done
 pass "bearer token: 401 without or wrong, 200 with, on every ID and state route; probes open"
+[ "$("$IK_BIN" next --server "$URL2" --http-token-file "$T/token" --count 3 | wc -l)" = 3 ] ||
+  fail "idkeeper next --http-token-file"
+expect_fail 1 "401" "$IK_BIN" next --server "$URL2" --count 3
+pass "idkeeper next sends the token from --http-token-file, fails clearly without it"
 
 # --open-leaf-routes and --open-metrics exempt what they name, and nothing else.
 port3=$(free_port)
