@@ -14,6 +14,8 @@ version=$(sed -n '1s/^idkeeper (\([^)]*\)).*/\1/p' "$src/debian/changelog")
 [ -n "$version" ] || { echo "make-deb: no version in debian/changelog" >&2; exit 1; }
 
 rm -rf "$out"
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
 tree="$out/idkeeper-$version"
 mkdir -p "$tree"
 # The work tree as it is (committed or not), without build directories or ignored files.

@@ -25,6 +25,9 @@ for t in dpkg-buildpackage lintian systemd-analyze man python3 pkg-config cc; do
 done
 version=$(sed -n 's/^#define IK_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\)$/\2/p' "$IK_SRC/include/idkeeper.h" | paste -sd.)
 major=${version%%.*}
+arch=$(dpkg --print-architecture)
+# Milliseconds of CLOCK_MONOTONIC, the clock the notify listener stamps its lines with.
+py_mono_ms() { python3 -c 'import time; print(int(time.monotonic() * 1000))'; }
 
 # ---- A: make deb, lintian ----------------------------------------------------------
 t0=$SECONDS
@@ -34,7 +37,7 @@ log "make deb took $((SECONDS - t0)) s"
 [ -z "$(git -C "$IK_SRC" status --porcelain --ignored=no 2>/dev/null | grep -v '^??' || true)" ] ||
   log "note: the source tree has uncommitted changes (packaged as they are)"
 for p in idkeeper libidkeeper0 libidkeeper-dev; do
-  [ -f "$T/deb/${p}_${version}_amd64.deb" ] || fail "no ${p}_${version}_amd64.deb in $T/deb: $(ls "$T/deb")"
+  [ -f "$T/deb/${p}_${version}_${arch}.deb" ] || fail "no ${p}_${version}_${arch}.deb in $T/deb: $(ls "$T/deb")"
 done
 [ -f "$T/deb/lintian.log" ] || fail "lintian did not run"
 if grep -q '^E: ' "$T/deb/lintian.log"; then fail "lintian errors: $(grep '^E: ' "$T/deb/lintian.log")"; fi
@@ -44,7 +47,7 @@ pass "A: make deb builds idkeeper, libidkeeper0, libidkeeper-dev $version; linti
 
 R=$T/root
 mkdir -p "$R"
-for p in idkeeper libidkeeper0 libidkeeper-dev; do dpkg-deb -x "$T/deb/${p}_${version}_amd64.deb" "$R"; done
+for p in idkeeper libidkeeper0 libidkeeper-dev; do dpkg-deb -x "$T/deb/${p}_${version}_${arch}.deb" "$R"; done
 LIBDIR=$R/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH)
 BIN=$R/usr/bin/idkeeper
 UNIT=$R/lib/systemd/system/idkeeper.service
@@ -53,14 +56,14 @@ for f in "$BIN" "$UNIT" "$CONF" "$R/usr/share/man/man1/idkeeper.1.gz" "$R/usr/sh
   "$R/usr/include/idkeeper.h" "$LIBDIR/libidkeeper.so.$major" "$LIBDIR/libidkeeper.a" "$LIBDIR/pkgconfig/idkeeper.pc"; do
   [ -e "$f" ] || fail "the packages lack ${f#"$R"}"
 done
-dpkg-deb -f "$T/deb/idkeeper_${version}_amd64.deb" Conffiles 2>/dev/null | grep -q /etc/idkeeper/idkeeper.conf ||
-  dpkg-deb --ctrl-tarfile "$T/deb/idkeeper_${version}_amd64.deb" | tar -xO ./conffiles | grep -qx /etc/idkeeper/idkeeper.conf ||
+dpkg-deb -f "$T/deb/idkeeper_${version}_${arch}.deb" Conffiles 2>/dev/null | grep -q /etc/idkeeper/idkeeper.conf ||
+  dpkg-deb --ctrl-tarfile "$T/deb/idkeeper_${version}_${arch}.deb" | tar -xO ./conffiles | grep -qx /etc/idkeeper/idkeeper.conf ||
   fail "/etc/idkeeper/idkeeper.conf is not a conffile"
 
 # ---- B: one version everywhere ------------------------------------------------------
 got=$(LD_LIBRARY_PATH=$LIBDIR "$BIN" version | head -n 2 | tr '\n' ' ')
 [ "$got" = "idkeeper $version libidkeeper $version " ] || fail "idkeeper version says '$got', the header $version"
-[ "$(dpkg-deb -f "$T/deb/idkeeper_${version}_amd64.deb" Version)" = "$version" ] || fail "package version differs"
+[ "$(dpkg-deb -f "$T/deb/idkeeper_${version}_${arch}.deb" Version)" = "$version" ] || fail "package version differs"
 soname=$(readelf -d "$LIBDIR/libidkeeper.so.$major" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
 [ "$soname" = "libidkeeper.so.$major" ] || fail "SONAME is $soname"
 grep -qx "Version: $version" "$LIBDIR/pkgconfig/idkeeper.pc" || fail "idkeeper.pc has another version"
@@ -128,7 +131,7 @@ PY
 exec_start=$(sed -n 's/^ExecStart=//p' "$UNIT")
 read -r -a argv <<<"$exec_start"
 argv[0]=$BIN
-for i in "${!argv[@]}"; do [ "${argv[$i]}" = /etc/idkeeper/idkeeper.conf ] && argv[$i]=$CONF; done
+for i in "${!argv[@]}"; do [ "${argv[$i]}" = /etc/idkeeper/idkeeper.conf ] && argv[i]=$CONF; done
 
 # run_unit NAME PORT [extra args]: the ExecStart line in $T/NAME.state (the unit's
 # WorkingDirectory), notifying $T/NAME.sock, heard by a listener writing $T/NAME.notify.
@@ -138,10 +141,10 @@ run_unit() {
   python3 "$T/notify.py" "$T/$name.sock" "$port" "$T/$name.notify" 2>"$T/$name.listener.log" &
   IK_PIDS+=($!)
   wait_grep '^listening' "$T/$name.notify" 30 || fail "the notify listener did not start"
-  (cd "$T/$name.state" && exec env NOTIFY_SOCKET="$T/$name.sock" IDKEEPER_HTTP=127.0.0.1:$port \
+  (cd "$T/$name.state" && exec env NOTIFY_SOCKET="$T/$name.sock" IDKEEPER_HTTP="127.0.0.1:$port" \
     LD_LIBRARY_PATH="$LIBDIR" "${argv[@]}" "$@") >"$T/$name.log" 2>&1 &
   UNIT_PID=$!
-  IK_PIDS+=($UNIT_PID)
+  IK_PIDS+=("$UNIT_PID")
 }
 
 port=$(free_port)
@@ -180,7 +183,7 @@ sleep 4
 alive "$UNIT_PID" || fail "the daemon gave up on ZooKeeper within 4 s: $(tail -n 5 "$T/zk.log")"
 ! grep -q 'READY=1' "$T/zk.notify" || fail "READY=1 sent while ZooKeeper is down: $(cat "$T/zk.notify")"
 [ "$(http_status "http://127.0.0.1:$port/readyz")" != 200 ] || fail "/readyz is 200 while ZooKeeper is down"
-up_ms=$(mono_ms)
+up_ms=$(py_mono_ms)
 zk_start 1
 zk_wait_serving 1
 wait_grep 'READY=1' "$T/zk.notify" 90 || fail "no READY=1 within 90 s of ZooKeeper: $(tail -n 5 "$T/zk.log")"
