@@ -37,10 +37,18 @@ extern "C" {
 #define IK_EXTERN
 #endif
 
+/* The version of idkeeper: the one place it is written. CMakeLists.txt reads these
+ * three lines (the project version, the .so name, idkeeper.pc, the man pages), and
+ * tests/integration/t_version.sh holds debian/changelog and NEWS to them. */
 #define IK_VERSION_MAJOR 0
 #define IK_VERSION_MINOR 1
 #define IK_VERSION_PATCH 0
-#define IK_VERSION_STRING "0.1.0"
+#define IK_VERSION__STR(x) #x
+#define IK_VERSION__XSTR(x) IK_VERSION__STR(x)
+/* "MAJOR.MINOR.PATCH", built from the three numbers above. */
+#define IK_VERSION_STRING                                                                          \
+    IK_VERSION__XSTR(IK_VERSION_MAJOR)                                                             \
+    "." IK_VERSION__XSTR(IK_VERSION_MINOR) "." IK_VERSION__XSTR(IK_VERSION_PATCH)
 
 /* ------------------------------------------------------------------------------
  * Errors: 0 is success. -1..-4095 are negated errno values (IK_ESYS(errno)).

@@ -2,7 +2,8 @@
 # Installs what idkeeper needs from Debian's packages, and nothing else. Idempotent:
 # it only calls apt-get when a package is missing. Used by `make run` and `make test`.
 #   scripts/install-deps.sh build   what building and running the daemon needs
-#   scripts/install-deps.sh test    that, plus what the test suite and benchmarks need
+#   scripts/install-deps.sh deb     that, plus what `make deb` needs
+#   scripts/install-deps.sh test    all of it, plus what the test suite and benchmarks need
 set -euo pipefail
 
 build_pkgs=(
@@ -13,6 +14,13 @@ build_pkgs=(
   libsqlite3-dev      # durable counters on local:
   libzookeeper-mt-dev # ZooKeeper C client for zk://
   libssl-dev          # libcrypto's SHA-1 for ZooKeeper digest ACLs
+  libsystemd-dev      # sd_notify: ready only once the worker slot is held
+  scdoc               # the man pages
+)
+deb_pkgs=(
+  debhelper dpkg-dev fakeroot # dpkg-buildpackage with dh (make deb)
+  lintian             # make deb checks the packages
+  libcmocka-dev       # the unit tests debian/rules runs (unless nocheck)
 )
 test_pkgs=(
   libcmocka-dev       # unit test framework
@@ -24,10 +32,14 @@ test_pkgs=(
   libcurator-recipes-java libcurator-framework-java # Curator interop helper
   wrk nginx-light hyperfine # benchmarks and their peer
   chromium chromium-driver python3-selenium # the status page's browser tests
+  man-db systemd python3 # t_packaging, t_man: man -l, systemd-analyze, a notify socket
 )
 
 want=("${build_pkgs[@]}")
-[ "${1:-build}" = test ] && want+=("${test_pkgs[@]}")
+case "${1:-build}" in
+  deb) want+=("${deb_pkgs[@]}") ;;
+  test) want+=("${deb_pkgs[@]}" "${test_pkgs[@]}") ;;
+esac
 
 missing=()
 for p in "${want[@]}"; do
