@@ -37,8 +37,9 @@ const ik_cli_option ik__cli_options[IK_OPT__COUNT] = {
         "worker numbers this app may use (default: all the worker bits allow)", 0, UINT32_MAX,
         NULL),
     ROW(LAYOUT, "layout", LAYOUT, NULL, "SPEC",
-        "ID bit layout, comma-separated items of bits=T/W/S unit=1ms|10ms|1s "
-        "epoch=MS|YYYY-MM-DD workers=A-B seq-start=0|random:N (default bits=41/10/12,unit=1ms)",
+        "ID bit layout: a preset (default, js53: IDs below 2^53) optionally first, then "
+        "comma-separated items of bits=T/W/S unit=1ms|10ms|1s epoch=MS|YYYY-MM-DD workers=A-B "
+        "seq-start=0|random:N (default bits=41/10/12,unit=1ms)",
         0, 0, NULL),
     ROW(EPOCH, "epoch", EPOCH, NULL, "MS|YYYY-MM-DD",
         "time 0 of the IDs, Unix ms or a UTC date (default 1288834974657)", 0, 0, NULL),
