@@ -1,0 +1,204 @@
+#!/usr/bin/env bash
+# labels: recipes zk
+# timeout: 300
+# Lock nodes at the end of ZooKeeper's 32-bit sequence, and a waiter whose node is
+# deleted, on a real ZooKeeper. ZooKeeper names a SEQUENTIAL child with Java's
+# "%010d" of the parent's child counter (cversion); tests/interop/ZkSetCversion.java
+# sets that counter in a stopped server's data, so that no test has to create 2^31
+# nodes to get there.
+#  A. past a wrap (the counter at -1000000: names "-001000000", a minus and 9 digits):
+#     a lock is taken and handed over in order, --timeout holds, and nothing of ours
+#     is left behind
+#  B. the counter's end (2147483647): the holder's node is 2147483647; ZooKeeper
+#     names every later node 2147483647 too (or -2147483648 when creates are
+#     pipelined); 12 tries with --timeout 0 while it holds all give up (124), and a
+#     waiter queued behind it holds only after it
+#  C. our node deleted while we wait: the waiter makes a new node, still gives up at
+#     its --timeout (124), and leaves no node behind
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/zk.sh"
+
+zk_start_standalone
+COORD=$(zk_uri t)
+IK_LOCK=("$IK_BIN" lock --coord "$COORD" --zk-session-timeout 4000)
+
+command -v javac >/dev/null || fail "no javac (apt-get install default-jdk-headless)"
+ZK_JARS=/usr/share/java/zookeeper.jar:/usr/share/java/zookeeper-jute.jar:/usr/share/java/slf4j-api.jar
+mkdir -p "$T/classes"
+javac -nowarn -d "$T/classes" -cp "$ZK_JARS" "$IK_SRC/tests/interop/ZkSetCversion.java" \
+  2>"$T/javac.log" || fail "javac failed (see $T/javac.log)"
+
+# zk_py CMD ARGS: a kazoo client on ZK_CONNECT.
+#   mkdir PATH          a persistent PATH (and its parents)
+#   nodes PATH          "name czxid data" of each child of PATH, oldest first
+#   delete-data PATH D  deletes the children of PATH whose data starts with D (ours
+#                       are "pid=PID host=HOST"); prints how many
+zk_py() {
+  ZK_CONNECT=$ZK_CONNECT /usr/bin/python3 - "$@" <<'PY'
+import logging, os, sys
+logging.basicConfig(level=logging.CRITICAL)
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
+zk = KazooClient(hosts=os.environ["ZK_CONNECT"], timeout=10)
+zk.start(timeout=30)
+cmd, path = sys.argv[1], sys.argv[2]
+try:
+    if cmd == "mkdir":
+        zk.ensure_path(path)
+    elif cmd == "nodes":
+        out = []
+        for c in zk.get_children(path):
+            try:
+                d, st = zk.get(path + "/" + c)
+                out.append((st.czxid, c, d.decode()))
+            except NoNodeError:
+                pass
+        for z, c, d in sorted(out):
+            print(c, z, d)
+    elif cmd == "delete-data":
+        n = 0
+        for c in zk.get_children(path):
+            try:
+                d, _ = zk.get(path + "/" + c)
+                if d.decode().startswith(sys.argv[3]):
+                    zk.delete(path + "/" + c)
+                    n += 1
+            except NoNodeError:
+                pass
+        print(n)
+finally:
+    zk.stop()
+PY
+}
+
+# set_counter PATH N: the child counter of PATH is N (the server restarts).
+set_counter() {
+  zk_stop 1 TERM
+  java -cp "$T/classes:$ZK_JARS:/usr/share/java/slf4j-nop.jar" ZkSetCversion "$T/zk1/data" "$1" "$2" \
+    >>"$T/cversion.log" 2>&1 || fail "ZkSetCversion failed: $(cat "$T/cversion.log")"
+  zk_start 1
+  zk_wait_serving 1
+  log "counter of $1 set to $2"
+}
+
+# wait_nodes PATH N [FILE]: until PATH has at least N children (20 s at most), or
+# FILE exists (then returns 1).
+wait_nodes() {
+  local t0=$SECONDS
+  while ((SECONDS - t0 < 20)); do
+    [ -n "${3:-}" ] && [ -e "$3" ] && return 1
+    [ "$(zk_py nodes "$1" | wc -l)" -ge "$2" ] && return 0
+    sleep 0.05
+  done
+  fail "$1 never had $2 children: $(zk_py nodes "$1")"
+}
+
+zk_py mkdir /t/neg
+zk_py mkdir /t/end
+set_counter /t/neg -1000000
+set_counter /t/end 2147483647
+
+# ---- A: past a wrap ------------------------------------------------------------
+# On the unfixed parser our own node was invisible: a create loop that ignored
+# --timeout and left a node behind at every turn.
+t0=$(mono_ms)
+"${IK_LOCK[@]}" --timeout 5000 /neg -- sh -c 'echo "$IDKEEPER_LOCK_NODE"' >"$T/a1.out" 2>"$T/a1.err" &
+p=$!
+IK_PIDS+=($p)
+for ((i = 0; i < 300; i++)); do kill -0 $p 2>/dev/null || break; sleep 0.05; done
+if kill -0 $p 2>/dev/null; then
+  mine=$(zk_py nodes /t/neg | grep -c " pid=$p " || true)
+  fail "A: still waiting 15 s after it began (--timeout 5000), with $mine nodes of its own under /t/neg"
+fi
+rc=0
+wait $p || rc=$?
+took=$(($(mono_ms) - t0))
+left=$(zk_py nodes /t/neg | wc -l)
+[ $rc = 0 ] || fail "A: lock past the wrap exited $rc after $took ms, $left nodes left: $(head -c 300 "$T/a1.err")"
+grep -qE -- '-lock--00[0-9]{7}$' "$T/a1.out" || fail "A: held $(cat "$T/a1.out"), not a node past the wrap"
+[ "$left" = 0 ] || fail "A: $left nodes left: $(zk_py nodes /t/neg)"
+# hand-over in order among negative sequences: B waits for A, C (with --timeout) too
+"${IK_LOCK[@]}" /neg -- sh -c 'touch "$0.a"; sleep 3; mono() { awk "{ printf \"%d\n\", \$1 * 1000 }" /proc/uptime; }; mono >"$0.a.end"' \
+  "$T/neg" 2>"$T/a2.err" &
+pa=$!
+IK_PIDS+=($pa)
+for ((i = 0; i < 200; i++)); do [ -e "$T/neg.a" ] && break; sleep 0.05; done
+[ -e "$T/neg.a" ] || fail "A: the first holder never held: $(cat "$T/a2.err")"
+rc=0
+"${IK_LOCK[@]}" --timeout 0 /neg -- true 2>"$T/a3.err" || rc=$?
+[ $rc = 124 ] || fail "A: --timeout 0 while held exited $rc: $(cat "$T/a3.err")"
+rc=0
+"${IK_LOCK[@]}" --timeout 30000 /neg -- sh -c 'awk "{ printf \"%d\n\", \$1 * 1000 }" /proc/uptime >"$0.b"' \
+  "$T/neg" 2>"$T/a4.err" || rc=$?
+[ $rc = 0 ] || fail "A: the waiter exited $rc: $(cat "$T/a4.err")"
+wait $pa || fail "A: the first holder failed: $(cat "$T/a2.err")"
+(($(cat "$T/neg.b") >= $(cat "$T/neg.a.end"))) || fail "A: the waiter held before the holder ended"
+left=$(zk_py nodes /t/neg | wc -l)
+[ "$left" = 0 ] || fail "A: $left nodes left: $(zk_py nodes /t/neg)"
+pass "A: past the wrap, a lock is taken, handed over in order, and nothing is left"
+
+# ---- B: the counter's end ---------------------------------------------------------
+"${IK_LOCK[@]}" /end -- sh -c 'echo "$IDKEEPER_LOCK_NODE" >"$0.node"; touch "$0.held"; sleep 20; touch "$0.done"' \
+  "$T/end" 2>"$T/b1.err" &
+pa=$!
+IK_PIDS+=($pa)
+for ((i = 0; i < 400; i++)); do [ -e "$T/end.held" ] && break; sleep 0.05; done
+[ -e "$T/end.held" ] || fail "B: the holder never held: $(cat "$T/b1.err")"
+grep -q -- '-lock-2147483647$' "$T/end.node" || fail "B: the holder's node is $(cat "$T/end.node")"
+# a waiter queued behind the holder (with a name of 2147483647 as well)
+"${IK_LOCK[@]}" --timeout 60000 /end -- sh -c '[ -e "$0.done" ] && touch "$0.w.after" || touch "$0.w.early"' \
+  "$T/end" 2>"$T/b2.err" &
+pw=$!
+IK_PIDS+=($pw)
+wait_nodes /t/end 2 "$T/end.w.early" || fail "B: the waiter held while the holder held"
+early=0
+for ((k = 0; k < 12; k++)); do
+  rc=0
+  "${IK_LOCK[@]}" --timeout 0 /end -- touch "$T/end.try$k" 2>"$T/b3.$k.err" || rc=$?
+  if [ $rc != 124 ]; then
+    early=$((early + 1))
+    log "B: try $k exited $rc while the lock was held: $(head -c 200 "$T/b3.$k.err")"
+  fi
+done
+zk_py nodes /t/end >"$T/end.nodes"
+[ -e "$T/end.done" ] && fail "B: the holder ended before the tries did (the machine is too slow for this test)"
+[ "$early" = 0 ] || fail "B: $early of 12 tries held the lock while it was held (nodes: $(tr '\n' ' ' <"$T/end.nodes"))"
+wait $pa || fail "B: the holder failed: $(cat "$T/b1.err")"
+wait $pw || fail "B: the waiter failed: $(cat "$T/b2.err")"
+[ -e "$T/end.w.after" ] || fail "B: the waiter held before the holder ended"
+left=$(zk_py nodes /t/end | wc -l)
+[ "$left" = 0 ] || fail "B: $left nodes left: $(zk_py nodes /t/end)"
+pass "B: at the counter's end (nodes $(awk '{ sub(/.*-lock-/, "", $1); print $1 }' "$T/end.nodes" | sort | uniq -c | tr -s ' \n' ' ')), no try held while the lock was held"
+
+# ---- C: our node deleted while we wait -------------------------------------------
+zk_py mkdir /t/gone
+"${IK_LOCK[@]}" /gone -- sh -c 'touch "$0.held"; sleep 25' "$T/gone" 2>"$T/c1.err" &
+pa=$!
+IK_PIDS+=($pa)
+for ((i = 0; i < 400; i++)); do [ -e "$T/gone.held" ] && break; sleep 0.05; done
+[ -e "$T/gone.held" ] || fail "C: the holder never held"
+# B queues behind A, W behind B: when B's node goes, W lists again
+"${IK_LOCK[@]}" /gone -- true 2>"$T/c2.err" &
+pb=$!
+IK_PIDS+=($pb)
+wait_nodes /t/gone 2
+t0=$(mono_ms)
+rc=0
+"${IK_LOCK[@]}" --timeout 6000 /gone -- touch "$T/gone.ran" 2>"$T/c3.err" &
+pw=$!
+IK_PIDS+=($pw)
+wait_nodes /t/gone 3
+sleep 0.5
+[ "$(zk_py delete-data /t/gone "pid=$pw ")" = 1 ] || fail "C: the waiter's node was not there to delete"
+[ "$(zk_py delete-data /t/gone "pid=$pb ")" = 1 ] || fail "C: the middle node was not there to delete"
+# the waiter wakes, finds its node gone and queues again (a new node of its own)
+for ((i = 0; i < 200; i++)); do zk_py nodes /t/gone | grep -q " pid=$pw " && break; sleep 0.05; done
+zk_py nodes /t/gone | grep -q " pid=$pw " || fail "C: the waiter did not queue again: $(zk_py nodes /t/gone)"
+wait $pw || rc=$?
+took=$(($(mono_ms) - t0))
+[ $rc = 124 ] || fail "C: the waiter exited $rc, not 124: $(cat "$T/c3.err")"
+[ ! -e "$T/gone.ran" ] || fail "C: the waiter ran CMD while the lock was held"
+((took < 6000 + 4000)) || fail "C: --timeout 6000 took $took ms"
+zk_py nodes /t/gone | grep -q " pid=$pw " && fail "C: the waiter left a node: $(zk_py nodes /t/gone)"
+pass "C: a waiter whose node was deleted queued again, gave up after $took ms (--timeout 6000) and left nothing"
+kill "$pa" "$pb" 2>/dev/null || true
