@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # labels: recipes zk
-# timeout: 300
+# timeout: 420
 # Lock nodes at the end of ZooKeeper's 32-bit sequence, and a waiter whose node is
 # deleted, on a real ZooKeeper. ZooKeeper names a SEQUENTIAL child with Java's
 # "%010d" of the parent's child counter (cversion); tests/interop/ZkSetCversion.java
@@ -15,6 +15,8 @@
 #     waiter queued behind it holds only after it
 #  C. our node deleted while we wait: the waiter makes a new node, still gives up at
 #     its --timeout (124), and leaves no node behind
+#  D. an election at the counter's end: 4 candidates (elect --once) that campaign
+#     while a fifth leads all lead after it, one at a time
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/zk.sh"
 
@@ -122,8 +124,10 @@ wait_nodes() {
 
 zk_py mkdir /t/neg
 zk_py mkdir /t/end
+zk_py mkdir /t/elect
 set_counter /t/neg -1000000
 set_counter /t/end 2147483647
+set_counter /t/elect 2147483647
 
 # ---- A: past a wrap ------------------------------------------------------------
 # On the unfixed parser our own node was invisible: a create loop that ignored
@@ -228,3 +232,25 @@ took=$(($(mono_ms) - t0))
 zk_py nodes /t/gone | grep -q " pid=$pw " && fail "C: the waiter left a node: $(zk_py nodes /t/gone)"
 pass "C: a waiter whose node was deleted queued again, gave up after $took ms (--timeout 20000) and left nothing"
 kill "$pa" "$pb" 2>/dev/null || true
+
+# ---- D: an election at the counter's end ------------------------------------------
+# each leader's CMD holds a directory while it leads: a second leader cannot make it.
+# c0 leads first, for 5 s; c1..c4 campaign while it leads.
+pids=()
+for ((k = 0; k < 5; k++)); do
+  "$IK_BIN" elect --coord "$COORD" --zk-session-timeout 4000 --once --id "c$k" /elect -- \
+    sh -c 'mkdir "$0.lead" 2>/dev/null || { touch "$0.both"; exit 0; }; sleep "$1"; rmdir "$0.lead"; echo "$IDKEEPER_ELECT_ID" >>"$0.led"' \
+    "$T/elect" "$( ((k == 0)) && echo 5 || echo 0.5)" 2>"$T/d.$k.err" &
+  pids+=($!)
+  IK_PIDS+=($!)
+  if ((k == 0)); then
+    for ((i = 0; i < 400; i++)); do [ -e "$T/elect.lead" ] && break; sleep 0.05; done
+    [ -e "$T/elect.lead" ] || fail "D: the first candidate never led: $(cat "$T/d.0.err")"
+  fi
+done
+for p in "${pids[@]}"; do wait "$p" || fail "D: a candidate failed: $(cat "$T"/d.*.err)"; done
+[ ! -e "$T/elect.both" ] && [ ! -e "$T/elect.lead" ] || fail "D: two candidates led at once"
+[ "$(wc -l <"$T/elect.led")" = 5 ] || fail "D: $(wc -l <"$T/elect.led") of 5 candidates led"
+left=$(zk_py nodes /t/elect | wc -l)
+[ "$left" = 0 ] || fail "D: $left nodes left: $(zk_py nodes /t/elect)"
+pass "D: at the counter's end, 5 candidates led one at a time"
