@@ -1,15 +1,16 @@
 # The two commands of the README:
 #   make run    install what is missing, build, serve on local:./idkeeper-data at 127.0.0.1:8080
 #   make test   install what is missing, build, run the whole suite (plain, then ASan+UBSan, then TSan)
-# Habits: make build | asan | tsan | fuzz | bench | format | lint | install | clean
+# Habits: make build | asan | tsan | fuzz | bench | format | lint | install | deb | clean
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 WERROR ?= $(if $(CI),ON,OFF)
 HTTP ?= 127.0.0.1:8080
 DATA ?= ./idkeeper-data
+DEB_OUT ?= build-deb
 
-.PHONY: all build run test test-plain test-asan test-tsan test-tsan-all asan tsan fuzz fuzz-run bench format lint install clean deps deps-test chaos
+.PHONY: all build run deb test test-plain test-asan test-tsan test-tsan-all asan tsan fuzz fuzz-run bench format lint install clean deps deps-test chaos
 
 all: build
 
@@ -84,5 +85,12 @@ chaos: deps-test build
 install: build
 	cmake --install $(BUILD)
 
+# The Debian packages idkeeper, libidkeeper0 and libidkeeper-dev, built by
+# dpkg-buildpackage in a copy of the tree under $(DEB_OUT) and checked by lintian
+# (scripts/make-deb.sh). DEB_BUILD_OPTIONS=nocheck skips the unit tests.
+deb:
+	@scripts/install-deps.sh deb
+	JOBS=$(JOBS) scripts/make-deb.sh $(DEB_OUT)
+
 clean:
-	rm -rf build build-asan build-tsan build-fuzz
+	rm -rf build build-asan build-tsan build-fuzz build-deb

@@ -37,10 +37,18 @@ extern "C" {
 #define IK_EXTERN
 #endif
 
+/* The version of idkeeper: the one place it is written. CMakeLists.txt reads these
+ * three lines (the project version, the .so name, idkeeper.pc, the man pages), and
+ * tests/integration/t_version.sh holds debian/changelog and NEWS to them. */
 #define IK_VERSION_MAJOR 0
 #define IK_VERSION_MINOR 1
 #define IK_VERSION_PATCH 0
-#define IK_VERSION_STRING "0.1.0"
+#define IK_VERSION__STR(x) #x
+#define IK_VERSION__XSTR(x) IK_VERSION__STR(x)
+/* "MAJOR.MINOR.PATCH", built from the three numbers above. */
+#define IK_VERSION_STRING                                                                          \
+    IK_VERSION__XSTR(IK_VERSION_MAJOR)                                                             \
+    "." IK_VERSION__XSTR(IK_VERSION_MINOR) "." IK_VERSION__XSTR(IK_VERSION_PATCH)
 
 /* ------------------------------------------------------------------------------
  * Errors: 0 is success. -1..-4095 are negated errno values (IK_ESYS(errno)).
@@ -109,8 +117,10 @@ typedef struct ik_clock {
 IK_EXTERN const ik_clock *ik_clock_system(void);
 
 /* ------------------------------------------------------------------------------
- * Bit layout of a snowflake ID: 0 | time | worker | sequence, 63 bits in all.
- * The time field counts units of unit_ms since epoch_ms.
+ * Bit layout of a snowflake ID: 0...0 | time | worker | sequence. The three
+ * fields take 63 bits or fewer; the bits above them are zero (a layout of 53 bits
+ * or fewer gives IDs a JavaScript number holds exactly). The time field counts
+ * units of unit_ms since epoch_ms.
  */
 typedef struct ik_layout {
     int64_t epoch_ms;          /* Unix ms of time 0; default 1288834974657 */
@@ -125,18 +135,21 @@ typedef struct ik_layout {
 } ik_layout;
 
 #define IK_DEFAULT_EPOCH_MS INT64_C(1288834974657)
+#define IK_JS53_EPOCH_MS INT64_C(1704067200000) /* 2024-01-01T00:00:00Z */
 
 /* Fills l with the default layout (41/10/12, 1 ms, Twitter/Leaf epoch). */
 IK_EXTERN void ik_layout_default(ik_layout *l);
 
-/* Checks that l is usable at wall time now_ms: bits sum to 63, each field is wide
+/* Checks that l is usable at wall time now_ms: bits sum to 63 or fewer, each field is wide
  * enough, the unit is 1, 10 or 1000 ms, the worker range fits, the epoch is not in
  * the future, and the time bits last at least 10 more years. Returns 0 or
  * IK_ELAYOUT with a one-line reason in why (if why_len > 0). */
 IK_EXTERN int ik_layout_check(const ik_layout *l, int64_t now_ms, char *why, size_t why_len);
 
-/* Parses a layout description into *l, starting from the values already in *l.
- * Comma-separated key=value items, any subset, any order:
+/* Parses a layout description into *l, starting from the values already in *l,
+ * or from a preset named first ("default", or "js53": bits=37/5/11, unit=10ms,
+ * epoch=2024-01-01, workers=0-31, IDs below 2^53 until 2067).
+ * Then comma-separated key=value items, any subset, any order:
  *   bits=T/W/S  epoch=UNIX_MS|YYYY-MM-DD  unit=1ms|10ms|1s  workers=A-B
  *   seq-start=0|random:BOUND
  * e.g. "bits=39/8/16,unit=10ms,workers=0-31". Returns 0 or IK_ELAYOUT with why;
@@ -165,7 +178,8 @@ typedef struct ik_id_parts {
 /* Composes an ID. Returns IK_ERANGE if a field does not fit. */
 IK_EXTERN int ik_layout_compose(const ik_layout *l, uint64_t ticks, uint32_t worker,
                                 uint32_t sequence, int64_t *id);
-/* Splits id into its fields. Returns IK_ERANGE for a negative id. */
+/* Splits id into its fields. Returns IK_ERANGE for a negative id, or one with bits
+ * set above the layout's fields (not an ID of this layout). */
 IK_EXTERN int ik_layout_decode(const ik_layout *l, int64_t id, ik_id_parts *out);
 
 /* Strict decimal parse of a positive or zero int64 (no sign, no spaces, no
@@ -409,6 +423,7 @@ typedef struct ik_segment_tag_status {
     int64_t step;                 /* size of the latest block loaded */
     int loading;                  /* a load is in flight */
     char last_error[96];          /* latest load failure, "" if none */
+    uint64_t issued;              /* IDs of the tag this ik_segment has handed out */
 } ik_segment_tag_status;
 
 /* The state of every tag in use; *out freed with ik_free. */

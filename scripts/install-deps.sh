@@ -2,7 +2,8 @@
 # Installs what idkeeper needs from Debian's packages, and nothing else. Idempotent:
 # it only calls apt-get when a package is missing. Used by `make run` and `make test`.
 #   scripts/install-deps.sh build   what building and running the daemon needs
-#   scripts/install-deps.sh test    that, plus what the test suite and benchmarks need
+#   scripts/install-deps.sh deb     that, plus what `make deb` needs
+#   scripts/install-deps.sh test    all of it, plus what the test suite and benchmarks need
 set -euo pipefail
 
 build_pkgs=(
@@ -13,6 +14,13 @@ build_pkgs=(
   libsqlite3-dev      # durable counters on local:
   libzookeeper-mt-dev # ZooKeeper C client for zk://
   libssl-dev          # libcrypto's SHA-1 for ZooKeeper digest ACLs
+  libsystemd-dev      # sd_notify: ready only once the worker slot is held
+  scdoc               # the man pages
+)
+deb_pkgs=(
+  debhelper dpkg-dev fakeroot # dpkg-buildpackage with dh (make deb)
+  lintian             # make deb checks the packages
+  libcmocka-dev       # the unit tests debian/rules runs (unless nocheck)
 )
 test_pkgs=(
   libcmocka-dev       # unit test framework
@@ -23,12 +31,17 @@ test_pkgs=(
   python3-kazoo       # kazoo interop helper
   libcurator-recipes-java libcurator-framework-java # Curator interop helper
   wrk nginx-light hyperfine # benchmarks and their peer
+  chromium chromium-driver python3-selenium # the status page's browser tests
+  man-db systemd python3 # t_packaging, t_man: man -l, systemd-analyze, a notify socket
   redis-tools python3-redis netcat-openbsd # RESP clients: redis-cli, redis-benchmark, redis-py, nc
-  redis-server        # the RESP benchmark's peer (bench/bench_resp.sh starts its own)
+  redis-server        # the RESP benchmark's peer (bench/resp_redis.sh starts its own)
 )
 
 want=("${build_pkgs[@]}")
-[ "${1:-build}" = test ] && want+=("${test_pkgs[@]}")
+case "${1:-build}" in
+  deb) want+=("${deb_pkgs[@]}") ;;
+  test) want+=("${deb_pkgs[@]}" "${test_pkgs[@]}") ;;
+esac
 
 missing=()
 for p in "${want[@]}"; do
@@ -40,14 +53,19 @@ echo "install-deps: installing ${missing[*]}" >&2
 SUDO=
 [ "$(id -u)" -ne 0 ] && SUDO=sudo
 export DEBIAN_FRONTEND=noninteractive
-# Installing a server package (redis-server, nginx-light) must not start the
-# system's service: the benchmarks start their own on loopback ports. Debian asks
-# /usr/sbin/policy-rc.d before starting a service; without one, a temporary one
-# that says no (101) stands in during the install.
-policy=/usr/sbin/policy-rc.d
-if [ ! -e "$policy" ]; then
-  $SUDO sh -c "printf '#!/bin/sh\nexit 101\n' >$policy && chmod 755 $policy"
+# Installing a server package (zookeeper, nginx, redis-server, later mariadb, postgresql)
+# must not start the system's own service: the tests start their own, on loopback
+# ports with fresh data. Where no policy-rc.d is in place, one that refuses every
+# start stands for the length of the install.
+policy=
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+  policy=/usr/sbin/policy-rc.d
+  printf '#!/bin/sh\n# idkeeper install-deps: no service starts during this install\nexit 101\n' |
+    $SUDO tee "$policy" >/dev/null
+  $SUDO chmod 755 "$policy"
   trap '$SUDO rm -f "$policy"' EXIT
 fi
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# Another apt-get may hold the lock (an unattended upgrade): wait for it.
+apt=($SUDO apt-get -o DPkg::Lock::Timeout=600 -qq)
+"${apt[@]}" update
+"${apt[@]}" install -y --no-install-recommends "${missing[@]}" >/dev/null

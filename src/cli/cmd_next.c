@@ -142,11 +142,19 @@ int ik__cmd_next(const ik_cli_command *cmd, ik_cli_opts *o)
         }
     }
 
+    char token[512] = "";
+    if (o->v[IK_OPT_HTTP_TOKEN_FILE].text && *o->v[IK_OPT_HTTP_TOKEN_FILE].text &&
+        ik__cli_read_token(o->v[IK_OPT_HTTP_TOKEN_FILE].text, token, sizeof token, why,
+                           sizeof why) != 0) {
+        ik__cli_fail(cmd, "--http-token-file: %s", why);
+        return IK_EXIT_USAGE;
+    }
     ik_httpc *c = ik__httpc_create(host, port, NEXT_TIMEOUT_MS);
     if (!c) {
         ik__cli_fail(cmd, "out of memory");
         return IK_EXIT_FAIL;
     }
+    ik__httpc_set_token(c, token);
     /* stdout is untouched so far; a large buffer makes a million IDs cheap. */
     static char outbuf[1 << 16];
     setvbuf(stdout, outbuf, _IOFBF, sizeof outbuf);

@@ -1,6 +1,7 @@
 /* cmd_serve.c: `idkeeper serve`, the options into an ik_server_config, checked,
  * then the daemon (src/server) until SIGTERM or SIGINT. */
 #include "cli.h"
+#include "httpc.h"
 #include "output.h"
 #include "server.h"
 
@@ -59,7 +60,17 @@ int ik__cmd_serve(const ik_cli_command *cmd, ik_cli_opts *o)
     if (given(o, IK_OPT_IDLE_TIMEOUT)) c.idle_timeout_ms = (int)o->v[IK_OPT_IDLE_TIMEOUT].n;
     if (given(o, IK_OPT_READ_TIMEOUT)) c.read_timeout_ms = (int)o->v[IK_OPT_READ_TIMEOUT].n;
     if (given(o, IK_OPT_MAX_CONNECTIONS)) c.max_connections = (int)o->v[IK_OPT_MAX_CONNECTIONS].n;
-    if (given(o, IK_OPT_HTTP_TOKEN_FILE)) c.http_token_file = o->v[IK_OPT_HTTP_TOKEN_FILE].text;
+    char token[512];
+    if (given(o, IK_OPT_HTTP_TOKEN_FILE) && *o->v[IK_OPT_HTTP_TOKEN_FILE].text) {
+        if (ik__cli_read_token(o->v[IK_OPT_HTTP_TOKEN_FILE].text, token, sizeof token, why,
+                               sizeof why) != 0) {
+            ik__cli_fail(cmd, "--http-token-file: %s", why);
+            return IK_EXIT_USAGE;
+        }
+        c.http_token = token;
+    }
+    c.open_leaf_routes = (int)o->v[IK_OPT_OPEN_LEAF_ROUTES].n;
+    c.open_metrics = (int)o->v[IK_OPT_OPEN_METRICS].n;
     if (given(o, IK_OPT_SHUTDOWN_TIMEOUT))
         c.shutdown_timeout_ms = (int)o->v[IK_OPT_SHUTDOWN_TIMEOUT].n;
     if (given(o, IK_OPT_QUIET)) c.quiet = (int)o->v[IK_OPT_QUIET].n;

@@ -13,16 +13,12 @@
 
 #include <stdio.h>
 
-#ifndef IK_VERSION
-#define IK_VERSION IK_VERSION_STRING
-#endif
-
 int ik__cmd_version(const ik_cli_command *cmd, ik_cli_opts *o)
 {
     int rc = ik__cli_no_args(cmd, o);
     if (rc != 0) return rc;
     unsigned long hp = http_parser_version();
-    printf("idkeeper %s\n", IK_VERSION);
+    printf("idkeeper %s\n", IK_VERSION_STRING);
     printf("libidkeeper %s\n", ik_version());
     printf("libuv %s\n", uv_version_string());
     printf("sqlite %s\n", sqlite3_libversion());

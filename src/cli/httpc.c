@@ -31,6 +31,7 @@ struct ik_httpc {
     char *body;
     size_t body_len, body_cap, max_body;
     int done, keep_alive, too_large;
+    char auth[600]; /* "Authorization: Bearer ...\r\n" or "" */
     char rbuf[IK_HTTPC_RECV];
 };
 
@@ -232,15 +233,60 @@ static int attempt(ik_httpc *c, const char *req, size_t req_len, char *why, size
     return 0;
 }
 
+int ik__cli_read_token(const char *path, char *out, size_t cap, char *why, size_t why_len)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        ik__cli_why(why, why_len, "cannot read the token file %s: %s", path, strerror(errno));
+        return -1;
+    }
+    char buf[1024];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *s = buf;
+    while (*s == ' ' || *s == '\t')
+        s++;
+    size_t len = strcspn(s, "\r\n");
+    while (len && (s[len - 1] == ' ' || s[len - 1] == '\t'))
+        len--;
+    if (!len) {
+        ik__cli_why(why, why_len, "the token file %s is empty: put the token on its first line",
+                    path);
+        return -1;
+    }
+    if (len >= cap || len >= 512) {
+        ik__cli_why(why, why_len, "the token in %s is longer than 511 bytes", path);
+        return -1;
+    }
+    memcpy(out, s, len);
+    out[len] = 0;
+    return 0;
+}
+
+int ik__httpc_set_token(ik_httpc *c, const char *token)
+{
+    if (!token || !*token) {
+        c->auth[0] = 0;
+        return 0;
+    }
+    int n = snprintf(c->auth, sizeof c->auth, "Authorization: Bearer %s\r\n", token);
+    if (n < 0 || (size_t)n >= sizeof c->auth) {
+        c->auth[0] = 0;
+        return -1;
+    }
+    return 0;
+}
+
 int ik__httpc_get(ik_httpc *c, const char *path, size_t max_body, ik_httpc_resp *r, char *why,
                   size_t why_len)
 {
     char req[2048];
     int req_len = snprintf(req, sizeof req,
                            "GET %s HTTP/1.1\r\nHost: %s%s%s:%d\r\nAccept: text/plain\r\n"
-                           "User-Agent: idkeeper-cli\r\n\r\n",
+                           "User-Agent: idkeeper-cli\r\n%s\r\n",
                            path, strchr(c->host, ':') ? "[" : "", c->host,
-                           strchr(c->host, ':') ? "]" : "", c->port);
+                           strchr(c->host, ':') ? "]" : "", c->port, c->auth);
     if (req_len < 0 || (size_t)req_len >= sizeof req) {
         ik__cli_why(why, why_len, "request path too long");
         return -1;

@@ -37,8 +37,9 @@ const ik_cli_option ik__cli_options[IK_OPT__COUNT] = {
         "worker numbers this app may use (default: all the worker bits allow)", 0, UINT32_MAX,
         NULL),
     ROW(LAYOUT, "layout", LAYOUT, NULL, "SPEC",
-        "ID bit layout, comma-separated items of bits=T/W/S unit=1ms|10ms|1s "
-        "epoch=MS|YYYY-MM-DD workers=A-B seq-start=0|random:N (default bits=41/10/12,unit=1ms)",
+        "ID bit layout: a preset (default, js53: IDs below 2^53) optionally first, then "
+        "comma-separated items of bits=T/W/S unit=1ms|10ms|1s epoch=MS|YYYY-MM-DD workers=A-B "
+        "seq-start=0|random:N (default bits=41/10/12,unit=1ms)",
         0, 0, NULL),
     ROW(EPOCH, "epoch", EPOCH, NULL, "MS|YYYY-MM-DD",
         "time 0 of the IDs, Unix ms or a UTC date (default 1288834974657)", 0, 0, NULL),
@@ -62,7 +63,17 @@ const ik_cli_option ik__cli_options[IK_OPT__COUNT] = {
     ROW(MAX_CONNECTIONS, "max-connections", INT, "10000", "N", "most open client connections", 1,
         1000000, NULL),
     ROW(HTTP_TOKEN_FILE, "http-token-file", STRING, NULL, "FILE",
-        "require 'Authorization: Bearer <token in FILE>' on /v1", 0, 0, NULL),
+        "bearer token on the file's first line: serve requires it on every route that issues "
+        "IDs or shows state (all but /healthz and /readyz); next sends it",
+        0, 0, NULL),
+    ROW(OPEN_LEAF_ROUTES, "open-leaf-routes", FLAG, "false", NULL,
+        "with a token, leave the Leaf routes (/api/...) open for Leaf clients that cannot send "
+        "it: anyone who reaches the port can take IDs",
+        0, 0, NULL),
+    ROW(OPEN_METRICS, "open-metrics", FLAG, "false", NULL,
+        "with a token, leave /metrics open for a scraper without it: anyone who reaches the port "
+        "sees the fleet's state",
+        0, 0, NULL),
     ROW(QUIET, "quiet", FLAG, "false", NULL, "no start-up banner", 0, 0, NULL),
     ROW(SHUTDOWN_TIMEOUT, "shutdown-timeout", INT, "5000", "MS",
         "on SIGTERM, in-flight requests get this long to finish", 1, 600000, NULL),

@@ -1,8 +1,9 @@
 /* layout.c: the snowflake bit layout: compose, decode, check, parse, format.
  *
- * An ID is 0 | time | worker | sequence (63 bits in use, so it is always a positive
- * int64). time counts unit_ms units since epoch_ms. Everything here is pure: no
- * clock reads, no allocation, no global state.
+ * An ID is 0...0 | time | worker | sequence: the three fields take 63 bits or fewer
+ * (fewer for a JavaScript-safe layout such as the js53 preset), the bits above them
+ * are zero, so an ID is always a positive int64. time counts unit_ms units since
+ * epoch_ms. Everything here is pure: no clock reads, no allocation, no global state.
  */
 #include "internal.h"
 
@@ -47,9 +48,9 @@ int ik_layout_check(const ik_layout *l, int64_t now_ms, char *why, size_t why_le
     if (l->unit_ms != 1 && l->unit_ms != 10 && l->unit_ms != 1000)
         return ik__fail(IK_ELAYOUT, why, why_len, "time unit must be 1ms, 10ms or 1s, not %" PRId64 "ms",
                         l->unit_ms);
-    if (l->time_bits + l->worker_bits + l->seq_bits != 63)
+    if (l->time_bits + l->worker_bits + l->seq_bits > 63)
         return ik__fail(IK_ELAYOUT, why, why_len,
-                        "time, worker and sequence bits must sum to 63, not %u+%u+%u=%u",
+                        "time, worker and sequence bits must sum to 63 or fewer, not %u+%u+%u=%u",
                         l->time_bits, l->worker_bits, l->seq_bits,
                         l->time_bits + l->worker_bits + l->seq_bits);
     if (l->seq_bits < 1 || l->seq_bits > 30)
@@ -109,6 +110,8 @@ int ik_layout_decode(const ik_layout *l, int64_t id, ik_id_parts *out)
     uint64_t u = (uint64_t)id;
     unsigned low = l->worker_bits + l->seq_bits;
     if (low >= 64) return IK_ERANGE;
+    unsigned total = low + l->time_bits;
+    if (total < 63 && u >> total) return IK_ERANGE; /* bits above the layout's fields */
     out->id = id;
     out->ticks = u >> low;
     out->worker = (uint32_t)((u >> l->seq_bits) & ((UINT64_C(1) << l->worker_bits) - 1));
@@ -170,6 +173,17 @@ static int parse_epoch(const char *s, size_t n, int64_t *out)
     return 0;
 }
 
+/* The named layouts a layout text may start with (docs/snowflake.md, "Presets"). */
+static const struct {
+    const char *name;
+    ik_layout l;
+} presets[] = {
+    {"default", {IK_DEFAULT_EPOCH_MS, 1, 41, 10, 12, 0, 1023, 0}},
+    /* Below 2^53, so a JavaScript number holds every ID: 37 bits of 10 ms from
+     * 2024-01-01 last 43.5 years (to 2067-07), 32 workers, 204,800 IDs/s each. */
+    {"js53", {IK_JS53_EPOCH_MS, 10, 37, 5, 11, 0, 31, 0}},
+};
+
 int ik_layout_parse(ik_layout *l, const char *text, char *why, size_t why_len)
 {
     if (!l || !text) return ik__fail(IK_ELAYOUT, why, why_len, "no layout given");
@@ -177,6 +191,16 @@ int ik_layout_parse(ik_layout *l, const char *text, char *why, size_t why_len)
     int saw_bits = 0, saw_workers = 0;
     const char *p = text;
     if (!*p) return ik__fail(IK_ELAYOUT, why, why_len, "empty layout");
+    /* A preset name first ("js53" or "js53,workers=0-7"): its values, then the items. */
+    for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++) {
+        size_t nl = strlen(presets[i].name);
+        if (strncmp(p, presets[i].name, nl) == 0 && (p[nl] == 0 || p[nl] == ',')) {
+            n = presets[i].l;
+            p += nl;
+            if (*p == ',' && !*++p) return ik__fail(IK_ELAYOUT, why, why_len, "layout ends with a comma");
+            break;
+        }
+    }
     while (*p) {
         const char *end = strchr(p, ',');
         size_t len = end ? (size_t)(end - p) : strlen(p);
@@ -238,7 +262,7 @@ int ik_layout_parse(ik_layout *l, const char *text, char *why, size_t why_len)
         } else {
             return ik__fail(IK_ELAYOUT, why, why_len,
                             "unknown layout key '%.*s' (known: bits, epoch, unit, workers, "
-                            "seq-start)",
+                            "seq-start; presets: default, js53)",
                             (int)(klen > 32 ? 32 : klen), p);
         }
 #undef KEY

@@ -7,10 +7,11 @@
  * parents under the chroot are CONTAINER nodes, as Curator's
  * creatingParentContainersIfNeeded makes them. It then lists the children, keeps
  * the contenders of its kind (recipe_zk_names.c: Curator's and kazoo's names alike),
- * orders them by sequence, and either holds (no contender it must wait for) or
- * sets an exists-watch on the one contender just ahead of it (a reader: the
- * nearest writer ahead) and sleeps until that watch or a session event fires. The
- * fencing token is the creation zxid of our node (zoo_create2's Stat).
+ * orders them as they were created (by sequence, or by creation zxid once the
+ * parent's counter reached its end: order_contenders), and either holds (no contender it must wait
+ * for) or sets an exists-watch on the one contender just ahead of it (a reader: the nearest writer
+ * ahead) and sleeps until that watch or a session event fires. The fencing token is the creation
+ * zxid of our node (zoo_create2's Stat).
  *
  * States of one grant and the functions taking each edge:
  *
@@ -26,6 +27,9 @@
  *   - A create whose answer is lost (connection loss) may or may not have made our
  *     node: once connected again we look for a child named _c_<uuid>- (the uuid is
  *     this attempt's) and adopt it only if its ephemeralOwner is our session.
+ *   - Our node deleted while we wait (by hand, with its parent): a new node, unless
+ *     the deadline has passed; our node present but not a contender: deleted, and
+ *     the acquire fails (never a create loop that leaves nodes behind).
  *   - A session that expires while we wait takes our node with it: after recover()
  *     (a new session of the backend) the attempt starts over with a new node.
  *   - Timeout or cancel: our node is deleted, waiting for a reconnection if need
@@ -744,20 +748,60 @@ static void create_and_list(zk_lock *lk, const ik__zk_session *s, const char *uu
     pthread_mutex_destroy(&pl->mu);
 }
 
+/* Puts the contenders v[0..*n) of dir in creation order (recipe_zk_names.c): by
+ * sequence, or, once the sequences cannot tell (the parent's counter reached its
+ * end), by creation zxid, with an exists of each contender (ours, named ours, has
+ * ours_czxid); a contender gone meanwhile is dropped. ZOK, or an exists' error. */
+static int order_contenders(zhandle_t *zh, const char *dir, ik__contender *v, size_t *n,
+                            const char *ours, int64_t ours_czxid)
+{
+    if (!ik__contenders_need_czxid(v, *n)) {
+        ik__contenders_sort(v, *n, 0);
+        return ZOK;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < *n; i++) {
+        if (ours && ours_czxid && strcmp(v[i].name, ours) == 0) {
+            v[i].czxid = ours_czxid;
+        } else {
+            char p[ZPATH_MAX];
+            struct Stat st;
+            snprintf(p, sizeof p, "%s/%s", dir, v[i].name);
+            int zrc = zoo_exists(zh, p, 0, &st);
+            if (zrc == ZNONODE) continue; /* it left */
+            if (zrc != ZOK) return zrc;
+            v[i].czxid = st.czxid;
+        }
+        v[k++] = v[i];
+    }
+    *n = k;
+    ik__contenders_sort(v, k, 1);
+    return ZOK;
+}
+
 /* Whom our node waits for among names: -1 none (we hold it), -2 our node is not
  * there, else 0 and pred set, *alone = 1 if pred is the only contender ahead of us
- * that can block us (then we hold once it is gone: a node made later has a larger
- * sequence, so nobody can join ahead of us). IK_ENOMEM. */
-static int blocker_of(zk_lock *lk, char *const *names, int count, const char *node, char *pred,
-                      size_t len, int *alone)
+ * that can block us (then we hold once it is gone: a node made later is created
+ * after ours, so it sorts after ours). IK_ENOMEM; *zrc: ZOK, or the error of a
+ * request that ordering them needed (then nothing else is set). */
+static int blocker_of(zk_lock *lk, zhandle_t *zh, char *const *names, int count, const char *node,
+                      char *pred, size_t len, int *alone, int *zrc)
 {
     ik__contender *v = calloc((size_t)count + 1, sizeof *v);
     if (!v) return IK_ENOMEM;
     size_t n = 0;
     for (int i = 0; i < count; i++)
         if (ik__contender_parse(lk->base.kind, names[i], &v[n])) n++;
-    ik__contenders_sort(v, n);
-    int b = ik__contender_blocker(lk->base.kind, v, n, strrchr(node, '/') + 1);
+    pthread_mutex_lock(&lk->mu);
+    int64_t czxid = lk->fence; /* our node's */
+    pthread_mutex_unlock(&lk->mu);
+    const char *ours = strrchr(node, '/') + 1;
+    *zrc = order_contenders(zh, lk->dir, v, &n, ours, czxid);
+    if (*zrc != ZOK) {
+        free(v);
+        return 0;
+    }
+    int b = ik__contender_blocker(lk->base.kind, v, n, ours);
     if (b >= 0) snprintf(pred, len, "%s/%s", lk->dir, v[b].name);
     *alone = b == 0;
     if (b > 0 && lk->base.kind == IK__LOCK_READ) { /* the nearest writer ahead: the only? */
@@ -899,8 +943,9 @@ static int zk_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
         }
         char pred[ZPATH_MAX] = "";
         int alone = 0;
-        int blocker =
-            zrc == ZOK ? blocker_of(lk, names, count, node, pred, sizeof pred, &alone) : -2;
+        int blocker = -2;
+        if (zrc == ZOK)
+            blocker = blocker_of(lk, s.zh, names, count, node, pred, sizeof pred, &alone, &zrc);
         free_names(names, count);
         if (blocker == IK_ENOMEM) {
             ik__zk_session_put(base->be);
@@ -917,9 +962,32 @@ static int zk_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
             if (rc) break;
             continue;
         }
-        if (blocker == -2) { /* our node is gone (deleted by hand?): make another */
+        if (blocker == -2) {
+            /* Our node is not among the contenders. Deleted (by hand, by an admin
+             * tool, with its parent): queue again with a new node, unless the
+             * deadline has passed. Still there under a name we cannot order: delete
+             * it and fail, rather than make node after node. */
+            int zd = zoo_delete(s.zh, node, -1);
             ik__zk_session_put(base->be);
+            if (zd == ZOK) {
+                set_node(lk, "", 0, 0, 0);
+                rc = IK_ESTORE;
+                break;
+            }
+            if (zd != ZNONODE) { /* not known: the listing comes again after an event */
+                if (!ik__zk_doubtful(zd) && !ik__zk_session_gone(zd)) {
+                    rc = ik_err(zd);
+                    break;
+                }
+                rc = wait_event(lk, seen, deadline, 1);
+                if (rc) break;
+                continue;
+            }
             set_node(lk, "", 0, 0, 0);
+            if (deadline >= 0 && ik__mono_ms() >= deadline) {
+                rc = timeout_ms == 0 ? IK_EBUSY : IK_ETIMEDOUT;
+                break;
+            }
             continue;
         }
         if (blocker == -1) { /* ours; the monitor's probes watch it */
@@ -987,7 +1055,7 @@ static int zk_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
         lk->probe_gone = 0;
         lk->probe_seq++; /* a late answer to an earlier grant's probe is not ours */
         lk->probe_inflight = 0;
-        lk->proven_ms = asked;         /* the listing that showed us first was sent then */
+        lk->proven_ms = asked;             /* the listing that showed us first was sent then */
         lk->probe_sent_ms = ik__mono_ms(); /* first probe a quarter of the timeout from now */
         /* the monitor finds this grant within a quarter of the timeout (its idle nap),
          * or at once on a session event */
@@ -1127,7 +1195,7 @@ static int zk_leader(ik__backend *be, const char *path, char **id)
         if (!v) rc = IK_ENOMEM;
         for (int i = 0; v && i < kids.count; i++)
             if (ik__contender_parse(IK__LOCK_LATCH, kids.data[i], &v[n])) n++;
-        if (v) ik__contenders_sort(v, n);
+        if (v && order_contenders(s.zh, dir, v, &n, NULL, 0) != ZOK) rc = IK_ESTORE;
         for (size_t i = 0; v && i < n && rc == IK_ENOTFOUND; i++) {
             char p[ZPATH_MAX], buf[1025];
             int len = (int)sizeof buf - 1;

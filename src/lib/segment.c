@@ -65,6 +65,7 @@ struct seg_tag {
     int64_t min_step, step;
     int64_t last_load_ns;     /* monotonic time of the latest load (0: none) */
     seg_waiter *wait_head, *wait_tail;
+    uint64_t issued;          /* IDs handed out by this server */
     char last_error[96];
 };
 
@@ -146,6 +147,7 @@ static int64_t avail(const seg_tag *t)
 static void take(seg_tag *t, size_t n, int64_t *ids)
 {
     size_t i = 0;
+    t->issued += n;
     while (i < n) {
         if (t->cur.next == t->cur.end) { /* switch to the preloaded block */
             t->cur = t->nxt;
@@ -530,6 +532,7 @@ int ik_segment_status(ik_segment *s, ik_segment_tag_status **out, size_t *n_out)
             }
             o->step = t->step;
             o->loading = t->loading;
+            o->issued = t->issued;
             snprintf(o->last_error, sizeof o->last_error, "%s", t->last_error);
             pthread_mutex_unlock(&t->mu);
         }

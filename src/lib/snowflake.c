@@ -91,7 +91,7 @@ int ik_snowflake_create(const ik_layout *layout, int64_t max_backward_ms, const 
                         ik_snowflake **out)
 {
     if (!layout || !out || max_backward_ms < 0) return IK_EINVAL;
-    if (layout->time_bits + layout->worker_bits + layout->seq_bits != 63 ||
+    if (layout->time_bits + layout->worker_bits + layout->seq_bits > 63 ||
         layout->seq_bits < 1 || layout->seq_bits > 30 || layout->unit_ms <= 0)
         return IK_ELAYOUT;
     ik_snowflake *g;

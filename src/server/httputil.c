@@ -2,6 +2,9 @@
  * httputil.h. No sockets, no loops, no globals. */
 #include "httputil.h"
 
+#include <limits.h>
+#include <openssl/evp.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -374,6 +377,18 @@ int ik__negotiate(const char *query, size_t qlen, const char *accept, size_t ale
     if (t < 0) return IK_FMT_JSON;
     long j = ifind(accept, alen, "json");
     return (j < 0 || t < j) ? IK_FMT_TEXT : IK_FMT_JSON;
+}
+
+long ik__base64_decode(const char *s, size_t n, char *out, size_t cap)
+{
+    /* libcrypto's decoder; it writes 3 bytes for every 4 and counts the padding in,
+     * so the '=' are taken off its length here. */
+    if (n == 0 || n % 4 != 0 || n / 4 * 3 > cap || n > INT_MAX) return -1;
+    int len = EVP_DecodeBlock((unsigned char *)out, (const unsigned char *)s, (int)n);
+    if (len < 0) return -1;
+    if (s[n - 1] == '=') len--;
+    if (s[n - 2] == '=') len--;
+    return len;
 }
 
 int ik__ct_equal(const char *a, size_t an, const char *b, size_t bn)

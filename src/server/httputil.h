@@ -152,7 +152,7 @@ int ik__parse_listen(const char *addr, char *host, size_t host_len, int *port, c
                      size_t why_len);
 
 /* Response formats of the ID routes. */
-enum { IK_FMT_JSON = 0, IK_FMT_TEXT = 1 };
+enum { IK_FMT_JSON = 0, IK_FMT_TEXT = 1, IK_FMT_JSON_NUM = 2 /* JSON, IDs as numbers */ };
 
 /* Chooses the format: the query's format=json|text wins, else text if the Accept
  * header names text/plain before any JSON type, else JSON. Returns IK_FMT_* or -1
@@ -165,5 +165,9 @@ int ik__ieq(const char *s, size_t n, const char *lit);
 /* Constant-time equality of two byte strings (the time depends only on the
  * lengths). */
 int ik__ct_equal(const char *a, size_t an, const char *b, size_t bn);
+
+/* Decodes the standard base64 text s[0..n-1] (padding required, no whitespace) into
+ * out. Returns the decoded length, or -1 if s is not base64 or does not fit in cap. */
+long ik__base64_decode(const char *s, size_t n, char *out, size_t cap);
 
 #endif

@@ -214,6 +214,7 @@ void ik__pend_free(ik__pend *p)
     if (p->ids && p->ids != p->ids_inline) free(p->ids);
     if (p->tagop) {
         ik_free(p->tagop->list);
+        ik_free(p->tagop->slots);
         free(p->tagop);
     }
     ik__buf_reset(&p->out);

@@ -108,33 +108,59 @@ static int get_count(ik__ctx *x, uint32_t *n)
     return -1;
 }
 
-/* Reads the response format (format= or Accept); answers 400 and returns -1 for an
- * unknown format= value. */
+/* Reads the response format (format= or Accept, and ids=string|number for JSON);
+ * answers 400 and returns -1 for an unknown format= or ids= value. */
 static int get_format(ik__ctx *x)
 {
     const ik__req *rq = x->rq;
+    const char *v = "";
+    size_t vl = 0;
     int f = ik__negotiate(rq->query.p, rq->query.n, rq->accept.p, rq->accept.n);
     if (f < 0) {
-        const char *v = "";
-        size_t vl = 0;
         ik__query_get(rq->query.p, rq->query.n, "format", &v, &vl);
         ik__span s = {v, vl};
         ik__reply_error(x->rs, 400, "bad_format", "format must be json or text; got '%.*s'",
                         QUOTE(s));
+        return -1;
+    }
+    if (ik__query_get(rq->query.p, rq->query.n, "ids", &v, &vl)) {
+        if (ik__ieq(v, vl, "number")) return f == IK_FMT_JSON ? IK_FMT_JSON_NUM : f;
+        if (!ik__ieq(v, vl, "string")) {
+            ik__span s = {v, vl};
+            ik__reply_error(x->rs, 400, "bad_format", "ids must be string or number; got '%.*s'",
+                            QUOTE(s));
+            return -1;
+        }
     }
     return f;
 }
 
-/* Writes n IDs as {"ids":["1","2"]} or one a line; leaf: the one ID alone, no
- * newline. The IDs are ids[0..n-1], or first, first + 1, ... when ids is NULL. */
-static void put_ids(ik__resp *rs, const int64_t *ids, int64_t first, size_t n, int fmt, int leaf)
+/* The largest ID a JavaScript number holds exactly is 2^53 - 1. */
+#define JS_SAFE_MAX ((INT64_C(1) << 53) - 1)
+
+/* Writes n IDs as {"ids":["1","2"]} (IK_FMT_JSON_NUM: {"ids":[1,2]}) or one a line;
+ * leaf: the one ID alone, no newline. The IDs are ids[0..n-1], or first, first + 1,
+ * ... when ids is NULL. Returns 0, or -1 with 400 answered when numbers were asked
+ * for and an ID is above 2^53 - 1 (a JavaScript number would change it). */
+static int put_ids(ik__resp *rs, const int64_t *ids, int64_t first, size_t n, int fmt, int leaf)
 {
     ik__buf *b = rs->body;
 #define ID_AT(i) (ids ? ids[i] : first + (int64_t)(i))
+    if (fmt == IK_FMT_JSON_NUM && !leaf) {
+        for (size_t i = 0; i < n; i++) {
+            if (ID_AT(i) <= JS_SAFE_MAX) continue;
+            ik__reply_error(rs, 400, "ids_too_large",
+                            "ID %lld is above 2^53 - 1, which a JavaScript number cannot hold; "
+                            "ask without ids=number (IDs as strings), or use a layout of 53 bits "
+                            "or fewer (--layout js53)",
+                            (long long)ID_AT(i));
+            return -1;
+        }
+    }
     if (leaf) {
         ik__buf_append_i64(b, ID_AT(0));
         rs->ctype = CT_TEXT;
-        return;
+        return 0;
     }
     if (fmt == IK_FMT_TEXT) {
         ik__buf_reserve(b, n * 21);
@@ -143,18 +169,20 @@ static void put_ids(ik__resp *rs, const int64_t *ids, int64_t first, size_t n, i
             b->p[b->len++] = '\n';
         }
         rs->ctype = CT_TEXT;
-        return;
+        return 0;
     }
+    int quote = fmt != IK_FMT_JSON_NUM;
     ik__buf_reserve(b, 12 + n * 23);
     ik__buf_append(b, "{\"ids\":[", 8);
     for (size_t i = 0; i < n; i++) {
         if (i) b->p[b->len++] = ',';
-        b->p[b->len++] = '"';
+        if (quote) b->p[b->len++] = '"';
         ik__buf_append_i64(b, ID_AT(i));
-        b->p[b->len++] = '"';
+        if (quote) b->p[b->len++] = '"';
     }
     ik__buf_append(b, "]}\n", 3);
     rs->ctype = CT_JSON;
+    return 0;
 #undef ID_AT
 }
 
@@ -179,7 +207,7 @@ static void h_snowflake(ik__ctx *x)
     if (rc != 0) {
         reply_gen_error(x, rc);
     } else {
-        put_ids(x->rs, ids, 0, n, fmt, 0);
+        (void)put_ids(x->rs, ids, 0, n, fmt, 0);
     }
     ik__ids_scratch_trim(x->w);
 }
@@ -194,6 +222,11 @@ static int get_tag(ik__ctx *x, char tag[IK_TAG_NAME_MAX + 1])
     if (ik__tag_param(x->rq->params[0], tag, why, sizeof why) == 0) return 0;
     ik__reply_error(x->rs, 400, "bad_tag", "bad tag name '%.*s': %s", QUOTE(x->rq->params[0]), why);
     return -1;
+}
+
+static void reply_shutting_down(ik__resp *rs)
+{
+    ik__reply_error(rs, 503, "shutting_down", "this server is shutting down; ask another");
 }
 
 /* Answers a segment, sequence or tag error from the library. */
@@ -236,7 +269,7 @@ static void segment_ids(ik__ctx *x, int leaf)
         return;
     }
     if (rc == IK_OK) {
-        put_ids(x->rs, ids, 0, n, fmt, leaf);
+        (void)put_ids(x->rs, ids, 0, n, fmt, leaf);
     } else {
         reply_store_error(w, x->rs, IK_OP_SEGMENT, rc, tag);
     }
@@ -315,6 +348,14 @@ static void tag_work(uv_work_t *req)
         break;
     case IK_OP_TAG_GET:
         p->rc = ik_tag_get(srv->coord, app, p->tag, &t->info);
+        break;
+    case IK_OP_WORKERS:
+        p->rc = ik_slots_list(srv->coord, app, &t->slots, &t->nslots);
+        break;
+    case IK_OP_PAGE: /* the page shows what it could list, and why not the rest */
+        t->slots_rc = ik_slots_list(srv->coord, app, &t->slots, &t->nslots);
+        t->list_rc = ik_tags_list(srv->coord, app, &t->list, &t->nlist);
+        p->rc = 0;
         break;
     default:
         p->rc = ik_tags_list(srv->coord, app, &t->list, &t->nlist);
@@ -398,6 +439,33 @@ static void h_tag_list(ik__ctx *x)
     if (p) tag_queue(x, p);
 }
 
+/* GET /v1/workers: the app's slots, listed in the thread pool (page.c renders). */
+static void h_workers(ik__ctx *x)
+{
+    ik__pend *p = tag_pend(x, IK_OP_WORKERS);
+    if (p) tag_queue(x, p);
+}
+
+/* GET /[?decode=ID]: the status page, once the thread pool has listed the app's
+ * slots and tags (page.c renders; docs/http.md, "The status page"). */
+static void h_page(ik__ctx *x)
+{
+    const char *v;
+    size_t vl;
+    ik__pend *p = tag_pend(x, IK_OP_PAGE);
+    if (!p) return;
+    if (ik__query_get(x->rq->query.p, x->rq->query.n, "decode", &v, &vl)) {
+        char *d = p->tagop->decode;
+        long k = ik__pct_decode(v, vl, d, sizeof p->tagop->decode - 1);
+        if (k < 0) { /* malformed or too long: shown (escaped) as it came, cut */
+            k = (long)(vl < sizeof p->tagop->decode - 1 ? vl : sizeof p->tagop->decode - 1);
+            memcpy(d, v, (size_t)k);
+        }
+        d[k] = 0;
+    }
+    tag_queue(x, p);
+}
+
 /* The answer of a tag route that came back. */
 static void render_tag(ik__worker *w, ik__pend *p, ik__resp *rs)
 {
@@ -463,6 +531,22 @@ static void render_tag(ik__worker *w, ik__pend *p, ik__resp *rs)
 
 void ik__pend_render(ik__worker *w, ik__pend *p, ik__resp *rs)
 {
+    if (p->op == IK_OP_PAGE) {
+        ik__page_render(w, p, rs);
+        return;
+    }
+    if (p->op == IK_OP_WORKERS) {
+        if (p->rc == IK_ECLOSED) {
+            reply_shutting_down(rs);
+        } else if (p->rc != 0) {
+            ik__count(&w->m.store_errors[IK_STORE_OP_TAGS]);
+            ik__reply_error(rs, 503, "store_unavailable",
+                            "the app's slots cannot be listed now (%s); retry shortly",
+                            ik_strerror(p->rc));
+        } else
+            ik__workers_render(w, p, rs);
+        return;
+    }
     if (p->op == IK_OP_SEGMENT || p->op == IK_OP_SEQUENCE) {
         if (p->rc != 0) {
             reply_store_error(w, rs, p->op, p->rc, p->tag);
@@ -474,7 +558,10 @@ void ik__pend_render(ik__worker *w, ik__pend *p, ik__resp *rs)
         } else {
             ik__count_n(&w->m.segment_ids, p->nids);
         }
-        put_ids(rs, p->ids, p->first, p->nids, p->fmt, p->leaf);
+        if (put_ids(rs, p->ids, p->first, p->nids, p->fmt, p->leaf) != 0 &&
+            p->op == IK_OP_SEQUENCE)
+            ik__log("tag gap tag=%s first=%lld count=%zu why=ids above 2^53 asked as numbers",
+                    p->tag, (long long)p->first, p->nids);
         return;
     }
     render_tag(w, p, rs);
@@ -486,11 +573,19 @@ static void h_decode(ik__ctx *x)
     ik__span s = x->rq->params[0];
     int64_t id;
     ik_id_parts parts;
-    if (ik_parse_id(s.p, s.n, &id) != 0 || ik_layout_decode(x->srv->layout, id, &parts) != 0) {
+    if (ik_parse_id(s.p, s.n, &id) != 0) {
         ik__reply_error(x->rs, 400, "bad_id",
                         "'%.*s' is not an ID: want a decimal integer from 0 to "
                         "9223372036854775807 without sign or leading zeros",
                         QUOTE(s));
+        return;
+    }
+    if (ik_layout_decode(x->srv->layout, id, &parts) != 0) {
+        const ik_layout *l = x->srv->layout;
+        ik__reply_error(x->rs, 400, "bad_id",
+                        "'%.*s' is not an ID of this server's layout: it has bits set above "
+                        "the layout's %u",
+                        QUOTE(s), l->time_bits + l->worker_bits + l->seq_bits);
         return;
     }
     char iso[32];
@@ -517,7 +612,7 @@ static int64_t mono_ns(void)
  * doubt within its safe window), a live grant, the clock past the slot's time
  * record found at acquisition (the floor) and not past the record persisted since
  * (the ceiling), and not behind the last issued ID by more than max_backward. */
-static int not_ready(ik__server *srv, char *why, size_t len)
+int ik__not_ready(ik__server *srv, char *why, size_t len)
 {
     ik_lease_info li;
     ik_snowflake_info gi;
@@ -574,7 +669,7 @@ static void h_healthz(ik__ctx *x)
 static void h_readyz(ik__ctx *x)
 {
     char why[256];
-    if (not_ready(x->srv, why, sizeof why)) {
+    if (ik__not_ready(x->srv, why, sizeof why)) {
         ik__reply_error(x->rs, 503, "not_ready", "%s", why);
         return;
     }
@@ -604,8 +699,8 @@ static void put_segment_tags(ik__ctx *x)
                            (long long)t->next_end);
         else
             ik__buf_puts(b, "null");
-        ik__buf_printf(b, ",\"step\":%lld,\"loading\":%s,", (long long)t->step,
-                       t->loading ? "true" : "false");
+        ik__buf_printf(b, ",\"step\":%lld,\"loading\":%s,\"issued\":%llu,", (long long)t->step,
+                       t->loading ? "true" : "false", (unsigned long long)t->issued);
         put_json_kv_str(b, "last_error", t->last_error);
         ik__buf_puts(b, "}");
     }
@@ -623,7 +718,7 @@ static void h_status(ik__ctx *x)
     ik_snowflake_get_info(srv->gen, &gi);
     int64_t now = ik__now_ms();
     char why[256], since[32], record[32], started[32];
-    int ready = !not_ready(srv, why, sizeof why);
+    int ready = !ik__not_ready(srv, why, sizeof why);
     ik__fmt_iso8601(since, li.since_ms);
     ik__fmt_iso8601(record, li.record_ms);
     ik__fmt_iso8601(started, srv->started_ms);
@@ -641,6 +736,9 @@ static void h_status(ik__ctx *x)
     put_json_kv_str(b, "backend", ik_coord_uri(srv->coord));
     ik__buf_puts(b, ",");
     put_json_kv_str(b, "layout", srv->layout_text);
+    char layout_end[32];
+    ik__fmt_iso8601(layout_end, ik_layout_end_ms(srv->layout));
+    ik__buf_printf(b, ",\"layout_end\":\"%s\"", layout_end);
     ik__buf_printf(b, ",\"worker\":%d,\"slot\":%d,\"ready\":%s,", li.worker, li.worker,
                    ready ? "true" : "false");
     put_json_kv_str(b, "not_ready_reason", ready ? "" : why);
@@ -687,7 +785,8 @@ static void h_metrics(ik__ctx *x)
     x->rs->ctype = "text/plain; version=0.0.4; charset=utf-8";
 }
 
-static void h_index(ik__ctx *x);
+static void h_routes(ik__ctx *x);
+static int needs_token(const ik__server *srv, unsigned flags);
 
 /* ---- the table --------------------------------------------------------------------------- */
 
@@ -700,8 +799,8 @@ const size_t ik__nroutes = sizeof ik__routes / sizeof ik__routes[0];
 _Static_assert(sizeof ik__routes / sizeof ik__routes[0] < IK_N_ROUTES_MAX,
                "IK_N_ROUTES_MAX too small for the route table");
 
-/* GET /: the route table, one line each. */
-static void h_index(ik__ctx *x)
+/* GET /v1/routes: the route table, one line each. */
+static void h_routes(ik__ctx *x)
 {
     ik__buf *b = x->rs->body;
     ik__buf_printf(b, "idkeeper %s: HTTP routes\n\n", ik_version());
@@ -709,23 +808,46 @@ static void h_index(ik__ctx *x)
         const ik__route_key *k = &ik__route_keys[i];
         const ik__route *r = &ik__routes[i];
         ik__buf_printf(b, "%-4s %-26s %s%s\n", http_method_str((enum http_method)k->method),
-                       k->pattern, r->help,
-                       (r->flags & IK_ROUTE_AUTH) && x->srv->token ? " [token]" : "");
+                       k->pattern, r->help, needs_token(x->srv, r->flags) ? " [token]" : "");
     }
 }
 
-/* 1 if the request carries "Authorization: Bearer <the token>". */
+/* 1 if a route with these flags needs the token on this server. */
+static int needs_token(const ik__server *srv, unsigned flags)
+{
+    if (!(flags & IK_ROUTE_AUTH) || !srv->token) return 0;
+    if ((flags & IK_ROUTE_LEAF) && srv->cfg->open_leaf_routes) return 0;
+    if ((flags & IK_ROUTE_METRICS) && srv->cfg->open_metrics) return 0;
+    return 1;
+}
+
+/* 1 if the request carries the token: "Authorization: Bearer <token>", or, for a
+ * browser that cannot set headers, "Authorization: Basic <base64 of USER:token>"
+ * (any user name). */
 static int authorized(const ik__server *srv, const ik__req *rq)
 {
     const char *a = rq->auth.p;
     size_t n = rq->auth.n;
-    if (n < 7 || !ik__ieq(a, 6, "bearer") || a[6] != ' ') return 0;
-    a += 7, n -= 7;
-    while (n && *a == ' ')
-        a++, n--;
     while (n && (a[n - 1] == ' ' || a[n - 1] == '\t'))
         n--;
-    return ik__ct_equal(a, n, srv->token, srv->token_len);
+    if (n > 7 && ik__ieq(a, 6, "bearer") && a[6] == ' ') {
+        a += 7, n -= 7;
+        while (n && *a == ' ')
+            a++, n--;
+        return ik__ct_equal(a, n, srv->token, srv->token_len);
+    }
+    if (n > 6 && ik__ieq(a, 5, "basic") && a[5] == ' ') {
+        char plain[768];
+        a += 6, n -= 6;
+        while (n && *a == ' ')
+            a++, n--;
+        long pl = ik__base64_decode(a, n, plain, sizeof plain);
+        const char *colon = pl > 0 ? memchr(plain, ':', (size_t)pl) : NULL;
+        if (!colon) return 0;
+        size_t off = (size_t)(colon + 1 - plain);
+        return ik__ct_equal(colon + 1, (size_t)pl - off, srv->token, srv->token_len);
+    }
+    return 0;
 }
 
 size_t ik__dispatch(ik__worker *w, ik__req *rq, ik__resp *rs)
@@ -739,11 +861,14 @@ size_t ik__dispatch(ik__worker *w, ik__req *rq, ik__resp *rs)
     if (i < ik__nroutes) {
         const ik__route *r = &ik__routes[i];
         rq->nparams = np;
-        if ((r->flags & IK_ROUTE_AUTH) && w->srv->token && !authorized(w->srv, rq)) {
+        if (needs_token(w->srv, r->flags) && !authorized(w->srv, rq)) {
             ik__reply_error(rs, 401, "unauthorized",
                             "this route needs the header 'Authorization: Bearer <token>' "
                             "(the token in the server's http-token-file)");
-            ik__resp_header(rs, "WWW-Authenticate: Bearer realm=\"idkeeper\"");
+            if (r->flags & IK_ROUTE_PAGE) /* browsers prompt for Basic; the token is the password */
+                ik__resp_header(rs, "WWW-Authenticate: Basic realm=\"idkeeper\", charset=\"UTF-8\"");
+            else
+                ik__resp_header(rs, "WWW-Authenticate: Bearer realm=\"idkeeper\"");
             return i;
         }
         r->fn(&x);

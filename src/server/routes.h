@@ -11,12 +11,18 @@
 #ifndef IK_ROUTES_H
 #define IK_ROUTES_H
 
-#define IK_ROUTE_AUTH 1u /* needs the bearer token when one is configured */
+/* With a token configured (--http-token-file), a route flagged AUTH needs it, unless
+ * it is also flagged LEAF and --open-leaf-routes is on, or METRICS and --open-metrics
+ * is on. /healthz and /readyz reveal nothing and stay open. */
+#define IK_ROUTE_AUTH 1u    /* needs the token when one is configured */
+#define IK_ROUTE_LEAF 2u    /* a Leaf route: --open-leaf-routes exempts it */
+#define IK_ROUTE_METRICS 4u /* /metrics: --open-metrics exempts it */
+#define IK_ROUTE_PAGE 8u    /* a page for browsers: a 401 offers Basic auth too */
 
 #define IK_ROUTE_TABLE(R)                                                                          \
-    R(HTTP_GET, "/api/snowflake/get/{key}", h_leaf_snowflake, 0,                                   \
+    R(HTTP_GET, "/api/snowflake/get/{key}", h_leaf_snowflake, IK_ROUTE_AUTH | IK_ROUTE_LEAF,                                   \
       "one snowflake ID, text/plain (Leaf-compatible; {key} is ignored)")                          \
-    R(HTTP_GET, "/api/segment/get/{tag}", h_leaf_segment, 0,                                       \
+    R(HTTP_GET, "/api/segment/get/{tag}", h_leaf_segment, IK_ROUTE_AUTH | IK_ROUTE_LEAF,                                       \
       "one segment ID of TAG, text/plain (Leaf-compatible)")                                       \
     R(HTTP_GET, "/v1/snowflake", h_snowflake, IK_ROUTE_AUTH,                                       \
       "?count=N (1..max-batch) snowflake IDs: JSON {\"ids\":[\"...\"]}, or one a line with "       \
@@ -35,7 +41,11 @@
     R(HTTP_GET, "/v1/tags/{tag}", h_tag_get, IK_ROUTE_AUTH, "one tag (JSON)")                      \
     R(HTTP_GET, "/healthz", h_healthz, 0, "200 while the process serves")                          \
     R(HTTP_GET, "/readyz", h_readyz, 0, "200 only while a snowflake ID can be issued now")         \
-    R(HTTP_GET, "/metrics", h_metrics, 0, "Prometheus metrics")                                    \
-    R(HTTP_GET, "/", h_index, 0, "this list")
+    R(HTTP_GET, "/v1/workers", h_workers, IK_ROUTE_AUTH,                                           \
+      "the app's worker slots: holder, since, time record, and which is this server (JSON)")      \
+    R(HTTP_GET, "/v1/routes", h_routes, IK_ROUTE_AUTH, "this list, text/plain")                   \
+    R(HTTP_GET, "/metrics", h_metrics, IK_ROUTE_AUTH | IK_ROUTE_METRICS, "Prometheus metrics")    \
+    R(HTTP_GET, "/", h_page, IK_ROUTE_AUTH | IK_ROUTE_PAGE,                                        \
+      "the status page (HTML): this server, the app's worker slots, the tags, an ID decoder")
 
 #endif

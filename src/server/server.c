@@ -8,7 +8,9 @@
  *     ik_coord_open -> ik_snowflake_create -> ik_segment_create, ik_sequence_create
  *       -> ik_slot_lease_start                (no slot: one line, exit 1)
  *     listen, start the loop threads, banner
- *     sigwait
+ *     sigwait; under a service manager (NOTIFY_SOCKET, built with libsystemd) it first
+ *       polls until IDs can be issued and only then sends READY=1 (systemd's
+ *       Type=notify), and sends STOPPING=1 once a signal came
  *     phase 1, ik__worker_stop each loop: close listeners, answer in-flight requests
  *       with "Connection: close", wait for pending answers, close idle connections
  *     wait until every loop has drained, or until shortly before shutdown_timeout_ms
@@ -42,6 +44,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#ifdef IK_HAVE_SYSTEMD
+#include <systemd/sd-daemon.h>
+#endif
+
 #define IK_MAX_THREADS 256
 
 void ik_server_config_init(ik_server_config *c)
@@ -61,7 +67,7 @@ void ik_server_config_init(ik_server_config *c)
     c->idle_timeout_ms = 60000;
     c->read_timeout_ms = 10000;
     c->max_connections = 10000;
-    c->http_token_file = NULL;
+    c->http_token = NULL;
     c->quiet = 0;
     c->shutdown_timeout_ms = 5000;
     c->log_sequence_commits = 0;
@@ -133,34 +139,6 @@ static int default_threads(void)
     }
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n > 0 ? (int)n : 1;
-}
-
-/* Reads the bearer token: the file's first line, trimmed. */
-static int read_token(ik__server *srv, const char *path)
-{
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        ik__log("cannot read http-token-file %s: %s", path, strerror(errno));
-        return -1;
-    }
-    char buf[1024];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    char *s = buf;
-    while (*s == ' ' || *s == '\t')
-        s++;
-    size_t len = strcspn(s, "\r\n");
-    while (len && (s[len - 1] == ' ' || s[len - 1] == '\t'))
-        len--;
-    if (!len) {
-        ik__log("http-token-file %s is empty: put the token on its first line", path);
-        return -1;
-    }
-    srv->token = strndup(s, len);
-    if (!srv->token) abort();
-    srv->token_len = len;
-    return 0;
 }
 
 /* Checks the limits of the config; logs the first bad one. */
@@ -413,8 +391,11 @@ static int server_start(ik__server *srv, const ik_server_config *cfg)
     if (check_config(cfg) != 0) return -1;
     raise_fd_limit(cfg);
     ik_set_log(library_log, NULL);
-    if (cfg->http_token_file && *cfg->http_token_file && read_token(srv, cfg->http_token_file) != 0)
-        return -1;
+    if (cfg->http_token && *cfg->http_token) {
+        srv->token = strdup(cfg->http_token);
+        if (!srv->token) abort();
+        srv->token_len = strlen(srv->token);
+    }
 
     srv->nworkers = cfg->threads > 0 ? cfg->threads : default_threads();
     if (srv->nworkers > IK_MAX_THREADS) srv->nworkers = IK_MAX_THREADS;
@@ -484,6 +465,80 @@ static int server_start(ik__server *srv, const ik_server_config *cfg)
     return 0;
 }
 
+/* ---- the service manager (systemd's Type=notify) --------------------------------------- */
+
+/* 1 if a service manager waits for our notifications: built with libsystemd and
+ * NOTIFY_SOCKET set. */
+static int notify_wanted(void)
+{
+#ifdef IK_HAVE_SYSTEMD
+    return getenv("NOTIFY_SOCKET") != NULL;
+#else
+    return 0;
+#endif
+}
+
+/* Sends state (e.g. "READY=1") to the service manager; a no-op without one. */
+static void notify(const char *state)
+{
+#ifdef IK_HAVE_SYSTEMD
+    int rc = sd_notify(0, state);
+    if (rc < 0) ik__log("cannot notify the service manager: %s", strerror(-rc));
+#else
+    (void)state;
+#endif
+}
+
+static int64_t now_mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* 1 if a snowflake ID can be issued now: the start-up conditions of /readyz (see
+ * not_ready in routes.c): the lease is held, the generator holds a grant that has
+ * not lapsed, and the clock has passed the slot's time record. */
+static int can_issue(ik__server *srv)
+{
+    ik_lease_info li;
+    ik_snowflake_info gi;
+    ik_slot_lease_get_info(srv->lease, &li);
+    ik_snowflake_get_info(srv->gen, &gi);
+    if (li.state != IK_LEASE_HELD || !gi.granted) return 0;
+    if (gi.valid_until_mono_ns != IK_FOREVER && gi.valid_until_mono_ns <= now_mono_ns()) return 0;
+    return ik_layout_ticks_at(srv->layout, ik__now_ms()) > (int64_t)gi.floor_tick;
+}
+
+/* Waits for SIGTERM or SIGINT and returns it. Under a service manager it first
+ * looks every 10 ms whether IDs can be issued, and tells READY=1 the first time they
+ * can (never before: the manager starts what depends on us then); a signal that
+ * comes first ends the wait without READY=1. */
+static int wait_for_signal(ik__server *srv, const sigset_t *sigs)
+{
+    int sig = 0;
+    if (notify_wanted()) {
+        for (;;) {
+            if (can_issue(srv)) {
+                char state[128];
+                ik_lease_info li;
+                ik_slot_lease_get_info(srv->lease, &li);
+                snprintf(state, sizeof state, "READY=1\nSTATUS=serving on %s as worker %d",
+                         srv->listen_text, li.worker);
+                notify(state);
+                ik__log("ready: told the service manager (worker %d)", li.worker);
+                break;
+            }
+            struct timespec tick = {0, 10 * 1000000};
+            sig = sigtimedwait(sigs, NULL, &tick);
+            if (sig == SIGTERM || sig == SIGINT) return sig;
+        }
+    }
+    while (sigwait(sigs, &sig) != 0) {
+    }
+    return sig;
+}
+
 /* Stops every started loop and joins its thread (see the diagram at the top):
  * drain, wait for pending answers while time allows, then close the allocators
  * (what is still pending fails), then join. */
@@ -540,9 +595,8 @@ int ik_server_run(const ik_server_config *cfg)
     if (!srv) abort();
     int rc = server_start(srv, cfg);
     if (rc == 0) {
-        int sig = 0;
-        while (sigwait(&sigs, &sig) != 0) {
-        }
+        int sig = wait_for_signal(srv, &sigs);
+        notify("STOPPING=1");
         ik__log("%s: stopping: no new connections, finishing requests in flight",
                 sig == SIGINT ? "SIGINT" : "SIGTERM");
         server_stop(srv);

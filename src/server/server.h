@@ -22,7 +22,11 @@ typedef struct ik_server_config {
     int idle_timeout_ms;         /* keep-alive idle connection dropped after; 60000 */
     int read_timeout_ms;         /* a started request must complete within; 10000 */
     int max_connections;         /* 10000 */
-    const char *http_token_file; /* NULL: /v1 routes open */
+    const char *http_token;      /* NULL: every route open; else every route that issues
+                                    IDs or shows state needs it (the CLI reads it from
+                                    --http-token-file) */
+    int open_leaf_routes;        /* with a token: the Leaf routes stay open; 0 */
+    int open_metrics;            /* with a token: /metrics stays open; 0 */
     int quiet;                   /* no start-up banner */
     int shutdown_timeout_ms;     /* SIGTERM: in-flight requests get this long; 5000 */
     int log_sequence_commits;    /* log "sequence tag=T first=A count=K" on stderr for each

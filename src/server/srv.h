@@ -176,7 +176,7 @@ typedef struct ik__resp {
     int status;
     const char *ctype; /* static string */
     ik__buf *body;     /* the loop's scratch; handlers append */
-    char extra[192];   /* extra header lines, each ending in \r\n */
+    char extra[512];   /* extra header lines, each ending in \r\n */
     size_t extra_len;
     struct ik__pend *pend; /* non-NULL: the answer comes later (see "Pending answers") */
 } ik__resp;
@@ -188,7 +188,9 @@ typedef enum ik__op {
     IK_OP_TAG_CREATE,
     IK_OP_TAG_GET,
     IK_OP_TAG_LIST,
-    IK_OP_HELD /* a ready answer held behind a pending one */
+    IK_OP_WORKERS, /* GET /v1/workers: the app's slots */
+    IK_OP_PAGE,    /* GET /: slots and tags for the status page */
+    IK_OP_HELD     /* a ready answer held behind a pending one */
 } ik__op;
 
 /* The tag routes' work in the thread pool: inputs and results. */
@@ -197,9 +199,14 @@ typedef struct ik__tagop {
     ik__tag_body body; /* create: the request */
     ik_tag_info info;  /* create: the tag read back (or the one in the way); get */
     int have_info;
-    ik_tag_info *list; /* list (ik_free) */
+    ik_tag_info *list; /* list, page (ik_free) */
     size_t nlist;
-    char why[256]; /* create: the library's reason */
+    int list_rc;          /* page: the tags list's result */
+    ik_slot_info *slots;  /* workers, page (ik_free) */
+    size_t nslots;
+    int slots_rc;         /* page: the slots list's result */
+    char decode[24];      /* page: the ?decode= ID asked for, "" if none */
+    char why[256];        /* create: the library's reason */
 } ik__tagop;
 
 /* One answer of a connection, pending or held (see "Pending answers"). */
@@ -265,6 +272,16 @@ void ik__pend_render(ik__worker *w, ik__pend *p, ik__resp *rs);
 
 /* Adds a header line ("Name: value") to rs. */
 void ik__resp_header(ik__resp *rs, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Why no snowflake ID can be issued now, into why; 0 if one can. Any thread. */
+int ik__not_ready(ik__server *srv, char *why, size_t len);
+
+/* Renders the status page (page.c) from what the thread pool listed into p->tagop
+ * and the server's own state. Loop thread. */
+void ik__page_render(ik__worker *w, const ik__pend *p, ik__resp *rs);
+
+/* Renders GET /v1/workers (page.c): the app's slots as JSON. Loop thread. */
+void ik__workers_render(ik__worker *w, const ik__pend *p, ik__resp *rs);
 
 /* Renders every metric in Prometheus text format into b. Any thread. */
 void ik__metrics_render(ik__server *srv, ik__buf *b);

@@ -14,7 +14,9 @@
  * the header limit and has a body only on POST; a matched route's pattern and
  * parameters lie within the path; an accepted count is 1..max; an accepted tag name
  * passes ik_tag_name_check; an accepted POST /v1/tags body obeys ik_tag_create's
- * rules; decoded JSON strings hold no NUL. Under ASan/UBSan: no crash, no leak.
+ * rules; decoded JSON strings hold no NUL; an Authorization value decodes as
+ * base64 (Basic) within its buffer; the page's ?decode= percent-decodes within its
+ * buffer. Under ASan/UBSan: no crash, no leak.
  */
 /* fuzz-sources: src/server/reqparse.c src/server/httputil.c */
 #include "fuzz.h"
@@ -131,6 +133,18 @@ static void on_request(ik__reqp *rp, void *ctx)
         if (ik_parse_id(rq.params[0].p, rq.params[0].n, &id) == 0) check(id >= 0);
     }
     if (rq.method == HTTP_POST) check_body(&rq.body);
+    if (rq.auth.n > 6) { /* as routes.c's authorized() reads "Basic <base64>" */
+        char plain[768];
+        long pl = ik__base64_decode(rq.auth.p + 6, rq.auth.n - 6, plain, sizeof plain);
+        check(pl >= -1 && pl <= (long)sizeof plain);
+    }
+    const char *v;
+    size_t vl;
+    if (ik__query_get(rq.query.p, rq.query.n, "decode", &v, &vl)) {
+        char d[24];
+        long k = ik__pct_decode(v, vl, d, sizeof d - 1);
+        check(k < (long)sizeof d - 1 && (k < 0 || strlen(d) == (size_t)k));
+    }
     if (st->requests % 3 == 0) http_parser_pause(&rp->parser, 1);
 }
 

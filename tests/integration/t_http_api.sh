@@ -148,7 +148,9 @@ issued=$(awk '$1=="ik_ids_issued_total"{print $2}' <<<"$m")
 grep -q 'ik_http_requests_total{route="/api/snowflake/get/{key}",code="200"}' <<<"$m" ||
   fail "Leaf route not counted"
 pass "healthz, readyz, metrics ($issued IDs issued)"
-curl -fsS "$URL/" | grep -q '/v1/snowflake' || fail "GET / does not list the routes"
+curl -fsS "$URL/v1/routes" | grep -q '/v1/snowflake' || fail "GET /v1/routes does not list the routes"
+page=$(curl -fsS "$URL/") || fail "GET / failed"
+grep -q '<section id="workers">' <<<"$page" || fail "GET / is not the status page"
 
 # ---- bearer token on /v1
 printf 'sesame-42\n' >"$T/token"
@@ -163,12 +165,42 @@ curl -s -D - -o /dev/null "$URL2/v1/status" | grep -qi '^WWW-Authenticate: Beare
 [ "$(http_status -H 'Authorization: Bearer sesame-42' "$URL2/v1/snowflake")" = 200 ] || fail "/v1 with the token"
 [ "$(http_status -H 'Accept;' -H 'authorization: bearer sesame-42' "$URL2/v1/decode/$id")" = 200 ] ||
   fail "/v1 with a lower-case header after an empty one"
-[ "$(http_status "$URL2/api/snowflake/get/x")" = 200 ] || fail "Leaf route needs no token"
 [ "$(http_status "$URL2/readyz")" = 200 ] || fail "/readyz needs no token"
-pass "bearer token: 401 without or wrong, 200 with; Leaf and probes open"
+[ "$(http_status "$URL2/healthz")" = 200 ] || fail "/healthz needs no token"
+curl -fsS -X POST -H 'Authorization: Bearer sesame-42' "$URL2/v1/tags" \
+  -d '{"tag":"tk","kind":"segment","start":1}' >/dev/null || fail "tag create with the token"
+# Every route that issues IDs or shows state: 401 without the token, 200 with it
+# (Bearer, or Basic with the token as the password, for browsers).
+guarded=(/api/snowflake/get/x /api/segment/get/tk /v1/snowflake /v1/segment/tk "/v1/decode/$id"
+         /v1/status /v1/tags /v1/tags/tk /v1/workers /v1/routes /metrics /)
+for r in "${guarded[@]}"; do
+  [ "$(http_status "$URL2$r")" = 401 ] || fail "$r without the token is not 401"
+  [ "$(http_status -H 'Authorization: Bearer sesame-42' "$URL2$r")" = 200 ] || fail "$r with the token is not 200"
+  [ "$(http_status -u "x:sesame-42" "$URL2$r")" = 200 ] || fail "$r with Basic x:token is not 200"
+  [ "$(http_status -u "x:sesame-4" "$URL2$r")" = 401 ] || fail "$r with a wrong Basic password is not 401"
+done
+pass "bearer token: 401 without or wrong, 200 with, on every ID and state route; probes open"
+[ "$("$IK_BIN" next --server "$URL2" --http-token-file "$T/token" --count 3 | wc -l)" = 3 ] ||
+  fail "idkeeper next --http-token-file"
+expect_fail 1 "401" "$IK_BIN" next --server "$URL2" --count 3
+pass "idkeeper next sends the token from --http-token-file, fails clearly without it"
+
+# --open-leaf-routes and --open-metrics exempt what they name, and nothing else.
+port3=$(free_port)
+URL3=http://127.0.0.1:$port3
+start_server open "$port3" --coord "local:$T/data" --http-token-file "$T/token" --open-leaf-routes \
+  --open-metrics --quiet
+wait_ready "$port3" || fail "open server not ready"
+for r in /api/snowflake/get/x /api/segment/get/tk /metrics; do
+  [ "$(http_status "$URL3$r")" = 200 ] || fail "$r with --open-* is not 200 without the token"
+done
+for r in /v1/snowflake /v1/status /; do
+  [ "$(http_status "$URL3$r")" = 401 ] || fail "$r with --open-* is not 401 without the token"
+done
+pass "--open-leaf-routes and --open-metrics open the Leaf routes and /metrics only"
 
 # clean exits (under ASan/UBSan: no leak, no undefined behaviour on these paths)
-for name in api tok; do
+for name in api tok open; do
   kill -TERM "${SERVER_PID[$name]}"
   rc=0; wait "${SERVER_PID[$name]}" || rc=$?
   [ $rc -eq 0 ] || fail "$name: exit code $rc after SIGTERM: $(tail -n 20 "$T/$name.log")"

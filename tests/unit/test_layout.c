@@ -43,7 +43,8 @@ static void random_layouts_round_trip(void **st)
         l.seq_bits = 1 + (unsigned)(rand() % 30);
         l.worker_bits = (unsigned)(rand() % 21);
         if (l.seq_bits + l.worker_bits > 43) continue;
-        l.time_bits = 63 - l.seq_bits - l.worker_bits;
+        /* a quarter of the layouts leave top bits unused (js53-like) */
+        l.time_bits = 63 - l.seq_bits - l.worker_bits - (rand() % 4 == 0 ? (unsigned)(rand() % 12) : 0);
         static const int64_t units[] = {1, 10, 1000};
         l.unit_ms = units[rand() % 3];
         l.worker_min = 0;
@@ -63,6 +64,12 @@ static void random_layouts_round_trip(void **st)
             assert_int_equal(p.worker, w);
             assert_int_equal(p.sequence, s);
             assert_int_equal(p.time_ms, l.epoch_ms + (int64_t)t * l.unit_ms);
+            /* the bits above the layout's fields stay zero */
+            unsigned total = l.time_bits + l.worker_bits + l.seq_bits;
+            if (total < 63) {
+                assert_true((uint64_t)id >> total == 0);
+                assert_int_equal(ik_layout_decode(&l, id | (INT64_C(1) << total), &p), IK_ERANGE);
+            }
         }
         /* a field one past its width is refused */
         int64_t id;
@@ -86,7 +93,7 @@ static void invalid_layouts_rejected_with_reason(void **st)
         const char *spec;
         const char *needle;
     } cases[] = {
-        {"bits=41/10/11", "sum to 63"},
+        {"bits=41/10/13", "sum to 63 or fewer"},
         {"bits=20/10/33", "sequence bits"},
         {"bits=30/21/12", "worker bits"},
         {"bits=35/10/18", "10 years"},   /* 2^35 ms from 2010 ends in 2011 */
@@ -103,6 +110,44 @@ static void invalid_layouts_rejected_with_reason(void **st)
         assert_int_equal(ik_layout_check(&l, NOW_MS, why, sizeof why), IK_ELAYOUT);
         if (!strstr(why, cases[i].needle)) fail_msg("%s: reason '%s' lacks '%s'", cases[i].spec, why, cases[i].needle);
     }
+}
+
+/* js53: every ID it can make is a safe JavaScript integer (below 2^53) for at least
+ * 30 years from its epoch, and it still runs 10 years past now. */
+static void js53_preset_stays_below_2_53(void **st)
+{
+    ik_layout l;
+    char why[200] = "";
+    ik_layout_default(&l);
+    assert_int_equal(ik_layout_parse(&l, "js53", why, sizeof why), 0);
+    assert_int_equal(ik_layout_check(&l, NOW_MS, why, sizeof why), 0);
+    assert_true(l.time_bits + l.worker_bits + l.seq_bits <= 53);
+    assert_int_equal(l.epoch_ms, IK_JS53_EPOCH_MS);
+    const int64_t thirty_years_ms = INT64_C(30) * 36525 * 864 * 1000;
+    assert_true(ik_layout_end_ms(&l) - l.epoch_ms >= thirty_years_ms);
+    int64_t id;
+    assert_int_equal(ik_layout_compose(&l, (UINT64_C(1) << l.time_bits) - 1, l.worker_max,
+                                       (1u << l.seq_bits) - 1, &id),
+                     0);
+    assert_true(id < (INT64_C(1) << 53));
+    /* a default-layout ID is not a js53 ID */
+    ik_id_parts p;
+    assert_int_equal(ik_layout_decode(&l, INT64_C(1) << 53, &p), IK_ERANGE);
+    /* items after the preset override it; the canonical text parses back */
+    assert_int_equal(ik_layout_parse(&l, "js53,workers=0-7", why, sizeof why), 0);
+    assert_int_equal(l.worker_max, 7);
+    assert_int_equal(l.unit_ms, 10);
+    char text[200];
+    ik_layout_format(&l, text, sizeof text);
+    ik_layout back;
+    ik_layout_default(&back);
+    assert_int_equal(ik_layout_parse(&back, text, why, sizeof why), 0);
+    assert_memory_equal(&back, &l, sizeof l);
+    /* "default" resets a js53 start; a preset name is not a key */
+    assert_int_equal(ik_layout_parse(&l, "default", why, sizeof why), 0);
+    assert_int_equal(l.time_bits, 41);
+    assert_int_equal(ik_layout_parse(&l, "js53x", why, sizeof why), IK_ELAYOUT);
+    assert_int_equal(ik_layout_parse(&l, "js53,", why, sizeof why), IK_ELAYOUT);
 }
 
 static void malformed_layout_text_rejected_unchanged(void **st)
@@ -165,6 +210,7 @@ int main(void)
         cmocka_unit_test(default_layout_is_valid_and_leaf_compatible),
         cmocka_unit_test(random_layouts_round_trip),
         cmocka_unit_test(invalid_layouts_rejected_with_reason),
+        cmocka_unit_test(js53_preset_stays_below_2_53),
         cmocka_unit_test(malformed_layout_text_rejected_unchanged),
         cmocka_unit_test(parse_sets_fields),
         cmocka_unit_test(parse_id_strict),

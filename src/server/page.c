@@ -1,0 +1,250 @@
+/* page.c: the status page (GET /, SPEC 9) and the app's slots (GET /v1/workers).
+ *
+ * The page is src/server/page.html, embedded in the binary at build time
+ * (cmake/embed.cmake). Its one marker, <!--IK:SNAPSHOT-->, is replaced by a snapshot
+ * rendered here: this server, the app's worker slots, the tags and, for ?decode=ID,
+ * the decoded ID. So the page is whole without JavaScript; with it, the page's
+ * script refreshes the same tables every few seconds from /v1/status, /v1/workers and
+ * /v1/tags, and decodes through /v1/decode/{id}. The snapshot and the script build
+ * the same rows (the same ids and classes), so a refresh replaces them in place.
+ *
+ * Everything from the store or the client (holder identities, tag names and
+ * descriptions, the decode input) is HTML-escaped here, and set as text (never as
+ * HTML) by the script. The page loads nothing from elsewhere.
+ *
+ * Runs on a loop thread, after the thread pool has listed the slots and the tags
+ * (routes.c, h_page and h_workers).
+ */
+#include "srv.h"
+
+#include <string.h>
+
+extern const char ik__page_html[];
+extern const unsigned long ik__page_html_len;
+
+#define MARKER "<!--IK:SNAPSHOT-->"
+
+/* Appends s[0..n-1] with &, <, >, " and ' escaped. */
+static void put_html(ik__buf *b, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        switch (s[i]) {
+        case '&': ik__buf_puts(b, "&amp;"); break;
+        case '<': ik__buf_puts(b, "&lt;"); break;
+        case '>': ik__buf_puts(b, "&gt;"); break;
+        case '"': ik__buf_puts(b, "&quot;"); break;
+        case '\'': ik__buf_puts(b, "&#39;"); break;
+        default: ik__buf_append(b, &s[i], 1); break;
+        }
+    }
+}
+
+static void put_html_str(ik__buf *b, const char *s)
+{
+    put_html(b, s, strlen(s));
+}
+
+/* Unix ms as ISO 8601, or "-" for 0. */
+static void put_time(ik__buf *b, int64_t ms)
+{
+    char iso[32];
+    if (ms <= 0) {
+        ik__buf_puts(b, "-");
+        return;
+    }
+    ik__fmt_iso8601(iso, ms);
+    ik__buf_puts(b, iso);
+}
+
+/* One "name: value" row of the server table; the value is escaped. */
+static void server_row(ik__buf *b, const char *key, const char *label, const char *value)
+{
+    ik__buf_printf(b, "<tr><th>%s</th><td data-k=\"%s\">", label, key);
+    put_html_str(b, value);
+    ik__buf_puts(b, "</td></tr>\n");
+}
+
+static void put_server(ik__server *srv, ik__buf *b)
+{
+    ik_lease_info li;
+    ik_snowflake_info gi;
+    char why[256], text[320], end[32];
+    ik_slot_lease_get_info(srv->lease, &li);
+    ik_snowflake_get_info(srv->gen, &gi);
+    int ready = !ik__not_ready(srv, why, sizeof why);
+    ik__fmt_iso8601(end, ik_layout_end_ms(srv->layout));
+
+    ik__buf_puts(b, "<section id=\"server\"><h2>This server</h2><table><tbody id=\"server-rows\">\n");
+    server_row(b, "version", "Version", ik_version());
+    server_row(b, "backend", "Backend", ik_coord_uri(srv->coord));
+    server_row(b, "app", "App", srv->cfg->app);
+    server_row(b, "identity", "Identity", srv->identity);
+    snprintf(text, sizeof text, "%s (runs out %s)", srv->layout_text, end);
+    server_row(b, "layout", "Layout", text);
+    if (li.worker >= 0)
+        snprintf(text, sizeof text, "%d", li.worker);
+    else
+        snprintf(text, sizeof text, "none");
+    server_row(b, "worker", "Worker", text);
+    snprintf(text, sizeof text, "%s%s%s", ik_lease_state_name(li.state), li.why[0] ? ": " : "",
+             li.why);
+    server_row(b, "lease", "Lease", text);
+    snprintf(text, sizeof text, "%s%s%s", ready ? "ready" : "not ready", ready ? "" : ": ",
+             ready ? "" : why);
+    server_row(b, "ready", "Ready", text);
+    snprintf(text, sizeof text, "last step back %lld ms, max-backward %lld ms, %llu refusals",
+             (long long)gi.last_backward_ms, (long long)srv->cfg->max_backward_ms,
+             (unsigned long long)gi.backward_refusals);
+    server_row(b, "clock", "Clock", text);
+    ik__buf_puts(b, "</tbody></table></section>\n");
+}
+
+/* The worker slots table's rows; the row this server holds is marked. */
+static void put_workers(ik__server *srv, const ik__tagop *t, ik__buf *b)
+{
+    ik_lease_info li;
+    ik_slot_lease_get_info(srv->lease, &li);
+    ik__buf_puts(b, "<section id=\"workers\"><h2>Worker slots of app <span class=\"app\">");
+    put_html_str(b, srv->cfg->app);
+    ik__buf_puts(b, "</span></h2><p class=\"err\" id=\"workers-err\">");
+    if (t->slots_rc != 0) {
+        ik__buf_puts(b, "cannot list the slots: ");
+        put_html_str(b, ik_strerror(t->slots_rc));
+    }
+    ik__buf_puts(b, "</p><table><thead><tr><th>Worker</th><th>Holder</th><th>Since</th>"
+                    "<th>Time record</th><th></th></tr></thead><tbody id=\"workers-rows\">\n");
+    for (size_t i = 0; t->slots_rc == 0 && i < t->nslots; i++) {
+        const ik_slot_info *s = &t->slots[i];
+        int self = s->held && li.worker >= 0 && (uint32_t)li.worker == s->worker;
+        ik__buf_printf(b, "<tr%s data-worker=\"%u\"><td>%u</td><td>", self ? " class=\"self\"" : "",
+                       s->worker, s->worker);
+        put_html_str(b, s->held ? s->holder : "(free)");
+        ik__buf_puts(b, "</td><td>");
+        put_time(b, s->held ? s->since_ms : 0);
+        ik__buf_puts(b, "</td><td>");
+        put_time(b, s->record_ms);
+        ik__buf_printf(b, "</td><td>%s</td></tr>\n", self ? "this server" : "");
+    }
+    ik__buf_puts(b, "</tbody></table></section>\n");
+}
+
+/* The tags table: the app's tags, and this server's blocks of its segment tags. */
+static void put_tags(ik__worker *w, const ik__tagop *t, ik__buf *b)
+{
+    ik_segment_tag_status *st = NULL;
+    size_t nst = 0;
+    if (w->stores_closed || ik_segment_status(w->srv->seg, &st, &nst) != 0) nst = 0;
+    ik__buf_puts(b, "<section id=\"tags\"><h2>Tags</h2><p class=\"err\" id=\"tags-err\">");
+    if (t->list_rc != 0) {
+        ik__buf_puts(b, "cannot list the tags: ");
+        put_html_str(b, ik_strerror(t->list_rc));
+    }
+    ik__buf_puts(b, "</p><table><thead><tr><th>Tag</th><th>Kind</th><th>max_id</th>"
+                    "<th>Current block</th><th>Next block</th><th>IDs/s</th></tr></thead>"
+                    "<tbody id=\"tags-rows\">\n");
+    for (size_t i = 0; t->list_rc == 0 && i < t->nlist; i++) {
+        const ik_tag_info *tag = &t->list[i];
+        const ik_segment_tag_status *s = NULL;
+        for (size_t k = 0; k < nst; k++)
+            if (strcmp(st[k].name, tag->name) == 0) s = &st[k];
+        ik__buf_puts(b, "<tr data-tag=\"");
+        put_html_str(b, tag->name);
+        ik__buf_puts(b, "\"><td>");
+        put_html_str(b, tag->name);
+        ik__buf_printf(b, "</td><td>%s</td><td>%lld</td>", ik_tag_kind_name(tag->kind),
+                       (long long)tag->max_id);
+        if (s && s->cur_end > s->cur_next)
+            ik__buf_printf(b, "<td>%lld .. %lld</td>", (long long)s->cur_next,
+                           (long long)s->cur_end - 1);
+        else
+            ik__buf_puts(b, "<td>-</td>");
+        if (s && s->next_end > s->next_start)
+            ik__buf_printf(b, "<td>%lld .. %lld</td>", (long long)s->next_start,
+                           (long long)s->next_end - 1);
+        else
+            ik__buf_puts(b, "<td>-</td>");
+        ik__buf_puts(b, "<td>-</td></tr>\n");
+    }
+    ik__buf_puts(b, "</tbody></table></section>\n");
+    ik_free(st);
+}
+
+/* The decode box, with the answer for ?decode=ID when one was asked. */
+static void put_decode(ik__server *srv, const ik__tagop *t, ik__buf *b)
+{
+    ik__buf_puts(b, "<section id=\"decode\"><h2>Decode an ID</h2>"
+                    "<form id=\"decode-form\" method=\"get\" action=\"/\">"
+                    "<input id=\"decode-id\" name=\"decode\" inputmode=\"numeric\" size=\"22\" "
+                    "autocomplete=\"off\" placeholder=\"an ID\" value=\"");
+    put_html_str(b, t->decode);
+    ik__buf_puts(b, "\"> <button type=\"submit\">Decode</button></form><pre id=\"decode-out\">");
+    if (t->decode[0]) {
+        int64_t id;
+        ik_id_parts p;
+        if (ik_parse_id(t->decode, strlen(t->decode), &id) != 0 ||
+            ik_layout_decode(srv->layout, id, &p) != 0) {
+            ik__buf_puts(b, "not an ID of this server's layout: ");
+            put_html_str(b, t->decode);
+        } else {
+            char iso[32];
+            ik__fmt_iso8601(iso, p.time_ms);
+            ik__buf_printf(b, "id        %lld\ntime      %s\ntime_ms   %lld\nworker    %u\n"
+                              "sequence  %u",
+                           (long long)p.id, iso, (long long)p.time_ms, p.worker, p.sequence);
+        }
+    }
+    ik__buf_puts(b, "</pre></section>\n");
+}
+
+void ik__page_render(ik__worker *w, const ik__pend *p, ik__resp *rs)
+{
+    const char *html = ik__page_html;
+    const char *mark = strstr(html, MARKER);
+    ik__buf *b = rs->body;
+    if (!mark) { /* the build embedded a page without its marker */
+        ik__reply_error(rs, 500, "internal", "the embedded status page lacks its marker");
+        return;
+    }
+    ik__buf_append(b, html, (size_t)(mark - html));
+    put_server(w->srv, b);
+    put_workers(w->srv, p->tagop, b);
+    put_tags(w, p->tagop, b);
+    put_decode(w->srv, p->tagop, b);
+    const char *rest = mark + sizeof MARKER - 1;
+    ik__buf_append(b, rest, (size_t)(html + ik__page_html_len - rest));
+    rs->ctype = "text/html; charset=utf-8";
+    ik__resp_header(rs, "Cache-Control: no-store");
+    ik__resp_header(rs, "Content-Security-Policy: default-src 'self'; img-src 'self' data:; script-src "
+                        "'unsafe-inline' 'self'; "
+                        "style-src 'unsafe-inline'; frame-ancestors 'none'");
+}
+
+void ik__workers_render(ik__worker *w, const ik__pend *p, ik__resp *rs)
+{
+    ik__server *srv = w->srv;
+    const ik__tagop *t = p->tagop;
+    ik_lease_info li;
+    ik_slot_lease_get_info(srv->lease, &li);
+    ik__buf *b = rs->body;
+    ik__buf_puts(b, "{\"app\":");
+    ik__buf_append_json_str(b, srv->cfg->app, strlen(srv->cfg->app));
+    ik__buf_printf(b, ",\"self\":%d,\"identity\":", li.worker);
+    ik__buf_append_json_str(b, srv->identity, strlen(srv->identity));
+    ik__buf_puts(b, ",\"slots\":[");
+    for (size_t i = 0; i < t->nslots; i++) {
+        const ik_slot_info *s = &t->slots[i];
+        char since[32], record[32];
+        ik__fmt_iso8601(since, s->since_ms);
+        ik__fmt_iso8601(record, s->record_ms);
+        int self = s->held && li.worker >= 0 && (uint32_t)li.worker == s->worker;
+        ik__buf_printf(b, "%s{\"worker\":%u,\"held\":%s,\"self\":%s,\"holder\":", i ? "," : "",
+                       s->worker, s->held ? "true" : "false", self ? "true" : "false");
+        ik__buf_append_json_str(b, s->holder, strlen(s->holder));
+        ik__buf_puts(b, ",\"detail\":");
+        ik__buf_append_json_str(b, s->detail, strlen(s->detail));
+        ik__buf_printf(b, ",\"since_ms\":%lld,\"since\":\"%s\",\"record_ms\":%lld,\"record\":\"%s\"}",
+                       (long long)s->since_ms, since, (long long)s->record_ms, record);
+    }
+    ik__buf_puts(b, "]}\n");
+    rs->ctype = "application/json";
+}

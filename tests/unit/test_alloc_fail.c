@@ -1,0 +1,360 @@
+/* test_alloc_fail.c: allocation-failure injection (SQLite's malloc tests, curl's
+ * torture mode). The library promises IK_ENOMEM on allocation failure and no leak:
+ * for every N, the Nth allocation along a main path fails, and the path must answer
+ * 0 or IK_ENOMEM, never crash, and leave nothing allocated once torn down.
+ *
+ * Paths: the layout (which must not allocate at all), the generator, a slot lease on
+ * local:, tags on local: (create, get, list), segment and sequence IDs on local:.
+ *
+ * The library's own calls to malloc, calloc, realloc, free, strdup, strndup and
+ * posix_memalign are wrapped at link time (-Wl,--wrap=..., tests/CMakeLists.txt), so
+ * only its allocations count and fail; SQLite's and libc's inner ones do not. Each
+ * allocation made through a wrapper is kept in a table until freed; a path's run
+ * must end with the table empty. Allocations on the library's own threads (the lease,
+ * the segment loader, the sequence committer) count too: their order may vary from
+ * run to run, which only varies which of them fails.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "idkeeper.h"
+#include "local_dir.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the wrappers ----------------------------------------------------------------- */
+
+void *__real_malloc(size_t n);
+void *__real_calloc(size_t k, size_t n);
+void *__real_realloc(void *p, size_t n);
+void __real_free(void *p);
+int __real_posix_memalign(void **p, size_t align, size_t n);
+void *__wrap_malloc(size_t n);
+void *__wrap_calloc(size_t k, size_t n);
+void *__wrap_realloc(void *p, size_t n);
+void __wrap_free(void *p);
+char *__wrap_strdup(const char *s);
+char *__wrap_strndup(const char *s, size_t n);
+int __wrap_posix_memalign(void **p, size_t align, size_t n);
+
+#define LIVE_MAX 65536 /* open addressing; a path holds far fewer at once */
+static pthread_mutex_t live_mu = PTHREAD_MUTEX_INITIALIZER;
+static void *live[LIVE_MAX];
+static long nlive;
+static atomic_long nallocs;  /* allocations asked for since reset */
+static atomic_long fail_at;  /* the allocation number that fails (0: none) */
+static atomic_long failures; /* how many were failed */
+
+static size_t slot_of(void *p)
+{
+    return ((uintptr_t)p >> 4) * 2654435761u % LIVE_MAX;
+}
+
+static void live_add(void *p)
+{
+    pthread_mutex_lock(&live_mu);
+    size_t i = slot_of(p);
+    while (live[i])
+        i = (i + 1) % LIVE_MAX;
+    live[i] = p;
+    nlive++;
+    pthread_mutex_unlock(&live_mu);
+}
+
+/* Removes p from the table; 0 if it was not there (not ours: libc's or a client
+ * library's allocation, freed by the library). */
+static int live_del(void *p)
+{
+    int found = 0;
+    pthread_mutex_lock(&live_mu);
+    size_t i = slot_of(p);
+    while (live[i]) {
+        if (live[i] == p) {
+            found = 1;
+            live[i] = NULL;
+            nlive--;
+            /* re-insert the rest of the cluster */
+            for (size_t j = (i + 1) % LIVE_MAX; live[j]; j = (j + 1) % LIVE_MAX) {
+                void *q = live[j];
+                live[j] = NULL;
+                size_t k = slot_of(q);
+                while (live[k])
+                    k = (k + 1) % LIVE_MAX;
+                live[k] = q;
+            }
+            break;
+        }
+        i = (i + 1) % LIVE_MAX;
+    }
+    pthread_mutex_unlock(&live_mu);
+    return found;
+}
+
+/* 1 if this allocation is the one that fails. */
+static int should_fail(void)
+{
+    long k = atomic_fetch_add(&nallocs, 1) + 1;
+    if (k == atomic_load(&fail_at)) {
+        atomic_fetch_add(&failures, 1);
+        return 1;
+    }
+    return 0;
+}
+
+void *__wrap_malloc(size_t n)
+{
+    if (should_fail()) return NULL;
+    void *p = __real_malloc(n);
+    if (p) live_add(p);
+    return p;
+}
+
+void *__wrap_calloc(size_t k, size_t n)
+{
+    if (should_fail()) return NULL;
+    void *p = __real_calloc(k, n);
+    if (p) live_add(p);
+    return p;
+}
+
+void *__wrap_realloc(void *p, size_t n)
+{
+    if (should_fail()) return NULL;
+    int ours = p ? live_del(p) : 0;
+    void *q = __real_realloc(p, n);
+    if (q) {
+        live_add(q);
+    } else if (ours) {
+        live_add(p); /* still allocated */
+    }
+    return q;
+}
+
+void __wrap_free(void *p)
+{
+    if (p) live_del(p);
+    __real_free(p);
+}
+
+char *__wrap_strdup(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = __wrap_malloc(n);
+    if (d) memcpy(d, s, n);
+    return d;
+}
+
+char *__wrap_strndup(const char *s, size_t n)
+{
+    size_t len = strnlen(s, n);
+    char *d = __wrap_malloc(len + 1);
+    if (d) {
+        memcpy(d, s, len);
+        d[len] = 0;
+    }
+    return d;
+}
+
+int __wrap_posix_memalign(void **p, size_t align, size_t n)
+{
+    if (should_fail()) return 12; /* ENOMEM */
+    int r = __real_posix_memalign(p, align, n);
+    if (r == 0) live_add(*p);
+    return r;
+}
+
+static void arm(long n)
+{
+    atomic_store(&nallocs, 0);
+    atomic_store(&failures, 0);
+    atomic_store(&fail_at, n);
+}
+
+/* ---- the paths ---------------------------------------------------------------------- */
+
+/* A path runs once against a fresh store and tears down what it made. Returns 0 or
+ * the first error it met (which must be IK_ENOMEM when an allocation failed). */
+typedef int (*path_fn)(const char *uri);
+
+static int path_generator(const char *uri)
+{
+    (void)uri;
+    ik_layout l;
+    ik_layout_default(&l);
+    ik_snowflake *g = NULL;
+    int rc = ik_snowflake_create(&l, 5, NULL, &g);
+    if (rc) return rc;
+    ik_snowflake_grant(g, 7, 0, IK_NO_CEILING, IK_FOREVER);
+    int64_t ids[16];
+    rc = ik_snowflake_next_n(g, 16, ids);
+    ik_snowflake_destroy(g);
+    return rc;
+}
+
+static int path_lease(const char *uri)
+{
+    ik_coord *c = NULL;
+    ik_snowflake *g = NULL;
+    ik_slot_lease *l = NULL;
+    ik_layout lay;
+    ik_layout_default(&lay);
+    lay.worker_max = 3;
+    char why[256];
+    int rc = ik_coord_open(uri, NULL, &c, why, sizeof why);
+    if (rc == 0) rc = ik_snowflake_create(&lay, 5, NULL, &g);
+    if (rc == 0) {
+        ik_lease_options o;
+        ik_lease_options_init(&o);
+        o.app = "alloc";
+        o.identity = "alloc-test";
+        rc = ik_slot_lease_start(c, g, &o, &l, why, sizeof why);
+    }
+    if (rc == 0) {
+        int64_t id;
+        int r = ik_snowflake_next(g, &id);
+        (void)r; /* the time guard may hold it back: not this test's concern */
+    }
+    int r2 = ik_slot_lease_release(l);
+    if (rc == 0) rc = r2;
+    ik_snowflake_destroy(g);
+    ik_coord_close(c);
+    return rc;
+}
+
+static int path_tags(const char *uri)
+{
+    ik_coord *c = NULL;
+    char why[256];
+    int rc = ik_coord_open(uri, NULL, &c, why, sizeof why);
+    if (rc == 0)
+        rc = ik_tag_create(c, "alloc", "t1", IK_TAG_SEGMENT, 1, 10, "d", why, sizeof why);
+    if (rc == IK_EEXIST) rc = 0;
+    ik_tag_info ti;
+    if (rc == 0) rc = ik_tag_get(c, "alloc", "t1", &ti);
+    ik_tag_info *list = NULL;
+    size_t n = 0;
+    if (rc == 0) rc = ik_tags_list(c, "alloc", &list, &n);
+    ik_free(list);
+    ik_coord_close(c);
+    return rc;
+}
+
+/* The tags the counter paths draw from exist before the run (their creation is
+ * path_tags's). */
+static int path_counters(const char *uri)
+{
+    ik_coord *c = NULL;
+    ik_segment *s = NULL;
+    ik_sequence *q = NULL;
+    char why[256];
+    int64_t ids[8];
+    int rc = ik_coord_open(uri, NULL, &c, why, sizeof why);
+    if (rc == 0) {
+        ik_segment_options o;
+        ik_segment_options_init(&o);
+        o.wait_ms = 2000;
+        rc = ik_segment_create(c, "alloc", &o, &s);
+    }
+    if (rc == 0) rc = ik_segment_next_wait(s, "seg", 8, ids);
+    if (rc == 0) rc = ik_sequence_create(c, "alloc", &q);
+    if (rc == 0) rc = ik_sequence_next_wait(q, "seq", 8, ids);
+    ik_sequence_destroy(q);
+    ik_segment_destroy(s);
+    ik_coord_close(c);
+    return rc;
+}
+
+/* Runs path once without failures (it must succeed), then once for each N up to
+ * the number of allocations it made plus a margin, failing the Nth; checks the
+ * answer and that nothing is left allocated. */
+static void inject(const char *name, path_fn fn, const char *uri)
+{
+    arm(0);
+    int rc = fn(uri);
+    if (rc != 0) fail_msg("%s: fails without injection: %s", name, ik_strerror(rc));
+    assert_int_equal(nlive, 0);
+    long total = atomic_load(&nallocs);
+    long failed_runs = 0;
+    for (long n = 1; n <= total + 4; n++) {
+        arm(n);
+        rc = fn(uri);
+        long failed = atomic_load(&failures);
+        arm(0);
+        if (failed > 0 && rc != 0) failed_runs++;
+        if (rc != 0 && rc != IK_ENOMEM)
+            fail_msg("%s: allocation %ld of %ld failed, and the path answered %s, not "
+                     "IK_ENOMEM",
+                     name, n, total, ik_errname(rc));
+        if (nlive != 0)
+            fail_msg("%s: allocation %ld of %ld failed: %ld allocations leaked", name, n, total,
+                     nlive);
+    }
+    print_message("%s: %ld allocations, each failed in turn (%ld runs answered IK_ENOMEM)\n",
+                  name, total, failed_runs);
+}
+
+static void layout_never_allocates(void **st)
+{
+    arm(0);
+    ik_layout l;
+    char why[200], text[200];
+    ik_layout_default(&l);
+    assert_int_equal(ik_layout_parse(&l, "js53,workers=0-7", why, sizeof why), 0);
+    assert_int_equal(ik_layout_check(&l, l.epoch_ms + 1000, why, sizeof why), 0);
+    ik_layout_format(&l, text, sizeof text);
+    int64_t id;
+    ik_id_parts p;
+    assert_int_equal(ik_layout_compose(&l, 5, 1, 2, &id), 0);
+    assert_int_equal(ik_layout_decode(&l, id, &p), 0);
+    assert_int_equal(atomic_load(&nallocs), 0);
+}
+
+static void generator(void **st)
+{
+    inject("generator", path_generator, NULL);
+}
+
+static void lease_local(void **st)
+{
+    char dir[64], uri[80];
+    local_dir_make(dir, uri, "ik-alloc-lease");
+    inject("lease on local:", path_lease, uri);
+    local_dir_remove(dir);
+}
+
+static void tags_local(void **st)
+{
+    char dir[64], uri[80];
+    local_dir_make(dir, uri, "ik-alloc-tags");
+    inject("tags on local:", path_tags, uri);
+    local_dir_remove(dir);
+}
+
+static void counters_local(void **st)
+{
+    char dir[64], uri[80], why[256];
+    local_dir_make(dir, uri, "ik-alloc-counters");
+    ik_coord *c;
+    assert_int_equal(ik_coord_open(uri, NULL, &c, why, sizeof why), 0);
+    assert_int_equal(ik_tag_create(c, "alloc", "seg", IK_TAG_SEGMENT, 1, 5, "", why, sizeof why), 0);
+    assert_int_equal(ik_tag_create(c, "alloc", "seq", IK_TAG_SEQUENCE, 1, 1, "", why, sizeof why), 0);
+    ik_coord_close(c);
+    inject("segment and sequence on local:", path_counters, uri);
+    local_dir_remove(dir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(layout_never_allocates), cmocka_unit_test(generator),
+        cmocka_unit_test(lease_local),            cmocka_unit_test(tags_local),
+        cmocka_unit_test(counters_local),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
