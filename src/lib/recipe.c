@@ -105,6 +105,22 @@ static const ik__recipe_ops *protocol_of(ik__backend *be)
     return NULL;
 }
 
+/* Test hook, read only when IDKEEPER_TEST_GRANT_DELAY_MS is set (tests set it, nothing
+ * else should): sleeps that many ms right after a grant, before the caller hears of
+ * it, as a process paused at that moment would; the window in which a loss notice
+ * can come before the grant is told (docs/recipes.md, "Test hooks"). */
+static void test_grant_delay(void)
+{
+    const char *v = getenv("IDKEEPER_TEST_GRANT_DELAY_MS");
+    if (!v || !*v) return;
+    long ms = strtol(v, NULL, 10);
+    if (ms <= 0 || ms > 600000) return;
+    ik__logf("test: grant delay %ld ms", ms);
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
 void ik__lock_notify(ik_lock *lk, ik_hold_state state, const char *why)
 {
     if (lk->on_change) lk->on_change(lk->ctx, state, why ? why : "");
@@ -181,6 +197,7 @@ int ik_lock_acquire(ik_lock *lk, int64_t timeout_ms, int64_t *fence)
     if (!lk || timeout_ms < -1) return IK_EINVAL;
     int64_t f = 0;
     int rc = lk->ops->acquire(lk, timeout_ms, &f);
+    if (rc == 0) test_grant_delay();
     if (rc == 0 && fence) *fence = f;
     return rc;
 }
@@ -339,6 +356,7 @@ static void *campaign_thread(void *arg)
             continue;
         }
         backoff = 50;
+        test_grant_delay();
         pthread_mutex_lock(&e->mu);
         if (e->stop) {
             pthread_mutex_unlock(&e->mu);
