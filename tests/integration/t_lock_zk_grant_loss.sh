@@ -81,8 +81,9 @@ started "$R" A || fail "0: A's CMD never ran"
 pass "0: a blip right after the grant: CMD ran once the same session answered ($(grep -c . "$T/0a.err") stderr lines)"
 
 # case_one KIND PATH: A (via the proxy, paused after its grant) and B (direct) on
-# PATH with `idkeeper KIND`; the proxy goes down inside A's window. Leaves A's pid
-# in $a, B's in $b, and the runs in $R.
+# PATH with `idkeeper KIND`; the proxy goes down inside A's window; ON_B (if set)
+# is run once B's CMD has started. Leaves A's pid in $a, B's in $b, and the runs
+# in $R.
 case_one() {
   local kind=$1 path=$2 n=$3
   shift 3
@@ -105,6 +106,7 @@ case_one() {
   local i
   for ((i = 0; i < 600; i++)); do started "$R" B && break; sleep 0.05; done
   started "$R" B || fail "$n: B never got $path: $(cat "$T/${n}b.err")"
+  eval "${ON_B:-}"
   while alive $b; do
     no_overlap "$R"
     sleep 0.05
@@ -142,14 +144,8 @@ proxy up
 # ---- 3: idkeeper elect, campaigning again -----------------------------------------
 # A's proxy comes back while B leads: A gets a new session, queues behind B, and
 # leads (CMD started) only once B's CMD has ended.
-(
-  for ((i = 0; i < 600; i++)); do started "$T/runs3" B && break; sleep 0.05; done
-  sleep 1
-  proxy up
-) &
-upper=$!
+ON_B='sleep 1; proxy up'
 case_one elect /grant/elect3 3
-wait $upper
 for ((i = 0; i < 600; i++)); do started "$R" A && break; sleep 0.05; done
 started "$R" A || fail "3: A did not lead after B: $(cat "$T/3a.err")"
 no_overlap "$R"
