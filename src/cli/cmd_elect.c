@@ -111,9 +111,12 @@ int ik__cmd_elect(const ik_cli_command *cmd, ik_cli_opts *o)
     snprintf(e_id, sizeof e_id, "IDKEEPER_ELECT_ID=%s", id);
     const char *env[] = {e_path, e_id, e_fence, NULL};
     int running = 0, stopping = 0, quitting = 0;
+    int recheck = 0; /* leading by the notes, in doubt by the lock's own check */
     ik_sup_event ev;
     for (;;) {
-        if (ik__sup_next(&r.sup, -1, &ev) != 0) {
+        /* a doubt that ends before the lock's monitor has seen it sends no note:
+         * while one holds CMD back, look again now and then */
+        if (ik__sup_next(&r.sup, recheck ? 100 : -1, &ev) != 0) {
             ik__cli_fail(cmd, "waiting: %s", strerror(errno));
             ik__sup_stop(&r.sup, 0);
             rc = IK_EXIT_FAIL;
@@ -174,11 +177,13 @@ int ik__cmd_elect(const ik_cli_command *cmd, ik_cli_opts *o)
                         path, lw, argv[0]);
             }
             continue;
-        } else if (ev.kind != IK_SUP_NOTE) {
+        } else if (ev.kind != IK_SUP_NOTE && ev.kind != IK_SUP_TIMEOUT) {
             continue;
         }
-        /* 'H', or CMD gone after a loss: run CMD if we lead and it does not run */
+        /* 'H', a recheck, or CMD gone after a loss: run CMD if we lead and it does
+         * not run */
         ik_election_get_info(e, &hi);
+        recheck = hi.state == IK_HOLD_IN_DOUBT && !running && !stopping && !quitting;
         if (hi.state != IK_HOLD_HELD || stopping || quitting) continue;
         if (running) {
             fprintf(stderr, "idkeeper: elect: leading at %s again\n", path);

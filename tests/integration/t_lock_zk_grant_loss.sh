@@ -9,6 +9,7 @@
 # hears "granted", while the session expires and B, on a direct connection, takes
 # over. Whatever the order of the notices:
 #  0. a blip inside the window (the same session answers again): CMD still runs
+#     (lock, elect)
 #  1. idkeeper lock:        A never starts CMD; exit 125, "lost the lock"
 #  2. idkeeper elect --once: A never starts CMD; exit 125, "lost leadership"
 #  3. idkeeper elect:        A says "lost leadership", campaigns again and starts
@@ -64,21 +65,23 @@ started() { grep -q "^$2 start" "$1" 2>/dev/null; }
 A_ENV=(env IDKEEPER_TEST_GRANT_DELAY_MS=$DELAY)
 
 # ---- 0: a blip inside the window ------------------------------------------------
-R=$T/runs0
-: >"$R"
-"${A_ENV[@]}" "$IK_BIN" lock --coord "$VIA" --zk-session-timeout 6000 /grant/blip -- sh "$T/cmd.sh" "$R" A 1 \
-  2>"$T/0a.err" &
-a=$!
-IK_PIDS+=($a)
-wait_grep "grant delay" "$T/0a.err" 60 || fail "0: A was not granted the lock: $(cat "$T/0a.err")"
-proxy down
-sleep 0.3
-proxy up
-rc=0
-wait $a || rc=$?
-[ $rc = 0 ] || fail "0: A exited $rc after a blip inside the window: $(cat "$T/0a.err")"
-started "$R" A || fail "0: A's CMD never ran"
-pass "0: a blip right after the grant: CMD ran once the same session answered ($(grep -c . "$T/0a.err") stderr lines)"
+for kind in lock elect; do
+  R=$T/runs0$kind
+  : >"$R"
+  "${A_ENV[@]}" "$IK_BIN" $kind --coord "$VIA" --zk-session-timeout 6000 /grant/blip -- sh "$T/cmd.sh" "$R" A 1 \
+    2>"$T/0a$kind.err" &
+  a=$!
+  IK_PIDS+=($a)
+  wait_grep "grant delay" "$T/0a$kind.err" 60 || fail "0: A was not granted /grant/blip: $(cat "$T/0a$kind.err")"
+  proxy down
+  sleep 0.3
+  proxy up
+  rc=0
+  wait $a || rc=$?
+  [ $rc = 0 ] || fail "0: $kind: A exited $rc after a blip inside the window: $(cat "$T/0a$kind.err")"
+  started "$R" A || fail "0: $kind: A's CMD never ran"
+  pass "0: $kind: a blip right after the grant: CMD ran once the same session answered"
+done
 
 # case_one KIND PATH: A (via the proxy, paused after its grant) and B (direct) on
 # PATH with `idkeeper KIND`; the proxy goes down inside A's window; ON_B (if set)
