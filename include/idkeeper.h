@@ -507,6 +507,9 @@ typedef struct ik_hold_info {
                           zoo_multi checks; local: the file held; "" if none */
     char session[64];  /* zk://: the session holding it ("0x..."); local: "" */
     char why[160];     /* reason of the latest state change */
+    /* zk://: the session timeout the server granted (a LOST notice comes at least a
+     * third of it before anyone else can hold the grant); local: 0 */
+    int64_t session_timeout_ms;
 } ik_hold_info;
 
 typedef struct ik_lock_options {
@@ -570,8 +573,11 @@ IK_EXTERN ik_lock *ik_rwlock_write(ik_rwlock *rw);
 /* Leader election (Curator's LeaderLatch: nodes `_c_<uuid>-latch-<seq>` holding the
  * participant id; the smallest sequence leads). A campaign runs on the election's
  * own thread: it waits its turn, leads (callback HELD), and after a loss (callback
- * LOST) campaigns again by itself until ik_election_resign. Threads: every call is
- * safe from any thread, except ik_election_destroy (not while another call runs). */
+ * LOST) campaigns again by itself until ik_election_resign. A grant that is in doubt
+ * or lost before leadership was reported (the process paused right after its node
+ * came first) is reported as such: its first callback is IN_DOUBT or LOST, and HELD
+ * comes only once the same session answers again. Threads: every call is safe from
+ * any thread, except ik_election_destroy (not while another call runs). */
 typedef struct ik_election ik_election;
 
 typedef struct ik_election_options {
@@ -599,8 +605,10 @@ IK_EXTERN int ik_election_await(ik_election *e, int64_t timeout_ms);
  * the removal is sent, as ik_lock_release. No callback. 0, or IK_EINVAL if not
  * campaigning. */
 IK_EXTERN int ik_election_resign(ik_election *e);
+/* The election's state, never HELD while its lock's own check knows the session
+ * dead (LOST) or cut off (IN_DOUBT), even before that notice has been delivered.
+ * fence: a token that strictly increases with each leadership grant on the path. */
 IK_EXTERN ik_hold_state ik_election_state(ik_election *e);
-/* fence: a token that strictly increases with each leadership grant on the path. */
 IK_EXTERN void ik_election_get_info(ik_election *e, ik_hold_info *out);
 
 /* Who leads at path now: *id (freed with ik_free) = the leader's participant id

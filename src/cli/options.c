@@ -100,9 +100,10 @@ const ik_cli_option ik__cli_options[IK_OPT__COUNT] = {
         "give up waiting for the lock after this (exit 124); 0: try once (default: wait "
         "forever)",
         0, INT64_C(31536000000), NULL),
-    ROW(GRACE, "grace", INT, "5000", "MS",
-        "after the lock or leadership is lost, CMD gets SIGTERM, and SIGKILL this much later", 0,
-        3600000, NULL),
+    ROW(GRACE, "grace", INT, NULL, "MS",
+        "after the lock or leadership is lost, CMD gets SIGTERM, and SIGKILL this much later "
+        "(zk://: default a sixth of the session timeout, at most a quarter of it)",
+        0, 3600000, NULL),
     ROW(ID, "id", STRING, NULL, "TEXT",
         "this candidate's participant id, shown as the leader (default HOSTNAME:PID)", 0, 255,
         NULL),
