@@ -17,6 +17,12 @@
  *   final response (error, Connection: close, draining) --> LINGERING: shutdown(WR),
  *   read and discard until EOF or IK_LINGER_MS --> closed
  *   EOF / read error / timeout / max_connections --> closed (pending answers detached)
+ *   EOF while an answer is pending: the client gave up (as nginx takes it) --> closed
+ *
+ * A closed connection's answers still out with the library (pend_detach): a
+ * sequence request still queued is withdrawn (never committed); any other is
+ * detached and freed when it comes back, and a sequence range committed for it is
+ * a gap, logged and counted (SPEC 2).
  *
  * Invariants
  * - Reads land in the loop's one read buffer and are parsed at once: the parser
@@ -234,6 +240,22 @@ static void pend_push(ik__conn *c, ik__pend *p)
     c->npend++;
 }
 
+/* p, out with the library, loses its connection (why: IK_GONE_*): withdrawn and
+ * freed if the library still had it queued (sequence), else detached: it comes
+ * back to nobody (ik__pend_complete). */
+static void pend_detach(ik__worker *w, ik__pend *p, int why)
+{
+    p->conn = NULL;
+    p->next = NULL;
+    p->gone = (uint8_t)why;
+    if (!ik__pend_withdraw(w, p)) return;
+    w->inflight--;
+    atomic_store_explicit(&w->m.pending,
+                          atomic_load_explicit(&w->m.pending, memory_order_relaxed) - 1,
+                          memory_order_relaxed);
+    ik__pend_free(p);
+}
+
 /* Publishes whether w has drained, and ends the loop once it may: draining, the
  * allocators closed for it, no connection, nothing in flight. */
 static void maybe_end(ik__worker *w)
@@ -270,7 +292,8 @@ void ik__pend_complete(ik__worker *w, ik__pend *p)
                           atomic_load_explicit(&w->m.pending, memory_order_relaxed) - 1,
                           memory_order_relaxed);
     ik__conn *c = p->conn;
-    if (!c) { /* its connection closed meanwhile */
+    if (!c) { /* its connection closed meanwhile: a range committed for it is a gap */
+        ik__pend_orphaned(w, p);
         ik__pend_free(p);
         maybe_end(w);
         return;
@@ -542,9 +565,11 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     ik__conn *c = s->data;
     if (nread == 0) return;
     if (nread < 0) {
-        /* EOF between requests: answer what is pending, then close. EOF inside a
-         * request (a client gone mid-request) or a read error: just close. */
-        if (nread != UV_EOF || c->lingering || c->rp.started) {
+        /* EOF between requests: answer what is ready, then close. EOF inside a
+         * request (a client gone mid-request), EOF while an answer waits for the
+         * store (a client that gave up: its sequence requests are withdrawn) or a
+         * read error: just close. */
+        if (nread != UV_EOF || c->lingering || c->rp.started || c->pend_head) {
             conn_close(c);
             return;
         }
@@ -576,14 +601,13 @@ static void on_close(uv_handle_t *h)
         w->conns = c->next;
     }
     if (c->next) c->next->prev = c->prev;
-    /* answers still out with the library come back to nobody: detach them */
+    /* answers still out with the library: withdrawn, or they come back to nobody */
     for (ik__pend *p = c->pend_head, *nx; p; p = nx) {
         nx = p->next;
         if (p->done) {
             ik__pend_free(p);
         } else {
-            p->conn = NULL;
-            p->next = NULL;
+            pend_detach(w, p, IK_GONE_CLIENT);
         }
     }
     ik__reqp_free(&c->rp);
@@ -650,8 +674,9 @@ static void on_connection(uv_stream_t *server, int status)
 /* The drain deadline came with answers still pending on c: each gets "503
  * shutting_down" in its place (the ik__pend itself is detached and freed when the
  * library gives it back), the answers are written as far as the socket takes them
- * at once, and the caller closes c. A sequence request failed this way whose write
- * then succeeds leaves its IDs unused: a gap, as with a crash in flight. */
+ * at once, and the caller closes c. A sequence request failed this way is withdrawn
+ * if still queued; if its write had begun and succeeds, its IDs are a gap, logged
+ * and counted (why=shutdown deadline), as with a crash in flight. */
 static void fail_pending(ik__conn *c)
 {
     ik__worker *w = c->w;
@@ -681,8 +706,7 @@ static void fail_pending(ik__conn *c)
             c->pend_head = q;
         }
         if (c->pend_tail == p) c->pend_tail = q;
-        p->conn = NULL;
-        p->next = NULL;
+        pend_detach(w, p, IK_GONE_SHUTDOWN);
         prev = q;
     }
     c->close_after = 1;

@@ -27,13 +27,17 @@ source "$(dirname "$0")/lib.sh"
 source "$IK_SRC/tests/tools/counters.sh"
 
 if [ "$IK_STORE" = zk ]; then
-  # Through the proxy. The session is 10 s (ZooKeeper's most with a 500 ms tick):
-  # the client then tolerates answers held for up to 6.6 s; the phases hold them
-  # for less (and a hold that ran longer only costs a reconnect).
+  # Through the proxy. With a 30 s session the client takes a connection as lost
+  # after 20 s without an answer, and a tag write gives up on its answer after 10 s
+  # (the call's budget): a hold of HOLD_MAX s stays well inside both.
   zk_proxy_start
   DATA="zk://127.0.0.1:$PP/$ZK_CHROOT"
-  SERVE_ARGS=(--zk-session-timeout 10000)
+  SERVE_ARGS=(--zk-session-timeout 30000)
 fi
+# A phase whose steps under the hold took longer than this proves nothing (the
+# store may have answered meanwhile: SQLite's busy timeout is 10 s, the holder
+# gives up after 9 s) and is tried again: a slow machine does not fail the test.
+HOLD_MAX=7
 export IDKEEPER_LOG_SEQUENCE_COMMITS=1
 fleet 1
 U=$(url s1)
@@ -53,7 +57,7 @@ db, T = sys.argv[1], sys.argv[2]
 c = sqlite3.connect(db, isolation_level=None, timeout=10)
 c.execute("BEGIN IMMEDIATE")
 open(T + "/locked", "w").close()
-end = time.time() + 8  # below SQLite's busy timeout (10 s) of the server's write
+end = time.time() + 9  # below SQLite's busy timeout (10 s) of the server's write
 while time.time() < end and not os.path.exists(T + "/release"):
     time.sleep(0.02)
 c.execute("ROLLBACK")
@@ -87,61 +91,102 @@ next() {
 }
 
 # ---- gone in flight
-first=$(next)
-log "first ID: $first"
-hold
-code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 1 "$U/v1/sequence/q?count=5&format=text" || true)
-[ "$code" = 000 ] || fail "the giving-up client got HTTP $code while the store was held"
-release
-wait_metric ik_pending_requests 0 30 || fail "requests still pending 30 s after the store came back"
-n=$(next)
-line="tag gap tag=q first=$((first + 1)) count=5 why=client gone"
-if [ "$n" = $((first + 1)) ]; then
-  ! grep -q "tag gap" "$T/s1.log" || fail "a gap logged although nothing was committed: $(grep 'tag gap' "$T/s1.log")"
-  [ "$(metric "$GAP_METRIC")" = 0 ] || fail "$GAP_METRIC is $(metric "$GAP_METRIC"), nothing was lost"
-  pass "gone in flight: withdrawn before its commit, next ID $n"
-elif [ "$n" = $((first + 6)) ]; then
-  grep -q "$line" "$T/s1.log" ||
-    fail "IDs $((first + 1))..$((first + 5)) were committed for a client that had gone and the log says nothing (want '$line'); log: $(tail -n 5 "$T/s1.log")"
-  [ "$(metric "$GAP_METRIC")" = 5 ] || fail "$GAP_METRIC is $(metric "$GAP_METRIC"), want 5"
-  pass "gone in flight: committed for nobody, logged ('$line') and counted; next ID $n"
-else
-  fail "after $first and a client that gave up on 5 IDs, the next ID is $n"
-fi
-gaps_before=$(metric "$GAP_METRIC")
+# flight_phase: one run. Returns 2, having checked nothing, if the steps under the
+# hold took more than HOLD_MAX s.
+flight_phase() {
+  local first gaps0 t0 code held n line
+  first=$(next)
+  gaps0=$(metric "$GAP_METRIC")
+  hold
+  t0=$(mono_ms)
+  log "store held; first ID $first"
+  code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 1 "$U/v1/sequence/q?count=5&format=text" || true)
+  held=$(($(mono_ms) - t0))
+  log "releasing after $held ms"
+  release
+  wait_metric ik_pending_requests 0 30 || fail "requests still pending 30 s after the store came back"
+  n=$(next)
+  if ((held > HOLD_MAX * 1000)); then
+    log "the steps under the hold took $held ms (a slow machine), past ${HOLD_MAX} s: trying again"
+    return 2
+  fi
+  [ "$code" = 000 ] || fail "the giving-up client got HTTP $code while the store was held"
+  line="tag gap tag=q first=$((first + 1)) count=5 why=client gone"
+  if [ "$n" = $((first + 1)) ]; then
+    ! grep -q "tag gap tag=q first=$((first + 1)) " "$T/s1.log" || fail "a gap logged although nothing was committed: $(grep 'tag gap' "$T/s1.log")"
+    [ "$(metric "$GAP_METRIC")" = "$gaps0" ] || fail "$GAP_METRIC is $(metric "$GAP_METRIC"), nothing was lost"
+    pass "gone in flight: withdrawn before its commit, next ID $n"
+  elif [ "$n" = $((first + 6)) ]; then
+    grep -q "$line" "$T/s1.log" ||
+      fail "IDs $((first + 1))..$((first + 5)) were committed for a client that had gone and the log says nothing (want '$line'); log: $(tail -n 5 "$T/s1.log")"
+    [ "$(metric "$GAP_METRIC")" = $((gaps0 + 5)) ] || fail "$GAP_METRIC is $(metric "$GAP_METRIC"), want $((gaps0 + 5))"
+    pass "gone in flight: committed for nobody, logged ('$line') and counted; next ID $n"
+  else
+    fail "after $first and a client that gave up on 5 IDs, the next ID is $n"
+  fi
+}
+for try in 1 2 3 4 5; do
+  rc=0
+  flight_phase || rc=$?
+  [ $rc = 0 ] && break
+  [ $rc = 2 ] || exit $rc
+  [ $try = 5 ] && fail "the steps under the hold took over ${HOLD_MAX} s in 5 tries: the machine is too slow to run this phase"
+done
 
 # ---- gone queued
-hold
-curl -s -o "$T/patient.out" --max-time 30 "$U/v1/sequence/q?format=text" &
-PATIENT=$!
-IK_PIDS+=($!)
-wait_metric ik_pending_requests 1 10 || fail "the patient request is not pending"
-sleep 0.2 # its commit has started: the committer took it at once
-# a pipelining client: 3 requests, gives up after 1 s (a close with nothing read)
-python3 - "${PORT[s1]}" <<'PY' &
-import socket, sys, time
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
-s.sendall(b"GET /v1/sequence/q?count=2&format=text HTTP/1.1\r\nHost: t\r\n\r\n" * 3)
-time.sleep(1)
-s.close()
-PY
-PIPER=$!
-IK_PIDS+=($!)
-code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 1 "$U/v1/sequence/q?count=5&format=text" || true)
-[ "$code" = 000 ] || fail "the giving-up client got HTTP $code while the store was held"
-wait "$PIPER" || fail "the pipelining client failed"
-wait_metric "$WITHDRAWN_METRIC" 4 5 && wait_metric ik_pending_requests 1 5 ||
-  fail "while the store is held, after 4 requests gave up: $WITHDRAWN_METRIC $(metric "$WITHDRAWN_METRIC") (want 4), ik_pending_requests $(metric ik_pending_requests) (want 1)"
-release
-wait "$PATIENT" || fail "the patient request failed"
-p=$(cat "$T/patient.out")
-[[ $p =~ ^[0-9]+$ ]] || fail "the patient request got: $p"
-echo "$p" >>"$T/answered.ids"
-n=$(next)
-[ "$n" = $((p + 1)) ] ||
-  fail "after the patient request's $p the next ID is $n: IDs $((p + 1))..$((n - 1)) were committed for clients that had gone"
-[ "$(metric "$GAP_METRIC")" = "$gaps_before" ] || fail "a gap counted although every request gone was still queued"
-pass "gone queued: 4 requests withdrawn before their commit, next ID $n follows the patient $p"
+# queued_phase: one run. Returns 2, having checked nothing, if the steps under the
+# hold took more than HOLD_MAX s.
+queued_phase() {
+  local gaps0 withdrawn0 t0 code p n
+  gaps0=$(metric "$GAP_METRIC")
+  withdrawn0=$(metric "$WITHDRAWN_METRIC")
+  hold
+  t0=$(mono_ms)
+  log "store held"
+  curl -s -o "$T/patient.out" --max-time 60 "$U/v1/sequence/q?format=text" &
+  PATIENT=$!
+  IK_PIDS+=($!)
+  wait_metric ik_pending_requests 1 5 || fail "the patient request is not pending"
+  # a pipelining client: 3 requests on one connection, gives up after 1 s (a
+  # close with nothing read); and curl giving up after 1 s
+  (
+    exec 3<>"/dev/tcp/127.0.0.1/${PORT[s1]}"
+    for _ in 1 2 3; do printf 'GET /v1/sequence/q?count=2&format=text HTTP/1.1\r\nHost: t\r\n\r\n' >&3; done
+    sleep 1
+    exec 3>&-
+  ) &
+  PIPER=$!
+  code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 1 "$U/v1/sequence/q?count=5&format=text" || true)
+  wait "$PIPER" || fail "the pipelining client failed"
+  wait_metric "$WITHDRAWN_METRIC" $((withdrawn0 + 4)) $((HOLD_MAX + 1)) || true
+  local held=$(($(mono_ms) - t0))
+  log "releasing after $held ms"
+  release
+  wait "$PATIENT" || fail "the patient request failed"
+  p=$(cat "$T/patient.out")
+  [[ $p =~ ^[0-9]+$ ]] || fail "the patient request got: $p"
+  echo "$p" >>"$T/answered.ids"
+  wait_metric ik_pending_requests 0 30 || fail "requests still pending 30 s after the store came back"
+  n=$(next)
+  if ((held > HOLD_MAX * 1000)); then
+    log "the steps under the hold took $held ms (a slow machine), past ${HOLD_MAX} s: trying again"
+    return 2
+  fi
+  [ "$code" = 000 ] || fail "the giving-up client got HTTP $code while the store was held"
+  [ "$(metric "$WITHDRAWN_METRIC")" = $((withdrawn0 + 4)) ] ||
+    fail "$WITHDRAWN_METRIC is $(metric "$WITHDRAWN_METRIC"), want $((withdrawn0 + 4)) (4 requests gave up while queued)"
+  [ "$n" = $((p + 1)) ] ||
+    fail "after the patient request's $p the next ID is $n: IDs $((p + 1))..$((n - 1)) were committed for clients that had gone"
+  [ "$(metric "$GAP_METRIC")" = "$gaps0" ] || fail "a gap counted although every request gone was still queued"
+  pass "gone queued: 4 requests withdrawn before their commit, next ID $n follows the patient $p"
+}
+for try in 1 2 3 4 5; do
+  rc=0
+  queued_phase || rc=$?
+  [ $rc = 0 ] && break
+  [ $rc = 2 ] || exit $rc
+  [ $try = 5 ] && fail "the steps under the hold took over ${HOLD_MAX} s in 5 tries: the machine is too slow to run this phase"
+done
 
 # ---- every ID of the tag was answered or is in a logged gap
 { grep -ho 'tag gap tag=q first=[0-9]* count=[0-9]* why=client gone' "$T/s1.log" || true; } |
