@@ -21,8 +21,11 @@
 #                    requests are withdrawn before any commit (4 counted in
 #                    ik_sequence_requests_withdrawn_total), and once the store
 #                    answers the next ID follows the patient one's: no gap at all.
-# At the end, the IDs answered plus the logged gaps are exactly the tag's run from
-# its start to the store's max_id.
+#   load             4 patient clients and 4 that give up after 1..5 ms (hammer
+#                    --give-up) for 5 s.
+# At the end, the IDs answered (also those that reached a client after it gave up)
+# plus the logged gaps are exactly the tag's run from its start to the store's
+# max_id, and the gap metric counts the IDs the log names.
 source "$(dirname "$0")/lib.sh"
 source "$IK_SRC/tests/tools/counters.sh"
 
@@ -188,10 +191,23 @@ for try in 1 2 3 4 5; do
   [ $try = 5 ] && fail "the steps under the hold took over ${HOLD_MAX} s in 5 tries: the machine is too slow to run this phase"
 done
 
+# ---- load: patient clients beside clients that give up after 1..5 ms
+hammer patient "$U/v1/sequence/q?count=3&format=text" 4 5
+hammer giveup "$U/v1/sequence/q?count=2&format=text" 4 5 --give-up 5
+hammer_wait patient
+hammer_wait giveup
+[ "$(hammer_field patient errors)" = 0 ] || fail "patient clients had errors: $(cat "$T/patient.hammer")"
+[ "$(hammer_field giveup gaveup)" -gt 0 ] || fail "no client gave up: $(cat "$T/giveup.hammer")"
+cat "$T/patient.ids" "$T/giveup.ids" "$T/giveup.ids.late" >>"$T/answered.ids"
+wait_metric ik_pending_requests 0 30 || fail "requests still pending 30 s after the load"
+pass "load: $(hammer_field giveup gaveup) requests given up, $(metric "$WITHDRAWN_METRIC") withdrawn in all, $(metric "$GAP_METRIC") IDs in logged gaps, $(hammer_field giveup late) answered before the give-up was seen"
+
 # ---- every ID of the tag was answered or is in a logged gap
 { grep -ho 'tag gap tag=q first=[0-9]* count=[0-9]* why=client gone' "$T/s1.log" || true; } |
   sed 's/.*first=\([0-9]*\) count=\([0-9]*\).*/\1 \2/' |
   while read -r a k; do seq "$a" $((a + k - 1)); done >"$T/gaps.ids"
+logged=$(wc -l <"$T/gaps.ids")
+[ "$logged" = "$(metric "$GAP_METRIC")" ] || fail "the log names $logged gap IDs, $GAP_METRIC says $(metric "$GAP_METRIC")"
 end=$(tag_field s1 q max_id)
 "${IDCHECK[@]}" contiguous 1 "$end" "$T/answered.ids" "$T/gaps.ids" >&2 ||
   fail "the IDs answered and the logged gaps are not the tag's run 1..$((end - 1))"
