@@ -302,8 +302,8 @@ for a, b in runs:  # each run: the unlogged rest of one killed incarnation's las
         sys.exit(1)
     tops.pop(k)
 print("sequence: contiguous 1..%d except %d IDs logged by killed servers, %d in %d unlogged "
-      "last writes of killed servers, %d in reported gaps (%d of clients gone); %d requests "
-      "withdrawn by the servers still running at the end"
+      "last writes of killed servers, %d in reported gaps; %d IDs logged as gaps of clients "
+      "gone; %d requests withdrawn by the servers still running at the end"
       % (top, n_logged, sum(b - a + 1 for a, b in runs), len(runs), n_reported, n_gone,
          withdrawn))
 PY
