@@ -446,6 +446,16 @@ IK_EXTERN void ik_sequence_destroy(ik_sequence *s);
  * IK_ECLOSED. */
 IK_EXTERN int ik_sequence_next(ik_sequence *s, const char *tag, size_t n, ik_ids_cb cb,
                                void *ctx);
+/* Withdraws the request that ik_sequence_next(s, tag, n, cb, ctx) queued, if its
+ * write has not begun: IK_OK, nothing was or will be committed for it, and cb is
+ * never called. IK_ENOTFOUND: no such request is queued (its write has begun, or it
+ * has been answered): cb is called as usual, or has been, and a range committed for
+ * a caller that no longer wants it is a gap the caller should report. IK_EINVAL for
+ * a NULL argument. cb and ctx name the request: while a request is out, its ctx
+ * must not be used for another request of the same tag. Any thread, from cb too.
+ * Cost: a walk of the tag's queue (the requests that came during the write in
+ * flight). */
+IK_EXTERN int ik_sequence_cancel(ik_sequence *s, const char *tag, ik_ids_cb cb, void *ctx);
 /* The same, waiting for the answer; ids[0..n-1] on success. */
 IK_EXTERN int ik_sequence_next_wait(ik_sequence *s, const char *tag, size_t n, int64_t *ids);
 

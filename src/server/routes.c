@@ -471,6 +471,23 @@ static void h_sequence(ik__ctx *x)
     reply_store_error(w, x->rs, IK_OP_SEQUENCE, rc, tag);
 }
 
+int ik__pend_withdraw(ik__worker *w, ik__pend *p)
+{
+    if (p->op != IK_OP_SEQUENCE || w->stores_closed) return 0;
+    if (ik_sequence_cancel(w->srv->seq, p->tag, on_ids, p) != IK_OK) return 0;
+    ik__count(&w->m.sequence_withdrawn);
+    return 1;
+}
+
+void ik__pend_orphaned(ik__worker *w, ik__pend *p)
+{
+    if (p->op != IK_OP_SEQUENCE || p->rc != 0 || p->nids == 0) return;
+    int why = p->gone > IK_GONE_NO && p->gone < IK_GONE_N ? p->gone : IK_GONE_CLIENT;
+    ik__log("tag gap tag=%s first=%lld count=%zu why=%s", p->tag, (long long)p->first, p->nids,
+            ik__gone_text[why]);
+    ik__gap_add(w->srv, p->tag, why, p->nids);
+}
+
 /* ---- tags ------------------------------------------------------------------------------------ */
 
 /* One tag as JSON, as `idkeeper tags show --json` prints it: start and max_id are

@@ -357,6 +357,9 @@ static void server_free(ik__server *srv)
     srv->coord = NULL;
     free(srv->token);
     srv->token = NULL;
+    free(srv->gaps);
+    srv->gaps = NULL;
+    pthread_mutex_destroy(&srv->gaps_mu);
 }
 
 /* Everything up to serving. Returns 0, or -1 after logging why (what it set up is
@@ -366,6 +369,7 @@ static int server_start(ik__server *srv, const ik_server_config *cfg)
     char why[512];
     int rc;
     srv->cfg = cfg;
+    pthread_mutex_init(&srv->gaps_mu, NULL); /* first: server_free destroys it */
     srv->started_ms = ik__now_ms();
     srv->read_timeout_ms = cfg->read_timeout_ms;
     srv->idle_timeout_ms = cfg->idle_timeout_ms;

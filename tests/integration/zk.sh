@@ -19,7 +19,7 @@
 #   zk_uri [CHROOT]              zk://HOST:PORT,.../CHROOT for idkeeper
 #   zk_interop_start [c] [java]  ZooKeeper and the interop helpers (tests/interop)
 #   zk_proxy_start               a fault proxy to server 1 (PP: its port); then
-#   proxy up|down|blackhole      what it does to the connections through it
+#   proxy up|down|blackhole|hold|release  what it does to the connections through it
 #   zk_tool CMD ARGS...          the kazoo helper (an independent client): see below
 #   zk_port I                    client port of server I
 
@@ -225,9 +225,9 @@ zk_proxy_start() {
 }
 
 # proxy MODE: tells the proxy of zk_proxy_start to let new connections pass (up), to
-# close every connection and refuse new ones (down), or to keep the open ones
-# sending to ZooKeeper but drop all it answers (blackhole); returns once the proxy
-# has done it.
+# close every connection and refuse new ones (down), to keep the open ones
+# sending to ZooKeeper but drop all it answers (blackhole), or to keep what it
+# answers on them until release (hold, release); returns once the proxy has done it.
 proxy() {
   local i
   PROXY_N=$((PROXY_N + 1))

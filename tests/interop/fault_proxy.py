@@ -11,6 +11,10 @@ polls the file every 5 ms and acts once per N):
               pass
   down        connections open now are closed, new ones are refused
   up          new connections pass again
+  hold        connections open now keep sending to ZooKeeper, and what comes back
+              is kept, in order, until "release" (a store that answers late:
+              requests are applied, their answers delayed); new connections pass
+  release     sends what "hold" kept and lets answers pass again
 The proxy writes "N done" to CONTROL_FILE.ack once it acted on N.
 """
 import os
@@ -21,7 +25,7 @@ import time
 
 listen_port, target_port, ctl = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 lock = threading.Lock()
-conns = []  # [client_sock, server_sock, {"black": bool}]
+conns = []  # [client_sock, server_sock, {"black": bool, "hold": bool, "held": [bytes], "mu": Lock}]
 state = {"down": False}
 
 
@@ -31,9 +35,16 @@ def pump(src, dst, flags, to_client):
             data = src.recv(65536)
             if not data:
                 break
-            if to_client and flags["black"]:
+            if not to_client:
+                dst.sendall(data)
                 continue
-            dst.sendall(data)
+            with flags["mu"]:  # a release's flush cannot interleave with this send
+                if flags["black"]:
+                    continue
+                if flags["hold"]:
+                    flags["held"].append(data)
+                    continue
+                dst.sendall(data)
     except OSError:
         pass
     for s in (src, dst):
@@ -55,7 +66,7 @@ def accept_loop(ls):
         except OSError:
             c.close()
             continue
-        flags = {"black": False}
+        flags = {"black": False, "hold": False, "held": [], "mu": threading.Lock()}
         with lock:
             conns.append((c, s, flags))
         threading.Thread(target=pump, args=(c, s, flags, False), daemon=True).start()
@@ -87,6 +98,20 @@ def control_loop():
                 conns.clear()
             elif word == "up":
                 state["down"] = False
+            elif word == "hold":
+                for _, _, f in conns:
+                    with f["mu"]:
+                        f["hold"] = True
+            elif word == "release":
+                for c, _, f in conns:
+                    with f["mu"]:
+                        f["hold"] = False
+                        try:
+                            for data in f["held"]:
+                                c.sendall(data)
+                        except OSError:
+                            pass
+                        f["held"] = []
         done = n
         with open(ctl + ".ack.tmp", "w") as f:
             f.write("%s done\n" % n)
