@@ -10,8 +10,10 @@
 const int ik__metric_codes[IK_N_CODES - 1] = {200, 201, 400, 401, 404, 405, 408,
                                               409, 413, 414, 431, 500, 503, 505};
 
-const char *const ik__gone_text[IK_GONE_N] = {"", "client gone", "shutdown deadline"};
-const char *const ik__gone_label[IK_GONE_N] = {"", "client_gone", "shutdown_deadline"};
+const char *const ik__gone_text[IK_GONE_N] = {"", "client gone", "shutdown deadline",
+                                              "ids above 2^53 asked as numbers"};
+const char *const ik__gone_label[IK_GONE_N] = {"", "client_gone", "shutdown_deadline",
+                                               "ids_too_large"};
 
 void ik__gap_add(ik__server *srv, const char *tag, int why, uint64_t n)
 {

@@ -740,9 +740,10 @@ void ik__pend_render(ik__worker *w, ik__pend *p, ik__resp *rs)
             ik__count_n(&w->m.segment_ids, p->nids);
         }
         if (put_ids(rs, p->ids, p->first, p->nids, p->fmt, p->leaf) != 0 &&
-            p->op == IK_OP_SEQUENCE)
-            ik__log("tag gap tag=%s first=%lld count=%zu why=ids above 2^53 asked as numbers",
-                    p->tag, (long long)p->first, p->nids);
+            p->op == IK_OP_SEQUENCE) { /* committed, refused: a gap like a client gone */
+            p->gone = IK_GONE_TOO_LARGE;
+            ik__pend_orphaned(w, p);
+        }
         return;
     }
     render_tag(w, p, rs);

@@ -106,7 +106,7 @@ int ik__metric_code_index(int status);
 
 /* Why a pending answer lost its connection (ik__pend.gone); names in ik__gone_text
  * (log lines) and ik__gone_label (metric labels). */
-enum { IK_GONE_NO = 0, IK_GONE_CLIENT, IK_GONE_SHUTDOWN, IK_GONE_N };
+enum { IK_GONE_NO = 0, IK_GONE_CLIENT, IK_GONE_SHUTDOWN, IK_GONE_TOO_LARGE, IK_GONE_N };
 extern const char *const ik__gone_text[IK_GONE_N];
 extern const char *const ik__gone_label[IK_GONE_N];
 
