@@ -1,7 +1,7 @@
 /* lease.c: the worker-slot lease (SPEC 3), generic over backends.
  *
  * A lease holds one slot and drives one generator. Its thread writes the slot's
- * time record every persist_interval/2 as max(record, now + ahead), where ahead is
+ * time record every persist_interval/2 (start to start) as max(record, now + ahead), where ahead is
  * the persist interval or, if longer, the window the backend's last answer proved
  * the lease for (2/3 of the ZooKeeper session timeout), so that a lease in doubt can
  * issue for its whole safe window, not only until the record runs out; and,
@@ -10,7 +10,9 @@
  *
  * Invariants
  *   L1. The generator never issues a tick above ticks_at(record persisted in the
- *       store): the grant's ceiling only moves after an acknowledged write.
+ *       store): the grant's ceiling only moves after an acknowledged write, to the
+ *       record of that write (slot_persist says which: on a slow store, an earlier
+ *       write than the one just asked for).
  *   L2. A slot's new holder issues only ticks above ticks_at(record it found), so
  *       with L1 no tick is issued twice under one worker number, whoever held it.
  *   L3. The generator issues only while the monotonic clock is before the
@@ -191,8 +193,12 @@ static void reacquire(ik_slot_lease *l)
 static void *lease_thread(void *arg)
 {
     ik_slot_lease *l = arg;
+    int64_t took_ms = 0; /* how long the last persist took */
     for (;;) {
-        if (nap(l, l->interval_ms / 2)) break;
+        /* One persist every interval/2, start to start: a store that answers
+         * slowly gets the next write as soon as the last one is answered. */
+        int64_t pause = l->interval_ms / 2 - took_ms;
+        if (nap(l, pause > 0 ? pause : 0)) break;
 
         pthread_mutex_lock(&l->mu);
         void *h = l->handle;
@@ -201,16 +207,19 @@ static void *lease_thread(void *arg)
         int64_t want = ik__wall_ms() + l->ahead_ms;
         if (want > rec) rec = want;
 
-        int64_t until = 0, sent = ik__mono_ns();
-        int rc = l->be->ops->slot_persist(l->be, h, rec, &until);
+        int64_t until = 0, written = 0, sent = ik__mono_ns();
+        int rc = l->be->ops->slot_persist(l->be, h, rec, &until, &written);
+        took_ms = (ik__mono_ns() - sent) / 1000000;
         if (rc == 0) {
-            l->ahead_ms = ahead_of(l, until, sent);
+            /* written may be an earlier write's record, answered late (L1: the
+             * ceiling is what the store acknowledged, not what we asked for) */
+            if (written == rec) l->ahead_ms = ahead_of(l, until, sent);
             pthread_mutex_lock(&l->mu);
-            l->record_ms = rec;
-            l->valid_until = until;
+            if (written > l->record_ms) l->record_ms = written;
+            if (until > l->valid_until) l->valid_until = until;
             ik_lease_state was = l->state;
             pthread_mutex_unlock(&l->mu);
-            ik_snowflake_extend(l->g, floor_tick_of(l->g, rec), until);
+            ik_snowflake_extend(l->g, floor_tick_of(l->g, written), until);
             if (was != IK_LEASE_HELD) set_state(l, IK_LEASE_HELD, "store answers again");
         } else if (rc == IK_ELOST) {
             ik_snowflake_revoke(l->g);
