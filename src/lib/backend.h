@@ -86,6 +86,11 @@ struct ik__backend_ops {
      * ik_free. */
     int (*slots_list)(ik__backend *b, const char *app, ik_slot_info **out, size_t *n);
 
+    /* How long after its holder dies a slot frees (a session or TTL expiry), in ms;
+     * 0, or NULL, where it frees at once. The lease's default slot wait is this plus
+     * 2 s. */
+    int64_t (*slot_free_ms)(ik__backend *b);
+
     /* Describes the current session into buf ("0x1234abcd", or ""). May be NULL. */
     void (*session)(ik__backend *b, char *buf, size_t len);
 

@@ -1729,6 +1729,17 @@ static int zk_slots_list(ik__backend *be, const char *app, ik_slot_info **out, s
     return IK_OK;
 }
 
+/* The negotiated session timeout (the requested one before the first connect):
+ * a dead holder's owner node goes when its session expires. */
+static int64_t zk_slot_free_ms(ik__backend *be)
+{
+    zk_backend *b = (zk_backend *)be;
+    pthread_rwlock_rdlock(&b->life);
+    int t = b->conn ? zoo_recv_timeout(b->conn->zh) : 0;
+    pthread_rwlock_unlock(&b->life);
+    return t > 0 ? t : b->timeout_ms;
+}
+
 static void zk_session_desc(ik__backend *be, char *buf, size_t len)
 {
     zk_backend *b = (zk_backend *)be;
@@ -1929,6 +1940,7 @@ const ik__backend_ops ik__backend_zk_ops = {
     .slot_forget = zk_slot_forget,
     .recover = zk_recover,
     .slots_list = zk_slots_list,
+    .slot_free_ms = zk_slot_free_ms,
     .session = zk_session_desc,
     .tag_create = ik__zk_tag_create,
     .tag_get = ik__zk_tag_get,
