@@ -292,10 +292,19 @@ typedef struct ik_lease_options {
     const char *identity;     /* who holds the slot; required */
     ik_slot_choice choice;    /* when the identity's last slot is not free */
     int64_t persist_interval_ms; /* time record written at least this often; default 1000 */
+    /* No free slot at start: wait up to this long for one to free up (SPEC 3 rule 4),
+     * ACQUIRING meanwhile. IK_SLOT_WAIT_DEFAULT (ik_lease_options_init's value): the
+     * backend's, the time a dead holder's slot takes to free plus 2 s (zk://: this
+     * coord's negotiated session timeout + 2 s; local: 0, a slot frees at once).
+     * At most IK_SLOT_WAIT_MAX. */
+    int64_t slot_wait_ms;
     /* Called on the lease thread at each state change; may be NULL. */
     void (*on_state)(void *ctx, ik_lease_state state, int worker, const char *why);
     void *ctx;
 } ik_lease_options;
+
+#define IK_SLOT_WAIT_DEFAULT (-1)
+#define IK_SLOT_WAIT_MAX INT64_C(86400000)
 
 typedef struct ik_slot_lease ik_slot_lease;
 
@@ -303,10 +312,26 @@ IK_EXTERN void ik_lease_options_init(ik_lease_options *o);
 
 /* Takes a slot in the generator's layout range [worker_min, worker_max] and starts
  * the lease thread. Returns when a slot is held (the generator may still wait for
- * the time guard), or fails: IK_ENOSLOT with why naming the range and the holders.
- * The coord and generator must outlive the lease. */
+ * the time guard), or fails: IK_ENOSLOT with why naming the range and the holders
+ * (after o->slot_wait_ms of waiting for one to free up). The coord and generator
+ * must outlive the lease. Equivalent to ik_slot_lease_begin, then
+ * ik_slot_lease_wait_held without a timeout, then ik_slot_lease_release on error. */
 IK_EXTERN int ik_slot_lease_start(ik_coord *c, ik_snowflake *g, const ik_lease_options *o,
                                   ik_slot_lease **out, char *why, size_t why_len);
+
+/* Starts the lease thread, which takes the first slot in the background: returns
+ * at once (IK_EINVAL for bad options) with *out ACQUIRING; ik_slot_lease_get_info
+ * tells what it is doing (why: "waiting ... for a free slot: ..." while the range
+ * is full). ik_slot_lease_wait_held tells the outcome. */
+IK_EXTERN int ik_slot_lease_begin(ik_coord *c, ik_snowflake *g, const ik_lease_options *o,
+                                  ik_slot_lease **out, char *why, size_t why_len);
+
+/* Waits up to timeout_ms (< 0: no limit) for the first acquisition of l: 0 once a
+ * slot is held, IK_ETIMEDOUT if still acquiring, or the error that ended it (why
+ * says why: IK_ENOSLOT names the range and the holders). After an error only
+ * ik_slot_lease_release is valid. Any thread. */
+IK_EXTERN int ik_slot_lease_wait_held(ik_slot_lease *l, int64_t timeout_ms, char *why,
+                                      size_t why_len);
 
 typedef struct ik_lease_info {
     ik_lease_state state;
