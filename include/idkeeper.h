@@ -292,10 +292,19 @@ typedef struct ik_lease_options {
     const char *identity;     /* who holds the slot; required */
     ik_slot_choice choice;    /* when the identity's last slot is not free */
     int64_t persist_interval_ms; /* time record written at least this often; default 1000 */
+    /* No free slot at start: wait up to this long for one to free up (SPEC 3 rule 4),
+     * ACQUIRING meanwhile. IK_SLOT_WAIT_DEFAULT (ik_lease_options_init's value): the
+     * backend's, the time a dead holder's slot takes to free plus 2 s (zk://: this
+     * coord's negotiated session timeout + 2 s; local: 0, a slot frees at once).
+     * At most IK_SLOT_WAIT_MAX. */
+    int64_t slot_wait_ms;
     /* Called on the lease thread at each state change; may be NULL. */
     void (*on_state)(void *ctx, ik_lease_state state, int worker, const char *why);
     void *ctx;
 } ik_lease_options;
+
+#define IK_SLOT_WAIT_DEFAULT (-1)
+#define IK_SLOT_WAIT_MAX INT64_C(86400000)
 
 typedef struct ik_slot_lease ik_slot_lease;
 
@@ -303,10 +312,26 @@ IK_EXTERN void ik_lease_options_init(ik_lease_options *o);
 
 /* Takes a slot in the generator's layout range [worker_min, worker_max] and starts
  * the lease thread. Returns when a slot is held (the generator may still wait for
- * the time guard), or fails: IK_ENOSLOT with why naming the range and the holders.
- * The coord and generator must outlive the lease. */
+ * the time guard), or fails: IK_ENOSLOT with why naming the range and the holders
+ * (after o->slot_wait_ms of waiting for one to free up). The coord and generator
+ * must outlive the lease. Equivalent to ik_slot_lease_begin, then
+ * ik_slot_lease_wait_held without a timeout, then ik_slot_lease_release on error. */
 IK_EXTERN int ik_slot_lease_start(ik_coord *c, ik_snowflake *g, const ik_lease_options *o,
                                   ik_slot_lease **out, char *why, size_t why_len);
+
+/* Starts the lease thread, which takes the first slot in the background: returns
+ * at once (IK_EINVAL for bad options) with *out ACQUIRING; ik_slot_lease_get_info
+ * tells what it is doing (why: "waiting ... for a free slot: ..." while the range
+ * is full). ik_slot_lease_wait_held tells the outcome. */
+IK_EXTERN int ik_slot_lease_begin(ik_coord *c, ik_snowflake *g, const ik_lease_options *o,
+                                  ik_slot_lease **out, char *why, size_t why_len);
+
+/* Waits up to timeout_ms (< 0: no limit) for the first acquisition of l: 0 once a
+ * slot is held, IK_ETIMEDOUT if still acquiring, or the error that ended it (why
+ * says why: IK_ENOSLOT names the range and the holders). After an error only
+ * ik_slot_lease_release is valid. Any thread. */
+IK_EXTERN int ik_slot_lease_wait_held(ik_slot_lease *l, int64_t timeout_ms, char *why,
+                                      size_t why_len);
 
 typedef struct ik_lease_info {
     ik_lease_state state;
@@ -446,6 +471,16 @@ IK_EXTERN void ik_sequence_destroy(ik_sequence *s);
  * IK_ECLOSED. */
 IK_EXTERN int ik_sequence_next(ik_sequence *s, const char *tag, size_t n, ik_ids_cb cb,
                                void *ctx);
+/* Withdraws the request that ik_sequence_next(s, tag, n, cb, ctx) queued, if its
+ * write has not begun: IK_OK, nothing was or will be committed for it, and cb is
+ * never called. IK_ENOTFOUND: no such request is queued (its write has begun, or it
+ * has been answered): cb is called as usual, or has been, and a range committed for
+ * a caller that no longer wants it is a gap the caller should report. IK_EINVAL for
+ * a NULL argument. cb and ctx name the request: while a request is out, its ctx
+ * must not be used for another request of the same tag. Any thread, from cb too.
+ * Cost: a walk of the tag's queue (the requests that came during the write in
+ * flight). */
+IK_EXTERN int ik_sequence_cancel(ik_sequence *s, const char *tag, ik_ids_cb cb, void *ctx);
 /* The same, waiting for the answer; ids[0..n-1] on success. */
 IK_EXTERN int ik_sequence_next_wait(ik_sequence *s, const char *tag, size_t n, int64_t *ids);
 
@@ -507,6 +542,9 @@ typedef struct ik_hold_info {
                           zoo_multi checks; local: the file held; "" if none */
     char session[64];  /* zk://: the session holding it ("0x..."); local: "" */
     char why[160];     /* reason of the latest state change */
+    /* zk://: the session timeout the server granted (a LOST notice comes at least a
+     * third of it before anyone else can hold the grant); local: 0 */
+    int64_t session_timeout_ms;
 } ik_hold_info;
 
 typedef struct ik_lock_options {
@@ -570,8 +608,11 @@ IK_EXTERN ik_lock *ik_rwlock_write(ik_rwlock *rw);
 /* Leader election (Curator's LeaderLatch: nodes `_c_<uuid>-latch-<seq>` holding the
  * participant id; the smallest sequence leads). A campaign runs on the election's
  * own thread: it waits its turn, leads (callback HELD), and after a loss (callback
- * LOST) campaigns again by itself until ik_election_resign. Threads: every call is
- * safe from any thread, except ik_election_destroy (not while another call runs). */
+ * LOST) campaigns again by itself until ik_election_resign. A grant that is in doubt
+ * or lost before leadership was reported (the process paused right after its node
+ * came first) is reported as such: its first callback is IN_DOUBT or LOST, and HELD
+ * comes only once the same session answers again. Threads: every call is safe from
+ * any thread, except ik_election_destroy (not while another call runs). */
 typedef struct ik_election ik_election;
 
 typedef struct ik_election_options {
@@ -599,8 +640,10 @@ IK_EXTERN int ik_election_await(ik_election *e, int64_t timeout_ms);
  * the removal is sent, as ik_lock_release. No callback. 0, or IK_EINVAL if not
  * campaigning. */
 IK_EXTERN int ik_election_resign(ik_election *e);
+/* The election's state, never HELD while its lock's own check knows the session
+ * dead (LOST) or cut off (IN_DOUBT), even before that notice has been delivered.
+ * fence: a token that strictly increases with each leadership grant on the path. */
 IK_EXTERN ik_hold_state ik_election_state(ik_election *e);
-/* fence: a token that strictly increases with each leadership grant on the path. */
 IK_EXTERN void ik_election_get_info(ik_election *e, ik_hold_info *out);
 
 /* Who leads at path now: *id (freed with ik_free) = the leader's participant id

@@ -1,14 +1,25 @@
 /* cmd_lock.c: `idkeeper lock PATH -- CMD [ARG...]`: runs CMD while holding the lock
  * at PATH (SPEC 6), and stops it if the lock is lost.
  *
- *   WAITING --granted--> RUNNING --CMD exits--> release, exit with CMD's code
- *   WAITING --timeout--> exit 124          WAITING --TERM/INT/HUP--> exit 128+sig
- *   RUNNING --lock LOST--> STOPPING (SIGTERM, SIGKILL after --grace) --> exit 125
+ *   WAITING --granted--> GRANTED --the lock says HELD--> RUNNING
+ *   GRANTED --the lock says IN_DOUBT--> wait for HELD again (or LOST)
+ *   GRANTED --the lock says LOST--> release, exit 125 (CMD never ran)
+ *   RUNNING --CMD exits--> release, exit with CMD's code
+ *   WAITING --timeout--> exit 124          WAITING, GRANTED --TERM/INT/HUP--> exit 128+sig
+ *   RUNNING --lock LOST--> STOPPING (SIGTERM, SIGKILL after the grace) --> exit 125
  *   RUNNING --lock IN_DOUBT / restored--> a line on stderr; CMD keeps running
  *   RUNNING --TERM/INT/HUP/QUIT--> forwarded to CMD's process group
  *
  * The acquire runs on a thread of its own so that the main thread keeps serving
- * signals while it waits; a signal cancels the wait (ik_lock_cancel). */
+ * signals while it waits; a signal cancels the wait (ik_lock_cancel). A notice of
+ * the lock (in doubt, lost) may come before the acquire's own 'A' (the process may
+ * pause right after the grant): in GRANTED the lock's state, which the notices
+ * follow, decides whether CMD starts.
+ *
+ * The grace (ik__cli_grace): on zk:// SIGKILL must land before the session can
+ * expire and the lock pass on. LOST comes 2/3 of the session timeout T after the
+ * last proof of the session at the latest, the next holder can hold from T on: the
+ * default grace is T/6 and a --grace above T/4 is refused (docs/recipes.md). */
 #include "cli.h"
 #include "supervise.h"
 
@@ -60,6 +71,38 @@ int ik__cli_path_and_cmd(const ik_cli_command *cmd, const ik_cli_opts *o)
     return 0;
 }
 
+int64_t ik__cli_grace(const ik_cli_opts *o, int64_t session_ms, int64_t *max)
+{
+    int given = o->v[IK_OPT_GRACE].text != NULL;
+    int64_t g = o->v[IK_OPT_GRACE].n;
+    if (session_ms <= 0) { /* local: never lost */
+        *max = -1;
+        return given ? g : 0;
+    }
+    *max = session_ms / 4;
+    return given ? g : session_ms / 6;
+}
+
+int ik__cli_grace_check(const ik_cli_command *cmd, const ik_cli_opts *o, int64_t session_ms)
+{
+    int64_t max, g = ik__cli_grace(o, session_ms, &max);
+    if (max < 0 || g <= max) return 0;
+    ik__cli_fail(cmd,
+                 "--grace %" PRId64 " ms could let CMD outlive the grant: with a ZooKeeper "
+                 "session timeout of %" PRId64 " ms a loss may be told only %" PRId64
+                 " ms before another process can hold it, so the grace is at most %" PRId64
+                 " ms (a quarter of the timeout, leaving a margin); raise "
+                 "--zk-session-timeout for a longer one",
+                 g, session_ms, session_ms / 3, max);
+    return IK_EXIT_USAGE;
+}
+
+int64_t ik__cli_grace_now(const ik_cli_opts *o, int64_t session_ms)
+{
+    int64_t max, g = ik__cli_grace(o, session_ms, &max);
+    return max >= 0 && g > max ? max : g;
+}
+
 int ik__cli_open_coord(const ik_cli_command *cmd, const ik_cli_opts *o, ik_coord **c)
 {
     ik_coord_options co;
@@ -85,7 +128,6 @@ int ik__cmd_lock(const ik_cli_command *cmd, ik_cli_opts *o)
     lock_run r;
     memset(&r, 0, sizeof r);
     r.timeout_ms = o->v[IK_OPT_TIMEOUT].text ? o->v[IK_OPT_TIMEOUT].n : -1;
-    int64_t grace = o->v[IK_OPT_GRACE].n;
 
     if (ik__sup_init(&r.sup) != 0) {
         ik__cli_fail(cmd, "cannot set up signals: %s", strerror(errno));
@@ -111,6 +153,10 @@ int ik__cmd_lock(const ik_cli_command *cmd, ik_cli_opts *o)
         ik__sup_fini(&r.sup);
         return IK_EXIT_USAGE;
     }
+    ik_hold_info hi;
+    ik_lock_get_info(r.lk, &hi);
+    rc = ik__cli_grace_check(cmd, o, hi.session_timeout_ms);
+    if (rc) goto out;
 
     pthread_t t;
     if (pthread_create(&t, NULL, acquire_thread, &r) != 0) {
@@ -130,8 +176,6 @@ int ik__cmd_lock(const ik_cli_command *cmd, ik_cli_opts *o)
         }
     }
     pthread_join(t, NULL);
-    ik_hold_info hi;
-    ik_lock_get_info(r.lk, &hi);
     if (r.rc == 0 && sig) { /* granted as the signal came: do not start CMD */
         ik_lock_release(r.lk);
         r.rc = IK_ECLOSED;
@@ -150,6 +194,41 @@ int ik__cmd_lock(const ik_cli_command *cmd, ik_cli_opts *o)
         }
         goto out;
     }
+
+    /* GRANTED: CMD starts only while the lock says HELD */
+    int told_doubt = 0;
+    for (;;) {
+        ik_lock_get_info(r.lk, &hi);
+        if (hi.state == IK_HOLD_HELD) break;
+        if (hi.state != IK_HOLD_IN_DOUBT) {
+            ik__cli_fail(cmd, "lost the lock at %s (%s) before %s started; it did not run", path,
+                         hi.why, argv[0]);
+            ik_lock_release(r.lk);
+            rc = IK_EXIT_LOCK_LOST;
+            goto out;
+        }
+        if (!told_doubt) {
+            fprintf(stderr,
+                    "idkeeper: lock: the lock at %s is in doubt (%s); %s starts once the "
+                    "same session answers again, and not at all if the lock is lost\n",
+                    path, hi.why, argv[0]);
+            told_doubt = 1;
+        }
+        /* a note (held again, lost) or a signal; or look again: a doubt that ends
+         * before the lock's monitor has seen it sends no note */
+        if (ik__sup_next(&r.sup, 100, &ev) != 0) {
+            ik__cli_fail(cmd, "waiting: %s", strerror(errno));
+            ik_lock_release(r.lk);
+            rc = IK_EXIT_FAIL;
+            goto out;
+        }
+        if (ev.kind == IK_SUP_SIGNAL) {
+            ik_lock_release(r.lk);
+            rc = 128 + ev.sig;
+            goto out;
+        }
+    }
+    int64_t grace = ik__cli_grace_now(o, hi.session_timeout_ms);
 
     /* RUNNING */
     char e_path[512 + 32], e_fence[64], e_node[sizeof hi.node + 32];

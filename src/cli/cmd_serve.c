@@ -49,6 +49,7 @@ int ik__cmd_serve(const ik_cli_command *cmd, ik_cli_opts *o)
     if (given(o, IK_OPT_IDENTITY)) c.identity = o->v[IK_OPT_IDENTITY].text;
     if (given(o, IK_OPT_SLOT_CHOICE))
         c.slot_choice = o->v[IK_OPT_SLOT_CHOICE].n == 1 ? IK_SLOT_LOWEST : IK_SLOT_RANDOM;
+    if (given(o, IK_OPT_SLOT_WAIT)) c.slot_wait_ms = o->v[IK_OPT_SLOT_WAIT].n;
     if (given(o, IK_OPT_MAX_BATCH)) c.max_batch = (uint32_t)o->v[IK_OPT_MAX_BATCH].n;
     if (given(o, IK_OPT_MAX_BACKWARD)) c.max_backward_ms = o->v[IK_OPT_MAX_BACKWARD].n;
     if (given(o, IK_OPT_ZK_SESSION_TIMEOUT))

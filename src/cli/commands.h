@@ -12,13 +12,14 @@
 #define IK_COORD_OPTS                                                                            \
     (IK_B(CONFIG) | IK_B(COORD) | IK_B(APP) | IK_B(ZK_SESSION_TIMEOUT) | IK_B(ZK_AUTH))
 
-#define IK_OPTS_SERVE                                                                            \
-    (IK_COORD_OPTS | IK_B(HTTP) | IK_B(IDENTITY) | IK_B(WORKER_RANGE) | IK_B(LAYOUT) |           \
-     IK_B(EPOCH) | IK_B(SLOT_CHOICE) | IK_B(MAX_BATCH) | IK_B(MAX_BACKWARD) | IK_B(THREADS) |    \
-     IK_B(MAX_HEADER_BYTES) | IK_B(IDLE_TIMEOUT) | IK_B(READ_TIMEOUT) | IK_B(MAX_CONNECTIONS) |  \
-     IK_B(HTTP_TOKEN_FILE) | IK_B(OPEN_LEAF_ROUTES) | IK_B(OPEN_METRICS) | IK_B(QUIET) |        \
-     IK_B(SHUTDOWN_TIMEOUT) | IK_B(RESP))
-#define IK_OPTS_NEXT (IK_B(CONFIG) | IK_B(SERVER) | IK_B(COUNT) | IK_B(BATCH) | IK_B(HTTP_TOKEN_FILE))
+#define IK_OPTS_SERVE                                                                              \
+    (IK_COORD_OPTS | IK_B(HTTP) | IK_B(IDENTITY) | IK_B(WORKER_RANGE) | IK_B(LAYOUT) |             \
+     IK_B(EPOCH) | IK_B(SLOT_CHOICE) | IK_B(SLOT_WAIT) | IK_B(MAX_BATCH) | IK_B(MAX_BACKWARD) |    \
+     IK_B(THREADS) | IK_B(MAX_HEADER_BYTES) | IK_B(IDLE_TIMEOUT) | IK_B(READ_TIMEOUT) |            \
+     IK_B(MAX_CONNECTIONS) | IK_B(HTTP_TOKEN_FILE) | IK_B(OPEN_LEAF_ROUTES) | IK_B(OPEN_METRICS) | \
+     IK_B(QUIET) | IK_B(SHUTDOWN_TIMEOUT) | IK_B(RESP))
+#define IK_OPTS_NEXT                                                                               \
+    (IK_B(CONFIG) | IK_B(SERVER) | IK_B(COUNT) | IK_B(BATCH) | IK_B(HTTP_TOKEN_FILE))
 #define IK_OPTS_DECODE (IK_B(CONFIG) | IK_B(LAYOUT) | IK_B(EPOCH) | IK_B(JSON) | IK_B(EXPIRY))
 #define IK_OPTS_WORKERS (IK_COORD_OPTS | IK_B(JSON))
 #define IK_OPTS_TAGS                                                                             \

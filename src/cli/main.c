@@ -64,18 +64,23 @@ static const ik_cli_command commands[] = {
      "environment, releases the lock when CMD exits and exits with CMD's code. CMD runs in\n"
      "its own process group; TERM, INT, HUP and QUIT are passed on to it. If the lock is\n"
      "lost while CMD runs (zk://: the session expired), CMD gets SIGTERM, SIGKILL --grace\n"
-     "ms later. On zk:// PATH is the ZooKeeper path that Curator's InterProcessMutex and\n"
+     "ms later (default a sixth of the ZooKeeper session timeout, at most a quarter, so\n"
+     "that CMD is gone before anyone else can hold the lock). CMD starts only while the\n"
+     "lock is held: lost before CMD started, it exits 125 and CMD never runs.\n"
+     "On zk:// PATH is the ZooKeeper path that Curator's InterProcessMutex and\n"
      "kazoo's Lock use; on local: the lock holds between the processes of one host.\n"
      "Exit codes: CMD's own; 124 gave up waiting (--timeout), CMD never ran; 125 the lock\n"
-     "was lost and CMD was stopped; 126 CMD cannot be run; 127 CMD not found; 1 the\n"
-     "backend failed before CMD ran; 2 bad usage; 128+N a signal N ended the wait.",
+     "was lost (CMD was stopped, or never started); 126 CMD cannot be run; 127 CMD not\n"
+     "found; 1 the backend failed before CMD ran; 2 bad usage (a --grace too long for the\n"
+     "session timeout included); 128+N a signal N ended the wait.",
      IK_OPTS_LOCK},
     {"elect", ik__cmd_elect, "run a command only while this process leads",
      "elect [--coord URI] [--id TEXT] [--once] [--grace MS] PATH -- CMD [ARG...]",
      "Campaigns for leadership at PATH (Curator LeaderLatch's protocol on zk://) and runs\n"
      "CMD while this process leads, with IDKEEPER_ELECT_PATH, IDKEEPER_ELECT_ID and\n"
      "IDKEEPER_FENCE in its environment. If leadership is lost, CMD gets SIGTERM (SIGKILL\n"
-     "--grace ms later) and idkeeper campaigns again, or exits 125 with --once. When CMD\n"
+     "--grace ms later: as for lock) and idkeeper campaigns again, or exits 125 with\n"
+     "--once (also when leadership is lost before CMD started). When CMD\n"
      "exits by itself, idkeeper resigns and exits with CMD's code. TERM, INT, HUP and QUIT\n"
      "are passed on to CMD while it runs; before that they end the campaign (128+N).",
      IK_OPTS_ELECT},

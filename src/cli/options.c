@@ -45,6 +45,10 @@ const ik_cli_option ik__cli_options[IK_OPT__COUNT] = {
         "time 0 of the IDs, Unix ms or a UTC date (default 1288834974657)", 0, 0, NULL),
     ROW(SLOT_CHOICE, "slot-choice", CHOICE, "random", "random|lowest",
         "slot taken when this identity's last one is not free", 0, 0, "random|lowest"),
+    ROW(SLOT_WAIT, "slot-wait", INT, NULL, "MS",
+        "no free slot at start: wait this long for one, not ready meanwhile (default: "
+        "zk:// the session timeout + 2000, local: 0)",
+        0, 86400000, NULL),
     ROW(MAX_BATCH, "max-batch", INT, "10000", "N", "most IDs one request may ask for", 1, 1000000,
         NULL),
     ROW(MAX_BACKWARD, "max-backward", INT, "5", "MS",
@@ -100,9 +104,10 @@ const ik_cli_option ik__cli_options[IK_OPT__COUNT] = {
         "give up waiting for the lock after this (exit 124); 0: try once (default: wait "
         "forever)",
         0, INT64_C(31536000000), NULL),
-    ROW(GRACE, "grace", INT, "5000", "MS",
-        "after the lock or leadership is lost, CMD gets SIGTERM, and SIGKILL this much later", 0,
-        3600000, NULL),
+    ROW(GRACE, "grace", INT, NULL, "MS",
+        "after the lock or leadership is lost, CMD gets SIGTERM, and SIGKILL this much later "
+        "(zk://: default a sixth of the session timeout, at most a quarter of it)",
+        0, 3600000, NULL),
     ROW(ID, "id", STRING, NULL, "TEXT",
         "this candidate's participant id, shown as the leader (default HOSTNAME:PID)", 0, 255,
         NULL),

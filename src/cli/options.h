@@ -36,6 +36,7 @@ typedef enum ik_cli_opt_id {
     IK_OPT_LAYOUT,
     IK_OPT_EPOCH,
     IK_OPT_SLOT_CHOICE,
+    IK_OPT_SLOT_WAIT,
     IK_OPT_MAX_BATCH,
     IK_OPT_MAX_BACKWARD,
     IK_OPT_ZK_SESSION_TIMEOUT,

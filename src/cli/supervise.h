@@ -87,4 +87,16 @@ int ik__sup_next(ik_sup *s, int64_t timeout_ms, ik_sup_event *ev);
 int ik__cli_path_and_cmd(const ik_cli_command *cmd, const ik_cli_opts *o);
 int ik__cli_open_coord(const ik_cli_command *cmd, const ik_cli_opts *o, ik_coord **c);
 
+/* The grace between SIGTERM and SIGKILL when a grant on a session of session_ms
+ * (ik_hold_info.session_timeout_ms; 0 on local:, where a grant is never lost) is
+ * lost: --grace if given, else a sixth of the session timeout. *max: the longest
+ * grace that still kills CMD before anyone else can hold the grant (a quarter of
+ * the session timeout), -1 on local:. */
+int64_t ik__cli_grace(const ik_cli_opts *o, int64_t session_ms, int64_t *max);
+/* 0, or IK_EXIT_USAGE with the reason printed if --grace is above that longest. */
+int ik__cli_grace_check(const ik_cli_command *cmd, const ik_cli_opts *o, int64_t session_ms);
+/* The grace to use for a grant on a session of session_ms: ik__cli_grace, cut to
+ * the longest if a new session's timeout is shorter than the one checked at start. */
+int64_t ik__cli_grace_now(const ik_cli_opts *o, int64_t session_ms);
+
 #endif

@@ -63,11 +63,13 @@ struct ik__backend_ops {
                         char *why, size_t why_len);
 
     /* Writes record_ms as the slot's time record, only if the slot is still ours.
-     * 0: written; *valid_until_mono_ns = until when the lease is proven (from when
-     * the request was sent). IK_EINDOUBT: no answer (connection trouble); the lease
-     * is unproven but may still be ours. IK_ELOST: the slot is no longer ours. */
+     * 0: a write was acknowledged: *written_ms = the record it wrote (record_ms, or
+     * on a slow store an earlier, lower record whose answer came late), and
+     * *valid_until_mono_ns = until when that write proves the lease (from when it
+     * was sent). IK_EINDOUBT: no answer (connection trouble); the lease is unproven
+     * but may still be ours. IK_ELOST: the slot is no longer ours. */
     int (*slot_persist)(ik__backend *b, void *handle, int64_t record_ms,
-                        int64_t *valid_until_mono_ns);
+                        int64_t *valid_until_mono_ns, int64_t *written_ms);
 
     /* Writes record_ms and frees the slot. Frees handle whatever happens. */
     int (*slot_release)(ik__backend *b, void *handle, int64_t record_ms);
@@ -83,6 +85,11 @@ struct ik__backend_ops {
     /* All slots of app that exist in the store, ordered by worker; *out freed with
      * ik_free. */
     int (*slots_list)(ik__backend *b, const char *app, ik_slot_info **out, size_t *n);
+
+    /* How long after its holder dies a slot frees (a session or TTL expiry), in ms;
+     * 0, or NULL, where it frees at once. The lease's default slot wait is this plus
+     * 2 s. */
+    int64_t (*slot_free_ms)(ik__backend *b);
 
     /* Describes the current session into buf ("0x1234abcd", or ""). May be NULL. */
     void (*session)(ik__backend *b, char *buf, size_t len);

@@ -329,13 +329,14 @@ static int store_record(local_slot *s, int64_t record_ms, int64_t since_ms)
 }
 
 static int local_slot_persist(ik__backend *be, void *handle, int64_t record_ms,
-                              int64_t *valid_until_mono_ns)
+                              int64_t *valid_until_mono_ns, int64_t *written_ms)
 {
     (void)be;
     local_slot *s = handle;
     int rc = store_record(s, record_ms, s->since_ms);
     if (rc) return IK_EINDOUBT; /* the flock is still ours; only the write failed */
     *valid_until_mono_ns = IK_FOREVER;
+    *written_ms = record_ms;
     return IK_OK;
 }
 

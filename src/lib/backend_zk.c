@@ -24,13 +24,19 @@
  *   Z2. slot_persist reports success only for a write the server acknowledged on
  *       the current session; the lease is then proven until the monotonic time the
  *       request was sent plus 2/3 of the negotiated session timeout (the server
- *       cannot expire the session before send + timeout).
+ *       cannot expire the session before send + timeout), however late the answer
+ *       came: a write parked unanswered by one call proves, with its own record,
+ *       when the next call finds it acknowledged.
  *   Z3. A write whose answer was lost (connection loss) leaves the slot "in doubt":
  *       its version is unknown. The next write that meets ZBADVERSION reads the
  *       node back and adopts it only if the data carries our own session id.
  *   Z4. One live slot handle per (app, worker) per backend: the handle list keeps
  *       an owner node left by this session (after slot_forget) from being adopted
  *       twice.
+ *   Z5. An owner node this session may have created and no handle holds is in the
+ *       orphan list (remember_orphan) until an answer shows it is not ours, a take
+ *       adopts it, or release_orphans deletes it: a take whose answer is lost, and
+ *       the checks after it, never leave a slot held by nobody.
  *
  * Threads: the ZooKeeper client runs an I/O thread and a completion thread per
  * handle. The session watcher runs on the completion thread and only records the
@@ -538,13 +544,25 @@ static int64_t safe_window_ns(zk_conn *c)
     return (int64_t)t * 2 / 3 * 1000000;
 }
 
-/* How long one call waits for an answer before reporting "in doubt". */
+/* How long one slot_persist waits for answers before parking its write and
+ * reporting "in doubt": a third of the negotiated session timeout. An answer proves
+ * the lease until its send time + 2/3 T, so one that takes up to T/3 still lets the
+ * next write be answered before that proof runs out: a steady latency of seconds
+ * is a slow ZooKeeper, not a lost one. */
 static int64_t answer_wait_ms(zk_conn *c)
 {
     int t = zoo_recv_timeout(c->zh);
     if (t <= 0) t = c->b->timeout_ms;
     int64_t w = t / 3;
-    return w > 1000 ? 1000 : w < 100 ? 100 : w;
+    return w < 100 ? 100 : w;
+}
+
+/* How long slot_release waits for an answer it needs first: short, a shutdown
+ * must not hang on a ZooKeeper that does not answer. */
+static int64_t release_wait_ms(zk_conn *c)
+{
+    int64_t w = answer_wait_ms(c);
+    return w > 1000 ? 1000 : w;
 }
 
 /* How long a call waits for a connection that is down: short, since callers retry
@@ -967,6 +985,48 @@ static int pop_orphan(zk_backend *b, const char *app, int64_t session, uint32_t 
     return found;
 }
 
+/* Drops (app, worker, session) from the orphans, if there. */
+static void pop_orphan_exact(zk_backend *b, const char *app, uint32_t worker, int64_t session)
+{
+    pthread_mutex_lock(&b->mu);
+    for (zk_orphan **pp = &b->orphans; *pp; pp = &(*pp)->next) {
+        zk_orphan *o = *pp;
+        if (o->worker == worker && o->session == session && strcmp(o->app, app) == 0) {
+            *pp = o->next;
+            free(o);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&b->mu);
+}
+
+/* After a slot was taken: frees the other owner nodes this session still holds
+ * without a handle in app's [lo, hi] (orphans the take did not need), so that
+ * they do not stay held by nobody until the session ends. Deleting our own owner
+ * node is a release without a record write: the slot node keeps the record our
+ * take (or our last persist) wrote, above anything issued under it. An orphan
+ * whose delete is not answered stays remembered. */
+static void release_orphans(zk_backend *b, zk_conn *c, const char *app, int64_t session,
+                            uint32_t lo, uint32_t hi)
+{
+    uint32_t w, ws[16];
+    int nw = 0;
+    char path[ZK_PATH_MAX];
+    while (nw < 16 && pop_orphan(b, app, session, lo, hi, &w))
+        ws[nw++] = w;
+    for (int i = 0; i < nw; i++) {
+        struct Stat ost;
+        pthread_mutex_lock(&b->mu);
+        int live = slot_is_live(b, app, ws[i]);
+        pthread_mutex_unlock(&b->mu);
+        if (live) continue;
+        worker_path(b, app, "owners", ws[i], path, sizeof path);
+        int zrc = zoo_exists(c->zh, path, 0, &ost);
+        if (zrc == ZOK && ost.ephemeralOwner == session) zrc = zoo_delete(c->zh, path, ost.version);
+        if (ik__zk_doubtful(zrc)) remember_orphan(b, app, ws[i], session);
+    }
+}
+
 enum { TAKE_OK = 0, TAKE_CONFLICT = 1 };
 
 /* What slot_acquire knows about the identity node when it takes a slot. */
@@ -1048,21 +1108,31 @@ static int try_take(zk_backend *b, zk_conn *c, const ik__slot_request *req, uint
         zrc = zoo_multi(c->zh, nops, ops, res);
     }
     if (ik__zk_doubtful(zrc)) {
-        /* Did it land? Only an owner node of our own session says yes. */
-        if (conn_wait(b, c, connect_wait_ms(b)) != IK_OK) {
-            remember_orphan(b, req->app, w, session);
-            return ik__fail(IK_EINDOUBT, why, why_len,
-                            "ZooKeeper connection lost while taking slot %" PRIu32, w);
-        }
+        /* Did it land? Only an owner node of our own session says yes. Until an
+         * answer says it did not, the slot is remembered as maybe ours, so that no
+         * owner node of this session is ever left without a handle (Z5). */
         struct Stat ost;
+        int erc = conn_wait(b, c, connect_wait_ms(b)) == IK_OK
+                      ? zoo_exists(c->zh, s->owner_path, 0, &ost)
+                      : ZCONNECTIONLOSS;
+        if (erc == ZNONODE || (erc == ZOK && ost.ephemeralOwner != session)) return TAKE_CONFLICT;
+        remember_orphan(b, req->app, w, session); /* ours, or maybe ours */
+        if (erc != ZOK)
+            return ik__fail(ik__zk_doubtful(erc) ? IK_EINDOUBT : IK_ELOST, why, why_len,
+                            "ZooKeeper connection lost while taking slot %" PRIu32 ": %s", w,
+                            zerror(erc));
         blen = sizeof buf - 1;
-        if (zoo_exists(c->zh, s->owner_path, 0, &ost) != ZOK || ost.ephemeralOwner != session)
-            return TAKE_CONFLICT;
         zrc = zoo_get(c->zh, s->slot_path, 0, buf, &blen, &wst);
-        if (zrc != ZOK || blen < 0) return TAKE_CONFLICT;
-        ik__zk_parse_fields(buf, blen, &f);
+        if (zrc != ZOK)
+            return ik__fail(ik__zk_doubtful(zrc) ? IK_EINDOUBT : IK_ELOST, why, why_len,
+                            "ZooKeeper connection lost while taking slot %" PRIu32 ": %s", w,
+                            zerror(zrc));
+        ik__zk_parse_fields(buf, blen < 0 ? 0 : blen, &f);
+        /* Our owner node, but not our slot data: the next pass takes it back with
+         * a fresh write (the orphan stays remembered). */
         if (f.session != session || strcmp(f.ident, req->identity) != 0 || !f.has_record)
             return TAKE_CONFLICT;
+        pop_orphan_exact(b, req->app, w, session);
         record = f.record_ms;
         zrc = ZOK;
     } else if (zrc == ZOK && !exists) {
@@ -1171,21 +1241,37 @@ static int acquire_pass(zk_backend *b, zk_conn *c, const ik__slot_request *req, 
 
     /* 1. An owner node of this very session that no handle has (a slot the lease
      *    forgot while its session lived on, or a take whose answer was lost). */
-    uint32_t w;
+    /* Each orphan is tried once a pass (taken out of the list first); one whose
+     * fate is still unknown goes back to the list (Z5). */
+    uint32_t w, ws[16];
+    int nw = 0;
+    while (nw < 16 && pop_orphan(b, req->app, session, req->worker_min, req->worker_max, &w))
+        ws[nw++] = w;
     rc = IK_ENOSLOT;
-    while (rc == IK_ENOSLOT && pop_orphan(b, req->app, session, req->worker_min,
-                                          req->worker_max, &w)) {
+    for (int i = 0; i < nw; i++) {
         struct Stat ost;
+        w = ws[i];
         pthread_mutex_lock(&b->mu);
         int live = slot_is_live(b, req->app, w);
         pthread_mutex_unlock(&b->mu);
-        worker_path(b, req->app, "owners", w, s->owner_path, sizeof s->owner_path);
-        if (live || zoo_exists(c->zh, s->owner_path, 0, &ost) != ZOK ||
-            ost.ephemeralOwner != session)
+        if (live) continue;
+        if (rc != IK_ENOSLOT) { /* done or failed: the rest wait for the next call */
+            remember_orphan(b, req->app, w, session);
             continue;
+        }
+        worker_path(b, req->app, "owners", w, s->owner_path, sizeof s->owner_path);
+        int erc = zoo_exists(c->zh, s->owner_path, 0, &ost);
+        if (erc != ZOK && erc != ZNONODE) {
+            remember_orphan(b, req->app, w, session); /* still maybe ours */
+            rc = zfail(erc, why, why_len, s->owner_path);
+            continue;
+        }
+        if (erc == ZNONODE || ost.ephemeralOwner != session) continue;
         int t = try_take(b, c, req, w, id, ost.version, s, why, why_len);
         if (t == TAKE_OK) rc = IK_OK;
         else if (t < 0) rc = t;
+        /* an answer lost (t < 0), or ours with data we cannot adopt: keep it */
+        if (t != TAKE_OK) remember_orphan(b, req->app, w, session);
     }
     for (int round = 0; round < 3 && rc == IK_ENOSLOT; round++) {
         /* What is held now: one listing, whatever the range's size. */
@@ -1303,6 +1389,7 @@ static int zk_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__slo
         s->next = b->slots;
         b->slots = s;
         pthread_mutex_unlock(&b->mu);
+        release_orphans(b, c, req->app, s->session, req->worker_min, req->worker_max);
     }
 out:
     pthread_rwlock_unlock(&b->life);
@@ -1416,57 +1503,85 @@ static int slot_session_check(zk_backend *b, zk_conn *c, const zk_slot *s)
     return rc;
 }
 
+/* What an acknowledged write proves (Z2): the lease until until_ns (its send time
+ * + the safe window), and that the store holds record_ms. until_ns 0: nothing. */
+typedef struct zk_proof {
+    int64_t until_ns;
+    int64_t record_ms;
+} zk_proof;
+
+/* Applies an answered write to s as settle() does, and fills *p if it succeeded. */
+static int settle_proof(zk_conn *c, zk_slot *s, const zk_item *it, zk_proof *p)
+{
+    int rc = settle(c, s, it);
+    if (rc == IK_OK) {
+        /* Z2: the server answered on this session, so it cannot expire before
+         * sent + timeout; we claim only 2/3 of it. */
+        p->until_ns = it->sent_ns + safe_window_ns(c);
+        p->record_ms = it->record_ms;
+    }
+    return rc;
+}
+
 /* Settles an earlier write still unanswered, waiting up to ms. IK_OK when there is
- * none left, IK_EINDOUBT if it is still unanswered, IK_ELOST. */
-static int settle_pending(zk_conn *c, zk_slot *s, int64_t ms)
+ * none left (*p filled if that write was acknowledged: its proof counts from its
+ * own send time, however late the answer), IK_EINDOUBT if it is still unanswered,
+ * IK_ELOST. */
+static int settle_pending(zk_conn *c, zk_slot *s, int64_t ms, zk_proof *p)
 {
     if (!s->pending) return IK_OK;
     if (!wait_all(s->pending, ms)) return IK_EINDOUBT;
-    int rc = settle(c, s, &s->pending->items[0]);
+    int rc = settle_proof(c, s, &s->pending->items[0], p);
     wait_put(s->pending);
     s->pending = NULL;
     return rc == IK_ELOST ? IK_ELOST : IK_OK;
 }
 
+/* slot_persist on the handle c (life held). The call waits answer_wait_ms in all:
+ * first for a write parked by an earlier call, then for its own; a write still
+ * unanswered then is parked, settled by the next call. It reports the newest
+ * proof it got, the parked write's if its own is not answered yet. */
 static int persist_locked(zk_backend *b, zk_conn *c, zk_slot *s, int64_t record_ms,
-                          int64_t *valid_until)
+                          int64_t *valid_until, int64_t *written_ms)
 {
+    zk_proof proof = {0, 0};
+    int64_t deadline = ik__mono_ns() + answer_wait_ms(c) * 1000000;
     int rc = slot_session_check(b, c, s);
     if (rc == IK_ELOST) return rc;
-    int prc = settle_pending(c, s, answer_wait_ms(c));
-    if (prc) return prc;
-    if (rc) return rc; /* not connected: do not queue writes behind a dead socket */
-    if (record_ms < s->record_ms) record_ms = s->record_ms; /* records only grow */
-    for (int attempt = 0; attempt < 2; attempt++) {
-        zk_wait *w;
-        rc = send_write(c, s, record_ms, 0, &w);
-        if (rc) return rc;
-        if (!wait_all(w, answer_wait_ms(c))) {
-            s->pending = w; /* settled by the next call */
-            return IK_EINDOUBT;
+    int prc = settle_pending(c, s, answer_wait_ms(c), &proof);
+    if (prc) return prc; /* lost, or still unanswered: one write outstanding at most */
+    if (rc == IK_OK) {   /* not connected: do not queue writes behind a dead socket */
+        if (record_ms < s->record_ms) record_ms = s->record_ms; /* records only grow */
+        rc = IK_EINDOUBT;
+        for (int attempt = 0; attempt < 2; attempt++) {
+            zk_wait *w;
+            int src = send_write(c, s, record_ms, 0, &w);
+            if (src) return src;
+            int64_t left = (deadline - ik__mono_ns()) / 1000000;
+            if (!wait_all(w, left > 0 ? left : 0)) {
+                s->pending = w; /* settled by the next call */
+                break;
+            }
+            src = settle_proof(c, s, &w->items[0], &proof);
+            wait_put(w);
+            if (src == IK_ELOST) return IK_ELOST;
+            if (src != SETTLE_RETRY) break; /* IK_OK (proof), or IK_EINDOUBT */
         }
-        int64_t sent = w->items[0].sent_ns;
-        rc = settle(c, s, &w->items[0]);
-        wait_put(w);
-        if (rc == IK_OK) {
-            /* Z2: the server answered on this session, so it cannot expire before
-             * sent + timeout; we claim only 2/3 of it. */
-            if (valid_until) *valid_until = sent + safe_window_ns(c);
-            return IK_OK;
-        }
-        if (rc != SETTLE_RETRY) return rc;
     }
-    return IK_EINDOUBT;
+    if (!proof.until_ns) return IK_EINDOUBT;
+    if (valid_until) *valid_until = proof.until_ns;
+    if (written_ms) *written_ms = proof.record_ms;
+    return IK_OK;
 }
 
 static int zk_slot_persist(ik__backend *be, void *handle, int64_t record_ms,
-                           int64_t *valid_until_mono_ns)
+                           int64_t *valid_until_mono_ns, int64_t *written_ms)
 {
     zk_backend *b = (zk_backend *)be;
     zk_slot *s = handle;
     if (!s) return IK_ELOST;
     pthread_rwlock_rdlock(&b->life);
-    int rc = persist_locked(b, b->conn, s, record_ms, valid_until_mono_ns);
+    int rc = persist_locked(b, b->conn, s, record_ms, valid_until_mono_ns, written_ms);
     pthread_rwlock_unlock(&b->life);
     return rc;
 }
@@ -1495,11 +1610,12 @@ static int zk_slot_release(ik__backend *be, void *handle, int64_t record_ms)
     zk_conn *c = b->conn;
     int rc = slot_session_check(b, c, s);
     if (rc == IK_EINDOUBT) {
-        rc = conn_wait(b, c, answer_wait_ms(c) * 2);
+        rc = conn_wait(b, c, release_wait_ms(c) * 2);
         if (rc == IK_OK) rc = slot_session_check(b, c, s);
         else if (rc == IK_ESTORE) rc = IK_EINDOUBT;
     }
-    if (rc == IK_OK) rc = settle_pending(c, s, answer_wait_ms(c));
+    zk_proof unused;
+    if (rc == IK_OK) rc = settle_pending(c, s, release_wait_ms(c), &unused);
     /* backend.h: a release may lower the record, never below what it found */
     if (record_ms < s->found_ms) record_ms = s->found_ms;
     for (int attempt = 0; attempt < 2 && rc == IK_OK; attempt++) {
@@ -1611,6 +1727,17 @@ static int zk_slots_list(ik__backend *be, const char *app, ik_slot_info **out, s
     *out = v;
     *n_out = n;
     return IK_OK;
+}
+
+/* The negotiated session timeout (the requested one before the first connect):
+ * a dead holder's owner node goes when its session expires. */
+static int64_t zk_slot_free_ms(ik__backend *be)
+{
+    zk_backend *b = (zk_backend *)be;
+    pthread_rwlock_rdlock(&b->life);
+    int t = b->conn ? zoo_recv_timeout(b->conn->zh) : 0;
+    pthread_rwlock_unlock(&b->life);
+    return t > 0 ? t : b->timeout_ms;
 }
 
 static void zk_session_desc(ik__backend *be, char *buf, size_t len)
@@ -1813,6 +1940,7 @@ const ik__backend_ops ik__backend_zk_ops = {
     .slot_forget = zk_slot_forget,
     .recover = zk_recover,
     .slots_list = zk_slots_list,
+    .slot_free_ms = zk_slot_free_ms,
     .session = zk_session_desc,
     .tag_create = ik__zk_tag_create,
     .tag_get = ik__zk_tag_get,

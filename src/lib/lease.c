@@ -1,7 +1,7 @@
 /* lease.c: the worker-slot lease (SPEC 3), generic over backends.
  *
  * A lease holds one slot and drives one generator. Its thread writes the slot's
- * time record every persist_interval/2 as max(record, now + ahead), where ahead is
+ * time record every persist_interval/2 (start to start) as max(record, now + ahead), where ahead is
  * the persist interval or, if longer, the window the backend's last answer proved
  * the lease for (2/3 of the ZooKeeper session timeout), so that a lease in doubt can
  * issue for its whole safe window, not only until the record runs out; and,
@@ -10,7 +10,9 @@
  *
  * Invariants
  *   L1. The generator never issues a tick above ticks_at(record persisted in the
- *       store): the grant's ceiling only moves after an acknowledged write.
+ *       store): the grant's ceiling only moves after an acknowledged write, to the
+ *       record of that write (slot_persist says which: on a slow store, an earlier
+ *       write than the one just asked for).
  *   L2. A slot's new holder issues only ticks above ticks_at(record it found), so
  *       with L1 no tick is issued twice under one worker number, whoever held it.
  *   L3. The generator issues only while the monotonic clock is before the
@@ -21,7 +23,10 @@
  *
  * States and the functions that take each edge:
  *
- *   start() --slot_acquire ok--> HELD
+ *   begin() (lease thread: first_acquire)
+ *   ACQUIRING --slot_acquire ok--> HELD            (ik_slot_lease_wait_held: 0)
+ *   ACQUIRING --slot_acquire: IK_ENOSLOT--> ACQUIRING, again every 500 ms until
+ *             slot_wait_ms have passed, then the first acquisition fails (thread ends)
  *   HELD --persist: IK_EINDOUBT--> IN_DOUBT      (generator runs until its deadline)
  *   IN_DOUBT --persist ok--> HELD                 (same session: grant extended)
  *   HELD, IN_DOUBT --persist: IK_ELOST--> LOST     (revoke, slot_forget)
@@ -64,6 +69,12 @@ struct ik_slot_lease {
     int64_t valid_until;     /* deadline of the last acknowledged write */
     uint64_t acquisitions;
     char why[160];
+
+    /* the first acquisition (ik_slot_lease_wait_held), guarded by mu */
+    int64_t slot_wait_ms; /* how long a full range is waited on; resolved */
+    int started;          /* 1 once the first acquisition is over */
+    int start_rc;         /* its outcome */
+    char start_why[512];  /* why it failed */
 };
 
 void ik_lease_options_init(ik_lease_options *o)
@@ -72,6 +83,7 @@ void ik_lease_options_init(ik_lease_options *o)
     o->app = "default";
     o->choice = IK_SLOT_RANDOM;
     o->persist_interval_ms = 1000;
+    o->slot_wait_ms = IK_SLOT_WAIT_DEFAULT;
 }
 
 const char *ik_lease_state_name(ik_lease_state s)
@@ -188,11 +200,69 @@ static void reacquire(ik_slot_lease *l)
     }
 }
 
+/* The first slot (SPEC 3 rule 4): while the range is full, tries again every
+ * 500 ms for slot_wait_ms, ACQUIRING meanwhile with why saying so; once it waits,
+ * a store that does not answer is waited on too. 0 once held, else the last error
+ * with why (IK_ECLOSED if asked to stop). */
+static int first_acquire(ik_slot_lease *l, char *why, size_t why_len)
+{
+    int64_t start = ik__mono_ns();
+    int waited = 0;
+    for (;;) {
+        why[0] = '\0';
+        int rc = acquire(l, why, why_len);
+        if (rc == 0) return 0;
+        int again = rc == IK_ENOSLOT || (waited && (rc == IK_ESTORE || rc == IK_EINDOUBT));
+        int64_t spent = (ik__mono_ns() - start) / 1000000;
+        int64_t left = l->slot_wait_ms - spent;
+        if (!again || left <= 0) {
+            if (waited) {
+                char inner[512];
+                snprintf(inner, sizeof inner, "%s", why);
+                ik__fail(rc, why, why_len, "none freed in %lld ms: %s", (long long)spent, inner);
+            }
+            return rc;
+        }
+        waited = 1;
+        pthread_mutex_lock(&l->mu);
+        snprintf(l->why, sizeof l->why, "waiting %lld ms more for a free slot: %s", (long long)left,
+                 why);
+        pthread_mutex_unlock(&l->mu);
+        if (nap(l, left < 500 ? left : 500)) return ik__fail(IK_ECLOSED, why, why_len, "stopped");
+    }
+}
+
+/* Ends the first acquisition: records its outcome and wakes
+ * ik_slot_lease_wait_held. */
+static void first_done(ik_slot_lease *l, int rc, const char *why)
+{
+    if (rc == 0) {
+        char msg[64];
+        snprintf(msg, sizeof msg, "took slot %d", l->worker);
+        set_state(l, IK_LEASE_HELD, msg);
+    }
+    pthread_mutex_lock(&l->mu);
+    l->started = 1;
+    l->start_rc = rc;
+    snprintf(l->start_why, sizeof l->start_why, "%s", rc ? why : "");
+    if (rc) snprintf(l->why, sizeof l->why, "%s", why);
+    pthread_cond_broadcast(&l->cv);
+    pthread_mutex_unlock(&l->mu);
+}
+
 static void *lease_thread(void *arg)
 {
     ik_slot_lease *l = arg;
+    char why[512];
+    int frc = first_acquire(l, why, sizeof why);
+    first_done(l, frc, why[0] ? why : ik_strerror(frc));
+    if (frc) return NULL;
+    int64_t took_ms = 0; /* how long the last persist took */
     for (;;) {
-        if (nap(l, l->interval_ms / 2)) break;
+        /* One persist every interval/2, start to start: a store that answers
+         * slowly gets the next write as soon as the last one is answered. */
+        int64_t pause = l->interval_ms / 2 - took_ms;
+        if (nap(l, pause > 0 ? pause : 0)) break;
 
         pthread_mutex_lock(&l->mu);
         void *h = l->handle;
@@ -201,16 +271,19 @@ static void *lease_thread(void *arg)
         int64_t want = ik__wall_ms() + l->ahead_ms;
         if (want > rec) rec = want;
 
-        int64_t until = 0, sent = ik__mono_ns();
-        int rc = l->be->ops->slot_persist(l->be, h, rec, &until);
+        int64_t until = 0, written = 0, sent = ik__mono_ns();
+        int rc = l->be->ops->slot_persist(l->be, h, rec, &until, &written);
+        took_ms = (ik__mono_ns() - sent) / 1000000;
         if (rc == 0) {
-            l->ahead_ms = ahead_of(l, until, sent);
+            /* written may be an earlier write's record, answered late (L1: the
+             * ceiling is what the store acknowledged, not what we asked for) */
+            if (written == rec) l->ahead_ms = ahead_of(l, until, sent);
             pthread_mutex_lock(&l->mu);
-            l->record_ms = rec;
-            l->valid_until = until;
+            if (written > l->record_ms) l->record_ms = written;
+            if (until > l->valid_until) l->valid_until = until;
             ik_lease_state was = l->state;
             pthread_mutex_unlock(&l->mu);
-            ik_snowflake_extend(l->g, floor_tick_of(l->g, rec), until);
+            ik_snowflake_extend(l->g, floor_tick_of(l->g, written), until);
             if (was != IK_LEASE_HELD) set_state(l, IK_LEASE_HELD, "store answers again");
         } else if (rc == IK_ELOST) {
             ik_snowflake_revoke(l->g);
@@ -236,7 +309,7 @@ static void *lease_thread(void *arg)
     return NULL;
 }
 
-int ik_slot_lease_start(ik_coord *c, ik_snowflake *g, const ik_lease_options *o,
+int ik_slot_lease_begin(ik_coord *c, ik_snowflake *g, const ik_lease_options *o,
                         ik_slot_lease **out, char *why, size_t why_len)
 {
     ik_lease_options defaults;
@@ -255,6 +328,9 @@ int ik_slot_lease_start(ik_coord *c, ik_snowflake *g, const ik_lease_options *o,
             return ik__fail(IK_EINVAL, why, why_len, "identity has a control character");
     if (o->persist_interval_ms < 20 || o->persist_interval_ms > 60000)
         return ik__fail(IK_EINVAL, why, why_len, "persist interval must be 20 to 60000 ms");
+    if (o->slot_wait_ms > IK_SLOT_WAIT_MAX)
+        return ik__fail(IK_EINVAL, why, why_len, "slot wait must be at most %lld ms",
+                        (long long)IK_SLOT_WAIT_MAX);
 
     ik_slot_lease *l = calloc(1, sizeof *l);
     if (!l) return IK_ENOMEM;
@@ -268,25 +344,57 @@ int ik_slot_lease_start(ik_coord *c, ik_snowflake *g, const ik_lease_options *o,
     l->ctx = o->ctx;
     l->worker = -1;
     l->state = IK_LEASE_ACQUIRING;
+    snprintf(l->why, sizeof l->why, "taking a slot");
+    l->slot_wait_ms = o->slot_wait_ms;
+    if (l->slot_wait_ms < 0) { /* the backend's: the time a dead holder's slot takes
+                                  to free, plus 2 s; 0 where it frees at once */
+        int64_t f = l->be->ops->slot_free_ms ? l->be->ops->slot_free_ms(l->be) : 0;
+        l->slot_wait_ms = f > 0 ? f + 2000 : 0;
+    }
     pthread_mutex_init(&l->mu, NULL);
     ik__cond_init_mono(&l->cv);
-    int rc = (!l->app || !l->identity) ? IK_ENOMEM : acquire(l, why, why_len);
-    if (rc == 0) {
-        char msg[64];
-        snprintf(msg, sizeof msg, "took slot %d", l->worker);
-        set_state(l, IK_LEASE_HELD, msg);
-        if (pthread_create(&l->thread, NULL, lease_thread, l)) {
-            ik_snowflake_revoke(g);
-            l->be->ops->slot_release(l->be, l->handle, l->record_ms);
-            rc = IK_ESYS(EAGAIN);
-        }
-    }
+    int rc = (!l->app || !l->identity) ? IK_ENOMEM : IK_OK;
+    if (rc == IK_OK && pthread_create(&l->thread, NULL, lease_thread, l)) rc = IK_ESYS(EAGAIN);
     if (rc) {
         pthread_cond_destroy(&l->cv);
         pthread_mutex_destroy(&l->mu);
         free(l->app);
         free(l->identity);
         free(l);
+        return rc;
+    }
+    *out = l;
+    return IK_OK;
+}
+
+int ik_slot_lease_wait_held(ik_slot_lease *l, int64_t timeout_ms, char *why, size_t why_len)
+{
+    if (!l) return IK_EINVAL;
+    struct timespec ts;
+    if (timeout_ms >= 0) ik__deadline_ts(&ts, timeout_ms);
+    pthread_mutex_lock(&l->mu);
+    while (!l->started) {
+        if (timeout_ms < 0)
+            pthread_cond_wait(&l->cv, &l->mu);
+        else if (pthread_cond_timedwait(&l->cv, &l->mu, &ts) == ETIMEDOUT)
+            break;
+    }
+    int rc = l->started ? l->start_rc : IK_ETIMEDOUT;
+    if (rc && l->started && why && why_len) snprintf(why, why_len, "%s", l->start_why);
+    pthread_mutex_unlock(&l->mu);
+    return rc;
+}
+
+int ik_slot_lease_start(ik_coord *c, ik_snowflake *g, const ik_lease_options *o,
+                        ik_slot_lease **out, char *why, size_t why_len)
+{
+    ik_slot_lease *l = NULL;
+    if (!out) return IK_EINVAL;
+    int rc = ik_slot_lease_begin(c, g, o, &l, why, why_len);
+    if (rc) return rc;
+    rc = ik_slot_lease_wait_held(l, -1, why, why_len);
+    if (rc) {
+        ik_slot_lease_release(l);
         return rc;
     }
     *out = l;

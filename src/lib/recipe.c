@@ -11,15 +11,25 @@
  * Election states and the functions that take each edge:
  *
  *   IDLE --ik_election_campaign--> WAITING               (thread started)
- *   WAITING --acquire ok (campaign_thread)--> HELD       (callback HELD)
+ *   WAITING --acquire ok, the lock says HELD, no notice pending (lead)--> HELD
+ *                                                        (callback HELD: leading)
  *   HELD --notify IN_DOUBT--> IN_DOUBT                   (callback IN_DOUBT)
  *   IN_DOUBT --notify HELD--> HELD                       (callback HELD: restored)
  *   HELD, IN_DOUBT --notify LOST--> LOST                 (callback LOST; the lock
  *                   is released, and the thread campaigns again: --> WAITING)
  *   any --ik_election_resign--> IDLE                     (cancel, release, join)
  *
- * Invariant E1: the election reports HELD only while its lock is granted and the
- * backend has not told it IN_DOUBT or LOST since.
+ * A grant can be in doubt or lost before the campaign thread has reported it (a
+ * pause right after the acquire): then its first callback is IN_DOUBT or LOST, not
+ * HELD (WAITING --notify IN_DOUBT / LOST (lead)--> IN_DOUBT / LOST), and HELD
+ * comes only once the same session answers again.
+ *
+ * Invariant E1: the election reports HELD only while its lock is granted, the
+ * backend has not told it IN_DOUBT or LOST since, and the lock's own state (which
+ * checks the session on every call) says HELD.
+ * Invariant E2: no notice of a grant is dropped: the queue is emptied only before
+ * an acquire, when the earlier grant is released (a released lock calls back no
+ * more), so every notice queued after that is the new grant's.
  */
 #include "recipe.h"
 #include "internal.h"
@@ -105,6 +115,22 @@ static const ik__recipe_ops *protocol_of(ik__backend *be)
     return NULL;
 }
 
+/* Test hook, read only when IDKEEPER_TEST_GRANT_DELAY_MS is set (tests set it, nothing
+ * else should): sleeps that many ms right after a grant, before the caller hears of
+ * it, as a process paused at that moment would; the window in which a loss notice
+ * can come before the grant is told (docs/recipes.md, "Test hooks"). */
+static void test_grant_delay(void)
+{
+    const char *v = getenv("IDKEEPER_TEST_GRANT_DELAY_MS");
+    if (!v || !*v) return;
+    long ms = strtol(v, NULL, 10);
+    if (ms <= 0 || ms > 600000) return;
+    ik__logf("test: grant delay %ld ms", ms);
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
 void ik__lock_notify(ik_lock *lk, ik_hold_state state, const char *why)
 {
     if (lk->on_change) lk->on_change(lk->ctx, state, why ? why : "");
@@ -181,6 +207,7 @@ int ik_lock_acquire(ik_lock *lk, int64_t timeout_ms, int64_t *fence)
     if (!lk || timeout_ms < -1) return IK_EINVAL;
     int64_t f = 0;
     int rc = lk->ops->acquire(lk, timeout_ms, &f);
+    if (rc == 0) test_grant_delay();
     if (rc == 0 && fence) *fence = f;
     return rc;
 }
@@ -321,11 +348,70 @@ static int elect_nap(ik_election *e, int64_t ms)
     return stop;
 }
 
+/* Delivers the notices of the grant held since acquire returned, until it is lost
+ * or the election resigns. The queue holds only this grant's notices: it was
+ * emptied before the acquire, and a released grant sends none. Leadership is
+ * reported (HELD, "leading") only while no notice is pending and the lock's own
+ * state, which checks the session (Z1 in recipe_zk.c), says HELD; a grant whose
+ * first notice is IN_DOUBT or LOST reports that instead (E2). Returns 1 if asked
+ * to stop. */
+static int lead(ik_election *e)
+{
+    int told = 0; /* a state of this grant was reported */
+    for (;;) {
+        if (!told) {
+            ik_hold_info hi;
+            memset(&hi, 0, sizeof hi);
+            e->lk->ops->info(e->lk, &hi);
+            pthread_mutex_lock(&e->mu);
+            int pending = e->qn;
+            pthread_mutex_unlock(&e->mu);
+            if (!pending && hi.state == IK_HOLD_HELD) {
+                elect_set(e, IK_HOLD_HELD, "leading", 1);
+                told = 1;
+            }
+        }
+        pthread_mutex_lock(&e->mu);
+        if (told) {
+            while (!e->stop && e->qn == 0)
+                pthread_cond_wait(&e->cv, &e->mu);
+        } else if (!e->stop && e->qn == 0) {
+            /* the lock says in doubt or lost and its notice is on its way; if the
+             * doubt ends before the monitor looks, none comes: look again */
+            struct timespec ts;
+            ik__deadline_ts(&ts, 50);
+            pthread_cond_timedwait(&e->cv, &e->mu, &ts);
+        }
+        if (e->stop) {
+            pthread_mutex_unlock(&e->mu);
+            return 1;
+        }
+        if (e->qn == 0) {
+            pthread_mutex_unlock(&e->mu);
+            continue;
+        }
+        ik_hold_state s = e->q[0].state;
+        char why[160];
+        snprintf(why, sizeof why, "%s", e->q[0].why);
+        memmove(&e->q[0], &e->q[1], sizeof e->q[0] * (size_t)(EVQ - 1));
+        e->qn--;
+        pthread_mutex_unlock(&e->mu);
+        if (s == IK_HOLD_HELD || s == IK_HOLD_IN_DOUBT || s == IK_HOLD_LOST) {
+            elect_set(e, s, why, 1);
+            told = 1;
+        }
+        if (s == IK_HOLD_LOST) return 0;
+    }
+}
+
 static void *campaign_thread(void *arg)
 {
     ik_election *e = arg;
     int64_t backoff = 50;
     for (;;) {
+        pthread_mutex_lock(&e->mu);
+        e->qn = 0; /* notices of an earlier grant, released since: none come later */
+        pthread_mutex_unlock(&e->mu);
         elect_set(e, IK_HOLD_WAITING, "campaigning", 0);
         int64_t fence = 0;
         int rc = e->lk->ops->acquire(e->lk, -1, &fence);
@@ -339,6 +425,7 @@ static void *campaign_thread(void *arg)
             continue;
         }
         backoff = 50;
+        test_grant_delay();
         pthread_mutex_lock(&e->mu);
         if (e->stop) {
             pthread_mutex_unlock(&e->mu);
@@ -346,32 +433,12 @@ static void *campaign_thread(void *arg)
             break;
         }
         e->fence = fence;
-        e->qn = 0; /* changes of an earlier grant */
         pthread_mutex_unlock(&e->mu);
-        elect_set(e, IK_HOLD_HELD, "leading", 1);
-        int lost = 0;
-        while (!lost) {
-            pthread_mutex_lock(&e->mu);
-            while (!e->stop && e->qn == 0)
-                pthread_cond_wait(&e->cv, &e->mu);
-            if (e->stop) {
-                pthread_mutex_unlock(&e->mu);
-                break;
-            }
-            ik_hold_state s = e->q[0].state;
-            char why[160];
-            snprintf(why, sizeof why, "%s", e->q[0].why);
-            memmove(&e->q[0], &e->q[1], sizeof e->q[0] * (size_t)(EVQ - 1));
-            e->qn--;
-            pthread_mutex_unlock(&e->mu);
-            if (s == IK_HOLD_LOST) lost = 1;
-            if (s == IK_HOLD_HELD || s == IK_HOLD_IN_DOUBT || s == IK_HOLD_LOST)
-                elect_set(e, s, why, 1);
-        }
+        int stop = lead(e);
         e->lk->ops->release(e->lk);
         pthread_mutex_lock(&e->mu);
         e->fence = 0;
-        int stop = e->stop;
+        stop = stop || e->stop;
         pthread_mutex_unlock(&e->mu);
         if (stop) break;
     }
@@ -476,22 +543,35 @@ int ik_election_resign(ik_election *e)
 
 ik_hold_state ik_election_state(ik_election *e)
 {
-    if (!e) return IK_HOLD_IDLE;
-    pthread_mutex_lock(&e->mu);
-    ik_hold_state s = e->state;
-    pthread_mutex_unlock(&e->mu);
-    return s;
+    ik_hold_info hi;
+    ik_election_get_info(e, &hi);
+    return hi.state;
 }
 
 void ik_election_get_info(ik_election *e, ik_hold_info *out)
 {
     memset(out, 0, sizeof *out);
     if (!e) return;
-    e->lk->ops->info(e->lk, out);
+    ik_hold_info lk;
+    memset(&lk, 0, sizeof lk);
+    e->lk->ops->info(e->lk, &lk);
+    *out = lk;
     pthread_mutex_lock(&e->mu);
-    out->state = e->state;
-    out->fence = e->state == IK_HOLD_HELD || e->state == IK_HOLD_IN_DOUBT ? e->fence : 0;
+    ik_hold_state s = e->state;
+    out->state = s;
     snprintf(out->why, sizeof out->why, "%s", e->why);
+    /* E1: the lock's own check knows a dead or cut-off session before its notice
+     * has come through the queue; the worse of the two wins */
+    int led = s == IK_HOLD_HELD || s == IK_HOLD_IN_DOUBT;
+    if (led && (lk.state == IK_HOLD_LOST || (lk.state == IK_HOLD_IN_DOUBT && s == IK_HOLD_HELD))) {
+        out->state = lk.state;
+        snprintf(out->why, sizeof out->why, "%s", lk.why);
+    }
+    if (!led) {
+        out->node[0] = '\0';
+        out->session[0] = '\0';
+    }
+    out->fence = out->state == IK_HOLD_HELD || out->state == IK_HOLD_IN_DOUBT ? e->fence : 0;
     pthread_mutex_unlock(&e->mu);
 }
 

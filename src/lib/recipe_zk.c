@@ -1133,6 +1133,7 @@ static void zk_info(ik_lock *base, ik_hold_info *out)
     ik__zk_session_put(base->be);
     pthread_mutex_lock(&lk->mu);
     out->state = lk->state;
+    out->session_timeout_ms = s.timeout_ms;
     snprintf(out->why, sizeof out->why, "%s", lk->why);
     if (lk->state == IK_HOLD_HELD || lk->state == IK_HOLD_IN_DOUBT) {
         out->fence = lk->fence;

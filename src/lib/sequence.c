@@ -17,8 +17,19 @@
  *   Q3. A write whose outcome is unknown (IK_EINDOUBT) hands out nothing; its range,
  *       if it was recorded, stays unused. The backend resolves doubt where it can
  *       (see zookeeper.md); a residual gap is reported in the logs.
+ *   Q4. A request withdrawn by ik_sequence_cancel() is in no write: the committer
+ *       takes a tag's queue whole under s->mu, so a request is either still queued
+ *       (and cancel unlinks it) or in the batch of a write (and cancel does not find
+ *       it). A batch left empty by cancels writes nothing.
  *
- * Threads: ik_sequence_next() from any thread; callbacks run on the committer.
+ * A request's life (edges name the functions; the arrow under s->mu):
+ *
+ *   ik_sequence_next --> QUEUED --commit_tag takes the queue--> IN WRITE --write
+ *                          |                                    ends--> cb called
+ *                          +--ik_sequence_cancel--> WITHDRAWN (freed, cb never called)
+ *
+ * Threads: ik_sequence_next() and ik_sequence_cancel() from any thread; callbacks
+ * run on the committer.
  */
 #include "backend.h"
 #include "internal.h"
@@ -38,10 +49,10 @@ struct seq_req {
 
 typedef struct seq_tag seq_tag;
 struct seq_tag {
-    seq_tag *next;       /* s->tags */
+    seq_tag *next; /* s->tags */
     char name[IK_TAG_NAME_MAX + 1];
     seq_req *head, *tail;
-    int ready;           /* on s->ready list */
+    int ready; /* on s->ready list */
     seq_tag *rnext;
 };
 
@@ -50,7 +61,7 @@ struct ik_sequence {
     char app[65];
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    seq_tag *tags;       /* tags with queued requests */
+    seq_tag *tags; /* tags with queued requests */
     seq_tag *ready_head, *ready_tail;
     int stop;
     pthread_t committer;
@@ -124,6 +135,31 @@ int ik_sequence_next(ik_sequence *s, const char *tag, size_t n, ik_ids_cb cb, vo
     return IK_PENDING;
 }
 
+int ik_sequence_cancel(ik_sequence *s, const char *tag, ik_ids_cb cb, void *ctx)
+{
+    if (!s || !tag || !cb) return IK_EINVAL;
+    int rc = IK_ENOTFOUND;
+    pthread_mutex_lock(&s->mu);
+    seq_tag *t;
+    for (t = s->tags; t && strcmp(t->name, tag); t = t->next) {
+    }
+    seq_req *prev = NULL;
+    for (seq_req *r = t ? t->head : NULL; r; prev = r, r = r->next) {
+        if (r->cb != cb || r->ctx != ctx) continue;
+        if (prev) {
+            prev->next = r->next;
+        } else {
+            t->head = r->next;
+        }
+        if (t->tail == r) t->tail = prev;
+        free(r);
+        rc = IK_OK; /* t stays on the ready list; an empty queue commits nothing */
+        break;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
 /* Removes t from s->tags and frees it (caller holds mu; t has no requests). */
 static void drop_tag(ik_sequence *s, seq_tag *t)
 {
@@ -135,16 +171,19 @@ static void drop_tag(ik_sequence *s, seq_tag *t)
     free(t);
 }
 
-/* Commits every request of t queued now, in one write; answers them. */
+/* Commits every request of t queued now, in one write; answers them. Nothing when
+ * every queued request was withdrawn. */
 static void commit_tag(ik_sequence *s, seq_tag *t)
 {
     pthread_mutex_lock(&s->mu);
     seq_req *batch = t->head;
     t->head = t->tail = NULL;
     pthread_mutex_unlock(&s->mu);
+    if (!batch) return;
 
     int64_t total = 0;
-    for (seq_req *r = batch; r; r = r->next) total += (int64_t)r->n;
+    for (seq_req *r = batch; r; r = r->next)
+        total += (int64_t)r->n;
     int64_t first = 0;
     int rc = ik__tag_advance(s->c, s->app, t->name, IK_TAG_SEQUENCE, total, &first);
 
@@ -160,7 +199,8 @@ static void commit_tag(ik_sequence *s, seq_tag *t)
                 ids = malloc(cap * sizeof *ids);
             }
             if (ids) {
-                for (size_t i = 0; i < r->n; i++) ids[i] = first + (int64_t)i;
+                for (size_t i = 0; i < r->n; i++)
+                    ids[i] = first + (int64_t)i;
             } else {
                 st = IK_ENOMEM; /* the range stays unused: a gap, never a duplicate */
                 cap = 0;
@@ -178,7 +218,8 @@ static void *committer(void *arg)
     ik_sequence *s = arg;
     pthread_mutex_lock(&s->mu);
     for (;;) {
-        while (!s->stop && !s->ready_head) pthread_cond_wait(&s->cv, &s->mu);
+        while (!s->stop && !s->ready_head)
+            pthread_cond_wait(&s->cv, &s->mu);
         if (s->stop) break;
         seq_tag *t = s->ready_head;
         s->ready_head = t->rnext;

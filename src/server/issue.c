@@ -123,6 +123,23 @@ int ik__issue(ik__worker *w, ik__op op, const char *tag, uint32_t n, int64_t *id
     return rc;
 }
 
+int ik__pend_withdraw(ik__worker *w, ik__pend *p)
+{
+    if (p->op != IK_OP_SEQUENCE || w->stores_closed) return 0;
+    if (ik_sequence_cancel(w->srv->seq, p->tag, on_ids, p) != IK_OK) return 0;
+    ik__count(&w->m.sequence_withdrawn);
+    return 1;
+}
+
+void ik__pend_orphaned(ik__worker *w, ik__pend *p)
+{
+    if (p->op != IK_OP_SEQUENCE || p->rc != 0 || p->nids == 0) return;
+    int why = p->gone > IK_GONE_NO && p->gone < IK_GONE_N ? p->gone : IK_GONE_CLIENT;
+    ik__log("tag gap tag=%s first=%lld count=%zu why=%s", p->tag, (long long)p->first, p->nids,
+            ik__gone_text[why]);
+    ik__gap_add(w->srv, p->tag, why, p->nids);
+}
+
 /* ---- the library's refusals -------------------------------------------------------------- */
 
 static const char *op_kind(int op)

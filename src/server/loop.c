@@ -17,6 +17,13 @@
  *   final response (error, Connection: close, draining) --> LINGERING: shutdown(WR),
  *   read and discard until EOF or IK_LINGER_MS --> closed
  *   EOF / read error / timeout / max_connections --> closed (pending answers detached)
+ *   EOF while an answer is pending: the client gave up (as nginx takes it) --> closed
+ *
+ * A closing connection drops its answers at once (conn_drop): a sequence request
+ * still queued in the library is withdrawn (never committed); any other out with
+ * the library is detached and freed when it comes back, and a sequence range
+ * committed for it is a gap; so is a sequence answer ready but not yet written
+ * whole (held, or in c->out, c->unsent). Gaps are logged and counted (SPEC 2).
  *
  * Invariants
  * - Reads land in the loop's one read buffer and are parsed at once: the parser
@@ -55,6 +62,7 @@ struct ik__conn {
     unsigned reading : 1, writing : 1, close_after : 1, paused : 1, lingering : 1, closing : 1,
         eof : 1;
     ik__pend *pend_head, *pend_tail; /* answers not yet in c->out, in request order */
+    ik__pend *unsent; /* sequence answers in c->out not yet written whole (see conn_drop) */
     int npend;
     ik__buf out;   /* responses not yet written */
     ik__buf stash; /* unparsed input kept while the parser is paused */
@@ -75,12 +83,50 @@ static uint64_t loop_now(const ik__conn *c)
 }
 
 static void on_close(uv_handle_t *h);
+static void pend_detach(ik__worker *w, ik__pend *p, int why);
 
-static void conn_close(ik__conn *c)
+/* Nothing more will be written to c (why: IK_GONE_*): the answers it still holds
+ * come back to nobody. A sequence request still queued in the library is
+ * withdrawn; one out with it is detached (a range committed for it is logged as a
+ * gap when it comes back); a sequence range already answered but not yet written
+ * whole (held behind a pending answer, or in c->out) is a gap now, logged. */
+static void conn_drop(ik__conn *c, int why)
+{
+    ik__worker *w = c->w;
+    for (ik__pend *p = c->unsent, *nx; p; p = nx) {
+        nx = p->next;
+        p->gone = (uint8_t)why;
+        ik__pend_orphaned(w, p);
+        ik__pend_free(p);
+    }
+    c->unsent = NULL;
+    for (ik__pend *p = c->pend_head, *nx; p; p = nx) {
+        nx = p->next;
+        if (p->done) {
+            p->gone = (uint8_t)why;
+            ik__pend_orphaned(w, p);
+            ik__pend_free(p);
+        } else {
+            pend_detach(w, p, why);
+        }
+    }
+    c->pend_head = c->pend_tail = NULL;
+    c->npend = 0;
+}
+
+/* Closes c; its answers not yet written are dropped at once (conn_drop), so that
+ * none that comes back meanwhile is taken for delivered. */
+static void conn_close_why(ik__conn *c, int why)
 {
     if (c->closing) return;
     c->closing = 1;
+    conn_drop(c, why);
     uv_close((uv_handle_t *)&c->tcp, on_close);
+}
+
+static void conn_close(ik__conn *c)
+{
+    conn_close_why(c, IK_GONE_CLIENT);
 }
 
 static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
@@ -235,6 +281,22 @@ static void pend_push(ik__conn *c, ik__pend *p)
     c->npend++;
 }
 
+/* p, out with the library, loses its connection (why: IK_GONE_*): withdrawn and
+ * freed if the library still had it queued (sequence), else detached: it comes
+ * back to nobody (ik__pend_complete). */
+static void pend_detach(ik__worker *w, ik__pend *p, int why)
+{
+    p->conn = NULL;
+    p->next = NULL;
+    p->gone = (uint8_t)why;
+    if (!ik__pend_withdraw(w, p)) return;
+    w->inflight--;
+    atomic_store_explicit(&w->m.pending,
+                          atomic_load_explicit(&w->m.pending, memory_order_relaxed) - 1,
+                          memory_order_relaxed);
+    ik__pend_free(p);
+}
+
 /* Publishes whether w has drained, and ends the loop once it may: draining, the
  * allocators closed for it, no connection, nothing in flight. */
 static void maybe_end(ik__worker *w)
@@ -280,7 +342,8 @@ void ik__pend_complete(ik__worker *w, ik__pend *p)
         return;
     }
     ik__conn *c = p->conn;
-    if (!c) { /* its connection closed meanwhile */
+    if (!c) { /* its connection closed meanwhile: a range committed for it is a gap */
+        ik__pend_orphaned(w, p);
         ik__pend_free(p);
         maybe_end(w);
         return;
@@ -423,8 +486,14 @@ static size_t conn_feed(ik__conn *c, const char *data, size_t len)
 
 /* ---- writing and the connection's state machine --------------------------------------- */
 
+/* c->out has been written whole: the sequence answers in it were delivered. */
 static void out_done(ik__conn *c)
 {
+    for (ik__pend *p = c->unsent, *nx; p; p = nx) {
+        nx = p->next;
+        ik__pend_free(p);
+    }
+    c->unsent = NULL;
     if (c->out.p != c->out.inline_p) ik__buf_reset(&c->out);
     c->out.len = 0;
 }
@@ -491,7 +560,12 @@ static void conn_flush(ik__conn *c)
             c->pend_head = p->next;
             if (!c->pend_head) c->pend_tail = NULL;
             c->npend--;
-            ik__pend_free(p);
+            if (p->op == IK_OP_SEQUENCE && p->rc == 0 && p->nids) {
+                p->next = c->unsent; /* a gap if the write fails: kept until out_done */
+                c->unsent = p;
+            } else {
+                ik__pend_free(p);
+            }
         }
         if (c->out.len) {
             uv_buf_t b = uv_buf_init(c->out.p, (unsigned)c->out.len);
@@ -552,9 +626,11 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     ik__conn *c = s->data;
     if (nread == 0) return;
     if (nread < 0) {
-        /* EOF between requests: answer what is pending, then close. EOF inside a
-         * request (a client gone mid-request) or a read error: just close. */
-        if (nread != UV_EOF || c->lingering || c->rp.started) {
+        /* EOF between requests: answer what is ready, then close. EOF inside a
+         * request (a client gone mid-request), EOF while an answer waits for the
+         * store (a client that gave up: its sequence requests are withdrawn) or a
+         * read error: just close. */
+        if (nread != UV_EOF || c->lingering || c->rp.started || c->pend_head) {
             conn_close(c);
             return;
         }
@@ -586,16 +662,7 @@ static void on_close(uv_handle_t *h)
         w->conns = c->next;
     }
     if (c->next) c->next->prev = c->prev;
-    /* answers still out with the library come back to nobody: detach them */
-    for (ik__pend *p = c->pend_head, *nx; p; p = nx) {
-        nx = p->next;
-        if (p->done) {
-            ik__pend_free(p);
-        } else {
-            p->conn = NULL;
-            p->next = NULL;
-        }
-    }
+    conn_drop(c, IK_GONE_CLIENT); /* closed without conn_close (ik__worker_teardown) */
     ik__reqp_free(&c->rp);
     ik__buf_reset(&c->out);
     ik__buf_reset(&c->stash);
@@ -660,8 +727,9 @@ static void on_connection(uv_stream_t *server, int status)
 /* The drain deadline came with answers still pending on c: each gets "503
  * shutting_down" in its place (the ik__pend itself is detached and freed when the
  * library gives it back), the answers are written as far as the socket takes them
- * at once, and the caller closes c. A sequence request failed this way whose write
- * then succeeds leaves its IDs unused: a gap, as with a crash in flight. */
+ * at once, and the caller closes c. A sequence request failed this way is withdrawn
+ * if still queued; if its write had begun and succeeds, its IDs are a gap, logged
+ * and counted (why=shutdown deadline), as with a crash in flight. */
 static void fail_pending(ik__conn *c)
 {
     ik__worker *w = c->w;
@@ -691,8 +759,7 @@ static void fail_pending(ik__conn *c)
             c->pend_head = q;
         }
         if (c->pend_tail == p) c->pend_tail = q;
-        p->conn = NULL;
-        p->next = NULL;
+        pend_detach(w, p, IK_GONE_SHUTDOWN);
         prev = q;
     }
     c->close_after = 1;
@@ -711,7 +778,7 @@ static void on_sweep(uv_timer_t *t)
         if (c->closing) continue;
         if (w->draining && now >= w->drain_deadline) {
             if (c->pend_head && !c->writing) fail_pending(c);
-            conn_close(c);
+            conn_close_why(c, IK_GONE_SHUTDOWN);
         } else if (c->lingering) {
             if (now >= c->linger_until) conn_close(c);
         } else if (c->writing) { /* a peer that does not read */

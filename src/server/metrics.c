@@ -3,8 +3,43 @@
  * is read, plus the generator's and the lease's own counters. */
 #include "srv.h"
 
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 const int ik__metric_codes[IK_N_CODES - 1] = {200, 201, 400, 401, 404, 405, 408,
                                               409, 413, 414, 431, 500, 503, 505};
+
+const char *const ik__gone_text[IK_GONE_N] = {"", "client gone", "shutdown deadline",
+                                              "ids above 2^53 asked as numbers"};
+const char *const ik__gone_label[IK_GONE_N] = {"", "client_gone", "shutdown_deadline",
+                                               "ids_too_large"};
+
+void ik__gap_add(ik__server *srv, const char *tag, int why, uint64_t n)
+{
+    pthread_mutex_lock(&srv->gaps_mu);
+    size_t i;
+    for (i = 0; i < srv->ngaps; i++)
+        if (srv->gaps[i].why == why && !strcmp(srv->gaps[i].tag, tag)) break;
+    if (i == srv->ngaps) {
+        if (srv->ngaps == srv->gaps_cap) {
+            size_t cap = srv->gaps_cap ? srv->gaps_cap * 2 : 8;
+            ik__gap_count *g = realloc(srv->gaps, cap * sizeof *g);
+            if (!g) {
+                fprintf(stderr, "idkeeper: out of memory; aborting\n");
+                abort();
+            }
+            srv->gaps = g;
+            srv->gaps_cap = cap;
+        }
+        memset(&srv->gaps[i], 0, sizeof srv->gaps[i]);
+        snprintf(srv->gaps[i].tag, sizeof srv->gaps[i].tag, "%s", tag);
+        srv->gaps[i].why = why;
+        srv->ngaps++;
+    }
+    srv->gaps[i].ids += n;
+    pthread_mutex_unlock(&srv->gaps_mu);
+}
 
 int ik__metric_code_index(int status)
 {
@@ -63,6 +98,11 @@ static _Atomic uint64_t *pick_sequence_ranges(ik__metrics *m, size_t a, size_t b
     return &m->sequence_ranges;
 }
 
+static _Atomic uint64_t *pick_sequence_withdrawn(ik__metrics *m, size_t a, size_t b)
+{
+    return &m->sequence_withdrawn;
+}
+
 static _Atomic uint64_t *pick_store_errors(ik__metrics *m, size_t a, size_t b)
 {
     return &m->store_errors[a];
@@ -106,6 +146,17 @@ void ik__metrics_render(ik__server *srv, ik__buf *b)
             "Sequence ranges answered, one per request (group commit: one store write "
             "carries many).",
             sum(srv, pick_sequence_ranges, 0, 0));
+    counter(b, "ik_sequence_requests_withdrawn_total",
+            "Sequence requests withdrawn before their commit because the client had gone.",
+            sum(srv, pick_sequence_withdrawn, 0, 0));
+    header(b, "ik_sequence_gap_ids_total", "counter",
+           "Sequence IDs committed for nobody (a gap, logged as 'tag gap'), by tag and why.");
+    pthread_mutex_lock(&srv->gaps_mu);
+    for (size_t i = 0; i < srv->ngaps; i++)
+        ik__buf_printf(b, "ik_sequence_gap_ids_total{tag=\"%s\",why=\"%s\"} %llu\n",
+                       srv->gaps[i].tag, ik__gone_label[srv->gaps[i].why],
+                       (unsigned long long)srv->gaps[i].ids);
+    pthread_mutex_unlock(&srv->gaps_mu);
     header(b, "ik_store_errors_total", "counter",
            "Answers 503 store_unavailable: the tag store unreachable, timed out or in doubt.");
     static const char *const ops[3] = {"segment", "sequence", "tags"};

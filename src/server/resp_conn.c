@@ -79,11 +79,46 @@ static uint64_t now_of(const ik__rconn *c)
     return uv_now(&c->w->loop);
 }
 
-static void rconn_close(ik__rconn *c)
+/* Nothing more will be written to c (why: IK_GONE_*), as loop.c's conn_drop: a
+ * sequence request still queued in the library is withdrawn (never committed); one
+ * out with it is detached (a range committed for it is logged as a gap when it
+ * comes back); an answered sequence range not yet moved to c->out is a gap now. */
+static void rconn_drop(ik__rconn *c, int why)
+{
+    ik__worker *w = c->w;
+    for (ik__pend *p = c->pend_head, *nx; p; p = nx) {
+        nx = p->next;
+        p->gone = (uint8_t)why;
+        p->next = NULL;
+        if (p->done) {
+            ik__pend_orphaned(w, p);
+            ik__pend_free(p);
+            continue;
+        }
+        p->rconn = NULL;
+        if (!ik__pend_withdraw(w, p)) continue; /* comes back to nobody */
+        w->inflight--;
+        atomic_store_explicit(&w->m.pending,
+                              atomic_load_explicit(&w->m.pending, memory_order_relaxed) - 1,
+                              memory_order_relaxed);
+        ik__pend_free(p);
+    }
+    c->pend_head = c->pend_tail = NULL;
+    c->npend = 0;
+    c->probe = NULL;
+}
+
+static void rconn_close_why(ik__rconn *c, int why)
 {
     if (c->closing) return;
     c->closing = 1;
+    rconn_drop(c, why);
     uv_close((uv_handle_t *)&c->tcp, on_rclose);
+}
+
+static void rconn_close(ik__rconn *c)
+{
+    rconn_close_why(c, IK_GONE_CLIENT);
 }
 
 static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
@@ -373,7 +408,8 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 void ik__resp_complete(ik__worker *w, ik__pend *p)
 {
     ik__rconn *c = p->rconn;
-    if (!c) { /* its connection closed meanwhile */
+    if (!c) { /* its connection closed meanwhile: a range committed for it is a gap */
+        ik__pend_orphaned(w, p);
         ik__pend_free(p);
         ik__worker_maybe_end(w);
         return;
@@ -398,15 +434,7 @@ static void on_rclose(uv_handle_t *h)
         rw->conns = c->next;
     }
     if (c->next) c->next->prev = c->prev;
-    for (ik__pend *p = c->pend_head, *nx; p; p = nx) {
-        nx = p->next;
-        if (p->done) {
-            ik__pend_free(p);
-        } else { /* out with the library: freed when it comes back */
-            p->rconn = NULL;
-            p->next = NULL;
-        }
-    }
+    rconn_drop(c, IK_GONE_CLIENT); /* nothing left unless closed by ik__worker_teardown */
     ik__respp_free(&c->rp);
     ik__buf_reset(&c->out);
     ik__buf_reset(&c->stash);
@@ -558,6 +586,14 @@ static void fail_pending(ik__rconn *c)
         if (c->pend_tail == p) c->pend_tail = q;
         p->rconn = NULL;
         p->next = NULL;
+        p->gone = IK_GONE_SHUTDOWN;
+        if (ik__pend_withdraw(w, p)) {
+            w->inflight--;
+            atomic_store_explicit(&w->m.pending,
+                                  atomic_load_explicit(&w->m.pending, memory_order_relaxed) - 1,
+                                  memory_order_relaxed);
+            ik__pend_free(p);
+        }
         prev = q;
     }
     c->close_after = 1;
@@ -575,7 +611,7 @@ void ik__resp_sweep(ik__worker *w, uint64_t now)
         if (c->closing) continue;
         if (w->draining && now >= w->drain_deadline) {
             if (c->pend_head && !c->writing) fail_pending(c);
-            rconn_close(c);
+            rconn_close_why(c, IK_GONE_SHUTDOWN);
         } else if (c->lingering) {
             if (now >= c->linger_until) rconn_close(c);
         } else if (c->writing) { /* a peer that does not read */

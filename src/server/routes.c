@@ -559,9 +559,10 @@ void ik__pend_render(ik__worker *w, ik__pend *p, ik__resp *rs)
             ik__count_n(&w->m.segment_ids, p->nids);
         }
         if (put_ids(rs, p->ids, p->first, p->nids, p->fmt, p->leaf) != 0 &&
-            p->op == IK_OP_SEQUENCE)
-            ik__log("tag gap tag=%s first=%lld count=%zu why=ids above 2^53 asked as numbers",
-                    p->tag, (long long)p->first, p->nids);
+            p->op == IK_OP_SEQUENCE) { /* committed, refused: a gap like a client gone */
+            p->gone = IK_GONE_TOO_LARGE;
+            ik__pend_orphaned(w, p);
+        }
         return;
     }
     render_tag(w, p, rs);
@@ -866,7 +867,8 @@ size_t ik__dispatch(ik__worker *w, ik__req *rq, ik__resp *rs)
                             "this route needs the header 'Authorization: Bearer <token>' "
                             "(the token in the server's http-token-file)");
             if (r->flags & IK_ROUTE_PAGE) /* browsers prompt for Basic; the token is the password */
-                ik__resp_header(rs, "WWW-Authenticate: Basic realm=\"idkeeper\", charset=\"UTF-8\"");
+                ik__resp_header(rs,
+                                "WWW-Authenticate: Basic realm=\"idkeeper\", charset=\"UTF-8\"");
             else
                 ik__resp_header(rs, "WWW-Authenticate: Bearer realm=\"idkeeper\"");
             return i;

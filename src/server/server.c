@@ -6,8 +6,10 @@
  *     block SIGTERM/SIGINT (every thread inherits the mask), ignore SIGPIPE
  *     bind one SO_REUSEPORT socket per loop   (fails fast: address in use)
  *     ik_coord_open -> ik_snowflake_create -> ik_segment_create, ik_sequence_create
- *       -> ik_slot_lease_start                (no slot: one line, exit 1)
- *     listen, start the loop threads, banner
+ *       -> ik_slot_lease_begin                (the slot is taken in the background)
+ *     listen, start the loop threads (/readyz: 503 until the slot is held)
+ *     await_slot: ik_slot_lease_wait_held     (range full: waits --slot-wait; no
+ *       slot then: one line, exit 1), banner
  *     sigwait; under a service manager (NOTIFY_SOCKET, built with libsystemd) it first
  *       polls until IDs can be issued and only then sends READY=1 (systemd's
  *       Type=notify), and sends STOPPING=1 once a signal came
@@ -61,6 +63,7 @@ void ik_server_config_init(ik_server_config *c)
     c->max_backward_ms = 5;
     c->max_batch = 10000;
     c->slot_choice = IK_SLOT_RANDOM;
+    c->slot_wait_ms = IK_SLOT_WAIT_DEFAULT;
     ik_coord_options_init(&c->coord);
     c->threads = 0;
     c->max_header_bytes = 8192;
@@ -373,6 +376,9 @@ static void server_free(ik__server *srv)
     srv->coord = NULL;
     free(srv->token);
     srv->token = NULL;
+    free(srv->gaps);
+    srv->gaps = NULL;
+    pthread_mutex_destroy(&srv->gaps_mu);
 }
 
 /* Everything up to serving. Returns 0, or -1 after logging why (what it set up is
@@ -382,6 +388,7 @@ static int server_start(ik__server *srv, const ik_server_config *cfg)
     char why[512];
     int rc;
     srv->cfg = cfg;
+    pthread_mutex_init(&srv->gaps_mu, NULL); /* first: server_free destroys it */
     srv->started_ms = ik__now_ms();
     srv->read_timeout_ms = cfg->read_timeout_ms;
     srv->idle_timeout_ms = cfg->idle_timeout_ms;
@@ -437,10 +444,11 @@ static int server_start(ik__server *srv, const ik_server_config *cfg)
     lo.app = cfg->app;
     lo.identity = srv->identity;
     lo.choice = cfg->slot_choice;
+    lo.slot_wait_ms = cfg->slot_wait_ms;
     lo.on_state = on_lease_state;
     lo.ctx = srv;
     why[0] = 0;
-    rc = ik_slot_lease_start(srv->coord, srv->gen, &lo, &srv->lease, why, sizeof why);
+    rc = ik_slot_lease_begin(srv->coord, srv->gen, &lo, &srv->lease, why, sizeof why);
     if (rc != 0) {
         srv->lease = NULL;
         ik__log("cannot take a worker slot: %s", why[0] ? why : ik_strerror(rc));
@@ -461,8 +469,42 @@ static int server_start(ik__server *srv, const ik_server_config *cfg)
         }
         w->thread_started = 1;
     }
-    if (!cfg->quiet) banner(srv);
     return 0;
+}
+
+/* Waits for the lease's first slot while the loops answer 503 (SPEC 3 rule 4: a
+ * full range is waited on for --slot-wait), and for SIGTERM/SIGINT meanwhile.
+ * 0: held, banner printed; 1: a signal came first (*sig); -1: no slot (logged). */
+static int await_slot(ik__server *srv, const sigset_t *sigs, int *sig)
+{
+    char why[512];
+    int64_t t0 = mono_ms();
+    int told = 0;
+    for (;;) {
+        why[0] = 0;
+        int rc = ik_slot_lease_wait_held(srv->lease, 100, why, sizeof why);
+        if (rc == 0) {
+            if (!srv->cfg->quiet) banner(srv);
+            return 0;
+        }
+        if (rc != IK_ETIMEDOUT) {
+            ik__log("cannot take a worker slot: %s", why[0] ? why : ik_strerror(rc));
+            return -1;
+        }
+        if (!told && mono_ms() - t0 >= 1000) {
+            ik_lease_info li;
+            ik_slot_lease_get_info(srv->lease, &li);
+            ik__log("no worker slot yet (%s); serving HTTP on %s, /readyz answers 503 meanwhile",
+                    li.why, srv->listen_text);
+            told = 1;
+        }
+        struct timespec zero = {0, 0};
+        int s = sigtimedwait(sigs, NULL, &zero);
+        if (s > 0) {
+            *sig = s;
+            return 1;
+        }
+    }
 }
 
 /* ---- the service manager (systemd's Type=notify) --------------------------------------- */
@@ -489,25 +531,11 @@ static void notify(const char *state)
 #endif
 }
 
-static int64_t now_mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-/* 1 if a snowflake ID can be issued now: the start-up conditions of /readyz (see
- * not_ready in routes.c): the lease is held, the generator holds a grant that has
- * not lapsed, and the clock has passed the slot's time record. */
+/* 1 if a snowflake ID can be issued now (what /readyz answers 200 for). */
 static int can_issue(ik__server *srv)
 {
-    ik_lease_info li;
-    ik_snowflake_info gi;
-    ik_slot_lease_get_info(srv->lease, &li);
-    ik_snowflake_get_info(srv->gen, &gi);
-    if (li.state != IK_LEASE_HELD || !gi.granted) return 0;
-    if (gi.valid_until_mono_ns != IK_FOREVER && gi.valid_until_mono_ns <= now_mono_ns()) return 0;
-    return ik_layout_ticks_at(srv->layout, ik__now_ms()) > (int64_t)gi.floor_tick;
+    char why[256];
+    return !ik__not_ready(srv, why, sizeof why);
 }
 
 /* Waits for SIGTERM or SIGINT and returns it. Under a service manager it first
@@ -594,8 +622,13 @@ int ik_server_run(const ik_server_config *cfg)
     ik__server *srv = calloc(1, sizeof *srv);
     if (!srv) abort();
     int rc = server_start(srv, cfg);
+    int sig = 0;
     if (rc == 0) {
-        int sig = wait_for_signal(srv, &sigs);
+        int w = await_slot(srv, &sigs, &sig);
+        if (w < 0) rc = -1;
+        if (w == 0) sig = wait_for_signal(srv, &sigs);
+    }
+    if (rc == 0) {
         notify("STOPPING=1");
         ik__log("%s: stopping: no new connections, finishing requests in flight",
                 sig == SIGINT ? "SIGINT" : "SIGTERM");
@@ -607,8 +640,10 @@ int ik_server_run(const ik_server_config *cfg)
         if (rel != 0) {
             ik__log("releasing worker %d failed: %s", li.worker, ik_strerror(rel));
             rc = -1;
-        } else {
+        } else if (li.worker >= 0) {
             ik__log("released worker %d; bye", li.worker);
+        } else {
+            ik__log("held no worker slot; bye");
         }
     } else {
         server_stop(srv);

@@ -16,6 +16,9 @@ typedef struct ik_server_config {
     int64_t max_backward_ms;     /* 5 */
     uint32_t max_batch;          /* 10000 */
     ik_slot_choice slot_choice;  /* random */
+    int64_t slot_wait_ms;        /* range full at start: wait this long for a slot, not
+                                    ready meanwhile; IK_SLOT_WAIT_DEFAULT (the backend's:
+                                    zk:// session timeout + 2 s, local: 0) */
     ik_coord_options coord;      /* zk session timeout, auth */
     int threads;                 /* event-loop threads; 0: one per core */
     uint32_t max_header_bytes;   /* request line + headers; 8192 */

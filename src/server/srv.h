@@ -31,8 +31,12 @@
  * - Answers leave a connection in request order: a pending answer holds back the
  *   ones behind it (they wait, serialized, in their own ik__pend).
  * - The callback never touches the connection. A connection that closes while
- *   answers are pending detaches them (p->conn = NULL, on the loop); a detached
- *   ik__pend is freed when it comes back.
+ *   answers are pending (the client gave up: EOF, reset, or the shutdown deadline)
+ *   withdraws each sequence request still queued in the library
+ *   (ik__pend_withdraw: never committed, freed at once) and detaches the rest
+ *   (p->conn = NULL, p->gone says why, on the loop); a detached ik__pend is freed
+ *   when it comes back, and a sequence range committed for it is a gap, logged and
+ *   counted (ik__pend_orphaned).
  * - A loop ends only when it is draining, has closed its use of the allocators
  *   (stores_closed), and has no connection and nothing in flight (inflight == 0): no
  *   callback can then reach it.
@@ -70,15 +74,16 @@ extern const int ik__metric_codes[IK_N_CODES - 1];
  * thread with relaxed loads: a reader may see a slightly old value, never a torn one. */
 typedef struct ik__metrics {
     _Atomic uint64_t requests[IK_N_ROUTES_MAX][IK_N_CODES];
-    _Atomic uint64_t accepted;        /* connections accepted */
-    _Atomic uint64_t rejected;        /* closed at once: max_connections, or accept failed */
-    _Atomic uint64_t timeouts;        /* dropped: read, write or idle timeout */
-    _Atomic int64_t open;             /* connections open on this loop */
-    _Atomic uint64_t segment_ids;     /* segment IDs answered */
-    _Atomic uint64_t sequence_ids;    /* sequence IDs answered */
-    _Atomic uint64_t sequence_ranges; /* sequence ranges answered (one per request) */
-    _Atomic uint64_t store_errors[3]; /* 503 store_unavailable, by IK_STORE_OP_* */
-    _Atomic int64_t pending;          /* answers waiting for the store now */
+    _Atomic uint64_t accepted;           /* connections accepted */
+    _Atomic uint64_t rejected;           /* closed at once: max_connections, or accept failed */
+    _Atomic uint64_t timeouts;           /* dropped: read, write or idle timeout */
+    _Atomic int64_t open;                /* connections open on this loop */
+    _Atomic uint64_t segment_ids;        /* segment IDs answered */
+    _Atomic uint64_t sequence_ids;       /* sequence IDs answered */
+    _Atomic uint64_t sequence_ranges;    /* sequence ranges answered (one per request) */
+    _Atomic uint64_t store_errors[3];    /* 503 store_unavailable, by IK_STORE_OP_* */
+    _Atomic uint64_t sequence_withdrawn; /* sequence requests withdrawn: client gone */
+    _Atomic int64_t pending;             /* answers waiting for the store now */
     /* RESP commands by row of the command table (+1: unknown), [0] ok, [1] error */
     _Atomic uint64_t resp_cmds[IK_RESP_CMDS_MAX][2];
 } ik__metrics;
@@ -102,6 +107,20 @@ static inline void ik__count_n(_Atomic uint64_t *c, uint64_t n)
 /* Index of status in the requests array. */
 int ik__metric_code_index(int status);
 
+/* Why a pending answer lost its connection (ik__pend.gone); names in ik__gone_text
+ * (log lines) and ik__gone_label (metric labels). */
+enum { IK_GONE_NO = 0, IK_GONE_CLIENT, IK_GONE_SHUTDOWN, IK_GONE_TOO_LARGE, IK_GONE_N };
+extern const char *const ik__gone_text[IK_GONE_N];
+extern const char *const ik__gone_label[IK_GONE_N];
+
+/* Sequence IDs committed for nobody, by tag and IK_GONE_* (server-wide, under
+ * srv->gaps_mu: rare, written by any loop, read by /metrics). */
+typedef struct ik__gap_count {
+    char tag[IK_TAG_NAME_MAX + 1];
+    int why;
+    uint64_t ids;
+} ik__gap_count;
+
 /* ---- the server ------------------------------------------------------------------ */
 
 typedef struct ik__worker ik__worker;
@@ -124,8 +143,11 @@ typedef struct ik__server {
     size_t token_len;
     int nworkers;
     ik__worker **workers;
-    atomic_int connections; /* open connections, all loops */
-    int64_t started_ms;     /* Unix ms at start */
+    atomic_int connections;  /* open connections, all loops */
+    pthread_mutex_t gaps_mu; /* guards gaps */
+    ik__gap_count *gaps;     /* sequence gaps seen, for /metrics (ik__gap_add) */
+    size_t ngaps, gaps_cap;
+    int64_t started_ms; /* Unix ms at start */
     int read_timeout_ms, idle_timeout_ms, shutdown_timeout_ms;
     uint32_t max_header_bytes;
 } ik__server;
@@ -201,12 +223,12 @@ typedef struct ik__tagop {
     int have_info;
     ik_tag_info *list; /* list, page (ik_free) */
     size_t nlist;
-    int list_rc;          /* page: the tags list's result */
-    ik_slot_info *slots;  /* workers, page (ik_free) */
+    int list_rc;         /* page: the tags list's result */
+    ik_slot_info *slots; /* workers, page (ik_free) */
     size_t nslots;
-    int slots_rc;         /* page: the slots list's result */
-    char decode[24];      /* page: the ?decode= ID asked for, "" if none */
-    char why[256];        /* create: the library's reason */
+    int slots_rc;    /* page: the slots list's result */
+    char decode[24]; /* page: the ?decode= ID asked for, "" if none */
+    char why[256];   /* create: the library's reason */
 } ik__tagop;
 
 /* One answer of a connection, pending or held (see "Pending answers"). */
@@ -219,6 +241,7 @@ typedef struct ik__pend {
     uint8_t fmt;  /* IK_FMT_* */
     uint8_t leaf; /* Leaf route: one ID, no newline */
     uint8_t keep, http10, done;
+    uint8_t gone;   /* IK_GONE_*: why its connection dropped it (loop thread only) */
     uint16_t route; /* row of the route table (RESP: of the command table), for the metrics */
     uint8_t resp;   /* a RESP answer: resp_conn.c renders it, rconn is its connection */
     uint8_t rshape; /* RESP: the answer's shape (resp_cmds.c) */
@@ -269,6 +292,22 @@ void ik__reply_error(ik__resp *rs, int status, const char *code, const char *fmt
 
 /* Renders a pending answer that came back (p->rc, p->ids...) into rs. Loop thread. */
 void ik__pend_render(ik__worker *w, ik__pend *p, ik__resp *rs);
+
+/* p, out with the library, has lost its connection: if it is a sequence request
+ * still queued (its write has not begun), withdraws it from the library and returns
+ * 1: nothing is committed for it, its callback never runs, and the caller settles
+ * and frees p. Else 0: p comes back later. Loop thread, before phase 2 only (after
+ * it, always 0). */
+int ik__pend_withdraw(ik__worker *w, ik__pend *p);
+
+/* A detached p (p->conn NULL, p->gone set) came back: a sequence range committed
+ * for it is a gap, logged ("tag gap tag=T first=A count=K why=...") and counted.
+ * Does not free p. Loop thread. */
+void ik__pend_orphaned(ik__worker *w, ik__pend *p);
+
+/* Adds n gap IDs of tag for reason why (IK_GONE_*) to the server's counts. Any
+ * thread. */
+void ik__gap_add(ik__server *srv, const char *tag, int why, uint64_t n);
 
 /* Adds a header line ("Name: value") to rs. */
 void ik__resp_header(ik__resp *rs, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -6,7 +6,9 @@
 #
 # A 3-server ZooKeeper ensemble, K idkeeper servers, and one client per server and
 # kind fetching IDs all the time (tests/tools/hammer, one connection each, so a
-# file holds one server incarnation's answers in order). A fault injector, driven by
+# file holds one server incarnation's answers in order). For sequence IDs each
+# server also has a client that gives up early (hammer --give-up: two connections,
+# each request abandoned if not answered within 1..G ms, G from the seed, 5-40). A fault injector, driven by
 # the seed, picks every 2-6 s one of:
 #   kill9     kill -9 a server, restart it with the same identity
 #   sigstop   SIGSTOP a server past the ZooKeeper session timeout, then SIGCONT
@@ -17,7 +19,10 @@
 # Then every ID is checked: no duplicate within a kind, each client file strictly
 # increasing (snowflake and segment), and the sequence IDs one contiguous run except
 # for IDs that a server killed -9 had committed but not answered (its commit log,
-# IDKEEPER_LOG_SEQUENCE_COMMITS=1, names them).
+# IDKEEPER_LOG_SEQUENCE_COMMITS=1, names them) and the gaps a live server logged
+# ("tag gap", e.g. why=client gone): any other gap fails the run, and so does a
+# logged gap that a client received, or a server whose gap metric disagrees with
+# its log.
 #
 # The seed fixes the schedule of faults (which, whom, how long); the timing of
 # requests is the machine's. It prints its seed first: rerun with --seed to replay.
@@ -58,6 +63,9 @@ done
 [ -n "$LIBFAKETIME" ] || fail "libfaketime.so.1 not found (apt-get install libfaketime)"
 SESSION_MS=4000
 has_kind() { [[ ",$kinds," == *",$1,"* ]]; }
+rnd 5 40
+GIVEUP_MS=$R
+has_kind sequence && echo "chaos: sequence clients that give up after 1..$GIVEUP_MS ms"
 
 zk_start_ensemble 3
 URI=$(zk_uri chaos)
@@ -96,6 +104,12 @@ start_clients() {
     esac
     "$HAMMER" --url "$url" --connections 1 --duration $((duration + 60)) --drain 5 --quiet \
       --out "$T/ids.$kind.$s.$inc" >"$T/hammer.$kind.$s.$inc.out" 2>&1 &
+    HPIDS[$s]+=" $!"
+    IK_PIDS+=($!)
+    [ "$kind" = sequence ] || continue
+    # clients that give up; answers that reach them after that go to FILE.late
+    "$HAMMER" --url "$url" --connections 2 --duration $((duration + 60)) --drain 5 --quiet \
+      --give-up "$GIVEUP_MS" --out "$T/ids.$kind.$s.$inc.gu" >"$T/hammer.giveup.$s.$inc.out" 2>&1 &
     HPIDS[$s]+=" $!"
     IK_PIDS+=($!)
   done
@@ -161,6 +175,19 @@ done
 # Stop the clients (they drain what is in flight), then the servers.
 for ((s = 0; s < nservers; s++)); do kill -TERM ${HPIDS[$s]} 2>/dev/null || true; done
 for ((s = 0; s < nservers; s++)); do for h in ${HPIDS[$s]}; do wait "$h" 2>/dev/null || true; done; done
+# Each server's metrics once nothing is pending (a gap is logged when its commit
+# comes back), for the check of the gap counter against the log.
+FINAL=()
+for ((s = 0; s < nservers; s++)); do
+  m="$T/metrics.$s.${INC[$s]}"
+  for _ in $(seq 600); do
+    curl -fsS --max-time 5 "http://127.0.0.1:${PORT[$s]}/metrics" >"$m" 2>/dev/null &&
+      awk '$1 == "ik_pending_requests" && $2 == 0 { ok = 1 } END { exit !ok }' "$m" && break
+    rm -f "$m"
+    sleep 0.05
+  done
+  [ -s "$m" ] && FINAL+=("$s.${INC[$s]}")
+done
 for ((s = 0; s < nservers; s++)); do kill -TERM "${PID[$s]}" 2>/dev/null || true; done
 for ((s = 0; s < nservers; s++)); do wait "${PID[$s]}" 2>/dev/null || true; done
 
@@ -199,16 +226,22 @@ if has_kind sequence; then
   #      no range any server logged (the same rule as idcheck.py kill9);
   #   3. a range a server reported as "tag gap tag=chaos-seq first=A count=K": a
   #      write whose answer was lost, that landed, and that could only be settled
-  #      after its call had given up (docs/zookeeper.md, "Tags").
-  /usr/bin/python3 - "$T" "${!KILLED_LOGS[@]}" >"$T/seq-check" <<'PY' || { cat "$T/seq-check"; fail "sequence has a gap"; }
+  #      after its call had given up (docs/zookeeper.md, "Tags"), or a range
+  #      committed for a client that had given up ("... why=client gone").
+  # No client may hold an ID of a reported gap, and each server still running at
+  # the end counts in ik_sequence_gap_ids_total{why="client_gone"} exactly the IDs
+  # its log reports so. IDs that reached a giving-up client after it gave up (its
+  # FILE.late) were delivered: they count as answered.
+  /usr/bin/python3 - "$T" "${FINAL[*]}" "${!KILLED_LOGS[@]}" >"$T/seq-check" <<'PY' || { cat "$T/seq-check"; fail "sequence has a gap"; }
 import glob, os, re, sys
-T, killed = sys.argv[1], set(sys.argv[2:])
+T, final, killed = sys.argv[1], sys.argv[2].split(), set(sys.argv[3:])
 LOG = re.compile(r"sequence tag=chaos-seq first=(\d+) count=(\d+)")
-GAP = re.compile(r"tag gap tag=chaos-seq first=(\d+) count=(\d+)")
-logged, reported = {}, []
+GAP = re.compile(r"tag gap tag=chaos-seq first=(\d+) count=(\d+)( why=client gone)?")
+logged, reported, gone_logged = {}, [], {}
 for path in glob.glob(os.path.join(T, "server.*.log")):
     key = os.path.basename(path)[len("server."):-len(".log")]
     rs = []
+    gone_logged[key] = 0
     for line in open(path, errors="replace"):
         m = LOG.search(line)
         if m:
@@ -216,8 +249,30 @@ for path in glob.glob(os.path.join(T, "server.*.log")):
         m = GAP.search(line)
         if m:
             reported.append((int(m.group(1)), int(m.group(1)) + int(m.group(2))))
+            if m.group(3):
+                gone_logged[key] += int(m.group(2))
     logged[key] = rs
 have = set(int(l) for l in open(os.path.join(T, "all.sequence")) if l.strip())
+for a, b in reported:
+    for x in range(a, b):
+        if x in have:
+            print("sequence: %d is in a gap a server logged (%d..%d), yet a client holds it"
+                  % (x, a, b - 1))
+            sys.exit(1)
+withdrawn = 0
+for key in final:
+    metric = {}
+    for line in open(os.path.join(T, "metrics." + key)):
+        f = line.split()
+        if len(f) == 2 and not line.startswith("#"):
+            metric[f[0]] = int(float(f[1]))
+    counted = metric.get('ik_sequence_gap_ids_total{tag="chaos-seq",why="client_gone"}', 0)
+    if counted != gone_logged.get(key, 0):
+        print("sequence: server %s counts %d gap IDs of clients gone, its log names %d"
+              % (key, counted, gone_logged.get(key, 0)))
+        sys.exit(1)
+    withdrawn += metric.get("ik_sequence_requests_withdrawn_total", 0)
+n_gone = sum(gone_logged.values())
 top = max(have)
 def inside(x, rs):
     return any(a <= x < b for a, b in rs)
@@ -247,10 +302,19 @@ for a, b in runs:  # each run: the unlogged rest of one killed incarnation's las
         sys.exit(1)
     tops.pop(k)
 print("sequence: contiguous 1..%d except %d IDs logged by killed servers, %d in %d unlogged "
-      "last writes of killed servers, %d in reported gaps"
-      % (top, n_logged, sum(b - a + 1 for a, b in runs), len(runs), n_reported))
+      "last writes of killed servers, %d in reported gaps; %d IDs logged as gaps of clients "
+      "gone; %d requests withdrawn by the servers still running at the end"
+      % (top, n_logged, sum(b - a + 1 for a, b in runs), len(runs), n_reported, n_gone,
+         withdrawn))
 PY
   log "$(cat "$T/seq-check")"
+  gaveup=0 late=0
+  for f in "$T"/hammer.giveup.*.out; do
+    g=$(sed -n 's/.* gaveup=\([0-9]*\).*/\1/p' "$f"); gaveup=$((gaveup + ${g:-0}))
+    l=$(sed -n 's/.* late=\([0-9]*\).*/\1/p' "$f"); late=$((late + ${l:-0}))
+  done
+  [ "$gaveup" -gt 0 ] || fail "no sequence client gave up: $(cat "$T"/hammer.giveup.*.out)"
+  log "sequence: clients gave up on $gaveup requests; $late IDs reached them after they gave up"
 fi
 
 faults=""

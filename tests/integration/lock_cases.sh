@@ -211,7 +211,7 @@ case_elect_one_leader() {
   local n=$1 i
   declare -gA ELECT_PID=()
   for ((i = 1; i <= n; i++)); do
-    "${IK_ELECT[@]}" --id "c$i" --grace 1000 /svc -- sh -c "$elect_cmd" "$T" 2>>"$T/elect.log" &
+    "${IK_ELECT[@]}" --id "c$i" --grace 500 /svc -- sh -c "$elect_cmd" "$T" 2>>"$T/elect.log" &
     ELECT_PID[c$i]=$!
     IK_PIDS+=($!)
   done

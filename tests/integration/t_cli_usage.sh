@@ -22,7 +22,7 @@ done
 "$IK_BIN" --help | grep -q '^Commands:' || fail "idkeeper --help lists no commands"
 # every option shown has its environment variable and a default where it has one
 "$IK_BIN" serve --help >"$T/h"
-for o in coord app http identity worker-range layout epoch slot-choice max-batch max-backward \
+for o in coord app http identity worker-range layout epoch slot-choice slot-wait max-batch max-backward \
          zk-session-timeout zk-auth threads max-header-bytes idle-timeout read-timeout \
          max-connections http-token-file shutdown-timeout quiet config; do
   grep -q -- "--$o" "$T/h" || fail "serve --help lacks --$o"

@@ -10,7 +10,7 @@ source "$(dirname "$0")/zk.sh"
 
 zk_start_standalone
 S=2000
-LOCK=("$IK_BIN" lock --coord "$(zk_uri t)" --zk-session-timeout $S --grace 1000)
+LOCK=("$IK_BIN" lock --coord "$(zk_uri t)" --zk-session-timeout $S)
 
 "${LOCK[@]}" /stop -- sh -c 'echo $$ >"$0/a.pid"; echo "$IDKEEPER_FENCE" >"$0/a.fence"; exec sleep 300' "$T" 2>"$T/a.err" &
 a=$!

@@ -19,7 +19,8 @@
 #   zk_uri [CHROOT]              zk://HOST:PORT,.../CHROOT for idkeeper
 #   zk_interop_start [c] [java]  ZooKeeper and the interop helpers (tests/interop)
 #   zk_proxy_start               a fault proxy to server 1 (PP: its port); then
-#   proxy up|down|blackhole      what it does to the connections through it
+#   proxy up|down|blackhole|hold|release|mute|unmute|delay MS|cut N OPS PATTERN
+#                                what it does to the connections through it
 #   zk_tool CMD ARGS...          the kazoo helper (an independent client): see below
 #   zk_port I                    client port of server I
 
@@ -224,16 +225,19 @@ zk_proxy_start() {
   PROXY_N=0
 }
 
-# proxy MODE: tells the proxy of zk_proxy_start to let new connections pass (up), to
-# close every connection and refuse new ones (down), or to keep the open ones
-# sending to ZooKeeper but drop all it answers (blackhole); returns once the proxy
-# has done it.
+# proxy MODE [ARGS]: tells the proxy of zk_proxy_start to let new connections pass
+# (up), to close every connection and refuse new ones (down), to keep the open ones
+# sending to ZooKeeper but drop all it answers (blackhole; mute/unmute: the same for
+# new connections too), to keep what it answers on them until release (hold,
+# release), to deliver ZooKeeper's answers MS later (delay MS), or to
+# lose the answers of the next N requests of opcodes OPS containing PATTERN (cut N
+# OPS PATTERN; see fault_proxy.py); returns once the proxy has done it.
 proxy() {
   local i
   PROXY_N=$((PROXY_N + 1))
-  echo "$PROXY_N $1" >"$T/ctl"
+  echo "$PROXY_N $*" >"$T/ctl"
   for ((i = 0; i < 200; i++)); do grep -q "^$PROXY_N done" "$T/ctl.ack" 2>/dev/null && return 0; sleep 0.01; done
-  fail "the proxy did not do '$1'"
+  fail "the proxy did not do '$*'"
 }
 
 # zk_tool CMD ARGS...: an independent client (python3-kazoo) on ZK_CONNECT.

@@ -1,46 +1,163 @@
 """fault_proxy.py: a TCP proxy in front of ZooKeeper that injects the faults of the
-recipe tests (tests/integration/t_lock_zk_faults.sh). Run with /usr/bin/python3.
+fault tests (t_lock_zk_faults.sh, t_zk_counters_doubt.sh, t_zk_slow.sh,
+t_zk_take_cut.sh). Run with /usr/bin/python3.
 
   fault_proxy.py LISTEN_PORT TARGET_PORT CONTROL_FILE
 
-Commands: write "N WORD" into CONTROL_FILE (N a new number each time; the proxy
-polls the file every 5 ms and acts once per N):
+Commands: write "N WORD [ARGS]" into CONTROL_FILE (N a new number each time; the
+proxy polls the file every 5 ms and acts once per N):
   blackhole   connections open now keep sending to ZooKeeper, but nothing comes
               back (requests are applied, answers and pings are lost: the client
               sees a connection loss after its receive timeout); new connections
               pass
   down        connections open now are closed, new ones are refused
   up          new connections pass again
-The proxy writes "N done" to CONTROL_FILE.ack once it acted on N.
+  delay MS    everything ZooKeeper sends, on open and new connections, reaches the
+              client MS later (order kept): a slow ZooKeeper; "delay 0" ends it
+  mute        like blackhole, for open and new connections alike (new ones are
+              accepted, their handshake is never answered); "unmute" ends it for
+              every connection not already blackholed
+  cut N OPS PATTERN
+              the next N requests whose opcode is in OPS (comma-separated numbers:
+              3 exists, 4 getData, 14 multi, ...) and whose bytes contain PATTERN
+              are forwarded, then that connection's answers are dropped and it is
+              closed 100 ms later: the request is applied, its answer lost
+  hold        connections open now keep sending to ZooKeeper, and what comes back
+              is kept, in order, until "release" (a store that answers late:
+              requests are applied, their answers delayed); new connections pass
+  release     sends what "hold" kept and lets answers pass again
+The proxy writes "N done" to CONTROL_FILE.ack once it acted on N, and a line
+"cut OPCODE" to stdout for each request it cut.
 """
+import collections
 import os
 import socket
+import struct
 import sys
 import threading
 import time
 
 listen_port, target_port, ctl = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 lock = threading.Lock()
-conns = []  # [client_sock, server_sock, {"black": bool}]
-state = {"down": False}
+conns = []  # [client_sock, server_sock, flags]
+state = {"down": False, "delay": 0.0, "mute": False, "cut_left": 0, "cut_ops": set(),
+         "cut_pat": b""}
 
 
-def pump(src, dst, flags, to_client):
-    try:
-        while True:
-            data = src.recv(65536)
-            if not data:
-                break
-            if to_client and flags["black"]:
-                continue
-            dst.sendall(data)
-    except OSError:
-        pass
-    for s in (src, dst):
+def close_pair(c, s):
+    for x in (c, s):
         try:
-            s.shutdown(socket.SHUT_RDWR)
+            x.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
+
+
+class Sender:
+    """Delivers ZooKeeper's bytes to the client, each chunk state["delay"] after it
+    arrived, in order."""
+
+    def __init__(self, dst, flags):
+        self.dst, self.flags = dst, flags
+        self.q = collections.deque()
+        self.cv = threading.Condition()
+        self.closed = False
+        threading.Thread(target=self.run, daemon=True).start()
+
+    def put(self, data):
+        with self.cv:
+            self.q.append((time.monotonic() + state["delay"], data))
+            self.cv.notify()
+
+    def close(self):
+        with self.cv:
+            self.closed = True
+            self.cv.notify()
+
+    def run(self):
+        while True:
+            with self.cv:
+                while not self.q and not self.closed:
+                    self.cv.wait()
+                if not self.q:
+                    break
+                due, data = self.q[0]
+                now = time.monotonic()
+                if self.flags["hold"]:  # kept, in order, until "release"
+                    self.cv.wait(0.005)
+                    continue
+                if due > now:
+                    self.cv.wait(due - now)
+                    continue
+                self.q.popleft()
+            if self.flags["black"] or state["mute"]:
+                continue
+            try:
+                self.dst.sendall(data)
+            except OSError:
+                break
+        try:
+            self.dst.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+def should_cut(flags, data):
+    """Parses the client's packets (4-byte length, then xid and opcode, after the
+    connect request); True if one of them is to be cut (and counts it)."""
+    buf = flags["inbuf"] + data
+    cut = False
+    while len(buf) >= 4:
+        (n,) = struct.unpack(">i", buf[:4])
+        if len(buf) < 4 + n:
+            break
+        pkt, buf = buf[4:4 + n], buf[4 + n:]
+        if not flags["handshaken"]:
+            flags["handshaken"] = True
+            continue
+        if len(pkt) < 8:
+            continue
+        (op,) = struct.unpack(">i", pkt[4:8])
+        with lock:
+            if (not cut and state["cut_left"] > 0 and op in state["cut_ops"]
+                    and state["cut_pat"] in pkt):
+                state["cut_left"] -= 1
+                cut = True
+                print("cut %d" % op, flush=True)
+    flags["inbuf"] = buf
+    return cut
+
+
+def pump_up(c, s, flags):
+    """client -> ZooKeeper"""
+    try:
+        while True:
+            data = c.recv(65536)
+            if not data:
+                break
+            cut = should_cut(flags, data)
+            s.sendall(data)
+            if cut:
+                flags["black"] = True
+                threading.Timer(0.1, close_pair, args=(c, s)).start()
+    except OSError:
+        pass
+    close_pair(c, s)
+
+
+def pump_down(s, c, flags, sender):
+    """ZooKeeper -> client"""
+    try:
+        while True:
+            data = s.recv(65536)
+            if not data:
+                break
+            if flags["black"] or state["mute"]:
+                continue
+            sender.put(data)
+    except OSError:
+        pass
+    sender.close()
+    close_pair(c, s)
 
 
 def accept_loop(ls):
@@ -55,11 +172,13 @@ def accept_loop(ls):
         except OSError:
             c.close()
             continue
-        flags = {"black": False}
+        flags = {"black": False, "hold": False, "inbuf": b"", "handshaken": False}
+        sender = Sender(c, flags)
+        flags["sender"] = sender
         with lock:
             conns.append((c, s, flags))
-        threading.Thread(target=pump, args=(c, s, flags, False), daemon=True).start()
-        threading.Thread(target=pump, args=(s, c, flags, True), daemon=True).start()
+        threading.Thread(target=pump_up, args=(c, s, flags), daemon=True).start()
+        threading.Thread(target=pump_down, args=(s, c, flags, sender), daemon=True).start()
 
 
 def control_loop():
@@ -67,8 +186,9 @@ def control_loop():
     while True:
         time.sleep(0.005)
         try:
-            n, word = open(ctl).read().split()
-        except (OSError, ValueError):
+            words = open(ctl).read().split()
+            n, word, args = words[0], words[1], words[2:]
+        except (OSError, ValueError, IndexError):
             continue
         if n == done:
             continue
@@ -79,14 +199,28 @@ def control_loop():
             elif word == "down":
                 state["down"] = True
                 for c, s, _ in conns:
-                    for x in (c, s):
-                        try:
-                            x.shutdown(socket.SHUT_RDWR)
-                        except OSError:
-                            pass
+                    close_pair(c, s)
                 conns.clear()
             elif word == "up":
                 state["down"] = False
+            elif word == "hold":
+                for _, _, f in conns:
+                    f["hold"] = True
+            elif word == "release":
+                for _, _, f in conns:
+                    with f["sender"].cv:
+                        f["hold"] = False
+                        f["sender"].cv.notify()
+            elif word == "delay":
+                state["delay"] = int(args[0]) / 1000.0
+            elif word == "mute":
+                state["mute"] = True
+            elif word == "unmute":
+                state["mute"] = False
+            elif word == "cut":
+                state["cut_left"] = int(args[0])
+                state["cut_ops"] = {int(x) for x in args[1].split(",")}
+                state["cut_pat"] = args[2].encode()
         done = n
         with open(ctl + ".ack.tmp", "w") as f:
             f.write("%s done\n" % n)

@@ -3,7 +3,7 @@
  *
  *   hammer --url http://127.0.0.1:PORT/v1/sequence/TAG?count=1&format=text
  *          [--connections C] [--duration SECONDS] [--out FILE] [--reconnect]
- *          [--drain SECONDS] [--quiet]
+ *          [--drain SECONDS] [--give-up MS] [--quiet]
  *
  * C connections (one libuv loop, one thread) each send GET requests back to back:
  * the next request leaves when the answer to the previous one is complete. Every ID
@@ -24,6 +24,16 @@
  * 100 ms. A server that dies is just that: hammer never crashes on it (SIGPIPE is
  * ignored). Exit status: 0 if at least one answer was 200, else 1; 2 for usage.
  *
+ * --give-up MS: a client that gives up early. Each request waits for its answer a
+ * time drawn at random from 1..MS ms; if the answer is not complete by then, the
+ * client gives up on it (counted in "gaveup=N", not an error): it shuts its side of
+ * the connection down (the server reads EOF, as from curl --max-time), reads on
+ * until the server closes, and connects again after 100 ms. The server must
+ * withdraw the request given up on, or log its range as a gap (SPEC 2), unless it
+ * had written the answer already: the IDs of answers that arrive after giving up
+ * go to FILE.late ("late=N"), not to FILE, so that a checker can tell an ID the
+ * server delivered (and the client dropped) from a gap.
+ *
  * What it deliberately does not do: HTTPS, pipelining, redirects, bodies.
  */
 #include <http_parser.h>
@@ -36,6 +46,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MAX_STATUS 600
 
@@ -46,13 +57,16 @@ struct conn {
     uv_connect_t cr;
     uv_write_t wr;
     uv_timer_t retry;
+    uv_timer_t giveup; /* --give-up: the outstanding request's patience */
+    uv_shutdown_t sd;
     http_parser parser;
     int index;
     int open; /* tcp handle initialised and not closed */
     int connected;
     int outstanding; /* a request is on its way, its answer not complete */
     int closing;
-    int keep; /* the answer allows another request */
+    int keep;    /* the answer allows another request */
+    int gave_up; /* gave up (--give-up): reading until EOF, then connect again */
     int status;
     uint64_t sent_ns;
     char *body;
@@ -73,9 +87,10 @@ static struct {
     uv_timer_t duration_timer, drain_timer;
     uv_signal_t sigterm, sigint;
     int signals;
-    FILE *out;
+    FILE *out, *late; /* --out FILE, FILE.late */
     uint64_t start_ns, end_ns;
-    uint64_t ok, ids, conn_errors;
+    uint64_t ok, ids, conn_errors, gaveup, late_ids;
+    unsigned giveup_ms; /* 0: patient */
     uint64_t by_status[MAX_STATUS + 1];
     uint32_t *lat_us; /* one per answer, up to lat_cap */
     size_t nlat, lat_cap;
@@ -111,9 +126,12 @@ static void maybe_finish(void)
                          (uv_handle_t *)&H.sigterm, (uv_handle_t *)&H.sigint};
     for (size_t i = 0; i < sizeof hs / sizeof hs[0]; i++)
         if (!uv_is_closing(hs[i])) uv_close(hs[i], NULL);
-    for (int i = 0; i < H.nconns; i++)
+    for (int i = 0; i < H.nconns; i++) {
         if (!uv_is_closing((uv_handle_t *)&H.conns[i].retry))
             uv_close((uv_handle_t *)&H.conns[i].retry, NULL);
+        if (!uv_is_closing((uv_handle_t *)&H.conns[i].giveup))
+            uv_close((uv_handle_t *)&H.conns[i].giveup, NULL);
+    }
 }
 
 static void on_conn_closed(uv_handle_t *h)
@@ -122,7 +140,9 @@ static void on_conn_closed(uv_handle_t *h)
     c->open = 0;
     c->closing = 0;
     c->connected = 0;
-    if (!H.stopping && H.reconnect) {
+    int again = c->gave_up;
+    c->gave_up = 0;
+    if (!H.stopping && (H.reconnect || again)) {
         uv_timer_start(&c->retry, on_retry, 100, 0);
         return;
     }
@@ -133,6 +153,7 @@ static void conn_close(conn *c)
 {
     if (!c->open || c->closing) return;
     c->closing = 1;
+    uv_timer_stop(&c->giveup);
     uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
 }
 
@@ -145,7 +166,8 @@ static void conn_fail(conn *c)
     conn_close(c);
 }
 
-/* Stops sending; connections without an answer outstanding close now. */
+/* Stops sending; connections without an answer outstanding (or one given up on,
+ * whose late answer is still read) close now. */
 static void begin_stop(void)
 {
     if (H.stopping) return;
@@ -153,7 +175,7 @@ static void begin_stop(void)
     for (int i = 0; i < H.nconns; i++) {
         conn *c = &H.conns[i];
         uv_timer_stop(&c->retry);
-        if (!c->outstanding) conn_close(c);
+        if (!c->outstanding && !c->gave_up) conn_close(c); /* gave up: reading to EOF */
     }
     maybe_finish();
 }
@@ -167,6 +189,33 @@ static void force_stop(void)
         conn_fail(&H.conns[i]);
     }
     maybe_finish();
+}
+
+static void on_giveup_shutdown(uv_shutdown_t *r, int status)
+{
+    if (status < 0) conn_close(r->data);
+}
+
+/* --give-up: the answer did not come in time: shut our side down and read what
+ * still comes until EOF (at most 10 s more). */
+static void on_giveup(uv_timer_t *t)
+{
+    conn *c = t->data;
+    if (c->closing) return;
+    if (c->gave_up) { /* the server did not close within 10 s */
+        conn_close(c);
+        return;
+    }
+    if (!c->outstanding) return;
+    H.gaveup++;
+    c->outstanding = 0;
+    c->gave_up = 1;
+    c->sd.data = c;
+    if (uv_shutdown(&c->sd, (uv_stream_t *)&c->tcp, on_giveup_shutdown) != 0) {
+        conn_close(c);
+        return;
+    }
+    uv_timer_start(&c->giveup, on_giveup, 10000, 0);
 }
 
 static void on_drain_timer(uv_timer_t *t)
@@ -200,9 +249,11 @@ static void on_signal(uv_signal_t *s, int signum)
 
 /* ---- answers ------------------------------------------------------------------------ */
 
-/* Writes every maximal run of digits in the body as one ID a line. */
-static void take_ids(const char *b, size_t n)
+/* Writes every maximal run of digits in the body as one ID a line to f (if any);
+ * returns how many. */
+static uint64_t take_ids(FILE *f, const char *b, size_t n)
 {
+    uint64_t k = 0;
     size_t i = 0;
     while (i < n) {
         if (b[i] < '0' || b[i] > '9') {
@@ -212,12 +263,13 @@ static void take_ids(const char *b, size_t n)
         size_t s = i;
         while (i < n && b[i] >= '0' && b[i] <= '9')
             i++;
-        if (H.out) {
-            fwrite(b + s, 1, i - s, H.out);
-            fputc('\n', H.out);
+        if (f) {
+            fwrite(b + s, 1, i - s, f);
+            fputc('\n', f);
         }
-        H.ids++;
+        k++;
     }
+    return k;
 }
 
 static int on_body(http_parser *p, const char *at, size_t len)
@@ -258,12 +310,17 @@ static int on_message_complete(http_parser *p)
 {
     conn *c = p->data;
     uint64_t now = uv_hrtime();
+    if (c->gave_up) { /* an answer given up on that came anyway */
+        if (p->status_code == 200) H.late_ids += take_ids(H.late, c->body, c->body_len);
+        return 0;
+    }
+    uv_timer_stop(&c->giveup);
     if (H.nlat < H.lat_cap) H.lat_us[H.nlat++] = (uint32_t)((now - c->sent_ns) / 1000);
     c->outstanding = 0;
     c->keep = http_should_keep_alive(p);
     if (c->status == 200) {
         H.ok++;
-        take_ids(c->body, c->body_len);
+        H.ids += take_ids(H.out, c->body, c->body_len);
     } else {
         H.by_status[c->status >= 0 && c->status <= MAX_STATUS ? c->status : 0]++;
     }
@@ -289,7 +346,11 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     conn *c = s->data;
     if (nread == 0) return;
     if (nread < 0) { /* EOF or error: an answer outstanding is lost */
-        conn_fail(c);
+        if (c->gave_up) {
+            conn_close(c);
+        } else {
+            conn_fail(c);
+        }
         return;
     }
     size_t used = http_parser_execute(&c->parser, &settings, buf->base, (size_t)nread);
@@ -297,7 +358,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         conn_fail(c);
         return;
     }
-    if (c->outstanding) return;
+    if (c->outstanding || c->gave_up) return;
     if (H.stopping || !c->keep) {
         conn_close(c);
         return;
@@ -315,6 +376,7 @@ static void conn_send(conn *c)
 {
     c->outstanding = 1;
     c->sent_ns = uv_hrtime();
+    if (H.giveup_ms) uv_timer_start(&c->giveup, on_giveup, 1 + (uint64_t)rand() % H.giveup_ms, 0);
     uv_buf_t b = uv_buf_init(H.request, (unsigned)H.request_len);
     int r = uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
     if (r == (int)H.request_len) return;
@@ -418,7 +480,7 @@ static int cmp_u32(const void *a, const void *b)
 static void usage(void)
 {
     fprintf(stderr, "usage: hammer --url http://HOST:PORT/PATH [--connections C] [--duration S] "
-                    "[--out FILE] [--reconnect] [--drain S] [--quiet]\n");
+                    "[--out FILE] [--reconnect] [--drain S] [--give-up MS] [--quiet]\n");
     exit(2);
 }
 
@@ -447,17 +509,26 @@ int main(int argc, char **argv)
             H.duration_s = atof(v), i++;
         } else if (!strcmp(a, "--drain")) {
             H.drain_s = atof(v), i++;
+        } else if (!strcmp(a, "--give-up")) {
+            H.giveup_ms = (unsigned)atoi(v), i++;
         } else {
             usage();
         }
     }
     if (!url || H.nconns < 1 || H.nconns > 100000 || H.duration_s <= 0 || H.drain_s < 0) usage();
     signal(SIGPIPE, SIG_IGN);
+    srand((unsigned)getpid() ^ (unsigned)uv_hrtime());
     parse_url(url);
     if (out) {
         H.out = fopen(out, "w");
         if (!H.out) die("cannot write", out);
         setvbuf(H.out, NULL, _IOFBF, 1 << 20);
+        if (H.giveup_ms) {
+            char lp[4096];
+            snprintf(lp, sizeof lp, "%s.late", out);
+            H.late = fopen(lp, "w");
+            if (!H.late) die("cannot write", lp);
+        }
     }
     H.lat_cap = 1u << 24;
     H.lat_us = malloc(H.lat_cap * sizeof *H.lat_us);
@@ -478,12 +549,18 @@ int main(int argc, char **argv)
         c->index = i;
         uv_timer_init(H.loop, &c->retry);
         c->retry.data = c;
+        uv_timer_init(H.loop, &c->giveup);
+        c->giveup.data = c;
         conn_connect(c);
     }
     uv_run(H.loop, UV_RUN_DEFAULT);
     uv_loop_close(H.loop);
 
     int rc = 0;
+    if (H.late && fclose(H.late) != 0) {
+        fprintf(stderr, "hammer: cannot write '%s.late': %s\n", out, strerror(errno));
+        rc = 1;
+    }
     if (H.out && fclose(H.out) != 0) {
         fprintf(stderr, "hammer: cannot write '%s': %s\n", out, strerror(errno));
         rc = 1;
@@ -509,10 +586,10 @@ int main(int argc, char **argv)
         p99 = H.lat_us[(size_t)((double)H.nlat * 0.99)] / 1000.0;
     }
     printf("hammer: ok=%llu errors=%llu ids=%llu duration_s=%.3f rps=%.0f ids_per_s=%.0f "
-           "p50_ms=%.3f p99_ms=%.3f errors_by=%s\n",
+           "p50_ms=%.3f p99_ms=%.3f errors_by=%s gaveup=%llu late=%llu\n",
            (unsigned long long)H.ok, (unsigned long long)errors, (unsigned long long)H.ids, secs,
            secs > 0 ? (double)(H.ok + errors) / secs : 0, secs > 0 ? (double)H.ids / secs : 0, p50,
-           p99, by[0] ? by : "-");
+           p99, by[0] ? by : "-", (unsigned long long)H.gaveup, (unsigned long long)H.late_ids);
     fflush(stdout);
     free(H.lat_us);
     free(H.request);

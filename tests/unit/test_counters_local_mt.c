@@ -1,6 +1,7 @@
 /* test_counters_local_mt.c: tags, segment and sequence IDs on local: (real SQLite
  * files), with threads, and with two allocators on two connections standing in for
- * two servers: no duplicate, segment IDs increasing, sequence IDs one contiguous run. */
+ * two servers: no duplicate, segment IDs increasing, sequence IDs one contiguous run;
+ * a sequence request withdrawn before its write is never committed. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -247,6 +248,204 @@ static void sequence_two_servers_contiguous(void **st)
     free(all);
 }
 
+/* One request's answer, for the cancel tests: set by the callback. With block set,
+ * the callback holds the committer until go is set (the tag's next requests then
+ * queue behind a write that has begun). */
+typedef struct answer {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int called, status, block, entered, go;
+    size_t n;
+    int64_t ids[8];
+} answer;
+
+static void answer_init(answer *a, int block)
+{
+    memset(a, 0, sizeof *a);
+    pthread_mutex_init(&a->mu, NULL);
+    pthread_cond_init(&a->cv, NULL);
+    a->block = block;
+}
+
+static void answer_destroy(answer *a)
+{
+    pthread_cond_destroy(&a->cv);
+    pthread_mutex_destroy(&a->mu);
+}
+
+static void answer_cb(void *ctx, int status, const int64_t *ids, size_t n)
+{
+    answer *a = ctx;
+    pthread_mutex_lock(&a->mu);
+    a->called++;
+    a->status = status;
+    a->n = n;
+    if (status == 0) memcpy(a->ids, ids, (n < 8 ? n : 8) * sizeof *ids);
+    a->entered = 1;
+    pthread_cond_broadcast(&a->cv);
+    while (a->block && !a->go)
+        pthread_cond_wait(&a->cv, &a->mu);
+    pthread_mutex_unlock(&a->mu);
+}
+
+/* Waits until a's callback has run (entered: it may still be blocking). */
+static void answer_wait(answer *a)
+{
+    pthread_mutex_lock(&a->mu);
+    while (!a->entered)
+        pthread_cond_wait(&a->cv, &a->mu);
+    pthread_mutex_unlock(&a->mu);
+}
+
+static void answer_go(answer *a)
+{
+    pthread_mutex_lock(&a->mu);
+    a->go = 1;
+    pthread_cond_broadcast(&a->cv);
+    pthread_mutex_unlock(&a->mu);
+}
+
+/* A request still queued behind a write that has begun is withdrawn: its callback
+ * never runs and nothing is committed for it; a request whose write has begun is
+ * not; a queue emptied by cancels commits nothing. */
+static void sequence_cancel_queued(void **st)
+{
+    fx *f = *st;
+    assert_int_equal(ik_tag_create(f->c1, "default", "cq", IK_TAG_SEQUENCE, 1, 1, NULL, NULL, 0),
+                     0);
+    ik_sequence *s;
+    assert_int_equal(ik_sequence_create(f->c1, "default", &s), 0);
+    answer a1, a2, a3, a4, a5;
+    answer_init(&a1, 1);
+    answer_init(&a2, 0);
+    answer_init(&a3, 0);
+    answer_init(&a4, 1);
+    answer_init(&a5, 0);
+
+    assert_int_equal(ik_sequence_next(s, "cq", 1, answer_cb, &a1), IK_PENDING);
+    answer_wait(&a1); /* the committer is inside write 1's callbacks */
+    assert_int_equal(ik_sequence_next(s, "cq", 5, answer_cb, &a2), IK_PENDING);
+    assert_int_equal(ik_sequence_next(s, "cq", 2, answer_cb, &a3), IK_PENDING);
+    assert_int_equal(ik_sequence_cancel(s, "cq", answer_cb, &a2), IK_OK);
+    assert_int_equal(ik_sequence_cancel(s, "cq", answer_cb, &a2), IK_ENOTFOUND);
+    assert_int_equal(ik_sequence_cancel(s, "cq", answer_cb, &a1), IK_ENOTFOUND); /* answered */
+    assert_int_equal(ik_sequence_cancel(s, "other", answer_cb, &a3), IK_ENOTFOUND);
+    assert_int_equal(ik_sequence_cancel(s, "cq", answer_cb, &a5), IK_ENOTFOUND); /* never queued */
+    assert_int_equal(ik_sequence_cancel(NULL, "cq", answer_cb, &a3), IK_EINVAL);
+    assert_int_equal(ik_sequence_cancel(s, NULL, answer_cb, &a3), IK_EINVAL);
+    assert_int_equal(ik_sequence_cancel(s, "cq", NULL, &a3), IK_EINVAL);
+    answer_go(&a1);
+    answer_wait(&a3);
+    assert_int_equal(a1.status, 0);
+    assert_int_equal(a1.ids[0], 1);
+    assert_int_equal(a3.status, 0);
+    assert_int_equal(a3.n, 2);
+    assert_int_equal(a3.ids[0], 2); /* not 7: nothing was committed for a2 */
+    assert_int_equal(a3.ids[1], 3);
+
+    /* the whole queue withdrawn: the batch is empty and writes nothing */
+    assert_int_equal(ik_sequence_next(s, "cq", 1, answer_cb, &a4), IK_PENDING);
+    answer_wait(&a4);
+    assert_int_equal(ik_sequence_next(s, "cq", 3, answer_cb, &a5), IK_PENDING);
+    assert_int_equal(ik_sequence_cancel(s, "cq", answer_cb, &a5), IK_OK);
+    answer_go(&a4);
+    int64_t id;
+    assert_int_equal(ik_sequence_next_wait(s, "cq", 1, &id), 0);
+    assert_int_equal(a4.ids[0], 4);
+    assert_int_equal(id, 5);
+    ik_sequence_destroy(s);
+    assert_int_equal(a2.called, 0);
+    assert_int_equal(a5.called, 0);
+    ik_tag_info t;
+    assert_int_equal(ik_tag_get(f->c1, "default", "cq", &t), 0);
+    assert_int_equal(t.max_id, 6); /* 1..5 handed out, nothing more taken */
+    answer *all[] = {&a1, &a2, &a3, &a4, &a5};
+    for (size_t i = 0; i < 5; i++)
+        answer_destroy(all[i]);
+}
+
+enum { RACE_THREADS = 6, RACE_PER = 300 };
+
+typedef struct race_arg {
+    ik_sequence *s;
+    int cancel; /* withdraw each request right after queueing it */
+    int64_t ids[RACE_PER * 3];
+    size_t nids;
+    int withdrawn, rc;
+} race_arg;
+
+static void *race_run(void *p)
+{
+    race_arg *a = p;
+    for (int i = 0; i < RACE_PER; i++) {
+        answer x;
+        answer_init(&x, 0);
+        size_t n = 1 + (size_t)(i % 3);
+        int rc = ik_sequence_next(a->s, "race", n, answer_cb, &x);
+        if (rc != IK_PENDING) {
+            a->rc = rc;
+            answer_destroy(&x);
+            return NULL;
+        }
+        if (a->cancel && ik_sequence_cancel(a->s, "race", answer_cb, &x) == IK_OK) {
+            a->withdrawn++;
+        } else {
+            answer_wait(&x);
+            pthread_mutex_lock(&x.mu); /* the callback has let go of x */
+            if (x.status != 0 || x.n != n) a->rc = x.status ? x.status : -1;
+            for (size_t k = 0; k < x.n; k++)
+                a->ids[a->nids++] = x.ids[k];
+            pthread_mutex_unlock(&x.mu);
+        }
+        answer_destroy(&x);
+        if (a->rc) return NULL;
+    }
+    return NULL;
+}
+
+/* Threads queue requests while others withdraw theirs at once: the IDs answered
+ * are one contiguous run and the store's max_id is its end, so no withdrawn
+ * request was committed (and no answered one was withdrawn). */
+static void sequence_cancel_races_commits(void **st)
+{
+    fx *f = *st;
+    assert_int_equal(ik_tag_create(f->c1, "default", "race", IK_TAG_SEQUENCE, 10, 1, NULL, NULL, 0),
+                     0);
+    ik_sequence *s;
+    assert_int_equal(ik_sequence_create(f->c1, "default", &s), 0);
+    race_arg *a = calloc(RACE_THREADS, sizeof *a);
+    pthread_t th[RACE_THREADS];
+    for (int i = 0; i < RACE_THREADS; i++) {
+        a[i].s = s;
+        a[i].cancel = i % 2;
+        pthread_create(&th[i], NULL, race_run, &a[i]);
+    }
+    size_t total = 0;
+    int withdrawn = 0;
+    for (int i = 0; i < RACE_THREADS; i++) {
+        pthread_join(th[i], NULL);
+        assert_int_equal(a[i].rc, 0);
+        total += a[i].nids;
+        withdrawn += a[i].withdrawn;
+    }
+    ik_sequence_destroy(s);
+    int64_t *all = malloc(total * sizeof *all);
+    size_t k = 0;
+    for (int i = 0; i < RACE_THREADS; i++)
+        for (size_t j = 0; j < a[i].nids; j++)
+            all[k++] = a[i].ids[j];
+    qsort(all, total, sizeof *all, cmp64);
+    for (k = 0; k < total; k++)
+        if (all[k] != 10 + (int64_t)k)
+            fail_msg("position %zu holds %lld, want %lld", k, (long long)all[k], 10 + (long long)k);
+    ik_tag_info t;
+    assert_int_equal(ik_tag_get(f->c1, "default", "race", &t), 0);
+    assert_int_equal(t.max_id, 10 + (int64_t)total);
+    assert_true(withdrawn > 0);
+    free(all);
+    free(a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -256,6 +455,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(segment_two_servers_two_threads_no_duplicate, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(sequence_two_servers_contiguous, setup, teardown),
+        cmocka_unit_test_setup_teardown(sequence_cancel_queued, setup, teardown),
+        cmocka_unit_test_setup_teardown(sequence_cancel_races_commits, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
