@@ -14,8 +14,9 @@
  *   and the unparsed rest of the read waits in c->stash).
  *   QUIT / protocol error --> the answer, then LINGERING: shutdown(WR), discard
  *   input until EOF or IK_LINGER_MS --> closed
- *   EOF between commands: answer what was read, then close. EOF inside a command,
- *   read error, timeout, max-connections --> closed (pending answers detached).
+ *   EOF between commands: answer what was read, then close. EOF inside a command
+ *   or while an answer waits for the store, read error, timeout, max-connections
+ *   --> closed (queued sequence requests withdrawn, other pending answers detached).
  *
  * Invariants
  * - Answers leave in command order. A ready answer goes straight into c->out when
@@ -383,9 +384,11 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     ik__rconn *c = s->data;
     if (nread == 0) return;
     if (nread < 0) {
-        /* EOF between commands: answer what was read, then close. EOF inside a
-         * command (a client gone mid-command) or a read error: just close. */
-        if (nread != UV_EOF || c->lingering || ik__respp_busy(&c->rp)) {
+        /* EOF between commands: answer what is ready, then close. EOF inside a
+         * command (a client gone mid-command), EOF while an answer waits for the
+         * store (a client that gave up: its sequence requests are withdrawn, as on
+         * HTTP) or a read error: just close. */
+        if (nread != UV_EOF || c->lingering || ik__respp_busy(&c->rp) || c->pend_head) {
             rconn_close(c);
             return;
         }

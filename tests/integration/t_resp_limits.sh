@@ -4,7 +4,8 @@
 # RESP under the same rules as HTTP (issue 14): pipelined answers stay in order
 # while a sequence commit waits on a hung store and the loop keeps serving others;
 # the idle and read timeouts close connections; max-connections answers "-ERR max
-# number of clients reached"; a store down past its timeout answers -TRYAGAIN; SIGTERM answers every command already read (a commit
+# number of clients reached"; a client that gives up with sequence commands queued
+# has them withdrawn (no gap); a store down past its timeout answers -TRYAGAIN; SIGTERM answers every command already read (a commit
 # in flight included) before the server exits 0. The store is made to hang for
 # real, as in t_counters_pending: another connection holds SQLite's write lock.
 source "$(dirname "$0")/lib.sh"
@@ -112,6 +113,30 @@ got=$(tr -d '\r' <"$T/pipe.out" | tr '\n' ' ')
 [[ "$got" =~ ^:2\ \+PONG\ :[0-9]+\ :3\ \$1\ x\ $ ]] || fail "pipeline answers: $got"
 pass "a pipeline behind a pending sequence commit: nothing early, then all 5 answers in order ($got); the single loop kept serving others"
 
+# --- a client that gives up: its queued sequence requests are withdrawn ---------------------
+w0=$(curl -fsS "http://127.0.0.1:$PORT/metrics" | awk '$1 == "ik_sequence_requests_withdrawn_total" {print $2}')
+lock 60
+client patient 'INCR q\r\n'
+sleep 1 # its commit is now waiting for the lock; what comes next is queued behind it
+/usr/bin/python3 - "$RPORT" <<'PY'
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(b"INCR q\r\nINCR q\r\nIDK.SEQUENCE q COUNT 5\r\n")
+time.sleep(0.5)
+s.close()
+PY
+sleep 0.5
+w1=$(curl -fsS "http://127.0.0.1:$PORT/metrics" | awk '$1 == "ik_sequence_requests_withdrawn_total" {print $2}')
+unlock
+wait_grep '^:' "$T/patient.out" 20 || fail "the patient client got no answer: $(cat "$T/patient.out")"
+p=$(tr -d '\r:' <"$T/patient.out" | head -1)
+kill "$CLIENT_PID" 2>/dev/null || true
+[ $((w1 - w0)) -eq 3 ] || fail "withdrawn requests: $w0 then $w1 (want 3 more)"
+n=$(rcli INCR q)
+[ "$n" = $((p + 1)) ] || fail "after a client gave up: the patient got $p, the next INCR $n (a gap)"
+grep -q 'tag gap' "$T/a.log" && fail "a gap was logged: $(grep 'tag gap' "$T/a.log")"
+pass "a client that closed with 3 sequence commands queued: all 3 withdrawn, the next INCR ($n) follows the patient one's ($p), no gap"
+
 # --- -TRYAGAIN where HTTP answers 503 ----------------------------------------------------------
 lock 60
 client busy 'INCR q\r\n'
@@ -120,7 +145,7 @@ unlock
 grep -q '^-TRYAGAIN the tag store is unreachable or timed out' "$T/busy.out" || fail "TRYAGAIN: $(cat "$T/busy.out")"
 kill "$CLIENT_PID" 2>/dev/null || true
 n=$(rcli INCR q)
-[ "$n" = 4 ] || fail "after -TRYAGAIN the next INCR q is $n, not 4 (nothing was issued)"
+[ "$n" = 6 ] || fail "after -TRYAGAIN the next INCR q is $n, not 6 (nothing was issued)"
 pass "a store that stays locked past SQLite's busy timeout: -TRYAGAIN (HTTP's 503), then the next INCR succeeds with no gap"
 
 # --- SIGTERM answers what it has read -------------------------------------------------------
@@ -133,7 +158,7 @@ alive "$pid" || fail "the server exited with a commit in flight"
 unlock
 wait_grep '<closed>' "$T/term.out" 30 || fail "the client was not answered and closed: $(cat "$T/term.out")"
 got=$(tr -d '\r' <"$T/term.out" | tr '\n' ' ')
-[ "$got" = ":5 +PONG :6 <closed>" ] || fail "answers at shutdown: $got"
+[ "$got" = ":7 +PONG :8 <closed>" ] || fail "answers at shutdown: $got"
 for _ in $(seq 300); do alive "$pid" || break; sleep 0.1; done
 ! alive "$pid" || fail "the server did not exit"
 wait "$pid" && rc=0 || rc=$?
