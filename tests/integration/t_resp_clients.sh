@@ -78,7 +78,9 @@ grep -qx PONG "$T/unk" || fail "the connection is not usable after an unknown co
 pass "PING ECHO SELECT COMMAND INFO CLIENT; an unknown command answers ERR and the connection goes on"
 
 # --- inline commands through nc -------------------------------------------------------
-printf 'PING\r\nINCR seq\r\nECHO "a b"\r\nQUIT\r\n' | nc -q 5 127.0.0.1 "$RPORT" >"$T/nc" || true
+# stdin stays open until the server's close: nc shuts its sending side down at the end
+# of stdin, and a client gone while INCR seq waits for its commit is answered nothing
+{ printf 'PING\r\nINCR seq\r\nECHO "a b"\r\nQUIT\r\n'; sleep 3; } | timeout 20 nc 127.0.0.1 "$RPORT" >"$T/nc" || true
 [ "$(tr -d '\r' <"$T/nc" | tr '\n' '|')" = '+PONG|:17|$3|a b|+OK|' ] ||
   fail "inline commands through nc: $(od -c "$T/nc" | head)"
 pass "inline commands through nc (telnet style), QUIT closes"
