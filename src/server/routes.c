@@ -71,8 +71,21 @@ static void put_json_kv_str(ik__buf *b, const char *key, const char *val)
 #define QUOTE_MAX 40
 #define QUOTE(s) (int)((s).n < QUOTE_MAX ? (s).n : QUOTE_MAX), (s).p
 
+/* Writes "the layout's time field ran out on DATE ..." into why (truncated to len). */
+static void layout_end_why(const ik__server *srv, char *why, size_t len)
+{
+    char end[40];
+    ik__fmt_iso8601(end, ik_layout_end_ms(srv->layout));
+    snprintf(why, len,
+             "the layout's time field ran out on %s: no snowflake ID can be issued under "
+             "this layout any more (start the fleet on a layout with a later end; "
+             "idkeeper decode --expiry prints it)",
+             end);
+}
+
 /* Answers the generator's refusal rc: 503 for the refusals of SPEC 3 (no lease,
- * clock behind, time guard), 500 for anything else. */
+ * clock behind, time guard) and for a time field used up (the clock is past the
+ * layout's end date), 500 for anything else. */
 static void reply_gen_error(ik__ctx *x, int rc)
 {
     ik__server *srv = x->srv;
@@ -106,6 +119,12 @@ static void reply_gen_error(ik__ctx *x, int rc)
                         "the clock has not yet passed this worker slot's time record (SPEC 3 "
                         "rule 6); retry in a moment");
         break;
+    case IK_ERANGE: {
+        char why[320];
+        layout_end_why(srv, why, sizeof why);
+        ik__reply_error(x->rs, 503, "layout_exhausted", "%s", why);
+        break;
+    }
     default:
         ik__reply_error(x->rs, 500, "internal", "the generator failed: %s", ik_strerror(rc));
         break;
@@ -707,6 +726,10 @@ static int not_ready(ik__server *srv, char *why, size_t len)
         return 1;
     }
     int64_t now = ik__now_ms();
+    if (now >= ik_layout_end_ms(l)) {
+        layout_end_why(srv, why, len);
+        return 1;
+    }
     int64_t tick = ik_layout_ticks_at(l, now);
     if (tick <= (int64_t)gi.floor_tick) {
         int64_t wait = ((int64_t)gi.floor_tick + 1) * l->unit_ms + l->epoch_ms - now;
