@@ -100,7 +100,8 @@ IK_EXTERN void ik_set_log(ik_log_fn fn, void *ctx);
  */
 typedef struct ik_clock {
     int64_t (*wall_ns)(void *ctx);          /* CLOCK_REALTIME: ns since the Unix epoch */
-    int64_t (*mono_ns)(void *ctx);          /* CLOCK_MONOTONIC: ns, never goes back */
+    int64_t (*mono_ns)(void *ctx);          /* CLOCK_BOOTTIME: ns, never goes back, and
+                                               counts time the host spent suspended */
     void (*sleep_ns)(void *ctx, int64_t ns); /* sleep at least ns (ns > 0) */
     void *ctx;
 } ik_clock;
@@ -200,10 +201,10 @@ IK_EXTERN int ik_snowflake_next_n(ik_snowflake *g, size_t n, int64_t *ids);
 #define IK_FOREVER INT64_MAX
 
 /* Grants the generator worker number `worker`: it may issue ticks t with
- * floor_tick < t <= ceiling_tick while the monotonic clock is before
- * valid_until_mono_ns. A new grant never lets IDs go down: issued ticks stay above
- * any tick issued under an earlier grant. Returns IK_ERANGE if worker is outside
- * the layout's range. */
+ * floor_tick < t <= ceiling_tick while the clock's mono_ns (CLOCK_BOOTTIME for the
+ * system clock) is before valid_until_mono_ns. A new grant never lets IDs go down:
+ * issued ticks stay above any tick issued under an earlier grant. Returns IK_ERANGE
+ * if worker is outside the layout's range. */
 IK_EXTERN int ik_snowflake_grant(ik_snowflake *g, uint32_t worker, uint64_t floor_tick,
                                  uint64_t ceiling_tick, int64_t valid_until_mono_ns);
 /* Extends the current grant (same worker). Values only move forward. Returns

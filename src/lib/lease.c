@@ -13,7 +13,7 @@
  *       store): the grant's ceiling only moves after an acknowledged write.
  *   L2. A slot's new holder issues only ticks above ticks_at(record it found), so
  *       with L1 no tick is issued twice under one worker number, whoever held it.
- *   L3. The generator issues only while the monotonic clock is before the
+ *   L3. The generator issues only while the deadline clock (BOOTTIME) is before the
  *       deadline of the last acknowledged write; a lease in doubt therefore stops
  *       issuing by itself, without this thread having to run.
  *   L4. The record written at a clean release is never below the record found at

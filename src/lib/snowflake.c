@@ -6,14 +6,14 @@
  * claim the same (tick, sequence), and IDs of one generator strictly increase.
  *
  * The grant says under which worker number, and in which time window, the
- * generator may issue: ticks t with floor < t <= ceiling, while the monotonic clock
- * is before valid_until. `grant_word` packs (granted bit, generation, worker); every
- * grant or revoke changes the generation.
+ * generator may issue: ticks t with floor < t <= ceiling, while the clock's mono_ns
+ * (CLOCK_BOOTTIME: it counts a suspend) is before valid_until. `grant_word` packs
+ * (granted bit, generation, worker); every grant or revoke changes the generation.
  *
  * Invariants
  *   I1. `last` never decreases.
  *   I2. An ID is returned only if, after its run was claimed, the grant word was
- *       still the one read before the claim and the monotonic clock was before
+ *       still the one read before the claim and the deadline clock was before
  *       valid_until. (A claim that fails this check is burned, never returned.)
  *   I3. Every issued tick t satisfies floor < t <= ceiling of the grant it was
  *       issued under.
@@ -61,17 +61,12 @@ struct ik_snowflake {
     _Atomic int64_t last_backward_ms;
 };
 
-/* A monotonic reading for the lease check. With the system clock the coarse clock
- * is enough (resolution a few ms against a window of seconds) and costs a few ns. */
+/* The reading for the lease check: the clock's mono_ns, CLOCK_BOOTTIME for the
+ * system clock. Not CLOCK_MONOTONIC(_COARSE): it stops while the host is suspended,
+ * and a grant whose ZooKeeper session expired during a suspend would look valid on
+ * resume. (Linux has no coarse BOOTTIME; the precise one is a vDSO call.) */
 static int64_t lease_now(const ik_snowflake *g)
 {
-    if (g->system_clock) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-        /* coarse lags the precise clock by at most one jiffy: add 10 ms so the check
-         * is never more generous than the precise clock would be */
-        return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + 10000000;
-    }
     return g->clock->mono_ns(g->clock->ctx);
 }
 

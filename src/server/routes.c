@@ -694,10 +694,11 @@ static void h_decode(ik__ctx *x)
 
 /* ---- state routes -------------------------------------------------------------------------- */
 
+/* The generator's deadline clock (ik_clock_system's mono_ns: CLOCK_BOOTTIME). */
 static int64_t mono_ns(void)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(CLOCK_BOOTTIME, &ts);
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
