@@ -46,6 +46,7 @@ struct ik_slot_lease {
     ik_slot_choice choice;
     int64_t interval_ms;
     int64_t ahead_ms;        /* record written this far ahead of now (lease thread) */
+    int64_t test_stall_ms;   /* IDKEEPER_TEST_PERSIST_STALL_MS (tests only; 0: none) */
     void (*on_state)(void *ctx, ik_lease_state state, int worker, const char *why);
     void *ctx;
 
@@ -193,6 +194,9 @@ static void *lease_thread(void *arg)
     ik_slot_lease *l = arg;
     for (;;) {
         if (nap(l, l->interval_ms / 2)) break;
+        /* test-only: hold every persist back, so that the clock passes the ceiling
+         * (docs/snowflake.md, "Test hooks") */
+        if (l->test_stall_ms > 0 && nap(l, l->test_stall_ms)) break;
 
         pthread_mutex_lock(&l->mu);
         void *h = l->handle;
@@ -264,6 +268,8 @@ int ik_slot_lease_start(ik_coord *c, ik_snowflake *g, const ik_lease_options *o,
     l->identity = strdup(o->identity);
     l->choice = o->choice;
     l->interval_ms = o->persist_interval_ms;
+    const char *stall = getenv("IDKEEPER_TEST_PERSIST_STALL_MS");
+    l->test_stall_ms = stall ? atoll(stall) : 0;
     l->on_state = o->on_state;
     l->ctx = o->ctx;
     l->worker = -1;
