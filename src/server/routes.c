@@ -9,9 +9,10 @@
  * the store: a handler that needs it hands an ik__pend to the library (segment,
  * sequence: the callback on_ids runs on a library thread) or to the thread pool
  * (tags), returns it in rs->pend, and ik__pend_render writes the answer when it
- * comes back (srv.h, "Pending answers"). Beyond that they block at most as the
- * generator does (one tick, or 50 ms waiting for a lease extension), and they never
- * return an ID the library refused.
+ * comes back (srv.h, "Pending answers"). They never sleep either: a snowflake
+ * request the generator asks to wait (one tick, a small step back of the clock, or
+ * up to 50 ms for a lease extension) is retried on a timer of its loop
+ * (IK_OP_SNOWFLAKE), and they never return an ID the library refused.
  */
 #include "srv.h"
 
@@ -133,16 +134,99 @@ static void reply_gen_error(ik__ctx *x, int rc)
 
 /* ---- ID routes ---------------------------------------------------------------------------- */
 
+static void put_ids(ik__resp *rs, const int64_t *ids, int64_t first, size_t n, int fmt, int leaf);
+
+/* ---- snowflake requests that must wait -----------------------------------------------------
+ * The generator never sleeps on a loop (ik_snowflake_try_next_n): a request it asks
+ * to retry (IK_AGAIN: the tick used up, the clock a little behind, the ceiling not
+ * yet extended) becomes an IK_OP_SNOWFLAKE ik__pend on w->sf_head, retried by one
+ * timer per loop, and answered like any pending answer. */
+
+static void on_sf_timer(uv_timer_t *t);
+
+/* Makes w's retry timer fire within wait_ns (whole ms, at least 1). */
+static void sf_arm(ik__worker *w, int64_t wait_ns)
+{
+    uint64_t ms = wait_ns <= 1000000 ? 1 : (uint64_t)((wait_ns + 999999) / 1000000);
+    if (uv_is_active((uv_handle_t *)&w->sf_timer) && uv_timer_get_due_in(&w->sf_timer) <= ms)
+        return;
+    uv_timer_start(&w->sf_timer, on_sf_timer, ms, 0);
+}
+
+/* Loop thread: retries every waiting snowflake request once; answers those done
+ * (or whose connection closed), keeps the others for the next round. */
+static void on_sf_timer(uv_timer_t *t)
+{
+    ik__worker *w = t->data;
+    ik__pend *p = w->sf_head, *keep = NULL, **tail = &keep;
+    w->sf_head = NULL;
+    int64_t soonest = INT64_MAX;
+    while (p) {
+        ik__pend *nx = p->qnext;
+        int rc = p->conn ? ik_snowflake_try_next_n(w->srv->gen, p->n, p->ids, &p->sf) : IK_ECLOSED;
+        if (rc == IK_AGAIN) {
+            if (p->sf.wait_ns < soonest) soonest = p->sf.wait_ns;
+            p->qnext = NULL;
+            *tail = p;
+            tail = &p->qnext;
+        } else {
+            p->rc = rc;
+            p->nids = rc == 0 ? p->n : 0;
+            ik__pend_complete(w, p); /* may dispatch more requests: they join sf_head */
+        }
+        p = nx;
+    }
+    *tail = w->sf_head;
+    w->sf_head = keep;
+    if (keep) sf_arm(w, soonest);
+}
+
+/* Issues n IDs into ids, or, if the generator asks to wait, hands the request to
+ * the retry timer (rs->pend). 1 if it went pending; 0 with the answer written (the
+ * IDs, or the refusal). */
+static int sf_issue(ik__ctx *x, uint32_t n, int64_t *ids, int fmt, int leaf)
+{
+    ik_snowflake_try st;
+    memset(&st, 0, sizeof st);
+    int rc = ik_snowflake_try_next_n(x->srv->gen, n, ids, &st);
+    if (rc == IK_OK) {
+        put_ids(x->rs, ids, 0, n, fmt, leaf);
+        return 0;
+    }
+    if (rc != IK_AGAIN) {
+        reply_gen_error(x, rc);
+        return 0;
+    }
+    ik__worker *w = x->w;
+    ik__pend *p = ik__pend_new(w);
+    p->op = IK_OP_SNOWFLAKE;
+    p->fmt = (uint8_t)fmt;
+    p->leaf = (uint8_t)leaf;
+    p->n = n;
+    p->sf = st;
+    p->ids = n <= sizeof p->ids_inline / sizeof p->ids_inline[0] ? p->ids_inline
+                                                                 : malloc(n * sizeof *p->ids);
+    if (!p->ids) {
+        fprintf(stderr, "idkeeper: out of memory; aborting\n");
+        abort();
+    }
+    memcpy(p->ids, ids, st.done * sizeof *ids);
+    p->qnext = w->sf_head;
+    w->sf_head = p;
+    w->inflight++;
+    atomic_store_explicit(&w->m.pending,
+                          atomic_load_explicit(&w->m.pending, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+    x->rs->pend = p;
+    sf_arm(w, st.wait_ns);
+    return 1;
+}
+
 /* GET /api/snowflake/get/{key}: one decimal ID, text/plain, no newline (Leaf). */
 static void h_leaf_snowflake(ik__ctx *x)
 {
     int64_t id;
-    int rc = ik_snowflake_next(x->srv->gen, &id);
-    if (rc != 0) {
-        reply_gen_error(x, rc);
-        return;
-    }
-    ik__buf_append_i64(x->rs->body, id);
+    sf_issue(x, 1, &id, IK_FMT_TEXT, 1);
 }
 
 /* Reads ?count= (default 1) into *n; answers 400 and returns -1 if it is not a
@@ -245,12 +329,7 @@ static void h_snowflake(ik__ctx *x)
     if (fmt < 0) return;
     int64_t small[64], *ids = ids_scratch(x, n, small);
     if (!ids) return;
-    int rc = ik_snowflake_next_n(x->srv->gen, n, ids);
-    if (rc != 0) {
-        reply_gen_error(x, rc);
-    } else {
-        put_ids(x->rs, ids, 0, n, fmt, 0);
-    }
+    sf_issue(x, n, ids, fmt, 0);
     ids_scratch_trim(x->w);
 }
 
@@ -651,6 +730,15 @@ static void render_tag(ik__worker *w, ik__pend *p, ik__resp *rs)
 
 void ik__pend_render(ik__worker *w, ik__pend *p, ik__resp *rs)
 {
+    if (p->op == IK_OP_SNOWFLAKE) {
+        if (p->rc != 0) {
+            ik__ctx x = {w->srv, w, NULL, rs};
+            reply_gen_error(&x, p->rc);
+            return;
+        }
+        put_ids(rs, p->ids, 0, p->nids, p->fmt, p->leaf);
+        return;
+    }
     if (p->op == IK_OP_SEGMENT || p->op == IK_OP_SEQUENCE) {
         if (p->rc != 0) {
             reply_store_error(w, rs, p->op, p->rc, p->tag);
