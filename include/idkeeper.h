@@ -205,7 +205,9 @@ IK_EXTERN int ik_snowflake_next_n(ik_snowflake *g, size_t n, int64_t *ids);
 typedef struct ik_snowflake_try {
     size_t done;              /* IDs issued so far: ids[0..done-1] */
     int64_t wait_ns;          /* after IK_AGAIN: call again this much later */
-    int64_t ceiling_since_ns; /* private: when the request began waiting for the ceiling */
+    int64_t ceiling_since_ns; /* when the request began waiting for the ceiling (0: not
+                                 yet; a caller that queues a request may set its
+                                 arrival, on the clock's mono_ns) */
 } ik_snowflake_try;
 
 /* ik_snowflake_next_n for an event loop: it never sleeps. Where next_n would wait

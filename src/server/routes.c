@@ -153,51 +153,70 @@ static void sf_arm(ik__worker *w, int64_t wait_ns)
     uv_timer_start(&w->sf_timer, on_sf_timer, ms, 0);
 }
 
-/* Loop thread: retries every waiting snowflake request once; answers those done
- * (or whose connection closed), keeps the others for the next round. */
+/* Loop thread: retries the waiting snowflake requests in arrival order, answering
+ * each that is done, up to the first that must wait again: none overtakes an
+ * earlier one, so the answers of a loop (a pipelining client's included) carry
+ * increasing IDs. */
 static void on_sf_timer(uv_timer_t *t)
 {
     ik__worker *w = t->data;
-    ik__pend *p = w->sf_head, *keep = NULL, **tail = &keep;
-    w->sf_head = NULL;
-    int64_t soonest = INT64_MAX;
-    while (p) {
-        ik__pend *nx = p->qnext;
+    ik__pend *p;
+    while ((p = w->sf_head)) {
         int rc = p->conn ? ik_snowflake_try_next_n(w->srv->gen, p->n, p->ids, &p->sf) : IK_ECLOSED;
         if (rc == IK_AGAIN) {
-            if (p->sf.wait_ns < soonest) soonest = p->sf.wait_ns;
-            p->qnext = NULL;
-            *tail = p;
-            tail = &p->qnext;
-        } else {
-            p->rc = rc;
-            p->nids = rc == 0 ? p->n : 0;
-            ik__pend_complete(w, p); /* may dispatch more requests: they join sf_head */
+            sf_arm(w, p->sf.wait_ns);
+            return;
         }
-        p = nx;
+        w->sf_head = p->qnext;
+        if (!w->sf_head) w->sf_tail = NULL;
+        p->rc = rc;
+        p->nids = rc == 0 ? p->n : 0;
+        ik__pend_complete(w, p); /* may dispatch more requests: they queue behind */
     }
-    *tail = w->sf_head;
-    w->sf_head = keep;
-    if (keep) sf_arm(w, soonest);
 }
 
-/* Issues n IDs into ids, or, if the generator asks to wait, hands the request to
- * the retry timer (rs->pend). 1 if it went pending; 0 with the answer written (the
- * IDs, or the refusal). */
-static int sf_issue(ik__ctx *x, uint32_t n, int64_t *ids, int fmt, int leaf)
+/* Queues p (its state in p->sf) behind the waiting snowflake requests of w and
+ * makes it the answer of the request (rs->pend). */
+static void sf_queue(ik__ctx *x, ik__pend *p, int64_t wait_ns)
 {
+    ik__worker *w = x->w;
+    p->qnext = NULL;
+    if (w->sf_tail)
+        w->sf_tail->qnext = p;
+    else
+        w->sf_head = p;
+    w->sf_tail = p;
+    w->inflight++;
+    atomic_store_explicit(&w->m.pending,
+                          atomic_load_explicit(&w->m.pending, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+    x->rs->pend = p;
+    sf_arm(w, wait_ns);
+}
+
+/* Issues n IDs into ids, or, if the generator asks to wait or earlier requests of
+ * this loop wait already, queues the request for the retry timer (rs->pend). */
+static void sf_issue(ik__ctx *x, uint32_t n, int64_t *ids, int fmt, int leaf)
+{
+    ik__worker *w = x->w;
     ik_snowflake_try st;
     memset(&st, 0, sizeof st);
-    int rc = ik_snowflake_try_next_n(x->srv->gen, n, ids, &st);
+    int rc = IK_AGAIN;
+    if (!w->sf_head) {
+        rc = ik_snowflake_try_next_n(x->srv->gen, n, ids, &st);
+    } else { /* behind others: its 50 ms for the ceiling count from now */
+        const ik_clock *c = ik_clock_system();
+        st.ceiling_since_ns = c->mono_ns(c->ctx);
+        st.wait_ns = 1000000;
+    }
     if (rc == IK_OK) {
         put_ids(x->rs, ids, 0, n, fmt, leaf);
-        return 0;
+        return;
     }
     if (rc != IK_AGAIN) {
         reply_gen_error(x, rc);
-        return 0;
+        return;
     }
-    ik__worker *w = x->w;
     ik__pend *p = ik__pend_new(w);
     p->op = IK_OP_SNOWFLAKE;
     p->fmt = (uint8_t)fmt;
@@ -211,15 +230,7 @@ static int sf_issue(ik__ctx *x, uint32_t n, int64_t *ids, int fmt, int leaf)
         abort();
     }
     memcpy(p->ids, ids, st.done * sizeof *ids);
-    p->qnext = w->sf_head;
-    w->sf_head = p;
-    w->inflight++;
-    atomic_store_explicit(&w->m.pending,
-                          atomic_load_explicit(&w->m.pending, memory_order_relaxed) + 1,
-                          memory_order_relaxed);
-    x->rs->pend = p;
-    sf_arm(w, st.wait_ns);
-    return 1;
+    sf_queue(x, p, st.wait_ns);
 }
 
 /* GET /api/snowflake/get/{key}: one decimal ID, text/plain, no newline (Leaf). */

@@ -137,7 +137,7 @@ struct ik__worker {
     uv_async_t stop;  /* main thread -> loop: start draining */
     uv_timer_t sweep; /* timeouts and the Date header, every sweep_ms */
     uv_timer_t sf_timer;      /* retries the snowflake requests in sf_head (routes.c) */
-    struct ik__pend *sf_head; /* snowflake requests waiting to retry, linked by qnext */
+    struct ik__pend *sf_head, *sf_tail; /* snowflake requests waiting, FIFO by qnext */
     uint64_t sweep_ms;
     uint64_t accept_logged_ms; /* last "accept failed" line, uv_now ms (0: none) */
     uv_async_t done; /* library threads -> loop: answers ready (the done queue) */
