@@ -15,9 +15,11 @@ command -v strace >/dev/null || fail "strace is not installed (the test needs it
 serve_traced() {
   local name=$1 port i
   port=$(free_port)
-  strace -f -qq -y -e trace=fsync,fdatasync -o "$T/$name.trace" \
-    "$IK_BIN" serve --http 127.0.0.1:"$port" --identity "$name" --coord "local:$T/data" \
-    --worker-range 3-3 --quiet >"$T/$name.log" 2>&1 &
+  # LeakSanitizer cannot run under ptrace (the ASan build of this test)
+  ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
+    strace -f -qq -y -e trace=fsync,fdatasync -o "$T/$name.trace" \
+      "$IK_BIN" serve --http 127.0.0.1:"$port" --identity "$name" --coord "local:$T/data" \
+      --worker-range 3-3 --quiet >"$T/$name.log" 2>&1 &
   local spid=$! pid=
   IK_PIDS+=($spid)
   for ((i = 0; i < 600; i++)); do # the daemon is strace's child: signals go to it
