@@ -158,6 +158,8 @@ struct ik__worker {
     uv_tcp_t listener;
     uv_async_t stop;  /* main thread -> loop: start draining */
     uv_timer_t sweep; /* timeouts and the Date header, every sweep_ms */
+    uv_timer_t sf_timer;      /* retries the snowflake requests in sf_head (routes.c) */
+    struct ik__pend *sf_head, *sf_tail; /* snowflake requests waiting, FIFO by qnext */
     uint64_t sweep_ms;
     uint64_t accept_logged_ms; /* last "accept failed" line, uv_now ms (0: none) */
     uv_async_t done;           /* library threads -> loop: answers ready (the done queue) */
@@ -204,9 +206,10 @@ typedef enum ik__op {
     IK_OP_TAG_CREATE,
     IK_OP_TAG_GET,
     IK_OP_TAG_LIST,
-    IK_OP_WORKERS, /* GET /v1/workers: the app's slots */
-    IK_OP_PAGE,    /* GET /: slots and tags for the status page */
-    IK_OP_HELD     /* a ready answer held behind a pending one */
+    IK_OP_WORKERS,  /* GET /v1/workers: the app's slots */
+    IK_OP_PAGE,     /* GET /: slots and tags for the status page */
+    IK_OP_HELD,     /* a ready answer held behind a pending one */
+    IK_OP_SNOWFLAKE /* a snowflake request the generator asked to retry (IK_AGAIN) */
 } ik__op;
 
 /* The tag routes' work in the thread pool: inputs and results. */
@@ -246,7 +249,8 @@ typedef struct ik__pend {
     size_t nids;
     int64_t ids_inline[4];
     ik__tagop *tagop;
-    ik__buf out; /* the serialized answer, once done */
+    ik_snowflake_try sf; /* IK_OP_SNOWFLAKE: the request's state; IDs in ids[0..n-1] */
+    ik__buf out;         /* the serialized answer, once done */
     char out_inline[256];
 } ik__pend;
 
