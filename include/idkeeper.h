@@ -82,6 +82,8 @@ typedef enum ik_error {
 
 /* Not an error: the answer comes later, through the callback. */
 #define IK_PENDING 1
+/* Not an error: try again later (ik_snowflake_try_next_n says when). */
+#define IK_AGAIN 2
 
 /* Returns a static, human-readable description of err; never NULL. */
 IK_EXTERN const char *ik_strerror(int err);
@@ -108,7 +110,8 @@ IK_EXTERN void ik_set_log(ik_log_fn fn, void *ctx);
  */
 typedef struct ik_clock {
     int64_t (*wall_ns)(void *ctx);          /* CLOCK_REALTIME: ns since the Unix epoch */
-    int64_t (*mono_ns)(void *ctx);          /* CLOCK_MONOTONIC: ns, never goes back */
+    int64_t (*mono_ns)(void *ctx);          /* CLOCK_BOOTTIME: ns, never goes back, and
+                                               counts time the host spent suspended */
     void (*sleep_ns)(void *ctx, int64_t ns); /* sleep at least ns (ns > 0) */
     void *ctx;
 } ik_clock;
@@ -207,17 +210,38 @@ IK_EXTERN void ik_snowflake_destroy(ik_snowflake *g);
 
 /* One ID. Thread-safe. */
 IK_EXTERN int ik_snowflake_next(ik_snowflake *g, int64_t *id);
-/* n IDs, strictly increasing, into ids[0..n-1]; all or nothing. Thread-safe. */
+/* n IDs, strictly increasing, into ids[0..n-1]; all or nothing. Thread-safe. May
+ * sleep, as the clock rules above say (at most one tick, max_backward_ms, or 50 ms). */
 IK_EXTERN int ik_snowflake_next_n(ik_snowflake *g, size_t n, int64_t *ids);
+
+/* The state of one request through ik_snowflake_try_next_n: zero it before the
+ * first call, pass it unchanged to the next. */
+typedef struct ik_snowflake_try {
+    size_t done;              /* IDs issued so far: ids[0..done-1] */
+    int64_t wait_ns;          /* after IK_AGAIN: call again this much later */
+    int64_t ceiling_since_ns; /* when the request began waiting for the ceiling (0: not
+                                 yet; a caller that queues a request may set its
+                                 arrival, on the clock's mono_ns) */
+} ik_snowflake_try;
+
+/* ik_snowflake_next_n for an event loop: it never sleeps. Where next_n would wait
+ * it returns IK_AGAIN with st->wait_ns set and ids[0..st->done-1] issued; call again
+ * with the same ids, n and st after that wait (on a timer) to go on. IK_OK: all n
+ * issued. An error: the request fails, and the IDs issued so far must be dropped
+ * (never returned: they are burned, not reused). The ceiling wait still ends in
+ * IK_ENOLEASE 50 ms after it began, counted across calls. Thread-safe; st belongs
+ * to one request. */
+IK_EXTERN int ik_snowflake_try_next_n(ik_snowflake *g, size_t n, int64_t *ids,
+                                      ik_snowflake_try *st);
 
 #define IK_NO_CEILING UINT64_MAX
 #define IK_FOREVER INT64_MAX
 
 /* Grants the generator worker number `worker`: it may issue ticks t with
- * floor_tick < t <= ceiling_tick while the monotonic clock is before
- * valid_until_mono_ns. A new grant never lets IDs go down: issued ticks stay above
- * any tick issued under an earlier grant. Returns IK_ERANGE if worker is outside
- * the layout's range. */
+ * floor_tick < t <= ceiling_tick while the clock's mono_ns (CLOCK_BOOTTIME for the
+ * system clock) is before valid_until_mono_ns. A new grant never lets IDs go down:
+ * issued ticks stay above any tick issued under an earlier grant. Returns IK_ERANGE
+ * if worker is outside the layout's range. */
 IK_EXTERN int ik_snowflake_grant(ik_snowflake *g, uint32_t worker, uint64_t floor_tick,
                                  uint64_t ceiling_tick, int64_t valid_until_mono_ns);
 /* Extends the current grant (same worker). Values only move forward. Returns

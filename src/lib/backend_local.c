@@ -7,7 +7,9 @@
  *
  * Each file holds one fixed-size (512-byte) text record, rewritten in place with a
  * single pwrite + fdatasync, so a reader never sees a mix of two versions and a
- * crash leaves the old or the new record:
+ * crash leaves the old or the new record. A file that was new (never written) has
+ * its directory fsynced after its first record, so that its name survives a crash
+ * as well as its contents:
  *
  *   idkeeper-slot 1
  *   record_ms=1763779548123     time record (upper bound of time issued)
@@ -177,8 +179,33 @@ static int write_record(int fd, const slot_record *r)
     return IK_OK;
 }
 
-/* Tries to take slot w. 0: taken (*fd_out holds the lock); IK_EBUSY: held by a
- * live holder; other: an error that makes this slot unusable. */
+/* fsync(2) of the directory at path. 0 or a negated errno. */
+static int fsync_dir(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return IK_ESYS(errno);
+    int rc = fsync(fd) ? IK_ESYS(errno) : IK_OK;
+    close(fd);
+    return rc;
+}
+
+/* Makes a new slot file's name durable: fsyncs DIR/APP/slots, then DIR/APP and DIR
+ * (which mkdirs may have just created). 0 or a negated errno. */
+static int sync_slot_dirs(const local_backend *b, const char *app)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s/slots", b->dir, app);
+    int rc = fsync_dir(path);
+    if (!rc) {
+        snprintf(path, sizeof path, "%s/%s", b->dir, app);
+        rc = fsync_dir(path);
+    }
+    return rc ? rc : fsync_dir(b->dir);
+}
+
+/* Tries to take slot w. 0: taken (*fd_out holds the lock; *rec its record, or all
+ * zero for a file never written: new, whose name is not durable yet); IK_EBUSY:
+ * held by a live holder; other: an error that makes this slot unusable. */
 static int try_slot(const local_backend *b, const char *app, uint32_t w, int *fd_out,
                     slot_record *rec)
 {
@@ -285,6 +312,7 @@ static int local_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__
     }
 
     int64_t found = rec.record_ms;
+    int fresh = rec.holder[0] == '\0' && rec.since_ms == 0 && found == 0; /* never written */
     slot_record nr;
     memset(&nr, 0, sizeof nr);
     nr.record_ms = req->new_record_ms > found ? req->new_record_ms : found;
@@ -293,6 +321,9 @@ static int local_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__
     gethostname(nr.host, sizeof nr.host - 1);
     nr.since_ms = ik__wall_ms();
     rc = write_record(fd, &nr);
+    /* a new file's record is on disk; its name must be too, or a power cut could
+     * take the time record away (SPEC 3 rule 6) */
+    if (!rc && fresh) rc = sync_slot_dirs(b, req->app);
     if (rc) {
         close(fd);
         return ik__fail(IK_ESTORE, why, why_len, "cannot write slot %" PRIu32 ": %s", got,

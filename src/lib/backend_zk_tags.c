@@ -23,10 +23,15 @@
  * the server's mtime of the version that writer read, is 10 minutes older than the
  * version we read). "since=V" says the table lists every writer of every version
  * above V: a new node says since=0; a writer that finds no table (another client,
- * such as Curator, wrote 8 bytes) or has to drop a line because the table is full
- * sets since to the version it read. When a write made at version V gets no answer
- * (connection loss, or none before the call's deadline), we read the node again,
- * at version W, once connected (any session):
+ * such as Curator, wrote 8 bytes), or drops another writer's line (stale, or the
+ * table is full), sets since to the version it read. So the table's completeness
+ * never rests on the server's clock: a leader whose clock steps back (mtimes going
+ * down) can make a line look stale too early, but its pruning still raises since,
+ * and the doubt settles as UNKNOWN (a logged gap), never as NOT_APPLIED.
+ *
+ * When a write made at version V gets no answer (connection loss, or none before
+ * the call's deadline), we read the node again, at version W, once connected (any
+ * session):
  *
  *   W == V                    not applied yet: the next write at V fences it (of the
  *                             two, at most one can apply); PENDING
@@ -34,7 +39,8 @@
  *                             applied: the range is ours; APPLIED
  *   W > V, it is not, since <= V, and W's mtime is less than 9 minutes after V's
  *                             not applied, and never will be (version V is past);
- *                             NOT_APPLIED
+ *                             NOT_APPLIED (the mtime test only matters for tables
+ *                             written by versions that pruned without raising since)
  *   anything else             (recreated node, table restarted or pruned) UNKNOWN
  *
  * Invariants
@@ -480,7 +486,11 @@ void ik__zk_counter_next(const ik__zk_counter *old, uint64_t nonce, uint64_t cou
     out->w[out->nw++] = (ik__zk_writer){nonce, count, old->mtime};
     for (int i = 0; old->has_table && i < old->nw; i++) {
         const ik__zk_writer *w = &old->w[i];
-        if (w->nonce == nonce || w->ms < old->mtime - PRUNE_MS) continue;
+        if (w->nonce == nonce) continue;
+        if (w->ms < old->mtime - PRUNE_MS) { /* stale: dropped, and the table says so */
+            if (out->since < old->version) out->since = old->version;
+            continue;
+        }
         if (out->nw == IK__ZK_WRITERS_MAX) {
             out->since = old->version; /* the table is complete only from here on */
             break;

@@ -1,4 +1,13 @@
-/* clock.c: the system clock source, and the library's own time reads. */
+/* clock.c: the system clock source, and the library's own time reads.
+ *
+ * Elapsed time is CLOCK_BOOTTIME, not CLOCK_MONOTONIC: the library's deadlines
+ * stand for time the rest of the world sees passing (a lease valid for a safe part
+ * of the ZooKeeper session timeout after its last proof, the lock monitor's LOST
+ * after 2/3 of it, a call's budget), and ZooKeeper's session clock runs on while
+ * this host is suspended; CLOCK_MONOTONIC stops then, CLOCK_BOOTTIME does not.
+ * Timed waits on condition variables stay on CLOCK_MONOTONIC (pthread accepts no
+ * other) but are always relative chunks whose end is checked against BOOTTIME
+ * afterwards: a suspend can only lengthen one wait, never stretch a deadline. */
 #include "internal.h"
 
 #include <errno.h>
@@ -20,7 +29,7 @@ static int64_t sys_wall_ns(void *ctx)
 static int64_t sys_mono_ns(void *ctx)
 {
     (void)ctx;
-    return ts_ns(CLOCK_MONOTONIC);
+    return ts_ns(CLOCK_BOOTTIME);
 }
 
 static void sys_sleep_ns(void *ctx, int64_t ns)
@@ -41,7 +50,7 @@ const ik_clock *ik_clock_system(void)
 
 int64_t ik__mono_ns(void)
 {
-    return ts_ns(CLOCK_MONOTONIC);
+    return ts_ns(CLOCK_BOOTTIME);
 }
 
 int64_t ik__mono_ms(void)

@@ -11,7 +11,8 @@
 int ik__fail(int err, char *why, size_t why_len, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-/* Monotonic and wall time from the system clock, bypassing any ik_clock. */
+/* Elapsed time (CLOCK_BOOTTIME: never goes back, counts a suspend; every deadline
+ * of the library is on it) and wall time, bypassing any ik_clock. */
 int64_t ik__mono_ns(void);
 int64_t ik__mono_ms(void);
 int64_t ik__wall_ms(void);
@@ -23,7 +24,8 @@ void ik__logf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void ik__iso8601(int64_t unix_ms, char *buf, size_t len);
 
 /* *ts = CLOCK_MONOTONIC now + ms, for pthread_cond_timedwait on a condition made
- * by ik__cond_init_mono. */
+ * by ik__cond_init_mono. ms is relative (a deadline on ik__mono_ns minus now): a
+ * suspend during the wait lengthens it, so callers check their deadline again. */
 struct timespec;
 void ik__deadline_ts(struct timespec *ts, int64_t ms);
 /* A condition variable whose timed waits use CLOCK_MONOTONIC. */

@@ -15,7 +15,7 @@
  *       write than the one just asked for).
  *   L2. A slot's new holder issues only ticks above ticks_at(record it found), so
  *       with L1 no tick is issued twice under one worker number, whoever held it.
- *   L3. The generator issues only while the monotonic clock is before the
+ *   L3. The generator issues only while the deadline clock (BOOTTIME) is before the
  *       deadline of the last acknowledged write; a lease in doubt therefore stops
  *       issuing by itself, without this thread having to run.
  *   L4. The record written at a clean release is never below the record found at
@@ -51,6 +51,7 @@ struct ik_slot_lease {
     ik_slot_choice choice;
     int64_t interval_ms;
     int64_t ahead_ms;        /* record written this far ahead of now (lease thread) */
+    int64_t test_stall_ms;   /* IDKEEPER_TEST_PERSIST_STALL_MS (tests only; 0: none) */
     void (*on_state)(void *ctx, ik_lease_state state, int worker, const char *why);
     void *ctx;
 
@@ -263,6 +264,9 @@ static void *lease_thread(void *arg)
          * slowly gets the next write as soon as the last one is answered. */
         int64_t pause = l->interval_ms / 2 - took_ms;
         if (nap(l, pause > 0 ? pause : 0)) break;
+        /* test-only: hold every persist back, so that the clock passes the ceiling
+         * (docs/snowflake.md, "Test hooks") */
+        if (l->test_stall_ms > 0 && nap(l, l->test_stall_ms)) break;
 
         pthread_mutex_lock(&l->mu);
         void *h = l->handle;
@@ -340,6 +344,8 @@ int ik_slot_lease_begin(ik_coord *c, ik_snowflake *g, const ik_lease_options *o,
     l->identity = strdup(o->identity);
     l->choice = o->choice;
     l->interval_ms = o->persist_interval_ms;
+    const char *stall = getenv("IDKEEPER_TEST_PERSIST_STALL_MS");
+    l->test_stall_ms = stall ? atoll(stall) : 0;
     l->on_state = o->on_state;
     l->ctx = o->ctx;
     l->worker = -1;

@@ -14,6 +14,10 @@
  *       store's max_id only grows), and are consumed in load order; so the IDs of
  *       one tag increase within this allocator, across calls and threads.
  *   S3. An ID leaves a block at most once: `next` only moves forward under the mutex.
+ *   S4. A tag holds at most two blocks, and no block is dropped while it has IDs
+ *       left: a waiter that needs more than the blocks hold takes them all (its IDs
+ *       accumulate in the waiter) before the loader takes the next block, so a new
+ *       block always finds the current one or the next one empty.
  *
  * Tag map: a fixed array of buckets with chains that only grow (entries are freed at
  * destroy), read without a lock. Only tags the store confirmed exist get an entry;
@@ -44,6 +48,8 @@ struct seg_waiter {
     ik_ids_cb cb;
     void *ctx;
     int64_t deadline_ns; /* monotonic */
+    int64_t *ids;        /* the IDs taken so far (the head waiter only), or NULL */
+    size_t got;          /* how many */
 };
 
 typedef struct seg_block {
@@ -237,7 +243,7 @@ int ik_segment_next(ik_segment *s, const char *tag, size_t n, int64_t *ids, ik_i
             pthread_mutex_unlock(&t->mu);
             return IK_ENOMEM;
         }
-        *w = (seg_waiter){NULL, n, cb, ctx, mono_ns() + s->o.wait_ms * 1000000};
+        *w = (seg_waiter){NULL, n, cb, ctx, mono_ns() + s->o.wait_ms * 1000000, NULL, 0};
         add_waiter(t, w);
         int load = !t->loading;
         t->loading = 1;
@@ -249,7 +255,7 @@ int ik_segment_next(ik_segment *s, const char *tag, size_t n, int64_t *ids, ik_i
     /* unknown here: probe the store (joining a probe in flight for the same name) */
     seg_waiter *w = malloc(sizeof *w);
     if (!w) return IK_ENOMEM;
-    *w = (seg_waiter){NULL, n, cb, ctx, mono_ns() + s->o.wait_ms * 1000000};
+    *w = (seg_waiter){NULL, n, cb, ctx, mono_ns() + s->o.wait_ms * 1000000, NULL, 0};
     pthread_mutex_lock(&s->map_mu);
     if ((t = map_find(s, tag))) { /* confirmed meanwhile: retry the fast way */
         pthread_mutex_unlock(&s->map_mu);
@@ -298,23 +304,27 @@ static size_t serve_waiters(seg_tag *t, int fail_status, int64_t now, done_item 
     while (t->wait_head && k < cap) {
         seg_waiter *w = t->wait_head;
         int st;
-        int64_t *ids = NULL;
-        if (fail_status == 0 && avail(t) >= (int64_t)w->n) {
-            ids = malloc(w->n * sizeof *ids);
-            if (ids) {
-                take(t, w->n, ids);
-                st = 0;
-            } else {
-                st = IK_ENOMEM;
+        if (fail_status == 0 && !w->ids && !(w->ids = malloc(w->n * sizeof *w->ids))) {
+            st = IK_ENOMEM;
+        } else if (fail_status == 0) {
+            int64_t have = avail(t), need = (int64_t)(w->n - w->got);
+            if (have < need) { /* S4: drain the blocks into the head waiter, load more */
+                take(t, (size_t)have, w->ids + w->got);
+                w->got += (size_t)have;
+                break;
             }
-        } else if (fail_status && (fail_status != IK_ESTORE || now >= w->deadline_ns)) {
+            take(t, (size_t)need, w->ids + w->got);
+            w->got = w->n;
+            st = 0;
+        } else if (fail_status != IK_ESTORE || now >= w->deadline_ns) {
             st = fail_status == IK_ESTORE ? IK_ETIMEDOUT : fail_status;
         } else {
             break;
         }
         t->wait_head = w->next;
         if (!t->wait_head) t->wait_tail = NULL;
-        out[k++] = (done_item){w, st, ids};
+        out[k++] = (done_item){w, st, w->ids};
+        w->ids = NULL;
     }
     return k;
 }
@@ -465,6 +475,7 @@ static void fail_all(seg_tag *t)
     while (w) {
         seg_waiter *nx = w->next;
         w->cb(w->ctx, IK_ECLOSED, NULL, 0);
+        free(w->ids);
         free(w);
         w = nx;
     }

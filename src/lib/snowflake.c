@@ -6,14 +6,14 @@
  * claim the same (tick, sequence), and IDs of one generator strictly increase.
  *
  * The grant says under which worker number, and in which time window, the
- * generator may issue: ticks t with floor < t <= ceiling, while the monotonic clock
- * is before valid_until. `grant_word` packs (granted bit, generation, worker); every
- * grant or revoke changes the generation.
+ * generator may issue: ticks t with floor < t <= ceiling, while the clock's mono_ns
+ * (CLOCK_BOOTTIME: it counts a suspend) is before valid_until. `grant_word` packs
+ * (granted bit, generation, worker); every grant or revoke changes the generation.
  *
  * Invariants
  *   I1. `last` never decreases.
  *   I2. An ID is returned only if, after its run was claimed, the grant word was
- *       still the one read before the claim and the monotonic clock was before
+ *       still the one read before the claim and the deadline clock was before
  *       valid_until. (A claim that fails this check is burned, never returned.)
  *   I3. Every issued tick t satisfies floor < t <= ceiling of the grant it was
  *       issued under.
@@ -61,17 +61,12 @@ struct ik_snowflake {
     _Atomic int64_t last_backward_ms;
 };
 
-/* A monotonic reading for the lease check. With the system clock the coarse clock
- * is enough (resolution a few ms against a window of seconds) and costs a few ns. */
+/* The reading for the lease check: the clock's mono_ns, CLOCK_BOOTTIME for the
+ * system clock. Not CLOCK_MONOTONIC(_COARSE): it stops while the host is suspended,
+ * and a grant whose ZooKeeper session expired during a suspend would look valid on
+ * resume. (Linux has no coarse BOOTTIME; the precise one is a vDSO call.) */
 static int64_t lease_now(const ik_snowflake *g)
 {
-    if (g->system_clock) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-        /* coarse lags the precise clock by at most one jiffy: add 10 ms so the check
-         * is never more generous than the precise clock would be */
-        return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + 10000000;
-    }
     return g->clock->mono_ns(g->clock->ctx);
 }
 
@@ -126,23 +121,19 @@ const ik_layout *ik_snowflake_layout(const ik_snowflake *g)
     return &g->layout;
 }
 
-/* Sleeps until the wall clock reaches Unix ns `target` (or a little past). */
-static void sleep_until_wall(const ik_snowflake *g, int64_t target_ns, int64_t now_ns)
+/* The issuing loop of next_n and try_next_n: issues ids[st->done..n-1], never
+ * sleeping. IK_OK when all are issued; IK_AGAIN where it would have to wait (the
+ * tick's sequence used up, the clock a little behind, the ceiling not yet extended
+ * and st->ceiling_since_ns less than CEILING_WAIT_NS ago), with st->wait_ns set; an
+ * error otherwise. */
+static int issue(ik_snowflake *g, size_t n, int64_t *ids, ik_snowflake_try *st)
 {
-    int64_t d = target_ns - now_ns;
-    if (d > 0) g->clock->sleep_ns(g->clock->ctx, d);
-}
-
-int ik_snowflake_next_n(ik_snowflake *g, size_t n, int64_t *ids)
-{
-    if (!g || !ids || n == 0) return IK_EINVAL;
     const ik_layout *l = &g->layout;
     const int64_t unit_ns = l->unit_ms * 1000000;
     const int64_t epoch_ns = l->epoch_ms * 1000000;
-    int64_t ceiling_waited = 0;
-    size_t done = 0;
+    st->wait_ns = 0;
 
-    while (done < n) {
+    while (st->done < n) {
         uint64_t gw = atomic_load_explicit(&g->grant_word, memory_order_acquire);
         if (!(gw & GRANTED)) return IK_ENOLEASE;
         uint64_t last = atomic_load_explicit(&g->last, memory_order_acquire);
@@ -155,14 +146,14 @@ int ik_snowflake_next_n(ik_snowflake *g, size_t n, int64_t *ids)
             return IK_ETIMEGUARD;
         if (now > atomic_load_explicit(&g->ceiling_tick, memory_order_acquire)) {
             /* the time record covering `now` is not persisted yet: wait for the lease
-             * to extend it, unless the lease has lapsed anyway (then refuse at once,
-             * without stalling the caller's thread) */
+             * to extend it, unless the lease has lapsed anyway (then refuse at once) */
             int64_t until = atomic_load_explicit(&g->valid_until, memory_order_acquire);
-            if (until != IK_FOREVER && lease_now(g) >= until) return IK_ENOLEASE;
-            if (ceiling_waited >= CEILING_WAIT_NS) return IK_ENOLEASE;
-            g->clock->sleep_ns(g->clock->ctx, 1000000);
-            ceiling_waited += 1000000;
-            continue;
+            int64_t t = lease_now(g);
+            if (until != IK_FOREVER && t >= until) return IK_ENOLEASE;
+            if (!st->ceiling_since_ns) st->ceiling_since_ns = t;
+            if (t - st->ceiling_since_ns >= CEILING_WAIT_NS) return IK_ENOLEASE;
+            st->wait_ns = 1000000;
+            return IK_AGAIN;
         }
 
         uint64_t lt = last >> g->seq_bits, ls = last & g->seq_mask, tick, first;
@@ -172,8 +163,8 @@ int ik_snowflake_next_n(ik_snowflake *g, size_t n, int64_t *ids)
         } else if (now == lt) {
             if (ls == g->seq_mask) { /* this tick is used up: wait for the next */
                 atomic_fetch_add_explicit(&g->tick_waits, 1, memory_order_relaxed);
-                sleep_until_wall(g, epoch_ns + (int64_t)(lt + 1) * unit_ns, wall);
-                continue;
+                st->wait_ns = epoch_ns + (int64_t)(lt + 1) * unit_ns - wall;
+                return IK_AGAIN;
             }
             tick = lt;
             first = ls + 1;
@@ -187,12 +178,12 @@ int ik_snowflake_next_n(ik_snowflake *g, size_t n, int64_t *ids)
                 return IK_ECLOCKBACK;
             }
             atomic_fetch_add_explicit(&g->backward_waits, 1, memory_order_relaxed);
-            sleep_until_wall(g, epoch_ns + (int64_t)lt * unit_ns, wall);
-            continue;
+            st->wait_ns = behind_ns;
+            return IK_AGAIN;
         }
 
         uint64_t room = g->seq_mask - first + 1;
-        uint64_t take = (uint64_t)(n - done) < room ? (uint64_t)(n - done) : room;
+        uint64_t take = (uint64_t)(n - st->done) < room ? (uint64_t)(n - st->done) : room;
         uint64_t next = (tick << g->seq_bits) | (first + take - 1);
         /* seq_cst on the claim and on the grant re-check, pairing with revoke(): a
          * revoker that reads `last` after withdrawing sees every claim that passed
@@ -208,11 +199,26 @@ int ik_snowflake_next_n(ik_snowflake *g, size_t n, int64_t *ids)
 
         uint64_t hi = (tick << (l->worker_bits + g->seq_bits)) |
                       ((gw & 0xffffffffu) << g->seq_bits);
-        for (uint64_t i = 0; i < take; i++) ids[done + i] = (int64_t)(hi | (first + i));
-        done += take;
+        for (uint64_t i = 0; i < take; i++) ids[st->done + i] = (int64_t)(hi | (first + i));
+        st->done += take;
     }
     atomic_fetch_add_explicit(&g->issued, n, memory_order_relaxed);
     return IK_OK;
+}
+
+int ik_snowflake_next_n(ik_snowflake *g, size_t n, int64_t *ids)
+{
+    if (!g || !ids || n == 0) return IK_EINVAL;
+    ik_snowflake_try st = {0, 0, 0};
+    int rc;
+    while ((rc = issue(g, n, ids, &st)) == IK_AGAIN) g->clock->sleep_ns(g->clock->ctx, st.wait_ns);
+    return rc;
+}
+
+int ik_snowflake_try_next_n(ik_snowflake *g, size_t n, int64_t *ids, ik_snowflake_try *st)
+{
+    if (!g || !ids || !st || n == 0 || st->done > n) return IK_EINVAL;
+    return issue(g, n, ids, st);
 }
 
 int ik_snowflake_next(ik_snowflake *g, int64_t *id)

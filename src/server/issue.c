@@ -147,6 +147,17 @@ static const char *op_kind(int op)
     return op == IK_OP_SEQUENCE ? "sequence" : "segment";
 }
 
+void ik__layout_end_why(const ik__server *srv, char *why, size_t len)
+{
+    char end[40];
+    ik__fmt_iso8601(end, ik_layout_end_ms(srv->layout));
+    snprintf(why, len,
+             "the layout's time field ran out on %s: no snowflake ID can be issued under "
+             "this layout any more (start the fleet on a layout with a later end; "
+             "idkeeper decode --expiry prints it)",
+             end);
+}
+
 int ik__gen_error(ik__worker *w, int rc, const char **code, char *msg, size_t len)
 {
     ik__server *srv = w->srv;
@@ -182,6 +193,10 @@ int ik__gen_error(ik__worker *w, int rc, const char **code, char *msg, size_t le
         snprintf(msg, len,
                  "the clock has not yet passed this worker slot's time record (SPEC 3 "
                  "rule 6); retry in a moment");
+        return 503;
+    case IK_ERANGE:
+        *code = "layout_exhausted";
+        ik__layout_end_why(srv, msg, len);
         return 503;
     default:
         *code = "internal";

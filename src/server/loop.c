@@ -305,6 +305,7 @@ static void maybe_end(ik__worker *w)
     atomic_store(&w->drained, 1);
     if (!w->stores_closed) return;
     if (!uv_is_closing((uv_handle_t *)&w->sweep)) uv_close((uv_handle_t *)&w->sweep, NULL);
+    if (!uv_is_closing((uv_handle_t *)&w->sf_timer)) uv_close((uv_handle_t *)&w->sf_timer, NULL);
     if (!uv_is_closing((uv_handle_t *)&w->stop)) uv_close((uv_handle_t *)&w->stop, NULL);
     if (!uv_is_closing((uv_handle_t *)&w->done)) uv_close((uv_handle_t *)&w->done, NULL);
 }
@@ -863,6 +864,8 @@ int ik__worker_init(ik__server *srv, ik__worker *w)
     w->done_ready = 1;
     uv_timer_init(&w->loop, &w->sweep);
     w->sweep.data = w;
+    uv_timer_init(&w->loop, &w->sf_timer);
+    w->sf_timer.data = w;
     int shortest =
         srv->read_timeout_ms < srv->idle_timeout_ms ? srv->read_timeout_ms : srv->idle_timeout_ms;
     w->sweep_ms = (uint64_t)(shortest / 4);

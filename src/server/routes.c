@@ -9,9 +9,10 @@
  * the store: a handler that needs it hands an ik__pend to the library (segment,
  * sequence: the callback on_ids runs on a library thread) or to the thread pool
  * (tags), returns it in rs->pend, and ik__pend_render writes the answer when it
- * comes back (srv.h, "Pending answers"). Beyond that they block at most as the
- * generator does (one tick, or 50 ms waiting for a lease extension), and they never
- * return an ID the library refused.
+ * comes back (srv.h, "Pending answers"). They never sleep either: a snowflake
+ * request the generator asks to wait (one tick, a small step back of the clock, or
+ * up to 50 ms for a lease extension) is retried on a timer of its loop
+ * (IK_OP_SNOWFLAKE), and they never return an ID the library refused.
  */
 #include "srv.h"
 
@@ -72,7 +73,8 @@ static void put_json_kv_str(ik__buf *b, const char *key, const char *val)
 #define QUOTE(s) (int)((s).n < QUOTE_MAX ? (s).n : QUOTE_MAX), (s).p
 
 /* Answers the generator's refusal rc: 503 for the refusals of SPEC 3 (no lease,
- * clock behind, time guard), 500 for anything else. */
+ * clock behind, time guard) and for a time field used up (the clock is past the
+ * layout's end date), 500 for anything else. */
 static void reply_gen_error(ik__ctx *x, int rc)
 {
     const char *code;
@@ -83,16 +85,110 @@ static void reply_gen_error(ik__ctx *x, int rc)
 
 /* ---- ID routes ---------------------------------------------------------------------------- */
 
+static int put_ids(ik__resp *rs, const int64_t *ids, int64_t first, size_t n, int fmt, int leaf);
+
+/* ---- snowflake requests that must wait -----------------------------------------------------
+ * The generator never sleeps on a loop (ik_snowflake_try_next_n): a request it asks
+ * to retry (IK_AGAIN: the tick used up, the clock a little behind, the ceiling not
+ * yet extended) becomes an IK_OP_SNOWFLAKE ik__pend on w->sf_head, retried by one
+ * timer per loop, and answered like any pending answer. */
+
+static void on_sf_timer(uv_timer_t *t);
+
+/* Makes w's retry timer fire within wait_ns (whole ms, at least 1). */
+static void sf_arm(ik__worker *w, int64_t wait_ns)
+{
+    uint64_t ms = wait_ns <= 1000000 ? 1 : (uint64_t)((wait_ns + 999999) / 1000000);
+    if (uv_is_active((uv_handle_t *)&w->sf_timer) && uv_timer_get_due_in(&w->sf_timer) <= ms)
+        return;
+    uv_timer_start(&w->sf_timer, on_sf_timer, ms, 0);
+}
+
+/* Loop thread: retries the waiting snowflake requests in arrival order, answering
+ * each that is done, up to the first that must wait again: none overtakes an
+ * earlier one, so the answers of a loop (a pipelining client's included) carry
+ * increasing IDs. */
+static void on_sf_timer(uv_timer_t *t)
+{
+    ik__worker *w = t->data;
+    ik__pend *p;
+    while ((p = w->sf_head)) {
+        int rc = p->conn ? ik_snowflake_try_next_n(w->srv->gen, p->n, p->ids, &p->sf) : IK_ECLOSED;
+        if (rc == IK_AGAIN) {
+            sf_arm(w, p->sf.wait_ns);
+            return;
+        }
+        w->sf_head = p->qnext;
+        if (!w->sf_head) w->sf_tail = NULL;
+        p->rc = rc;
+        p->nids = rc == 0 ? p->n : 0;
+        ik__pend_complete(w, p); /* may dispatch more requests: they queue behind */
+    }
+}
+
+/* Queues p (its state in p->sf) behind the waiting snowflake requests of w and
+ * makes it the answer of the request (rs->pend). */
+static void sf_queue(ik__ctx *x, ik__pend *p, int64_t wait_ns)
+{
+    ik__worker *w = x->w;
+    p->qnext = NULL;
+    if (w->sf_tail)
+        w->sf_tail->qnext = p;
+    else
+        w->sf_head = p;
+    w->sf_tail = p;
+    w->inflight++;
+    atomic_store_explicit(&w->m.pending,
+                          atomic_load_explicit(&w->m.pending, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+    x->rs->pend = p;
+    sf_arm(w, wait_ns);
+}
+
+/* Issues n IDs into ids, or, if the generator asks to wait or earlier requests of
+ * this loop wait already, queues the request for the retry timer (rs->pend). */
+static void sf_issue(ik__ctx *x, uint32_t n, int64_t *ids, int fmt, int leaf)
+{
+    ik__worker *w = x->w;
+    ik_snowflake_try st;
+    memset(&st, 0, sizeof st);
+    int rc = IK_AGAIN;
+    if (!w->sf_head) {
+        rc = ik_snowflake_try_next_n(x->srv->gen, n, ids, &st);
+    } else { /* behind others: its 50 ms for the ceiling count from now */
+        const ik_clock *c = ik_clock_system();
+        st.ceiling_since_ns = c->mono_ns(c->ctx);
+        st.wait_ns = 1000000;
+    }
+    if (rc == IK_OK) {
+        (void)put_ids(x->rs, ids, 0, n, fmt, leaf);
+        return;
+    }
+    if (rc != IK_AGAIN) {
+        reply_gen_error(x, rc);
+        return;
+    }
+    ik__pend *p = ik__pend_new(w);
+    p->op = IK_OP_SNOWFLAKE;
+    p->fmt = (uint8_t)fmt;
+    p->leaf = (uint8_t)leaf;
+    p->n = n;
+    p->sf = st;
+    p->ids = n <= sizeof p->ids_inline / sizeof p->ids_inline[0] ? p->ids_inline
+                                                                 : malloc(n * sizeof *p->ids);
+    if (!p->ids) {
+        fprintf(stderr, "idkeeper: out of memory; aborting\n");
+        abort();
+    }
+    memcpy(p->ids, ids, st.done * sizeof *ids);
+    sf_queue(x, p, st.wait_ns);
+}
+
 /* GET /api/snowflake/get/{key}: one decimal ID, text/plain, no newline (Leaf). */
 static void h_leaf_snowflake(ik__ctx *x)
 {
     int64_t id;
-    int rc = ik_snowflake_next(x->srv->gen, &id);
-    if (rc != 0) {
-        reply_gen_error(x, rc);
-        return;
-    }
-    ik__buf_append_i64(x->rs->body, id);
+    sf_issue(x, 1, &id, IK_FMT_TEXT, 1);
 }
 
 /* Reads ?count= (default 1) into *n; answers 400 and returns -1 if it is not a
@@ -203,12 +299,7 @@ static void h_snowflake(ik__ctx *x)
     if (fmt < 0) return;
     int64_t small[64], *ids = ids_scratch(x, n, small);
     if (!ids) return;
-    int rc = ik_snowflake_next_n(x->srv->gen, n, ids);
-    if (rc != 0) {
-        reply_gen_error(x, rc);
-    } else {
-        (void)put_ids(x->rs, ids, 0, n, fmt, 0);
-    }
+    sf_issue(x, n, ids, fmt, 0);
     ik__ids_scratch_trim(x->w);
 }
 
@@ -547,6 +638,15 @@ void ik__pend_render(ik__worker *w, ik__pend *p, ik__resp *rs)
             ik__workers_render(w, p, rs);
         return;
     }
+    if (p->op == IK_OP_SNOWFLAKE) {
+        if (p->rc != 0) {
+            ik__ctx x = {w->srv, w, NULL, rs};
+            reply_gen_error(&x, p->rc);
+            return;
+        }
+        (void)put_ids(rs, p->ids, 0, p->nids, p->fmt, p->leaf);
+        return;
+    }
     if (p->op == IK_OP_SEGMENT || p->op == IK_OP_SEQUENCE) {
         if (p->rc != 0) {
             reply_store_error(w, rs, p->op, p->rc, p->tag);
@@ -602,10 +702,11 @@ static void h_decode(ik__ctx *x)
 
 /* ---- state routes -------------------------------------------------------------------------- */
 
+/* The generator's deadline clock (ik_clock_system's mono_ns: CLOCK_BOOTTIME). */
 static int64_t mono_ns(void)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(CLOCK_BOOTTIME, &ts);
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
@@ -634,6 +735,10 @@ int ik__not_ready(ik__server *srv, char *why, size_t len)
         return 1;
     }
     int64_t now = ik__now_ms();
+    if (now >= ik_layout_end_ms(l)) {
+        ik__layout_end_why(srv, why, len);
+        return 1;
+    }
     int64_t tick = ik_layout_ticks_at(l, now);
     if (tick <= (int64_t)gi.floor_tick) {
         int64_t wait = ((int64_t)gi.floor_tick + 1) * l->unit_ms + l->epoch_ms - now;

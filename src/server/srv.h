@@ -160,8 +160,10 @@ struct ik__worker {
     int index;
     uv_loop_t loop;
     uv_tcp_t listener;
-    uv_async_t stop;  /* main thread -> loop: start draining */
-    uv_timer_t sweep; /* timeouts and the Date header, every sweep_ms */
+    uv_async_t stop;                    /* main thread -> loop: start draining */
+    uv_timer_t sweep;                   /* timeouts and the Date header, every sweep_ms */
+    uv_timer_t sf_timer;                /* retries the snowflake requests in sf_head (routes.c) */
+    struct ik__pend *sf_head, *sf_tail; /* snowflake requests waiting, FIFO by qnext */
     uint64_t sweep_ms;
     uint64_t accept_logged_ms; /* last "accept failed" line, uv_now ms (0: none) */
     uv_async_t done;           /* library threads -> loop: answers ready (the done queue) */
@@ -210,9 +212,10 @@ typedef enum ik__op {
     IK_OP_TAG_CREATE,
     IK_OP_TAG_GET,
     IK_OP_TAG_LIST,
-    IK_OP_WORKERS, /* GET /v1/workers: the app's slots */
-    IK_OP_PAGE,    /* GET /: slots and tags for the status page */
-    IK_OP_HELD     /* a ready answer held behind a pending one */
+    IK_OP_WORKERS,  /* GET /v1/workers: the app's slots */
+    IK_OP_PAGE,     /* GET /: slots and tags for the status page */
+    IK_OP_HELD,     /* a ready answer held behind a pending one */
+    IK_OP_SNOWFLAKE /* a snowflake request the generator asked to retry (IK_AGAIN) */
 } ik__op;
 
 /* The tag routes' work in the thread pool: inputs and results. */
@@ -257,7 +260,8 @@ typedef struct ik__pend {
     size_t nids;
     int64_t ids_inline[4];
     ik__tagop *tagop;
-    ik__buf out; /* the serialized answer, once done */
+    ik_snowflake_try sf; /* IK_OP_SNOWFLAKE: the request's state; IDs in ids[0..n-1] */
+    ik__buf out;         /* the serialized answer, once done */
     char out_inline[256];
 } ik__pend;
 
@@ -371,8 +375,12 @@ int ik__issue(ik__worker *w, ik__op op, const char *tag, uint32_t n, int64_t *id
 int ik__issue_into(ik__worker *w, ik__pend *p, ik__op op, int64_t *ids);
 /* Counts one more ik__pend out with the library or the thread pool. Loop thread. */
 void ik__pend_submitted(ik__worker *w);
+/* Writes "the layout's time field ran out on DATE ..." into why (truncated to len).
+ * Any thread. */
+void ik__layout_end_why(const ik__server *srv, char *why, size_t len);
 /* Names the generator's refusal rc: returns the HTTP status (503 for SPEC 3's
- * refusals, else 500), sets *code and writes a message into msg. Loop thread. */
+ * refusals and a layout whose time field ran out, else 500), sets *code and writes a message into
+ * msg. Loop thread. */
 int ik__gen_error(ik__worker *w, int rc, const char **code, char *msg, size_t len);
 /* Names a segment, sequence or tag error of the library (and counts store errors):
  * returns the HTTP status (404 unknown tag, 409 wrong kind, 503 retry, 400, 500),

@@ -20,8 +20,10 @@ With --token, every request of the browser carries 'Authorization: Bearer TOKEN'
 import argparse
 import json
 import os
+import shutil
 import signal
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -68,13 +70,13 @@ def http(url, token=None, data=None):
         return e.code, e.read().decode()
 
 
-def browser():
+def browser(profile):
     o = webdriver.ChromeOptions()
     o.binary_location = "/usr/bin/chromium"
     for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic",
               "--no-first-run", "--disable-background-networking", "--disable-component-update",
               "--disable-sync", "--disable-dev-shm-usage", "--window-size=1280,1000",
-              "--user-data-dir=" + os.path.join(os.environ.get("T", "/tmp"), "chromium-profile")):
+              "--user-data-dir=" + profile):
         o.add_argument(a)
     o.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=o)
@@ -105,7 +107,9 @@ def main():
         if st != 401:
             fail("the page without the token answered %d, not 401" % st)
 
-    d = browser()
+    # a profile of its own: two runs at once must not share Chromium's profile lock
+    profile = tempfile.mkdtemp(prefix="ik-chromium-")
+    d = browser(profile)
     try:
         if a.token:
             d.execute_cdp_cmd("Network.enable", {})
@@ -217,6 +221,7 @@ def main():
             log("ZooKeeper running again: ready")
     finally:
         d.quit()
+        shutil.rmtree(profile, ignore_errors=True)
     print("page_check: PASS")
 
 

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef struct fx {
     char dir[64], uri[80];
@@ -129,6 +130,52 @@ static void segment_single_thread_increasing_from_start(void **st)
     assert_int_equal(ik_segment_create(f->c1, "default", NULL, &s), 0);
     assert_int_equal(ik_segment_next_wait(s, "seg", 1, &id), 0);
     assert_true(id > prev);
+    ik_segment_destroy(s);
+}
+
+/* A request that needs more than two blocks (count 1000 on a step of 10: blocks of
+ * 10, 20, 40, ... as they grow) makes the loader take block after block; every block
+ * taken from the store is used, none is overwritten while still pending: IDs drawn +
+ * IDs still held in the blocks equal max_id's advance. */
+static void segment_big_request_wastes_no_block(void **st)
+{
+    fx *f = *st;
+    assert_int_equal(
+        ik_tag_create(f->c1, "default", "big", IK_TAG_SEGMENT, 1, 10, NULL, NULL, 0), 0);
+    ik_segment *s;
+    assert_int_equal(ik_segment_create(f->c1, "default", NULL, &s), 0);
+    int64_t drawn = 0, prev = 0;
+    static int64_t ids[1000];
+    for (int round = 0; round < 5; round++) {
+        size_t n = round == 0 ? 1 : 1000;
+        assert_int_equal(ik_segment_next_wait(s, "big", n, ids), 0);
+        for (size_t i = 0; i < n; i++) {
+            if (ids[i] <= prev) fail_msg("id %lld after %lld", (long long)ids[i], (long long)prev);
+            prev = ids[i];
+        }
+        drawn += (int64_t)n;
+    }
+    ik_segment_tag_status *v;
+    size_t nv;
+    int64_t held = 0;
+    ik_tag_info t;
+    /* the loader may still be preloading: wait until it has settled */
+    for (int tries = 0; tries < 500; tries++) {
+        assert_int_equal(ik_segment_status(s, &v, &nv), 0);
+        assert_int_equal(nv, 1);
+        int loading = v[0].loading;
+        held = (v[0].cur_end - v[0].cur_next) + (v[0].next_end - v[0].next_start);
+        ik_free(v);
+        assert_int_equal(ik_tag_get(f->c1, "default", "big", &t), 0);
+        if (!loading && t.max_id - 1 == drawn + held) break;
+        struct timespec ts = {0, 10000000};
+        nanosleep(&ts, NULL);
+    }
+    if (t.max_id - 1 != drawn + held)
+        fail_msg("max_id advanced by %lld, but %lld IDs were drawn and %lld are held: %lld "
+                 "wasted",
+                 (long long)(t.max_id - 1), (long long)drawn, (long long)held,
+                 (long long)(t.max_id - 1 - drawn - held));
     ik_segment_destroy(s);
 }
 
@@ -452,6 +499,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(tags_validate_and_persist, setup, teardown),
         cmocka_unit_test_setup_teardown(segment_single_thread_increasing_from_start, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(segment_big_request_wastes_no_block, setup, teardown),
         cmocka_unit_test_setup_teardown(segment_two_servers_two_threads_no_duplicate, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(sequence_two_servers_contiguous, setup, teardown),

@@ -159,6 +159,44 @@ static void ceiling_waits_then_refuses_until_extended(void **st)
     assert_int_equal(ik_snowflake_next(f->g, &id), 0);
 }
 
+/* The event loop's variant never sleeps: a used-up tick and a ceiling not yet
+ * extended come back as IK_AGAIN with how long to wait, the IDs issued so far kept;
+ * the ceiling wait still ends in IK_ENOLEASE 50 ms after it began. */
+static void try_next_never_sleeps(void **st)
+{
+    fixture *f = *st;
+    grant_forever(f, 3);
+    size_t n = 5000; /* more than one tick's 4096 */
+    int64_t *ids = calloc(n, sizeof *ids);
+    ik_snowflake_try t;
+    memset(&t, 0, sizeof t);
+    assert_int_equal(ik_snowflake_try_next_n(f->g, n, ids, &t), IK_AGAIN);
+    assert_int_equal(t.done, 4096);
+    assert_true(t.wait_ns > 0 && t.wait_ns <= 1000000);
+    assert_int_equal(atomic_load(&f->fc.sleeps), 0);
+    fake_clock_step(&f->fc, 1);
+    assert_int_equal(ik_snowflake_try_next_n(f->g, n, ids, &t), IK_OK);
+    assert_int_equal(t.done, n);
+    for (size_t i = 1; i < n; i++) assert_true(ids[i] > ids[i - 1]);
+    assert_int_equal(atomic_load(&f->fc.sleeps), 0);
+
+    ik_snowflake_info gi;
+    ik_snowflake_get_info(f->g, &gi);
+    assert_int_equal(ik_snowflake_extend(f->g, gi.last_tick + 1, IK_FOREVER), 0);
+    ik_snowflake_revoke(f->g);
+    assert_int_equal(ik_snowflake_grant(f->g, 3, 0, gi.last_tick + 1, IK_FOREVER), 0);
+    fake_clock_step(&f->fc, 5); /* past the ceiling */
+    memset(&t, 0, sizeof t);
+    assert_int_equal(ik_snowflake_try_next_n(f->g, 1, ids, &t), IK_AGAIN);
+    assert_true(t.done == 0 && t.wait_ns > 0);
+    fake_clock_step(&f->fc, 30);
+    assert_int_equal(ik_snowflake_try_next_n(f->g, 1, ids, &t), IK_AGAIN);
+    fake_clock_step(&f->fc, 30);
+    assert_int_equal(ik_snowflake_try_next_n(f->g, 1, ids, &t), IK_ENOLEASE);
+    assert_int_equal(atomic_load(&f->fc.sleeps), 0);
+    free(ids);
+}
+
 static void deadline_passed_stops_issuing(void **st)
 {
     fixture *f = *st;
@@ -235,6 +273,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(clock_back_beyond_limit_refuses_until_caught_up, setup, teardown),
         cmocka_unit_test_setup_teardown(floor_holds_back_until_passed, setup, teardown),
         cmocka_unit_test_setup_teardown(ceiling_waits_then_refuses_until_extended, setup, teardown),
+        cmocka_unit_test_setup_teardown(try_next_never_sleeps, setup, teardown),
         cmocka_unit_test_setup_teardown(deadline_passed_stops_issuing, setup, teardown),
         cmocka_unit_test_setup_teardown(revoke_stops_issuing, setup, teardown),
         cmocka_unit_test_setup_teardown(new_worker_in_same_tick_still_increases, setup, teardown),

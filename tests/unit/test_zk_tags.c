@@ -89,7 +89,7 @@ static void a_write_puts_its_line_first_and_drops_stale_ones(void **st)
     v3.mtime = 1002 * MIN + IK__ZK_PRUNE_MS;
     ik__zk_counter v4;
     ik__zk_counter_next(&v3, NONCE_A, 4, 1, &v4);
-    assert_true(v4.nw == 1 && v4.w[0].count == 4 && v4.since == 0);
+    assert_true(v4.nw == 1 && v4.w[0].count == 4 && v4.since == 3); /* complete from 3 on */
 
     /* after Curator (no table) the table restarts at the version read */
     ik__zk_counter cur;
@@ -169,6 +169,39 @@ static void a_lost_answer_is_settled_by_the_table(void **st)
     assert_int_equal(ik__zk_doubt_add(&d, &read, 20, 13), -1);
 }
 
+/* The leader's clock runs an hour ahead while A's write (lost answer) lands at 8, so
+ * B, reading 8, finds A's line "an hour old" and prunes it; then the clock steps
+ * back and C writes 10 with an mtime a minute after 7's. A's write landed: A must
+ * not settle it as never applied (its range would be an unlogged gap). Settlement
+ * must not depend on the server's mtime going forward: a pruned line raises since,
+ * so A finds UNKNOWN and logs the gap. */
+static void a_clock_step_back_cannot_hide_a_landed_write(void **st)
+{
+    (void)st;
+    ik__zk_counter v7, a8, b9, c10, read;
+    memset(&v7, 0, sizeof v7);
+    v7.max_id = 500;
+    v7.version = 7;
+    v7.czxid = 77;
+    v7.mtime = 100 * MIN;
+    v7.has_table = 1;
+    ik__zk_doubt d;
+    memset(&d, 0, sizeof d);
+    assert_int_equal(ik__zk_doubt_add(&d, &v7, 20, 11), 0);
+    ik__zk_counter_next(&v7, NONCE_A, 11, 20, &a8);
+    reread(&a8, 8, 160 * MIN, 77, &a8); /* the leader's clock an hour ahead */
+    ik__zk_counter_next(&a8, NONCE_B, 1, 5, &b9);
+    reread(&b9, 9, 160 * MIN, 77, &b9);
+    ik__zk_counter_next(&b9, UINT64_C(0xc), 1, 5, &c10);
+    reread(&c10, 10, 101 * MIN, 77, &read); /* stepped back */
+    int which = -1;
+    int r = ik__zk_doubt_resolve(&d, &read, NONCE_A, &which);
+    if (r == IK__ZK_NOT_APPLIED)
+        fail_msg("A's landed write (version 8) settled as NOT_APPLIED after a clock step back: "
+                 "an unlogged gap of 20 IDs");
+    assert_true(r == IK__ZK_UNKNOWN || (r == IK__ZK_APPLIED && which == 0));
+}
+
 static void what_cannot_be_told_is_unknown(void **st)
 {
     (void)st;
@@ -218,6 +251,7 @@ int main(void)
         cmocka_unit_test(encoding_is_curators_then_the_table),
         cmocka_unit_test(a_write_puts_its_line_first_and_drops_stale_ones),
         cmocka_unit_test(a_lost_answer_is_settled_by_the_table),
+        cmocka_unit_test(a_clock_step_back_cannot_hide_a_landed_write),
         cmocka_unit_test(what_cannot_be_told_is_unknown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
