@@ -140,6 +140,84 @@ void ik__pend_orphaned(ik__worker *w, ik__pend *p)
     ik__gap_add(w->srv, p->tag, why, p->nids);
 }
 
+/* ---- snowflake requests that must wait -----------------------------------------------------
+ * The generator never sleeps on a loop (ik_snowflake_try_next_n): a request it asks
+ * to retry (IK_AGAIN: the tick used up, the clock a little behind, the ceiling not
+ * yet extended) becomes an IK_OP_SNOWFLAKE ik__pend on w->sf_head, retried by one
+ * timer per loop, and answered like any pending answer, on either front door. */
+
+static void on_sf_timer(uv_timer_t *t);
+
+/* Makes w's retry timer fire within wait_ns (whole ms, at least 1). */
+static void sf_arm(ik__worker *w, int64_t wait_ns)
+{
+    uint64_t ms = wait_ns <= 1000000 ? 1 : (uint64_t)((wait_ns + 999999) / 1000000);
+    if (uv_is_active((uv_handle_t *)&w->sf_timer) && uv_timer_get_due_in(&w->sf_timer) <= ms)
+        return;
+    uv_timer_start(&w->sf_timer, on_sf_timer, ms, 0);
+}
+
+/* Loop thread: retries the waiting snowflake requests in arrival order, answering
+ * each that is done, up to the first that must wait again: none overtakes an
+ * earlier one, so the answers of a loop (a pipelining client's included) carry
+ * increasing IDs. */
+static void on_sf_timer(uv_timer_t *t)
+{
+    ik__worker *w = t->data;
+    ik__pend *p;
+    while ((p = w->sf_head)) {
+        int live = p->resp ? p->rconn != NULL : p->conn != NULL;
+        int rc = live ? ik_snowflake_try_next_n(w->srv->gen, p->n, p->ids, &p->sf) : IK_ECLOSED;
+        if (rc == IK_AGAIN) {
+            sf_arm(w, p->sf.wait_ns);
+            return;
+        }
+        w->sf_head = p->qnext;
+        if (!w->sf_head) w->sf_tail = NULL;
+        p->rc = rc;
+        p->nids = rc == 0 ? p->n : 0;
+        ik__pend_complete(w, p); /* may dispatch more requests: they queue behind */
+    }
+}
+
+int ik__sf_issue(ik__worker *w, uint32_t n, int64_t *ids, ik__pend **pend)
+{
+    ik_snowflake_try st;
+    memset(&st, 0, sizeof st);
+    *pend = NULL;
+    int rc = IK_AGAIN;
+    if (!w->sf_head) {
+        rc = ik_snowflake_try_next_n(w->srv->gen, n, ids, &st);
+    } else { /* behind others: its 50 ms for the ceiling count from now */
+        const ik_clock *c = ik_clock_system();
+        st.ceiling_since_ns = c->mono_ns(c->ctx);
+        st.wait_ns = 1000000;
+    }
+    if (rc != IK_AGAIN) return rc;
+    ik__pend *p = ik__pend_new(w);
+    p->op = IK_OP_SNOWFLAKE;
+    p->n = n;
+    p->sf = st;
+    p->ids = n <= sizeof p->ids_inline / sizeof p->ids_inline[0] ? p->ids_inline
+                                                                 : malloc(n * sizeof *p->ids);
+    if (!p->ids) {
+        fprintf(stderr, "idkeeper: out of memory; aborting\n");
+        abort();
+    }
+    memcpy(p->ids, ids, st.done * sizeof *ids);
+    /* behind the waiting ones: none overtakes an earlier request of this loop */
+    p->qnext = NULL;
+    if (w->sf_tail)
+        w->sf_tail->qnext = p;
+    else
+        w->sf_head = p;
+    w->sf_tail = p;
+    ik__pend_submitted(w);
+    sf_arm(w, st.wait_ns);
+    *pend = p;
+    return IK_PENDING;
+}
+
 /* ---- the library's refusals -------------------------------------------------------------- */
 
 static const char *op_kind(int op)

@@ -239,6 +239,15 @@ static void put_store_error(ik__worker *w, ik__buf *out, int op, int rc, const c
     ik__resp_error(out, "%s %s", st == 404 ? "NOTAG" : st == 503 ? "TRYAGAIN" : "ERR", msg);
 }
 
+/* The generator's refusal rc: -TRYAGAIN where HTTP answers 503, else -ERR. */
+static void put_gen_error(ik__worker *w, ik__buf *out, int rc)
+{
+    const char *code;
+    char msg[400];
+    int st = ik__gen_error(w, rc, &code, msg, sizeof msg);
+    ik__resp_error(out, "%s %s", st == 503 ? "TRYAGAIN" : "ERR", msg);
+}
+
 /* n IDs (ids[], or first + i when ids is NULL) in the answer's shape. */
 static void put_ids(ik__buf *out, const int64_t *ids, int64_t first, size_t n, int shape)
 {
@@ -297,6 +306,15 @@ static void issue(ik__rcall *c, int op, const char *tag, uint32_t n, int shape, 
 int ik__resp_render(ik__worker *w, ik__rkinds *kinds, ik__pend *p)
 {
     ik__buf *out = &p->out;
+    if (p->op == IK_OP_SNOWFLAKE) { /* came back from the loop's retry queue */
+        if (p->rc != 0) {
+            put_gen_error(w, out, p->rc);
+        } else {
+            put_ids(out, p->ids, 0, p->nids, p->rshape);
+        }
+        count_cmd(w, p->route, p->rc == 0);
+        return 0;
+    }
     if (p->rc == IK_EKIND && p->rflip) { /* INCR guessed the kind wrong: ask the other */
         int op = p->op == IK_OP_SEGMENT ? IK_OP_SEQUENCE : IK_OP_SEGMENT;
         int64_t small[64], *ids = ik__ids_scratch(w, p->n, small);
@@ -368,12 +386,15 @@ static void c_snowflake(ik__rcall *c)
         ik__resp_error(c->out, "ERR out of memory");
         return;
     }
-    int rc = ik_snowflake_next_n(w->srv->gen, n, ids);
-    if (rc != 0) {
-        const char *code;
-        char msg[400];
-        int st = ik__gen_error(w, rc, &code, msg, sizeof msg);
-        ik__resp_error(c->out, "%s %s", st == 503 ? "TRYAGAIN" : "ERR", msg);
+    ik__pend *p;
+    int rc = ik__sf_issue(w, n, ids, &p); /* never sleeps on the loop */
+    if (rc == IK_PENDING) {
+        p->resp = 1;
+        p->rshape = (uint8_t)(array ? SH_ARRAY : SH_LAST);
+        p->rproto = c->s->proto;
+        c->pend = p;
+    } else if (rc != 0) {
+        put_gen_error(w, c->out, rc);
     } else {
         put_ids(c->out, ids, 0, n, array ? SH_ARRAY : SH_LAST);
     }

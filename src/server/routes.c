@@ -87,101 +87,21 @@ static void reply_gen_error(ik__ctx *x, int rc)
 
 static int put_ids(ik__resp *rs, const int64_t *ids, int64_t first, size_t n, int fmt, int leaf);
 
-/* ---- snowflake requests that must wait -----------------------------------------------------
- * The generator never sleeps on a loop (ik_snowflake_try_next_n): a request it asks
- * to retry (IK_AGAIN: the tick used up, the clock a little behind, the ceiling not
- * yet extended) becomes an IK_OP_SNOWFLAKE ik__pend on w->sf_head, retried by one
- * timer per loop, and answered like any pending answer. */
-
-static void on_sf_timer(uv_timer_t *t);
-
-/* Makes w's retry timer fire within wait_ns (whole ms, at least 1). */
-static void sf_arm(ik__worker *w, int64_t wait_ns)
-{
-    uint64_t ms = wait_ns <= 1000000 ? 1 : (uint64_t)((wait_ns + 999999) / 1000000);
-    if (uv_is_active((uv_handle_t *)&w->sf_timer) && uv_timer_get_due_in(&w->sf_timer) <= ms)
-        return;
-    uv_timer_start(&w->sf_timer, on_sf_timer, ms, 0);
-}
-
-/* Loop thread: retries the waiting snowflake requests in arrival order, answering
- * each that is done, up to the first that must wait again: none overtakes an
- * earlier one, so the answers of a loop (a pipelining client's included) carry
- * increasing IDs. */
-static void on_sf_timer(uv_timer_t *t)
-{
-    ik__worker *w = t->data;
-    ik__pend *p;
-    while ((p = w->sf_head)) {
-        int rc = p->conn ? ik_snowflake_try_next_n(w->srv->gen, p->n, p->ids, &p->sf) : IK_ECLOSED;
-        if (rc == IK_AGAIN) {
-            sf_arm(w, p->sf.wait_ns);
-            return;
-        }
-        w->sf_head = p->qnext;
-        if (!w->sf_head) w->sf_tail = NULL;
-        p->rc = rc;
-        p->nids = rc == 0 ? p->n : 0;
-        ik__pend_complete(w, p); /* may dispatch more requests: they queue behind */
-    }
-}
-
-/* Queues p (its state in p->sf) behind the waiting snowflake requests of w and
- * makes it the answer of the request (rs->pend). */
-static void sf_queue(ik__ctx *x, ik__pend *p, int64_t wait_ns)
-{
-    ik__worker *w = x->w;
-    p->qnext = NULL;
-    if (w->sf_tail)
-        w->sf_tail->qnext = p;
-    else
-        w->sf_head = p;
-    w->sf_tail = p;
-    w->inflight++;
-    atomic_store_explicit(&w->m.pending,
-                          atomic_load_explicit(&w->m.pending, memory_order_relaxed) + 1,
-                          memory_order_relaxed);
-    x->rs->pend = p;
-    sf_arm(w, wait_ns);
-}
-
-/* Issues n IDs into ids, or, if the generator asks to wait or earlier requests of
- * this loop wait already, queues the request for the retry timer (rs->pend). */
+/* Issues n snowflake IDs into ids now, or leaves the request waiting in w's retry
+ * queue (ik__sf_issue) as the answer to come (rs->pend). */
 static void sf_issue(ik__ctx *x, uint32_t n, int64_t *ids, int fmt, int leaf)
 {
-    ik__worker *w = x->w;
-    ik_snowflake_try st;
-    memset(&st, 0, sizeof st);
-    int rc = IK_AGAIN;
-    if (!w->sf_head) {
-        rc = ik_snowflake_try_next_n(x->srv->gen, n, ids, &st);
-    } else { /* behind others: its 50 ms for the ceiling count from now */
-        const ik_clock *c = ik_clock_system();
-        st.ceiling_since_ns = c->mono_ns(c->ctx);
-        st.wait_ns = 1000000;
-    }
-    if (rc == IK_OK) {
+    ik__pend *p;
+    int rc = ik__sf_issue(x->w, n, ids, &p);
+    if (rc == IK_PENDING) {
+        p->fmt = (uint8_t)fmt;
+        p->leaf = (uint8_t)leaf;
+        x->rs->pend = p;
+    } else if (rc == IK_OK) {
         (void)put_ids(x->rs, ids, 0, n, fmt, leaf);
-        return;
-    }
-    if (rc != IK_AGAIN) {
+    } else {
         reply_gen_error(x, rc);
-        return;
     }
-    ik__pend *p = ik__pend_new(w);
-    p->op = IK_OP_SNOWFLAKE;
-    p->fmt = (uint8_t)fmt;
-    p->leaf = (uint8_t)leaf;
-    p->n = n;
-    p->sf = st;
-    p->ids = n <= sizeof p->ids_inline / sizeof p->ids_inline[0] ? p->ids_inline
-                                                                 : malloc(n * sizeof *p->ids);
-    if (!p->ids) {
-        fprintf(stderr, "idkeeper: out of memory; aborting\n");
-        abort();
-    }
-    memcpy(p->ids, ids, st.done * sizeof *ids);
-    sf_queue(x, p, st.wait_ns);
 }
 
 /* GET /api/snowflake/get/{key}: one decimal ID, text/plain, no newline (Leaf). */

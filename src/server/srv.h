@@ -373,6 +373,12 @@ int ik__issue(ik__worker *w, ik__op op, const char *tag, uint32_t n, int64_t *id
  * ik__issue, except that on IK_PENDING the caller counts it in flight
  * (ik__pend_submitted) and on any other result p stays the caller's. */
 int ik__issue_into(ik__worker *w, ik__pend *p, ik__op op, int64_t *ids);
+/* Issues n snowflake IDs: IK_OK with ids[0..n-1] filled, IK_PENDING with *pend in
+ * w's retry queue (the generator asked to wait, or earlier requests of this loop
+ * wait: the generator never sleeps on a loop, and none overtakes an earlier one);
+ * it comes back through ik__pend_complete with p->rc and p->ids[0..p->nids-1]. Or
+ * the generator's refusal. The caller sets how to render *pend. Loop thread. */
+int ik__sf_issue(ik__worker *w, uint32_t n, int64_t *ids, ik__pend **pend);
 /* Counts one more ik__pend out with the library or the thread pool. Loop thread. */
 void ik__pend_submitted(ik__worker *w);
 /* Writes "the layout's time field ran out on DATE ..." into why (truncated to len).

@@ -51,6 +51,22 @@ out=$(rcli IDK.DECODE -5)
 [[ "$out" == ERR* ]] || fail "IDK.DECODE -5: $out"
 pass "IDK.SNOWFLAKE COUNT 5 increasing, IDK.DECODE agrees with /v1/decode"
 
+# 50 pipelined batches of 10,000: each spans ticks, so the generator asks the loop to
+# retry (it never sleeps on the loop); the answers still come in order, increasing
+/usr/bin/python3 - "$RPORT" >"$T/batches" <<'PY'
+import sys, redis
+r = redis.Redis(port=int(sys.argv[1]))
+p = r.pipeline(transaction=False)
+for _ in range(50):
+    p.execute_command("IDK.SNOWFLAKE", "COUNT", "10000")
+for batch in p.execute():
+    for i in batch:
+        print(i)
+PY
+[ "$(wc -l <"$T/batches")" = 500000 ] || fail "50 x IDK.SNOWFLAKE COUNT 10000: $(wc -l <"$T/batches") IDs"
+assert_increasing "$T/batches"
+pass "50 pipelined IDK.SNOWFLAKE COUNT 10000: 500,000 increasing IDs, in order"
+
 # --- RESP3 ---------------------------------------------------------------------------
 rcli -3 HELLO 3 >"$T/hello"
 grep -q 'proto' "$T/hello" && grep -q idkeeper "$T/hello" || fail "HELLO 3: $(cat "$T/hello")"
