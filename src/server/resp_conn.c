@@ -55,6 +55,7 @@ struct ik__rconn {
     ik__pend *probe; /* an INCR still finding its tag's kind: parsing waits for it */
     size_t held;     /* bytes in queued ready answers */
     ik__buf out;     /* answers not yet written */
+    ik__pend *unsent; /* sequence answers in c->out not yet written whole (see rconn_drop) */
     ik__buf stash;   /* unparsed input kept while parsing is paused */
     size_t stash_off;
     uv_write_t wr;
@@ -83,10 +84,18 @@ static uint64_t now_of(const ik__rconn *c)
 /* Nothing more will be written to c (why: IK_GONE_*), as loop.c's conn_drop: a
  * sequence request still queued in the library is withdrawn (never committed); one
  * out with it is detached (a range committed for it is logged as a gap when it
- * comes back); an answered sequence range not yet moved to c->out is a gap now. */
+ * comes back); an answered sequence range not yet written whole (still queued, or
+ * in c->out) is a gap now. */
 static void rconn_drop(ik__rconn *c, int why)
 {
     ik__worker *w = c->w;
+    for (ik__pend *p = c->unsent, *nx; p; p = nx) { /* in c->out, never written whole */
+        nx = p->next;
+        p->gone = (uint8_t)why;
+        ik__pend_orphaned(w, p);
+        ik__pend_free(p);
+    }
+    c->unsent = NULL;
     for (ik__pend *p = c->pend_head, *nx; p; p = nx) {
         nx = p->next;
         p->gone = (uint8_t)why;
@@ -259,8 +268,14 @@ static size_t rconn_feed(ik__rconn *c, const char *data, size_t len)
 /* ---- writing -----------------------------------------------------------------------------------
  */
 
+/* c->out has been written whole: the sequence answers in it were delivered. */
 static void out_done(ik__rconn *c)
 {
+    for (ik__pend *p = c->unsent, *nx; p; p = nx) {
+        nx = p->next;
+        ik__pend_free(p);
+    }
+    c->unsent = NULL;
     if (c->out.p != c->out.inline_p) ik__buf_reset(&c->out);
     c->out.len = 0;
 }
@@ -323,7 +338,12 @@ static void rconn_flush(ik__rconn *c)
             c->pend_head = p->next;
             if (!c->pend_head) c->pend_tail = NULL;
             c->npend--;
-            ik__pend_free(p);
+            if (p->op == IK_OP_SEQUENCE && p->rc == 0 && p->nids) {
+                p->next = c->unsent; /* a gap if the write fails: kept until out_done */
+                c->unsent = p;
+            } else {
+                ik__pend_free(p);
+            }
         }
         if (c->out.len) {
             uv_buf_t b = uv_buf_init(c->out.p, (unsigned)c->out.len);
