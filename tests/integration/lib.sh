@@ -171,3 +171,27 @@ tags_add_race() {
     fail "the stored tag is not the winner's (start $winner)"
   pass "8 concurrent adds of one name: one exits 0, seven exit 3"
 }
+
+# sqlite_lock DB SECONDS: another process holds the write lock of the SQLite store DB
+# (BEGIN IMMEDIATE), as a store that hangs, until sqlite_unlock or SECONDS pass;
+# returns once it holds it (sets LOCK_PID).
+sqlite_lock() {
+  rm -f "$T/release" "$T/locked"
+  python3 - "$1" "$T" "$2" <<'PY' &
+import os, sqlite3, sys, time
+db, T, secs = sys.argv[1], sys.argv[2], float(sys.argv[3])
+c = sqlite3.connect(db, isolation_level=None, timeout=10)
+c.execute("BEGIN IMMEDIATE")
+open(T + "/locked", "w").close()
+end = time.time() + secs
+while time.time() < end and not os.path.exists(T + "/release"):
+    time.sleep(0.02)
+c.execute("ROLLBACK")
+c.close()
+PY
+  LOCK_PID=$!
+  IK_PIDS+=($!)
+  for _ in $(seq 500); do [ -e "$T/locked" ] && return 0; sleep 0.01; done
+  fail "the lock holder did not start"
+}
+sqlite_unlock() { touch "$T/release"; wait "$LOCK_PID" || true; }

@@ -28,26 +28,8 @@ DB=$T/data/idkeeper.db
 [ -f "$DB" ] || fail "no $DB"
 
 # lock SECONDS: holds the store's write lock until $T/release exists or SECONDS pass.
-lock() {
-  rm -f "$T/release" "$T/locked"
-  python3 - "$DB" "$T" "$1" <<'PY' &
-import os, sqlite3, sys, time
-db, T, secs = sys.argv[1], sys.argv[2], float(sys.argv[3])
-c = sqlite3.connect(db, isolation_level=None, timeout=10)
-c.execute("BEGIN IMMEDIATE")
-open(T + "/locked", "w").close()
-end = time.time() + secs
-while time.time() < end and not os.path.exists(T + "/release"):
-    time.sleep(0.02)
-c.execute("ROLLBACK")
-c.close()
-PY
-  LOCK_PID=$!
-  IK_PIDS+=($!)
-  for _ in $(seq 500); do [ -e "$T/locked" ] && return 0; sleep 0.01; done
-  fail "the lock holder did not start"
-}
-unlock() { touch "$T/release"; wait "$LOCK_PID" || true; }
+lock() { sqlite_lock "$DB" "$1"; }
+unlock() { sqlite_unlock; }
 
 # fast WHAT URL: answered 200 within 0.5 s.
 fast() {

@@ -52,25 +52,8 @@ if [ "$IK_STORE" = zk ]; then
   hold() { proxy hold; }
   release() { proxy release; }
 else
-  hold() {
-    rm -f "$T/release" "$T/locked"
-    python3 - "$T/data/idkeeper.db" "$T" <<'PY' &
-import os, sqlite3, sys, time
-db, T = sys.argv[1], sys.argv[2]
-c = sqlite3.connect(db, isolation_level=None, timeout=10)
-c.execute("BEGIN IMMEDIATE")
-open(T + "/locked", "w").close()
-end = time.time() + 9  # below SQLite's busy timeout (10 s) of the server's write
-while time.time() < end and not os.path.exists(T + "/release"):
-    time.sleep(0.02)
-c.execute("ROLLBACK")
-PY
-    LOCK_PID=$!
-    IK_PIDS+=($!)
-    for _ in $(seq 500); do [ -e "$T/locked" ] && return 0; sleep 0.01; done
-    fail "the lock holder did not start"
-  }
-  release() { touch "$T/release"; wait "$LOCK_PID" || true; }
+  hold() { sqlite_lock "$T/data/idkeeper.db" 9; } # 9 s: below SQLite's busy timeout (10 s)
+  release() { sqlite_unlock; }
 fi
 
 # metric NAME: its value in /metrics (0 if absent).

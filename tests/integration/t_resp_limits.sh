@@ -19,26 +19,8 @@ pid=${SERVER_PID[a]}
 [ "$(rcli INCR q)" = 1 ] || fail "first INCR q"
 DB=$T/data/idkeeper.db
 
-lock() {
-  rm -f "$T/release" "$T/locked"
-  python3 - "$DB" "$T" "$1" <<'PY' &
-import os, sqlite3, sys, time
-db, T, secs = sys.argv[1], sys.argv[2], float(sys.argv[3])
-c = sqlite3.connect(db, isolation_level=None, timeout=10)
-c.execute("BEGIN IMMEDIATE")
-open(T + "/locked", "w").close()
-end = time.time() + secs
-while time.time() < end and not os.path.exists(T + "/release"):
-    time.sleep(0.02)
-c.execute("ROLLBACK")
-c.close()
-PY
-  LOCK_PID=$!
-  IK_PIDS+=($!)
-  for _ in $(seq 500); do [ -e "$T/locked" ] && return 0; sleep 0.01; done
-  fail "the lock holder did not start"
-}
-unlock() { touch "$T/release"; wait "$LOCK_PID" || true; }
+lock() { sqlite_lock "$DB" "$1"; }
+unlock() { sqlite_unlock; }
 
 # client NAME BYTES: a background raw client: sends BYTES (printf escapes), writes
 # $T/NAME.sent, then reads until the server closes (or 40 s), into $T/NAME.out.
