@@ -195,3 +195,8 @@ PY
   fail "the lock holder did not start"
 }
 sqlite_unlock() { touch "$T/release"; wait "$LOCK_PID" || true; }
+
+# grepq [GREP ARGS...]: `grep -q` that reads its input to the end. Under pipefail,
+# `producer | grep -q PATTERN` fails at random: grep exits at the first match and a
+# producer still writing dies of SIGPIPE (ldd, zcat, curl, redis-cli...).
+grepq() { grep "$@" >/dev/null; }

@@ -41,7 +41,7 @@ assert_unique "$T/ids"
 assert_increasing "$T/ids"
 log "next: 1000000 IDs in $ms ms"
 [ "$ms" -lt 30000 ] || fail "next took $ms ms for 1000000 IDs"
-"$IK_BIN" decode "$(tail -n 1 "$T/ids")" | grep -q " worker=$worker " || fail "last ID not from worker $worker"
+"$IK_BIN" decode "$(tail -n 1 "$T/ids")" | grepq " worker=$worker " || fail "last ID not from worker $worker"
 pass "next: 1000000 unique increasing IDs in $ms ms"
 
 # defaults and small counts; IDKEEPER_SERVER; a batch above the server's limit adapts
@@ -69,12 +69,12 @@ pass "next reports a refusal in one line, exit 1"
 # ---- workers ---------------------------------------------------------------------------
 "$IK_BIN" workers --coord "local:$T/data" --app cliapp >"$T/w" || fail "workers failed"
 cat "$T/w" >&2
-head -n 1 "$T/w" | grep -q '^WORKER *STATE *HOLDER *SINCE *RECORD *DETAIL' || fail "workers: no header"
+head -n 1 "$T/w" | grepq '^WORKER *STATE *HOLDER *SINCE *RECORD *DETAIL' || fail "workers: no header"
 grep -Eq "^$worker +held +cli1 +20[0-9-]+T" "$T/w" || fail "workers does not show cli1 holding $worker"
 IDKEEPER_COORD="local:$T/data" IDKEEPER_APP=cliapp "$IK_BIN" workers --json |
   jq -e ".app == \"cliapp\" and (.slots[] | select(.worker == $worker) | .state == \"held\" and .holder == \"cli1\" and .since_ms > 0)" >/dev/null ||
   fail "workers --json: $("$IK_BIN" workers --coord "local:$T/data" --app cliapp --json)"
-"$IK_BIN" workers --coord "local:$T/data" --app otherapp | wc -l | grep -qx 1 || fail "workers of an unused app should be the header alone"
+"$IK_BIN" workers --coord "local:$T/data" --app otherapp | wc -l | grepq -x 1 || fail "workers of an unused app should be the header alone"
 pass "workers lists the holder"
 
 # after a clean stop the slot shows free, with its time record

@@ -59,7 +59,7 @@ jq -e --arg d "$T/data" '.coord == "local:" + $d and .app == "default" and
 pass "show and list, text and JSON"
 
 # apps are separate namespaces; an unused app lists the header alone
-ik tags list "${C[@]}" --app other | wc -l | grep -qx 1 || fail "app 'other' is not empty"
+ik tags list "${C[@]}" --app other | wc -l | grepq -x 1 || fail "app 'other' is not empty"
 ik tags list --json "${C[@]}" --app other | jq -e '.tags == []' >/dev/null || fail "other --json"
 expect_fail 4 "no tag 'orders' in app 'other'" ik tags show orders "${C[@]}" --app other
 ik tags add orders --kind sequence "${C[@]}" --app other >/dev/null || fail "same name in another app"

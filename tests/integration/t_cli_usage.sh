@@ -15,11 +15,11 @@ done
 for c in $cmds; do
   "$IK_BIN" help "$c" >"$T/h1" || fail "idkeeper help $c failed"
   "$IK_BIN" "$c" --help >"$T/h2" || fail "idkeeper $c --help failed"
-  head -n 1 "$T/h1" | grep -q "^usage: idkeeper $c" || fail "help $c: no usage line: $(head -n 1 "$T/h1")"
+  head -n 1 "$T/h1" | grepq "^usage: idkeeper $c" || fail "help $c: no usage line: $(head -n 1 "$T/h1")"
   [ "$(wc -l <"$T/h1")" -ge 3 ] || fail "help $c is too short"
   cmp -s "$T/h1" "$T/h2" || fail "idkeeper help $c and idkeeper $c --help differ"
 done
-"$IK_BIN" --help | grep -q '^Commands:' || fail "idkeeper --help lists no commands"
+"$IK_BIN" --help | grepq '^Commands:' || fail "idkeeper --help lists no commands"
 # every option shown has its environment variable and a default where it has one
 "$IK_BIN" serve --help >"$T/h"
 for o in coord app http identity worker-range layout epoch slot-choice slot-wait max-batch max-backward \
@@ -82,7 +82,7 @@ grep -q "expires=2080-07-10T" "$T/exp" || fail "the default layout should run ou
 "$IK_BIN" decode >"$T/exp2" && cmp -s "$T/exp" "$T/exp2" || fail "decode without IDs should print the expiry"
 "$IK_BIN" decode --expiry --json | jq -e ".expires_ms == $end_ms" >/dev/null || fail "decode --expiry --json"
 # 10 ms ticks last ten times longer
-"$IK_BIN" decode --expiry --layout unit=10ms | grep -q 'expires=2707-' || fail "unit=10ms expiry: $("$IK_BIN" decode --expiry --layout unit=10ms)"
+"$IK_BIN" decode --expiry --layout unit=10ms | grepq 'expires=2707-' || fail "unit=10ms expiry: $("$IK_BIN" decode --expiry --layout unit=10ms)"
 
 # A composed ID: tick 426767463562 (2024-05-13T12:13:58.219Z), worker 3, sequence 5.
 id=$(( (426767463562 << 22) | (3 << 12) | 5 ))
@@ -91,7 +91,7 @@ out=$("$IK_BIN" decode "$id")
   fail "decode $id: $out"
 "$IK_BIN" decode --json "$id" "$id" | jq -se "length == 2 and .[0].id == \"$id\" and .[0].worker == 3 and .[0].sequence == 5 and .[0].time_ms == 1715602438219" >/dev/null ||
   fail "decode --json: $("$IK_BIN" decode --json "$id")"
-printf '%s\n\n%s\n' "$id" "$id" | "$IK_BIN" decode - | grep -c "worker=3" | grep -qx 2 || fail "decode - (stdin)"
+printf '%s\n\n%s\n' "$id" "$id" | "$IK_BIN" decode - | grep -c "worker=3" | grepq -x 2 || fail "decode - (stdin)"
 # another layout, from the environment
 lid=$(( (1000 << 24) | (7 << 16) | 9 ))
 IDKEEPER_LAYOUT=bits=39/8/16,epoch=1600000000000 "$IK_BIN" decode "$lid" |

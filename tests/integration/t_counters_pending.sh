@@ -115,9 +115,9 @@ PY
   first=$(awk '$1 == "FIRST" {print $2}' "$T/pipe.out")
   awk -v f="$first" -v u="$t_unlock" 'BEGIN { exit !(f != "" && f >= u) }' ||
     fail "an answer left before the store was unlocked ($first < $t_unlock): $(cat "$T/pipe.out")"
-  [ "$(grep -c '^200 OK [0-9]* [0-9]*$' "$T/pipe.out")" = 5 ] && tail -n 1 "$T/pipe.out" | grep -q '^200 OK {"status":"ok"}' ||
+  [ "$(grep -c '^200 OK [0-9]* [0-9]*$' "$T/pipe.out")" = 5 ] && tail -n 1 "$T/pipe.out" | grepq '^200 OK {"status":"ok"}' ||
     fail "pipelined answers: $(cat "$T/pipe.out")"
-  cat "$T"/p*.out "$T/before.ids" 2>/dev/null | sort -n | uniq -d | grep -q . && fail "duplicate sequence IDs"
+  cat "$T"/p*.out "$T/before.ids" 2>/dev/null | sort -n | uniq -d | grepq . && fail "duplicate sequence IDs"
   pass "after the lock: all 20 pending requests answered 200; pipelined answers in order, healthz last"
 }
 for try in 1 2 3 4 5; do

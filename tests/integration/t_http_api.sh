@@ -148,7 +148,7 @@ issued=$(awk '$1=="ik_ids_issued_total"{print $2}' <<<"$m")
 grep -q 'ik_http_requests_total{route="/api/snowflake/get/{key}",code="200"}' <<<"$m" ||
   fail "Leaf route not counted"
 pass "healthz, readyz, metrics ($issued IDs issued)"
-curl -fsS "$URL/v1/routes" | grep -q '/v1/snowflake' || fail "GET /v1/routes does not list the routes"
+curl -fsS "$URL/v1/routes" | grepq '/v1/snowflake' || fail "GET /v1/routes does not list the routes"
 page=$(curl -fsS "$URL/") || fail "GET / failed"
 grep -q '<section id="workers">' <<<"$page" || fail "GET / is not the status page"
 
@@ -159,7 +159,7 @@ URL2=http://127.0.0.1:$port2
 start_server tok "$port2" --coord "local:$T/data" --http-token-file "$T/token" --quiet
 wait_ready "$port2" || fail "token server not ready"
 [ "$(http_status "$URL2/v1/snowflake")" = 401 ] || fail "/v1 without a token"
-curl -s -D - -o /dev/null "$URL2/v1/status" | grep -qi '^WWW-Authenticate: Bearer' || fail "401 without WWW-Authenticate"
+curl -s -D - -o /dev/null "$URL2/v1/status" | grepq -i '^WWW-Authenticate: Bearer' || fail "401 without WWW-Authenticate"
 [ "$(http_status -H 'Authorization: Bearer wrong' "$URL2/v1/snowflake")" = 401 ] || fail "/v1 with a wrong token"
 [ "$(http_status -H 'Authorization: Basic c2VzYW1lLTQy' "$URL2/v1/snowflake")" = 401 ] || fail "/v1 with Basic"
 [ "$(http_status -H 'Authorization: Bearer sesame-42' "$URL2/v1/snowflake")" = 200 ] || fail "/v1 with the token"

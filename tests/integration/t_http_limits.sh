@@ -16,7 +16,7 @@ wait_ready "$port" || fail "server not ready"
 
 still_serving() {
   kill -0 "${SERVER_PID[lim]}" 2>/dev/null || fail "server died after $1"
-  curl -fsS --max-time 5 "$URL/api/snowflake/get/x" | grep -qE '^[1-9][0-9]*$' || fail "no ID after $1"
+  curl -fsS --max-time 5 "$URL/api/snowflake/get/x" | grepq -E '^[1-9][0-9]*$' || fail "no ID after $1"
 }
 
 # ---- slowloris: headers trickle in, one byte every 100 ms

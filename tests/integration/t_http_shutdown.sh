@@ -78,7 +78,7 @@ touch "$T/go"
 rc=0; wait "$pid" || rc=$?
 [ $rc -eq 0 ] || fail "exit code $rc after SIGTERM"
 wait "$c_inflight" "$c_idle"
-head -n 1 "$T/inflight.out" | grep -q '^HTTP/1.1 200 ' || fail "in-flight request: $(cat "$T/inflight.out")"
+head -n 1 "$T/inflight.out" | grepq '^HTTP/1.1 200 ' || fail "in-flight request: $(cat "$T/inflight.out")"
 grep -qi '^Connection: close' "$T/inflight.out" || fail "in-flight answer lacks Connection: close"
 grep -qE '^[1-9][0-9]{15,18}' <(tail -n 2 "$T/inflight.out") || fail "in-flight answer has no ID: $(cat "$T/inflight.out")"
 grep -q '<CLOSED>' "$T/inflight.out" || fail "in-flight connection not closed cleanly"

@@ -229,7 +229,7 @@ took=$(($(mono_ms) - t0))
 [ $rc = 124 ] || fail "C: the waiter exited $rc, not 124: $(cat "$T/c3.err")"
 [ ! -e "$T/gone.ran" ] || fail "C: the waiter ran CMD while the lock was held"
 ((took >= 19900 && took < 20000 + 15000)) || fail "C: --timeout 20000 took $took ms"
-zk_py nodes /t/gone | grep -q " pid=$pw " && fail "C: the waiter left a node: $(zk_py nodes /t/gone)"
+zk_py nodes /t/gone | grepq " pid=$pw " && fail "C: the waiter left a node: $(zk_py nodes /t/gone)"
 pass "C: a waiter whose node was deleted queued again, gave up after $took ms (--timeout 20000) and left nothing"
 kill "$pa" "$pb" 2>/dev/null || true
 

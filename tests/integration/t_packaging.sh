@@ -56,8 +56,8 @@ for f in "$BIN" "$UNIT" "$CONF" "$R/usr/share/man/man1/idkeeper.1.gz" "$R/usr/sh
   "$R/usr/include/idkeeper.h" "$LIBDIR/libidkeeper.so.$major" "$LIBDIR/libidkeeper.a" "$LIBDIR/pkgconfig/idkeeper.pc"; do
   [ -e "$f" ] || fail "the packages lack ${f#"$R"}"
 done
-dpkg-deb -f "$T/deb/idkeeper_${version}_${arch}.deb" Conffiles 2>/dev/null | grep -q /etc/idkeeper/idkeeper.conf ||
-  dpkg-deb --ctrl-tarfile "$T/deb/idkeeper_${version}_${arch}.deb" | tar -xO ./conffiles | grep -qx /etc/idkeeper/idkeeper.conf ||
+dpkg-deb -f "$T/deb/idkeeper_${version}_${arch}.deb" Conffiles 2>/dev/null | grepq /etc/idkeeper/idkeeper.conf ||
+  dpkg-deb --ctrl-tarfile "$T/deb/idkeeper_${version}_${arch}.deb" | tar -xO ./conffiles | grepq -x /etc/idkeeper/idkeeper.conf ||
   fail "/etc/idkeeper/idkeeper.conf is not a conffile"
 
 # ---- B: one version everywhere ------------------------------------------------------
@@ -68,7 +68,7 @@ soname=$(readelf -d "$LIBDIR/libidkeeper.so.$major" | sed -n 's/.*SONAME.*\[\(.*
 [ "$soname" = "libidkeeper.so.$major" ] || fail "SONAME is $soname"
 grep -qx "Version: $version" "$LIBDIR/pkgconfig/idkeeper.pc" || fail "idkeeper.pc has another version"
 for m in man1/idkeeper.1 man5/idkeeper.conf.5; do
-  zcat "$R/usr/share/man/$m.gz" | grep -q "^\.TH .*\"idkeeper $version\"" || fail "$m does not carry version $version"
+  zcat "$R/usr/share/man/$m.gz" | grepq "^\.TH .*\"idkeeper $version\"" || fail "$m does not carry version $version"
 done
 pass "B: version $version in the binary, the package, the SONAME, idkeeper.pc and the man pages"
 
@@ -150,7 +150,7 @@ run_unit() {
 port=$(free_port)
 run_unit local "$port"
 wait_grep 'READY=1' "$T/local.notify" 60 || fail "no READY=1 within 60 s: $(tail -n 5 "$T/local.log")"
-grep 'READY=1' "$T/local.notify" | grep -q 'readyz=200' || fail "READY=1 came before /readyz was 200: $(cat "$T/local.notify")"
+grep 'READY=1' "$T/local.notify" | grepq 'readyz=200' || fail "READY=1 came before /readyz was 200: $(cat "$T/local.notify")"
 [ "$(grep -c 'READY=1' "$T/local.notify")" -eq 1 ] || fail "READY=1 sent more than once"
 id=$(curl -fsS "http://127.0.0.1:$port/v1/snowflake?format=text") || fail "no ID over HTTP"
 [[ "$id" =~ ^[0-9]+$ ]] || fail "the packaged daemon answered '$id'"
@@ -187,7 +187,7 @@ up_ms=$(py_mono_ms)
 zk_start 1
 zk_wait_serving 1
 wait_grep 'READY=1' "$T/zk.notify" 90 || fail "no READY=1 within 90 s of ZooKeeper: $(tail -n 5 "$T/zk.log")"
-grep 'READY=1' "$T/zk.notify" | grep -q 'readyz=200' || fail "READY=1 came before /readyz was 200: $(cat "$T/zk.notify")"
+grep 'READY=1' "$T/zk.notify" | grepq 'readyz=200' || fail "READY=1 came before /readyz was 200: $(cat "$T/zk.notify")"
 ready_ms=$(grep 'READY=1' "$T/zk.notify" | cut -d' ' -f1)
 ((ready_ms >= up_ms)) || fail "READY=1 at $ready_ms ms, before ZooKeeper was started at $up_ms ms"
 grep -q 'lease held' "$T/zk.log" || fail "no 'lease held' in the log"
@@ -235,8 +235,8 @@ PKG_CONFIG_SYSROOT_DIR=$S PKG_CONFIG_PATH=$S${LIBDIR#"$R"}/pkgconfig \
 unset PKG_CONFIG_SYSROOT_DIR PKG_CONFIG_PATH
 out=$(LD_LIBRARY_PATH=$LIBDIR "$T/hello-shared" "local:$T/hello-data") || fail "hello-shared failed: $out"
 [ "$out" = "$version $version" ] || fail "hello-shared says '$out'"
-LD_LIBRARY_PATH=$LIBDIR ldd "$T/hello-shared" | grep -q "$LIBDIR/libidkeeper.so.$major" || fail "hello-shared does not use the packaged .so"
+LD_LIBRARY_PATH=$LIBDIR ldd "$T/hello-shared" | grepq "$LIBDIR/libidkeeper.so.$major" || fail "hello-shared does not use the packaged .so"
 out=$("$T/hello-static" "local:$T/hello-data2") || fail "hello-static failed: $out"
 [ "$out" = "$version $version" ] || fail "hello-static says '$out'"
-! ldd "$T/hello-static" | grep -q libidkeeper || fail "hello-static links libidkeeper.so"
+! ldd "$T/hello-static" | grepq libidkeeper || fail "hello-static links libidkeeper.so"
 pass "G: a program builds against the packaged idkeeper.pc, shared and static (Requires.private), and runs"

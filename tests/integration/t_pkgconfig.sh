@@ -40,7 +40,7 @@ pkc() { PKG_CONFIG_SYSROOT_DIR=$1 PKG_CONFIG_PATH=$2 pkg-config "${@:3}"; }
 cc -o "$T/hello-shared" "$T/hello.c" $(pkc "$D" "$pcdir" --cflags --libs idkeeper) 2>"$T/cc.err" ||
   fail "shared build: $(cat "$T/cc.err")"
 LD_LIBRARY_PATH=$libdir "$T/hello-shared" "local:$T/d1" >"$T/out" || fail "hello-shared failed"
-LD_LIBRARY_PATH=$libdir ldd "$T/hello-shared" | grep -q "$libdir/libidkeeper.so" || fail "hello-shared does not use the installed .so"
+LD_LIBRARY_PATH=$libdir ldd "$T/hello-shared" | grepq "$libdir/libidkeeper.so" || fail "hello-shared does not use the installed .so"
 
 S=$T/static
 rel=${libdir#"$D"}
@@ -53,7 +53,7 @@ cp "$pc" "$S$rel/pkgconfig/"
 cc -o "$T/hello-static" "$T/hello.c" $(pkc "$S" "$S$rel/pkgconfig" --static --cflags --libs idkeeper) 2>"$T/cc.err" ||
   fail "static build ($(pkc "$S" "$S$rel/pkgconfig" --static --libs idkeeper)): $(cat "$T/cc.err")"
 "$T/hello-static" "local:$T/d2" >"$T/out" || fail "hello-static failed"
-! ldd "$T/hello-static" | grep -q libidkeeper || fail "hello-static links libidkeeper.so"
+! ldd "$T/hello-static" | grepq libidkeeper || fail "hello-static links libidkeeper.so"
 # Without --static the same static link fails: the private dependencies are needed.
 # shellcheck disable=SC2046
 if cc -o "$T/hello-nostatic" "$T/hello.c" $(pkc "$S" "$S$rel/pkgconfig" --cflags --libs idkeeper) 2>/dev/null; then

@@ -88,7 +88,7 @@ pass "a negative array count: -ERR Protocol error, closed (*-1 and *0 skipped as
 
 head -c 1048576 /dev/urandom >"$T/garbage"
 raw <"$T/garbage" >"$T/garbage.out"
-head -c 1 "$T/garbage.out" | grep -q -- - || [ "$(head -c 8 "$T/garbage.out")" = "<closed>" ] ||
+head -c 1 "$T/garbage.out" | grepq -- - || [ "$(head -c 8 "$T/garbage.out")" = "<closed>" ] ||
   fail "1 MiB of garbage: the answer does not start with an error: $(head -c 200 "$T/garbage.out")"
 ! grep -qaE '^[+:$*]' "$T/garbage.out" || fail "1 MiB of garbage got a non-error answer"
 grep -qa '<closed>\|<reset>' "$T/garbage.out" || fail "1 MiB of garbage: the connection stayed open"

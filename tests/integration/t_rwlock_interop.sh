@@ -45,8 +45,8 @@ expect "Curator read while C reads" "$(j_try read)" got
 expect "Curator write while C reads" "$(j_try write)" busy
 # a Curator writer queues behind the C reader: a later C reader must wait for it
 hold j write jw2
-for ((i = 0; i < 200; i++)); do zk_tool ls /t$P | grep -q __WRIT__ && break; sleep 0.05; done
-zk_tool ls /t$P | grep -q __WRIT__ || fail "the Curator writer did not queue"
+for ((i = 0; i < 200; i++)); do zk_tool ls /t$P | grepq __WRIT__ && break; sleep 0.05; done
+zk_tool ls /t$P | grepq __WRIT__ || fail "the Curator writer did not queue"
 expect "C read behind a queued Curator writer" "$(c_try read)" busy
 unhold cr
 wait_ready jw2

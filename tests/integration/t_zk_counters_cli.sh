@@ -60,7 +60,7 @@ ik tags list "${C[@]}" >"$T/list" || fail "list"
   fail "list: not the three tags by name: $(cat "$T/list")"
 ik tags list --json "${C[@]}" | jq -e '[.tags[].tag] == ["big.step:v2", "invoices", "orders"]' >/dev/null ||
   fail "list --json"
-ik tags list "${C[@]}" --app other | wc -l | grep -qx 1 || fail "app 'other' is not empty"
+ik tags list "${C[@]}" --app other | wc -l | grepq -x 1 || fail "app 'other' is not empty"
 ik tags add orders --kind sequence "${C[@]}" --app other >/dev/null || fail "same name in another app"
 ik tags show orders --json "${C[@]}" | jq -e '.kind == "segment"' >/dev/null || fail "app 'other' changed 'default'"
 pass "add, show and list on zk://, text and JSON; apps are separate namespaces"

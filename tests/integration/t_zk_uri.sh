@@ -43,7 +43,7 @@ echo "$json" | jq -e '.slots | length == 1 and .[0].worker == 3 and .[0].state =
   fail "workers shows $json"
 echo "$json" | jq -e '.slots[0].detail | test("pid=[0-9]+ host=.* session=0x[0-9a-f]+")' >/dev/null ||
   fail "no pid/host/session in the detail: $json"
-"$IK_BIN" workers --coord "$(zk_uri "$ZK_CHROOT")" --app web | grep -qE '^3 +held +a ' || fail "the table does not show slot 3"
+"$IK_BIN" workers --coord "$(zk_uri "$ZK_CHROOT")" --app web | grepq -E '^3 +held +a ' || fail "the table does not show slot 3"
 [ "$(status_of "$pa" .lease.session)" = "$(echo "$json" | jq -r '.slots[0].detail' | sed 's/.*session=//')" ] ||
   fail "/v1/status session differs from the owner node's"
 kill -TERM "${SERVER_PID[a]}"

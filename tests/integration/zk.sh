@@ -117,7 +117,7 @@ zk_wait_serving() {
     if [ -n "${ZK_PID[$i]:-}" ] && ! kill -0 "${ZK_PID[$i]}" 2>/dev/null; then
       fail "zk: server $i exited while starting (see $T/zk$i.log)"
     fi
-    zk_4lw "$i" srvr | grep -qE '^Mode: (standalone|leader|follower)' && return 0
+    zk_4lw "$i" srvr | grepq -E '^Mode: (standalone|leader|follower)' && return 0
     sleep 0.1
   done
   fail "zk: server $i does not serve after ${limit}s (see $T/zk$i.log)"
@@ -128,7 +128,7 @@ zk_leader() {
   local i
   for ((i = 1; i <= ZK_N; i++)); do
     [ -n "${ZK_PID[$i]:-}" ] || continue
-    zk_4lw "$i" srvr | grep -qE '^Mode: (leader|standalone)' && { echo "$i"; return 0; }
+    zk_4lw "$i" srvr | grepq -E '^Mode: (leader|standalone)' && { echo "$i"; return 0; }
   done
   return 1
 }
@@ -140,7 +140,7 @@ zk_wait_quorum() {
     ok=1
     for ((i = 1; i <= ZK_N; i++)); do
       [ -n "${ZK_PID[$i]:-}" ] || continue
-      zk_4lw "$i" srvr | grep -qE '^Mode: (standalone|leader|follower)' || { ok=0; break; }
+      zk_4lw "$i" srvr | grepq -E '^Mode: (standalone|leader|follower)' || { ok=0; break; }
     done
     if ((ok)) && zk_leader >/dev/null; then return 0; fi
     sleep 0.1
