@@ -104,6 +104,17 @@ static const char *arg(const ik__rcall *c, uint32_t i, size_t *n)
     return a;
 }
 
+/* Answers an unknown subcommand of CMD (argument 1) as Redis words it. */
+static void unknown_subcommand(ik__rcall *c, const char *cmd)
+{
+    size_t n;
+    const char *a = arg(c, 1, &n);
+    char q[140];
+    ik__resp_quote(q, a, n);
+    ik__resp_error(
+        c->out, "ERR unknown subcommand or wrong number of arguments for %s. Try %s HELP.", q, cmd);
+}
+
 /* 1 if argument i is lit, case-insensitively. */
 static int arg_is(const ik__rcall *c, uint32_t i, const char *lit)
 {
@@ -663,14 +674,7 @@ static void c_client(ik__rcall *c)
         }
         ik__resp_simple(c->out, "OK");
     } else {
-        size_t n;
-        const char *a = arg(c, 1, &n);
-        char q[140];
-        ik__resp_quote(q, a, n);
-        ik__resp_error(c->out,
-                       "ERR unknown subcommand or wrong number of arguments for %s. Try "
-                       "CLIENT HELP.",
-                       q);
+        unknown_subcommand(c, "CLIENT");
     }
 }
 
@@ -762,14 +766,7 @@ static void c_command(ik__rcall *c)
             if (r) command_docs(b, r, c->s->proto);
         }
     } else {
-        size_t n;
-        const char *a = arg(c, 1, &n);
-        char q[140];
-        ik__resp_quote(q, a, n);
-        ik__resp_error(c->out,
-                       "ERR unknown subcommand or wrong number of arguments for %s. Try "
-                       "COMMAND HELP.",
-                       q);
+        unknown_subcommand(c, "COMMAND");
     }
 }
 

@@ -85,6 +85,10 @@ pass "HELLO 3 switches to RESP3 (IDK.DECODE answers a map); HELLO 4 is NOPROTO"
 [ "$(rcli COMMAND COUNT)" -ge 17 ] || fail "COMMAND COUNT"
 rcli COMMAND DOCS incr | grepq summary || fail "COMMAND DOCS incr"
 rcli INFO | grepq '^redis_version:' || fail "INFO"
+for cmd in CLIENT COMMAND; do
+  [ "$(rcli "$cmd" BOGUS)" = "ERR unknown subcommand or wrong number of arguments for 'BOGUS'. Try $cmd HELP." ] ||
+    fail "$cmd BOGUS: $(rcli "$cmd" BOGUS)"
+done
 printf 'CLIENT SETNAME worker-7\nCLIENT GETNAME\nCLIENT INFO\n' | rcli >"$T/client"
 grep -qx worker-7 "$T/client" && grep -q 'name=worker-7' "$T/client" || fail "CLIENT: $(cat "$T/client")"
 printf 'FOO bar baz\nPING\n' | rcli >"$T/unk"
