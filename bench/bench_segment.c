@@ -79,7 +79,8 @@ int main(int argc, char **argv)
     u.seq_bits = 22;
     u.epoch_ms = (int64_t)time(NULL) * 1000 - 86400000;
     ik_snowflake *g;
-    if (ik_snowflake_create(&u, 5, NULL, &g) || ik_snowflake_grant(g, 1, 0, IK_NO_CEILING, IK_FOREVER))
+    if (ik_snowflake_create(&u, 5, NULL, &g) ||
+        ik_snowflake_grant(g, 1, 0, IK_NO_CEILING, IK_FOREVER))
         return 1;
     n = 0;
     t0 = now_s();

@@ -55,7 +55,8 @@ static void *run(void *p)
 static double measure(const ik_layout *l, int threads, int batch, double seconds)
 {
     ik_snowflake *g;
-    if (ik_snowflake_create(l, 5, NULL, &g) || ik_snowflake_grant(g, 1, 0, IK_NO_CEILING, IK_FOREVER))
+    if (ik_snowflake_create(l, 5, NULL, &g) ||
+        ik_snowflake_grant(g, 1, 0, IK_NO_CEILING, IK_FOREVER))
         exit(1);
     pthread_t t[8];
     run_arg a[8];

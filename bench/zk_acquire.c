@@ -50,14 +50,16 @@ int main(int argc, char **argv)
     const char *uri = argv[1], *app = argv[2];
     uint32_t lo = (uint32_t)atol(argv[3]), hi = (uint32_t)atol(argv[4]);
     int n = atoi(argv[5]);
-    ik_slot_choice choice = argc > 6 && !strcmp(argv[6], "lowest") ? IK_SLOT_LOWEST : IK_SLOT_RANDOM;
+    ik_slot_choice choice =
+        argc > 6 && !strcmp(argv[6], "lowest") ? IK_SLOT_LOWEST : IK_SLOT_RANDOM;
     int held = argc > 7 ? atoi(argv[7]) : 0;
     int fresh = argc > 8 && !strcmp(argv[8], "fresh");
     char why[512];
     ik_coord_options co;
     ik_coord_options_init(&co);
     ik_coord *c, *other;
-    if (ik_coord_open(uri, &co, &c, why, sizeof why) || ik_coord_open(uri, &co, &other, why, sizeof why)) {
+    if (ik_coord_open(uri, &co, &c, why, sizeof why) ||
+        ik_coord_open(uri, &co, &other, why, sizeof why)) {
         fprintf(stderr, "open: %s\n", why);
         return 1;
     }

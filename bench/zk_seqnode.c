@@ -109,7 +109,8 @@ int main(int argc, char **argv)
     zh = zookeeper_init(argv[1], watcher, 10000, NULL, NULL, 0);
     if (!zh) return 1;
     pthread_mutex_lock(&mu);
-    while (!connected) pthread_cond_wait(&cv, &mu);
+    while (!connected)
+        pthread_cond_wait(&cv, &mu);
     pthread_mutex_unlock(&mu);
     /* the parent and its ancestors */
     char p[512];
@@ -125,14 +126,16 @@ int main(int argc, char **argv)
     }
     snprintf(prefix, sizeof prefix, "%s/id-", parent);
     double t0 = now_s();
-    for (int i = 0; i < w; i++) send_one();
+    for (int i = 0; i < w; i++)
+        send_one();
     struct timespec ts = {(time_t)secs, (long)((secs - (double)(time_t)secs) * 1e9)};
     nanosleep(&ts, NULL);
     pthread_mutex_lock(&mu);
     stopping = 1;
     double t1 = now_s();
     uint64_t n = done;
-    while (inflight > 0) pthread_cond_wait(&cv, &mu);
+    while (inflight > 0)
+        pthread_cond_wait(&cv, &mu);
     pthread_mutex_unlock(&mu);
     zookeeper_close(zh);
     if (failed || nlat == 0) return 1;

@@ -80,7 +80,8 @@ int main(int argc, char **argv)
     pthread_t *th = calloc((size_t)nt, sizeof *th);
     worker *ws = calloc((size_t)nt, sizeof *ws);
     double t0 = now_s();
-    for (int i = 0; i < nt; i++) pthread_create(&th[i], NULL, run, &ws[i]);
+    for (int i = 0; i < nt; i++)
+        pthread_create(&th[i], NULL, run, &ws[i]);
     struct timespec ts = {(time_t)secs, (long)((secs - (double)(time_t)secs) * 1e9)};
     nanosleep(&ts, NULL);
     atomic_store(&stop, 1);
@@ -93,7 +94,8 @@ int main(int argc, char **argv)
     double *all = malloc((total ? total : 1) * sizeof *all);
     size_t k = 0;
     for (int i = 0; i < nt; i++)
-        for (size_t j = 0; j < ws[i].n; j++) all[k++] = ws[i].lat[j];
+        for (size_t j = 0; j < ws[i].n; j++)
+            all[k++] = ws[i].lat[j];
     qsort(all, total, sizeof *all, cmp);
     printf("ids_per_s %.0f p50_ms %.3f p99_ms %.3f errors %ld\n", (double)total / (t1 - t0),
            total ? all[total / 2] * 1e3 : 0, total ? all[(size_t)((double)total * 0.99)] * 1e3 : 0,

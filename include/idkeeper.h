@@ -109,9 +109,9 @@ IK_EXTERN void ik_set_log(ik_log_fn fn, void *ctx);
  * step a clock. All callbacks must be thread-safe.
  */
 typedef struct ik_clock {
-    int64_t (*wall_ns)(void *ctx);          /* CLOCK_REALTIME: ns since the Unix epoch */
-    int64_t (*mono_ns)(void *ctx);          /* CLOCK_BOOTTIME: ns, never goes back, and
-                                               counts time the host spent suspended */
+    int64_t (*wall_ns)(void *ctx);           /* CLOCK_REALTIME: ns since the Unix epoch */
+    int64_t (*mono_ns)(void *ctx);           /* CLOCK_BOOTTIME: ns, never goes back, and
+                                                counts time the host spent suspended */
     void (*sleep_ns)(void *ctx, int64_t ns); /* sleep at least ns (ns > 0) */
     void *ctx;
 } ik_clock;
@@ -172,8 +172,8 @@ IK_EXTERN int64_t ik_layout_ticks_at(const ik_layout *l, int64_t wall_ms);
 
 typedef struct ik_id_parts {
     int64_t id;
-    uint64_t ticks;    /* time field */
-    int64_t time_ms;   /* Unix ms of the tick's start */
+    uint64_t ticks;  /* time field */
+    int64_t time_ms; /* Unix ms of the tick's start */
     uint32_t worker;
     uint32_t sequence;
 } ik_id_parts;
@@ -252,16 +252,16 @@ IK_EXTERN int ik_snowflake_extend(ik_snowflake *g, uint64_t ceiling_tick,
 IK_EXTERN void ik_snowflake_revoke(ik_snowflake *g);
 
 typedef struct ik_snowflake_info {
-    int granted;              /* a grant is installed (it may have lapsed) */
+    int granted; /* a grant is installed (it may have lapsed) */
     uint32_t worker;
     uint64_t floor_tick, ceiling_tick;
     int64_t valid_until_mono_ns;
-    uint64_t last_tick;       /* highest tick issued so far (0: none) */
-    uint64_t issued;          /* IDs issued */
-    uint64_t tick_waits;      /* waits for the next tick (sequence used up) */
-    uint64_t backward_waits;  /* waits for a clock that went back a little */
+    uint64_t last_tick;         /* highest tick issued so far (0: none) */
+    uint64_t issued;            /* IDs issued */
+    uint64_t tick_waits;        /* waits for the next tick (sequence used up) */
+    uint64_t backward_waits;    /* waits for a clock that went back a little */
     uint64_t backward_refusals; /* refusals for a clock that went back too far */
-    int64_t last_backward_ms; /* size of the latest backward jump seen */
+    int64_t last_backward_ms;   /* size of the latest backward jump seen */
 } ik_snowflake_info;
 
 IK_EXTERN void ik_snowflake_get_info(const ik_snowflake *g, ik_snowflake_info *out);
@@ -282,8 +282,8 @@ IK_EXTERN void ik_coord_options_init(ik_coord_options *o);
 
 /* Opens the backend named by uri. why (if why_len > 0) gets a one-line reason on
  * failure (IK_EURI for a malformed URI, IK_ESTORE if it cannot be reached). */
-IK_EXTERN int ik_coord_open(const char *uri, const ik_coord_options *o, ik_coord **out,
-                            char *why, size_t why_len);
+IK_EXTERN int ik_coord_open(const char *uri, const ik_coord_options *o, ik_coord **out, char *why,
+                            size_t why_len);
 IK_EXTERN void ik_coord_close(ik_coord *c);
 /* The canonical URI ("local:/abs/dir", "zk://h:p/chroot"); valid until close. */
 IK_EXTERN const char *ik_coord_uri(const ik_coord *c);
@@ -312,9 +312,9 @@ typedef enum ik_lease_state {
 typedef enum ik_slot_choice { IK_SLOT_RANDOM = 0, IK_SLOT_LOWEST = 1 } ik_slot_choice;
 
 typedef struct ik_lease_options {
-    const char *app;          /* namespace; default "default" */
-    const char *identity;     /* who holds the slot; required */
-    ik_slot_choice choice;    /* when the identity's last slot is not free */
+    const char *app;             /* namespace; default "default" */
+    const char *identity;        /* who holds the slot; required */
+    ik_slot_choice choice;       /* when the identity's last slot is not free */
     int64_t persist_interval_ms; /* time record written at least this often; default 1000 */
     /* No free slot at start: wait up to this long for one to free up (SPEC 3 rule 4),
      * ACQUIRING meanwhile. IK_SLOT_WAIT_DEFAULT (ik_lease_options_init's value): the
@@ -359,13 +359,13 @@ IK_EXTERN int ik_slot_lease_wait_held(ik_slot_lease *l, int64_t timeout_ms, char
 
 typedef struct ik_lease_info {
     ik_lease_state state;
-    int worker;               /* -1 while none is held */
-    int64_t since_ms;         /* Unix ms the slot was taken */
-    int64_t record_ms;        /* time record last persisted (Unix ms) */
-    int64_t valid_for_ms;     /* how long IDs may still flow without a backend answer */
-    uint64_t acquisitions;    /* slots taken so far (1 + re-acquisitions) */
-    char session[64];         /* backend session ("0x..." on zk, "" on local) */
-    char why[160];            /* reason of the latest state change */
+    int worker;            /* -1 while none is held */
+    int64_t since_ms;      /* Unix ms the slot was taken */
+    int64_t record_ms;     /* time record last persisted (Unix ms) */
+    int64_t valid_for_ms;  /* how long IDs may still flow without a backend answer */
+    uint64_t acquisitions; /* slots taken so far (1 + re-acquisitions) */
+    char session[64];      /* backend session ("0x..." on zk, "" on local) */
+    char why[160];         /* reason of the latest state change */
 } ik_lease_info;
 
 IK_EXTERN void ik_slot_lease_get_info(ik_slot_lease *l, ik_lease_info *out);
@@ -378,11 +378,11 @@ IK_EXTERN const char *ik_lease_state_name(ik_lease_state s);
 /* One slot of an app, as the backend sees it. */
 typedef struct ik_slot_info {
     uint32_t worker;
-    int held;               /* 1 if a live holder has it */
-    char holder[256];       /* holder's identity ("" if never held) */
-    char detail[128];       /* pid, host, session: backend-specific, may be "" */
-    int64_t since_ms;       /* Unix ms the current holder took it (0 if free) */
-    int64_t record_ms;      /* time record (Unix ms; 0 if none) */
+    int held;          /* 1 if a live holder has it */
+    char holder[256];  /* holder's identity ("" if never held) */
+    char detail[128];  /* pid, host, session: backend-specific, may be "" */
+    int64_t since_ms;  /* Unix ms the current holder took it (0 if free) */
+    int64_t record_ms; /* time record (Unix ms; 0 if none) */
 } ik_slot_info;
 
 /* Lists every slot the app has ever used, ordered by worker. *out is freed with
@@ -460,14 +460,14 @@ IK_EXTERN void ik_segment_destroy(ik_segment *s);
  * IK_PENDING: both blocks are empty; cb gets the IDs (or an error) later. Else an
  * error (IK_EINVAL for a bad name or n), and cb is not called. Errors through cb:
  * IK_ENOTFOUND, IK_EKIND, IK_ESTORE or IK_ETIMEDOUT (store unreachable), IK_ECLOSED. */
-IK_EXTERN int ik_segment_next(ik_segment *s, const char *tag, size_t n, int64_t *ids,
-                              ik_ids_cb cb, void *ctx);
+IK_EXTERN int ik_segment_next(ik_segment *s, const char *tag, size_t n, int64_t *ids, ik_ids_cb cb,
+                              void *ctx);
 /* The same, waiting for a pending answer. */
 IK_EXTERN int ik_segment_next_wait(ik_segment *s, const char *tag, size_t n, int64_t *ids);
 
 typedef struct ik_segment_tag_status {
     char name[IK_TAG_NAME_MAX + 1];
-    int64_t cur_next, cur_end;   /* current block: next ID to hand out, end (exclusive) */
+    int64_t cur_next, cur_end;    /* current block: next ID to hand out, end (exclusive) */
     int64_t next_start, next_end; /* the preloaded block (0,0 if none) */
     int64_t step;                 /* size of the latest block loaded */
     int loading;                  /* a load is in flight */
@@ -493,8 +493,7 @@ IK_EXTERN void ik_sequence_destroy(ik_sequence *s);
  * error now (cb not called). Errors through cb: IK_ENOTFOUND, IK_EKIND, IK_ESTORE,
  * IK_EINDOUBT (the store may have recorded the IDs; they are never handed out),
  * IK_ECLOSED. */
-IK_EXTERN int ik_sequence_next(ik_sequence *s, const char *tag, size_t n, ik_ids_cb cb,
-                               void *ctx);
+IK_EXTERN int ik_sequence_next(ik_sequence *s, const char *tag, size_t n, ik_ids_cb cb, void *ctx);
 /* Withdraws the request that ik_sequence_next(s, tag, n, cb, ctx) queued, if its
  * write has not begun: IK_OK, nothing was or will be committed for it, and cb is
  * never called. IK_ENOTFOUND: no such request is queued (its write has begun, or it
@@ -537,8 +536,9 @@ IK_EXTERN int ik_sequence_next_wait(ik_sequence *s, const char *tag, size_t n, i
  * someone else may hold it soon (once the session expires). LOST: treat it as
  * gone and stop; it comes at least 1/3 of the session timeout before the server
  * can expire a session it lost contact with, so someone else may hold it soon or
- * already. A lock is never reported HELD on a session that is known dead. On local: a grant cannot be lost while the process
- * lives (the kernel keeps the flock), so IN_DOUBT and LOST never happen there.
+ * already. A lock is never reported HELD on a session that is known dead. On local: a grant cannot
+ * be lost while the process lives (the kernel keeps the flock), so IN_DOUBT and LOST never happen
+ * there.
  */
 typedef enum ik_hold_state {
     IK_HOLD_IDLE = 0,     /* neither held nor waited for */
@@ -561,11 +561,11 @@ typedef void (*ik_hold_cb)(void *ctx, ik_hold_state state, const char *why);
 /* What a caller learns about a grant. */
 typedef struct ik_hold_info {
     ik_hold_state state;
-    int64_t fence;     /* fencing token of the current grant (0: none) */
-    char node[512];    /* zk://: the full path of our node (chroot included), for
-                          zoo_multi checks; local: the file held; "" if none */
-    char session[64];  /* zk://: the session holding it ("0x..."); local: "" */
-    char why[160];     /* reason of the latest state change */
+    int64_t fence;    /* fencing token of the current grant (0: none) */
+    char node[512];   /* zk://: the full path of our node (chroot included), for
+                         zoo_multi checks; local: the file held; "" if none */
+    char session[64]; /* zk://: the session holding it ("0x..."); local: "" */
+    char why[160];    /* reason of the latest state change */
     /* zk://: the session timeout the server granted (a LOST notice comes at least a
      * third of it before anyone else can hold the grant); local: 0 */
     int64_t session_timeout_ms;
@@ -574,8 +574,8 @@ typedef struct ik_hold_info {
 typedef struct ik_lock_options {
     ik_hold_cb on_change; /* may be NULL */
     void *ctx;
-    const char *data;     /* stored in our node or ticket, for people looking at the
-                             contenders; NULL: "pid=PID host=HOST" */
+    const char *data; /* stored in our node or ticket, for people looking at the
+                         contenders; NULL: "pid=PID host=HOST" */
 } ik_lock_options;
 
 IK_EXTERN void ik_lock_options_init(ik_lock_options *o);

@@ -127,8 +127,9 @@ int ik__cmd_decode(const ik_cli_command *cmd, ik_cli_opts *o)
         ik_id_parts p;
         int err = ik_layout_decode(&l, ids.v[i], &p);
         if (err == IK_ERANGE) {
-            ik__cli_fail(cmd, "%" PRId64 " is not an ID of this layout: it has bits set above "
-                              "the layout's %u",
+            ik__cli_fail(cmd,
+                         "%" PRId64 " is not an ID of this layout: it has bits set above "
+                         "the layout's %u",
                          ids.v[i], l.time_bits + l.worker_bits + l.seq_bits);
             rc = IK_EXIT_FAIL;
             break;

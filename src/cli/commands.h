@@ -9,7 +9,7 @@
 #define IK_B(id) IK_OPT_BIT(IK_OPT_##id)
 
 /* Options every command that talks to the backend takes. */
-#define IK_COORD_OPTS                                                                            \
+#define IK_COORD_OPTS                                                                              \
     (IK_B(CONFIG) | IK_B(COORD) | IK_B(APP) | IK_B(ZK_SESSION_TIMEOUT) | IK_B(ZK_AUTH))
 
 #define IK_OPTS_SERVE                                                                              \
@@ -22,27 +22,27 @@
     (IK_B(CONFIG) | IK_B(SERVER) | IK_B(COUNT) | IK_B(BATCH) | IK_B(HTTP_TOKEN_FILE))
 #define IK_OPTS_DECODE (IK_B(CONFIG) | IK_B(LAYOUT) | IK_B(EPOCH) | IK_B(JSON) | IK_B(EXPIRY))
 #define IK_OPTS_WORKERS (IK_COORD_OPTS | IK_B(JSON))
-#define IK_OPTS_TAGS                                                                             \
+#define IK_OPTS_TAGS                                                                               \
     (IK_COORD_OPTS | IK_B(KIND) | IK_B(START) | IK_B(STEP) | IK_B(DESCRIPTION) | IK_B(JSON))
-#define IK_OPTS_LOCK                                                                             \
-    (IK_B(CONFIG) | IK_B(COORD) | IK_B(ZK_SESSION_TIMEOUT) | IK_B(ZK_AUTH) | IK_B(TIMEOUT) |     \
+#define IK_OPTS_LOCK                                                                               \
+    (IK_B(CONFIG) | IK_B(COORD) | IK_B(ZK_SESSION_TIMEOUT) | IK_B(ZK_AUTH) | IK_B(TIMEOUT) |       \
      IK_B(GRACE))
-#define IK_OPTS_ELECT                                                                            \
-    (IK_B(CONFIG) | IK_B(COORD) | IK_B(ZK_SESSION_TIMEOUT) | IK_B(ZK_AUTH) | IK_B(ID) |          \
+#define IK_OPTS_ELECT                                                                              \
+    (IK_B(CONFIG) | IK_B(COORD) | IK_B(ZK_SESSION_TIMEOUT) | IK_B(ZK_AUTH) | IK_B(ID) |            \
      IK_B(ONCE) | IK_B(GRACE))
 #define IK_OPTS_VERSION 0
 #define IK_OPTS_HELP 0
 
 /* X(name, OPTIONS) for every command, in the order of `idkeeper help`. */
-#define IK_CLI_COMMANDS(X)                                                                       \
-    X(serve, IK_OPTS_SERVE)                                                                      \
-    X(next, IK_OPTS_NEXT)                                                                        \
-    X(decode, IK_OPTS_DECODE)                                                                    \
-    X(workers, IK_OPTS_WORKERS)                                                                  \
-    X(tags, IK_OPTS_TAGS)                                                                        \
-    X(lock, IK_OPTS_LOCK)                                                                        \
-    X(elect, IK_OPTS_ELECT)                                                                      \
-    X(version, IK_OPTS_VERSION)                                                                  \
+#define IK_CLI_COMMANDS(X)                                                                         \
+    X(serve, IK_OPTS_SERVE)                                                                        \
+    X(next, IK_OPTS_NEXT)                                                                          \
+    X(decode, IK_OPTS_DECODE)                                                                      \
+    X(workers, IK_OPTS_WORKERS)                                                                    \
+    X(tags, IK_OPTS_TAGS)                                                                          \
+    X(lock, IK_OPTS_LOCK)                                                                          \
+    X(elect, IK_OPTS_ELECT)                                                                        \
+    X(version, IK_OPTS_VERSION)                                                                    \
     X(help, IK_OPTS_HELP)
 
 #endif

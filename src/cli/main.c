@@ -86,7 +86,8 @@ static const ik_cli_command commands[] = {
      IK_OPTS_ELECT},
     {"version", ik__cmd_version, "print the versions of idkeeper and of its libraries", "version",
      NULL, IK_OPTS_VERSION},
-    {"help", cmd_help, "explain idkeeper or one of its commands", "help [COMMAND]", NULL, IK_OPTS_HELP},
+    {"help", cmd_help, "explain idkeeper or one of its commands", "help [COMMAND]", NULL,
+     IK_OPTS_HELP},
 };
 
 #define NCOMMANDS (sizeof commands / sizeof commands[0])

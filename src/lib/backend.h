@@ -33,17 +33,17 @@ typedef struct ik__slot_request {
     const char *identity;
     uint32_t worker_min, worker_max; /* inclusive */
     ik_slot_choice choice;
-    int64_t new_record_ms;           /* record to write on success (backend writes the
-                                        max of this and the record it finds) */
+    int64_t new_record_ms; /* record to write on success (backend writes the
+                              max of this and the record it finds) */
 } ik__slot_request;
 
 typedef struct ik__slot_grant {
     uint32_t worker;
-    int64_t old_record_ms;           /* the record found (0: none): the floor */
-    int64_t record_ms;               /* the record now written: the first ceiling */
-    int64_t since_ms;                /* Unix ms the slot was taken */
-    int64_t valid_until_mono_ns;     /* lease proven until (IK_FOREVER on local) */
-    void *handle;                    /* backend's per-slot state */
+    int64_t old_record_ms;       /* the record found (0: none): the floor */
+    int64_t record_ms;           /* the record now written: the first ceiling */
+    int64_t since_ms;            /* Unix ms the slot was taken */
+    int64_t valid_until_mono_ns; /* lease proven until (IK_FOREVER on local) */
+    void *handle;                /* backend's per-slot state */
 } ik__slot_grant;
 
 struct ik__backend_ops {
@@ -59,8 +59,8 @@ struct ik__backend_ops {
     /* Takes one free slot: the one the identity held last if free, else one by
      * req->choice. Atomic: two callers racing for one slot cannot both win.
      * IK_ENOSLOT with why naming the range and the holders if none is free. */
-    int (*slot_acquire)(ik__backend *b, const ik__slot_request *req, ik__slot_grant *out,
-                        char *why, size_t why_len);
+    int (*slot_acquire)(ik__backend *b, const ik__slot_request *req, ik__slot_grant *out, char *why,
+                        size_t why_len);
 
     /* Writes record_ms as the slot's time record, only if the slot is still ours.
      * 0: a write was acknowledged: *written_ms = the record it wrote (record_ms, or
@@ -123,7 +123,7 @@ ik__backend *ik__coord_backend(ik_coord *c);
 const ik_coord_options *ik__coord_options(const ik_coord *c);
 
 /* tags.c: advances a tag through c's backend, with the test write delay. */
-int ik__tag_advance(ik_coord *c, const char *app, const char *name, ik_tag_kind kind,
-                    int64_t delta, int64_t *first);
+int ik__tag_advance(ik_coord *c, const char *app, const char *name, ik_tag_kind kind, int64_t delta,
+                    int64_t *first);
 
 #endif

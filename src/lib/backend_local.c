@@ -281,7 +281,8 @@ static int local_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__
     }
     /* then every slot in range, lowest first or shuffled */
     size_t rest = n;
-    for (uint32_t i = 0; i < count; i++) order[n++] = req->worker_min + i;
+    for (uint32_t i = 0; i < count; i++)
+        order[n++] = req->worker_min + i;
     if (req->choice == IK_SLOT_RANDOM) {
         unsigned seed = (unsigned)(ik__mono_ns() ^ (getpid() * 2654435761u));
         for (size_t i = n - 1; i > rest; i--) {
@@ -406,8 +407,7 @@ static int local_slots_list(ik__backend *be, const char *app, ik_slot_info **out
         int rr = read_record(fd, &r);
         /* held if a holder has LOCK_EX; LOCK_SH|LOCK_NB tests that for an instant */
         int held = 0;
-        if (flock(fd, LOCK_SH | LOCK_NB))
-            held = errno == EWOULDBLOCK;
+        if (flock(fd, LOCK_SH | LOCK_NB)) held = errno == EWOULDBLOCK;
         close(fd);
         if (ik__grow((void **)&v, &cap, n, sizeof *v, 64)) {
             free(v);

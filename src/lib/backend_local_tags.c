@@ -21,19 +21,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *SCHEMA =
-    "PRAGMA journal_mode=WAL;"
-    "PRAGMA synchronous=FULL;"
-    "CREATE TABLE IF NOT EXISTS leaf_alloc ("
-    "  app TEXT NOT NULL,"
-    "  biz_tag TEXT NOT NULL,"
-    "  kind TEXT NOT NULL CHECK (kind IN ('segment', 'sequence')),"
-    "  start INTEGER NOT NULL CHECK (start >= 0),"
-    "  max_id INTEGER NOT NULL,"
-    "  step INTEGER NOT NULL CHECK (step >= 1),"
-    "  description TEXT NOT NULL DEFAULT '',"
-    "  update_time INTEGER NOT NULL," /* Unix ms */
-    "  PRIMARY KEY (app, biz_tag));";
+static const char *SCHEMA = "PRAGMA journal_mode=WAL;"
+                            "PRAGMA synchronous=FULL;"
+                            "CREATE TABLE IF NOT EXISTS leaf_alloc ("
+                            "  app TEXT NOT NULL,"
+                            "  biz_tag TEXT NOT NULL,"
+                            "  kind TEXT NOT NULL CHECK (kind IN ('segment', 'sequence')),"
+                            "  start INTEGER NOT NULL CHECK (start >= 0),"
+                            "  max_id INTEGER NOT NULL,"
+                            "  step INTEGER NOT NULL CHECK (step >= 1),"
+                            "  description TEXT NOT NULL DEFAULT '',"
+                            "  update_time INTEGER NOT NULL," /* Unix ms */
+                            "  PRIMARY KEY (app, biz_tag));";
 
 /* Opens the database on first use. Caller holds db_mu. */
 static int db_open(local_backend *b)
@@ -83,10 +82,10 @@ int ik__local_tag_create(ik__backend *be, const char *app, const ik_tag_info *t,
     pthread_mutex_lock(&b->db_mu);
     int rc = db_open(b);
     sqlite3_stmt *st = NULL;
-    if (rc == 0 &&
-        sqlite3_prepare_v2(b->db,
-                           "INSERT INTO leaf_alloc (app, " COLUMNS ") VALUES (?1,?2,?3,?4,?5,?6,?7,?8)",
-                           -1, &st, NULL) != SQLITE_OK)
+    if (rc == 0 && sqlite3_prepare_v2(b->db,
+                                      "INSERT INTO leaf_alloc (app, " COLUMNS
+                                      ") VALUES (?1,?2,?3,?4,?5,?6,?7,?8)",
+                                      -1, &st, NULL) != SQLITE_OK)
         rc = IK_ESTORE;
     if (rc == 0) {
         sqlite3_bind_text(st, 1, app, -1, SQLITE_STATIC);
@@ -117,10 +116,9 @@ int ik__local_tag_get(ik__backend *be, const char *app, const char *name, ik_tag
     pthread_mutex_lock(&b->db_mu);
     int rc = db_open(b);
     sqlite3_stmt *st = NULL;
-    if (rc == 0 && sqlite3_prepare_v2(b->db,
-                                      "SELECT " COLUMNS
-                                      " FROM leaf_alloc WHERE app = ?1 AND biz_tag = ?2",
-                                      -1, &st, NULL) != SQLITE_OK)
+    if (rc == 0 && sqlite3_prepare_v2(
+                       b->db, "SELECT " COLUMNS " FROM leaf_alloc WHERE app = ?1 AND biz_tag = ?2",
+                       -1, &st, NULL) != SQLITE_OK)
         rc = IK_ESTORE;
     if (rc == 0) {
         sqlite3_bind_text(st, 1, app, -1, SQLITE_STATIC);
@@ -144,10 +142,9 @@ int ik__local_tag_list(ik__backend *be, const char *app, ik_tag_info **out, size
     pthread_mutex_lock(&b->db_mu);
     int rc = db_open(b);
     sqlite3_stmt *st = NULL;
-    if (rc == 0 &&
-        sqlite3_prepare_v2(b->db,
-                           "SELECT " COLUMNS " FROM leaf_alloc WHERE app = ?1 ORDER BY biz_tag",
-                           -1, &st, NULL) != SQLITE_OK)
+    if (rc == 0 && sqlite3_prepare_v2(
+                       b->db, "SELECT " COLUMNS " FROM leaf_alloc WHERE app = ?1 ORDER BY biz_tag",
+                       -1, &st, NULL) != SQLITE_OK)
         rc = IK_ESTORE;
     ik_tag_info *v = NULL;
     size_t n = 0, cap = 0;
@@ -182,11 +179,12 @@ int ik__local_tag_advance(ik__backend *be, const char *app, const char *name, ik
     int rc = db_open(b);
     sqlite3_stmt *st = NULL;
     /* one statement, one transaction: the row is advanced and read atomically */
-    if (rc == 0 && sqlite3_prepare_v2(b->db,
-                                      "UPDATE leaf_alloc SET max_id = max_id + ?3, update_time = ?4 "
-                                      "WHERE app = ?1 AND biz_tag = ?2 AND kind = ?5 AND max_id <= ?6 "
-                                      "RETURNING max_id - ?3",
-                                      -1, &st, NULL) != SQLITE_OK)
+    if (rc == 0 &&
+        sqlite3_prepare_v2(b->db,
+                           "UPDATE leaf_alloc SET max_id = max_id + ?3, update_time = ?4 "
+                           "WHERE app = ?1 AND biz_tag = ?2 AND kind = ?5 AND max_id <= ?6 "
+                           "RETURNING max_id - ?3",
+                           -1, &st, NULL) != SQLITE_OK)
         rc = IK_ESTORE;
     if (rc == 0) {
         sqlite3_bind_text(st, 1, app, -1, SQLITE_STATIC);
@@ -211,7 +209,7 @@ int ik__local_tag_advance(ik__backend *be, const char *app, const char *name, ik
             int ext = sqlite3_extended_errcode(b->db);
             /* an I/O error during the commit may leave it done or not */
             rc = (ext & 0xff) == SQLITE_IOERR || (ext & 0xff) == SQLITE_FULL ? IK_EINDOUBT
-                                                                              : IK_ESTORE;
+                                                                             : IK_ESTORE;
         }
     }
     sqlite3_finalize(st);

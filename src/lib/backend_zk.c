@@ -78,10 +78,10 @@ typedef struct zk_backend zk_backend;
 typedef struct zk_conn {
     zk_backend *b;
     zhandle_t *zh;
-    unsigned gen;      /* backend's handle generation */
-    int state;         /* last ZOO_*_STATE from the watcher (0: none yet) */
-    int dead;          /* session expired or auth failed: the handle is unusable */
-    int64_t session;   /* session id once connected, else 0 */
+    unsigned gen;    /* backend's handle generation */
+    int state;       /* last ZOO_*_STATE from the watcher (0: none yet) */
+    int dead;        /* session expired or auth failed: the handle is unusable */
+    int64_t session; /* session id once connected, else 0 */
 } zk_conn;
 
 /* A held slot (the opaque handle of ik__slot_grant). */
@@ -89,16 +89,16 @@ typedef struct zk_slot zk_slot;
 typedef struct zk_wait zk_wait;
 
 struct zk_slot {
-    zk_slot *next;           /* b->slots */
+    zk_slot *next; /* b->slots */
     char *app, *identity;
     uint32_t worker;
     char slot_path[ZK_PATH_MAX], owner_path[ZK_PATH_MAX];
-    unsigned gen;            /* handle generation it was taken on */
-    int64_t session;         /* session that owns the owner node */
-    int version;             /* slot node version after our last acknowledged write */
-    int64_t czxid;           /* slot node identity (0: not known yet) */
-    int64_t found_ms;        /* record found at acquisition (the floor) */
-    int64_t record_ms;       /* highest record we know is written */
+    unsigned gen;      /* handle generation it was taken on */
+    int64_t session;   /* session that owns the owner node */
+    int version;       /* slot node version after our last acknowledged write */
+    int64_t czxid;     /* slot node identity (0: not known yet) */
+    int64_t found_ms;  /* record found at acquisition (the floor) */
+    int64_t record_ms; /* highest record we know is written */
     int64_t since_ms;
     int in_doubt;            /* a write's outcome is unknown (Z3) */
     int64_t proven_until_ns; /* set by the take: its send time + the safe window */
@@ -122,14 +122,14 @@ typedef struct zk_orphan {
 
 struct zk_backend {
     ik__backend base;
-    char *uri;        /* canonical */
-    char *hosts;      /* "h:p,h:p" (no chroot: paths are prefixed here) */
-    char *chroot;     /* "" or "/a/b" */
-    char *auth;       /* "user:password" or NULL */
-    int timeout_ms;   /* requested session timeout */
+    char *uri;      /* canonical */
+    char *hosts;    /* "h:p,h:p" (no chroot: paths are prefixed here) */
+    char *chroot;   /* "" or "/a/b" */
+    char *auth;     /* "user:password" or NULL */
+    int timeout_ms; /* requested session timeout */
     struct ACL acl_app[2], acl_shared[2];
     struct ACL_vector app_acl, shared_acl;
-    char *digest_id;  /* "user:base64(sha1(user:password))" */
+    char *digest_id; /* "user:base64(sha1(user:password))" */
 
     pthread_rwlock_t life; /* read: a call uses conn->zh; write: swap or close it */
     pthread_mutex_t mu;    /* guards conn fields, slots, gen */
@@ -140,9 +140,9 @@ struct zk_backend {
     zk_orphan *orphans;
     uint64_t rng;
 
-    pthread_mutex_t lmu;     /* guards listeners; held while they are called */
-    zk_listener *listeners;  /* session events for other modules (ik__zk_listen) */
-    ik__zk_tags *tags;       /* the tag store's state (backend_zk_tags.c) */
+    pthread_mutex_t lmu;    /* guards listeners; held while they are called */
+    zk_listener *listeners; /* session events for other modules (ik__zk_listen) */
+    ik__zk_tags *tags;      /* the tag store's state (backend_zk_tags.c) */
 };
 
 static uint64_t rng_next(zk_backend *b)
@@ -176,9 +176,12 @@ static int parse_hex64(const char *s, size_t n, int64_t *out)
     if (n < 3 || n > 18 || s[0] != '0' || s[1] != 'x') return -1;
     for (size_t i = 2; i < n; i++) {
         int d;
-        if (s[i] >= '0' && s[i] <= '9') d = s[i] - '0';
-        else if (s[i] >= 'a' && s[i] <= 'f') d = s[i] - 'a' + 10;
-        else return -1;
+        if (s[i] >= '0' && s[i] <= '9')
+            d = s[i] - '0';
+        else if (s[i] >= 'a' && s[i] <= 'f')
+            d = s[i] - 'a' + 10;
+        else
+            return -1;
         v = v << 4 | (uint64_t)d;
     }
     *out = (int64_t)v;
@@ -317,7 +320,8 @@ static zk_wait *wait_new(int n)
     ik__cond_init_mono(&w->cv);
     w->refs = 1;
     w->n = n;
-    for (int i = 0; i < n; i++) w->items[i].w = w;
+    for (int i = 0; i < n; i++)
+        w->items[i].w = w;
     return w;
 }
 
@@ -326,7 +330,8 @@ static void wait_put_locked_unlock(zk_wait *w)
     int last = --w->refs == 0;
     pthread_mutex_unlock(&w->mu);
     if (!last) return;
-    for (int i = 0; i < w->n; i++) free(w->items[i].data);
+    for (int i = 0; i < w->n; i++)
+        free(w->items[i].data);
     pthread_cond_destroy(&w->cv);
     pthread_mutex_destroy(&w->mu);
     free(w);
@@ -428,7 +433,8 @@ static void conn_watcher(zhandle_t *zh, int type, int state, const char *path, v
     /* outside mu: a listener takes its own locks, and those may be held while
      * ik__zk_session_get takes mu */
     pthread_mutex_lock(&b->lmu);
-    for (zk_listener *l = b->listeners; l; l = l->next) l->fn(l->ctx, c->gen, state);
+    for (zk_listener *l = b->listeners; l; l = l->next)
+        l->fn(l->ctx, c->gen, state);
     pthread_mutex_unlock(&b->lmu);
 }
 
@@ -625,12 +631,12 @@ void ik__zk_parse_fields(const char *d, int len, ik__zk_fields *f)
     }
 }
 
-int ik__zk_format_slot(char *buf, size_t len, int64_t record_ms, int64_t since_ms,
-                            int64_t session, const char *identity)
+int ik__zk_format_slot(char *buf, size_t len, int64_t record_ms, int64_t since_ms, int64_t session,
+                       const char *identity)
 {
-    int n = snprintf(buf, len, "record_ms=%" PRId64 "\nsince_ms=%" PRId64
-                               "\nsession=0x%" PRIx64 "\nholder=%s\n",
-                     record_ms, since_ms, (uint64_t)session, identity);
+    int n = snprintf(
+        buf, len, "record_ms=%" PRId64 "\nsince_ms=%" PRId64 "\nsession=0x%" PRIx64 "\nholder=%s\n",
+        record_ms, since_ms, (uint64_t)session, identity);
     return n < 0 || (size_t)n >= len ? -1 : n;
 }
 
@@ -642,8 +648,8 @@ static int format_owner_data(char *buf, size_t len, int64_t since_ms, int64_t se
     host[sizeof host - 1] = '\0';
     for (char *c = host; *c; c++)
         if ((unsigned char)*c < 0x20) *c = '?';
-    int n = snprintf(buf, len, "pid=%ld\nhost=%s\nsince_ms=%" PRId64
-                               "\nsession=0x%" PRIx64 "\nidentity=%s\n",
+    int n = snprintf(buf, len,
+                     "pid=%ld\nhost=%s\nsince_ms=%" PRId64 "\nsession=0x%" PRIx64 "\nidentity=%s\n",
                      (long)getpid(), host, since_ms, (uint64_t)session, identity);
     return n < 0 || (size_t)n >= len ? -1 : n;
 }
@@ -755,8 +761,10 @@ int ik__zk_wset_add(ik__zk_wset *s, uint32_t w)
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
         if (s->v[mid] == w) return 0;
-        if (s->v[mid] < w) lo = mid + 1;
-        else hi = mid;
+        if (s->v[mid] < w)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     if (s->n == s->cap) {
         size_t cap = s->cap ? s->cap * 2 : 64;
@@ -777,8 +785,10 @@ int ik__zk_wset_has(const ik__zk_wset *s, uint32_t w)
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
         if (s->v[mid] == w) return 1;
-        if (s->v[mid] < w) lo = mid + 1;
-        else hi = mid;
+        if (s->v[mid] < w)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     return 0;
 }
@@ -788,8 +798,10 @@ uint32_t ik__zk_wset_nth_free(const ik__zk_wset *s, uint32_t lo, uint64_t k)
     uint64_t w = lo + k;
     for (size_t i = 0; i < s->n; i++) {
         if (s->v[i] < lo) continue;
-        if (s->v[i] <= w) w++;
-        else break;
+        if (s->v[i] <= w)
+            w++;
+        else
+            break;
     }
     return (uint32_t)w;
 }
@@ -820,13 +832,13 @@ static int list_workers(zk_conn *c, const char *dir, uint32_t lo, uint32_t hi, i
  */
 typedef struct zk_node {
     uint32_t worker;
-    int gone;            /* listed, then not found */
-    int readable;        /* record parsed */
+    int gone;     /* listed, then not found */
+    int readable; /* record parsed */
     int version;
     int64_t czxid;
-    ik__zk_fields slot;  /* record, last holder */
-    int held;            /* an owner node exists */
-    int owner_known;     /* owner data read */
+    ik__zk_fields slot;    /* record, last holder */
+    int held;              /* an owner node exists */
+    int owner_known;       /* owner data read */
     int64_t owner_session; /* ephemeralOwner of the owner node */
     int owner_version;
     ik__zk_fields owner;
@@ -883,8 +895,10 @@ static int scan_slots(zk_backend *b, zk_conn *c, const char *app, uint32_t lo, u
                 zk_item *it = &w->items[i];
                 zk_node *nd = &nodes[i];
                 if (it->rc == ZNONODE) {
-                    if (round == 0) nd->gone = 1; /* deleted since the listing */
-                    else nd->held = 0;            /* freed since the listing */
+                    if (round == 0)
+                        nd->gone = 1; /* deleted since the listing */
+                    else
+                        nd->held = 0; /* freed since the listing */
                     continue;
                 }
                 if (it->rc != ZOK) {
@@ -1081,13 +1095,13 @@ static int try_take(zk_backend *b, zk_conn *c, const ik__slot_request *req, uint
     if (exists)
         zoo_set_op_init(&ops[0], s->slot_path, slot_data, sl, st.version, &wst);
     else
-        zoo_create_op_init(&ops[0], s->slot_path, slot_data, sl, &b->app_acl, ZOO_PERSISTENT,
-                           NULL, 0);
+        zoo_create_op_init(&ops[0], s->slot_path, slot_data, sl, &b->app_acl, ZOO_PERSISTENT, NULL,
+                           0);
     if (adopt_owner_version >= 0) {
         zoo_set_op_init(&ops[1], s->owner_path, owner_data, ol, adopt_owner_version, NULL);
     } else {
-        zoo_create_op_init(&ops[1], s->owner_path, owner_data, ol, &b->app_acl, ZOO_EPHEMERAL,
-                           NULL, 0);
+        zoo_create_op_init(&ops[1], s->owner_path, owner_data, ol, &b->app_acl, ZOO_EPHEMERAL, NULL,
+                           0);
         if (id->worker != (int)w || !id->exists) {
             if (id->exists)
                 zoo_set_op_init(&ops[2], id->path, id_data, il, -1, NULL);
@@ -1191,8 +1205,8 @@ static int read_ident(zk_conn *c, zk_ident *id, char *why, size_t why_len)
 
 /* Writes "no free worker slot: all N slots of app A in LO-HI are held: 0 by a, ..."
  * into why, naming as many holders as fit. */
-static void describe_holders(zk_backend *b, zk_conn *c, const ik__slot_request *req,
-                             uint64_t range, char *why, size_t why_len)
+static void describe_holders(zk_backend *b, zk_conn *c, const ik__slot_request *req, uint64_t range,
+                             char *why, size_t why_len)
 {
     if (!why || why_len == 0) return;
     zk_node *nodes = NULL;
@@ -1204,7 +1218,8 @@ static void describe_holders(zk_backend *b, zk_conn *c, const ik__slot_request *
     if (len >= why_len) return;
     if (scan_slots(b, c, req->app, req->worker_min, req->worker_max, &nodes, &n, NULL, 0)) return;
     size_t shown = 0, total = 0;
-    for (size_t i = 0; i < n; i++) total += nodes[i].held || !nodes[i].readable;
+    for (size_t i = 0; i < n; i++)
+        total += nodes[i].held || !nodes[i].readable;
     for (size_t i = 0; i < n; i++) {
         const zk_node *nd = &nodes[i];
         if (!nd->held && nd->readable) continue;
@@ -1268,8 +1283,10 @@ static int acquire_pass(zk_backend *b, zk_conn *c, const ik__slot_request *req, 
         }
         if (erc == ZNONODE || ost.ephemeralOwner != session) continue;
         int t = try_take(b, c, req, w, id, ost.version, s, why, why_len);
-        if (t == TAKE_OK) rc = IK_OK;
-        else if (t < 0) rc = t;
+        if (t == TAKE_OK)
+            rc = IK_OK;
+        else if (t < 0)
+            rc = t;
         /* an answer lost (t < 0), or ours with data we cannot adopt: keep it */
         if (t != TAKE_OK) remember_orphan(b, req->app, w, session);
     }
@@ -1293,11 +1310,15 @@ static int acquire_pass(zk_backend *b, zk_conn *c, const ik__slot_request *req, 
         }
         /* 2. The slot this identity took last, if free (SPEC 3 rule 3). */
         if (id->worker >= 0 && (uint32_t)id->worker >= req->worker_min &&
-            (uint32_t)id->worker <= req->worker_max && !ik__zk_wset_has(busy_set, (uint32_t)id->worker)) {
+            (uint32_t)id->worker <= req->worker_max &&
+            !ik__zk_wset_has(busy_set, (uint32_t)id->worker)) {
             int t = try_take(b, c, req, (uint32_t)id->worker, id, -1, s, why, why_len);
-            if (t == TAKE_OK) rc = IK_OK;
-            else if (t < 0) rc = t;
-            else if (ik__zk_wset_add(busy_set, (uint32_t)id->worker)) rc = IK_ENOMEM;
+            if (t == TAKE_OK)
+                rc = IK_OK;
+            else if (t < 0)
+                rc = t;
+            else if (ik__zk_wset_add(busy_set, (uint32_t)id->worker))
+                rc = IK_ENOMEM;
         }
         /* 3. Any free slot, by req->choice. */
         while (rc == IK_ENOSLOT && busy_set->n < range) {
@@ -1309,9 +1330,12 @@ static int acquire_pass(zk_backend *b, zk_conn *c, const ik__slot_request *req, 
             }
             w = ik__zk_wset_nth_free(busy_set, req->worker_min, k);
             int t = try_take(b, c, req, w, id, -1, s, why, why_len);
-            if (t == TAKE_OK) rc = IK_OK;
-            else if (t < 0) rc = t;
-            else if (ik__zk_wset_add(busy_set, w)) rc = IK_ENOMEM;
+            if (t == TAKE_OK)
+                rc = IK_OK;
+            else if (t < 0)
+                rc = t;
+            else if (ik__zk_wset_add(busy_set, w))
+                rc = IK_ENOMEM;
         }
     }
     return rc;
@@ -1426,7 +1450,7 @@ static int send_write(zk_conn *c, zk_slot *s, int64_t record_ms, int release, zk
     if (!w) return IK_ENOMEM;
     zk_item *it = &w->items[0];
     it->buf_len = ik__zk_format_slot(it->buf, sizeof it->buf, record_ms, s->since_ms, s->session,
-                                   s->identity);
+                                     s->identity);
     if (it->buf_len < 0) {
         wait_put(w);
         return IK_EINVAL;
@@ -1497,8 +1521,8 @@ static int slot_session_check(zk_backend *b, zk_conn *c, const zk_slot *s)
 {
     pthread_mutex_lock(&b->mu);
     int rc = (c->gen != s->gen || c->dead || c->session != s->session) ? IK_ELOST
-             : c->state != ZOO_CONNECTED_STATE                          ? IK_EINDOUBT
-                                                                        : IK_OK;
+             : c->state != ZOO_CONNECTED_STATE                         ? IK_EINDOUBT
+                                                                       : IK_OK;
     pthread_mutex_unlock(&b->mu);
     return rc;
 }
@@ -1611,8 +1635,10 @@ static int zk_slot_release(ik__backend *be, void *handle, int64_t record_ms)
     int rc = slot_session_check(b, c, s);
     if (rc == IK_EINDOUBT) {
         rc = conn_wait(b, c, release_wait_ms(c) * 2);
-        if (rc == IK_OK) rc = slot_session_check(b, c, s);
-        else if (rc == IK_ESTORE) rc = IK_EINDOUBT;
+        if (rc == IK_OK)
+            rc = slot_session_check(b, c, s);
+        else if (rc == IK_ESTORE)
+            rc = IK_EINDOUBT;
     }
     zk_proof unused;
     if (rc == IK_OK) rc = settle_pending(c, s, release_wait_ms(c), &unused);
@@ -1622,11 +1648,15 @@ static int zk_slot_release(ik__backend *be, void *handle, int64_t record_ms)
         zk_wait *w;
         rc = send_write(c, s, record_ms, 1, &w);
         if (rc) break;
-        if (!wait_all(w, connect_wait_ms(b))) rc = IK_EINDOUBT;
-        else rc = settle(c, s, &w->items[0]);
+        if (!wait_all(w, connect_wait_ms(b)))
+            rc = IK_EINDOUBT;
+        else
+            rc = settle(c, s, &w->items[0]);
         wait_put(w);
-        if (rc == SETTLE_RETRY) rc = IK_OK;
-        else break;
+        if (rc == SETTLE_RETRY)
+            rc = IK_OK;
+        else
+            break;
     }
     pthread_rwlock_unlock(&b->life);
     slot_free(b, s);
@@ -1748,8 +1778,10 @@ static void zk_session_desc(ik__backend *be, char *buf, size_t len)
     int64_t s = b->conn ? b->conn->session : 0;
     int dead = b->conn ? b->conn->dead : 0;
     pthread_mutex_unlock(&b->mu);
-    if (s == 0) buf[0] = '\0';
-    else snprintf(buf, len, "0x%" PRIx64 "%s", (uint64_t)s, dead ? " (expired)" : "");
+    if (s == 0)
+        buf[0] = '\0';
+    else
+        snprintf(buf, len, "0x%" PRIx64 "%s", (uint64_t)s, dead ? " (expired)" : "");
 }
 
 /* ------------------------------------------------------------------------------
@@ -1766,7 +1798,8 @@ static void zk_close(ik__backend *be)
     pthread_mutex_unlock(&b->mu);
     pthread_rwlock_unlock(&b->life);
     conn_close(c);
-    while (b->slots) slot_free(b, b->slots);
+    while (b->slots)
+        slot_free(b, b->slots);
     while (b->orphans) {
         zk_orphan *o = b->orphans;
         b->orphans = o->next;
@@ -1807,7 +1840,8 @@ static int zk_open(const char *uri, const ik_coord_options *o, ik__backend **out
     if (rc) goto fail;
     b->timeout_ms = o && o->zk_session_timeout_ms ? o->zk_session_timeout_ms : 10000;
     if (b->timeout_ms < 100 || b->timeout_ms > 3600000) {
-        rc = ik__fail(IK_EINVAL, why, why_len, "ZooKeeper session timeout must be 100 to 3600000 ms");
+        rc = ik__fail(IK_EINVAL, why, why_len,
+                      "ZooKeeper session timeout must be 100 to 3600000 ms");
         goto fail;
     }
     if (o && o->zk_auth && *o->zk_auth) {

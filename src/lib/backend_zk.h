@@ -28,8 +28,8 @@ typedef struct ik__zk_fields {
 void ik__zk_parse_fields(const char *data, int len, ik__zk_fields *f);
 
 /* Writes a slot node's data into buf; its length, or -1 if it does not fit. */
-int ik__zk_format_slot(char *buf, size_t len, int64_t record_ms, int64_t since_ms,
-                       int64_t session, const char *identity);
+int ik__zk_format_slot(char *buf, size_t len, int64_t record_ms, int64_t since_ms, int64_t session,
+                       const char *identity);
 
 /* ZooKeeper result codes (ZCONNECTIONLOSS, ...) that mean "no answer: the request
  * may or may not have been applied". */
@@ -117,8 +117,8 @@ int ik__zk_tag_create(struct ik__backend *be, const char *app, const ik_tag_info
                       size_t why_len);
 int ik__zk_tag_get(struct ik__backend *be, const char *app, const char *name, ik_tag_info *out);
 int ik__zk_tag_list(struct ik__backend *be, const char *app, ik_tag_info **out, size_t *n);
-int ik__zk_tag_advance(struct ik__backend *be, const char *app, const char *name,
-                       ik_tag_kind kind, int64_t delta, int64_t *first);
+int ik__zk_tag_advance(struct ik__backend *be, const char *app, const char *name, ik_tag_kind kind,
+                       int64_t delta, int64_t *first);
 
 /* The pure parts, for tests/unit/test_zk_tags.c. A counter node's data: bytes 0-7
  * max_id big-endian, then "since=V" and "w=NONCE:COUNT:MS" lines (the writer table:
@@ -151,8 +151,8 @@ int ik__zk_counter_format(char *buf, size_t cap, const ik__zk_counter *n);
 /* The node a write made at old (read at old->version) writes: max_id + delta, the
  * line NONCE:COUNT:old->mtime first, our older line and stale lines dropped, since
  * moved up if the table restarts or is full. */
-void ik__zk_counter_next(const ik__zk_counter *old, uint64_t nonce, uint64_t count,
-                         int64_t delta, ik__zk_counter *out);
+void ik__zk_counter_next(const ik__zk_counter *old, uint64_t nonce, uint64_t count, int64_t delta,
+                         ik__zk_counter *out);
 
 /* Writes whose answers were lost, all made at one version V, so that at most one of
  * them can have applied, and each would have recorded [first, first + delta). */

@@ -101,17 +101,17 @@
  */
 typedef struct zt_tag zt_tag;
 struct zt_tag {
-    zt_tag *next;    /* stripe chain */
-    int refs;        /* under the stripe's mutex */
+    zt_tag *next; /* stripe chain */
+    int refs;     /* under the stripe's mutex */
     char app[65];
     char name[IK_TAG_NAME_MAX + 1];
 
     pthread_mutex_t mu; /* one advance at a time (T2); guards what follows */
     int have_kind;
     ik_tag_kind kind;
-    int64_t czxid;      /* of the node the kind was read from */
-    int cached;         /* node is the counter as we last wrote it */
-    int contended;      /* the last advance met another writer: read first */
+    int64_t czxid; /* of the node the kind was read from */
+    int cached;    /* node is the counter as we last wrote it */
+    int contended; /* the last advance met another writer: read first */
     ik__zk_counter node;
     ik__zk_doubt doubt;
 };
@@ -141,7 +141,8 @@ ik__zk_tags *ik__zk_tags_new(void)
     t->nonce = r[0] ? r[0] : 1;
     atomic_init(&t->count, 0);
     atomic_init(&t->rng, r[1] | 1);
-    for (int i = 0; i < STRIPES; i++) pthread_mutex_init(&t->stripe[i].mu, NULL);
+    for (int i = 0; i < STRIPES; i++)
+        pthread_mutex_init(&t->stripe[i].mu, NULL);
     return t;
 }
 
@@ -171,9 +172,11 @@ static uint64_t rnd(ik__zk_tags *t)
 static unsigned stripe_of(const char *app, const char *name)
 {
     uint32_t h = 2166136261u;
-    for (const char *s = app; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
+    for (const char *s = app; *s; s++)
+        h = (h ^ (unsigned char)*s) * 16777619u;
     h = (h ^ '/') * 16777619u;
-    for (const char *s = name; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
+    for (const char *s = name; *s; s++)
+        h = (h ^ (unsigned char)*s) * 16777619u;
     return h % STRIPES;
 }
 
@@ -226,7 +229,7 @@ typedef struct zt_req {
     zt_batch *b;
     int done, rc;
     struct Stat st;
-    char *data;                /* aget: a NUL-terminated copy */
+    char *data; /* aget: a NUL-terminated copy */
     int len;
     struct String_vector kids; /* aget_children */
     zoo_op_t ops[2];           /* amulti */
@@ -248,7 +251,8 @@ static zt_batch *batch_new(int n)
     ik__cond_init_mono(&b->cv);
     b->refs = 1;
     b->n = n;
-    for (int i = 0; i < n; i++) b->r[i].b = b;
+    for (int i = 0; i < n; i++)
+        b->r[i].b = b;
     return b;
 }
 
@@ -392,13 +396,15 @@ static int session_gone(int zrc)
 static void put_be64(unsigned char *p, int64_t v)
 {
     uint64_t u = (uint64_t)v;
-    for (int i = 7; i >= 0; i--, u >>= 8) p[i] = (unsigned char)u;
+    for (int i = 7; i >= 0; i--, u >>= 8)
+        p[i] = (unsigned char)u;
 }
 
 static int64_t get_be64(const unsigned char *p)
 {
     uint64_t u = 0;
-    for (int i = 0; i < 8; i++) u = u << 8 | p[i];
+    for (int i = 0; i < 8; i++)
+        u = u << 8 | p[i];
     return (int64_t)u;
 }
 
@@ -409,9 +415,12 @@ static int parse_u64(const char *s, size_t n, int base, uint64_t *out)
     if (n == 0 || n > (base == 16 ? 16u : 19u)) return -1;
     for (size_t i = 0; i < n; i++) {
         int d;
-        if (s[i] >= '0' && s[i] <= '9') d = s[i] - '0';
-        else if (base == 16 && s[i] >= 'a' && s[i] <= 'f') d = s[i] - 'a' + 10;
-        else return -1;
+        if (s[i] >= '0' && s[i] <= '9')
+            d = s[i] - '0';
+        else if (base == 16 && s[i] >= 'a' && s[i] <= 'f')
+            d = s[i] - 'a' + 10;
+        else
+            return -1;
         v = v * (uint64_t)base + (uint64_t)d;
     }
     *out = v;
@@ -477,7 +486,7 @@ int ik__zk_counter_format(char *buf, size_t cap, const ik__zk_counter *n)
 /* The node our write will make from `old` (read at its version, with its mtime):
  * max_id + delta, our line first, stale lines dropped (see the top of the file). */
 void ik__zk_counter_next(const ik__zk_counter *old, uint64_t nonce, uint64_t count, int64_t delta,
-                      ik__zk_counter *out)
+                         ik__zk_counter *out)
 {
     out->max_id = old->max_id + delta;
     out->has_table = 1;
@@ -500,8 +509,7 @@ void ik__zk_counter_next(const ik__zk_counter *old, uint64_t nonce, uint64_t cou
 }
 
 /* meta: key=value lines, the description last (it takes the rest of the data). */
-static int format_meta(char *buf, size_t cap, const ik_tag_info *t, uint64_t nonce,
-                       uint64_t count)
+static int format_meta(char *buf, size_t cap, const ik_tag_info *t, uint64_t nonce, uint64_t count)
 {
     int k = snprintf(buf, cap,
                      "kind=%s\nstart=%" PRId64 "\nstep=%" PRId64 "\ncreated_ms=%" PRId64
@@ -552,8 +560,8 @@ static void parse_meta(const char *d, int len, zt_meta *m)
                    u <= INT64_MAX) {
             m->start = (int64_t)u;
             m->has_start = 1;
-        } else if (kl == 4 && !memcmp(p, "step", 4) && parse_u64(v, vl, 10, &u) == 0 &&
-                   u >= 1 && u <= INT64_MAX) {
+        } else if (kl == 4 && !memcmp(p, "step", 4) && parse_u64(v, vl, 10, &u) == 0 && u >= 1 &&
+                   u <= INT64_MAX) {
             m->step = (int64_t)u;
             m->has_step = 1;
         } else if (kl == 10 && !memcmp(p, "created_ms", 10) && parse_u64(v, vl, 10, &u) == 0 &&
@@ -819,8 +827,10 @@ static int list_pass(const ik__zk_session *s, const char *app, ik_tag_info **out
         for (int i = 0; i < nk && zrc == ZOK; i++) {
             zt_req *c = &b->r[2 * i], *mr = &b->r[2 * i + 1];
             if (c->rc == ZNONODE || mr->rc == ZNONODE) continue; /* gone, or not a tag */
-            if (c->rc != ZOK) zrc = c->rc;
-            else if (mr->rc != ZOK) zrc = mr->rc;
+            if (c->rc != ZOK)
+                zrc = c->rc;
+            else if (mr->rc != ZOK)
+                zrc = mr->rc;
             if (zrc != ZOK) break;
             ik__zk_counter nd;
             zt_meta m;
@@ -894,7 +904,8 @@ static int ensure_tags_dir(const ik__zk_session *s, const zt_acls *a, const char
 int ik__zk_tag_create(ik__backend *be, const char *app, const ik_tag_info *t, char *why,
                       size_t why_len)
 {
-    if (!app_ok(app) || !t || !name_ok(t->name)) return ik__fail(IK_EINVAL, why, why_len, "bad app or tag name");
+    if (!app_ok(app) || !t || !name_ok(t->name))
+        return ik__fail(IK_EINVAL, why, why_len, "bad app or tag name");
     ik__zk_tags *zt = ik__zk_tags_of(be);
     uint64_t count = atomic_fetch_add(&zt->count, 1) + 1;
     char meta[ZT_DATA_MAX], counter[64];
@@ -954,7 +965,8 @@ int ik__zk_tag_create(ik__backend *be, const char *app, const ik_tag_info *t, ch
         ik__zk_session_put(be);
         if (zrc == ZOK) return IK_OK;
         if (zrc == ZNODEEXISTS) {
-            if (!in_doubt) return ik__fail(IK_EEXIST, why, why_len, "tag %s exists already", t->name);
+            if (!in_doubt)
+                return ik__fail(IK_EEXIST, why, why_len, "tag %s exists already", t->name);
             continue; /* ours, made by the write in doubt? read it */
         }
         if (zrc == ZNOAUTH)
@@ -988,7 +1000,8 @@ int ik__zk_doubt_resolve(const ik__zk_doubt *d, const ik__zk_counter *n, uint64_
 {
     if (n->czxid != d->czxid || n->version < d->version) return IK__ZK_UNKNOWN;
     if (n->version == d->version) return IK__ZK_PENDING;
-    if (!n->has_table || n->since > d->version || n->mtime - d->mtime >= TRUST_MS) return IK__ZK_UNKNOWN;
+    if (!n->has_table || n->since > d->version || n->mtime - d->mtime >= TRUST_MS)
+        return IK__ZK_UNKNOWN;
     for (int i = 0; i < n->nw; i++) {
         if (n->w[i].nonce != nonce) continue;
         for (int j = 0; j < d->n; j++)
@@ -1069,7 +1082,8 @@ static int advance_locked(ik__backend *be, ik__zk_tags *zt, zt_tag *g, ik_tag_ki
                           int64_t delta, int64_t *first)
 {
     ik__zk_doubt *d = &g->doubt;
-    for (int i = 0; i < d->n; i++) d->w[i].this_call = 0; /* an earlier call's doubt */
+    for (int i = 0; i < d->n; i++)
+        d->w[i].this_call = 0; /* an earlier call's doubt */
     int64_t connect_ms, budget = session_budget_ms(be, &connect_ms);
     int64_t t0 = ik__mono_ns(), deadline = t0 + budget * 1000000;
     int conflicts = 0, extended = 0;

@@ -55,8 +55,7 @@ static int check_zk_uri(const char *uri, char *why, size_t why_len)
         }
         size_t plen = (size_t)(he - colon - 1);
         long port = 0;
-        if (plen == 0 || plen > 5)
-            return ik__fail(IK_EURI, why, why_len, "bad port in %s", uri);
+        if (plen == 0 || plen > 5) return ik__fail(IK_EURI, why, why_len, "bad port in %s", uri);
         for (const char *c = colon + 1; c < he; c++) {
             if (*c < '0' || *c > '9') return ik__fail(IK_EURI, why, why_len, "bad port in %s", uri);
             port = port * 10 + (*c - '0');
@@ -78,7 +77,8 @@ static int check_zk_uri(const char *uri, char *why, size_t why_len)
                 se++;
             }
             size_t sl = (size_t)(se - seg);
-            if (sl == 0 || (sl == 1 && seg[0] == '.') || (sl == 2 && seg[0] == '.' && seg[1] == '.'))
+            if (sl == 0 || (sl == 1 && seg[0] == '.') ||
+                (sl == 2 && seg[0] == '.' && seg[1] == '.'))
                 return ik__fail(IK_EURI, why, why_len, "bad zk chroot path in %s", uri);
             c = se;
         }
@@ -123,7 +123,8 @@ int ik_coord_open(const char *uri, const ik_coord_options *o, ik_coord **out, ch
     const char *scheme_end = strchr(uri, ':');
     size_t slen = (size_t)(scheme_end - uri);
     for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++) {
-        if (strlen(backends[i]->scheme) != slen || strncmp(uri, backends[i]->scheme, slen)) continue;
+        if (strlen(backends[i]->scheme) != slen || strncmp(uri, backends[i]->scheme, slen))
+            continue;
         ik_coord *c = calloc(1, sizeof *c);
         if (!c) return IK_ENOMEM;
         c->opts = *o;

@@ -27,7 +27,8 @@ int ik__ids_waiter_finish(ik__ids_waiter *w, int rc)
 {
     if (rc == IK_PENDING) {
         pthread_mutex_lock(&w->mu);
-        while (!w->done) pthread_cond_wait(&w->cv, &w->mu);
+        while (!w->done)
+            pthread_cond_wait(&w->cv, &w->mu);
         rc = w->status;
         pthread_mutex_unlock(&w->mu);
     }

@@ -46,8 +46,8 @@ int64_t ik_layout_ticks_at(const ik_layout *l, int64_t wall_ms)
 int ik_layout_check(const ik_layout *l, int64_t now_ms, char *why, size_t why_len)
 {
     if (l->unit_ms != 1 && l->unit_ms != 10 && l->unit_ms != 1000)
-        return ik__fail(IK_ELAYOUT, why, why_len, "time unit must be 1ms, 10ms or 1s, not %" PRId64 "ms",
-                        l->unit_ms);
+        return ik__fail(IK_ELAYOUT, why, why_len,
+                        "time unit must be 1ms, 10ms or 1s, not %" PRId64 "ms", l->unit_ms);
     if (l->time_bits + l->worker_bits + l->seq_bits > 63)
         return ik__fail(IK_ELAYOUT, why, why_len,
                         "time, worker and sequence bits must sum to 63 or fewer, not %u+%u+%u=%u",
@@ -65,8 +65,8 @@ int ik_layout_check(const ik_layout *l, int64_t now_ms, char *why, size_t why_le
     uint32_t wmax = (1u << l->worker_bits) - 1;
     if (l->worker_min > l->worker_max || l->worker_max > wmax)
         return ik__fail(IK_ELAYOUT, why, why_len,
-                        "worker range %" PRIu32 "-%" PRIu32 " does not fit %u worker bits (0-%" PRIu32
-                        ")",
+                        "worker range %" PRIu32 "-%" PRIu32
+                        " does not fit %u worker bits (0-%" PRIu32 ")",
                         l->worker_min, l->worker_max, l->worker_bits, wmax);
     if (l->seq_random_bound > (1u << (l->seq_bits - 1)))
         return ik__fail(IK_ELAYOUT, why, why_len,
@@ -74,8 +74,8 @@ int ik_layout_check(const ik_layout *l, int64_t now_ms, char *why, size_t why_le
                         " is above half the sequence range (%u)",
                         l->seq_random_bound, 1u << (l->seq_bits - 1));
     if (l->epoch_ms < 0 || l->epoch_ms > now_ms)
-        return ik__fail(IK_ELAYOUT, why, why_len,
-                        "epoch %" PRId64 " must lie between 1970 and now", l->epoch_ms);
+        return ik__fail(IK_ELAYOUT, why, why_len, "epoch %" PRId64 " must lie between 1970 and now",
+                        l->epoch_ms);
     int64_t end = ik_layout_end_ms(l);
     if (end == INT64_MAX)
         return ik__fail(IK_ELAYOUT, why, why_len,
@@ -99,8 +99,8 @@ int ik_layout_compose(const ik_layout *l, uint64_t ticks, uint32_t worker, uint3
     if (l->time_bits >= 64 || ticks >> l->time_bits || (uint64_t)worker >> l->worker_bits ||
         (uint64_t)sequence >> l->seq_bits)
         return IK_ERANGE;
-    *id = (int64_t)((ticks << (l->worker_bits + l->seq_bits)) |
-                    ((uint64_t)worker << l->seq_bits) | sequence);
+    *id = (int64_t)((ticks << (l->worker_bits + l->seq_bits)) | ((uint64_t)worker << l->seq_bits) |
+                    sequence);
     return IK_OK;
 }
 
@@ -197,7 +197,8 @@ int ik_layout_parse(ik_layout *l, const char *text, char *why, size_t why_len)
         if (strncmp(p, presets[i].name, nl) == 0 && (p[nl] == 0 || p[nl] == ',')) {
             n = presets[i].l;
             p += nl;
-            if (*p == ',' && !*++p) return ik__fail(IK_ELAYOUT, why, why_len, "layout ends with a comma");
+            if (*p == ',' && !*++p)
+                return ik__fail(IK_ELAYOUT, why, why_len, "layout ends with a comma");
             break;
         }
     }
@@ -288,8 +289,9 @@ int ik_layout_format(const ik_layout *l, char *buf, size_t len)
         snprintf(seq, sizeof seq, "random:%" PRIu32, l->seq_random_bound);
     else
         snprintf(seq, sizeof seq, "0");
-    return snprintf(buf, len, "bits=%u/%u/%u,epoch=%" PRId64 ",unit=%s,workers=%" PRIu32 "-%" PRIu32
-                              ",seq-start=%s",
+    return snprintf(buf, len,
+                    "bits=%u/%u/%u,epoch=%" PRId64 ",unit=%s,workers=%" PRIu32 "-%" PRIu32
+                    ",seq-start=%s",
                     l->time_bits, l->worker_bits, l->seq_bits, l->epoch_ms, unit, l->worker_min,
                     l->worker_max, seq);
 }

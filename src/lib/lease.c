@@ -50,8 +50,8 @@ struct ik_slot_lease {
     char *app, *identity;
     ik_slot_choice choice;
     int64_t interval_ms;
-    int64_t ahead_ms;        /* record written this far ahead of now (lease thread) */
-    int64_t test_stall_ms;   /* IDKEEPER_TEST_PERSIST_STALL_MS (tests only; 0: none) */
+    int64_t ahead_ms;      /* record written this far ahead of now (lease thread) */
+    int64_t test_stall_ms; /* IDKEEPER_TEST_PERSIST_STALL_MS (tests only; 0: none) */
     void (*on_state)(void *ctx, ik_lease_state state, int worker, const char *why);
     void *ctx;
 
@@ -90,11 +90,16 @@ void ik_lease_options_init(ik_lease_options *o)
 const char *ik_lease_state_name(ik_lease_state s)
 {
     switch (s) {
-    case IK_LEASE_ACQUIRING: return "acquiring";
-    case IK_LEASE_HELD: return "held";
-    case IK_LEASE_IN_DOUBT: return "in_doubt";
-    case IK_LEASE_LOST: return "lost";
-    case IK_LEASE_RELEASED: return "released";
+    case IK_LEASE_ACQUIRING:
+        return "acquiring";
+    case IK_LEASE_HELD:
+        return "held";
+    case IK_LEASE_IN_DOUBT:
+        return "in_doubt";
+    case IK_LEASE_LOST:
+        return "lost";
+    case IK_LEASE_RELEASED:
+        return "released";
     }
     return "unknown";
 }

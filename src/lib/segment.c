@@ -62,16 +62,16 @@ struct seg_tag {
     seg_tag *qnext;           /* loader queue */
     seg_tag *pnext;           /* probe list (while probe) */
     char name[IK_TAG_NAME_MAX + 1];
-    int probe;                /* not confirmed yet: not in the map */
+    int probe; /* not confirmed yet: not in the map */
 
-    pthread_mutex_t mu;       /* guards everything below */
+    pthread_mutex_t mu; /* guards everything below */
     seg_block cur, nxt;
     int have_nxt;
-    int loading;              /* queued for, or in, the loader */
+    int loading; /* queued for, or in, the loader */
     int64_t min_step, step;
-    int64_t last_load_ns;     /* monotonic time of the latest load (0: none) */
+    int64_t last_load_ns; /* monotonic time of the latest load (0: none) */
     seg_waiter *wait_head, *wait_tail;
-    uint64_t issued;          /* IDs handed out by this server */
+    uint64_t issued; /* IDs handed out by this server */
     char last_error[96];
 };
 
@@ -103,7 +103,8 @@ void ik_segment_options_init(ik_segment_options *o)
 static uint32_t hash(const char *s)
 {
     uint32_t h = 2166136261u;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 16777619u;
     return h % BUCKETS;
 }
 
@@ -160,7 +161,8 @@ static void take(seg_tag *t, size_t n, int64_t *ids)
             t->have_nxt = 0;
             memset(&t->nxt, 0, sizeof t->nxt);
         }
-        while (i < n && t->cur.next < t->cur.end) ids[i++] = t->cur.next++;
+        while (i < n && t->cur.next < t->cur.end)
+            ids[i++] = t->cur.next++;
     }
     if (t->cur.next == t->cur.end && t->have_nxt) {
         t->cur = t->nxt;
@@ -194,8 +196,7 @@ static int64_t mono_ns(void)
 
 void *ik__segment_loader(void *arg);
 
-int ik_segment_create(ik_coord *c, const char *app, const ik_segment_options *o,
-                      ik_segment **out)
+int ik_segment_create(ik_coord *c, const char *app, const ik_segment_options *o, ik_segment **out)
 {
     if (!c || !out) return IK_EINVAL;
     if (!app) app = "default";
@@ -222,8 +223,7 @@ int ik_segment_create(ik_coord *c, const char *app, const ik_segment_options *o,
     return IK_OK;
 }
 
-int ik_segment_next(ik_segment *s, const char *tag, size_t n, int64_t *ids, ik_ids_cb cb,
-                    void *ctx)
+int ik_segment_next(ik_segment *s, const char *tag, size_t n, int64_t *ids, ik_ids_cb cb, void *ctx)
 {
     if (!s || !ids || n == 0 || n > 10000000 || ik_tag_name_check(tag, NULL, 0)) return IK_EINVAL;
     seg_tag *t = map_find(s, tag);
@@ -297,8 +297,7 @@ typedef struct done_item {
 
 /* Serves waiters from the blocks, fails the expired ones, and collects the answers
  * (callbacks run after mu is released). Caller holds t->mu. Returns the count. */
-static size_t serve_waiters(seg_tag *t, int fail_status, int64_t now, done_item *out,
-                            size_t cap)
+static size_t serve_waiters(seg_tag *t, int fail_status, int64_t now, done_item *out, size_t cap)
 {
     size_t k = 0;
     while (t->wait_head && k < cap) {
@@ -455,7 +454,8 @@ void *ik__segment_loader(void *arg)
     int64_t backoff = 0;
     for (;;) {
         pthread_mutex_lock(&s->q_mu);
-        while (!s->stop && !s->q_head) pthread_cond_wait(&s->q_cv, &s->q_mu);
+        while (!s->stop && !s->q_head)
+            pthread_cond_wait(&s->q_cv, &s->q_mu);
         if (s->stop) {
             pthread_mutex_unlock(&s->q_mu);
             return NULL;

@@ -86,8 +86,8 @@ int ik_snowflake_create(const ik_layout *layout, int64_t max_backward_ms, const 
                         ik_snowflake **out)
 {
     if (!layout || !out || max_backward_ms < 0) return IK_EINVAL;
-    if (layout->time_bits + layout->worker_bits + layout->seq_bits > 63 ||
-        layout->seq_bits < 1 || layout->seq_bits > 30 || layout->unit_ms <= 0)
+    if (layout->time_bits + layout->worker_bits + layout->seq_bits > 63 || layout->seq_bits < 1 ||
+        layout->seq_bits > 30 || layout->unit_ms <= 0)
         return IK_ELAYOUT;
     ik_snowflake *g;
     if (posix_memalign((void **)&g, 64, sizeof *g)) return IK_ENOMEM;
@@ -142,8 +142,7 @@ static int issue(ik_snowflake *g, size_t n, int64_t *ids, ik_snowflake_try *st)
         uint64_t now = (uint64_t)((wall - epoch_ns) / unit_ns);
         if (now > g->max_tick) return IK_ERANGE;
 
-        if (now <= atomic_load_explicit(&g->floor_tick, memory_order_acquire))
-            return IK_ETIMEGUARD;
+        if (now <= atomic_load_explicit(&g->floor_tick, memory_order_acquire)) return IK_ETIMEGUARD;
         if (now > atomic_load_explicit(&g->ceiling_tick, memory_order_acquire)) {
             /* the time record covering `now` is not persisted yet: wait for the lease
              * to extend it, unless the lease has lapsed anyway (then refuse at once) */
@@ -197,9 +196,10 @@ static int issue(ik_snowflake *g, size_t n, int64_t *ids, ik_snowflake_try *st)
         int64_t until = atomic_load_explicit(&g->valid_until, memory_order_acquire);
         if (until != IK_FOREVER && lease_now(g) >= until) return IK_ENOLEASE;
 
-        uint64_t hi = (tick << (l->worker_bits + g->seq_bits)) |
-                      ((gw & 0xffffffffu) << g->seq_bits);
-        for (uint64_t i = 0; i < take; i++) ids[st->done + i] = (int64_t)(hi | (first + i));
+        uint64_t hi =
+            (tick << (l->worker_bits + g->seq_bits)) | ((gw & 0xffffffffu) << g->seq_bits);
+        for (uint64_t i = 0; i < take; i++)
+            ids[st->done + i] = (int64_t)(hi | (first + i));
         st->done += take;
     }
     atomic_fetch_add_explicit(&g->issued, n, memory_order_relaxed);
@@ -211,7 +211,8 @@ int ik_snowflake_next_n(ik_snowflake *g, size_t n, int64_t *ids)
     if (!g || !ids || n == 0) return IK_EINVAL;
     ik_snowflake_try st = {0, 0, 0};
     int rc;
-    while ((rc = issue(g, n, ids, &st)) == IK_AGAIN) g->clock->sleep_ns(g->clock->ctx, st.wait_ns);
+    while ((rc = issue(g, n, ids, &st)) == IK_AGAIN)
+        g->clock->sleep_ns(g->clock->ctx, st.wait_ns);
     return rc;
 }
 

@@ -28,9 +28,12 @@ const char *ik_tag_kind_name(ik_tag_kind k)
 
 int ik_tag_kind_parse(const char *text, ik_tag_kind *out)
 {
-    if (text && !strcmp(text, "segment")) *out = IK_TAG_SEGMENT;
-    else if (text && !strcmp(text, "sequence")) *out = IK_TAG_SEQUENCE;
-    else return IK_EINVAL;
+    if (text && !strcmp(text, "segment"))
+        *out = IK_TAG_SEGMENT;
+    else if (text && !strcmp(text, "sequence"))
+        *out = IK_TAG_SEQUENCE;
+    else
+        return IK_EINVAL;
     return IK_OK;
 }
 
@@ -46,9 +49,8 @@ static int no_tags(ik__backend *be, char *why, size_t why_len)
                     be->ops->scheme);
 }
 
-int ik_tag_create(ik_coord *c, const char *app, const char *name, ik_tag_kind kind,
-                  int64_t start, int64_t step, const char *description, char *why,
-                  size_t why_len)
+int ik_tag_create(ik_coord *c, const char *app, const char *name, ik_tag_kind kind, int64_t start,
+                  int64_t step, const char *description, char *why, size_t why_len)
 {
     if (!c) return IK_EINVAL;
     if (check_app(&app)) return ik__fail(IK_EINVAL, why, why_len, "bad app name");
@@ -95,8 +97,8 @@ int ik_tags_list(ik_coord *c, const char *app, ik_tag_info **out, size_t *n)
     return be->ops->tag_list(be, app, out, n);
 }
 
-int ik__tag_advance(ik_coord *c, const char *app, const char *name, ik_tag_kind kind,
-                    int64_t delta, int64_t *first)
+int ik__tag_advance(ik_coord *c, const char *app, const char *name, ik_tag_kind kind, int64_t delta,
+                    int64_t *first)
 {
     ik__backend *be = ik__coord_backend(c);
     if (!be->ops->tag_advance) return IK_ESTORE;

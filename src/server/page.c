@@ -29,12 +29,24 @@ static void put_html(ik__buf *b, const char *s, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         switch (s[i]) {
-        case '&': ik__buf_puts(b, "&amp;"); break;
-        case '<': ik__buf_puts(b, "&lt;"); break;
-        case '>': ik__buf_puts(b, "&gt;"); break;
-        case '"': ik__buf_puts(b, "&quot;"); break;
-        case '\'': ik__buf_puts(b, "&#39;"); break;
-        default: ik__buf_append(b, &s[i], 1); break;
+        case '&':
+            ik__buf_puts(b, "&amp;");
+            break;
+        case '<':
+            ik__buf_puts(b, "&lt;");
+            break;
+        case '>':
+            ik__buf_puts(b, "&gt;");
+            break;
+        case '"':
+            ik__buf_puts(b, "&quot;");
+            break;
+        case '\'':
+            ik__buf_puts(b, "&#39;");
+            break;
+        default:
+            ik__buf_append(b, &s[i], 1);
+            break;
         }
     }
 }
@@ -74,7 +86,8 @@ static void put_server(ik__server *srv, ik__buf *b)
     int ready = !ik__not_ready(srv, why, sizeof why);
     ik__fmt_iso8601(end, ik_layout_end_ms(srv->layout));
 
-    ik__buf_puts(b, "<section id=\"server\"><h2>This server</h2><table><tbody id=\"server-rows\">\n");
+    ik__buf_puts(b,
+                 "<section id=\"server\"><h2>This server</h2><table><tbody id=\"server-rows\">\n");
     server_row(b, "version", "Version", ik_version());
     server_row(b, "backend", "Backend", ik_coord_uri(srv->coord));
     server_row(b, "app", "App", srv->cfg->app);
@@ -188,8 +201,9 @@ static void put_decode(ik__server *srv, const ik__tagop *t, ik__buf *b)
         } else {
             char iso[32];
             ik__fmt_iso8601(iso, p.time_ms);
-            ik__buf_printf(b, "id        %lld\ntime      %s\ntime_ms   %lld\nworker    %u\n"
-                              "sequence  %u",
+            ik__buf_printf(b,
+                           "id        %lld\ntime      %s\ntime_ms   %lld\nworker    %u\n"
+                           "sequence  %u",
                            (long long)p.id, iso, (long long)p.time_ms, p.worker, p.sequence);
         }
     }
@@ -214,9 +228,10 @@ void ik__page_render(ik__worker *w, const ik__pend *p, ik__resp *rs)
     ik__buf_append(b, rest, (size_t)(html + ik__page_html_len - rest));
     rs->ctype = "text/html; charset=utf-8";
     ik__resp_header(rs, "Cache-Control: no-store");
-    ik__resp_header(rs, "Content-Security-Policy: default-src 'self'; img-src 'self' data:; script-src "
-                        "'unsafe-inline' 'self'; "
-                        "style-src 'unsafe-inline'; frame-ancestors 'none'");
+    ik__resp_header(rs,
+                    "Content-Security-Policy: default-src 'self'; img-src 'self' data:; script-src "
+                    "'unsafe-inline' 'self'; "
+                    "style-src 'unsafe-inline'; frame-ancestors 'none'");
 }
 
 void ik__workers_render(ik__worker *w, const ik__pend *p, ik__resp *rs)
@@ -242,7 +257,8 @@ void ik__workers_render(ik__worker *w, const ik__pend *p, ik__resp *rs)
         ik__buf_append_json_str(b, s->holder, strlen(s->holder));
         ik__buf_puts(b, ",\"detail\":");
         ik__buf_append_json_str(b, s->detail, strlen(s->detail));
-        ik__buf_printf(b, ",\"since_ms\":%lld,\"since\":\"%s\",\"record_ms\":%lld,\"record\":\"%s\"}",
+        ik__buf_printf(b,
+                       ",\"since_ms\":%lld,\"since\":\"%s\",\"record_ms\":%lld,\"record\":\"%s\"}",
                        (long long)s->since_ms, since, (long long)s->record_ms, record);
     }
     ik__buf_puts(b, "]}\n");

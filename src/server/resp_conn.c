@@ -52,11 +52,11 @@ struct ik__rconn {
         eof : 1;
     ik__pend *pend_head, *pend_tail; /* answers not yet in c->out, in command order */
     int npend;
-    ik__pend *probe; /* an INCR still finding its tag's kind: parsing waits for it */
-    size_t held;     /* bytes in queued ready answers */
-    ik__buf out;     /* answers not yet written */
+    ik__pend *probe;  /* an INCR still finding its tag's kind: parsing waits for it */
+    size_t held;      /* bytes in queued ready answers */
+    ik__buf out;      /* answers not yet written */
     ik__pend *unsent; /* sequence answers in c->out not yet written whole (see rconn_drop) */
-    ik__buf stash;   /* unparsed input kept while parsing is paused */
+    ik__buf stash;    /* unparsed input kept while parsing is paused */
     size_t stash_off;
     uv_write_t wr;
     uv_shutdown_t sd;

@@ -20,9 +20,9 @@
 #define IK_ROUTE_PAGE 8u    /* a page for browsers: a 401 offers Basic auth too */
 
 #define IK_ROUTE_TABLE(R)                                                                          \
-    R(HTTP_GET, "/api/snowflake/get/{key}", h_leaf_snowflake, IK_ROUTE_AUTH | IK_ROUTE_LEAF,                                   \
+    R(HTTP_GET, "/api/snowflake/get/{key}", h_leaf_snowflake, IK_ROUTE_AUTH | IK_ROUTE_LEAF,       \
       "one snowflake ID, text/plain (Leaf-compatible; {key} is ignored)")                          \
-    R(HTTP_GET, "/api/segment/get/{tag}", h_leaf_segment, IK_ROUTE_AUTH | IK_ROUTE_LEAF,                                       \
+    R(HTTP_GET, "/api/segment/get/{tag}", h_leaf_segment, IK_ROUTE_AUTH | IK_ROUTE_LEAF,           \
       "one segment ID of TAG, text/plain (Leaf-compatible)")                                       \
     R(HTTP_GET, "/v1/snowflake", h_snowflake, IK_ROUTE_AUTH,                                       \
       "?count=N (1..max-batch) snowflake IDs: JSON {\"ids\":[\"...\"]}, or one a line with "       \
@@ -42,9 +42,9 @@
     R(HTTP_GET, "/healthz", h_healthz, 0, "200 while the process serves")                          \
     R(HTTP_GET, "/readyz", h_readyz, 0, "200 only while a snowflake ID can be issued now")         \
     R(HTTP_GET, "/v1/workers", h_workers, IK_ROUTE_AUTH,                                           \
-      "the app's worker slots: holder, since, time record, and which is this server (JSON)")      \
-    R(HTTP_GET, "/v1/routes", h_routes, IK_ROUTE_AUTH, "this list, text/plain")                   \
-    R(HTTP_GET, "/metrics", h_metrics, IK_ROUTE_AUTH | IK_ROUTE_METRICS, "Prometheus metrics")    \
+      "the app's worker slots: holder, since, time record, and which is this server (JSON)")       \
+    R(HTTP_GET, "/v1/routes", h_routes, IK_ROUTE_AUTH, "this list, text/plain")                    \
+    R(HTTP_GET, "/metrics", h_metrics, IK_ROUTE_AUTH | IK_ROUTE_METRICS, "Prometheus metrics")     \
     R(HTTP_GET, "/", h_page, IK_ROUTE_AUTH | IK_ROUTE_PAGE,                                        \
       "the status page (HTML): this server, the app's worker slots, the tags, an ID decoder")
 

@@ -3,9 +3,9 @@
  *
  * The input is split on NUL and newline bytes into pieces (a separator at the very end
  * ends the last piece). The first piece names the command (one of src/cli/commands.h:
- * that command's options; anything else: every option, as command "fuzz"); pieces of the form IDKEEPER_NAME=VALUE are the environment (the
- * last one of a name wins); the rest is argv. There is no config file: --config or
- * IDKEEPER_CONFIG must fail with a reason.
+ * that command's options; anything else: every option, as command "fuzz"); pieces of the form
+ * IDKEEPER_NAME=VALUE are the environment (the last one of a name wins); the rest is argv. There is
+ * no config file: --config or IDKEEPER_CONFIG must fail with a reason.
  *
  * Checks: the parse returns 0 or 2, and 2 comes with a one-line reason; 0 leaves no
  * value on an option the command does not take, positional arguments point into argv,

@@ -17,7 +17,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     before = l;
     if (ik_layout_parse(&l, text, why, sizeof why) != 0) {
         if (memcmp(&l, &before, sizeof l) != 0) abort(); /* bad input changes nothing */
-        if (!why[0]) abort();                             /* and says why */
+        if (!why[0]) abort();                            /* and says why */
     } else if (ik_layout_check(&l, INT64_C(1795000000000), why, sizeof why) == 0) {
         char fmt[256];
         ik_layout back;

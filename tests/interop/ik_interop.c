@@ -81,7 +81,8 @@ static int cmd_lock(char **a)
     if (ik_lock_create(c, path, NULL, &lk)) return 1;
     FILE *f = fopen(out, "w");
     if (!f) return 1;
-    while (access(start, F_OK) != 0) usleep(1000);
+    while (access(start, F_OK) != 0)
+        usleep(1000);
     for (long i = 0; i < rounds; i++) {
         int64_t fence = 0;
         int rc = ik_lock_acquire(lk, -1, &fence);
@@ -211,11 +212,14 @@ static int cmd_bench_lock(char **a)
     /* count only the measured window: a second for the sessions to open first */
     usleep(1000000);
     long c0 = 0;
-    for (int i = 0; i < n; i++) c0 += __atomic_load_n(&b[i].cycles, __ATOMIC_RELAXED);
+    for (int i = 0; i < n; i++)
+        c0 += __atomic_load_n(&b[i].cycles, __ATOMIC_RELAXED);
     int64_t t0 = now_ns();
     long c1 = 0;
-    for (int i = 0; i < n; i++) pthread_join(t[i], NULL);
-    for (int i = 0; i < n; i++) c1 += b[i].cycles;
+    for (int i = 0; i < n; i++)
+        pthread_join(t[i], NULL);
+    for (int i = 0; i < n; i++)
+        c1 += b[i].cycles;
     double el = (double)(now_ns() - t0) / 1e9;
     printf("cycles_per_s %.0f\n", (double)(c1 - c0) / el);
     free(b);
@@ -272,7 +276,8 @@ static int cmd_bench_handover(char **a)
         int64_t t0 = now_ns();
         ik_election_resign(e[leader]);
         pthread_mutex_lock(&ho_mu);
-        while (!ho_lead_at[other]) pthread_cond_wait(&ho_cv, &ho_mu);
+        while (!ho_lead_at[other])
+            pthread_cond_wait(&ho_cv, &ho_mu);
         ms[k] = ho_lead_at[other] - t0;
         pthread_mutex_unlock(&ho_mu);
         ik_election_campaign(e[leader]); /* queue behind the new leader */
@@ -301,7 +306,8 @@ static int cmd_rw(char **a, int hold)
     } else if (rc == 0) {
         FILE *f = fopen(a[3], "w");
         if (f) fclose(f);
-        while (access(a[4], F_OK) != 0) usleep(5000);
+        while (access(a[4], F_OK) != 0)
+            usleep(5000);
     }
     ik_rwlock_destroy(rw);
     ik_coord_close(c);
@@ -321,8 +327,10 @@ int main(int argc, char **argv)
         ik_coord *c = open_coord(argv[2]);
         char *id = NULL;
         int rc = ik_election_leader(c, argv[3], &id);
-        if (rc == 0) printf("%s\n", id);
-        else fprintf(stderr, "ik_interop: leader: %s\n", ik_strerror(rc));
+        if (rc == 0)
+            printf("%s\n", id);
+        else
+            fprintf(stderr, "ik_interop: leader: %s\n", ik_strerror(rc));
         ik_free(id);
         ik_coord_close(c);
         return rc ? 1 : 0;

@@ -12,13 +12,19 @@ typedef struct fake_clock {
     ik_clock clock;
     _Atomic int64_t wall_ns;
     _Atomic int64_t mono_ns;
-    _Atomic int64_t slept_ns;    /* total requested sleep */
-    _Atomic int64_t sleeps;      /* number of sleeps */
+    _Atomic int64_t slept_ns; /* total requested sleep */
+    _Atomic int64_t sleeps;   /* number of sleeps */
     int64_t sleep_extra_ns;
 } fake_clock;
 
-static int64_t fc_wall(void *c) { return atomic_load(&((fake_clock *)c)->wall_ns); }
-static int64_t fc_mono(void *c) { return atomic_load(&((fake_clock *)c)->mono_ns); }
+static int64_t fc_wall(void *c)
+{
+    return atomic_load(&((fake_clock *)c)->wall_ns);
+}
+static int64_t fc_mono(void *c)
+{
+    return atomic_load(&((fake_clock *)c)->mono_ns);
+}
 static void fc_sleep(void *c, int64_t ns)
 {
     fake_clock *f = c;

@@ -232,8 +232,7 @@ static int path_tags(const char *uri)
     ik_coord *c = NULL;
     char why[256];
     int rc = ik_coord_open(uri, NULL, &c, why, sizeof why);
-    if (rc == 0)
-        rc = ik_tag_create(c, "alloc", "t1", IK_TAG_SEGMENT, 1, 10, "d", why, sizeof why);
+    if (rc == 0) rc = ik_tag_create(c, "alloc", "t1", IK_TAG_SEGMENT, 1, 10, "d", why, sizeof why);
     if (rc == IK_EEXIST) rc = 0;
     ik_tag_info ti;
     if (rc == 0) rc = ik_tag_get(c, "alloc", "t1", &ti);
@@ -295,8 +294,8 @@ static void inject(const char *name, path_fn fn, const char *uri)
             fail_msg("%s: allocation %ld of %ld failed: %ld allocations leaked", name, n, total,
                      nlive);
     }
-    print_message("%s: %ld allocations, each failed in turn (%ld runs answered IK_ENOMEM)\n",
-                  name, total, failed_runs);
+    print_message("%s: %ld allocations, each failed in turn (%ld runs answered IK_ENOMEM)\n", name,
+                  total, failed_runs);
 }
 
 static void layout_never_allocates(void **st)
@@ -342,8 +341,10 @@ static void counters_local(void **st)
     local_dir_make(dir, uri, "ik-alloc-counters");
     ik_coord *c;
     assert_int_equal(ik_coord_open(uri, NULL, &c, why, sizeof why), 0);
-    assert_int_equal(ik_tag_create(c, "alloc", "seg", IK_TAG_SEGMENT, 1, 5, "", why, sizeof why), 0);
-    assert_int_equal(ik_tag_create(c, "alloc", "seq", IK_TAG_SEQUENCE, 1, 1, "", why, sizeof why), 0);
+    assert_int_equal(ik_tag_create(c, "alloc", "seg", IK_TAG_SEGMENT, 1, 5, "", why, sizeof why),
+                     0);
+    assert_int_equal(ik_tag_create(c, "alloc", "seq", IK_TAG_SEQUENCE, 1, 1, "", why, sizeof why),
+                     0);
     ik_coord_close(c);
     inject("segment and sequence on local:", path_counters, uri);
     local_dir_remove(dir);
@@ -352,8 +353,10 @@ static void counters_local(void **st)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(layout_never_allocates), cmocka_unit_test(generator),
-        cmocka_unit_test(lease_local),            cmocka_unit_test(tags_local),
+        cmocka_unit_test(layout_never_allocates),
+        cmocka_unit_test(generator),
+        cmocka_unit_test(lease_local),
+        cmocka_unit_test(tags_local),
         cmocka_unit_test(counters_local),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

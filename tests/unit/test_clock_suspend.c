@@ -67,7 +67,8 @@ static void a_grant_lapses_across_a_suspend(void **st)
     ik_snowflake *g;
     assert_int_equal(ik_snowflake_create(&l, 5, NULL, &g), 0);
     const ik_clock *c = ik_clock_system();
-    assert_int_equal(ik_snowflake_grant(g, 7, 0, IK_NO_CEILING, c->mono_ns(c->ctx) + INT64_C(2000000000)), 0);
+    assert_int_equal(
+        ik_snowflake_grant(g, 7, 0, IK_NO_CEILING, c->mono_ns(c->ctx) + INT64_C(2000000000)), 0);
     int64_t id;
     assert_int_equal(ik_snowflake_next(g, &id), 0);
     suspend_for(5000);

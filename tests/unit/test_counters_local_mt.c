@@ -140,8 +140,8 @@ static void segment_single_thread_increasing_from_start(void **st)
 static void segment_big_request_wastes_no_block(void **st)
 {
     fx *f = *st;
-    assert_int_equal(
-        ik_tag_create(f->c1, "default", "big", IK_TAG_SEGMENT, 1, 10, NULL, NULL, 0), 0);
+    assert_int_equal(ik_tag_create(f->c1, "default", "big", IK_TAG_SEGMENT, 1, 10, NULL, NULL, 0),
+                     0);
     ik_segment *s;
     assert_int_equal(ik_segment_create(f->c1, "default", NULL, &s), 0);
     int64_t drawn = 0, prev = 0;

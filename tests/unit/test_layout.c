@@ -44,7 +44,8 @@ static void random_layouts_round_trip(void **st)
         l.worker_bits = (unsigned)(rand() % 21);
         if (l.seq_bits + l.worker_bits > 43) continue;
         /* a quarter of the layouts leave top bits unused (js53-like) */
-        l.time_bits = 63 - l.seq_bits - l.worker_bits - (rand() % 4 == 0 ? (unsigned)(rand() % 12) : 0);
+        l.time_bits =
+            63 - l.seq_bits - l.worker_bits - (rand() % 4 == 0 ? (unsigned)(rand() % 12) : 0);
         static const int64_t units[] = {1, 10, 1000};
         l.unit_ms = units[rand() % 3];
         l.worker_min = 0;
@@ -96,7 +97,7 @@ static void invalid_layouts_rejected_with_reason(void **st)
         {"bits=41/10/13", "sum to 63 or fewer"},
         {"bits=20/10/33", "sequence bits"},
         {"bits=30/21/12", "worker bits"},
-        {"bits=35/10/18", "10 years"},   /* 2^35 ms from 2010 ends in 2011 */
+        {"bits=35/10/18", "10 years"}, /* 2^35 ms from 2010 ends in 2011 */
         {"bits=41/10/12,unit=1s,epoch=2100-01-01", "epoch"},
         {"bits=41/10/12,workers=5-2000", "worker range"},
         {"bits=41/10/12,seq-start=random:4000", "half the sequence"},
@@ -108,7 +109,8 @@ static void invalid_layouts_rejected_with_reason(void **st)
         ik_layout_default(&l);
         assert_int_equal(ik_layout_parse(&l, cases[i].spec, why, sizeof why), 0);
         assert_int_equal(ik_layout_check(&l, NOW_MS, why, sizeof why), IK_ELAYOUT);
-        if (!strstr(why, cases[i].needle)) fail_msg("%s: reason '%s' lacks '%s'", cases[i].spec, why, cases[i].needle);
+        if (!strstr(why, cases[i].needle))
+            fail_msg("%s: reason '%s' lacks '%s'", cases[i].spec, why, cases[i].needle);
     }
 }
 
@@ -152,9 +154,10 @@ static void js53_preset_stays_below_2_53(void **st)
 
 static void malformed_layout_text_rejected_unchanged(void **st)
 {
-    const char *bad[] = {"", "bits", "bits=41/10", "bits=a/b/c", "unit=5ms", "epoch=tomorrow",
-                         "workers=3", "seq-start=random:", "color=red", "bits=41/10/12,",
-                         "epoch=2023-02-30", "bits=99999999999999999999/1/1"};
+    const char *bad[] = {
+        "",          "bits",           "bits=41/10",       "bits=a/b/c",
+        "unit=5ms",  "epoch=tomorrow", "workers=3",        "seq-start=random:",
+        "color=red", "bits=41/10/12,", "epoch=2023-02-30", "bits=99999999999999999999/1/1"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         ik_layout l, before;
         char why[200] = "";
@@ -171,7 +174,8 @@ static void parse_sets_fields(void **st)
     ik_layout l;
     char why[200];
     ik_layout_default(&l);
-    assert_int_equal(ik_layout_parse(&l, "bits=39/8/16,unit=10ms,epoch=2020-01-01", why, sizeof why), 0);
+    assert_int_equal(
+        ik_layout_parse(&l, "bits=39/8/16,unit=10ms,epoch=2020-01-01", why, sizeof why), 0);
     assert_int_equal(l.time_bits, 39);
     assert_int_equal(l.worker_max, 255); /* bits without workers: the full range */
     assert_int_equal(l.unit_ms, 10);
@@ -189,7 +193,9 @@ static void parse_id_strict(void **st)
     assert_int_equal(v, 0);
     assert_int_equal(ik_parse_id("9223372036854775807", 19, &v), 0);
     assert_int_equal(v, INT64_MAX);
-    const char *bad[] = {"", "-1", "+1", "01", " 1", "1 ", "9223372036854775808", "12345678901234567890", "1a", "0x10"};
+    const char *bad[] = {
+        "",   "-1",  "+1", "01", " 1", "1 ", "9223372036854775808", "12345678901234567890",
+        "1a", "0x10"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         assert_int_equal(ik_parse_id(bad[i], strlen(bad[i]), &v), IK_EINVAL);
 }

@@ -121,7 +121,8 @@ static void clock_back_beyond_limit_refuses_until_caught_up(void **st)
     int64_t a, b;
     assert_int_equal(ik_snowflake_next(f->g, &a), 0);
     fake_clock_step(&f->fc, -20);
-    for (int i = 0; i < 3; i++) assert_int_equal(ik_snowflake_next(f->g, &b), IK_ECLOCKBACK);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(ik_snowflake_next(f->g, &b), IK_ECLOCKBACK);
     ik_snowflake_info si;
     ik_snowflake_get_info(f->g, &si);
     assert_int_equal(si.backward_refusals, 3);
@@ -177,7 +178,8 @@ static void try_next_never_sleeps(void **st)
     fake_clock_step(&f->fc, 1);
     assert_int_equal(ik_snowflake_try_next_n(f->g, n, ids, &t), IK_OK);
     assert_int_equal(t.done, n);
-    for (size_t i = 1; i < n; i++) assert_true(ids[i] > ids[i - 1]);
+    for (size_t i = 1; i < n; i++)
+        assert_true(ids[i] > ids[i - 1]);
     assert_int_equal(atomic_load(&f->fc.sleeps), 0);
 
     ik_snowflake_info gi;
@@ -240,7 +242,8 @@ static void batch_spans_ticks_strictly_increasing(void **st)
     grant_forever(f, 8);
     static int64_t ids[10000];
     assert_int_equal(ik_snowflake_next_n(f->g, 10000, ids), 0);
-    for (int i = 1; i < 10000; i++) assert_true(ids[i] > ids[i - 1]);
+    for (int i = 1; i < 10000; i++)
+        assert_true(ids[i] > ids[i - 1]);
     assert_int_equal(parts(f, ids[9999]).ticks, f->now_tick + 2);
 }
 
@@ -270,7 +273,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(ids_increase_and_carry_the_worker, setup, teardown),
         cmocka_unit_test_setup_teardown(used_up_tick_waits_for_the_next, setup, teardown),
         cmocka_unit_test_setup_teardown(clock_back_within_limit_waits, setup, teardown),
-        cmocka_unit_test_setup_teardown(clock_back_beyond_limit_refuses_until_caught_up, setup, teardown),
+        cmocka_unit_test_setup_teardown(clock_back_beyond_limit_refuses_until_caught_up, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(floor_holds_back_until_passed, setup, teardown),
         cmocka_unit_test_setup_teardown(ceiling_waits_then_refuses_until_extended, setup, teardown),
         cmocka_unit_test_setup_teardown(try_next_never_sleeps, setup, teardown),

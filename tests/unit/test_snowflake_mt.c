@@ -27,7 +27,8 @@ static void *run(void *p)
     for (int i = 0; i < PER_THREAD;) {
         int n = a->batch;
         if (n > PER_THREAD - i) n = PER_THREAD - i;
-        int rc = n == 1 ? ik_snowflake_next(a->g, &a->ids[i]) : ik_snowflake_next_n(a->g, (size_t)n, &a->ids[i]);
+        int rc = n == 1 ? ik_snowflake_next(a->g, &a->ids[i])
+                        : ik_snowflake_next_n(a->g, (size_t)n, &a->ids[i]);
         if (rc) {
             a->rc = rc;
             return NULL;
@@ -57,11 +58,13 @@ static void two_threads_unique_and_increasing(int batch)
         args[i] = (worker_arg){g, all + (size_t)i * PER_THREAD, batch, 0};
         pthread_create(&t[i], NULL, run, &args[i]);
     }
-    for (int i = 0; i < THREADS; i++) pthread_join(t[i], NULL);
+    for (int i = 0; i < THREADS; i++)
+        pthread_join(t[i], NULL);
     for (int i = 0; i < THREADS; i++) {
         assert_int_equal(args[i].rc, 0);
         for (int k = 1; k < PER_THREAD; k++)
-            if (args[i].ids[k] <= args[i].ids[k - 1]) fail_msg("thread %d: id %d not increasing", i, k);
+            if (args[i].ids[k] <= args[i].ids[k - 1])
+                fail_msg("thread %d: id %d not increasing", i, k);
     }
     qsort(all, (size_t)PER_THREAD * THREADS, sizeof *all, cmp64);
     for (size_t k = 1; k < (size_t)PER_THREAD * THREADS; k++)
@@ -70,8 +73,14 @@ static void two_threads_unique_and_increasing(int batch)
     ik_snowflake_destroy(g);
 }
 
-static void single_ids(void **st) { two_threads_unique_and_increasing(1); }
-static void batches(void **st) { two_threads_unique_and_increasing(777); }
+static void single_ids(void **st)
+{
+    two_threads_unique_and_increasing(1);
+}
+static void batches(void **st)
+{
+    two_threads_unique_and_increasing(777);
+}
 
 int main(void)
 {

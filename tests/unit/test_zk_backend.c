@@ -18,7 +18,9 @@ static void digest_ids_match_zookeeper(void **st)
     (void)st;
     /* base64(sha1("user:password")), as computed by `openssl dgst -sha1 -binary | base64`
      * and accepted by ZooKeeper (t_zk_auth.sh checks a live server agrees). */
-    static const struct { const char *auth, *id; } v[] = {
+    static const struct {
+        const char *auth, *id;
+    } v[] = {
         {"app:s3cret", "app:e2nIdT66oYnDgbYIwoOP6SxOio4="},
         {"super:superpw", "super:g9oN2HttPfn8MMWJZ2r45Np/LIA="},
         {"u:", "u:IX23jg4I7W2/R//KoV8VL1UfuBM="},
@@ -59,8 +61,13 @@ static void slot_data_round_trips(void **st)
 static void bad_records_are_not_records(void **st)
 {
     (void)st;
-    static const char *bad[] = {"", "record_ms=", "record_ms=-5\n", "record_ms=12x\n",
-                                "record_ms=99999999999999999999\n", "garbage", "\n\n=\n",
+    static const char *bad[] = {"",
+                                "record_ms=",
+                                "record_ms=-5\n",
+                                "record_ms=12x\n",
+                                "record_ms=99999999999999999999\n",
+                                "garbage",
+                                "\n\n=\n",
                                 "holder=a\nrecord_ms=5\n"}; /* after holder= all is identity */
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         ik__zk_fields f;
@@ -91,8 +98,8 @@ static void slot_names_are_canonical(void **st)
     assert_int_equal(w, 1023);
     assert_int_equal(ik__zk_parse_worker("12345", &w), 0);
     assert_int_equal(w, 12345);
-    static const char *bad[] = {"7", "007", "00007", "01234", "", "abcd", "-001", "0x10",
-                                "owner", "99999999999"};
+    static const char *bad[] = {"7",    "007",  "00007", "01234", "",
+                                "abcd", "-001", "0x10",  "owner", "99999999999"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         assert_int_equal(ik__zk_parse_worker(bad[i], &w), -1);
 }
@@ -100,12 +107,14 @@ static void slot_names_are_canonical(void **st)
 static void identity_names_are_safe_node_names(void **st)
 {
     (void)st;
-    static const struct { const char *id, *name; } v[] = {
+    static const struct {
+        const char *id, *name;
+    } v[] = {
         {"web-3:8080", "web-3:8080"},
         {"web-3.example.com:8080", "web-3.example.com:8080"},
-        {"a/b", "a%2Fb"},             /* no nesting */
-        {"50%", "50%25"},             /* '%' itself, so the mapping is one to one */
-        {".", "%2E"},                 /* "." and ".." are not node names */
+        {"a/b", "a%2Fb"}, /* no nesting */
+        {"50%", "50%25"}, /* '%' itself, so the mapping is one to one */
+        {".", "%2E"},     /* "." and ".." are not node names */
         {"..", "%2E%2E"},
         {"...", "..."},
         {"x y", "x%20y"},
@@ -137,13 +146,15 @@ static void nth_free_skips_taken_slots(void **st)
         assert_false(ik__zk_wset_has(&s, w));
         /* k-th free means exactly k free slots below it */
         uint64_t below = 0;
-        for (uint32_t x = lo; x < w; x++) below += !ik__zk_wset_has(&s, x);
+        for (uint32_t x = lo; x < w; x++)
+            below += !ik__zk_wset_has(&s, x);
         assert_int_equal(below, k);
         assert_int_equal(ik__zk_wset_add(&s, w), 0);
         assert_int_equal(ik__zk_wset_add(&s, w), 0); /* twice: no change */
         assert_int_equal(s.n, taken + 1);
     }
-    for (size_t i = 1; i < s.n; i++) assert_true(s.v[i - 1] < s.v[i]);
+    for (size_t i = 1; i < s.n; i++)
+        assert_true(s.v[i - 1] < s.v[i]);
     free(s.v);
 }
 

@@ -77,7 +77,8 @@ static void a_write_puts_its_line_first_and_drops_stale_ones(void **st)
     v1.version = 1;
     v1.mtime = 1001 * MIN;
     ik__zk_counter_next(&v1, NONCE_B, 7, 5, &v2);
-    assert_true(v2.max_id == 115 && v2.nw == 2 && v2.w[0].nonce == NONCE_B && v2.w[1].nonce == NONCE_A);
+    assert_true(v2.max_id == 115 && v2.nw == 2 && v2.w[0].nonce == NONCE_B &&
+                v2.w[1].nonce == NONCE_A);
     v2.version = 2;
     v2.mtime = 1002 * MIN;
     /* A again: its older line goes, the new one is first */
@@ -106,7 +107,8 @@ static void a_write_puts_its_line_first_and_drops_stale_ones(void **st)
     full.version = 50;
     full.mtime = 5 * MIN;
     full.nw = IK__ZK_WRITERS_MAX;
-    for (int i = 0; i < IK__ZK_WRITERS_MAX; i++) full.w[i] = (ik__zk_writer){1000 + (uint64_t)i, 1, 5 * MIN};
+    for (int i = 0; i < IK__ZK_WRITERS_MAX; i++)
+        full.w[i] = (ik__zk_writer){1000 + (uint64_t)i, 1, 5 * MIN};
     ik__zk_counter_next(&full, NONCE_A, 6, 1, &v4);
     assert_true(v4.nw == IK__ZK_WRITERS_MAX && v4.since == 50 && v4.w[0].nonce == NONCE_A &&
                 v4.w[IK__ZK_WRITERS_MAX - 1].nonce == 1000 + IK__ZK_WRITERS_MAX - 2);
@@ -241,7 +243,8 @@ static void what_cannot_be_told_is_unknown(void **st)
     n.version = 6;
     assert_int_equal(ik__zk_doubt_resolve(&d, &n, NONCE_A, &which), IK__ZK_UNKNOWN);
     /* no more than IK__ZK_DOUBT_WRITES at once */
-    for (int i = 1; i < IK__ZK_DOUBT_WRITES; i++) assert_int_equal(ik__zk_doubt_add(&d, &v7, 20, 12 + (uint64_t)i), 0);
+    for (int i = 1; i < IK__ZK_DOUBT_WRITES; i++)
+        assert_int_equal(ik__zk_doubt_add(&d, &v7, 20, 12 + (uint64_t)i), 0);
     assert_int_equal(ik__zk_doubt_add(&d, &v7, 20, 99), -1);
 }
 
