@@ -131,11 +131,6 @@ static void test_grant_delay(void)
     }
 }
 
-void ik__lock_notify(ik_lock *lk, ik_hold_state state, const char *why)
-{
-    if (lk->on_change) lk->on_change(lk->ctx, state, why ? why : "");
-}
-
 /* Data stored in our node or ticket: o->data, else "pid=PID host=HOST". */
 static char *default_data(const char *data)
 {

@@ -70,7 +70,7 @@ extern const ik__recipe_ops ik__recipe_local_ops;
 extern const ik__recipe_ops ik__recipe_zk_ops;
 #endif
 
-/* recipe.c: tells the lock's owner (the on_change callback) of a state change. */
+/* lock_notify.c: tells the lock's owner (the on_change callback) of a state change. */
 void ik__lock_notify(ik_lock *lk, ik_hold_state state, const char *why);
 
 /* recipe.c: checks and normalizes a recipe path into out ("/a/b"). 0 or IK_EINVAL
