@@ -1,6 +1,7 @@
 /* recipe.c: locks, read-write locks and leader election over any backend (SPEC 6):
- * argument checks, the choice of a backend's lock protocol (recipe.h), and the
- * election's campaign thread.
+ * argument checks, the path rule, and the election's campaign thread. The lock
+ * protocol is the one the coord's backend carries (ik__backend_ops.recipe): this
+ * file names no backend.
  *
  * An election is a LATCH lock that a campaign thread acquires (waiting forever),
  * holds while it leads, and acquires again after a loss, until resign. The
@@ -42,7 +43,7 @@
 #include <unistd.h>
 
 /* ------------------------------------------------------------------------------
- * Paths, options, the backend's protocol
+ * Paths and options
  */
 int ik__recipe_path(const char *path, char *out, size_t out_len, char *why, size_t why_len)
 {
@@ -67,6 +68,8 @@ int ik__recipe_path(const char *path, char *out, size_t out_len, char *why, size
         if (!se) break;
         seg = se + 1;
     }
+    /* ZooKeeper's own subtree, refused on every backend so that a path valid on one
+     * backend is valid on all (a lock moves from local: to zk:// unchanged) */
     if (strcmp(p, "zookeeper") == 0 || strncmp(p, "zookeeper/", 10) == 0)
         return ik__fail(IK_EINVAL, why, why_len, "/zookeeper is ZooKeeper's own subtree");
     snprintf(out, out_len, "/%s", p);
@@ -98,21 +101,6 @@ void ik_lock_options_init(ik_lock_options *o)
 void ik_election_options_init(ik_election_options *o)
 {
     memset(o, 0, sizeof *o);
-}
-
-static const ik__recipe_ops *const protocols[] = {
-    &ik__recipe_local_ops,
-#ifdef IK_HAVE_ZK
-    &ik__recipe_zk_ops,
-#endif
-};
-
-/* The lock protocol of c's backend, or NULL. */
-static const ik__recipe_ops *protocol_of(ik__backend *be)
-{
-    for (size_t i = 0; i < sizeof protocols / sizeof protocols[0]; i++)
-        if (strcmp(protocols[i]->scheme, be->ops->scheme) == 0) return protocols[i];
-    return NULL;
 }
 
 /* Test hook, read only when IDKEEPER_TEST_GRANT_DELAY_MS is set (tests set it, nothing
@@ -152,7 +140,7 @@ static int lock_new(ik_coord *c, const char *path, ik__lock_kind kind, ik_hold_c
     if (rc) return rc;
     if (data && strlen(data) > 1024) return IK_EINVAL;
     ik__backend *be = ik__coord_backend(c);
-    const ik__recipe_ops *ops = protocol_of(be);
+    const ik__recipe_ops *ops = be->ops->recipe; /* NULL: a backend without locks */
     if (!ops) return IK_EURI;
     ik_lock *lk = calloc(1, ops->lock_size);
     if (!lk) return IK_ENOMEM;
@@ -591,7 +579,7 @@ int ik_election_leader(ik_coord *c, const char *path, char **id)
     int rc = ik__recipe_path(path, norm, sizeof norm, NULL, 0);
     if (rc) return rc;
     ik__backend *be = ik__coord_backend(c);
-    const ik__recipe_ops *ops = protocol_of(be);
+    const ik__recipe_ops *ops = be->ops->recipe;
     if (!ops) return IK_EURI;
     return ops->leader(be, norm, id);
 }
