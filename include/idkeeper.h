@@ -275,7 +275,6 @@ typedef struct ik_coord ik_coord;
 typedef struct ik_coord_options {
     int zk_session_timeout_ms; /* default 10000 */
     const char *zk_auth;       /* "user:password" for digest auth, or NULL */
-    int test_write_delay_ms;   /* test hook: every counter write sleeps this long first */
 } ik_coord_options;
 
 IK_EXTERN void ik_coord_options_init(ik_coord_options *o);

@@ -159,11 +159,12 @@ int ik__zk_uri_check(const char *uri, char *why, size_t why_len);
 /* coord.c: the registry's backends, in order; *n = how many. For tests. */
 const ik__backend_ops *const *ik__coord_backends(size_t *n);
 
-/* coord.c: the backend behind a coord handle, and the options it was opened with. */
+/* coord.c: the backend behind a coord handle. */
 ik__backend *ik__coord_backend(ik_coord *c);
-const ik_coord_options *ik__coord_options(const ik_coord *c);
+/* coord.c: IDKEEPER_TEST_WRITE_DELAY_MS as it was when c was opened (0: none). */
+int ik__coord_test_write_delay_ms(const ik_coord *c);
 
-/* tags.c: advances a tag through c's backend, with the test write delay. */
+/* tags.c: advances a tag through c's backend, after the test write delay. */
 int ik__tag_advance(ik_coord *c, const char *app, const char *name, ik_tag_kind kind, int64_t delta,
                     int64_t *first);
 

@@ -11,7 +11,7 @@
 
 struct ik_coord {
     ik__backend *be;
-    ik_coord_options opts; /* strings not kept: only the numbers are read later */
+    int test_write_delay_ms; /* IDKEEPER_TEST_WRITE_DELAY_MS at open (tests only) */
 };
 
 /* The backends of this build, in the order the "unknown URI" message names them.
@@ -96,8 +96,11 @@ int ik_coord_open(const char *uri, const ik_coord_options *o, ik_coord **out, ch
     const ik__backend_ops *ops = backend_of(uri); /* found: the check passed */
     ik_coord *c = calloc(1, sizeof *c);
     if (!c) return IK_ENOMEM;
-    c->opts = *o;
-    c->opts.zk_auth = NULL;
+    /* test-only: every counter write sleeps this long first (docs/segment.md,
+     * "Test hooks"); read once, here, so that no hot path calls getenv */
+    const char *delay = getenv("IDKEEPER_TEST_WRITE_DELAY_MS");
+    long ms = delay ? strtol(delay, NULL, 10) : 0;
+    c->test_write_delay_ms = ms > 0 && ms <= 600000 ? (int)ms : 0;
     rc = ops->open(uri, o, &c->be, why, why_len);
     if (rc) {
         free(c);
@@ -124,9 +127,9 @@ ik__backend *ik__coord_backend(ik_coord *c)
     return c->be;
 }
 
-const ik_coord_options *ik__coord_options(const ik_coord *c)
+int ik__coord_test_write_delay_ms(const ik_coord *c)
 {
-    return &c->opts;
+    return c->test_write_delay_ms;
 }
 
 int ik_slots_list(ik_coord *c, const char *app, ik_slot_info **out, size_t *n)

@@ -74,7 +74,7 @@ int ik__tag_advance(ik_coord *c, const char *app, const char *name, ik_tag_kind 
     ik__backend *be = ik__coord_backend(c);
     if (!be->ops->tag_advance) return IK_ESTORE;
     if (delta <= 0) return IK_EINVAL;
-    int delay = ik__coord_options(c)->test_write_delay_ms;
+    int delay = ik__coord_test_write_delay_ms(c); /* tests only */
     if (delay > 0) {
         struct timespec ts = {delay / 1000, (long)(delay % 1000) * 1000000};
         nanosleep(&ts, NULL);
