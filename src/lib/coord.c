@@ -38,6 +38,7 @@ static const struct {
 void ik_coord_options_init(ik_coord_options *o)
 {
     memset(o, 0, sizeof *o);
+    o->size = sizeof *o;
     o->zk_session_timeout_ms = 10000;
 }
 
@@ -85,14 +86,13 @@ const ik__backend_ops *const *ik__coord_backends(size_t *n)
 int ik_coord_open(const char *uri, const ik_coord_options *o, ik_coord **out, char *why,
                   size_t why_len)
 {
-    ik_coord_options defaults;
     if (!out) return IK_EINVAL;
     int rc = ik_coord_uri_check(uri, why, why_len);
     if (rc) return rc;
-    if (!o) {
-        ik_coord_options_init(&defaults);
-        o = &defaults;
-    }
+    ik_coord_options opts; /* the caller's, as far as its size goes; defaults beyond */
+    ik_coord_options_init(&opts);
+    if (o && (rc = ik__options_copy(&opts, sizeof opts, o, "ik_coord_options", why, why_len)))
+        return rc;
     const ik__backend_ops *ops = backend_of(uri); /* found: the check passed */
     ik_coord *c = calloc(1, sizeof *c);
     if (!c) return IK_ENOMEM;
@@ -101,7 +101,7 @@ int ik_coord_open(const char *uri, const ik_coord_options *o, ik_coord **out, ch
     const char *delay = getenv("IDKEEPER_TEST_WRITE_DELAY_MS");
     long ms = delay ? strtol(delay, NULL, 10) : 0;
     c->test_write_delay_ms = ms > 0 && ms <= 600000 ? (int)ms : 0;
-    rc = ops->open(uri, o, &c->be, why, why_len);
+    rc = ops->open(uri, &opts, &c->be, why, why_len);
     if (rc) {
         free(c);
         return rc;

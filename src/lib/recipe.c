@@ -96,11 +96,21 @@ const char *ik_hold_state_name(ik_hold_state s)
 void ik_lock_options_init(ik_lock_options *o)
 {
     memset(o, 0, sizeof *o);
+    o->size = sizeof *o;
 }
 
 void ik_election_options_init(ik_election_options *o)
 {
     memset(o, 0, sizeof *o);
+    o->size = sizeof *o;
+}
+
+/* The caller's lock options as far as their size goes, defaults beyond, into
+ * *opts: 0, or IK_EINVAL (options.c's rule). */
+static int lock_options(const ik_lock_options *o, ik_lock_options *opts)
+{
+    ik_lock_options_init(opts);
+    return o ? ik__options_copy(opts, sizeof *opts, o, "ik_lock_options", NULL, 0) : IK_OK;
 }
 
 /* Test hook, read only when IDKEEPER_TEST_GRANT_DELAY_MS is set (tests set it, nothing
@@ -175,8 +185,9 @@ static void lock_free(ik_lock *lk)
  */
 int ik_lock_create(ik_coord *c, const char *path, const ik_lock_options *o, ik_lock **out)
 {
-    return lock_new(c, path, IK__LOCK_MUTEX, o ? o->on_change : NULL, o ? o->ctx : NULL,
-                    o ? o->data : NULL, out);
+    ik_lock_options opts;
+    if (lock_options(o, &opts)) return IK_EINVAL;
+    return lock_new(c, path, IK__LOCK_MUTEX, opts.on_change, opts.ctx, opts.data, out);
 }
 
 void ik_lock_destroy(ik_lock *lk)
@@ -227,12 +238,13 @@ struct ik_rwlock {
 
 int ik_rwlock_create(ik_coord *c, const char *path, const ik_lock_options *o, ik_rwlock **out)
 {
-    if (!out) return IK_EINVAL;
+    ik_lock_options opts;
+    if (!out || lock_options(o, &opts)) return IK_EINVAL;
     ik_rwlock *rw = calloc(1, sizeof *rw);
     if (!rw) return IK_ENOMEM;
-    ik_hold_cb cb = o ? o->on_change : NULL;
-    void *ctx = o ? o->ctx : NULL;
-    const char *data = o ? o->data : NULL;
+    ik_hold_cb cb = opts.on_change;
+    void *ctx = opts.ctx;
+    const char *data = opts.data;
     int rc = lock_new(c, path, IK__LOCK_READ, cb, ctx, data, &rw->read);
     if (rc == 0) rc = lock_new(c, path, IK__LOCK_WRITE, cb, ctx, data, &rw->write);
     if (rc) {
@@ -434,11 +446,15 @@ int ik_election_create(ik_coord *c, const char *path, const char *id, const ik_e
     if (!c || !out || !id || !*id || strlen(id) > 255) return IK_EINVAL;
     for (const char *p = id; *p; p++)
         if ((unsigned char)*p < 0x20 || *p == 0x7f) return IK_EINVAL;
+    ik_election_options opts; /* the caller's, as far as its size goes; defaults beyond */
+    ik_election_options_init(&opts);
+    if (o && ik__options_copy(&opts, sizeof opts, o, "ik_election_options", NULL, 0))
+        return IK_EINVAL;
     ik_election *e = calloc(1, sizeof *e);
     if (!e) return IK_ENOMEM;
     e->id = strdup(id);
-    e->cb = o ? o->on_change : NULL;
-    e->ctx = o ? o->ctx : NULL;
+    e->cb = opts.on_change;
+    e->ctx = opts.ctx;
     if (!e->id) {
         free(e);
         return IK_ENOMEM;
