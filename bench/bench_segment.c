@@ -2,7 +2,7 @@
  *
  *  1. IDs a second from ik_segment_next, next to the snowflake generator's
  *     unthrottled ik_snowflake_next in the same run (goal: 50,000,000/s).
- *  2. With 50 ms added to every store write (the test_write_delay_ms hook), at a
+ *  2. With 50 ms added to every store write (the IDKEEPER_TEST_WRITE_DELAY_MS hook), at a
  *     paced 100,000 IDs a second for 5 s: the longest time any request waited.
  *     Goal: no request waits on the store (the preloaded block is always there).
  *
@@ -45,11 +45,13 @@ static ik_segment *open_tag(const char *dir, int delay_ms, ik_coord **c)
 {
     char uri[300];
     snprintf(uri, sizeof uri, "local:%s", dir);
-    ik_coord_options o;
-    ik_coord_options_init(&o);
-    o.test_write_delay_ms = delay_ms;
+    char ms[16];
+    snprintf(ms, sizeof ms, "%d", delay_ms);
+    setenv("IDKEEPER_TEST_WRITE_DELAY_MS", ms, 1); /* read by ik_coord_open */
     ik_segment *s;
-    if (ik_coord_open(uri, &o, c, NULL, 0) || ik_segment_create(*c, "bench", NULL, &s)) exit(1);
+    int rc = ik_coord_open(uri, NULL, c, NULL, 0);
+    unsetenv("IDKEEPER_TEST_WRITE_DELAY_MS");
+    if (rc || ik_segment_create(*c, "bench", NULL, &s)) exit(1);
     return s;
 }
 

@@ -15,7 +15,30 @@
  *   returns is freed with ik_free() unless the function says otherwise.
  * - Threads: ik_snowflake_next*() are safe from any number of threads at once. Lease
  *   and coordination handles are safe from any thread, but a handle must not be
- *   destroyed while another thread uses it. Callbacks run on the lease's own thread.
+ *   destroyed while another thread uses it. Callbacks run on library threads, each
+ *   named where its type is declared:
+ *     ik_lease_options.on_state  the lease's own thread; RELEASED on the thread
+ *                                that calls ik_slot_lease_release
+ *     ik_ids_cb                  segment: the allocator's loader thread; sequence:
+ *                                its committer thread; IK_ECLOSED answers at
+ *                                destroy: the thread that calls *_destroy
+ *     ik_hold_cb                 lock: its monitor thread (zk:// only; never on
+ *                                local:); election: the election's own thread
+ *     ik_log_fn, ik_clock        any library thread
+ *   An ik_ids_cb never runs inside the ik_*_next call that queued its request, and
+ *   a call that fails synchronously never invokes its callback.
+ * - Options structs (ik_coord_options, ik_lease_options, ik_segment_options,
+ *   ik_lock_options, ik_election_options) can grow without breaking the ABI. Each
+ *   begins with `size_t size`, which its *_options_init sets to the struct's size in
+ *   the header the program was built with: always call the init, then set fields.
+ *   The library reads only the fields within size; a field beyond it (a program
+ *   built against an older, smaller struct) takes its default. Fields are only ever
+ *   added at the end, and a field added later means "the default" when zero, so a
+ *   program built against a newer, larger struct runs on an older library as long
+ *   as it leaves the new fields zero; if it sets one the call fails with IK_EINVAL
+ *   rather than ignore it (Linux's openat2 and clone3 follow the same rule). A
+ *   size of 0 (a struct never given to its init) is IK_EINVAL. The other structs
+ *   (ik_layout, the *_info results, ik_clock) are fixed for this .so version.
  *
  * What this library deliberately does not do: it never issues an ID it cannot prove
  * unique. When in doubt (no lease, clock behind, time record not yet past) it
@@ -273,15 +296,16 @@ IK_EXTERN const ik_layout *ik_snowflake_layout(const ik_snowflake *g);
 typedef struct ik_coord ik_coord;
 
 typedef struct ik_coord_options {
+    size_t size;               /* set by ik_coord_options_init ("Options structs" above) */
     int zk_session_timeout_ms; /* default 10000 */
     const char *zk_auth;       /* "user:password" for digest auth, or NULL */
-    int test_write_delay_ms;   /* test hook: every counter write sleeps this long first */
 } ik_coord_options;
 
 IK_EXTERN void ik_coord_options_init(ik_coord_options *o);
 
-/* Opens the backend named by uri. why (if why_len > 0) gets a one-line reason on
- * failure (IK_EURI for a malformed URI, IK_ESTORE if it cannot be reached). */
+/* Opens the backend named by uri. o may be NULL (defaults). why (if why_len > 0)
+ * gets a one-line reason on failure (IK_EURI for a malformed URI or a scheme this
+ * build lacks, IK_EINVAL for options, IK_ESTORE if it cannot be reached). */
 IK_EXTERN int ik_coord_open(const char *uri, const ik_coord_options *o, ik_coord **out, char *why,
                             size_t why_len);
 IK_EXTERN void ik_coord_close(ik_coord *c);
@@ -292,13 +316,17 @@ IK_EXTERN int ik_coord_uri_check(const char *uri, char *why, size_t why_len);
 
 /* ------------------------------------------------------------------------------
  * Worker slot lease (SPEC 3). Holds one slot of the app's range and drives an
- * ik_snowflake: grants it the slot, extends the grant while the lease is provably
- * held, withdraws it when the lease is in doubt past the safe window or lost, and
- * takes a slot again (with the time guard) after the backend session expires.
+ * ik_snowflake: grants it the slot, extends the grant after each acknowledged write
+ * of the time record, withdraws it when the lease is lost, and takes a slot again
+ * (with the time guard) after the backend session expires. A lease in doubt keeps
+ * its grant, whose deadline (the window the last acknowledged write proved) runs
+ * out by itself: past that safe window the generator stops issuing
+ * (IK_ENOLEASE) while the lease stays IN_DOUBT, and issues again once the store
+ * answers on the same session.
  *
- *   ACQUIRING --acquired--> HELD --connection lost--> IN_DOUBT --reconnected--> HELD
- *       ^                                               |
- *       +---------------- LOST <---session expired / safe window passed---+
+ *   ACQUIRING --acquired--> HELD --store unreachable--> IN_DOUBT --store answers--> HELD
+ *   IN_DOUBT --safe window passed--> IN_DOUBT (not issuing; why says so)
+ *   HELD, IN_DOUBT --session expired or slot taken over--> LOST --> ACQUIRING
  *   any --ik_slot_lease_release()--> RELEASED
  */
 typedef enum ik_lease_state {
@@ -312,6 +340,7 @@ typedef enum ik_lease_state {
 typedef enum ik_slot_choice { IK_SLOT_RANDOM = 0, IK_SLOT_LOWEST = 1 } ik_slot_choice;
 
 typedef struct ik_lease_options {
+    size_t size;                 /* set by ik_lease_options_init ("Options structs") */
     const char *app;             /* namespace; default "default" */
     const char *identity;        /* who holds the slot; required */
     ik_slot_choice choice;       /* when the identity's last slot is not free */
@@ -322,7 +351,8 @@ typedef struct ik_lease_options {
      * coord's negotiated session timeout + 2 s; local: 0, a slot frees at once).
      * At most IK_SLOT_WAIT_MAX. */
     int64_t slot_wait_ms;
-    /* Called on the lease thread at each state change; may be NULL. */
+    /* Called at each state change, on the lease thread (RELEASED: on the thread
+     * that calls ik_slot_lease_release); may be NULL. */
     void (*on_state)(void *ctx, ik_lease_state state, int worker, const char *why);
     void *ctx;
 } ik_lease_options;
@@ -426,9 +456,12 @@ IK_EXTERN int ik_tag_get(ik_coord *c, const char *app, const char *name, ik_tag_
 /* All tags of the app, by name; *out freed with ik_free. */
 IK_EXTERN int ik_tags_list(ik_coord *c, const char *app, ik_tag_info **out, size_t *n);
 
-/* Where a pending request's IDs arrive: called exactly once, on an allocator thread,
- * with status 0 and n IDs (valid only during the call), or with a negative status and
- * no IDs. It must not block for long and must not destroy the allocator. */
+/* Where a pending request's IDs arrive: called exactly once, with status 0 and n IDs
+ * (valid only during the call), or with a negative status and no IDs. Thread: an
+ * ik_segment's loader thread or an ik_sequence's committer thread, never the thread
+ * inside ik_*_next; the IK_ECLOSED answers of requests still waiting at destroy
+ * come on the thread that calls ik_segment_destroy or ik_sequence_destroy. It must
+ * not block for long and must not destroy the allocator. */
 typedef void (*ik_ids_cb)(void *ctx, int status, const int64_t *ids, size_t n);
 
 /* ------------------------------------------------------------------------------
@@ -442,6 +475,7 @@ typedef void (*ik_ids_cb)(void *ctx, int status, const int64_t *ids, size_t n);
 typedef struct ik_segment ik_segment;
 
 typedef struct ik_segment_options {
+    size_t size;             /* set by ik_segment_options_init ("Options structs") */
     double preload_at;       /* 0.1 */
     int64_t max_step;        /* 1000000 */
     int64_t grow_below_ms;   /* 15 minutes */
@@ -553,8 +587,10 @@ IK_EXTERN const char *ik_hold_state_name(ik_hold_state s);
 
 /* Called when a grant changes state: IN_DOUBT, HELD (restored after IN_DOUBT, or
  * leadership gained) and LOST; why is a one-line reason, valid during the call.
- * Runs on a library thread (the lock's watch thread, or the election's thread),
- * one call at a time per object. It must not block for long, and must not
+ * Thread: for an ik_lock (and each half of an ik_rwlock), the lock's monitor thread,
+ * which zk:// starts at the first grant (on local: a grant cannot be lost, and the
+ * callback is never called); for an ik_election, the election's own thread. One
+ * call at a time per object. It must not block for long, and must not
  * release, resign or destroy the object it is called for (set a flag instead). */
 typedef void (*ik_hold_cb)(void *ctx, ik_hold_state state, const char *why);
 
@@ -572,6 +608,7 @@ typedef struct ik_hold_info {
 } ik_hold_info;
 
 typedef struct ik_lock_options {
+    size_t size;          /* set by ik_lock_options_init ("Options structs") */
     ik_hold_cb on_change; /* may be NULL */
     void *ctx;
     const char *data; /* stored in our node or ticket, for people looking at the
@@ -587,7 +624,8 @@ IK_EXTERN void ik_lock_options_init(ik_lock_options *o);
 typedef struct ik_lock ik_lock;
 
 /* Makes a lock handle for path; nothing is taken yet. o may be NULL. The coord must
- * outlive the lock. IK_EINVAL for a bad path. */
+ * outlive the lock. IK_EINVAL for a bad path or options; IK_EURI if the coord's
+ * backend has no locks. */
 IK_EXTERN int ik_lock_create(ik_coord *c, const char *path, const ik_lock_options *o,
                              ik_lock **out);
 /* Releases the lock if held and frees lk. On zk:// it waits (at most one session
@@ -640,6 +678,7 @@ IK_EXTERN ik_lock *ik_rwlock_write(ik_rwlock *rw);
 typedef struct ik_election ik_election;
 
 typedef struct ik_election_options {
+    size_t size;          /* set by ik_election_options_init ("Options structs") */
     ik_hold_cb on_change; /* HELD (leading), IN_DOUBT, LOST; may be NULL */
     void *ctx;
 } ik_election_options;

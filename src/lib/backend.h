@@ -2,7 +2,27 @@
  *
  * One small vtable, one file per implementation (backend_local.c, backend_zk.c),
  * chosen at one place (coord.c, by URI scheme). The generic slot-lease logic
- * (lease.c) drives a backend only through these calls.
+ * (lease.c), the tags (tags.c) and the recipes (recipe.c) drive a backend only
+ * through these calls; the table also carries the backend's URI check and its lock
+ * protocol (recipe.h), so nothing above it compares scheme strings.
+ *
+ * Adding a backend (say "etcd"):
+ *   1. one ops table, ik__backend_etcd_ops, in its own file(s) (backend_etcd*.c,
+ *      recipe_etcd.c for its locks, or recipe = NULL and tags NULL to start with);
+ *   2. one line in coord.c's backends[] (and its extern here);
+ *   3. one line in the build (CMakeLists.txt), if it is optional or needs a
+ *      library; every .c file in src/lib is picked up by itself.
+ * Then the conformance suite (tests/conformance/) runs against it.
+ *
+ * Layers (no call cycle among src/lib's objects; tests/tools/callcycles.py):
+ *   public API and dispatch: coord.c, lease.c, tags.c, segment.c, sequence.c,
+ *                            recipe.c
+ *   implementations:         backend_<x>*.c, recipe_<x>*.c (reached only through
+ *                            the ops tables coord.c names)
+ *   shared below them:       tag_names.c, lock_notify.c, zk_uri.c, errors.c,
+ *                            clock.c (what two implementations, or an
+ *                            implementation and the dispatch, both use)
+ * An implementation never calls up into coord.c, tags.c or recipe.c.
  *
  * Time records. Every slot has a time record: a Unix-ms value that is an upper
  * bound of the time of any ID ever issued under that slot. A holder never issues a
@@ -22,6 +42,7 @@
 
 typedef struct ik__backend ik__backend;
 typedef struct ik__backend_ops ik__backend_ops;
+typedef struct ik__recipe_ops ik__recipe_ops; /* recipe.h */
 
 /* Every backend's handle struct starts with this. */
 struct ik__backend {
@@ -47,7 +68,18 @@ typedef struct ik__slot_grant {
 } ik__slot_grant;
 
 struct ik__backend_ops {
-    const char *scheme; /* "local", "zk" */
+    const char *scheme;   /* "local", "zk": coord.c gives it every URI "SCHEME:..." */
+    const char *uri_form; /* the URI's shape, for messages: "local:DIR" */
+
+    /* Checks the whole URI's syntax without opening anything (no I/O; any thread):
+     * 0, or IK_EURI with a one-line reason in why. ik_coord_uri_check's answer for
+     * this scheme; open is only called on a URI it passed. */
+    int (*uri_check)(const char *uri, char *why, size_t why_len);
+
+    /* The backend's lock protocol (recipe.h), the one recipe.c uses for its locks
+     * and elections; NULL for a backend without locks, whose lock and election
+     * calls then fail with IK_EURI. */
+    const ik__recipe_ops *recipe;
 
     /* uri is the whole URI ("local:DIR", "zk://..."). */
     int (*open)(const char *uri, const ik_coord_options *o, ik__backend **out, char *why,
@@ -113,16 +145,26 @@ struct ik__backend_ops {
                        int64_t delta, int64_t *first);
 };
 
+/* The ops tables, named only by coord.c's registry (and the unit tests), and the
+ * lock protocols, named only by their backend's ops table. */
 extern const ik__backend_ops ik__backend_local_ops;
+extern const ik__recipe_ops ik__recipe_local_ops;
 #ifdef IK_HAVE_ZK
 extern const ik__backend_ops ik__backend_zk_ops;
+extern const ik__recipe_ops ik__recipe_zk_ops;
+/* zk_uri.c: the zk:// syntax (ik__backend_zk_ops.uri_check). */
+int ik__zk_uri_check(const char *uri, char *why, size_t why_len);
 #endif
 
-/* coord.c: the backend behind a coord handle, and the options it was opened with. */
-ik__backend *ik__coord_backend(ik_coord *c);
-const ik_coord_options *ik__coord_options(const ik_coord *c);
+/* coord.c: the registry's backends, in order; *n = how many. For tests. */
+const ik__backend_ops *const *ik__coord_backends(size_t *n);
 
-/* tags.c: advances a tag through c's backend, with the test write delay. */
+/* coord.c: the backend behind a coord handle. */
+ik__backend *ik__coord_backend(ik_coord *c);
+/* coord.c: IDKEEPER_TEST_WRITE_DELAY_MS as it was when c was opened (0: none). */
+int ik__coord_test_write_delay_ms(const ik_coord *c);
+
+/* tags.c: advances a tag through c's backend, after the test write delay. */
 int ik__tag_advance(ik_coord *c, const char *app, const char *name, ik_tag_kind kind, int64_t delta,
                     int64_t *first);
 

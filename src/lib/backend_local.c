@@ -75,6 +75,18 @@ static int mkdirs(const char *path)
     return IK_OK;
 }
 
+/* local:DIR: a non-empty directory without control characters. */
+static int local_uri_check(const char *uri, char *why, size_t why_len)
+{
+    if (strncmp(uri, "local:", 6) != 0)
+        return ik__fail(IK_EURI, why, why_len, "a local URI begins local:");
+    if (uri[6] == '\0') return ik__fail(IK_EURI, why, why_len, "local: needs a directory");
+    for (const char *c = uri + 6; *c; c++)
+        if ((unsigned char)*c < 0x20)
+            return ik__fail(IK_EURI, why, why_len, "control character in local: directory");
+    return IK_OK;
+}
+
 static int local_open(const char *uri, const ik_coord_options *o, ik__backend **out, char *why,
                       size_t why_len)
 {
@@ -441,6 +453,9 @@ static int local_slots_list(ik__backend *be, const char *app, ik_slot_info **out
 
 const ik__backend_ops ik__backend_local_ops = {
     .scheme = "local",
+    .uri_form = "local:DIR",
+    .uri_check = local_uri_check,
+    .recipe = &ik__recipe_local_ops,
     .open = local_open,
     .close = local_close,
     .uri = local_uri,

@@ -217,7 +217,7 @@ static int zfail(int zrc, char *why, size_t why_len, const char *what)
  */
 static int parse_uri(const char *uri, char **hosts, char **chroot, char *why, size_t why_len)
 {
-    int rc = ik_coord_uri_check(uri, why, why_len); /* the one syntax check (coord.c) */
+    int rc = ik__zk_uri_check(uri, why, why_len); /* the one syntax check (zk_uri.c) */
     if (rc) return rc;
     if (strncmp(uri, "zk://", 5) != 0) return ik__fail(IK_EURI, why, why_len, "not a zk:// URI");
     const char *p = uri + 5;
@@ -1965,6 +1965,9 @@ void ik__zk_unlisten(ik__backend *be, void (*fn)(void *ctx, unsigned gen, int st
 
 const ik__backend_ops ik__backend_zk_ops = {
     .scheme = "zk",
+    .uri_form = "zk://HOST:PORT[,HOST:PORT...][/CHROOT]",
+    .uri_check = ik__zk_uri_check,
+    .recipe = &ik__recipe_zk_ops,
     .open = zk_open,
     .close = zk_close,
     .uri = zk_uri,

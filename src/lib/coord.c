@@ -1,5 +1,8 @@
-/* coord.c: opens a coordination backend by URI scheme; the one place a backend is
- * chosen (SQLite's os_unix.c/os_win.c pattern). */
+/* coord.c: the registry of coordination backends: the one place a backend is
+ * chosen (SQLite's os_unix.c/os_win.c pattern). A URI "SCHEME:..." goes to the
+ * backend of that scheme in backends[]: its uri_check judges the syntax, its open
+ * makes the handle, and its ops table carries everything else (slots, tags, and
+ * through ->recipe its lock protocol), so no other file names a backend. */
 #include "backend.h"
 #include "internal.h"
 
@@ -8,136 +11,103 @@
 
 struct ik_coord {
     ik__backend *be;
-    ik_coord_options opts; /* strings not kept: only the numbers are read later */
+    int test_write_delay_ms; /* IDKEEPER_TEST_WRITE_DELAY_MS at open (tests only) */
 };
 
+/* The backends of this build, in the order the "unknown URI" message names them.
+ * A new backend is one line here (backend.h says what else it takes). */
 static const ik__backend_ops *const backends[] = {
     &ik__backend_local_ops,
 #ifdef IK_HAVE_ZK
     &ik__backend_zk_ops,
 #endif
 };
+#define NBACKENDS (sizeof backends / sizeof backends[0])
+
+/* Schemes a build can leave out (CMake's IK_WITH_ZK=OFF), so that their URIs get a
+ * clear answer rather than "unknown". Ends with {NULL}. */
+static const struct {
+    const char *scheme, *what;
+} left_out[] = {
+#ifndef IK_HAVE_ZK
+    {"zk", "ZooKeeper"},
+#endif
+    {NULL, NULL},
+};
 
 void ik_coord_options_init(ik_coord_options *o)
 {
     memset(o, 0, sizeof *o);
+    o->size = sizeof *o;
     o->zk_session_timeout_ms = 10000;
 }
 
-#ifdef IK_HAVE_ZK
-/* zk://HOST:PORT[,HOST:PORT...][/CHROOT]: host is a name, an IPv4 address or
- * [IPv6]; port 1-65535; chroot is /-separated non-empty segments without "." or
- * ".." and without control characters. */
-static int check_zk_uri(const char *uri, char *why, size_t why_len)
+/* 1 if uri is "SCHEME:...". */
+static int has_scheme(const char *uri, const char *scheme)
 {
-    const char *p = uri + 5;
-    const char *slash = strchr(p, '/');
-    size_t hosts_len = slash ? (size_t)(slash - p) : strlen(p);
-    if (hosts_len == 0) return ik__fail(IK_EURI, why, why_len, "zk URI names no host: %s", uri);
-    const char *h = p, *end = p + hosts_len;
-    while (h < end) {
-        const char *comma = memchr(h, ',', (size_t)(end - h));
-        const char *he = comma ? comma : end;
-        const char *colon;
-        if (*h == '[') {
-            const char *rb = memchr(h, ']', (size_t)(he - h));
-            if (!rb || rb == h + 1 || rb + 1 >= he || rb[1] != ':')
-                return ik__fail(IK_EURI, why, why_len, "bad [IPv6]:PORT in %s", uri);
-            colon = rb + 1;
-        } else {
-            colon = memchr(h, ':', (size_t)(he - h));
-            if (!colon || colon == h)
-                return ik__fail(IK_EURI, why, why_len, "each zk host needs HOST:PORT in %s", uri);
-            for (const char *c = h; c < colon; c++)
-                if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
-                      (*c >= '0' && *c <= '9') || *c == '.' || *c == '-'))
-                    return ik__fail(IK_EURI, why, why_len, "bad host name in %s", uri);
-        }
-        size_t plen = (size_t)(he - colon - 1);
-        long port = 0;
-        if (plen == 0 || plen > 5) return ik__fail(IK_EURI, why, why_len, "bad port in %s", uri);
-        for (const char *c = colon + 1; c < he; c++) {
-            if (*c < '0' || *c > '9') return ik__fail(IK_EURI, why, why_len, "bad port in %s", uri);
-            port = port * 10 + (*c - '0');
-        }
-        if (port < 1 || port > 65535)
-            return ik__fail(IK_EURI, why, why_len, "port out of range in %s", uri);
-        h = comma ? comma + 1 : end;
-        if (comma && h == end)
-            return ik__fail(IK_EURI, why, why_len, "empty host after ',' in %s", uri);
-    }
-    if (slash) {
-        const char *c = slash;
-        if (c[1] == '\0') return IK_OK; /* "zk://h:p/" is the root */
-        while (*c == '/') {
-            const char *seg = c + 1, *se = seg;
-            while (*se && *se != '/') {
-                if ((unsigned char)*se < 0x20 || *se == 0x7f)
-                    return ik__fail(IK_EURI, why, why_len, "control character in zk chroot");
-                se++;
-            }
-            size_t sl = (size_t)(se - seg);
-            if (sl == 0 || (sl == 1 && seg[0] == '.') ||
-                (sl == 2 && seg[0] == '.' && seg[1] == '.'))
-                return ik__fail(IK_EURI, why, why_len, "bad zk chroot path in %s", uri);
-            c = se;
-        }
-    }
-    return IK_OK;
+    size_t n = strlen(scheme);
+    return strncmp(uri, scheme, n) == 0 && uri[n] == ':';
 }
-#endif
+
+/* The backend of uri's scheme, or NULL. */
+static const ik__backend_ops *backend_of(const char *uri)
+{
+    for (size_t i = 0; i < NBACKENDS; i++)
+        if (has_scheme(uri, backends[i]->scheme)) return backends[i];
+    return NULL;
+}
 
 int ik_coord_uri_check(const char *uri, char *why, size_t why_len)
 {
     if (!uri) return ik__fail(IK_EURI, why, why_len, "no coordination URI");
-    if (strncmp(uri, "local:", 6) == 0) {
-        if (uri[6] == '\0') return ik__fail(IK_EURI, why, why_len, "local: needs a directory");
-        for (const char *c = uri + 6; *c; c++)
-            if ((unsigned char)*c < 0x20)
-                return ik__fail(IK_EURI, why, why_len, "control character in local: directory");
-        return IK_OK;
-    }
-    if (strncmp(uri, "zk://", 5) == 0) {
-#ifndef IK_HAVE_ZK
-        return ik__fail(IK_EURI, why, why_len, "this build has no ZooKeeper backend");
-#else
-        return check_zk_uri(uri, why, why_len);
-#endif
-    }
-    return ik__fail(IK_EURI, why, why_len,
-                    "unknown coordination URI '%.64s' (use local:DIR or zk://HOST:PORT[/CHROOT])",
-                    uri);
+    const ik__backend_ops *ops = backend_of(uri);
+    if (ops) return ops->uri_check(uri, why, why_len);
+    for (size_t i = 0; left_out[i].scheme; i++)
+        if (has_scheme(uri, left_out[i].scheme))
+            return ik__fail(IK_EURI, why, why_len, "this build has no %s backend",
+                            left_out[i].what);
+    char forms[256] = "";
+    size_t used = 0;
+    for (size_t i = 0; i < NBACKENDS && used < sizeof forms; i++)
+        used += (size_t)snprintf(forms + used, sizeof forms - used, "%s%s",
+                                 i == 0               ? ""
+                                 : i + 1 == NBACKENDS ? " or "
+                                                      : ", ",
+                                 backends[i]->uri_form);
+    return ik__fail(IK_EURI, why, why_len, "unknown coordination URI '%.64s' (use %s)", uri, forms);
+}
+
+const ik__backend_ops *const *ik__coord_backends(size_t *n)
+{
+    *n = NBACKENDS;
+    return backends;
 }
 
 int ik_coord_open(const char *uri, const ik_coord_options *o, ik_coord **out, char *why,
                   size_t why_len)
 {
-    ik_coord_options defaults;
     if (!out) return IK_EINVAL;
     int rc = ik_coord_uri_check(uri, why, why_len);
     if (rc) return rc;
-    if (!o) {
-        ik_coord_options_init(&defaults);
-        o = &defaults;
+    ik_coord_options opts; /* the caller's, as far as its size goes; defaults beyond */
+    ik_coord_options_init(&opts);
+    if (o && (rc = ik__options_copy(&opts, sizeof opts, o, "ik_coord_options", why, why_len)))
+        return rc;
+    const ik__backend_ops *ops = backend_of(uri); /* found: the check passed */
+    ik_coord *c = calloc(1, sizeof *c);
+    if (!c) return IK_ENOMEM;
+    /* test-only: every counter write sleeps this long first (docs/segment.md,
+     * "Test hooks"); read once, here, so that no hot path calls getenv */
+    const char *delay = getenv("IDKEEPER_TEST_WRITE_DELAY_MS");
+    long ms = delay ? strtol(delay, NULL, 10) : 0;
+    c->test_write_delay_ms = ms > 0 && ms <= 600000 ? (int)ms : 0;
+    rc = ops->open(uri, &opts, &c->be, why, why_len);
+    if (rc) {
+        free(c);
+        return rc;
     }
-    const char *scheme_end = strchr(uri, ':');
-    size_t slen = (size_t)(scheme_end - uri);
-    for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++) {
-        if (strlen(backends[i]->scheme) != slen || strncmp(uri, backends[i]->scheme, slen))
-            continue;
-        ik_coord *c = calloc(1, sizeof *c);
-        if (!c) return IK_ENOMEM;
-        c->opts = *o;
-        c->opts.zk_auth = NULL;
-        rc = backends[i]->open(uri, o, &c->be, why, why_len);
-        if (rc) {
-            free(c);
-            return rc;
-        }
-        *out = c;
-        return IK_OK;
-    }
-    return ik__fail(IK_EURI, why, why_len, "no backend for %s", uri);
+    *out = c;
+    return IK_OK;
 }
 
 void ik_coord_close(ik_coord *c)
@@ -157,9 +127,9 @@ ik__backend *ik__coord_backend(ik_coord *c)
     return c->be;
 }
 
-const ik_coord_options *ik__coord_options(const ik_coord *c)
+int ik__coord_test_write_delay_ms(const ik_coord *c)
 {
-    return &c->opts;
+    return c->test_write_delay_ms;
 }
 
 int ik_slots_list(ik_coord *c, const char *app, ik_slot_info **out, size_t *n)

@@ -36,6 +36,17 @@ void ik__cond_init_mono(pthread_cond_t *cv);
  * (at least `first`) and reallocates *v. 0, or IK_ENOMEM with *v unchanged. */
 int ik__grow(void **v, size_t *cap, size_t n, size_t elem, size_t first);
 
+/* The size rule of the public options structs (options.c). full (full_size bytes,
+ * this library's struct) holds the defaults, as its *_options_init left them;
+ * given is the caller's struct, whose first member is its size. Copies the fields
+ * that lie within both sizes over the defaults, so fields beyond the caller's size
+ * keep them. IK_EINVAL, with a reason naming `what` ("ik_coord_options"), if the
+ * size is not a struct's (0: never given to its init) or if the caller's struct is
+ * larger and a byte past full_size is not zero (a newer field this library cannot
+ * honour); full is then partly written. */
+int ik__options_copy(void *full, size_t full_size, const void *given, const char *what, char *why,
+                     size_t why_len);
+
 /* Valid app / identity names: [A-Za-z0-9._:-]{1,max}. */
 int ik__valid_name(const char *s, size_t max);
 

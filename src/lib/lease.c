@@ -81,6 +81,7 @@ struct ik_slot_lease {
 void ik_lease_options_init(ik_lease_options *o)
 {
     memset(o, 0, sizeof *o);
+    o->size = sizeof *o;
     o->app = "default";
     o->choice = IK_SLOT_RANDOM;
     o->persist_interval_ms = 1000;
@@ -321,12 +322,14 @@ static void *lease_thread(void *arg)
 int ik_slot_lease_begin(ik_coord *c, ik_snowflake *g, const ik_lease_options *o,
                         ik_slot_lease **out, char *why, size_t why_len)
 {
-    ik_lease_options defaults;
     if (!c || !g || !out) return IK_EINVAL;
-    if (!o) {
-        ik_lease_options_init(&defaults);
-        o = &defaults;
+    ik_lease_options opts; /* the caller's, as far as its size goes; defaults beyond */
+    ik_lease_options_init(&opts);
+    if (o) {
+        int rc = ik__options_copy(&opts, sizeof opts, o, "ik_lease_options", why, why_len);
+        if (rc) return rc;
     }
+    o = &opts;
     const char *app = o->app ? o->app : "default";
     if (!ik__valid_name(app, 64))
         return ik__fail(IK_EINVAL, why, why_len, "app name must be 1-64 of [A-Za-z0-9._:-]");

@@ -1,6 +1,7 @@
 /* recipe.c: locks, read-write locks and leader election over any backend (SPEC 6):
- * argument checks, the choice of a backend's lock protocol (recipe.h), and the
- * election's campaign thread.
+ * argument checks, the path rule, and the election's campaign thread. The lock
+ * protocol is the one the coord's backend carries (ik__backend_ops.recipe): this
+ * file names no backend.
  *
  * An election is a LATCH lock that a campaign thread acquires (waiting forever),
  * holds while it leads, and acquires again after a loss, until resign. The
@@ -42,7 +43,7 @@
 #include <unistd.h>
 
 /* ------------------------------------------------------------------------------
- * Paths, options, the backend's protocol
+ * Paths and options
  */
 int ik__recipe_path(const char *path, char *out, size_t out_len, char *why, size_t why_len)
 {
@@ -67,6 +68,8 @@ int ik__recipe_path(const char *path, char *out, size_t out_len, char *why, size
         if (!se) break;
         seg = se + 1;
     }
+    /* ZooKeeper's own subtree, refused on every backend so that a path valid on one
+     * backend is valid on all (a lock moves from local: to zk:// unchanged) */
     if (strcmp(p, "zookeeper") == 0 || strncmp(p, "zookeeper/", 10) == 0)
         return ik__fail(IK_EINVAL, why, why_len, "/zookeeper is ZooKeeper's own subtree");
     snprintf(out, out_len, "/%s", p);
@@ -93,26 +96,21 @@ const char *ik_hold_state_name(ik_hold_state s)
 void ik_lock_options_init(ik_lock_options *o)
 {
     memset(o, 0, sizeof *o);
+    o->size = sizeof *o;
 }
 
 void ik_election_options_init(ik_election_options *o)
 {
     memset(o, 0, sizeof *o);
+    o->size = sizeof *o;
 }
 
-static const ik__recipe_ops *const protocols[] = {
-    &ik__recipe_local_ops,
-#ifdef IK_HAVE_ZK
-    &ik__recipe_zk_ops,
-#endif
-};
-
-/* The lock protocol of c's backend, or NULL. */
-static const ik__recipe_ops *protocol_of(ik__backend *be)
+/* The caller's lock options as far as their size goes, defaults beyond, into
+ * *opts: 0, or IK_EINVAL (options.c's rule). */
+static int lock_options(const ik_lock_options *o, ik_lock_options *opts)
 {
-    for (size_t i = 0; i < sizeof protocols / sizeof protocols[0]; i++)
-        if (strcmp(protocols[i]->scheme, be->ops->scheme) == 0) return protocols[i];
-    return NULL;
+    ik_lock_options_init(opts);
+    return o ? ik__options_copy(opts, sizeof *opts, o, "ik_lock_options", NULL, 0) : IK_OK;
 }
 
 /* Test hook, read only when IDKEEPER_TEST_GRANT_DELAY_MS is set (tests set it, nothing
@@ -129,11 +127,6 @@ static void test_grant_delay(void)
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
     }
-}
-
-void ik__lock_notify(ik_lock *lk, ik_hold_state state, const char *why)
-{
-    if (lk->on_change) lk->on_change(lk->ctx, state, why ? why : "");
 }
 
 /* Data stored in our node or ticket: o->data, else "pid=PID host=HOST". */
@@ -157,7 +150,7 @@ static int lock_new(ik_coord *c, const char *path, ik__lock_kind kind, ik_hold_c
     if (rc) return rc;
     if (data && strlen(data) > 1024) return IK_EINVAL;
     ik__backend *be = ik__coord_backend(c);
-    const ik__recipe_ops *ops = protocol_of(be);
+    const ik__recipe_ops *ops = be->ops->recipe; /* NULL: a backend without locks */
     if (!ops) return IK_EURI;
     ik_lock *lk = calloc(1, ops->lock_size);
     if (!lk) return IK_ENOMEM;
@@ -192,8 +185,9 @@ static void lock_free(ik_lock *lk)
  */
 int ik_lock_create(ik_coord *c, const char *path, const ik_lock_options *o, ik_lock **out)
 {
-    return lock_new(c, path, IK__LOCK_MUTEX, o ? o->on_change : NULL, o ? o->ctx : NULL,
-                    o ? o->data : NULL, out);
+    ik_lock_options opts;
+    if (lock_options(o, &opts)) return IK_EINVAL;
+    return lock_new(c, path, IK__LOCK_MUTEX, opts.on_change, opts.ctx, opts.data, out);
 }
 
 void ik_lock_destroy(ik_lock *lk)
@@ -244,12 +238,13 @@ struct ik_rwlock {
 
 int ik_rwlock_create(ik_coord *c, const char *path, const ik_lock_options *o, ik_rwlock **out)
 {
-    if (!out) return IK_EINVAL;
+    ik_lock_options opts;
+    if (!out || lock_options(o, &opts)) return IK_EINVAL;
     ik_rwlock *rw = calloc(1, sizeof *rw);
     if (!rw) return IK_ENOMEM;
-    ik_hold_cb cb = o ? o->on_change : NULL;
-    void *ctx = o ? o->ctx : NULL;
-    const char *data = o ? o->data : NULL;
+    ik_hold_cb cb = opts.on_change;
+    void *ctx = opts.ctx;
+    const char *data = opts.data;
     int rc = lock_new(c, path, IK__LOCK_READ, cb, ctx, data, &rw->read);
     if (rc == 0) rc = lock_new(c, path, IK__LOCK_WRITE, cb, ctx, data, &rw->write);
     if (rc) {
@@ -451,11 +446,15 @@ int ik_election_create(ik_coord *c, const char *path, const char *id, const ik_e
     if (!c || !out || !id || !*id || strlen(id) > 255) return IK_EINVAL;
     for (const char *p = id; *p; p++)
         if ((unsigned char)*p < 0x20 || *p == 0x7f) return IK_EINVAL;
+    ik_election_options opts; /* the caller's, as far as its size goes; defaults beyond */
+    ik_election_options_init(&opts);
+    if (o && ik__options_copy(&opts, sizeof opts, o, "ik_election_options", NULL, 0))
+        return IK_EINVAL;
     ik_election *e = calloc(1, sizeof *e);
     if (!e) return IK_ENOMEM;
     e->id = strdup(id);
-    e->cb = o ? o->on_change : NULL;
-    e->ctx = o ? o->ctx : NULL;
+    e->cb = opts.on_change;
+    e->ctx = opts.ctx;
     if (!e->id) {
         free(e);
         return IK_ENOMEM;
@@ -596,7 +595,7 @@ int ik_election_leader(ik_coord *c, const char *path, char **id)
     int rc = ik__recipe_path(path, norm, sizeof norm, NULL, 0);
     if (rc) return rc;
     ik__backend *be = ik__coord_backend(c);
-    const ik__recipe_ops *ops = protocol_of(be);
+    const ik__recipe_ops *ops = be->ops->recipe;
     if (!ops) return IK_EURI;
     return ops->leader(be, norm, id);
 }

@@ -2,8 +2,9 @@
  * locks, elections) and the backends' lock protocols (recipe_local.c: flock'ed
  * files and tickets; recipe_zk.c: ephemeral sequential nodes).
  *
- * One small vtable per backend, chosen in one place (recipe.c, by the coord's
- * backend scheme), in the manner of backend.h. Every recipe is a lock of some
+ * One small vtable per backend, reached through the backend's own ops table
+ * (ik__backend_ops.recipe, backend.h): the registry in coord.c chooses it with the
+ * backend, and recipe.c compares no scheme. Every recipe is a lock of some
  * kind: an election is a LATCH lock whose holder leads (Curator's LeaderLatch and
  * InterProcessMutex are the same protocol under two node names), and the halves
  * of a read-write lock are READ and WRITE locks.
@@ -21,8 +22,6 @@
 #define IK_RECIPE_H
 
 #include "backend.h"
-
-typedef struct ik__recipe_ops ik__recipe_ops;
 
 typedef enum ik__lock_kind {
     IK__LOCK_MUTEX = 0, /* zk: _c_<uuid>-lock-<seq>     local: PATH.lock   */
@@ -44,7 +43,7 @@ struct ik_lock {
 };
 
 struct ik__recipe_ops {
-    const char *scheme; /* the backend's scheme: "local", "zk" */
+    const char *scheme; /* the backend's scheme, for messages: "local", "zk" */
     size_t lock_size;   /* sizeof the backend's lock struct */
 
     /* Backend state of a new lock (nothing taken). 0 or an error. */
@@ -65,12 +64,7 @@ struct ik__recipe_ops {
     int (*leader)(ik__backend *be, const char *path, char **id);
 };
 
-extern const ik__recipe_ops ik__recipe_local_ops;
-#ifdef IK_HAVE_ZK
-extern const ik__recipe_ops ik__recipe_zk_ops;
-#endif
-
-/* recipe.c: tells the lock's owner (the on_change callback) of a state change. */
+/* lock_notify.c: tells the lock's owner (the on_change callback) of a state change. */
 void ik__lock_notify(ik_lock *lk, ik_hold_state state, const char *why);
 
 /* recipe.c: checks and normalizes a recipe path into out ("/a/b"). 0 or IK_EINVAL

@@ -93,6 +93,8 @@ struct ik_segment {
 
 void ik_segment_options_init(ik_segment_options *o)
 {
+    memset(o, 0, sizeof *o);
+    o->size = sizeof *o;
     o->preload_at = 0.1;
     o->max_step = 1000000;
     o->grow_below_ms = 15 * 60 * 1000;
@@ -201,14 +203,15 @@ int ik_segment_create(ik_coord *c, const char *app, const ik_segment_options *o,
     if (!c || !out) return IK_EINVAL;
     if (!app) app = "default";
     if (!ik__valid_name(app, 64)) return IK_EINVAL;
+    ik_segment_options opts; /* the caller's, as far as its size goes; defaults beyond */
+    ik_segment_options_init(&opts);
+    if (o && ik__options_copy(&opts, sizeof opts, o, "ik_segment_options", NULL, 0))
+        return IK_EINVAL;
     ik_segment *s = calloc(1, sizeof *s);
     if (!s) return IK_ENOMEM;
     s->c = c;
     snprintf(s->app, sizeof s->app, "%s", app);
-    if (o)
-        s->o = *o;
-    else
-        ik_segment_options_init(&s->o);
+    s->o = opts;
     if (s->o.preload_at <= 0 || s->o.preload_at > 1) s->o.preload_at = 0.1;
     if (s->o.max_step < 1) s->o.max_step = 1000000;
     if (s->o.wait_ms < 1) s->o.wait_ms = 3000;

@@ -1,41 +1,12 @@
-/* tags.c: the public tag API: validation here, storage behind the backend seam. */
+/* tags.c: the public tag API: validation here, storage behind the backend seam.
+ * The name and kind rules live below it, in tag_names.c, where the backends' tag
+ * stores use them too without calling up into this file. */
 #include "backend.h"
 #include "internal.h"
 
 #include <inttypes.h>
 #include <string.h>
 #include <time.h>
-
-int ik_tag_name_check(const char *name, char *why, size_t why_len)
-{
-    if (!name || !*name) return ik__fail(IK_EINVAL, why, why_len, "tag name is empty");
-    size_t n = strlen(name);
-    if (n > IK_TAG_NAME_MAX)
-        return ik__fail(IK_EINVAL, why, why_len, "tag name is %zu bytes, over %d", n,
-                        IK_TAG_NAME_MAX);
-    if (!ik__valid_name(name, IK_TAG_NAME_MAX))
-        return ik__fail(IK_EINVAL, why, why_len,
-                        "tag name may hold only letters, digits and . _ : -");
-    if (!strcmp(name, ".") || !strcmp(name, ".."))
-        return ik__fail(IK_EINVAL, why, why_len, "tag name cannot be . or ..");
-    return IK_OK;
-}
-
-const char *ik_tag_kind_name(ik_tag_kind k)
-{
-    return k == IK_TAG_SEGMENT ? "segment" : k == IK_TAG_SEQUENCE ? "sequence" : "unknown";
-}
-
-int ik_tag_kind_parse(const char *text, ik_tag_kind *out)
-{
-    if (text && !strcmp(text, "segment"))
-        *out = IK_TAG_SEGMENT;
-    else if (text && !strcmp(text, "sequence"))
-        *out = IK_TAG_SEQUENCE;
-    else
-        return IK_EINVAL;
-    return IK_OK;
-}
 
 static int check_app(const char **app)
 {
@@ -103,7 +74,7 @@ int ik__tag_advance(ik_coord *c, const char *app, const char *name, ik_tag_kind 
     ik__backend *be = ik__coord_backend(c);
     if (!be->ops->tag_advance) return IK_ESTORE;
     if (delta <= 0) return IK_EINVAL;
-    int delay = ik__coord_options(c)->test_write_delay_ms;
+    int delay = ik__coord_test_write_delay_ms(c); /* tests only */
     if (delay > 0) {
         struct timespec ts = {delay / 1000, (long)(delay % 1000) * 1000000};
         nanosleep(&ts, NULL);
