@@ -1,7 +1,8 @@
-/* backend_zk.h: the pure parts of backend_zk.c (no ZooKeeper handle involved), named
- * here so that tests/unit/test_zk_backend.c can hold them to their contracts, and
- * the backend's session as other library modules (the recipes, recipe_zk.c) use it.
- * Not a public API. */
+/* backend_zk.h: the zk:// backend's parts below its ops table (backend_zk.c): the
+ * slot and tag calls of the seam (backend_zk_slots.c, backend_zk_tags.c), and the
+ * pure parts they share (backend_zk_data.c, no ZooKeeper handle involved), named
+ * here so that tests/unit/test_zk_backend.c and test_zk_tags.c can hold them to
+ * their contracts. The session they all run on is zk_session.h. Not a public API. */
 #ifndef IK_BACKEND_ZK_H
 #define IK_BACKEND_ZK_H
 
@@ -10,7 +11,7 @@
 
 #include "idkeeper.h"
 
-/* The digest ACL id of "user:password": "user:" + base64(sha1("user:password")), as
+/* The digest ACL id of "user:password" (zk_session.c): "user:" + base64(sha1("user:password")), as
  * ZooKeeper's DigestAuthenticationProvider computes it. NULL without a ':' or on
  * allocation failure; the caller frees it. */
 char *ik__zk_digest_id(const char *user_colon_password);
@@ -30,13 +31,6 @@ void ik__zk_parse_fields(const char *data, int len, ik__zk_fields *f);
 /* Writes a slot node's data into buf; its length, or -1 if it does not fit. */
 int ik__zk_format_slot(char *buf, size_t len, int64_t record_ms, int64_t since_ms, int64_t session,
                        const char *identity);
-
-/* ZooKeeper result codes (ZCONNECTIONLOSS, ...) that mean "no answer: the request
- * may or may not have been applied". */
-int ik__zk_doubtful(int zrc);
-
-/* ZooKeeper result codes that mean "this session is gone for good". */
-int ik__zk_session_gone(int zrc);
 
 /* Slot node names: the worker in decimal, at least 4 digits ("0007"). parse accepts
  * only that canonical form: 0 and *w, or -1. */
@@ -61,46 +55,48 @@ int ik__zk_wset_has(const ik__zk_wset *s, uint32_t w);
  * number of free workers of the range (all members of s lie in the range). */
 uint32_t ik__zk_wset_nth_free(const ik__zk_wset *s, uint32_t lo, uint64_t k);
 
+/* Strict unsigned decimal (up to 19 digits) or, base 16, 1 to 16 lower-case hex
+ * digits (no 0x): 0 and *out, or -1. */
+int ik__zk_parse_u64(const char *s, size_t n, int base, uint64_t *out);
+
+/* The paths of an app's nodes: BASE = CHROOT + "/idkeeper/apps/APP" (IK__ZK_ROOT
+ * in zk_session.h), then "/SUB" (sub NULL: BASE itself); a worker's node
+ * BASE/SUB/NNNN. Cut to len. */
+void ik__zk_app_path(const char *chroot, const char *app, const char *sub, char *out, size_t len);
+void ik__zk_worker_path(const char *chroot, const char *app, const char *sub, uint32_t w, char *out,
+                        size_t len);
+
 /* ------------------------------------------------------------------------------
- * The session, for other modules: they make their nodes on the backend's own
- * session instead of opening one of their own.
+ * Slots on ZooKeeper (backend_zk_slots.c): the seam's slot_* calls (backend.h) and
+ * their per-backend state, made by zk_open and freed by zk_close.
  */
 struct ik__backend;
-typedef struct _zhandle zhandle_t;
+typedef struct ik__zk_slots ik__zk_slots;
 
-typedef struct ik__zk_session {
-    zhandle_t *zh;         /* valid until ik__zk_session_put */
-    unsigned gen;          /* handle generation: recover() replaces a dead handle by one
-                              of a new generation */
-    int64_t id;            /* session id (0 before the first connection) */
-    int connected;         /* the latest session event said CONNECTED */
-    int dead;              /* expired or auth failed: only recover() helps */
-    int timeout_ms;        /* negotiated session timeout (the requested one until known) */
-    const char *chroot;    /* "" or "/a/b": every path starts with it */
-    const char *digest_id; /* the --zk-auth digest id for ACLs, or NULL */
-} ik__zk_session;
+ik__zk_slots *ik__zk_slots_new(void);
+void ik__zk_slots_free(ik__zk_slots *s);
 
-/* Borrows the current handle: holds the backend's `life` lock for reading from get
- * to put, so that recover() cannot close it meanwhile. Between the two: no wait for
- * a session event, no call to recover(), no nested get. zk:// backends only. */
-void ik__zk_session_get(struct ik__backend *be, ik__zk_session *s);
-void ik__zk_session_put(struct ik__backend *be);
+struct ik__slot_request;
+struct ik__slot_grant;
+int ik__zk_slot_acquire(struct ik__backend *be, const struct ik__slot_request *req,
+                        struct ik__slot_grant *out, char *why, size_t why_len);
+int ik__zk_slot_persist(struct ik__backend *be, void *handle, int64_t record_ms,
+                        int64_t *valid_until_mono_ns, int64_t *written_ms);
+int ik__zk_slot_release(struct ik__backend *be, void *handle, int64_t record_ms);
+void ik__zk_slot_forget(struct ik__backend *be, void *handle);
 
-/* Session events: fn(ctx, gen, state) on the ZooKeeper completion thread of handle
- * gen, for every ZOO_SESSION_EVENT (state: ZOO_CONNECTED_STATE,
- * ZOO_CONNECTING_STATE, ZOO_EXPIRED_SESSION_STATE, ...), after the backend has
- * recorded it. fn must not block and must not call into the backend. listen: 0 or
- * IK_ENOMEM. Once unlisten returns, fn is not running for ctx and is not called
- * again. */
-int ik__zk_listen(struct ik__backend *be, void (*fn)(void *ctx, unsigned gen, int state),
-                  void *ctx);
-void ik__zk_unlisten(struct ik__backend *be, void (*fn)(void *ctx, unsigned gen, int state),
-                     void *ctx);
-
-/* Waits up to ms for the backend's session to be connected (not between
- * ik__zk_session_get and put). 0: connected; IK_ELOST: the session is dead
- * (recover() makes a new one); IK_ESTORE: not connected in time. */
-int ik__zk_wait_connected(struct ik__backend *be, int64_t ms);
+/* Reading slots (backend_zk_scan.c). slots_list is the seam's call. */
+int ik__zk_slots_list(struct ik__backend *be, const char *app, ik_slot_info **out, size_t *n_out);
+/* The workers in [lo, hi] named by the children of dir, into *out (emptied first).
+ * A missing dir is an empty set. 0, IK_ENOMEM, or an error of ik__zk_fail. */
+struct _zhandle;
+int ik__zk_list_workers(struct _zhandle *zh, const char *dir, uint32_t lo, uint32_t hi,
+                        ik__zk_wset *out, char *why, size_t why_len);
+/* Writes "no free worker slot: all N slots of app A in LO-HI are held: 0 by a, ..."
+ * into why, naming as many holders as fit (read on zh, under chroot). */
+void ik__zk_describe_holders(const char *chroot, struct _zhandle *zh,
+                             const struct ik__slot_request *req, uint64_t range, char *why,
+                             size_t why_len);
 
 /* ------------------------------------------------------------------------------
  * Tags on ZooKeeper (backend_zk_tags.c): the seam's tag_* calls (backend.h) and
@@ -110,8 +106,6 @@ typedef struct ik__zk_tags ik__zk_tags;
 
 ik__zk_tags *ik__zk_tags_new(void);
 void ik__zk_tags_free(ik__zk_tags *t);
-/* The state made for be by ik__zk_tags_new. */
-ik__zk_tags *ik__zk_tags_of(struct ik__backend *be);
 
 int ik__zk_tag_create(struct ik__backend *be, const char *app, const ik_tag_info *t, char *why,
                       size_t why_len);

@@ -72,10 +72,15 @@
  *
  * What it deliberately does not do: it never deletes a tag, never rewrites meta,
  * and never hands out a range it cannot prove it wrote.
+ *
+ * Below it: backend_zk_data.c (the counter's data, the writer table, the doubt
+ * rule: pure, unit-tested) and zk_session.c (the session, the bounded waits, the
+ * result-code classes, the ACLs). Above it: backend_zk.c's ops table.
  */
 #include "backend.h"
 #include "backend_zk.h"
 #include "internal.h"
+#include "zk_session.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -92,8 +97,6 @@
 #define ZT_PATH_MAX 1024
 #define ZT_DATA_MAX 4096
 #define STRIPES 64
-#define PRUNE_MS IK__ZK_PRUNE_MS
-#define TRUST_MS IK__ZK_TRUST_MS
 #define MAX_CONFLICTS 1000
 
 /* ------------------------------------------------------------------------------
@@ -218,296 +221,6 @@ static void tag_unref(ik__zk_tags *t, zt_tag *g, int forget)
     pthread_mutex_unlock(&t->stripe[k].mu);
 }
 
-/* ------------------------------------------------------------------------------
- * Async requests with a bounded wait. A batch holds n requests and is reference
- * counted (the caller, plus one per request the client still owes an answer), so a
- * caller that gives up at its deadline returns while the client may still write
- * into the results.
- */
-typedef struct zt_batch zt_batch;
-typedef struct zt_req {
-    zt_batch *b;
-    int done, rc;
-    struct Stat st;
-    char *data; /* aget: a NUL-terminated copy */
-    int len;
-    struct String_vector kids; /* aget_children */
-    zoo_op_t ops[2];           /* amulti */
-    zoo_op_result_t res[2];
-} zt_req;
-
-struct zt_batch {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int refs, left, n;
-    zt_req r[];
-};
-
-static zt_batch *batch_new(int n)
-{
-    zt_batch *b = calloc(1, sizeof *b + (size_t)n * sizeof(zt_req));
-    if (!b) return NULL;
-    pthread_mutex_init(&b->mu, NULL);
-    ik__cond_init_mono(&b->cv);
-    b->refs = 1;
-    b->n = n;
-    for (int i = 0; i < n; i++)
-        b->r[i].b = b;
-    return b;
-}
-
-static void batch_unref_unlock(zt_batch *b)
-{
-    int last = --b->refs == 0;
-    pthread_mutex_unlock(&b->mu);
-    if (!last) return;
-    for (int i = 0; i < b->n; i++) {
-        free(b->r[i].data);
-        deallocate_String_vector(&b->r[i].kids);
-    }
-    pthread_cond_destroy(&b->cv);
-    pthread_mutex_destroy(&b->mu);
-    free(b);
-}
-
-static void batch_put(zt_batch *b)
-{
-    if (!b) return;
-    pthread_mutex_lock(&b->mu);
-    batch_unref_unlock(b);
-}
-
-/* Call before issuing request r; then batch_issued(r, zrc) with what the call returned. */
-static void batch_arm(zt_req *r)
-{
-    pthread_mutex_lock(&r->b->mu);
-    r->b->refs++;
-    r->b->left++;
-    pthread_mutex_unlock(&r->b->mu);
-}
-
-static void req_finish(zt_req *r, int rc)
-{
-    zt_batch *b = r->b;
-    pthread_mutex_lock(&b->mu);
-    r->rc = rc;
-    r->done = 1;
-    b->left--;
-    pthread_cond_broadcast(&b->cv);
-    batch_unref_unlock(b);
-}
-
-/* A request that failed synchronously gets no completion: finish it here. */
-static void batch_issued(zt_req *r, int zrc)
-{
-    if (zrc != ZOK) req_finish(r, zrc);
-}
-
-static void on_data(int rc, const char *value, int len, const struct Stat *st, const void *data)
-{
-    zt_req *r = (zt_req *)data;
-    if (rc == ZOK) {
-        if (st) r->st = *st;
-        if (len < 0) len = 0;
-        r->data = malloc((size_t)len + 1);
-        if (r->data) {
-            if (len) memcpy(r->data, value, (size_t)len);
-            r->data[len] = '\0';
-            r->len = len;
-        } else {
-            rc = ZSYSTEMERROR;
-        }
-    }
-    req_finish(r, rc);
-}
-
-static void on_stat(int rc, const struct Stat *st, const void *data)
-{
-    zt_req *r = (zt_req *)data;
-    if (rc == ZOK && st) r->st = *st;
-    req_finish(r, rc);
-}
-
-static void on_void(int rc, const void *data)
-{
-    req_finish((zt_req *)data, rc);
-}
-
-static void on_kids(int rc, const struct String_vector *v, const void *data)
-{
-    zt_req *r = (zt_req *)data;
-    if (rc == ZOK && v) {
-        /* take a copy: the client frees v after the completion */
-        r->kids.data = calloc(v->count ? (size_t)v->count : 1, sizeof(char *));
-        if (!r->kids.data) {
-            rc = ZSYSTEMERROR;
-        } else {
-            for (int i = 0; i < v->count; i++) {
-                r->kids.data[i] = strdup(v->data[i]);
-                if (!r->kids.data[i]) {
-                    rc = ZSYSTEMERROR;
-                    break;
-                }
-                r->kids.count = i + 1;
-            }
-        }
-    }
-    req_finish(r, rc);
-}
-
-/* Waits until every request of b is answered or the monotonic deadline passes.
- * 1: all answered. */
-static int batch_wait(zt_batch *b, int64_t deadline_ns)
-{
-    pthread_mutex_lock(&b->mu);
-    while (b->left > 0) {
-        int64_t ms = (deadline_ns - ik__mono_ns() + 999999) / 1000000;
-        if (ms <= 0) break;
-        struct timespec ts;
-        ik__deadline_ts(&ts, ms);
-        pthread_cond_timedwait(&b->cv, &b->mu, &ts);
-    }
-    int all = b->left == 0;
-    pthread_mutex_unlock(&b->mu);
-    return all;
-}
-
-/* ------------------------------------------------------------------------------
- * Result codes
- */
-
-/* No answer: the request may or may not have been applied. */
-static int doubtful(int zrc)
-{
-    return zrc == ZCONNECTIONLOSS || zrc == ZOPERATIONTIMEOUT || zrc == ZCLOSING ||
-           zrc == ZSYSTEMERROR || zrc == ZMARSHALLINGERROR;
-}
-
-/* The session is gone (the request was refused, not applied). */
-static int session_gone(int zrc)
-{
-    return zrc == ZSESSIONEXPIRED || zrc == ZINVALIDSTATE || zrc == ZAUTHFAILED ||
-           zrc == ZSESSIONMOVED;
-}
-
-/* ------------------------------------------------------------------------------
- * Encoding
- */
-static void put_be64(unsigned char *p, int64_t v)
-{
-    uint64_t u = (uint64_t)v;
-    for (int i = 7; i >= 0; i--, u >>= 8)
-        p[i] = (unsigned char)u;
-}
-
-static int64_t get_be64(const unsigned char *p)
-{
-    uint64_t u = 0;
-    for (int i = 0; i < 8; i++)
-        u = u << 8 | p[i];
-    return (int64_t)u;
-}
-
-/* Strict unsigned decimal or hex (base 16: exactly the digits, no 0x). */
-static int parse_u64(const char *s, size_t n, int base, uint64_t *out)
-{
-    uint64_t v = 0;
-    if (n == 0 || n > (base == 16 ? 16u : 19u)) return -1;
-    for (size_t i = 0; i < n; i++) {
-        int d;
-        if (s[i] >= '0' && s[i] <= '9')
-            d = s[i] - '0';
-        else if (base == 16 && s[i] >= 'a' && s[i] <= 'f')
-            d = s[i] - 'a' + 10;
-        else
-            return -1;
-        v = v * (uint64_t)base + (uint64_t)d;
-    }
-    *out = v;
-    return 0;
-}
-
-/* Counter data into n (version, czxid, mtime left alone). -1 if under 8 bytes. */
-int ik__zk_counter_parse(const char *d, int len, ik__zk_counter *n)
-{
-    if (len < 8) return -1;
-    n->max_id = get_be64((const unsigned char *)d);
-    n->has_table = 0;
-    n->since = 0;
-    n->nw = 0;
-    const char *p = d + 8, *end = d + len;
-    while (p < end) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        const char *le = nl ? nl : end;
-        size_t ll = (size_t)(le - p);
-        uint64_t v;
-        if (ll > 6 && !memcmp(p, "since=", 6)) {
-            if (parse_u64(p + 6, ll - 6, 10, &v) == 0 && v <= INT32_MAX) {
-                n->has_table = 1;
-                n->since = (int)v;
-            }
-        } else if (ll > 2 && !memcmp(p, "w=", 2) && n->nw < IK__ZK_WRITERS_MAX) {
-            /* w=NONCE:COUNT:MS */
-            const char *a = p + 2, *c1 = memchr(a, ':', (size_t)(le - a));
-            const char *c2 = c1 ? memchr(c1 + 1, ':', (size_t)(le - c1 - 1)) : NULL;
-            ik__zk_writer w;
-            uint64_t ms;
-            if (c2 && parse_u64(a, (size_t)(c1 - a), 16, &w.nonce) == 0 &&
-                parse_u64(c1 + 1, (size_t)(c2 - c1 - 1), 10, &w.count) == 0 &&
-                parse_u64(c2 + 1, (size_t)(le - c2 - 1), 10, &ms) == 0 && ms <= INT64_MAX) {
-                w.ms = (int64_t)ms;
-                n->w[n->nw++] = w;
-            }
-        }
-        p = nl ? nl + 1 : end;
-    }
-    if (!n->has_table) n->nw = 0; /* lines without since= are not a table we trust */
-    return 0;
-}
-
-/* Counter data of n into buf; its length, or -1 if it does not fit. */
-int ik__zk_counter_format(char *buf, size_t cap, const ik__zk_counter *n)
-{
-    if (cap < 8) return -1;
-    put_be64((unsigned char *)buf, n->max_id);
-    size_t off = 8;
-    int k = snprintf(buf + off, cap - off, "since=%d\n", n->since);
-    if (k < 0 || (size_t)k >= cap - off) return -1;
-    off += (size_t)k;
-    for (int i = 0; i < n->nw; i++) {
-        k = snprintf(buf + off, cap - off, "w=%016" PRIx64 ":%" PRIu64 ":%" PRId64 "\n",
-                     n->w[i].nonce, n->w[i].count, n->w[i].ms);
-        if (k < 0 || (size_t)k >= cap - off) return -1;
-        off += (size_t)k;
-    }
-    return (int)off;
-}
-
-/* The node our write will make from `old` (read at its version, with its mtime):
- * max_id + delta, our line first, stale lines dropped (see the top of the file). */
-void ik__zk_counter_next(const ik__zk_counter *old, uint64_t nonce, uint64_t count, int64_t delta,
-                         ik__zk_counter *out)
-{
-    out->max_id = old->max_id + delta;
-    out->has_table = 1;
-    out->since = old->has_table ? old->since : old->version;
-    out->nw = 0;
-    out->w[out->nw++] = (ik__zk_writer){nonce, count, old->mtime};
-    for (int i = 0; old->has_table && i < old->nw; i++) {
-        const ik__zk_writer *w = &old->w[i];
-        if (w->nonce == nonce) continue;
-        if (w->ms < old->mtime - PRUNE_MS) { /* stale: dropped, and the table says so */
-            if (out->since < old->version) out->since = old->version;
-            continue;
-        }
-        if (out->nw == IK__ZK_WRITERS_MAX) {
-            out->since = old->version; /* the table is complete only from here on */
-            break;
-        }
-        out->w[out->nw++] = *w;
-    }
-}
-
 /* meta: key=value lines, the description last (it takes the rest of the data). */
 static int format_meta(char *buf, size_t cap, const ik_tag_info *t, uint64_t nonce, uint64_t count)
 {
@@ -556,34 +269,29 @@ static void parse_meta(const char *d, int len, zt_meta *m)
                 k[vl] = '\0';
                 m->has_kind = ik_tag_kind_parse(k, &m->kind) == 0;
             }
-        } else if (kl == 5 && !memcmp(p, "start", 5) && parse_u64(v, vl, 10, &u) == 0 &&
+        } else if (kl == 5 && !memcmp(p, "start", 5) && ik__zk_parse_u64(v, vl, 10, &u) == 0 &&
                    u <= INT64_MAX) {
             m->start = (int64_t)u;
             m->has_start = 1;
-        } else if (kl == 4 && !memcmp(p, "step", 4) && parse_u64(v, vl, 10, &u) == 0 && u >= 1 &&
-                   u <= INT64_MAX) {
+        } else if (kl == 4 && !memcmp(p, "step", 4) && ik__zk_parse_u64(v, vl, 10, &u) == 0 &&
+                   u >= 1 && u <= INT64_MAX) {
             m->step = (int64_t)u;
             m->has_step = 1;
-        } else if (kl == 10 && !memcmp(p, "created_ms", 10) && parse_u64(v, vl, 10, &u) == 0 &&
-                   u <= INT64_MAX) {
+        } else if (kl == 10 && !memcmp(p, "created_ms", 10) &&
+                   ik__zk_parse_u64(v, vl, 10, &u) == 0 && u <= INT64_MAX) {
             m->created_ms = (int64_t)u;
         } else if (kl == 7 && !memcmp(p, "made_by", 7)) {
             const char *c = memchr(v, ':', vl);
-            if (c && parse_u64(v, (size_t)(c - v), 16, &m->made_nonce) == 0)
-                parse_u64(c + 1, (size_t)(le - c - 1), 10, &m->made_count);
+            if (c && ik__zk_parse_u64(v, (size_t)(c - v), 16, &m->made_nonce) == 0)
+                ik__zk_parse_u64(c + 1, (size_t)(le - c - 1), 10, &m->made_count);
         }
         p = nl ? nl + 1 : end;
     }
 }
 
 /* ------------------------------------------------------------------------------
- * Paths and ACLs
+ * Names and paths
  */
-static int app_ok(const char *app)
-{
-    return app && ik__valid_name(app, 64) && strcmp(app, ".") && strcmp(app, "..");
-}
-
 static int name_ok(const char *name)
 {
     return name && ik_tag_name_check(name, NULL, 0) == 0;
@@ -594,45 +302,15 @@ static void tag_path(const ik__zk_session *s, const char *app, const char *name,
                      char *out, size_t len)
 {
     if (!name)
-        snprintf(out, len, "%s/idkeeper/apps/%s/tags", s->chroot, app);
+        snprintf(out, len, "%s" IK__ZK_ROOT "/%s/tags", s->chroot, app);
     else
-        snprintf(out, len, "%s/idkeeper/apps/%s/tags/%s%s%s", s->chroot, app, name,
+        snprintf(out, len, "%s" IK__ZK_ROOT "/%s/tags/%s%s%s", s->chroot, app, name,
                  sub && *sub ? "/" : "", sub ? sub : "");
-}
-
-typedef struct zt_acls {
-    struct ACL app[2], shared[2];
-    struct ACL_vector app_v, shared_v;
-} zt_acls;
-
-/* The ACLs of the app's other nodes (backend_zk.c): with --zk-auth the app's digest
- * has ALL and the world READ (the shared ancestors: READ and CREATE). */
-static void acls_init(zt_acls *a, const ik__zk_session *s)
-{
-    if (!s->digest_id) {
-        a->app_v = ZOO_OPEN_ACL_UNSAFE;
-        a->shared_v = ZOO_OPEN_ACL_UNSAFE;
-        return;
-    }
-    static char digest[] = "digest", world[] = "world", anyone[] = "anyone";
-    char *id = (char *)s->digest_id;
-    a->app[0] = (struct ACL){ZOO_PERM_ALL, {digest, id}};
-    a->app[1] = (struct ACL){ZOO_PERM_READ, {world, anyone}};
-    a->shared[0] = (struct ACL){ZOO_PERM_ALL, {digest, id}};
-    a->shared[1] = (struct ACL){ZOO_PERM_READ | ZOO_PERM_CREATE, {world, anyone}};
-    a->app_v = (struct ACL_vector){2, a->app};
-    a->shared_v = (struct ACL_vector){2, a->shared};
 }
 
 /* ------------------------------------------------------------------------------
  * Sessions: a connected one, within a deadline
  */
-
-/* How long a call waits for a connection that is down when it has nothing in doubt. */
-static int64_t connect_wait_ms(const ik__zk_session *s)
-{
-    return s->timeout_ms > 2000 ? 2000 : s->timeout_ms;
-}
 
 /* A call's whole budget: the negotiated session timeout, 2 to 10 s. */
 static int64_t budget_ms(const ik__zk_session *s)
@@ -646,7 +324,7 @@ static int64_t session_budget_ms(ik__backend *be, int64_t *connect_ms)
     ik__zk_session s;
     ik__zk_session_get(be, &s);
     int64_t b = budget_ms(&s);
-    *connect_ms = connect_wait_ms(&s);
+    *connect_ms = ik__zk_connect_wait_ms(s.timeout_ms); /* nothing in doubt */
     ik__zk_session_put(be);
     return b;
 }
@@ -687,16 +365,16 @@ static int read_tag(const ik__zk_session *s, const char *app, const char *name, 
                     ik__zk_counter *n, zt_meta *m, int64_t deadline_ns)
 {
     char path[ZT_PATH_MAX];
-    zt_batch *b = batch_new(2);
+    ik__zk_wait *b = ik__zk_wait_new(2, 0);
     if (!b) return ZSYSTEMERROR;
     int k = want_meta ? 2 : 1;
     for (int i = 0; i < k; i++) {
         tag_path(s, app, name, i ? "meta" : "", path, sizeof path);
-        batch_arm(&b->r[i]);
-        batch_issued(&b->r[i], zoo_aget(s->zh, path, 0, on_data, &b->r[i]));
+        ik__zk_arm(&b->r[i]);
+        ik__zk_issued(&b->r[i], zoo_aget(s->zh, path, 0, ik__zk_on_data, &b->r[i]));
     }
     int zrc;
-    if (!batch_wait(b, deadline_ns)) {
+    if (!ik__zk_wait_until(b, deadline_ns)) {
         zrc = ZOPERATIONTIMEOUT;
     } else {
         zrc = b->r[0].rc;
@@ -714,7 +392,7 @@ static int read_tag(const ik__zk_session *s, const char *app, const char *name, 
             if (zrc == ZOK) parse_meta(b->r[1].data, b->r[1].len, m);
         }
     }
-    batch_put(b);
+    ik__zk_wait_put(b);
     return zrc;
 }
 
@@ -737,7 +415,7 @@ static void fill_info(ik_tag_info *out, const char *name, const ik__zk_counter *
 
 int ik__zk_tag_get(ik__backend *be, const char *app, const char *name, ik_tag_info *out)
 {
-    if (!app_ok(app) || !name_ok(name) || !out) return IK_EINVAL;
+    if (!ik__zk_app_ok(app) || !name_ok(name) || !out) return IK_EINVAL;
     int64_t connect_ms, budget = session_budget_ms(be, &connect_ms);
     int64_t t0 = ik__mono_ns();
     int64_t deadline = t0 + budget * 1000000;
@@ -757,7 +435,7 @@ int ik__zk_tag_get(ik__backend *be, const char *app, const char *name, ik_tag_in
         }
         if (zrc == ZNONODE) return IK_ENOTFOUND;
         if (zrc == ZAPIERROR) return IK_ENOTFOUND;
-        if ((doubtful(zrc) || session_gone(zrc)) && ik__mono_ns() < deadline) {
+        if ((ik__zk_doubtful(zrc) || ik__zk_session_gone(zrc)) && ik__mono_ns() < deadline) {
             t0 = ik__mono_ns(); /* a fresh connect wait after a drop */
             continue;
         }
@@ -778,54 +456,54 @@ static int list_pass(const ik__zk_session *s, const char *app, ik_tag_info **out
 {
     char path[ZT_PATH_MAX];
     tag_path(s, app, NULL, NULL, path, sizeof path);
-    zt_batch *kb = batch_new(1);
+    ik__zk_wait *kb = ik__zk_wait_new(1, 0);
     if (!kb) return ZSYSTEMERROR;
-    batch_arm(&kb->r[0]);
-    batch_issued(&kb->r[0], zoo_aget_children(s->zh, path, 0, on_kids, &kb->r[0]));
-    if (!batch_wait(kb, deadline)) {
-        batch_put(kb);
+    ik__zk_arm(&kb->r[0]);
+    ik__zk_issued(&kb->r[0], zoo_aget_children(s->zh, path, 0, ik__zk_on_kids, &kb->r[0]));
+    if (!ik__zk_wait_until(kb, deadline)) {
+        ik__zk_wait_put(kb);
         return ZOPERATIONTIMEOUT;
     }
     int zrc = kb->r[0].rc;
     if (zrc == ZNONODE) { /* no tag made yet */
-        batch_put(kb);
+        ik__zk_wait_put(kb);
         *out = NULL;
         *n_out = 0;
         return ZOK;
     }
     if (zrc != ZOK) {
-        batch_put(kb);
+        ik__zk_wait_put(kb);
         return zrc;
     }
     const struct String_vector *kids = &kb->r[0].kids;
     int nk = kids->count;
-    zt_batch *b = batch_new(nk * 2 + 1);
+    ik__zk_wait *b = ik__zk_wait_new(nk * 2 + 1, 0);
     ik_tag_info *v = calloc(nk ? (size_t)nk : 1, sizeof *v);
     if (!b || !v) {
-        batch_put(b);
-        batch_put(kb);
+        ik__zk_wait_put(b);
+        ik__zk_wait_put(kb);
         free(v);
         return ZSYSTEMERROR;
     }
     for (int i = 0; i < nk; i++) {
         for (int j = 0; j < 2; j++) {
-            zt_req *r = &b->r[2 * i + j];
+            ik__zk_req *r = &b->r[2 * i + j];
             if (!name_ok(kids->data[i])) { /* not a tag name: skip */
                 r->done = 1;
                 r->rc = ZNONODE;
                 continue;
             }
             tag_path(s, app, kids->data[i], j ? "meta" : "", path, sizeof path);
-            batch_arm(r);
-            batch_issued(r, zoo_aget(s->zh, path, 0, on_data, r));
+            ik__zk_arm(r);
+            ik__zk_issued(r, zoo_aget(s->zh, path, 0, ik__zk_on_data, r));
         }
     }
     size_t n = 0;
-    if (!batch_wait(b, deadline)) {
+    if (!ik__zk_wait_until(b, deadline)) {
         zrc = ZOPERATIONTIMEOUT;
     } else {
         for (int i = 0; i < nk && zrc == ZOK; i++) {
-            zt_req *c = &b->r[2 * i], *mr = &b->r[2 * i + 1];
+            ik__zk_req *c = &b->r[2 * i], *mr = &b->r[2 * i + 1];
             if (c->rc == ZNONODE || mr->rc == ZNONODE) continue; /* gone, or not a tag */
             if (c->rc != ZOK)
                 zrc = c->rc;
@@ -841,8 +519,8 @@ static int list_pass(const ik__zk_session *s, const char *app, ik_tag_info **out
             fill_info(&v[n++], kids->data[i], &nd, &m);
         }
     }
-    batch_put(b);
-    batch_put(kb);
+    ik__zk_wait_put(b);
+    ik__zk_wait_put(kb);
     if (zrc != ZOK) {
         free(v);
         return zrc;
@@ -855,7 +533,7 @@ static int list_pass(const ik__zk_session *s, const char *app, ik_tag_info **out
 
 int ik__zk_tag_list(ik__backend *be, const char *app, ik_tag_info **out, size_t *n_out)
 {
-    if (!app_ok(app) || !out || !n_out) return IK_EINVAL;
+    if (!ik__zk_app_ok(app) || !out || !n_out) return IK_EINVAL;
     *out = NULL;
     *n_out = 0;
     int64_t connect_ms, budget = session_budget_ms(be, &connect_ms);
@@ -868,7 +546,7 @@ int ik__zk_tag_list(ik__backend *be, const char *app, ik_tag_info **out, size_t 
         ik__zk_session_put(be);
         if (zrc == ZOK) return IK_OK;
         if (zrc == ZSYSTEMERROR) return IK_ENOMEM;
-        if ((doubtful(zrc) || session_gone(zrc)) && ik__mono_ns() < deadline) {
+        if ((ik__zk_doubtful(zrc) || ik__zk_session_gone(zrc)) && ik__mono_ns() < deadline) {
             t0 = ik__mono_ns();
             continue;
         }
@@ -882,31 +560,22 @@ int ik__zk_tag_list(ik__backend *be, const char *app, ik_tag_info **out, size_t 
 
 /* Creates the missing ancestors of BASE/tags: the shared ones (chroot, /idkeeper,
  * /idkeeper/apps) with the shared ACL, BASE and BASE/tags with the app's. */
-static int ensure_tags_dir(const ik__zk_session *s, const zt_acls *a, const char *app)
+static int ensure_tags_dir(const ik__zk_session *s, const char *app)
 {
-    char dir[ZT_PATH_MAX], p[ZT_PATH_MAX];
+    char dir[ZT_PATH_MAX];
     tag_path(s, app, NULL, NULL, dir, sizeof dir);
     int zrc = zoo_exists(s->zh, dir, 0, NULL);
     if (zrc != ZNONODE) return zrc;
-    size_t shared_end = strlen(s->chroot) + strlen("/idkeeper/apps");
-    for (const char *c = strchr(dir + 1, '/');; c = strchr(c + 1, '/')) {
-        size_t n = c ? (size_t)(c - dir) : strlen(dir);
-        memcpy(p, dir, n);
-        p[n] = '\0';
-        zrc = zoo_create(s->zh, p, NULL, -1, n <= shared_end ? &a->shared_v : &a->app_v,
-                         ZOO_PERSISTENT, NULL, 0);
-        if (zrc != ZOK && zrc != ZNODEEXISTS) return zrc;
-        if (!c) break;
-    }
-    return ZOK;
+    return ik__zk_create_path(s->zh, dir, strlen(s->chroot) + strlen(IK__ZK_ROOT), s->shared_acl,
+                              s->app_acl, ZOO_PERSISTENT, NULL, 0);
 }
 
 int ik__zk_tag_create(ik__backend *be, const char *app, const ik_tag_info *t, char *why,
                       size_t why_len)
 {
-    if (!app_ok(app) || !t || !name_ok(t->name))
+    if (!ik__zk_app_ok(app) || !t || !name_ok(t->name))
         return ik__fail(IK_EINVAL, why, why_len, "bad app or tag name");
-    ik__zk_tags *zt = ik__zk_tags_of(be);
+    ik__zk_tags *zt = ik__zk_backend_of(be)->tags;
     uint64_t count = atomic_fetch_add(&zt->count, 1) + 1;
     char meta[ZT_DATA_MAX], counter[64];
     ik__zk_counter n0;
@@ -925,8 +594,6 @@ int ik__zk_tag_create(ik__backend *be, const char *app, const ik_tag_info *t, ch
         ik__zk_session s;
         int64_t dl = in_doubt ? deadline : t0 + connect_ms * 1000000;
         if (session_connected(be, &s, dl < deadline ? dl : deadline)) break;
-        zt_acls a;
-        acls_init(&a, &s);
         char cpath[ZT_PATH_MAX], mpath[ZT_PATH_MAX];
         tag_path(&s, app, t->name, "", cpath, sizeof cpath);
         tag_path(&s, app, t->name, "meta", mpath, sizeof mpath);
@@ -944,24 +611,20 @@ int ik__zk_tag_create(ik__backend *be, const char *app, const ik_tag_info *t, ch
             /* ZNONODE: not made; a create made at the same time by a late copy of
              * ours would make the next one fail with ZNODEEXISTS, then read as ours */
         }
-        if (zrc == ZOK || zrc == ZNONODE) zrc = ensure_tags_dir(&s, &a, app);
-        zt_batch *b = NULL;
-        if (zrc == ZOK && !(b = batch_new(1))) zrc = ZSYSTEMERROR;
+        if (zrc == ZOK || zrc == ZNONODE) zrc = ensure_tags_dir(&s, app);
+        ik__zk_wait *b = NULL;
+        if (zrc == ZOK && !(b = ik__zk_wait_new(1, 0))) zrc = ZSYSTEMERROR;
         if (zrc == ZOK) {
-            zt_req *r = &b->r[0];
-            zoo_create_op_init(&r->ops[0], cpath, counter, clen, &a.app_v, ZOO_PERSISTENT, NULL, 0);
-            zoo_create_op_init(&r->ops[1], mpath, meta, mlen, &a.app_v, ZOO_PERSISTENT, NULL, 0);
-            batch_arm(r);
-            batch_issued(r, zoo_amulti(s.zh, 2, r->ops, r->res, on_void, r));
-            zrc = batch_wait(b, deadline) ? r->rc : ZOPERATIONTIMEOUT;
-            if (zrc != ZOK && !doubtful(zrc))
-                for (int i = 0; i < 2; i++)
-                    if (r->res[i].err != ZOK && r->res[i].err != ZRUNTIMEINCONSISTENCY) {
-                        zrc = r->res[i].err;
-                        break;
-                    }
+            ik__zk_req *r = &b->r[0];
+            zoo_create_op_init(&r->ops[0], cpath, counter, clen, s.app_acl, ZOO_PERSISTENT, NULL,
+                               0);
+            zoo_create_op_init(&r->ops[1], mpath, meta, mlen, s.app_acl, ZOO_PERSISTENT, NULL, 0);
+            ik__zk_arm(r);
+            ik__zk_issued(r, zoo_amulti(s.zh, 2, r->ops, r->res, ik__zk_on_void, r));
+            zrc = ik__zk_wait_until(b, deadline) ? r->rc : ZOPERATIONTIMEOUT;
+            if (zrc != ZOK && !ik__zk_doubtful(zrc)) zrc = ik__zk_multi_error(r);
         }
-        batch_put(b);
+        ik__zk_wait_put(b);
         ik__zk_session_put(be);
         if (zrc == ZOK) return IK_OK;
         if (zrc == ZNODEEXISTS) {
@@ -974,8 +637,8 @@ int ik__zk_tag_create(ik__backend *be, const char *app, const ik_tag_info *t, ch
                             "not authorized to create tag %s (nodes made with other credentials? "
                             "check --zk-auth)",
                             t->name);
-        if (doubtful(zrc) || session_gone(zrc)) {
-            if (doubtful(zrc)) in_doubt = 1;
+        if (ik__zk_doubtful(zrc) || ik__zk_session_gone(zrc)) {
+            if (ik__zk_doubtful(zrc)) in_doubt = 1;
             if (ik__mono_ns() < deadline) {
                 t0 = ik__mono_ns();
                 continue;
@@ -994,26 +657,6 @@ int ik__zk_tag_create(ik__backend *be, const char *app, const ik_tag_info *t, ch
 /* ------------------------------------------------------------------------------
  * Advancing a tag
  */
-/* What became of the writes in doubt, given the node read now (top of the file);
- * IK__ZK_APPLIED with *which, the one that did. */
-int ik__zk_doubt_resolve(const ik__zk_doubt *d, const ik__zk_counter *n, uint64_t nonce, int *which)
-{
-    if (n->czxid != d->czxid || n->version < d->version) return IK__ZK_UNKNOWN;
-    if (n->version == d->version) return IK__ZK_PENDING;
-    if (!n->has_table || n->since > d->version || n->mtime - d->mtime >= TRUST_MS)
-        return IK__ZK_UNKNOWN;
-    for (int i = 0; i < n->nw; i++) {
-        if (n->w[i].nonce != nonce) continue;
-        for (int j = 0; j < d->n; j++)
-            if (n->w[i].count == d->w[j].count) {
-                *which = j;
-                return IK__ZK_APPLIED;
-            }
-        return IK__ZK_NOT_APPLIED;
-    }
-    return IK__ZK_NOT_APPLIED;
-}
-
 /* 1 if a write of the running call is in doubt (it must then end in IK_EINDOUBT
  * unless that is settled). */
 static int doubt_mine(const ik__zk_doubt *d)
@@ -1055,28 +698,6 @@ static void doubt_unknown(const zt_tag *g, ik__zk_doubt *d, const char *what)
     d->open = 0;
 }
 
-/* Records a write made at node n (version V) that got no answer. 0, or -1 if no
- * more fit (the caller gives up: IK_EINDOUBT). */
-int ik__zk_doubt_add(ik__zk_doubt *d, const ik__zk_counter *n, int64_t delta, uint64_t count)
-{
-    if (d->open && (d->version != n->version || d->czxid != n->czxid))
-        return -1; /* cannot happen (T2): a doubt is settled before another version */
-    if (!d->open) {
-        memset(d, 0, sizeof *d);
-        d->open = 1;
-        d->version = n->version;
-        d->czxid = n->czxid;
-        d->mtime = n->mtime;
-        d->first = n->max_id;
-    }
-    if (d->n == IK__ZK_DOUBT_WRITES) return -1;
-    d->w[d->n].count = count;
-    d->w[d->n].delta = delta;
-    d->w[d->n].this_call = 1;
-    d->n++;
-    return 0;
-}
-
 /* One advance of g (its mutex held). See the top of the file. */
 static int advance_locked(ik__backend *be, ik__zk_tags *zt, zt_tag *g, ik_tag_kind kind,
                           int64_t delta, int64_t *first)
@@ -1113,7 +734,8 @@ static int advance_locked(ik__backend *be, ik__zk_tags *zt, zt_tag *g, ik_tag_ki
             }
             if (zrc != ZOK) {
                 g->cached = 0;
-                if ((doubtful(zrc) || session_gone(zrc)) && ik__mono_ns() < deadline) {
+                if ((ik__zk_doubtful(zrc) || ik__zk_session_gone(zrc)) &&
+                    ik__mono_ns() < deadline) {
                     t0 = ik__mono_ns();
                     continue;
                 }
@@ -1159,32 +781,32 @@ static int advance_locked(ik__backend *be, ik__zk_tags *zt, zt_tag *g, ik_tag_ki
         ik__zk_counter nx;
         ik__zk_counter_next(cur, zt->nonce, count, delta, &nx);
         char *buf = malloc(ZT_DATA_MAX);
-        zt_batch *b = batch_new(1);
+        ik__zk_wait *b = ik__zk_wait_new(1, 0);
         int len = buf ? ik__zk_counter_format(buf, ZT_DATA_MAX, &nx) : -1;
         if (!b || len < 0) {
-            batch_put(b);
+            ik__zk_wait_put(b);
             free(buf);
             return outcome(d, buf && b ? IK_ESTORE : IK_ENOMEM);
         }
         if (session_connected(be, &s, deadline)) {
-            batch_put(b);
+            ik__zk_wait_put(b);
             free(buf);
             return outcome(d, IK_ESTORE);
         }
         char path[ZT_PATH_MAX];
         tag_path(&s, g->app, g->name, "", path, sizeof path);
-        zt_req *r = &b->r[0];
-        batch_arm(r);
-        int sent = zoo_aset(s.zh, path, buf, len, cur->version, on_stat, r);
-        batch_issued(r, sent);
+        ik__zk_req *r = &b->r[0];
+        ik__zk_arm(r);
+        int sent = zoo_aset(s.zh, path, buf, len, cur->version, ik__zk_on_stat, r);
+        ik__zk_issued(r, sent);
         free(buf); /* the client copied it into its send queue */
         struct Stat st;
         int zrc = ZOPERATIONTIMEOUT;
-        if (batch_wait(b, deadline)) { /* else the client may still write r */
+        if (ik__zk_wait_until(b, deadline)) { /* else the client may still write r */
             zrc = r->rc;
             st = r->st;
         }
-        batch_put(b);
+        ik__zk_wait_put(b);
         ik__zk_session_put(be);
 
         if (zrc == ZOK) {
@@ -1216,12 +838,12 @@ static int advance_locked(ik__backend *be, ik__zk_tags *zt, zt_tag *g, ik_tag_ki
             d->open = 0;
             return IK_ENOTFOUND;
         }
-        if (sent != ZOK || session_gone(zrc)) { /* never sent, or refused: not applied */
+        if (sent != ZOK || ik__zk_session_gone(zrc)) { /* never sent, or refused: not applied */
             if (ik__mono_ns() >= deadline) return outcome(d, IK_ESTORE);
             t0 = ik__mono_ns();
             continue;
         }
-        if (doubtful(zrc)) {
+        if (ik__zk_doubtful(zrc)) {
             if (ik__zk_doubt_add(d, cur, delta, count) != 0) return IK_EINDOUBT;
             t0 = ik__mono_ns();
             if (!extended) { /* settling it gets a budget of its own, once */
@@ -1237,8 +859,8 @@ static int advance_locked(ik__backend *be, ik__zk_tags *zt, zt_tag *g, ik_tag_ki
 int ik__zk_tag_advance(ik__backend *be, const char *app, const char *name, ik_tag_kind kind,
                        int64_t delta, int64_t *first)
 {
-    if (!app_ok(app) || !name_ok(name) || delta <= 0 || !first) return IK_EINVAL;
-    ik__zk_tags *zt = ik__zk_tags_of(be);
+    if (!ik__zk_app_ok(app) || !name_ok(name) || delta <= 0 || !first) return IK_EINVAL;
+    ik__zk_tags *zt = ik__zk_backend_of(be)->tags;
     zt_tag *g = tag_ref(zt, app, name);
     if (!g) return IK_ENOMEM;
     pthread_mutex_lock(&g->mu);

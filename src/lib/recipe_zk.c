@@ -1,5 +1,6 @@
 /* recipe_zk.c: locks and elections on ZooKeeper, node for node as Apache Curator
- * makes them (SPEC 6), on the coord's own session (backend_zk.h).
+ * makes them (SPEC 6), on the coord's own session (zk_session.h). The lock's
+ * callbacks, the monitor thread and the release's delete are recipe_zk_monitor.c.
  *
  * A contender creates CHROOT/PATH/_c_<uuid>-<NAME><seq>, EPHEMERAL_SEQUENTIAL, NAME
  * being "lock-" (InterProcessMutex), "__READ__" / "__WRIT__" (InterProcessReadWrite
@@ -48,9 +49,10 @@
  */
 #ifdef IK_HAVE_ZK
 
-#include "backend_zk.h"
 #include "internal.h"
 #include "recipe.h"
+#include "recipe_zk.h"
+#include "zk_session.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -62,221 +64,9 @@
 
 #include <zookeeper/zookeeper.h>
 
-#define ZPATH_MAX 1024
+#define ZPATH_MAX IK__ZK_LOCK_PATH_MAX
 
-typedef struct zk_lock {
-    ik_lock base;
-    uint64_t reg;          /* registry id: the ctx of watches and the listener */
-    char dir[ZPATH_MAX];   /* CHROOT + PATH: the parent of the contenders */
-    size_t chroot_len;     /* its chroot part */
-    const char *name_part; /* "lock-", "__READ__", "__WRIT__", "latch-" */
-    struct ACL node_acl[2], dir_acl[2];
-    struct ACL_vector node_aclv, dir_aclv;
-
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    /* under mu */
-    uint64_t events;  /* bumped by every watch, session event and answer (cv) */
-    uint64_t mevents; /* bumped by what the monitor must look at (mcv) */
-    pthread_cond_t mcv;
-    int cancel;
-    ik_hold_state state;
-    char node[ZPATH_MAX]; /* our node's full path, "" if none */
-    unsigned gen;         /* handle generation our node was (or may have been) made on */
-    int64_t session;      /* the session that owns it */
-    int64_t fence;
-    int own_deleted;      /* a watch said our node was deleted */
-    char pred[ZPATH_MAX]; /* the contender we wait for */
-    int pred_deleted;     /* a watch said it was deleted */
-    char why[160];
-    int stop;       /* the monitor must end (zk_lock_fini) */
-    int monitor_on; /* the monitor thread runs: from the first grant to fini */
-    int mon_busy;   /* the monitor is looking at (or calling back for) a grant */
-    uint64_t grant; /* bumped at every grant and release */
-    pthread_t monitor;
-    /* the release's delete, sent without waiting for its answer */
-    char del_node[ZPATH_MAX];
-    unsigned del_gen;
-    int64_t del_session;
-    int del_state; /* 0: none; 1: sent; 2: to be sent (again) */
-    uint32_t del_seq;
-    /* the monitor's probes: zoo_awexists of our node (it also sets the watch) */
-    int64_t proven_ms;  /* send time of the last request answered on our session
-                           with our node in place: the session lives until at
-                           least proven_ms + the session timeout */
-    uint32_t probe_seq; /* of the probe in flight (low 20 bits travel with it) */
-    int probe_inflight;
-    int64_t probe_sent_ms;
-    int probe_gone; /* a probe met an expired session */
-} zk_lock;
-
-/* ------------------------------------------------------------------------------
- * The registry (Z2)
- */
-static pthread_rwlock_t reg_rw = PTHREAD_RWLOCK_INITIALIZER; /* read: callbacks */
-static struct {
-    uint64_t id;
-    zk_lock *lk;
-} * reg_v;
-static size_t reg_n, reg_cap;
-static uint64_t reg_next = 1;
-
-static int reg_add(zk_lock *lk)
-{
-    pthread_rwlock_wrlock(&reg_rw);
-    if (reg_n == reg_cap) {
-        size_t nc = reg_cap ? reg_cap * 2 : 16;
-        void *nv = realloc(reg_v, nc * sizeof *reg_v);
-        if (!nv) {
-            pthread_rwlock_unlock(&reg_rw);
-            return IK_ENOMEM;
-        }
-        reg_v = nv;
-        reg_cap = nc;
-    }
-    lk->reg = reg_next++;
-    reg_v[reg_n].id = lk->reg;
-    reg_v[reg_n].lk = lk;
-    reg_n++;
-    pthread_rwlock_unlock(&reg_rw);
-    return IK_OK;
-}
-
-static void reg_remove(zk_lock *lk)
-{
-    pthread_rwlock_wrlock(&reg_rw);
-    for (size_t i = 0; i < reg_n; i++)
-        if (reg_v[i].id == lk->reg) {
-            reg_v[i] = reg_v[--reg_n];
-            break;
-        }
-    pthread_rwlock_unlock(&reg_rw);
-}
-
-/* Bumps the events of the lock registered as id (if it still is). */
-static void reg_poke(uint64_t id, const char *deleted_path, int session_event)
-{
-    pthread_rwlock_rdlock(&reg_rw);
-    for (size_t i = 0; i < reg_n; i++) {
-        if (reg_v[i].id != id) continue;
-        zk_lock *lk = reg_v[i].lk;
-        pthread_mutex_lock(&lk->mu);
-        lk->events++;
-        int mine = deleted_path && lk->node[0] && strcmp(deleted_path, lk->node) == 0;
-        if (mine) lk->own_deleted = 1;
-        if (deleted_path && lk->pred[0] && strcmp(deleted_path, lk->pred) == 0)
-            lk->pred_deleted = 1;
-        pthread_cond_broadcast(&lk->cv);
-        if (mine || session_event) { /* the monitor's business too */
-            lk->mevents++;
-            pthread_cond_signal(&lk->mcv);
-        }
-        pthread_mutex_unlock(&lk->mu);
-        break;
-    }
-    pthread_rwlock_unlock(&reg_rw);
-}
-
-/* The answer of a probe: its data is (registry id << 20 | probe seq). */
-static void on_probe(int zrc, const struct Stat *st, const void *data)
-{
-    uint64_t v = (uint64_t)(uintptr_t)data, id = v >> 20;
-    uint32_t seq = (uint32_t)(v & 0xfffff);
-    pthread_rwlock_rdlock(&reg_rw);
-    for (size_t i = 0; i < reg_n; i++) {
-        if (reg_v[i].id != id) continue;
-        zk_lock *lk = reg_v[i].lk;
-        pthread_mutex_lock(&lk->mu);
-        if (lk->probe_inflight && (lk->probe_seq & 0xfffff) == seq) {
-            lk->probe_inflight = 0;
-            if (zrc == ZOK && st && st->ephemeralOwner == lk->session)
-                lk->proven_ms = lk->probe_sent_ms;
-            else if (zrc == ZNONODE || zrc == ZOK)
-                lk->own_deleted = 1; /* gone, or another session's */
-            else if (zrc == ZSESSIONEXPIRED || zrc == ZAUTHFAILED || zrc == ZSESSIONMOVED)
-                lk->probe_gone = 1;
-        }
-        lk->mevents++;
-        pthread_cond_signal(&lk->mcv);
-        pthread_mutex_unlock(&lk->mu);
-        break;
-    }
-    pthread_rwlock_unlock(&reg_rw);
-}
-
-/* The answer of a release's delete: its data is (registry id << 20 | del seq). */
-static void on_deleted(int zrc, const void *data)
-{
-    uint64_t v = (uint64_t)(uintptr_t)data, id = v >> 20;
-    uint32_t seq = (uint32_t)(v & 0xfffff);
-    pthread_rwlock_rdlock(&reg_rw);
-    for (size_t i = 0; i < reg_n; i++) {
-        if (reg_v[i].id != id) continue;
-        zk_lock *lk = reg_v[i].lk;
-        pthread_mutex_lock(&lk->mu);
-        if (lk->del_state == 1 && (lk->del_seq & 0xfffff) == seq) {
-            /* lost answer: send it again once connected; else done (or hopeless) */
-            lk->del_state = zrc == ZCONNECTIONLOSS || zrc == ZOPERATIONTIMEOUT ? 2 : 0;
-            if (lk->del_state == 2) { /* the monitor sends it again */
-                lk->mevents++;
-                pthread_cond_signal(&lk->mcv);
-            }
-        }
-        lk->events++; /* delete_settle */
-        pthread_cond_broadcast(&lk->cv);
-        pthread_mutex_unlock(&lk->mu);
-        break;
-    }
-    pthread_rwlock_unlock(&reg_rw);
-}
-
-static void on_watch(zhandle_t *zh, int type, int state, const char *path, void *ctx)
-{
-    (void)zh;
-    (void)state;
-    reg_poke((uint64_t)(uintptr_t)ctx, type == ZOO_DELETED_EVENT ? path : NULL,
-             type == ZOO_SESSION_EVENT);
-}
-
-static void on_session(void *ctx, unsigned gen, int state)
-{
-    (void)gen;
-    (void)state;
-    reg_poke((uint64_t)(uintptr_t)ctx, NULL, 1);
-}
-
-/* Waits until an event after `seen`, a cancel (if honour_cancel), or deadline_ms
- * (monotonic, -1: none). 0: woken; IK_ETIMEDOUT; IK_ECLOSED. */
-static int wait_event(zk_lock *lk, uint64_t seen, int64_t deadline_ms, int honour_cancel)
-{
-    int rc = 0;
-    pthread_mutex_lock(&lk->mu);
-    while (lk->events == seen && !(honour_cancel && lk->cancel)) {
-        if (deadline_ms < 0) {
-            pthread_cond_wait(&lk->cv, &lk->mu);
-            continue;
-        }
-        int64_t left = deadline_ms - ik__mono_ms();
-        if (left <= 0) {
-            rc = IK_ETIMEDOUT;
-            break;
-        }
-        struct timespec ts;
-        ik__deadline_ts(&ts, left);
-        pthread_cond_timedwait(&lk->cv, &lk->mu, &ts);
-    }
-    if (rc == 0 && honour_cancel && lk->cancel) rc = IK_ECLOSED;
-    pthread_mutex_unlock(&lk->mu);
-    return rc;
-}
-
-static uint64_t events_now(zk_lock *lk)
-{
-    pthread_mutex_lock(&lk->mu);
-    uint64_t e = lk->events;
-    pthread_mutex_unlock(&lk->mu);
-    return e;
-}
+typedef ik__zk_lock zk_lock;
 
 /* A random (version 4) UUID, as Java's UUID.randomUUID().toString() prints one. */
 static void new_uuid(char out[37])
@@ -303,29 +93,24 @@ static int ik_err(int zrc)
     return zrc == ZOK ? IK_OK : IK_EZK_BASE + zrc;
 }
 
+/* After a request failed with zrc (not ZOK): a lost answer or a gone session waits
+ * for the next event (0: look again; IK_ETIMEDOUT, IK_ECLOSED); any other code is
+ * final (its ik_error). */
+static int after_failure(zk_lock *lk, int zrc, uint64_t seen, int64_t deadline)
+{
+    if (!ik__zk_doubtful(zrc) && !ik__zk_session_gone(zrc)) return ik_err(zrc);
+    return ik__zk_lock_wait_event(lk, seen, deadline, 1);
+}
+
 /* Creates the missing ancestors of lk->dir (lk->dir included): the chroot's as
  * persistent nodes (the slot backend shares them), the recipe path's as CONTAINER
  * nodes (PERSISTENT on servers before 3.5.1). 0, or a ZooKeeper code. */
 static int ensure_dir(zk_lock *lk, zhandle_t *zh)
 {
-    static int no_containers;
     int zrc = zoo_exists(zh, lk->dir, 0, NULL);
     if (zrc != ZNONODE) return zrc;
-    char p[ZPATH_MAX];
-    for (const char *s = strchr(lk->dir + 1, '/');; s = strchr(s + 1, '/')) {
-        size_t n = s ? (size_t)(s - lk->dir) : strlen(lk->dir);
-        memcpy(p, lk->dir, n);
-        p[n] = '\0';
-        int mode = n <= lk->chroot_len || no_containers ? ZOO_PERSISTENT : ZOO_CONTAINER;
-        zrc = zoo_create(zh, p, NULL, -1, &lk->dir_aclv, mode, NULL, 0);
-        if ((zrc == ZUNIMPLEMENTED || zrc == ZBADARGUMENTS) && mode == ZOO_CONTAINER) {
-            no_containers = 1;
-            zrc = zoo_create(zh, p, NULL, -1, &lk->dir_aclv, ZOO_PERSISTENT, NULL, 0);
-        }
-        if (zrc != ZOK && zrc != ZNODEEXISTS) return zrc;
-        if (!s) break;
-    }
-    return ZOK;
+    return ik__zk_create_path(zh, lk->dir, lk->chroot_len, &lk->dir_aclv, &lk->dir_aclv,
+                              ZOO_CONTAINER, NULL, 0);
 }
 
 /* Our node by its _c_<uuid>- prefix, if it exists and our session owns it: 1 and
@@ -360,25 +145,6 @@ static int find_ours(zk_lock *lk, zhandle_t *zh, int64_t session, const char *uu
     return found;
 }
 
-static int64_t session_of(zk_lock *lk)
-{
-    pthread_mutex_lock(&lk->mu);
-    int64_t id = lk->session;
-    pthread_mutex_unlock(&lk->mu);
-    return id;
-}
-
-static void set_node(zk_lock *lk, const char *node, unsigned gen, int64_t session, int64_t fence)
-{
-    pthread_mutex_lock(&lk->mu);
-    snprintf(lk->node, sizeof lk->node, "%s", node);
-    lk->gen = gen;
-    lk->session = session;
-    lk->fence = fence;
-    lk->own_deleted = 0;
-    pthread_mutex_unlock(&lk->mu);
-}
-
 /* Deletes our node (lk->node, or one of this attempt's uuid whose create was in
  * doubt), waiting for a reconnection for at most max_wait_ms. 0: gone (deleted, or
  * its session is); IK_EINDOUBT: could not make sure; else an error. */
@@ -386,7 +152,7 @@ static int delete_ours(zk_lock *lk, const char *uuid_in_doubt, int64_t max_wait_
 {
     int64_t until = ik__mono_ms() + max_wait_ms;
     for (;;) {
-        uint64_t seen = events_now(lk);
+        uint64_t seen = ik__zk_lock_events_now(lk);
         pthread_mutex_lock(&lk->mu);
         char node[ZPATH_MAX];
         snprintf(node, sizeof node, "%s", lk->node);
@@ -398,7 +164,7 @@ static int delete_ours(zk_lock *lk, const char *uuid_in_doubt, int64_t max_wait_
         ik__zk_session_get(lk->base.be, &s);
         if (s.dead || s.gen != gen || (session && s.id && s.id != session)) {
             ik__zk_session_put(lk->base.be);
-            set_node(lk, "", 0, 0, 0);
+            ik__zk_lock_set_node(lk, "", 0, 0, 0);
             return IK_OK; /* the session that held it is gone, and the node with it */
         }
         int zrc = ZCONNECTIONLOSS;
@@ -411,7 +177,7 @@ static int delete_ours(zk_lock *lk, const char *uuid_in_doubt, int64_t max_wait_
                 int found = find_ours(lk, s.zh, s.id, uuid_in_doubt, node, sizeof node, &f, &zrc);
                 if (found == 1) {
                     ik__zk_session_put(lk->base.be);
-                    set_node(lk, node, s.gen, s.id, f);
+                    ik__zk_lock_set_node(lk, node, s.gen, s.id, f);
                     continue;
                 }
                 if (found == 0) {
@@ -422,11 +188,12 @@ static int delete_ours(zk_lock *lk, const char *uuid_in_doubt, int64_t max_wait_
         }
         ik__zk_session_put(lk->base.be);
         if (zrc == ZOK || ik__zk_session_gone(zrc)) {
-            set_node(lk, "", 0, 0, 0);
+            ik__zk_lock_set_node(lk, "", 0, 0, 0);
             return IK_OK;
         }
         if (!ik__zk_doubtful(zrc)) return ik_err(zrc);
-        if (max_wait_ms <= 0 || wait_event(lk, seen, until, 0) == IK_ETIMEDOUT) return IK_EINDOUBT;
+        if (max_wait_ms <= 0 || ik__zk_lock_wait_event(lk, seen, until, 0) == IK_ETIMEDOUT)
+            return IK_EINDOUBT;
     }
 }
 
@@ -438,184 +205,6 @@ static void set_state(zk_lock *lk, ik_hold_state s, const char *why, int tell)
     snprintf(lk->why, sizeof lk->why, "%s", why);
     pthread_mutex_unlock(&lk->mu);
     if (changed && tell) ik__lock_notify(&lk->base, s, why);
-}
-
-/* Sends the release's delete if it is due (del_state 2) and the session that owns
- * the node is connected; forgets it if that session is gone (the node went with
- * it). Requests of one session are applied in order, so no later request of ours
- * can see the node. Never blocks. */
-static void delete_pending(zk_lock *lk)
-{
-    pthread_mutex_lock(&lk->mu);
-    int due = lk->del_state == 2;
-    char node[ZPATH_MAX];
-    snprintf(node, sizeof node, "%s", lk->del_node);
-    unsigned gen = lk->del_gen;
-    int64_t session = lk->del_session;
-    pthread_mutex_unlock(&lk->mu);
-    if (!due) return;
-    ik__zk_session s;
-    ik__zk_session_get(lk->base.be, &s);
-    if (s.dead || s.gen != gen || (s.id && s.id != session)) {
-        pthread_mutex_lock(&lk->mu);
-        if (lk->del_state == 2) lk->del_state = 0;
-        pthread_mutex_unlock(&lk->mu);
-    } else if (s.connected) {
-        pthread_mutex_lock(&lk->mu);
-        uint32_t seq = ++lk->del_seq;
-        lk->del_state = 1;
-        pthread_mutex_unlock(&lk->mu);
-        void *data = (void *)(uintptr_t)(lk->reg << 20 | (seq & 0xfffff));
-        if (zoo_adelete(s.zh, node, -1, on_deleted, data) != ZOK) {
-            pthread_mutex_lock(&lk->mu);
-            if (lk->del_seq == seq) lk->del_state = 2;
-            pthread_mutex_unlock(&lk->mu);
-        }
-    }
-    ik__zk_session_put(lk->base.be);
-}
-
-/* Waits up to ms for the release's delete to be answered (sending it again after a
- * reconnect). 0, or IK_EINDOUBT. */
-static int delete_settle(zk_lock *lk, int64_t ms)
-{
-    int64_t until = ik__mono_ms() + ms;
-    for (;;) {
-        delete_pending(lk);
-        uint64_t seen = events_now(lk);
-        pthread_mutex_lock(&lk->mu);
-        int st = lk->del_state;
-        pthread_mutex_unlock(&lk->mu);
-        if (st == 0) return IK_OK;
-        if (wait_event(lk, seen, until, 0) == IK_ETIMEDOUT) return IK_EINDOUBT;
-    }
-}
-
-/* ------------------------------------------------------------------------------
- * The monitor of a grant: tells the holder when it is in doubt, held again, lost.
- *
- * The monitor thread lives from a lock's first grant to ik_lock_destroy, and
- * also sends a release's delete again after a lost answer. It never blocks on
- * ZooKeeper: every quarter of the session timeout (and when a doubt begins) it
- * sends a probe, an asynchronous exists of our node that also sets the watch on
- * it. An answered probe proves the session alive at least until
- * its send time + the session timeout (the server counts from the last request it
- * received). So a holder that loses contact reports IN_DOUBT at once and LOST once
- * 2/3 of the session timeout have passed since the last proof, which is at least
- * 1/3 of the timeout before the server can expire the session and hand the lock
- * to someone else: time for the holder to stop what the lock guards.
- */
-static void *monitor_thread(void *arg)
-{
-    zk_lock *lk = arg;
-    uint64_t seen = 0, grant = 0;
-    int64_t doubt_since = 0;
-    for (;;) {
-        ik__zk_session s;
-        ik__zk_session_get(lk->base.be, &s);
-        int64_t t = s.timeout_ms;
-        ik__zk_session_put(lk->base.be);
-
-        /* wait for an event, for the next probe or deadline of a grant, or for good */
-        pthread_mutex_lock(&lk->mu);
-        int held = lk->state == IK_HOLD_HELD || lk->state == IK_HOLD_IN_DOUBT;
-        int64_t wake = ik__mono_ms() + t / 4; /* idle: look for a new grant now and then */
-        if (held) {
-            int64_t lost_at = lk->proven_ms + t * 2 / 3;
-            int64_t probe_at = lk->probe_inflight ? lost_at : lk->probe_sent_ms + t / 4;
-            wake = probe_at < lost_at ? probe_at : lost_at;
-        }
-        while (!lk->stop && lk->mevents == seen && ik__mono_ms() < wake) {
-            int64_t left = wake - ik__mono_ms();
-            struct timespec ts;
-            ik__deadline_ts(&ts, left);
-            pthread_cond_timedwait(&lk->mcv, &lk->mu, &ts);
-        }
-        if (lk->stop) {
-            pthread_mutex_unlock(&lk->mu);
-            break;
-        }
-        int evented = lk->mevents != seen;
-        seen = lk->mevents;
-        ik_hold_state st = lk->state;
-        held = st == IK_HOLD_HELD || st == IK_HOLD_IN_DOUBT;
-        if (held && lk->grant != grant) { /* a new grant */
-            grant = lk->grant;
-            doubt_since = 0;
-        }
-        if (held) lk->mon_busy = 1;
-        char node[ZPATH_MAX];
-        snprintf(node, sizeof node, "%s", lk->node);
-        unsigned gen = lk->gen;
-        int64_t session = lk->session, proven = lk->proven_ms;
-        int deleted = lk->own_deleted, gone = lk->probe_gone, inflight = lk->probe_inflight;
-        int64_t last_probe = lk->probe_sent_ms;
-        pthread_mutex_unlock(&lk->mu);
-
-        delete_pending(lk);
-        if (!held) continue;
-
-        int64_t now = ik__mono_ms();
-        ik_hold_state next = st;
-        const char *why = "";
-        int probe = 0;
-        ik__zk_session_get(lk->base.be, &s);
-        if (gone || s.dead || s.gen != gen || (s.id && s.id != session)) {
-            next = IK_HOLD_LOST;
-            why = "ZooKeeper session expired";
-        } else if (deleted) {
-            next = IK_HOLD_LOST;
-            why = "our lock node was deleted";
-        } else if (now >= proven + t * 2 / 3) {
-            next = IK_HOLD_LOST;
-            why = "no answer from ZooKeeper for 2/3 of the session timeout: the session may "
-                  "expire any moment";
-        } else if (!s.connected) {
-            if (st == IK_HOLD_HELD) {
-                next = IK_HOLD_IN_DOUBT;
-                why = "connection to ZooKeeper lost: the session may expire";
-                doubt_since = now;
-            }
-        } else {
-            if (st == IK_HOLD_IN_DOUBT && proven > doubt_since) {
-                next = IK_HOLD_HELD;
-                why = "connection to ZooKeeper restored, same session";
-            }
-            probe = !inflight && (now >= last_probe + t / 4 || next == IK_HOLD_IN_DOUBT ||
-                                  (evented && st == IK_HOLD_IN_DOUBT));
-        }
-        if (probe) {
-            pthread_mutex_lock(&lk->mu);
-            uint32_t seq = ++lk->probe_seq;
-            lk->probe_inflight = 1;
-            lk->probe_sent_ms = now;
-            pthread_mutex_unlock(&lk->mu);
-            void *data = (void *)(uintptr_t)(lk->reg << 20 | (seq & 0xfffff));
-            int zrc =
-                zoo_awexists(s.zh, node, on_watch, (void *)(uintptr_t)lk->reg, on_probe, data);
-            if (zrc != ZOK) {
-                pthread_mutex_lock(&lk->mu);
-                if (lk->probe_seq == seq) lk->probe_inflight = 0;
-                pthread_mutex_unlock(&lk->mu);
-            }
-        }
-        ik__zk_session_put(lk->base.be);
-
-        /* apply, unless the grant was released meanwhile (release waits for mon_busy) */
-        pthread_mutex_lock(&lk->mu);
-        int apply = next != st && lk->grant == grant && lk->state == st;
-        if (apply) {
-            lk->state = next;
-            snprintf(lk->why, sizeof lk->why, "%s", why);
-        }
-        pthread_mutex_unlock(&lk->mu);
-        if (apply) ik__lock_notify(&lk->base, next, why);
-        pthread_mutex_lock(&lk->mu);
-        lk->mon_busy = 0;
-        pthread_cond_broadcast(&lk->cv);
-        pthread_mutex_unlock(&lk->mu);
-    }
-    return NULL;
 }
 
 /* ------------------------------------------------------------------------------
@@ -630,85 +219,25 @@ static int zk_lock_init(ik_lock *base)
     ik__zk_session_get(base->be, &s);
     lk->chroot_len = strlen(s.chroot);
     int n = snprintf(lk->dir, sizeof lk->dir, "%s%s", s.chroot, base->path);
-    if (s.digest_id) {
-        static char digest[] = "digest", world[] = "world", anyone[] = "anyone";
-        char *id = (char *)s.digest_id; /* lives as long as the backend */
-        lk->node_acl[0] = (struct ACL){ZOO_PERM_ALL, {digest, id}};
-        lk->node_acl[1] = (struct ACL){ZOO_PERM_READ, {world, anyone}};
-        lk->dir_acl[0] = (struct ACL){ZOO_PERM_ALL, {digest, id}};
-        /* others (Curator, kazoo) may queue under our parents, and delete their nodes */
-        lk->dir_acl[1] =
-            (struct ACL){ZOO_PERM_READ | ZOO_PERM_CREATE | ZOO_PERM_DELETE, {world, anyone}};
-        lk->node_aclv = (struct ACL_vector){2, lk->node_acl};
-        lk->dir_aclv = (struct ACL_vector){2, lk->dir_acl};
-    } else {
-        lk->node_aclv = ZOO_OPEN_ACL_UNSAFE;
-        lk->dir_aclv = ZOO_OPEN_ACL_UNSAFE;
-    }
+    /* s.digest_id lives as long as the backend; others (Curator, kazoo) may queue
+     * under our parents, and delete their nodes */
+    ik__zk_acl_init(lk->node_acl, &lk->node_aclv, s.digest_id, ZOO_PERM_READ);
+    ik__zk_acl_init(lk->dir_acl, &lk->dir_aclv, s.digest_id,
+                    ZOO_PERM_READ | ZOO_PERM_CREATE | ZOO_PERM_DELETE);
     ik__zk_session_put(base->be);
     if (n < 0 || (size_t)n + 128 >= sizeof lk->dir) return IK_EINVAL;
     pthread_mutex_init(&lk->mu, NULL);
     ik__cond_init_mono(&lk->cv);
     ik__cond_init_mono(&lk->mcv);
-    int rc = reg_add(lk);
-    if (rc == 0) rc = ik__zk_listen(base->be, on_session, (void *)(uintptr_t)lk->reg);
+    int rc = ik__zk_lock_reg_add(lk);
+    if (rc == 0) rc = ik__zk_listen(base->be, ik__zk_lock_on_session, (void *)(uintptr_t)lk->reg);
     if (rc) {
-        reg_remove(lk);
+        ik__zk_lock_reg_remove(lk);
         pthread_cond_destroy(&lk->mcv);
         pthread_cond_destroy(&lk->cv);
         pthread_mutex_destroy(&lk->mu);
     }
     return rc;
-}
-
-/* Our create and a listing of the children, sent together: ZooKeeper applies one
- * session's requests in order, so the listing already holds our node, and an
- * uncontended acquire costs one round trip. */
-typedef struct pipelined {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int left;
-    int crc, lrc;
-    char made[ZPATH_MAX];
-    struct Stat st;
-    char **names;
-    int count;
-} pipelined;
-
-static void pl_done(pipelined *pl)
-{
-    pthread_mutex_lock(&pl->mu);
-    pl->left--;
-    pthread_cond_broadcast(&pl->cv);
-    pthread_mutex_unlock(&pl->mu);
-}
-
-static void on_created(int zrc, const char *value, const struct Stat *st, const void *data)
-{
-    pipelined *pl = (pipelined *)data;
-    pl->crc = zrc;
-    if (zrc == ZOK && value) snprintf(pl->made, sizeof pl->made, "%s", value);
-    if (zrc == ZOK && st) pl->st = *st;
-    pl_done(pl);
-}
-
-static void on_listed(int zrc, const struct String_vector *sv, const void *data)
-{
-    pipelined *pl = (pipelined *)data;
-    pl->lrc = zrc;
-    if (zrc == ZOK && sv) {
-        pl->names = calloc((size_t)sv->count + 1, sizeof *pl->names);
-        for (int i = 0; pl->names && i < sv->count; i++) {
-            pl->names[i] = strdup(sv->data[i]);
-            if (!pl->names[i]) {
-                pl->lrc = ZSYSTEMERROR;
-                break;
-            }
-            pl->count = i + 1;
-        }
-        if (!pl->names) pl->lrc = ZSYSTEMERROR;
-    }
-    pl_done(pl);
 }
 
 static void free_names(char **v, int n)
@@ -718,34 +247,25 @@ static void free_names(char **v, int n)
     free(v);
 }
 
-/* Sends the create of our node and the listing; waits for both answers (every
- * completion of the client comes, with an error at worst). */
-static void create_and_list(zk_lock *lk, const ik__zk_session *s, const char *uuid, pipelined *pl)
+/* Our create and a listing of the children, sent together: ZooKeeper applies one
+ * session's requests in order, so the listing already holds our node, and an
+ * uncontended acquire costs one round trip. Waits for both answers (every
+ * completion of the client comes, with an error at worst): NULL on ENOMEM, else
+ * r[0] the create (data: the path made, st: its Stat), r[1] the listing (kids). */
+static ik__zk_wait *create_and_list(zk_lock *lk, const ik__zk_session *s, const char *uuid)
 {
-    memset(pl, 0, sizeof *pl);
-    pthread_mutex_init(&pl->mu, NULL);
-    pthread_cond_init(&pl->cv, NULL);
+    ik__zk_wait *w = ik__zk_wait_new(2, 0);
+    if (!w) return NULL;
     char path[ZPATH_MAX];
     snprintf(path, sizeof path, "%s/_c_%s-%s", lk->dir, uuid, lk->name_part);
-    pl->crc = pl->lrc = ZCONNECTIONLOSS;
-    pl->left = 2;
-    int zrc = zoo_acreate2(s->zh, path, lk->base.data, (int)strlen(lk->base.data), &lk->node_aclv,
-                           ZOO_EPHEMERAL_SEQUENTIAL, on_created, pl);
-    if (zrc != ZOK) {
-        pl->crc = zrc;
-        pl->left--;
-    }
-    zrc = zoo_aget_children(s->zh, lk->dir, 0, on_listed, pl);
-    if (zrc != ZOK) {
-        pl->lrc = zrc;
-        pl->left--;
-    }
-    pthread_mutex_lock(&pl->mu);
-    while (pl->left > 0)
-        pthread_cond_wait(&pl->cv, &pl->mu);
-    pthread_mutex_unlock(&pl->mu);
-    pthread_cond_destroy(&pl->cv);
-    pthread_mutex_destroy(&pl->mu);
+    ik__zk_arm(&w->r[0]);
+    ik__zk_issued(&w->r[0], zoo_acreate2(s->zh, path, lk->base.data, (int)strlen(lk->base.data),
+                                         &lk->node_aclv, ZOO_EPHEMERAL_SEQUENTIAL,
+                                         ik__zk_on_created, &w->r[0]));
+    ik__zk_arm(&w->r[1]);
+    ik__zk_issued(&w->r[1], zoo_aget_children(s->zh, lk->dir, 0, ik__zk_on_kids, &w->r[1]));
+    ik__zk_wait_until(w, -1);
+    return w;
 }
 
 /* Puts the contenders v[0..*n) of dir in creation order (recipe_zk_names.c): by
@@ -834,7 +354,7 @@ static int zk_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
     int64_t asked = 0;
     int rc = IK_OK;
     for (;;) {
-        uint64_t seen = events_now(lk);
+        uint64_t seen = ik__zk_lock_events_now(lk);
         pthread_mutex_lock(&lk->mu);
         if (lk->cancel) {
             lk->cancel = 0;
@@ -847,13 +367,13 @@ static int zk_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
         pthread_mutex_unlock(&lk->mu);
         if (rc) break;
 
-        delete_pending(lk); /* an earlier release's delete whose answer was lost */
+        ik__zk_lock_delete_pending(lk); /* an earlier release's delete whose answer was lost */
         ik__zk_session s;
         ik__zk_session_get(base->be, &s);
         if (s.dead) {
             ik__zk_session_put(base->be);
             /* our node (if any) died with the session: start over on a new one */
-            set_node(lk, "", 0, 0, 0);
+            ik__zk_lock_set_node(lk, "", 0, 0, 0);
             in_doubt = 0;
             new_uuid(uuid);
             if (deadline >= 0 && ik__mono_ms() >= deadline) {
@@ -863,7 +383,8 @@ static int zk_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
             char why[160];
             if (base->be->ops->recover(base->be, why, sizeof why) != 0) {
                 int64_t nap = ik__mono_ms() + 200;
-                rc = wait_event(lk, seen, deadline >= 0 && deadline < nap ? deadline : nap, 1);
+                rc = ik__zk_lock_wait_event(lk, seen,
+                                            deadline >= 0 && deadline < nap ? deadline : nap, 1);
                 if (rc == IK_ECLOSED) break;
                 rc = IK_OK; /* a timeout here is the nap's; the deadline is checked above */
             }
@@ -871,14 +392,14 @@ static int zk_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
         }
         if ((node[0] && (gen != s.gen || (s.id && s.id != session))) ||
             (in_doubt && doubt_gen != s.gen)) {
-            set_node(lk, "", 0, 0, 0); /* made on a session that is gone */
+            ik__zk_lock_set_node(lk, "", 0, 0, 0); /* made on a session that is gone */
             node[0] = '\0';
             in_doubt = 0;
             new_uuid(uuid);
         }
         if (!s.connected) {
             ik__zk_session_put(base->be);
-            rc = wait_event(lk, seen, deadline, 1);
+            rc = ik__zk_lock_wait_event(lk, seen, deadline, 1);
             if (rc) break;
             continue;
         }
@@ -886,7 +407,7 @@ static int zk_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
         if (!node[0] && in_doubt) {
             int64_t f;
             int found = find_ours(lk, s.zh, s.id, uuid, node, sizeof node, &f, &zrc);
-            if (found == 1) set_node(lk, node, s.gen, s.id, f);
+            if (found == 1) ik__zk_lock_set_node(lk, node, s.gen, s.id, f);
             if (found >= 0) in_doubt = 0;
         }
         if (zrc == ZOK && need_dir) {
@@ -896,18 +417,24 @@ static int zk_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
         char **names = NULL;
         int count = 0, listed = 0;
         if (zrc == ZOK && !node[0] && !in_doubt) {
-            pipelined pl;
             asked = ik__mono_ms();
-            create_and_list(lk, &s, uuid, &pl);
-            zrc = pl.crc;
+            ik__zk_wait *pl = create_and_list(lk, &s, uuid);
+            if (!pl) {
+                ik__zk_session_put(base->be);
+                rc = IK_ENOMEM;
+                break;
+            }
+            ik__zk_req *made = &pl->r[0], *list = &pl->r[1];
+            zrc = made->rc;
             if (zrc == ZOK) {
-                set_node(lk, pl.made, s.gen, s.id, pl.st.czxid);
-                snprintf(node, sizeof node, "%s", pl.made);
-                if (pl.lrc == ZOK) {
-                    names = pl.names;
-                    count = pl.count;
+                snprintf(node, sizeof node, "%s", made->data ? made->data : "");
+                ik__zk_lock_set_node(lk, node, s.gen, s.id, made->st.czxid);
+                if (list->rc == ZOK) {
+                    names = list->kids.data;
+                    count = list->kids.count;
                     listed = 1;
-                    pl.names = NULL;
+                    list->kids.data = NULL;
+                    list->kids.count = 0;
                 }
             } else if (zrc == ZNONODE) {
                 need_dir = 1;
@@ -915,18 +442,14 @@ static int zk_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
                 in_doubt = 1;
                 doubt_gen = s.gen;
             }
-            free_names(pl.names, pl.count);
+            ik__zk_wait_put(pl);
         }
         if (zrc != ZOK) {
             ik__zk_session_put(base->be);
             if (zrc == ZNONODE) continue; /* a (container) parent is missing: make it */
-            if (ik__zk_doubtful(zrc) || ik__zk_session_gone(zrc)) {
-                rc = wait_event(lk, seen, deadline, 1);
-                if (rc) break;
-                continue;
-            }
-            rc = ik_err(zrc);
-            break;
+            rc = after_failure(lk, zrc, seen, deadline);
+            if (rc) break;
+            continue;
         }
 
         /* our node exists: who is ahead? */
@@ -954,11 +477,7 @@ static int zk_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
         }
         if (zrc != ZOK && zrc != ZNONODE) {
             ik__zk_session_put(base->be);
-            if (!ik__zk_doubtful(zrc) && !ik__zk_session_gone(zrc)) {
-                rc = ik_err(zrc);
-                break;
-            }
-            rc = wait_event(lk, seen, deadline, 1);
+            rc = after_failure(lk, zrc, seen, deadline);
             if (rc) break;
             continue;
         }
@@ -970,20 +489,16 @@ static int zk_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
             int zd = zoo_delete(s.zh, node, -1);
             ik__zk_session_put(base->be);
             if (zd == ZOK) {
-                set_node(lk, "", 0, 0, 0);
+                ik__zk_lock_set_node(lk, "", 0, 0, 0);
                 rc = IK_ESTORE;
                 break;
             }
             if (zd != ZNONODE) { /* not known: the listing comes again after an event */
-                if (!ik__zk_doubtful(zd) && !ik__zk_session_gone(zd)) {
-                    rc = ik_err(zd);
-                    break;
-                }
-                rc = wait_event(lk, seen, deadline, 1);
+                rc = after_failure(lk, zd, seen, deadline);
                 if (rc) break;
                 continue;
             }
-            set_node(lk, "", 0, 0, 0);
+            ik__zk_lock_set_node(lk, "", 0, 0, 0);
             if (deadline >= 0 && ik__mono_ms() >= deadline) {
                 rc = timeout_ms == 0 ? IK_EBUSY : IK_ETIMEDOUT;
                 break;
@@ -1004,13 +519,13 @@ static int zk_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
         lk->pred_deleted = 0;
         pthread_mutex_unlock(&lk->mu);
         int64_t watched = ik__mono_ms();
-        zrc = zoo_wexists(s.zh, pred, on_watch, (void *)(uintptr_t)lk->reg, NULL);
+        zrc = zoo_wexists(s.zh, pred, ik__zk_lock_on_watch, (void *)(uintptr_t)lk->reg, NULL);
         unsigned wgen = s.gen;
         int64_t t = s.timeout_ms;
         ik__zk_session_put(base->be);
         if (zrc != ZNONODE) {
             if (zrc != ZOK) continue;
-            rc = wait_event(lk, seen, deadline, 1);
+            rc = ik__zk_lock_wait_event(lk, seen, deadline, 1);
             if (rc) break;
         }
         /* Fast hand-over: the one contender ahead of us is gone, so we hold, without
@@ -1022,7 +537,7 @@ static int zk_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
         pthread_mutex_unlock(&lk->mu);
         if (alone && gone_pred && ik__mono_ms() - watched < t / 3) {
             ik__zk_session_get(base->be, &s);
-            int ok = s.connected && !s.dead && s.gen == wgen && s.id == session_of(lk);
+            int ok = s.connected && !s.dead && s.gen == wgen && s.id == ik__zk_lock_session_of(lk);
             ik__zk_session_put(base->be);
             if (ok) {
                 asked = watched;
@@ -1037,14 +552,14 @@ static int zk_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
         int wait = s.timeout_ms + 2000;
         ik__zk_session_put(base->be);
         delete_ours(lk, in_doubt ? uuid : NULL, wait);
-        set_node(lk, "", 0, 0, 0);
+        ik__zk_lock_set_node(lk, "", 0, 0, 0);
         set_state(lk, IK_HOLD_IDLE, rc == IK_ECLOSED ? "cancelled" : "gave up waiting", 0);
         if (rc <= IK_EZK_BASE + 1000 && rc > IK_EZK_BASE - 1000) rc = IK_ESTORE;
         return rc;
     }
     pthread_mutex_lock(&lk->mu);
     if (!lk->monitor_on)
-        lk->monitor_on = pthread_create(&lk->monitor, NULL, monitor_thread, lk) == 0;
+        lk->monitor_on = pthread_create(&lk->monitor, NULL, ik__zk_lock_monitor_thread, lk) == 0;
     int on = lk->monitor_on;
     if (on) {
         lk->state = IK_HOLD_HELD;
@@ -1063,7 +578,7 @@ static int zk_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
     pthread_mutex_unlock(&lk->mu);
     if (!on) { /* no thread: no way to tell the holder of a loss, so do not hold */
         delete_ours(lk, NULL, 0);
-        set_node(lk, "", 0, 0, 0);
+        ik__zk_lock_set_node(lk, "", 0, 0, 0);
         set_state(lk, IK_HOLD_IDLE, "cannot start a thread", 0);
         return IK_ESYS(EAGAIN);
     }
@@ -1092,7 +607,7 @@ static int zk_release(ik_lock *base)
 
     if (st == IK_HOLD_LOST) {
         delete_ours(lk, NULL, 0); /* only if our session turns out to live on */
-        set_node(lk, "", 0, 0, 0);
+        ik__zk_lock_set_node(lk, "", 0, 0, 0);
         return IK_ELOST;
     }
     if (earlier) { /* rare: an earlier delete still unanswered; one at a time */
@@ -1100,7 +615,7 @@ static int zk_release(ik_lock *base)
         ik__zk_session_get(base->be, &s);
         int64_t wait = s.timeout_ms + 2000;
         ik__zk_session_put(base->be);
-        delete_settle(lk, wait);
+        ik__zk_lock_delete_settle(lk, wait);
     }
     pthread_mutex_lock(&lk->mu);
     snprintf(lk->del_node, sizeof lk->del_node, "%s", lk->node);
@@ -1112,7 +627,7 @@ static int zk_release(ik_lock *base)
     lk->session = 0;
     lk->fence = 0;
     pthread_mutex_unlock(&lk->mu);
-    delete_pending(lk);
+    ik__zk_lock_delete_pending(lk);
     return IK_OK;
 }
 
@@ -1169,9 +684,9 @@ static void zk_lock_fini(ik_lock *base)
     ik__zk_session_get(base->be, &s);
     int64_t wait = s.timeout_ms + 2000;
     ik__zk_session_put(base->be);
-    delete_settle(lk, wait);
-    ik__zk_unlisten(base->be, on_session, (void *)(uintptr_t)lk->reg);
-    reg_remove(lk);
+    ik__zk_lock_delete_settle(lk, wait);
+    ik__zk_unlisten(base->be, ik__zk_lock_on_session, (void *)(uintptr_t)lk->reg);
+    ik__zk_lock_reg_remove(lk);
     pthread_cond_destroy(&lk->mcv);
     pthread_cond_destroy(&lk->cv);
     pthread_mutex_destroy(&lk->mu);
