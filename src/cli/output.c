@@ -150,6 +150,13 @@ int ik__cli_json_get_u64(const char *json, size_t len, const char *key, uint64_t
     return -1;
 }
 
+int64_t ik__cli_status_max_batch(const char *body, size_t len)
+{
+    uint64_t m;
+    if (ik__cli_json_get_u64(body, len, "max_batch", &m) != 0 || m > INT64_MAX) return -1;
+    return (int64_t)m;
+}
+
 int ik__cli_layout_from_opts(const ik_cli_opts *o, ik_layout *l, char *why, size_t why_len)
 {
     ik_layout n;

@@ -27,6 +27,10 @@ int ik__cli_json_get_string(const char *json, size_t len, const char *key, char 
  * objects included) and stores the integer. Returns 0, or -1 if there is none. */
 int ik__cli_json_get_u64(const char *json, size_t len, const char *key, uint64_t *out);
 
+/* The server's --max-batch from the body of its GET /v1/status: the "max_batch" of
+ * its "http" object. Returns it, or -1 if the body does not say. */
+int64_t ik__cli_status_max_batch(const char *body, size_t len);
+
 /* Builds the ID layout from the options: the library default, then --layout,
  * then --epoch, then --worker-range (each only if the command takes it and it
  * has a value). Returns 0, or -1 with "SOURCE: reason" in why. Does not call
