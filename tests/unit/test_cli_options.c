@@ -187,17 +187,28 @@ static void bad_values_name_their_source(void **state)
 static void bad_values_of_each_kind(void **state)
 {
     static const char *const bad[][2] = {
-        {"--app", "has space"},      {"--app", "x/y"},
-        {"--http", "8080"},          {"--http", "::1:8080"},
-        {"--http", "host:0"},        {"--http", "host:65536"},
-        {"--http", ":8080"},         {"--coord", "nosuch:thing"},
-        {"--worker-range", "5-3"},   {"--worker-range", "1"},
-        {"--worker-range", "a-b"},   {"--worker-range", "0-4294967296"},
-        {"--layout", "bits=1/2/3x"}, {"--layout", "nope=1"},
-        {"--epoch", "yesterday"},    {"--slot-choice", "first"},
-        {"--max-backward", "-1"},    {"--quiet=maybe", NULL},
-        {"--zk-auth", "nocolon"},    {"--zk-auth", ":pw"},
-        {"--identity", ""},          {"--app=", NULL},
+        {"--app", "has space"},
+        {"--app", "x/y"},
+        {"--http", "8080"},
+        {"--http", "::1:8080"},
+        {"--http", "host:65536"},
+        {"--app", "."},
+        {"--app", ".."},
+        {"--coord", "nosuch:thing"},
+        {"--worker-range", "5-3"},
+        {"--worker-range", "1"},
+        {"--worker-range", "a-b"},
+        {"--worker-range", "0-4294967296"},
+        {"--layout", "bits=1/2/3x"},
+        {"--layout", "nope=1"},
+        {"--epoch", "yesterday"},
+        {"--slot-choice", "first"},
+        {"--max-backward", "-1"},
+        {"--quiet=maybe", NULL},
+        {"--zk-auth", "nocolon"},
+        {"--zk-auth", ":pw"},
+        {"--identity", ""},
+        {"--app=", NULL},
         {"--identity", "a\nb"},
     };
     fake f = {0};
@@ -226,6 +237,26 @@ static void good_values_of_each_kind(void **state)
     assert_int_equal(o.v[IK_OPT_WORKER_RANGE].n, 3);
     assert_int_equal(o.v[IK_OPT_WORKER_RANGE].n2, 17);
     assert_int_equal(o.v[IK_OPT_SLOT_CHOICE].n, 1);
+    ik__cli_opts_free(&o);
+}
+
+/* The listen address and the app name follow the library's rules (rules.h): the
+ * daemon binds what the CLI accepted, and the CLI reaches every app the library can
+ * make. */
+static void values_the_library_takes(void **state)
+{
+    fake f = {0};
+    ik_cli_opts o;
+    assert_int_equal(parse(&o, &f, ARGS("--http", ":8080")), 0); /* every IPv4 address */
+    assert_int_equal(o.v[IK_OPT_HTTP].n, 8080);
+    ik__cli_opts_free(&o);
+    assert_int_equal(parse(&o, &f, ARGS("--http", "127.0.0.1:0")), 0); /* any free port */
+    assert_int_equal(o.v[IK_OPT_HTTP].n, 0);
+    ik__cli_opts_free(&o);
+    assert_int_equal(parse(&o, &f, ARGS("--http", "[::]:0")), 0);
+    ik__cli_opts_free(&o);
+    assert_int_equal(parse(&o, &f, ARGS("--app", "billing:v2")), 0);
+    assert_string_equal(o.v[IK_OPT_APP].text, "billing:v2");
     ik__cli_opts_free(&o);
 }
 
@@ -518,6 +549,7 @@ int main(void)
         cmocka_unit_test(layout_from_options),
         cmocka_unit_test(source_names),
         cmocka_unit_test(tag_options),
+        cmocka_unit_test(values_the_library_takes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -46,7 +46,8 @@ static void json_get_string(void **state)
         "{\"error\":\"unknown_tag\", \"message\" : \"no tag \\\"x\\\" \\u0041\\u00e9\"}";
     char out[64];
     assert_int_equal(ik__cli_json_get_string(body, strlen(body), "message", out, sizeof out), 0);
-    assert_string_equal(out, "no tag \"x\" A?");
+    /* \u escapes outside ASCII are characters, written as UTF-8 */
+    assert_string_equal(out, "no tag \"x\" A\xc3\xa9");
     assert_int_equal(ik__cli_json_get_string(body, strlen(body), "error", out, sizeof out), 0);
     assert_string_equal(out, "unknown_tag");
     assert_int_equal(ik__cli_json_get_string(body, strlen(body), "nope", out, sizeof out), -1);
@@ -55,6 +56,54 @@ static void json_get_string(void **state)
         (void)ik__cli_json_get_string(body, n, "message", out, 4);
     assert_int_equal(ik__cli_json_get_string("{\"message\":5}", 13, "message", out, sizeof out),
                      -1);
+}
+
+/* A string member with the key, nested in an object before the top-level one, is
+ * not the top-level member; non-ASCII escapes, surrogate pairs included, become
+ * UTF-8 and not '?'. */
+static void json_get_string_top_level_only(void **state)
+{
+    char out[64];
+    const char *nested = "{\"detail\":{\"message\":\"inner\"},\"message\":\"outer\"}";
+    assert_int_equal(ik__cli_json_get_string(nested, strlen(nested), "message", out, sizeof out),
+                     0);
+    assert_string_equal(out, "outer");
+    const char *only_nested = "{\"detail\":{\"error\":\"inner\"}}";
+    assert_int_equal(
+        ik__cli_json_get_string(only_nested, strlen(only_nested), "error", out, sizeof out), -1);
+    const char *emoji = "{\"message\":\"\\u00e9t\\u00e9 \\ud83d\\ude00 \\u4e2d\"}";
+    assert_int_equal(ik__cli_json_get_string(emoji, strlen(emoji), "message", out, sizeof out), 0);
+    assert_string_equal(out, "\xc3\xa9t\xc3\xa9 \xf0\x9f\x98\x80 \xe4\xb8\xad");
+}
+
+/* The server's --max-batch is the "max_batch" of the "http" object of /v1/status,
+ * not the first "max_batch" anywhere in the answer. */
+static void status_max_batch(void **state)
+{
+    const char *plain = "{\"app\":\"a\",\"http\":{\"listen\":\"127.0.0.1:1\",\"threads\":2,"
+                        "\"connections\":1,\"max_batch\":100},\"tags\":[]}";
+    assert_int_equal(ik__cli_status_max_batch(plain, strlen(plain)), 100);
+    const char *nested_first =
+        "{\"app\":\"a\",\"limits\":{\"max_batch\":5},\"tags\":[{\"tag\":\"t\",\"max_batch\":7}],"
+        "\"http\":{\"max_batch\":100}}";
+    assert_int_equal(ik__cli_status_max_batch(nested_first, strlen(nested_first)), 100);
+    const char *only_elsewhere = "{\"tags\":[{\"max_batch\":7}],\"http\":{\"threads\":2}}";
+    assert_int_equal(ik__cli_status_max_batch(only_elsewhere, strlen(only_elsewhere)), -1);
+    const char *top_level = "{\"max_batch\":9,\"http\":{}}";
+    assert_int_equal(ik__cli_status_max_batch(top_level, strlen(top_level)), -1);
+    const char *not_json = "max_batch: 10";
+    assert_int_equal(ik__cli_status_max_batch(not_json, strlen(not_json)), -1);
+}
+
+/* Years past 9999 and before 0 are ISO 8601's expanded years, as the daemon and the
+ * library write them (rules.h), not a text of the CLI's own. */
+static void iso_times_out_of_range(void **state)
+{
+    char buf[40];
+    assert_string_equal(ik__cli_iso_ms(INT64_C(253402300800000), buf, sizeof buf),
+                        "+010000-01-01T00:00:00.000Z");
+    assert_string_equal(ik__cli_iso_ms(INT64_C(-62167219200001), buf, sizeof buf),
+                        "-000001-12-31T23:59:59.999Z");
 }
 
 static void urls(void **state)
@@ -115,9 +164,14 @@ static void addrs(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(iso_times),       cmocka_unit_test(json_strings),
-        cmocka_unit_test(json_get_string), cmocka_unit_test(urls),
+        cmocka_unit_test(iso_times),
+        cmocka_unit_test(json_strings),
+        cmocka_unit_test(json_get_string),
+        cmocka_unit_test(urls),
         cmocka_unit_test(addrs),
+        cmocka_unit_test(json_get_string_top_level_only),
+        cmocka_unit_test(status_max_batch),
+        cmocka_unit_test(iso_times_out_of_range),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
