@@ -662,7 +662,7 @@ static int format_owner_data(char *buf, size_t len, int64_t since_ms, int64_t se
  */
 static int app_ok(const char *app)
 {
-    return ik__valid_name(app, 64) && strcmp(app, ".") != 0 && strcmp(app, "..") != 0;
+    return ik__app_name_check(app, NULL, 0) == 0;
 }
 
 static void app_path(const zk_backend *b, const char *app, const char *sub, char *out, size_t len)

@@ -581,7 +581,7 @@ static void parse_meta(const char *d, int len, zt_meta *m)
  */
 static int app_ok(const char *app)
 {
-    return app && ik__valid_name(app, 64) && strcmp(app, ".") && strcmp(app, "..");
+    return ik__app_name_check(app, NULL, 0) == 0;
 }
 
 static int name_ok(const char *name)

@@ -3,6 +3,7 @@
 #define IK_INTERNAL_H
 
 #include "idkeeper.h"
+#include "rules.h" /* ISO 8601 text, app names, listen addresses */
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -20,9 +21,6 @@ int64_t ik__wall_ms(void);
 /* One log line through the sink of ik_set_log (printf format, no newline). */
 void ik__logf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* Formats Unix ms as ISO 8601 UTC with milliseconds ("2026-11-22T02:45:48.123Z"). */
-void ik__iso8601(int64_t unix_ms, char *buf, size_t len);
-
 /* *ts = CLOCK_MONOTONIC now + ms, for pthread_cond_timedwait on a condition made
  * by ik__cond_init_mono. ms is relative (a deadline on ik__mono_ns minus now): a
  * suspend during the wait lengthens it, so callers check their deadline again. */
@@ -36,7 +34,8 @@ void ik__cond_init_mono(pthread_cond_t *cv);
  * (at least `first`) and reallocates *v. 0, or IK_ENOMEM with *v unchanged. */
 int ik__grow(void **v, size_t *cap, size_t n, size_t elem, size_t first);
 
-/* Valid app / identity names: [A-Za-z0-9._:-]{1,max}. */
+/* Names of the characters [A-Za-z0-9._:-], 1 to max bytes (tags; app names have a
+ * rule of their own, ik__app_name_check). */
 int ik__valid_name(const char *s, size_t max);
 
 /* Turns a callback API (IK_PENDING + ik_ids_cb) into a blocking call:
