@@ -121,6 +121,10 @@ const ik_cli_option ik__cli_options[IK_OPT__COUNT] = {
         "also answer the Redis protocol (RESP2/RESP3) here, an address as --http takes; off by "
         "default (docs/resp.md)",
         0, 0, NULL),
+    ROW(LOG_SEQUENCE_COMMITS, "log-sequence-commits", FLAG, "false", NULL,
+        "log each sequence range on stderr before it is answered (docs/http.md); for audits "
+        "and tests",
+        0, 0, NULL),
 };
 
 #undef ROW

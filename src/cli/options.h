@@ -65,6 +65,7 @@ typedef enum ik_cli_opt_id {
     IK_OPT_ID,
     IK_OPT_ONCE,
     IK_OPT_RESP,
+    IK_OPT_LOG_SEQUENCE_COMMITS,
     IK_OPT__COUNT
 } ik_cli_opt_id;
 

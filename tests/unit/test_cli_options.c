@@ -415,6 +415,43 @@ static void table_is_consistent(void **state)
     ik__cli_opts_free(&o);
 }
 
+/* IDKEEPER_LOG_SEQUENCE_COMMITS is an option of serve like any other: the flag, its
+ * variable (checked, and named in errors) and its config key; commands that do not
+ * take it ignore the variable, as the test scripts export it for every command. */
+static void log_sequence_commits_option(void **state)
+{
+    uint64_t serve = SERVE_OPTS | IK_OPT_BIT(IK_OPT_LOG_SEQUENCE_COMMITS);
+    ik_cli_spec spec = {"serve", serve, sections};
+    const char *no_args[] = {NULL};
+    fake f = {.env = {{"IDKEEPER_LOG_SEQUENCE_COMMITS", "1"}}};
+    ik_cli_env env = {fake_get, fake_read, &f};
+    ik_cli_opts o;
+    assert_int_equal(ik__cli_parse(&o, &spec, 0, (char **)no_args, &env), 0);
+    assert_int_equal(o.v[IK_OPT_LOG_SEQUENCE_COMMITS].n, 1);
+    assert_int_equal(o.v[IK_OPT_LOG_SEQUENCE_COMMITS].src, IK_SRC_ENV);
+    ik__cli_opts_free(&o);
+    const char *off[] = {"--log-sequence-commits=false", NULL};
+    assert_int_equal(ik__cli_parse(&o, &spec, 1, (char **)off, &env), 0);
+    assert_int_equal(o.v[IK_OPT_LOG_SEQUENCE_COMMITS].n, 0);
+    ik__cli_opts_free(&o);
+    fake bad = {.env = {{"IDKEEPER_LOG_SEQUENCE_COMMITS", "maybe"}}};
+    env.ctx = &bad;
+    assert_int_equal(ik__cli_parse(&o, &spec, 0, (char **)no_args, &env), 2);
+    assert_err_has(&o, "IDKEEPER_LOG_SEQUENCE_COMMITS: 'maybe' is not true or false");
+    ik__cli_opts_free(&o);
+    fake file = {.files = {{"c.ini", "[serve]\nlog-sequence-commits = yes\n"}}};
+    env.ctx = &file;
+    const char *cfg[] = {"--config", "c.ini", NULL};
+    assert_int_equal(ik__cli_parse(&o, &spec, 2, (char **)cfg, &env), 0);
+    assert_int_equal(o.v[IK_OPT_LOG_SEQUENCE_COMMITS].n, 1);
+    ik__cli_opts_free(&o);
+    ik_cli_spec next = {"next", IK_OPT_BIT(IK_OPT_COUNT), sections};
+    env.ctx = &bad;
+    assert_int_equal(ik__cli_parse(&o, &next, 0, (char **)no_args, &env), 0);
+    assert_null(o.v[IK_OPT_LOG_SEQUENCE_COMMITS].text);
+    ik__cli_opts_free(&o);
+}
+
 static void layout_from_options(void **state)
 {
     fake f = {0};
@@ -550,6 +587,7 @@ int main(void)
         cmocka_unit_test(source_names),
         cmocka_unit_test(tag_options),
         cmocka_unit_test(values_the_library_takes),
+        cmocka_unit_test(log_sequence_commits_option),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
