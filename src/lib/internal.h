@@ -52,4 +52,13 @@ void ik__ids_waiter_init(ik__ids_waiter *w, int64_t *ids);
 void ik__ids_waiter_cb(void *ctx, int status, const int64_t *ids, size_t n);
 int ik__ids_waiter_finish(ik__ids_waiter *w, int rc);
 
+/* Random (version 4) UUIDs as Java's UUID.randomUUID().toString() prints them
+ * ("f81d4fae-7dec-41d0-a765-00a0c91e6bf6", 36 characters and a NUL), from the
+ * kernel's randomness (getrandom(2), else /dev/urandom). ik__uuid4: 0, or a negated
+ * errno with out "" when no randomness is to be had: never a weaker UUID.
+ * ik__uuid4_format: the UUID of 16 given bytes (version and variant bits set). */
+#define IK__UUID_SIZE 37
+int ik__uuid4(char out[IK__UUID_SIZE]);
+void ik__uuid4_format(const unsigned char r[16], char out[IK__UUID_SIZE]);
+
 #endif
