@@ -19,8 +19,14 @@ static int64_t floor_div(int64_t a, int64_t b)
 
 size_t ik__fmt_iso8601(char *out, int64_t unix_ms)
 {
-    int64_t secs = floor_div(unix_ms, 1000);
-    int ms = (int)(unix_ms - secs * 1000);
+    /* quotient and remainder, not unix_ms - secs * 1000: near INT64_MIN the product
+     * overflows */
+    int64_t secs = unix_ms / 1000;
+    int ms = (int)(unix_ms % 1000);
+    if (ms < 0) {
+        ms += 1000;
+        secs--;
+    }
     int64_t days = floor_div(secs, 86400);
     int sod = (int)(secs - days * 86400);
     /* days since 1970-01-01 to a civil date (H. Hinnant, "chrono-compatible low-level
