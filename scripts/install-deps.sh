@@ -11,6 +11,7 @@ build_pkgs=(
   libuv1-dev          # event loop of the daemon
   libhttp-parser-dev  # HTTP/1.1 request parsing
   libinih-dev         # config file (INI)
+  libjansson-dev      # the CLI's JSON
   libsqlite3-dev      # durable counters on local:
   libzookeeper-mt-dev # ZooKeeper C client for zk://
   libssl-dev          # libcrypto's SHA-1 for ZooKeeper digest ACLs

@@ -68,33 +68,36 @@ static int read_stdin_ids(const ik_cli_command *cmd, id_list *l)
     return rc;
 }
 
-static void print_parts(const ik_id_parts *p, int json)
+/* One ID's parts as key=value pairs, or a JSON object a line. Returns 0, or -1 if
+ * the JSON could not be made (out of memory) or written. */
+static int print_parts(const ik_id_parts *p, int json)
 {
-    char iso[40];
-    ik__cli_iso_ms(p->time_ms, iso, sizeof iso);
+    char iso[IK__ISO8601_SIZE], id[24];
+    ik__fmt_iso8601(iso, p->time_ms);
+    snprintf(id, sizeof id, "%" PRId64, p->id);
     if (json)
-        printf("{\"id\":\"%" PRId64 "\",\"time\":\"%s\",\"time_ms\":%" PRId64 ",\"worker\":%" PRIu32
-               ",\"sequence\":%" PRIu32 "}\n",
-               p->id, iso, p->time_ms, p->worker, p->sequence);
-    else
-        printf("id=%" PRId64 " time=%s time_ms=%" PRId64 " worker=%" PRIu32 " sequence=%" PRIu32
-               "\n",
-               p->id, iso, p->time_ms, p->worker, p->sequence);
+        return ik__cli_json_print(stdout, json_pack("{s:s,s:s,s:I,s:I,s:I}", "id", id, "time", iso,
+                                                    "time_ms", (json_int_t)p->time_ms, "worker",
+                                                    (json_int_t)p->worker, "sequence",
+                                                    (json_int_t)p->sequence));
+    printf("id=%s time=%s time_ms=%" PRId64 " worker=%" PRIu32 " sequence=%" PRIu32 "\n", id, iso,
+           p->time_ms, p->worker, p->sequence);
+    return 0;
 }
 
-static void print_expiry(const ik_layout *l, int json)
+/* The layout's end, as print_parts prints. Returns 0 or -1. */
+static int print_expiry(const ik_layout *l, int json)
 {
-    char spec[256], iso[40];
+    char spec[256], iso[IK__ISO8601_SIZE];
     ik_layout_format(l, spec, sizeof spec);
     int64_t end = ik_layout_end_ms(l);
-    ik__cli_iso_ms(end, iso, sizeof iso);
-    if (json) {
-        printf("{\"layout\":");
-        ik__cli_json_string(stdout, spec);
-        printf(",\"expires\":\"%s\",\"expires_ms\":%" PRId64 "}\n", iso, end);
-    } else {
-        printf("expires=%s expires_ms=%" PRId64 " layout=%s\n", iso, end, spec);
-    }
+    ik__fmt_iso8601(iso, end);
+    if (json)
+        return ik__cli_json_print(stdout,
+                                  json_pack("{s:o,s:s,s:I}", "layout", ik__cli_json_text(spec),
+                                            "expires", iso, "expires_ms", (json_int_t)end));
+    printf("expires=%s expires_ms=%" PRId64 " layout=%s\n", iso, end, spec);
+    return 0;
 }
 
 int ik__cmd_decode(const ik_cli_command *cmd, ik_cli_opts *o)
@@ -139,9 +142,16 @@ int ik__cmd_decode(const ik_cli_command *cmd, ik_cli_opts *o)
             rc = IK_EXIT_FAIL;
             break;
         }
-        print_parts(&p, json);
+        if (print_parts(&p, json) != 0) {
+            ik__cli_fail(cmd, "cannot write to stdout");
+            rc = IK_EXIT_FAIL;
+        }
     }
-    if (rc == IK_EXIT_OK && (o->v[IK_OPT_EXPIRY].n || o->nargs == 0)) print_expiry(&l, json);
+    if (rc == IK_EXIT_OK && (o->v[IK_OPT_EXPIRY].n || o->nargs == 0) &&
+        print_expiry(&l, json) != 0) {
+        ik__cli_fail(cmd, "cannot write to stdout");
+        rc = IK_EXIT_FAIL;
+    }
     free(ids.v);
     if (fflush(stdout) != 0 && rc == IK_EXIT_OK) {
         ik__cli_fail(cmd, "cannot write to stdout");

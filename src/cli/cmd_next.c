@@ -89,12 +89,9 @@ static int64_t server_max_batch(ik_httpc *c, const char *prefix)
 {
     char path[512], why[256];
     ik_httpc_resp r;
-    uint64_t m;
     snprintf(path, sizeof path, "%s/v1/status", prefix);
-    if (ik__httpc_get(c, path, 1 << 20, &r, why, sizeof why) != 0 || r.status != 200 ||
-        ik__cli_json_get_u64(r.body, r.body_len, "max_batch", &m) != 0 || m > INT64_MAX)
-        return -1;
-    return (int64_t)m;
+    if (ik__httpc_get(c, path, 1 << 20, &r, why, sizeof why) != 0 || r.status != 200) return -1;
+    return ik__cli_status_max_batch(r.body, r.body_len);
 }
 
 int ik__cmd_next(const ik_cli_command *cmd, ik_cli_opts *o)

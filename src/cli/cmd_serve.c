@@ -75,6 +75,7 @@ int ik__cmd_serve(const ik_cli_command *cmd, ik_cli_opts *o)
     if (given(o, IK_OPT_SHUTDOWN_TIMEOUT))
         c.shutdown_timeout_ms = (int)o->v[IK_OPT_SHUTDOWN_TIMEOUT].n;
     if (given(o, IK_OPT_QUIET)) c.quiet = (int)o->v[IK_OPT_QUIET].n;
+    c.log_sequence_commits = (int)o->v[IK_OPT_LOG_SEQUENCE_COMMITS].n;
 
     if (!c.coord_uri || ik_coord_uri_check(c.coord_uri, why, sizeof why) != 0) {
         ik__cli_fail(cmd, "--coord %s: %s", c.coord_uri ? c.coord_uri : "(none)", why);

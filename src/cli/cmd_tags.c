@@ -115,42 +115,35 @@ static void put_text(const char *s)
 
 /* One tag as a JSON object. start and max_id are IDs, so strings as in the HTTP API
  * (JSON numbers lose precision above 2^53); step is a number. */
-static void print_tag_json(const ik_tag_info *t)
+static json_t *tag_json(const ik_tag_info *t)
 {
-    char iso[40];
-    printf("{\"tag\":");
-    ik__cli_json_string(stdout, t->name);
-    printf(",\"kind\":\"%s\",\"start\":\"%" PRId64 "\",\"step\":%" PRId64 ",\"max_id\":\"%" PRId64
-           "\",\"update_time_ms\":%" PRId64 ",\"update_time\":",
-           ik_tag_kind_name(t->kind), t->start, t->step, t->max_id, t->update_time_ms);
-    if (t->update_time_ms)
-        printf("\"%s\"", ik__cli_iso_ms(t->update_time_ms, iso, sizeof iso));
-    else
-        printf("null");
-    printf(",\"description\":");
-    ik__cli_json_string(stdout, t->description);
-    putchar('}');
+    char start[24], max_id[24];
+    snprintf(start, sizeof start, "%" PRId64, t->start);
+    snprintf(max_id, sizeof max_id, "%" PRId64, t->max_id);
+    return json_pack("{s:o,s:s,s:s,s:I,s:s,s:I,s:o?,s:o}", "tag", ik__cli_json_text(t->name),
+                     "kind", ik_tag_kind_name(t->kind), "start", start, "step", (json_int_t)t->step,
+                     "max_id", max_id, "update_time_ms", (json_int_t)t->update_time_ms,
+                     "update_time", t->update_time_ms ? ik__cli_json_time(t->update_time_ms) : NULL,
+                     "description", ik__cli_json_text(t->description));
 }
 
-/* One tag as "field: value" lines (show, add), or JSON with --json. */
-static void print_tag(const ik_cli_opts *o, const ik_tag_info *t)
+/* One tag as "field: value" lines (show, add), or JSON with --json. Returns 0, or
+ * -1 if the JSON could not be made (out of memory) or written. */
+static int print_tag(const ik_cli_opts *o, const ik_tag_info *t)
 {
-    if (o->v[IK_OPT_JSON].n) {
-        print_tag_json(t);
-        putchar('\n');
-        return;
-    }
-    char iso[40];
+    if (o->v[IK_OPT_JSON].n) return ik__cli_json_print(stdout, tag_json(t));
+    char iso[IK__ISO8601_SIZE];
     printf("tag:          %s\n", t->name);
     printf("kind:         %s\n", ik_tag_kind_name(t->kind));
     printf("start:        %" PRId64 "\n", t->start);
     printf("step:         %" PRId64 "\n", t->step);
     printf("max_id:       %" PRId64 "\n", t->max_id);
-    printf("updated:      %s\n",
-           t->update_time_ms ? ik__cli_iso_ms(t->update_time_ms, iso, sizeof iso) : "-");
+    if (t->update_time_ms) ik__fmt_iso8601(iso, t->update_time_ms);
+    printf("updated:      %s\n", t->update_time_ms ? iso : "-");
     printf("description:  ");
     put_text(t->description);
     putchar('\n');
+    return 0;
 }
 
 static int flush_stdout(const ik_cli_command *cmd)
@@ -181,16 +174,20 @@ static int tags_list(const ik_cli_command *cmd, const tags_sub *sub, ik_cli_opts
         return exit_for(err) == IK_EXIT_USAGE ? IK_EXIT_USAGE : IK_EXIT_FAIL;
     }
     if (o->v[IK_OPT_JSON].n) {
-        printf("{\"coord\":");
-        ik__cli_json_string(stdout, ik_coord_uri(c));
-        printf(",\"app\":");
-        ik__cli_json_string(stdout, app);
-        printf(",\"tags\":[");
-        for (size_t i = 0; i < n; i++) {
-            if (i) putchar(',');
-            print_tag_json(&t[i]);
+        json_t *list = json_array();
+        for (size_t i = 0; list && i < n; i++)
+            if (json_array_append_new(list, tag_json(&t[i])) != 0) {
+                json_decref(list);
+                list = NULL;
+            }
+        if (ik__cli_json_print(stdout, json_pack("{s:o,s:o,s:o}", "coord",
+                                                 ik__cli_json_text(ik_coord_uri(c)), "app",
+                                                 ik__cli_json_text(app), "tags", list)) != 0) {
+            ik__cli_fail(cmd, "cannot write the tags to stdout");
+            ik_free(t);
+            ik_coord_close(c);
+            return IK_EXIT_FAIL;
         }
-        printf("]}\n");
     } else {
         int wt = 3, ws = 5, wm = 6;
         char num[24];
@@ -205,11 +202,11 @@ static int tags_list(const ik_cli_command *cmd, const tags_sub *sub, ik_cli_opts
         printf("%-*s  %-8s  %-*s  %-7s  %-*s  %-24s  %s\n", wt, "TAG", "KIND", ws, "START", "STEP",
                wm, "MAX_ID", "UPDATED", "DESCRIPTION");
         for (size_t i = 0; i < n; i++) {
-            char iso[40];
-            printf(
-                "%-*s  %-8s  %-*" PRId64 "  %-7" PRId64 "  %-*" PRId64 "  %-24s  ", wt, t[i].name,
-                ik_tag_kind_name(t[i].kind), ws, t[i].start, t[i].step, wm, t[i].max_id,
-                t[i].update_time_ms ? ik__cli_iso_ms(t[i].update_time_ms, iso, sizeof iso) : "-");
+            char iso[IK__ISO8601_SIZE] = "-";
+            if (t[i].update_time_ms) ik__fmt_iso8601(iso, t[i].update_time_ms);
+            printf("%-*s  %-8s  %-*" PRId64 "  %-7" PRId64 "  %-*" PRId64 "  %-24s  ", wt,
+                   t[i].name, ik_tag_kind_name(t[i].kind), ws, t[i].start, t[i].step, wm,
+                   t[i].max_id, iso);
             put_text(t[i].description);
             putchar('\n');
         }
@@ -234,8 +231,10 @@ static int tags_show(const ik_cli_command *cmd, const tags_sub *sub, ik_cli_opts
     } else if (err != 0) {
         ik__cli_fail(cmd, "cannot read tag '%s' of app '%s' on %s: %s", tag, app, ik_coord_uri(c),
                      ik_strerror(err));
-    } else {
-        print_tag(o, &t);
+    } else if (print_tag(o, &t) != 0) {
+        ik__cli_fail(cmd, "cannot write the tag to stdout");
+        ik_coord_close(c);
+        return IK_EXIT_FAIL;
     }
     ik_coord_close(c);
     return err ? exit_for(err) : flush_stdout(cmd);
@@ -287,8 +286,10 @@ static int tags_add(const ik_cli_command *cmd, const tags_sub *sub, ik_cli_opts 
         ik__cli_fail(cmd, "added tag '%s', but cannot read it back: %s", tag, ik_strerror(err));
         ik_coord_close(c);
         return IK_EXIT_FAIL;
-    } else {
-        print_tag(o, &t);
+    } else if (print_tag(o, &t) != 0) {
+        ik__cli_fail(cmd, "cannot write the tag to stdout");
+        ik_coord_close(c);
+        return IK_EXIT_FAIL;
     }
     ik_coord_close(c);
     return err ? exit_for(err) : flush_stdout(cmd);

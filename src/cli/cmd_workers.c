@@ -7,14 +7,14 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Fills buf with the ISO time of ms, or "-" for 0 (never). */
-static const char *iso_or_dash(int64_t ms, char *buf, size_t len)
+/* Fills buf (IK__ISO8601_SIZE bytes) with the ISO time of ms, or "-" for 0 (never). */
+static const char *iso_or_dash(int64_t ms, char *buf)
 {
-    if (ms == 0) {
-        snprintf(buf, len, "-");
-        return buf;
-    }
-    return ik__cli_iso_ms(ms, buf, len);
+    if (ms == 0)
+        snprintf(buf, IK__ISO8601_SIZE, "-");
+    else
+        ik__fmt_iso8601(buf, ms);
+    return buf;
 }
 
 static const char *or_dash(const char *s)
@@ -22,33 +22,27 @@ static const char *or_dash(const char *s)
     return s[0] ? s : "-";
 }
 
-static void print_json(const ik_cli_opts *o, const char *uri, const ik_slot_info *s, size_t n)
+/* The slots as one JSON object; returns 0 or -1 (out of memory, or stdout failed). */
+static int print_json(const ik_cli_opts *o, const char *uri, const ik_slot_info *s, size_t n)
 {
-    char t[40];
-    printf("{\"coord\":");
-    ik__cli_json_string(stdout, uri);
-    printf(",\"app\":");
-    ik__cli_json_string(stdout, o->v[IK_OPT_APP].text);
-    printf(",\"slots\":[");
-    for (size_t i = 0; i < n; i++) {
-        printf("%s{\"worker\":%" PRIu32 ",\"state\":\"%s\",\"holder\":", i ? "," : "", s[i].worker,
-               s[i].held ? "held" : "free");
-        ik__cli_json_string(stdout, s[i].holder);
-        printf(",\"since_ms\":%" PRId64 ",\"since\":", s[i].since_ms);
-        if (s[i].since_ms)
-            printf("\"%s\"", ik__cli_iso_ms(s[i].since_ms, t, sizeof t));
-        else
-            printf("null");
-        printf(",\"record_ms\":%" PRId64 ",\"record\":", s[i].record_ms);
-        if (s[i].record_ms)
-            printf("\"%s\"", ik__cli_iso_ms(s[i].record_ms, t, sizeof t));
-        else
-            printf("null");
-        printf(",\"detail\":");
-        ik__cli_json_string(stdout, s[i].detail);
-        printf("}");
+    json_t *slots = json_array();
+    for (size_t i = 0; slots && i < n; i++) {
+        json_t *one =
+            json_pack("{s:I,s:s,s:o,s:I,s:o?,s:I,s:o?,s:o}", "worker", (json_int_t)s[i].worker,
+                      "state", s[i].held ? "held" : "free", "holder",
+                      ik__cli_json_text(s[i].holder), "since_ms", (json_int_t)s[i].since_ms,
+                      "since", s[i].since_ms ? ik__cli_json_time(s[i].since_ms) : NULL, "record_ms",
+                      (json_int_t)s[i].record_ms, "record",
+                      s[i].record_ms ? ik__cli_json_time(s[i].record_ms) : NULL, "detail",
+                      ik__cli_json_text(s[i].detail));
+        if (json_array_append_new(slots, one) != 0) {
+            json_decref(slots);
+            slots = NULL;
+        }
     }
-    printf("]}\n");
+    return ik__cli_json_print(stdout,
+                              json_pack("{s:o,s:o,s:o}", "coord", ik__cli_json_text(uri), "app",
+                                        ik__cli_json_text(o->v[IK_OPT_APP].text), "slots", slots));
 }
 
 static void print_table(const ik_slot_info *s, size_t n)
@@ -61,11 +55,11 @@ static void print_table(const ik_slot_info *s, size_t n)
     printf("%-6s  %-5s  %-*s  %-24s  %-24s  %s\n", "WORKER", "STATE", wh, "HOLDER", "SINCE",
            "RECORD", "DETAIL");
     for (size_t i = 0; i < n; i++) {
-        char since[40], rec[40];
+        char since[IK__ISO8601_SIZE], rec[IK__ISO8601_SIZE];
         printf("%-6" PRIu32 "  %-5s  %-*s  %-24s  %-24s  %s\n", s[i].worker,
                s[i].held ? "held" : "free", wh, or_dash(s[i].holder),
-               iso_or_dash(s[i].since_ms, since, sizeof since),
-               iso_or_dash(s[i].record_ms, rec, sizeof rec), or_dash(s[i].detail));
+               iso_or_dash(s[i].since_ms, since), iso_or_dash(s[i].record_ms, rec),
+               or_dash(s[i].detail));
     }
 }
 
@@ -95,10 +89,13 @@ int ik__cmd_workers(const ik_cli_command *cmd, ik_cli_opts *o)
         ik_coord_close(c);
         return IK_EXIT_FAIL;
     }
-    if (o->v[IK_OPT_JSON].n)
-        print_json(o, ik_coord_uri(c), slots, n);
-    else
-        print_table(slots, n);
+    if (o->v[IK_OPT_JSON].n && print_json(o, ik_coord_uri(c), slots, n) != 0) {
+        ik__cli_fail(cmd, "cannot write the slots to stdout");
+        ik_free(slots);
+        ik_coord_close(c);
+        return IK_EXIT_FAIL;
+    }
+    if (!o->v[IK_OPT_JSON].n) print_table(slots, n);
     ik_free(slots);
     ik_coord_close(c);
     if (fflush(stdout) != 0) {

@@ -2,6 +2,7 @@
  * line, the environment and the INI config file (see options.h for the rules). */
 #include "options.h"
 
+#include "../lib/rules.h" /* app names and listen addresses, as the library has them */
 #include "idkeeper.h"
 
 #include <ini.h>
@@ -28,9 +29,12 @@ const ik_cli_option ik__cli_options[IK_OPT__COUNT] = {
     ROW(COORD, "coord", COORD, "local:./idkeeper-data", "URI",
         "coordination backend: local:DIR or zk://HOST:PORT[,HOST:PORT...][/CHROOT]", 0, 0, NULL),
     ROW(APP, "app", APP, "default", "NAME",
-        "app namespace of slots and tags ([A-Za-z0-9._-], 1 to 64 characters)", 0, 0, NULL),
+        "app namespace of slots and tags (1 to 64 bytes of [A-Za-z0-9._:-], not . or ..)", 0, 0,
+        NULL),
     ROW(HTTP, "http", ADDR, "127.0.0.1:8080", "ADDR:PORT",
-        "listen address of the HTTP API ([V6]:PORT for IPv6)", 0, 0, NULL),
+        "listen address of the HTTP API ([V6]:PORT for IPv6, :PORT for every IPv4 address, "
+        "port 0 for any free port)",
+        0, 0, NULL),
     ROW(IDENTITY, "identity", STRING, NULL, "TEXT",
         "who holds the slot, for stickiness (default HOSTNAME:HTTP_PORT)", 0, 0, NULL),
     ROW(WORKER_RANGE, "worker-range", RANGE, NULL, "A-B",
@@ -114,8 +118,13 @@ const ik_cli_option ik__cli_options[IK_OPT__COUNT] = {
     ROW(ONCE, "once", FLAG, "false", NULL,
         "exit (125) when leadership is lost, instead of campaigning again", 0, 0, NULL),
     ROW(RESP, "resp", ADDR, NULL, "ADDR:PORT",
-        "also answer the Redis protocol (RESP2/RESP3) here; off by default (docs/resp.md)", 0, 0,
-        NULL),
+        "also answer the Redis protocol (RESP2/RESP3) here, an address as --http takes; off by "
+        "default (docs/resp.md)",
+        0, 0, NULL),
+    ROW(LOG_SEQUENCE_COMMITS, "log-sequence-commits", FLAG, "false", NULL,
+        "log each sequence range on stderr before it is answered (docs/http.md); for audits "
+        "and tests",
+        0, 0, NULL),
 };
 
 #undef ROW
@@ -167,51 +176,6 @@ int ik__cli_option_find(const char *name, size_t len)
     return -1;
 }
 
-int ik__cli_parse_addr(const char *addr, char *host, size_t host_len, int *port, char *why,
-                       size_t why_len)
-{
-    const char *h = addr, *he, *p;
-    if (*addr == '[') {
-        h = addr + 1;
-        he = strchr(h, ']');
-        if (!he || he[1] != ':') {
-            ik__cli_why(why, why_len, "'%s' is not [V6]:PORT", addr);
-            return -1;
-        }
-        p = he + 2;
-    } else {
-        he = strrchr(addr, ':');
-        if (!he) {
-            ik__cli_why(why, why_len, "'%s' is not ADDR:PORT", addr);
-            return -1;
-        }
-        if (memchr(addr, ':', (size_t)(he - addr))) {
-            ik__cli_why(why, why_len, "'%s': an IPv6 address needs brackets, e.g. [::1]:8080",
-                        addr);
-            return -1;
-        }
-        p = he + 1;
-    }
-    size_t hn = (size_t)(he - h);
-    if (hn == 0) {
-        ik__cli_why(why, why_len, "'%s' has no host (use 0.0.0.0:PORT for every address)", addr);
-        return -1;
-    }
-    if (hn >= host_len) {
-        ik__cli_why(why, why_len, "'%s': host name too long", addr);
-        return -1;
-    }
-    int64_t pn;
-    if (parse_i64(p, strlen(p), &pn) != 0 || pn < 1 || pn > 65535) {
-        ik__cli_why(why, why_len, "'%s': port must be a number 1..65535", addr);
-        return -1;
-    }
-    memcpy(host, h, hn);
-    host[hn] = 0;
-    *port = (int)pn;
-    return 0;
-}
-
 int ik__cli_parse_url(const char *url, char *host, size_t host_len, int *port, char *prefix,
                       size_t prefix_len, char *why, size_t why_len)
 {
@@ -239,7 +203,17 @@ int ik__cli_parse_url(const char *url, char *host, size_t host_len, int *port, c
     const char *colon = hostport[0] == '[' ? strstr(hostport, "]:") : strrchr(hostport, ':');
     if (colon && hostport[0] == '[') colon++;
     if (colon) {
-        if (ik__cli_parse_addr(hostport, host, host_len, port, why, why_len) != 0) return -1;
+        /* HOST:PORT as a listen address has it, but a server to reach has a host and
+         * a port of its own */
+        if (ik__parse_listen(hostport, host, host_len, port, why, why_len) != 0) return -1;
+        if (!host[0]) {
+            ik__cli_why(why, why_len, "'%s' has no host", url);
+            return -1;
+        }
+        if (*port == 0) {
+            ik__cli_why(why, why_len, "'%s': port must be 1..65535", url);
+            return -1;
+        }
     } else {
         const char *h = hostport;
         size_t hn = an;
@@ -338,17 +312,15 @@ static int check_value(ik_cli_opt_id id, const char *text, int64_t *n, int64_t *
         }
         return 0;
     case IK_KIND_APP:
-        if (len > 64 || strspn(text, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-                                     "0123456789._-") != len) {
-            ik__cli_why(why, why_len,
-                        "'%s' is not an app name ([A-Za-z0-9._-], 1 to 64 characters)", text);
+        if (ik__app_name_check(text, NULL, 0) != 0) {
+            ik__cli_why(why, why_len, "'%s' is not an app name (" IK__APP_NAME_RULE ")", text);
             return -1;
         }
         return 0;
     case IK_KIND_ADDR: {
         char host[256];
         int port;
-        if (ik__cli_parse_addr(text, host, sizeof host, &port, why, why_len) != 0) return -1;
+        if (ik__parse_listen(text, host, sizeof host, &port, why, why_len) != 0) return -1;
         *n = port;
         return 0;
     }

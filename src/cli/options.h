@@ -65,6 +65,7 @@ typedef enum ik_cli_opt_id {
     IK_OPT_ID,
     IK_OPT_ONCE,
     IK_OPT_RESP,
+    IK_OPT_LOG_SEQUENCE_COMMITS,
     IK_OPT__COUNT
 } ik_cli_opt_id;
 
@@ -80,8 +81,8 @@ typedef enum ik_cli_kind {
                          if max > 0 */
     IK_KIND_INT,      /* decimal in [min, max]; n */
     IK_KIND_COORD,    /* a coordination URI (ik_coord_uri_check) */
-    IK_KIND_APP,      /* [A-Za-z0-9._-]{1,64} */
-    IK_KIND_ADDR,     /* HOST:PORT or [V6]:PORT, port 1..65535; n = port */
+    IK_KIND_APP,      /* an app name (ik__app_name_check, src/lib/rules.h) */
+    IK_KIND_ADDR,     /* a listen address (ik__parse_listen, src/lib/rules.h); n = port */
     IK_KIND_URL,      /* http://HOST[:PORT][/PREFIX]; n = port */
     IK_KIND_RANGE,    /* A-B with min <= A <= B <= max; n = A, n2 = B */
     IK_KIND_LAYOUT,   /* ik_layout_parse syntax */
@@ -189,9 +190,5 @@ int ik__cli_parse_url(const char *url, char *host, size_t host_len, int *port, c
 /* Writes a one-line reason into why (len bytes; nothing if why is NULL or len 0),
  * printf-style: the "why" out-parameter of the CLI's parsers and client calls. */
 void ik__cli_why(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-/* Splits HOST:PORT or [V6]:PORT. Returns 0, or -1 with a reason in why. */
-int ik__cli_parse_addr(const char *addr, char *host, size_t host_len, int *port, char *why,
-                       size_t why_len);
 
 #endif

@@ -2,152 +2,119 @@
 #include "output.h"
 
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-char *ik__cli_iso_ms(int64_t ms, char *buf, size_t len)
+/* ---- JSON, through jansson ------------------------------------------------------- */
+
+/* Length of the valid UTF-8 sequence at s (n bytes left), or 0 if there is none:
+ * no overlong forms, no surrogates, nothing above U+10FFFF (RFC 3629). */
+static size_t utf8_seq(const unsigned char *s, size_t n)
 {
-    int64_t secs = ms / 1000, frac = ms % 1000;
-    if (frac < 0) {
-        frac += 1000;
-        secs -= 1;
+    unsigned c = s[0], cp, min;
+    size_t len;
+    if (c < 0x80) return 1;
+    if (c >= 0xc2 && c <= 0xdf) {
+        len = 2, cp = c & 0x1f, min = 0x80;
+    } else if ((c & 0xf0) == 0xe0) {
+        len = 3, cp = c & 0x0f, min = 0x800;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        len = 4, cp = c & 0x07, min = 0x10000;
+    } else {
+        return 0;
     }
-    time_t t = (time_t)secs;
-    struct tm tm;
-    if (!gmtime_r(&t, &tm) || tm.tm_year + 1900 > 9999 || tm.tm_year + 1900 < 0) {
-        snprintf(buf, len, "@%" PRId64 "ms", ms);
-        return buf;
+    if (n < len) return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xc0) != 0x80) return 0;
+        cp = cp << 6 | (s[i] & 0x3f);
     }
-    snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)frac);
-    return buf;
+    return cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) ? 0 : len;
 }
 
-void ik__cli_json_string(FILE *f, const char *s)
+json_t *ik__cli_json_text(const char *s)
 {
-    putc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        switch (*p) {
-        case '"':
-            fputs("\\\"", f);
-            break;
-        case '\\':
-            fputs("\\\\", f);
-            break;
-        case '\n':
-            fputs("\\n", f);
-            break;
-        case '\r':
-            fputs("\\r", f);
-            break;
-        case '\t':
-            fputs("\\t", f);
-            break;
-        default:
-            if (*p < 0x20 || *p == 0x7f)
-                fprintf(f, "\\u%04x", *p);
-            else
-                putc(*p, f);
+    json_t *v = json_string(s);
+    if (v) return v;
+    /* not UTF-8 (or out of memory): each byte that starts no valid sequence becomes
+     * U+FFFD, as the daemon writes such text */
+    size_t n = strlen(s), o = 0;
+    char *fixed = malloc(n * 3 + 1);
+    if (!fixed) return NULL;
+    for (size_t i = 0; i < n;) {
+        size_t l = utf8_seq((const unsigned char *)s + i, n - i);
+        if (l) {
+            memcpy(fixed + o, s + i, l);
+            o += l;
+            i += l;
+        } else {
+            memcpy(fixed + o, "\xEF\xBF\xBD", 3);
+            o += 3;
+            i++;
         }
     }
-    putc('"', f);
+    v = json_stringn(fixed, o);
+    free(fixed);
+    return v;
 }
 
-static const char *skip_ws(const char *p, const char *end)
+json_t *ik__cli_json_time(int64_t ms)
 {
-    while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
-        p++;
-    return p;
+    char iso[IK__ISO8601_SIZE];
+    ik__fmt_iso8601(iso, ms);
+    return json_string(iso);
 }
 
-static int hex_digit(char h)
+int ik__cli_json_print(FILE *f, json_t *v)
 {
-    return h >= '0' && h <= '9'   ? h - '0'
-           : h >= 'a' && h <= 'f' ? h - 'a' + 10
-           : h >= 'A' && h <= 'F' ? h - 'A' + 10
-                                  : -1;
+    if (!v) return -1;
+    int rc = json_dumpf(v, f, JSON_COMPACT | JSON_ENCODE_ANY);
+    json_decref(v);
+    if (rc != 0 || putc('\n', f) == EOF) return -1;
+    return 0;
+}
+
+/* The body as a JSON object, or NULL if it is not one. */
+static json_t *load_object(const char *body, size_t len)
+{
+    json_error_t err;
+    json_t *v = json_loadb(body, len, 0, &err);
+    if (v && !json_is_object(v)) {
+        json_decref(v);
+        v = NULL;
+    }
+    return v;
 }
 
 int ik__cli_json_get_string(const char *json, size_t len, const char *key, char *out,
                             size_t out_len)
 {
-    const char *p = json, *end = json + len;
-    size_t kn = strlen(key);
     if (out_len == 0) return -1;
-    while (p < end) {
-        const char *q = memchr(p, '"', (size_t)(end - p));
-        if (!q || (size_t)(end - q) < kn + 2) return -1;
-        p = q + 1;
-        if (memcmp(p, key, kn) != 0 || p[kn] != '"') continue;
-        const char *v = skip_ws(p + kn + 1, end);
-        if (v >= end || *v != ':') continue;
-        v = skip_ws(v + 1, end);
-        if (v >= end || *v != '"') continue;
-        size_t o = 0;
-        for (v++; v < end && *v != '"'; v++) {
-            char c = *v;
-            if (c == '\\' && v + 1 < end) {
-                c = *++v;
-                switch (c) {
-                case 'n':
-                    c = '\n';
-                    break;
-                case 't':
-                    c = '\t';
-                    break;
-                case 'r':
-                    c = '\r';
-                    break;
-                case 'b':
-                case 'f':
-                    c = ' ';
-                    break;
-                case 'u': {
-                    unsigned cp = 0;
-                    int ok = end - v > 4;
-                    for (int i = 1; ok && i <= 4; i++) {
-                        int d = hex_digit(v[i]);
-                        ok = d >= 0;
-                        cp = cp * 16 + (unsigned)d;
-                    }
-                    if (ok) v += 4;
-                    c = ok && cp >= 0x20 && cp < 0x7f ? (char)cp : '?';
-                    break;
-                }
-                default:
-                    break; /* \" \\ \/ */
-                }
-            }
-            if (o + 1 < out_len) out[o++] = c;
-        }
-        out[o] = 0;
-        return 0;
+    json_t *root = load_object(json, len);
+    json_t *v = root ? json_object_get(root, key) : NULL;
+    if (!json_is_string(v)) {
+        json_decref(root);
+        return -1;
     }
-    return -1;
+    const char *s = json_string_value(v);
+    size_t n = json_string_length(v);
+    if (n >= out_len) { /* cut at a character boundary */
+        n = out_len - 1;
+        while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+            n--;
+    }
+    memcpy(out, s, n);
+    out[n] = 0;
+    json_decref(root);
+    return 0;
 }
 
-int ik__cli_json_get_u64(const char *json, size_t len, const char *key, uint64_t *out)
+int64_t ik__cli_status_max_batch(const char *body, size_t len)
 {
-    const char *p = json, *end = json + len;
-    size_t kn = strlen(key);
-    while (p < end) {
-        const char *q = memchr(p, '"', (size_t)(end - p));
-        if (!q || (size_t)(end - q) < kn + 2) return -1;
-        p = q + 1;
-        if (memcmp(p, key, kn) != 0 || p[kn] != '"') continue;
-        const char *v = skip_ws(p + kn + 1, end);
-        if (v >= end || *v != ':') continue;
-        v = skip_ws(v + 1, end);
-        if (v >= end || *v < '0' || *v > '9') continue;
-        uint64_t n = 0;
-        for (; v < end && *v >= '0' && *v <= '9'; v++) {
-            if (n > (UINT64_MAX - (uint64_t)(*v - '0')) / 10) return -1;
-            n = n * 10 + (uint64_t)(*v - '0');
-        }
-        *out = n;
-        return 0;
-    }
-    return -1;
+    json_t *root = load_object(body, len);
+    json_t *m = json_object_get(json_object_get(root, "http"), "max_batch");
+    int64_t r = json_is_integer(m) && json_integer_value(m) >= 0 ? json_integer_value(m) : -1;
+    json_decref(root);
+    return r;
 }
 
 int ik__cli_layout_from_opts(const ik_cli_opts *o, ik_layout *l, char *why, size_t why_len)

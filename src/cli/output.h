@@ -1,31 +1,42 @@
 /* output.h: pure helpers the commands share to read options into library types
- * and to format results (ISO times, JSON strings, server error bodies). */
+ * and to read and write JSON (results, server answers). */
 #ifndef IK_CLI_OUTPUT_H
 #define IK_CLI_OUTPUT_H
 
+#include "../lib/rules.h" /* ik__fmt_iso8601: one ISO 8601 text with the library */
 #include "idkeeper.h"
 #include "options.h"
+
+#include <jansson.h>
 
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
-/* Writes Unix ms as ISO 8601 UTC with milliseconds ("2024-05-01T12:00:00.123Z")
- * into buf (at least 32 bytes). Returns buf. */
-char *ik__cli_iso_ms(int64_t ms, char *buf, size_t len);
+/* JSON goes through jansson, both ways. The functions that make a json_t return
+ * a new reference, or NULL when out of memory. */
 
-/* Writes s to f as a JSON string, quotes included, escaping what JSON requires. */
-void ik__cli_json_string(FILE *f, const char *s);
+/* s as a JSON string. Bytes of s that are not UTF-8 become U+FFFD (the daemon's
+ * JSON does the same), so the output is always valid JSON. */
+json_t *ik__cli_json_text(const char *s);
 
-/* Finds the string value of "key" at the top level of a small JSON object and
- * copies it, unescaped (\uXXXX outside ASCII becomes '?'), into out. Returns 0,
- * or -1 if there is no such string. Not a validating parser: for error bodies. */
+/* Unix ms as an ISO 8601 JSON string (ik__fmt_iso8601, src/lib/rules.h). */
+json_t *ik__cli_json_time(int64_t ms);
+
+/* Writes v to f as one line of compact JSON ({"a":1,"b":"x"}, members in the
+ * order they were added) and drops the reference to v. v NULL (a failed build)
+ * writes nothing. Returns 0, or -1 if v was NULL or f failed. */
+int ik__cli_json_print(FILE *f, json_t *v);
+
+/* The string member "key" of a JSON object (a server's error body), copied into
+ * out (cut at a UTF-8 character boundary to fit). Returns 0, or -1 if the text is
+ * not a JSON object or has no such string at its top level. */
 int ik__cli_json_get_string(const char *json, size_t len, const char *key, char *out,
                             size_t out_len);
 
-/* Finds the first "key": <non-negative integer> anywhere in a JSON text (nested
- * objects included) and stores the integer. Returns 0, or -1 if there is none. */
-int ik__cli_json_get_u64(const char *json, size_t len, const char *key, uint64_t *out);
+/* The server's --max-batch from the body of its GET /v1/status: the "max_batch" of
+ * its "http" object. Returns it, or -1 if the body does not say. */
+int64_t ik__cli_status_max_batch(const char *body, size_t len);
 
 /* Builds the ID layout from the options: the library default, then --layout,
  * then --epoch, then --worker-range (each only if the command takes it and it

@@ -136,6 +136,6 @@ int ik_slots_list(ik_coord *c, const char *app, ik_slot_info **out, size_t *n)
 {
     if (!c || !out || !n) return IK_EINVAL;
     if (!app) app = "default";
-    if (!ik__valid_name(app, 64)) return IK_EINVAL;
+    if (ik__app_name_check(app, NULL, 0) != 0) return IK_EINVAL;
     return c->be->ops->slots_list(c->be, app, out, n);
 }

@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #ifdef IK_HAVE_ZK
 #include <zookeeper/zookeeper.h>
@@ -89,20 +88,6 @@ int ik__fail(int err, char *why, size_t why_len, const char *fmt, ...)
         va_end(ap);
     }
     return err;
-}
-
-void ik__iso8601(int64_t unix_ms, char *buf, size_t len)
-{
-    int64_t s = unix_ms >= 0 ? unix_ms / 1000 : (unix_ms - 999) / 1000;
-    int ms = (int)(unix_ms - s * 1000);
-    time_t t = (time_t)s;
-    struct tm tm;
-    if (!gmtime_r(&t, &tm)) {
-        snprintf(buf, len, "?");
-        return;
-    }
-    snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
 }
 
 int ik__valid_name(const char *s, size_t max)

@@ -3,6 +3,7 @@
 #define IK_INTERNAL_H
 
 #include "idkeeper.h"
+#include "rules.h" /* ISO 8601 text, app names, listen addresses */
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -19,9 +20,6 @@ int64_t ik__wall_ms(void);
 
 /* One log line through the sink of ik_set_log (printf format, no newline). */
 void ik__logf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-/* Formats Unix ms as ISO 8601 UTC with milliseconds ("2026-11-22T02:45:48.123Z"). */
-void ik__iso8601(int64_t unix_ms, char *buf, size_t len);
 
 /* *ts = CLOCK_MONOTONIC now + ms, for pthread_cond_timedwait on a condition made
  * by ik__cond_init_mono. ms is relative (a deadline on ik__mono_ns minus now): a
@@ -47,7 +45,8 @@ int ik__grow(void **v, size_t *cap, size_t n, size_t elem, size_t first);
 int ik__options_copy(void *full, size_t full_size, const void *given, const char *what, char *why,
                      size_t why_len);
 
-/* Valid app / identity names: [A-Za-z0-9._:-]{1,max}. */
+/* Names of the characters [A-Za-z0-9._:-], 1 to max bytes (tags; app names have a
+ * rule of their own, ik__app_name_check). */
 int ik__valid_name(const char *s, size_t max);
 
 /* Turns a callback API (IK_PENDING + ik_ids_cb) into a blocking call:
@@ -63,5 +62,14 @@ typedef struct ik__ids_waiter {
 void ik__ids_waiter_init(ik__ids_waiter *w, int64_t *ids);
 void ik__ids_waiter_cb(void *ctx, int status, const int64_t *ids, size_t n);
 int ik__ids_waiter_finish(ik__ids_waiter *w, int rc);
+
+/* Random (version 4) UUIDs as Java's UUID.randomUUID().toString() prints them
+ * ("f81d4fae-7dec-41d0-a765-00a0c91e6bf6", 36 characters and a NUL), from the
+ * kernel's randomness (getrandom(2), else /dev/urandom). ik__uuid4: 0, or a negated
+ * errno with out "" when no randomness is to be had: never a weaker UUID.
+ * ik__uuid4_format: the UUID of 16 given bytes (version and variant bits set). */
+#define IK__UUID_SIZE 37
+int ik__uuid4(char out[IK__UUID_SIZE]);
+void ik__uuid4_format(const unsigned char r[16], char out[IK__UUID_SIZE]);
 
 #endif

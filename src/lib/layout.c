@@ -83,8 +83,8 @@ int ik_layout_check(const ik_layout *l, int64_t now_ms, char *why, size_t why_le
                         "hold; use fewer time bits",
                         l->time_bits, l->unit_ms);
     if (end - now_ms < TEN_YEARS_MS) {
-        char date[40];
-        ik__iso8601(end, date, sizeof date);
+        char date[IK__ISO8601_SIZE];
+        ik__fmt_iso8601(date, end);
         return ik__fail(IK_ELAYOUT, why, why_len,
                         "%u time bits of %" PRId64 "ms from the epoch run out on %s, "
                         "less than 10 years from now",

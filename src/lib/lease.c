@@ -331,8 +331,7 @@ int ik_slot_lease_begin(ik_coord *c, ik_snowflake *g, const ik_lease_options *o,
     }
     o = &opts;
     const char *app = o->app ? o->app : "default";
-    if (!ik__valid_name(app, 64))
-        return ik__fail(IK_EINVAL, why, why_len, "app name must be 1-64 of [A-Za-z0-9._:-]");
+    if (ik__app_name_check(app, why, why_len) != 0) return IK_EINVAL;
     if (!o->identity || !*o->identity || strlen(o->identity) > 200)
         return ik__fail(IK_EINVAL, why, why_len, "identity must be 1-200 bytes");
     for (const char *p = o->identity; *p; p++)

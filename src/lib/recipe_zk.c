@@ -59,7 +59,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 
 #include <zookeeper/zookeeper.h>
@@ -67,26 +66,6 @@
 #define ZPATH_MAX IK__ZK_LOCK_PATH_MAX
 
 typedef ik__zk_lock zk_lock;
-
-/* A random (version 4) UUID, as Java's UUID.randomUUID().toString() prints one. */
-static void new_uuid(char out[37])
-{
-    unsigned char b[16];
-    if (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b) {
-        uint64_t x = (uint64_t)ik__mono_ns() * 0x9e3779b97f4a7c15u ^ (uint64_t)(uintptr_t)out;
-        for (int i = 0; i < 16; i++) {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            b[i] = (unsigned char)x;
-        }
-    }
-    b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
-    b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
-    snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
-             b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
-             b[14], b[15]);
-}
 
 static int ik_err(int zrc)
 {
@@ -346,13 +325,16 @@ static int zk_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
     set_state(lk, IK_HOLD_WAITING, "waiting", 0);
 
     int64_t deadline = timeout_ms < 0 ? -1 : ik__mono_ms() + timeout_ms;
-    char uuid[37];
-    new_uuid(uuid);
+    char uuid[IK__UUID_SIZE];
+    int rc = ik__uuid4(uuid); /* no randomness: an error, never a weak name */
+    if (rc != 0) {
+        set_state(lk, IK_HOLD_IDLE, "no randomness for the lock node's name", 0);
+        return rc;
+    }
     int in_doubt = 0; /* a create of this uuid may have happened */
     unsigned doubt_gen = 0;
     int need_dir = 0; /* the parent was missing */
     int64_t asked = 0;
-    int rc = IK_OK;
     for (;;) {
         uint64_t seen = ik__zk_lock_events_now(lk);
         pthread_mutex_lock(&lk->mu);
@@ -375,7 +357,7 @@ static int zk_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
             /* our node (if any) died with the session: start over on a new one */
             ik__zk_lock_set_node(lk, "", 0, 0, 0);
             in_doubt = 0;
-            new_uuid(uuid);
+            if ((rc = ik__uuid4(uuid)) != 0) break;
             if (deadline >= 0 && ik__mono_ms() >= deadline) {
                 rc = IK_ETIMEDOUT;
                 break;
@@ -395,7 +377,10 @@ static int zk_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
             ik__zk_lock_set_node(lk, "", 0, 0, 0); /* made on a session that is gone */
             node[0] = '\0';
             in_doubt = 0;
-            new_uuid(uuid);
+            if ((rc = ik__uuid4(uuid)) != 0) {
+                ik__zk_session_put(base->be);
+                break;
+            }
         }
         if (!s.connected) {
             ik__zk_session_put(base->be);

@@ -202,7 +202,7 @@ int ik_segment_create(ik_coord *c, const char *app, const ik_segment_options *o,
 {
     if (!c || !out) return IK_EINVAL;
     if (!app) app = "default";
-    if (!ik__valid_name(app, 64)) return IK_EINVAL;
+    if (ik__app_name_check(app, NULL, 0) != 0) return IK_EINVAL;
     ik_segment_options opts; /* the caller's, as far as its size goes; defaults beyond */
     ik_segment_options_init(&opts);
     if (o && ik__options_copy(&opts, sizeof opts, o, "ik_segment_options", NULL, 0))

@@ -73,7 +73,7 @@ int ik_sequence_create(ik_coord *c, const char *app, ik_sequence **out)
 {
     if (!c || !out) return IK_EINVAL;
     if (!app) app = "default";
-    if (!ik__valid_name(app, 64)) return IK_EINVAL;
+    if (ik__app_name_check(app, NULL, 0) != 0) return IK_EINVAL;
     ik_sequence *s = calloc(1, sizeof *s);
     if (!s) return IK_ENOMEM;
     s->c = c;

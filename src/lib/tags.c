@@ -11,7 +11,7 @@
 static int check_app(const char **app)
 {
     if (!*app) *app = "default";
-    return ik__valid_name(*app, 64) ? IK_OK : IK_EINVAL;
+    return ik__app_name_check(*app, NULL, 0);
 }
 
 static int no_tags(ik__backend *be, char *why, size_t why_len)

@@ -97,7 +97,7 @@ static int parse_uri(const char *uri, char **hosts, char **chroot, char *why, si
 
 int ik__zk_app_ok(const char *app)
 {
-    return app && ik__valid_name(app, 64) && strcmp(app, ".") != 0 && strcmp(app, "..") != 0;
+    return ik__app_name_check(app, NULL, 0) == 0;
 }
 
 /* ------------------------------------------------------------------------------

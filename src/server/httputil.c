@@ -189,24 +189,6 @@ void ik__buf_append_json_str(ik__buf *b, const char *s, size_t n)
     ik__buf_append(b, "\"", 1);
 }
 
-size_t ik__fmt_iso8601(char *out, int64_t unix_ms)
-{
-    int64_t s = unix_ms / 1000, ms = unix_ms % 1000;
-    if (ms < 0) {
-        ms += 1000;
-        s -= 1;
-    }
-    time_t t = (time_t)s;
-    struct tm tm;
-    if (!gmtime_r(&t, &tm)) {
-        out[0] = 0;
-        return 0;
-    }
-    int n = snprintf(out, 32, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-                     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)ms);
-    return n < 0 ? 0 : (size_t)n < 32 ? (size_t)n : 31;
-}
-
 size_t ik__fmt_http_date(char *out, int64_t unix_s)
 {
     static const char days[7][4] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
@@ -289,58 +271,6 @@ int ik__path_match(const char *pattern, const char *path, size_t plen, ik__span 
         }
     }
     return i == plen ? np : -1;
-}
-
-int ik__parse_listen(const char *addr, char *host, size_t host_len, int *port, char *why,
-                     size_t why_len)
-{
-    const char *colon;
-    size_t hl;
-    const char *h;
-    if (!addr || !*addr) {
-        snprintf(why, why_len, "empty listen address (want HOST:PORT)");
-        return -1;
-    }
-    if (addr[0] == '[') {
-        const char *rb = strchr(addr, ']');
-        if (!rb || rb[1] != ':') {
-            snprintf(why, why_len, "bad listen address '%s' (want [V6]:PORT)", addr);
-            return -1;
-        }
-        h = addr + 1;
-        hl = (size_t)(rb - h);
-        colon = rb + 1;
-        if (hl == 0) {
-            snprintf(why, why_len, "bad listen address '%s': empty IPv6 host", addr);
-            return -1;
-        }
-    } else {
-        colon = strrchr(addr, ':');
-        if (!colon) {
-            snprintf(why, why_len, "bad listen address '%s' (want HOST:PORT)", addr);
-            return -1;
-        }
-        h = addr;
-        hl = (size_t)(colon - addr);
-        if (memchr(h, ':', hl)) {
-            snprintf(why, why_len, "bad listen address '%s': put an IPv6 host in brackets", addr);
-            return -1;
-        }
-    }
-    if (hl + 1 > host_len) {
-        snprintf(why, why_len, "listen host too long in '%s'", addr);
-        return -1;
-    }
-    const char *ps = colon + 1;
-    uint32_t p;
-    if (ik__parse_u32(ps, strlen(ps), 65535, &p) != 0) {
-        snprintf(why, why_len, "bad port in listen address '%s' (want 0..65535)", addr);
-        return -1;
-    }
-    memcpy(host, h, hl);
-    host[hl] = 0;
-    *port = (int)p;
-    return 0;
 }
 
 int ik__ieq(const char *s, size_t n, const char *lit)

@@ -8,6 +8,7 @@
 #ifndef IK_HTTPUTIL_H
 #define IK_HTTPUTIL_H
 
+#include "../lib/rules.h" /* ik__fmt_iso8601, ik__parse_listen: shared with lib and CLI */
 #include "idkeeper.h"
 
 #include <stdarg.h>
@@ -44,10 +45,6 @@ void ik__buf_append_json_str(ik__buf *b, const char *s, size_t n);
 
 /* Writes v in decimal into out (at least 20 bytes); returns the length, no NUL. */
 size_t ik__fmt_u64(char *out, uint64_t v);
-
-/* Formats Unix ms as ISO 8601 UTC with milliseconds, "2026-11-22T02:45:48.123Z",
- * into out (at least 32 bytes, NUL-terminated); returns the length. */
-size_t ik__fmt_iso8601(char *out, int64_t unix_ms);
 
 /* Formats an RFC 7231 date line "Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n" for Unix
  * seconds into out (at least 48 bytes, NUL-terminated); returns the length. */
@@ -144,12 +141,6 @@ typedef struct ik__tag_body {
  * and a reason in why. */
 int ik__tag_body_parse(const char *s, size_t n, ik__tag_body *out, const char **code, char *why,
                        size_t why_len);
-
-/* Splits a listen address "HOST:PORT", "[V6]:PORT" or ":PORT" (any address) into
- * host (without brackets; "" for any) and port (0..65535). Returns 0, or -1 with a
- * reason in why. */
-int ik__parse_listen(const char *addr, char *host, size_t host_len, int *port, char *why,
-                     size_t why_len);
 
 /* Response formats of the ID routes. */
 enum { IK_FMT_JSON = 0, IK_FMT_TEXT = 1, IK_FMT_JSON_NUM = 2 /* JSON, IDs as numbers */ };

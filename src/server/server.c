@@ -111,14 +111,6 @@ static void library_log(void *ctx, const char *line)
 
 /* ---- start-up helpers ------------------------------------------------------------------- */
 
-/* 1 if the environment variable name is 1, true, yes or on. */
-static int env_on(const char *name)
-{
-    const char *v = getenv(name);
-    return v && (!strcmp(v, "1") || !strcasecmp(v, "true") || !strcasecmp(v, "yes") ||
-                 !strcasecmp(v, "on"));
-}
-
 static int64_t mono_ms(void)
 {
     struct timespec ts;
@@ -437,7 +429,7 @@ static int server_start(ik__server *srv, const ik_server_config *cfg)
         ik__log("cannot create the sequence allocator: %s", ik_strerror(rc));
         return -1;
     }
-    srv->log_sequence = cfg->log_sequence_commits || env_on("IDKEEPER_LOG_SEQUENCE_COMMITS");
+    srv->log_sequence = cfg->log_sequence_commits;
 
     ik_lease_options lo;
     ik_lease_options_init(&lo);

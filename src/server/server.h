@@ -33,8 +33,8 @@ typedef struct ik_server_config {
     int quiet;                  /* no start-up banner */
     int shutdown_timeout_ms;    /* SIGTERM: in-flight requests get this long; 5000 */
     int log_sequence_commits;   /* log "sequence tag=T first=A count=K" on stderr for each
-                                   sequence range before it is answered; 0. Also on with
-                                   the environment IDKEEPER_LOG_SEQUENCE_COMMITS=1 */
+                                   sequence range before it is answered; 0 (the CLI's
+                                   --log-sequence-commits, IDKEEPER_LOG_SEQUENCE_COMMITS) */
 } ik_server_config;
 
 /* Fills the defaults above. */

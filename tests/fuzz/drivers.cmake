@@ -20,5 +20,6 @@ function(ik_add_fuzz_driver name src libfuzzer)
   endif()
   target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/src/lib ${CMAKE_SOURCE_DIR}/src/server
     ${CMAKE_SOURCE_DIR}/src/cli ${HTTP_PARSER_INCLUDE})
-  target_link_libraries(${name} PRIVATE idkeeper_static ${HTTP_PARSER_LIB} PkgConfig::INIH PkgConfig::UV m)
+  target_link_libraries(${name} PRIVATE idkeeper_static ${HTTP_PARSER_LIB} PkgConfig::INIH PkgConfig::UV
+    PkgConfig::JANSSON m)
 endfunction()

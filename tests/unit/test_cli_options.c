@@ -187,17 +187,28 @@ static void bad_values_name_their_source(void **state)
 static void bad_values_of_each_kind(void **state)
 {
     static const char *const bad[][2] = {
-        {"--app", "has space"},      {"--app", "x/y"},
-        {"--http", "8080"},          {"--http", "::1:8080"},
-        {"--http", "host:0"},        {"--http", "host:65536"},
-        {"--http", ":8080"},         {"--coord", "nosuch:thing"},
-        {"--worker-range", "5-3"},   {"--worker-range", "1"},
-        {"--worker-range", "a-b"},   {"--worker-range", "0-4294967296"},
-        {"--layout", "bits=1/2/3x"}, {"--layout", "nope=1"},
-        {"--epoch", "yesterday"},    {"--slot-choice", "first"},
-        {"--max-backward", "-1"},    {"--quiet=maybe", NULL},
-        {"--zk-auth", "nocolon"},    {"--zk-auth", ":pw"},
-        {"--identity", ""},          {"--app=", NULL},
+        {"--app", "has space"},
+        {"--app", "x/y"},
+        {"--http", "8080"},
+        {"--http", "::1:8080"},
+        {"--http", "host:65536"},
+        {"--app", "."},
+        {"--app", ".."},
+        {"--coord", "nosuch:thing"},
+        {"--worker-range", "5-3"},
+        {"--worker-range", "1"},
+        {"--worker-range", "a-b"},
+        {"--worker-range", "0-4294967296"},
+        {"--layout", "bits=1/2/3x"},
+        {"--layout", "nope=1"},
+        {"--epoch", "yesterday"},
+        {"--slot-choice", "first"},
+        {"--max-backward", "-1"},
+        {"--quiet=maybe", NULL},
+        {"--zk-auth", "nocolon"},
+        {"--zk-auth", ":pw"},
+        {"--identity", ""},
+        {"--app=", NULL},
         {"--identity", "a\nb"},
     };
     fake f = {0};
@@ -226,6 +237,26 @@ static void good_values_of_each_kind(void **state)
     assert_int_equal(o.v[IK_OPT_WORKER_RANGE].n, 3);
     assert_int_equal(o.v[IK_OPT_WORKER_RANGE].n2, 17);
     assert_int_equal(o.v[IK_OPT_SLOT_CHOICE].n, 1);
+    ik__cli_opts_free(&o);
+}
+
+/* The listen address and the app name follow the library's rules (rules.h): the
+ * daemon binds what the CLI accepted, and the CLI reaches every app the library can
+ * make. */
+static void values_the_library_takes(void **state)
+{
+    fake f = {0};
+    ik_cli_opts o;
+    assert_int_equal(parse(&o, &f, ARGS("--http", ":8080")), 0); /* every IPv4 address */
+    assert_int_equal(o.v[IK_OPT_HTTP].n, 8080);
+    ik__cli_opts_free(&o);
+    assert_int_equal(parse(&o, &f, ARGS("--http", "127.0.0.1:0")), 0); /* any free port */
+    assert_int_equal(o.v[IK_OPT_HTTP].n, 0);
+    ik__cli_opts_free(&o);
+    assert_int_equal(parse(&o, &f, ARGS("--http", "[::]:0")), 0);
+    ik__cli_opts_free(&o);
+    assert_int_equal(parse(&o, &f, ARGS("--app", "billing:v2")), 0);
+    assert_string_equal(o.v[IK_OPT_APP].text, "billing:v2");
     ik__cli_opts_free(&o);
 }
 
@@ -384,6 +415,43 @@ static void table_is_consistent(void **state)
     ik__cli_opts_free(&o);
 }
 
+/* IDKEEPER_LOG_SEQUENCE_COMMITS is an option of serve like any other: the flag, its
+ * variable (checked, and named in errors) and its config key; commands that do not
+ * take it ignore the variable, as the test scripts export it for every command. */
+static void log_sequence_commits_option(void **state)
+{
+    uint64_t serve = SERVE_OPTS | IK_OPT_BIT(IK_OPT_LOG_SEQUENCE_COMMITS);
+    ik_cli_spec spec = {"serve", serve, sections};
+    const char *no_args[] = {NULL};
+    fake f = {.env = {{"IDKEEPER_LOG_SEQUENCE_COMMITS", "1"}}};
+    ik_cli_env env = {fake_get, fake_read, &f};
+    ik_cli_opts o;
+    assert_int_equal(ik__cli_parse(&o, &spec, 0, (char **)no_args, &env), 0);
+    assert_int_equal(o.v[IK_OPT_LOG_SEQUENCE_COMMITS].n, 1);
+    assert_int_equal(o.v[IK_OPT_LOG_SEQUENCE_COMMITS].src, IK_SRC_ENV);
+    ik__cli_opts_free(&o);
+    const char *off[] = {"--log-sequence-commits=false", NULL};
+    assert_int_equal(ik__cli_parse(&o, &spec, 1, (char **)off, &env), 0);
+    assert_int_equal(o.v[IK_OPT_LOG_SEQUENCE_COMMITS].n, 0);
+    ik__cli_opts_free(&o);
+    fake bad = {.env = {{"IDKEEPER_LOG_SEQUENCE_COMMITS", "maybe"}}};
+    env.ctx = &bad;
+    assert_int_equal(ik__cli_parse(&o, &spec, 0, (char **)no_args, &env), 2);
+    assert_err_has(&o, "IDKEEPER_LOG_SEQUENCE_COMMITS: 'maybe' is not true or false");
+    ik__cli_opts_free(&o);
+    fake file = {.files = {{"c.ini", "[serve]\nlog-sequence-commits = yes\n"}}};
+    env.ctx = &file;
+    const char *cfg[] = {"--config", "c.ini", NULL};
+    assert_int_equal(ik__cli_parse(&o, &spec, 2, (char **)cfg, &env), 0);
+    assert_int_equal(o.v[IK_OPT_LOG_SEQUENCE_COMMITS].n, 1);
+    ik__cli_opts_free(&o);
+    ik_cli_spec next = {"next", IK_OPT_BIT(IK_OPT_COUNT), sections};
+    env.ctx = &bad;
+    assert_int_equal(ik__cli_parse(&o, &next, 0, (char **)no_args, &env), 0);
+    assert_null(o.v[IK_OPT_LOG_SEQUENCE_COMMITS].text);
+    ik__cli_opts_free(&o);
+}
+
 static void layout_from_options(void **state)
 {
     fake f = {0};
@@ -518,6 +586,8 @@ int main(void)
         cmocka_unit_test(layout_from_options),
         cmocka_unit_test(source_names),
         cmocka_unit_test(tag_options),
+        cmocka_unit_test(values_the_library_takes),
+        cmocka_unit_test(log_sequence_commits_option),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,5 @@
-/* test_cli_output.c: the CLI's pure helpers: ISO times, JSON strings and error
- * bodies, server URLs and listen addresses. */
+/* test_cli_output.c: the CLI's pure helpers: ISO times, JSON written and read,
+ * server URLs. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,31 +13,44 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The CLI's times are the library's (ik__fmt_iso8601; its own tests: test_rules.c). */
 static void iso_times(void **state)
 {
-    char buf[40];
-    assert_string_equal(ik__cli_iso_ms(0, buf, sizeof buf), "1970-01-01T00:00:00.000Z");
-    assert_string_equal(ik__cli_iso_ms(IK_DEFAULT_EPOCH_MS, buf, sizeof buf),
-                        "2010-11-04T01:42:54.657Z");
-    assert_string_equal(ik__cli_iso_ms(-1, buf, sizeof buf), "1969-12-31T23:59:59.999Z");
-    /* the default layout runs out 2^41 ms after its epoch */
+    char buf[IK__ISO8601_SIZE];
     ik_layout l;
     ik_layout_default(&l);
     assert_int_equal(ik_layout_end_ms(&l), IK_DEFAULT_EPOCH_MS + (INT64_C(1) << 41));
-    assert_string_equal(ik__cli_iso_ms(ik_layout_end_ms(&l), buf, sizeof buf),
-                        "2080-07-10T17:30:30.209Z");
+    ik__fmt_iso8601(buf, ik_layout_end_ms(&l));
+    assert_string_equal(buf, "2080-07-10T17:30:30.209Z");
+    json_t *t = ik__cli_json_time(IK_DEFAULT_EPOCH_MS);
+    assert_string_equal(json_string_value(t), "2010-11-04T01:42:54.657Z");
+    json_decref(t);
 }
 
-static void json_strings(void **state)
+/* Prints v as ik__cli_json_print does, into a string (freed by the caller). */
+static char *printed(json_t *v)
 {
     char *out = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&out, &len);
     assert_non_null(f);
-    ik__cli_json_string(f, "a\"b\\c\nd\x01");
+    assert_int_equal(ik__cli_json_print(f, v), 0);
     fclose(f);
-    assert_string_equal(out, "\"a\\\"b\\\\c\\nd\\u0001\"");
+    return out;
+}
+
+static void json_strings(void **state)
+{
+    char *out = printed(
+        json_pack("{s:o,s:I}", "s", ik__cli_json_text("a\"b\\c\nd\x01"), "n", (json_int_t)-5));
+    assert_string_equal(out, "{\"s\":\"a\\\"b\\\\c\\nd\\u0001\",\"n\":-5}\n");
     free(out);
+    /* UTF-8 passes as it is; bytes that are not UTF-8 become U+FFFD */
+    out = printed(ik__cli_json_text("\xc3\xa9 \xff \xed\xa0\x80 \xe2\x82"));
+    assert_string_equal(out, "\"\xc3\xa9 \xef\xbf\xbd \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd "
+                             "\xef\xbf\xbd\xef\xbf\xbd\"\n");
+    free(out);
+    assert_int_equal(ik__cli_json_print(stdout, NULL), -1); /* a failed build */
 }
 
 static void json_get_string(void **state)
@@ -46,15 +59,56 @@ static void json_get_string(void **state)
         "{\"error\":\"unknown_tag\", \"message\" : \"no tag \\\"x\\\" \\u0041\\u00e9\"}";
     char out[64];
     assert_int_equal(ik__cli_json_get_string(body, strlen(body), "message", out, sizeof out), 0);
-    assert_string_equal(out, "no tag \"x\" A?");
+    /* \u escapes outside ASCII are characters, written as UTF-8 */
+    assert_string_equal(out, "no tag \"x\" A\xc3\xa9");
     assert_int_equal(ik__cli_json_get_string(body, strlen(body), "error", out, sizeof out), 0);
     assert_string_equal(out, "unknown_tag");
     assert_int_equal(ik__cli_json_get_string(body, strlen(body), "nope", out, sizeof out), -1);
+    /* a cut never splits a character */
+    assert_int_equal(ik__cli_json_get_string(body, strlen(body), "message", out, 14), 0);
+    assert_string_equal(out, "no tag \"x\" A");
     /* truncated input and small buffers never overrun */
     for (size_t n = 0; n < strlen(body); n++)
         (void)ik__cli_json_get_string(body, n, "message", out, 4);
     assert_int_equal(ik__cli_json_get_string("{\"message\":5}", 13, "message", out, sizeof out),
                      -1);
+}
+
+/* A string member with the key, nested in an object before the top-level one, is
+ * not the top-level member; non-ASCII escapes, surrogate pairs included, become
+ * UTF-8 and not '?'. */
+static void json_get_string_top_level_only(void **state)
+{
+    char out[64];
+    const char *nested = "{\"detail\":{\"message\":\"inner\"},\"message\":\"outer\"}";
+    assert_int_equal(ik__cli_json_get_string(nested, strlen(nested), "message", out, sizeof out),
+                     0);
+    assert_string_equal(out, "outer");
+    const char *only_nested = "{\"detail\":{\"error\":\"inner\"}}";
+    assert_int_equal(
+        ik__cli_json_get_string(only_nested, strlen(only_nested), "error", out, sizeof out), -1);
+    const char *emoji = "{\"message\":\"\\u00e9t\\u00e9 \\ud83d\\ude00 \\u4e2d\"}";
+    assert_int_equal(ik__cli_json_get_string(emoji, strlen(emoji), "message", out, sizeof out), 0);
+    assert_string_equal(out, "\xc3\xa9t\xc3\xa9 \xf0\x9f\x98\x80 \xe4\xb8\xad");
+}
+
+/* The server's --max-batch is the "max_batch" of the "http" object of /v1/status,
+ * not the first "max_batch" anywhere in the answer. */
+static void status_max_batch(void **state)
+{
+    const char *plain = "{\"app\":\"a\",\"http\":{\"listen\":\"127.0.0.1:1\",\"threads\":2,"
+                        "\"connections\":1,\"max_batch\":100},\"tags\":[]}";
+    assert_int_equal(ik__cli_status_max_batch(plain, strlen(plain)), 100);
+    const char *nested_first =
+        "{\"app\":\"a\",\"limits\":{\"max_batch\":5},\"tags\":[{\"tag\":\"t\",\"max_batch\":7}],"
+        "\"http\":{\"max_batch\":100}}";
+    assert_int_equal(ik__cli_status_max_batch(nested_first, strlen(nested_first)), 100);
+    const char *only_elsewhere = "{\"tags\":[{\"max_batch\":7}],\"http\":{\"threads\":2}}";
+    assert_int_equal(ik__cli_status_max_batch(only_elsewhere, strlen(only_elsewhere)), -1);
+    const char *top_level = "{\"max_batch\":9,\"http\":{}}";
+    assert_int_equal(ik__cli_status_max_batch(top_level, strlen(top_level)), -1);
+    const char *not_json = "max_batch: 10";
+    assert_int_equal(ik__cli_status_max_batch(not_json, strlen(not_json)), -1);
 }
 
 static void urls(void **state)
@@ -83,9 +137,9 @@ static void urls(void **state)
                      0);
     assert_int_equal(port, 81);
     assert_string_equal(prefix, "/x");
-    static const char *const bad[] = {"https://h:1", "http://",       "http://h:0",
-                                      "http://h:x",  "http://::1:80", "http://h:1/?q",
-                                      "ftp://h",     "http://[::1"};
+    static const char *const bad[] = {"http://:80",    "https://h:1", "http://",
+                                      "http://h:0",    "http://h:x",  "http://::1:80",
+                                      "http://h:1/?q", "ftp://h",     "http://[::1"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         why[0] = 0;
         if (ik__cli_parse_url(bad[i], host, sizeof host, &port, prefix, sizeof prefix, why,
@@ -95,29 +149,15 @@ static void urls(void **state)
     }
 }
 
-static void addrs(void **state)
-{
-    char host[64], why[128];
-    int port;
-    assert_int_equal(ik__cli_parse_addr("0.0.0.0:1", host, sizeof host, &port, why, sizeof why), 0);
-    assert_string_equal(host, "0.0.0.0");
-    assert_int_equal(port, 1);
-    assert_int_equal(
-        ik__cli_parse_addr("[fe80::1]:65535", host, sizeof host, &port, why, sizeof why), 0);
-    assert_string_equal(host, "fe80::1");
-    assert_int_equal(port, 65535);
-    assert_int_equal(ik__cli_parse_addr("[::1]8080", host, sizeof host, &port, why, sizeof why),
-                     -1);
-    assert_int_equal(ik__cli_parse_addr("h:", host, sizeof host, &port, why, sizeof why), -1);
-    assert_int_equal(ik__cli_parse_addr("h:+1", host, sizeof host, &port, why, sizeof why), -1);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(iso_times),       cmocka_unit_test(json_strings),
-        cmocka_unit_test(json_get_string), cmocka_unit_test(urls),
-        cmocka_unit_test(addrs),
+        cmocka_unit_test(iso_times),
+        cmocka_unit_test(json_strings),
+        cmocka_unit_test(json_get_string),
+        cmocka_unit_test(urls),
+        cmocka_unit_test(json_get_string_top_level_only),
+        cmocka_unit_test(status_max_batch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

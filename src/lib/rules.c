@@ -1,0 +1,125 @@
+/* rules.c: ISO 8601 time text, app names and listen addresses, the rules the library,
+ * the daemon and the CLI share (contracts in rules.h). */
+#include "rules.h"
+
+#include "idkeeper.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---- ISO 8601 ------------------------------------------------------------------ */
+
+/* a / b rounded towards minus infinity (b > 0) */
+static int64_t floor_div(int64_t a, int64_t b)
+{
+    int64_t q = a / b;
+    return (a % b != 0 && a < 0) ? q - 1 : q;
+}
+
+size_t ik__fmt_iso8601(char *out, int64_t unix_ms)
+{
+    /* quotient and remainder, not unix_ms - secs * 1000: near INT64_MIN the product
+     * overflows */
+    int64_t secs = unix_ms / 1000;
+    int ms = (int)(unix_ms % 1000);
+    if (ms < 0) {
+        ms += 1000;
+        secs--;
+    }
+    int64_t days = floor_div(secs, 86400);
+    int sod = (int)(secs - days * 86400);
+    /* days since 1970-01-01 to a civil date (H. Hinnant, "chrono-compatible low-level
+     * date algorithms"): eras of 400 years starting on March 1st, year 0. */
+    int64_t z = days + 719468;
+    int64_t era = floor_div(z, 146097);
+    int64_t doe = z - era * 146097;                                      /* 0..146096 */
+    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365; /* 0..399 */
+    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);               /* 0..365 */
+    int64_t mp = (5 * doy + 2) / 153;                                    /* 0..11, March 0 */
+    int day = (int)(doy - (153 * mp + 2) / 5 + 1);
+    int month = (int)(mp < 10 ? mp + 3 : mp - 9);
+    int64_t year = yoe + era * 400 + (month <= 2);
+
+    char y[16];
+    if (year >= 0 && year <= 9999)
+        snprintf(y, sizeof y, "%04lld", (long long)year);
+    else
+        snprintf(y, sizeof y, "%c%06lld", year < 0 ? '-' : '+',
+                 (long long)(year < 0 ? -year : year));
+    int n = snprintf(out, IK__ISO8601_SIZE, "%s-%02d-%02dT%02d:%02d:%02d.%03dZ", y, month, day,
+                     sod / 3600, sod / 60 % 60, sod % 60, ms);
+    return n < 0 ? 0 : (size_t)n;
+}
+
+/* ---- app names ------------------------------------------------------------------ */
+
+int ik__app_name_check(const char *app, char *why, size_t why_len)
+{
+    size_t n = 0;
+    int ok = app != NULL;
+    for (; ok && app[n]; n++) {
+        char c = app[n];
+        ok = n < IK__APP_NAME_MAX &&
+             ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == ':' || c == '-');
+    }
+    if (ok && n > 0 && strcmp(app, ".") != 0 && strcmp(app, "..") != 0) return IK_OK;
+    if (why && why_len > 0) snprintf(why, why_len, "app name must be " IK__APP_NAME_RULE);
+    return IK_EINVAL;
+}
+
+/* ---- listen addresses ------------------------------------------------------------ */
+
+static int bad(char *why, size_t why_len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int bad(char *why, size_t why_len, const char *fmt, ...)
+{
+    if (why && why_len > 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(why, why_len, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+int ik__parse_listen(const char *addr, char *host, size_t host_len, int *port, char *why,
+                     size_t why_len)
+{
+    const char *h, *colon;
+    size_t hl;
+    if (!addr || !*addr) return bad(why, why_len, "empty listen address (want ADDR:PORT)");
+    if (addr[0] == '[') {
+        const char *rb = strchr(addr, ']');
+        if (!rb || rb[1] != ':') return bad(why, why_len, "'%s' is not [V6]:PORT", addr);
+        h = addr + 1;
+        hl = (size_t)(rb - h);
+        colon = rb + 1;
+        if (hl == 0) return bad(why, why_len, "'%s': empty IPv6 address in brackets", addr);
+    } else {
+        colon = strrchr(addr, ':');
+        if (!colon)
+            return bad(why, why_len, "'%s' is not ADDR:PORT (:PORT for every address)", addr);
+        h = addr;
+        hl = (size_t)(colon - addr);
+        if (memchr(h, ':', hl))
+            return bad(why, why_len, "'%s': an IPv6 address needs brackets, e.g. [::1]:8080", addr);
+    }
+    if (hl + 1 > host_len) return bad(why, why_len, "'%s': host name too long", addr);
+    const char *ps = colon + 1;
+    size_t pl = strlen(ps);
+    unsigned p = 0;
+    int ok = pl > 0 && pl <= 5;
+    for (size_t i = 0; ok && i < pl; i++) {
+        ok = ps[i] >= '0' && ps[i] <= '9';
+        p = p * 10 + (unsigned)(ps[i] - '0');
+    }
+    if (!ok || p > 65535)
+        return bad(why, why_len, "'%s': port must be a number 0..65535 (0: any free port)", addr);
+    memcpy(host, h, hl);
+    host[hl] = 0;
+    *port = (int)p;
+    return 0;
+}

@@ -1,0 +1,67 @@
+/* rules.h: the rules the library, the daemon and the CLI must agree on, written once.
+ *
+ * Each rule is one function here, built into libidkeeper (hidden in the .so, linked
+ * from the static library by the `idkeeper` binary), so that the daemon and the CLI
+ * cannot drift from the library or from each other:
+ *
+ *   - ISO 8601 time text (the library's messages, the HTTP and RESP answers, the CLI);
+ *   - app names (every library entry point that takes an app, the CLI's --app);
+ *   - listen addresses (the daemon's --http/--resp, checked early by the CLI).
+ *
+ * This is the only header of src/lib that src/server and src/cli include (as
+ * "../lib/rules.h"); everything else they use is include/idkeeper.h. Pure functions:
+ * no allocation, no global state, safe from any thread.
+ */
+#ifndef IK_RULES_H
+#define IK_RULES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- ISO 8601 ------------------------------------------------------------------ */
+
+/* Room ik__fmt_iso8601 needs, the NUL included: the longest text is that of
+ * INT64_MIN ms, "-292275055-05-16T16:47:04.192Z" (30 bytes). */
+#define IK__ISO8601_SIZE 32
+
+/* Writes Unix ms as ISO 8601 UTC with milliseconds, proleptic Gregorian calendar,
+ * into out (at least IK__ISO8601_SIZE bytes) and returns its length (24 for years
+ * 0000 to 9999).
+ *
+ * Never fails: every int64 has a text. Years 0000..9999 are written with four
+ * digits ("2010-11-04T01:42:54.657Z"); years outside that range in ISO 8601's
+ * expanded form, a sign and at least six digits, as JavaScript's
+ * Date.prototype.toISOString writes them ("+275760-09-13T00:00:00.000Z",
+ * "-000001-12-31T23:59:59.999Z": astronomical years, -000001 is 2 BC). Computed
+ * with integer arithmetic, not gmtime(3), so a 32-bit time_t cannot make it fail. */
+size_t ik__fmt_iso8601(char *out, int64_t unix_ms);
+
+/* ---- app names ------------------------------------------------------------------ */
+
+/* The longest app name, in bytes. */
+#define IK__APP_NAME_MAX 64
+/* The rule in words, for messages. */
+#define IK__APP_NAME_RULE "1 to 64 bytes of [A-Za-z0-9._:-], not . or .."
+
+/* An app name: 1 to IK__APP_NAME_MAX bytes of [A-Za-z0-9._:-], and neither "." nor
+ * ".." (an app is a directory under local:DIR and a znode on zk://). NULL is not a
+ * name (callers that default NULL to "default" do so first). Returns 0, or
+ * IK_EINVAL with "app name must be " IK__APP_NAME_RULE in why (if why_len > 0). */
+int ik__app_name_check(const char *app, char *why, size_t why_len);
+
+/* ---- listen addresses ------------------------------------------------------------ */
+
+/* Splits a listen address into host and port:
+ *
+ *   HOST:PORT     a host name or an IPv4 address ("127.0.0.1:8080")
+ *   [V6]:PORT     an IPv6 address in brackets ("[::1]:8080", "[::]:8080")
+ *   :PORT         every IPv4 address (as 0.0.0.0:PORT)
+ *
+ * PORT is decimal 0..65535; 0 asks the kernel for any free port (the daemon logs
+ * and shows the port it got). host gets the host without brackets, "" for :PORT.
+ * Returns 0, or -1 with a one-line reason in why; host and *port are set only on
+ * success. */
+int ik__parse_listen(const char *addr, char *host, size_t host_len, int *port, char *why,
+                     size_t why_len);
+
+#endif
