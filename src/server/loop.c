@@ -1,5 +1,5 @@
-/* loop.c: one libuv event loop per thread: accepting, HTTP/1.1 framing (reqparse.c:
- * http_parser with keep-alive and pipelining), the request limits and timeouts,
+/* loop.c: one libuv event loop per thread: accepting, HTTP/1.1 framing (reqparse.c,
+ * keep-alive and pipelining), the request limits and timeouts,
  * answers that wait for the store, and writing responses.
  *
  * A connection's life (all on its loop's thread):
@@ -435,7 +435,7 @@ static void on_request(ik__reqp *rp, void *ctx)
     } else {
         route = ik__dispatch(w, &rq, &rs);
     }
-    int keep = http_should_keep_alive(&rp->parser) && !w->draining && !rp->parser.upgrade;
+    int keep = ik__reqp_keep_alive(rp) && !w->draining;
     int http10 = rq.http_minor == 0;
     if (rs.pend) {
         ik__pend *p = rs.pend;
@@ -453,8 +453,7 @@ static void on_request(ik__reqp *rp, void *ctx)
     }
     if (!keep) c->close_after = 1;
     if (w->body.cap > 1024 * 1024) ik__buf_reset(&w->body);
-    if (c->close_after || c->out.len >= IK_OUT_HIGH || c->npend >= IK_PIPE_MAX)
-        http_parser_pause(&rp->parser, 1);
+    if (c->close_after || c->out.len >= IK_OUT_HIGH || c->npend >= IK_PIPE_MAX) ik__reqp_pause(rp);
 }
 
 /* Parses data[0..len-1], answering every complete request. Returns the bytes

@@ -47,17 +47,15 @@ void ik__reply_error(ik__resp *rs, int status, const char *code, const char *fmt
     char msg[512];
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(msg, sizeof msg, fmt, ap);
+    size_t n = ik__vformat(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    if (n < 0) n = 0;
-    if ((size_t)n >= sizeof msg) n = sizeof msg - 1;
     rs->status = status;
     rs->ctype = CT_JSON;
     rs->body->len = 0;
     ik__buf_puts(rs->body, "{\"error\":");
     ik__buf_append_json_str(rs->body, code, strlen(code));
     ik__buf_puts(rs->body, ",\"message\":");
-    ik__buf_append_json_str(rs->body, msg, (size_t)n);
+    ik__buf_append_json_str(rs->body, msg, n);
     ik__buf_puts(rs->body, "}\n");
     if (status == 503) ik__resp_header(rs, "Retry-After: 1");
 }
@@ -833,8 +831,8 @@ static void h_routes(ik__ctx *x)
     for (size_t i = 0; i < ik__nroutes; i++) {
         const ik__route_key *k = &ik__route_keys[i];
         const ik__route *r = &ik__routes[i];
-        ik__buf_printf(b, "%-4s %-26s %s%s\n", http_method_str((enum http_method)k->method),
-                       k->pattern, r->help, needs_token(x->srv, r->flags) ? " [token]" : "");
+        ik__buf_printf(b, "%-4s %-26s %s%s\n", ik__http_method_name(k->method), k->pattern, r->help,
+                       needs_token(x->srv, r->flags) ? " [token]" : "");
     }
 }
 
@@ -908,15 +906,15 @@ size_t ik__dispatch(ik__worker *w, ik__req *rq, ik__resp *rs)
         for (unsigned m = 0; m < 64; m++) {
             if (!(allow & (UINT64_C(1) << m))) continue;
             int n = snprintf(list + len, sizeof list - len, "%s%s", len ? ", " : "",
-                             http_method_str((enum http_method)m));
+                             ik__http_method_name(m));
             if (n > 0 && (size_t)n < sizeof list - len) len += (size_t)n;
         }
         ik__reply_error(rs, 405, "method_not_allowed", "%s is not allowed here; use %s",
-                        http_method_str((enum http_method)rq->method), list);
+                        ik__http_method_name(rq->method), list);
         ik__resp_header(rs, "Allow: %s", list);
         return first;
     }
     ik__reply_error(rs, 404, "not_found", "no route %s %.*s; GET / lists the routes",
-                    http_method_str((enum http_method)rq->method), QUOTE(rq->path));
+                    ik__http_method_name(rq->method), QUOTE(rq->path));
     return ik__nroutes;
 }

@@ -49,7 +49,6 @@
 #include "routes.h"
 #include "server.h"
 
-#include <http_parser.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <uv.h>
