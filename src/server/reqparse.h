@@ -7,7 +7,7 @@
  * ik__http_method_name, and the parser's state through the ik__reqp_* calls below, so
  * that a move to another parser (llhttp) touches these two files alone.
  *
- * loop.c embeds one ik__reqp per connection and feeds it what the socket reads;
+ * http_conn.c embeds one ik__reqp per connection and feeds it what the socket reads;
  * tests/fuzz/fuzz_http.c feeds it arbitrary bytes. Nothing here touches a socket, a
  * loop or a global. One ik__reqp is used by one thread at a time.
  *
