@@ -91,6 +91,14 @@ void ik__buf_printf(ik__buf *b, const char *fmt, ...)
     b->len += (size_t)n;
 }
 
+size_t ik__vformat(char *out, size_t cap, const char *fmt, va_list ap)
+{
+    int n = vsnprintf(out, cap, fmt, ap);
+    if (n < 0) n = 0;
+    if ((size_t)n >= cap) n = (int)cap - 1;
+    return (size_t)n;
+}
+
 size_t ik__fmt_u64(char *out, uint64_t v)
 {
     char tmp[20];
@@ -367,7 +375,7 @@ int ik__count_param(const char *q, size_t qlen, uint32_t max, uint32_t *n, ik__s
     return 0;
 }
 
-static int hexval(char c)
+int ik__hexval(int c)
 {
     if (c >= '0' && c <= '9') return c - '0';
     if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -382,7 +390,7 @@ long ik__pct_decode(const char *s, size_t n, char *out, size_t cap)
         char c = s[i];
         if (c == '%') {
             if (n - i < 3) return -1;
-            int hi = hexval(s[i + 1]), lo = hexval(s[i + 2]);
+            int hi = ik__hexval(s[i + 1]), lo = ik__hexval(s[i + 2]);
             if (hi < 0 || lo < 0) return -1;
             c = (char)(hi * 16 + lo);
             i += 2;
@@ -462,7 +470,7 @@ static int scan_string(const char *s, size_t n, size_t *i, ik__span *raw)
         if (e == 'u') {
             if (j + 5 >= n) return -1;
             for (size_t k = j + 2; k < j + 6; k++)
-                if (hexval(s[k]) < 0) return -1;
+                if (ik__hexval(s[k]) < 0) return -1;
             j += 6;
         } else if (e && strchr("\"\\/bfnrt", e)) {
             j += 2;
@@ -579,7 +587,8 @@ int ik__json_flat(const char *s, size_t n, ik__json_field *f, int max, char *why
 
 static unsigned hex4(const char *p)
 {
-    return (unsigned)(hexval(p[0]) << 12 | hexval(p[1]) << 8 | hexval(p[2]) << 4 | hexval(p[3]));
+    return (unsigned)(ik__hexval(p[0]) << 12 | ik__hexval(p[1]) << 8 | ik__hexval(p[2]) << 4 |
+                      ik__hexval(p[3]));
 }
 
 long ik__json_unescape(ik__span raw, char *out, size_t cap)

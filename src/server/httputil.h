@@ -43,6 +43,11 @@ void ik__buf_append_i64(ik__buf *b, int64_t v);
  * '\\' are escaped, bytes >= 0x80 that are not valid UTF-8 become U+FFFD. */
 void ik__buf_append_json_str(ik__buf *b, const char *s, size_t n);
 
+/* vsnprintf into out[0..cap-1] (cap >= 1), cut to fit: returns the length written
+ * (0 on an encoding error), always NUL-terminated. The one formatter of the error
+ * messages of both front doors (ik__reply_error, ik__resp_error). */
+size_t ik__vformat(char *out, size_t cap, const char *fmt, va_list ap);
+
 /* Writes v in decimal into out (at least 20 bytes); returns the length, no NUL. */
 size_t ik__fmt_u64(char *out, uint64_t v);
 
@@ -75,7 +80,7 @@ typedef struct ik__span {
  * of parameters (>= 0) on a match, -1 otherwise. */
 int ik__path_match(const char *pattern, const char *path, size_t plen, ik__span *params);
 
-/* The key of one row of a route table: an HTTP method (enum http_method) and a
+/* The key of one row of a route table: an HTTP method (IK_HTTP_* of reqparse.h) and a
  * path pattern (see ik__path_match). */
 typedef struct ik__route_key {
     unsigned method;
@@ -149,6 +154,9 @@ enum { IK_FMT_JSON = 0, IK_FMT_TEXT = 1, IK_FMT_JSON_NUM = 2 /* JSON, IDs as num
  * header names text/plain before any JSON type, else JSON. Returns IK_FMT_* or -1
  * for an unknown format= value. */
 int ik__negotiate(const char *query, size_t qlen, const char *accept, size_t alen);
+
+/* The value of the hex digit c (0-9, a-f, A-F), or -1. */
+int ik__hexval(int c);
 
 /* Case-insensitive equality of s[0..n-1] and the NUL-terminated lower-case lit. */
 int ik__ieq(const char *s, size_t n, const char *lit);

@@ -3,9 +3,13 @@
  * words for the library's refusals. Neither front door calls the other.
  *
  * An issue either answers at once (segment IDs from a block in memory) or hands an
- * ik__pend to the library, whose callback (on_ids, a library thread) copies the
- * answer in and posts it back to the loop (srv.h, "Pending answers"). The caller
- * says how to render it (p->resp) and queues it on its connection in request order.
+ * ik__pend to the library, whose callback (ik__pend_on_ids, a library thread) copies
+ * the answer in and posts it back to the loop (pend.h). The caller says how to
+ * render it and queues it on its connection in request order; its connection's
+ * protocol renders it when it comes back.
+ *
+ * Below both front doors, above the pending answers (pend.c): it calls neither
+ * front door, nor the connection core.
  */
 #include "srv.h"
 
@@ -55,50 +59,14 @@ static void pend_unused(ik__worker *w, ik__pend *p)
     }
 }
 
-void ik__pend_submitted(ik__worker *w)
-{
-    w->inflight++;
-    atomic_store_explicit(&w->m.pending,
-                          atomic_load_explicit(&w->m.pending, memory_order_relaxed) + 1,
-                          memory_order_relaxed);
-}
-
-/* The allocators' callback, on a library thread (or the main thread at destroy):
- * copies the answer into p and hands p back to its loop. A sequence range is logged
- * first when log_sequence is on, so the log line is out before any client can have
- * the IDs. */
-static void on_ids(void *ctx, int status, const int64_t *ids, size_t n)
-{
-    ik__pend *p = ctx;
-    p->rc = status;
-    if (status == 0 && p->op == IK_OP_SEQUENCE) { /* n consecutive IDs */
-        p->first = ids[0];
-        p->ids = NULL;
-        p->nids = n;
-        if (p->w->srv->log_sequence)
-            ik__log("sequence tag=%s first=%lld count=%zu", p->tag, (long long)ids[0], n);
-    } else if (status == 0) {
-        int64_t *d = n <= sizeof p->ids_inline / sizeof p->ids_inline[0] ? p->ids_inline
-                                                                         : malloc(n * sizeof *d);
-        if (d) {
-            memcpy(d, ids, n * sizeof *d);
-            p->ids = d;
-            p->nids = n;
-        } else {
-            p->rc = IK_ENOMEM;
-        }
-    }
-    ik__pend_post(p);
-}
-
 int ik__issue_into(ik__worker *w, ik__pend *p, ik__op op, int64_t *ids)
 {
     ik__server *srv = w->srv;
     if (w->stores_closed) return IK_ECLOSED;
     p->op = (uint8_t)op;
     p->rc = 0;
-    if (op == IK_OP_SEQUENCE) return ik_sequence_next(srv->seq, p->tag, p->n, on_ids, p);
-    int rc = ik_segment_next(srv->seg, p->tag, p->n, ids, on_ids, p);
+    if (op == IK_OP_SEQUENCE) return ik_sequence_next(srv->seq, p->tag, p->n, ik__pend_on_ids, p);
+    int rc = ik_segment_next(srv->seg, p->tag, p->n, ids, ik__pend_on_ids, p);
     if (rc == IK_OK) ik__count_n(&w->m.segment_ids, p->n);
     return rc;
 }
@@ -121,23 +89,6 @@ int ik__issue(ik__worker *w, ik__op op, const char *tag, uint32_t n, int64_t *id
     }
     pend_unused(w, p);
     return rc;
-}
-
-int ik__pend_withdraw(ik__worker *w, ik__pend *p)
-{
-    if (p->op != IK_OP_SEQUENCE || w->stores_closed) return 0;
-    if (ik_sequence_cancel(w->srv->seq, p->tag, on_ids, p) != IK_OK) return 0;
-    ik__count(&w->m.sequence_withdrawn);
-    return 1;
-}
-
-void ik__pend_orphaned(ik__worker *w, ik__pend *p)
-{
-    if (p->op != IK_OP_SEQUENCE || p->rc != 0 || p->nids == 0) return;
-    int why = p->gone > IK_GONE_NO && p->gone < IK_GONE_N ? p->gone : IK_GONE_CLIENT;
-    ik__log("tag gap tag=%s first=%lld count=%zu why=%s", p->tag, (long long)p->first, p->nids,
-            ik__gone_text[why]);
-    ik__gap_add(w->srv, p->tag, why, p->nids);
 }
 
 /* ---- snowflake requests that must wait -----------------------------------------------------
@@ -166,8 +117,7 @@ static void on_sf_timer(uv_timer_t *t)
     ik__worker *w = t->data;
     ik__pend *p;
     while ((p = w->sf_head)) {
-        int live = p->resp ? p->rconn != NULL : p->conn != NULL;
-        int rc = live ? ik_snowflake_try_next_n(w->srv->gen, p->n, p->ids, &p->sf) : IK_ECLOSED;
+        int rc = p->conn ? ik_snowflake_try_next_n(w->srv->gen, p->n, p->ids, &p->sf) : IK_ECLOSED;
         if (rc == IK_AGAIN) {
             sf_arm(w, p->sf.wait_ns);
             return;
@@ -223,17 +173,6 @@ int ik__sf_issue(ik__worker *w, uint32_t n, int64_t *ids, ik__pend **pend)
 static const char *op_kind(int op)
 {
     return op == IK_OP_SEQUENCE ? "sequence" : "segment";
-}
-
-void ik__layout_end_why(const ik__server *srv, char *why, size_t len)
-{
-    char end[40];
-    ik__fmt_iso8601(end, ik_layout_end_ms(srv->layout));
-    snprintf(why, len,
-             "the layout's time field ran out on %s: no snowflake ID can be issued under "
-             "this layout any more (start the fleet on a layout with a later end; "
-             "idkeeper decode --expiry prints it)",
-             end);
 }
 
 int ik__gen_error(ik__worker *w, int rc, const char **code, char *msg, size_t len)

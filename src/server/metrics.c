@@ -1,6 +1,12 @@
-/* metrics.c: the daemon's Prometheus metrics: per-loop HTTP, segment, sequence and
- * store counters (each loop writes only its own, see ik__count) summed when /metrics
- * is read, plus the generator's and the lease's own counters. */
+/* metrics.c: the daemon's Prometheus metrics: per-loop HTTP, RESP, segment,
+ * sequence and store counters (each loop writes only its own, see ik__count) summed
+ * when /metrics is read, plus the generator's and the lease's own counters, and the
+ * server-wide count of sequence gaps.
+ *
+ * A registry below the front doors: it knows counters by row, and the rows' labels
+ * (the route patterns, the RESP command names) only as the strings server.c put in
+ * srv->route_labels and srv->resp_labels at start. It calls nothing of the daemon.
+ */
 #include "srv.h"
 
 #include <stdio.h>
@@ -53,65 +59,19 @@ static uint64_t load(_Atomic uint64_t *c)
     return atomic_load_explicit(c, memory_order_relaxed);
 }
 
-/* Sums over every loop the counter that pick(m, a, b) names in a loop's metrics. */
-static uint64_t sum(ik__server *srv, _Atomic uint64_t *(*pick)(ik__metrics *m, size_t a, size_t b),
-                    size_t a, size_t b)
+/* Sums over every loop the counter at byte offset off of a loop's ik__metrics
+ * (OFF_OF names one). */
+static uint64_t sum(ik__server *srv, size_t off)
 {
     uint64_t s = 0;
     for (int i = 0; i < srv->nworkers; i++)
-        s += load(pick(&srv->workers[i]->m, a, b));
+        s += load((_Atomic uint64_t *)((char *)&srv->workers[i]->m + off));
     return s;
 }
 
-static _Atomic uint64_t *pick_request(ik__metrics *m, size_t a, size_t b)
-{
-    return &m->requests[a][b];
-}
-
-static _Atomic uint64_t *pick_accepted(ik__metrics *m, size_t a, size_t b)
-{
-    return &m->accepted;
-}
-
-static _Atomic uint64_t *pick_rejected(ik__metrics *m, size_t a, size_t b)
-{
-    return &m->rejected;
-}
-
-static _Atomic uint64_t *pick_timeouts(ik__metrics *m, size_t a, size_t b)
-{
-    return &m->timeouts;
-}
-
-static _Atomic uint64_t *pick_segment_ids(ik__metrics *m, size_t a, size_t b)
-{
-    return &m->segment_ids;
-}
-
-static _Atomic uint64_t *pick_sequence_ids(ik__metrics *m, size_t a, size_t b)
-{
-    return &m->sequence_ids;
-}
-
-static _Atomic uint64_t *pick_sequence_ranges(ik__metrics *m, size_t a, size_t b)
-{
-    return &m->sequence_ranges;
-}
-
-static _Atomic uint64_t *pick_sequence_withdrawn(ik__metrics *m, size_t a, size_t b)
-{
-    return &m->sequence_withdrawn;
-}
-
-static _Atomic uint64_t *pick_store_errors(ik__metrics *m, size_t a, size_t b)
-{
-    return &m->store_errors[a];
-}
-
-static _Atomic uint64_t *pick_resp(ik__metrics *m, size_t a, size_t b)
-{
-    return &m->resp_cmds[a][b];
-}
+/* The offset of counter c (an expression on a metrics struct m) in ik__metrics. */
+#define OFF_OF(c) ((size_t)((const char *)&(c) - (const char *)&m0))
+static const ik__metrics m0; /* only its addresses are taken */
 
 static void header(ik__buf *b, const char *name, const char *type, const char *help)
 {
@@ -139,16 +99,16 @@ void ik__metrics_render(ik__server *srv, ik__buf *b)
 
     counter(b, "ik_ids_issued_total", "Snowflake IDs issued by this server.", gi.issued);
     counter(b, "ik_segment_ids_total", "Segment IDs answered by this server.",
-            sum(srv, pick_segment_ids, 0, 0));
+            sum(srv, OFF_OF(m0.segment_ids)));
     counter(b, "ik_sequence_ids_total", "Sequence IDs answered by this server.",
-            sum(srv, pick_sequence_ids, 0, 0));
+            sum(srv, OFF_OF(m0.sequence_ids)));
     counter(b, "ik_sequence_ranges_total",
             "Sequence ranges answered, one per request (group commit: one store write "
             "carries many).",
-            sum(srv, pick_sequence_ranges, 0, 0));
+            sum(srv, OFF_OF(m0.sequence_ranges)));
     counter(b, "ik_sequence_requests_withdrawn_total",
             "Sequence requests withdrawn before their commit because the client had gone.",
-            sum(srv, pick_sequence_withdrawn, 0, 0));
+            sum(srv, OFF_OF(m0.sequence_withdrawn)));
     header(b, "ik_sequence_gap_ids_total", "counter",
            "Sequence IDs committed for nobody (a gap, logged as 'tag gap'), by tag and why.");
     pthread_mutex_lock(&srv->gaps_mu);
@@ -162,17 +122,17 @@ void ik__metrics_render(ik__server *srv, ik__buf *b)
     static const char *const ops[3] = {"segment", "sequence", "tags"};
     for (size_t i = 0; i < 3; i++)
         ik__buf_printf(b, "ik_store_errors_total{op=\"%s\"} %llu\n", ops[i],
-                       (unsigned long long)sum(srv, pick_store_errors, i, 0));
+                       (unsigned long long)sum(srv, OFF_OF(m0.store_errors[i])));
     int64_t pending = 0;
     for (int i = 0; i < srv->nworkers; i++)
         pending += atomic_load_explicit(&srv->workers[i]->m.pending, memory_order_relaxed);
     gauge(b, "ik_pending_requests", "Requests waiting for the tag store now.", pending);
 
     header(b, "ik_http_requests_total", "counter", "HTTP requests answered, by route and status.");
-    for (size_t r = 0; r <= ik__nroutes; r++) {
-        const char *route = r < ik__nroutes ? ik__route_keys[r].pattern : "other";
+    for (size_t r = 0; r < srv->nroute_labels; r++) {
+        const char *route = srv->route_labels[r];
         for (size_t c = 0; c < IK_N_CODES; c++) {
-            uint64_t v = sum(srv, pick_request, r, c);
+            uint64_t v = sum(srv, OFF_OF(m0.requests[r][c]));
             if (!v) continue;
             if (c < IK_N_CODES - 1) {
                 ik__buf_printf(b, "ik_http_requests_total{route=\"%s\",code=\"%d\"} %llu\n", route,
@@ -188,25 +148,25 @@ void ik__metrics_render(ik__server *srv, ik__buf *b)
         header(b, "ik_resp_commands_total", "counter",
                "Redis-protocol commands answered, by command and result (error: a RESP error "
                "answer).");
-        for (size_t r = 0; r <= ik__resp_ncmds; r++)
+        for (size_t r = 0; r < srv->nresp_labels; r++)
             for (size_t k = 0; k < 2; k++) {
-                uint64_t v = sum(srv, pick_resp, r, k);
+                uint64_t v = sum(srv, OFF_OF(m0.resp_cmds[r][k]));
                 if (v)
                     ik__buf_printf(b, "ik_resp_commands_total{command=\"%s\",result=\"%s\"} %llu\n",
-                                   ik__resp_cmd_name(r), k ? "error" : "ok", (unsigned long long)v);
+                                   srv->resp_labels[r], k ? "error" : "ok", (unsigned long long)v);
             }
     }
 
     gauge(b, "ik_http_connections", "Open HTTP connections.",
           atomic_load_explicit(&srv->connections, memory_order_relaxed));
     counter(b, "ik_http_connections_accepted_total", "HTTP connections accepted.",
-            sum(srv, pick_accepted, 0, 0));
+            sum(srv, OFF_OF(m0.accepted)));
     counter(b, "ik_http_connections_rejected_total",
             "HTTP connections closed at once because max-connections were open.",
-            sum(srv, pick_rejected, 0, 0));
+            sum(srv, OFF_OF(m0.rejected)));
     counter(b, "ik_http_timeouts_total",
             "HTTP connections dropped by the read, write or idle timeout.",
-            sum(srv, pick_timeouts, 0, 0));
+            sum(srv, OFF_OF(m0.timeouts)));
 
     gauge(b, "ik_lease_state",
           "Worker slot lease state: 0 acquiring, 1 held, 2 in doubt, 3 lost, 4 released.",

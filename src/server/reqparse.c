@@ -11,6 +11,9 @@
 #include <stdio.h>
 #include <string.h>
 
+_Static_assert(IK_HTTP_GET == HTTP_GET && IK_HTTP_POST == HTTP_POST,
+               "IK_HTTP_* must be http_parser's method numbers");
+
 /* Which header value the parser is delivering. */
 enum { HDR_NONE = 0, HDR_ACCEPT, HDR_AUTH };
 
@@ -171,9 +174,29 @@ int ik__reqp_feed(ik__reqp *rp, const char *data, size_t len, size_t *used)
     return n < len ? IK_FEED_UPGRADE : IK_FEED_OK;
 }
 
+void ik__reqp_pause(ik__reqp *rp)
+{
+    http_parser_pause(&rp->parser, 1);
+}
+
 void ik__reqp_resume(ik__reqp *rp)
 {
     http_parser_pause(&rp->parser, 0);
+}
+
+int ik__reqp_keep_alive(const ik__reqp *rp)
+{
+    return http_should_keep_alive(&rp->parser) && !rp->parser.upgrade;
+}
+
+unsigned ik__reqp_method(const ik__reqp *rp)
+{
+    return rp->parser.method;
+}
+
+const char *ik__http_method_name(unsigned method)
+{
+    return http_method_str((enum http_method)method);
 }
 
 int ik__reqp_error(const ik__reqp *rp, const char **code, char *msg, size_t msg_len)

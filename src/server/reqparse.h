@@ -2,7 +2,12 @@
  * daemon's limits, collecting of each request what a handler needs (method, target,
  * Accept, Authorization, body) into one buffer.
  *
- * loop.c embeds one ik__reqp per connection and feeds it what the socket reads;
+ * The seal: reqparse.h and reqparse.c are the only files of the daemon that name
+ * http_parser. Everything else sees methods as IK_HTTP_* numbers, their names through
+ * ik__http_method_name, and the parser's state through the ik__reqp_* calls below, so
+ * that a move to another parser (llhttp) touches these two files alone.
+ *
+ * http_conn.c embeds one ik__reqp per connection and feeds it what the socket reads;
  * tests/fuzz/fuzz_http.c feeds it arbitrary bytes. Nothing here touches a socket, a
  * loop or a global. One ik__reqp is used by one thread at a time.
  *
@@ -21,10 +26,19 @@
 
 #define IK_MAX_BODY (64 * 1024) /* bodies: only on POST, at most this */
 
+/* The methods the route table names (http_parser's and llhttp's numbers for them;
+ * reqparse.c checks). Any other method keeps its parser number in ik__req.method. */
+#define IK_HTTP_GET 1u
+#define IK_HTTP_POST 3u
+
+/* The name of method ("GET", "PROPFIND"; "<unknown>" for a number the parser does
+ * not know). */
+const char *ik__http_method_name(unsigned method);
+
 /* One parsed request: spans into the ik__reqp's buffer, valid until the next call
  * of ik__reqp_feed or ik__reqp_free. */
 typedef struct ik__req {
-    unsigned method;      /* enum http_method */
+    unsigned method;      /* IK_HTTP_*, or another method's parser number */
     int http_minor;       /* 0 or 1 */
     ik__span path, query; /* query without '?' (n == 0: none) */
     ik__span params[IK_MAX_PARAMS];
@@ -35,8 +49,8 @@ typedef struct ik__req {
 typedef struct ik__reqp ik__reqp;
 
 /* Called for each complete request, from inside ik__reqp_feed. The request's spans
- * are valid during the call. The callback may pause the parser
- * (http_parser_pause(&rp->parser, 1)): feed then returns early with *paused set. */
+ * are valid during the call. The callback may pause the parser (ik__reqp_pause):
+ * feed then returns IK_FEED_PAUSED. */
 typedef void (*ik__reqp_cb)(ik__reqp *rp, void *ctx);
 
 struct ik__reqp {
@@ -74,8 +88,16 @@ enum {
 /* Parses data[0..len-1], calling on_request for each complete request. Sets *used
  * to the bytes consumed and returns an IK_FEED_* value. */
 int ik__reqp_feed(ik__reqp *rp, const char *data, size_t len, size_t *used);
+/* Pauses the parser after the request now delivered (from on_request). */
+void ik__reqp_pause(ik__reqp *rp);
 /* Resumes a paused parser. */
 void ik__reqp_resume(ik__reqp *rp);
+/* During on_request: 1 if the connection may stay open after this request (HTTP/1.1
+ * without "Connection: close", or HTTP/1.0 with keep-alive; never after an Upgrade
+ * request). */
+int ik__reqp_keep_alive(const ik__reqp *rp);
+/* During on_request: the request's method (IK_HTTP_* or the parser's number). */
+unsigned ik__reqp_method(const ik__reqp *rp);
 
 /* After IK_FEED_ERROR: the status to answer (400, 413, 414, 431 or 505), the error
  * code and a message (into msg). */

@@ -137,14 +137,6 @@ static int read_line(ik__respp *p, const char *d, size_t n, size_t *i, const cha
     return 0;
 }
 
-static int hex_digit(int c)
-{
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
 /* Appends one argument slot for args[off..off+len-1] (the NUL follows). */
 static int add_arg(ik__respp *p, uint32_t off, uint32_t len)
 {
@@ -169,16 +161,22 @@ static int split_inline(ik__respp *p)
             r++;
         if (r >= n) break;
         size_t start = w;
-        if (s[r] == '"') {
-            r++;
+        if (s[r] == '"' || s[r] == '\'') {
+            char q = s[r++]; /* "..." takes C escapes and \xHH; '...' only \' */
             for (;;) {
                 if (r >= n) return fail(p, "Protocol error: unbalanced quotes in request");
                 char c = s[r];
-                if (c == '\\' && r + 3 < n && s[r + 1] == 'x' && hex_digit(s[r + 2]) >= 0 &&
-                    hex_digit(s[r + 3]) >= 0) {
-                    s[w++] = (char)(hex_digit(s[r + 2]) * 16 + hex_digit(s[r + 3]));
+                if (c == q) {
+                    r++;
+                    if (r < n && !isspace((unsigned char)s[r]))
+                        return fail(p, "Protocol error: unbalanced quotes in request");
+                    break;
+                }
+                if (q == '"' && c == '\\' && r + 3 < n && s[r + 1] == 'x' &&
+                    ik__hexval(s[r + 2]) >= 0 && ik__hexval(s[r + 3]) >= 0) {
+                    s[w++] = (char)(ik__hexval(s[r + 2]) * 16 + ik__hexval(s[r + 3]));
                     r += 4;
-                } else if (c == '\\' && r + 1 < n) {
+                } else if (q == '"' && c == '\\' && r + 1 < n) {
                     char e = s[r + 1];
                     s[w++] = e == 'n'   ? '\n'
                              : e == 'r' ? '\r'
@@ -187,29 +185,9 @@ static int split_inline(ik__respp *p)
                              : e == 'a' ? '\a'
                                         : e;
                     r += 2;
-                } else if (c == '"') {
-                    r++;
-                    if (r < n && !isspace((unsigned char)s[r]))
-                        return fail(p, "Protocol error: unbalanced quotes in request");
-                    break;
-                } else {
-                    s[w++] = c;
-                    r++;
-                }
-            }
-        } else if (s[r] == '\'') {
-            r++;
-            for (;;) {
-                if (r >= n) return fail(p, "Protocol error: unbalanced quotes in request");
-                char c = s[r];
-                if (c == '\\' && r + 1 < n && s[r + 1] == '\'') {
+                } else if (c == '\\' && r + 1 < n && s[r + 1] == '\'') { /* '...' */
                     s[w++] = '\'';
                     r += 2;
-                } else if (c == '\'') {
-                    r++;
-                    if (r < n && !isspace((unsigned char)s[r]))
-                        return fail(p, "Protocol error: unbalanced quotes in request");
-                    break;
                 } else {
                     s[w++] = c;
                     r++;
@@ -368,15 +346,20 @@ uint32_t ik__respp_arg(const ik__respp *p, uint32_t i, const char **arg, size_t 
 
 /* ---- replies --------------------------------------------------------------------------- */
 
-void ik__resp_simple(ik__buf *b, const char *s)
+/* Appends a type byte, s[0..n-1] and CRLF. */
+static void put_line(ik__buf *b, char type, const char *s, size_t n)
 {
-    size_t n = strlen(s);
     char *d = ik__buf_reserve(b, n + 3);
-    d[0] = '+';
+    d[0] = type;
     memcpy(d + 1, s, n);
     d[n + 1] = '\r';
     d[n + 2] = '\n';
     b->len += n + 3;
+}
+
+void ik__resp_simple(ik__buf *b, const char *s)
+{
+    put_line(b, '+', s, strlen(s));
 }
 
 void ik__resp_error(ik__buf *b, const char *fmt, ...)
@@ -384,18 +367,11 @@ void ik__resp_error(ik__buf *b, const char *fmt, ...)
     char msg[512];
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(msg, sizeof msg, fmt, ap);
+    size_t n = ik__vformat(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    if (n < 0) n = 0;
-    if ((size_t)n >= sizeof msg) n = sizeof msg - 1;
-    for (int i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++)
         if (msg[i] == '\r' || msg[i] == '\n') msg[i] = ' ';
-    char *d = ik__buf_reserve(b, (size_t)n + 3);
-    d[0] = '-';
-    memcpy(d + 1, msg, (size_t)n);
-    d[n + 1] = '\r';
-    d[n + 2] = '\n';
-    b->len += (size_t)n + 3;
+    put_line(b, '-', msg, n);
 }
 
 /* Appends a type byte, v in decimal and CRLF. */
@@ -406,14 +382,7 @@ static void put_num(ik__buf *b, char type, int64_t v)
     d[k++] = type;
     uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
     if (v < 0) d[k++] = '-';
-    char tmp[20];
-    size_t t = 0;
-    do {
-        tmp[t++] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
-    while (t)
-        d[k++] = tmp[--t];
+    k += ik__fmt_u64(d + k, u);
     d[k++] = '\r';
     d[k++] = '\n';
     b->len += k;

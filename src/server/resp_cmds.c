@@ -292,7 +292,6 @@ static void issue(ik__rcall *c, int op, const char *tag, uint32_t n, int shape, 
         ik__pend *p;
         int rc = ik__issue(w, (ik__op)op, tag, n, ids, &p);
         if (rc == IK_PENDING) {
-            p->resp = 1;
             p->rshape = (uint8_t)shape;
             p->rproto = c->s->proto;
             p->rflip = (uint8_t)flip;
@@ -400,7 +399,6 @@ static void c_snowflake(ik__rcall *c)
     ik__pend *p;
     int rc = ik__sf_issue(w, n, ids, &p); /* never sleeps on the loop */
     if (rc == IK_PENDING) {
-        p->resp = 1;
         p->rshape = (uint8_t)(array ? SH_ARRAY : SH_LAST);
         p->rproto = c->s->proto;
         c->pend = p;

@@ -1,6 +1,6 @@
 /* resp_cmds.h: the RESP command table (SPEC 7, docs/resp.md) as resp_conn.c calls it.
  *
- * Calls go one way: resp_conn.c (the connection: reading, ordering, writing) calls
+ * Calls go one way: resp_conn.c (RESP on the connection core) calls
  * ik__resp_dispatch for each complete command and ik__resp_render for each answer
  * that came back from the store; the commands below issue IDs through issue.c, as
  * the HTTP routes do. Everything here runs on the connection's loop thread.
@@ -46,11 +46,11 @@ typedef struct ik__rcall {
     ik__rkinds *kinds;
     const ik__respp *rp; /* the complete command */
     ik__buf *out;        /* the answer goes here when it is ready now */
-    ik__pend *pend;      /* set instead when the answer comes later (p->resp set) */
+    ik__pend *pend;      /* set instead when the answer comes later */
 } ik__rcall;
 
 /* Runs the command in c->rp: appends its answer to c->out, or leaves it pending in
- * c->pend (counted in flight; the caller queues it in order and sets p->rconn).
+ * c->pend (counted in flight; the caller queues it on its connection, in order).
  * Counts the command in the metrics (pending ones when rendered). */
 void ik__resp_dispatch(ik__rcall *c);
 

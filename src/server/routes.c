@@ -26,42 +26,6 @@
 
 /* ---- responses ------------------------------------------------------------------------ */
 
-void ik__resp_header(ik__resp *rs, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    size_t room = sizeof rs->extra - rs->extra_len;
-    int n = vsnprintf(rs->extra + rs->extra_len, room, fmt, ap);
-    va_end(ap);
-    if (n < 0 || (size_t)n + 2 >= room) { /* does not fit: drop it whole */
-        rs->extra[rs->extra_len] = 0;
-        return;
-    }
-    rs->extra_len += (size_t)n;
-    memcpy(rs->extra + rs->extra_len, "\r\n", 2);
-    rs->extra_len += 2;
-}
-
-void ik__reply_error(ik__resp *rs, int status, const char *code, const char *fmt, ...)
-{
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    if (n < 0) n = 0;
-    if ((size_t)n >= sizeof msg) n = sizeof msg - 1;
-    rs->status = status;
-    rs->ctype = CT_JSON;
-    rs->body->len = 0;
-    ik__buf_puts(rs->body, "{\"error\":");
-    ik__buf_append_json_str(rs->body, code, strlen(code));
-    ik__buf_puts(rs->body, ",\"message\":");
-    ik__buf_append_json_str(rs->body, msg, (size_t)n);
-    ik__buf_puts(rs->body, "}\n");
-    if (status == 503) ik__resp_header(rs, "Retry-After: 1");
-}
-
 static void put_json_kv_str(ik__buf *b, const char *key, const char *val)
 {
     ik__buf_printf(b, "\"%s\":", key);
@@ -622,68 +586,6 @@ static void h_decode(ik__ctx *x)
 
 /* ---- state routes -------------------------------------------------------------------------- */
 
-/* The generator's deadline clock (ik_clock_system's mono_ns: CLOCK_BOOTTIME). */
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_BOOTTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-/* Why no snowflake ID can be issued now, into why; 0 if one can. Lease held (or in
- * doubt within its safe window), a live grant, the clock past the slot's time
- * record found at acquisition (the floor) and not past the record persisted since
- * (the ceiling), and not behind the last issued ID by more than max_backward. */
-int ik__not_ready(ik__server *srv, char *why, size_t len)
-{
-    ik_lease_info li;
-    ik_snowflake_info gi;
-    ik_slot_lease_get_info(srv->lease, &li);
-    ik_snowflake_get_info(srv->gen, &gi);
-    const ik_layout *l = srv->layout;
-    if (li.state != IK_LEASE_HELD && !(li.state == IK_LEASE_IN_DOUBT && li.valid_for_ms != 0)) {
-        snprintf(why, len, "worker lease is %s%s%s", ik_lease_state_name(li.state),
-                 li.why[0] ? ": " : "", li.why);
-        return 1;
-    }
-    if (!gi.granted) {
-        snprintf(why, len, "the generator holds no grant yet");
-        return 1;
-    }
-    if (gi.valid_until_mono_ns != IK_FOREVER && gi.valid_until_mono_ns <= mono_ns()) {
-        snprintf(why, len, "the lease has not been proven recently (backend unreachable?)");
-        return 1;
-    }
-    int64_t now = ik__now_ms();
-    if (now >= ik_layout_end_ms(l)) {
-        ik__layout_end_why(srv, why, len);
-        return 1;
-    }
-    int64_t tick = ik_layout_ticks_at(l, now);
-    if (tick <= (int64_t)gi.floor_tick) {
-        int64_t wait = ((int64_t)gi.floor_tick + 1) * l->unit_ms + l->epoch_ms - now;
-        snprintf(why, len,
-                 "time guard: the clock must pass this slot's time record first (%lld ms to go)",
-                 (long long)wait);
-        return 1;
-    }
-    if (gi.ceiling_tick != IK_NO_CEILING && tick > (int64_t)gi.ceiling_tick) {
-        snprintf(why, len,
-                 "the slot's time record has not been persisted past now (backend store failing?)");
-        return 1;
-    }
-    if ((int64_t)gi.last_tick > tick) {
-        int64_t behind = ((int64_t)gi.last_tick - tick) * l->unit_ms;
-        if (behind > srv->cfg->max_backward_ms) {
-            snprintf(why, len,
-                     "the clock is %lld ms behind the last issued ID (max-backward %lld ms)",
-                     (long long)behind, (long long)srv->cfg->max_backward_ms);
-            return 1;
-        }
-    }
-    return 0;
-}
-
 /* GET /healthz: the process serves. */
 static void h_healthz(ik__ctx *x)
 {
@@ -748,8 +650,9 @@ static void h_status(ik__ctx *x)
     ik__fmt_iso8601(since, li.since_ms);
     ik__fmt_iso8601(record, li.record_ms);
     ik__fmt_iso8601(started, srv->started_ms);
-    int64_t valid_ms =
-        gi.valid_until_mono_ns == IK_FOREVER ? -1 : (gi.valid_until_mono_ns - mono_ns()) / 1000000;
+    int64_t valid_ms = gi.valid_until_mono_ns == IK_FOREVER
+                           ? -1
+                           : (gi.valid_until_mono_ns - ik__boot_ns()) / 1000000;
 
     ik__buf *b = x->rs->body;
     ik__buf_puts(b, "{");
@@ -833,8 +736,8 @@ static void h_routes(ik__ctx *x)
     for (size_t i = 0; i < ik__nroutes; i++) {
         const ik__route_key *k = &ik__route_keys[i];
         const ik__route *r = &ik__routes[i];
-        ik__buf_printf(b, "%-4s %-26s %s%s\n", http_method_str((enum http_method)k->method),
-                       k->pattern, r->help, needs_token(x->srv, r->flags) ? " [token]" : "");
+        ik__buf_printf(b, "%-4s %-26s %s%s\n", ik__http_method_name(k->method), k->pattern, r->help,
+                       needs_token(x->srv, r->flags) ? " [token]" : "");
     }
 }
 
@@ -908,15 +811,15 @@ size_t ik__dispatch(ik__worker *w, ik__req *rq, ik__resp *rs)
         for (unsigned m = 0; m < 64; m++) {
             if (!(allow & (UINT64_C(1) << m))) continue;
             int n = snprintf(list + len, sizeof list - len, "%s%s", len ? ", " : "",
-                             http_method_str((enum http_method)m));
+                             ik__http_method_name(m));
             if (n > 0 && (size_t)n < sizeof list - len) len += (size_t)n;
         }
         ik__reply_error(rs, 405, "method_not_allowed", "%s is not allowed here; use %s",
-                        http_method_str((enum http_method)rq->method), list);
+                        ik__http_method_name(rq->method), list);
         ik__resp_header(rs, "Allow: %s", list);
         return first;
     }
     ik__reply_error(rs, 404, "not_found", "no route %s %.*s; GET / lists the routes",
-                    http_method_str((enum http_method)rq->method), QUOTE(rq->path));
+                    ik__http_method_name(rq->method), QUOTE(rq->path));
     return ik__nroutes;
 }

@@ -20,32 +20,32 @@
 #define IK_ROUTE_PAGE 8u    /* a page for browsers: a 401 offers Basic auth too */
 
 #define IK_ROUTE_TABLE(R)                                                                          \
-    R(HTTP_GET, "/api/snowflake/get/{key}", h_leaf_snowflake, IK_ROUTE_AUTH | IK_ROUTE_LEAF,       \
+    R(IK_HTTP_GET, "/api/snowflake/get/{key}", h_leaf_snowflake, IK_ROUTE_AUTH | IK_ROUTE_LEAF,    \
       "one snowflake ID, text/plain (Leaf-compatible; {key} is ignored)")                          \
-    R(HTTP_GET, "/api/segment/get/{tag}", h_leaf_segment, IK_ROUTE_AUTH | IK_ROUTE_LEAF,           \
+    R(IK_HTTP_GET, "/api/segment/get/{tag}", h_leaf_segment, IK_ROUTE_AUTH | IK_ROUTE_LEAF,        \
       "one segment ID of TAG, text/plain (Leaf-compatible)")                                       \
-    R(HTTP_GET, "/v1/snowflake", h_snowflake, IK_ROUTE_AUTH,                                       \
+    R(IK_HTTP_GET, "/v1/snowflake", h_snowflake, IK_ROUTE_AUTH,                                    \
       "?count=N (1..max-batch) snowflake IDs: JSON {\"ids\":[\"...\"]}, or one a line with "       \
       "?format=text or Accept: text/plain")                                                        \
-    R(HTTP_GET, "/v1/segment/{tag}", h_segment, IK_ROUTE_AUTH,                                     \
+    R(IK_HTTP_GET, "/v1/segment/{tag}", h_segment, IK_ROUTE_AUTH,                                  \
       "?count=N segment IDs of TAG (unique, increasing per server)")                               \
-    R(HTTP_GET, "/v1/sequence/{tag}", h_sequence, IK_ROUTE_AUTH,                                   \
+    R(IK_HTTP_GET, "/v1/sequence/{tag}", h_sequence, IK_ROUTE_AUTH,                                \
       "?count=N contiguous sequence IDs of TAG, each durably recorded first")                      \
-    R(HTTP_GET, "/v1/decode/{id}", h_decode, IK_ROUTE_AUTH,                                        \
+    R(IK_HTTP_GET, "/v1/decode/{id}", h_decode, IK_ROUTE_AUTH,                                     \
       "the time, worker and sequence inside an ID (JSON)")                                         \
-    R(HTTP_GET, "/v1/status", h_status, IK_ROUTE_AUTH,                                             \
+    R(IK_HTTP_GET, "/v1/status", h_status, IK_ROUTE_AUTH,                                          \
       "app, backend, layout, worker slot, lease, clock, generator and segment tags (JSON)")        \
-    R(HTTP_POST, "/v1/tags", h_tag_create, IK_ROUTE_AUTH,                                          \
+    R(IK_HTTP_POST, "/v1/tags", h_tag_create, IK_ROUTE_AUTH,                                       \
       "create a tag: JSON {\"tag\",\"kind\",\"start\",\"step\",\"description\"}; 201")             \
-    R(HTTP_GET, "/v1/tags", h_tag_list, IK_ROUTE_AUTH, "the app's tags (JSON)")                    \
-    R(HTTP_GET, "/v1/tags/{tag}", h_tag_get, IK_ROUTE_AUTH, "one tag (JSON)")                      \
-    R(HTTP_GET, "/healthz", h_healthz, 0, "200 while the process serves")                          \
-    R(HTTP_GET, "/readyz", h_readyz, 0, "200 only while a snowflake ID can be issued now")         \
-    R(HTTP_GET, "/v1/workers", h_workers, IK_ROUTE_AUTH,                                           \
+    R(IK_HTTP_GET, "/v1/tags", h_tag_list, IK_ROUTE_AUTH, "the app's tags (JSON)")                 \
+    R(IK_HTTP_GET, "/v1/tags/{tag}", h_tag_get, IK_ROUTE_AUTH, "one tag (JSON)")                   \
+    R(IK_HTTP_GET, "/healthz", h_healthz, 0, "200 while the process serves")                       \
+    R(IK_HTTP_GET, "/readyz", h_readyz, 0, "200 only while a snowflake ID can be issued now")      \
+    R(IK_HTTP_GET, "/v1/workers", h_workers, IK_ROUTE_AUTH,                                        \
       "the app's worker slots: holder, since, time record, and which is this server (JSON)")       \
-    R(HTTP_GET, "/v1/routes", h_routes, IK_ROUTE_AUTH, "this list, text/plain")                    \
-    R(HTTP_GET, "/metrics", h_metrics, IK_ROUTE_AUTH | IK_ROUTE_METRICS, "Prometheus metrics")     \
-    R(HTTP_GET, "/", h_page, IK_ROUTE_AUTH | IK_ROUTE_PAGE,                                        \
+    R(IK_HTTP_GET, "/v1/routes", h_routes, IK_ROUTE_AUTH, "this list, text/plain")                 \
+    R(IK_HTTP_GET, "/metrics", h_metrics, IK_ROUTE_AUTH | IK_ROUTE_METRICS, "Prometheus metrics")  \
+    R(IK_HTTP_GET, "/", h_page, IK_ROUTE_AUTH | IK_ROUTE_PAGE,                                     \
       "the status page (HTML): this server, the app's worker slots, the tags, an ID decoder")
 
 #endif

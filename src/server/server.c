@@ -35,7 +35,6 @@
 #include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,39 +73,6 @@ void ik_server_config_init(ik_server_config *c)
     c->quiet = 0;
     c->shutdown_timeout_ms = 5000;
     c->log_sequence_commits = 0;
-}
-
-/* ---- logging --------------------------------------------------------------------------- */
-
-int64_t ik__now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-void ik__log(const char *fmt, ...)
-{
-    char line[1024];
-    size_t n = ik__fmt_iso8601(line, ik__now_ms());
-    int k = snprintf(line + n, sizeof line - n, " idkeeper[%d]: ", (int)getpid());
-    if (k > 0) n += (size_t)k;
-    va_list ap;
-    va_start(ap, fmt);
-    k = vsnprintf(line + n, sizeof line - n - 1, fmt, ap);
-    va_end(ap);
-    if (k > 0) n += (size_t)k < sizeof line - n - 1 ? (size_t)k : sizeof line - n - 2;
-    line[n++] = '\n';
-    /* One write(2) per line, so lines of different threads never interleave. */
-    ssize_t w = write(STDERR_FILENO, line, n);
-    (void)w;
-}
-
-/* The library's log lines (ik_set_log), in the daemon's format. */
-static void library_log(void *ctx, const char *line)
-{
-    (void)ctx;
-    ik__log("%s", line);
 }
 
 /* ---- start-up helpers ------------------------------------------------------------------- */
@@ -373,6 +339,19 @@ static void server_free(ik__server *srv)
     pthread_mutex_destroy(&srv->gaps_mu);
 }
 
+/* The metrics' labels of the counters by row: the route table's patterns and
+ * "other" (no route matched), the RESP command table's names and "unknown". */
+static void set_labels(ik__server *srv)
+{
+    for (size_t i = 0; i < ik__nroutes; i++)
+        srv->route_labels[i] = ik__route_keys[i].pattern;
+    srv->route_labels[ik__nroutes] = "other";
+    srv->nroute_labels = ik__nroutes + 1;
+    for (size_t i = 0; i <= ik__resp_ncmds; i++)
+        srv->resp_labels[i] = ik__resp_cmd_name(i);
+    srv->nresp_labels = ik__resp_ncmds + 1;
+}
+
 /* Everything up to serving. Returns 0, or -1 after logging why (what it set up is
  * freed by server_free). */
 static int server_start(ik__server *srv, const ik_server_config *cfg)
@@ -387,9 +366,10 @@ static int server_start(ik__server *srv, const ik_server_config *cfg)
     srv->shutdown_timeout_ms = cfg->shutdown_timeout_ms;
     srv->max_header_bytes = cfg->max_header_bytes;
     atomic_init(&srv->connections, 0);
+    set_labels(srv);
     if (check_config(cfg) != 0) return -1;
     raise_fd_limit(cfg);
-    ik_set_log(library_log, NULL);
+    ik_set_log(ik__log_library, NULL);
     if (cfg->http_token && *cfg->http_token) {
         srv->token = strdup(cfg->http_token);
         if (!srv->token) abort();

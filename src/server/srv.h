@@ -1,7 +1,26 @@
-/* srv.h: the daemon's internal structures, shared by server.c (start-up, signals,
- * shutdown), loop.c (event loops, connections, HTTP framing, pending answers),
- * routes.c (the route table and its handlers) and metrics.c (per-thread counters,
- * Prometheus text).
+/* srv.h: the daemon's internal structures and the calls between its files.
+ *
+ * The daemon's files in layers; calls go down only (no file calls one above it or
+ * beside it in a cycle; tests/tools/callcycles.py checks the built objects):
+ *
+ *   server.c                 start-up, signals, shutdown, the metric labels
+ *   loop.c                   the event loops: listeners, timers, the done queue
+ *   http_conn.c resp_conn.c  HTTP and RESP on the connection core (ik__proto)
+ *   routes.c resp_cmds.c     the HTTP route table, the RESP command table
+ *   page.c                   the status page and /v1/workers (for routes.c)
+ *   issue.c                  what both front doors share: issuing IDs, the refusals
+ *   conn.c                   the connection core (conn.h)
+ *   pend.c                   pending answers (pend.h) and the end of a loop
+ *   httpreply.c ready.c metrics.c log.c
+ *                            HTTP answers; readiness; the metrics registry; the log
+ *   reqparse.c resp.c httputil.c
+ *                            pure: HTTP framing (the only user of the HTTP parser library), the
+ *                            RESP parser and writers, buffers and small parsers
+ *
+ * Where a lower file must reach a higher one it does so through a function pointer
+ * the higher one set: the core reaches a protocol through its ik__proto, a pending
+ * answer its connection's protocol through c->proto->answer, the metrics their
+ * labels through the tables server.c fills in at start.
  *
  * Threads and ownership
  * - The main thread (ik_server_run) owns the ik__server: it opens the backend,
@@ -9,27 +28,27 @@
  *   lease, binds the sockets, starts one ik__worker thread per event loop, then waits
  *   for SIGTERM/SIGINT.
  * - Each ik__worker runs its own uv_loop on its own thread, with its own listening
- *   socket (SO_REUSEPORT: the kernel spreads connections). A connection (ik__conn)
+ *   sockets (SO_REUSEPORT: the kernel spreads connections). A connection (ik__conn)
  *   lives and dies on the loop that accepted it; nothing about it is shared.
  * - Shared and read-only while loops run: the config, the generator, the lease,
  *   the allocators and the coord handle (the library makes their calls thread-safe),
- *   the token.
+ *   the token, the metric labels.
  * - Shared and written: srv->connections and srv->phase (atomic); each worker's
  *   metrics, which only their own loop writes (relaxed stores) and /metrics reads
  *   (relaxed loads); each worker's completion queue (done_mu), which library threads
  *   append to and the loop drains.
  *
- * Pending answers (the store is never waited for on a loop)
+ * Pending answers (the store is never waited for on a loop; pend.h)
  * - A handler that needs the store (segment with both blocks empty, every sequence
  *   request, the tag routes) hands an ik__pend to the library (its callback runs on a
- *   library thread) or to libuv's thread pool, and returns it in rs->pend. The loop
- *   queues it on the connection, in request order, and goes on.
+ *   library thread) or to libuv's thread pool, and returns it (HTTP: rs->pend). The
+ *   protocol queues it on the connection, in request order, and goes on.
  * - The library callback copies the IDs into the ik__pend, appends it to the worker's
  *   completion queue and wakes the loop (uv_async_send on w->done, under done_mu, so
  *   the handle cannot close in between). The thread pool's after-work callback runs
- *   on the loop itself. Either way the loop renders the answer into the ik__pend.
+ *   on the loop itself. Either way the protocol renders the answer into the ik__pend.
  * - Answers leave a connection in request order: a pending answer holds back the
- *   ones behind it (they wait, serialized, in their own ik__pend).
+ *   ones behind it (they wait, serialized, in held ik__pends).
  * - The callback never touches the connection. A connection that closes while
  *   answers are pending (the client gave up: EOF, reset, or the shutdown deadline)
  *   withdraws each sequence request still queued in the library
@@ -44,22 +63,18 @@
 #ifndef IK_SRV_H
 #define IK_SRV_H
 
+#include "conn.h"
+#include "httpreply.h"
 #include "httputil.h"
+#include "pend.h"
 #include "reqparse.h"
 #include "routes.h"
 #include "server.h"
 
-#include <http_parser.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <uv.h>
 
-#define IK_READ_BUF (64 * 1024)  /* one read buffer per loop */
-#define IK_OUT_HIGH (256 * 1024) /* pause pipelined parsing above this much output */
-#define IK_LINGER_MS 2000        /* drain input this long after a final response */
-#define IK_CONN_REQ_INLINE 256
-#define IK_CONN_OUT_INLINE 512
-#define IK_PIPE_MAX 64    /* answers queued on one connection; parsing pauses beyond */
 #define IK_TAG_OPS_MAX 32 /* tag routes in the thread pool at once, per loop */
 
 /* ---- metrics ------------------------------------------------------------------ */
@@ -107,9 +122,7 @@ static inline void ik__count_n(_Atomic uint64_t *c, uint64_t n)
 /* Index of status in the requests array. */
 int ik__metric_code_index(int status);
 
-/* Why a pending answer lost its connection (ik__pend.gone); names in ik__gone_text
- * (log lines) and ik__gone_label (metric labels). */
-enum { IK_GONE_NO = 0, IK_GONE_CLIENT, IK_GONE_SHUTDOWN, IK_GONE_TOO_LARGE, IK_GONE_N };
+/* The names of IK_GONE_* (pend.h): in log lines, and as metric labels. */
 extern const char *const ik__gone_text[IK_GONE_N];
 extern const char *const ik__gone_label[IK_GONE_N];
 
@@ -150,6 +163,13 @@ typedef struct ik__server {
     int64_t started_ms; /* Unix ms at start */
     int read_timeout_ms, idle_timeout_ms, shutdown_timeout_ms;
     uint32_t max_header_bytes;
+    /* Labels of the counters by row (server.c fills them in at start, from the
+     * tables above the metrics): HTTP routes, the last "other"; RESP commands, the
+     * last "unknown". */
+    const char *route_labels[IK_N_ROUTES_MAX];
+    size_t nroute_labels;
+    const char *resp_labels[IK_RESP_CMDS_MAX];
+    size_t nresp_labels;
 } ik__server;
 
 /* One event loop and its thread. Allocated 64-byte aligned so that no two loops'
@@ -159,10 +179,11 @@ struct ik__worker {
     ik__server *srv;
     int index;
     uv_loop_t loop;
-    uv_tcp_t listener;
+    ik__listener listener;              /* HTTP */
+    ik__listener resp_listener;         /* RESP (--resp; .ready 0: none) */
     uv_async_t stop;                    /* main thread -> loop: start draining */
     uv_timer_t sweep;                   /* timeouts and the Date header, every sweep_ms */
-    uv_timer_t sf_timer;                /* retries the snowflake requests in sf_head (routes.c) */
+    uv_timer_t sf_timer;                /* retries the snowflake requests in sf_head (issue.c) */
     struct ik__pend *sf_head, *sf_tail; /* snowflake requests waiting, FIFO by qnext */
     uint64_t sweep_ms;
     uint64_t accept_logged_ms; /* last "accept failed" line, uv_now ms (0: none) */
@@ -177,10 +198,10 @@ struct ik__worker {
     struct ik__pend *spare;                 /* ctx for the next allocator call (reused if unused) */
     int fd;                                 /* listening socket until the loop owns it */
     int resp_fd;                            /* the RESP listening socket (-1: none) */
-    struct ik__rworker *rw;                 /* the RESP front door of this loop (resp_conn.c) */
-    int loop_ready, listener_ready, thread_started, done_ready;
+    struct ik__rkinds *rkinds;              /* RESP: tag -> kind learnt (resp_cmds.h) */
+    int loop_ready, thread_started, done_ready;
     pthread_t thread;
-    struct ik__conn *conns; /* every open connection (for the sweep) */
+    ik__conn *conns; /* every open connection, of either protocol (conn.c) */
     int draining;
     uint64_t drain_deadline; /* loop ms */
     char *rbuf;              /* IK_READ_BUF: reads land here, parsed at once */
@@ -195,75 +216,6 @@ struct ik__worker {
 };
 
 /* ---- requests and responses ----------------------------------------------------- */
-
-typedef struct ik__resp {
-    int status;
-    const char *ctype; /* static string */
-    ik__buf *body;     /* the loop's scratch; handlers append */
-    char extra[512];   /* extra header lines, each ending in \r\n */
-    size_t extra_len;
-    struct ik__pend *pend; /* non-NULL: the answer comes later (see "Pending answers") */
-} ik__resp;
-
-/* What a pending answer waits for. */
-typedef enum ik__op {
-    IK_OP_SEGMENT = 1,
-    IK_OP_SEQUENCE,
-    IK_OP_TAG_CREATE,
-    IK_OP_TAG_GET,
-    IK_OP_TAG_LIST,
-    IK_OP_WORKERS,  /* GET /v1/workers: the app's slots */
-    IK_OP_PAGE,     /* GET /: slots and tags for the status page */
-    IK_OP_HELD,     /* a ready answer held behind a pending one */
-    IK_OP_SNOWFLAKE /* a snowflake request the generator asked to retry (IK_AGAIN) */
-} ik__op;
-
-/* The tag routes' work in the thread pool: inputs and results. */
-typedef struct ik__tagop {
-    uv_work_t work;
-    ik__tag_body body; /* create: the request */
-    ik_tag_info info;  /* create: the tag read back (or the one in the way); get */
-    int have_info;
-    ik_tag_info *list; /* list, page (ik_free) */
-    size_t nlist;
-    int list_rc;         /* page: the tags list's result */
-    ik_slot_info *slots; /* workers, page (ik_free) */
-    size_t nslots;
-    int slots_rc;    /* page: the slots list's result */
-    char decode[24]; /* page: the ?decode= ID asked for, "" if none */
-    char why[256];   /* create: the library's reason */
-} ik__tagop;
-
-/* One answer of a connection, pending or held (see "Pending answers"). */
-typedef struct ik__pend {
-    struct ik__pend *next;  /* the connection's answers, in request order (loop) */
-    struct ik__pend *qnext; /* the worker's done queue (done_mu) */
-    struct ik__conn *conn;  /* NULL once the connection closed (loop thread only) */
-    struct ik__worker *w;
-    uint8_t op;   /* ik__op */
-    uint8_t fmt;  /* IK_FMT_* */
-    uint8_t leaf; /* Leaf route: one ID, no newline */
-    uint8_t keep, http10, done;
-    uint8_t gone;   /* IK_GONE_*: why its connection dropped it (loop thread only) */
-    uint16_t route; /* row of the route table (RESP: of the command table), for the metrics */
-    uint8_t resp;   /* a RESP answer: resp_conn.c renders it, rconn is its connection */
-    uint8_t rshape; /* RESP: the answer's shape (resp_cmds.c) */
-    uint8_t rproto; /* RESP: protocol version of the connection when asked (2 or 3) */
-    uint8_t rflip;  /* RESP INCR/INCRBY: may be asked again of the other kind once */
-    struct ik__rconn *rconn; /* RESP: NULL once the connection closed (loop thread only) */
-    uint32_t n;              /* IDs asked for */
-    char tag[IK_TAG_NAME_MAX + 1];
-    /* set by the callback, read by the loop after the done queue hand-over: */
-    int rc;        /* 0 or the library's error */
-    int64_t first; /* contiguous answers (sequence): first + i */
-    int64_t *ids;  /* else the IDs (ids_inline or malloc'ed) */
-    size_t nids;
-    int64_t ids_inline[4];
-    ik__tagop *tagop;
-    ik_snowflake_try sf; /* IK_OP_SNOWFLAKE: the request's state; IDs in ids[0..n-1] */
-    ik__buf out;         /* the serialized answer, once done */
-    char out_inline[256];
-} ik__pend;
 
 typedef struct ik__ctx {
     ik__server *srv;
@@ -290,34 +242,12 @@ extern const size_t ik__nroutes;
  * loop thread. */
 size_t ik__dispatch(ik__worker *w, ik__req *rq, ik__resp *rs);
 
-/* Writes a JSON error {"error":code,"message":...} into rs with status. */
-void ik__reply_error(ik__resp *rs, int status, const char *code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
 /* Renders a pending answer that came back (p->rc, p->ids...) into rs. Loop thread. */
 void ik__pend_render(ik__worker *w, ik__pend *p, ik__resp *rs);
-
-/* p, out with the library, has lost its connection: if it is a sequence request
- * still queued (its write has not begun), withdraws it from the library and returns
- * 1: nothing is committed for it, its callback never runs, and the caller settles
- * and frees p. Else 0: p comes back later. Loop thread, before phase 2 only (after
- * it, always 0). */
-int ik__pend_withdraw(ik__worker *w, ik__pend *p);
-
-/* A detached p (p->conn NULL, p->gone set) came back: a sequence range committed
- * for it is a gap, logged ("tag gap tag=T first=A count=K why=...") and counted.
- * Does not free p. Loop thread. */
-void ik__pend_orphaned(ik__worker *w, ik__pend *p);
 
 /* Adds n gap IDs of tag for reason why (IK_GONE_*) to the server's counts. Any
  * thread. */
 void ik__gap_add(ik__server *srv, const char *tag, int why, uint64_t n);
-
-/* Adds a header line ("Name: value") to rs. */
-void ik__resp_header(ik__resp *rs, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-/* Why no snowflake ID can be issued now, into why; 0 if one can. Any thread. */
-int ik__not_ready(ik__server *srv, char *why, size_t len);
 
 /* Renders the status page (page.c) from what the thread pool listed into p->tagop
  * and the server's own state. Loop thread. */
@@ -343,14 +273,6 @@ void ik__worker_stop(ik__worker *w);
 /* Asks w to close its use of the allocators (phase 2). Any thread; once, after
  * ik__worker_stop. */
 void ik__worker_close_stores(ik__worker *w);
-/* A new ik__pend of w (the daemon aborts on ENOMEM). Any thread. */
-ik__pend *ik__pend_new(ik__worker *w);
-/* Frees p and what it holds. */
-void ik__pend_free(ik__pend *p);
-/* Hands p (its result set) back to its loop. Library threads (any thread). */
-void ik__pend_post(ik__pend *p);
-/* Hands p (its result set) back: on the loop thread itself (thread-pool after-work). */
-void ik__pend_complete(ik__worker *w, ik__pend *p);
 /* Closes whatever ik__worker_init opened and frees w's buffers (not w). Call after
  * the thread has been joined, or if it never started. */
 void ik__worker_teardown(ik__worker *w);
@@ -379,11 +301,6 @@ int ik__issue_into(ik__worker *w, ik__pend *p, ik__op op, int64_t *ids);
  * it comes back through ik__pend_complete with p->rc and p->ids[0..p->nids-1]. Or
  * the generator's refusal. The caller sets how to render *pend. Loop thread. */
 int ik__sf_issue(ik__worker *w, uint32_t n, int64_t *ids, ik__pend **pend);
-/* Counts one more ik__pend out with the library or the thread pool. Loop thread. */
-void ik__pend_submitted(ik__worker *w);
-/* Writes "the layout's time field ran out on DATE ..." into why (truncated to len).
- * Any thread. */
-void ik__layout_end_why(const ik__server *srv, char *why, size_t len);
 /* Names the generator's refusal rc: returns the HTTP status (503 for SPEC 3's
  * refusals and a layout whose time field ran out, else 500), sets *code and writes a message into
  * msg. Loop thread. */
@@ -394,35 +311,40 @@ int ik__gen_error(ik__worker *w, int rc, const char **code, char *msg, size_t le
 int ik__store_error(ik__worker *w, int op, int rc, const char *tag, const char **code, char *msg,
                     size_t len);
 
-/* ---- the RESP front door (resp_conn.c, resp_cmds.c) ----------------------------------- */
+/* ---- the protocols on the connection core ----------------------------------------------- */
 
-/* Sets up w's RESP listener on w->resp_fd (which it takes over); 0 or a libuv
- * error. Loop set up, on the thread that calls ik__worker_init. */
+/* HTTP/1.1 (http_conn.c). */
+extern const ik__proto ik__http_proto;
+/* Refreshes the loop's cached "Date:" line (http_conn.c). Loop thread. */
+void ik__http_refresh_date(ik__worker *w);
+/* RESP (resp_conn.c): sets up w's RESP listener on w->resp_fd (which it takes
+ * over) and its tag-kind cache; 0 or a libuv error. On the thread that calls
+ * ik__worker_init, after the loop is set up. */
 int ik__resp_worker_init(ik__worker *w);
-/* Draining starts: closes the RESP listener. Loop thread. */
-void ik__resp_stop(ik__worker *w);
-/* The sweep: RESP timeouts, and closing at the drain deadline. Loop thread. */
-void ik__resp_sweep(ik__worker *w, uint64_t now);
-/* 1 while w has RESP connections open. */
-int ik__resp_busy(const ik__worker *w);
-/* A RESP answer (p->resp) came back: render it and move its connection on. Loop
- * thread; p->inflight bookkeeping already done. */
-void ik__resp_complete(ik__worker *w, ik__pend *p);
 /* Frees what ik__resp_worker_init allocated (after the loop ended). */
 void ik__resp_teardown(ik__worker *w);
 /* The name of row i of the RESP command table (lower case), NULL past its end;
- * row ik__resp_ncmds is "unknown". */
+ * row ik__resp_ncmds is "unknown" (resp_cmds.c). */
 const char *ik__resp_cmd_name(size_t i);
 extern const size_t ik__resp_ncmds;
-/* Publishes whether w has drained and ends its loop once it may (loop.c). */
-void ik__worker_maybe_end(ik__worker *w);
 
-/* ---- logging ---------------------------------------------------------------------- */
+/* ---- logging (log.c) ---------------------------------------------------------------- */
 
 /* One line on stderr: "2026-11-22T02:45:48.123Z idkeeper[pid]: message". Any thread. */
 void ik__log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
+/* The library's log lines (ik_set_log's sink), in the daemon's format. Any thread. */
+void ik__log_library(void *ctx, const char *line);
 /* Unix ms now (CLOCK_REALTIME). */
 int64_t ik__now_ms(void);
+
+/* ---- readiness (ready.c) ------------------------------------------------------------ */
+
+/* Why no snowflake ID can be issued now, into why; 0 if one can. Any thread. */
+int ik__not_ready(ik__server *srv, char *why, size_t len);
+/* Writes "the layout's time field ran out on DATE ..." into why (truncated to len).
+ * Any thread. */
+void ik__layout_end_why(const ik__server *srv, char *why, size_t len);
+/* The generator's deadline clock now, ns (ik_clock_system's mono_ns: CLOCK_BOOTTIME). */
+int64_t ik__boot_ns(void);
 
 #endif

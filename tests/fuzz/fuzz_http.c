@@ -96,7 +96,7 @@ static void on_request(ik__reqp *rp, void *ctx)
     state *st = ctx;
     st->requests++;
     check(rp->header_bytes <= rp->max_header_bytes);
-    check(rp->body_len == 0 || rp->parser.method == HTTP_POST);
+    check(rp->body_len == 0 || ik__reqp_method(rp) == IK_HTTP_POST);
     ik__req rq;
     if (ik__reqp_view(rp, &rq) != 0) return;
     const char *url = rp->req.p;
@@ -132,7 +132,7 @@ static void on_request(ik__reqp *rp, void *ctx)
         int64_t id;
         if (ik_parse_id(rq.params[0].p, rq.params[0].n, &id) == 0) check(id >= 0);
     }
-    if (rq.method == HTTP_POST) check_body(&rq.body);
+    if (rq.method == IK_HTTP_POST) check_body(&rq.body);
     if (rq.auth.n > 6) { /* as routes.c's authorized() reads "Basic <base64>" */
         char plain[768];
         long pl = ik__base64_decode(rq.auth.p + 6, rq.auth.n - 6, plain, sizeof plain);
