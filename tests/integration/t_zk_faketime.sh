@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # labels: zk notsan
 # timeout: 90
+# fixtures: zk
 # A server whose clock is behind a slot's record (libfaketime, 4 s behind) takes the
 # slot but issues nothing until its own clock has passed the record: 503 until then,
 # and every ID it issues lies above the record, so none repeats the previous

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # labels: zk
 # timeout: 120
+# fixtures: zk
 # kill -9 of a server: ZooKeeper frees its slot within the session timeout plus 2 s,
 # and the server that takes the slot issues only IDs whose time is past the slot's
 # record (which bounds every ID the dead one issued). No duplicate across both.
