@@ -272,6 +272,7 @@ proxy() {
 #                       record_ms, holder, version, owner (owner node's fields, or null)
 #   held BASE           the held workers of the app at BASE (its owner nodes), one a line
 #   wait-free BASE W SECS  waits until slot W has no owner; prints the seconds it took
+#                       and the Unix ms it saw it free ("0.00 ..." if free at once)
 #   delete PATH         tries to delete PATH without credentials: prints
 #                       "deleted", "noauth", "notempty" or "nonode"
 #   set PATH DATA       tries to overwrite PATH without credentials: prints "set" or "noauth"
@@ -330,7 +331,7 @@ try:
                 print("timeout")
                 sys.exit(1)
             time.sleep(0.05)
-        print("%.2f" % (time.monotonic() - t0))
+        print("%.2f %d" % (time.monotonic() - t0, time.time() * 1000))
     elif cmd == "delete":
         try:
             zk.delete(args[0])
