@@ -649,7 +649,8 @@ int ik__json_flat(const char *s, size_t n, ik__json_field *f, int max, char *why
 
 static unsigned hex4(const char *p)
 {
-    return (unsigned)(hexval(p[0]) << 12 | hexval(p[1]) << 8 | hexval(p[2]) << 4 | hexval(p[3]));
+    return (unsigned)hexval(p[0]) << 12 | (unsigned)hexval(p[1]) << 8 |
+           (unsigned)hexval(p[2]) << 4 | (unsigned)hexval(p[3]);
 }
 
 long ik__json_unescape(ik__span raw, char *out, size_t cap)
