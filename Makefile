@@ -5,6 +5,9 @@
 # Habits: make build | asan | tsan | fuzz | bench | format | format-check | lint | install | deb | clean
 BUILD ?= build
 JOBS ?= $(shell nproc)
+# Tests run 3 per core: most of them sleep, wait on timeouts and on each other; the
+# few that keep cores busy say "# processors: 2" (tests/CMakeLists.txt).
+TEST_JOBS ?= $(shell echo $$(( $$(nproc) * 3 )))
 CMAKE_FLAGS ?=
 WERROR ?= $(if $(CI),ON,OFF)
 HTTP ?= 127.0.0.1:8080
@@ -41,12 +44,12 @@ test: deps-test
 # ctest shows only failing tests' output; the chaos run's seed, counts and faults are
 # worth seeing in every CI log, so they are printed after a passing run too.
 test-plain: build
-	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) --timeout 600
+	cd $(BUILD) && ctest --output-on-failure -j$(TEST_JOBS) --timeout 600
 	@grep -h '^chaos:' $(BUILD)/Testing/Temporary/LastTest.log || true
 
 # ASan+UBSan: the whole suite, daemons included.
 test-asan: asan
-	cd build-asan && ctest --output-on-failure -j$(JOBS) --timeout 600 -LE nosan
+	cd build-asan && ctest --output-on-failure -j$(TEST_JOBS) --timeout 600 -LE nosan
 
 # TSan: the multithreaded unit tests.
 test-tsan: tsan
