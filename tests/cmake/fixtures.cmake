@@ -30,8 +30,8 @@
 # Call ik_fixture_require from the directory that added TEST (CMake sets test
 # properties only there).
 
-set(IK_FIXTURES_DIR ${CMAKE_BINARY_DIR}/fixtures)
-
+# State directories: ${CMAKE_BINARY_DIR}/fixtures/NAME (the top build directory, the
+# same from every CMakeLists that calls these; include this file from any of them).
 # ik_fixture_define(NAME): the start and stop tests of fixture NAME, once per build.
 function(ik_fixture_define name)
   get_property(done GLOBAL PROPERTY IK_FIXTURES_DEFINED)
@@ -42,7 +42,7 @@ function(ik_fixture_define name)
   if(NOT EXISTS ${script})
     message(FATAL_ERROR "fixture '${name}': no ${script} (tests/cmake/fixtures.cmake says what it must do)")
   endif()
-  set(dir ${IK_FIXTURES_DIR}/${name})
+  set(dir ${CMAKE_BINARY_DIR}/fixtures/${name})
   set(env "IK_SRC=${CMAKE_SOURCE_DIR};IK_BUILD=${CMAKE_BINARY_DIR}")
   add_test(NAME fixture/${name}.start COMMAND bash ${script} start ${dir})
   set_tests_properties(fixture/${name}.start PROPERTIES
@@ -63,6 +63,6 @@ function(ik_fixture_require test)
     ik_fixture_define(${name})
     string(TOUPPER ${name} up)
     set_property(TEST ${test} APPEND PROPERTY FIXTURES_REQUIRED ${name})
-    set_property(TEST ${test} APPEND PROPERTY ENVIRONMENT "IK_FIXTURE_${up}=${IK_FIXTURES_DIR}/${name}")
+    set_property(TEST ${test} APPEND PROPERTY ENVIRONMENT "IK_FIXTURE_${up}=${CMAKE_BINARY_DIR}/fixtures/${name}")
   endforeach()
 endfunction()
