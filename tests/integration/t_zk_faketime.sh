@@ -65,9 +65,12 @@ for ((k = 0; k < 400; k++)); do
   sleep 0.05
 done
 [ -n "$first_ok" ] || fail "b never issued"
-(( refused > 0 )) || fail "b issued at once, with its clock ${BEHIND_S} s behind (4 s behind the record)"
 (( first_ok >= rec + BEHIND_MS - 50 )) ||
   fail "b issued at real time $first_ok, before its clock (${BEHIND_S} s behind) passed the record $rec"
+# (a b that issued at once would fail the line above: its clock was behind the record
+# when it started; refusals show the wait itself, unless b was that slow to answer)
+(( refused > 0 )) ||
+  log "b never had to refuse: its first answer came $((first_ok - t_start)) ms after its start, when its clock had passed the record (a slow machine)"
 log "b refused $refused times, issued from real time $first_ok ($((first_ok - t_start)) ms after start, record + ${BEHIND_S} s = $((rec + BEHIND_MS)))"
 fetch_ids "$pb" 20000 "$T/ids.b"
 ids_time_check "$T/ids.b" "$rec"
