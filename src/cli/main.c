@@ -91,7 +91,7 @@ static const ik_cli_command commands[] = {
 };
 
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
-#define IK_COUNT_ONE(name, opts) +1
+#define IK_COUNT_ONE(name, opts) +1 /* NOLINT(bugprone-macro-parentheses): a term of a sum */
 _Static_assert(NCOMMANDS == 0 IK_CLI_COMMANDS(IK_COUNT_ONE),
                "every command of the table is listed in commands.h (IK_CLI_COMMANDS)");
 

@@ -352,7 +352,7 @@ int ik_slot_lease_begin(ik_coord *c, ik_snowflake *g, const ik_lease_options *o,
     l->choice = o->choice;
     l->interval_ms = o->persist_interval_ms;
     const char *stall = getenv("IDKEEPER_TEST_PERSIST_STALL_MS");
-    l->test_stall_ms = stall ? atoll(stall) : 0;
+    l->test_stall_ms = stall ? strtoll(stall, NULL, 10) : 0;
     l->on_state = o->on_state;
     l->ctx = o->ctx;
     l->worker = -1;

@@ -260,7 +260,7 @@ int ik_segment_next(ik_segment *s, const char *tag, size_t n, int64_t *ids, ik_i
     if (!w) return IK_ENOMEM;
     *w = (seg_waiter){NULL, n, cb, ctx, mono_ns() + s->o.wait_ms * 1000000, NULL, 0};
     pthread_mutex_lock(&s->map_mu);
-    if ((t = map_find(s, tag))) { /* confirmed meanwhile: retry the fast way */
+    if (map_find(s, tag)) { /* confirmed meanwhile: retry the fast way */
         pthread_mutex_unlock(&s->map_mu);
         free(w);
         return ik_segment_next(s, tag, n, ids, cb, ctx);

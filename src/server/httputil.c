@@ -587,8 +587,8 @@ int ik__json_flat(const char *s, size_t n, ik__json_field *f, int max, char *why
 
 static unsigned hex4(const char *p)
 {
-    return (unsigned)(ik__hexval(p[0]) << 12 | ik__hexval(p[1]) << 8 | ik__hexval(p[2]) << 4 |
-                      ik__hexval(p[3]));
+    return (unsigned)ik__hexval(p[0]) << 12 | (unsigned)ik__hexval(p[1]) << 8 |
+           (unsigned)ik__hexval(p[2]) << 4 | (unsigned)ik__hexval(p[3]);
 }
 
 long ik__json_unescape(ik__span raw, char *out, size_t cap)

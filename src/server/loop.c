@@ -60,7 +60,7 @@ int ik__worker_init(ik__server *srv, ik__worker *w)
     if ((r = ik__listener_open(w, &w->listener, fd, &ik__http_proto)) != 0) return r;
     if ((r = uv_async_init(&w->loop, &w->stop, on_stop)) != 0) return r;
     w->stop.data = w;
-    if ((r = pthread_mutex_init(&w->done_mu, NULL)) != 0) return UV_ENOMEM;
+    if (pthread_mutex_init(&w->done_mu, NULL) != 0) return UV_ENOMEM;
     if ((r = uv_async_init(&w->loop, &w->done, ik__pend_drain)) != 0) {
         pthread_mutex_destroy(&w->done_mu);
         return r;

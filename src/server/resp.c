@@ -152,10 +152,9 @@ static int add_arg(ik__respp *p, uint32_t off, uint32_t len)
  * sdssplitargs does. Returns 0 or IK_RESPP_ERROR. */
 static int split_inline(ik__respp *p)
 {
-    char *s = p->args.p;
     size_t n = p->args.len, r = 0, w = 0;
     ik__buf_reserve(&p->args, 1); /* the last NUL may land at n */
-    s = p->args.p;
+    char *s = p->args.p;
     for (;;) {
         while (r < n && isspace((unsigned char)s[r]))
             r++;
@@ -351,6 +350,7 @@ static void put_line(ik__buf *b, char type, const char *s, size_t n)
 {
     char *d = ik__buf_reserve(b, n + 3);
     d[0] = type;
+    /* NOLINTNEXTLINE(bugprone-not-null-terminated-result): a RESP frame, not a C string */
     memcpy(d + 1, s, n);
     d[n + 1] = '\r';
     d[n + 2] = '\n';

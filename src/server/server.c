@@ -378,6 +378,7 @@ static int server_start(ik__server *srv, const ik_server_config *cfg)
 
     srv->nworkers = cfg->threads > 0 ? cfg->threads : default_threads();
     if (srv->nworkers > IK_MAX_THREADS) srv->nworkers = IK_MAX_THREADS;
+    /* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers to workers */
     srv->workers = calloc((size_t)srv->nworkers, sizeof *srv->workers);
     if (!srv->workers) abort();
     for (int i = 0; i < srv->nworkers; i++) {

@@ -3,6 +3,7 @@
 # variants: local zk
 # timeout.local: 120
 # timeout.zk: 180
+# fixtures.zk: zk
 # A restarted server never hands out an ID at or below one handed out before the
 # restart (issue 4 acceptance), for segment and sequence tags on local: or zk://
 # (IK_STORE), after kill -9 and after SIGTERM, with a second server serving the same

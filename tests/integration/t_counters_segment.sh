@@ -3,6 +3,7 @@
 # variants: local zk
 # timeout.local: 240
 # timeout.zk: 300
+# fixtures.zk: zk
 # Segment IDs across 4 servers on one store (issue 4 acceptance), local: (one data
 # directory) or zk:// (one ZooKeeper), from IK_STORE: 4 daemons serve one segment
 # tag concurrently, over 2,000,000 IDs in all: no duplicate, and each server's IDs

@@ -3,6 +3,7 @@
 # variants: local zk
 # timeout.local: 180
 # timeout.zk: 240
+# fixtures.zk: zk
 # Sequence IDs across 4 servers on one store (issue 4 acceptance), local: (one data
 # directory) or zk:// (one ZooKeeper), from IK_STORE: 4 daemons, 32 keep-alive
 # connections each (hammer) for 10 s, one tag. The union of all IDs is exactly one

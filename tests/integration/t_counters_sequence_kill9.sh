@@ -3,6 +3,7 @@
 # variants: local zk
 # timeout.local: 180
 # timeout.zk: 240
+# fixtures.zk: zk
 # Sequence IDs across 4 servers on local: or zk:// (IK_STORE) with one killed -9 in
 # the middle (issue 4 acceptance): no duplicate, and every gap lies in IDs the dead
 # server committed but had not answered.

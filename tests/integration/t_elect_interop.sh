@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # labels: recipes zk interop
 # timeout: 240
+# fixtures: zk
 # Two C candidates (libidkeeper) and one Apache Curator LeaderLatch (Java) on one
 # election path: exactly one leader at any time, by the "lead"/"unlead" times each
 # records on CLOCK_MONOTONIC; when the leader resigns, another leads at once, by

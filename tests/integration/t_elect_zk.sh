@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # labels: recipes zk
 # timeout: 180
+# fixtures: zk
 # idkeeper elect on zk://: one leader at a time among 3 candidates; the leader
 # killed -9 -> another leads within the session timeout + 1 s; a leader whose CMD
 # ends (it resigns) -> another leads within 50 ms.

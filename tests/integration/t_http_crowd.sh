@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # labels: http
 # timeout: 300
+# processors: 2
 # A crowd against one daemon (issue 5): 5,000 idle connections and 100 slowloris
 # clients (headers trickling in a byte at a time) are open at once, and a new client
 # still gets an ID quickly. The server runs with its default limits, started from a

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # labels: http
 # timeout: 240
+# processors: 2
 # The js53 layout keeps every ID below 2^53, so a JavaScript number holds it exactly:
 # 1,000,000 IDs from two servers of one app (local:) are all below 2^53 and unique,
 # and they decode (server and CLI) to the worker that issued them. ?ids=number

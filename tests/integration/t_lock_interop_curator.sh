@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # labels: recipes zk interop
 # timeout: 300
+# fixtures: zk
 # C holders (libidkeeper, two processes) and Apache Curator's InterProcessMutex (a
 # JVM compiled here against Debian's jars) contend for one lock path: 300 rounds
 # each side, every holder records its enter and exit on CLOCK_MONOTONIC, and no two

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # labels: recipes zk interop
 # timeout: 180
+# fixtures: zk
 # The warning of docs/recipes.md, measured: Apache Curator's InterProcessMutex and
 # kazoo's Lock (even with extra_lock_patterns=["-lock-"]) on one path do NOT exclude
 # each other (Curator sorts kazoo's __lock__ names whole, after its own, and takes

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # labels: recipes zk
 # timeout: 300
+# fixtures: zk
 # idkeeper lock on zk://, the same cases as on local: (lock_cases.sh): 8 processes x
 # up to 200 locked increments (fewer if 60 s pass first) end at the number done, with
 # strictly increasing fences (the lock nodes' creation zxids); --timeout exits 124

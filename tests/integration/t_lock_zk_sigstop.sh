@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # labels: recipes zk
 # timeout: 120
+# fixtures: zk
 # A lock holder frozen with SIGSTOP past its session timeout: another process gets
 # the lock meanwhile; when the first wakes, it learns its session expired, its CMD
 # gets SIGTERM and `idkeeper lock` exits with the loss code (125); the two grants'

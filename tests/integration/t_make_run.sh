@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # labels: make nosan
 # timeout: 600
+# resource_lock: compile
+# processors: 2
 # The README's first command on a fresh clone: `make run` builds and serves on
 # local:./idkeeper-data; an ID from the Leaf route decodes to now and to the
 # server's worker number. (HTTP= moves it off 8080 so the test never collides.)

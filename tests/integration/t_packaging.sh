@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # labels: packaging nosan
 # timeout: 1800
+# resource_lock: compile
+# processors: 2
 # The Debian packages, built the way `make deb` builds them (in a copy of the tree under
 # $T, never in the source tree) and checked the way an operator uses them:
 #   A  lintian reports no error (warnings are listed in the log);

@@ -2,6 +2,7 @@
 # labels: page browser
 # variants: local zk
 # timeout: 300
+# processors: 2
 # The status page in a real browser (Debian's headless Chromium through chromedriver
 # and python3-selenium; tests/tools/page_check.py says what it checks): a 3-server
 # app on local: (with the js53 layout) or zk:// (the default layout), s1 with a

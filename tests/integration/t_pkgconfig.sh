@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # labels: nosan
+# resource_lock: compile
 # idkeeper.pc, installed (cmake --install into a scratch DESTDIR), is enough to build
 # a program against libidkeeper both ways: shared (pkg-config --libs) and static
 # (pkg-config --static --libs, against a tree that has only libidkeeper.a, so the link

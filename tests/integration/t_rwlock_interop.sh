@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # labels: recipes zk interop
 # timeout: 180
+# fixtures: zk
 # ik_rwlock and Curator's InterProcessReadWriteLock (__READ__ / __WRIT__ nodes) on
 # one path: a writer of either kind excludes readers and writers of both; readers
 # of both kinds share; a reader does not overtake a writer that queued before it.

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # labels: zk
 # timeout: 90
+# fixtures: zk
 # With --zk-auth, the app's nodes carry a digest ACL: the app's credentials have
 # every right, the world may only read. Other clients (kazoo without credentials, or
 # with other credentials) cannot delete or overwrite a slot node or its owner node;

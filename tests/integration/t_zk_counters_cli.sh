@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # labels: zk counters cli interop
 # timeout: 240
+# fixtures: zk
 # Tags on zk:// through the CLI and as other ZooKeeper clients see them:
 #   - idkeeper tags add/list/show --coord zk://...: text and JSON, exit 3 for a
 #     duplicate (nothing changed), 4 for a missing tag, apps as namespaces, 8

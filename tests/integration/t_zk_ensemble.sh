@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # labels: zk
 # timeout: 150
+# processors: 2
 # A 3-server ZooKeeper ensemble: its leader is killed (kill -9) while 4 idkeeper
 # servers serve continuously. No duplicate ID, every server serves again after the
 # election, and a second leader change (the old leader back, the new one killed)

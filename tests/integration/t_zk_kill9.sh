@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # labels: zk
 # timeout: 120
+# fixtures: zk
 # kill -9 of a server: ZooKeeper frees its slot within the session timeout plus 2 s,
 # and the server that takes the slot issues only IDs whose time is past the slot's
 # record (which bounds every ID the dead one issued). No duplicate across both.
@@ -18,14 +19,28 @@ kill -KILL "${SERVER_PID[a]}"
 t_kill=$(now_ms)
 fetch_stop
 log "a killed; $(wc -l <"$T/ids.a") IDs from it"
-[ "$(slot_json 5 | jq -r '.owner.identity')" = a ] || fail "slot 5 lost its owner before the session timeout: $(slot_json 5)"
+# The owner node must outlive a's death by about the session timeout. ZooKeeper may
+# expire the session up to a third of the timeout after a's last ping, before the
+# kill: an empty owner seen within half the timeout of the kill is an early release;
+# one seen later (a loaded machine) proves nothing either way.
+owner=$(slot_json 5 | jq -r '.owner.identity')
+seen_ms=$(( $(now_ms) - t_kill ))
+if [ "$owner" != a ]; then
+  (( seen_ms > ZK_SESSION_MS / 2 )) || fail "slot 5 lost its owner ${seen_ms} ms after kill -9, before the session timeout: $(slot_json 5)"
+  log "slot 5's owner read only ${seen_ms} ms after the kill (a slow machine): too late to check it was kept"
+fi
 
 limit_s=$(( (ZK_SESSION_MS + 2000) / 1000 ))
-zk_tool wait-free "$(app_base)" 5 "$limit_s" >/dev/null ||
+out=$(zk_tool wait-free "$(app_base)" 5 "$limit_s") ||
   fail "slot 5 still held ${limit_s}s after kill -9"
-freed_ms=$(( $(now_ms) - t_kill ))
-(( freed_ms <= ZK_SESSION_MS + 2000 )) || fail "slot 5 freed after ${freed_ms} ms"
-pass "slot freed ${freed_ms} ms after kill -9 (session timeout ${ZK_SESSION_MS} ms)"
+freed_ms=$(( ${out#* } - t_kill ))
+if [ "${out%% *}" = 0.00 ] && (( freed_ms > ZK_SESSION_MS + 2000 )); then
+  # free at the first look, which came late (a loaded machine): it was freed earlier
+  log "slot 5 first seen free ${freed_ms} ms after kill -9 (a slow machine): the bound is not checked"
+else
+  (( freed_ms <= ZK_SESSION_MS + 2000 )) || fail "slot 5 freed after ${freed_ms} ms"
+fi
+pass "slot freed by ${freed_ms} ms after kill -9 (session timeout ${ZK_SESSION_MS} ms)"
 
 rec=$(slot_json 5 | jq -r .record_ms)
 amax=$(ids_time_max "$T/ids.a")

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # labels: zk
 # timeout: 120
+# fixtures: zk
 # A server frozen with SIGSTOP for longer than its session timeout while another
 # server takes its slot, then SIGCONT: the woken one issues no ID under its old
 # worker number (503 until it holds a lease again; a request queued while it was

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # labels: zk
 # timeout: 180
+# fixtures: zk
 # 32 servers with --worker-range 0-31 started all at once hold 32 distinct slots (as
 # each says, and as ZooKeeper says); a 33rd exits non-zero naming the range and the
 # holders; the IDs of all 32 hold no duplicate and carry each server's own worker.

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # labels: zk
 # timeout: 90
+# fixtures: zk
 # A restarted server with the same identity gets its old slot back (SIGTERM, then
 # start again), even with a random slot choice and other servers around; one with
 # a new identity takes another free slot. IDs across both lives are unique.

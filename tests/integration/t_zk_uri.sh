@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # labels: zk
 # timeout: 60
+# fixtures: zk
 # zk:// URIs are checked strictly (a reason for each refusal), an unreachable
 # ZooKeeper makes `serve` exit non-zero within about the session timeout, and
 # `idkeeper workers --coord zk://...` lists the slots: holder, since, record.

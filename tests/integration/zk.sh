@@ -2,11 +2,19 @@
 #
 # Debian's zookeeper package, started with java directly (never the init scripts), on
 # free loopback ports with fresh data dirs under $T, a 256 MiB heap and tickTime 500 ms
-# (so sessions may be as short as 1 s and tests run fast). Every server started here
-# is stopped when the test exits, pass or fail. A server that does not answer within
-# ZK_START_TIMEOUT seconds (default 30) fails the test loudly: no test passes without
-# a ZooKeeper. Benchmarks may set ZK_JAVA_OPTS (default -XX:TieredStopAtLevel=1: a
-# quick start, a slower steady state) and ZK_FORCE_SYNC=yes (fsync every write).
+# (so sessions may be as short as 1 s and tests run fast): tests/fixtures/zk_jvm.sh.
+# Every server started here is stopped when the test exits, pass or fail. A server
+# that does not answer within ZK_START_TIMEOUT seconds (default 120) fails the test
+# loudly: no test passes without a ZooKeeper.
+#
+# The shared server: a test whose header says "# fixtures: zk" (tests/fixtures/README)
+# runs with IK_FIXTURE_ZK set, and zk_start_standalone then boots no JVM: it uses the
+# one ZooKeeper the fixture started for the whole stage, under a chroot of the test's
+# own (ZK_CONNECT="127.0.0.1:PORT/ik-TEST-PID"; zk_uri, zk_tool and the interop
+# helpers all work under it), and fails the test loudly if that server does not
+# answer. What would stop, kill, proxy or reconfigure the shared server (zk_stop,
+# zk_start, zk_proxy_start, zk_start_ensemble) fails the test loudly there: a test
+# that needs them does not declare the fixture and gets a server of its own.
 #
 #   zk_start_standalone          one server; sets ZK_CONNECT ("127.0.0.1:PORT")
 #   zk_start_ensemble N          N servers (N=3 for a quorum); waits for a leader
@@ -24,8 +32,8 @@
 #   zk_tool CMD ARGS...          the kazoo helper (an independent client): see below
 #   zk_port I                    client port of server I
 
-ZK_CLASSPATH=${ZK_CLASSPATH:-/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar}
-ZK_TICK_MS=${ZK_TICK_MS:-500}
+# shellcheck source=../fixtures/zk_jvm.sh
+source "$IK_SRC/tests/fixtures/zk_jvm.sh"
 ZK_START_TIMEOUT=${ZK_START_TIMEOUT:-120} # generous: a loaded machine is slow to start a JVM
 ZK_N=0
 ZK_CONNECT=
@@ -61,40 +69,24 @@ zk_4lw() {
 }
 
 _zk_write_cfg() { # I CPORT [server lines]
-  local i=$1 dir=$T/zk$1
-  mkdir -p "$dir/data"
-  {
-    echo "tickTime=$ZK_TICK_MS"
-    echo "initLimit=20"
-    echo "syncLimit=10"
-    echo "dataDir=$dir/data"
-    echo "clientPort=$2"
-    echo "clientPortAddress=127.0.0.1"
-    echo "maxClientCnxns=0"
-    echo "minSessionTimeout=$((2 * ZK_TICK_MS))"
-    echo "maxSessionTimeout=120000"
-    echo "4lw.commands.whitelist=*"
-    echo "admin.enableServer=false"
-    echo "preAllocSize=4096"
-    echo "autopurge.purgeInterval=0"
-    shift 2
-    for l in "$@"; do echo "$l"; done
-  } >"$dir/zoo.cfg"
+  local i=$1
+  shift
+  zk_jvm_cfg "$T/zk$i" "$@"
+}
+
+# _zk_not_shared WHAT: fails the test if it uses the shared server (IK_FIXTURE_ZK).
+_zk_not_shared() {
+  [ -z "${IK_FIXTURE_ZK:-}" ] ||
+    fail "$1 on the shared ZooKeeper (this test declares '# fixtures: zk'): a test that stops, restarts, proxies or reconfigures ZooKeeper needs a server of its own; remove the fixture from its header"
 }
 
 # zk_start I: starts server I in the background (its config must exist).
 zk_start() {
   local i=$1 dir=$T/zk$1
+  _zk_not_shared "zk_start $i"
   [ -f "$dir/zoo.cfg" ] || fail "zk_start: no server $i"
   [ -n "${ZK_PID[$i]:-}" ] && kill -0 "${ZK_PID[$i]}" 2>/dev/null && fail "zk_start: server $i runs already"
-  # -Dzookeeper.forceSync=no: tests need no fsync durability and slow disks would
-  # otherwise make sessions time out; kill -9 of the JVM keeps the page cache.
-  # shellcheck disable=SC2086 # ZK_JAVA_OPTS is a list of options
-  java -Xmx256m -Xms32m -XX:+UseSerialGC -Xss512k ${ZK_JAVA_OPTS--XX:TieredStopAtLevel=1} \
-    -Dorg.slf4j.simpleLogger.defaultLogLevel=warn -Dorg.slf4j.simpleLogger.showDateTime=true \
-    -Dzookeeper.forceSync="${ZK_FORCE_SYNC:-no}" -Dzookeeper.jmx.log4j.disable=true -Djava.net.preferIPv4Stack=true \
-    -cp "$ZK_CLASSPATH" org.apache.zookeeper.server.quorum.QuorumPeerMain "$dir/zoo.cfg" \
-    >>"$T/zk$i.log" 2>&1 &
+  zk_jvm_exec "$dir" >>"$T/zk$i.log" 2>&1 &
   ZK_PID[$i]=$!
   log "zk: server $i started (pid ${ZK_PID[$i]}, client port ${ZK_CPORT[$i]})"
 }
@@ -102,6 +94,7 @@ zk_start() {
 # zk_stop I [SIGNAL]: stops server I (SIGKILL by default: a crash) and reaps it.
 zk_stop() {
   local i=$1 sig=${2:-KILL} pid=${ZK_PID[$1]:-}
+  _zk_not_shared "zk_stop $i"
   [ -n "$pid" ] || return 0
   kill -CONT "$pid" 2>/dev/null || true
   kill -"$sig" "$pid" 2>/dev/null || true
@@ -159,6 +152,10 @@ IK_CLEANUPS+=(_zk_cleanup)
 
 zk_start_standalone() {
   ((ZK_N == 0)) || fail "zk_start_standalone: ZooKeeper runs already"
+  if [ -n "${IK_FIXTURE_ZK:-}" ]; then
+    _zk_use_shared
+    return
+  fi
   ZK_N=1
   ZK_CPORT[1]=$(_zk_port)
   _zk_write_cfg 1 "${ZK_CPORT[1]}"
@@ -169,8 +166,37 @@ zk_start_standalone() {
   log "zk: standalone serving at $ZK_CONNECT after $((SECONDS - t0))s"
 }
 
+# _zk_use_shared: zk_start_standalone under the fixture: the shared server (its
+# address in $IK_FIXTURE_ZK/env, written by tests/fixtures/zk.sh start) with a fresh
+# chroot node /ik-TEST-PID, created here so that every client (idkeeper, kazoo,
+# Curator, the C client) may work under it at once.
+_zk_use_shared() {
+  local env=$IK_FIXTURE_ZK/env chroot
+  [ -r "$env" ] || fail "zk: no $env: the shared ZooKeeper (fixture zk) did not start; see the test fixture/zk.start"
+  # shellcheck disable=SC1090 # written by tests/fixtures/zk.sh start
+  source "$env"
+  [ -n "${ZK_SHARED_PORT:-}" ] || fail "zk: $env names no ZK_SHARED_PORT"
+  chroot=/ik-$(basename "$0" .sh)${IK_STORE:+.$IK_STORE}-$$
+  ZK_CONNECT=127.0.0.1:$ZK_SHARED_PORT
+  ZK_CONNECT=$ZK_CONNECT /usr/bin/python3 - "$chroot" >"$T/zk-shared.err" 2>&1 <<'PY' ||
+import logging, os, sys
+logging.basicConfig(level=logging.CRITICAL)
+from kazoo.client import KazooClient
+zk = KazooClient(hosts=os.environ["ZK_CONNECT"], timeout=10)
+zk.start(timeout=30)
+zk.create(sys.argv[1])
+zk.stop()
+PY
+    fail "zk: the shared ZooKeeper at $ZK_CONNECT (fixture zk, pid ${ZK_SHARED_PID:-?}) does not answer or refused the chroot $chroot: $(tail -n 3 "$T/zk-shared.err")"
+  ZK_N=1
+  ZK_CPORT[1]=$ZK_SHARED_PORT
+  ZK_CONNECT=127.0.0.1:$ZK_SHARED_PORT$chroot
+  log "zk: shared server (fixture zk) at $ZK_CONNECT"
+}
+
 zk_start_ensemble() {
   local n=${1:-3} i
+  _zk_not_shared "zk_start_ensemble"
   ((ZK_N == 0)) || fail "zk_start_ensemble: ZooKeeper runs already"
   ZK_N=$n
   local servers=()
@@ -217,6 +243,7 @@ zk_interop_start() {
 # and ZooKeeper. Fails the test if it does not come up.
 zk_proxy_start() {
   local i
+  _zk_not_shared "zk_proxy_start"
   PP=$(zk_free_port)
   /usr/bin/python3 "$IK_SRC/tests/interop/fault_proxy.py" "$PP" "$(zk_port 1)" "$T/ctl" >"$T/proxy.log" 2>&1 &
   IK_PIDS+=($!)
@@ -245,6 +272,7 @@ proxy() {
 #                       record_ms, holder, version, owner (owner node's fields, or null)
 #   held BASE           the held workers of the app at BASE (its owner nodes), one a line
 #   wait-free BASE W SECS  waits until slot W has no owner; prints the seconds it took
+#                       and the Unix ms it saw it free ("0.00 ..." if free at once)
 #   delete PATH         tries to delete PATH without credentials: prints
 #                       "deleted", "noauth", "notempty" or "nonode"
 #   set PATH DATA       tries to overwrite PATH without credentials: prints "set" or "noauth"
@@ -303,7 +331,7 @@ try:
                 print("timeout")
                 sys.exit(1)
             time.sleep(0.05)
-        print("%.2f" % (time.monotonic() - t0))
+        print("%.2f %d" % (time.monotonic() - t0, time.time() * 1000))
     elif cmd == "delete":
         try:
             zk.delete(args[0])

@@ -4,7 +4,9 @@
  * 0 or IK_ENOMEM, never crash, and leave nothing allocated once torn down.
  *
  * Paths: the layout (which must not allocate at all), the generator, a slot lease on
- * local:, tags on local: (create, get, list), segment and sequence IDs on local:.
+ * local: (start, info, the lease thread's record writes, the slot list, release; and
+ * begin, wait_held, release), tags on local: (create, get, list), segment and
+ * sequence IDs on local:.
  *
  * The library's own calls to malloc, calloc, realloc, free, strdup, strndup and
  * posix_memalign are wrapped at link time (-Wl,--wrap=..., tests/CMakeLists.txt), so
@@ -27,6 +29,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ---- the wrappers ----------------------------------------------------------------- */
 
@@ -213,14 +216,53 @@ static int path_lease(const char *uri)
         ik_lease_options_init(&o);
         o.app = "alloc";
         o.identity = "alloc-test";
+        o.persist_interval_ms = 20;
         rc = ik_slot_lease_start(c, g, &o, &l, why, sizeof why);
     }
     if (rc == 0) {
         int64_t id;
         int r = ik_snowflake_next(g, &id);
         (void)r; /* the time guard may hold it back: not this test's concern */
+        ik_lease_info li;
+        ik_slot_lease_get_info(l, &li);
+        /* a few of the lease thread's record writes (persist_interval_ms 20: one every 10 ms) */
+        struct timespec ts = {0, 50 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    if (rc == 0) {
+        ik_slot_info *slots = NULL;
+        size_t n = 0;
+        rc = ik_slots_list(c, "alloc", &slots, &n);
+        ik_free(slots);
     }
     int r2 = ik_slot_lease_release(l);
+    if (rc == 0) rc = r2;
+    ik_snowflake_destroy(g);
+    ik_coord_close(c);
+    return rc;
+}
+
+/* The asynchronous start: begin, wait until held, release. */
+static int path_lease_begin(const char *uri)
+{
+    ik_coord *c = NULL;
+    ik_snowflake *g = NULL;
+    ik_slot_lease *l = NULL;
+    ik_layout lay;
+    ik_layout_default(&lay);
+    lay.worker_max = 3;
+    char why[256];
+    int rc = ik_coord_open(uri, NULL, &c, why, sizeof why);
+    if (rc == 0) rc = ik_snowflake_create(&lay, 5, NULL, &g);
+    if (rc == 0) {
+        ik_lease_options o;
+        ik_lease_options_init(&o);
+        o.app = "alloc-begin";
+        o.identity = "alloc-test";
+        rc = ik_slot_lease_begin(c, g, &o, &l, why, sizeof why);
+    }
+    if (rc == 0) rc = ik_slot_lease_wait_held(l, 5000, why, sizeof why);
+    int r2 = l ? ik_slot_lease_release(l) : 0;
     if (rc == 0) rc = r2;
     ik_snowflake_destroy(g);
     ik_coord_close(c);
@@ -327,6 +369,14 @@ static void lease_local(void **st)
     local_dir_remove(dir);
 }
 
+static void lease_begin_local(void **st)
+{
+    char dir[64], uri[80];
+    local_dir_make(dir, uri, "ik-alloc-begin");
+    inject("lease begin/wait_held on local:", path_lease_begin, uri);
+    local_dir_remove(dir);
+}
+
 static void tags_local(void **st)
 {
     char dir[64], uri[80];
@@ -356,6 +406,7 @@ int main(void)
         cmocka_unit_test(layout_never_allocates),
         cmocka_unit_test(generator),
         cmocka_unit_test(lease_local),
+        cmocka_unit_test(lease_begin_local),
         cmocka_unit_test(tags_local),
         cmocka_unit_test(counters_local),
     };
