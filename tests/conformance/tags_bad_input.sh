@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# labels: counters local http
+# labels: counters http
 # timeout: 300
 # Bad input on the tag routes (issue 4 acceptance, SPEC 4): an unknown tag 404
 # unknown_tag; a tag used as the other kind 409 wrong_kind; step 0, a negative start,
@@ -7,7 +7,10 @@
 # POST /v1/tags 409 tag_exists; malformed bodies 400. Each answer is a JSON error
 # with a message, refused creations leave the store as it was, and the server keeps
 # serving.
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/../integration/lib.sh"
+source "$(dirname "$0")/conf.sh"
+conf_store_start
+conf_counters
 source "$IK_SRC/tests/tools/counters.sh"
 
 fleet 1 --max-batch 100
