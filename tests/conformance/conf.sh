@@ -73,7 +73,7 @@ conf_slot_record() {
       sed -n 's/^record_ms=//p' "${uri#local:}/$app/slots/$(printf %04d "$w").slot"
       ;;
     zk)
-      local root=${uri#zk://*/}
+      local root=${uri#"zk://$ZK_CONNECT/"} # relative to ZK_CONNECT (the shared fixture adds a chroot to it)
       zk_tool slot "/$root/idkeeper/apps/$app" "$w" | jq -r .record_ms
       ;;
   esac
@@ -98,7 +98,7 @@ conf_lock_waiters() {
   case $IK_STORE in
     local) find "${uri#local:}/locks$path.lock.q" -name '[0-9]*' 2>/dev/null | wc -l ;;
     zk)
-      local root=${uri#zk://*/}
+      local root=${uri#"zk://$ZK_CONNECT/"} # relative to ZK_CONNECT (the shared fixture adds a chroot to it)
       zk_tool ls "/$root$path" 2>/dev/null | grep -c -- '-lock-' || true
       ;;
   esac
@@ -115,7 +115,7 @@ print(c.execute("SELECT max_id FROM leaf_alloc WHERE app = ? AND biz_tag = ?", s
 PY
       ;;
     zk)
-      local root=${uri#zk://*/}
+      local root=${uri#"zk://$ZK_CONNECT/"} # relative to ZK_CONNECT (the shared fixture adds a chroot to it)
       ZK_CHROOT=$root counter_raw "$tag" "$app" | cut -d' ' -f1
       ;;
   esac

@@ -158,7 +158,9 @@ case_signal_wait() {
   kill -TERM $w
   wait $w || rc=$?
   [ $rc = 143 ] || fail "a waiter given SIGTERM exited $rc, not 143"
-  (($(mono_ms) - t0 < 3000)) || fail "the waiter took $(($(mono_ms) - t0)) ms to leave"
+  # at once: well before the holder's 30 s; 10 s leaves room for a loaded machine
+  # (ASan on 2 shared cores took 4.3 s once to close a ZooKeeper session)
+  (($(mono_ms) - t0 < 10000)) || fail "the waiter took $(($(mono_ms) - t0)) ms to leave"
   [ ! -e "$T/sigwait.ran" ] || fail "CMD ran"
   [ "$(NODES_LEFT /sigwait)" = 1 ] || fail "the waiter left its node or ticket behind"
   kill -TERM $holder
