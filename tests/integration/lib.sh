@@ -196,6 +196,34 @@ PY
 }
 sqlite_unlock() { touch "$T/release"; wait "$LOCK_PID" || true; }
 
+# Snowflake IDs of the default layout (41 bits of ms since the Twitter epoch, 10, 12),
+# for any backend (moved here from zk.sh for the conformance suite):
+#   ids_time_check FILE MS   every ID's time is above MS (fails the test otherwise)
+#   ids_workers FILE         the distinct worker numbers of the IDs in FILE
+#   ids_time_max FILE        the highest ID time (Unix ms) in FILE
+ids_time_check() {
+  /usr/bin/python3 - "$1" "$2" <<'PY' || fail "IDs in $1 at or below the record $2"
+import sys
+rec = int(sys.argv[2])
+bad = [l.strip() for l in open(sys.argv[1]) if l.strip() and (int(l) >> 22) + 1288834974657 <= rec]
+if bad:
+    print("%d IDs at or below %d, e.g. %s (time %d)" % (len(bad), rec, bad[0], (int(bad[0]) >> 22) + 1288834974657), file=sys.stderr)
+    sys.exit(1)
+PY
+}
+
+ids_workers() {
+  /usr/bin/python3 -c '
+import sys
+print("\n".join(str(w) for w in sorted({(int(l) >> 12) & 1023 for l in open(sys.argv[1]) if l.strip()})))' "$1"
+}
+
+ids_time_max() {
+  /usr/bin/python3 -c '
+import sys
+print(max(((int(l) >> 22) + 1288834974657 for l in open(sys.argv[1]) if l.strip()), default=0))' "$1"
+}
+
 # grepq [GREP ARGS...]: `grep -q` that reads its input to the end. Under pipefail,
 # `producer | grep -q PATTERN` fails at random: grep exits at the first match and a
 # producer still writing dies of SIGPIPE (ldd, zcat, curl, redis-cli...).

@@ -3,7 +3,7 @@
 # timeout: 120
 # The CLI against a real server: decode of a served ID shows now and the server's
 # worker; next fetches a million IDs fast, unique and increasing; next reports
-# server errors in one line; workers lists the holder.
+# server errors in one line.
 source "$(dirname "$0")/lib.sh"
 cd "$T"
 
@@ -66,21 +66,6 @@ grep -q '^idkeeper: next: .*(HTTP 404' "$T/err" || fail "next error: $(cat "$T/e
 log "next refusal: $(cat "$T/err")"
 pass "next reports a refusal in one line, exit 1"
 
-# ---- workers ---------------------------------------------------------------------------
-"$IK_BIN" workers --coord "local:$T/data" --app cliapp >"$T/w" || fail "workers failed"
-cat "$T/w" >&2
-head -n 1 "$T/w" | grepq '^WORKER *STATE *HOLDER *SINCE *RECORD *DETAIL' || fail "workers: no header"
-grep -Eq "^$worker +held +cli1 +20[0-9-]+T" "$T/w" || fail "workers does not show cli1 holding $worker"
-IDKEEPER_COORD="local:$T/data" IDKEEPER_APP=cliapp "$IK_BIN" workers --json |
-  jq -e ".app == \"cliapp\" and (.slots[] | select(.worker == $worker) | .state == \"held\" and .holder == \"cli1\" and .since_ms > 0)" >/dev/null ||
-  fail "workers --json: $("$IK_BIN" workers --coord "local:$T/data" --app cliapp --json)"
-"$IK_BIN" workers --coord "local:$T/data" --app otherapp | wc -l | grepq -x 1 || fail "workers of an unused app should be the header alone"
-pass "workers lists the holder"
-
-# after a clean stop the slot shows free, with its time record
+# (idkeeper workers on each backend: the conformance group tests/conformance/cli.sh)
 kill -TERM "${SERVER_PID[cli1]}"
 wait "${SERVER_PID[cli1]}" || fail "server did not exit 0 on SIGTERM"
-"$IK_BIN" workers --coord "local:$T/data" --app cliapp --json |
-  jq -e "(.slots[] | select(.worker == $worker) | .state == \"free\" and .record_ms >= $t_ms)" >/dev/null ||
-  fail "after SIGTERM: $("$IK_BIN" workers --coord "local:$T/data" --app cliapp)"
-pass "workers shows the released slot free, with its time record"

@@ -6,7 +6,7 @@
 # /readyz, and keeps serving everything else; never a 500. The layout is the
 # default (41 bits of ms from 2010-11-04, ending in 2080): libfaketime moves the
 # server's clock 60 years ahead a few seconds after it started, once it holds its
-# slot (FAKETIME_START_AFTER_SECONDS). Both clocks move, as in t_zk_faketime.sh.
+# slot (FAKETIME_START_AFTER_SECONDS). Both clocks move, as in tests/conformance/slots_time.sh.
 source "$(dirname "$0")/lib.sh"
 
 LIBFAKETIME=

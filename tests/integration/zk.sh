@@ -372,8 +372,7 @@ PYEOF
 #   st_check OUT.st FROM TO ok|down  requests sent in [FROM, TO] (Unix ms) all got
 #                                 200 (ok) or none did (down); fails otherwise
 #   fetch_stop                    stops every fetch_loop and waits for them
-#   ids_time_check FILE MS        every ID's time (default layout) is above MS
-#   ids_workers FILE              the distinct worker numbers of the IDs in FILE
+#   (ids_time_check, ids_workers, ids_time_max: in lib.sh)
 ZK_SESSION_MS=${ZK_SESSION_MS:-4000}
 ZK_CHROOT=${ZK_CHROOT:-t}
 FETCH_PIDS=()
@@ -421,32 +420,6 @@ fetch_stop() {
   for p in "${FETCH_PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
   FETCH_PIDS=()
   rm -f "$T/fetch.stop"
-}
-
-# ids_time_check FILE MS: fails unless every ID in FILE was issued in a millisecond
-# above MS (default layout: 41 bits of ms since the Twitter epoch, 10, 12).
-ids_time_check() {
-  /usr/bin/python3 - "$1" "$2" <<'PY' || fail "IDs in $1 at or below the record $2"
-import sys
-rec = int(sys.argv[2])
-bad = [l.strip() for l in open(sys.argv[1]) if l.strip() and (int(l) >> 22) + 1288834974657 <= rec]
-if bad:
-    print("%d IDs at or below %d, e.g. %s (time %d)" % (len(bad), rec, bad[0], (int(bad[0]) >> 22) + 1288834974657), file=sys.stderr)
-    sys.exit(1)
-PY
-}
-
-ids_workers() {
-  /usr/bin/python3 -c '
-import sys
-print("\n".join(str(w) for w in sorted({(int(l) >> 12) & 1023 for l in open(sys.argv[1]) if l.strip()})))' "$1"
-}
-
-# ids_time_max FILE: the highest ID time (Unix ms, default layout) in FILE.
-ids_time_max() {
-  /usr/bin/python3 -c '
-import sys
-print(max(((int(l) >> 22) + 1288834974657 for l in open(sys.argv[1]) if l.strip()), default=0))' "$1"
 }
 
 now_ms() { date +%s%3N; }

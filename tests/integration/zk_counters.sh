@@ -1,5 +1,6 @@
 # zk_counters.sh: the counters' store on zk://, sourced by tests/tools/counters.sh
-# when IK_STORE=zk (t_zk_counters_*.sh and the zk variant of t_counters_*.sh), after
+# when IK_STORE=zk (t_zk_counters_*.sh and the zk variant of t_counters_*.sh; the
+# conformance groups take counter_raw from here too, tests/conformance/conf.sh), after
 # zk.sh. Starts a standalone ZooKeeper (unless one runs already), points counters.sh
 # at it (DATA=zk://.../t, servers with --zk-session-timeout $ZK_SESSION_MS, 4 s) and
 # adds:

@@ -1,8 +1,9 @@
-# counters.sh: helpers for the segment and sequence tests (t_counters_*.sh,
-# t_zk_counters_*.sh), sourced after tests/integration/lib.sh. Every ID a client
+# counters.sh: helpers for the segment and sequence tests (tests/conformance/tags_*.sh,
+# t_counters_*.sh, t_zk_counters_*.sh), sourced after tests/integration/lib.sh. Every ID a client
 # receives is kept in a file and checked with tests/tools/idcheck.py.
 #
-# The store comes from IK_STORE (CTest sets it for the tests with "# variants:"):
+# The store comes from IK_STORE (CTest sets it for the tests with "# variants:"),
+# or from tests/conformance/conf.sh (conf_counters) in the conformance suite:
 #   local (default)  servers on local:$T/data, like processes of one host
 #   zk               a standalone ZooKeeper (tests/integration/zk.sh), DATA=zk://.../t,
 #                    and the helpers of tests/integration/zk_counters.sh (counter_raw...)
@@ -78,9 +79,10 @@ stop_clean() {
   if grep -qE 'runtime error|Sanitizer' "$T/$1.log"; then fail "sanitizer report: $(cat "$T/$1.log")"; fi
 }
 
-# The store.
+# The store, unless a conformance group set it already (tests/conformance/conf.sh,
+# conf_counters: DATA, SERVE_ARGS and the backend's hooks).
 IK_STORE=${IK_STORE:-local}
-case $IK_STORE in
+[ -n "${CONF_COUNTERS:-}" ] || case $IK_STORE in
   local)
     DATA=${DATA:-local:$T/data}
     SERVE_ARGS=()

@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
 # labels: counters
-# variants: local zk
 # timeout.local: 180
 # timeout.zk: 240
 # fixtures.zk: zk
@@ -12,7 +11,10 @@
 # commits meet ZBADVERSION at least once on the way, and the node's first 8 bytes
 # are max_id as Curator's DistributedAtomicLong encodes it. Every range a server
 # logged (log_sequence_commits) was answered.
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/../integration/lib.sh"
+source "$(dirname "$0")/conf.sh"
+conf_store_start
+conf_counters
 source "$IK_SRC/tests/tools/counters.sh"
 
 export IDKEEPER_LOG_SEQUENCE_COMMITS=1
@@ -44,12 +46,10 @@ for s in s1 s2 s3 s4; do
 done
 pass "each server's commit log and ik_sequence_ids_total match what its clients received"
 
-if [ "$IK_STORE" = zk ]; then
-  # an independent client reads the node: max_id in the first 8 bytes, big-endian
-  raw=$(counter_raw orders | cut -d' ' -f1)
-  [ "$raw" = "$end" ] || fail "the node's first 8 bytes say $raw, the tag's max_id is $end"
-  pass "node data: max_id $raw as an 8-byte big-endian integer"
-fi
+# an independent client reads the store (on zk:// the node's first 8 bytes, big-endian)
+raw=$(conf_counter_raw "$DATA" orders)
+[ "$raw" = "$end" ] || fail "the store says $raw (read without idkeeper), the tag's max_id is $end"
+pass "the store, read without idkeeper: max_id $raw"
 
 # a sequence request of count=N answers N consecutive IDs
 ids=$(curl -fsS "$(url s3)/v1/sequence/orders?count=500" | jq -r '.ids[]')

@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
 # labels: counters
-# variants: local zk
 # timeout.local: 180
 # timeout.zk: 240
 # fixtures.zk: zk
@@ -13,8 +12,8 @@
 # to stderr (one unbuffered write) for each range it hands to a request, after the
 # store acknowledged the write and before the answer is queued. Each server's
 # clients (hammer) record every ID they receive. After the run the store's max_id
-# (END, read through the daemons' /v1/tags; on zk:// checked against the node's
-# first 8 bytes) closes the run, and tests/tools/idcheck.py kill9 checks: no ID
+# (END, read through the daemons' /v1/tags, checked against the store read without
+# idkeeper, conf_counter_raw) closes the run, and tests/tools/idcheck.py kill9 checks: no ID
 # answered twice; each server answered only IDs it logged; no two servers logged
 # overlapping ranges; the survivors answered every ID they logged; and every ID of
 # START..END-1 that nobody received lies either in a range the dead server logged
@@ -23,7 +22,10 @@
 # committed but the kill stopped before the committer logged its ranges. Nothing
 # else may be missing: on zk:// a survivor's write whose answer was lost would have
 # to be settled by the backend (no "tag gap" line), not left as a hole.
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/../integration/lib.sh"
+source "$(dirname "$0")/conf.sh"
+conf_store_start
+conf_counters
 source "$IK_SRC/tests/tools/counters.sh"
 
 export IDKEEPER_LOG_SEQUENCE_COMMITS=1
@@ -45,9 +47,7 @@ done
 [ "$(hammer_field hs2 errors)" -gt 0 ] || log "note: s2's clients lost no request in flight"
 
 end=$(tag_field s1 orders max_id)
-if [ "$IK_STORE" = zk ]; then
-  [ "$(counter_raw orders | cut -d' ' -f1)" = "$end" ] || fail "the node and /v1/tags disagree on max_id"
-fi
+[ "$(conf_counter_raw "$DATA" orders)" = "$end" ] || fail "the store and /v1/tags disagree on max_id"
 "${IDCHECK[@]}" kill9 1 "$end" s2 \
   s1="$T/hs1.ids:$T/s1.log" s2="$T/hs2.ids:$T/s2.log" \
   s3="$T/hs3.ids:$T/s3.log" s4="$T/hs4.ids:$T/s4.log" >"$T/check" || fail "kill -9 check failed"

@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # labels: counters
-# variants: local zk
-# timeout.local: 120
+# timeout.local: 180
 # timeout.zk: 180
 # fixtures.zk: zk
 # A restarted server never hands out an ID at or below one handed out before the
@@ -12,7 +11,10 @@
 # Sequence: the server holds no state; every range is a fresh advance. On zk://,
 # after kill -9 the old ZooKeeper session outlives the process (4 s): the restarted
 # server works on a new one, since nothing of a tag depends on a session.
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/../integration/lib.sh"
+source "$(dirname "$0")/conf.sh"
+conf_store_start
+conf_counters
 source "$IK_SRC/tests/tools/counters.sh"
 
 fleet 2
