@@ -104,7 +104,7 @@ void ik__zk_describe_holders(const char *chroot, struct _zhandle *zh,
  */
 typedef struct ik__zk_tags ik__zk_tags;
 
-ik__zk_tags *ik__zk_tags_new(void);
+int ik__zk_tags_new(ik__zk_tags **out, char *why, size_t why_len);
 void ik__zk_tags_free(ik__zk_tags *t);
 
 int ik__zk_tag_create(struct ik__backend *be, const char *app, const ik_tag_info *t, char *why,

@@ -88,7 +88,6 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -132,21 +131,26 @@ struct ik__zk_tags {
 /* ------------------------------------------------------------------------------
  * Per-backend state
  */
-ik__zk_tags *ik__zk_tags_new(void)
+int ik__zk_tags_new(ik__zk_tags **out, char *why, size_t why_len)
 {
-    ik__zk_tags *t = calloc(1, sizeof *t);
-    if (!t) return NULL;
     uint64_t r[2];
-    if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) {
-        r[0] = (uint64_t)ik__mono_ns() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)t;
-        r[1] = r[0] * UINT64_C(0x9E3779B97F4A7C15);
-    }
+    /* The nonce tells this writer's counter updates from every other's when an
+     * answer is lost (docs/zookeeper.md): a guessable one could settle another
+     * writer's range as ours, so no randomness is an error, never a clock seed. */
+    int err = ik__random_bytes((unsigned char *)r, sizeof r);
+    if (err)
+        return ik__fail(IK_ESTORE, why, why_len,
+                        "no randomness from the kernel for the tag writers' nonce (errno %d)",
+                        -err);
+    ik__zk_tags *t = calloc(1, sizeof *t);
+    if (!t) return IK_ENOMEM;
     t->nonce = r[0] ? r[0] : 1;
     atomic_init(&t->count, 0);
     atomic_init(&t->rng, r[1] | 1);
     for (int i = 0; i < STRIPES; i++)
         pthread_mutex_init(&t->stripe[i].mu, NULL);
-    return t;
+    *out = t;
+    return IK_OK;
 }
 
 void ik__zk_tags_free(ik__zk_tags *t)

@@ -69,6 +69,9 @@ int ik__ids_waiter_finish(ik__ids_waiter *w, int rc);
  * errno with out "" when no randomness is to be had: never a weaker UUID.
  * ik__uuid4_format: the UUID of 16 given bytes (version and variant bits set). */
 #define IK__UUID_SIZE 37
+/* Fills b with n bytes of the kernel's randomness (getrandom(2), else /dev/urandom
+ * where getrandom is refused). 0, or a negated errno: never weaker bytes. */
+int ik__random_bytes(unsigned char *b, size_t n);
 int ik__uuid4(char out[IK__UUID_SIZE]);
 void ik__uuid4_format(const unsigned char r[16], char out[IK__UUID_SIZE]);
 

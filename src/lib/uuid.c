@@ -14,8 +14,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-/* Fills b with n random bytes. Returns 0 or a negated errno. */
-static int random_bytes(unsigned char *b, size_t n)
+int ik__random_bytes(unsigned char *b, size_t n)
 {
     size_t got = 0;
     while (got < n) {
@@ -61,7 +60,7 @@ void ik__uuid4_format(const unsigned char r[16], char out[IK__UUID_SIZE])
 int ik__uuid4(char out[IK__UUID_SIZE])
 {
     unsigned char b[16];
-    int rc = random_bytes(b, sizeof b);
+    int rc = ik__random_bytes(b, sizeof b);
     if (rc != 0) {
         out[0] = '\0';
         return rc;

@@ -72,11 +72,14 @@ int ik__zk_fail(int zrc, char *why, size_t why_len, const char *what)
 }
 
 /* ------------------------------------------------------------------------------
- * URI: zk://HOST:PORT[,HOST:PORT...][/CHROOT]. Its syntax is checked once, by
- * ik_coord_open before any backend opens; here it is only taken apart.
+ * URI: zk://HOST:PORT[,HOST:PORT...][/CHROOT]. ik_coord_open checks its syntax
+ * before any backend opens; parse_uri asks the same check (zk_uri.c) again, so a
+ * caller that reaches the backend another way meets the one rule too.
  */
 static int parse_uri(const char *uri, char **hosts, char **chroot, char *why, size_t why_len)
 {
+    int rc = ik__zk_uri_check(uri, why, why_len); /* the one syntax check (zk_uri.c) */
+    if (rc) return rc;
     if (strncmp(uri, "zk://", 5) != 0) return ik__fail(IK_EURI, why, why_len, "not a zk:// URI");
     const char *p = uri + 5;
     const char *slash = strchr(p, '/');
