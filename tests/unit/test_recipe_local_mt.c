@@ -272,8 +272,10 @@ static void test_election(void **st)
     assert_int_equal(ik_election_resign(e1), 0);
     assert_int_equal(ik_election_await(e2, 2000), 0);
     int64_t handover = mono_ms() - t0;
+    /* Printed, not asserted: the await above bounds it; a speed bound here would
+     * fail on a loaded machine (ground rule 5), and 50 ms told nothing anyway,
+     * since even the no-inotify fallback polls every 10 ms. */
     print_message("hand-over after resign: %lld ms\n", (long long)handover);
-    assert_true(handover < 50);
     assert_int_equal(ik_election_state(e1), IK_HOLD_IDLE);
     assert_int_equal(ik_election_leader(f->c, "/svc", &id), 0);
     assert_string_equal(id, "two");
