@@ -47,6 +47,7 @@ json_t *ik__cli_json_text(const char *s)
             o += l;
             i += l;
         } else {
+            /* NOLINTNEXTLINE(bugprone-not-null-terminated-result): bytes, with a length */
             memcpy(fixed + o, "\xEF\xBF\xBD", 3);
             o += 3;
             i++;

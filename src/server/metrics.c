@@ -9,6 +9,7 @@
  */
 #include "srv.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,9 +70,9 @@ static uint64_t sum(ik__server *srv, size_t off)
     return s;
 }
 
-/* The offset of counter c (an expression on a metrics struct m) in ik__metrics. */
-#define OFF_OF(c) ((size_t)((const char *)&(c) - (const char *)&m0))
-static const ik__metrics m0; /* only its addresses are taken */
+/* The offset of counter c (a member designator, array elements included) in
+ * ik__metrics. */
+#define OFF_OF(c) offsetof(ik__metrics, c)
 
 static void header(ik__buf *b, const char *name, const char *type, const char *help)
 {
@@ -99,16 +100,16 @@ void ik__metrics_render(ik__server *srv, ik__buf *b)
 
     counter(b, "ik_ids_issued_total", "Snowflake IDs issued by this server.", gi.issued);
     counter(b, "ik_segment_ids_total", "Segment IDs answered by this server.",
-            sum(srv, OFF_OF(m0.segment_ids)));
+            sum(srv, OFF_OF(segment_ids)));
     counter(b, "ik_sequence_ids_total", "Sequence IDs answered by this server.",
-            sum(srv, OFF_OF(m0.sequence_ids)));
+            sum(srv, OFF_OF(sequence_ids)));
     counter(b, "ik_sequence_ranges_total",
             "Sequence ranges answered, one per request (group commit: one store write "
             "carries many).",
-            sum(srv, OFF_OF(m0.sequence_ranges)));
+            sum(srv, OFF_OF(sequence_ranges)));
     counter(b, "ik_sequence_requests_withdrawn_total",
             "Sequence requests withdrawn before their commit because the client had gone.",
-            sum(srv, OFF_OF(m0.sequence_withdrawn)));
+            sum(srv, OFF_OF(sequence_withdrawn)));
     header(b, "ik_sequence_gap_ids_total", "counter",
            "Sequence IDs committed for nobody (a gap, logged as 'tag gap'), by tag and why.");
     pthread_mutex_lock(&srv->gaps_mu);
@@ -122,7 +123,7 @@ void ik__metrics_render(ik__server *srv, ik__buf *b)
     static const char *const ops[3] = {"segment", "sequence", "tags"};
     for (size_t i = 0; i < 3; i++)
         ik__buf_printf(b, "ik_store_errors_total{op=\"%s\"} %llu\n", ops[i],
-                       (unsigned long long)sum(srv, OFF_OF(m0.store_errors[i])));
+                       (unsigned long long)sum(srv, OFF_OF(store_errors[i])));
     int64_t pending = 0;
     for (int i = 0; i < srv->nworkers; i++)
         pending += atomic_load_explicit(&srv->workers[i]->m.pending, memory_order_relaxed);
@@ -132,7 +133,7 @@ void ik__metrics_render(ik__server *srv, ik__buf *b)
     for (size_t r = 0; r < srv->nroute_labels; r++) {
         const char *route = srv->route_labels[r];
         for (size_t c = 0; c < IK_N_CODES; c++) {
-            uint64_t v = sum(srv, OFF_OF(m0.requests[r][c]));
+            uint64_t v = sum(srv, OFF_OF(requests[r][c]));
             if (!v) continue;
             if (c < IK_N_CODES - 1) {
                 ik__buf_printf(b, "ik_http_requests_total{route=\"%s\",code=\"%d\"} %llu\n", route,
@@ -150,7 +151,7 @@ void ik__metrics_render(ik__server *srv, ik__buf *b)
                "answer).");
         for (size_t r = 0; r < srv->nresp_labels; r++)
             for (size_t k = 0; k < 2; k++) {
-                uint64_t v = sum(srv, OFF_OF(m0.resp_cmds[r][k]));
+                uint64_t v = sum(srv, OFF_OF(resp_cmds[r][k]));
                 if (v)
                     ik__buf_printf(b, "ik_resp_commands_total{command=\"%s\",result=\"%s\"} %llu\n",
                                    srv->resp_labels[r], k ? "error" : "ok", (unsigned long long)v);
@@ -160,13 +161,13 @@ void ik__metrics_render(ik__server *srv, ik__buf *b)
     gauge(b, "ik_http_connections", "Open HTTP connections.",
           atomic_load_explicit(&srv->connections, memory_order_relaxed));
     counter(b, "ik_http_connections_accepted_total", "HTTP connections accepted.",
-            sum(srv, OFF_OF(m0.accepted)));
+            sum(srv, OFF_OF(accepted)));
     counter(b, "ik_http_connections_rejected_total",
             "HTTP connections closed at once because max-connections were open.",
-            sum(srv, OFF_OF(m0.rejected)));
+            sum(srv, OFF_OF(rejected)));
     counter(b, "ik_http_timeouts_total",
             "HTTP connections dropped by the read, write or idle timeout.",
-            sum(srv, OFF_OF(m0.timeouts)));
+            sum(srv, OFF_OF(timeouts)));
 
     gauge(b, "ik_lease_state",
           "Worker slot lease state: 0 acquiring, 1 held, 2 in doubt, 3 lost, 4 released.",
