@@ -58,14 +58,10 @@ wait_grep() {
   return 1
 }
 
-# A TCP port that nothing listens on now (loopback).
-free_port() {
-  local p
-  while :; do
-    p=$(( 10000 + RANDOM % 22000 )) # below the ephemeral range (32768+)
-    (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null || { echo $p; return; }
-  done
-}
+# A TCP port that nothing listens on now (loopback), below the ephemeral range.
+# shellcheck source=../tools/ports.sh
+source "$IK_SRC/tests/tools/ports.sh"
+free_port() { ik_free_port; }
 
 # start_server NAME PORT [idkeeper serve args...]: starts a daemon in the
 # background, logging to $T/NAME.log; sets SERVER_PID[NAME]. Does not wait.

@@ -45,19 +45,7 @@ command -v java >/dev/null || fail "zk.sh: no java (apt-get install default-jre-
 # zk_free_port: a loopback port free now, below the kernel's ephemeral range (so no
 # outgoing connection can be holding it) and not handed out by this file before
 # (the list is a file: callers run it in a subshell, $(zk_free_port)).
-zk_free_port() {
-  local lo hi p
-  read -r lo hi </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || lo=32768
-  ((lo > 12000)) || lo=32768
-  while :; do
-    p=$((10000 + RANDOM % (lo - 10000)))
-    grep -qx "$p" "$T/.ports" 2>/dev/null && continue
-    (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null && continue
-    echo "$p" >>"$T/.ports"
-    echo "$p"
-    return
-  done
-}
+zk_free_port() { ik_free_port "$T/.ports"; }
 _zk_port() { zk_free_port; }
 
 zk_port() { echo "${ZK_CPORT[$1]}"; }
