@@ -46,7 +46,8 @@ void ik__buf_append_json_str(ik__buf *b, const char *s, size_t n);
 /* vsnprintf into out[0..cap-1] (cap >= 1), cut to fit: returns the length written
  * (0 on an encoding error), always NUL-terminated. The one formatter of the error
  * messages of both front doors (ik__reply_error, ik__resp_error). */
-size_t ik__vformat(char *out, size_t cap, const char *fmt, va_list ap);
+size_t ik__vformat(char *out, size_t cap, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
 
 /* Writes v in decimal into out (at least 20 bytes); returns the length, no NUL. */
 size_t ik__fmt_u64(char *out, uint64_t v);
