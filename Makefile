@@ -107,7 +107,7 @@ chaos: deps-test build
 install: build
 	cmake --install $(BUILD)
 
-# The Debian packages idkeeper, libidkeeper0 and libidkeeper-dev, built by
+# The Debian packages idkeeper, libidkeeper1 and libidkeeper-dev, built by
 # dpkg-buildpackage in a copy of the tree under $(DEB_OUT) and checked by lintian
 # (scripts/make-deb.sh). DEB_BUILD_OPTIONS=nocheck skips the unit tests.
 deb:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make-deb.sh [OUT]: builds the Debian packages (idkeeper, libidkeeper0,
+# make-deb.sh [OUT]: builds the Debian packages (idkeeper, libidkeeper1,
 # libidkeeper-dev) with dpkg-buildpackage in a copy of the tree under OUT (default
 # build-deb/), so the source tree is never written to, then checks them with
 # lintian: an error fails, warnings are printed. Used by `make deb` and by

@@ -3,8 +3,8 @@
 #include "cli.h"
 
 #include "idkeeper.h"
+#include "reqparse.h"
 
-#include <http_parser.h>
 #include <sqlite3.h>
 #include <uv.h>
 #ifdef IK_HAVE_ZK
@@ -17,7 +17,8 @@ int ik__cmd_version(const ik_cli_command *cmd, ik_cli_opts *o)
 {
     int rc = ik__cli_no_args(cmd, o);
     if (rc != 0) return rc;
-    unsigned long hp = http_parser_version();
+    char hp[64];
+    ik__http_lib_version(hp, sizeof hp);
     printf("idkeeper %s\n", IK_VERSION_STRING);
     printf("libidkeeper %s\n", ik_version());
     printf("libuv %s\n", uv_version_string());
@@ -27,7 +28,7 @@ int ik__cmd_version(const ik_cli_command *cmd, ik_cli_opts *o)
 #else
     printf("zookeeper (not built in)\n");
 #endif
-    printf("http_parser %lu.%lu.%lu\n", (hp >> 16) & 255, (hp >> 8) & 255, hp & 255);
+    printf("%s\n", hp);
     if (fflush(stdout) != 0) {
         ik__cli_fail(cmd, "cannot write to stdout");
         return IK_EXIT_FAIL;

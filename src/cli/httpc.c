@@ -1,9 +1,9 @@
-/* httpc.c: a minimal keep-alive HTTP/1.1 GET client over a plain socket, with
- * http_parser reading the answers (see httpc.h for what it does not do). */
+/* httpc.c: a minimal keep-alive HTTP/1.1 GET client over a plain socket, with the
+ * daemon's response parser (src/server/reqparse.h, ik__httpresp_*) reading the
+ * answers (see httpc.h for what it does not do). */
 #include "httpc.h"
 #include "options.h"
-
-#include <http_parser.h>
+#include "reqparse.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -25,8 +25,7 @@ struct ik_httpc {
     int port;
     int timeout_ms;
     int fd; /* -1: not connected */
-    http_parser parser;
-    http_parser_settings settings;
+    ik__httpresp resp;
     /* the answer being read */
     char *body;
     size_t body_len, body_cap, max_body;
@@ -35,9 +34,9 @@ struct ik_httpc {
     char rbuf[IK_HTTPC_RECV];
 };
 
-static int on_body(http_parser *p, const char *at, size_t n)
+static int on_body(void *ctx, const char *at, size_t n)
 {
-    ik_httpc *c = p->data;
+    ik_httpc *c = ctx;
     if (c->body_len + n > c->max_body) {
         c->too_large = 1;
         return 1;
@@ -59,14 +58,15 @@ static int on_body(http_parser *p, const char *at, size_t n)
     return 0;
 }
 
-static int on_message_complete(http_parser *p)
+static void on_complete(ik__httpresp *hr, void *ctx)
 {
-    ik_httpc *c = p->data;
+    ik_httpc *c = ctx;
     c->done = 1;
-    c->keep_alive = http_should_keep_alive(p);
-    http_parser_pause(p, 1);
-    return 0;
+    c->keep_alive = ik__httpresp_keep_alive(hr);
+    ik__httpresp_pause(hr);
 }
+
+static const ik__httpresp_cbs resp_cbs = {.on_body = on_body, .on_complete = on_complete};
 
 ik_httpc *ik__httpc_create(const char *host, int port, int timeout_ms)
 {
@@ -76,8 +76,6 @@ ik_httpc *ik__httpc_create(const char *host, int port, int timeout_ms)
     c->port = port;
     c->timeout_ms = timeout_ms;
     c->fd = -1;
-    c->settings.on_body = on_body;
-    c->settings.on_message_complete = on_message_complete;
     return c;
 }
 
@@ -185,8 +183,7 @@ static int attempt(ik_httpc *c, const char *req, size_t req_len, char *why, size
         ik__cli_why(why, why_len, "cannot send to %s:%d: %s", c->host, c->port, strerror(e));
         return 1;
     }
-    http_parser_init(&c->parser, HTTP_RESPONSE);
-    c->parser.data = c;
+    ik__httpresp_init(&c->resp, &resp_cbs, c);
     c->body_len = 0;
     c->done = c->keep_alive = c->too_large = 0;
     size_t got = 0;
@@ -205,7 +202,8 @@ static int attempt(ik_httpc *c, const char *req, size_t req_len, char *why, size
                         strerror(e));
             return got ? -1 : 1;
         }
-        size_t parsed = http_parser_execute(&c->parser, &c->settings, c->rbuf, (size_t)n);
+        size_t parsed;
+        int fed = ik__httpresp_feed(&c->resp, c->rbuf, (size_t)n, &parsed);
         if (n == 0 && !c->done) {
             disconnect(c);
             ik__cli_why(why, why_len, "%s:%d closed the connection %s", c->host, c->port,
@@ -218,14 +216,14 @@ static int attempt(ik_httpc *c, const char *req, size_t req_len, char *why, size
                 c->keep_alive = 0; /* bytes nobody asked for: do not trust the stream */
             break;
         }
-        if (HTTP_PARSER_ERRNO(&c->parser) != HPE_OK) {
+        if (fed == IK_FEED_ERROR) {
             disconnect(c);
             if (c->too_large)
                 ik__cli_why(why, why_len, "answer from %s:%d larger than %zu bytes", c->host,
                             c->port, c->max_body);
             else
                 ik__cli_why(why, why_len, "malformed HTTP answer from %s:%d: %s", c->host, c->port,
-                            http_errno_description(HTTP_PARSER_ERRNO(&c->parser)));
+                            ik__httpresp_error(&c->resp));
             return -1;
         }
     }
@@ -305,7 +303,7 @@ int ik__httpc_get(ik_httpc *c, const char *path, size_t max_body, ik_httpc_resp 
                 }
             }
             c->body[c->body_len] = 0;
-            r->status = (int)c->parser.status_code;
+            r->status = ik__httpresp_status(&c->resp);
             r->body = c->body;
             r->body_len = c->body_len;
             return 0;

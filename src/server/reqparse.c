@@ -275,3 +275,74 @@ int ik__reqp_view(const ik__reqp *rp, ik__req *rq)
     return ik__split_target(base, rp->url_len, rp->parser.method == HTTP_CONNECT, &rq->path,
                             &rq->query);
 }
+
+/* ---- responses ------------------------------------------------------------------ */
+
+static int resp_on_message_begin(http_parser *p)
+{
+    ik__httpresp *hr = p->data;
+    if (hr->cbs->on_begin) hr->cbs->on_begin(hr->ctx);
+    return 0;
+}
+
+static int resp_on_body(http_parser *p, const char *at, size_t len)
+{
+    ik__httpresp *hr = p->data;
+    return hr->cbs->on_body ? hr->cbs->on_body(hr->ctx, at, len) : 0;
+}
+
+static int resp_on_message_complete(http_parser *p)
+{
+    ik__httpresp *hr = p->data;
+    if (hr->cbs->on_complete) hr->cbs->on_complete(hr, hr->ctx);
+    return 0;
+}
+
+static const http_parser_settings resp_settings = {
+    .on_message_begin = resp_on_message_begin,
+    .on_body = resp_on_body,
+    .on_message_complete = resp_on_message_complete,
+};
+
+void ik__httpresp_init(ik__httpresp *hr, const ik__httpresp_cbs *cbs, void *ctx)
+{
+    memset(hr, 0, sizeof *hr);
+    http_parser_init(&hr->parser, HTTP_RESPONSE);
+    hr->parser.data = hr;
+    hr->cbs = cbs;
+    hr->ctx = ctx;
+}
+
+int ik__httpresp_feed(ik__httpresp *hr, const char *data, size_t len, size_t *used)
+{
+    *used = http_parser_execute(&hr->parser, &resp_settings, data, len);
+    enum http_errno e = HTTP_PARSER_ERRNO(&hr->parser);
+    if (e == HPE_PAUSED) return IK_FEED_PAUSED;
+    return e == HPE_OK ? IK_FEED_OK : IK_FEED_ERROR;
+}
+
+void ik__httpresp_pause(ik__httpresp *hr)
+{
+    http_parser_pause(&hr->parser, 1);
+}
+
+int ik__httpresp_status(const ik__httpresp *hr)
+{
+    return (int)hr->parser.status_code;
+}
+
+int ik__httpresp_keep_alive(const ik__httpresp *hr)
+{
+    return http_should_keep_alive(&hr->parser);
+}
+
+const char *ik__httpresp_error(const ik__httpresp *hr)
+{
+    return http_errno_description(HTTP_PARSER_ERRNO(&hr->parser));
+}
+
+void ik__http_lib_version(char *out, size_t cap)
+{
+    unsigned long v = http_parser_version();
+    snprintf(out, cap, "http_parser %lu.%lu.%lu", (v >> 16) & 255, (v >> 8) & 255, v & 255);
+}

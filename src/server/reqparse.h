@@ -1,11 +1,14 @@
 /* reqparse.h: HTTP/1.x request framing without sockets: http_parser plus the
  * daemon's limits, collecting of each request what a handler needs (method, target,
- * Accept, Authorization, body) into one buffer.
+ * Accept, Authorization, body) into one buffer. Also the response side for the
+ * clients (the CLI's src/cli/httpc.c, tests/tools/hammer.c): ik__httpresp_*.
  *
- * The seal: reqparse.h and reqparse.c are the only files of the daemon that name
- * http_parser. Everything else sees methods as IK_HTTP_* numbers, their names through
- * ik__http_method_name, and the parser's state through the ik__reqp_* calls below, so
- * that a move to another parser (llhttp) touches these two files alone.
+ * The seal: reqparse.h and reqparse.c are the only files of the tree (src, tests,
+ * bench; tests/tools/structure.sh checks) that name http_parser. Everything else sees
+ * methods as IK_HTTP_* numbers, their names through ik__http_method_name, the
+ * parser's state through the ik__reqp_* and ik__httpresp_* calls below and its
+ * version through ik__http_lib_version, so that a move to another parser (llhttp)
+ * touches these two files alone.
  *
  * http_conn.c embeds one ik__reqp per connection and feeds it what the socket reads;
  * tests/fuzz/fuzz_http.c feeds it arbitrary bytes. Nothing here touches a socket, a
@@ -110,5 +113,49 @@ int ik__reqp_view(const ik__reqp *rp, ik__req *rq);
 /* Splits a request target into path and query (origin form, or absolute form
  * through http_parser's URL parser). Returns 0, or -1 if it has no path. */
 int ik__split_target(const char *url, size_t n, int is_connect, ik__span *path, ik__span *query);
+
+/* ---- responses (clients) ---------------------------------------------------------- */
+
+typedef struct ik__httpresp ik__httpresp;
+
+/* What an ik__httpresp reports, from inside ik__httpresp_feed; each may be NULL.
+ * ctx is the one given to ik__httpresp_init. */
+typedef struct ik__httpresp_cbs {
+    /* A response starts. */
+    void (*on_begin)(void *ctx);
+    /* Body bytes at[0..n-1] (valid during the call; chunked framing removed).
+     * Non-zero refuses the response: feed returns IK_FEED_ERROR. */
+    int (*on_body)(void *ctx, const char *at, size_t n);
+    /* The whole response is in; ik__httpresp_status and ik__httpresp_keep_alive
+     * tell about it. May call ik__httpresp_pause to stop after this response. */
+    void (*on_complete)(ik__httpresp *hr, void *ctx);
+} ik__httpresp_cbs;
+
+struct ik__httpresp {
+    http_parser parser;
+    const ik__httpresp_cbs *cbs;
+    void *ctx;
+};
+
+/* Starts hr on a fresh stream of responses (call again for a new connection). cbs
+ * must outlive hr. Allocates nothing. */
+void ik__httpresp_init(ik__httpresp *hr, const ik__httpresp_cbs *cbs, void *ctx);
+/* Parses data[0..len-1] of the stream; len 0 tells that the peer closed it (ends a
+ * response framed by the close). Sets *used to the bytes consumed and returns
+ * IK_FEED_OK (all consumed), IK_FEED_PAUSED (on_complete paused: *used tells how far
+ * it got) or IK_FEED_ERROR (malformed, or on_body refused: ik__httpresp_error). */
+int ik__httpresp_feed(ik__httpresp *hr, const char *data, size_t len, size_t *used);
+/* From on_complete: stop after this response (feed returns IK_FEED_PAUSED). */
+void ik__httpresp_pause(ik__httpresp *hr);
+/* The status code of the response being read (0 before its status line). */
+int ik__httpresp_status(const ik__httpresp *hr);
+/* In on_complete: 1 if the connection may carry another request. */
+int ik__httpresp_keep_alive(const ik__httpresp *hr);
+/* After IK_FEED_ERROR: a short description of what was wrong (static text). */
+const char *ik__httpresp_error(const ik__httpresp *hr);
+
+/* The HTTP parser library and the version it reports at run time, as one line of
+ * `idkeeper version` ("NAME X.Y.Z"), into out (cap bytes, truncated, NUL-terminated). */
+void ik__http_lib_version(char *out, size_t cap);
 
 #endif

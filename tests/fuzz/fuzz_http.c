@@ -1,5 +1,5 @@
 /* fuzz_http.c: the daemon's request layer without sockets: HTTP/1.x framing
- * (reqparse.c: http_parser with the daemon's limits, keep-alive, pipelining, chunked
+ * (reqparse.c: the HTTP parser with the daemon's limits, keep-alive, pipelining, chunked
  * bodies), the request target (path, query), route matching over the daemon's own
  * route table (routes.h), and each route's input parsing: count, format, tag names
  * in the path (percent-decoded), IDs, and the JSON body of POST /v1/tags.
@@ -145,7 +145,7 @@ static void on_request(ik__reqp *rp, void *ctx)
         long k = ik__pct_decode(v, vl, d, sizeof d - 1);
         check(k < (long)sizeof d - 1 && (k < 0 || strlen(d) == (size_t)k));
     }
-    if (st->requests % 3 == 0) http_parser_pause(&rp->parser, 1);
+    if (st->requests % 3 == 0) ik__reqp_pause(rp);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -26,7 +26,9 @@ for t in dpkg-buildpackage lintian systemd-analyze man python3 pkg-config cc; do
   command -v "$t" >/dev/null || fail "$t missing (scripts/install-deps.sh test)"
 done
 version=$(sed -n 's/^#define IK_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\)$/\2/p' "$IK_SRC/include/idkeeper.h" | paste -sd.)
-major=${version%%.*}
+# The soname (and the library package libidkeeperN) is the ABI version in CMakeLists.txt.
+so=$(sed -n 's/^set(IK_SOVERSION \([0-9][0-9]*\))$/\1/p' "$IK_SRC/CMakeLists.txt")
+[ -n "$so" ] || fail "CMakeLists.txt sets no IK_SOVERSION"
 arch=$(dpkg --print-architecture)
 # Milliseconds of CLOCK_MONOTONIC, the clock the notify listener stamps its lines with.
 py_mono_ms() { python3 -c 'import time; print(int(time.monotonic() * 1000))'; }
@@ -38,24 +40,24 @@ make -C "$IK_SRC" --no-print-directory deb DEB_OUT="$T/deb" JOBS=2 DEB_BUILD_OPT
 log "make deb took $((SECONDS - t0)) s"
 [ -z "$(git -C "$IK_SRC" status --porcelain --ignored=no 2>/dev/null | grep -v '^??' || true)" ] ||
   log "note: the source tree has uncommitted changes (packaged as they are)"
-for p in idkeeper libidkeeper0 libidkeeper-dev; do
+for p in idkeeper libidkeeper$so libidkeeper-dev; do
   [ -f "$T/deb/${p}_${version}_${arch}.deb" ] || fail "no ${p}_${version}_${arch}.deb in $T/deb: $(ls "$T/deb")"
 done
 [ -f "$T/deb/lintian.log" ] || fail "lintian did not run"
 if grep -q '^E: ' "$T/deb/lintian.log"; then fail "lintian errors: $(grep '^E: ' "$T/deb/lintian.log")"; fi
 log "lintian: $(grep -c '^E: ' "$T/deb/lintian.log") errors, $(grep -c '^W: ' "$T/deb/lintian.log") warnings, $(grep -c '^I: ' "$T/deb/lintian.log") info"
 grep -E '^(W|I): ' "$T/deb/lintian.log" >&2 || true
-pass "A: make deb builds idkeeper, libidkeeper0, libidkeeper-dev $version; lintian reports no error"
+pass "A: make deb builds idkeeper, libidkeeper$so, libidkeeper-dev $version; lintian reports no error"
 
 R=$T/root
 mkdir -p "$R"
-for p in idkeeper libidkeeper0 libidkeeper-dev; do dpkg-deb -x "$T/deb/${p}_${version}_${arch}.deb" "$R"; done
+for p in idkeeper libidkeeper$so libidkeeper-dev; do dpkg-deb -x "$T/deb/${p}_${version}_${arch}.deb" "$R"; done
 LIBDIR=$R/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH)
 BIN=$R/usr/bin/idkeeper
 UNIT=$R/lib/systemd/system/idkeeper.service
 CONF=$R/etc/idkeeper/idkeeper.conf
 for f in "$BIN" "$UNIT" "$CONF" "$R/usr/share/man/man1/idkeeper.1.gz" "$R/usr/share/man/man5/idkeeper.conf.5.gz" \
-  "$R/usr/include/idkeeper.h" "$LIBDIR/libidkeeper.so.$major" "$LIBDIR/libidkeeper.a" "$LIBDIR/pkgconfig/idkeeper.pc"; do
+  "$R/usr/include/idkeeper.h" "$LIBDIR/libidkeeper.so.$so" "$LIBDIR/libidkeeper.a" "$LIBDIR/pkgconfig/idkeeper.pc"; do
   [ -e "$f" ] || fail "the packages lack ${f#"$R"}"
 done
 dpkg-deb -f "$T/deb/idkeeper_${version}_${arch}.deb" Conffiles 2>/dev/null | grepq /etc/idkeeper/idkeeper.conf ||
@@ -66,8 +68,8 @@ dpkg-deb -f "$T/deb/idkeeper_${version}_${arch}.deb" Conffiles 2>/dev/null | gre
 got=$(LD_LIBRARY_PATH=$LIBDIR "$BIN" version | head -n 2 | tr '\n' ' ')
 [ "$got" = "idkeeper $version libidkeeper $version " ] || fail "idkeeper version says '$got', the header $version"
 [ "$(dpkg-deb -f "$T/deb/idkeeper_${version}_${arch}.deb" Version)" = "$version" ] || fail "package version differs"
-soname=$(readelf -d "$LIBDIR/libidkeeper.so.$major" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
-[ "$soname" = "libidkeeper.so.$major" ] || fail "SONAME is $soname"
+soname=$(readelf -d "$LIBDIR/libidkeeper.so.$so" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
+[ "$soname" = "libidkeeper.so.$so" ] || fail "SONAME is $soname"
 grep -qx "Version: $version" "$LIBDIR/pkgconfig/idkeeper.pc" || fail "idkeeper.pc has another version"
 for m in man1/idkeeper.1 man5/idkeeper.conf.5; do
   zcat "$R/usr/share/man/$m.gz" | grepq "^\.TH .*\"idkeeper $version\"" || fail "$m does not carry version $version"
@@ -237,7 +239,7 @@ PKG_CONFIG_SYSROOT_DIR=$S PKG_CONFIG_PATH=$S${LIBDIR#"$R"}/pkgconfig \
 unset PKG_CONFIG_SYSROOT_DIR PKG_CONFIG_PATH
 out=$(LD_LIBRARY_PATH=$LIBDIR "$T/hello-shared" "local:$T/hello-data") || fail "hello-shared failed: $out"
 [ "$out" = "$version $version" ] || fail "hello-shared says '$out'"
-LD_LIBRARY_PATH=$LIBDIR ldd "$T/hello-shared" | grepq "$LIBDIR/libidkeeper.so.$major" || fail "hello-shared does not use the packaged .so"
+LD_LIBRARY_PATH=$LIBDIR ldd "$T/hello-shared" | grepq "$LIBDIR/libidkeeper.so.$so" || fail "hello-shared does not use the packaged .so"
 out=$("$T/hello-static" "local:$T/hello-data2") || fail "hello-static failed: $out"
 [ "$out" = "$version $version" ] || fail "hello-static says '$out'"
 ! ldd "$T/hello-static" | grepq libidkeeper || fail "hello-static links libidkeeper.so"

@@ -36,7 +36,8 @@
  *
  * What it deliberately does not do: HTTPS, pipelining, redirects, bodies.
  */
-#include <http_parser.h>
+#include "reqparse.h"
+
 #include <uv.h>
 
 #include <errno.h>
@@ -59,7 +60,7 @@ struct conn {
     uv_timer_t retry;
     uv_timer_t giveup; /* --give-up: the outstanding request's patience */
     uv_shutdown_t sd;
-    http_parser parser;
+    ik__httpresp resp;
     int index;
     int open; /* tcp handle initialised and not closed */
     int connected;
@@ -272,9 +273,9 @@ static uint64_t take_ids(FILE *f, const char *b, size_t n)
     return k;
 }
 
-static int on_body(http_parser *p, const char *at, size_t len)
+static int on_body(void *ctx, const char *at, size_t len)
 {
-    conn *c = p->data;
+    conn *c = ctx;
     if (c->body_len + len > c->body_cap) {
         size_t cap = c->body_cap ? c->body_cap : 4096;
         while (cap < c->body_len + len)
@@ -292,46 +293,37 @@ static int on_body(http_parser *p, const char *at, size_t len)
     return 0;
 }
 
-static int on_message_begin(http_parser *p)
+static void on_begin(void *ctx)
 {
-    conn *c = p->data;
+    conn *c = ctx;
     c->body_len = 0;
-    return 0;
 }
 
-static int on_headers_complete(http_parser *p)
+static void on_complete(ik__httpresp *hr, void *ctx)
 {
-    conn *c = p->data;
-    c->status = p->status_code;
-    return 0;
-}
-
-static int on_message_complete(http_parser *p)
-{
-    conn *c = p->data;
+    conn *c = ctx;
     uint64_t now = uv_hrtime();
+    c->status = ik__httpresp_status(hr);
     if (c->gave_up) { /* an answer given up on that came anyway */
-        if (p->status_code == 200) H.late_ids += take_ids(H.late, c->body, c->body_len);
-        return 0;
+        if (c->status == 200) H.late_ids += take_ids(H.late, c->body, c->body_len);
+        return;
     }
     uv_timer_stop(&c->giveup);
     if (H.nlat < H.lat_cap) H.lat_us[H.nlat++] = (uint32_t)((now - c->sent_ns) / 1000);
     c->outstanding = 0;
-    c->keep = http_should_keep_alive(p);
+    c->keep = ik__httpresp_keep_alive(hr);
     if (c->status == 200) {
         H.ok++;
         H.ids += take_ids(H.out, c->body, c->body_len);
     } else {
         H.by_status[c->status >= 0 && c->status <= MAX_STATUS ? c->status : 0]++;
     }
-    return 0;
 }
 
-static const http_parser_settings settings = {
-    .on_message_begin = on_message_begin,
-    .on_headers_complete = on_headers_complete,
+static const ik__httpresp_cbs resp_cbs = {
+    .on_begin = on_begin,
     .on_body = on_body,
-    .on_message_complete = on_message_complete,
+    .on_complete = on_complete,
 };
 
 static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
@@ -353,8 +345,9 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         }
         return;
     }
-    size_t used = http_parser_execute(&c->parser, &settings, buf->base, (size_t)nread);
-    if (HTTP_PARSER_ERRNO(&c->parser) != HPE_OK || used != (size_t)nread) {
+    size_t used;
+    if (ik__httpresp_feed(&c->resp, buf->base, (size_t)nread, &used) != IK_FEED_OK ||
+        used != (size_t)nread) {
         conn_fail(c);
         return;
     }
@@ -422,8 +415,7 @@ static void conn_connect(conn *c)
     c->closing = 0;
     c->connected = 0;
     c->outstanding = 0;
-    http_parser_init(&c->parser, HTTP_RESPONSE);
-    c->parser.data = c;
+    ik__httpresp_init(&c->resp, &resp_cbs, c);
     c->cr.data = c;
     if (uv_tcp_connect(&c->cr, &c->tcp, (struct sockaddr *)&H.addr, on_connect) != 0) conn_fail(c);
 }
@@ -435,28 +427,38 @@ static void on_retry(uv_timer_t *t)
 
 /* ---- start ---------------------------------------------------------------------------- */
 
-/* Splits http://HOST[:PORT]/PATH into a resolved address and the request bytes. */
+/* Splits http://HOST[:PORT]/PATH (HOST may be [IPv6]) into a resolved address and the
+ * request bytes. */
 static void parse_url(const char *url)
 {
-    struct http_parser_url u;
-    http_parser_url_init(&u);
-    if (http_parser_parse_url(url, strlen(url), 0, &u) != 0 || !(u.field_set & (1 << UF_HOST)))
-        die("bad --url (want http://HOST:PORT/PATH):", url);
-    if ((u.field_set & (1 << UF_SCHEMA)) &&
-        strncmp(url + u.field_data[UF_SCHEMA].off, "http", u.field_data[UF_SCHEMA].len) != 0)
-        die("only http:// URLs:", url);
-    char host[256], port[8] = "80";
-    size_t hl = u.field_data[UF_HOST].len;
-    if (hl >= sizeof host) die("host too long in", url);
-    memcpy(host, url + u.field_data[UF_HOST].off, hl);
-    host[hl] = 0;
-    if (u.field_set & (1 << UF_PORT)) snprintf(port, sizeof port, "%u", u.port);
-    const char *path = "/";
-    size_t pl = 1;
-    if (u.field_set & (1 << UF_PATH)) {
-        path = url + u.field_data[UF_PATH].off;
-        pl = strlen(path); /* path, query and fragment as given */
+    if (strncmp(url, "http://", 7) != 0)
+        die(strstr(url, "://") ? "only http:// URLs:" : "bad --url (want http://HOST:PORT/PATH):",
+            url);
+    const char *h = url + 7, *e;
+    if (*h == '[') {
+        e = strchr(++h, ']');
+        if (!e) die("bad --url (unclosed [):", url);
+    } else {
+        e = h + strcspn(h, ":/?#");
     }
+    char host[256], port[8] = "80";
+    size_t hl = (size_t)(e - h);
+    if (hl == 0) die("bad --url (want http://HOST:PORT/PATH):", url);
+    if (hl >= sizeof host) die("host too long in", url);
+    memcpy(host, h, hl);
+    host[hl] = 0;
+    const char *r = e + (*e == ']');
+    if (*r == ':') {
+        char *pe;
+        unsigned long pn = strtoul(r + 1, &pe, 10);
+        if (pe == r + 1 || pn == 0 || pn > 65535 || (*pe && *pe != '/'))
+            die("bad port in --url:", url);
+        snprintf(port, sizeof port, "%lu", pn);
+        r = pe;
+    }
+    if (*r && *r != '/') die("bad --url (want http://HOST:PORT/PATH):", url);
+    const char *path = *r ? r : "/"; /* path, query and fragment as given */
+    size_t pl = strlen(path);
     struct addrinfo hints, *res;
     memset(&hints, 0, sizeof hints);
     hints.ai_socktype = SOCK_STREAM;
