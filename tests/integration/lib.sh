@@ -54,7 +54,7 @@ alive() {
 # SECONDS passed (1).
 wait_grep() {
   local t0=$SECONDS
-  while ((SECONDS - t0 < $3)); do grep -q "$1" "$2" 2>/dev/null && return 0; sleep 0.02; done
+  while ((SECONDS - t0 < $3)); do grep -q "$1" "$2" 2>/dev/null && return 0; sleep 0.05; done
   return 1
 }
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # labels: http
-# timeout: 120
+# timeout: 300
 # SPEC 4 bad input (issue 2 acceptance): count=0, count=abc, count above the
 # maximum, an unknown route, a wrong method, a 64 KiB header, a request line of
 # random bytes, a client that disconnects mid-request, and more. Each gets the
