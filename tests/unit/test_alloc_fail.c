@@ -200,17 +200,26 @@ static int path_generator(const char *uri)
     return rc;
 }
 
+/* What both lease paths start from: the coord at uri and a generator for workers
+ * 0-3. Returns the first failure; what was made is in *c and *g either way. */
+static int open_coord_and_generator(const char *uri, ik_coord **c, ik_snowflake **g)
+{
+    ik_layout lay;
+    ik_layout_default(&lay);
+    lay.worker_max = 3;
+    char why[256];
+    int rc = ik_coord_open(uri, NULL, c, why, sizeof why);
+    if (rc == 0) rc = ik_snowflake_create(&lay, 5, NULL, g);
+    return rc;
+}
+
 static int path_lease(const char *uri)
 {
     ik_coord *c = NULL;
     ik_snowflake *g = NULL;
     ik_slot_lease *l = NULL;
-    ik_layout lay;
-    ik_layout_default(&lay);
-    lay.worker_max = 3;
     char why[256];
-    int rc = ik_coord_open(uri, NULL, &c, why, sizeof why);
-    if (rc == 0) rc = ik_snowflake_create(&lay, 5, NULL, &g);
+    int rc = open_coord_and_generator(uri, &c, &g);
     if (rc == 0) {
         ik_lease_options o;
         ik_lease_options_init(&o);
@@ -248,12 +257,8 @@ static int path_lease_begin(const char *uri)
     ik_coord *c = NULL;
     ik_snowflake *g = NULL;
     ik_slot_lease *l = NULL;
-    ik_layout lay;
-    ik_layout_default(&lay);
-    lay.worker_max = 3;
     char why[256];
-    int rc = ik_coord_open(uri, NULL, &c, why, sizeof why);
-    if (rc == 0) rc = ik_snowflake_create(&lay, 5, NULL, &g);
+    int rc = open_coord_and_generator(uri, &c, &g);
     if (rc == 0) {
         ik_lease_options o;
         ik_lease_options_init(&o);
