@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # zk_acquire.sh [BUILD_DIR]: slot acquire latency (median, p99) on a running
 # standalone ZooKeeper (Debian's package, full JIT, fsync on every write as in
-# production), through the backend's own slot_acquire/slot_release:
+# production), through the backend's own slot_acquire, slot_persist and slot_release
+# (bench/slot_latency.c):
 #   - a small app: range 0-31, 16 slots held by another session
 #   - a large one: range 0-1023 with all 1024 slot nodes in place, 512 of them held
 #     by another session
@@ -17,16 +18,15 @@ source "$here/../tests/integration/lib.sh"
 ZK_JAVA_OPTS="" ZK_FORCE_SYNC=yes
 source "$here/../tests/integration/zk.sh"
 
-cc -O2 -std=c11 -D_GNU_SOURCE -DIK_HAVE_ZK -DTHREADED -I"$here/../include" -I"$here/../src/lib" \
-  -o "$T/zk_acquire" "$here/zk_acquire.c" "$build/libidkeeper.a" \
-  -lzookeeper_mt -lcrypto -lsqlite3 -lpthread -lm
+lat=$build/bench/slot_latency
+[ -x "$lat" ] || { echo "build $lat first (make build)" >&2; exit 1; }
 zk_start_standalone
 uri=$(zk_uri bench)
-"$T/zk_acquire" "$uri" warm 0 31 300 random 0 >/dev/null # JIT warm-up
+"$lat" "$uri" warm 0 31 300 random 0 >/dev/null # JIT warm-up
 echo "ZooKeeper 3.8.0 standalone on loopback, forceSync=yes, data dir on $(df -P "$T" | awk 'NR == 2 {print $1}')"
-"$T/zk_acquire" "$uri" small 0 31 2000 random 16 sticky
-"$T/zk_acquire" "$uri" small 0 31 2000 random 16 fresh
+"$lat" "$uri" small 0 31 2000 random 16 sticky
+"$lat" "$uri" small 0 31 2000 random 16 fresh
 # Create all 1024 slot nodes first (lowest choice walks them), then measure.
-"$T/zk_acquire" "$uri" large 0 1023 1024 lowest 1023 fresh >/dev/null
-"$T/zk_acquire" "$uri" large 0 1023 1000 random 512 sticky
-"$T/zk_acquire" "$uri" large 0 1023 1000 random 512 fresh
+"$lat" "$uri" large 0 1023 1024 lowest 1023 fresh >/dev/null
+"$lat" "$uri" large 0 1023 1000 random 512 sticky
+"$lat" "$uri" large 0 1023 1000 random 512 fresh

@@ -64,7 +64,7 @@ extern "C" {
  * three lines (the project version, the .so name, idkeeper.pc, the man pages), and
  * tests/integration/t_version.sh holds debian/changelog and NEWS to them. */
 #define IK_VERSION_MAJOR 0
-#define IK_VERSION_MINOR 2
+#define IK_VERSION_MINOR 3
 #define IK_VERSION_PATCH 0
 #define IK_VERSION__STR(x) #x
 #define IK_VERSION__XSTR(x) IK_VERSION__STR(x)
@@ -299,6 +299,23 @@ typedef struct ik_coord_options {
     size_t size;               /* set by ik_coord_options_init ("Options structs" above) */
     int zk_session_timeout_ms; /* default 10000 */
     const char *zk_auth;       /* "user:password" for digest auth, or NULL */
+    /* Since 0.3.0, for the stores that log in with one (mysql://, postgresql://,
+     * redis://): the password, or NULL for none (or the one the URI holds). Copied
+     * by ik_coord_open: the caller may wipe its own copy once that returns. The
+     * library never shows it: every URI it logs or answers has its password removed. */
+    const char *password;
+    /* Since 0.3.0, for the stores whose worker slots are leases with an expiry
+     * (mysql://, postgresql://, redis://): a slot's time to live, default 10000 ms. A
+     * killed holder's slot frees after it; a holder that cannot renew stops issuing
+     * at a safe part of it (SPEC 3). */
+    int lease_ttl_ms;
+    /* Since 0.3.0: 1 to serve counters on a store whose settings can lose an
+     * acknowledged write (checked at open, named in the refusal); default 0. */
+    int allow_unsafe_store;
+    /* Since 0.3.0, redis:// only: each counter write waits (WAIT) until this many
+     * replicas have it; one not confirmed in time is in doubt and its range is never
+     * handed out (docs/redis.md). Default 0: no WAIT. */
+    int redis_wait_replicas;
 } ik_coord_options;
 
 IK_EXTERN void ik_coord_options_init(ik_coord_options *o);
@@ -313,6 +330,15 @@ IK_EXTERN void ik_coord_close(ik_coord *c);
 IK_EXTERN const char *ik_coord_uri(const ik_coord *c);
 /* Checks an URI's syntax without opening it. */
 IK_EXTERN int ik_coord_uri_check(const char *uri, char *why, size_t why_len);
+/* Since 0.3.0: the SQL schema that the backend of uri (mysql://, postgresql://)
+ * creates on first use, for a DBA who creates the tables by hand: *out (freed with
+ * ik_free) holds its statements, each ending with ";" and a blank line. No I/O.
+ * IK_EURI for a malformed URI (why says why); IK_ENOTFOUND for a backend without a
+ * schema (local:, zk://). */
+IK_EXTERN int ik_coord_schema(const char *uri, char **out, char *why, size_t why_len);
+/* 0 if c's backend offers locks and elections; else IK_EURI with why saying why not
+ * and which backends do (redis:// cannot fence them). */
+IK_EXTERN int ik_coord_locks_check(const ik_coord *c, char *why, size_t why_len);
 
 /* ------------------------------------------------------------------------------
  * Worker slot lease (SPEC 3). Holds one slot of the app's range and drives an

@@ -14,6 +14,9 @@ build_pkgs=(
   libjansson-dev      # the CLI's JSON
   libsqlite3-dev      # durable counters on local:
   libzookeeper-mt-dev # ZooKeeper C client for zk://
+  libpq-dev           # PostgreSQL's libpq for postgresql://
+  libhiredis-dev      # Redis C client for redis://
+  libmariadb-dev      # MariaDB Connector/C for mysql://
   libssl-dev          # libcrypto's SHA-1 for ZooKeeper digest ACLs
   libsystemd-dev      # sd_notify: ready only once the worker slot is held
   scdoc               # the man pages
@@ -35,7 +38,9 @@ test_pkgs=(
   chromium chromium-driver python3-selenium # the status page's browser tests
   man-db systemd python3 # t_packaging, t_man: man -l, systemd-analyze, a notify socket
   redis-tools python3-redis netcat-openbsd # RESP clients: redis-cli, redis-benchmark, redis-py, nc
-  redis-server        # the RESP benchmark's peer (bench/resp_redis.sh starts its own)
+  postgresql python3-psycopg2 # postgresql:// tests (tests/fixtures/postgres.sh), Leaf's statements
+  redis-server        # the RESP benchmark's peer, and the real Redis of the redis:// tests
+  mariadb-server python3-pymysql # mysql://: a throwaway MariaDB (tests/fixtures/mariadb.sh), Leaf's statements from Python
 )
 
 want=("${build_pkgs[@]}")

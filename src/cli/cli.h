@@ -9,6 +9,7 @@
 #ifndef IK_CLI_H
 #define IK_CLI_H
 
+#include "idkeeper.h"
 #include "options.h"
 
 #include <stdint.h>
@@ -48,6 +49,33 @@ int ik__cli_no_args(const ik_cli_command *cmd, const ik_cli_opts *o);
 /* Prints the full help of cmd (usage, details, options) to f. */
 void ik__cli_print_command_help(const ik_cli_command *cmd, FILE *f);
 
+/* ---- the store (store.c) ---- */
+
+/* Reads a secret, the first line of the file at path without surrounding blanks,
+ * into out (cap bytes). what names it in messages ("password", "token"). Returns 0,
+ * or -1 with a one-line reason in why (cannot read, empty, cap or longer); the
+ * secret never goes into why. */
+int ik__cli_read_secret(const char *path, const char *what, char *out, size_t cap, char *why,
+                        size_t why_len);
+
+/* Fills *co from the store options of o (IK_STORE_OPTS in commands.h): defaults,
+ * then the session, auth, lease TTL and unsafe-store values, and the password of
+ * --password-file (read into password, password_len bytes), else of --password.
+ * Returns 0, or -1 with why set when the password file cannot be read. *co points
+ * into o and password: use it while both live. */
+int ik__cli_coord_options(const ik_cli_opts *o, ik_coord_options *co, char *password,
+                          size_t password_len, char *why, size_t why_len);
+
+/* Opens the store of --coord with ik__cli_coord_options. Returns 0, or prints
+ * "cannot open URI: why" (the URI without its password) and returns
+ * IK_EXIT_USAGE (malformed URI, unreadable password file) or IK_EXIT_FAIL. */
+int ik__cli_open_coord(const ik_cli_command *cmd, const ik_cli_opts *o, ik_coord **c);
+
+/* For lock and elect: 0 if c's backend offers locks; else prints the backend's
+ * reason (redis://: no fencing under failover, which backends to use), closes c
+ * and returns IK_EXIT_FAIL. */
+int ik__cli_locks_offered(const ik_cli_command *cmd, ik_coord *c);
+
 /* The handlers, one per cmd_NAME.c. */
 int ik__cmd_serve(const ik_cli_command *cmd, ik_cli_opts *o);
 int ik__cmd_next(const ik_cli_command *cmd, ik_cli_opts *o);
@@ -56,6 +84,7 @@ int ik__cmd_workers(const ik_cli_command *cmd, ik_cli_opts *o);
 int ik__cmd_tags(const ik_cli_command *cmd, ik_cli_opts *o);
 int ik__cmd_lock(const ik_cli_command *cmd, ik_cli_opts *o);
 int ik__cmd_elect(const ik_cli_command *cmd, ik_cli_opts *o);
+int ik__cmd_schema(const ik_cli_command *cmd, ik_cli_opts *o);
 int ik__cmd_version(const ik_cli_command *cmd, ik_cli_opts *o);
 
 #endif

@@ -79,6 +79,7 @@ int ik__cmd_elect(const ik_cli_command *cmd, ik_cli_opts *o)
     }
     ik_coord *c = NULL;
     rc = ik__cli_open_coord(cmd, o, &c);
+    if (rc == 0) rc = ik__cli_locks_offered(cmd, c);
     if (rc) {
         ik__sup_fini(&r.sup);
         return rc;

@@ -103,22 +103,6 @@ int64_t ik__cli_grace_now(const ik_cli_opts *o, int64_t session_ms)
     return max >= 0 && g > max ? max : g;
 }
 
-int ik__cli_open_coord(const ik_cli_command *cmd, const ik_cli_opts *o, ik_coord **c)
-{
-    ik_coord_options co;
-    ik_coord_options_init(&co);
-    co.zk_session_timeout_ms = (int)o->v[IK_OPT_ZK_SESSION_TIMEOUT].n;
-    co.zk_auth = o->v[IK_OPT_ZK_AUTH].text;
-    char why[512] = "";
-    const char *uri = o->v[IK_OPT_COORD].text;
-    int err = ik_coord_open(uri, &co, c, why, sizeof why);
-    if (err) {
-        ik__cli_fail(cmd, "cannot open %s: %s", uri, why[0] ? why : ik_strerror(err));
-        return IK_EXIT_FAIL;
-    }
-    return 0;
-}
-
 int ik__cmd_lock(const ik_cli_command *cmd, ik_cli_opts *o)
 {
     int rc = ik__cli_path_and_cmd(cmd, o);
@@ -135,6 +119,7 @@ int ik__cmd_lock(const ik_cli_command *cmd, ik_cli_opts *o)
     }
     ik_coord *c = NULL;
     rc = ik__cli_open_coord(cmd, o, &c);
+    if (rc == 0) rc = ik__cli_locks_offered(cmd, c);
     if (rc) {
         ik__sup_fini(&r.sup);
         return rc;

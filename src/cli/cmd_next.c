@@ -141,8 +141,8 @@ int ik__cmd_next(const ik_cli_command *cmd, ik_cli_opts *o)
 
     char token[512] = "";
     if (o->v[IK_OPT_HTTP_TOKEN_FILE].text && *o->v[IK_OPT_HTTP_TOKEN_FILE].text &&
-        ik__cli_read_token(o->v[IK_OPT_HTTP_TOKEN_FILE].text, token, sizeof token, why,
-                           sizeof why) != 0) {
+        ik__cli_read_secret(o->v[IK_OPT_HTTP_TOKEN_FILE].text, "token", token, sizeof token, why,
+                            sizeof why) != 0) {
         ik__cli_fail(cmd, "--http-token-file: %s", why);
         return IK_EXIT_USAGE;
     }

@@ -5,6 +5,8 @@
 #include "output.h"
 #include "server.h"
 
+#include "../lib/rules.h"
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <time.h>
@@ -52,9 +54,11 @@ int ik__cmd_serve(const ik_cli_command *cmd, ik_cli_opts *o)
     if (given(o, IK_OPT_SLOT_WAIT)) c.slot_wait_ms = o->v[IK_OPT_SLOT_WAIT].n;
     if (given(o, IK_OPT_MAX_BATCH)) c.max_batch = (uint32_t)o->v[IK_OPT_MAX_BATCH].n;
     if (given(o, IK_OPT_MAX_BACKWARD)) c.max_backward_ms = o->v[IK_OPT_MAX_BACKWARD].n;
-    if (given(o, IK_OPT_ZK_SESSION_TIMEOUT))
-        c.coord.zk_session_timeout_ms = (int)o->v[IK_OPT_ZK_SESSION_TIMEOUT].n;
-    if (given(o, IK_OPT_ZK_AUTH)) c.coord.zk_auth = o->v[IK_OPT_ZK_AUTH].text;
+    char password[1024]; /* lives as long as the server: c.coord.password points here */
+    if (ik__cli_coord_options(o, &c.coord, password, sizeof password, why, sizeof why) != 0) {
+        ik__cli_fail(cmd, "--password-file: %s", why);
+        return IK_EXIT_USAGE;
+    }
     if (given(o, IK_OPT_THREADS)) c.threads = (int)o->v[IK_OPT_THREADS].n;
     if (given(o, IK_OPT_MAX_HEADER_BYTES))
         c.max_header_bytes = (uint32_t)o->v[IK_OPT_MAX_HEADER_BYTES].n;
@@ -63,8 +67,8 @@ int ik__cmd_serve(const ik_cli_command *cmd, ik_cli_opts *o)
     if (given(o, IK_OPT_MAX_CONNECTIONS)) c.max_connections = (int)o->v[IK_OPT_MAX_CONNECTIONS].n;
     char token[512];
     if (given(o, IK_OPT_HTTP_TOKEN_FILE) && *o->v[IK_OPT_HTTP_TOKEN_FILE].text) {
-        if (ik__cli_read_token(o->v[IK_OPT_HTTP_TOKEN_FILE].text, token, sizeof token, why,
-                               sizeof why) != 0) {
+        if (ik__cli_read_secret(o->v[IK_OPT_HTTP_TOKEN_FILE].text, "token", token, sizeof token,
+                                why, sizeof why) != 0) {
             ik__cli_fail(cmd, "--http-token-file: %s", why);
             return IK_EXIT_USAGE;
         }
@@ -78,7 +82,10 @@ int ik__cmd_serve(const ik_cli_command *cmd, ik_cli_opts *o)
     c.log_sequence_commits = (int)o->v[IK_OPT_LOG_SEQUENCE_COMMITS].n;
 
     if (!c.coord_uri || ik_coord_uri_check(c.coord_uri, why, sizeof why) != 0) {
-        ik__cli_fail(cmd, "--coord %s: %s", c.coord_uri ? c.coord_uri : "(none)", why);
+        char shown[512];
+        ik__cli_fail(cmd, "--coord %s: %s",
+                     c.coord_uri ? ik__uri_redact(c.coord_uri, shown, sizeof shown) : "(none)",
+                     why);
         return IK_EXIT_USAGE;
     }
     fflush(stdout);

@@ -85,23 +85,6 @@ static int exit_for(int err)
     }
 }
 
-/* Opens the backend of --coord. Returns 0, or prints why and returns an exit code. */
-static int open_coord(const ik_cli_command *cmd, const ik_cli_opts *o, ik_coord **c)
-{
-    ik_coord_options co;
-    ik_coord_options_init(&co);
-    co.zk_session_timeout_ms = (int)o->v[IK_OPT_ZK_SESSION_TIMEOUT].n;
-    co.zk_auth = o->v[IK_OPT_ZK_AUTH].text;
-    const char *uri = o->v[IK_OPT_COORD].text;
-    char why[512] = "";
-    int err = ik_coord_open(uri, &co, c, why, sizeof why);
-    if (err != 0) {
-        ik__cli_fail(cmd, "cannot open %s: %s", uri, why[0] ? why : ik_strerror(err));
-        return err == IK_EURI ? IK_EXIT_USAGE : IK_EXIT_FAIL;
-    }
-    return 0;
-}
-
 /* Text for a table cell or a show line: control bytes as '?', "-" when empty. */
 static void put_text(const char *s)
 {
@@ -161,7 +144,7 @@ static int tags_list(const ik_cli_command *cmd, const tags_sub *sub, ik_cli_opts
                      const char *tag)
 {
     ik_coord *c = NULL;
-    int rc = open_coord(cmd, o, &c);
+    int rc = ik__cli_open_coord(cmd, o, &c);
     if (rc != 0) return rc;
     const char *app = o->v[IK_OPT_APP].text;
     ik_tag_info *t = NULL;
@@ -220,7 +203,7 @@ static int tags_show(const ik_cli_command *cmd, const tags_sub *sub, ik_cli_opts
                      const char *tag)
 {
     ik_coord *c = NULL;
-    int rc = open_coord(cmd, o, &c);
+    int rc = ik__cli_open_coord(cmd, o, &c);
     if (rc != 0) return rc;
     const char *app = o->v[IK_OPT_APP].text;
     ik_tag_info t;
@@ -263,7 +246,7 @@ static int tags_add(const ik_cli_command *cmd, const tags_sub *sub, ik_cli_opts 
     }
 
     ik_coord *c = NULL;
-    int rc = open_coord(cmd, o, &c);
+    int rc = ik__cli_open_coord(cmd, o, &c);
     if (rc != 0) return rc;
     const char *app = o->v[IK_OPT_APP].text;
     char why[512] = "";

@@ -1,15 +1,15 @@
 /* cmd_version.c: `idkeeper version`, the version of idkeeper and of the libraries
- * it links, as they report themselves at run time where they can. */
+ * it links, as they report themselves at run time where they can. Each store's
+ * client library comes from its backend (ik__coord_client_versions), so a build
+ * without a backend leaves its line out. */
 #include "cli.h"
 
 #include "idkeeper.h"
 #include "reqparse.h"
 
-#include <sqlite3.h>
+#include "../lib/rules.h"
+
 #include <uv.h>
-#ifdef IK_HAVE_ZK
-#include <zookeeper/zookeeper_version.h>
-#endif
 
 #include <stdio.h>
 
@@ -22,12 +22,9 @@ int ik__cmd_version(const ik_cli_command *cmd, ik_cli_opts *o)
     printf("idkeeper %s\n", IK_VERSION_STRING);
     printf("libidkeeper %s\n", ik_version());
     printf("libuv %s\n", uv_version_string());
-    printf("sqlite %s\n", sqlite3_libversion());
-#ifdef IK_HAVE_ZK
-    printf("zookeeper %s\n", ZOO_VERSION);
-#else
-    printf("zookeeper (not built in)\n");
-#endif
+    char clients[1024];
+    ik__coord_client_versions(clients, sizeof clients);
+    printf("%s", clients); /* the stores' clients: sqlite, zookeeper, libpq... */
     printf("%s\n", hp);
     if (fflush(stdout) != 0) {
         ik__cli_fail(cmd, "cannot write to stdout");

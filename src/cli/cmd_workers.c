@@ -67,19 +67,9 @@ int ik__cmd_workers(const ik_cli_command *cmd, ik_cli_opts *o)
 {
     int rc = ik__cli_no_args(cmd, o);
     if (rc != 0) return rc;
-    ik_coord_options co;
-    ik_coord_options_init(&co);
-    co.zk_session_timeout_ms = (int)o->v[IK_OPT_ZK_SESSION_TIMEOUT].n;
-    co.zk_auth = o->v[IK_OPT_ZK_AUTH].text;
-
-    const char *uri = o->v[IK_OPT_COORD].text;
-    char why[512] = "";
     ik_coord *c = NULL;
-    int err = ik_coord_open(uri, &co, &c, why, sizeof why);
-    if (err != 0) {
-        ik__cli_fail(cmd, "cannot open %s: %s", uri, why[0] ? why : ik_strerror(err));
-        return IK_EXIT_FAIL;
-    }
+    int err = ik__cli_open_coord(cmd, o, &c);
+    if (err != 0) return err;
     ik_slot_info *slots = NULL;
     size_t n = 0;
     err = ik_slots_list(c, o->v[IK_OPT_APP].text, &slots, &n);

@@ -8,9 +8,13 @@
 
 #define IK_B(id) IK_OPT_BIT(IK_OPT_##id)
 
-/* Options every command that talks to the backend takes. */
-#define IK_COORD_OPTS                                                                              \
-    (IK_B(CONFIG) | IK_B(COORD) | IK_B(APP) | IK_B(ZK_SESSION_TIMEOUT) | IK_B(ZK_AUTH))
+/* Options every command that opens the backend takes (ik__cli_coord_options reads
+ * them). */
+#define IK_STORE_OPTS                                                                              \
+    (IK_B(CONFIG) | IK_B(COORD) | IK_B(ZK_SESSION_TIMEOUT) | IK_B(ZK_AUTH) | IK_B(PASSWORD) |      \
+     IK_B(PASSWORD_FILE) | IK_B(LEASE_TTL) | IK_B(ALLOW_UNSAFE_STORE) | IK_B(REDIS_WAIT_REPLICAS))
+/* ... and those of the commands that work in one app. */
+#define IK_COORD_OPTS (IK_STORE_OPTS | IK_B(APP))
 
 #define IK_OPTS_SERVE                                                                              \
     (IK_COORD_OPTS | IK_B(HTTP) | IK_B(IDENTITY) | IK_B(WORKER_RANGE) | IK_B(LAYOUT) |             \
@@ -24,12 +28,9 @@
 #define IK_OPTS_WORKERS (IK_COORD_OPTS | IK_B(JSON))
 #define IK_OPTS_TAGS                                                                               \
     (IK_COORD_OPTS | IK_B(KIND) | IK_B(START) | IK_B(STEP) | IK_B(DESCRIPTION) | IK_B(JSON))
-#define IK_OPTS_LOCK                                                                               \
-    (IK_B(CONFIG) | IK_B(COORD) | IK_B(ZK_SESSION_TIMEOUT) | IK_B(ZK_AUTH) | IK_B(TIMEOUT) |       \
-     IK_B(GRACE))
-#define IK_OPTS_ELECT                                                                              \
-    (IK_B(CONFIG) | IK_B(COORD) | IK_B(ZK_SESSION_TIMEOUT) | IK_B(ZK_AUTH) | IK_B(ID) |            \
-     IK_B(ONCE) | IK_B(GRACE))
+#define IK_OPTS_LOCK (IK_STORE_OPTS | IK_B(TIMEOUT) | IK_B(GRACE))
+#define IK_OPTS_ELECT (IK_STORE_OPTS | IK_B(ID) | IK_B(ONCE) | IK_B(GRACE))
+#define IK_OPTS_SCHEMA (IK_B(CONFIG) | IK_B(COORD))
 #define IK_OPTS_VERSION 0
 #define IK_OPTS_HELP 0
 
@@ -42,6 +43,7 @@
     X(tags, IK_OPTS_TAGS)                                                                          \
     X(lock, IK_OPTS_LOCK)                                                                          \
     X(elect, IK_OPTS_ELECT)                                                                        \
+    X(schema, IK_OPTS_SCHEMA)                                                                      \
     X(version, IK_OPTS_VERSION)                                                                    \
     X(help, IK_OPTS_HELP)
 

@@ -231,37 +231,6 @@ static int attempt(ik_httpc *c, const char *req, size_t req_len, char *why, size
     return 0;
 }
 
-int ik__cli_read_token(const char *path, char *out, size_t cap, char *why, size_t why_len)
-{
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        ik__cli_why(why, why_len, "cannot read the token file %s: %s", path, strerror(errno));
-        return -1;
-    }
-    char buf[1024];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    char *s = buf;
-    while (*s == ' ' || *s == '\t')
-        s++;
-    size_t len = strcspn(s, "\r\n");
-    while (len && (s[len - 1] == ' ' || s[len - 1] == '\t'))
-        len--;
-    if (!len) {
-        ik__cli_why(why, why_len, "the token file %s is empty: put the token on its first line",
-                    path);
-        return -1;
-    }
-    if (len >= cap || len >= 512) {
-        ik__cli_why(why, why_len, "the token in %s is longer than 511 bytes", path);
-        return -1;
-    }
-    memcpy(out, s, len);
-    out[len] = 0;
-    return 0;
-}
-
 int ik__httpc_set_token(ik_httpc *c, const char *token)
 {
     if (!token || !*token) {

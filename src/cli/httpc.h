@@ -28,11 +28,6 @@ ik_httpc *ik__httpc_create(const char *host, int port, int timeout_ms);
 /* Frees c and closes its connection. Accepts NULL. */
 void ik__httpc_destroy(ik_httpc *c);
 
-/* Reads a bearer token: the first line of the file at path, without surrounding
- * blanks, into out (cap bytes). Returns 0, or -1 with a one-line reason in why
- * (cannot read, empty, too long). The token itself never goes into why. */
-int ik__cli_read_token(const char *path, char *out, size_t cap, char *why, size_t why_len);
-
 /* Sends "Authorization: Bearer TOKEN" with every request of c from now on (NULL or
  * "": none). Returns 0, or -1 if it is too long. */
 int ik__httpc_set_token(ik_httpc *c, const char *token);

@@ -84,6 +84,13 @@ static const ik_cli_command commands[] = {
      "exits by itself, idkeeper resigns and exits with CMD's code. TERM, INT, HUP and QUIT\n"
      "are passed on to CMD while it runs; before that they end the campaign (128+N).",
      IK_OPTS_ELECT},
+    {"schema", ik__cmd_schema, "print the SQL schema of a mysql:// or postgresql:// store",
+     "schema --coord URI",
+     "Prints the CREATE TABLE statements that idkeeper runs (IF NOT EXISTS) on first use of\n"
+     "the database of URI, in its dialect, for a DBA who creates the tables by hand:\n"
+     "Leaf's leaf_alloc, and idkeeper's idk_tag_kind, idk_slots, idk_fence and idk_holder\n"
+     "(docs/sql.md). Connects to nothing.",
+     IK_OPTS_SCHEMA},
     {"version", ik__cmd_version, "print the versions of idkeeper and of its libraries", "version",
      NULL, IK_OPTS_VERSION},
     {"help", cmd_help, "explain idkeeper or one of its commands", "help [COMMAND]", NULL,

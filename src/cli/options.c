@@ -27,7 +27,9 @@ const ik_cli_option ik__cli_options[IK_OPT__COUNT] = {
     ROW(CONFIG, "config", STRING, NULL, "FILE",
         "read options from this INI file (keys are option names)", 0, 0, NULL),
     ROW(COORD, "coord", COORD, "local:./idkeeper-data", "URI",
-        "coordination backend: local:DIR or zk://HOST:PORT[,HOST:PORT...][/CHROOT]", 0, 0, NULL),
+        "coordination backend: local:DIR, zk://HOST:PORT[,HOST:PORT...][/CHROOT] or "
+        "redis://HOST[:PORT][/DB]",
+        0, 0, NULL),
     ROW(APP, "app", APP, "default", "NAME",
         "app namespace of slots and tags (1 to 64 bytes of [A-Za-z0-9._:-], not . or ..)", 0, 0,
         NULL),
@@ -125,6 +127,24 @@ const ik_cli_option ik__cli_options[IK_OPT__COUNT] = {
         "log each sequence range on stderr before it is answered (docs/http.md); for audits "
         "and tests",
         0, 0, NULL),
+    ROW(PASSWORD, "password", STRING, NULL, "TEXT",
+        "the store's password (mysql://, postgresql://, redis://); set it in the environment "
+        "or the config file, or use --password-file: a command line shows in ps",
+        0, 1024, NULL),
+    ROW(PASSWORD_FILE, "password-file", STRING, NULL, "FILE",
+        "read the store's password from the file's first line (wins over --password)", 0, 0, NULL),
+    ROW(LEASE_TTL, "lease-ttl", INT, "10000", "MS",
+        "mysql://, postgresql://, redis://: a worker slot's lease; a dead holder's slot frees "
+        "after it",
+        1000, 3600000, NULL),
+    ROW(ALLOW_UNSAFE_STORE, "allow-unsafe-store", FLAG, "false", NULL,
+        "serve counters on a store whose settings can lose an acknowledged write (the refusal "
+        "names them): a crash of the store can then repeat IDs",
+        0, 0, NULL),
+    ROW(REDIS_WAIT_REPLICAS, "redis-wait-replicas", INT, "0", "N",
+        "redis://: each counter write waits until N replicas have it (WAIT); one not confirmed "
+        "in time is in doubt and never handed out",
+        0, 100, NULL),
 };
 
 #undef ROW

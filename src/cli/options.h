@@ -66,6 +66,11 @@ typedef enum ik_cli_opt_id {
     IK_OPT_ONCE,
     IK_OPT_RESP,
     IK_OPT_LOG_SEQUENCE_COMMITS,
+    IK_OPT_PASSWORD,
+    IK_OPT_PASSWORD_FILE,
+    IK_OPT_LEASE_TTL,
+    IK_OPT_ALLOW_UNSAFE_STORE,
+    IK_OPT_REDIS_WAIT_REPLICAS,
     IK_OPT__COUNT
 } ik_cli_opt_id;
 

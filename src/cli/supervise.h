@@ -82,10 +82,8 @@ void ik__sup_stop(ik_sup *s, int64_t grace_ms);
 int ik__sup_next(ik_sup *s, int64_t timeout_ms, ik_sup_event *ev);
 
 /* Shared by lock and elect (cmd_lock.c): checks "PATH -- CMD [ARG...]" (0 or
- * IK_EXIT_USAGE, with the reason printed), and opens the coord of the options (0 or
- * IK_EXIT_FAIL, with the reason printed). */
+ * IK_EXIT_USAGE, with the reason printed). */
 int ik__cli_path_and_cmd(const ik_cli_command *cmd, const ik_cli_opts *o);
-int ik__cli_open_coord(const ik_cli_command *cmd, const ik_cli_opts *o, ik_coord **c);
 
 /* The grace between SIGTERM and SIGKILL when a grant on a session of session_ms
  * (ik_hold_info.session_timeout_ms; 0 on local:, where a grant is never lost) is

@@ -80,6 +80,13 @@ struct ik__backend_ops {
      * and elections; NULL for a backend without locks, whose lock and election
      * calls then fail with IK_EURI. */
     const ik__recipe_ops *recipe;
+    /* Where recipe is NULL: why this backend has no locks and which to use instead
+     * (ik_coord_locks_check's answer). NULL: a generic reason. */
+    const char *no_locks;
+
+    /* The schema a DBA creates by hand (`idkeeper schema`): SQL statements,
+     * NULL-terminated; NULL for a backend without one. */
+    const char *const *schema;
 
     /* uri is the whole URI ("local:DIR", "zk://..."). */
     int (*open)(const char *uri, const ik_coord_options *o, ik__backend **out, char *why,
@@ -126,6 +133,11 @@ struct ik__backend_ops {
     /* Describes the current session into buf ("0x1234abcd", or ""). May be NULL. */
     void (*session)(ik__backend *b, char *buf, size_t len);
 
+    /* The client library this backend talks through, "NAME VERSION" into buf (the
+     * version it reports at run time where it can), for `idkeeper version`. Any
+     * thread, no I/O. */
+    void (*client_version)(char *buf, size_t len);
+
     /* ---- tags: durable counters (NULL for a backend without them) ------------ */
 
     /* Creates t (name, kind, start, step, description; max_id = start). IK_EEXIST if
@@ -154,6 +166,19 @@ extern const ik__backend_ops ik__backend_zk_ops;
 extern const ik__recipe_ops ik__recipe_zk_ops;
 /* zk_uri.c: the zk:// syntax (ik__backend_zk_ops.uri_check). */
 int ik__zk_uri_check(const char *uri, char *why, size_t why_len);
+#endif
+
+#ifdef IK_HAVE_PG
+extern const ik__backend_ops ik__backend_pg_ops; /* backend_pg.c, over backend_sql*.c */
+extern const ik__recipe_ops ik__recipe_pg_ops;
+#endif
+#ifdef IK_HAVE_REDIS
+extern const ik__backend_ops ik__backend_redis_ops;
+extern const ik__backend_ops ik__backend_redis_unix_ops;
+#endif
+#ifdef IK_HAVE_MYSQL
+extern const ik__backend_ops ik__backend_mysql_ops;
+extern const ik__recipe_ops ik__recipe_mysql_ops;
 #endif
 
 /* coord.c: the registry's backends, in order; *n = how many. For tests. */

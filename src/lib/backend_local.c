@@ -454,6 +454,11 @@ static int local_slots_list(ik__backend *be, const char *app, ik_slot_info **out
     return IK_OK;
 }
 
+static void local_client_version(char *buf, size_t len)
+{
+    snprintf(buf, len, "sqlite %s", sqlite3_libversion());
+}
+
 const ik__backend_ops ik__backend_local_ops = {
     .scheme = "local",
     .uri_form = "local:DIR",
@@ -469,6 +474,7 @@ const ik__backend_ops ik__backend_local_ops = {
     .recover = NULL,
     .slots_list = local_slots_list,
     .session = NULL,
+    .client_version = local_client_version,
     .tag_create = ik__local_tag_create,
     .tag_get = ik__local_tag_get,
     .tag_list = ik__local_tag_list,

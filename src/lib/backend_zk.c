@@ -46,6 +46,11 @@ static int zk_open(const char *uri, const ik_coord_options *o, ik__backend **out
     return IK_OK;
 }
 
+static void zk_client_version(char *buf, size_t len)
+{
+    snprintf(buf, len, "zookeeper %s", ZOO_VERSION); /* the C client has no run-time call */
+}
+
 const ik__backend_ops ik__backend_zk_ops = {
     .scheme = "zk",
     .uri_form = "zk://HOST:PORT[,HOST:PORT...][/CHROOT]",
@@ -62,6 +67,7 @@ const ik__backend_ops ik__backend_zk_ops = {
     .slots_list = ik__zk_slots_list,
     .slot_free_ms = ik__zk_slot_free_ms,
     .session = ik__zk_session_desc,
+    .client_version = zk_client_version,
     .tag_create = ik__zk_tag_create,
     .tag_get = ik__zk_tag_get,
     .tag_list = ik__zk_tag_list,

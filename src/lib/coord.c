@@ -21,6 +21,15 @@ static const ik__backend_ops *const backends[] = {
 #ifdef IK_HAVE_ZK
     &ik__backend_zk_ops,
 #endif
+#ifdef IK_HAVE_PG
+    &ik__backend_pg_ops,
+#endif
+#ifdef IK_HAVE_REDIS
+    &ik__backend_redis_ops, &ik__backend_redis_unix_ops,
+#endif
+#ifdef IK_HAVE_MYSQL
+    &ik__backend_mysql_ops,
+#endif
 };
 #define NBACKENDS (sizeof backends / sizeof backends[0])
 
@@ -32,6 +41,16 @@ static const struct {
 #ifndef IK_HAVE_ZK
     {"zk", "ZooKeeper"},
 #endif
+#ifndef IK_HAVE_PG
+    {"postgresql", "PostgreSQL"},
+#endif
+#ifndef IK_HAVE_REDIS
+    {"redis", "Redis"},
+    {"redis+unix", "Redis"},
+#endif
+#ifndef IK_HAVE_MYSQL
+    {"mysql", "MySQL"},
+#endif
     {NULL, NULL},
 };
 
@@ -40,6 +59,7 @@ void ik_coord_options_init(ik_coord_options *o)
     memset(o, 0, sizeof *o);
     o->size = sizeof *o;
     o->zk_session_timeout_ms = 10000;
+    o->lease_ttl_ms = 10000;
 }
 
 /* 1 if uri is "SCHEME:...". */
@@ -74,13 +94,58 @@ int ik_coord_uri_check(const char *uri, char *why, size_t why_len)
                                  : i + 1 == NBACKENDS ? " or "
                                                       : ", ",
                                  backends[i]->uri_form);
-    return ik__fail(IK_EURI, why, why_len, "unknown coordination URI '%.64s' (use %s)", uri, forms);
+    char shown[128];
+    return ik__fail(IK_EURI, why, why_len, "unknown coordination URI '%.64s' (use %s)",
+                    ik__uri_redact(uri, shown, sizeof shown), forms);
+}
+
+int ik_coord_schema(const char *uri, char **out, char *why, size_t why_len)
+{
+    if (!out) return IK_EINVAL;
+    int rc = ik_coord_uri_check(uri, why, why_len);
+    if (rc) return rc;
+    const ik__backend_ops *ops = backend_of(uri);
+    if (!ops->schema)
+        return ik__fail(IK_ENOTFOUND, why, why_len, "%s keeps no SQL schema", ops->uri_form);
+    size_t len = 1;
+    for (size_t i = 0; ops->schema[i]; i++)
+        len += strlen(ops->schema[i]) + 3;
+    char *s = malloc(len), *p = s;
+    if (!s) return IK_ENOMEM;
+    for (size_t i = 0; ops->schema[i]; i++)
+        p += sprintf(p, "%s;\n%s", ops->schema[i], ops->schema[i + 1] ? "\n" : "");
+    *out = s;
+    return IK_OK;
 }
 
 const ik__backend_ops *const *ik__coord_backends(size_t *n)
 {
     *n = NBACKENDS;
     return backends;
+}
+
+void ik__coord_client_versions(char *buf, size_t len)
+{
+    size_t used = 0;
+    if (len == 0) return;
+    buf[0] = '\0';
+    for (size_t i = 0; i < NBACKENDS; i++) {
+        char line[128];
+        backends[i]->client_version(line, sizeof line);
+        int seen = 0;
+        for (size_t j = 0; j < i && !seen; j++) {
+            char other[128];
+            backends[j]->client_version(other, sizeof other);
+            seen = !strcmp(line, other);
+        }
+        if (seen) continue;
+        int n = snprintf(buf + used, len - used, "%s\n", line);
+        if (n < 0 || (size_t)n >= len - used) {
+            buf[used] = '\0'; /* whole lines only */
+            break;
+        }
+        used += (size_t)n;
+    }
 }
 
 int ik_coord_open(const char *uri, const ik_coord_options *o, ik_coord **out, char *why,
@@ -120,6 +185,15 @@ void ik_coord_close(ik_coord *c)
 const char *ik_coord_uri(const ik_coord *c)
 {
     return c->be->ops->uri(c->be);
+}
+
+int ik_coord_locks_check(const ik_coord *c, char *why, size_t why_len)
+{
+    if (!c) return IK_EINVAL;
+    const ik__backend_ops *ops = c->be->ops;
+    if (ops->recipe) return IK_OK;
+    return ik__fail(IK_EURI, why, why_len, "%s",
+                    ops->no_locks ? ops->no_locks : "this backend offers no locks or elections");
 }
 
 ik__backend *ik__coord_backend(ik_coord *c)

@@ -65,8 +65,8 @@ int ik__ids_waiter_finish(ik__ids_waiter *w, int rc);
 
 /* Random (version 4) UUIDs as Java's UUID.randomUUID().toString() prints them
  * ("f81d4fae-7dec-41d0-a765-00a0c91e6bf6", 36 characters and a NUL), from the
- * kernel's randomness (getrandom(2), else /dev/urandom). ik__uuid4: 0, or a negated
- * errno with out "" when no randomness is to be had: never a weaker UUID.
+ * kernel's randomness (getrandom(2), else /dev/urandom). ik__uuid4: 0, or IK_ESTORE
+ * with out "" when no randomness is to be had: never a weaker UUID.
  * ik__uuid4_format: the UUID of 16 given bytes (version and variant bits set). */
 #define IK__UUID_SIZE 37
 /* Fills b with n bytes of the kernel's randomness (getrandom(2), else /dev/urandom

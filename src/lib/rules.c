@@ -123,3 +123,62 @@ int ik__parse_listen(const char *addr, char *host, size_t host_len, int *port, c
     *port = (int)p;
     return 0;
 }
+
+/* ---- URIs that may carry a password ------------------------------------------------ */
+
+/* Appends n bytes of s to out at *used, keeping room for the NUL. */
+static void put(char *out, size_t out_len, size_t *used, const char *s, size_t n)
+{
+    size_t room = out_len - 1 - *used;
+    if (n > room) n = room;
+    memcpy(out + *used, s, n);
+    *used += n;
+}
+
+char *ik__uri_redact(const char *uri, char *out, size_t out_len)
+{
+    if (!out || !out_len) return out;
+    size_t used = 0;
+    if (!uri) uri = "";
+    const char *s = uri;
+    const char *auth = strstr(uri, "://");
+    if (auth) {
+        auth += 3;
+        size_t an = strcspn(auth, "/?#"); /* the authority ends at the path */
+        const char *at = NULL;
+        for (size_t i = 0; i < an; i++)
+            if (auth[i] == '@') at = auth + i;
+        const char *colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
+        if (colon) {
+            put(out, out_len, &used, uri, (size_t)(colon + 1 - uri));
+            put(out, out_len, &used, "***", 3);
+            s = at;
+        }
+    }
+    /* the query: every password=VALUE */
+    const char *q = strchr(s, '?');
+    if (q) {
+        q++;
+        put(out, out_len, &used, s, (size_t)(q - s));
+        while (*q) {
+            size_t pn = strcspn(q, "&#");
+            if (pn >= 9 && strncmp(q, "password=", 9) == 0) {
+                put(out, out_len, &used, "password=***", 12);
+            } else {
+                put(out, out_len, &used, q, pn);
+            }
+            q += pn;
+            if (*q == '&') {
+                put(out, out_len, &used, "&", 1);
+                q++;
+            } else if (*q) {
+                put(out, out_len, &used, q, strlen(q)); /* the fragment */
+                break;
+            }
+        }
+    } else {
+        put(out, out_len, &used, s, strlen(s));
+    }
+    out[used] = 0;
+    return out;
+}

@@ -6,7 +6,9 @@
  *
  *   - ISO 8601 time text (the library's messages, the HTTP and RESP answers, the CLI);
  *   - app names (every library entry point that takes an app, the CLI's --app);
- *   - listen addresses (the daemon's --http/--resp, checked early by the CLI).
+ *   - listen addresses (the daemon's --http/--resp, checked early by the CLI);
+ *   - the password taken out of a URI before anything shows it;
+ *   - the client libraries of the build's stores (`idkeeper version`).
  *
  * This is the only header of src/lib that src/server and src/cli include (as
  * "../lib/rules.h"); everything else they use is include/idkeeper.h. Pure functions:
@@ -63,5 +65,26 @@ int ik__app_name_check(const char *app, char *why, size_t why_len);
  * success. */
 int ik__parse_listen(const char *addr, char *host, size_t host_len, int *port, char *why,
                      size_t why_len);
+
+/* ---- URIs that may carry a password ---------------------------------------------- */
+
+/* Copies uri into out (out_len bytes, truncated and NUL-terminated) with every
+ * password it carries replaced by "***", so that a message, a log line or a status
+ * answer can show it:
+ *
+ *   - the password of a userinfo, "SCHEME://USER:PASSWORD@HOST..." (the last '@'
+ *     before the path ends the userinfo, as in RFC 3986 and libpq);
+ *   - the value of every "password=" query parameter ("...?password=x&...", libpq
+ *     accepts it).
+ *
+ * A URI without either is copied as it is. Never fails; returns out. The one rule
+ * for every URI the library, the daemon and the CLI show (SPEC 8: passwords never in
+ * a log, a status answer or an error message). */
+char *ik__uri_redact(const char *uri, char *out, size_t out_len);
+
+/* coord.c: the client libraries of this build's backends, "NAME VERSION\n" a line
+ * (each once: two schemes can share one), into buf, from each backend's ops table.
+ * Truncated at a line's end if buf is short. */
+void ik__coord_client_versions(char *buf, size_t len);
 
 #endif

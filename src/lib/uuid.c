@@ -63,7 +63,7 @@ int ik__uuid4(char out[IK__UUID_SIZE])
     int rc = ik__random_bytes(b, sizeof b);
     if (rc != 0) {
         out[0] = '\0';
-        return rc;
+        return IK_ESTORE; /* an ik_error: lock calls hand it to their callers */
     }
     ik__uuid4_format(b, out);
     return IK_OK;

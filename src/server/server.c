@@ -29,6 +29,7 @@
  * three; SO_REUSEPORT lets a second process share the port during a hand-over.
  */
 #include "srv.h"
+#include "../lib/rules.h"
 
 #include <errno.h>
 #include <netdb.h>
@@ -393,7 +394,9 @@ static int server_start(ik__server *srv, const ik_server_config *cfg)
     if (bind_all(srv) != 0) return -1;
 
     if ((rc = ik_coord_open(cfg->coord_uri, &cfg->coord, &srv->coord, why, sizeof why)) != 0) {
-        ik__log("cannot open backend %s: %s", cfg->coord_uri, why[0] ? why : ik_strerror(rc));
+        char shown[512];
+        ik__log("cannot open backend %s: %s", ik__uri_redact(cfg->coord_uri, shown, sizeof shown),
+                why[0] ? why : ik_strerror(rc));
         return -1;
     }
     if ((rc = ik_snowflake_create(&cfg->layout, cfg->max_backward_ms, NULL, &srv->gen)) != 0) {

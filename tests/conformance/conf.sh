@@ -4,7 +4,8 @@
 # nothing else (docs/testing.md, "Adding a backend to the suite").
 #
 #   conf_store_start          starts the backend's store for this test (zk: a standalone
-#                             ZooKeeper, or the shared fixture's with a fresh chroot);
+#                             ZooKeeper, or the shared fixture's with a fresh chroot;
+#                             redis: the shared fixture's, with a fresh key prefix);
 #                             sets CONF_SERVE_ARGS, the options every server, CLI and
 #                             lock of this test gets besides --coord
 #   conf_coord NAME           a fresh coordination URI of this test's store
@@ -32,8 +33,42 @@ case $IK_STORE in
     source "$IK_SRC/tests/integration/zk.sh"
     ZK_SESSION_MS=$CONF_SESSION_MS
     ;;
-  *) fail "conf.sh: IK_STORE=$IK_STORE is not a backend of the suite (local zk)" ;;
+  postgresql)
+    # the shared server (tests/fixtures/postgres.sh), a database per conf_coord NAME
+    [ -r "${IK_FIXTURE_POSTGRES:-}/env" ] || fail "conf.sh: no postgres fixture (IK_FIXTURE_POSTGRES)"
+    source "$IK_FIXTURE_POSTGRES/env"
+    IK_PG_LIB=1 source "$IK_SRC/tests/fixtures/postgres.sh"
+    export IDKEEPER_PASSWORD=$PG_PASSWORD
+    ;;
+  redis)
+    # shellcheck source=../integration/redis.sh
+    source "$IK_SRC/tests/integration/redis.sh"
+    ;;
+  mysql)
+    # shellcheck source=../integration/mysql.sh
+    source "$IK_SRC/tests/integration/mysql.sh"
+    ;;
+  *) fail "conf.sh: IK_STORE=$IK_STORE is not a backend of the suite (local zk redis postgresql mysql)" ;;
 esac
+
+# postgresql: the database of conf_coord NAME: made once per test ("c<pid>_NAME").
+conf_pg_db() {
+  local db
+  db=$(printf 'c%s_%s' "$$" "$1" | tr -c 'a-zA-Z0-9_\n' _ | tr 'A-Z' 'a-z' | cut -c1-63)
+  if [ -z "$(pg_psql "$PG_SHARED_PORT" postgres "SELECT 1 FROM pg_database WHERE datname = '$db'")" ]; then
+    pg_psql "$PG_SHARED_PORT" postgres "CREATE DATABASE $db" >/dev/null 2>&1 ||
+      [ -n "$(pg_psql "$PG_SHARED_PORT" postgres "SELECT 1 FROM pg_database WHERE datname = '$db'")" ] ||
+      fail "cannot create database $db"
+  fi
+  echo "$db"
+}
+
+# mysql: this test's database NAME on the MariaDB (made on first use).
+_conf_my_db() {
+  local db="$1_$$"
+  my_sql -e "CREATE DATABASE IF NOT EXISTS \`$db\`" || fail "could not create database $db"
+  echo "$db"
+}
 
 conf_store_start() {
   case $IK_STORE in
@@ -42,6 +77,15 @@ conf_store_start() {
       zk_start_standalone
       CONF_SERVE_ARGS=(--zk-session-timeout "$CONF_SESSION_MS")
       ;;
+    postgresql) CONF_SERVE_ARGS=(--lease-ttl "$CONF_SESSION_MS") ;;
+    redis)
+      redis_start # the shared fixture's, under a key prefix of this test's own
+      CONF_SERVE_ARGS=(--lease-ttl "$CONF_SESSION_MS")
+      ;;
+    mysql)
+      my_start # the shared fixture's server; a database per conf_coord NAME
+      CONF_SERVE_ARGS=(--lease-ttl "$CONF_SESSION_MS")
+      ;;
   esac
 }
 
@@ -49,20 +93,23 @@ conf_coord() {
   case $IK_STORE in
     local) echo "local:$T/$1" ;;
     zk) zk_uri "$1" ;;
+    postgresql) echo "postgresql://$PG_USER@127.0.0.1:$PG_SHARED_PORT/$(conf_pg_db "$1")" ;;
+    redis) redis_uri "$1" ;;
+    mysql) echo "mysql://$MDB_USER@127.0.0.1:$MY_PORT/$(_conf_my_db "$1")" ;;
   esac
 }
 
 conf_slot_free_ms() {
   case $IK_STORE in
     local) echo 0 ;; # flock: the kernel frees it with the process
-    zk) echo "$CONF_SESSION_MS" ;;
+    zk | redis | postgresql | mysql) echo "$CONF_SESSION_MS" ;; # redis, postgresql: the slot's TTL (--lease-ttl)
   esac
 }
 
 conf_slot_wait_ms() {
   case $IK_STORE in
     local) echo 0 ;;
-    zk) echo $((CONF_SESSION_MS + 2000)) ;;
+    zk | redis | postgresql | mysql) echo $((CONF_SESSION_MS + 2000)) ;;
   esac
 }
 
@@ -76,13 +123,23 @@ conf_slot_record() {
       local root=${uri#"zk://$ZK_CONNECT/"} # relative to ZK_CONNECT (the shared fixture adds a chroot to it)
       zk_tool slot "/$root/idkeeper/apps/$app" "$w" | jq -r .record_ms
       ;;
+    postgresql)
+      pg_psql "$PG_SHARED_PORT" "${uri##*/}" "SELECT record_ms FROM idk_slots WHERE app = '$app' AND worker = $w"
+      ;;
+    redis) # the record's own key (docs/redis.md), read with redis-cli
+      rcli HGET "${uri##*prefix=}idkeeper/$app/record/$w" record_ms
+      ;;
+    mysql) my_sql -D "${uri##*/}" -e "SELECT record_ms FROM idk_slots WHERE app = '$app' AND worker = $w" ;;
   esac
 }
 
 conf_lock_free_ms() {
   case $IK_STORE in
     local) echo 0 ;;
+    postgresql) echo 1000 ;; # the server frees it when the connection closes
     zk) echo "$CONF_SESSION_MS" ;;
+    redis) fail "conf.sh: redis:// has no locks (docs/redis.md)" ;;
+    mysql) echo 0 ;; # GET_LOCK: the server frees it as the holder's connection closes
   esac
 }
 
@@ -90,6 +147,9 @@ conf_patient_args() {
   case $IK_STORE in
     local) ;;
     zk) echo --zk-session-timeout 10000 ;;
+    postgresql) echo --lease-ttl 10000 ;;
+    redis) echo --lease-ttl 10000 ;;
+    mysql) ;;
   esac
 }
 
@@ -100,6 +160,17 @@ conf_lock_waiters() {
     zk)
       local root=${uri#"zk://$ZK_CONNECT/"} # relative to ZK_CONNECT (the shared fixture adds a chroot to it)
       zk_tool ls "/$root$path" 2>/dev/null | grep -c -- '-lock-' || true
+      ;;
+    postgresql) # waiting or granted, on the advisory lock of "lock:PATH" (docs/recipes.md)
+      pg_psql "$PG_SHARED_PORT" "${uri##*/}" "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 1 AND ((classid::bigint << 32) | objid::bigint) = hashtextextended('lock:$path', 0)"
+      ;;
+    redis) fail "conf.sh: redis:// has no locks (docs/redis.md)" ;;
+    mysql)
+      # GET_LOCK waiters (their statement names the key) and the holder, if any
+      my_sql -e "SELECT (SELECT COUNT(*) FROM information_schema.PROCESSLIST
+          WHERE INFO LIKE 'SELECT GET_LOCK(%''lock:$path''%')
+        + (IS_USED_LOCK(IF(CHAR_LENGTH('lock:$path') <= 61, CONCAT('ik/', 'lock:$path'),
+             CONCAT('ik#', LEFT(SHA2('lock:$path', 256), 61)))) IS NOT NULL)"
       ;;
   esac
 }
@@ -117,6 +188,22 @@ PY
     zk)
       local root=${uri#"zk://$ZK_CONNECT/"} # relative to ZK_CONNECT (the shared fixture adds a chroot to it)
       ZK_CHROOT=$root counter_raw "$tag" "$app" | cut -d' ' -f1
+      ;;
+    postgresql) # docs/sql.md: the default app's tag is its biz_tag, another's APP/TAG
+      local biz=$tag
+      [ "$app" = default ] || biz=$app/$tag
+      pg_psql "$PG_SHARED_PORT" "${uri##*/}" "SELECT max_id FROM leaf_alloc WHERE biz_tag = '$biz'"
+      ;;
+    redis) # the counter key holds the last ID taken: max_id - 1 (docs/redis.md)
+      local prefix=${uri##*prefix=} key v
+      if [ "$app" = default ]; then key=$prefix$tag; else key=$prefix$app/$tag; fi
+      v=$(rcli GET "$key")
+      echo $((v + 1))
+      ;;
+    mysql)
+      local biz=$tag
+      [ "$app" = default ] || biz="$app/$tag"
+      my_sql -D "${uri##*/}" -e "SELECT max_id FROM leaf_alloc WHERE biz_tag = '$biz'"
       ;;
   esac
 }

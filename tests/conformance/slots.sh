@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# labels: slots
+# labels: slots release
 # timeout: 300
 # timeout.zk: 360
 # Worker slots on the backend (SPEC 3 rules 1-4):

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# labels: slots
+# labels: slots release
 # timeout: 120
 # not-on: local: a slot is an flock(2) that a stopped process keeps: nobody can take the slot while its holder sleeps
 # A server frozen with SIGSTOP past its lease (on zk:// the session timeout) while

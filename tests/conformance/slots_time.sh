@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# labels: slots notsan
+# labels: slots notsan release
 # timeout: 120
 # The time guard (SPEC 3 rule 6) on the backend: a leaves slot 9 (SIGTERM: the slot's
 # time record is persisted at release, and read here without idkeeper, conf.sh); b,

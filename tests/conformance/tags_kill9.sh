@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# labels: counters
+# labels: counters release
 # timeout.local: 180
 # timeout.zk: 240
 # fixtures.zk: zk

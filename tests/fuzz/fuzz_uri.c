@@ -1,4 +1,5 @@
-/* fuzz_uri.c: the coordination URI syntax check (local:DIR, zk://...). */
+/* fuzz_uri.c: the coordination URI syntax check (local:DIR, zk://..., redis://...,
+ * postgresql://..., mysql://...). */
 #include "fuzz.h"
 #include "idkeeper.h"
 

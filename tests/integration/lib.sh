@@ -73,11 +73,26 @@ start_server() {
   IK_PIDS+=($!)
 }
 
+# ready_probe PORT: 0 if GET /readyz on 127.0.0.1:PORT answers 200 now. Bash's own
+# /dev/tcp, no process: the suite polls readiness thousands of times, and a curl
+# costs tens of ms of CPU each on a machine the whole suite keeps busy.
+ready_probe() {
+  local fd line=
+  { exec {fd}<>"/dev/tcp/127.0.0.1/$1"; } 2>/dev/null || return 1
+  # a server that closes at once (draining, max-connections) must not SIGPIPE the test
+  trap '' PIPE
+  printf 'GET /readyz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n' >&"$fd" 2>/dev/null
+  trap - PIPE
+  IFS= read -r -t 5 line <&"$fd" 2>/dev/null
+  exec {fd}>&-
+  [[ $line == HTTP/1.[01]\ 200* ]]
+}
+
 # wait_ready PORT [SECONDS]: until /readyz answers 200 (default 20 s).
 wait_ready() {
   local port=$1 limit=${2:-20} i
   for ((i = 0; i < limit * 20; i++)); do
-    curl -fsS -o /dev/null "http://127.0.0.1:$port/readyz" 2>/dev/null && return 0
+    ready_probe "$port" && return 0
     sleep 0.05
   done
   return 1
@@ -129,7 +144,7 @@ _serve_up() {
   local name=$1 port=$2 i; shift 2
   start_server "$name" "$port" "$@"
   for ((i = 0; i < 400; i++)); do
-    curl -fsS -o /dev/null "http://127.0.0.1:$port/readyz" 2>/dev/null && return 0
+    ready_probe "$port" && return 0
     kill -0 "${SERVER_PID[$name]}" 2>/dev/null || break
     sleep 0.05
   done

@@ -57,7 +57,7 @@ for try in 1 2 3 4 5; do
   pid=$!
   IK_PIDS+=($pid)
   for ((i = 0; i < 400; i++)); do
-    curl -fsS -o /dev/null "http://127.0.0.1:$p4/readyz" 2>/dev/null && { ok=1; break; }
+    ready_probe "$p4" && { ok=1; break; }
     kill -0 "$pid" 2>/dev/null || break
     sleep 0.05
   done

@@ -72,6 +72,28 @@ expect_fail 2 "max-batch" timeout 10 "$IK_BIN" serve --http 127.0.0.1:"$port" --
 [ ! -e "$T/idkeeper-data" ] || fail "a refused serve created its data directory"
 pass "usage errors exit 2 with one line naming the source"
 
+# ---- the store's password: read from its file, never shown ----------------------
+expect_fail 2 "cannot read the password file $T/nope" "$IK_BIN" workers --password-file "$T/nope"
+: >"$T/empty-pw"
+expect_fail 2 "the password file $T/empty-pw is empty" "$IK_BIN" tags list --password-file "$T/empty-pw"
+head -c 1100 /dev/zero | tr '\0' x >"$T/long-pw"
+expect_fail 2 "longer than 1023 bytes" "$IK_BIN" workers --password-file "$T/long-pw"
+grep -q xxxx "$T/err" && fail "a long password file's text was shown: $(cat "$T/err")"
+# a URI with a password in it: every message shows it without (a scheme no build has,
+# so the check fails before any backend)
+uri='nosuch://ik:Sup3rSecret@db:5432/ids?password=Sup3rSecret2'
+for cmd in "workers --coord $uri" "tags list --coord $uri" "lock --coord $uri /p -- true"; do
+  # shellcheck disable=SC2086 # the command's words
+  "$IK_BIN" $cmd >"$T/out" 2>"$T/err" && fail "$cmd on an unknown scheme succeeded"
+  grep -q Sup3rSecret "$T/err" && fail "${cmd%% *} showed the password: $(cat "$T/err")"
+  grep -qF "nosuch://ik:***@db:5432/ids?password=***" "$T/err" ||
+    fail "${cmd%% *}: the URI is not shown without its password: $(cat "$T/err")"
+done
+IDKEEPER_COORD='nosuch://ik:Sup3rSecret@db/ids' "$IK_BIN" serve >"$T/out" 2>"$T/err" && fail "serve on an unknown scheme started"
+grep -q Sup3rSecret "$T/err" && fail "serve showed the password: $(cat "$T/err")"
+grep -qF "nosuch://ik:***@db/ids" "$T/err" || fail "serve: the URI is not shown without its password: $(cat "$T/err")"
+pass "the store's password: from its file, never shown"
+
 # ---- decode ---------------------------------------------------------------------
 # The default layout: 41 bits of ms from 1288834974657 run out 2^41 ms later.
 end_ms=$((1288834974657 + (1 << 41)))

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# labels: counters http
+# labels: counters http release
 # variants: local zk
 # timeout.local: 180
 # timeout.zk: 240

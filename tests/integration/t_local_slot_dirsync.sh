@@ -30,7 +30,7 @@ serve_traced() {
   [ -n "$pid" ] || fail "$name: no daemon under strace"
   IK_PIDS+=($pid)
   for ((i = 0; i < 600; i++)); do
-    curl -fsS -o /dev/null "http://127.0.0.1:$port/readyz" 2>/dev/null && break
+    ready_probe "$port" && break
     kill -0 "$pid" 2>/dev/null || fail "$name exited: $(tail -n 5 "$T/$name.log")"
     sleep 0.05
   done

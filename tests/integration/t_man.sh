@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# labels: docs
+# labels: docs nosan
 # The man pages cannot drift from the code: idkeeper(1) has a section for every
 # command of src/cli/commands.h naming every option `idkeeper CMD --help` lists, and
 # an entry (with its variable) for every option of the table in src/cli/options.c;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# labels: zk
+# labels: zk release
 # timeout: 150
 # ZooKeeper stopped for less than the session timeout and started again: servers keep
 # serving within the safe window (2/3 of the session timeout from the last answer)

@@ -3,7 +3,7 @@
 // System.nanoTime(), which is CLOCK_MONOTONIC on Linux: the clock every helper uses.
 //
 //   mutex CONNECT PATH ROUNDS OUT HOLD_US START_FILE
-//       waits for START_FILE, then ROUNDS times InterProcessMutex acquire, hold, release;
+//       five unrecorded rounds, creates OUT, waits for START_FILE, then ROUNDS times InterProcessMutex acquire, hold, release;
 //       OUT gets "J ENTER_NS EXIT_NS" a line
 //   latch CONNECT PATH ID OUT
 //       a LeaderLatch; OUT gets "lead NS" / "unlead NS"; stdin: resign, campaign, quit
@@ -52,12 +52,18 @@ public class CuratorHelper {
         while (System.nanoTime() < end) { }
     }
 
+    // Unrecorded rounds before OUT exists (the caller's sign that we are ready): they
+    // load and warm the lock's classes, or on a busy machine the first recorded
+    // acquire takes seconds and the C holders finish without ever meeting us.
+    static final int WARMUP = 5;
+
     static void mutex(String[] a) throws Exception {
         String connect = a[1], path = a[2], out = a[4], start = a[6];
         int rounds = Integer.parseInt(a[3]);
         long hold = Long.parseLong(a[5]);
         CuratorFramework c = client(connect);
         InterProcessMutex m = new InterProcessMutex(c, path);
+        for (int i = 0; i < WARMUP; i++) { m.acquire(); m.release(); }
         try (PrintWriter w = new PrintWriter(new FileWriter(out))) {
             while (!new File(start).exists()) Thread.sleep(1);
             for (int i = 0; i < rounds; i++) {

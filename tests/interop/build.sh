@@ -20,9 +20,15 @@ interop_build_c() {
   local build=${IK_BUILD:-$(dirname "$IK_BIN")} san
   [ -f "$build/libidkeeper.a" ] || fail "no $build/libidkeeper.a (IK_BUILD)"
   san=$(sed -n 's/^IK_SANITIZE:STRING=//p' "$build/CMakeCache.txt" 2>/dev/null)
+  # what libidkeeper.a needs, as the build's own idkeeper.pc says (its backends vary
+  # with the build: hiredis, libpq, libmariadb...), less -L/-lidkeeper: the .a is named
+  local deps
+  deps=$(PKG_CONFIG_PATH=$build pkg-config --static --libs idkeeper) ||
+    fail "pkg-config cannot read $build/idkeeper.pc"
+  deps=$(sed -e 's/-L[^ ]*//g' -e 's/-lidkeeper\b//g' <<<"$deps")
+  # shellcheck disable=SC2086 # the linker's words
   cc -std=c11 -D_GNU_SOURCE -O2 -g ${san:+-fsanitize=$san -fno-omit-frame-pointer} \
-    -I"$IK_SRC/include" "$INTEROP_SRC/ik_interop.c" "$build/libidkeeper.a" \
-    -lzookeeper_mt $(pkg-config --libs sqlite3 libcrypto) -lpthread \
+    -I"$IK_SRC/include" "$INTEROP_SRC/ik_interop.c" "$build/libidkeeper.a" $deps \
     -o "$T/ik_interop" 2>"$T/cc.log" || fail "cannot build ik_interop (see $T/cc.log)"
 }
 

@@ -5,6 +5,7 @@
  *   ik_interop now
  *       prints CLOCK_MONOTONIC in ns (the clock every helper records on)
  *   ik_interop lock URI PATH ROUNDS OUT HOLD_US START_FILE
+ *       five unrecorded rounds, creates OUT (the caller's sign that it is ready),
  *       waits for START_FILE to exist, then ROUNDS times: acquire, record the
  *       enter time, hold HOLD_US, record the exit time, release. OUT gets
  *       "C ENTER_NS EXIT_NS FENCE" a line.
@@ -79,6 +80,12 @@ static int cmd_lock(char **a)
     ik_coord *c = open_coord(uri);
     ik_lock *lk;
     if (ik_lock_create(c, path, NULL, &lk)) return 1;
+    /* Unrecorded rounds before OUT exists (the caller's sign that we are ready),
+     * as the Java and Python helpers do. */
+    for (int i = 0; i < 5; i++) {
+        int64_t fence;
+        if (ik_lock_acquire(lk, -1, &fence) || ik_lock_release(lk)) return 1;
+    }
     FILE *f = fopen(out, "w");
     if (!f) return 1;
     while (access(start, F_OK) != 0)

@@ -10,6 +10,10 @@
 
 #include "backend.h"
 #include "recipe.h"
+#include "rules.h"
+#ifdef IK_HAVE_REDIS
+#include "redis_conn.h"
+#endif
 
 #include <stdio.h>
 #include <string.h>
@@ -90,6 +94,46 @@ static void zk_uri_rules(void **st)
 #endif
 }
 
+/* redis:// and redis+unix:// (redis_uri.c): the forms of docs/redis.md, their
+ * canonical URIs, and a password in the URI used but never shown. */
+static void redis_uri_rules(void **st)
+{
+    (void)st;
+    char why[256] = "", canon[600];
+#ifdef IK_HAVE_REDIS
+    ik__redis_target t;
+    assert_int_equal(ik_coord_uri_check("redis://h", why, sizeof why), IK_OK);
+    assert_int_equal(ik__redis_uri_parse("redis://h", &t, why, sizeof why), IK_OK);
+    assert_int_equal(t.port, 6379);
+    assert_int_equal(t.db, 0);
+    ik__redis_uri_format(&t, canon, sizeof canon);
+    assert_string_equal(canon, "redis://h:6379/0");
+    assert_int_equal(
+        ik__redis_uri_parse("redis://bob:s3cret@[::1]:7000/12?prefix=ik/a/", &t, why, sizeof why),
+        IK_OK);
+    assert_string_equal(t.host, "::1");
+    assert_string_equal(t.user, "bob");
+    assert_string_equal(t.password, "s3cret");
+    assert_string_equal(t.prefix, "ik/a/");
+    ik__redis_uri_format(&t, canon, sizeof canon);
+    assert_string_equal(canon, "redis://[::1]:7000/12?prefix=ik/a/&user=bob");
+    assert_int_equal(ik_coord_uri_check("redis+unix:///run/r.sock?db=3", why, sizeof why), IK_OK);
+    assert_int_equal(ik_coord_uri_check("redis+unix://run/r.sock", why, sizeof why), IK_EURI);
+    assert_non_null(strstr(why, "absolute socket path"));
+    assert_int_equal(ik_coord_uri_check("redis://h:0", why, sizeof why), IK_EURI);
+    assert_non_null(strstr(why, "port must be 1-65535"));
+    assert_int_equal(ik_coord_uri_check("redis://h/10000", why, sizeof why), IK_EURI);
+    assert_int_equal(ik_coord_uri_check("redis://:pw@h/x", why, sizeof why), IK_EURI);
+    assert_null(strstr(why, "pw@"));
+    assert_int_equal(ik_coord_uri_check("redis://h?prefix=a b", why, sizeof why), IK_EURI);
+    assert_int_equal(ik_coord_uri_check("redis://h?db=1", why, sizeof why), IK_EURI);
+#else
+    (void)canon;
+    assert_int_equal(ik_coord_uri_check("redis://h", why, sizeof why), IK_EURI);
+    assert_string_equal(why, "this build has no Redis backend");
+#endif
+}
+
 /* The lock protocol comes with the backend's table, not from a scheme lookup. */
 static void each_backend_names_its_lock_protocol(void **st)
 {
@@ -98,12 +142,45 @@ static void each_backend_names_its_lock_protocol(void **st)
     const ik__backend_ops *const *v = ik__coord_backends(&n);
     for (size_t k = 0; k < n; k++) {
         assert_non_null(v[k]->uri_check);
-        assert_non_null(v[k]->recipe); /* both backends of today have locks */
+        /* a backend without locks says why (ik_coord_locks_check) */
+        assert_true(v[k]->recipe != NULL || v[k]->no_locks != NULL);
     }
+#ifdef IK_HAVE_REDIS
+    assert_null(ik__backend_redis_ops.recipe);
+    assert_non_null(strstr(ik__backend_redis_ops.no_locks, "cannot fence"));
+#endif
     assert_ptr_equal(ik__backend_local_ops.recipe, &ik__recipe_local_ops);
 #ifdef IK_HAVE_ZK
     assert_ptr_equal(ik__backend_zk_ops.recipe, &ik__recipe_zk_ops);
 #endif
+}
+
+/* Each backend names its client library, "NAME VERSION" (`idkeeper version`), and
+ * the list names each once: redis:// and redis+unix:// share hiredis. */
+static void each_backend_names_its_client(void **st)
+{
+    (void)st;
+    size_t n = 0;
+    const ik__backend_ops *const *v = ik__coord_backends(&n);
+    char all[1024];
+    ik__coord_client_versions(all, sizeof all);
+    for (size_t k = 0; k < n; k++) {
+        assert_non_null(v[k]->client_version);
+        char line[128], name[64], version[64], rest[2];
+        v[k]->client_version(line, sizeof line);
+        if (sscanf(line, "%63s %63s %1s", name, version, rest) != 2)
+            fail_msg("%s: client_version '%s' is not NAME VERSION", v[k]->scheme, line);
+        char want[130];
+        snprintf(want, sizeof want, "%s\n", line);
+        const char *at = strstr(all, want);
+        if (!at) fail_msg("'%s' is not in the list '%s'", line, all);
+        if (strstr(at + 1, want)) fail_msg("'%s' twice in '%s'", line, all);
+    }
+    assert_non_null(strstr(all, "sqlite 3."));
+    /* a short buffer holds whole lines only */
+    char small[20];
+    ik__coord_client_versions(small, sizeof small);
+    assert_true(small[0] == '\0' || small[strlen(small) - 1] == '\n');
 }
 
 int main(void)
@@ -113,7 +190,9 @@ int main(void)
         cmocka_unit_test(each_backend_check_is_reached_through_coord),
         cmocka_unit_test(local_uri_rules),
         cmocka_unit_test(zk_uri_rules),
+        cmocka_unit_test(redis_uri_rules),
         cmocka_unit_test(each_backend_names_its_lock_protocol),
+        cmocka_unit_test(each_backend_names_its_client),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -167,6 +167,37 @@ static void listen_bad(void **state)
     assert_int_equal(ik__parse_listen(NULL, tiny, sizeof tiny, &port, NULL, 0), -1);
 }
 
+/* Every password a URI can carry is gone from what may be shown; the rest stays. */
+static void uri_redact(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *in, *out;
+    } cases[] = {
+        {"mysql://ik:s3cret@db:3306/ids", "mysql://ik:***@db:3306/ids"},
+        {"mysql://ik@db/ids", "mysql://ik@db/ids"},
+        {"postgresql://ik:p%40ss@h/db?sslmode=require", "postgresql://ik:***@h/db?sslmode=require"},
+        {"postgresql://h/db?user=ik&password=s3cret&sslmode=disable",
+         "postgresql://h/db?user=ik&password=***&sslmode=disable"},
+        {"postgresql://ik:a@h/db?password=b", "postgresql://ik:***@h/db?password=***"},
+        {"redis://:s3cret@127.0.0.1:6379/2", "redis://:***@127.0.0.1:6379/2"},
+        {"redis://a:b@c@host/0", "redis://a:***@host/0"},       /* the last '@' ends the userinfo */
+        {"zk://h1:2181,h2:2181/ik", "zk://h1:2181,h2:2181/ik"}, /* ':' without '@' is a port */
+        {"local:./data", "local:./data"},
+        {"local:/x?password=y", "local:/x?password=***"},
+        {"x://h/p?password=#frag", "x://h/p?password=***#frag"},
+        {"", ""},
+    };
+    char out[256];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        assert_string_equal(ik__uri_redact(cases[i].in, out, sizeof out), cases[i].out);
+    /* truncation keeps the NUL and never shows a byte of the password */
+    char small[12];
+    assert_string_equal(ik__uri_redact("mysql://ik:s3cret@db/ids", small, sizeof small),
+                        "mysql://ik:");
+    assert_string_equal(ik__uri_redact(NULL, out, sizeof out), "");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -177,6 +208,7 @@ int main(void)
         cmocka_unit_test(app_names_at_the_library),
         cmocka_unit_test(listen_good),
         cmocka_unit_test(listen_bad),
+        cmocka_unit_test(uri_redact),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

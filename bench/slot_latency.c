@@ -1,11 +1,13 @@
-/* zk_acquire.c: slot acquire latency on a running ZooKeeper (bench/zk_acquire.sh
- * builds and runs it). Times the backend's slot_acquire (read the app's slots, one
- * zoo_multi) and slot_release, N times each, and prints the median and p99.
- *   zk_acquire URI APP RANGE_MIN RANGE_MAX N [lowest|random] [HELD] [sticky|fresh]
- * HELD other slots of the range are held (by this process, on one more session)
- * while it measures. sticky: one identity throughout, which takes back the slot it
- * held last (a restart); fresh: a new identity each time (a new server: the slot
- * comes from the choice). */
+/* slot_latency.c: worker-slot acquire, renewal and release latency on a running
+ * store of any kind, through the backend's own ops (bench/zk_acquire.sh,
+ * redis_acquire.sh and sql_acquire.sh run it; the build makes it with the library):
+ * slot_acquire, slot_persist (the renewal: a token or version check, the new
+ * expiry, the record) and slot_release, N times each; prints the median and p99.
+ *   slot_latency URI APP RANGE_MIN RANGE_MAX N [lowest|random] [HELD] [sticky|fresh]
+ * HELD other slots of the range are held (on another coord) while it measures.
+ * sticky: one identity throughout (a restart takes back its slot); fresh: a new
+ * identity each time (a new server: a free slot by the choice). The store's password,
+ * if it needs one, is $IDKEEPER_PASSWORD. */
 #include "backend.h"
 #include "idkeeper.h"
 
@@ -44,7 +46,8 @@ static void report(const char *what, int64_t *v, int n)
 int main(int argc, char **argv)
 {
     if (argc < 6) {
-        fprintf(stderr, "usage: zk_acquire URI APP MIN MAX N [lowest|random] [HELD]\n");
+        fprintf(stderr,
+                "usage: slot_latency URI APP MIN MAX N [lowest|random] [HELD] [sticky|fresh]\n");
         return 2;
     }
     const char *uri = argv[1], *app = argv[2];
@@ -57,6 +60,7 @@ int main(int argc, char **argv)
     char why[512];
     ik_coord_options co;
     ik_coord_options_init(&co);
+    co.password = getenv("IDKEEPER_PASSWORD"); /* the SQL and Redis stores' */
     ik_coord *c, *other;
     if (ik_coord_open(uri, &co, &c, why, sizeof why) ||
         ik_coord_open(uri, &co, &other, why, sizeof why)) {
@@ -64,7 +68,6 @@ int main(int argc, char **argv)
         return 1;
     }
     ik__backend *b = ik__coord_backend(c), *ob = ik__coord_backend(other);
-    /* Others hold `held` slots, on another session. */
     for (int i = 0; i < held; i++) {
         char ident[32];
         snprintf(ident, sizeof ident, "other-%d", i);
@@ -75,7 +78,8 @@ int main(int argc, char **argv)
             return 1;
         }
     }
-    int64_t *acq = calloc((size_t)n, sizeof *acq), *rel = calloc((size_t)n, sizeof *rel);
+    int64_t *acq = calloc((size_t)n, sizeof *acq), *ren = calloc((size_t)n, sizeof *ren),
+            *rel = calloc((size_t)n, sizeof *rel);
     for (int i = 0; i < n; i++) {
         char ident[32] = "bench";
         if (fresh) snprintf(ident, sizeof ident, "bench-%d", i);
@@ -88,24 +92,30 @@ int main(int argc, char **argv)
             fprintf(stderr, "acquire: %s: %s\n", ik_errname(rc), why);
             return 1;
         }
-        rc = b->ops->slot_release(b, g.handle, g.record_ms);
+        int64_t until = 0, written = 0;
+        rc = b->ops->slot_persist(b, g.handle, wall_ms() + 1000, &until, &written);
         int64_t t2 = now_ns();
+        if (rc) {
+            fprintf(stderr, "renew: %s\n", ik_errname(rc));
+            return 1;
+        }
+        rc = b->ops->slot_release(b, g.handle, g.record_ms);
+        int64_t t3 = now_ns();
         if (rc) {
             fprintf(stderr, "release: %s\n", ik_errname(rc));
             return 1;
         }
         acq[i] = t1 - t0;
-        rel[i] = t2 - t1;
+        ren[i] = t2 - t1;
+        rel[i] = t3 - t2;
     }
-    ik_slot_info *si;
-    size_t ns = 0;
-    ik_slots_list(c, app, &si, &ns);
-    ik_free(si);
-    printf("range %u-%u, %s choice, %s identity, %d held by others, %zu slot nodes\n", lo, hi,
-           choice == IK_SLOT_LOWEST ? "lowest" : "random", fresh ? "a new" : "the same", held, ns);
+    printf("range %u-%u, %s choice, %s identity, %d held by others\n", lo, hi,
+           choice == IK_SLOT_LOWEST ? "lowest" : "random", fresh ? "a new" : "the same", held);
     report("acquire", acq, n);
+    report("renew", ren, n);
     report("release", rel, n);
     free(acq);
+    free(ren);
     free(rel);
     ik_coord_close(other);
     ik_coord_close(c);

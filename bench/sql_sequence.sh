@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# sql_sequence.sh [BUILD_DIR]: sequence IDs per second on postgresql:// and mysql://
+# (issue 12 benchmark), next to the naive gap-free peer on the same database in the
+# same run, at 1, 8 and 64 clients.
+#
+#   idkeeper: one `idkeeper serve` per database (bench/sql_lib.sh: a PostgreSQL and
+#             a MariaDB of its own, durable), one sequence tag, tests/tools/hammer
+#             with CLIENTS keep-alive connections, count=1 per request: the daemon
+#             groups the requests that wait into one Leaf transaction (group commit).
+#   peer:     bench/sql_naive (C, libpq and MariaDB Connector/C) with CLIENTS
+#             connections, each ID one autocommit UPDATE of the row with the new
+#             value read back: one durable commit per ID.
+#
+# Prints IDs/s and the median and p99 latency of each, and the ratio. Settings:
+# SECONDS_EACH (5), CLIENTS ("1 8 64"), STORES ("postgresql mysql").
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+build=$(cd "${1:-$here/../build}" && pwd)
+export IK_BIN=${IK_BIN:-$build/idkeeper}
+hammer=${IK_HAMMER:-$build/tests/tools/hammer}
+naive=$build/bench/sql_naive
+secs=${SECONDS_EACH:-5}
+source "$here/../tests/integration/lib.sh"
+source "$here/sql_lib.sh"
+[ -x "$naive" ] || fail "build $naive first (make build)"
+
+sql_start
+echo "$(sql_versions) on loopback, durable, data on $(df -P "$T" | awk 'NR == 2 {print $1}'); ${secs}s each, count=1 per request"
+printf '%-11s %-8s %12s %14s %12s %14s %8s\n' store clients idkeeper_ids_s "p50/p99_ms" naive_ids_s "p50/p99_ms" ratio
+for s in ${STORES:-postgresql mysql}; do
+  uri=${SQL_URI[$s]} pw=(--password-file "${SQL_PW[$s]}")
+  "$IK_BIN" tags add seq --kind sequence --coord "$uri" "${pw[@]}" >/dev/null
+  serve_on "$s" --coord "$uri" "${pw[@]}" --quiet || fail "$s: $(tail -n 5 "$T/$s.log")"
+  port=$PORT
+  sql_row "$s" "INSERT INTO leaf_alloc (biz_tag, max_id, step) VALUES ('naive', 1, 1)" >/dev/null
+  for c in ${CLIENTS:-1 8 64}; do
+    url="http://127.0.0.1:$port/v1/sequence/seq?count=1&format=text"
+    "$hammer" --url "$url" --connections "$c" --duration 1 --quiet >/dev/null 2>&1 || true # warm-up
+    "$hammer" --url "$url" --connections "$c" --duration "$secs" >"$T/h" 2>&1 || fail "hammer: $(cat "$T/h")"
+    ik=$(sed -n 's/.* ids_per_s=\([0-9]*\).*/\1/p' "$T/h")
+    iklat=$(sed -n 's/.* p50_ms=\([^ ]*\).* p99_ms=\([^ ]*\).*/\1\/\2/p' "$T/h")
+    errors=$(sed -n 's/.* errors=\([^ ]*\).*/\1/p' "$T/h")
+    [ "$errors" = 0 ] || fail "$s, $c clients: $errors errors ($(cat "$T/h"))"
+    IDKEEPER_PASSWORD=$(cat "${SQL_PW[$s]}") "$naive" "$uri" "$c" "$secs" >"$T/n" || fail "sql_naive: $(cat "$T/n")"
+    nv=$(sed -n 's/.*ids_per_s=\([0-9]*\).*/\1/p' "$T/n")
+    nvlat=$(sed -n 's/.* p50_ms=\([^ ]*\) p99_ms=\([^ ]*\).*/\1\/\2/p' "$T/n")
+    printf '%-11s %-8s %12s %14s %12s %14s %8s\n' "$s" "$c" "$ik" "$iklat" "$nv" "$nvlat" \
+      "$(awk -v a="$ik" -v b="$nv" 'BEGIN { printf "%.1fx", a / b }')"
+  done
+  kill "${SERVER_PID[$s]}" && wait "${SERVER_PID[$s]}" 2>/dev/null || true
+done

@@ -1,0 +1,98 @@
+/* store.c: how every command that opens the store reads its options: the ZooKeeper
+ * session and auth, the password of the SQL and Redis stores (from --password-file,
+ * else --password / IDKEEPER_PASSWORD), the lease TTL and --allow-unsafe-store, and
+ * the one open of --coord with its failure message. The first line of a file as a
+ * secret (the password, the HTTP bearer token) is read here too.
+ *
+ * No message here shows a secret: the URI is shown with its password removed
+ * (ik__uri_redact), and a secret file's errors name the file, never its text. */
+#include "cli.h"
+
+#include "../lib/rules.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+int ik__cli_read_secret(const char *path, const char *what, char *out, size_t cap, char *why,
+                        size_t why_len)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        ik__cli_why(why, why_len, "cannot read the %s file %s: %s", what, path, strerror(errno));
+        return -1;
+    }
+    char buf[2048];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *s = buf;
+    while (*s == ' ' || *s == '\t')
+        s++;
+    size_t len = strcspn(s, "\r\n");
+    while (len && (s[len - 1] == ' ' || s[len - 1] == '\t'))
+        len--;
+    if (!len) {
+        ik__cli_why(why, why_len, "the %s file %s is empty: put the %s on its first line", what,
+                    path, what);
+        memset(buf, 0, sizeof buf);
+        return -1;
+    }
+    if (len >= cap) {
+        ik__cli_why(why, why_len, "the %s in %s is longer than %zu bytes", what, path, cap - 1);
+        memset(buf, 0, sizeof buf);
+        return -1;
+    }
+    memcpy(out, s, len);
+    out[len] = 0;
+    memset(buf, 0, sizeof buf);
+    return 0;
+}
+
+int ik__cli_coord_options(const ik_cli_opts *o, ik_coord_options *co, char *password,
+                          size_t password_len, char *why, size_t why_len)
+{
+    ik_coord_options_init(co);
+    co->zk_session_timeout_ms = (int)o->v[IK_OPT_ZK_SESSION_TIMEOUT].n;
+    co->zk_auth = o->v[IK_OPT_ZK_AUTH].text;
+    co->lease_ttl_ms = (int)o->v[IK_OPT_LEASE_TTL].n;
+    co->allow_unsafe_store = o->v[IK_OPT_ALLOW_UNSAFE_STORE].n != 0;
+    co->redis_wait_replicas = (int)o->v[IK_OPT_REDIS_WAIT_REPLICAS].n;
+    const char *file = o->v[IK_OPT_PASSWORD_FILE].text;
+    if (file && *file) {
+        if (ik__cli_read_secret(file, "password", password, password_len, why, why_len) != 0)
+            return -1;
+        co->password = password;
+    } else if (o->v[IK_OPT_PASSWORD].text && *o->v[IK_OPT_PASSWORD].text) {
+        co->password = o->v[IK_OPT_PASSWORD].text;
+    }
+    return 0;
+}
+
+int ik__cli_open_coord(const ik_cli_command *cmd, const ik_cli_opts *o, ik_coord **c)
+{
+    ik_coord_options co;
+    char password[1024], why[512] = "", shown[512];
+    const char *uri = o->v[IK_OPT_COORD].text;
+    ik__uri_redact(uri, shown, sizeof shown);
+    if (ik__cli_coord_options(o, &co, password, sizeof password, why, sizeof why) != 0) {
+        ik__cli_fail(cmd, "--password-file: %s", why);
+        return IK_EXIT_USAGE;
+    }
+    int err = ik_coord_open(uri, &co, c, why, sizeof why);
+    memset(password, 0, sizeof password);
+    if (err) {
+        ik__cli_fail(cmd, "cannot open %s: %s", shown, why[0] ? why : ik_strerror(err));
+        return err == IK_EURI ? IK_EXIT_USAGE : IK_EXIT_FAIL;
+    }
+    return 0;
+}
+
+int ik__cli_locks_offered(const ik_cli_command *cmd, ik_coord *c)
+{
+    char why[512] = "";
+    if (ik_coord_locks_check(c, why, sizeof why) == 0) return 0;
+    ik__cli_fail(cmd, "%s", why);
+    ik_coord_close(c);
+    return IK_EXIT_FAIL;
+}

@@ -1,0 +1,423 @@
+/* backend_redis_tags.c: tags on Redis (redis://): a tag's counter is an integer key
+ * advanced with INCRBY (holding the last ID taken, max_id - 1, as an INCR counter
+ * does, so an app that numbers with INCR on that key shares it), beside a hash of
+ * ours with the tag's kind, start, step and description (redis_scripts.c has the
+ * scripts and the key layout; docs/redis.md how to adopt an existing key).
+ *
+ * Invariants
+ *   T1. A counter only goes up: creating a tag on an existing integer key keeps it
+ *       (or raises it to start - 1), and an advance whose counter key is missing
+ *       refuses (IK_ESTORE) rather than start again from 0.
+ *   T2. An advance is handed out only once the script's answer was read and, with
+ *       --redis-wait-replicas N, WAIT counted N replicas; otherwise IK_EINDOUBT and
+ *       the range (if it was recorded) is never handed out.
+ *   T3. Every advance carries this backend object's next write number SEQ and
+ *       leaves "SEQ VALUE" in its writer key (tagw/TAG/NONCE, 10 min TTL); the
+ *       script refuses a SEQ not above the one there. So once a later advance of the
+ *       tag ran, a write in doubt either ran (the later one reads its SEQ and
+ *       VALUE: the gap is logged) or never will.
+ *
+ * Threads: any; each call takes its own connection from the pool (redis_conn.c);
+ * the doubts are under t->mu.
+ */
+#include "internal.h"
+#include "redis_conn.h"
+
+#include <errno.h>
+#include <hiredis/hiredis.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define KEY_MAX 512
+#define TAG_TIMEOUT_MS 5000 /* one counter call waits this long for its answer */
+
+/* A write in doubt, per (app, tag), until a later advance settles it. */
+typedef struct tag_doubt {
+    struct tag_doubt *next;
+    char app[80], tag[IK_TAG_NAME_MAX + 1];
+    uint64_t seq;
+    int64_t delta;
+} tag_doubt;
+
+struct ik__redis_tags {
+    pthread_mutex_t mu;
+    char nonce[33];
+    uint64_t seq;
+    tag_doubt *doubts;
+};
+
+int ik__redis_tags_new(struct ik__redis_tags **out)
+{
+    struct ik__redis_tags *t = calloc(1, sizeof *t);
+    if (!t) return IK_ENOMEM;
+    unsigned char r[16];
+    if (ik__random_bytes(r, sizeof r)) {
+        free(t);
+        return IK_ESTORE;
+    }
+    for (int i = 0; i < 16; i++)
+        snprintf(t->nonce + 2 * i, 3, "%02x", r[i]);
+    pthread_mutex_init(&t->mu, NULL);
+    *out = t;
+    return IK_OK;
+}
+
+void ik__redis_tags_free(struct ik__redis_tags *t)
+{
+    if (!t) return;
+    while (t->doubts) {
+        tag_doubt *d = t->doubts;
+        t->doubts = d->next;
+        free(d);
+    }
+    pthread_mutex_destroy(&t->mu);
+    free(t);
+}
+
+static void keys_of(ik__redis_client *rc, const char *app, const char *name, char *meta,
+                    char *counter)
+{
+    char sub[IK_TAG_NAME_MAX + 8];
+    snprintf(sub, sizeof sub, "tag/%s", name);
+    ik__redis_key(rc, app, sub, meta, KEY_MAX);
+    ik__redis_counter_key(rc, app, name, counter, KEY_MAX);
+}
+
+static int parse_i64(const char *s, int64_t *v)
+{
+    if (!s || !*s) return -1;
+    char *e;
+    errno = 0;
+    long long x = strtoll(s, &e, 10);
+    if (*e || errno) return -1;
+    *v = (int64_t)x;
+    return 0;
+}
+
+int ik__redis_tag_create(ik__backend *be, const char *app, const ik_tag_info *t, char *why,
+                         size_t why_len)
+{
+    ik__redis_client *rc = &ik__redis_backend_of(be)->rc;
+    char meta[KEY_MAX], counter[KEY_MAX], index[KEY_MAX];
+    keys_of(rc, app, t->name, meta, counter);
+    ik__redis_key(rc, app, "tags", index, sizeof index);
+    char start[24], step[24], now[24], before[24];
+    snprintf(start, sizeof start, "%" PRId64, t->start);
+    snprintf(step, sizeof step, "%" PRId64, t->step);
+    snprintf(now, sizeof now, "%" PRId64, t->update_time_ms);
+    snprintf(before, sizeof before, "%" PRId64, t->max_id - 1);
+    const char *keys[] = {meta, counter, index};
+    const char *args[] = {t->name, ik_tag_kind_name(t->kind), start, step, t->description, now,
+                          before};
+    int e = IK_OK;
+    redisContext *ctx = ik__redis_get(rc, TAG_TIMEOUT_MS, &e, why, why_len);
+    if (!ctx) return e;
+    redisReply *r = NULL;
+    e = ik__redis_script(rc, ctx, IK__RS_TAG_CREATE, 3, keys, 7, args, 1, &r, NULL, why, why_len);
+    ik__redis_put(rc, ctx, e == IK_EINDOUBT);
+    if (e == IK_EINDOUBT)
+        e = ik__fail(IK_ESTORE, why, why_len, "tag %s: no answer from redis (it may exist now)",
+                     t->name);
+    if (e) {
+        if (r) freeReplyObject(r);
+        return e;
+    }
+    long long code = r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
+                             r->element[0]->type == REDIS_REPLY_INTEGER
+                         ? r->element[0]->integer
+                         : -100;
+    if (code == -1)
+        e = ik__fail(IK_EEXIST, why, why_len, "tag %s exists already", t->name);
+    else if (code == -2)
+        e = ik__fail(IK_ESTORE, why, why_len,
+                     "tag %s: the key %s holds a %s, not an integer counter: pick another tag "
+                     "name, or remove the key",
+                     t->name, counter,
+                     r->elements > 1 && r->element[1]->type == REDIS_REPLY_STRING
+                         ? r->element[1]->str
+                         : "value of another type");
+    else if (code == -3)
+        e = ik__fail(IK_ESTORE, why, why_len,
+                     "tag %s: the key %s holds a string that is not an integer", t->name, counter);
+    else if (code != 0)
+        e = ik__fail(IK_ESTORE, why, why_len, "tag %s: the create script answered oddly", t->name);
+    freeReplyObject(r);
+    return e;
+}
+
+/* The tag's hash fields and counter, read in one round trip. */
+static int read_tag(ik__redis_client *rc, redisContext *ctx, const char *app, const char *name,
+                    ik_tag_info *out)
+{
+    char meta[KEY_MAX], counter[KEY_MAX];
+    keys_of(rc, app, name, meta, counter);
+    redisAppendCommand(ctx, "HMGET %s kind start step description update_time", meta);
+    redisAppendCommand(ctx, "GET %s", counter);
+    redisReply *h = NULL, *g = NULL;
+    int e = IK_OK;
+    if (redisGetReply(ctx, (void **)&h) != REDIS_OK || redisGetReply(ctx, (void **)&g) != REDIS_OK)
+        e = IK_EINDOUBT; /* the connection is broken; a read changes nothing */
+    else if (h->type != REDIS_REPLY_ARRAY || h->elements != 5)
+        e = IK_ESTORE; /* WRONGTYPE: the key is not our hash */
+    else if (h->element[0]->type != REDIS_REPLY_STRING)
+        e = IK_ENOTFOUND;
+    if (!e) {
+        memset(out, 0, sizeof *out);
+        snprintf(out->name, sizeof out->name, "%s", name);
+        if (ik_tag_kind_parse(h->element[0]->str, &out->kind)) e = IK_ESTORE;
+        parse_i64(h->element[1]->str, &out->start);
+        parse_i64(h->element[2]->str, &out->step);
+        if (h->element[3]->type == REDIS_REPLY_STRING)
+            snprintf(out->description, sizeof out->description, "%s", h->element[3]->str);
+        parse_i64(h->element[4]->str, &out->update_time_ms);
+        int64_t v;
+        if (g->type == REDIS_REPLY_STRING && parse_i64(g->str, &v) == 0 && v < INT64_MAX)
+            out->max_id = v + 1;
+        else
+            e = IK_ESTORE; /* the counter is gone or not an integer */
+    }
+    if (h) freeReplyObject(h);
+    if (g) freeReplyObject(g);
+    return e;
+}
+
+int ik__redis_tag_get(ik__backend *be, const char *app, const char *name, ik_tag_info *out)
+{
+    ik__redis_client *rc = &ik__redis_backend_of(be)->rc;
+    char why[300];
+    int e = IK_OK;
+    redisContext *ctx = ik__redis_get(rc, TAG_TIMEOUT_MS, &e, why, sizeof why);
+    if (!ctx) return e;
+    e = read_tag(rc, ctx, app, name, out);
+    ik__redis_put(rc, ctx, e == IK_EINDOUBT);
+    return e == IK_EINDOUBT ? IK_ESTORE : e;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(((const ik_tag_info *)a)->name, ((const ik_tag_info *)b)->name);
+}
+
+int ik__redis_tag_list(ik__backend *be, const char *app, ik_tag_info **out, size_t *n_out)
+{
+    ik__redis_client *rc = &ik__redis_backend_of(be)->rc;
+    *out = NULL;
+    *n_out = 0;
+    char why[300], index[KEY_MAX];
+    int e = IK_OK;
+    redisContext *ctx = ik__redis_get(rc, TAG_TIMEOUT_MS, &e, why, sizeof why);
+    if (!ctx) return e;
+    ik__redis_key(rc, app, "tags", index, sizeof index);
+    redisReply *r = redisCommand(ctx, "SMEMBERS %s", index);
+    if (!r || r->type != REDIS_REPLY_ARRAY) {
+        if (r) freeReplyObject(r);
+        ik__redis_put(rc, ctx, 1);
+        return IK_ESTORE;
+    }
+    ik_tag_info *v = NULL;
+    size_t n = 0, cap = 0;
+    for (size_t i = 0; i < r->elements && !e; i++) {
+        if (r->element[i]->type != REDIS_REPLY_STRING) continue;
+        if (ik_tag_name_check(r->element[i]->str, NULL, 0)) continue;
+        if (ik__grow((void **)&v, &cap, n, sizeof *v, 16)) {
+            e = IK_ENOMEM;
+            break;
+        }
+        int g = read_tag(rc, ctx, app, r->element[i]->str, &v[n]);
+        if (g == 0)
+            n++;
+        else if (g != IK_ENOTFOUND)
+            e = g;
+    }
+    freeReplyObject(r);
+    ik__redis_put(rc, ctx, e == IK_EINDOUBT);
+    if (e) {
+        free(v);
+        return e == IK_EINDOUBT ? IK_ESTORE : e;
+    }
+    if (n) qsort(v, n, sizeof *v, by_name);
+    *out = v;
+    *n_out = n;
+    return IK_OK;
+}
+
+/* Takes the doubt of (app, name) out of the list: its seq and delta (0: none). */
+static uint64_t take_doubt(struct ik__redis_tags *t, const char *app, const char *name,
+                           int64_t *delta)
+{
+    uint64_t seq = 0;
+    pthread_mutex_lock(&t->mu);
+    for (tag_doubt **pp = &t->doubts; *pp; pp = &(*pp)->next) {
+        tag_doubt *d = *pp;
+        if (!strcmp(d->app, app) && !strcmp(d->tag, name)) {
+            seq = d->seq;
+            *delta = d->delta;
+            *pp = d->next;
+            free(d);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&t->mu);
+    return seq;
+}
+
+/* Records a write in doubt (replacing an older one of the same tag, which the
+ * caller settled or logged). */
+static void add_doubt(struct ik__redis_tags *t, const char *app, const char *name, uint64_t seq,
+                      int64_t delta)
+{
+    tag_doubt *d = calloc(1, sizeof *d);
+    if (!d) {
+        ik__logf("tag gap tag=%s first=? count=%" PRId64 " (app %s: a write whose answer was lost "
+                 "may have recorded them; these IDs are never handed out)",
+                 name, delta, app);
+        return;
+    }
+    snprintf(d->app, sizeof d->app, "%s", app);
+    snprintf(d->tag, sizeof d->tag, "%s", name);
+    d->seq = seq;
+    d->delta = delta;
+    pthread_mutex_lock(&t->mu);
+    d->next = t->doubts;
+    t->doubts = d;
+    pthread_mutex_unlock(&t->mu);
+}
+
+/* Settles a doubt (seq, delta) from PREV, the "SEQ VALUE" the advance just run
+ * found in its writer key (T3). */
+static void settle(const char *app, const char *name, uint64_t seq, int64_t delta, const char *prev)
+{
+    unsigned long long ps = 0;
+    long long pv = 0;
+    char *e = NULL;
+    if (prev && *prev) {
+        ps = strtoull(prev, &e, 10);
+        if (*e == ' ') pv = strtoll(e + 1, NULL, 10);
+    }
+    if (e && *e == ' ' && ps == seq)
+        ik__logf("tag gap tag=%s first=%" PRId64 " count=%" PRId64
+                 " (app %s: a write whose answer was lost was recorded; these IDs are never "
+                 "handed out)",
+                 name, (int64_t)pv - delta + 1, delta, app);
+    else
+        ik__logf("tag doubt settled tag=%s count=%" PRId64
+                 " (app %s): the write whose answer was lost was not recorded and never will be",
+                 name, delta, app);
+}
+
+int ik__redis_tag_advance(ik__backend *be, const char *app, const char *name, ik_tag_kind kind,
+                          int64_t delta, int64_t *first)
+{
+    ik__redis_backend *b = ik__redis_backend_of(be);
+    ik__redis_client *rc = &b->rc;
+    char meta[KEY_MAX], counter[KEY_MAX], writer[KEY_MAX], why[400];
+    keys_of(rc, app, name, meta, counter);
+    char sub[IK_TAG_NAME_MAX + 48];
+    snprintf(sub, sizeof sub, "tagw/%s/%s", name, b->tags->nonce);
+    ik__redis_key(rc, app, sub, writer, sizeof writer);
+    int64_t d_delta = 0;
+    uint64_t d_seq = take_doubt(b->tags, app, name, &d_delta);
+    pthread_mutex_lock(&b->tags->mu);
+    uint64_t seq = ++b->tags->seq;
+    pthread_mutex_unlock(&b->tags->mu);
+    char dl[24], now[24], limit[24], seqs[24];
+    snprintf(dl, sizeof dl, "%" PRId64, delta);
+    snprintf(now, sizeof now, "%" PRId64, ik__wall_ms());
+    snprintf(limit, sizeof limit, "%" PRId64, INT64_MAX - 1 - delta);
+    snprintf(seqs, sizeof seqs, "%" PRIu64, seq);
+    const char *keys[] = {meta, counter, writer};
+    const char *args[] = {ik_tag_kind_name(kind), dl, now, limit, seqs};
+    int e = IK_OK, waited = 0;
+    redisContext *ctx = ik__redis_get(rc, TAG_TIMEOUT_MS, &e, why, sizeof why);
+    if (!ctx) {
+        if (d_seq) add_doubt(b->tags, app, name, d_seq, d_delta);
+        ik__redis_log_limited(rc, "tag %s: %s", name, why);
+        return e;
+    }
+    redisReply *r = NULL;
+    e = ik__redis_script(rc, ctx, IK__RS_TAG_ADVANCE, 3, keys, 5, args, 1, &r, &waited, why,
+                         sizeof why);
+    ik__redis_put(rc, ctx, e == IK_EINDOUBT);
+    long long code = -100;
+    if (!e && r && r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
+        r->element[0]->type == REDIS_REPLY_INTEGER)
+        code = r->element[0]->integer;
+    const char *prev = NULL;
+    if (r && r->type == REDIS_REPLY_ARRAY && code == 0 && r->elements == 3 &&
+        r->element[2]->type == REDIS_REPLY_STRING)
+        prev = r->element[2]->str;
+    if (d_seq) {
+        if (code == 0)
+            settle(app, name, d_seq, d_delta, prev);
+        else
+            add_doubt(b->tags, app, name, d_seq, d_delta); /* not settled yet */
+    }
+    if (e == IK_EINDOUBT || (code == 0 && waited < rc->wait_replicas)) {
+        /* T2: maybe (or surely, but not replicated) recorded: never handed out */
+        if (code == 0 && waited < rc->wait_replicas) {
+            int64_t v;
+            if (r->element[1]->type == REDIS_REPLY_STRING && !parse_i64(r->element[1]->str, &v))
+                ik__logf("tag gap tag=%s first=%" PRId64 " count=%" PRId64
+                         " (app %s: recorded, but WAIT counted %d of %d replicas in time; "
+                         "these IDs are never handed out)",
+                         name, v - delta + 1, delta, app, waited, rc->wait_replicas);
+        } else {
+            add_doubt(b->tags, app, name, seq, delta);
+            ik__redis_log_limited(rc, "tag %s: an advance is in doubt: %s", name, why);
+        }
+        if (r) freeReplyObject(r);
+        return IK_EINDOUBT;
+    }
+    if (e) {
+        ik__redis_log_limited(rc, "tag %s: %s", name, why);
+        if (r) freeReplyObject(r);
+        return e;
+    }
+    int64_t v = 0;
+    switch (code) {
+    case 0:
+        if (r->elements >= 2 && r->element[1]->type == REDIS_REPLY_STRING &&
+            !parse_i64(r->element[1]->str, &v)) {
+            *first = v - delta + 1;
+            e = IK_OK;
+        } else {
+            e = IK_EINDOUBT;
+        }
+        break;
+    case -1:
+        e = IK_ENOTFOUND;
+        break;
+    case -2:
+        e = IK_EKIND;
+        break;
+    case -3:
+        e = IK_ERANGE;
+        break;
+    case -4:
+        ik__redis_log_limited(rc,
+                              "tag %s: its counter key %s is gone (deleted, or lost by a "
+                              "restart of Redis without its append-only file): not issuing; "
+                              "restore it above every ID handed out (docs/redis.md)",
+                              name, counter);
+        e = IK_ESTORE;
+        break;
+    case -5:
+    case -6:
+        ik__redis_log_limited(rc,
+                              "tag %s: its counter key %s holds %s, not an integer: not "
+                              "issuing (docs/redis.md)",
+                              name, counter,
+                              code == -5 && r->elements > 1 &&
+                                      r->element[1]->type == REDIS_REPLY_STRING
+                                  ? r->element[1]->str
+                                  : "a string");
+        e = IK_ESTORE;
+        break;
+    default: /* -7 cannot happen: seq only grows in this object */
+        e = IK_ESTORE;
+        break;
+    }
+    freeReplyObject(r);
+    return e;
+}

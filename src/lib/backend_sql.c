@@ -1,0 +1,230 @@
+/* backend_sql.c: the generic SQL backend (mysql://, postgresql://) as the seam sees
+ * it: open (connect, create the schema, check Leaf's columns and the database's
+ * durability), close, and the connection pool the tag calls and slot scans share.
+ * Its work is done by its other files, over one driver (sql_driver.h):
+ *
+ *   backend_sql_slots.c  worker slots: rows of idk_slots, expiry on the db clock
+ *   backend_sql_tags.c   tags: Leaf's leaf_alloc and Leaf's own statements
+ *   recipe_sql.c         locks and elections: the database's session locks
+ *   sql_util.c           results and the URI rule, shared with the drivers
+ *
+ * Calls go one way: coord.c -> the driver's ops table (IK__SQL_BACKEND) -> these
+ * files -> the driver's calls (through its table) and sql_util.c.
+ * docs/sql.md has the schema and the failure model.
+ *
+ * Passwords: the password (ik_coord_options.password, else the URI's) is kept
+ * apart from the URI; every URI this backend shows (ik__sql_uri, messages) is the
+ * URI with it removed.
+ */
+#include "backend_sql.h"
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int ik__sql_error(int rc)
+{
+    switch (rc) {
+    case 0:
+        return IK_OK;
+    case IK__SQL_EDOUBT:
+        return IK_EINDOUBT;
+    case IK__SQL_EDUPLICATE:
+        return IK_EEXIST;
+    default:
+        return rc < 0 && rc >= IK__SQL_EREFUSED ? IK_ESTORE : rc;
+    }
+}
+
+int ik__sql_exec(const ik__sql_driver *d, ik__sql_conn *c, ik__sql_stmt id,
+                 const char *const *params, int n, ik__sql_res *res, char *why, size_t why_len)
+{
+    if (res) memset(res, 0, sizeof *res);
+    return d->exec(c, id, params, n, res, why, why_len);
+}
+
+int ik__sql_connect(ik__sql_backend *b, ik__sql_conn **c, char *why, size_t why_len)
+{
+    char inner[256] = "";
+    int rc = b->d->connect(&b->t, c, inner, sizeof inner);
+    if (rc) ik__fail(rc, why, why_len, "cannot connect: %s", inner);
+    return rc;
+}
+
+int ik__sql_get(ik__sql_backend *b, int *idx, ik__sql_conn **c, char *why, size_t why_len)
+{
+    pthread_mutex_lock(&b->mu);
+    int i;
+    for (;;) {
+        for (i = 0; i < IK__SQL_POOL && b->busy[i]; i++) {
+        }
+        if (i < IK__SQL_POOL) break;
+        pthread_cond_wait(&b->cv, &b->mu);
+    }
+    /* prefer a connected one */
+    for (int j = i; j < IK__SQL_POOL; j++)
+        if (!b->busy[j] && b->pool[j]) {
+            i = j;
+            break;
+        }
+    b->busy[i] = 1;
+    ik__sql_conn *have = b->pool[i];
+    pthread_mutex_unlock(&b->mu);
+    int rc = 0;
+    if (!have) {
+        rc = ik__sql_connect(b, &have, why, why_len);
+        pthread_mutex_lock(&b->mu);
+        b->pool[i] = rc ? NULL : have;
+        if (rc) {
+            b->busy[i] = 0;
+            pthread_cond_signal(&b->cv);
+        }
+        pthread_mutex_unlock(&b->mu);
+        if (rc) return rc;
+    }
+    *idx = i;
+    *c = have;
+    return 0;
+}
+
+void ik__sql_put(ik__sql_backend *b, int idx, int rc)
+{
+    ik__sql_conn *dead = NULL;
+    pthread_mutex_lock(&b->mu);
+    if (ik__sql_dead(rc)) {
+        dead = b->pool[idx];
+        b->pool[idx] = NULL;
+    }
+    b->busy[idx] = 0;
+    pthread_cond_signal(&b->cv);
+    pthread_mutex_unlock(&b->mu);
+    if (dead) b->d->close(dead);
+}
+
+/* Creates the schema (CREATE ... IF NOT EXISTS), checks leaf_alloc's columns and
+ * the durability settings, on c. 0 or an ik_error with why. */
+static int prepare(ik__sql_backend *b, ik__sql_conn *c, int allow_unsafe, char *why, size_t why_len)
+{
+    const ik__sql_driver *d = b->d;
+    char inner[256] = "";
+    int rc = 0;
+    for (int i = 0; d->schema[i]; i++) {
+        /* two servers creating one table at once can trip over each other (a
+         * unique violation in the catalog): the second try finds it made */
+        for (int attempt = 0; attempt < 3; attempt++) {
+            rc = d->run(c, d->schema[i], inner, sizeof inner);
+            if (rc != IK__SQL_EDUPLICATE && rc != IK__SQL_EDEFINITE) break;
+        }
+        if (rc)
+            return ik__fail(ik__sql_error(rc), why, why_len, "cannot create the schema: %s", inner);
+    }
+    rc = d->exec(c, IK__SQL_TAG_COLUMNS, NULL, 0, NULL, inner, sizeof inner);
+    if (rc)
+        return ik__fail(ik__sql_error(rc), why, why_len,
+                        "leaf_alloc is not Leaf's table (biz_tag, max_id, step, "
+                        "description, update_time): %s",
+                        inner);
+    rc = d->durability(c, inner, sizeof inner);
+    if (rc < 0)
+        return ik__fail(ik__sql_error(rc), why, why_len, "cannot read the durability settings: %s",
+                        inner);
+    if (rc == 1 && !allow_unsafe)
+        return ik__fail(IK_ESTORE, why, why_len,
+                        "the database can lose commits it acknowledged (%s): counters and "
+                        "slots would repeat IDs after its crash; fix the setting, or start "
+                        "with --allow-unsafe-store to accept that",
+                        inner);
+    if (rc == 1)
+        ik__logf("store can lose acknowledged commits (%s): allowed by --allow-unsafe-store",
+                 inner);
+    return 0;
+}
+
+void ik__sql_close(ik__backend *be)
+{
+    ik__sql_backend *b = ik__sql_of(be);
+    if (!b) return;
+    for (int i = 0; i < IK__SQL_POOL; i++)
+        if (b->pool[i]) b->d->close(b->pool[i]);
+    pthread_cond_destroy(&b->cv);
+    pthread_mutex_destroy(&b->mu);
+    if (b->password) {
+        memset(b->password, 0, strlen(b->password));
+        free(b->password);
+    }
+    free(b->uri);
+    free(b->shown);
+    free(b);
+}
+
+int ik__sql_open(const ik__sql_driver *d, const ik__backend_ops *ops, const char *uri,
+                 const ik_coord_options *o, ik__backend **out, char *why, size_t why_len)
+{
+    if (o->lease_ttl_ms < 1000 || o->lease_ttl_ms > 600000)
+        return ik__fail(IK_EINVAL, why, why_len, "lease TTL must be 1000 to 600000 ms");
+    ik__sql_backend *b = calloc(1, sizeof *b);
+    if (!b) return IK_ENOMEM;
+    b->base.ops = ops;
+    b->d = d;
+    b->ttl_ms = o->lease_ttl_ms;
+    pthread_mutex_init(&b->mu, NULL);
+    pthread_cond_init(&b->cv, NULL);
+    char *uri_password = NULL;
+    b->uri = ik__sql_uri_redact(uri, &uri_password); /* for the driver: no password */
+    size_t shown_len = strlen(uri) + 8;
+    if ((b->shown = malloc(shown_len))) ik__uri_redact(uri, b->shown, shown_len);
+    if (o->password) {
+        b->password = strdup(o->password);
+        if (uri_password) memset(uri_password, 0, strlen(uri_password));
+        free(uri_password);
+    } else {
+        b->password = uri_password;
+    }
+    if (!b->uri || !b->shown || (o->password && !b->password)) {
+        ik__sql_close(&b->base);
+        return IK_ENOMEM;
+    }
+    b->t.uri = b->uri; /* the driver gets the password apart */
+    b->t.shown = b->shown;
+    b->t.password = b->password;
+    unsigned char rnd[16];
+    int rc = ik__random_bytes(rnd, sizeof rnd);
+    if (rc) {
+        ik__sql_close(&b->base);
+        return ik__fail(rc, why, why_len, "no randomness for a writer id");
+    }
+    for (int i = 0; i < 16; i++)
+        snprintf(b->writer + 2 * i, 3, "%02x", rnd[i]);
+    ik__sql_conn *c = NULL;
+    rc = ik__sql_connect(b, &c, why, why_len);
+    if (rc) {
+        ik__sql_close(&b->base);
+        return ik__sql_error(rc);
+    }
+    b->pool[0] = c;
+    rc = prepare(b, c, o->allow_unsafe_store, why, why_len);
+    if (rc) {
+        ik__sql_close(&b->base);
+        return rc;
+    }
+    *out = &b->base;
+    return IK_OK;
+}
+
+const char *ik__sql_uri(const ik__backend *be)
+{
+    return ((const ik__sql_backend *)be)->shown;
+}
+
+void ik__sql_session(ik__backend *be, char *buf, size_t len)
+{
+    ik__sql_backend *b = ik__sql_of(be);
+    pthread_mutex_lock(&b->mu);
+    snprintf(buf, len, "%s", b->session);
+    pthread_mutex_unlock(&b->mu);
+}
+
+int64_t ik__sql_slot_free_ms(ik__backend *be)
+{
+    return ik__sql_of(be)->ttl_ms;
+}

@@ -1,0 +1,69 @@
+/* backend_sql.h: the generic SQL backend's own parts, shared by its files
+ * (backend_sql.c: open, close, the connection pool; backend_sql_slots.c;
+ * backend_sql_tags.c; recipe_sql.c) and by nothing else. Drivers see only
+ * sql_driver.h. Not a public API. */
+#ifndef IK_BACKEND_SQL_H
+#define IK_BACKEND_SQL_H
+
+#include "sql_driver.h"
+
+#include "internal.h"
+
+#include <pthread.h>
+
+#define IK__SQL_POOL 4      /* pooled connections for tags and slot scans */
+#define IK__SQL_BIZ_MAX 128 /* leaf_alloc.biz_tag is varchar(128) */
+#define IK__SQL_DOUBTS 32   /* sequence commits in doubt at once, at most */
+
+typedef struct ik__sql_backend {
+    ik__backend base;
+    const ik__sql_driver *d;
+    ik__sql_target t; /* points at uri, password, shown below */
+    char *uri, *password, *shown;
+    int64_t ttl_ms; /* --lease-ttl */
+
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    ik__sql_conn *pool[IK__SQL_POOL]; /* NULL: not connected (yet, or again) */
+    int busy[IK__SQL_POOL];
+    char session[64]; /* the last slot's session, for ik__sql_session */
+
+    /* sequence commits whose answer was lost (backend_sql_tags.c), under mu */
+    char writer[33]; /* this backend's random id in idk_commit_mark */
+    uint64_t writes; /* write numbers given out */
+    struct ik__sql_doubt {
+        char biz[IK__SQL_BIZ_MAX + 1], name[IK_TAG_NAME_MAX + 1], app[IK__APP_NAME_MAX + 1];
+        int64_t first, count;
+        uint64_t write_no; /* 0: the slot is free */
+    } doubt[IK__SQL_DOUBTS];
+} ik__sql_backend;
+
+static inline ik__sql_backend *ik__sql_of(ik__backend *be)
+{
+    return (ik__sql_backend *)be;
+}
+
+/* 1 for the classes after which a connection is dead (EDOUBT, EGONE). */
+static inline int ik__sql_dead(int rc)
+{
+    return rc == IK__SQL_EDOUBT || rc == IK__SQL_EGONE;
+}
+
+/* A connection of the pool, connected if need be: waits for a free one. 0 and
+ * *idx, *c; or a driver class with why. */
+int ik__sql_get(ik__sql_backend *b, int *idx, ik__sql_conn **c, char *why, size_t why_len);
+/* Gives connection idx back; rc is the class of its last call: a dead one is
+ * closed, and the next ik__sql_get connects again. */
+void ik__sql_put(ik__sql_backend *b, int idx, int rc);
+/* A new connection of its own (slots, locks). 0 or a driver class with why. */
+int ik__sql_connect(ik__sql_backend *b, ik__sql_conn **c, char *why, size_t why_len);
+
+/* The ik_error of a driver class: EDOUBT -> IK_EINDOUBT, EDUPLICATE -> IK_EEXIST,
+ * the others IK_ESTORE. */
+int ik__sql_error(int rc);
+
+/* Runs a statement with up to 8 int64/text parameters given as strings. */
+int ik__sql_exec(const ik__sql_driver *d, ik__sql_conn *c, ik__sql_stmt id,
+                 const char *const *params, int n, ik__sql_res *res, char *why, size_t why_len);
+
+#endif

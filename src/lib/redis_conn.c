@@ -1,0 +1,414 @@
+/* redis_conn.c: the Redis client layer of the redis:// backend (redis_conn.h):
+ * connections through hiredis (a small pool of blocking contexts, each used by one
+ * call at a time), the durability check at open, and running the scripts of
+ * redis_scripts.c.
+ *
+ * Invariants
+ *   C1. A context is used by one thread at a time: it leaves the pool for a call
+ *       and comes back only if the call read every answer it asked for; anything
+ *       else (an I/O error, a timeout, a protocol error) closes it, so a late answer
+ *       is never read as the answer to a later command.
+ *   C2. The password is sent only in AUTH and never copied into a message, a log
+ *       line or a URI.
+ *   C3. ik__redis_script reports 0 only when the script's own answer was read
+ *       (and, with WAIT, WAIT's count); a request written whose answer was not read
+ *       is IK_EINDOUBT, never IK_ESTORE.
+ *
+ * Threads: any. The pool is under rc->mu; no call holds it during I/O.
+ */
+#include "internal.h"
+#include "redis_conn.h"
+
+#include <errno.h>
+#include <hiredis/hiredis.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+static struct timeval tv_of(int64_t ms)
+{
+    if (ms < 1) ms = 1;
+    struct timeval tv = {.tv_sec = (time_t)(ms / 1000), .tv_usec = (suseconds_t)(ms % 1000) * 1000};
+    return tv;
+}
+
+/* "HOST:PORT" or the socket path, for messages. */
+static void where(const ik__redis_client *rc, char *buf, size_t len)
+{
+    if (rc->t.is_unix)
+        snprintf(buf, len, "%s", rc->t.path);
+    else
+        snprintf(buf, len, "%s:%d", rc->t.host, rc->t.port);
+}
+
+/* Describes a context's I/O or protocol error into why; returns IK_ESTORE. */
+static int ctx_fail(ik__redis_client *rc, redisContext *ctx, const char *doing, char *why,
+                    size_t why_len)
+{
+    char w[300];
+    where(rc, w, sizeof w);
+    if (ctx->err == REDIS_ERR_PROTOCOL)
+        return ik__fail(IK_ESTORE, why, why_len,
+                        "%s does not speak the Redis protocol (%s, %s): is it a Redis server?", w,
+                        doing, ctx->errstr);
+    if (ctx->err == REDIS_ERR_EOF)
+        return ik__fail(IK_ESTORE, why, why_len,
+                        "redis at %s closed the connection (%s): is it a Redis server, and "
+                        "does it accept this client?",
+                        w, doing);
+    if (ctx->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK))
+        return ik__fail(IK_ESTORE, why, why_len, "redis at %s did not answer in time (%s)", w,
+                        doing);
+    return ik__fail(IK_ESTORE, why, why_len, "redis at %s: %s (%s)", w, ctx->errstr, doing);
+}
+
+/* Runs one command (argv) on ctx and checks its answer: 0 and *out (NULL to free
+ * it), or IK_ESTORE with why. An error reply is IK_ESTORE with its text. */
+static int command(ik__redis_client *rc, redisContext *ctx, int argc, const char **argv,
+                   const size_t *lens, redisReply **out, char *why, size_t why_len)
+{
+    redisReply *r = redisCommandArgv(ctx, argc, argv, lens);
+    if (!r) return ctx_fail(rc, ctx, argv[0], why, why_len);
+    if (r->type == REDIS_REPLY_ERROR) {
+        char w[300];
+        where(rc, w, sizeof w);
+        int e;
+        if (!strncmp(r->str, "NOAUTH", 6))
+            e = ik__fail(IK_ESTORE, why, why_len,
+                         "redis at %s requires a password: give it with --password-file or "
+                         "IDKEEPER_PASSWORD",
+                         w);
+        else if (!strncmp(r->str, "WRONGPASS", 9) || strstr(r->str, "invalid password") ||
+                 strstr(r->str, "invalid username-password"))
+            e = ik__fail(IK_ESTORE, why, why_len,
+                         "redis at %s refused the password (%.120s): check --password-file or "
+                         "IDKEEPER_PASSWORD%s",
+                         w, r->str, rc->t.user[0] ? " and ?user=" : "");
+        else
+            e = ik__fail(IK_ESTORE, why, why_len, "redis at %s answered %s with an error: %.200s",
+                         w, argv[0], r->str);
+        freeReplyObject(r);
+        return e;
+    }
+    if (out)
+        *out = r;
+    else
+        freeReplyObject(r);
+    return IK_OK;
+}
+
+static int check_durable(ik__redis_client *rc, redisContext *ctx, char *why, size_t why_len);
+
+/* A new context: connected, authenticated, on its database, and (after open) on a
+ * server that still keeps acknowledged writes: a Redis restarted meanwhile with
+ * other settings is refused like one at start. NULL with why. */
+static redisContext *connect_one(ik__redis_client *rc, int64_t timeout_ms, int *err, char *why,
+                                 size_t why_len)
+{
+    struct timeval tv = tv_of(timeout_ms);
+    redisContext *ctx = rc->t.is_unix ? redisConnectUnixWithTimeout(rc->t.path, tv)
+                                      : redisConnectWithTimeout(rc->t.host, rc->t.port, tv);
+    if (!ctx) {
+        *err = IK_ENOMEM;
+        return NULL;
+    }
+    char w[300];
+    where(rc, w, sizeof w);
+    if (ctx->err) {
+        *err = ik__fail(IK_ESTORE, why, why_len, "cannot reach redis at %s: %s", w, ctx->errstr);
+        redisFree(ctx);
+        return NULL;
+    }
+    redisSetTimeout(ctx, tv);
+    int e = IK_OK;
+    if (rc->password) {
+        const char *argv[3] = {"AUTH", rc->t.user, rc->password};
+        size_t lens[3] = {4, strlen(rc->t.user), strlen(rc->password)};
+        if (rc->t.user[0])
+            e = command(rc, ctx, 3, argv, lens, NULL, why, why_len);
+        else {
+            argv[1] = rc->password;
+            lens[1] = lens[2];
+            e = command(rc, ctx, 2, argv, lens, NULL, why, why_len);
+        }
+    }
+    if (!e && rc->t.db) {
+        char db[16];
+        snprintf(db, sizeof db, "%d", rc->t.db);
+        const char *argv[2] = {"SELECT", db};
+        size_t lens[2] = {6, strlen(db)};
+        e = command(rc, ctx, 2, argv, lens, NULL, why, why_len);
+    }
+    if (!e) {
+        const char *argv[1] = {"PING"};
+        size_t lens[1] = {4};
+        redisReply *r = NULL;
+        e = command(rc, ctx, 1, argv, lens, &r, why, why_len);
+        if (!e && (r->type != REDIS_REPLY_STATUS || strcmp(r->str, "PONG")))
+            e = ik__fail(IK_ESTORE, why, why_len,
+                         "%s answered PING without PONG: is it a Redis server?", w);
+        if (r) freeReplyObject(r);
+    }
+    if (!e && rc->opened) e = check_durable(rc, ctx, why, why_len);
+    if (e) {
+        redisFree(ctx);
+        *err = e;
+        return NULL;
+    }
+    pthread_mutex_lock(&rc->mu);
+    rc->connects++;
+    pthread_mutex_unlock(&rc->mu);
+    return ctx;
+}
+
+/* 1 if an idle context has something to read (the server closed it, or said
+ * something unasked): it cannot be trusted with a call. */
+static int stale(redisContext *ctx)
+{
+    struct pollfd p = {.fd = ctx->fd, .events = POLLIN};
+    return poll(&p, 1, 0) != 0;
+}
+
+redisContext *ik__redis_get(ik__redis_client *rc, int64_t timeout_ms, int *err, char *why,
+                            size_t why_len)
+{
+    for (;;) {
+        pthread_mutex_lock(&rc->mu);
+        redisContext *ctx = rc->nidle ? rc->idle[--rc->nidle] : NULL;
+        pthread_mutex_unlock(&rc->mu);
+        if (!ctx) break;
+        if (stale(ctx)) {
+            redisFree(ctx);
+            continue;
+        }
+        redisSetTimeout(ctx, tv_of(timeout_ms));
+        return ctx;
+    }
+    return connect_one(rc, timeout_ms, err, why, why_len);
+}
+
+void ik__redis_put(ik__redis_client *rc, redisContext *ctx, int broken)
+{
+    if (!ctx) return;
+    if (!broken && !ctx->err) {
+        pthread_mutex_lock(&rc->mu);
+        if (rc->nidle < IK__REDIS_POOL) {
+            rc->idle[rc->nidle++] = ctx;
+            ctx = NULL;
+        }
+        pthread_mutex_unlock(&rc->mu);
+    }
+    if (ctx) redisFree(ctx);
+}
+
+/* Appends EVALSHA (or EVAL with the source) and, if wait, WAIT N T. */
+static void append_script(ik__redis_client *rc, redisContext *ctx, int id, int by_sha, int nk,
+                          const char *const *keys, int na, const char *const *args, int wait)
+{
+    const char *argv[32];
+    size_t lens[32];
+    char nks[8];
+    snprintf(nks, sizeof nks, "%d", nk);
+    int n = 0;
+    argv[n++] = by_sha ? "EVALSHA" : "EVAL";
+    argv[n++] = by_sha ? rc->sha[id] : ik__redis_lua[id];
+    argv[n++] = nks;
+    for (int i = 0; i < nk && n < 32; i++)
+        argv[n++] = keys[i];
+    for (int i = 0; i < na && n < 32; i++)
+        argv[n++] = args[i];
+    for (int i = 0; i < n; i++)
+        lens[i] = strlen(argv[i]);
+    redisAppendCommandArgv(ctx, n, argv, lens);
+    if (wait)
+        redisAppendCommand(ctx, "WAIT %d %d", rc->wait_replicas,
+                           (int)(rc->lease_ttl_ms / 5 > 100 ? rc->lease_ttl_ms / 5 : 100));
+}
+
+int ik__redis_script(ik__redis_client *rc, redisContext *ctx, int id, int nk,
+                     const char *const *keys, int na, const char *const *args, int wait,
+                     redisReply **out, int *waited, char *why, size_t why_len)
+{
+    *out = NULL;
+    if (waited) *waited = rc->wait_replicas;
+    if (nk + na > 29) return ik__fail(IK_EINVAL, why, why_len, "too many script arguments");
+    int do_wait = wait && rc->wait_replicas > 0;
+    for (int by_sha = 1; by_sha >= 0; by_sha--) {
+        append_script(rc, ctx, id, by_sha, nk, keys, na, args, do_wait);
+        redisReply *r = NULL, *wr = NULL;
+        if (redisGetReply(ctx, (void **)&r) != REDIS_OK) {
+            ctx_fail(rc, ctx, "a script", why, why_len);
+            return IK_EINDOUBT; /* C3: written, its answer not read */
+        }
+        if (do_wait && redisGetReply(ctx, (void **)&wr) != REDIS_OK) {
+            freeReplyObject(r);
+            ctx_fail(rc, ctx, "WAIT", why, why_len);
+            return IK_EINDOUBT;
+        }
+        if (r->type == REDIS_REPLY_ERROR && by_sha && !strncmp(r->str, "NOSCRIPT", 8)) {
+            freeReplyObject(r); /* not run: the server lost its script cache */
+            if (wr) freeReplyObject(wr);
+            continue;
+        }
+        int e = IK_OK;
+        if (r->type == REDIS_REPLY_ERROR) {
+            char w[300];
+            where(rc, w, sizeof w);
+            e = ik__fail(IK_ESTORE, why, why_len, "redis at %s: %.200s", w, r->str);
+        } else if (do_wait) {
+            if (wr->type == REDIS_REPLY_INTEGER) {
+                if (waited) *waited = (int)wr->integer;
+            } else {
+                e = ik__fail(IK_EINDOUBT, why, why_len, "WAIT answered %.100s",
+                             wr->type == REDIS_REPLY_ERROR ? wr->str : "no count");
+                if (waited) *waited = 0;
+            }
+        }
+        if (wr) freeReplyObject(wr);
+        if (e == IK_ESTORE) {
+            freeReplyObject(r);
+            return e;
+        }
+        *out = r;
+        return e;
+    }
+    return IK_ESTORE; /* not reached */
+}
+
+void ik__redis_key(const ik__redis_client *rc, const char *app, const char *sub, char *out,
+                   size_t len)
+{
+    snprintf(out, len, "%sidkeeper/%s/%s", rc->t.prefix, app, sub);
+}
+
+void ik__redis_counter_key(const ik__redis_client *rc, const char *app, const char *tag, char *out,
+                           size_t len)
+{
+    if (!strcmp(app, "default"))
+        snprintf(out, len, "%s%s", rc->t.prefix, tag);
+    else
+        snprintf(out, len, "%s%s/%s", rc->t.prefix, app, tag);
+}
+
+void ik__redis_log_limited(ik__redis_client *rc, const char *fmt, ...)
+{
+    char line[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    int64_t now = ik__mono_ns();
+    pthread_mutex_lock(&rc->mu);
+    int go = strcmp(line, rc->last_log) != 0 || now - rc->last_err_log_ns >= INT64_C(10000000000);
+    if (go) {
+        rc->last_err_log_ns = now;
+        snprintf(rc->last_log, sizeof rc->last_log, "%s", line);
+    }
+    pthread_mutex_unlock(&rc->mu);
+    if (go) ik__logf("%s", line);
+}
+
+/* CONFIG GET name into val (a value, or "" if the server has no such setting).
+ * 0, or IK_ESTORE with why (CONFIG refused: renamed, disabled or not allowed). */
+static int config_get(ik__redis_client *rc, redisContext *ctx, const char *name, char *val,
+                      size_t len, char *why, size_t why_len)
+{
+    const char *argv[3] = {"CONFIG", "GET", name};
+    size_t lens[3] = {6, 3, strlen(name)};
+    redisReply *r = NULL;
+    int e = command(rc, ctx, 3, argv, lens, &r, why, why_len);
+    if (e) return e;
+    val[0] = '\0';
+    if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+        r->element[1]->type == REDIS_REPLY_STRING)
+        snprintf(val, len, "%s", r->element[1]->str);
+    freeReplyObject(r);
+    return IK_OK;
+}
+
+/* The durability check (redis_conn.h, ik__redis_client_open). */
+static int check_durable(ik__redis_client *rc, redisContext *ctx, char *why, size_t why_len)
+{
+    int allow = rc->allow_unsafe;
+    char w[300], aof[32], fsync[32], inner[300] = "";
+    where(rc, w, sizeof w);
+    int e = config_get(rc, ctx, "appendonly", aof, sizeof aof, inner, sizeof inner);
+    if (!e) e = config_get(rc, ctx, "appendfsync", fsync, sizeof fsync, inner, sizeof inner);
+    if (e) {
+        if (!allow)
+            return ik__fail(IK_ESTORE, why, why_len,
+                            "cannot check that redis at %s keeps acknowledged writes: CONFIG GET "
+                            "is refused (renamed or disabled? %s); check appendonly yes and "
+                            "appendfsync always by hand, then pass --allow-unsafe-store",
+                            w, inner);
+        if (__atomic_fetch_add(&rc->unsafe, 1, __ATOMIC_RELAXED)) return IK_OK; /* warned once */
+        ik__logf("warning: redis at %s: CONFIG GET is refused, so its durability is unchecked "
+                 "(--allow-unsafe-store): an acknowledged write may be lost (docs/redis.md)",
+                 w);
+        return IK_OK;
+    }
+    if (!strcmp(aof, "yes") && !strcmp(fsync, "always")) return IK_OK;
+    if (!allow)
+        return ik__fail(IK_ESTORE, why, why_len,
+                        "redis at %s can lose acknowledged writes (appendonly %s, appendfsync "
+                        "%s): set appendonly yes and appendfsync always (redis.conf, or CONFIG "
+                        "SET), or pass --allow-unsafe-store to accept duplicate IDs after a crash",
+                        w, aof[0] ? aof : "?", fsync[0] ? fsync : "?");
+    if (__atomic_fetch_add(&rc->unsafe, 1, __ATOMIC_RELAXED)) return IK_OK; /* warned once */
+    ik__logf("warning: redis at %s can lose acknowledged writes (appendonly %s, appendfsync %s); "
+             "serving because of --allow-unsafe-store: a crash of Redis may hand out IDs twice",
+             w, aof[0] ? aof : "?", fsync[0] ? fsync : "?");
+    return IK_OK;
+}
+
+int ik__redis_client_open(ik__redis_client *rc, const char *uri, const ik_coord_options *o,
+                          char *why, size_t why_len)
+{
+    memset(rc, 0, sizeof *rc);
+    pthread_mutex_init(&rc->mu, NULL);
+    int e = ik__redis_uri_parse(uri, &rc->t, why, why_len);
+    if (e) return e;
+    if (ik__redis_uri_format(&rc->t, rc->uri, sizeof rc->uri) < 0)
+        return ik__fail(IK_EURI, why, why_len, "redis URI too long");
+    const char *pw = o->password && o->password[0] ? o->password : rc->t.password;
+    if (pw[0] && !(rc->password = strdup(pw))) return IK_ENOMEM;
+    memset(rc->t.password, 0, sizeof rc->t.password); /* kept once, in rc->password */
+    rc->lease_ttl_ms = o->lease_ttl_ms > 0 ? o->lease_ttl_ms : 10000;
+    if (rc->lease_ttl_ms < 300 || rc->lease_ttl_ms > 3600000)
+        return ik__fail(IK_EINVAL, why, why_len, "lease TTL must be 300 to 3600000 ms");
+    rc->wait_replicas = o->redis_wait_replicas;
+    if (rc->wait_replicas < 0 || rc->wait_replicas > 100)
+        return ik__fail(IK_EINVAL, why, why_len, "redis wait replicas must be 0 to 100");
+    int64_t t = rc->lease_ttl_ms / 3 > 2000 ? rc->lease_ttl_ms / 3 : 2000;
+    redisContext *ctx = connect_one(rc, t, &e, why, why_len);
+    if (!ctx) return e;
+    rc->allow_unsafe = o->allow_unsafe_store != 0;
+    e = check_durable(rc, ctx, why, why_len);
+    for (int i = 0; !e && i < IK__RS_COUNT; i++) {
+        const char *argv[3] = {"SCRIPT", "LOAD", ik__redis_lua[i]};
+        size_t lens[3] = {6, 4, strlen(ik__redis_lua[i])};
+        redisReply *r = NULL;
+        e = command(rc, ctx, 3, argv, lens, &r, why, why_len);
+        if (!e && (r->type != REDIS_REPLY_STRING || r->len != 40))
+            e = ik__fail(IK_ESTORE, why, why_len, "SCRIPT LOAD answered no SHA1");
+        if (!e) memcpy(rc->sha[i], r->str, 41);
+        if (r) freeReplyObject(r);
+    }
+    ik__redis_put(rc, ctx, e != IK_OK);
+    rc->opened = e == IK_OK;
+    return e;
+}
+
+void ik__redis_client_close(ik__redis_client *rc)
+{
+    while (rc->nidle)
+        redisFree(rc->idle[--rc->nidle]);
+    if (rc->password) {
+        memset(rc->password, 0, strlen(rc->password));
+        free(rc->password);
+    }
+    rc->password = NULL;
+    pthread_mutex_destroy(&rc->mu);
+}

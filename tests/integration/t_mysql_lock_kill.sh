@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# labels: mysql recipes
+# timeout: 120
+# fixtures: mariadb
+# A lock holder whose database connection is killed (KILL on MariaDB, issue 12):
+# the server frees the GET_LOCK with the session; the holder's ping fails, it
+# learns it lost the lock, its CMD gets SIGTERM and `idkeeper lock` exits 125 saying
+# so; a waiter takes the lock at once, with a greater fencing token. Then the same
+# for `idkeeper elect --once`: the leader's CMD is stopped.
+# Last, the documented key: an SQL client holding GET_LOCK("ik/lock:/app") excludes
+# `idkeeper lock /app`.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/mysql.sh"
+my_start
+U=$(my_uri lockkill)
+LOCK=("$IK_BIN" lock --coord "$U")
+
+# holder_thread KEY: the connection id that holds the GET_LOCK of KEY (docs/recipes.md)
+holder_thread() {
+  my_sql -e "SELECT IS_USED_LOCK(IF(CHAR_LENGTH('$1') <= 61, CONCAT('ik/', '$1'),
+    CONCAT('ik#', LEFT(SHA2('$1', 256), 61))))"
+}
+
+"${LOCK[@]}" /res -- sh -c 'echo $$ >"$0/a.pid"; echo "$IDKEEPER_FENCE" >"$0/a.fence"; exec sleep 300' "$T" 2>"$T/a.err" &
+a=$!
+IK_PIDS+=($a)
+for ((i = 0; i < 400; i++)); do [ -s "$T/a.fence" ] && break; sleep 0.05; done
+[ -s "$T/a.fence" ] || fail "a did not get the lock: $(cat "$T/a.err")"
+"${LOCK[@]}" /res -- sh -c 'echo "$IDKEEPER_FENCE" >"$0/b.fence"' "$T" 2>"$T/b.err" &
+b=$!
+IK_PIDS+=($b)
+sleep 0.5
+[ ! -e "$T/b.fence" ] || fail "b got the lock while a holds it"
+
+th=$(holder_thread lock:/res)
+[ -n "$th" ] && [ "$th" != NULL ] || fail "no session holds lock:/res"
+my_sql -e "KILL $th"
+t0=$(mono_ms)
+log "killed a's connection (thread $th)"
+rc=0
+wait $a || rc=$?
+took=$(($(mono_ms) - t0))
+[ $rc = 125 ] || fail "a exited $rc after its connection was killed, not 125 (lost): $(cat "$T/a.err")"
+grep -q "lost the lock" "$T/a.err" || fail "a did not say it lost the lock: $(cat "$T/a.err")"
+((took < 10000)) || fail "a took $took ms to notice"
+for ((i = 0; i < 100; i++)); do alive "$(cat "$T/a.pid")" || break; sleep 0.05; done
+! alive "$(cat "$T/a.pid")" || fail "a's CMD still runs after a lost the lock"
+wait $b || fail "b failed: $(cat "$T/b.err")"
+(($(cat "$T/b.fence") > $(cat "$T/a.fence"))) || fail "fences do not increase: a $(cat "$T/a.fence"), b $(cat "$T/b.fence")"
+pass "KILL of the holder's connection: a exited 125 after $took ms, its CMD stopped; b took the lock, fences $(cat "$T/a.fence") < $(cat "$T/b.fence")"
+
+"$IK_BIN" elect --coord "$U" --once --id leader1 /el -- sh -c 'echo $$ >"$0/e.pid"; exec sleep 300' "$T" 2>"$T/e.err" &
+e=$!
+IK_PIDS+=($e)
+for ((i = 0; i < 400; i++)); do [ -s "$T/e.pid" ] && break; sleep 0.05; done
+[ -s "$T/e.pid" ] || fail "the candidate did not lead: $(cat "$T/e.err")"
+th=$(holder_thread elect:/el)
+[ -n "$th" ] && [ "$th" != NULL ] || fail "no session holds elect:/el"
+my_sql -e "KILL $th"
+rc=0
+wait $e || rc=$?
+[ $rc -ne 0 ] || fail "elect --once exited 0 after losing the lead"
+for ((i = 0; i < 100; i++)); do alive "$(cat "$T/e.pid")" || break; sleep 0.05; done
+! alive "$(cat "$T/e.pid")" || fail "the leader's CMD still runs after the lead was lost"
+pass "KILL of the leader's connection: its CMD stopped, elect --once exited $rc: $(tail -n 1 "$T/e.err")"
+
+# the documented key (docs/recipes.md): an app holding GET_LOCK('ik/lock:/app')
+# excludes `idkeeper lock /app`, and is not excluded by a holder that went
+my_sql -e "SELECT GET_LOCK('ik/lock:/app', 10), SLEEP(4), RELEASE_LOCK('ik/lock:/app')" >/dev/null &
+app=$!
+for ((i = 0; i < 100; i++)); do
+  [ "$(holder_thread lock:/app)" != NULL ] && break
+  sleep 0.05
+done
+[ "$(holder_thread lock:/app)" != NULL ] || fail "the SQL client did not take GET_LOCK('ik/lock:/app')"
+rc=0
+"${LOCK[@]}" --timeout 1000 /app -- true 2>"$T/app.err" || rc=$?
+[ $rc = 124 ] || fail "idkeeper lock /app exited $rc while an SQL client held its key, not 124: $(cat "$T/app.err")"
+wait $app
+"${LOCK[@]}" --timeout 5000 /app -- true 2>"$T/app.err" || fail "idkeeper lock /app failed once the client let go: $(cat "$T/app.err")"
+pass "an SQL client holding GET_LOCK('ik/lock:/app') excludes idkeeper lock /app (124); after it lets go, the lock is granted"

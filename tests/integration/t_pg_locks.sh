@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# labels: postgresql sql recipes
+# timeout: 400
+# processors: 2
+# fixtures: postgres
+# Locks on postgresql:// (issue 12, SPEC 6), on advisory locks:
+#   counter   8 processes x 60 s of `idkeeper lock /counter -- <read, add 1, write a
+#             file>`: no lost increment (the file ends at the number of CMDs run),
+#             and the fencing tokens, read in the order of the grants, strictly
+#             increase;
+#   terminate pg_terminate_backend of a holder's session: its CMD gets SIGTERM and
+#             `idkeeper lock` exits 125 (lost), at once;
+#   interop   a client that holds pg_advisory_lock(hashtextextended('lock:/x', 0))
+#             (docs/recipes.md) excludes `idkeeper lock /x`, and the reverse.
+source "$(dirname "$0")/lib.sh"
+source "$IK_FIXTURE_POSTGRES/env"
+IK_PG_LIB=1 source "$IK_SRC/tests/fixtures/postgres.sh"
+export IDKEEPER_PASSWORD=$PG_PASSWORD
+P=$PG_SHARED_PORT
+db=tlocks_$$
+URI=$(pg_new_db "$P" "$db")
+SECS=${PG_LOCK_SECONDS:-60}
+
+echo 0 >"$T/counter"
+: >"$T/fences"
+worker() {
+  local end=$((SECONDS + SECS)) ok=0
+  while ((SECONDS < end)); do
+    "$IK_BIN" lock --coord "$URI" /counter -- sh -c \
+      'n=$(cat "$0/counter"); echo "$IDKEEPER_FENCE" >>"$0/fences"; echo $((n + 1)) >"$0/counter.tmp"; mv "$0/counter.tmp" "$0/counter"' \
+      "$T" 2>>"$T/worker.$1.err" && ok=$((ok + 1))
+  done
+  echo "$ok" >"$T/ok.$1"
+}
+pids=()
+for i in 1 2 3 4 5 6 7 8; do
+  worker "$i" &
+  pids+=($!)
+  IK_PIDS+=($!)
+done
+for p in "${pids[@]}"; do wait "$p"; done
+total=0
+for i in 1 2 3 4 5 6 7 8; do total=$((total + $(cat "$T/ok.$i"))); done
+got=$(cat "$T/counter")
+((total > 8)) || fail "only $total CMDs ran in $SECS s"
+[ "$got" = "$total" ] || fail "lost increments: the file says $got, $total CMDs ran"
+[ "$(wc -l <"$T/fences")" = "$total" ] || fail "fence lines $(wc -l <"$T/fences") != $total"
+sort -n -c -u "$T/fences" 2>/dev/null || {
+  awk 'NR > 1 && $1 <= prev { print "fence " $1 " after " prev " at line " NR; exit } { prev = $1 }' "$T/fences" >&2
+  fail "fencing tokens do not strictly increase in grant order"
+}
+pass "counter: 8 processes x $SECS s: $total increments, none lost; fences 1..$(tail -n 1 "$T/fences") strictly increasing"
+
+# terminate: the holder's session is ended by the server
+"$IK_BIN" lock --coord "$URI" /held -- sh -c 'trap "echo term >\"$0/held.term\"; exit 0" TERM; echo $$ >"$0/held.pid"; while :; do sleep 0.1; done' "$T" \
+  2>"$T/held.err" &
+h=$!
+IK_PIDS+=($h)
+for ((i = 0; i < 200; i++)); do [ -s "$T/held.pid" ] && break; sleep 0.05; done
+[ -s "$T/held.pid" ] || fail "the holder did not get /held"
+n=$(pg_psql "$P" "$db" "SELECT count(pg_terminate_backend(pid)) FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1 AND ((classid::bigint << 32) | objid::bigint) = hashtextextended('lock:/held', 0)")
+[ "$n" = 1 ] || fail "terminated $n sessions holding lock:/held"
+t0=$(mono_ms)
+rc=0
+wait $h || rc=$?
+took=$(($(mono_ms) - t0))
+[ $rc -eq 125 ] || fail "idkeeper lock exited $rc after its session was terminated, not 125: $(cat "$T/held.err")"
+[ -e "$T/held.term" ] || fail "CMD did not get SIGTERM"
+((took < 5000)) || fail "CMD stopped only $took ms after the termination"
+pass "terminate: CMD stopped $took ms after pg_terminate_backend: $(cat "$T/held.err")"
+
+# interop: a plain SQL client on the documented key
+PGOPTIONS='-c client_min_messages=warning' PGPASSWORD=$PG_PASSWORD "$PG_BIN/psql" -h 127.0.0.1 -p "$P" -U "$PG_USER" -d "$db" -Atq \
+  -c "SELECT pg_advisory_lock(hashtextextended('lock:/x', 0))" -c "SELECT pg_sleep(4)" >/dev/null 2>&1 &
+sqlc=$!
+IK_PIDS+=($sqlc)
+for ((i = 0; i < 100; i++)); do
+  [ "$(pg_psql "$P" "$db" "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted")" = 1 ] && break
+  sleep 0.05
+done
+expect_fail 124 "timed out" "$IK_BIN" lock --coord "$URI" --timeout 1000 /x -- true
+wait $sqlc || true
+"$IK_BIN" lock --coord "$URI" /x -- sh -c "[ \"\$(PGPASSWORD=$PG_PASSWORD $PG_BIN/psql -h 127.0.0.1 -p $P -U $PG_USER -d $db -Atqc \"SELECT pg_try_advisory_lock(hashtextextended('lock:/x', 0))\")\" = f ]" ||
+  fail "a SQL client took lock:/x while idkeeper held it"
+pass "interop: pg_advisory_lock(hashtextextended('lock:/x', 0)) and idkeeper lock /x exclude each other"
