@@ -423,14 +423,14 @@ static int try_take(zk_backend *b, zk_conn *c, const ik__slot_request *req, uint
         }
     }
     int64_t sent = ik__mono_ns();
-    zrc = zoo_multi(c->zh, nops, ops, res);
+    zrc = ik__zk_multi(c->zh, nops, ops, res);
     if (nops == 3 && zrc == ZNODEEXISTS && res[2].err == ZNODEEXISTS && !id->exists) {
         /* Only the identity node was there already (a twin with our identity made it
          * since we looked): the slot may still be free; once more, with a set. */
         zoo_set_op_init(&ops[2], id->path, id_data, il, -1, NULL);
         memset(res, 0, sizeof res);
         sent = ik__mono_ns();
-        zrc = zoo_multi(c->zh, nops, ops, res);
+        zrc = ik__zk_multi(c->zh, nops, ops, res);
     }
     if (ik__zk_doubtful(zrc)) {
         /* Did it land? Only an owner node of our own session says yes. Until an
@@ -733,7 +733,7 @@ static int send_write(zk_conn *c, zk_slot *s, int64_t record_ms, int release, zk
     }
     ik__zk_arm(it);
     x->sent_ns = ik__mono_ns();
-    ik__zk_issued(it, zoo_amulti(c->zh, 2, it->ops, it->res, ik__zk_on_void, it));
+    ik__zk_issued(it, ik__zk_amulti(c->zh, 2, it->ops, it->res, ik__zk_on_void, it));
     *out = w;
     return IK_OK;
 }

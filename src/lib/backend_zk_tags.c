@@ -624,7 +624,7 @@ int ik__zk_tag_create(ik__backend *be, const char *app, const ik_tag_info *t, ch
                                0);
             zoo_create_op_init(&r->ops[1], mpath, meta, mlen, s.app_acl, ZOO_PERSISTENT, NULL, 0);
             ik__zk_arm(r);
-            ik__zk_issued(r, zoo_amulti(s.zh, 2, r->ops, r->res, ik__zk_on_void, r));
+            ik__zk_issued(r, ik__zk_amulti(s.zh, 2, r->ops, r->res, ik__zk_on_void, r));
             zrc = ik__zk_wait_until(b, deadline) ? r->rc : ZOPERATIONTIMEOUT;
             if (zrc != ZOK && !ik__zk_doubtful(zrc)) zrc = ik__zk_multi_error(r);
         }

@@ -12,6 +12,16 @@
  *       reading (ik__zk_session_get to put), so no handle closes under a call.
  *   S3. A wait (ik__zk_wait) is freed by its last reference: a caller that gives up
  *       at its deadline leaves the buffers to the completions still owed.
+ *   S4. No multi is sent on a handle whose session the client knows is dead. In
+ *       libzookeeper_mt 3.8 (Debian 12), zoo_amulti on such a handle frees the first
+ *       op's path twice (with a chroot) and, for every later op, a path it never
+ *       set: the process aborts ("free(): invalid pointer"). Our own record of the
+ *       state (conn->state, from the watcher on the completion thread) lags the
+ *       client's by the events still queued, so the check is the client's
+ *       zoo_state() at the call, in ik__zk_amulti / ik__zk_multi, and it sends only
+ *       while connected. What remains: between the check and the send, the handle
+ *       would have to lose its connection, connect again and hear the verdict; the
+ *       I/O thread does that in no less than a round trip to a server.
  *
  * The session of the current handle, and the functions taking each edge:
  *
@@ -332,6 +342,28 @@ void ik__zk_on_created(int rc, const char *value, const struct Stat *st, const v
         if (value) rc = keep_copy(r, value, (int)strlen(value));
     }
     req_finish(r, rc);
+}
+
+/* S4: the client's state now, as a reason not to send a multi (ZOK: send it). */
+static int multi_refusal(zhandle_t *zh)
+{
+    int st = zoo_state(zh);
+    if (st == ZOO_CONNECTED_STATE) return ZOK;
+    if (st == ZOO_EXPIRED_SESSION_STATE || st == ZOO_AUTH_FAILED_STATE) return ZINVALIDSTATE;
+    return ZCONNECTIONLOSS; /* connecting: not sent, so not in doubt, but no answer */
+}
+
+int ik__zk_amulti(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_result_t *results,
+                  void_completion_t completion, const void *data)
+{
+    int zrc = multi_refusal(zh);
+    return zrc != ZOK ? zrc : zoo_amulti(zh, count, ops, results, completion, data);
+}
+
+int ik__zk_multi(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_result_t *results)
+{
+    int zrc = multi_refusal(zh);
+    return zrc != ZOK ? zrc : zoo_multi(zh, count, ops, results);
 }
 
 int ik__zk_multi_error(const ik__zk_req *r)

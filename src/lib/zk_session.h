@@ -240,6 +240,14 @@ void ik__zk_on_stat(int rc, const struct Stat *st, const void *data);
 void ik__zk_on_kids(int rc, const struct String_vector *v, const void *data);
 void ik__zk_on_created(int rc, const char *value, const struct Stat *st, const void *data);
 
+/* zoo_amulti and zoo_multi, sent only while the client says it is connected
+ * (zoo_state() at the call): ZCONNECTIONLOSS while it is not (nothing was sent),
+ * ZINVALIDSTATE once its session is dead. Every multi of the zk:// modules goes
+ * through these (invariant S4), never through the client's own. */
+int ik__zk_amulti(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_result_t *results,
+                  void_completion_t completion, const void *data);
+int ik__zk_multi(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_result_t *results);
+
 /* The effective error of an amulti of two ops: the first op that really failed. */
 int ik__zk_multi_error(const ik__zk_req *r);
 

@@ -10,6 +10,10 @@
 #      tree (git's tracked *.c and *.h; outside git, those under src, tests and
 #      bench): the daemon, the CLI's HTTP client, the fuzz drivers and the test tools
 #      reach the parser through reqparse.h, so a move to llhttp touches one file pair.
+#   4. zoo_multi and zoo_amulti called only in src/lib/zk_session.c: every multi of
+#      the product goes through ik__zk_multi / ik__zk_amulti, which send none on a
+#      handle whose session the client knows is dead (zk_session.c, invariant S4:
+#      the client library aborts on one). Test tools may call them to show why.
 # Prints every finding and exits 1 if there is one.
 set -uo pipefail
 build=$(cd "${1:?usage: structure.sh BUILD_DIR}" && pwd)
@@ -49,5 +53,8 @@ fi
 hits=$(cd "$src" && echo "$cfiles" | grep -v '^src/server/reqparse\.[ch]$' | xargs -r grep -l 'http_parser' --)
 [ -z "$hits" ] || no "http_parser named outside src/server/reqparse.* (use reqparse.h's ik__reqp_*, ik__httpresp_*, ik__http_lib_version): $(echo $hits)"
 
-((bad == 0)) && echo "structure: no call cycle in src/lib or src/server, no src/lib file over 1,100 lines, no C file but src/server/reqparse.* names http_parser"
+hits=$(cd "$src" && echo "$cfiles" | grep '^src/' | grep -v '^src/lib/zk_session\.c$' | xargs -r grep -lE '\<zoo_a?multi[[:space:]]*\(' --)
+[ -z "$hits" ] || no "zoo_multi/zoo_amulti called outside src/lib/zk_session.c (use ik__zk_multi / ik__zk_amulti: invariant S4): $(echo $hits)"
+
+((bad == 0)) && echo "structure: no call cycle in src/lib or src/server, no src/lib file over 1,100 lines, no C file but src/server/reqparse.* names http_parser, every multi through zk_session.c"
 exit $bad
