@@ -103,7 +103,7 @@ static int scan_slots(const char *chroot, zhandle_t *zh, const char *app, uint32
             ik__zk_arm(it);
             ik__zk_issued(it, zoo_aget(zh, path, 0, ik__zk_on_data, it));
         }
-        if (!ik__zk_wait_until(w, ik__mono_ns() + wait_ms * 1000000)) {
+        if (!ik__zk_wait_until(w, zh, ik__mono_ns() + wait_ms * 1000000)) {
             rc = ik__fail(IK_ESTORE, why, why_len, "ZooKeeper did not answer reading %s", dir);
         } else {
             for (size_t i = 0; i < n && rc == IK_OK; i++) {

@@ -167,10 +167,11 @@ static uint64_t rng_next(zk_backend *b)
 /* ------------------------------------------------------------------------------
  * Time
  */
-/* Waits up to ms for every request of w to be answered. 1: all answered. */
-static int wait_all(zk_wait *w, int64_t ms)
+/* Waits up to ms for every request of w, sent on c, to be answered (or c's session
+ * to be known dead). 1: all answered. */
+static int wait_all(zk_conn *c, zk_wait *w, int64_t ms)
 {
-    return ik__zk_wait_until(w, ik__mono_ns() + ms * 1000000);
+    return ik__zk_wait_until(w, c->zh, ik__mono_ns() + ms * 1000000);
 }
 
 /* The part of the negotiated session timeout during which a lease proven by an
@@ -823,7 +824,7 @@ static int settle_proof(zk_conn *c, zk_slot *s, const zk_item *it, zk_proof *p)
 static int settle_pending(zk_conn *c, zk_slot *s, int64_t ms, zk_proof *p)
 {
     if (!s->pending) return IK_OK;
-    if (!wait_all(s->pending, ms)) return IK_EINDOUBT;
+    if (!wait_all(c, s->pending, ms)) return IK_EINDOUBT;
     int rc = settle_proof(c, s, &s->pending->r[0], p);
     ik__zk_wait_put(s->pending);
     s->pending = NULL;
@@ -851,7 +852,7 @@ static int persist_locked(zk_backend *b, zk_conn *c, zk_slot *s, int64_t record_
             int src = send_write(c, s, record_ms, 0, &w);
             if (src) return src;
             int64_t left = (deadline - ik__mono_ns()) / 1000000;
-            if (!wait_all(w, left > 0 ? left : 0)) {
+            if (!wait_all(c, w, left > 0 ? left : 0)) {
                 s->pending = w; /* settled by the next call */
                 break;
             }
@@ -917,7 +918,7 @@ int ik__zk_slot_release(ik__backend *be, void *handle, int64_t record_ms)
         zk_wait *w;
         rc = send_write(c, s, record_ms, 1, &w);
         if (rc) break;
-        if (!wait_all(w, ik__zk_connect_wait_ms(b->zc.timeout_ms)))
+        if (!wait_all(c, w, ik__zk_connect_wait_ms(b->zc.timeout_ms)))
             rc = IK_EINDOUBT;
         else
             rc = settle(c, s, &w->r[0]);

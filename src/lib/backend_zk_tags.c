@@ -378,7 +378,7 @@ static int read_tag(const ik__zk_session *s, const char *app, const char *name, 
         ik__zk_issued(&b->r[i], zoo_aget(s->zh, path, 0, ik__zk_on_data, &b->r[i]));
     }
     int zrc;
-    if (!ik__zk_wait_until(b, deadline_ns)) {
+    if (!ik__zk_wait_until(b, s->zh, deadline_ns)) {
         zrc = ZOPERATIONTIMEOUT;
     } else {
         zrc = b->r[0].rc;
@@ -464,7 +464,7 @@ static int list_pass(const ik__zk_session *s, const char *app, ik_tag_info **out
     if (!kb) return ZSYSTEMERROR;
     ik__zk_arm(&kb->r[0]);
     ik__zk_issued(&kb->r[0], zoo_aget_children(s->zh, path, 0, ik__zk_on_kids, &kb->r[0]));
-    if (!ik__zk_wait_until(kb, deadline)) {
+    if (!ik__zk_wait_until(kb, s->zh, deadline)) {
         ik__zk_wait_put(kb);
         return ZOPERATIONTIMEOUT;
     }
@@ -503,7 +503,7 @@ static int list_pass(const ik__zk_session *s, const char *app, ik_tag_info **out
         }
     }
     size_t n = 0;
-    if (!ik__zk_wait_until(b, deadline)) {
+    if (!ik__zk_wait_until(b, s->zh, deadline)) {
         zrc = ZOPERATIONTIMEOUT;
     } else {
         for (int i = 0; i < nk && zrc == ZOK; i++) {
@@ -625,7 +625,7 @@ int ik__zk_tag_create(ik__backend *be, const char *app, const ik_tag_info *t, ch
             zoo_create_op_init(&r->ops[1], mpath, meta, mlen, s.app_acl, ZOO_PERSISTENT, NULL, 0);
             ik__zk_arm(r);
             ik__zk_issued(r, ik__zk_amulti(s.zh, 2, r->ops, r->res, ik__zk_on_void, r));
-            zrc = ik__zk_wait_until(b, deadline) ? r->rc : ZOPERATIONTIMEOUT;
+            zrc = ik__zk_wait_until(b, s.zh, deadline) ? r->rc : ZOPERATIONTIMEOUT;
             if (zrc != ZOK && !ik__zk_doubtful(zrc)) zrc = ik__zk_multi_error(r);
         }
         ik__zk_wait_put(b);
@@ -806,7 +806,7 @@ static int advance_locked(ik__backend *be, ik__zk_tags *zt, zt_tag *g, ik_tag_ki
         free(buf); /* the client copied it into its send queue */
         struct Stat st;
         int zrc = ZOPERATIONTIMEOUT;
-        if (ik__zk_wait_until(b, deadline)) { /* else the client may still write r */
+        if (ik__zk_wait_until(b, s.zh, deadline)) { /* else the client may still write r */
             zrc = r->rc;
             st = r->st;
         }

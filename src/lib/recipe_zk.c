@@ -228,10 +228,13 @@ static void free_names(char **v, int n)
 
 /* Our create and a listing of the children, sent together: ZooKeeper applies one
  * session's requests in order, so the listing already holds our node, and an
- * uncontended acquire costs one round trip. Waits for both answers (every
- * completion of the client comes, with an error at worst): NULL on ENOMEM, else
- * r[0] the create (data: the path made, st: its Stat), r[1] the listing (kids). */
-static ik__zk_wait *create_and_list(zk_lock *lk, const ik__zk_session *s, const char *uuid)
+ * uncontended acquire costs one round trip. Waits for both answers, for twice the
+ * session timeout at most, or until the session is known dead (then the answers
+ * wait behind the handle's close: zk_session.c, S5). NULL on ENOMEM; else *answered
+ * says whether both came, and if so r[0] is the create (data: the path made, st:
+ * its Stat), r[1] the listing (kids). Unanswered, neither may be read. */
+static ik__zk_wait *create_and_list(zk_lock *lk, const ik__zk_session *s, const char *uuid,
+                                    int *answered)
 {
     ik__zk_wait *w = ik__zk_wait_new(2, 0);
     if (!w) return NULL;
@@ -243,7 +246,7 @@ static ik__zk_wait *create_and_list(zk_lock *lk, const ik__zk_session *s, const 
                                          ik__zk_on_created, &w->r[0]));
     ik__zk_arm(&w->r[1]);
     ik__zk_issued(&w->r[1], zoo_aget_children(s->zh, lk->dir, 0, ik__zk_on_kids, &w->r[1]));
-    ik__zk_wait_until(w, -1);
+    *answered = ik__zk_wait_until(w, s->zh, ik__mono_ns() + 2 * (int64_t)s->timeout_ms * 1000000);
     return w;
 }
 
@@ -403,14 +406,15 @@ static int zk_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
         int count = 0, listed = 0;
         if (zrc == ZOK && !node[0] && !in_doubt) {
             asked = ik__mono_ms();
-            ik__zk_wait *pl = create_and_list(lk, &s, uuid);
+            int answered = 0;
+            ik__zk_wait *pl = create_and_list(lk, &s, uuid, &answered);
             if (!pl) {
                 ik__zk_session_put(base->be);
                 rc = IK_ENOMEM;
                 break;
             }
             ik__zk_req *made = &pl->r[0], *list = &pl->r[1];
-            zrc = made->rc;
+            zrc = answered ? made->rc : ZOPERATIONTIMEOUT; /* unanswered: in doubt */
             if (zrc == ZOK) {
                 snprintf(node, sizeof node, "%s", made->data ? made->data : "");
                 ik__zk_lock_set_node(lk, node, s.gen, s.id, made->st.czxid);

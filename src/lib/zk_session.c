@@ -22,12 +22,28 @@
  *       while connected. What remains: between the check and the send, the handle
  *       would have to lose its connection, connect again and hear the verdict; the
  *       I/O thread does that in no less than a round trip to a server.
+ *   S5. A dead handle is closed on its own completion thread (zookeeper_close from
+ *       a completion is the client's supported path), never from another thread.
+ *       There, zookeeper_close sets close_requested and only then counts its own
+ *       reference: a completion thread finishing in between drops the last one
+ *       (the I/O thread of an expired handle has ended) and frees the handle under
+ *       the closer. So the watcher that learns of the death (close_when_retired)
+ *       waits until recover or ik__zk_client_close has retired the handle, under
+ *       life held for writing (no user holds zh any more), and closes it there;
+ *       the retired ik__zk_conn is freed later by whoever holds life for writing
+ *       (free_closed). Meanwhile the handle's last answers wait behind that
+ *       watcher, so a wait on a dead handle returns at once (ik__zk_wait_until)
+ *       instead of at its deadline, and recover is not held up by it. A handle
+ *       still alive is closed by ik__zk_client_close on the caller's thread: a
+ *       session that dies during that close is the one race left.
  *
  * The session of the current handle, and the functions taking each edge:
  *
  *   CONNECTING --watcher: CONNECTED--> CONNECTED --watcher: CONNECTING--> CONNECTING
  *   CONNECTED, CONNECTING --watcher: EXPIRED / AUTH_FAILED--> DEAD
  *   DEAD --ik__zk_recover: a new handle of the next generation--> CONNECTING
+ *   (the dead handle: retired by recover or client_close, then closed by its own
+ *   watcher, close_when_retired; freed by free_closed)
  *
  * Threads: the ZooKeeper client runs an I/O thread and a completion thread per
  * handle. The session watcher runs on the completion thread, records the state
@@ -52,7 +68,8 @@
 
 #include <openssl/evp.h>
 
-#define ZS_PATH_MAX 512 /* the slot nodes' paths: the chroot leaves room for them */
+#define ZS_PATH_MAX 512        /* the slot nodes' paths: the chroot leaves room for them */
+#define ZS_CLOSE_WAIT_MS 10000 /* how long a client close waits for dead handles (S5) */
 
 struct ik__zk_listener {
     ik__zk_listener *next;
@@ -259,16 +276,28 @@ void ik__zk_issued(ik__zk_req *r, int zrc)
     if (zrc != ZOK) req_finish(r, zrc);
 }
 
-int ik__zk_wait_until(ik__zk_wait *w, int64_t deadline_ns)
+/* How often a wait looks whether its handle died (S5). */
+#define ZS_DEATH_POLL_MS 50
+
+static int conn_dead_now(const ik__zk_conn *c)
 {
+    return c && __atomic_load_n(&c->dead, __ATOMIC_ACQUIRE) != 0;
+}
+
+int ik__zk_wait_until(ik__zk_wait *w, zhandle_t *zh, int64_t deadline_ns)
+{
+    const ik__zk_conn *c = zh ? zoo_get_context(zh) : NULL;
     pthread_mutex_lock(&w->mu);
-    while (w->left > 0) {
-        if (deadline_ns < 0) {
+    while (w->left > 0 && !conn_dead_now(c)) {
+        int64_t ms = ZS_DEATH_POLL_MS;
+        if (deadline_ns >= 0) {
+            int64_t left = (deadline_ns - ik__mono_ns() + 999999) / 1000000;
+            if (left <= 0) break;
+            if (left < ms || !c) ms = left;
+        } else if (!c) {
             pthread_cond_wait(&w->cv, &w->mu);
             continue;
         }
-        int64_t ms = (deadline_ns - ik__mono_ns() + 999999) / 1000000;
-        if (ms <= 0) break;
         struct timespec ts;
         ik__deadline_ts(&ts, ms);
         pthread_cond_timedwait(&w->cv, &w->mu, &ts);
@@ -377,19 +406,41 @@ int ik__zk_multi_error(const ik__zk_req *r)
 /* ------------------------------------------------------------------------------
  * Handles and their sessions
  */
+/* S5, on the dead handle's completion thread: waits until c is retired (no user
+ * holds its zh), then closes it here. A handle that ik__zk_client_close closes
+ * itself (it was alive when that began) is left to it. */
+static void close_when_retired(ik__zk_conn *c)
+{
+    ik__zk_client *zc = c->zc;
+    pthread_mutex_lock(&zc->mu);
+    while (!c->retired && !c->closing)
+        pthread_cond_wait(&zc->cv, &zc->mu);
+    int ours = c->retired;
+    pthread_mutex_unlock(&zc->mu);
+    if (!ours) return;
+    zookeeper_close(c->zh); /* from its own completion thread: the handle is freed
+                               once this watcher returns and the thread ends */
+    pthread_mutex_lock(&zc->mu);
+    c->closed = 1;
+    pthread_cond_broadcast(&zc->cv);
+    pthread_mutex_unlock(&zc->mu);
+}
+
 static void conn_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
 {
     (void)path;
     ik__zk_conn *c = ctx;
     if (type != ZOO_SESSION_EVENT || !c) return;
     ik__zk_client *zc = c->zc;
+    int died = 0;
     pthread_mutex_lock(&zc->mu);
     c->state = state;
     if (state == ZOO_CONNECTED_STATE) {
         const clientid_t *id = zoo_client_id(zh);
         if (id) c->session = id->client_id;
     } else if (state == ZOO_EXPIRED_SESSION_STATE || state == ZOO_AUTH_FAILED_STATE) {
-        c->dead = state;
+        died = !c->dead;
+        __atomic_store_n(&c->dead, state, __ATOMIC_RELEASE);
     }
     pthread_cond_broadcast(&zc->cv);
     pthread_mutex_unlock(&zc->mu);
@@ -399,6 +450,7 @@ static void conn_watcher(zhandle_t *zh, int type, int state, const char *path, v
     for (ik__zk_listener *l = zc->listeners; l; l = l->next)
         l->fn(l->ctx, c->gen, state);
     pthread_mutex_unlock(&zc->lmu);
+    if (died) close_when_retired(c);
 }
 
 static void quiet_client_log(void)
@@ -471,11 +523,56 @@ static int conn_open(ik__zk_client *zc, ik__zk_conn **out, char *why, size_t why
     return IK_OK;
 }
 
-static void conn_close(ik__zk_conn *c)
+/* Takes c out of use (caller holds life for writing, or took c out of zc->conn
+ * under it): a dead handle is retired, for
+ * its own watcher to close (S5); a live one is closed here, on this thread (its
+ * pending completions run with ZCLOSING; its threads are joined) and freed. */
+static void conn_close(ik__zk_client *zc, ik__zk_conn *c)
 {
     if (!c) return;
-    zookeeper_close(c->zh); /* runs pending completions (ZCLOSING), joins threads */
+    pthread_mutex_lock(&zc->mu);
+    int dead = c->dead != 0;
+    if (dead) {
+        c->retired = 1;
+        c->next = zc->retired;
+        zc->retired = c;
+        pthread_cond_broadcast(&zc->cv);
+    } else {
+        c->closing = 1; /* a death heard during the close leaves it to us */
+        pthread_cond_broadcast(&zc->cv);
+    }
+    pthread_mutex_unlock(&zc->mu);
+    if (dead) return;
+    zookeeper_close(c->zh);
     free(c);
+}
+
+/* Frees the retired handles whose watcher has closed them; with wait_ms > 0, first
+ * waits up to that long for all of them to be closed (a handle still open then is
+ * left, and never freed: better a leak than a crash). Caller holds life for
+ * writing, or is the client's closer. */
+static void free_closed(ik__zk_client *zc, int64_t wait_ms)
+{
+    struct timespec ts;
+    ik__deadline_ts(&ts, wait_ms > 0 ? wait_ms : 0);
+    pthread_mutex_lock(&zc->mu);
+    for (;;) {
+        int open = 0;
+        for (ik__zk_conn *r = zc->retired; r; r = r->next)
+            open += !r->closed;
+        if (!open || wait_ms <= 0) break;
+        if (pthread_cond_timedwait(&zc->cv, &zc->mu, &ts) == ETIMEDOUT) break;
+    }
+    for (ik__zk_conn **pp = &zc->retired; *pp;) {
+        ik__zk_conn *r = *pp;
+        if (r->closed) {
+            *pp = r->next;
+            free(r);
+        } else {
+            pp = &r->next;
+        }
+    }
+    pthread_mutex_unlock(&zc->mu);
 }
 
 int ik__zk_conn_wait(ik__zk_client *zc, ik__zk_conn *c, int64_t ms)
@@ -562,7 +659,10 @@ void ik__zk_client_close(ik__zk_client *zc)
     zc->conn = NULL;
     pthread_mutex_unlock(&zc->mu);
     pthread_rwlock_unlock(&zc->life);
-    conn_close(c);
+    /* outside life: a live handle's close runs its pending completions, which may
+     * borrow the session (and find none); no user holds any handle now */
+    conn_close(zc, c);
+    free_closed(zc, ZS_CLOSE_WAIT_MS);
     while (zc->listeners) { /* none, if every recipe was destroyed before the coord */
         ik__zk_listener *l = zc->listeners;
         zc->listeners = l->next;
@@ -597,9 +697,10 @@ int ik__zk_recover(ik__backend *be, char *why, size_t why_len)
             pthread_mutex_lock(&zc->mu);
             zc->conn = nc;
             pthread_mutex_unlock(&zc->mu);
-            conn_close(old);
+            conn_close(zc, old);
         }
     }
+    free_closed(zc, 0);
     pthread_rwlock_unlock(&zc->life);
     if (rc) return rc;
     pthread_rwlock_rdlock(&zc->life);

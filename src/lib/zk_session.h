@@ -23,7 +23,8 @@
 typedef struct ik__zk_client ik__zk_client;
 
 /* One zhandle. Freed only after zookeeper_close() returned, so the watcher never
- * sees a dangling context. Fields under the client's mu. */
+ * sees a dangling context. Fields under the client's mu (dead is also read without
+ * it, atomically, by ik__zk_wait_until). */
 typedef struct ik__zk_conn {
     ik__zk_client *zc;
     zhandle_t *zh;
@@ -31,6 +32,11 @@ typedef struct ik__zk_conn {
     int state;       /* last ZOO_*_STATE from the watcher (0: none yet) */
     int dead;        /* session expired or auth failed: the handle is unusable */
     int64_t session; /* session id once connected, else 0 */
+    /* S5: a dead handle is closed on its own completion thread, once retired */
+    int retired;              /* no user holds zh any more: its watcher may close it */
+    int closing;              /* closed by ik__zk_client_close while still alive */
+    int closed;               /* its watcher's zookeeper_close() returned */
+    struct ik__zk_conn *next; /* the client's list of retired handles */
 } ik__zk_conn;
 
 typedef struct ik__zk_listener ik__zk_listener;
@@ -49,6 +55,7 @@ struct ik__zk_client {
     pthread_mutex_t mu;    /* guards conn's fields and gen */
     pthread_cond_t cv;     /* broadcast on every session event */
     ik__zk_conn *conn;
+    ik__zk_conn *retired; /* dead handles replaced, freed once closed (S5) */
     unsigned gen;
 
     pthread_mutex_t lmu;        /* guards listeners; held while they are called */
@@ -197,7 +204,7 @@ int ik__zk_fail(int zrc, char *why, size_t why_len, const char *what);
  *
  *   w = ik__zk_wait_new(n, extra);
  *   ik__zk_arm(&w->r[i]); ik__zk_issued(&w->r[i], zoo_aget(zh, p, 0, ik__zk_on_data, &w->r[i]));
- *   if (ik__zk_wait_until(w, deadline_ns)) ... w->r[i].rc ...
+ *   if (ik__zk_wait_until(w, zh, deadline_ns)) ... w->r[i].rc ...
  *   ik__zk_wait_put(w);
  */
 typedef struct ik__zk_wait ik__zk_wait;
@@ -229,9 +236,10 @@ void ik__zk_wait_put(ik__zk_wait *w);
  * returned: a request that failed synchronously gets no completion. */
 void ik__zk_arm(ik__zk_req *r);
 void ik__zk_issued(ik__zk_req *r, int zrc);
-/* Waits until every request of w is answered or the deadline (ik__mono_ns; < 0:
- * none) passes. 1: all answered. */
-int ik__zk_wait_until(ik__zk_wait *w, int64_t deadline_ns);
+/* Waits until every request of w, sent on zh, is answered, the deadline
+ * (ik__mono_ns; < 0: none) passes, or zh's session is known dead (its answers then
+ * wait behind the handle's close, S5). 1: all answered. */
+int ik__zk_wait_until(ik__zk_wait *w, zhandle_t *zh, int64_t deadline_ns);
 
 /* Completions; data is the ik__zk_req. */
 void ik__zk_on_void(int rc, const void *data);
