@@ -87,7 +87,13 @@ def console_errors(d):
 
 
 def rows(d, tbody):
-    return d.find_elements(By.CSS_SELECTOR, "#%s tr" % tbody)
+    """The rows of tbody as (class, data-tag, [cell texts]), read in one script run: the page
+    replaces its tables on every refresh, and reading cell by cell over WebDriver
+    can straddle one (a stale element) as often as not on a loaded machine."""
+    return d.execute_script(
+        "return Array.from(document.querySelectorAll('#' + arguments[0] + ' tr'))"
+        ".map(r => [r.className, r.getAttribute('data-tag'), Array.from(r.querySelectorAll('td'))"
+        ".map(td => td.innerText.trim())]);", tbody)
 
 
 def main():
@@ -131,10 +137,9 @@ def main():
 
         def workers():
             held = {}
-            for r in rows(d, "workers-rows"):
-                c = [td.text for td in r.find_elements(By.TAG_NAME, "td")]
+            for cls, _, c in rows(d, "workers-rows"):
                 if c[1] != "(free)":
-                    held[c[1]] = (c[0], "self" in (r.get_attribute("class") or ""), c[4])
+                    held[c[1]] = (c[0], "self" in (cls or ""), c[4])
             return held if want <= set(held) else None
         held = until("every server in the worker table", workers)
         marked = [h for h, v in held.items() if v[1]]
@@ -155,9 +160,9 @@ def main():
             fail("POST /v1/tags answered %d: %s" % (st, body))
 
         def tag_row():
-            for r in rows(d, "tags-rows"):
-                if r.get_attribute("data-tag") == tag:
-                    return [td.text for td in r.find_elements(By.TAG_NAME, "td")]
+            for _, data_tag, c in rows(d, "tags-rows"):
+                if data_tag == tag:
+                    return c
         c = until("the new tag in the tags table", tag_row, timeout=15)
         if c[1] != "sequence" or c[2] != "7":
             fail("the new tag's row is %r" % c)
