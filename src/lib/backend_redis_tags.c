@@ -11,11 +11,29 @@
  *   T2. An advance is handed out only once the script's answer was read and, with
  *       --redis-wait-replicas N, WAIT counted N replicas; otherwise IK_EINDOUBT and
  *       the range (if it was recorded) is never handed out.
- *   T3. Every advance carries this backend object's next write number SEQ and
- *       leaves "SEQ VALUE" in its writer key (tagw/TAG/NONCE, 10 min TTL); the
- *       script refuses a SEQ not above the one there. So once a later advance of the
- *       tag ran, a write in doubt either ran (the later one reads its SEQ and
- *       VALUE: the gap is logged) or never will.
+ *   T3. Every advance carries this backend object's next write number SEQ; the
+ *       script refuses a SEQ not above the last one run for the tag (the writer
+ *       key tagw/TAG/NONCE, PX WRITER_TTL_MS from its last write, keeps it as
+ *       "last") and records "SEQ VALUE" in the key's ring of the tag's last
+ *       TAG_KEPT advances, raising the key's "floor" to the SEQ it pushes out. So
+ *       once a later advance of the tag ran, a write in doubt either ran (its SEQ is
+ *       in the ring, or at or below the floor) or never will.
+ *   T4. The doubts of a tag (at most TAG_KEPT, oldest first) are all carried by its
+ *       next advance, which reads each one's own SEQ in the ring before taking its
+ *       slot, and are all settled by the first one that runs: a SEQ found is a
+ *       recorded range, logged "tag gap tag=T first=A count=K" at its exact first
+ *       ID; a SEQ not found, above the floor, of a doubt younger than
+ *       DOUBT_TRUST_NS (the writer key cannot have expired since), never ran and
+ *       never will ("tag doubt settled"); anything else cannot be placed and is
+ *       logged "tag gap tag=T first=? count=K", as is the oldest doubt of a tag
+ *       that would hold more than TAG_KEPT. No doubt ends without a line.
+ *
+ * A doubt's life (edges name the functions):
+ *
+ *   advance answers IK_EINDOUBT --keep_doubts--> KEPT --take_doubts (next advance)-->
+ *     CARRIED --script ran (code 0): settle--> logged: a gap, settled, or first=?
+ *        |--script not run, or its answer lost: keep_doubts--> KEPT
+ *   KEPT --a tag's TAG_KEPT+1-th doubt, or no memory: keep_doubts--> logged first=?
  *
  * Threads: any; each call takes its own connection from the pool (redis_conn.c);
  * the doubts are under t->mu.
@@ -31,20 +49,34 @@
 
 #define KEY_MAX 512
 #define TAG_TIMEOUT_MS 5000 /* one counter call waits this long for its answer */
+/* Advances of a tag the writer key keeps, and doubts of a tag this object keeps. */
+#define TAG_KEPT 16
+#define WRITER_TTL_MS 600000 /* the writer key's TTL, from its last write */
+/* A doubt older than this may have outlived the writer key (a tenth of the TTL
+ * spares the difference between Redis's clock rate and ours). */
+#define DOUBT_TRUST_NS ((int64_t)WRITER_TTL_MS * 900000)
 
-/* A write in doubt, per (app, tag), until a later advance settles it. */
+/* One write in doubt. */
 typedef struct tag_doubt {
-    struct tag_doubt *next;
-    char app[80], tag[IK_TAG_NAME_MAX + 1];
-    uint64_t seq;
-    int64_t delta;
+    uint64_t seq;    /* its write number */
+    int64_t delta;   /* the IDs it asked for */
+    int64_t sent_ns; /* ik__mono_ns() before it was sent */
 } tag_doubt;
+
+/* The writes of one (app, tag) in doubt, by seq (oldest first), until an advance of
+ * the tag settles them. */
+typedef struct tag_doubts {
+    struct tag_doubts *next;
+    char app[80], tag[IK_TAG_NAME_MAX + 1];
+    int n;
+    tag_doubt d[TAG_KEPT];
+} tag_doubts;
 
 struct ik__redis_tags {
     pthread_mutex_t mu;
     char nonce[33];
     uint64_t seq;
-    tag_doubt *doubts;
+    tag_doubts *doubts;
 };
 
 int ik__redis_tags_new(struct ik__redis_tags **out)
@@ -67,9 +99,9 @@ void ik__redis_tags_free(struct ik__redis_tags *t)
 {
     if (!t) return;
     while (t->doubts) {
-        tag_doubt *d = t->doubts;
-        t->doubts = d->next;
-        free(d);
+        tag_doubts *g = t->doubts;
+        t->doubts = g->next;
+        free(g);
     }
     pthread_mutex_destroy(&t->mu);
     free(t);
@@ -242,68 +274,117 @@ int ik__redis_tag_list(ik__backend *be, const char *app, ik_tag_info **out, size
     return IK_OK;
 }
 
-/* Takes the doubt of (app, name) out of the list: its seq and delta (0: none). */
-static uint64_t take_doubt(struct ik__redis_tags *t, const char *app, const char *name,
-                           int64_t *delta)
+/* Takes every doubt of (app, name) out of t into d (room for TAG_KEPT), oldest
+ * first; returns how many. */
+static int take_doubts(struct ik__redis_tags *t, const char *app, const char *name, tag_doubt *d)
 {
-    uint64_t seq = 0;
+    int n = 0;
     pthread_mutex_lock(&t->mu);
-    for (tag_doubt **pp = &t->doubts; *pp; pp = &(*pp)->next) {
-        tag_doubt *d = *pp;
-        if (!strcmp(d->app, app) && !strcmp(d->tag, name)) {
-            seq = d->seq;
-            *delta = d->delta;
-            *pp = d->next;
-            free(d);
+    for (tag_doubts **pp = &t->doubts; *pp; pp = &(*pp)->next) {
+        tag_doubts *g = *pp;
+        if (!strcmp(g->app, app) && !strcmp(g->tag, name)) {
+            n = g->n;
+            memcpy(d, g->d, (size_t)n * sizeof *d);
+            *pp = g->next;
+            free(g);
             break;
         }
     }
     pthread_mutex_unlock(&t->mu);
-    return seq;
+    return n;
 }
 
-/* Records a write in doubt (replacing an older one of the same tag, which the
- * caller settled or logged). */
-static void add_doubt(struct ik__redis_tags *t, const char *app, const char *name, uint64_t seq,
-                      int64_t delta)
+/* Logs the gap of a range that cannot be placed (T4): never silently. */
+#define MAYBE_RECORDED "a write whose answer was lost may have recorded them, "
+static void log_unplaced(const char *app, const char *name, int64_t delta, const char *why)
 {
-    tag_doubt *d = calloc(1, sizeof *d);
-    if (!d) {
-        ik__logf("tag gap tag=%s first=? count=%" PRId64 " (app %s: a write whose answer was lost "
-                 "may have recorded them; these IDs are never handed out)",
-                 name, delta, app);
-        return;
-    }
-    snprintf(d->app, sizeof d->app, "%s", app);
-    snprintf(d->tag, sizeof d->tag, "%s", name);
-    d->seq = seq;
-    d->delta = delta;
+    ik__logf("tag gap tag=%s first=? count=%" PRId64
+             " (app %s: %s; these IDs are never handed out)",
+             name, delta, app, why);
+}
+
+/* Keeps the n doubts d of (app, name) for the tag's next advance, among those kept
+ * already, by seq. A tag that would hold more than TAG_KEPT loses its oldest, and
+ * one that cannot (no memory) the new ones: each logged as a gap of unknown place. */
+static void keep_doubts(struct ik__redis_tags *t, const char *app, const char *name,
+                        const tag_doubt *d, int n)
+{
+    if (n == 0) return;
+    tag_doubt out[TAG_KEPT + 1];
+    int nout = 0;
     pthread_mutex_lock(&t->mu);
-    d->next = t->doubts;
-    t->doubts = d;
+    tag_doubts *g = t->doubts;
+    while (g && (strcmp(g->app, app) || strcmp(g->tag, name)))
+        g = g->next;
+    if (!g && (g = calloc(1, sizeof *g)) != NULL) {
+        snprintf(g->app, sizeof g->app, "%s", app);
+        snprintf(g->tag, sizeof g->tag, "%s", name);
+        g->next = t->doubts;
+        t->doubts = g;
+    }
+    for (int i = 0; i < n; i++) {
+        if (!g) {
+            out[nout++] = d[i];
+            continue;
+        }
+        int at = g->n;
+        while (at > 0 && g->d[at - 1].seq > d[i].seq)
+            at--;
+        if (g->n == TAG_KEPT) {
+            if (at == 0) { /* older than all it holds: this one goes */
+                out[nout++] = d[i];
+                continue;
+            }
+            out[nout++] = g->d[0];
+            memmove(g->d, g->d + 1, (size_t)(at - 1) * sizeof *g->d);
+            g->d[at - 1] = d[i];
+            continue;
+        }
+        memmove(g->d + at + 1, g->d + at, (size_t)(g->n - at) * sizeof *g->d);
+        g->d[at] = d[i];
+        g->n++;
+    }
     pthread_mutex_unlock(&t->mu);
+    char why[160];
+    snprintf(why, sizeof why, MAYBE_RECORDED "and %d later writes of the tag are in doubt too",
+             TAG_KEPT);
+    for (int i = 0; i < nout; i++)
+        log_unplaced(app, name, out[i].delta,
+                     g ? why : MAYBE_RECORDED "and there was no memory to keep its doubt");
 }
 
-/* Settles a doubt (seq, delta) from PREV, the "SEQ VALUE" the advance just run
- * found in its writer key (T3). */
-static void settle(const char *app, const char *name, uint64_t seq, int64_t delta, const char *prev)
+/* Settles doubt d (T4) from what the advance just run answered: found, the value
+ * its SEQ recorded ("" if the ring does not hold it; NULL: no answer for it), and
+ * floor, the ring's floor before. */
+static void settle(const char *app, const char *name, const tag_doubt *d, const redisReply *found,
+                   uint64_t floor, int64_t now_ns)
 {
-    unsigned long long ps = 0;
-    long long pv = 0;
-    char *e = NULL;
-    if (prev && *prev) {
-        ps = strtoull(prev, &e, 10);
-        if (*e == ' ') pv = strtoll(e + 1, NULL, 10);
-    }
-    if (e && *e == ' ' && ps == seq)
-        ik__logf("tag gap tag=%s first=%" PRId64 " count=%" PRId64
-                 " (app %s: a write whose answer was lost was recorded; these IDs are never "
-                 "handed out)",
-                 name, (int64_t)pv - delta + 1, delta, app);
-    else
+    int64_t v;
+    if (found && found->type == REDIS_REPLY_STRING && found->len > 0) {
+        if (!parse_i64(found->str, &v))
+            ik__logf("tag gap tag=%s first=%" PRId64 " count=%" PRId64
+                     " (app %s: a write whose answer was lost was recorded; these IDs are never "
+                     "handed out)",
+                     name, v - d->delta + 1, d->delta, app);
+        else
+            log_unplaced(
+                app, name, d->delta,
+                "a write whose answer was lost recorded them, but its record is not a number");
+    } else if (!found || found->type != REDIS_REPLY_STRING) {
+        log_unplaced(app, name, d->delta,
+                     MAYBE_RECORDED "and the advance that settles it answered oddly");
+    } else if (d->seq <= floor) {
+        char why[160];
+        snprintf(why, sizeof why,
+                 MAYBE_RECORDED "and %d later writes of the tag pushed its record out", TAG_KEPT);
+        log_unplaced(app, name, d->delta, why);
+    } else if (now_ns - d->sent_ns >= DOUBT_TRUST_NS) {
+        log_unplaced(app, name, d->delta, MAYBE_RECORDED "and its record may have expired since");
+    } else {
         ik__logf("tag doubt settled tag=%s count=%" PRId64
                  " (app %s): the write whose answer was lost was not recorded and never will be",
-                 name, delta, app);
+                 name, d->delta, app);
+    }
 }
 
 int ik__redis_tag_advance(ik__backend *be, const char *app, const char *name, ik_tag_kind kind,
@@ -316,54 +397,65 @@ int ik__redis_tag_advance(ik__backend *be, const char *app, const char *name, ik
     char sub[IK_TAG_NAME_MAX + 48];
     snprintf(sub, sizeof sub, "tagw/%s/%s", name, b->tags->nonce);
     ik__redis_key(rc, app, sub, writer, sizeof writer);
-    int64_t d_delta = 0;
-    uint64_t d_seq = take_doubt(b->tags, app, name, &d_delta);
+    tag_doubt carried[TAG_KEPT];
+    int nc = take_doubts(b->tags, app, name, carried); /* T4: all of them */
     pthread_mutex_lock(&b->tags->mu);
     uint64_t seq = ++b->tags->seq;
     pthread_mutex_unlock(&b->tags->mu);
-    char dl[24], now[24], limit[24], seqs[24];
+    char dl[24], now[24], limit[24], seqs[24], doubts[TAG_KEPT * 22 + 1] = "", ring[8], ttl[16];
     snprintf(dl, sizeof dl, "%" PRId64, delta);
     snprintf(now, sizeof now, "%" PRId64, ik__wall_ms());
     snprintf(limit, sizeof limit, "%" PRId64, INT64_MAX - 1 - delta);
     snprintf(seqs, sizeof seqs, "%" PRIu64, seq);
+    for (int i = 0, at = 0; i < nc; i++)
+        at += snprintf(doubts + at, sizeof doubts - (size_t)at, "%s%" PRIu64, i ? " " : "",
+                       carried[i].seq);
+    snprintf(ring, sizeof ring, "%d", TAG_KEPT);
+    snprintf(ttl, sizeof ttl, "%d", WRITER_TTL_MS);
     const char *keys[] = {meta, counter, writer};
-    const char *args[] = {ik_tag_kind_name(kind), dl, now, limit, seqs};
+    const char *args[] = {ik_tag_kind_name(kind), dl, now, limit, seqs, doubts, ring, ttl};
     int e = IK_OK, waited = 0;
     redisContext *ctx = ik__redis_get(rc, TAG_TIMEOUT_MS, &e, why, sizeof why);
     if (!ctx) {
-        if (d_seq) add_doubt(b->tags, app, name, d_seq, d_delta);
+        keep_doubts(b->tags, app, name, carried, nc);
         ik__redis_log_limited(rc, "tag %s: %s", name, why);
         return e;
     }
+    tag_doubt own = {seq, delta, ik__mono_ns()};
     redisReply *r = NULL;
-    e = ik__redis_script(rc, ctx, IK__RS_TAG_ADVANCE, 3, keys, 5, args, 1, &r, &waited, why,
+    e = ik__redis_script(rc, ctx, IK__RS_TAG_ADVANCE, 3, keys, 8, args, 1, &r, &waited, why,
                          sizeof why);
     ik__redis_put(rc, ctx, e == IK_EINDOUBT);
     long long code = -100;
     if (!e && r && r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
         r->element[0]->type == REDIS_REPLY_INTEGER)
         code = r->element[0]->integer;
-    const char *prev = NULL;
-    if (r && r->type == REDIS_REPLY_ARRAY && code == 0 && r->elements == 3 &&
-        r->element[2]->type == REDIS_REPLY_STRING)
-        prev = r->element[2]->str;
-    if (d_seq) {
-        if (code == 0)
-            settle(app, name, d_seq, d_delta, prev);
-        else
-            add_doubt(b->tags, app, name, d_seq, d_delta); /* not settled yet */
+    if (code == 0) { /* T4: it ran, so every doubt it carried is settled */
+        uint64_t floor = 0;
+        if (r->elements >= 3 && r->element[2]->type == REDIS_REPLY_STRING)
+            floor = strtoull(r->element[2]->str, NULL, 10);
+        int64_t now_ns = ik__mono_ns();
+        for (size_t i = 0; i < (size_t)nc; i++)
+            settle(app, name, &carried[i], 3 + i < r->elements ? r->element[3 + i] : NULL, floor,
+                   now_ns);
+    } else {
+        keep_doubts(b->tags, app, name, carried, nc); /* not settled yet */
     }
     if (e == IK_EINDOUBT || (code == 0 && waited < rc->wait_replicas)) {
         /* T2: maybe (or surely, but not replicated) recorded: never handed out */
         if (code == 0 && waited < rc->wait_replicas) {
             int64_t v;
-            if (r->element[1]->type == REDIS_REPLY_STRING && !parse_i64(r->element[1]->str, &v))
+            if (r->elements >= 2 && r->element[1]->type == REDIS_REPLY_STRING &&
+                !parse_i64(r->element[1]->str, &v))
                 ik__logf("tag gap tag=%s first=%" PRId64 " count=%" PRId64
                          " (app %s: recorded, but WAIT counted %d of %d replicas in time; "
                          "these IDs are never handed out)",
                          name, v - delta + 1, delta, app, waited, rc->wait_replicas);
+            else
+                log_unplaced(app, name, delta,
+                             "a write recorded them, but its answer held no counter value");
         } else {
-            add_doubt(b->tags, app, name, seq, delta);
+            keep_doubts(b->tags, app, name, &own, 1);
             ik__redis_log_limited(rc, "tag %s: an advance is in doubt: %s", name, why);
         }
         if (r) freeReplyObject(r);
@@ -381,7 +473,9 @@ int ik__redis_tag_advance(ik__backend *be, const char *app, const char *name, ik
             !parse_i64(r->element[1]->str, &v)) {
             *first = v - delta + 1;
             e = IK_OK;
-        } else {
+        } else { /* recorded, but where? */
+            log_unplaced(app, name, delta,
+                         "a write recorded them, but its answer held no counter value");
             e = IK_EINDOUBT;
         }
         break;
@@ -414,7 +508,7 @@ int ik__redis_tag_advance(ik__backend *be, const char *app, const char *name, ik
                                   : "a string");
         e = IK_ESTORE;
         break;
-    default: /* -7 cannot happen: seq only grows in this object */
+    default: /* -7: an advance of this object with a later seq ran first; this one did not */
         e = IK_ESTORE;
         break;
     }

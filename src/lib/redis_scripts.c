@@ -15,8 +15,12 @@
  *   BASE slots         set of the workers ever taken (workers listing)
  *   BASE tag/TAG       hash kind, start, step, description, update_time
  *   BASE tags          set of the app's tag names
- *   BASE tagw/TAG/N    string "SEQ VALUE", PX 10 min: the last advance of tag TAG by
- *                      the backend object whose nonce is N (settles lost answers)
+ *   BASE tagw/TAG/N    hash, PX 10 min from its last write: the advances of tag TAG
+ *                      by the backend object whose nonce is N (settles lost answers):
+ *                      last (the highest SEQ run), n (advances run), wI for I in
+ *                      0..RING-1 ("SEQ VALUE" of advance number n, I = n mod RING:
+ *                      the last RING advances), floor (the highest SEQ pushed out of
+ *                      the ring; absent: none)
  *   counter key        string, an integer: the last ID taken (max_id - 1); see
  *                      ik__redis_counter_key
  */
@@ -109,29 +113,56 @@ static const char tag_create[] =
 
 /* TAG_ADVANCE. KEYS: meta, counter, writer (tagw/TAG/NONCE). ARGV: KIND, DELTA, NOW,
  * LIMIT (the highest value the counter may hold before: INT64_MAX - 1 - DELTA), SEQ
- * (this backend object's write number, increasing). {-1}: no such tag; {-2}: of
- * the other kind; {-3}: past LIMIT; {-4}: the counter key is gone; {-5, TYPE}: it
- * holds another type; {-6}: not an integer; {-7, PREV}: SEQ is not above the last
- * write of this nonce (a late duplicate: not run); {0, VALUE, PREV}: advanced by
- * INCRBY to VALUE, PREV = "SEQ VALUE" of this nonce's previous write ("" if none). */
-static const char tag_advance[] =
-    LUA_LT "local k = redis.call('HGET', KEYS[1], 'kind')\n"
-           "if not k then return {-1} end\n"
-           "if k ~= ARGV[1] then return {-2} end\n"
-           "local prev = redis.call('GET', KEYS[3]) or ''\n"
-           "local ps = string.match(prev, '^(%d+) ')\n"
-           "if ps and not lt(ps, ARGV[5]) then return {-7, prev} end\n"
-           "local t = redis.call('TYPE', KEYS[2]).ok\n"
-           "if t == 'none' then return {-4} end\n"
-           "if t ~= 'string' then return {-5, t} end\n"
-           "local cur = redis.call('GET', KEYS[2])\n"
-           "if not string.match(cur, '^%-?%d+$') then return {-6} end\n"
-           "if lt(ARGV[4], cur) then return {-3} end\n"
-           "redis.call('INCRBY', KEYS[2], ARGV[2])\n"
-           "local v = redis.call('GET', KEYS[2])\n"
-           "redis.call('HSET', KEYS[1], 'update_time', ARGV[3])\n"
-           "redis.call('SET', KEYS[3], ARGV[5] .. ' ' .. v, 'PX', 600000)\n"
-           "return {0, v, prev}\n";
+ * (this backend object's write number, increasing), DOUBTS (the SEQs of this
+ * nonce's earlier advances of the tag in doubt, space-separated; may be empty),
+ * RING (how many advances the writer key keeps), TTL_MS (the writer key's). {-1}: no
+ * such tag; {-2}: of the other kind; {-3}: past LIMIT; {-4}: the counter key is
+ * gone; {-5, TYPE}: it holds another type; {-6}: not an integer; {-7, LAST}: SEQ is
+ * not above the last advance of this nonce (a late or overtaken write: not run);
+ * {0, VALUE, FLOOR, R1, ..., Rk}: advanced by INCRBY to VALUE and recorded as "SEQ
+ * VALUE" in the writer key's ring; FLOOR is the ring's floor before ("0": none), and
+ * Ri the VALUE the i-th SEQ of DOUBTS recorded, or "" if the ring does not hold it
+ * (read before this advance takes its slot). Since the ring keeps every advance
+ * above FLOOR, "" for a SEQ above FLOOR means it never ran, and LAST = SEQ means it
+ * never will. */
+static const char tag_advance[] = LUA_LT
+    "local k = redis.call('HGET', KEYS[1], 'kind')\n"
+    "if not k then return {-1} end\n"
+    "if k ~= ARGV[1] then return {-2} end\n"
+    "local w = KEYS[3]\n"
+    "local last = redis.call('HGET', w, 'last')\n"
+    "if last and not lt(last, ARGV[5]) then return {-7, last} end\n"
+    "local t = redis.call('TYPE', KEYS[2]).ok\n"
+    "if t == 'none' then return {-4} end\n"
+    "if t ~= 'string' then return {-5, t} end\n"
+    "local cur = redis.call('GET', KEYS[2])\n"
+    "if not string.match(cur, '^%-?%d+$') then return {-6} end\n"
+    "if lt(ARGV[4], cur) then return {-3} end\n"
+    "local ring = tonumber(ARGV[7])\n"
+    "local out = {0, '', redis.call('HGET', w, 'floor') or '0'}\n"
+    "if ARGV[6] ~= '' then\n"
+    "  local f = {}\n"
+    "  for i = 0, ring - 1 do f[#f + 1] = 'w' .. i end\n"
+    "  local ws = redis.call('HMGET', w, unpack(f))\n"
+    "  for d in string.gmatch(ARGV[6], '%d+') do\n"
+    "    local v = ''\n"
+    "    for i = 1, ring do\n"
+    "      local e = ws[i]\n"
+    "      if e and string.sub(e, 1, #d + 1) == d .. ' ' then v = string.sub(e, #d + 2) end\n"
+    "    end\n"
+    "    out[#out + 1] = v\n"
+    "  end\n"
+    "end\n"
+    "redis.call('INCRBY', KEYS[2], ARGV[2])\n"
+    "local v = redis.call('GET', KEYS[2])\n"
+    "out[2] = v\n"
+    "redis.call('HSET', KEYS[1], 'update_time', ARGV[3])\n"
+    "local slot = 'w' .. (redis.call('HINCRBY', w, 'n', 1) % ring)\n"
+    "local old = redis.call('HGET', w, slot)\n"
+    "if old then redis.call('HSET', w, 'floor', string.match(old, '^%d+')) end\n"
+    "redis.call('HSET', w, slot, ARGV[5] .. ' ' .. v, 'last', ARGV[5])\n"
+    "redis.call('PEXPIRE', w, ARGV[8])\n"
+    "return out\n";
 
 const char *const ik__redis_lua[IK__RS_COUNT] = {
     [IK__RS_ACQUIRE] = acquire,         [IK__RS_RENEW] = renew,

@@ -152,6 +152,42 @@ _serve_up() {
   return 1
 }
 
+# fault_proxy_start LISTEN_PORT TARGET_PORT [raw]: tests/interop/fault_proxy.py, a
+# TCP proxy on LISTEN_PORT to TARGET_PORT that injects faults (raw: for any protocol,
+# not only ZooKeeper's), output in $T/proxy.log. 0 once it listens, 1 if it exited
+# first (the port was taken) or did not come up in 5 s.
+fault_proxy_start() {
+  local i
+  : >"$T/proxy.log"
+  /usr/bin/python3 "$IK_SRC/tests/interop/fault_proxy.py" "$1" "$2" "$T/ctl" ${3:+"$3"} >>"$T/proxy.log" 2>&1 &
+  PROXY_PID=$!
+  IK_PIDS+=($!)
+  PROXY_N=0
+  for ((i = 0; i < 100; i++)); do
+    grep -q ready "$T/proxy.log" 2>/dev/null && return 0
+    alive "$PROXY_PID" || return 1
+    sleep 0.05
+  done
+  return 1
+}
+
+# proxy MODE [ARGS]: tells the proxy of fault_proxy_start to let new connections
+# pass (up), to close every connection and refuse new ones (down), to keep the open
+# ones sending to the server but drop all it answers (blackhole; mute/unmute: the
+# same for new connections too), to keep what it answers on them until release
+# (hold, release), to deliver the server's answers MS later (delay MS), to lose the
+# answers of the next N ZooKeeper requests of opcodes OPS containing PATTERN (cut N
+# OPS PATTERN), or, for any protocol, the answers (answer-lost N PATTERN) or the
+# requests themselves (request-lost N PATTERN) of the next N sends containing
+# PATTERN (see fault_proxy.py); returns once the proxy has done it.
+proxy() {
+  local i
+  PROXY_N=$((PROXY_N + 1))
+  echo "$PROXY_N $*" >"$T/ctl"
+  for ((i = 0; i < 200; i++)); do grep -q "^$PROXY_N done" "$T/ctl.ack" 2>/dev/null && return 0; sleep 0.01; done
+  fail "the proxy did not do '$*'"
+}
+
 # expect_fail CODE WHAT CMD...: CMD exits CODE, prints nothing on stdout and exactly
 # one line "idkeeper: ..." on stderr that contains WHAT (the CLI's error contract).
 expect_fail() {

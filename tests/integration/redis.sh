@@ -13,6 +13,9 @@
 #                             start again on the same port and data (its AOF)
 #   redis_uri NAME [PORT]     a fresh namespace: redis://127.0.0.1:PORT/0?prefix=PREFIX+NAME/
 #   rcli [PORT] ARGS...       redis-cli on the test's Redis (PORT: another one)
+#   redis_proxy_start [PORT]  a fault proxy (tests/interop/fault_proxy.py, raw) to the
+#                             test's Redis (PORT: another one); sets PP, its port; then
+#                             proxy MODE ARGS (lib.sh), e.g. proxy answer-lost 1 PATTERN
 # shellcheck source=../fixtures/redis_conf.sh
 source "$IK_SRC/tests/fixtures/redis_conf.sh"
 REDIS_PORT=
@@ -100,4 +103,14 @@ rcli() {
   else
     redis-cli -p "$REDIS_PORT" "$@"
   fi
+}
+
+redis_proxy_start() {
+  local _
+  for _ in 1 2 3; do
+    PP=$(free_port)
+    fault_proxy_start "$PP" "${1:-$REDIS_PORT}" raw && return 0
+    grep -q 'Address already in use' "$T/proxy.log" || break
+  done
+  fail "the fault proxy did not start: $(cat "$T/proxy.log")"
 }

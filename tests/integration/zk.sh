@@ -28,7 +28,7 @@
 #   zk_interop_start [c] [java]  ZooKeeper and the interop helpers (tests/interop)
 #   zk_proxy_start               a fault proxy to server 1 (PP: its port); then
 #   proxy up|down|blackhole|hold|release|mute|unmute|delay MS|cut N OPS PATTERN
-#                                what it does to the connections through it
+#                                what it does to the connections through it (lib.sh)
 #   zk_tool CMD ARGS...          the kazoo helper (an independent client): see below
 #   zk_port I                    client port of server I
 
@@ -230,29 +230,9 @@ zk_interop_start() {
 # here) to ZooKeeper server 1, for the tests that inject faults between one client
 # and ZooKeeper. Fails the test if it does not come up.
 zk_proxy_start() {
-  local i
   _zk_not_shared "zk_proxy_start"
   PP=$(zk_free_port)
-  /usr/bin/python3 "$IK_SRC/tests/interop/fault_proxy.py" "$PP" "$(zk_port 1)" "$T/ctl" >"$T/proxy.log" 2>&1 &
-  IK_PIDS+=($!)
-  for ((i = 0; i < 100; i++)); do grep -q ready "$T/proxy.log" 2>/dev/null && break; sleep 0.05; done
-  grep -q ready "$T/proxy.log" || fail "the fault proxy did not start: $(cat "$T/proxy.log")"
-  PROXY_N=0
-}
-
-# proxy MODE [ARGS]: tells the proxy of zk_proxy_start to let new connections pass
-# (up), to close every connection and refuse new ones (down), to keep the open ones
-# sending to ZooKeeper but drop all it answers (blackhole; mute/unmute: the same for
-# new connections too), to keep what it answers on them until release (hold,
-# release), to deliver ZooKeeper's answers MS later (delay MS), or to
-# lose the answers of the next N requests of opcodes OPS containing PATTERN (cut N
-# OPS PATTERN; see fault_proxy.py); returns once the proxy has done it.
-proxy() {
-  local i
-  PROXY_N=$((PROXY_N + 1))
-  echo "$PROXY_N $*" >"$T/ctl"
-  for ((i = 0; i < 200; i++)); do grep -q "^$PROXY_N done" "$T/ctl.ack" 2>/dev/null && return 0; sleep 0.01; done
-  fail "the proxy did not do '$*'"
+  fault_proxy_start "$PP" "$(zk_port 1)" || fail "the fault proxy did not start: $(cat "$T/proxy.log")"
 }
 
 # zk_tool CMD ARGS...: an independent client (python3-kazoo) on ZK_CONNECT.

@@ -1,8 +1,12 @@
-"""fault_proxy.py: a TCP proxy in front of ZooKeeper that injects the faults of the
-fault tests (t_lock_zk_faults.sh, t_zk_counters_doubt.sh, t_zk_slow.sh,
-t_zk_take_cut.sh). Run with /usr/bin/python3.
+"""fault_proxy.py: a TCP proxy in front of ZooKeeper (or, with "raw", any server:
+Redis) that injects the faults of the fault tests (t_lock_zk_faults.sh,
+t_zk_counters_doubt.sh, t_zk_slow.sh, t_zk_take_cut.sh, t_redis_doubts.sh). Run
+with /usr/bin/python3.
 
-  fault_proxy.py LISTEN_PORT TARGET_PORT CONTROL_FILE
+  fault_proxy.py LISTEN_PORT TARGET_PORT CONTROL_FILE [raw]
+
+raw: the client's bytes are not parsed as ZooKeeper packets ("cut" is then not
+available; "answer-lost" and "request-lost" work with or without it).
 
 Commands: write "N WORD [ARGS]" into CONTROL_FILE (N a new number each time; the
 proxy polls the file every 5 ms and acts once per N):
@@ -26,8 +30,19 @@ proxy polls the file every 5 ms and acts once per N):
               is kept, in order, until "release" (a store that answers late:
               requests are applied, their answers delayed); new connections pass
   release     sends what "hold" kept and lets answers pass again
+  answer-lost N PATTERN
+              the next N times a connection's client sends bytes containing
+              PATTERN, they are forwarded, then that connection's answers are
+              dropped and it is closed 100 ms later: the request is applied, its
+              answer lost (any protocol)
+  request-lost N PATTERN
+              the same, but the bytes that complete PATTERN are not forwarded: the
+              request never reaches the server, and the client only sees its
+              connection close (a part of the request sent before may have gone:
+              the server drops an incomplete request with its connection)
 The proxy writes "N done" to CONTROL_FILE.ack once it acted on N, and a line
-"cut OPCODE" to stdout for each request it cut.
+"cut OPCODE" to stdout for each request it cut, "answer-lost" or "request-lost"
+for each of those.
 """
 import collections
 import os
@@ -38,10 +53,11 @@ import threading
 import time
 
 listen_port, target_port, ctl = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+raw = sys.argv[4:] == ["raw"]
 lock = threading.Lock()
 conns = []  # [client_sock, server_sock, flags]
 state = {"down": False, "delay": 0.0, "mute": False, "cut_left": 0, "cut_ops": set(),
-         "cut_pat": b""}
+         "cut_pat": b"", "lose_left": 0, "lose_what": "", "lose_pat": b""}
 
 
 def close_pair(c, s):
@@ -127,6 +143,22 @@ def should_cut(flags, data):
     return cut
 
 
+def should_lose(flags, data):
+    """"answer-lost" or "request-lost" if data (with the end of what the client sent
+    before, so that PATTERN may span two reads) completes an armed PATTERN (and
+    counts it), else None."""
+    seen = flags["tail"] + data
+    with lock:
+        pat = state["lose_pat"]
+        flags["tail"] = seen[len(seen) - len(pat) + 1:] if len(pat) > 1 else b""
+        if state["lose_left"] <= 0 or pat not in seen:
+            return None
+        state["lose_left"] -= 1
+        flags["tail"] = b""
+        print(state["lose_what"], flush=True)
+        return state["lose_what"]
+
+
 def pump_up(c, s, flags):
     """client -> ZooKeeper"""
     try:
@@ -134,11 +166,16 @@ def pump_up(c, s, flags):
             data = c.recv(65536)
             if not data:
                 break
-            cut = should_cut(flags, data)
-            s.sendall(data)
-            if cut:
-                flags["black"] = True
+            if flags["deaf"]:
+                continue  # after a lost request nothing more reaches the server
+            lose = should_lose(flags, data)
+            cut = not raw and should_cut(flags, data)
+            if lose or cut:
+                flags["black"] = True  # before sending: the answer must not slip through
+                flags["deaf"] = lose == "request-lost"
                 threading.Timer(0.1, close_pair, args=(c, s)).start()
+            if not flags["deaf"]:
+                s.sendall(data)
     except OSError:
         pass
     close_pair(c, s)
@@ -172,7 +209,8 @@ def accept_loop(ls):
         except OSError:
             c.close()
             continue
-        flags = {"black": False, "hold": False, "inbuf": b"", "handshaken": False}
+        flags = {"black": False, "hold": False, "inbuf": b"", "handshaken": False,
+                 "tail": b"", "deaf": False}
         sender = Sender(c, flags)
         flags["sender"] = sender
         with lock:
@@ -217,6 +255,10 @@ def control_loop():
                 state["mute"] = True
             elif word == "unmute":
                 state["mute"] = False
+            elif word in ("answer-lost", "request-lost"):
+                state["lose_left"] = int(args[0])
+                state["lose_what"] = word
+                state["lose_pat"] = args[1].encode()
             elif word == "cut":
                 state["cut_left"] = int(args[0])
                 state["cut_ops"] = {int(x) for x in args[1].split(",")}
