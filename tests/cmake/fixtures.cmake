@@ -20,10 +20,11 @@
 # list), or "# fixtures.VARIANT: zk" for one variant only (tests/CMakeLists.txt).
 # `ctest -R TEST` runs the fixture's start and stop around TEST by itself.
 #
-# A new server (MariaDB, PostgreSQL, Redis...) plugs in with no change here: write
-# tests/fixtures/mariadb.sh with start and stop as above (tests/fixtures/zk.sh is the
-# model: free loopback port, data in DIR, a watchdog, DIR/env), then name it in the
-# tests' headers ("# fixtures: mariadb") or in ik_fixture_require(). The tests read
+# A new server plugs in with no change here: write tests/fixtures/NAME.sh with start
+# and stop as above on tests/fixtures/common.sh (the free loopback port, the watchdog,
+# DIR/env written last, the stop that fails if the server died: the script says only
+# how its server starts, answers and stops; tests/fixtures/README), then name it in
+# the tests' headers ("# fixtures: NAME") or in ik_fixture_require(). The tests read
 # DIR/env and give themselves a namespace of their own on the shared server (a
 # database, a key prefix; ZooKeeper's is a chroot, tests/integration/zk.sh).
 #
