@@ -471,6 +471,20 @@ IK_EXTERN int ik_tag_name_check(const char *name, char *why, size_t why_len);
 IK_EXTERN const char *ik_tag_kind_name(ik_tag_kind k);
 IK_EXTERN int ik_tag_kind_parse(const char *text, ik_tag_kind *out);
 
+/* A gap the library found in a tag's IDs: count IDs of tag (of app, and of kind)
+ * from first (first < 0: the place is not known) were recorded in the store, were
+ * never answered and are never handed out. why names the cause: "answer_lost" (a
+ * store write whose answer was lost had recorded them), "maybe_recorded" (such a
+ * write may have, and cannot be placed), "not_replicated" (recorded, but fewer
+ * replicas than asked confirmed it in time). The library logs each one first, as
+ * "tag gap tag=T first=A count=K why=W (...)" (first=? when not known), then calls
+ * fn, on the library thread that found it; fn must be thread-safe, must not block
+ * and must not call into the library. The daemon counts sequence gaps in /metrics
+ * (ik_sequence_gap_ids_total). Since 0.3.0. Set it before opening a backend. */
+typedef void (*ik_gap_fn)(void *ctx, const char *app, const char *tag, ik_tag_kind kind,
+                          int64_t first, int64_t count, const char *why);
+IK_EXTERN void ik_set_gap_hook(ik_gap_fn fn, void *ctx);
+
 /* Creates a tag whose first ID is start (>= 0) and whose step is >= 1 (segment;
  * sequence tags take 1). IK_EEXIST if the name is taken (of either kind), IK_EINVAL
  * with a reason for a bad name, start or step. description may be NULL. */

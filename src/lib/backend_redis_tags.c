@@ -58,9 +58,10 @@
 
 /* One write in doubt. */
 typedef struct tag_doubt {
-    uint64_t seq;    /* its write number */
-    int64_t delta;   /* the IDs it asked for */
-    int64_t sent_ns; /* ik__mono_ns() before it was sent */
+    uint64_t seq;     /* its write number */
+    int64_t delta;    /* the IDs it asked for */
+    int64_t sent_ns;  /* ik__mono_ns() before it was sent */
+    ik_tag_kind kind; /* of the advance */
 } tag_doubt;
 
 /* The writes of one (app, tag) in doubt, by seq (oldest first), until an advance of
@@ -296,11 +297,9 @@ static int take_doubts(struct ik__redis_tags *t, const char *app, const char *na
 
 /* Logs the gap of a range that cannot be placed (T4): never silently. */
 #define MAYBE_RECORDED "a write whose answer was lost may have recorded them, "
-static void log_unplaced(const char *app, const char *name, int64_t delta, const char *why)
+static void log_unplaced(const char *app, const char *name, const tag_doubt *d, const char *why)
 {
-    ik__logf("tag gap tag=%s first=? count=%" PRId64
-             " (app %s: %s; these IDs are never handed out)",
-             name, delta, app, why);
+    ik__tag_gap(app, name, d->kind, -1, d->delta, "maybe_recorded", "%s", why);
 }
 
 /* Keeps the n doubts d of (app, name) for the tag's next advance, among those kept
@@ -349,7 +348,7 @@ static void keep_doubts(struct ik__redis_tags *t, const char *app, const char *n
     snprintf(why, sizeof why, MAYBE_RECORDED "and %d later writes of the tag are in doubt too",
              TAG_KEPT);
     for (int i = 0; i < nout; i++)
-        log_unplaced(app, name, out[i].delta,
+        log_unplaced(app, name, &out[i],
                      g ? why : MAYBE_RECORDED "and there was no memory to keep its doubt");
 }
 
@@ -362,24 +361,21 @@ static void settle(const char *app, const char *name, const tag_doubt *d, const 
     int64_t v;
     if (found && found->type == REDIS_REPLY_STRING && found->len > 0) {
         if (!parse_i64(found->str, &v))
-            ik__logf("tag gap tag=%s first=%" PRId64 " count=%" PRId64
-                     " (app %s: a write whose answer was lost was recorded; these IDs are never "
-                     "handed out)",
-                     name, v - d->delta + 1, d->delta, app);
+            ik__tag_gap(app, name, d->kind, v - d->delta + 1, d->delta, "answer_lost",
+                        "a write whose answer was lost was recorded");
         else
             log_unplaced(
-                app, name, d->delta,
+                app, name, d,
                 "a write whose answer was lost recorded them, but its record is not a number");
     } else if (!found || found->type != REDIS_REPLY_STRING) {
-        log_unplaced(app, name, d->delta,
-                     MAYBE_RECORDED "and the advance that settles it answered oddly");
+        log_unplaced(app, name, d, MAYBE_RECORDED "and the advance that settles it answered oddly");
     } else if (d->seq <= floor) {
         char why[160];
         snprintf(why, sizeof why,
                  MAYBE_RECORDED "and %d later writes of the tag pushed its record out", TAG_KEPT);
-        log_unplaced(app, name, d->delta, why);
+        log_unplaced(app, name, d, why);
     } else if (now_ns - d->sent_ns >= DOUBT_TRUST_NS) {
-        log_unplaced(app, name, d->delta, MAYBE_RECORDED "and its record may have expired since");
+        log_unplaced(app, name, d, MAYBE_RECORDED "and its record may have expired since");
     } else {
         ik__logf("tag doubt settled tag=%s count=%" PRId64
                  " (app %s): the write whose answer was lost was not recorded and never will be",
@@ -421,7 +417,7 @@ int ik__redis_tag_advance(ik__backend *be, const char *app, const char *name, ik
         ik__redis_log_limited(rc, "tag %s: %s", name, why);
         return e;
     }
-    tag_doubt own = {seq, delta, ik__mono_ns()};
+    tag_doubt own = {seq, delta, ik__mono_ns(), kind};
     redisReply *r = NULL;
     e = ik__redis_script(rc, ctx, IK__RS_TAG_ADVANCE, 3, keys, 8, args, 1, &r, &waited, why,
                          sizeof why);
@@ -447,12 +443,11 @@ int ik__redis_tag_advance(ik__backend *be, const char *app, const char *name, ik
             int64_t v;
             if (r->elements >= 2 && r->element[1]->type == REDIS_REPLY_STRING &&
                 !parse_i64(r->element[1]->str, &v))
-                ik__logf("tag gap tag=%s first=%" PRId64 " count=%" PRId64
-                         " (app %s: recorded, but WAIT counted %d of %d replicas in time; "
-                         "these IDs are never handed out)",
-                         name, v - delta + 1, delta, app, waited, rc->wait_replicas);
+                ik__tag_gap(app, name, kind, v - delta + 1, delta, "not_replicated",
+                            "recorded, but WAIT counted %d of %d replicas in time", waited,
+                            rc->wait_replicas);
             else
-                log_unplaced(app, name, delta,
+                log_unplaced(app, name, &own,
                              "a write recorded them, but its answer held no counter value");
         } else {
             keep_doubts(b->tags, app, name, &own, 1);
@@ -474,7 +469,7 @@ int ik__redis_tag_advance(ik__backend *be, const char *app, const char *name, ik
             *first = v - delta + 1;
             e = IK_OK;
         } else { /* recorded, but where? */
-            log_unplaced(app, name, delta,
+            log_unplaced(app, name, &own,
                          "a write recorded them, but its answer held no counter value");
             e = IK_EINDOUBT;
         }

@@ -273,11 +273,11 @@ static int doubt_of(ik__sql_backend *b, const char *biz)
     return -1;
 }
 
-static void log_gap(const struct ik__sql_doubt *g, const char *what)
+/* Doubts are kept for sequence writes only (the mark settles them). */
+static void log_gap(const struct ik__sql_doubt *g, const char *why, const char *what)
 {
-    ik__logf("tag gap tag=%s first=%" PRId64 " count=%" PRId64
-             " (app %s: a commit whose answer was lost %s; these IDs are never handed out)",
-             g->name, g->first, g->count, g->app, what);
+    ik__tag_gap(g->app, g->name, IK_TAG_SEQUENCE, g->first, g->count, why,
+                "a commit whose answer was lost %s", what);
 }
 
 /* Settles biz's open doubt on c, if any, before a new write: 0 (none left), or a
@@ -294,7 +294,7 @@ static int settle_open(ik__sql_backend *b, ik__sql_conn *c, const char *biz)
     int rc = committed(b, c, biz, g.write_no);
     if (rc < 0) return rc;
     if (rc == 1)
-        log_gap(&g, "did commit");
+        log_gap(&g, "answer_lost", "did commit");
     else
         ik__logf("tag doubt settled tag=%s first=%" PRId64 " count=%" PRId64
                  " (app %s): the commit whose answer was lost did not apply",
@@ -321,7 +321,8 @@ static void keep_doubt(ik__sql_backend *b, const struct ik__sql_doubt *g)
     if (b->doubt[i].write_no) old = b->doubt[i];
     b->doubt[i] = *g;
     pthread_mutex_unlock(&b->mu);
-    if (old.write_no) log_gap(&old, "may have committed (too many doubts to settle)");
+    if (old.write_no)
+        log_gap(&old, "maybe_recorded", "may have committed (too many doubts to settle)");
 }
 
 int ik__sql_tag_advance(ik__backend *be, const char *app, const char *name, ik_tag_kind kind,

@@ -676,11 +676,13 @@ static int outcome(const ik__zk_doubt *d, int rc)
     return doubt_mine(d) ? IK_EINDOUBT : rc;
 }
 
-static void log_gap(const zt_tag *g, int64_t first, int64_t count, const char *what)
+/* why: "answer_lost" (it was recorded) or "maybe_recorded" (cannot tell). The kind
+ * is the one last read from the tag's meta. */
+static void log_gap(const zt_tag *g, int64_t first, int64_t count, const char *why,
+                    const char *what)
 {
-    ik__logf("tag gap tag=%s first=%" PRId64 " count=%" PRId64
-             " (app %s: a write whose answer was lost %s; these IDs are never handed out)",
-             g->name, first, count, g->app, what);
+    ik__tag_gap(g->app, g->name, g->kind == IK_TAG_SEQUENCE ? IK_TAG_SEQUENCE : IK_TAG_SEGMENT,
+                first, count, why, "a write whose answer was lost %s", what);
 }
 
 /* A doubt of the running call, settled by reading the node (now at version now). */
@@ -698,7 +700,7 @@ static void doubt_unknown(const zt_tag *g, ik__zk_doubt *d, const char *what)
     int64_t most = 0;
     for (int i = 0; i < d->n; i++)
         if (d->w[i].delta > most) most = d->w[i].delta;
-    if (d->n) log_gap(g, d->first, most, what);
+    if (d->n) log_gap(g, d->first, most, "maybe_recorded", what);
     d->open = 0;
 }
 
@@ -761,7 +763,7 @@ static int advance_locked(ik__backend *be, ik__zk_tags *zt, zt_tag *g, ik_tag_ki
                     return IK_OK;
                 }
                 if (r == IK__ZK_APPLIED) {
-                    log_gap(g, d->first, d->w[j].delta, "was recorded");
+                    log_gap(g, d->first, d->w[j].delta, "answer_lost", "was recorded");
                     d->open = 0;
                 } else if (r == IK__ZK_UNKNOWN) {
                     doubt_unknown(g, d, "may have been recorded (cannot tell)");

@@ -1,6 +1,7 @@
 /* errors.c: the error enum's names and descriptions, and small shared helpers. */
 #include "internal.h"
 
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -123,6 +124,36 @@ void ik_set_log(ik_log_fn fn, void *ctx)
 {
     atomic_store(&log_ctx, ctx);
     atomic_store(&log_fn, fn);
+}
+
+/* ---- the gap hook (ik_set_gap_hook) -------------------------------------------- */
+
+static _Atomic(ik_gap_fn) gap_fn;
+static void *_Atomic gap_ctx;
+
+void ik_set_gap_hook(ik_gap_fn fn, void *ctx)
+{
+    atomic_store(&gap_ctx, ctx);
+    atomic_store(&gap_fn, fn);
+}
+
+void ik__tag_gap(const char *app, const char *tag, ik_tag_kind kind, int64_t first, int64_t count,
+                 const char *why, const char *fmt, ...)
+{
+    char detail[512], at[24];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(detail, sizeof detail, fmt, ap);
+    va_end(ap);
+    if (first >= 0)
+        snprintf(at, sizeof at, "%" PRId64, first);
+    else
+        snprintf(at, sizeof at, "?");
+    ik__logf("tag gap tag=%s first=%s count=%" PRId64 " why=%s (app %s, %s: %s; these IDs are "
+             "never handed out)",
+             tag, at, count, why, app, kind == IK_TAG_SEQUENCE ? "sequence" : "segment", detail);
+    ik_gap_fn fn = atomic_load(&gap_fn);
+    if (fn) fn(atomic_load(&gap_ctx), app, tag, kind, first, count, why);
 }
 
 void ik__logf(const char *fmt, ...)

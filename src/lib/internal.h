@@ -21,6 +21,13 @@ int64_t ik__wall_ms(void);
 /* One log line through the sink of ik_set_log (printf format, no newline). */
 void ik__logf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* Reports a gap of a tag (ik_set_gap_hook: first < 0 when its place is not known,
+ * why one of the causes the header names): logs "tag gap tag=T first=A count=K
+ * why=W (app, kind: DETAIL; ...)" with DETAIL from fmt, then calls the hook. Every
+ * backend reports its gaps through this, and only through this. */
+void ik__tag_gap(const char *app, const char *tag, ik_tag_kind kind, int64_t first, int64_t count,
+                 const char *why, const char *fmt, ...) __attribute__((format(printf, 7, 8)));
+
 /* *ts = CLOCK_MONOTONIC now + ms, for pthread_cond_timedwait on a condition made
  * by ik__cond_init_mono. ms is relative (a deadline on ik__mono_ns minus now): a
  * suspend during the wait lengthens it, so callers check their deadline again. */

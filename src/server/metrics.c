@@ -22,12 +22,12 @@ const char *const ik__gone_text[IK_GONE_N] = {"", "client gone", "shutdown deadl
 const char *const ik__gone_label[IK_GONE_N] = {"", "client_gone", "shutdown_deadline",
                                                "ids_too_large"};
 
-void ik__gap_add(ik__server *srv, const char *tag, int why, uint64_t n)
+void ik__gap_add(ik__server *srv, const char *tag, const char *why, uint64_t n)
 {
     pthread_mutex_lock(&srv->gaps_mu);
     size_t i;
     for (i = 0; i < srv->ngaps; i++)
-        if (srv->gaps[i].why == why && !strcmp(srv->gaps[i].tag, tag)) break;
+        if (!strcmp(srv->gaps[i].why, why) && !strcmp(srv->gaps[i].tag, tag)) break;
     if (i == srv->ngaps) {
         if (srv->ngaps == srv->gaps_cap) {
             size_t cap = srv->gaps_cap ? srv->gaps_cap * 2 : 8;
@@ -41,7 +41,7 @@ void ik__gap_add(ik__server *srv, const char *tag, int why, uint64_t n)
         }
         memset(&srv->gaps[i], 0, sizeof srv->gaps[i]);
         snprintf(srv->gaps[i].tag, sizeof srv->gaps[i].tag, "%s", tag);
-        srv->gaps[i].why = why;
+        snprintf(srv->gaps[i].why, sizeof srv->gaps[i].why, "%s", why);
         srv->ngaps++;
     }
     srv->gaps[i].ids += n;
@@ -115,8 +115,7 @@ void ik__metrics_render(ik__server *srv, ik__buf *b)
     pthread_mutex_lock(&srv->gaps_mu);
     for (size_t i = 0; i < srv->ngaps; i++)
         ik__buf_printf(b, "ik_sequence_gap_ids_total{tag=\"%s\",why=\"%s\"} %llu\n",
-                       srv->gaps[i].tag, ik__gone_label[srv->gaps[i].why],
-                       (unsigned long long)srv->gaps[i].ids);
+                       srv->gaps[i].tag, srv->gaps[i].why, (unsigned long long)srv->gaps[i].ids);
     pthread_mutex_unlock(&srv->gaps_mu);
     header(b, "ik_store_errors_total", "counter",
            "Answers 503 store_unavailable: the tag store unreachable, timed out or in doubt.");

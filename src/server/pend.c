@@ -142,7 +142,7 @@ void ik__pend_orphaned(ik__worker *w, ik__pend *p)
     int why = p->gone > IK_GONE_NO && p->gone < IK_GONE_N ? p->gone : IK_GONE_CLIENT;
     ik__log("tag gap tag=%s first=%lld count=%zu why=%s", p->tag, (long long)p->first, p->nids,
             ik__gone_text[why]);
-    ik__gap_add(w->srv, p->tag, why, p->nids);
+    ik__gap_add(w->srv, p->tag, ik__gone_label[why], p->nids);
 }
 
 void ik__worker_maybe_end(ik__worker *w)

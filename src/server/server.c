@@ -310,6 +310,17 @@ static void banner(ik__server *srv)
 
 /* ---- start and stop ---------------------------------------------------------------------- */
 
+/* The library's sequence gaps (ik_set_gap_hook), counted beside the server's own
+ * in ik_sequence_gap_ids_total; the library has logged them already. Segment tags
+ * have gaps by design: not counted. */
+static void library_gap(void *ctx, const char *app, const char *tag, ik_tag_kind kind,
+                        int64_t first, int64_t count, const char *why)
+{
+    (void)app;
+    (void)first;
+    if (kind == IK_TAG_SEQUENCE && count > 0) ik__gap_add(ctx, tag, why, (uint64_t)count);
+}
+
 static void server_free(ik__server *srv)
 {
     for (int i = 0; i < srv->nworkers; i++) {
@@ -333,6 +344,7 @@ static void server_free(ik__server *srv)
     srv->gen = NULL;
     ik_coord_close(srv->coord);
     srv->coord = NULL;
+    ik_set_gap_hook(NULL, NULL); /* no library thread is left to call it */
     free(srv->token);
     srv->token = NULL;
     free(srv->gaps);
@@ -371,6 +383,7 @@ static int server_start(ik__server *srv, const ik_server_config *cfg)
     if (check_config(cfg) != 0) return -1;
     raise_fd_limit(cfg);
     ik_set_log(ik__log_library, NULL);
+    ik_set_gap_hook(library_gap, srv);
     if (cfg->http_token && *cfg->http_token) {
         srv->token = strdup(cfg->http_token);
         if (!srv->token) abort();

@@ -130,7 +130,7 @@ extern const char *const ik__gone_label[IK_GONE_N];
  * srv->gaps_mu: rare, written by any loop, read by /metrics). */
 typedef struct ik__gap_count {
     char tag[IK_TAG_NAME_MAX + 1];
-    int why;
+    char why[24]; /* the metric's label: ik__gone_label[], or the library's cause */
     uint64_t ids;
 } ik__gap_count;
 
@@ -245,9 +245,10 @@ size_t ik__dispatch(ik__worker *w, ik__req *rq, ik__resp *rs);
 /* Renders a pending answer that came back (p->rc, p->ids...) into rs. Loop thread. */
 void ik__pend_render(ik__worker *w, ik__pend *p, ik__resp *rs);
 
-/* Adds n gap IDs of tag for reason why (IK_GONE_*) to the server's counts. Any
- * thread. */
-void ik__gap_add(ik__server *srv, const char *tag, int why, uint64_t n);
+/* Adds n gap IDs of tag for reason why (a metric label: ik__gone_label[IK_GONE_*]
+ * for an answer nobody took, or the library's cause, ik_set_gap_hook) to the
+ * server's counts. Any thread. */
+void ik__gap_add(ik__server *srv, const char *tag, const char *why, uint64_t n);
 
 /* Renders the status page (page.c) from what the thread pool listed into p->tagop
  * and the server's own state. Loop thread. */

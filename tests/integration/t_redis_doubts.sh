@@ -68,7 +68,7 @@ lose() {
 # gaps_logged LINE...: every LINE ("tag gap tag=q first=A count=K") is in s1's log.
 gaps_logged() {
   local l
-  for l in "$@"; do grep -qF "$l (app" "$T/s1.log" || return 1; done
+  for l in "$@"; do grep -qF "$l why=answer_lost (app" "$T/s1.log" || return 1; done
 }
 
 # in_a_row KIND:K...: the advances of KIND (answer-lost, request-lost) for K IDs, one
@@ -97,7 +97,7 @@ in_a_row() {
     gaps_logged "${want[@]}" &&
       fail "$*: the recorded ranges were logged only one advance later, not by the advance that settled the doubts: $(grep -h 'tag gap\|tag doubt' "$T/s1.log" | tail -n 4)"
     for l in "${want[@]}"; do
-      grep -qF "$l (app" "$T/s1.log" ||
+      grep -qF "$l why=answer_lost (app" "$T/s1.log" ||
         fail "$*: $l: a write whose answer was lost recorded these IDs, they were never answered, and no log line names them (after $n0 the next IDs were $next and $id); the log says: $(grep -h 'tag gap\|tag doubt' "$T/s1.log" | tail -n 4)"
     done
   fi
@@ -123,7 +123,7 @@ echo $((n0 + 2)) >>"$T/unplaced.ids"
 id=$(sid)
 [ "$id" = $((n0 + 35)) ] || fail "after $n0 and 17 recorded advances of 2, the next ID is $id"
 for i in $(seq 2 17); do
-  grep -qF "tag gap tag=q first=$((n0 + 2 * i - 1)) count=2 (app" "$T/s1.log" ||
+  grep -qF "tag gap tag=q first=$((n0 + 2 * i - 1)) count=2 why=answer_lost (app" "$T/s1.log" ||
     fail "17 doubts in a row: the range of the advance $i ($((n0 + 2 * i - 1))..) is not logged"
 done
 pass "17 doubts in a row: the oldest logged as first=? count=2, the 16 others at their first IDs"
@@ -135,5 +135,11 @@ end=$(rcli GET "$COUNTER")
 python3 "$IK_SRC/tests/tools/idcheck.py" contiguous 1 $((end + 1)) "$T/answered.ids" "$T/gaps.ids" "$T/unplaced.ids" >&2 ||
   fail "the IDs answered, the logged gaps and the unplaced range are not the tag's run 1..$end"
 pass "$(wc -l <"$T/answered.ids") IDs answered, $(wc -l <"$T/gaps.ids") in logged gaps, 2 unplaced: exactly 1..$end"
+# SPEC 2: every gap logged is counted in /metrics, by its cause
+metric() { curl -s -m 5 "$U/metrics" | awk -v k="ik_sequence_gap_ids_total{tag=\"q\",why=\"$1\"}" '$1 == k {print $2}'; }
+[ "$(metric answer_lost)" = "$(wc -l <"$T/gaps.ids")" ] ||
+  fail "ik_sequence_gap_ids_total answer_lost is '$(metric answer_lost)', the log's exact gaps hold $(wc -l <"$T/gaps.ids") IDs"
+[ "$(metric maybe_recorded)" = 2 ] || fail "ik_sequence_gap_ids_total maybe_recorded is '$(metric maybe_recorded)', not the 2 unplaced IDs"
+pass "/metrics counts the gaps as logged: answer_lost $(metric answer_lost), maybe_recorded 2"
 kill -TERM "${SERVER_PID[s1]}"
 wait "${SERVER_PID[s1]}" || fail "s1 did not exit 0 on SIGTERM"
