@@ -11,8 +11,13 @@
 #             connections, each ID one autocommit UPDATE of the row with the new
 #             value read back: one durable commit per ID.
 #
+#   idkeeper over RESP: the same daemon's Redis-protocol port (`serve --resp`), the
+#             same tag, `redis-benchmark -c CLIENTS -P 1 INCR seq`: one ID a request
+#             as over HTTP, without HTTP's parsing (docs/resp.md).
+#
 # Prints IDs/s and the median and p99 latency of each, and the ratio. Settings:
-# SECONDS_EACH (5), CLIENTS ("1 8 64"), STORES ("postgresql mysql").
+# SECONDS_EACH (5), CLIENTS ("1 8 64"), STORES ("postgresql mysql"), RESP_N (100000
+# requests a RESP run).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=$(cd "${1:-$here/../build}" && pwd)
@@ -26,11 +31,12 @@ source "$here/sql_lib.sh"
 
 sql_start
 echo "$(sql_versions) on loopback, durable, data on $(df -P "$T" | awk 'NR == 2 {print $1}'); ${secs}s each, count=1 per request"
-printf '%-11s %-8s %12s %14s %12s %14s %8s\n' store clients idkeeper_ids_s "p50/p99_ms" naive_ids_s "p50/p99_ms" ratio
+printf '%-11s %-8s %12s %14s %12s %14s %8s %12s %8s\n' store clients idkeeper_ids_s "p50/p99_ms" naive_ids_s "p50/p99_ms" ratio resp_ids_s ratio
 for s in ${STORES:-postgresql mysql}; do
   uri=${SQL_URI[$s]} pw=(--password-file "${SQL_PW[$s]}")
   "$IK_BIN" tags add seq --kind sequence --coord "$uri" "${pw[@]}" >/dev/null
-  serve_on "$s" --coord "$uri" "${pw[@]}" --quiet || fail "$s: $(tail -n 5 "$T/$s.log")"
+  rport=$(free_port)
+  serve_on "$s" --coord "$uri" "${pw[@]}" --resp "127.0.0.1:$rport" --quiet || fail "$s: $(tail -n 5 "$T/$s.log")"
   port=$PORT
   sql_row "$s" "INSERT INTO leaf_alloc (biz_tag, max_id, step) VALUES ('naive', 1, 1)" >/dev/null
   for c in ${CLIENTS:-1 8 64}; do
@@ -44,8 +50,14 @@ for s in ${STORES:-postgresql mysql}; do
     IDKEEPER_PASSWORD=$(cat "${SQL_PW[$s]}") "$naive" "$uri" "$c" "$secs" >"$T/n" || fail "sql_naive: $(cat "$T/n")"
     nv=$(sed -n 's/.*ids_per_s=\([0-9]*\).*/\1/p' "$T/n")
     nvlat=$(sed -n 's/.* p50_ms=\([^ ]*\) p99_ms=\([^ ]*\).*/\1\/\2/p' "$T/n")
-    printf '%-11s %-8s %12s %14s %12s %14s %8s\n' "$s" "$c" "$ik" "$iklat" "$nv" "$nvlat" \
-      "$(awk -v a="$ik" -v b="$nv" 'BEGIN { printf "%.1fx", a / b }')"
+    redis-benchmark -p "$rport" -c "$c" -n 10000 -q INCR seq >/dev/null 2>&1 || true # warm-up
+    redis-benchmark -p "$rport" -c "$c" -n "${RESP_N:-100000}" -q INCR seq >"$T/r" 2>&1 || fail "redis-benchmark: $(cat "$T/r")"
+    ! grep -qi error "$T/r" || fail "redis-benchmark: $(cat "$T/r")"
+    rv=$(tr '\r' '\n' <"$T/r" | sed -n 's/^INCR seq: \([0-9.]*\) requests per second.*/\1/p' | tail -n 1 | cut -d. -f1)
+    [ -n "$rv" ] || fail "no rate from redis-benchmark: $(cat "$T/r")"
+    printf '%-11s %-8s %12s %14s %12s %14s %8s %12s %8s\n' "$s" "$c" "$ik" "$iklat" "$nv" "$nvlat" \
+      "$(awk -v a="$ik" -v b="$nv" 'BEGIN { printf "%.1fx", a / b }')" "$rv" \
+      "$(awk -v a="$rv" -v b="$nv" 'BEGIN { printf "%.1fx", a / b }')"
   done
   kill "${SERVER_PID[$s]}" && wait "${SERVER_PID[$s]}" 2>/dev/null || true
 done
