@@ -71,15 +71,26 @@ pass "terminate: CMD stopped $took ms after pg_terminate_backend: $(cat "$T/held
 
 # interop: a plain SQL client on the documented key
 PGOPTIONS='-c client_min_messages=warning' PGPASSWORD=$PG_PASSWORD "$PG_BIN/psql" -h 127.0.0.1 -p "$P" -U "$PG_USER" -d "$db" -Atq \
-  -c "SELECT pg_advisory_lock(hashtextextended('lock:/x', 0))" -c "SELECT pg_sleep(4)" >/dev/null 2>&1 &
+  -c "SELECT pg_advisory_lock(hashtextextended('lock:/x', 0))" -c "SELECT pg_sleep(120)" >/dev/null 2>&1 &
 sqlc=$!
 IK_PIDS+=($sqlc)
-for ((i = 0; i < 100; i++)); do
-  [ "$(pg_psql "$P" "$db" "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted")" = 1 ] && break
+# The SQL client holds the lock until its session is ended (the server frees the lock):
+# a fixed hold of 4 s raced with a loaded machine's slow start of the checks.
+advisory_held() { pg_psql "$P" "$db" "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted"; }
+t0=$(mono_ms)
+until [ "$(advisory_held)" = 1 ]; do
+  (($(mono_ms) - t0 < 30000)) || fail "the SQL client did not take lock:/x within 30 s"
   sleep 0.05
 done
 expect_fail 124 "timed out" "$IK_BIN" lock --coord "$URI" --timeout 1000 /x -- true
+# (a killed psql leaves its backend asleep, the lock held: the server ends the session)
+pg_psql "$P" "$db" "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted" >/dev/null
 wait $sqlc || true
+t0=$(mono_ms)
+until [ "$(advisory_held)" = 0 ]; do
+  (($(mono_ms) - t0 < 30000)) || fail "lock:/x still held 30 s after the SQL client's session was ended"
+  sleep 0.05
+done
 "$IK_BIN" lock --coord "$URI" /x -- sh -c "[ \"\$(PGPASSWORD=$PG_PASSWORD $PG_BIN/psql -h 127.0.0.1 -p $P -U $PG_USER -d $db -Atqc \"SELECT pg_try_advisory_lock(hashtextextended('lock:/x', 0))\")\" = f ]" ||
   fail "a SQL client took lock:/x while idkeeper held it"
 pass "interop: pg_advisory_lock(hashtextextended('lock:/x', 0)) and idkeeper lock /x exclude each other"
