@@ -120,10 +120,10 @@ IK_EXTERN void ik_free(void *p);
 IK_EXTERN const char *ik_version(void);
 
 /* Where the library writes its few log lines: a lost ZooKeeper answer settled or a
- * sequence gap ("tag gap tag=T first=A count=K"), and the ZooKeeper client's errors.
- * fn gets one line without its newline, from any library thread, and must be
- * thread-safe. The default (fn NULL) writes "idkeeper: LINE" to stderr. Set it before
- * opening a backend; the daemon sets it to its own timestamped log. */
+ * sequence gap ("tag gap tag=T first=A count=K why=W", see ik_set_gap_hook), and the
+ * ZooKeeper client's errors. fn gets one line without its newline, from any library
+ * thread, and must be thread-safe. The default (fn NULL) writes "idkeeper: LINE" to stderr. Set it
+ * before opening a backend; the daemon sets it to its own timestamped log. */
 typedef void (*ik_log_fn)(void *ctx, const char *line);
 IK_EXTERN void ik_set_log(ik_log_fn fn, void *ctx);
 
