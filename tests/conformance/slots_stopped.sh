@@ -13,7 +13,6 @@ conf_store_start
 
 C=$(conf_coord stopped)
 S=(--coord "$C" --worker-range 7-7 --quiet "${CONF_SERVE_ARGS[@]}")
-status_of() { curl -s -m 3 "http://127.0.0.1:$1/v1/status" | jq -r "${2:-.}"; }
 pa=$(free_port)
 pb=$(free_port)
 start_server a "$pa" "${S[@]}"

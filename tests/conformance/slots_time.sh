@@ -16,7 +16,6 @@ conf_store_start
 BEHIND_MS=10000
 C=$(conf_coord guard)
 S=(--coord "$C" --worker-range 9-9 --quiet "${CONF_SERVE_ARGS[@]}")
-status_of() { curl -s -m 3 "http://127.0.0.1:$1/v1/status" | jq -r "${2:-.}"; }
 pa=$(free_port)
 start_server a "$pa" "${S[@]}"
 wait_ready "$pa" 60 || fail "a not ready: $(tail -n 3 "$T/a.log")"

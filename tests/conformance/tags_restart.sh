@@ -25,9 +25,9 @@ add_tag s1 seq sequence ',"start":7'
 get() {
   local u
   u=$(url "$1")
-  for _ in $(seq 10); do curl -fsS "$u/api/segment/get/seg"; echo; done >>"$2.seg"
-  curl -fsS "$u/v1/segment/seg?count=40&format=text" >>"$2.seg"
-  curl -fsS "$u/v1/sequence/seq?count=25&format=text" >>"$2.seq"
+  for _ in $(seq 10); do http_get "$u/api/segment/get/seg"; echo; done >>"$2.seg"
+  http_get "$u/v1/segment/seg?count=40&format=text" >>"$2.seg"
+  http_get "$u/v1/sequence/seq?count=25&format=text" >>"$2.seq"
   curl -fsS -H 'Accept: text/plain' "$u/v1/sequence/seq?count=25" >>"$2.seq"
 }
 

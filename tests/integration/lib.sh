@@ -2,6 +2,11 @@
 # Each test runs in its own process (CTest) with its own temporary directory;
 # everything it starts is stopped on exit, pass or fail.
 set -euo pipefail
+# Debian's programs first. The tests need Debian's python3 and its modules, and a
+# python3 found earlier on the PATH may be a pyenv shim: a bash script that costs
+# about 350 ms of CPU a run here, against 40 ms, in a suite that runs python3
+# hundreds of times on two cores.
+PATH=/usr/bin:/bin:$PATH
 
 : "${IK_BIN:?IK_BIN must name the idkeeper binary (CTest sets it)}"
 IK_SRC=${IK_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
@@ -40,8 +45,13 @@ ik_cleanup() {
 trap ik_cleanup EXIT
 trap 'exit 130' INT TERM
 
-# mono_ms: milliseconds since boot (a monotonic clock for measuring waits).
-mono_ms() { awk '{ printf "%d\n", $1 * 1000 }' /proc/uptime; }
+# mono_ms: milliseconds since boot (a monotonic clock for measuring waits; 10 ms
+# steps), read by bash itself: the probes call it many times a second.
+mono_ms() {
+  local up _
+  read -r up _ </proc/uptime
+  echo $((10#${up/./} * 10))
+}
 
 # alive PID: the process exists and is not a zombie.
 alive() {
@@ -98,12 +108,117 @@ wait_ready() {
   return 1
 }
 
-# http_status URL [curl args...]: prints the HTTP status code.
-http_status() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
+# now_ms: milliseconds of the wall clock (date +%s%3N), from bash, no process.
+now_ms() {
+  local us=${EPOCHREALTIME/[.,]/}
+  echo "${us:0:-3}"
+}
 
-# fetch_ids PORT N OUT: appends N snowflake IDs from the server to OUT (one a line).
+# ik_http URL [OUT] [SECONDS]: GET URL (http://HOST:PORT/PATH?QUERY) through bash's
+# own /dev/tcp, no process: the suite's helpers make thousands of requests, and a
+# curl costs 25 to 45 ms of CPU a run on this 2-core machine (an ASan `idkeeper
+# next` three times that). Prints the status code: 000 when no whole answer came
+# (refused, no status line or headers within SECONDS (default 5), a body cut short).
+# The body goes to the file OUT (default: nowhere). HTTP/1.0: the server closes
+# after its answer.
+ik_http() {
+  _ik_http "$1" "${2:-}" "${3:-5}"
+  echo "$IK_HTTP_CODE"
+}
+
+# http_get URL [SECONDS]: like `curl -fsS URL`: the body of a 200 answer on stdout;
+# else nothing there, a line on stderr, and status 1.
+http_get() {
+  _ik_http "$1" - "${2:-30}"
+  [ "$IK_HTTP_CODE" = 200 ] || { echo "GET $1: $IK_HTTP_CODE" >&2; return 1; }
+}
+
+# _ik_http URL OUT SECONDS: ik_http's work; sets IK_HTTP_CODE. OUT "-" is stdout, and
+# then only a 200 answer's body is written. A body over 64 KiB is read by cat (under
+# `timeout SECONDS`), a shorter one by bash's read.
+_ik_http() {
+  local LC_ALL=C url=$1 out=$2 secs=$3 hp path fd line len=-1 body= got
+  IK_HTTP_CODE=000
+  hp=${url#http://}
+  path=/
+  [[ $hp == */* ]] && path=/${hp#*/}
+  hp=${hp%%/*}
+  { exec {fd}<>"/dev/tcp/${hp%:*}/${hp##*:}"; } 2>/dev/null || return 0
+  trap '' PIPE
+  printf 'GET %s HTTP/1.0\r\nHost: %s\r\n\r\n' "$path" "$hp" >&"$fd" 2>/dev/null
+  trap - PIPE
+  if IFS= read -r -t "$secs" line <&"$fd" && [[ $line =~ ^HTTP/1\.[01]\ ([0-9]{3}) ]]; then
+    local code=${BASH_REMATCH[1]} whole=1
+    while :; do
+      IFS= read -r -t "$secs" line <&"$fd" || { whole=0; break; }
+      line=${line%$'\r'}
+      [ -z "$line" ] && break
+      [[ ${line,,} =~ ^content-length:\ *([0-9]+) ]] && len=${BASH_REMATCH[1]}
+    done
+    [ "$out" = - ] && [ "$code" != 200 ] && out=
+    if ((whole && len > 65536)); then
+      if [ "$out" = - ]; then
+        timeout "$secs" cat <&"$fd"
+      else
+        timeout "$secs" cat <&"$fd" >"${out:-/dev/null}"
+        got=$len
+        [ -z "$out" ] || got=$(wc -c <"$out")
+        ((got == len)) || whole=0
+      fi
+    elif ((whole && len > 0)); then
+      IFS= read -r -N "$len" -t "$secs" body <&"$fd"
+      ((${#body} == len)) || whole=0
+      if [ "$out" = - ]; then printf '%s' "$body"; elif [ -n "$out" ]; then printf '%s' "$body" >"$out"; fi
+    elif ((whole)) && [ -n "$out" ] && [ "$out" != - ]; then
+      : >"$out"
+    fi
+    ((whole)) && IK_HTTP_CODE=$code
+  fi
+  exec {fd}>&-
+  return 0
+}
+
+# http_status URL: prints the HTTP status code (ik_http).
+http_status() { ik_http "$1"; }
+
+# status_of PORT [JQ]: the daemon's /v1/status (or a jq filter of it); nothing (and
+# status 0) when no answer came.
+status_of() {
+  local f=$T/.status.$BASHPID rc=0
+  ik_http "http://127.0.0.1:$1/v1/status" "$f" 3 >/dev/null
+  if [ -s "$f" ]; then jq -r "${2:-.}" "$f" || rc=$?; fi
+  rm -f "$f"
+  return $rc
+}
+
+# probe NAME URL STOP PERIOD: until the file STOP exists, a GET of URL every PERIOD
+# seconds (15 s limit each); the bodies of the 200 answers appended to $T/NAME.ids,
+# a line "sent_mono_ms status" a request to $T/NAME.st (000: no answer). Run it in
+# the background.
+probe() {
+  local name=$1 u=$2 stop=$3 period=$4 code t0
+  while [ ! -e "$stop" ]; do
+    t0=$(mono_ms)
+    code=$(ik_http "$u" "$T/$name.body" 15)
+    [ "$code" = 200 ] && cat "$T/$name.body" >>"$T/$name.ids"
+    echo "$t0 $code" >>"$T/$name.st"
+    sleep "$period"
+  done
+}
+
+# fetch_ids PORT N OUT: appends N snowflake IDs from the server to OUT (one a line),
+# in requests of at most 10,000 (the default --max-batch); fails (1) at the first
+# answer that is not 200, after appending the IDs of the ones before.
 fetch_ids() {
-  "$IK_BIN" next --server "http://127.0.0.1:$1" --count "$2" snowflake >>"$3"
+  local left=$2 n code part=$3.part.$BASHPID
+  while ((left > 0)); do
+    n=$((left < 10000 ? left : 10000))
+    code=$(ik_http "http://127.0.0.1:$1/v1/snowflake?count=$n&format=text" "$part" 15)
+    [ "$code" = 200 ] || { rm -f "$part"; return 1; }
+    cat "$part" >>"$3"
+    rm -f "$part"
+    left=$((left - n))
+  done
 }
 
 # assert_unique FILE: no line appears twice.

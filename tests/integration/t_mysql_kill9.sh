@@ -24,24 +24,13 @@ for s in s1 s2; do
   "$IK_BIN" next --server "$(url $s)" --count 2000 --batch 1000 segment seg >>"$T/warm.ids"
 done
 
-# probe NAME URL: a request every 100 ms until $T/probe.stop; IDs to NAME.ids,
-# "sent_mono_ms status" lines to NAME.st
-probe() {
-  local name=$1 u=$2 code t0
-  while [ ! -e "$T/probe.stop" ]; do
-    t0=$(mono_ms)
-    code=$(curl -s -m 15 -o "$T/$name.body" -w '%{http_code}' "$u") || code=000
-    [ "$code" = 200 ] && cat "$T/$name.body" >>"$T/$name.ids"
-    echo "$t0 $code" >>"$T/$name.st"
-    sleep 0.1
-  done
-}
+# a request every 100 ms until $T/probe.stop (lib.sh's probe)
 probes=()
 for s in s1 s2; do
-  probe "seq.$s" "$(url $s)/v1/sequence/seq?count=3&format=text" &
+  probe "seq.$s" "$(url $s)/v1/sequence/seq?count=3&format=text" "$T/probe.stop" 0.1 &
   probes+=($!)
   IK_PIDS+=($!)
-  probe "snow.$s" "$(url $s)/v1/snowflake?count=5&format=text" &
+  probe "snow.$s" "$(url $s)/v1/snowflake?count=5&format=text" "$T/probe.stop" 0.1 &
   probes+=($!)
   IK_PIDS+=($!)
   hammer "seg.$s" "$(url $s)/api/segment/get/seg" 1 30
@@ -60,7 +49,7 @@ for s in s1 s2; do
   ok=0
   while (($(mono_ms) - up < 10000)); do
     if [ "$(http_status "$(url $s)/readyz")" = 200 ] &&
-      [ "$(curl -s -m 5 -o "$T/back.$s" -w '%{http_code}' "$(url $s)/v1/sequence/seq?count=1&format=text")" = 200 ]; then
+      [ "$(ik_http "$(url $s)/v1/sequence/seq?count=1&format=text" "$T/back.$s")" = 200 ]; then
       ok=1
       cat "$T/back.$s" >>"$T/seq.$s.ids"
       break

@@ -19,7 +19,6 @@ IK_STORE=local # counters.sh's helpers; the store is set here
 CONF_COUNTERS=1
 source "$IK_SRC/tests/tools/counters.sh"
 export IDKEEPER_PASSWORD=$PG_TEST_PASSWORD
-status_of() { curl -s -m 3 "http://127.0.0.1:$1/v1/status" | jq -r "${2:-.}"; }
 
 own_stop() { pg_own_stop "$T/pg"; }
 IK_CLEANUPS+=(own_stop)
@@ -33,24 +32,12 @@ add_tag s1 seq sequence ',"start":1'
 w1=$(status_of "${PORT[s1]}" .worker)
 w2=$(status_of "${PORT[s2]}" .worker)
 
-# probe NAME SERVER ROUTE: a request every 50 ms until $T/stop; IDs to NAME.ids,
-# "sent_mono_ms status" lines to NAME.st
-probe() {
-  local name=$1 u code t0
-  u=$(url "$2")
-  while [ ! -e "$T/stop" ]; do
-    t0=$(mono_ms)
-    code=$(curl -s -m 15 -o "$T/$name.body" -w '%{http_code}' "$u$3") || code=000
-    [ "$code" = 200 ] && cat "$T/$name.body" >>"$T/$name.ids"
-    echo "$t0 $code" >>"$T/$name.st"
-    sleep 0.05
-  done
-}
+# a request every 50 ms until $T/stop (lib.sh's probe)
 probes=()
 for s in s1 s2; do
-  probe "seq.$s" "$s" "/v1/sequence/seq?count=3&format=text" &
+  probe "seq.$s" "$(url "$s")/v1/sequence/seq?count=3&format=text" "$T/stop" 0.05 &
   probes+=($!)
-  probe "snow.$s" "$s" "/v1/snowflake?count=20&format=text" &
+  probe "snow.$s" "$(url "$s")/v1/snowflake?count=20&format=text" "$T/stop" 0.05 &
   probes+=($!)
   hammer "seg.$s" "$(url "$s")/api/segment/get/seg" 2 25 --reconnect
 done

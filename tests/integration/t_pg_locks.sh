@@ -1,13 +1,10 @@
 #!/usr/bin/env bash
 # labels: postgresql sql recipes
-# timeout: 400
-# processors: 2
+# timeout: 120
 # fixtures: postgres
-# Locks on postgresql:// (issue 12, SPEC 6), on advisory locks:
-#   counter   8 processes x 60 s of `idkeeper lock /counter -- <read, add 1, write a
-#             file>`: no lost increment (the file ends at the number of CMDs run),
-#             and the fencing tokens, read in the order of the grants, strictly
-#             increase;
+# Locks on postgresql:// (issue 12, SPEC 6), on advisory locks, beyond the
+# conformance group locks.postgresql (whose counter case is the exclusion stress:
+# 8 processes of locked increments, fences strictly increasing):
 #   terminate pg_terminate_backend of a holder's session: its CMD gets SIGTERM and
 #             `idkeeper lock` exits 125 (lost), at once;
 #   interop   a client that holds pg_advisory_lock(hashtextextended('lock:/x', 0))
@@ -19,37 +16,6 @@ export IDKEEPER_PASSWORD=$PG_PASSWORD
 P=$PG_SHARED_PORT
 db=tlocks_$$
 URI=$(pg_new_db "$P" "$db")
-SECS=${PG_LOCK_SECONDS:-60}
-
-echo 0 >"$T/counter"
-: >"$T/fences"
-worker() {
-  local end=$((SECONDS + SECS)) ok=0
-  while ((SECONDS < end)); do
-    "$IK_BIN" lock --coord "$URI" /counter -- sh -c \
-      'n=$(cat "$0/counter"); echo "$IDKEEPER_FENCE" >>"$0/fences"; echo $((n + 1)) >"$0/counter.tmp"; mv "$0/counter.tmp" "$0/counter"' \
-      "$T" 2>>"$T/worker.$1.err" && ok=$((ok + 1))
-  done
-  echo "$ok" >"$T/ok.$1"
-}
-pids=()
-for i in 1 2 3 4 5 6 7 8; do
-  worker "$i" &
-  pids+=($!)
-  IK_PIDS+=($!)
-done
-for p in "${pids[@]}"; do wait "$p"; done
-total=0
-for i in 1 2 3 4 5 6 7 8; do total=$((total + $(cat "$T/ok.$i"))); done
-got=$(cat "$T/counter")
-((total > 8)) || fail "only $total CMDs ran in $SECS s"
-[ "$got" = "$total" ] || fail "lost increments: the file says $got, $total CMDs ran"
-[ "$(wc -l <"$T/fences")" = "$total" ] || fail "fence lines $(wc -l <"$T/fences") != $total"
-sort -n -c -u "$T/fences" 2>/dev/null || {
-  awk 'NR > 1 && $1 <= prev { print "fence " $1 " after " prev " at line " NR; exit } { prev = $1 }' "$T/fences" >&2
-  fail "fencing tokens do not strictly increase in grant order"
-}
-pass "counter: 8 processes x $SECS s: $total increments, none lost; fences 1..$(tail -n 1 "$T/fences") strictly increasing"
 
 # terminate: the holder's session is ended by the server
 "$IK_BIN" lock --coord "$URI" /held -- sh -c 'trap "echo term >\"$0/held.term\"; exit 0" TERM; echo $$ >"$0/held.pid"; while :; do sleep 0.1; done' "$T" \

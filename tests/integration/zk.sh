@@ -333,7 +333,6 @@ PYEOF
 #
 #   zk_serve NAME PORT [ARGS...]  idkeeper serve on $(zk_uri $ZK_CHROOT) with
 #                                 --zk-session-timeout $ZK_SESSION_MS (lib.sh start_server)
-#   status_of PORT [JQ]           /v1/status (or a jq filter of it)
 #   fetch_loop PORT OUT           background: fetches 50 IDs every ~50 ms until
 #                                 fetch_stop; IDs to OUT, "sent_unix_ms status" lines
 #                                 to OUT.st
@@ -352,10 +351,6 @@ zk_serve() {
     --zk-session-timeout "$ZK_SESSION_MS" "$@"
 }
 
-status_of() {
-  curl -s -m 3 "http://127.0.0.1:$1/v1/status" | jq -r "${2:-.}"
-}
-
 fetch_loop() {
   local port=$1 out=$2
   (
@@ -363,9 +358,8 @@ fetch_loop() {
     : >"$out"
     : >"$out.st"
     while [ ! -e "$T/fetch.stop" ]; do
-      t0=$(date +%s%3N)
-      code=$(curl -s -m 2 -o "$out.body" -w '%{http_code}' \
-        "http://127.0.0.1:$port/v1/snowflake?count=50&format=text") || code=000
+      t0=$(now_ms)
+      code=$(ik_http "http://127.0.0.1:$port/v1/snowflake?count=50&format=text" "$out.body" 2)
       if [ "$code" = 200 ]; then cat "$out.body" >>"$out"; fi
       echo "$t0 $code" >>"$out.st"
       sleep 0.04
@@ -389,8 +383,6 @@ fetch_stop() {
   FETCH_PIDS=()
   rm -f "$T/fetch.stop"
 }
-
-now_ms() { date +%s%3N; }
 
 # wait_held PORT [SECS]: until the server's lease is held and /readyz answers 200
 # (ready alone may still be the tail of a safe window).
