@@ -10,8 +10,9 @@
  *   1. one ops table, ik__backend_etcd_ops, in its own file(s) (backend_etcd*.c,
  *      recipe_etcd.c for its locks, or recipe = NULL and tags NULL to start with);
  *   2. one line in coord.c's backends[] (and its extern here);
- *   3. one line in the build (CMakeLists.txt), if it is optional or needs a
- *      library; every .c file in src/lib is picked up by itself.
+ *   3. one line in the build: ik_backend(ETCD ...) in cmake/backends.cmake (its
+ *      option, sources, client library and test fixture); every .c file in
+ *      src/lib is picked up by itself.
  * Then the conformance suite (tests/conformance/) runs against it.
  *
  * Layers (no call cycle among src/lib's objects; tests/tools/callcycles.py):

@@ -21,5 +21,5 @@ function(ik_add_fuzz_driver name src libfuzzer)
   target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/src/lib ${CMAKE_SOURCE_DIR}/src/server
     ${CMAKE_SOURCE_DIR}/src/cli ${HTTP_PARSER_INCLUDE})
   target_link_libraries(${name} PRIVATE idkeeper_static ${HTTP_PARSER_LIB} PkgConfig::INIH PkgConfig::UV
-    PkgConfig::JANSSON m)
+    PkgConfig::JANSSON PkgConfig::CRYPTO m)
 endfunction()
