@@ -8,7 +8,11 @@ shift
 t0=$SECONDS
 "$@"
 rc=$?
-read -r _ _ cu cs < <(times | tail -n 1 | tr 'ms' '  ' | awk '{ print 0, 0, $1 * 60 + $2, $3 * 60 + $4 }')
+# `times` in this shell, not in a pipeline's subshell, whose children are not these
+tf=$(mktemp)
+times >"$tf"
+read -r cu cs < <(tail -n 1 "$tf" | tr 'ms' '  ' | awk '{ print $1 * 60 + $2, $3 * 60 + $4 }')
+rm -f "$tf"
 printf 'make test: %s took %ds (CPU: user %.0fs, sys %.0fs)%s\n' "$name" $((SECONDS - t0)) "$cu" "$cs" \
   "$([ $rc -eq 0 ] || echo ", failed: $rc")" >&2
 exit $rc

@@ -178,8 +178,11 @@ _ik_http() {
   return 0
 }
 
-# http_status URL: prints the HTTP status code (ik_http).
-http_status() { ik_http "$1"; }
+# http_status URL: prints the HTTP status code (ik_http). http_status [curl args...]
+# URL: the same through curl, for what ik_http does not send (headers, methods).
+http_status() {
+  if [ $# -eq 1 ]; then ik_http "$1"; else curl -s -o /dev/null -w '%{http_code}' "$@"; fi
+}
 
 # status_of PORT [JQ]: the daemon's /v1/status (or a jq filter of it); nothing (and
 # status 0) when no answer came.

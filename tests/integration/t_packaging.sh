@@ -35,7 +35,11 @@ py_mono_ms() { python3 -c 'import time; print(int(time.monotonic() * 1000))'; }
 
 # ---- A: make deb, lintian ----------------------------------------------------------
 t0=$SECONDS
-make -C "$IK_SRC" --no-print-directory deb DEB_OUT="$T/deb" JOBS=2 DEB_BUILD_OPTIONS=nocheck \
+# At a higher priority (as root; else nice says so and runs it as it is): the build is
+# the long pole of make test's plain stage, whose other tests keep both cores busy,
+# and starved among them it took 400 s of wall time for 60 s of CPU. Ahead of
+# them, the CPU it takes is theirs a minute sooner, no more.
+nice -n -10 make -C "$IK_SRC" --no-print-directory deb DEB_OUT="$T/deb" JOBS=2 DEB_BUILD_OPTIONS=nocheck \
   >"$T/make-deb.log" 2>&1 || fail "make deb failed: $(tail -n 30 "$T/make-deb.log")"
 log "make deb took $((SECONDS - t0)) s"
 [ -z "$(git -C "$IK_SRC" status --porcelain --ignored=no 2>/dev/null | grep -v '^??' || true)" ] ||
