@@ -32,6 +32,7 @@ test_pkgs=(
   zookeeper default-jre-headless # a real ZooKeeper server for the tests
   faketime libfaketime # clock steps on real processes
   curl jq bc procps psmisc iproute2
+  bash-builtins       # bash's own sleep for the wait loops (tests/integration/lib.sh)
   python3-kazoo       # kazoo interop helper
   libcurator-recipes-java libcurator-framework-java # Curator interop helper
   wrk nginx-light hyperfine # benchmarks and their peer

@@ -75,7 +75,7 @@ case_timeout() {
   IK_PIDS+=($holder)
   for ((i = 0; i < 100; i++)); do [ "$(NODES_LEFT /held)" -ge 1 ] && break; sleep 0.05; done
   local t0 rc=0 took
-  t0=$(mono_ms)
+  mono_ms t0
   "${IK_LOCK[@]}" --timeout 300 /held -- touch "$T/ran" 2>"$T/timeout.err" || rc=$?
   took=$(($(mono_ms) - t0))
   [ $rc = 124 ] || fail "--timeout exited $rc, not 124: $(cat "$T/timeout.err")"
@@ -141,7 +141,7 @@ case_idkeeper_killed() {
   for ((i = 0; i < 100; i++)); do alive "$cmd" || break; sleep 0.05; done
   ! alive "$cmd" || fail "CMD $cmd outlived idkeeper killed -9"
   local t0 took
-  t0=$(mono_ms)
+  mono_ms t0
   "${IK_LOCK[@]}" /killed -- true || fail "the lock of a killed idkeeper is not free"
   took=$(($(mono_ms) - t0))
   pass "idkeeper killed -9: its CMD died with it; the lock was free again ($took ms to take it)"
@@ -158,7 +158,7 @@ case_signal_wait() {
   for ((i = 0; i < 100; i++)); do [ "$(NODES_LEFT /sigwait)" -ge 2 ] && break; sleep 0.05; done
   [ "$(NODES_LEFT /sigwait)" = 2 ] || fail "the waiter does not wait"
   local t0 rc=0
-  t0=$(mono_ms)
+  mono_ms t0
   kill -TERM $w
   wait $w || rc=$?
   [ $rc = 143 ] || fail "a waiter given SIGTERM exited $rc, not 143"
@@ -168,7 +168,7 @@ case_signal_wait() {
   [ ! -e "$T/sigwait.ran" ] || fail "CMD ran"
   # its own clean-up, not an expiry: polled for 2 s, less than the zk:// session
   local left t1
-  t1=$(mono_ms)
+  mono_ms t1
   while left=$(NODES_LEFT /sigwait) && [ "$left" != 1 ] && (($(mono_ms) - t1 < 2000)); do sleep 0.05; done
   [ "$left" = 1 ] || fail "the waiter left its node or ticket behind ($left contenders)"
   kill -TERM $holder
@@ -194,7 +194,7 @@ running_leaders() {
 # prints its id.
 wait_one_leader() {
   local limit=$1 old=${2:-} t0 r
-  t0=$(mono_ms)
+  mono_ms t0
   while (($(mono_ms) - t0 < limit)); do
     r=$(running_leaders)
     if [ -n "$r" ] && [ "$(echo "$r" | wc -l)" = 1 ] && [ "$r" != "$old" ]; then
@@ -209,7 +209,7 @@ wait_one_leader() {
 # assert_one_leader_for MS: for MS, never more than one CMD at once.
 assert_one_leader_for() {
   local t0 n
-  t0=$(mono_ms)
+  mono_ms t0
   while (($(mono_ms) - t0 < $1)); do
     n=$(running_leaders | wc -l)
     ((n <= 1)) || fail "$n leaders' CMDs run at once: $(running_leaders | tr '\n' ' ')"
@@ -232,7 +232,7 @@ case_elect_one_leader() {
 
   # kill -9 the leader's idkeeper: its CMD dies with it; another leads
   local t0 took next
-  t0=$(mono_ms)
+  mono_ms t0
   kill -KILL "${ELECT_PID[$leader]}"
   next=$(wait_one_leader $((KILL_TAKEOVER_MS + 30000)) "$leader") || fail "no new leader after the leader was killed"
   took=$(($(mono_ms) - t0))

@@ -32,7 +32,7 @@ worker_of() { curl -fsS -m 5 "http://127.0.0.1:$1/v1/status" | jq -r .worker; }
 # until it renews. Every ID received, a failed try's included, is kept in OUT.
 fetch_patient() {
   local try
-  for try in $(seq 50); do
+  for ((try = 0; try < 50; try++)); do
     fetch_ids "$1" "$2" "$3" 2>>"$T/fetch.err" && return 0
     sleep 0.2
   done
@@ -54,7 +54,7 @@ pass "8 servers hold 8 distinct slots: ${WORKER[*]}"
 # ---- refusal -----------------------------------------------------------------------
 wait_ms=$(conf_slot_wait_ms)
 p9=$(free_port)
-t0=$(mono_ms)
+mono_ms t0
 rc=0
 timeout $((wait_ms / 1000 + 30)) "$IK_BIN" serve "${S[@]}" --http 127.0.0.1:"$p9" --identity ninth \
   >"$T/ninth.log" 2>&1 || rc=$?
@@ -82,7 +82,7 @@ fetch_patient "${PORT[s3]}" 50000 "$T/ids.1.s3"
 victim=${WORKER[s3]}
 kill -KILL "${SERVER_PID[s3]}"
 wait "${SERVER_PID[s3]}" 2>/dev/null || true
-t_kill=$(mono_ms)
+mono_ms t_kill
 # s3 is dead: the slot's record stays as s3 left it until the next holder writes
 rec=$(conf_slot_record "$C" default "$victim")
 PORT[s8]=$(free_port)

@@ -84,7 +84,7 @@ flight_phase() {
   first=$(next)
   gaps0=$(metric "$GAP_METRIC")
   hold
-  t0=$(mono_ms)
+  mono_ms t0
   log "store held; first ID $first"
   code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 1 "$U/v1/sequence/q?count=5&format=text" || true)
   held=$(($(mono_ms) - t0))
@@ -127,7 +127,7 @@ queued_phase() {
   gaps0=$(metric "$GAP_METRIC")
   withdrawn0=$(metric "$WITHDRAWN_METRIC")
   hold
-  t0=$(mono_ms)
+  mono_ms t0
   log "store held"
   curl -s -o "$T/patient.out" --max-time 60 "$U/v1/sequence/q?format=text" &
   PATIENT=$!

@@ -28,14 +28,14 @@ exec 3<>"/dev/tcp/127.0.0.1/$PORT"
 req=$'GET /v1/snowflake?count=3 HTTP/1.1\r\nHost: x\r\n\r\n'
 all=
 for ((i = 0; i < N; i++)); do all+=$req; done
-t0=$(mono_ms)
+mono_ms t0
 printf '%s' "$all" >&3
 timeout 60 cat <&3 >"$T/a.out" &
 reader=$!
 sleep 0.2
 # B: another connection, while A's requests wait
 b=$(curl -s -m 30 -o "$T/b.out" -w '%{http_code} %{time_total}' "http://127.0.0.1:$PORT/healthz") || true
-tb=$(mono_ms)
+mono_ms tb
 log "B: $b, $((tb - t0)) ms after A's requests went out"
 [ "${b%% *}" = 200 ] || fail "/healthz on another connection answered '$b'"
 secs=${b#* }

@@ -132,7 +132,7 @@ set_counter /t/elect 2147483647
 # ---- A: past a wrap ------------------------------------------------------------
 # On the unfixed parser our own node was invisible: a create loop that ignored
 # --timeout and left a node behind at every turn.
-t0=$(mono_ms)
+mono_ms t0
 "${IK_LOCK[@]}" --timeout 5000 /neg -- sh -c 'echo "$IDKEEPER_LOCK_NODE"' >"$T/a1.out" 2>"$T/a1.err" &
 p=$!
 IK_PIDS+=($p)
@@ -213,7 +213,7 @@ for ((i = 0; i < 400; i++)); do [ -e "$T/gone.held" ] && break; sleep 0.05; done
 pb=$!
 IK_PIDS+=($pb)
 wait_nodes /t/gone 2
-t0=$(mono_ms)
+mono_ms t0
 rc=0
 "${IK_LOCK[@]}" --timeout 20000 /gone -- touch "$T/gone.ran" 2>"$T/c3.err" &
 pw=$!

@@ -27,9 +27,9 @@ wait_ready "$port" 400 || fail "make run did not serve within 400 s: $(tail -n 2
 # after it (1 s of slack each side for the clock's unit and rounding), however long
 # a loaded machine takes to answer or to run decode: a fixed distance from a "now"
 # read after decode failed once at 1,107 ms in a loaded make test.
-before=$(now_ms)
+now_ms before
 id=$(curl -fsS "http://127.0.0.1:$port/api/snowflake/get/x")
-after=$(now_ms)
+now_ms after
 [[ "$id" =~ ^[0-9]+$ ]] || fail "Leaf route answered '$id'"
 out=$("$IK_BUILD/idkeeper" decode --json "$id")
 t=$(jq -r .time_ms <<<"$out"); w=$(jq -r .worker <<<"$out")

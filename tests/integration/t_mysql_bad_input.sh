@@ -43,7 +43,7 @@ refused "refused user $MDB_USER" "$IK_BIN" tags list --coord "$GOOD" --password-
 pass "a wrong password (environment, file): refused in one line, the password not shown"
 
 dead=$(free_port)
-t0=$(mono_ms)
+mono_ms t0
 refused "cannot reach MySQL at 127.0.0.1:$dead" "$IK_BIN" tags list --coord "mysql://ik@127.0.0.1:$dead/x"
 pass "an unreachable host: refused after $(($(mono_ms) - t0)) ms"
 

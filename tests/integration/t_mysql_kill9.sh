@@ -38,10 +38,10 @@ done
 
 sleep 4
 my_kill KILL
-down=$(mono_ms)
+mono_ms down
 sleep 4
 my_restart
-up=$(mono_ms)
+mono_ms up
 log "mariadb down for $((up - down)) ms"
 
 # back: each server answers a sequence request and /readyz within 10 s

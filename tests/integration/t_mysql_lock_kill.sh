@@ -35,7 +35,7 @@ sleep 0.5
 th=$(holder_thread lock:/res)
 [ -n "$th" ] && [ "$th" != NULL ] || fail "no session holds lock:/res"
 my_sql -e "KILL $th"
-t0=$(mono_ms)
+mono_ms t0
 log "killed a's connection (thread $th)"
 rc=0
 wait $a || rc=$?

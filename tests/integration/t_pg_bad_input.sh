@@ -42,7 +42,7 @@ env -u IDKEEPER_PASSWORD "$IK_BIN" workers --coord "postgresql://$PG_USER:$PG_PA
 pass "wrong password refused in one line, the password never shown; a URI's password works"
 
 port=$(free_port)
-t0=$(mono_ms)
+mono_ms t0
 expect_fail 1 "cannot connect" "$IK_BIN" workers --coord "postgresql://$PG_USER@127.0.0.1:$port/$db"
 pass "unreachable host refused in $(($(mono_ms) - t0)) ms: $(cat "$T/err")"
 

@@ -45,11 +45,11 @@ IK_PIDS+=("${probes[@]}")
 
 sleep 4
 pg_own_kill "$T/pg"
-down=$(mono_ms)
+mono_ms down
 log "PostgreSQL killed -9"
 sleep 3
 pg_own_up "$T/pg" "$PG_PORT" || fail "PostgreSQL did not come back"
-up=$(mono_ms)
+mono_ms up
 log "PostgreSQL back after $((up - down)) ms"
 
 # both serve sequence IDs again within 10 s of the return

@@ -26,7 +26,7 @@ for ((i = 0; i < 200; i++)); do [ -s "$T/held.pid" ] && break; sleep 0.05; done
 [ -s "$T/held.pid" ] || fail "the holder did not get /held"
 n=$(pg_psql "$P" "$db" "SELECT count(pg_terminate_backend(pid)) FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1 AND ((classid::bigint << 32) | objid::bigint) = hashtextextended('lock:/held', 0)")
 [ "$n" = 1 ] || fail "terminated $n sessions holding lock:/held"
-t0=$(mono_ms)
+mono_ms t0
 rc=0
 wait $h || rc=$?
 took=$(($(mono_ms) - t0))
@@ -43,7 +43,7 @@ IK_PIDS+=($sqlc)
 # The SQL client holds the lock until its session is ended (the server frees the lock):
 # a fixed hold of 4 s raced with a loaded machine's slow start of the checks.
 advisory_held() { pg_psql "$P" "$db" "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted"; }
-t0=$(mono_ms)
+mono_ms t0
 until [ "$(advisory_held)" = 1 ]; do
   (($(mono_ms) - t0 < 30000)) || fail "the SQL client did not take lock:/x within 30 s"
   sleep 0.05
@@ -52,7 +52,7 @@ expect_fail 124 "timed out" "$IK_BIN" lock --coord "$URI" --timeout 1000 /x -- t
 # (a killed psql leaves its backend asleep, the lock held: the server ends the session)
 pg_psql "$P" "$db" "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted" >/dev/null
 wait $sqlc || true
-t0=$(mono_ms)
+mono_ms t0
 until [ "$(advisory_held)" = 0 ]; do
   (($(mono_ms) - t0 < 30000)) || fail "lock:/x still held 30 s after the SQL client's session was ended"
   sleep 0.05

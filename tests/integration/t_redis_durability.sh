@@ -66,7 +66,7 @@ for i in 1 2 3; do
 done
 wait_grep "can lose acknowledged writes (appendonly no, appendfsync always)" "$T/s2.log" 10 ||
   fail "the refusal is not in the log: $(tail -n 5 "$T/s2.log")"
-t0=$(mono_ms)
+mono_ms t0
 until [ "$(http_status "http://127.0.0.1:$PORT/v1/snowflake")" = 503 ]; do
   (($(mono_ms) - t0 < 5000)) || fail "snowflake IDs still served 5 s after the restart without the AOF"
   sleep 0.05

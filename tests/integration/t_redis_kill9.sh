@@ -45,7 +45,7 @@ redis_kill main
 log "redis-server killed -9; down for 4 s (past the 3 s TTL)"
 sleep 4
 redis_restart main
-t0=$(mono_ms)
+mono_ms t0
 log "redis-server restarted from its append-only file"
 for s in s1 s2; do
   for k in snowflake segment/seg sequence/seq; do

@@ -44,7 +44,7 @@ counted=$(curl -s -m 5 "$U/metrics" | awk '/^ik_sequence_gap_ids_total\{tag="q",
 pass "replica stopped: sequence requests answer 503, each unconfirmed range logged as a gap and counted in /metrics"
 
 kill -CONT "${REDIS_PID_OF[replica]}"
-t0=$(mono_ms)
+mono_ms t0
 until [ "$(http_status "$U/v1/sequence/q?count=1&format=text")" = 200 ]; do
   (($(mono_ms) - t0 < 20000)) || fail "no sequence ID 20 s after the replica came back"
   sleep 0.05

@@ -84,7 +84,7 @@ lock 60
 client pipe 'INCR q\r\nPING\r\nIDK.SNOWFLAKE\r\nINCR q\r\nECHO x\r\n'
 sleep 1
 [ ! -s "$T/pipe.out" ] || fail "answers came before the pending INCR's: $(cat "$T/pipe.out")"
-t0=$(mono_ms)
+mono_ms t0
 [ "$(rcli PING)" = PONG ] || fail "PING on another connection while the store hangs"
 sf=$(rcli IDK.SNOWFLAKE)
 [[ "$sf" =~ ^[0-9]+$ ]] || fail "IDK.SNOWFLAKE while the store hangs: $sf"

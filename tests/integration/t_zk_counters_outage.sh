@@ -34,7 +34,7 @@ curl -fsS "$U/v1/sequence/seq?count=10&format=text" >"$T/seq.ids"
 # "sent_unix_ms status" lines to seq.st
 (
   while [ ! -e "$T/probe.stop" ]; do
-    t0=$(now_ms)
+    now_ms t0
     code=$(curl -s -m 15 -o "$T/probe.body" -w '%{http_code}' "$U/v1/sequence/seq?count=3&format=text") || code=000
     [ "$code" = 200 ] && cat "$T/probe.body" >>"$T/seq.ids"
     echo "$t0 $code" >>"$T/seq.st"
@@ -45,13 +45,13 @@ probe=$!
 hammer seg "$U/api/segment/get/seg" 1 20
 
 sleep 3
-down_ms=$(now_ms)
+now_ms down_ms
 zk_stop 1
 sleep 6
-up_ms=$(now_ms)
+now_ms up_ms
 zk_start 1
 zk_wait_serving 1
-serving_ms=$(now_ms)
+now_ms serving_ms
 log "ZooKeeper down from $down_ms to $up_ms, serving again at $serving_ms"
 hammer_wait seg
 # the probe runs on until 7 s after ZooKeeper serves again: on a busy machine its
@@ -60,7 +60,7 @@ hammer_wait seg
 while (($(now_ms) < serving_ms + 7000)); do sleep 0.2; done
 touch "$T/probe.stop"
 wait $probe
-end_ms=$(now_ms)
+now_ms end_ms
 
 [ "$(hammer_field seg errors)" = 0 ] || fail "segment errors while ZooKeeper was away: $(cat "$T/seg.hammer")"
 "${IDCHECK[@]}" unique "$T/warm.ids" "$T/seg.ids" >&2 || fail "duplicate segment IDs"

@@ -30,7 +30,7 @@ for round in 1 2; do
   kill -STOP "${SERVER_PID[a]}"
   sleep 5 # past the 2 s session: ZooKeeper expires it and frees slot 4
   kill -CONT "${SERVER_PID[a]}"
-  t0=$(mono_ms)
+  mono_ms t0
   while :; do
     alive "${SERVER_PID[a]}" || fail "a died after waking (round $round): $(tail -n 5 "$T/a.log")"
     s2=$(status_of "$pa" .lease.session 2>/dev/null || true)

@@ -23,14 +23,14 @@ sleep 2
 for round in 1 2; do
   leader=$(zk_leader) || fail "no leader"
   zk_stop "$leader"
-  t_kill=$(now_ms)
+  now_ms t_kill
   zk_wait_quorum 30
-  t_elect=$(now_ms)
+  now_ms t_elect
   log "round $round: leader $leader killed; server $(zk_leader) leads after $((t_elect - t_kill)) ms"
   for n in a b c d; do
     wait_held "${P[$n]}" 20 || fail "$n does not serve after the leader change"
   done
-  t_ready=$(now_ms)
+  now_ms t_ready
   sleep 2
   for n in a b c d; do
     # served again: every request since all were ready got IDs

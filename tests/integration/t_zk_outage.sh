@@ -31,13 +31,13 @@ sleep 1
 # the JVM is gone).
 
 # 1. A short outage: kill -9, start again at once.
-t_kill=$(now_ms)
+now_ms t_kill
 zk_stop 1
-t_stop=$(now_ms)
+now_ms t_stop
 sleep 0.5
 zk_start 1
 zk_wait_serving 1
-t_up=$(now_ms)
+now_ms t_up
 log "ZooKeeper down for $((t_up - t_stop)) ms"
 for n in s1 s2; do
   # Every request up to the end of the safe window (or ZooKeeper's return plus 1 s,
@@ -51,7 +51,7 @@ for n in s1 s2; do
   # JVM that accepted its connection while still loading may leave the handshake
   # unanswered: the client then retries after 2/3 of the session timeout.)
   wait_held "${P[$n]}" 12 || fail "$n does not hold its lease again after the short outage"
-  t_ok=$(now_ms)
+  now_ms t_ok
   s=$(status_of "${P[$n]}" .lease.session)
   [ "$s" = "${SESSION[$n]}" ] || fail "$n changed session over a short outage: ${SESSION[$n]} -> $s"
 done
@@ -64,9 +64,9 @@ pass "short outage ($((t_up - t_stop)) ms): s1, s2 served throughout on their se
 
 # 2. A long outage: 7 s, more than l1/l2's 3 s session timeout and than s1/s2's
 #    safe window.
-t_kill=$(now_ms)
+now_ms t_kill
 zk_stop 1
-t_stop=$(now_ms)
+now_ms t_stop
 sleep 7
 for n in s1 s2 l1 l2; do
   # Requests sent after the safe window (counted from before the stop) get no ID.
@@ -77,7 +77,7 @@ done
 pass "long outage: every server stopped issuing within its safe window"
 zk_start 1
 zk_wait_serving 1
-t_up=$(now_ms)
+now_ms t_up
 for n in s1 s2 l1 l2; do
   wait_held "${P[$n]}" 20 || fail "$n does not serve again after ZooKeeper came back"
   kill -0 "${SERVER_PID[$n]}" || fail "$n died"
@@ -94,7 +94,7 @@ for n in s1 s2 l1 l2; do
   st_check "$T/ids.$n.st" "$((t_stop + WIN[$n]))" "$(now_ms)" down
 done
 kill -CONT "${ZK_PID[1]}"
-t_up=$(now_ms)
+now_ms t_up
 for n in s1 s2 l1 l2; do
   wait_held "${P[$n]}" 20 || fail "$n does not serve again after ZooKeeper woke"
 done

@@ -22,7 +22,7 @@ fetch_ids "$pa" 5000 "$T/ids"
 fetch_ids "$pb" 5000 "$T/ids"
 
 kill -KILL "${SERVER_PID[a]}"
-t_kill=$(mono_ms)
+mono_ms t_kill
 pa2=$(zk_free_port)
 zk_serve a2 "$pa2" --worker-range 0-1
 # while the range is full: alive, not ready, and /readyz says why
@@ -47,7 +47,7 @@ pass "a2 (range full at its start) serves ${took} ms after a's kill -9 (session 
 
 # nothing frees up: c gives up after its --slot-wait, naming the range and holders
 pc=$(zk_free_port)
-t0=$(mono_ms)
+mono_ms t0
 zk_serve c "$pc" --worker-range 0-1 --slot-wait 1500
 rc=0
 wait "${SERVER_PID[c]}" || rc=$?

@@ -21,10 +21,10 @@ fetch_loop "$pa" "$T/ids"
 
 for d in 1300 3000; do
   proxy delay "$d"
-  t0=$(now_ms)
+  now_ms t0
   log "every answer from ZooKeeper now comes ${d} ms late"
   sleep 16
-  t1=$(now_ms)
+  now_ms t1
   # 4 s to settle after the change, then 12 s in which every request is answered
   st_check "$T/ids.st" $((t0 + 4000)) "$t1" ok
   [ "$(status_of "$pa" .lease.state)" = held ] || fail "lease is $(status_of "$pa" .lease) with answers ${d} ms late"
@@ -34,12 +34,12 @@ done
 # No answer at all, on open and new connections: the requests still reach
 # ZooKeeper (the session lives), their answers are lost.
 proxy mute
-tm=$(now_ms)
+now_ms tm
 log "ZooKeeper's answers stop"
 sleep 11
 proxy delay 0
 proxy unmute
-tu=$(now_ms)
+now_ms tu
 st_check "$T/ids.st" $((tm + WINDOW_MS + 500)) $((tu - 200)) down
 pass "no answers: a stopped issuing within the safe window (${WINDOW_MS} ms)"
 wait_held "$pa" 30 || fail "a does not serve again once answers come back: $(status_of "$pa" .lease)"

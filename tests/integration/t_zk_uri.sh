@@ -21,7 +21,7 @@ done
 pass "15 malformed zk URIs refused, each with a reason"
 
 dead=$(zk_free_port)
-t0=$(now_ms)
+now_ms t0
 set +e
 "$IK_BIN" serve --http 127.0.0.1:"$(zk_free_port)" --identity x --coord "zk://127.0.0.1:$dead/t" \
   --zk-session-timeout 2000 >"$T/x.log" 2>&1

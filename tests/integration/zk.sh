@@ -52,8 +52,17 @@ zk_port() { echo "${ZK_CPORT[$1]}"; }
 
 # zk_4lw I WORD: prints the server's answer (empty if it does not answer in 2 s).
 zk_4lw() {
-  local port=${ZK_CPORT[$1]}
-  timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$port && printf '%s' '$2' >&3 && cat <&3" 2>/dev/null || true
+  local fd line
+  { exec {fd}<>"/dev/tcp/127.0.0.1/${ZK_CPORT[$1]}"; } 2>/dev/null || return 0
+  trap '' PIPE
+  printf '%s' "$2" >&"$fd" 2>/dev/null
+  trap - PIPE
+  while IFS= read -r -t 2 line <&"$fd" || [ -n "$line" ]; do
+    printf '%s\n' "$line"
+    line=
+  done
+  exec {fd}>&-
+  return 0
 }
 
 _zk_write_cfg() { # I CPORT [server lines]
@@ -357,13 +366,7 @@ fetch_loop() {
     trap 'exit 0' TERM
     : >"$out"
     : >"$out.st"
-    while [ ! -e "$T/fetch.stop" ]; do
-      t0=$(now_ms)
-      code=$(ik_http "http://127.0.0.1:$port/v1/snowflake?count=50&format=text" "$out.body" 2)
-      if [ "$code" = 200 ]; then cat "$out.body" >>"$out"; fi
-      echo "$t0 $code" >>"$out.st"
-      sleep 0.04
-    done
+    poll "$out" "$out.st" "http://127.0.0.1:$port/v1/snowflake?count=50&format=text" "$T/fetch.stop" 0.04 2 now_ms
   ) &
   FETCH_PIDS+=($!)
 }
