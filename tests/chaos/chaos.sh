@@ -3,10 +3,13 @@
 #
 #   IK_BIN=build/idkeeper IK_BUILD=build tests/chaos/chaos.sh [--seed N]
 #       [--duration SECONDS] [--servers K] [--kinds snowflake,segment,sequence]
+#       [--rate R]
 #
 # A 3-server ZooKeeper ensemble, K idkeeper servers, and one client per server and
 # kind fetching IDs all the time (tests/tools/hammer, one connection each, so a
-# file holds one server incarnation's answers in order). For sequence IDs each
+# file holds one server incarnation's answers in order); with --rate R each client
+# connection sends at most R requests a second (make test's run: the whole load
+# would take both cores from the tests beside it). For sequence IDs each
 # server also has a client that gives up early (hammer --give-up: two connections,
 # each request abandoned if not answered within 1..G ms, G from the seed, 5-40). A fault injector, driven by
 # the seed, picks every 2-6 s one of:
@@ -39,16 +42,18 @@ seed=$(( $(date +%s%N) % 1000000 ))
 duration=120
 nservers=4
 kinds=snowflake,segment,sequence
+rate=
 while [ $# -gt 0 ]; do
   case $1 in
     --seed) seed=$2; shift 2 ;;
     --duration) duration=$2; shift 2 ;;
     --servers) nservers=$2; shift 2 ;;
     --kinds) kinds=$2; shift 2 ;;
-    *) fail "usage: chaos.sh [--seed N] [--duration S] [--servers K] [--kinds LIST]" ;;
+    --rate) rate=$2; shift 2 ;;
+    *) fail "usage: chaos.sh [--seed N] [--duration S] [--servers K] [--kinds LIST] [--rate R]" ;;
   esac
 done
-echo "chaos: seed $seed, duration ${duration}s, $nservers servers, kinds $kinds"
+echo "chaos: seed $seed, duration ${duration}s, $nservers servers, kinds $kinds, ${rate:-unlimited} requests/s a client connection"
 RANDOM=$seed
 # rnd A B: sets R to A..B from the seeded RANDOM. Never call it in $(...): bash
 # reseeds RANDOM in subshells, which would break replay by seed.
@@ -102,13 +107,13 @@ start_clients() {
       segment) url="http://127.0.0.1:$p/v1/segment/chaos-seg?count=10&format=text" ;;
       sequence) url="http://127.0.0.1:$p/v1/sequence/chaos-seq?count=5&format=text" ;;
     esac
-    "$HAMMER" --url "$url" --connections 1 --duration $((duration + 60)) --drain 5 --quiet \
+    "$HAMMER" --url "$url" --connections 1 --duration $((duration + 60)) --drain 5 --quiet ${rate:+--rate "$rate"} \
       --out "$T/ids.$kind.$s.$inc" >"$T/hammer.$kind.$s.$inc.out" 2>&1 &
     HPIDS[$s]+=" $!"
     IK_PIDS+=($!)
     [ "$kind" = sequence ] || continue
     # clients that give up; answers that reach them after that go to FILE.late
-    "$HAMMER" --url "$url" --connections 2 --duration $((duration + 60)) --drain 5 --quiet \
+    "$HAMMER" --url "$url" --connections 2 --duration $((duration + 60)) --drain 5 --quiet ${rate:+--rate "$rate"} \
       --give-up "$GIVEUP_MS" --out "$T/ids.$kind.$s.$inc.gu" >"$T/hammer.giveup.$s.$inc.out" 2>&1 &
     HPIDS[$s]+=" $!"
     IK_PIDS+=($!)

@@ -3,7 +3,7 @@
  *
  *   hammer --url http://127.0.0.1:PORT/v1/sequence/TAG?count=1&format=text
  *          [--connections C] [--duration SECONDS] [--out FILE] [--reconnect]
- *          [--drain SECONDS] [--give-up MS] [--quiet]
+ *          [--drain SECONDS] [--give-up MS] [--rate R] [--quiet]
  *
  * C connections (one libuv loop, one thread) each send GET requests back to back:
  * the next request leaves when the answer to the previous one is complete. Every ID
@@ -34,6 +34,10 @@
  * go to FILE.late ("late=N"), not to FILE, so that a checker can tell an ID the
  * server delivered (and the client dropped) from a gap.
  *
+ * --rate R: each connection sends at most R requests a second: the next request
+ * leaves when the answer to the previous one is complete, but not sooner than 1/R s
+ * after it left. For a load that must leave CPU to others (make test's chaos run).
+ *
  * What it deliberately does not do: HTTPS, pipelining, redirects, bodies.
  */
 #include "reqparse.h"
@@ -59,6 +63,7 @@ struct conn {
     uv_write_t wr;
     uv_timer_t retry;
     uv_timer_t giveup; /* --give-up: the outstanding request's patience */
+    uv_timer_t pace;   /* --rate: holds the next request until its time */
     uv_shutdown_t sd;
     ik__httpresp resp;
     int index;
@@ -91,7 +96,8 @@ static struct {
     FILE *out, *late; /* --out FILE, FILE.late */
     uint64_t start_ns, end_ns;
     uint64_t ok, ids, conn_errors, gaveup, late_ids;
-    unsigned giveup_ms; /* 0: patient */
+    unsigned giveup_ms;   /* 0: patient */
+    uint64_t interval_ns; /* --rate: 1/R s; 0: back to back */
     uint64_t by_status[MAX_STATUS + 1];
     uint32_t *lat_us; /* one per answer, up to lat_cap */
     size_t nlat, lat_cap;
@@ -99,6 +105,7 @@ static struct {
 
 static void conn_connect(conn *c);
 static void conn_send(conn *c);
+static void conn_next(conn *c);
 static void on_retry(uv_timer_t *t);
 
 /* Usage errors: "hammer: WHAT 'ARG'", exit 2. */
@@ -132,6 +139,8 @@ static void maybe_finish(void)
             uv_close((uv_handle_t *)&H.conns[i].retry, NULL);
         if (!uv_is_closing((uv_handle_t *)&H.conns[i].giveup))
             uv_close((uv_handle_t *)&H.conns[i].giveup, NULL);
+        if (!uv_is_closing((uv_handle_t *)&H.conns[i].pace))
+            uv_close((uv_handle_t *)&H.conns[i].pace, NULL);
     }
 }
 
@@ -155,6 +164,7 @@ static void conn_close(conn *c)
     if (!c->open || c->closing) return;
     c->closing = 1;
     uv_timer_stop(&c->giveup);
+    uv_timer_stop(&c->pace);
     uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
 }
 
@@ -356,7 +366,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         conn_close(c);
         return;
     }
-    conn_send(c);
+    conn_next(c);
 }
 
 static void on_write(uv_write_t *wr, int status)
@@ -381,6 +391,29 @@ static void conn_send(conn *c)
     b = uv_buf_init(H.request + r, (unsigned)(H.request_len - (size_t)r));
     c->wr.data = c;
     if (uv_write(&c->wr, (uv_stream_t *)&c->tcp, &b, 1, on_write) != 0) conn_fail(c);
+}
+
+static void on_pace(uv_timer_t *t)
+{
+    conn *c = t->data;
+    if (c->closing || !c->connected || c->outstanding || c->gave_up) return;
+    if (H.stopping) {
+        conn_close(c);
+        return;
+    }
+    conn_send(c);
+}
+
+/* The next request on a connection whose answer is complete: now, or with --rate
+ * once 1/R s have passed since the last one left. */
+static void conn_next(conn *c)
+{
+    uint64_t due = c->sent_ns + H.interval_ns, now = uv_hrtime();
+    if (H.interval_ns && now < due) {
+        uv_timer_start(&c->pace, on_pace, (due - now + 999999) / 1000000, 0);
+        return;
+    }
+    conn_send(c);
 }
 
 static void on_connect(uv_connect_t *cr, int status)
@@ -482,7 +515,7 @@ static int cmp_u32(const void *a, const void *b)
 static void usage(void)
 {
     fprintf(stderr, "usage: hammer --url http://HOST:PORT/PATH [--connections C] [--duration S] "
-                    "[--out FILE] [--reconnect] [--drain S] [--give-up MS] [--quiet]\n");
+                    "[--out FILE] [--reconnect] [--drain S] [--give-up MS] [--rate R] [--quiet]\n");
     exit(2);
 }
 
@@ -513,6 +546,10 @@ int main(int argc, char **argv)
             H.drain_s = atof(v), i++;
         } else if (!strcmp(a, "--give-up")) {
             H.giveup_ms = (unsigned)atoi(v), i++;
+        } else if (!strcmp(a, "--rate")) {
+            double r = atof(v);
+            if (r <= 0) die("bad --rate (want requests a second, above 0):", v);
+            H.interval_ns = (uint64_t)(1e9 / r), i++;
         } else {
             usage();
         }
@@ -553,6 +590,8 @@ int main(int argc, char **argv)
         c->retry.data = c;
         uv_timer_init(H.loop, &c->giveup);
         c->giveup.data = c;
+        uv_timer_init(H.loop, &c->pace);
+        c->pace.data = c;
         conn_connect(c);
     }
     uv_run(H.loop, UV_RUN_DEFAULT);
