@@ -1,10 +1,11 @@
 # The two commands of the README:
 #   make run    install what is missing, build, serve on local:./idkeeper-data at 127.0.0.1:8080
 #   make test   install what is missing, check the format and the lint, build, run the whole
-#               suite: each test under ASan+UBSan, the ones ASan cannot run (nosan) and the
-#               duplicate-ID ones that depend on real speed (release) on the plain build,
-#               the threaded unit tests under TSan (docs/testing.md)
+#               suite, each test once: the ones ASan cannot run (nosan) and the duplicate-ID
+#               ones that depend on real speed (release) on the plain build, every other
+#               under ASan+UBSan, the threaded unit tests under TSan (docs/testing.md)
 # Habits: make build | asan | tsan | fuzz | bench | format | format-check | lint | install | deb | clean
+#         test-plain | test-asan-all | test-tsan-all: the whole suite on one build (not in make test)
 BUILD ?= build
 JOBS ?= $(shell nproc)
 # Tests run 3 per core: most of them sleep, wait on timeouts and on each other; the
@@ -16,7 +17,7 @@ HTTP ?= 127.0.0.1:8080
 DATA ?= ./idkeeper-data
 DEB_OUT ?= build-deb
 
-.PHONY: all build run deb test format-check test-plain test-release test-asan test-tsan test-tsan-all asan tsan fuzz fuzz-run bench format lint install clean deps deps-test chaos
+.PHONY: all build run deb test format-check test-plain test-release test-asan test-asan-all test-tsan test-tsan-all asan tsan fuzz fuzz-run bench format lint install clean deps deps-test chaos
 
 all: build
 
@@ -47,8 +48,9 @@ test: deps-test
 	@$(STEP) test-asan $(MAKE) --no-print-directory test-asan
 	@$(STEP) test-tsan $(MAKE) --no-print-directory test-tsan
 
-# The whole suite on the plain (release) build: not in `make test`, whose ASan stage
-# runs every test that can run under it (2 cores: both would take CI past 25 minutes).
+# The whole suite on the plain (release) build: not in `make test`, which runs each
+# test once, on the build that checks it best (2 cores: the whole suite on two builds
+# would take CI past 25 minutes).
 # ctest shows only failing tests' output; the chaos run's seed, counts and faults are
 # worth seeing in every CI log, so they are printed after a passing run too.
 test-plain: build
@@ -62,9 +64,15 @@ test-release: build
 	cd $(BUILD) && ctest --output-on-failure -j$(TEST_JOBS) --timeout 600 -L '^(nosan|release)$$'
 	@grep -h '^chaos:' $(BUILD)/Testing/Temporary/LastTest.log || true
 
-# ASan+UBSan: the whole suite, daemons included.
+# ASan+UBSan: every test but those of the plain stage, daemons and CLI included.
 test-asan: asan
-	cd build-asan && ctest --output-on-failure -j$(TEST_JOBS) --timeout 600 -LE nosan
+	cd build-asan && ctest --output-on-failure -j$(TEST_JOBS) --timeout 600 -LE '^(nosan|release)$$'
+
+# ASan+UBSan over the whole suite, the release tests too (their failure paths' memory
+# checks, at the smaller volumes IK_SANITIZE selects): not in `make test`, whose
+# release tests run on the plain build; run it before a release (docs/testing.md).
+test-asan-all: asan
+	cd build-asan && ctest --output-on-failure -j$(TEST_JOBS) --timeout 600 -LE '^nosan$$'
 
 # TSan: the multithreaded unit tests, which run on local: alone. Their own build
 # directory holds just them, without the store backends: a sixth of the CPU of a
@@ -111,7 +119,7 @@ format-check:
 # for the whole of it.
 LINT_ANALYZER ?= yes
 lint: $(BUILD)/CMakeCache.txt
-	cppcheck --quiet --enable=warning,performance,portability --inline-suppr --error-exitcode=1 -Iinclude -Isrc/lib src include
+	cppcheck -j$(JOBS) --quiet --enable=warning,performance,portability --inline-suppr --error-exitcode=1 -Iinclude -Isrc/lib src include
 	@files=$$(git ls-files 'src/*.c') && [ -n "$$files" ] || { echo "lint: no tracked C files (not a git checkout?)"; exit 1; }; \
 	echo "clang-tidy: $$(echo $$files | wc -w) files, $(JOBS) at a time$(if $(filter no,$(LINT_ANALYZER)), (without clang-analyzer-*))"; \
 	rc=0; printf '%s\n' $$files | xargs -P$(JOBS) -n1 clang-tidy -p $(BUILD) --quiet --extra-arg=-Wno-unknown-warning-option $(if $(filter no,$(LINT_ANALYZER)),'--checks=-clang-analyzer-*') >$(BUILD)/clang-tidy.log 2>&1 || rc=$$?; \

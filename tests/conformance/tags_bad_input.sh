@@ -24,10 +24,12 @@ add_tag s1 seq1 sequence
 still_n=0
 still_serving() {
   kill -0 "${SERVER_PID[s1]}" 2>/dev/null || fail "server died after $1"
-  curl -fsS --max-time 30 "$U/api/segment/get/seg1" >/dev/null || fail "no segment ID after $1"
+  _ik_http "$U/api/segment/get/seg1" "" 30
+  [ "$IK_HTTP_CODE" = 200 ] || fail "no segment ID after $1 ($IK_HTTP_CODE)"
   if ((++still_n % 8 == 0)) || [ "${2:-}" = all ]; then
     # generous: a sequence ID is a durable commit, slow on a busy disk (rule 5)
-    curl -fsS --max-time 30 "$U/v1/sequence/seq1" >/dev/null || fail "no sequence ID after $1"
+    _ik_http "$U/v1/sequence/seq1" "" 30
+    [ "$IK_HTTP_CODE" = 200 ] || fail "no sequence ID after $1 ($IK_HTTP_CODE)"
   fi
 }
 
@@ -36,8 +38,9 @@ expect() {
   local want=$1 err=$2 what=$3 got; shift 3
   got=$(curl -s --max-time 10 -o "$T/body" -w '%{http_code}' "$@")
   [ "$got" = "$want" ] || fail "$what: HTTP $got, want $want: $(head -c 300 "$T/body")"
-  [ "$(jq -r .error "$T/body")" = "$err" ] || fail "$what: $(cat "$T/body"), want error $err"
-  [ -n "$(jq -r '.message // empty' "$T/body")" ] || fail "$what: no message"
+  # one jq for both: the error code, and whether a message is there
+  [ "$(jq -r '.error + (if (.message // "") != "" then " with a message" else "" end)' "$T/body")" = "$err with a message" ] ||
+    fail "$what: $(cat "$T/body"), want error $err with a message"
   still_serving "$what"
   pass "$what -> $want $err"
 }
