@@ -67,3 +67,20 @@ function(ik_fixture_require test)
     set_property(TEST ${test} APPEND PROPERTY ENVIRONMENT "IK_FIXTURE_${up}=${CMAKE_BINARY_DIR}/fixtures/${name}")
   endforeach()
 endfunction()
+
+# ik_order_by_cost(TEST): TEST starts in the order of its COST among the scripts.
+# CTest starts the tests that others depend on first (a fixture's setup; then the
+# tests that require a fixture, since its cleanup waits for them) and only then the
+# rest, each group in the order of COST. A long script with no fixture (t_chaos,
+# t_zk_outage) then started after every fixture user, minutes into a stage, and made
+# its tail. Every script requires one more fixture, `order`, whose only test is the
+# no-op cleanup order/last: all of them are then one group, ordered by COST alone.
+function(ik_order_by_cost test)
+  get_property(done GLOBAL PROPERTY IK_ORDER_DEFINED)
+  if(NOT done)
+    add_test(NAME order/last COMMAND ${CMAKE_COMMAND} -E true)
+    set_tests_properties(order/last PROPERTIES FIXTURES_CLEANUP order LABELS "fixture" TIMEOUT 30)
+    set_property(GLOBAL PROPERTY IK_ORDER_DEFINED TRUE)
+  endif()
+  set_property(TEST ${test} APPEND PROPERTY FIXTURES_REQUIRED order)
+endfunction()
