@@ -30,17 +30,9 @@ done
 [ "$(status_of "${PORT[s1]}" '.tags[0].next_block')" != null ] || fail "no preloaded block"
 curl -fsS "$U/v1/sequence/seq?count=10&format=text" >"$T/seq.ids"
 
-# seq_probe: a sequence request every 100 ms until $T/probe.stop; IDs to seq.ids,
-# "sent_unix_ms status" lines to seq.st
-(
-  while [ ! -e "$T/probe.stop" ]; do
-    now_ms t0
-    code=$(curl -s -m 15 -o "$T/probe.body" -w '%{http_code}' "$U/v1/sequence/seq?count=3&format=text") || code=000
-    [ "$code" = 200 ] && cat "$T/probe.body" >>"$T/seq.ids"
-    echo "$t0 $code" >>"$T/seq.st"
-    sleep 0.1
-  done
-) &
+# the sequence probe: a request every 100 ms until $T/probe.stop; IDs to seq.ids,
+# "sent_unix_ms status" lines to seq.st (lib.sh's poll)
+poll "$T/seq.ids" "$T/seq.st" "$U/v1/sequence/seq?count=3&format=text" "$T/probe.stop" 0.1 15 now_ms &
 probe=$!
 hammer seg "$U/api/segment/get/seg" 1 20
 
