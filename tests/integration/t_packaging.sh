@@ -130,7 +130,8 @@ with open(out, "a", buffering=1) as f:
             try:
                 code = urllib.request.urlopen("http://127.0.0.1:%s/readyz" % port, timeout=5).status
             except urllib.error.HTTPError as e:
-                code = e.code
+                # the server's why, for a failure's log
+                code = "%s %s" % (e.code, e.read().decode(errors="replace").strip())
             except Exception as e:
                 code = "error:" + type(e).__name__
             line += " readyz=%s" % code
@@ -195,7 +196,22 @@ up_ms=$(py_mono_ms)
 zk_start 1
 zk_wait_serving 1
 wait_grep 'READY=1' "$T/zk.notify" 90 || fail "no READY=1 within 90 s of ZooKeeper: $(tail -n 5 "$T/zk.log")"
-grep 'READY=1' "$T/zk.notify" | grepq 'readyz=200' || fail "READY=1 came before /readyz was 200: $(cat "$T/zk.notify")"
+# The listener asks /readyz just after READY=1. On zk:// a take's proof runs from the
+# time the take was asked for (backend_zk_slots.c), so a take answered late proves
+# the slot for a short while only, and /readyz may then rightly say "not proven
+# recently" until the next renewal. Once, in a loaded make test, a ZooKeeper just
+# started left the client's first connection unanswered for 40 s (2/3 of the
+# session timeout); the lease was held at once after it, READY=1 followed, and
+# /readyz right after answered 503 (that run did not record why; the listener now
+# does). A "not proven recently" comes only once the lease is held and the grant
+# given (ik__not_ready checks those first), so it is no READY=1 before readiness;
+# any other answer is.
+ready_line=$(grep 'READY=1' "$T/zk.notify")
+if ! grepq 'readyz=200' <<<"$ready_line"; then
+  grepq 'readyz=503 .*has not been proven recently' <<<"$ready_line" ||
+    fail "READY=1 came before /readyz was 200: $(cat "$T/zk.notify")"
+  log "note: the take's proof lapsed just after READY=1 (a late answer): $ready_line"
+fi
 ready_ms=$(grep 'READY=1' "$T/zk.notify" | cut -d' ' -f1)
 ((ready_ms >= up_ms)) || fail "READY=1 at $ready_ms ms, before ZooKeeper was started at $up_ms ms"
 grep -q 'lease held' "$T/zk.log" || fail "no 'lease held' in the log"
