@@ -196,21 +196,21 @@ up_ms=$(py_mono_ms)
 zk_start 1
 zk_wait_serving 1
 wait_grep 'READY=1' "$T/zk.notify" 90 || fail "no READY=1 within 90 s of ZooKeeper: $(tail -n 5 "$T/zk.log")"
-# The listener asks /readyz just after READY=1. On zk:// a take's proof runs from the
-# time the take was asked for (backend_zk_slots.c), so a take answered late proves
-# the slot for a short while only, and /readyz may then rightly say "not proven
-# recently" until the next renewal. Once, in a loaded make test, a ZooKeeper just
-# started left the client's first connection unanswered for 40 s (2/3 of the
-# session timeout); the lease was held at once after it, READY=1 followed, and
-# /readyz right after answered 503 (that run did not record why; the listener now
-# does). A "not proven recently" comes only once the lease is held and the grant
-# given (ik__not_ready checks those first), so it is no READY=1 before readiness;
-# any other answer is.
+# The listener asks /readyz just after READY=1. Once, in a loaded make test, a
+# ZooKeeper just started left the client's first connection unanswered for 40 s
+# (2/3 of the session timeout); the lease was held at once after it, READY=1
+# followed, and /readyz right after answered 503. That run did not record why (the
+# listener now does). Two answers may rightly follow a READY=1 on a starved machine
+# for a moment, until the lease's next write is answered: "the lease has not been
+# proven recently" and "the slot's time record has not been persisted past now".
+# ik__not_ready gives them only once the lease is held and the grant given (it
+# checks those first), so neither is a READY=1 before readiness; any other answer
+# is, and fails.
 ready_line=$(grep 'READY=1' "$T/zk.notify")
 if ! grepq 'readyz=200' <<<"$ready_line"; then
-  grepq 'readyz=503 .*has not been proven recently' <<<"$ready_line" ||
+  grepq -E 'readyz=503 .*(has not been proven recently|has not been persisted past now)' <<<"$ready_line" ||
     fail "READY=1 came before /readyz was 200: $(cat "$T/zk.notify")"
-  log "note: the take's proof lapsed just after READY=1 (a late answer): $ready_line"
+  log "note: held, then unproven for a moment just after READY=1: $ready_line"
 fi
 ready_ms=$(grep 'READY=1' "$T/zk.notify" | cut -d' ' -f1)
 ((ready_ms >= up_ms)) || fail "READY=1 at $ready_ms ms, before ZooKeeper was started at $up_ms ms"
