@@ -24,12 +24,10 @@ add_tag s1 seq1 sequence
 still_n=0
 still_serving() {
   kill -0 "${SERVER_PID[s1]}" 2>/dev/null || fail "server died after $1"
-  _ik_http "$U/api/segment/get/seg1" "" 30
-  [ "$IK_HTTP_CODE" = 200 ] || fail "no segment ID after $1 ($IK_HTTP_CODE)"
+  http_get "$U/api/segment/get/seg1" 30 >/dev/null || fail "no segment ID after $1"
   if ((++still_n % 8 == 0)) || [ "${2:-}" = all ]; then
     # generous: a sequence ID is a durable commit, slow on a busy disk (rule 5)
-    _ik_http "$U/v1/sequence/seq1" "" 30
-    [ "$IK_HTTP_CODE" = 200 ] || fail "no sequence ID after $1 ($IK_HTTP_CODE)"
+    http_get "$U/v1/sequence/seq1" 30 >/dev/null || fail "no sequence ID after $1"
   fi
 }
 
