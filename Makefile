@@ -4,7 +4,7 @@
 #               suite, each test once: the ones ASan cannot run (nosan) and the duplicate-ID
 #               ones that depend on real speed (release) on the plain build, every other
 #               under ASan+UBSan, the threaded unit tests under TSan (docs/testing.md)
-# Habits: make build | asan | tsan | fuzz | bench | format | format-check | lint | install | deb | clean
+# Habits: make build | asan | tsan | tsan-mt | fuzz | bench | format | format-check | lint | install | deb | clean
 #         test-plain | test-asan-all | test-tsan-all: the whole suite on one build (not in make test)
 BUILD ?= build
 JOBS ?= $(shell nproc)
@@ -17,7 +17,7 @@ HTTP ?= 127.0.0.1:8080
 DATA ?= ./idkeeper-data
 DEB_OUT ?= build-deb
 
-.PHONY: all build run deb test format-check test-plain test-release test-asan test-asan-all test-tsan test-tsan-all asan tsan fuzz fuzz-run bench format lint install clean deps deps-test chaos
+.PHONY: all build run deb test format-check test-plain test-release test-asan test-asan-all test-tsan test-tsan-all asan tsan tsan-mt fuzz fuzz-run bench format lint install clean deps deps-test chaos
 
 all: build
 
@@ -27,8 +27,9 @@ deps:
 deps-test:
 	@scripts/install-deps.sh test
 
+# Ninja: less CPU than make's recursion (a build directory made before keeps its own)
 $(BUILD)/CMakeCache.txt:
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DIK_WERROR=$(WERROR) $(CMAKE_FLAGS)
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DIK_WERROR=$(WERROR) $(CMAKE_FLAGS)
 
 build: $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j$(JOBS) $(if $(BUILD_TARGET),--target $(BUILD_TARGET))
@@ -37,16 +38,12 @@ run: deps
 	@$(MAKE) --no-print-directory build
 	$(BUILD)/idkeeper serve --coord local:$(DATA) --http $(HTTP)
 
-# Each step prints how long it took (docs/testing.md keeps the figures). The stages
-# run one after the other: both keep the two cores busy, and side by side they took
-# longer (docs/testing.md).
-STEP = scripts/timed.sh
-test: deps-test
-	@$(STEP) format-check $(MAKE) --no-print-directory format-check
-	@$(STEP) lint $(MAKE) --no-print-directory lint LINT_ANALYZER=no
-	@$(STEP) test-release $(MAKE) --no-print-directory test-release
-	@$(STEP) test-asan $(MAKE) --no-print-directory test-asan
-	@$(STEP) test-tsan $(MAKE) --no-print-directory test-tsan
+# The steps, each timed (docs/testing.md keeps the figures), are in scripts/make-test.sh:
+# the test suite's packages install in the background while the format check, the
+# lint and the builds run; the test stages then run one after the other (both keep
+# the two cores busy, and side by side they took longer: docs/testing.md).
+test:
+	@MAKE="$(MAKE)" scripts/make-test.sh
 
 # The whole suite on the plain (release) build: not in `make test`, which runs each
 # test once, on the build that checks it best (2 cores: the whole suite on two builds
@@ -78,8 +75,10 @@ test-asan-all: asan
 # directory holds just them, without the store backends: a sixth of the CPU of a
 # whole TSan build (make tsan, for test-tsan-all).
 TSAN_MT_FLAGS = -DIK_SANITIZE=thread -DIK_WITH_ZK=OFF -DIK_WITH_PG=OFF -DIK_WITH_REDIS=OFF -DIK_WITH_MYSQL=OFF
-test-tsan:
+tsan-mt:
 	@$(MAKE) --no-print-directory BUILD=build-tsan-mt CMAKE_FLAGS="$(TSAN_MT_FLAGS)" BUILD_TARGET=threads_tests build
+
+test-tsan: tsan-mt
 	cd build-tsan-mt && ctest --output-on-failure -j$(JOBS) --timeout 600 -L threads
 
 # TSan over the whole suite, daemons included (not in `make test`: it would take CI

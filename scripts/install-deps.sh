@@ -3,11 +3,15 @@
 # it only calls apt-get when a package is missing. Used by `make run` and `make test`.
 #   scripts/install-deps.sh build   what building and running the daemon needs
 #   scripts/install-deps.sh deb     that, plus what `make deb` needs
+#   scripts/install-deps.sh check   what building needs, plus the format check's, the lint's
+#                                   and the unit tests' (what `make test` needs before its
+#                                   first test: scripts/make-test.sh)
 #   scripts/install-deps.sh test    all of it, plus what the test suite and benchmarks need
 set -euo pipefail
 
 build_pkgs=(
   build-essential cmake pkg-config
+  ninja-build         # the build tool under CMake: less CPU than make's recursion
   libuv1-dev          # event loop of the daemon
   libhttp-parser-dev  # HTTP/1.1 request parsing
   libinih-dev         # config file (INI)
@@ -26,8 +30,11 @@ deb_pkgs=(
   lintian             # make deb checks the packages
   libcmocka-dev       # the unit tests debian/rules runs (unless nocheck)
 )
-test_pkgs=(
+check_pkgs=(
   libcmocka-dev       # unit test framework
+  clang-format clang-tidy cppcheck # make format-check, make lint
+)
+test_pkgs=(
   clang libclang-rt-14-dev # libFuzzer and sanitizers
   zookeeper default-jre-headless # a real ZooKeeper server for the tests
   faketime libfaketime # clock steps on real processes
@@ -46,8 +53,11 @@ test_pkgs=(
 
 want=("${build_pkgs[@]}")
 case "${1:-build}" in
+  build) ;;
   deb) want+=("${deb_pkgs[@]}") ;;
-  test) want+=("${deb_pkgs[@]}" "${test_pkgs[@]}") ;;
+  check) want+=("${check_pkgs[@]}") ;;
+  test) want+=("${deb_pkgs[@]}" "${check_pkgs[@]}" "${test_pkgs[@]}") ;;
+  *) echo "install-deps: unknown group '$1' (build, deb, check or test)" >&2; exit 2 ;;
 esac
 
 missing=()

@@ -24,11 +24,9 @@ zk_start_standalone
 COORD=$(zk_uri t)
 IK_LOCK=("$IK_BIN" lock --coord "$COORD" --zk-session-timeout 4000)
 
-command -v javac >/dev/null || fail "no javac (apt-get install default-jdk-headless)"
+source "$IK_SRC/tests/interop/build.sh"
 ZK_JARS=/usr/share/java/zookeeper.jar:/usr/share/java/zookeeper-jute.jar:/usr/share/java/slf4j-api.jar
-mkdir -p "$T/classes"
-javac -nowarn -d "$T/classes" -cp "$ZK_JARS" "$IK_SRC/tests/interop/ZkSetCversion.java" \
-  2>"$T/javac.log" || fail "javac failed (see $T/javac.log)"
+interop_javac ZkSetCversion "$ZK_JARS"
 
 # zk_py CMD ARGS: a kazoo client on ZK_CONNECT.
 #   mkdir PATH          a persistent PATH (and its parents)
@@ -103,7 +101,7 @@ PY
 # set_counter PATH N: the child counter of PATH is N (the server restarts).
 set_counter() {
   zk_stop 1 TERM
-  java -cp "$T/classes:$ZK_JARS:/usr/share/java/slf4j-nop.jar" ZkSetCversion "$T/zk1/data" "$1" "$2" \
+  java -cp "$INTEROP_OUT/classes:$ZK_JARS:/usr/share/java/slf4j-nop.jar" ZkSetCversion "$T/zk1/data" "$1" "$2" \
     >>"$T/cversion.log" 2>&1 || fail "ZkSetCversion failed: $(cat "$T/cversion.log")"
   zk_start 1
   zk_wait_serving 1

@@ -60,11 +60,8 @@ grep -qx 'max_id=1020' "$T/n1" && grep -qx 'version=2' "$T/n1" && grep -qx 'sinc
 pass "layout: meta $(tr '\n' ' ' <"$T/meta"); counter after 2 advances: $(tr '\n' ' ' <"$T/n1")"
 
 # ---- Curator's DistributedAtomicLong on the same node ------------------------------------
-command -v javac >/dev/null || fail "no javac"
-mkdir -p "$T/classes"
-javac -nowarn -d "$T/classes" -cp "$CURATOR_CP" "$IK_SRC/tests/interop/CuratorCounter.java" 2>"$T/javac.log" ||
-  fail "javac failed: $(cat "$T/javac.log")"
-CC=(java -Xmx128m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -cp "$T/classes:$CURATOR_CP" CuratorCounter)
+interop_javac CuratorCounter "$CURATOR_CP"
+CC=(java -Xmx128m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -cp "$INTEROP_OUT/classes:$CURATOR_CP" CuratorCounter)
 got=$("${CC[@]}" get "$ZK_CONNECT" "$B/invoices" 2>"$T/cc.log") || fail "Curator get: $(cat "$T/cc.log")"
 [ "$got" = 1020 ] || fail "Curator reads $got, max_id is 1020"
 got=$("${CC[@]}" add "$ZK_CONNECT" "$B/invoices" 5 2>"$T/cc.log") || fail "Curator add: $(cat "$T/cc.log")"

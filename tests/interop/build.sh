@@ -1,9 +1,15 @@
 # build.sh: builds the interop helpers at test time (sourced, bash; after lib.sh).
+# Each is built once per build directory, in $INTEROP_OUT (IK_BUILD/interop), under a
+# lock (the tests that need one run side by side), and again only when a source, or
+# the libidkeeper.a it links, is newer than it.
 #
-#   interop_build_c          $T/ik_interop, from tests/interop/ik_interop.c against
-#                            the build's libidkeeper.a (IK_BUILD), with its sanitizers
-#   interop_build_java       $T/classes/CuratorHelper.class, with javac against
-#                            Debian's Curator and ZooKeeper jars (CURATOR_CP)
+#   interop_build_c          $INTEROP_OUT/ik_interop, from tests/interop/ik_interop.c
+#                            against the build's libidkeeper.a (IK_BUILD), with its
+#                            sanitizers
+#   interop_build_java       CuratorHelper, with javac against Debian's Curator and
+#                            ZooKeeper jars (CURATOR_CP), into $INTEROP_OUT/classes
+#   interop_javac NAME CP    tests/interop/NAME.java, with javac on the class path CP,
+#                            into $INTEROP_OUT/classes
 #   "${IK_INTEROP[@]}" ARGS...   runs the C helper
 #   "${CURATOR[@]}" ARGS...      runs the Java helper (quiet logging)
 #   "${KAZOO[@]}" ARGS...        runs the Python helper with /usr/bin/python3
@@ -16,35 +22,66 @@
 CURATOR_CP=/usr/share/java/curator-recipes.jar:/usr/share/java/curator-framework.jar:/usr/share/java/curator-client.jar:/usr/share/java/zookeeper.jar:/usr/share/java/zookeeper-jute.jar:/usr/share/java/guava.jar:/usr/share/java/slf4j-api.jar:/usr/share/java/slf4j-nop.jar
 INTEROP_SRC=${IK_SRC}/tests/interop
 
+INTEROP_OUT=${IK_BUILD:-$(dirname "$IK_BIN")}/interop
+
+# _interop_build TARGET SOURCE... -- CMD...: unless TARGET is newer than every SOURCE,
+# runs CMD (which makes TARGET), under the lock of INTEROP_OUT; false if CMD fails
+_interop_build() {
+  local target=$1 src=() lk rc=0 s
+  shift
+  while [ "$1" != -- ]; do src+=("$1") && shift; done
+  shift
+  mkdir -p "$INTEROP_OUT/classes"
+  exec {lk}>"$INTEROP_OUT/.lock"
+  flock "$lk"
+  for s in "${src[@]}"; do
+    if ! [ "$target" -nt "$s" ]; then
+      "$@" || rc=$?
+      break
+    fi
+  done
+  exec {lk}>&-
+  return "$rc"
+}
+
 interop_build_c() {
-  local build=${IK_BUILD:-$(dirname "$IK_BIN")} san
+  local build=${IK_BUILD:-$(dirname "$IK_BIN")} san deps
   [ -f "$build/libidkeeper.a" ] || fail "no $build/libidkeeper.a (IK_BUILD)"
   san=$(sed -n 's/^IK_SANITIZE:STRING=//p' "$build/CMakeCache.txt" 2>/dev/null)
   # what libidkeeper.a needs, as the build's own idkeeper.pc says (its backends vary
   # with the build: hiredis, libpq, libmariadb...), less -L/-lidkeeper: the .a is named
-  local deps
   deps=$(PKG_CONFIG_PATH=$build pkg-config --static --libs idkeeper) ||
     fail "pkg-config cannot read $build/idkeeper.pc"
   deps=$(sed -e 's/-L[^ ]*//g' -e 's/-lidkeeper\b//g' <<<"$deps")
-  # shellcheck disable=SC2086 # the linker's words
-  cc -std=c11 -D_GNU_SOURCE -O2 -g ${san:+-fsanitize=$san -fno-omit-frame-pointer} \
-    -I"$IK_SRC/include" "$INTEROP_SRC/ik_interop.c" "$build/libidkeeper.a" $deps \
-    -o "$T/ik_interop" 2>"$T/cc.log" || fail "cannot build ik_interop (see $T/cc.log)"
+  _interop_build "$INTEROP_OUT/ik_interop" "$INTEROP_SRC/ik_interop.c" "$build/libidkeeper.a" -- \
+    _interop_cc "$build" "$san" "$deps" || fail "cannot build ik_interop (see $T/cc.log)"
 }
 
-interop_build_java() {
+# _interop_cc BUILD SANITIZERS LIBS: compiles ik_interop into this test's T, then moves
+# it into place (a test that runs the helper meanwhile runs a whole one)
+_interop_cc() {
+  # shellcheck disable=SC2086 # the linker's words
+  cc -std=c11 -D_GNU_SOURCE -O2 -g ${2:+-fsanitize=$2 -fno-omit-frame-pointer} \
+    -I"$IK_SRC/include" "$INTEROP_SRC/ik_interop.c" "$1/libidkeeper.a" $3 \
+    -o "$T/ik_interop" 2>"$T/cc.log" && mv -f "$T/ik_interop" "$INTEROP_OUT/ik_interop"
+}
+
+# interop_javac NAME CP: tests/interop/NAME.java into $INTEROP_OUT/classes
+interop_javac() {
   local j
-  for j in ${CURATOR_CP//:/ }; do
-    [ -r "$j" ] || fail "missing $j (apt-get install libcurator-recipes-java libslf4j-java)"
+  for j in ${2//:/ }; do
+    [ -r "$j" ] || fail "missing $j (scripts/install-deps.sh test)"
   done
   command -v javac >/dev/null || fail "no javac (apt-get install default-jdk-headless)"
-  mkdir -p "$T/classes"
-  javac -nowarn -d "$T/classes" -cp "$CURATOR_CP" "$INTEROP_SRC/CuratorHelper.java" \
-    2>"$T/javac.log" || fail "javac failed (see $T/javac.log)"
+  _interop_build "$INTEROP_OUT/classes/$1.class" "$INTEROP_SRC/$1.java" -- \
+    javac -nowarn -d "$INTEROP_OUT/classes" -cp "$2" "$INTEROP_SRC/$1.java" 2>"$T/javac.log" ||
+    fail "javac $1.java failed: $(cat "$T/javac.log")"
 }
 
-IK_INTEROP=("$T/ik_interop")
-CURATOR=(java -Xmx128m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -cp "$T/classes:$CURATOR_CP"
+interop_build_java() { interop_javac CuratorHelper "$CURATOR_CP"; }
+
+IK_INTEROP=("$INTEROP_OUT/ik_interop")
+CURATOR=(java -Xmx128m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -cp "$INTEROP_OUT/classes:$CURATOR_CP"
   CuratorHelper)
 KAZOO=(/usr/bin/python3 "$INTEROP_SRC/kazoo_helper.py")
 /usr/bin/python3 -c 'import kazoo' 2>/dev/null || fail "no kazoo (apt-get install python3-kazoo)"
