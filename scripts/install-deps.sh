@@ -3,9 +3,10 @@
 # it only calls apt-get when a package is missing. Used by `make run` and `make test`.
 #   scripts/install-deps.sh build   what building and running the daemon needs
 #   scripts/install-deps.sh deb     that, plus what `make deb` needs
-#   scripts/install-deps.sh check   what building needs, plus the format check's, the lint's
-#                                   and the unit tests' (what `make test` needs before its
-#                                   first test: scripts/make-test.sh)
+#   scripts/install-deps.sh lint    what the format check and the lint need
+#   scripts/install-deps.sh check   what building needs, plus the lint's and the unit
+#                                   tests' (what `make test` needs before its first
+#                                   test: scripts/make-test.sh)
 #   scripts/install-deps.sh test    all of it, plus what the test suite and benchmarks need
 set -euo pipefail
 
@@ -30,9 +31,12 @@ deb_pkgs=(
   lintian             # make deb checks the packages
   libcmocka-dev       # the unit tests debian/rules runs (unless nocheck)
 )
-check_pkgs=(
-  libcmocka-dev       # unit test framework
+lint_pkgs=(
   clang-format clang-tidy cppcheck # make format-check, make lint
+)
+check_pkgs=(
+  "${lint_pkgs[@]}"
+  libcmocka-dev       # unit test framework
 )
 test_pkgs=(
   clang libclang-rt-14-dev # libFuzzer and sanitizers
@@ -54,10 +58,11 @@ test_pkgs=(
 want=("${build_pkgs[@]}")
 case "${1:-build}" in
   build) ;;
+  lint) want=("${lint_pkgs[@]}") ;;
   deb) want+=("${deb_pkgs[@]}") ;;
   check) want+=("${check_pkgs[@]}") ;;
   test) want+=("${deb_pkgs[@]}" "${check_pkgs[@]}" "${test_pkgs[@]}") ;;
-  *) echo "install-deps: unknown group '$1' (build, deb, check or test)" >&2; exit 2 ;;
+  *) echo "install-deps: unknown group '$1' (build, deb, lint, check or test)" >&2; exit 2 ;;
 esac
 
 missing=()
@@ -84,5 +89,10 @@ if [ ! -e /usr/sbin/policy-rc.d ]; then
 fi
 # Another apt-get may hold the lock (an unattended upgrade): wait for it.
 apt=($SUDO apt-get -o DPkg::Lock::Timeout=600 -qq)
-"${apt[@]}" update
+# IK_APT_STAMP (scripts/make-test.sh): a file that says the package lists were updated
+# moments ago, by an earlier call of the same run; made once they are.
+if [ -z "${IK_APT_STAMP:-}" ] || [ ! -e "$IK_APT_STAMP" ]; then
+  "${apt[@]}" update
+  [ -z "${IK_APT_STAMP:-}" ] || touch "$IK_APT_STAMP"
+fi
 "${apt[@]}" install -y --no-install-recommends "${missing[@]}" >/dev/null

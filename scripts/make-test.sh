@@ -1,37 +1,45 @@
 #!/usr/bin/env bash
 # make-test.sh: the steps of `make test` (the Makefile's test target runs it), each
 # timed by scripts/timed.sh, the first failure ending the run:
-#   1. the packages that the builds need (install-deps.sh check), then, in the
-#      background, the rest of the test suite's (install-deps.sh test);
-#   2. meanwhile the format check, the lint and the three builds (plain, ASan+UBSan,
-#      the TSan unit tests);
-#   3. once that install is done, the three test stages, one after the other.
+#   1. the format check's and the lint's packages (install-deps.sh lint);
+#   2. in the background the packages the builds need (install-deps.sh check), while
+#      the format check and cppcheck run (neither needs a build directory);
+#   3. in the background the rest of the test suite's (install-deps.sh test), while
+#      clang-tidy and the three builds run (plain, ASan+UBSan, the TSan unit tests);
+#   4. once that install is done, the three test stages, one after the other.
 # Why the overlap: on a fresh machine the test packages (ZooKeeper, MariaDB, Chromium,
 # lintian, ...) take about 100 s to unpack and configure, most of it on one core
-# (dpkg is serial), while the builds and the lint want both cores for about as long
-# (docs/testing.md has the figures). None of the builds needs those packages.
-# The install is always waited for, even after a failure: an apt-get cut short leaves
+# (dpkg is serial), and the lint and the builds want both cores for about as long;
+# none of them needs those packages (docs/testing.md has the figures).
+# An install is always waited for, even after a failure: an apt-get cut short leaves
 # dpkg half-way, and the next run to repair.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 make=("${MAKE:-make}" --no-print-directory)
+work=$(mktemp -d -t idkeeper-make-test.XXXXXX) || exit 1
+# the package lists are updated once a run, by its first install that needs them
+export IK_APT_STAMP=$work/apt-updated
 
-scripts/install-deps.sh check || exit
-
-deps_log=$(mktemp -t idkeeper-install-deps.XXXXXX)
-scripts/timed.sh install-deps scripts/install-deps.sh test >"$deps_log" 2>&1 &
-deps=$!
-# wait_deps: waits for the install, shows what it said; fails if it did
+deps=''
+deps_log=''
+# install_bg GROUP: install-deps.sh GROUP in the background, its output kept
+install_bg() {
+  deps_log=$work/install-$1.log
+  scripts/timed.sh "install-deps $1" scripts/install-deps.sh "$1" >"$deps_log" 2>&1 &
+  deps=$!
+}
+# wait_deps: waits for the install in the background, shows what it said; fails if
+# it did
 wait_deps() {
   local rc=0
+  [ -n "$deps" ] || return 0
   wait "$deps" || rc=$?
   deps=
   cat "$deps_log" >&2
-  rm -f "$deps_log"
-  [ "$rc" -eq 0 ] || echo "make test: installing the test packages failed ($rc)" >&2
+  [ "$rc" -eq 0 ] || echo "make test: installing packages failed ($rc)" >&2
   return "$rc"
 }
-trap '[ -z "$deps" ] || wait_deps' EXIT
+trap 'wait_deps; rm -rf "$work"' EXIT
 
 step() {
   local name=$1
@@ -39,8 +47,13 @@ step() {
   scripts/timed.sh "$name" "${make[@]}" "$@"
 }
 
+scripts/install-deps.sh lint || exit
+install_bg check
 step format-check format-check || exit
-step lint lint LINT_ANALYZER=no || exit
+step cppcheck lint-cppcheck || exit
+wait_deps || exit
+install_bg test
+step clang-tidy lint-tidy LINT_ANALYZER=no || exit
 step build build || exit
 step build-asan asan || exit
 step build-tsan tsan-mt || exit
