@@ -5,8 +5,7 @@
 #   2. in the background the packages the builds need (install-deps.sh check), while
 #      the format check and cppcheck run (neither needs a build directory);
 #   3. in the background the rest of the test suite's (install-deps.sh test), while
-#      clang-tidy and the three builds run (plain, ASan+UBSan, the TSan unit tests),
-#      niced: the install is the longer, and its dpkg works on one core;
+#      clang-tidy and the three builds run (plain, ASan+UBSan, the TSan unit tests);
 #   4. once that install is done, the three test stages, one after the other.
 # Why the overlap: on a fresh machine the test packages (ZooKeeper, MariaDB, Chromium,
 # lintian, ...) take about 100 s to unpack and configure, most of it on one core
@@ -45,9 +44,8 @@ trap 'wait_deps; rm -rf "$work"' EXIT
 step() {
   local name=$1
   shift
-  scripts/timed.sh "$name" "${nice[@]}" "${make[@]}" "$@"
+  scripts/timed.sh "$name" "${make[@]}" "$@"
 }
-nice=()
 
 scripts/install-deps.sh lint || exit
 install_bg check
@@ -55,14 +53,10 @@ step format-check format-check || exit
 step cppcheck lint-cppcheck || exit
 wait_deps || exit
 install_bg test
-# The install is the longer of the two, and dpkg works on one core: the builds take
-# what it leaves (niced), and it ends the sooner.
-nice=(nice -n 10)
 step clang-tidy lint-tidy LINT_ANALYZER=no || exit
 step build build || exit
 step build-asan asan || exit
 step build-tsan tsan-mt || exit
-nice=()
 echo "make test: waiting for the test packages' install" >&2
 wait_deps || exit
 step test-release test-release || exit
