@@ -2,7 +2,7 @@
 """poll.py IDS ST URL STOP PERIOD SECS CLOCK: lib.sh's poll (read it there).
 
 Until the file STOP exists, or the shell that started it is gone: a GET of URL
-(HTTP/1.0, SECS seconds the limit of each read), then PERIOD seconds of sleep. The
+(Python's http.client, SECS seconds the limit of each read), then PERIOD seconds of sleep. The
 body of each whole 200 answer is appended to IDS; a line "sent_ms status" to ST for
 each request, status 000 when no whole answer came. sent_ms is read before the
 request from CLOCK: mono_ms (milliseconds since boot, in the 10 ms steps of
@@ -12,8 +12,8 @@ One process for the whole loop: in bash, each request cost about 3 ms of CPU her
 (its read builtin blocks and unblocks signals for every byte), and a few of these
 loops run at once for minutes, 20 requests a second each.
 """
+import http.client
 import os
-import socket
 import sys
 import time
 
@@ -28,33 +28,15 @@ def now_ms():
 
 def get(host, port, path, secs):
     """(status, body) of a whole answer, or (None, None)."""
+    conn = http.client.HTTPConnection(host, port, timeout=secs)
     try:
-        with socket.create_connection((host, port), timeout=secs) as s:
-            s.sendall(b"GET %s HTTP/1.0\r\nHost: %s:%d\r\n\r\n" % (path.encode(), host.encode(), port))
-            buf = b""
-            while b"\r\n\r\n" not in buf:
-                chunk = s.recv(65536)
-                if not chunk:
-                    return None, None
-                buf += chunk
-            head, body = buf.split(b"\r\n\r\n", 1)
-            lines = head.split(b"\r\n")
-            parts = lines[0].split(b" ")
-            if len(parts) < 2 or not parts[0].startswith(b"HTTP/1.") or len(parts[1]) != 3:
-                return None, None
-            length = 0
-            for line in lines[1:]:
-                name, _, value = line.partition(b":")
-                if name.strip().lower() == b"content-length":
-                    length = int(value.strip())
-            while len(body) < length:
-                chunk = s.recv(65536)
-                if not chunk:
-                    return None, None
-                body += chunk
-            return parts[1].decode(), body[:length]
-    except (OSError, ValueError):
+        conn.request("GET", path)
+        answer = conn.getresponse()
+        return answer.status, answer.read()
+    except (OSError, http.client.HTTPException):
         return None, None
+    finally:
+        conn.close()
 
 
 def main():
@@ -69,10 +51,10 @@ def main():
         while not os.path.exists(stop) and os.getppid() == parent:
             t0 = clock()
             code, body = get(host, port, path, secs)
-            if code == "200":
+            if code == 200:
                 out.write(body)
                 out.flush()
-            status.write("%d %s\n" % (t0, code or "000"))
+            status.write("%d %03d\n" % (t0, code or 0))
             status.flush()
             time.sleep(period)
 

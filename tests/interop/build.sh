@@ -22,7 +22,8 @@
 CURATOR_CP=/usr/share/java/curator-recipes.jar:/usr/share/java/curator-framework.jar:/usr/share/java/curator-client.jar:/usr/share/java/zookeeper.jar:/usr/share/java/zookeeper-jute.jar:/usr/share/java/guava.jar:/usr/share/java/slf4j-api.jar:/usr/share/java/slf4j-nop.jar
 INTEROP_SRC=${IK_SRC}/tests/interop
 
-INTEROP_OUT=${IK_BUILD:-$(dirname "$IK_BIN")}/interop
+INTEROP_BUILD=${IK_BUILD:-$(dirname "$IK_BIN")}
+INTEROP_OUT=$INTEROP_BUILD/interop
 
 # _interop_build TARGET SOURCE... -- CMD...: unless TARGET is newer than every SOURCE,
 # runs CMD (which makes TARGET), under the lock of INTEROP_OUT; false if CMD fails
@@ -45,24 +46,24 @@ _interop_build() {
 }
 
 interop_build_c() {
-  local build=${IK_BUILD:-$(dirname "$IK_BIN")} san deps
-  [ -f "$build/libidkeeper.a" ] || fail "no $build/libidkeeper.a (IK_BUILD)"
-  san=$(sed -n 's/^IK_SANITIZE:STRING=//p' "$build/CMakeCache.txt" 2>/dev/null)
-  # what libidkeeper.a needs, as the build's own idkeeper.pc says (its backends vary
-  # with the build: hiredis, libpq, libmariadb...), less -L/-lidkeeper: the .a is named
-  deps=$(PKG_CONFIG_PATH=$build pkg-config --static --libs idkeeper) ||
-    fail "pkg-config cannot read $build/idkeeper.pc"
-  deps=$(sed -e 's/-L[^ ]*//g' -e 's/-lidkeeper\b//g' <<<"$deps")
-  _interop_build "$INTEROP_OUT/ik_interop" "$INTEROP_SRC/ik_interop.c" "$build/libidkeeper.a" -- \
-    _interop_cc "$build" "$san" "$deps" || fail "cannot build ik_interop (see $T/cc.log)"
+  [ -f "$INTEROP_BUILD/libidkeeper.a" ] || fail "no $INTEROP_BUILD/libidkeeper.a (IK_BUILD)"
+  _interop_build "$INTEROP_OUT/ik_interop" "$INTEROP_SRC/ik_interop.c" "$INTEROP_BUILD/libidkeeper.a" -- \
+    _interop_cc || fail "cannot build ik_interop (see $T/cc.log)"
 }
 
-# _interop_cc BUILD SANITIZERS LIBS: compiles ik_interop into this test's T, then moves
-# it into place (a test that runs the helper meanwhile runs a whole one)
+# _interop_cc: compiles ik_interop with the build's sanitizers into this test's T, then
+# moves it into place (a test that runs the helper meanwhile runs a whole one)
 _interop_cc() {
+  local san deps
+  san=$(sed -n 's/^IK_SANITIZE:STRING=//p' "$INTEROP_BUILD/CMakeCache.txt" 2>/dev/null)
+  # what libidkeeper.a needs, as the build's own idkeeper.pc says (its backends vary
+  # with the build: hiredis, libpq, libmariadb...), less -L/-lidkeeper: the .a is named
+  deps=$(PKG_CONFIG_PATH=$INTEROP_BUILD pkg-config --static --libs idkeeper) ||
+    fail "pkg-config cannot read $INTEROP_BUILD/idkeeper.pc"
+  deps=$(sed -e 's/-L[^ ]*//g' -e 's/-lidkeeper\b//g' <<<"$deps")
   # shellcheck disable=SC2086 # the linker's words
-  cc -std=c11 -D_GNU_SOURCE -O2 -g ${2:+-fsanitize=$2 -fno-omit-frame-pointer} \
-    -I"$IK_SRC/include" "$INTEROP_SRC/ik_interop.c" "$1/libidkeeper.a" $3 \
+  cc -std=c11 -D_GNU_SOURCE -O2 -g ${san:+-fsanitize=$san -fno-omit-frame-pointer} \
+    -I"$IK_SRC/include" "$INTEROP_SRC/ik_interop.c" "$INTEROP_BUILD/libidkeeper.a" $deps \
     -o "$T/ik_interop" 2>"$T/cc.log" && mv -f "$T/ik_interop" "$INTEROP_OUT/ik_interop"
 }
 
