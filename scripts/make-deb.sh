@@ -27,7 +27,8 @@ else
 fi
 
 echo "make-deb: building idkeeper $version in $tree" >&2
-(cd "$tree" && DEB_BUILD_OPTIONS="${DEB_BUILD_OPTIONS:-} parallel=$jobs" \
+# Not under the calling make's MAKEFLAGS: debhelper reads them as -j1, whatever parallel says.
+(cd "$tree" && unset MAKEFLAGS MFLAGS MAKELEVEL && DEB_BUILD_OPTIONS="${DEB_BUILD_OPTIONS:-} parallel=$jobs" \
   dpkg-buildpackage -b -us -uc) >"$out/build.log" 2>&1 || {
   tail -n 40 "$out/build.log" >&2
   echo "make-deb: dpkg-buildpackage failed; the whole log is $out/build.log" >&2
