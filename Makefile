@@ -17,7 +17,7 @@ HTTP ?= 127.0.0.1:8080
 DATA ?= ./idkeeper-data
 DEB_OUT ?= build-deb
 
-.PHONY: all build run deb test format-check test-plain test-release test-asan test-asan-all test-tsan test-tsan-all asan tsan tsan-mt fuzz fuzz-run bench format lint lint-cppcheck lint-tidy install clean deps deps-test chaos
+.PHONY: all build build-release run deb test format-check test-plain test-release test-asan test-asan-all test-tsan test-tsan-all asan tsan tsan-mt fuzz fuzz-run bench format lint lint-cppcheck lint-tidy install clean deps deps-test deps-bench chaos
 
 all: build
 
@@ -26,6 +26,9 @@ deps:
 
 deps-test:
 	@scripts/install-deps.sh test
+
+deps-bench:
+	@scripts/install-deps.sh bench
 
 # Ninja: less CPU than make's recursion (a build directory made before keeps its own)
 $(BUILD)/CMakeCache.txt:
@@ -57,9 +60,14 @@ test-plain: build
 # `make test`'s plain stage: the tests ASan cannot run (nosan: the packaging, the man
 # pages, the tree's structure, chaos) and the ones whose point is the release build's
 # real speed (release: kill -9, SIGSTOP past the lease, clock steps, store outages).
-test-release: build
+test-release: build-release
 	cd $(BUILD) && ctest --output-on-failure -j$(TEST_JOBS) --timeout 600 -L '^(nosan|release)$$'
 	@grep -h '^chaos:' $(BUILD)/Testing/Temporary/LastTest.log || true
+
+# What the plain stage runs and nothing more: the product and the test tools, not the
+# unit tests, fuzz replays and benchmarks (release_stage in tests/CMakeLists.txt).
+build-release:
+	@$(MAKE) --no-print-directory BUILD_TARGET=release_stage build
 
 # ASan+UBSan: every test but those of the plain stage, daemons and CLI included.
 test-asan: asan
@@ -100,7 +108,7 @@ fuzz: deps-test
 fuzz-run: fuzz
 	tests/fuzz/run-all.sh build-fuzz $(or $(FUZZ_SECONDS),60)
 
-bench: deps-test build
+bench: deps-bench build
 	bench/run-all.sh $(BUILD)
 
 format:

@@ -7,8 +7,23 @@
 #   scripts/install-deps.sh check   what building needs, plus the lint's and the unit
 #                                   tests' (what `make test` needs before its first
 #                                   test: scripts/make-test.sh)
-#   scripts/install-deps.sh test    all of it, plus what the test suite and benchmarks need
+#   scripts/install-deps.sh test    all of it, plus what the test suite needs
+#   scripts/install-deps.sh bench   that, plus what the benchmarks need (make bench)
+#   scripts/install-deps.sh fetch GROUP
+#                                   downloads what GROUP lacks, with what it brings,
+#                                   into IK_APT_ARCHIVES and installs nothing; takes
+#                                   no lock, so it runs beside another install (make
+#                                   test fetches the test packages while the build
+#                                   packages install: scripts/make-test.sh)
+# IK_APT_ARCHIVES: the directory an install takes its packages from (and downloads
+# the rest into) instead of /var/cache/apt/archives.
 set -euo pipefail
+
+fetch=
+if [ "${1:-}" = fetch ]; then
+  fetch=1
+  shift
+fi
 
 build_pkgs=(
   build-essential cmake pkg-config
@@ -46,13 +61,15 @@ test_pkgs=(
   bash-builtins       # bash's own sleep for the wait loops (tests/integration/lib.sh)
   python3-kazoo       # kazoo interop helper
   libcurator-recipes-java libcurator-framework-java # Curator interop helper
-  wrk nginx-light hyperfine # benchmarks and their peer
   chromium chromium-driver python3-selenium # the status page's browser tests
   man-db systemd python3 # t_packaging, t_man: man -l, systemd-analyze, a notify socket
   redis-tools python3-redis netcat-openbsd # RESP clients: redis-cli, redis-benchmark, redis-py, nc
   postgresql python3-psycopg2 # postgresql:// tests (tests/fixtures/postgres.sh), Leaf's statements
   redis-server        # the RESP benchmark's peer, and the real Redis of the redis:// tests
   mariadb-server python3-pymysql # mysql://: a throwaway MariaDB (tests/fixtures/mariadb.sh), Leaf's statements from Python
+)
+bench_pkgs=(
+  wrk nginx-light hyperfine # the benchmarks' load and their peer (not the test suite's)
 )
 
 want=("${build_pkgs[@]}")
@@ -62,7 +79,8 @@ case "${1:-build}" in
   deb) want+=("${deb_pkgs[@]}") ;;
   check) want+=("${check_pkgs[@]}") ;;
   test) want+=("${deb_pkgs[@]}" "${check_pkgs[@]}" "${test_pkgs[@]}") ;;
-  *) echo "install-deps: unknown group '$1' (build, deb, lint, check or test)" >&2; exit 2 ;;
+  bench) want+=("${deb_pkgs[@]}" "${check_pkgs[@]}" "${test_pkgs[@]}" "${bench_pkgs[@]}") ;;
+  *) echo "install-deps: unknown group '$1' (build, deb, lint, check, test or bench)" >&2; exit 2 ;;
 esac
 
 missing=()
@@ -70,6 +88,26 @@ for p in "${want[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ -n "$fetch" ]; then
+  [ -n "${IK_APT_ARCHIVES:-}" ] || { echo "install-deps: fetch needs IK_APT_ARCHIVES" >&2; exit 2; }
+  # Only on package lists updated by this run (IK_APT_STAMP): on older ones it could
+  # download versions the install, which updates them first, would not take.
+  if [ -n "${IK_APT_STAMP:-}" ] && [ ! -e "$IK_APT_STAMP" ]; then
+    echo "install-deps: fetch: the package lists were not updated in this run; nothing fetched" >&2
+    exit 0
+  fi
+  mkdir -p "$IK_APT_ARCHIVES/partial"
+  # What an install would unpack, by name and version, from a simulation (no lock,
+  # no root); then apt-get download (no lock either) into the archive directory,
+  # under the names an install looks for there.
+  mapfile -t debs < <(apt-get -s -q install --no-install-recommends "${missing[@]}" |
+    sed -n 's/^Inst \([^ ]*\) \(\[[^]]*\] \)\?(\([^ ]*\) .*/\1=\3/p')
+  [ ${#debs[@]} -gt 0 ] || exit 0
+  echo "install-deps: fetching ${#debs[@]} packages into $IK_APT_ARCHIVES" >&2
+  cd "$IK_APT_ARCHIVES"
+  exec apt-get -qq -o APT::Sandbox::User=root download "${debs[@]}"
+fi
 
 echo "install-deps: installing ${missing[*]}" >&2
 SUDO=
@@ -89,6 +127,10 @@ if [ ! -e /usr/sbin/policy-rc.d ]; then
 fi
 # Another apt-get may hold the lock (an unattended upgrade): wait for it.
 apt=($SUDO apt-get -o DPkg::Lock::Timeout=600 -qq)
+if [ -n "${IK_APT_ARCHIVES:-}" ]; then
+  mkdir -p "$IK_APT_ARCHIVES/partial"
+  apt+=(-o "Dir::Cache::Archives=$IK_APT_ARCHIVES/")
+fi
 # IK_APT_STAMP (scripts/make-test.sh): a file that says the package lists were updated
 # moments ago, by an earlier call of the same run; made once they are.
 if [ -z "${IK_APT_STAMP:-}" ] || [ ! -e "$IK_APT_STAMP" ]; then
