@@ -17,7 +17,7 @@ HTTP ?= 127.0.0.1:8080
 DATA ?= ./idkeeper-data
 DEB_OUT ?= build-deb
 
-.PHONY: all build build-release run deb test format-check test-plain test-release test-asan test-asan-all test-tsan test-tsan-all asan tsan tsan-mt fuzz fuzz-run bench format lint lint-cppcheck lint-tidy install clean deps deps-test deps-bench chaos
+.PHONY: all build build-release run deb test format-check test-plain test-release test-asan test-asan-unit test-asan-all test-tsan test-tsan-all asan tsan tsan-mt fuzz fuzz-run bench format lint lint-cppcheck lint-tidy install clean deps deps-test deps-bench chaos
 
 all: build
 
@@ -69,9 +69,15 @@ test-release: build-release
 build-release:
 	@$(MAKE) --no-print-directory BUILD_TARGET=release_stage build
 
-# ASan+UBSan: every test but those of the plain stage, daemons and CLI included.
+# ASan+UBSan: every test but those of the plain stage, daemons and CLI included
+# (ASAN_EXCLUDE: the labels it leaves out; make test runs the unit tests first, with
+# test-asan-unit, while the test packages install: scripts/make-test.sh).
+ASAN_EXCLUDE ?= ^(nosan|release)$$
 test-asan: asan
-	cd build-asan && ctest --output-on-failure -j$(TEST_JOBS) --timeout 600 -LE '^(nosan|release)$$'
+	cd build-asan && ctest --output-on-failure -j$(TEST_JOBS) --timeout 600 -LE '$(ASAN_EXCLUDE)'
+
+test-asan-unit: asan
+	cd build-asan && ctest --output-on-failure -j$(TEST_JOBS) --timeout 600 -L '^unit$$'
 
 # ASan+UBSan over the whole suite, the release tests too (their failure paths' memory
 # checks, at the smaller volumes IK_SANITIZE selects): not in `make test`, whose

@@ -7,9 +7,10 @@
 #      that install, once it has updated the package lists, the download of the test
 #      suite's packages (install-deps.sh fetch test: no lock, so no wait);
 #   3. in the background the rest of the test suite's (install-deps.sh test), from
-#      those downloads, while clang-tidy and the three builds run (plain, ASan+UBSan,
-#      the TSan unit tests);
-#   4. once that install is done, the three test stages, one after the other.
+#      those downloads once they are done, while clang-tidy and the three builds run
+#      (plain, ASan+UBSan, the TSan unit tests), then the tests that need none of
+#      those packages: the unit tests and fuzz replays under ASan, and under TSan;
+#   4. once that install is done, the plain stage and the rest of the ASan stage.
 # Why the overlap: on a fresh machine the test packages (ZooKeeper, MariaDB, Chromium,
 # lintian, ...) take about 100 s to unpack and configure, most of it on one core
 # (dpkg is serial), and the lint and the builds want both cores for about as long;
@@ -27,10 +28,17 @@ debs=$work/debs
 
 deps=''
 deps_log=''
-# install_bg GROUP: install-deps.sh GROUP in the background, its output kept
+# install_bg GROUP [AFTER]: install-deps.sh GROUP in the background, its output
+# kept; once the file AFTER exists, if given
 install_bg() {
+  local after=${2:-}
   deps_log=$work/install-$1.log
-  scripts/timed.sh "install-deps $1" scripts/install-deps.sh "$1" >"$deps_log" 2>&1 &
+  (
+    if [ -n "$after" ]; then
+      while [ ! -e "$after" ]; do sleep 0.2; done
+    fi
+    exec scripts/timed.sh "install-deps $1" scripts/install-deps.sh "$1"
+  ) >"$deps_log" 2>&1 &
   deps=$!
 }
 # wait_deps: waits for the install in the background, shows what it said; fails if
@@ -45,22 +53,26 @@ wait_deps() {
   return "$rc"
 }
 fetch=''
+fetched=$work/fetched
 # fetch_bg GROUP: once the check install in the background has updated the package
 # lists (IK_APT_STAMP; or it ended), downloads what GROUP lacks into $debs, beside
-# that install: on a new machine the test packages' download is about 18 s of
-# waiting on the network, which the test install then skips.
+# that install: on a new machine the test packages' download is 18 to 30 s of
+# waiting on the network, which the test install then skips. Makes $fetched when
+# done, whether it downloaded or not.
 fetch_bg() {
   (
     while [ ! -e "$IK_APT_STAMP" ] && kill -0 "$deps" 2>/dev/null; do sleep 0.2; done
-    IK_APT_ARCHIVES=$debs scripts/timed.sh "fetch $1" scripts/install-deps.sh fetch "$1"
+    IK_APT_ARCHIVES=$debs scripts/timed.sh "fetch $1" scripts/install-deps.sh fetch "$1" ||
+      echo "make test: the download ahead of the install failed; the install downloads"
+    touch "$fetched"
   ) >"$work/fetch-$1.log" 2>&1 &
   fetch=$!
 }
-# wait_fetch: waits for fetch_bg, shows what it said. A failed download is no
-# failure: the install downloads what is not there.
+# wait_fetch: waits for fetch_bg, shows what it said (a failed download is no
+# failure: the install downloads what is not there)
 wait_fetch() {
   [ -n "$fetch" ] || return 0
-  wait "$fetch" || echo "make test: the download ahead of the install failed; the install downloads" >&2
+  wait "$fetch"
   fetch=
   cat "$work"/fetch-*.log >&2
 }
@@ -78,14 +90,17 @@ fetch_bg test
 step format-check format-check || exit
 step cppcheck lint-cppcheck || exit
 wait_deps || exit
-wait_fetch
-IK_APT_ARCHIVES=$debs install_bg test
+# the install waits for the download, the builds do not
+IK_APT_ARCHIVES=$debs install_bg test "$fetched"
 step clang-tidy lint-tidy LINT_ANALYZER=no || exit
 step build build-release || exit
 step build-asan asan || exit
 step build-tsan tsan-mt || exit
+echo "make test: the unit tests while the test packages install" >&2
+step test-unit test-asan-unit || exit
+step test-tsan test-tsan || exit
 echo "make test: waiting for the test packages' install" >&2
+wait_fetch
 wait_deps || exit
 step test-release test-release || exit
-step test-asan test-asan || exit
-step test-tsan test-tsan
+step test-asan test-asan 'ASAN_EXCLUDE=^(nosan|release|unit)$$'
