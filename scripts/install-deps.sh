@@ -100,13 +100,23 @@ if [ -n "$fetch" ]; then
   mkdir -p "$IK_APT_ARCHIVES/partial"
   # What an install would unpack, by name and version, from a simulation (no lock,
   # no root); then apt-get download (no lock either) into the archive directory,
-  # under the names an install looks for there.
+  # under the names an install looks for there. Four downloads at once, each a
+  # quarter of the packages: apt fetches from one mirror over one connection, and
+  # four took the test packages' 194 MB in 8 s here, against 17 s for one.
   mapfile -t debs < <(apt-get -s -q install --no-install-recommends "${missing[@]}" |
     sed -n 's/^Inst \([^ ]*\) \(\[[^]]*\] \)\?(\([^ ]*\) .*/\1=\3/p')
   [ ${#debs[@]} -gt 0 ] || exit 0
   echo "install-deps: fetching ${#debs[@]} packages into $IK_APT_ARCHIVES" >&2
   cd "$IK_APT_ARCHIVES"
-  exec apt-get -qq -o APT::Sandbox::User=root download "${debs[@]}"
+  pids=()
+  for ((q = 0; q < 4; q++)); do
+    part=()
+    for ((i = q; i < ${#debs[@]}; i += 4)); do part+=("${debs[i]}"); done
+    [ ${#part[@]} -eq 0 ] || { apt-get -qq -o APT::Sandbox::User=root download "${part[@]}" & pids+=($!); }
+  done
+  rc=0
+  for p in "${pids[@]}"; do wait "$p" || rc=1; done
+  exit $rc
 fi
 
 echo "install-deps: installing ${missing[*]}" >&2
