@@ -3,9 +3,10 @@
 # timed by scripts/timed.sh, the first failure ending the run:
 #   1. the format check's and the lint's packages (install-deps.sh lint);
 #   2. in the background the packages the builds need (install-deps.sh check), while
-#      the format check and cppcheck run (neither needs a build directory); beside
-#      that install, once it has updated the package lists, the download of the test
-#      suite's packages (install-deps.sh fetch test: no lock, so no wait);
+#      the format check runs, and cppcheck (neither needs a build directory; cppcheck
+#      in the background too, until clang-tidy is done: its last files keep one core
+#      busy); beside that install, once it has updated the package lists, the
+#      download of the test suite's packages (install-deps.sh fetch test: no lock);
 #   3. in the background the rest of the test suite's (install-deps.sh test), from
 #      those downloads once they are done, while clang-tidy and the three builds run
 #      (plain, ASan+UBSan, the TSan unit tests), then the tests that need none of
@@ -76,7 +77,18 @@ wait_fetch() {
   fetch=
   cat "$work"/fetch-*.log >&2
 }
-trap 'wait_fetch; wait_deps; rm -rf "$work"' EXIT
+cppcheck=''
+# wait_cppcheck: waits for the cppcheck in the background, shows what it said; fails
+# if it did
+wait_cppcheck() {
+  local rc=0
+  [ -n "$cppcheck" ] || return 0
+  wait "$cppcheck" || rc=$?
+  cppcheck=
+  cat "$work/cppcheck.log"
+  return "$rc"
+}
+trap 'wait_cppcheck; wait_fetch; wait_deps; rm -rf "$work"' EXIT
 
 step() {
   local name=$1
@@ -88,11 +100,13 @@ scripts/install-deps.sh lint || exit
 install_bg check
 fetch_bg test
 step format-check format-check || exit
-step cppcheck lint-cppcheck || exit
+step cppcheck lint-cppcheck >"$work/cppcheck.log" 2>&1 &
+cppcheck=$!
 wait_deps || exit
 # the install waits for the download, the builds do not
 IK_APT_ARCHIVES=$debs install_bg test "$fetched"
 step clang-tidy lint-tidy LINT_ANALYZER=no || exit
+wait_cppcheck || exit
 step build build-release || exit
 step build-asan asan || exit
 step build-tsan tsan-mt || exit
