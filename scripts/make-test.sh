@@ -24,71 +24,51 @@ make=("${MAKE:-make}" --no-print-directory)
 work=$(mktemp -d -t idkeeper-make-test.XXXXXX) || exit 1
 # the package lists are updated once a run, by its first install that needs them
 export IK_APT_STAMP=$work/apt-updated
-# where the test packages are downloaded to beside the check install (fetch_bg)
+# where the test packages are downloaded to beside the check install (fetch_group)
 debs=$work/debs
 
-deps=''
-deps_log=''
-# install_bg GROUP [AFTER]: install-deps.sh GROUP in the background, its output
-# kept; once the file AFTER exists, if given
-install_bg() {
-  local after=${2:-}
-  deps_log=$work/install-$1.log
-  (
-    if [ -n "$after" ]; then
-      while [ ! -e "$after" ]; do sleep 0.2; done
-    fi
-    exec scripts/timed.sh "install-deps $1" scripts/install-deps.sh "$1"
-  ) >"$deps_log" 2>&1 &
-  deps=$!
+declare -A bg_pid=()
+# bg NAME CMD...: CMD in the background, its output kept until bg_wait NAME
+bg() {
+  local name=$1
+  shift
+  "$@" >"$work/$name.log" 2>&1 &
+  bg_pid[$name]=$!
 }
-# wait_deps: waits for the install in the background, shows what it said; fails if
-# it did
-wait_deps() {
+# bg_wait NAME: waits for bg NAME (if it runs), shows what it said; its exit status
+bg_wait() {
   local rc=0
-  [ -n "$deps" ] || return 0
-  wait "$deps" || rc=$?
-  deps=
-  cat "$deps_log" >&2
-  [ "$rc" -eq 0 ] || echo "make test: installing packages failed ($rc)" >&2
+  [ -n "${bg_pid[$1]:-}" ] || return 0
+  wait "${bg_pid[$1]}" || rc=$?
+  unset "bg_pid[$1]"
+  cat "$work/$1.log" >&2
   return "$rc"
 }
-fetch=''
+# install_group GROUP [AFTER]: install-deps.sh GROUP, once the file AFTER exists if given
+install_group() {
+  if [ -n "${2:-}" ]; then
+    while [ ! -e "$2" ]; do sleep 0.2; done
+  fi
+  scripts/timed.sh "install-deps $1" scripts/install-deps.sh "$1"
+}
+# wait_install: bg_wait install; says so if it failed
+wait_install() {
+  bg_wait install || { echo "make test: installing packages failed" >&2; return 1; }
+}
 fetched=$work/fetched
-# fetch_bg GROUP: once the check install in the background has updated the package
+# fetch_group GROUP: once the check install in the background has updated the package
 # lists (IK_APT_STAMP; or it ended), downloads what GROUP lacks into $debs, beside
 # that install: on a new machine the test packages' download is 18 to 30 s of
 # waiting on the network, which the test install then skips. Makes $fetched when
-# done, whether it downloaded or not.
-fetch_bg() {
-  (
-    while [ ! -e "$IK_APT_STAMP" ] && kill -0 "$deps" 2>/dev/null; do sleep 0.2; done
-    IK_APT_ARCHIVES=$debs scripts/timed.sh "fetch $1" scripts/install-deps.sh fetch "$1" ||
-      echo "make test: the download ahead of the install failed; the install downloads"
-    touch "$fetched"
-  ) >"$work/fetch-$1.log" 2>&1 &
-  fetch=$!
+# done, whether it downloaded or not: a failed download is no failure, the install
+# downloads what is not there.
+fetch_group() {
+  while [ ! -e "$IK_APT_STAMP" ] && kill -0 "${bg_pid[install]}" 2>/dev/null; do sleep 0.2; done
+  IK_APT_ARCHIVES=$debs scripts/timed.sh "fetch $1" scripts/install-deps.sh fetch "$1" ||
+    echo "make test: the download ahead of the install failed; the install downloads"
+  touch "$fetched"
 }
-# wait_fetch: waits for fetch_bg, shows what it said (a failed download is no
-# failure: the install downloads what is not there)
-wait_fetch() {
-  [ -n "$fetch" ] || return 0
-  wait "$fetch"
-  fetch=
-  cat "$work"/fetch-*.log >&2
-}
-cppcheck=''
-# wait_cppcheck: waits for the cppcheck in the background, shows what it said; fails
-# if it did
-wait_cppcheck() {
-  local rc=0
-  [ -n "$cppcheck" ] || return 0
-  wait "$cppcheck" || rc=$?
-  cppcheck=
-  cat "$work/cppcheck.log"
-  return "$rc"
-}
-trap 'wait_cppcheck; wait_fetch; wait_deps; rm -rf "$work"' EXIT
+trap 'bg_wait cppcheck; bg_wait fetch; bg_wait install; rm -rf "$work"' EXIT
 
 step() {
   local name=$1
@@ -97,16 +77,15 @@ step() {
 }
 
 scripts/install-deps.sh lint || exit
-install_bg check
-fetch_bg test
+bg install install_group check
+bg fetch fetch_group test
 step format-check format-check || exit
-step cppcheck lint-cppcheck >"$work/cppcheck.log" 2>&1 &
-cppcheck=$!
-wait_deps || exit
+bg cppcheck step cppcheck lint-cppcheck
+wait_install || exit
 # the install waits for the download, the builds do not
-IK_APT_ARCHIVES=$debs install_bg test "$fetched"
+IK_APT_ARCHIVES=$debs bg install install_group test "$fetched"
 step clang-tidy lint-tidy LINT_ANALYZER=no || exit
-wait_cppcheck || exit
+bg_wait cppcheck || exit
 step build build-release || exit
 step build-asan asan || exit
 step build-tsan tsan-mt || exit
@@ -114,7 +93,7 @@ echo "make test: the unit tests while the test packages install" >&2
 step test-unit test-asan-unit || exit
 step test-tsan test-tsan || exit
 echo "make test: waiting for the test packages' install" >&2
-wait_fetch
-wait_deps || exit
+bg_wait fetch
+wait_install || exit
 step test-release test-release || exit
 step test-asan test-asan 'ASAN_EXCLUDE=^(nosan|release|unit)$$'
