@@ -37,8 +37,10 @@ $(BUILD)/CMakeCache.txt:
 build: $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j$(JOBS) $(if $(BUILD_TARGET),--target $(BUILD_TARGET))
 
+# builds the daemon alone: on a fresh clone the rest of the tree (the tests, the fuzz
+# replays, the benchmarks) would double the wait for the first ID
 run: deps
-	@$(MAKE) --no-print-directory build
+	@$(MAKE) --no-print-directory build BUILD_TARGET=idkeeper
 	$(BUILD)/idkeeper serve --coord local:$(DATA) --http $(HTTP)
 
 # The steps, each timed (docs/testing.md keeps the figures), are in scripts/make-test.sh:

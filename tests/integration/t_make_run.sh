@@ -5,9 +5,10 @@
 # The README's first command: `make run` installs what is missing, builds and serves
 # on local:./idkeeper-data; an ID from the Leaf route decodes to now and to the
 # server's worker number. It runs on this stage's own build directory (BUILD=), the
-# one `make test` has just built from this checkout with the same `build` target, so
-# its build step is a no-op and no third build of the tree joins the suite; that a
-# fresh clone builds is what `make test` on CI's fresh clone shows. (HTTP= moves it
+# one `make test` has just built from this checkout (release_stage, which holds the
+# daemon that `make run` builds), so its build step is a no-op and no third build
+# joins the suite; that a fresh clone builds is what `make test` on CI's fresh clone
+# shows. (HTTP= moves it
 # off 8080 so the test never collides; DATA= keeps the data out of the source tree,
 # and the default ./idkeeper-data is checked by name in the Makefile below.)
 source "$(dirname "$0")/lib.sh"
