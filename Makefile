@@ -30,6 +30,9 @@ deps-test:
 deps-bench:
 	@scripts/install-deps.sh bench
 
+# ctest as every suite target runs it: failing tests' output shown, TEST_JOBS at once
+CTEST = ctest --output-on-failure -j$(TEST_JOBS) --timeout 600
+
 # Ninja: less CPU than make's recursion (a build directory made before keeps its own)
 $(BUILD)/CMakeCache.txt:
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DIK_WERROR=$(WERROR) $(CMAKE_FLAGS)
@@ -56,14 +59,14 @@ test:
 # ctest shows only failing tests' output; the chaos run's seed, counts and faults are
 # worth seeing in every CI log, so they are printed after a passing run too.
 test-plain: build
-	cd $(BUILD) && ctest --output-on-failure -j$(TEST_JOBS) --timeout 600
+	cd $(BUILD) && $(CTEST)
 	@grep -h '^chaos:' $(BUILD)/Testing/Temporary/LastTest.log || true
 
 # `make test`'s plain stage: the tests ASan cannot run (nosan: the packaging, the man
 # pages, the tree's structure, chaos) and the ones whose point is the release build's
 # real speed (release: kill -9, SIGSTOP past the lease, clock steps, store outages).
 test-release: build-release
-	cd $(BUILD) && ctest --output-on-failure -j$(TEST_JOBS) --timeout 600 -L '^(nosan|release)$$'
+	cd $(BUILD) && $(CTEST) -L '^(nosan|release)$$'
 	@grep -h '^chaos:' $(BUILD)/Testing/Temporary/LastTest.log || true
 
 # What the plain stage runs and nothing more: the product and the test tools, not the
@@ -76,16 +79,16 @@ build-release:
 # test-asan-unit, while the test packages install: scripts/make-test.sh).
 ASAN_EXCLUDE ?= ^(nosan|release)$$
 test-asan: asan
-	cd build-asan && ctest --output-on-failure -j$(TEST_JOBS) --timeout 600 -LE '$(ASAN_EXCLUDE)'
+	cd build-asan && $(CTEST) -LE '$(ASAN_EXCLUDE)'
 
 test-asan-unit: asan
-	cd build-asan && ctest --output-on-failure -j$(TEST_JOBS) --timeout 600 -L '^unit$$'
+	cd build-asan && $(CTEST) -L '^unit$$'
 
 # ASan+UBSan over the whole suite, the release tests too (their failure paths' memory
 # checks, at the smaller volumes IK_SANITIZE selects): not in `make test`, whose
 # release tests run on the plain build; run it before a release (docs/testing.md).
 test-asan-all: asan
-	cd build-asan && ctest --output-on-failure -j$(TEST_JOBS) --timeout 600 -LE '^nosan$$'
+	cd build-asan && $(CTEST) -LE '^nosan$$'
 
 # TSan: the multithreaded unit tests, which run on local: alone. Their own build
 # directory holds just them, without the store backends: a sixth of the CPU of a

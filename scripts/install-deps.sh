@@ -78,8 +78,10 @@ case "${1:-build}" in
   lint) want=("${lint_pkgs[@]}") ;;
   deb) want+=("${deb_pkgs[@]}") ;;
   check) want+=("${check_pkgs[@]}") ;;
-  test) want+=("${deb_pkgs[@]}" "${check_pkgs[@]}" "${test_pkgs[@]}") ;;
-  bench) want+=("${deb_pkgs[@]}" "${check_pkgs[@]}" "${test_pkgs[@]}" "${bench_pkgs[@]}") ;;
+  test | bench)
+    want+=("${deb_pkgs[@]}" "${check_pkgs[@]}" "${test_pkgs[@]}")
+    [ "$1" = test ] || want+=("${bench_pkgs[@]}")
+    ;;
   *) echo "install-deps: unknown group '$1' (build, deb, lint, check, test or bench)" >&2; exit 2 ;;
 esac
 

@@ -41,6 +41,9 @@ t0=$SECONDS
 # them, the CPU it takes is theirs a minute sooner, no more.
 nice -n -10 make -C "$IK_SRC" --no-print-directory deb DEB_OUT="$T/deb" JOBS=2 DEB_BUILD_OPTIONS=nocheck \
   >"$T/make-deb.log" 2>&1 || fail "make deb failed: $(tail -n 30 "$T/make-deb.log")"
+# JOBS reaches the package's build (debhelper once read make deb's MAKEFLAGS as -j1)
+grepq -E '^[[:space:]]*cd obj-[^ ]* && .*ninja -j2 ' "$T/deb/build.log" ||
+  fail "make deb JOBS=2 did not build with ninja -j2: $(grep -m1 -E '(ninja|make) -j' "$T/deb/build.log")"
 log "make deb took $((SECONDS - t0)) s"
 [ -z "$(git -C "$IK_SRC" status --porcelain --ignored=no 2>/dev/null | grep -v '^??' || true)" ] ||
   log "note: the source tree has uncommitted changes (packaged as they are)"
