@@ -7,6 +7,9 @@
  *   backend_zk_tags.c    tags: version-checked counter nodes with a writer table
  *   backend_zk_data.c    the pure parts: node data, names, worker sets, doubts
  *   zk_session.c         the session all of them (and recipe_zk*.c) run on
+ *   zk_hazards.c         the store hazard checks (docs/hazards.md): at open, and
+ *                        before slot takes, renewals and counter advances (the
+ *                        ops table sends those through its gated calls)
  *
  * Calls go one way: coord.c -> this file -> slots, scan, tags -> zk_session.c.
  * docs/zookeeper.md has the node layout and the invariants.
@@ -14,6 +17,7 @@
 #include "backend.h"
 #include "backend_zk.h"
 #include "internal.h"
+#include "zk_hazards.h"
 #include "zk_session.h"
 
 #include <stdlib.h>
@@ -22,6 +26,8 @@ static void zk_close(ik__backend *be)
 {
     ik__zk_backend *b = ik__zk_backend_of(be);
     if (!b) return;
+    ik__zk_hazards_close(be);    /* before the client: it stops listening to it */
+    ik__hazards_free(&be->hz);   /* if open failed (coord.c frees it otherwise) */
     ik__zk_client_close(&b->zc); /* first: no completion runs after this */
     ik__zk_slots_free(b->slots);
     ik__zk_tags_free(b->tags);
@@ -38,6 +44,10 @@ static int zk_open(const char *uri, const ik_coord_options *o, ik__backend **out
     int rc = IK_ENOMEM;
     if ((b->slots = ik__zk_slots_new()) && (rc = ik__zk_tags_new(&b->tags, why, why_len)) == IK_OK)
         rc = ik__zk_client_open(&b->zc, uri, o, why, why_len);
+    if (rc == IK_OK) {
+        rc = ik__zk_hazards_open(&b->base, o, why, why_len);
+        if (rc == IK_EUNSAFE && o && o->check_only) rc = IK_OK; /* reported, not fatal */
+    }
     if (rc) {
         zk_close(&b->base);
         return rc;
@@ -59,17 +69,18 @@ const ik__backend_ops ik__backend_zk_ops = {
     .open = zk_open,
     .close = zk_close,
     .uri = ik__zk_uri,
-    .slot_acquire = ik__zk_slot_acquire,
-    .slot_persist = ik__zk_slot_persist,
+    .slot_acquire = ik__zk_gated_slot_acquire,
+    .slot_persist = ik__zk_gated_slot_persist,
     .slot_release = ik__zk_slot_release,
     .slot_forget = ik__zk_slot_forget,
     .recover = ik__zk_recover,
     .slots_list = ik__zk_slots_list,
     .slot_free_ms = ik__zk_slot_free_ms,
     .session = ik__zk_session_desc,
+    .hazards_check = ik__zk_hazards_check,
     .client_version = zk_client_version,
     .tag_create = ik__zk_tag_create,
     .tag_get = ik__zk_tag_get,
     .tag_list = ik__zk_tag_list,
-    .tag_advance = ik__zk_tag_advance,
+    .tag_advance = ik__zk_gated_tag_advance,
 };

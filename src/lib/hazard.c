@@ -60,8 +60,13 @@ static void log_change(const ik__hazards *h, const ik_hazard *r, int was)
         ik__logf("store hazard: %s: %s is %s: refusing to write until it is fixed: %s "
                  "(docs/hazards.md)",
                  h->where, r->check, r->value, r->fix);
-    else if (r->verdict == IK_VERDICT_RISK)
+    else if (r->verdict == IK_VERDICT_RISK && h->allow_unsafe)
         ik__logf("store hazard accepted by --allow-unsafe-store: %s: %s is %s: %s "
+                 "(docs/hazards.md)",
+                 h->where, r->check, r->value, r->fix);
+    else if (r->verdict == IK_VERDICT_RISK) /* a backend's risk row: unverifiable, or one
+                                               it serves on (docs/hazards.md) */
+        ik__logf("store hazard, a risk (serving on without this guarantee): %s: %s is %s: %s "
                  "(docs/hazards.md)",
                  h->where, r->check, r->value, r->fix);
     else if (was > IK_VERDICT_OK)

@@ -66,11 +66,13 @@ struct ik__zk_client {
  * session layer find behind an ik__backend. */
 struct ik__zk_slots;
 struct ik__zk_tags;
+struct ik__zk_hz;
 typedef struct ik__zk_backend {
     ik__backend base;
     ik__zk_client zc;
     struct ik__zk_slots *slots; /* backend_zk_slots.c */
     struct ik__zk_tags *tags;   /* backend_zk_tags.c */
+    struct ik__zk_hz *hzs;      /* zk_hazards.c */
 } ik__zk_backend;
 
 static inline ik__zk_backend *ik__zk_backend_of(ik__backend *be)
