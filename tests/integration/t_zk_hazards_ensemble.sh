@@ -5,7 +5,9 @@
 # Store hazards on a 3-server ZooKeeper ensemble of the test's own (docs/hazards.md,
 # "ZooKeeper"): the configuration a fleet should run, and one member that is not.
 # 1. All three with forceSync=yes: `idkeeper check` exits 0, every row ok (table and
-#    JSON), the quorum "3 voters, quorum 2".
+#    JSON), the quorum "3 voters, quorum 2"; a server on it shows the same checks in
+#    /v1/status, on its status page and in /metrics (conformance/check's part, which
+#    cannot run on the stage's standalone ZooKeeper).
 # 2. Member 2 restarted with forceSync=no: check through member 2 alone exits 5
 #    naming it; through members 1 and 3 it exits 0 (each check judges the server
 #    its session is connected to).
@@ -42,6 +44,23 @@ rc=$(check_rc "$T/ok.json" --json --coord "$URI")
 jq -e --argjson n "$n" '.ok == true and (.checks | length) == $n and all(.checks[]; .verdict == "ok")' "$T/ok.json" >/dev/null ||
   fail "check --json: $(cat "$T/ok.json")"
 pass "3 servers with forceSync=yes: check exits 0, $n checks all ok (table and JSON)"
+# what conformance/check does on the other backends' stage stores
+serve_on s1 --coord "$URI" --quiet || fail "server: $(tail -n 5 "$T/s1.log")"
+http_get "http://127.0.0.1:$PORT/v1/status" >"$T/status.json" || fail "status"
+jq -e '.store.safe == true and .store.why == ""' "$T/status.json" >/dev/null || fail "status.store: $(jq -c .store "$T/status.json")"
+jq -c '[.checks[] | [.check, .verdict]] | sort' "$T/ok.json" >"$T/want"
+jq -c '[.store.hazards[] | [.check, .verdict]] | sort' "$T/status.json" >"$T/got"
+cmp -s "$T/want" "$T/got" || fail "/v1/status's checks $(cat "$T/got") differ from check's $(cat "$T/want")"
+http_get "http://127.0.0.1:$PORT/" >"$T/page.html" || fail "status page"
+rows=$(grep -c '^<tr class="v-ok"><td>' "$T/page.html" || true)
+[ "$rows" = "$n" ] || fail "the status page shows $rows ok checks, not $n"
+http_get "http://127.0.0.1:$PORT/metrics" >"$T/metrics" || fail "metrics"
+grepq '^ik_store_refused_checks 0$' "$T/metrics" || fail "ik_store_refused_checks is not 0"
+m=$(grep -c '^ik_store_hazard{check="[^"]*",verdict="ok"} 1$' "$T/metrics" || true)
+[ "$m" = "$n" ] || fail "/metrics has $m ok ik_store_hazard lines, not $n"
+kill -TERM "${SERVER_PID[s1]}"
+wait "${SERVER_PID[s1]}" || fail "server did not exit 0"
+pass "a server on it: ready, and /v1/status, the page and /metrics show the same $n ok checks"
 
 # 2. one member with forceSync=no
 P1=$(zk_port 1) P2=$(zk_port 2) P3=$(zk_port 3)
