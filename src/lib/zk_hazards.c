@@ -54,13 +54,13 @@
 #define HZ_MNTR_TRIES 10        /* a follower logs a write a little after it answers */
 
 typedef struct ik__zk_hz {
-    pthread_mutex_t run;     /* one check at a time; guards the fields below */
-    atomic_uint epoch;       /* CONNECTED session events heard (the listener) */
-    unsigned checked_epoch;  /* epoch when the last check began */
-    int64_t checked_ns;      /* mono ns of the last check (0: none) */
-    char host[80];           /* the server it judged */
-    int64_t probe_session;   /* the session whose probe node exists */
-    int asked_ms;            /* the session timeout we asked for */
+    pthread_mutex_t run;    /* one check at a time; guards the fields below */
+    atomic_uint epoch;      /* CONNECTED session events heard (the listener) */
+    unsigned checked_epoch; /* epoch when the last check began */
+    int64_t checked_ns;     /* mono ns of the last check (0: none) */
+    char host[80];          /* the server it judged */
+    int64_t probe_session;  /* the session whose probe node exists */
+    int asked_ms;           /* the session timeout we asked for */
     int listening;
 } zk_hz;
 
@@ -225,10 +225,9 @@ static int read_voters(const ik__zk_session *s, int64_t deadline_ns)
     ik__zk_wait *w = ik__zk_wait_new(1, 0);
     if (!w) return -1;
     ik__zk_arm(&w->r[0]);
-    int zrc = call_wait(w, s->zh,
-                        zoo_aget(s->zh, ZOO_CONFIG_NODE, 0, ik__zk_on_data, &w->r[0]),
+    int zrc = call_wait(w, s->zh, zoo_aget(s->zh, ZOO_CONFIG_NODE, 0, ik__zk_on_data, &w->r[0]),
                         deadline_ns);
-    int voters = zrc == ZOK ? ik__zk_config_voters(w->r[0].data, w->r[0].len)
+    int voters = zrc == ZOK       ? ik__zk_config_voters(w->r[0].data, w->r[0].len)
                  : zrc == ZNONODE ? 0
                                   : -1;
     ik__zk_wait_put(w);
@@ -297,11 +296,12 @@ static void forcesync_row(const ik__hazards *h, ik_hazard *r, const char *host,
             return;
         }
         int closed = ik__zk_4lw_closed(m);
-        long fsyncs = num(m, "zk_cnt_fsynctime"), flushes = num(m, "zk_cnt_sync_processor_batch_size");
+        long fsyncs = num(m, "zk_cnt_fsynctime"),
+             flushes = num(m, "zk_cnt_sync_processor_batch_size");
         free(m);
         if (closed || fsyncs < 0 || flushes < 0) {
-            snprintf(v, sizeof v, "? (%s: mntr %s)", host, closed ? "not in 4lw.commands.whitelist"
-                                                                  : "has no fsync counters");
+            snprintf(v, sizeof v, "? (%s: mntr %s)", host,
+                     closed ? "not in 4lw.commands.whitelist" : "has no fsync counters");
             risk_row(h, r, "forceSync", v,
                      "add mntr to 4lw.commands.whitelist on every server, so that idkeeper can "
                      "see whether it fsyncs its log (forceSync)");
