@@ -64,8 +64,9 @@ static void log_change(const ik__hazards *h, const ik_hazard *r, int was)
         ik__logf("store hazard accepted by --allow-unsafe-store: %s: %s is %s: %s "
                  "(docs/hazards.md)",
                  h->where, r->check, r->value, r->fix);
-    else if (r->verdict == IK_VERDICT_RISK) /* a backend's risk row: unverifiable, or one
-                                               it serves on (docs/hazards.md) */
+    else if (r->verdict == IK_VERDICT_RISK && was >= 0) /* a backend's risk row that
+            appeared while serving; one found at open is left to the caller (serve logs
+            it, check prints it), so that one-shot commands stay quiet */
         ik__logf("store hazard, a risk (serving on without this guarantee): %s: %s is %s: %s "
                  "(docs/hazards.md)",
                  h->where, r->check, r->value, r->fix);

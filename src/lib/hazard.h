@@ -11,7 +11,11 @@
  *   HZ1. While any row is refused, ik__hazards_refused answers IK_EUNSAFE: the
  *        backend sends no slot renewal and no counter advance (it asks before each).
  *   HZ2. A row changes verdict only through ik__hazards_update, which logs the
- *        change: no setting turns unsafe, or safe again, without a line.
+ *        change: no setting turns unsafe, or safe again, without a line. (A risk
+ *        a backend finds at its first check, not one --allow-unsafe-store accepts,
+ *        is the one exception: it is left to the caller to report, as serve's
+ *        start and check's table do; a backend sets such a row's verdict to
+ *        IK_VERDICT_RISK itself.)
  *   HZ3. While refused, every ask is due (ik__hazards_due): a store made safe again
  *        is found so at the next write, not an interval later.
  *

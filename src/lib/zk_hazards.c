@@ -62,6 +62,14 @@ typedef struct ik__zk_hz {
     int64_t probe_session;  /* the session whose probe node exists */
     int asked_ms;           /* the session timeout we asked for */
     int listening;
+    /* the interval's re-check runs on a thread of its own (hz_thread): a write
+     * never waits behind it */
+    pthread_t thread;
+    int thread_started;
+    pthread_mutex_t tmu; /* guards stop; tcv wakes the thread to stop */
+    pthread_cond_t tcv;
+    int stop;
+    atomic_int_least64_t light_ns; /* mono ns of the latest check, full or light */
 } zk_hz;
 
 /* ------------------------------------------------------------------------------
@@ -330,6 +338,53 @@ static void forcesync_row(const ik__hazards *h, ik_hazard *r, const char *host,
     risk_row(h, r, "forceSync", v, "check again once the server has logged a write");
 }
 
+#define QUORUM_FIX                                                                                 \
+    "run an ensemble of 3 or 5 servers: with a quorum of one, a lost disk loses every slot "       \
+    "record and counter (sequences restart, workers are reused)"
+#define RO_FIX "%s serves read-only, cut off from its quorum: reconnect it to the ensemble"
+
+/* The re-check of a connection already judged, when only the interval is due:
+ * what can change on a server without a restart (a restart is a new connection,
+ * judged in full): its voting members (a reconfig) and read-only mode. forceSync,
+ * skipACL and the session bounds are read once, at start, by ZooKeeper. It sends
+ * no write, and waits at most a short while: a slow server delays the renewal
+ * behind it by that much at most, and a row not answered keeps its verdict. */
+static int light_check(ik__backend *be, zk_hz *z, char *why, size_t why_len)
+{
+    ik__hazards *h = &be->hz;
+    ik__zk_session s;
+    ik__zk_session_get(be, &s);
+    struct sockaddr_storage ss;
+    socklen_t sl;
+    char host[80];
+    if (!s.connected || server_of(s.zh, &ss, &sl, host, sizeof host) != 0) {
+        ik__zk_session_put(be);
+        return ik__fail(IK_ESTORE, why, why_len,
+                        "ZooKeeper is not connected: its settings cannot be checked");
+    }
+    int64_t budget_ms = s.timeout_ms / 6 > 1000 ? 1000 : s.timeout_ms / 6;
+    int64_t deadline = ik__mono_ns() + (budget_ms < 100 ? 100 : budget_ms) * 1000000;
+    int voters = read_voters(&s, deadline);
+    ik__zk_session_put(be);
+    char *isro = four_letters(&ss, sl, "isro", deadline);
+    ik_hazard rows[2];
+    size_t n = 0;
+    char v[96];
+    if (voters >= 2) {
+        snprintf(v, sizeof v, "%d voters, quorum %d", voters, voters / 2 + 1);
+        ik__hazard_row(h, &rows[n++], "quorum", v, 0, NULL);
+    } else if (voters == 1) {
+        risk_row(h, &rows[n++], "quorum", "1 voter", QUORUM_FIX);
+    } /* 0 (standalone, which no reconfig changes) or unanswered: as it was */
+    if (isro && !ik__zk_4lw_closed(isro) && strncmp(isro, "ro", 2) == 0) {
+        snprintf(v, sizeof v, "ro (%s)", host);
+        ik__hazard_row(h, &rows[n++], "read-only", v, 1, RO_FIX, host);
+    }
+    free(isro);
+    atomic_store(&z->light_ns, ik__mono_ns());
+    return ik__hazards_update(h, rows, n, why, why_len);
+}
+
 /* All checks on the session's server. Caller holds z->run. 0, IK_EUNSAFE, or
  * IK_ESTORE if the session is not connected (nothing was judged). */
 static int run_locked(ik__backend *be, zk_hz *z, char *why, size_t why_len)
@@ -374,9 +429,7 @@ static int run_locked(ik__backend *be, zk_hz *z, char *why, size_t why_len)
     if (voters >= 2 && strcmp(mode, "standalone") != 0)
         ik__hazard_row(h, &rows[n++], "quorum", v, 0, NULL);
     else
-        risk_row(h, &rows[n++], "quorum", v,
-                 "run an ensemble of 3 or 5 servers: with a quorum of one, a lost disk loses "
-                 "every slot record and counter (sequences restart, workers are reused)");
+        risk_row(h, &rows[n++], "quorum", v, QUORUM_FIX);
 
     if (skip == 0)
         ik__hazard_row(h, &rows[n++], "skipACL", "no (a write the ACL forbids was refused)", 0,
@@ -392,10 +445,7 @@ static int run_locked(ik__backend *be, zk_hz *z, char *why, size_t why_len)
 
     if (isro && !ik__zk_4lw_closed(isro) && strncmp(isro, "ro", 2) == 0) {
         snprintf(v, sizeof v, "ro (%s)", host);
-        ik__hazard_row(h, &rows[n++], "read-only", v, 1,
-                       "%s serves read-only, cut off from its quorum: reconnect it to the "
-                       "ensemble",
-                       host);
+        ik__hazard_row(h, &rows[n++], "read-only", v, 1, RO_FIX, host);
     } else {
         snprintf(v, sizeof v, "%s (%s)",
                  isro && !ik__zk_4lw_closed(isro) ? "rw" : "? (isro closed; sessions refuse ro)",
@@ -417,15 +467,18 @@ static int run_locked(ik__backend *be, zk_hz *z, char *why, size_t why_len)
     free(isro);
     z->checked_epoch = epoch;
     z->checked_ns = ik__mono_ns();
+    atomic_store(&z->light_ns, z->checked_ns);
     snprintf(z->host, sizeof z->host, "%s", host);
     return ik__hazards_update(h, rows, n, why, why_len);
 }
 
-/* Is a check due before a write (z->run held)? */
+/* Is the full check due before a write (z->run held)? Never checked, a new
+ * connection, another server, or a check refused now (HZ3). The interval's
+ * re-check is the thread's (hz_thread). */
 static int due_locked(ik__backend *be, zk_hz *z)
 {
-    if (atomic_load(&z->epoch) != z->checked_epoch) return 1;
-    if (ik__hazards_due(&be->hz, z->checked_ns)) return 1;
+    if (z->checked_ns == 0 || atomic_load(&z->epoch) != z->checked_epoch) return 1;
+    if (ik__hazards_refused(&be->hz, NULL, 0)) return 1;
     ik__zk_session s;
     ik__zk_session_get(be, &s);
     struct sockaddr_storage ss;
@@ -448,6 +501,32 @@ static int gate(ik__backend *be)
     pthread_mutex_unlock(&z->run);
     if (rc && rc != IK_EUNSAFE) return rc;
     return ik__hazards_refused(&be->hz, NULL, 0);
+}
+
+/* The interval's re-check: every hazard interval, the light check of the
+ * connection (the full one when it is due and no write came to run it). */
+static void *hz_thread(void *arg)
+{
+    ik__backend *be = arg;
+    zk_hz *z = ik__zk_backend_of(be)->hzs;
+    pthread_mutex_lock(&z->tmu);
+    while (!z->stop) {
+        struct timespec ts;
+        ik__deadline_ts(&ts, be->hz.interval_ms);
+        pthread_cond_timedwait(&z->tcv, &z->tmu, &ts);
+        if (z->stop) break;
+        pthread_mutex_unlock(&z->tmu);
+        if (ik__hazards_due(&be->hz, atomic_load(&z->light_ns)) &&
+            pthread_mutex_trylock(&z->run) == 0) { /* else a full check runs now */
+            int full = due_locked(be, z);
+            if (full) run_locked(be, z, NULL, 0);
+            pthread_mutex_unlock(&z->run);
+            if (!full) light_check(be, z, NULL, 0);
+        }
+        pthread_mutex_lock(&z->tmu);
+    }
+    pthread_mutex_unlock(&z->tmu);
+    return NULL;
 }
 
 static void on_session(void *ctx, unsigned gen, int state)
@@ -478,7 +557,17 @@ int ik__zk_hazards_open(ik__backend *be, const ik_coord_options *o, char *why, s
     ik__hazards_init(&be->hz, o, ik__zk_slot_free_ms(be), b->zc.uri);
     if (ik__zk_listen(be, on_session, z) != 0) return IK_ENOMEM;
     z->listening = 1;
-    return ik__zk_hazards_check(be, why, why_len);
+    int rc = ik__zk_hazards_check(be, why, why_len);
+    if (rc && rc != IK_EUNSAFE) return rc;
+    pthread_mutex_init(&z->tmu, NULL);
+    ik__cond_init_mono(&z->tcv);
+    if (pthread_create(&z->thread, NULL, hz_thread, be) != 0) {
+        pthread_cond_destroy(&z->tcv);
+        pthread_mutex_destroy(&z->tmu);
+        return ik__fail(IK_ENOMEM, why, why_len, "cannot start the hazard check thread");
+    }
+    z->thread_started = 1;
+    return rc;
 }
 
 void ik__zk_hazards_close(ik__backend *be)
@@ -486,6 +575,15 @@ void ik__zk_hazards_close(ik__backend *be)
     ik__zk_backend *b = ik__zk_backend_of(be);
     zk_hz *z = b->hzs;
     if (!z) return;
+    if (z->thread_started) {
+        pthread_mutex_lock(&z->tmu);
+        z->stop = 1;
+        pthread_cond_broadcast(&z->tcv);
+        pthread_mutex_unlock(&z->tmu);
+        pthread_join(z->thread, NULL);
+        pthread_cond_destroy(&z->tcv);
+        pthread_mutex_destroy(&z->tmu);
+    }
     if (z->listening) ik__zk_unlisten(be, on_session, z);
     pthread_mutex_destroy(&z->run);
     free(z);

@@ -365,6 +365,22 @@ static void set_labels(ik__server *srv)
     srv->nresp_labels = ik__resp_ncmds + 1;
 }
 
+/* The store's risks found at open (docs/hazards.md): the library logs a refusal and
+ * every later change of verdict, but leaves a risk found by the first check to its
+ * caller, so that one-shot commands stay quiet; a server names each one once. */
+static void log_store_risks(ik_coord *c)
+{
+    ik_hazard *rows = NULL;
+    size_t n = 0;
+    ik_coord_hazards(c, &rows, &n, NULL, 0);
+    for (size_t i = 0; i < n; i++)
+        if (rows[i].verdict == IK_VERDICT_RISK)
+            ik__log("store hazard, a risk (serving on without this guarantee): %s: %s is %s: %s "
+                    "(docs/hazards.md)",
+                    ik_coord_uri(c), rows[i].check, rows[i].value, rows[i].fix);
+    ik_free(rows);
+}
+
 /* Everything up to serving. Returns 0, or -1 after logging why (what it set up is
  * freed by server_free). */
 static int server_start(ik__server *srv, const ik_server_config *cfg)
@@ -412,6 +428,7 @@ static int server_start(ik__server *srv, const ik_server_config *cfg)
                 why[0] ? why : ik_strerror(rc));
         return -1;
     }
+    if (!cfg->coord.allow_unsafe_store) log_store_risks(srv->coord);
     if ((rc = ik_snowflake_create(&cfg->layout, cfg->max_backward_ms, NULL, &srv->gen)) != 0) {
         ik__log("cannot create the snowflake generator: %s", ik_strerror(rc));
         return -1;
