@@ -26,11 +26,17 @@
  * A four-letter word that is not in 4lw.commands.whitelist leaves its check
  * unverifiable: a risk, not a refusal (many fleets leave the default whitelist).
  *
- * When: at open, then before a slot take, a slot renewal or a counter advance
- * when due: the session connected again since the last check (a session event:
- * a reconnect, to another member or to a restarted server, is a new connection),
- * the connected server is another one, or the hazard interval (hazard.h: a third
- * of the negotiated session timeout, at most 10 s) has passed.
+ * When: all of them at open, and before a slot take, a slot renewal or a counter
+ * advance whenever the session connected again since the last check (a session
+ * event: a reconnect, to another member or to a restarted server, is a new
+ * connection), the connected server is another one, or a check is refused now.
+ * Every hazard interval (hazard.h: a third of the negotiated session timeout, at
+ * most 10 s) a thread of its own re-checks the connection lightly: what can
+ * change on a server without a restart (its voting members, read-only mode);
+ * forceSync, skipACL and the session bounds are read by ZooKeeper at its start,
+ * and a restart is a new connection. So a slow server never delays a renewal
+ * behind an interval's check (the renewal's own answer would then come too late
+ * for its window).
  */
 #ifdef IK_HAVE_ZK
 
