@@ -352,9 +352,9 @@ static void forcesync_row(const ik__hazards *h, ik_hazard *r, const char *host,
 /* The re-check of a connection already judged, when only the interval is due:
  * what can change on a server without a restart (a restart is a new connection,
  * judged in full): its voting members (a reconfig) and read-only mode. forceSync,
- * skipACL and the session bounds are read once, at start, by ZooKeeper. It sends
- * no write, and waits at most a short while: a slow server delays the renewal
- * behind it by that much at most, and a row not answered keeps its verdict. */
+ * skipACL and the session bounds are read once, at start, by ZooKeeper. It runs
+ * on the hazard thread (hz_thread), sends no write and waits at most a short
+ * while; a row not answered keeps its verdict. */
 static int light_check(ik__backend *be, zk_hz *z, char *why, size_t why_len)
 {
     ik__hazards *h = &be->hz;
