@@ -84,8 +84,7 @@ redis_own allkeys-lru "maxmemory 2mb" "maxmemory-policy allkeys-lru"
 redis_own volatile-lru "maxmemory 2mb" "maxmemory-policy volatile-lru"
 for pol in allkeys-lru volatile-lru; do
   p=${REDIS_PORT_OF[$pol]}
-  timeout 30 "$IK_BIN" serve --coord "redis://127.0.0.1:$p/0" --http 127.0.0.1:"$(free_port)" >"$T/serve-$pol.log" 2>&1 &&
-    fail "serve started on a Redis with maxmemory-policy $pol"
+  serve_on "serve-$pol" --coord "redis://127.0.0.1:$p/0" && fail "serve started on a Redis with maxmemory-policy $pol"
   grep -q "maxmemory-policy is $pol (maxmemory 2097152)" "$T/serve-$pol.log" ||
     fail "serve's refusal does not name maxmemory-policy $pol: $(cat "$T/serve-$pol.log")"
   check_refuses "$pol"
