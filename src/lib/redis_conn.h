@@ -1,10 +1,10 @@
 /* redis_conn.h: the Redis client layer under every redis:// file of the library:
  * the URI (redis_uri.c, pure), the connections (a small pool of hiredis contexts,
- * each authenticated and on its database), the durability check made at open, the
- * Lua scripts and the one way to run them (EVALSHA, EVAL when the server lost its
- * script cache), and what a reply means; and the store hazard checks (docs/hazards.md,
- * Redis): at open, on every new connection, and before a write on a connection whose
- * last check is older than the hazard interval. backend_redis_slots.c and
+ * each authenticated and on its database), the store hazard checks (docs/hazards.md,
+ * Redis: at open, on every new connection, and before a write on a connection whose
+ * last check is older than the hazard interval), the Lua scripts and the one way to
+ * run them (EVALSHA, EVAL when the server lost its script cache), and what a reply
+ * means. backend_redis_slots.c and
  * backend_redis_tags.c sit on it; backend_redis.c (the ops table) sits on those.
  * Nothing in here calls up. Not a public API. docs/redis.md has the key layout.
  *
