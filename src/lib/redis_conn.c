@@ -400,8 +400,9 @@ static const char *const h_config[H_ROLE] = {
     "appendonly", "appendfsync", "no-appendfsync-on-rewrite", "maxmemory", "maxmemory-policy"};
 
 #define UNREADABLE_FIX                                                                             \
-    "cannot be read: %s; allow CONFIG GET and ROLE to this user (ACL +config|get +role), or "      \
-    "check by hand the settings docs/hazards.md lists and pass --allow-unsafe-store"
+    "cannot be read (%.60s); allow CONFIG GET and ROLE to idkeeper (no rename-command; ACL "       \
+    "+config|get +role), or check docs/hazards.md's settings by hand and pass "                    \
+    "--allow-unsafe-store"
 
 int ik__redis_hazards(ik__redis_client *rc, redisContext *ctx, char *why, size_t why_len)
 {
