@@ -53,8 +53,40 @@ base=http://127.0.0.1:$PORT
 key=${REDIS_PREFIX}r/q # the counter of tag q (app default)
 LIMIT_MS=3000          # the hazard interval (3000 / 3) + 2 s
 
+# seq_get: a sequence ID of tag q; prints the status, the body in $T/seq.body, and
+# every ID served appended to $T/all.ids (none may be served twice, whatever happens)
+seq_get() {
+  local code
+  code=$(ik_http "$base/v1/sequence/q?format=text" "$T/seq.body")
+  [ "$code" != 200 ] || cat "$T/seq.body" >>"$T/all.ids"
+  echo "$code"
+}
+: >"$T/all.ids"
+
 # readyz_body: /readyz's body (and status in RZ)
 readyz_body() { RZ=$(ik_http "$base/readyz" "$T/readyz.body"); }
+
+# not_refused WHAT WHY: fails; where appendonly is off, first shows what that costs:
+# IDs served meanwhile, Redis killed and restarted from its stale append-only file
+# (redis.conf still says appendonly yes), the same IDs served again
+not_refused() {
+  local ids=$T/all.ids
+  if [ "$1" = "appendonly no" ]; then
+    for i in 1 2 3; do seq_get >/dev/null; done
+    local n
+    n=$(wc -l <"$ids")
+    redis_kill run
+    redis_restart run
+    mono_ms t0
+    until [ "$(seq_get)" = 200 ]; do
+      (($(mono_ms) - t0 < 20000)) || break
+      sleep 0.1
+    done
+    for i in 1 2 3 4; do seq_get >/dev/null; done
+    fail "$1: $2; IDs served: $(head -n "$n" "$ids" | tr '\n' ' ')then, after a kill -9 of Redis and its restart from the stale AOF: $(tail -n +$((n + 1)) "$ids" | tr '\n' ' ')twice: $(sort -n "$ids" | uniq -d | tr '\n' ' ')"
+  fi
+  fail "$1: $2"
+}
 
 # turn SETTING VALUE CONFIG-SET-ARGS... / back ARGS...
 for change in "appendonly|no|appendonly no|appendonly yes" \
@@ -62,7 +94,7 @@ for change in "appendonly|no|appendonly no|appendonly yes" \
   "no-appendfsync-on-rewrite|yes|no-appendfsync-on-rewrite yes|no-appendfsync-on-rewrite no" \
   "maxmemory-policy|allkeys-lru (maxmemory 104857600)|maxmemory 100mb maxmemory-policy allkeys-lru|maxmemory 0 maxmemory-policy noeviction"; do
   IFS='|' read -r setting value bad good <<<"$change"
-  [ "$(ik_http "$base/v1/sequence/q?format=text")" = 200 ] || fail "no sequence ID before $bad"
+  [ "$(seq_get)" = 200 ] || fail "no sequence ID before $bad"
   ready_probe "$PORT" || fail "not ready before $bad"
   # shellcheck disable=SC2086 # the CONFIG SET arguments, split
   [ "$(rcli "$port" CONFIG SET $bad)" = OK ] || fail "CONFIG SET $bad"
@@ -70,13 +102,13 @@ for change in "appendonly|no|appendonly no|appendonly yes" \
   seq503= rz503=
   while :; do
     el=$(($(mono_ms) - t0))
-    if [ -z "$seq503" ] && [ "$(ik_http "$base/v1/sequence/q?format=text" "$T/seq.body")" = 503 ]; then seq503=$el; fi
+    if [ -z "$seq503" ] && [ "$(seq_get)" = 503 ]; then seq503=$el; fi
     if [ -z "$rz503" ]; then
       readyz_body
       [ "$RZ" = 503 ] && rz503=$el
     fi
     [ -n "$seq503" ] && [ -n "$rz503" ] && break
-    ((el <= LIMIT_MS)) || fail "$bad: sequence 503 after ${seq503:-never} ms, /readyz failing after ${rz503:-never} ms: not both within $LIMIT_MS ms"
+    ((el <= LIMIT_MS)) || not_refused "$bad" "sequence 503 after ${seq503:-never} ms, /readyz failing after ${rz503:-never} ms: not both within $LIMIT_MS ms"
     sleep 0.05
   done
   grep -q '"store_unsafe"' "$T/seq.body" && grep -q "$setting is $value" "$T/seq.body" ||
@@ -87,17 +119,20 @@ for change in "appendonly|no|appendonly no|appendonly yes" \
     fail "$bad: no log line: $(tail -n 3 "$T/s.log")"
   before=$(rcli "$port" GET "$key")
   for i in 1 2 3; do
-    [ "$(ik_http "$base/v1/sequence/q")" = 503 ] || fail "$bad: a sequence ID while refused"
+    [ "$(seq_get)" = 503 ] || fail "$bad: a sequence ID while refused"
     [ "$(ik_http "$base/v1/snowflake")" = 503 ] || fail "$bad: a snowflake ID while refused"
   done
   [ "$(rcli "$port" GET "$key")" = "$before" ] || fail "$bad: the counter moved while refused"
   # shellcheck disable=SC2086
   [ "$(rcli "$port" CONFIG SET $good)" = OK ] || fail "CONFIG SET $good"
   mono_ms t0
-  until [ "$(ik_http "$base/v1/sequence/q?format=text")" = 200 ] && ready_probe "$PORT"; do
+  until [ "$(seq_get)" = 200 ] && ready_probe "$PORT"; do
     (($(mono_ms) - t0 <= LIMIT_MS)) || fail "$good: not serving again within $LIMIT_MS ms"
     sleep 0.05
   done
   grep -q "store hazard cleared: .*: $setting is" "$T/s.log" || fail "$good: no line saying it cleared"
   pass "$bad on a running Redis: sequence 503 after $seq503 ms, /readyz failing after $rz503 ms (named, logged, nothing written); $good: serving again after $(($(mono_ms) - t0)) ms"
 done
+d=$(sort -n "$T/all.ids" | uniq -d | head -n 5)
+[ -z "$d" ] || fail "sequence IDs served twice: $d"
+pass "$(wc -l <"$T/all.ids") sequence IDs served in all, none twice"
