@@ -195,7 +195,7 @@ static redisContext *connect_one(ik__redis_client *rc, int64_t timeout_ms, int *
         size_t lens[1] = {4};
         redisReply *r = NULL;
         e = command(rc, ctx, 1, argv, lens, &r, why, why_len);
-        if (!e && (r->type != REDIS_REPLY_STATUS || strcmp(r->str, "PONG")))
+        if (!e && (!r || r->type != REDIS_REPLY_STATUS || strcmp(r->str, "PONG")))
             e = ik__fail(IK_ESTORE, why, why_len,
                          "%s answered PING without PONG: is it a Redis server?", w);
         if (r) freeReplyObject(r);
@@ -531,9 +531,9 @@ int ik__redis_client_open(ik__redis_client *rc, const char *uri, const ik_coord_
         size_t lens[3] = {6, 4, strlen(ik__redis_lua[i])};
         redisReply *r = NULL;
         e = command(rc, ctx, 3, argv, lens, &r, why, why_len);
-        if (!e && (r->type != REDIS_REPLY_STRING || r->len != 40))
+        if (!e && (!r || r->type != REDIS_REPLY_STRING || r->len != 40))
             e = ik__fail(IK_ESTORE, why, why_len, "SCRIPT LOAD answered no SHA1");
-        if (!e) memcpy(rc->sha[i], r->str, 41);
+        if (!e && r) memcpy(rc->sha[i], r->str, 41);
         if (r) freeReplyObject(r);
     }
     ik__redis_put(rc, ctx, e != IK_OK);
