@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
-# labels: redis release
-# timeout: 180
-# processors: 2
+# labels: redis
+# timeout: 120
 # A Redis that evicts keys is refused (docs/hazards.md, Redis: maxmemory-policy).
 # With maxmemory 2mb and allkeys-random, junk writes beside idkeeper made Redis
 # evict a slot key and its time record: a second server on the same one-worker
