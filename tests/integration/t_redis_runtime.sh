@@ -99,7 +99,7 @@ for change in "appendonly|no|appendonly no|appendonly yes" \
   # shellcheck disable=SC2086 # the CONFIG SET arguments, split
   [ "$(rcli "$port" CONFIG SET $bad)" = OK ] || fail "CONFIG SET $bad"
   mono_ms t0
-  seq503= rz503=
+  seq503='' rz503=''
   while :; do
     el=$(($(mono_ms) - t0))
     if [ -z "$seq503" ] && [ "$(seq_get)" = 503 ]; then seq503=$el; fi
