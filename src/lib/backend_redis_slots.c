@@ -149,7 +149,7 @@ static int scan(ik__redis_client *rc, const char *app, uint32_t lo, uint32_t hi,
             v[i].held = 1;
             snprintf(v[i].value, sizeof v[i].value, "%s", g->str);
         }
-        if (!e && h->type == REDIS_REPLY_ARRAY && h->elements == 3) {
+        if (!e && h && h->type == REDIS_REPLY_ARRAY && h->elements == 3) {
             v[i].record_ms = num_of(h->element[0]->str);
             v[i].since_ms = num_of(h->element[1]->str);
             if (h->element[2]->type == REDIS_REPLY_STRING)
