@@ -32,7 +32,7 @@
  * connection), the connected server is another one, or a check is refused now.
  * Every hazard interval (hazard.h: a third of the negotiated session timeout, at
  * most 10 s) a thread of its own re-checks the connection lightly: what can
- * change on a server without a restart (its voting members, read-only mode);
+ * change on a server without a restart (its voting members);
  * forceSync, skipACL and the session bounds are read by ZooKeeper at its start,
  * and a restart is a new connection. So a slow server never delays a renewal
  * behind an interval's check (the renewal's own answer would then come too late
@@ -351,10 +351,12 @@ static void forcesync_row(const ik__hazards *h, ik_hazard *r, const char *host,
 
 /* The re-check of a connection already judged, when only the interval is due:
  * what can change on a server without a restart (a restart is a new connection,
- * judged in full): its voting members (a reconfig) and read-only mode. forceSync,
- * skipACL and the session bounds are read once, at start, by ZooKeeper. It runs
- * on the hazard thread (hz_thread), sends no write and waits at most a short
- * while; a row not answered keeps its verdict. */
+ * judged in full): its voting members (a reconfig). forceSync, skipACL and the
+ * session bounds are read once, at start, by ZooKeeper; a server that turns
+ * read-only drops our session (it never asks for read-only mode), and the
+ * reconnect is judged in full. It runs on the hazard thread (hz_thread), on the
+ * session alone (one read, no connection of its own), sends no write and waits at
+ * most a short while; a row not answered keeps its verdict. */
 static int light_check(ik__backend *be, zk_hz *z, char *why, size_t why_len)
 {
     ik__hazards *h = &be->hz;
@@ -372,8 +374,7 @@ static int light_check(ik__backend *be, zk_hz *z, char *why, size_t why_len)
     int64_t deadline = ik__mono_ns() + (budget_ms < 100 ? 100 : budget_ms) * 1000000;
     int voters = read_voters(&s, deadline);
     ik__zk_session_put(be);
-    char *isro = four_letters(&ss, sl, "isro", deadline);
-    ik_hazard rows[2];
+    ik_hazard rows[1];
     size_t n = 0;
     char v[96];
     if (voters >= 2) {
@@ -382,11 +383,6 @@ static int light_check(ik__backend *be, zk_hz *z, char *why, size_t why_len)
     } else if (voters == 1) {
         risk_row(h, &rows[n++], "quorum", "1 voter", QUORUM_FIX);
     } /* 0 (standalone, which no reconfig changes) or unanswered: as it was */
-    if (isro && !ik__zk_4lw_closed(isro) && strncmp(isro, "ro", 2) == 0) {
-        snprintf(v, sizeof v, "ro (%s)", host);
-        ik__hazard_row(h, &rows[n++], "read-only", v, 1, RO_FIX, host);
-    }
-    free(isro);
     atomic_store(&z->light_ns, ik__mono_ns());
     return ik__hazards_update(h, rows, n, why, why_len);
 }
