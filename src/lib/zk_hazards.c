@@ -621,8 +621,13 @@ int ik__zk_gated_slot_persist(ik__backend *be, void *handle, int64_t record_ms,
 int ik__zk_gated_tag_advance(ik__backend *be, const char *app, const char *name, ik_tag_kind kind,
                              int64_t delta, int64_t *first)
 {
-    zk_hz *z = hz_of(be);
-    if (z) ik__zk_wait_connected(be, ik__zk_connect_wait_ms(ik__zk_slot_free_ms(be)));
+    /* the connection wait the advance would make (up to 2 s), made here, so that
+     * the advance sends on a connection judged first: one that is still down
+     * answers now (certainly not done), not after a second wait of its own that a
+     * reconnect could end on a connection nobody checked */
+    if (hz_of(be) &&
+        ik__zk_wait_connected(be, ik__zk_connect_wait_ms(ik__zk_slot_free_ms(be))) == IK_ESTORE)
+        return IK_ESTORE;
     int rc = gate(be);
     if (rc == IK_EUNSAFE) return rc;
     if (rc) return IK_ESTORE; /* certainly not done */
