@@ -321,6 +321,18 @@ static void library_gap(void *ctx, const char *app, const char *tag, ik_tag_kind
     if (kind == IK_TAG_SEQUENCE && count > 0) ik__gap_add(ctx, tag, why, (uint64_t)count);
 }
 
+/* The sequence gaps counted this run, as /metrics shows them: the store's close
+ * (ik_coord_close) may count the last ones, after the listeners closed, so they are
+ * written where they can still be read (docs/http.md, "Shutdown"). */
+static void log_gaps_at_exit(ik__server *srv)
+{
+    pthread_mutex_lock(&srv->gaps_mu);
+    for (size_t i = 0; i < srv->ngaps; i++)
+        ik__log("at exit: ik_sequence_gap_ids_total{tag=\"%s\",why=\"%s\"} %llu", srv->gaps[i].tag,
+                srv->gaps[i].why, (unsigned long long)srv->gaps[i].ids);
+    pthread_mutex_unlock(&srv->gaps_mu);
+}
+
 static void server_free(ik__server *srv)
 {
     for (int i = 0; i < srv->nworkers; i++) {
@@ -342,9 +354,10 @@ static void server_free(ik__server *srv)
     srv->seq = NULL;
     ik_snowflake_destroy(srv->gen);
     srv->gen = NULL;
-    ik_coord_close(srv->coord);
+    ik_coord_close(srv->coord); /* may settle tag doubts: gaps logged and counted */
     srv->coord = NULL;
     ik_set_gap_hook(NULL, NULL); /* no library thread is left to call it */
+    log_gaps_at_exit(srv);
     free(srv->token);
     srv->token = NULL;
     free(srv->gaps);

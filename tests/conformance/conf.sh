@@ -22,6 +22,10 @@
 #                             store (not through idkeeper)
 #   conf_counters             sets the store of tests/tools/counters.sh (DATA,
 #                             SERVE_ARGS) to conf_coord data; source counters.sh after
+#   conf_store_port           the store's TCP port on 127.0.0.1 (for a fault proxy;
+#                             local: has none)
+#   conf_coord_via PORT NAME  conf_coord NAME (the same store and namespace), reached
+#                             through 127.0.0.1:PORT (a fault proxy to conf_store_port)
 IK_STORE=${IK_STORE:-local}
 CONF_SESSION_MS=${CONF_SESSION_MS:-3000} # zk: short, so kill -9 frees a slot soon
 CONF_SERVE_ARGS=()
@@ -215,4 +219,22 @@ conf_counters() {
   DATA=$(conf_coord data)
   SERVE_ARGS=("${CONF_SERVE_ARGS[@]}")
   CONF_COUNTERS=1 # tests/tools/counters.sh: the store is set already
+}
+
+conf_store_port() {
+  case $IK_STORE in
+    local) fail "conf.sh: local: has no store port" ;;
+    zk) local hp=${ZK_CONNECT%%/*} && echo "${hp##*:}" ;; # the shared fixture's adds a chroot
+    postgresql) echo "$PG_SHARED_PORT" ;;
+    redis) echo "$REDIS_PORT" ;;
+    mysql) echo "$MY_PORT" ;;
+  esac
+}
+
+conf_coord_via() {
+  local port=$1 uri store
+  uri=$(conf_coord "$2")
+  store=$(conf_store_port)
+  [[ $uri == *"127.0.0.1:$store/"* ]] || fail "conf.sh: $uri does not name 127.0.0.1:$store"
+  echo "${uri/127.0.0.1:$store\//127.0.0.1:$port/}"
 }
