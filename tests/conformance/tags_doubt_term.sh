@@ -8,9 +8,11 @@
 #
 # The store is reached through a fault proxy (tests/interop/fault_proxy.py, raw), so
 # only this test's connections suffer; conf_counter_raw reads the store around it.
-#   A. hold: the write lands, its answer is held until the backend gives up on it
-#      (503); the proxy lets everything pass again; SIGTERM: the stop settles the
-#      doubt with the store reachable (its range a gap, logged and counted).
+#   A. hold: the write lands, its answer is held; then down: every connection
+#      through the proxy closes and new ones are refused until the request fails
+#      (503: the backend could not settle it within the call); up again; SIGTERM:
+#      the stop settles the doubt with the store reachable (its range a gap,
+#      logged and counted).
 #   B. mute: the write lands, and from then on nothing the store says comes back,
 #      on old or new connections (a store frozen mid-request); SIGTERM while the
 #      write is still in flight: the gap is logged and counted as
@@ -80,9 +82,10 @@ proxy hold
 get s1 10 &
 g=$!
 wait_until 60 stored 16 || fail "A: the held write never reached the store: max_id $(conf_counter_raw "$DATA" orders)"
+proxy down # and no new connection settles it within the call: the request fails
 wait $g && fail "A: s1 answered 10 IDs whose answer the store never sent"
 log "A: the request failed; its write is in the store (max_id 16)"
-proxy release
+proxy up
 term s1
 a=$(cat "$T/s1.gap")
 pass "A: $a"
