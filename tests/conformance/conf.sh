@@ -26,6 +26,13 @@
 #                             local: has none)
 #   conf_coord_via PORT NAME  conf_coord NAME (the same store and namespace), reached
 #                             through 127.0.0.1:PORT (a fault proxy to conf_store_port)
+#   conf_fault_answer_lost    tells the fault proxy of conf_coord_via (lib.sh's proxy)
+#                             that the next tag write is to reach the store and be
+#                             applied, and its answer held (until "proxy release";
+#                             "proxy down" closes its connection)
+#   conf_fault_freeze_after_write  ... that the next tag write is to be applied, and
+#                             then the store to answer nothing on any connection
+#                             (a store frozen right after it; "proxy unmute" ends it)
 IK_STORE=${IK_STORE:-local}
 CONF_SESSION_MS=${CONF_SESSION_MS:-3000} # zk: short, so kill -9 frees a slot soon
 CONF_SERVE_ARGS=()
@@ -237,4 +244,24 @@ conf_coord_via() {
   store=$(conf_store_port)
   [[ $uri == *"127.0.0.1:$store/"* ]] || fail "conf.sh: $uri does not name 127.0.0.1:$store"
   echo "${uri/127.0.0.1:$store\//127.0.0.1:$port/}"
+}
+
+# A tag write: zk:// and redis:// write a tag in one request (a setData or a multi;
+# one script), so what the proxy holds or mutes after the request is sent has been
+# applied. SQL writes it in a transaction: the COMMIT that follows the commit mark's
+# INSERT (docs/sql.md) is the request that applies it.
+conf_fault_answer_lost() {
+  case $IK_STORE in
+    zk | redis) proxy hold ;;
+    postgresql | mysql) proxy hold-after 1 COMMIT INSERT INTO idk_commit_mark ;;
+    *) fail "conf.sh: $IK_STORE has no fault proxy" ;;
+  esac
+}
+
+conf_fault_freeze_after_write() {
+  case $IK_STORE in
+    zk | redis) proxy mute ;;
+    postgresql | mysql) proxy mute-after 1 COMMIT INSERT INTO idk_commit_mark ;;
+    *) fail "conf.sh: $IK_STORE has no fault proxy" ;;
+  esac
 }

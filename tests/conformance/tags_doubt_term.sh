@@ -8,15 +8,15 @@
 #
 # The store is reached through a fault proxy (tests/interop/fault_proxy.py, raw), so
 # only this test's connections suffer; conf_counter_raw reads the store around it.
-#   A. hold: the write lands, its answer is held; then down: every connection
-#      through the proxy closes and new ones are refused until the request fails
-#      (503: the backend could not settle it within the call); up again; SIGTERM:
-#      the stop settles the doubt with the store reachable (its range a gap,
-#      logged and counted).
-#   B. mute: the write lands, and from then on nothing the store says comes back,
-#      on old or new connections (a store frozen mid-request); SIGTERM while the
-#      write is still in flight: the gap is logged and counted as
-#      why=maybe_recorded before the process exits.
+#   A. the write lands and its answer is lost (conf_fault_answer_lost); then down:
+#      every connection through the proxy closes and new ones are refused until
+#      the request fails (503: the backend could not settle it within the call);
+#      up again; SIGTERM: the stop settles the doubt with the store reachable (its
+#      range a gap, logged and counted).
+#   B. the write lands, and from then on nothing the store says comes back, on old
+#      or new connections (conf_fault_freeze_after_write: a store frozen right
+#      after it); SIGTERM while the write is still in flight: the gap is logged and
+#      counted as why=maybe_recorded before the process exits.
 # At the end (tests/tools/idcheck.py gaps): every ID from 1 to the store's max_id
 # was answered once or lies in a logged gap, and each server's metrics at exit
 # ("at exit: ik_sequence_gap_ids_total{...}") count exactly the gaps it logged; a
@@ -50,10 +50,13 @@ get() {
 # stored N: the store's max_id for the tag is N (read around the proxy)
 stored() { [ "$(conf_counter_raw "$DATA" orders)" = "$1" ]; }
 
-# serve NAME: a server through the proxy, 5 IDs answered one at a time
+# serve NAME: a server through the proxy, 5 IDs answered one at a time. Patient
+# (conf_patient_args: a long session or lease), so that it does not reconnect past
+# a held answer, and settle its write within the call, before the proxy goes down.
 serve() {
   PORT[$1]=$(free_port)
-  start_server "$1" "${PORT[$1]}" --coord "$VIA" --threads 1 "${SERVE_ARGS[@]}"
+  # shellcheck disable=SC2046 # the options' words
+  start_server "$1" "${PORT[$1]}" --coord "$VIA" --threads 1 "${SERVE_ARGS[@]}" $(conf_patient_args)
   wait_ready "${PORT[$1]}" 60 || fail "$1 not ready: $(tail -n 5 "$T/$1.log")"
   for i in 1 2 3 4 5; do get "$1" 1 || fail "$1: request $i failed before any fault"; done
 }
@@ -78,10 +81,10 @@ term() {
 
 # A: the doubt opens (the answer held past the backend's wait), the store is back, SIGTERM
 serve s1
-proxy hold
+conf_fault_answer_lost
 get s1 10 &
 g=$!
-wait_until 60 stored 16 || fail "A: the held write never reached the store: max_id $(conf_counter_raw "$DATA" orders)"
+wait_until 60 stored 16 || fail "A: the write whose answer is lost never reached the store: max_id $(conf_counter_raw "$DATA" orders)"
 proxy down # and no new connection settles it within the call: the request fails
 wait $g && fail "A: s1 answered 10 IDs whose answer the store never sent"
 log "A: the request failed; its write is in the store (max_id 16)"
@@ -92,7 +95,7 @@ pass "A: $a"
 
 # B: SIGTERM while the write is in flight, the store silent on every connection
 serve s2
-proxy mute
+conf_fault_freeze_after_write
 get s2 10 &
 g=$!
 wait_until 60 stored 31 || fail "B: the write never reached the store: max_id $(conf_counter_raw "$DATA" orders)"
