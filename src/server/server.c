@@ -440,6 +440,8 @@ static int server_start(ik__server *srv, const ik_server_config *cfg)
         return -1;
     }
     srv->log_sequence = cfg->log_sequence_commits;
+    const char *dd = getenv("IDKEEPER_TEST_DONE_DELAY_MS"); /* tests only: pend.c */
+    srv->test_done_delay_ms = dd ? atoi(dd) : 0;
 
     ik_lease_options lo;
     ik_lease_options_init(&lo);
