@@ -321,7 +321,9 @@ int ik__sql_bool(const ik__sql_res *r, size_t row, size_t col);
 int ik__sql_uri_check(const char *uri, const char *scheme, char *why, size_t why_len);
 /* uri with ":PASSWORD" of its user part and any "password=" query item removed,
  * malloc'd (NULL: out of memory). *password (if not NULL) gets the password the
- * URI carried, malloc'd, or NULL. */
+ * URI carried, percent-decoded as psql does, malloc'd, or NULL. The user part is
+ * found by rules.h's ik__uri_userinfo, the rule of every URI idkeeper reads and of
+ * the redaction of every URI it shows. */
 char *ik__sql_uri_redact(const char *uri, char **password);
 
 #endif
