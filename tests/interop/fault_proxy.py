@@ -21,6 +21,17 @@ proxy polls the file every 5 ms and acts once per N):
   mute        like blackhole, for open and new connections alike (new ones are
               accepted, their handshake is never answered); "unmute" ends it for
               every connection not already blackholed
+  mute-after N PATTERN [AFTER]
+              the next time (N times) a client sends PATTERN, on a connection whose
+              client sent AFTER since the command (any, without AFTER), it is
+              forwarded, and from then on the proxy is muted (as "mute"): the
+              server applied the request, then answers nothing on any connection,
+              like a server frozen right after it (SIGSTOP)
+  hold-after N PATTERN [AFTER]
+              the same, but only what the server answers on that connection from
+              then on is kept, as "hold" keeps it (until "release"): the request
+              is applied, its answer late, the connection open (e.g. PATTERN
+              COMMIT, AFTER the statement of the row it commits)
   cut N OPS PATTERN
               the next N requests whose opcode is in OPS (comma-separated numbers:
               3 exists, 4 getData, 14 multi, ...) and whose bytes contain PATTERN
@@ -40,20 +51,6 @@ proxy polls the file every 5 ms and acts once per N):
               request never reaches the server, and the client only sees its
               connection close (a part of the request sent before may have gone:
               the server drops an incomplete request with its connection)
-  answer-lost N PATTERN AFTER, request-lost N PATTERN AFTER
-              the same, counting only sends on a connection whose client sent
-              AFTER since the command (e.g. the COMMIT of a transaction that
-              wrote a given row: PATTERN COMMIT, AFTER the row's statement)
-  hold-after N PATTERN [AFTER]
-              the next time (N times) a client sends PATTERN (after AFTER), it is
-              forwarded, and what the server answers on that connection from then
-              on is kept as "hold" keeps it (until "release"): the request is
-              applied, its answer late, the connection open
-  mute-after N PATTERN [AFTER]
-              the next time (N times) a client sends PATTERN (after AFTER), it is
-              forwarded, and from then on the proxy is muted (as "mute"): the
-              server applied the request, then answers nothing on any connection,
-              like a server frozen right after it (SIGSTOP); "unmute" ends it
 The proxy writes "N done" to CONTROL_FILE.ack once it acted on N, and a line
 "cut OPCODE" to stdout for each request it cut, "answer-lost" or "request-lost"
 for each of those.
@@ -71,8 +68,7 @@ raw = sys.argv[4:] == ["raw"]
 lock = threading.Lock()
 conns = []  # [client_sock, server_sock, flags]
 state = {"down": False, "delay": 0.0, "mute": False, "cut_left": 0, "cut_ops": set(),
-         "cut_pat": b"", "lose_left": 0, "lose_what": "", "lose_pat": b"",
-         "lose_after": b"", "lose_gen": 0}
+         "cut_pat": b"", "lose_left": 0, "lose_what": "", "lose_pat": b""}
 
 
 def close_pair(c, s):
@@ -164,23 +160,42 @@ def should_lose(flags, data):
     counts it), else None."""
     seen = flags["tail"] + data
     with lock:
-        pat, after = state["lose_pat"], state["lose_after"]
-        keep = max(len(pat), len(after))
-        flags["tail"] = seen[len(seen) - keep + 1:] if keep > 1 else b""
-        if state["lose_left"] <= 0:
-            return None
-        if after and flags.get("after_gen") != state["lose_gen"]:
-            k = seen.find(after)
-            if k < 0:
-                return None
-            flags["after_gen"] = state["lose_gen"]  # this connection sent AFTER
-            seen = seen[k + len(after):]
-        if pat not in seen:
+        pat = state["lose_pat"]
+        flags["tail"] = seen[len(seen) - len(pat) + 1:] if len(pat) > 1 else b""
+        if state["lose_left"] <= 0 or pat not in seen:
             return None
         state["lose_left"] -= 1
         flags["tail"] = b""
         print(state["lose_what"], flush=True)
         return state["lose_what"]
+
+
+def hold_or_mute(flags, data):
+    """For "hold-after" and "mute-after": holds this connection's answers, or mutes
+    the proxy, if data completes the armed PATTERN (after AFTER on this connection),
+    before data is forwarded, so that no answer slips through."""
+    seen = flags.get("after_tail", b"") + data
+    with lock:
+        pat, after = state.get("after_pat", b""), state.get("after_after", b"")
+        keep = max(len(pat), len(after))
+        flags["after_tail"] = seen[len(seen) - keep + 1:] if keep > 1 else b""
+        if state.get("after_left", 0) <= 0:
+            return
+        if after and flags.get("after_gen") != state["after_gen"]:
+            k = seen.find(after)
+            if k < 0:
+                return
+            flags["after_gen"] = state["after_gen"]  # this connection sent AFTER
+            seen = seen[k + len(after):]
+        if pat not in seen:
+            return
+        state["after_left"] -= 1
+        flags["after_tail"] = b""
+        if state["after_what"] == "mute-after":
+            state["mute"] = True
+        else:
+            flags["hold"] = True
+        print(state["after_what"], flush=True)
 
 
 def pump_up(c, s, flags):
@@ -194,12 +209,7 @@ def pump_up(c, s, flags):
                 continue  # after a lost request nothing more reaches the server
             lose = should_lose(flags, data)
             cut = not raw and should_cut(flags, data)
-            if lose == "mute-after":
-                state["mute"] = True  # before sending: the answer must not slip through
-                lose = None
-            elif lose == "hold-after":
-                flags["hold"] = True  # the same
-                lose = None
+            hold_or_mute(flags, data)
             if lose or cut:
                 flags["black"] = True  # before sending: the answer must not slip through
                 flags["deaf"] = lose == "request-lost"
@@ -285,16 +295,20 @@ def control_loop():
                 state["mute"] = True
             elif word == "unmute":
                 state["mute"] = False
-            elif word in ("answer-lost", "request-lost", "mute-after", "hold-after"):
+            elif word in ("answer-lost", "request-lost"):
                 state["lose_left"] = int(args[0])
                 state["lose_what"] = word
                 state["lose_pat"] = args[1].encode()
-                state["lose_after"] = " ".join(args[2:]).encode()
-                state["lose_gen"] += 1
             elif word == "cut":
                 state["cut_left"] = int(args[0])
                 state["cut_ops"] = {int(x) for x in args[1].split(",")}
                 state["cut_pat"] = args[2].encode()
+            elif word in ("hold-after", "mute-after"):
+                state["after_left"] = int(args[0])
+                state["after_what"] = word
+                state["after_pat"] = args[1].encode()
+                state["after_after"] = " ".join(args[2:]).encode()
+                state["after_gen"] = state.get("after_gen", 0) + 1
         done = n
         with open(ctl + ".ack.tmp", "w") as f:
             f.write("%s done\n" % n)
