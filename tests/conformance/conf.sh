@@ -26,11 +26,12 @@
 #                             local: has none)
 #   conf_coord_via PORT NAME  conf_coord NAME (the same store and namespace), reached
 #                             through 127.0.0.1:PORT (a fault proxy to conf_store_port)
-#   conf_fault_answer_lost    tells the fault proxy of conf_coord_via (lib.sh's proxy)
-#                             that the next tag write is to reach the store and be
+#   conf_fault_answer_lost [TAG]  tells the fault proxy of conf_coord_via (lib.sh's
+#                             proxy) that the next write of TAG (default orders) is to
+#                             reach the store and be
 #                             applied, and its answer held (until "proxy release";
 #                             "proxy down" closes its connection)
-#   conf_fault_freeze_after_write  ... that the next tag write is to be applied, and
+#   conf_fault_freeze_after_write [TAG]  ... that the next write of TAG is to be applied, and
 #                             then the store to answer nothing on any connection
 #                             (a store frozen right after it; "proxy unmute" ends it)
 IK_STORE=${IK_STORE:-local}
@@ -246,13 +247,16 @@ conf_coord_via() {
   echo "${uri/127.0.0.1:$store\//127.0.0.1:$port/}"
 }
 
-# A tag write: zk:// and redis:// write a tag in one request (a setData or a multi;
-# one script), so what the proxy holds or mutes after the request is sent has been
-# applied. SQL writes it in a transaction: the COMMIT that follows the commit mark's
-# INSERT (docs/sql.md) is the request that applies it.
+# A tag write: zk:// writes a tag in one request (a setData or a multi) on the
+# session's one connection, so what the proxy holds or mutes after it is sent has
+# been applied. redis:// runs one script, on any connection of its pool (a new one,
+# when the lease's renewal holds the idle one): the script names the tag's writer
+# key, tagw/TAG/. SQL writes it in a transaction: the COMMIT that follows the commit
+# mark's INSERT (docs/sql.md) is the request that applies it.
 conf_fault_answer_lost() {
   case $IK_STORE in
-    zk | redis) proxy hold ;;
+    zk) proxy hold ;;
+    redis) proxy hold-after 1 "tagw/${1:-orders}/" ;;
     postgresql | mysql) proxy hold-after 1 COMMIT INSERT INTO idk_commit_mark ;;
     *) fail "conf.sh: $IK_STORE has no fault proxy" ;;
   esac
@@ -260,7 +264,8 @@ conf_fault_answer_lost() {
 
 conf_fault_freeze_after_write() {
   case $IK_STORE in
-    zk | redis) proxy mute ;;
+    zk) proxy mute ;;
+    redis) proxy mute-after 1 "tagw/${1:-orders}/" ;;
     postgresql | mysql) proxy mute-after 1 COMMIT INSERT INTO idk_commit_mark ;;
     *) fail "conf.sh: $IK_STORE has no fault proxy" ;;
   esac
