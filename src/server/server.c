@@ -441,7 +441,7 @@ static int server_start(ik__server *srv, const ik_server_config *cfg)
     }
     srv->log_sequence = cfg->log_sequence_commits;
     const char *dd = getenv("IDKEEPER_TEST_DONE_DELAY_MS"); /* tests only: pend.c */
-    srv->test_done_delay_ms = dd ? atoi(dd) : 0;
+    srv->test_done_delay_ms = dd ? (int)strtol(dd, NULL, 10) : 0;
 
     ik_lease_options lo;
     ik_lease_options_init(&lo);
