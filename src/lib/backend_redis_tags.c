@@ -32,7 +32,8 @@
  *       raises the writer key's "last" to a SEQ above every one sent (so a write
  *       still on its way can no longer run: T3's refusal) and reads each doubt's
  *       SEQ in the ring, settled as in T4. A tag whose script gets no answer
- *       within IK__REDIS_SETTLE_MS of the close's start logs each doubt as "tag gap
+ *       within IK__REDIS_SETTLE_MS of the close's start, or is not sent (a store
+ *       hazard refused: the fence is a write), logs each doubt as "tag gap
  *       tag=T first=? count=K why=maybe_recorded", before the close returns (the
  *       daemon's last step after SIGTERM, so before the process exits).
  *
@@ -154,7 +155,7 @@ int ik__redis_tag_create(ik__backend *be, const char *app, const ik_tag_info *t,
     const char *args[] = {t->name, ik_tag_kind_name(t->kind), start, step, t->description, now,
                           before};
     int e = IK_OK;
-    redisContext *ctx = ik__redis_get(rc, TAG_TIMEOUT_MS, &e, why, why_len);
+    redisContext *ctx = ik__redis_get_write(rc, TAG_TIMEOUT_MS, &e, why, why_len);
     if (!ctx) return e;
     redisReply *r = NULL;
     e = ik__redis_script(rc, ctx, IK__RS_TAG_CREATE, 3, keys, 7, args, 1, &r, NULL, why, why_len);
@@ -421,7 +422,8 @@ int ik__redis_tag_advance(ik__backend *be, const char *app, const char *name, ik
     const char *keys[] = {meta, counter, writer};
     const char *args[] = {ik_tag_kind_name(kind), dl, now, limit, seqs, doubts, ring, ttl};
     int e = IK_OK, waited = 0;
-    redisContext *ctx = ik__redis_get(rc, TAG_TIMEOUT_MS, &e, why, sizeof why);
+    /* IK_EUNSAFE: a store hazard is refused (docs/hazards.md), nothing sent */
+    redisContext *ctx = ik__redis_get_write(rc, TAG_TIMEOUT_MS, &e, why, sizeof why);
     if (!ctx) {
         keep_doubts(b->tags, app, name, carried, nc);
         ik__redis_log_limited(rc, "tag %s: %s", name, why);
@@ -543,7 +545,8 @@ static void settle_at_close(ik__redis_backend *b, const tag_doubts *g, int64_t d
     int64_t left_ms = (deadline_ns - ik__mono_ns()) / 1000000;
     if (left_ms > 0) {
         int e = IK_OK;
-        redisContext *ctx = ik__redis_get(rc, left_ms, &e, why, sizeof why);
+        /* a write (the fence): nothing is sent while a store hazard is refused */
+        redisContext *ctx = ik__redis_get_write(rc, left_ms, &e, why, sizeof why);
         if (ctx) {
             e = ik__redis_script(rc, ctx, IK__RS_TAG_SETTLE, 1, keys, 4, args, 0, &r, NULL, why,
                                  sizeof why);
