@@ -66,7 +66,9 @@ static void conn_close(ik__conn *c)
     close_why(c, IK_GONE_CLIENT);
 }
 
-int ik__conn_peer_gone(ik__conn *c)
+/* 1 if the peer has closed or shut down its side of c, or reset it, and this loop
+ * has not read that yet (POLLRDHUP, POLLHUP, POLLERR; nothing is read). */
+static int peer_gone(ik__conn *c)
 {
     uv_os_fd_t fd;
     if (c->closing || uv_fileno((uv_handle_t *)&c->tcp, &fd) != 0) return 0;
@@ -75,9 +77,15 @@ int ik__conn_peer_gone(ik__conn *c)
     return (pf.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
 }
 
-void ik__conn_gone(ik__conn *c)
+int ik__conn_answer_gone(ik__conn *c, ik__pend *p)
 {
-    close_why(c, IK_GONE_CLIENT);
+    if (p->op != IK_OP_SEQUENCE || p->rc != 0 || !p->nids || !peer_gone(c)) return 0;
+    ik__worker *w = c->w;
+    close_why(c, IK_GONE_CLIENT); /* detaches p, with the connection's other answers */
+    ik__pend_orphaned(w, p);      /* the range: a gap, logged and counted */
+    ik__pend_free(p);
+    ik__worker_maybe_end(w);
+    return 1;
 }
 
 static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)

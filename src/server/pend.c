@@ -128,14 +128,6 @@ void ik__pend_complete(ik__worker *w, ik__pend *p)
 {
     in_flight(w, -1);
     ik__conn *c = p->conn;
-    /* A range whose client has gone while the write ran: an EOF or a hang-up already
-     * waiting on the socket (a server stalled past the client's timeout: a stop, a
-     * VM pause, starved CPU) that this loop has not read yet. Written now, the answer
-     * would count as delivered; it is a gap (docs/sequence.md). */
-    if (c && p->op == IK_OP_SEQUENCE && p->rc == 0 && p->nids && ik__conn_peer_gone(c)) {
-        ik__conn_gone(c); /* detaches p, with the connection's other answers */
-        c = p->conn;      /* NULL now */
-    }
     if (!c) { /* its connection closed meanwhile: a range committed for it is a gap */
         ik__pend_orphaned(w, p);
         ik__pend_free(p);

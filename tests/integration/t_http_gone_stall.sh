@@ -14,26 +14,34 @@
 #   B. a refused answer (ids=number of IDs at or above 2^53, docs/http.md) whose
 #      client resets the connection (RST) meanwhile: its gap is logged and counted
 #      once, not once as ids_too_large and again as client gone.
+#   C. A on the Redis-protocol door (IDK.SEQUENCE, --resp).
 # Then the next ID follows both gaps: nothing was handed out twice.
 source "$(dirname "$0")/lib.sh"
 
 export IDKEEPER_LOG_SEQUENCE_COMMITS=1 IDKEEPER_TEST_DONE_DELAY_MS=3000
-serve_on a --coord "local:$T/data" --threads 1 --quiet || fail "a not ready: $(cat "$T/a.log")"
+RPORT=$(free_port)
+serve_on a --coord "local:$T/data" --threads 1 --quiet --resp "127.0.0.1:$RPORT" || fail "a not ready: $(cat "$T/a.log")"
 for t in 't","kind":"sequence","start":1' 'big","kind":"sequence","start":9007199254740993'; do
   code=$(curl -s -o "$T/add.out" -w '%{http_code}' -X POST "http://127.0.0.1:$PORT/v1/tags" -d "{\"tag\":\"$t}")
   [ "$code" = 201 ] || fail "POST /v1/tags $t: $code $(cat "$T/add.out")"
 done
 
-# gone_client PATH TAG fin|rst: sends GET PATH, waits for the server's commit line of
-# TAG, stops the server, closes (FIN, or RST), resumes it
+# gone_client PATH TAG fin|rst [resp]: sends GET PATH (resp: the RESP command PATH,
+# its words, to the --resp port), waits for the server's commit line of TAG, stops
+# the server, closes (FIN, or RST), resumes it
 gone_client() {
-  /usr/bin/python3 - "$PORT" "$1" "$T/a.log" "${SERVER_PID[a]}" "$2" "$3" <<'PY'
+  /usr/bin/python3 - "$PORT" "$1" "$T/a.log" "${SERVER_PID[a]}" "$2" "$3" "${4:-}" "$RPORT" <<'PY'
 import os, signal, socket, struct, sys, time
-port, path, logf, pid, tag, how = sys.argv[1:]
+port, path, logf, pid, tag, how, door, rport = sys.argv[1:]
 pid = int(pid)
 before = open(logf, errors="replace").read().count("sequence tag=%s first=" % tag)
-s = socket.create_connection(("127.0.0.1", int(port)))
-s.sendall(b"GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" % path.encode())
+if door == "resp":
+    s = socket.create_connection(("127.0.0.1", int(rport)))
+    words = path.split()
+    s.sendall(b"*%d\r\n" % len(words) + b"".join(b"$%d\r\n%s\r\n" % (len(w), w.encode()) for w in words))
+else:
+    s = socket.create_connection(("127.0.0.1", int(port)))
+    s.sendall(b"GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" % path.encode())
 t0 = time.monotonic()
 while open(logf, errors="replace").read().count("sequence tag=%s first=" % tag) == before:
     if time.monotonic() - t0 > 30:
@@ -80,6 +88,16 @@ sleep 0.5
 nb=$(curl -fsS "http://127.0.0.1:$PORT/v1/sequence/big?format=text")
 [ "$nb" = 9007199254740996 ] || fail "B: the next ID of big is $nb, want 9007199254740996"
 pass "B: $(grep 'tag gap tag=big' "$T/a.log"); counted once"
+
+# C
+gone_client "IDK.SEQUENCE t COUNT 4" t fin resp || fail "C: the client failed"
+wait_until 20 settled t 2 || fail "C: a range committed for a RESP client that closed while the server was stopped, and no gap line"
+sleep 0.5
+line=$(grep "tag gap tag=t " "$T/a.log" | tail -n 1)
+[ "$(gap_lines t)" = 2 ] || fail "C: $(gap_lines t) gap lines for t: $(grep 'tag gap tag=t' "$T/a.log")"
+[[ $line == *"first=$((next + 1)) count=4 why=client gone"* ]] || fail "C: $line"
+[ "$(counted t)" = 9 ] || fail "C: ik_sequence_gap_ids_total counts $(counted t) for t, want 5 + 4"
+pass "C (RESP): $line; counted"
 
 kill -TERM "${SERVER_PID[a]}"
 wait "${SERVER_PID[a]}" || fail "a exited $? after SIGTERM"
