@@ -5,8 +5,9 @@
 # The alert rules that ship with the package (dist/prometheus/idkeeper.rules.yml,
 # docs/operations.md), run by a real Prometheus (Debian's package) on a loopback
 # port with a fresh data dir:
-# - promtool check rules passes on the shipped file and on the test's copy, made
-#   from it with every `for:` at 2 s (nothing else changed);
+# - `make install` (cmake --install) puts them in share/idkeeper/prometheus/;
+#   promtool check rules passes on them and on the test's copy, made from them with
+#   every `for:` at 2 s (nothing else changed);
 # - Prometheus scrapes two daemons every second: z1 on a ZooKeeper of this test's
 #   own, with a bearer token (--http-token-file; its /metrics answers 401 without
 #   it), and l1 on local:, without a token, its worker range one slot wide;
@@ -23,9 +24,12 @@ source "$(dirname "$0")/zk.sh"
 for p in /usr/bin/prometheus /usr/bin/promtool; do
   [ -x "$p" ] || fail "no $p (apt-get install prometheus; scripts/install-deps.sh test)"
 done
-RULES=$IK_SRC/dist/prometheus/idkeeper.rules.yml
-
-# 1. the rules: the shipped file, and the test's copy with short `for:`
+# 1. the rules, as `make install` puts them (cmake --install into a scratch DESTDIR):
+# the shipped file, and the test's copy with short `for:`
+DESTDIR=$T/dest cmake --install "$IK_BUILD" >"$T/install.log" 2>&1 || fail "cmake --install: $(tail "$T/install.log")"
+RULES=$(find "$T/dest" -path '*/share/idkeeper/prometheus/idkeeper.rules.yml')
+[ -n "$RULES" ] || fail "cmake --install put no share/idkeeper/prometheus/idkeeper.rules.yml"
+cmp -s "$RULES" "$IK_SRC/dist/prometheus/idkeeper.rules.yml" || fail "the installed rules differ from dist/prometheus/"
 promtool check rules "$RULES" >"$T/check.out" 2>&1 || fail "promtool check rules $RULES: $(cat "$T/check.out")"
 sed -E 's/^( +for: ).*$/\12s/' "$RULES" >"$T/rules.yml"
 n_for=$(grep -cE '^ +for: ' "$RULES")
