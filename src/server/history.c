@@ -158,13 +158,17 @@ void ik__event_lease(ik__server *srv, ik_lease_state state, int worker, const ch
     int was = h->lease_state, was_worker = h->lease_worker;
     h->lease_state = (int)state;
     h->lease_worker = worker;
+    if (state == IK_LEASE_HELD) h->proof_ms = ik__now_ms(); /* the store just answered */
     pthread_mutex_unlock(&h->mu);
     if (state == IK_LEASE_HELD && was == IK_LEASE_IN_DOUBT && worker == was_worker) {
         snprintf(text, sizeof text, "lease proven again: worker %d", worker);
     } else if (state == IK_LEASE_HELD) {
         kind = "slot";
-        int plain = why[0] == 0 || strncmp(why, "took slot", 9) == 0; /* says nothing more */
-        snprintf(text, sizeof text, "slot %d taken%s%s", worker, plain ? "" : ": ", plain ? "" : why);
+        /* the lease's own "took slot N [again]" says nothing more than this */
+        int plain = why[0] == 0 || strncmp(why, "took slot", 9) == 0;
+        int again = plain && strstr(why, " again") != NULL;
+        snprintf(text, sizeof text, "slot %d taken%s%s%s", worker, again ? " again" : "",
+                 plain ? "" : ": ", plain ? "" : why);
     } else if (state == IK_LEASE_LOST || state == IK_LEASE_RELEASED) {
         kind = "slot";
         snprintf(text, sizeof text, "slot %d %s%s%s", worker >= 0 ? worker : was_worker,
