@@ -143,8 +143,8 @@ void ik__event_gap(ik__server *srv, const char *tag, int64_t first, int64_t coun
         snprintf(e->text, sizeof e->text, "sequence gap: tag %s, %lld IDs from %lld (%s)", tag,
                  (long long)count, (long long)first, why);
     else
-        snprintf(e->text, sizeof e->text, "sequence gap: tag %s, %lld IDs, place unknown (%s)",
-                 tag, (long long)count, why);
+        snprintf(e->text, sizeof e->text, "sequence gap: tag %s, %lld IDs, place unknown (%s)", tag,
+                 (long long)count, why);
     pthread_mutex_unlock(&h->mu);
 }
 
@@ -173,9 +173,10 @@ void ik__event_lease(ik__server *srv, ik_lease_state state, int worker, const ch
         kind = "slot";
         snprintf(text, sizeof text, "slot %d %s%s%s", worker >= 0 ? worker : was_worker,
                  state == IK_LEASE_LOST ? "lost" : "released", why[0] ? ": " : "", why);
-    } else {
-        snprintf(text, sizeof text, "lease %s%s%s", ik_lease_state_name(state), why[0] ? ": " : "",
-                 why);
+    } else { /* in doubt, acquiring: in words, not the state's name */
+        snprintf(text, sizeof text, "lease %s%s%s",
+                 state == IK_LEASE_IN_DOUBT ? "in doubt" : ik_lease_state_name(state),
+                 why[0] ? ": " : "", why);
     }
     ik__event_add(srv, kind, "%s", text);
 }

@@ -61,13 +61,13 @@ typedef struct ik__history {
     int64_t last_s; /* the Unix second of the newest bucket (0: not sampled yet) */
     ik__series series[IK_HIST_SERIES];
     int nseries;
-    int tags_full; /* a tag found no room: it counts only in its kind's series */
+    int tags_full;                   /* a tag found no room: it counts only in its kind's series */
     ik__event events[IK_EVENTS_MAX]; /* a ring: the newest at (next_event - 1) */
     int next_event, nevents;
     /* the lease, as the sampler last saw it */
-    int64_t record_seen_ms; /* the time record last seen */
-    int64_t proof_ms;       /* Unix ms the sampler first saw it (0: never) */
-    uint64_t refusals_seen; /* the generator's backward refusals last seen */
+    int64_t record_seen_ms;        /* the time record last seen */
+    int64_t proof_ms;              /* Unix ms the sampler first saw it (0: never) */
+    uint64_t refusals_seen;        /* the generator's backward refusals last seen */
     int lease_state, lease_worker; /* the last state change (on_lease_state) */
     /* the worker range's use (loop 0 and the thread pool) */
     uint32_t range_min, range_max;
