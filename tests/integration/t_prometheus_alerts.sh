@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# labels: prometheus zk release
+# labels: prometheus zk
 # timeout: 240
 # processors: 2
 # The alert rules that ship with the package (dist/prometheus/idkeeper.rules.yml,
