@@ -17,7 +17,9 @@
 #   fires for l1, tag big);
 # - ZooKeeper stopped (SIGSTOP): IdkeeperNotReady and IdkeeperLeaseInDoubt fire for
 #   z1 (read from /api/v1/alerts), never for l1;
-# - ZooKeeper running again (SIGCONT): both clear.
+# - ZooKeeper running again (SIGCONT): both clear;
+# - l1's clock (libfaketime's, from a file) stepped back 10 s: a request is refused,
+#   /v1/events says the clock went back, IdkeeperClockRefusals fires for l1.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/zk.sh"
 
@@ -47,7 +49,22 @@ declare -A PORT
 PORT[z1]=$(zk_free_port)
 PORT[l1]=$(zk_free_port)
 zk_serve z1 "${PORT[z1]}" --worker-range 0-7 --threads 1 --http-token-file "$T/token"
-start_server l1 "${PORT[l1]}" --coord "local:$T/data" --worker-range 0-0 --threads 1
+# l1's clock is libfaketime's, offset by what $T/clock says (read at every call), so
+# that step 7 can step it back under the running server
+LIBFAKETIME=
+for f in /usr/lib/*/faketime/libfaketime.so.1 /usr/lib/faketime/libfaketime.so.1; do
+  [ -f "$f" ] && { LIBFAKETIME=$f; break; }
+done
+[ -n "$LIBFAKETIME" ] || fail "libfaketime.so.1 not found (apt-get install libfaketime)"
+echo "+0" >"$T/clock"
+cat >"$T/ik-stepped" <<SH
+#!/bin/sh
+export ASAN_OPTIONS="\${ASAN_OPTIONS:+\$ASAN_OPTIONS:}verify_asan_link_order=0"
+export LD_PRELOAD="$LIBFAKETIME" FAKETIME_TIMESTAMP_FILE="$T/clock" FAKETIME_NO_CACHE=1 FAKETIME_DONT_FAKE_MONOTONIC=1
+exec "$IK_BIN" "\$@"
+SH
+chmod +x "$T/ik-stepped"
+IK_BIN=$T/ik-stepped start_server l1 "${PORT[l1]}" --coord "local:$T/data" --worker-range 0-0 --threads 1
 for n in z1 l1; do wait_ready "${PORT[$n]}" || fail "$n not ready: $(tail -n 5 "$T/$n.log")"; done
 [ "$(http_status "http://127.0.0.1:${PORT[z1]}/metrics")" = 401 ] || fail "z1's /metrics without the token is not 401"
 
@@ -141,3 +158,21 @@ wait_ready "${PORT[z1]}" 60 || fail "z1 not ready again: $(tail -n 5 "$T/z1.log"
 z1_clear() { snap && ! has z1 IdkeeperNotReady && ! has z1 IdkeeperLeaseInDoubt; }
 wait_until 60 z1_clear || fail "z1's alerts did not clear: $(cat "$T/alerts.json")"
 pass "ZooKeeper running again: z1's not-ready and lease alerts cleared"
+
+# 7. l1's clock stepped back 10 s just after an ID: its requests are refused (503
+# clock_backward) until the clock has passed that ID's time again, its events say
+# so, and IdkeeperClockRefusals fires for it
+curl -fsS "http://127.0.0.1:${PORT[l1]}/v1/snowflake" >/dev/null || fail "no ID from l1"
+echo "-10" >"$T/clock"
+log "l1's clock stepped back 10 s"
+code=$(http_status "http://127.0.0.1:${PORT[l1]}/v1/snowflake")
+[ "$code" = 503 ] || fail "l1 answered $code, not 503, with its clock 10 s behind its last ID"
+clock_event() {
+  sleep 0.3
+  curl -fsS "http://127.0.0.1:${PORT[l1]}/v1/events" |
+    jq -e '[.events[] | select(.kind == "clock" and (.text | test("^clock went back [0-9]+ ms")))] | length > 0' >/dev/null
+}
+wait_until 20 clock_event || fail "no clock event on l1: $(curl -sS "http://127.0.0.1:${PORT[l1]}/v1/events")"
+refusals() { snap && has l1 IdkeeperClockRefusals firing; }
+wait_until 60 refusals || fail "IdkeeperClockRefusals not firing for l1: $(cat "$T/alerts.json")"
+pass "l1's clock stepped back: 503, a clock event, IdkeeperClockRefusals firing for l1"
