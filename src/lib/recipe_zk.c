@@ -22,7 +22,9 @@
  *   IN_DOUBT --reconnected, our node there (monitor)--> HELD     callback
  *   HELD, IN_DOUBT --session expired, our node deleted, or no answer for 2/3 of
  *                    the session timeout (monitor)--> LOST        callback
- *   HELD, IN_DOUBT, LOST --zk_release (delete_ours)--> IDLE
+ *   HELD, IN_DOUBT, LOST --zk_release (the release's delete: recipe_zk_monitor.c,
+ *                    sent again after every reconnect until answered or the
+ *                    session is known gone)--> IDLE
  *
  * The hard cases:
  *   - A create whose answer is lost (connection loss) may or may not have made our
@@ -594,11 +596,11 @@ static int zk_release(ik_lock *base)
     int earlier = lk->del_state != 0;
     pthread_mutex_unlock(&lk->mu);
 
-    if (st == IK_HOLD_LOST) {
-        delete_ours(lk, NULL, 0); /* only if our session turns out to live on */
-        ik__zk_lock_set_node(lk, "", 0, 0, 0);
-        return IK_ELOST;
-    }
+    /* LOST too: the monitor may have given up on a session that reconnects
+     * unexpired, and then our node is still there, ahead of every contender (ours
+     * included). It goes to the release's delete like any other: sent again after
+     * every reconnect of that session, forgotten only once the session is known
+     * gone (docs/recipes.md, "A lost grant's node"). */
     if (earlier) { /* rare: an earlier delete still unanswered; one at a time */
         ik__zk_session s;
         ik__zk_session_get(base->be, &s);
@@ -617,7 +619,7 @@ static int zk_release(ik_lock *base)
     lk->fence = 0;
     pthread_mutex_unlock(&lk->mu);
     ik__zk_lock_delete_pending(lk);
-    return IK_OK;
+    return st == IK_HOLD_LOST ? IK_ELOST : IK_OK;
 }
 
 static void zk_cancel(ik_lock *base, int on)
