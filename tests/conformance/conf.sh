@@ -266,7 +266,6 @@ conf_elect_nodes() {
 conf_elect_args() {
   case $IK_STORE in
     zk) echo --zk-session-timeout "$1" ;;
-    postgresql | mysql) echo --lease-ttl "$1" ;;
     *) fail "conf.sh: conf_elect_args has no case for $IK_STORE" ;;
   esac
 }

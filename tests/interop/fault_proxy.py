@@ -40,6 +40,9 @@ proxy polls the file every 5 ms and acts once per N):
               request never reaches the server, and the client only sees its
               connection close (a part of the request sent before may have gone:
               the server drops an incomplete request with its connection)
+  request-lost N PATTERN then answer-lost M
+  (and the other orders): the first for N sends, then the second for M, with no
+              gap between them in which a send could slip through
 The proxy writes "N done" to CONTROL_FILE.ack once it acted on N, and a line
 "cut OPCODE" to stdout for each request it cut, "answer-lost" or "request-lost"
 for each of those.
@@ -57,7 +60,7 @@ raw = sys.argv[4:] == ["raw"]
 lock = threading.Lock()
 conns = []  # [client_sock, server_sock, flags]
 state = {"down": False, "delay": 0.0, "mute": False, "cut_left": 0, "cut_ops": set(),
-         "cut_pat": b"", "lose_left": 0, "lose_what": "", "lose_pat": b""}
+         "cut_pat": b"", "lose_then": None, "lose_left": 0, "lose_what": "", "lose_pat": b""}
 
 
 def close_pair(c, s):
@@ -155,8 +158,12 @@ def should_lose(flags, data):
             return None
         state["lose_left"] -= 1
         flags["tail"] = b""
-        print(state["lose_what"], flush=True)
-        return state["lose_what"]
+        what = state["lose_what"]
+        if state["lose_left"] == 0 and state["lose_then"]:
+            state["lose_what"], state["lose_left"] = state["lose_then"]
+            state["lose_then"] = None
+        print(what, flush=True)
+        return what
 
 
 def pump_up(c, s, flags):
@@ -259,6 +266,7 @@ def control_loop():
                 state["lose_left"] = int(args[0])
                 state["lose_what"] = word
                 state["lose_pat"] = args[1].encode()
+                state["lose_then"] = (args[3], int(args[4])) if args[2:3] == ["then"] else None
             elif word == "cut":
                 state["cut_left"] = int(args[0])
                 state["cut_ops"] = {int(x) for x in args[1].split(",")}
