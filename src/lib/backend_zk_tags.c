@@ -853,8 +853,8 @@ static int advance_locked(ik__backend *be, ik__zk_tags *zt, zt_tag *g, ik_tag_ki
             continue;
         }
         g->cached = 0;
-        if (resend < 0 && (sent != ZOK || !ik__zk_doubtful(zrc)))
-            doubt_drop_last(d); /* never sent, or an answer: not done */
+        /* never sent, or an answer: not done */
+        if (resend < 0 && (sent != ZOK || !ik__zk_doubtful(zrc))) doubt_drop_last(d);
         if (zrc == ZBADVERSION) { /* another writer (or a late copy of ours) was first */
             g->contended = 1;
             if (++conflicts >= MAX_CONFLICTS || ik__mono_ns() >= deadline)
@@ -925,7 +925,8 @@ void ik__zk_tags_settle_open(ik__backend *be)
             }
             int j = 0, r = zrc == ZOK ? ik__zk_doubt_resolve(d, &n, zt->nonce, &j) : IK__ZK_UNKNOWN;
             if (r == IK__ZK_APPLIED) {
-                log_gap(g, d->first, d->w[j].delta, "answer_lost", "was recorded (settled at close)");
+                log_gap(g, d->first, d->w[j].delta, "answer_lost",
+                        "was recorded (settled at close)");
             } else if (r == IK__ZK_NOT_APPLIED) {
                 log_settled(g, d, d->w[d->n - 1].delta, n.version,
                             "did not land (settled at close)");

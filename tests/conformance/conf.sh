@@ -28,6 +28,11 @@
 #   conf_elect_args MS        options for a lock or candidate whose grant is LOST
 #                             after 2/3 of MS without the store (zk: the session
 #                             timeout; SQL: the lease TTL)
+#   conf_slow_args MS         options for a server whose store may answer up to MS
+#                             late and still keep its lease (zk: a session of 3 MS)
+#   conf_release_bound_ms     the longest a clean stop waits on the store after its
+#                             requests are done (docs/http.md, "Shutdown"), for a
+#                             server of conf_slow_args
 #   conf_elect_nodes URI PATH the candidates of the election PATH as the store shows
 #                             them to another client, one a line, first in line first
 #   conf_counters             sets the store of tests/tools/counters.sh (DATA,
@@ -267,5 +272,26 @@ conf_elect_args() {
   case $IK_STORE in
     zk) echo --zk-session-timeout "$1" ;;
     *) fail "conf.sh: conf_elect_args has no case for $IK_STORE" ;;
+  esac
+}
+
+conf_slow_args() {
+  case $IK_STORE in
+    zk) echo --zk-session-timeout $(($1 * 10 / 3)) ;;
+    redis) echo --lease-ttl $(($1 * 10 / 3)) ;; # a renewal waits TTL/3 for its answer
+    *) fail "conf.sh: conf_slow_args has no case for $IK_STORE" ;;
+  esac
+}
+
+conf_release_bound_ms() {
+  case $IK_STORE in
+    zk) # the release: max(2 s, T/2); the close: 2 s for open doubts (docs/zookeeper.md)
+      local t=$(($1 * 10 / 3))
+      echo $(((t / 2 > 2000 ? t / 2 : 2000) + 2000))
+      ;;
+    redis) # the release's script waits TTL/3 for its answer (docs/redis.md)
+      echo $(($1 * 10 / 9))
+      ;;
+    *) fail "conf.sh: conf_release_bound_ms has no case for $IK_STORE" ;;
   esac
 }
