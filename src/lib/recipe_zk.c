@@ -178,6 +178,25 @@ static int delete_ours(zk_lock *lk, const char *uuid_in_doubt, int64_t max_wait_
     }
 }
 
+/* Proves the session through the ZooKeeper leader: a sync, waited for up to a third
+ * of the session timeout. ZOK with *sent (monotonic ms) its send time: the session
+ * lived at the leader after it; else the error, or ZOPERATIONTIMEOUT. A grant whose
+ * last answer was a read proves itself so before it is HELD: a follower cut off
+ * from the leader still answers reads (docs/recipes.md, "What proves the session"). */
+static int prove_session(zk_lock *lk, const ik__zk_session *s, int64_t *sent)
+{
+    ik__zk_wait *w = ik__zk_wait_new(1, 0);
+    if (!w) return ZSYSTEMERROR;
+    *sent = ik__mono_ms();
+    ik__zk_arm(&w->r[0]);
+    ik__zk_issued(&w->r[0], zoo_async(s->zh, lk->dir, ik__zk_on_synced, &w->r[0]));
+    int zrc = ik__zk_wait_until(w, s->zh, ik__mono_ns() + (int64_t)s->timeout_ms / 3 * 1000000)
+                  ? w->r[0].rc
+                  : ZOPERATIONTIMEOUT;
+    ik__zk_wait_put(w);
+    return zrc;
+}
+
 static void set_state(zk_lock *lk, ik_hold_state s, const char *why, int tell)
 {
     pthread_mutex_lock(&lk->mu);
@@ -497,6 +516,15 @@ static int zk_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
             continue;
         }
         if (blocker == -1) { /* ours; the monitor's probes watch it */
+            if (!listed) {   /* the proof so far is a read: prove it through the leader */
+                zrc = prove_session(lk, &s, &asked);
+                if (zrc != ZOK) {
+                    ik__zk_session_put(base->be);
+                    rc = after_failure(lk, zrc, seen, deadline);
+                    if (rc) break;
+                    continue;
+                }
+            }
             ik__zk_session_put(base->be);
             break;
         }
@@ -529,9 +557,12 @@ static int zk_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
         if (alone && gone_pred && ik__mono_ms() - watched < t / 3) {
             ik__zk_session_get(base->be, &s);
             int ok = s.connected && !s.dead && s.gen == wgen && s.id == ik__zk_lock_session_of(lk);
+            int64_t sent = 0;
+            /* the watch's answer is a read: the sync proves the session */
+            if (ok) ok = prove_session(lk, &s, &sent) == ZOK;
             ik__zk_session_put(base->be);
             if (ok) {
-                asked = watched;
+                asked = sent;
                 break;
             }
         }
