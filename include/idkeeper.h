@@ -98,6 +98,8 @@ typedef enum ik_error {
     IK_EEXIST = -10016,     /* the object exists already */
     IK_EBUSY = -10017,      /* the resource is held by someone else */
     IK_EKIND = -10018,      /* the tag exists, but is of the other kind */
+    IK_EUNSAFE = -10019,    /* the store's settings can lose an acknowledged write or a
+                               lease now (docs/hazards.md): nothing was written */
     IK_EZK_BASE = -20000,   /* IK_EZK_BASE + ZooKeeper error code */
 } ik_error;
 
@@ -309,13 +311,19 @@ typedef struct ik_coord_options {
      * killed holder's slot frees after it; a holder that cannot renew stops issuing
      * at a safe part of it (SPEC 3). */
     int lease_ttl_ms;
-    /* Since 0.3.0: 1 to serve counters on a store whose settings can lose an
-     * acknowledged write (checked at open, named in the refusal); default 0. */
+    /* Since 0.3.0: 1 to serve (slots and counters) on a store whose settings can lose
+     * an acknowledged write or a lease: each such setting is then a logged "risk"
+     * rather than a refusal (docs/hazards.md); default 0. */
     int allow_unsafe_store;
     /* Since 0.3.0, redis:// only: each counter write waits (WAIT) until this many
      * replicas have it; one not confirmed in time is in doubt and its range is never
      * handed out (docs/redis.md). Default 0: no WAIT. */
     int redis_wait_replicas;
+    /* Since 0.4.0: 1 opens the store even where one of its settings would be refused,
+     * for ik_coord_check (`idkeeper check`) to report on it. Such a coord refuses every
+     * slot and counter write with IK_EUNSAFE while a setting is refused. Default 0:
+     * ik_coord_open fails with IK_EUNSAFE, naming the setting. */
+    int check_only;
 } ik_coord_options;
 
 IK_EXTERN void ik_coord_options_init(ik_coord_options *o);
@@ -336,6 +344,43 @@ IK_EXTERN int ik_coord_uri_check(const char *uri, char *why, size_t why_len);
  * IK_EURI for a malformed URI (why says why); IK_ENOTFOUND for a backend without a
  * schema (local:, zk://). */
 IK_EXTERN int ik_coord_schema(const char *uri, char **out, char *why, size_t why_len);
+/* Store hazards (docs/hazards.md): every setting or condition of the store that can
+ * lose an acknowledged write, a lease or a lock, each judged by one check. A
+ * backend checks them at open, again on every new connection and, while serving, at
+ * least every hazard interval (the lease TTL or ZooKeeper session timeout / 3, at
+ * most 10 s) on the connections it uses. While a check is refused the coord writes
+ * nothing: slot renewals and counter advances fail with IK_EUNSAFE (the lease goes
+ * in doubt and its generator stops at once), until a later check finds it safe. */
+typedef enum ik_verdict {
+    IK_VERDICT_OK = 0,      /* safe */
+    IK_VERDICT_RISK = 1,    /* unsafe or unverifiable, but accepted: allow_unsafe_store,
+                               logged; serving goes on without this guarantee */
+    IK_VERDICT_REFUSED = 2, /* unsafe: the coord refuses to write while it lasts */
+} ik_verdict;
+
+typedef struct ik_hazard {
+    char check[48]; /* what is checked: "appendfsync", "maxmemory-policy", ... */
+    char value[96]; /* the value found ("?" where it could not be read) */
+    ik_verdict verdict;
+    char fix[240]; /* what to change; "" when the verdict is ok */
+} ik_hazard;
+
+/* The verdict's name: "ok", "risk", "refused". Static; never NULL. */
+IK_EXTERN const char *ik_verdict_name(ik_verdict v);
+
+/* Runs every hazard check of c's backend now, on a connection it serves with, and
+ * returns one row per check in *out (*n rows, freed with ik_free). The verdicts
+ * also become c's current ones (they stop or resume writes as the block above
+ * says). IK_ESTORE (why says why) if the store cannot be asked. Any thread; blocks
+ * on I/O. */
+IK_EXTERN int ik_coord_check(ik_coord *c, ik_hazard **out, size_t *n, char *why, size_t why_len);
+
+/* The verdicts of c's latest checks, without I/O (*out freed with ik_free; *n may be
+ * 0 before the first check). Returns 0 if no check is refused now, else IK_EUNSAFE
+ * with why naming the first refused setting, its value and what to change (out,
+ * n and why may each be NULL/0 to skip). Any thread. */
+IK_EXTERN int ik_coord_hazards(ik_coord *c, ik_hazard **out, size_t *n, char *why, size_t why_len);
+
 /* 0 if c's backend offers locks and elections; else IK_EURI with why saying why not
  * and which backends do (redis:// cannot fence them). */
 IK_EXTERN int ik_coord_locks_check(const ik_coord *c, char *why, size_t why_len);

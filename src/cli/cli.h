@@ -22,6 +22,7 @@ enum {
     IK_EXIT_USAGE = 2,    /* bad command line, environment or config file: nothing ran */
     IK_EXIT_EXISTS = 3,   /* tags add: the tag exists already; nothing was changed */
     IK_EXIT_NOTFOUND = 4, /* tags show: no such tag */
+    IK_EXIT_UNSAFE = 5,   /* check: a store setting is refused or only a risk */
 };
 
 typedef struct ik_cli_command ik_cli_command;
@@ -70,6 +71,10 @@ int ik__cli_coord_options(const ik_cli_opts *o, ik_coord_options *co, char *pass
  * "cannot open URI: why" (the URI without its password) and returns
  * IK_EXIT_USAGE (malformed URI, unreadable password file) or IK_EXIT_FAIL. */
 int ik__cli_open_coord(const ik_cli_command *cmd, const ik_cli_opts *o, ik_coord **c);
+/* The same, with check_only (ik_coord_options): the store opens even where a
+ * setting of it would be refused, for `idkeeper check` to report on. */
+int ik__cli_open_coord_as(const ik_cli_command *cmd, const ik_cli_opts *o, int check_only,
+                          ik_coord **c);
 
 /* For lock and elect: 0 if c's backend offers locks; else prints the backend's
  * reason (redis://: no fencing under failover, which backends to use), closes c
@@ -86,5 +91,6 @@ int ik__cmd_lock(const ik_cli_command *cmd, ik_cli_opts *o);
 int ik__cmd_elect(const ik_cli_command *cmd, ik_cli_opts *o);
 int ik__cmd_schema(const ik_cli_command *cmd, ik_cli_opts *o);
 int ik__cmd_version(const ik_cli_command *cmd, ik_cli_opts *o);
+int ik__cmd_check(const ik_cli_command *cmd, ik_cli_opts *o);
 
 #endif

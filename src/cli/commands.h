@@ -31,6 +31,7 @@
 #define IK_OPTS_LOCK (IK_STORE_OPTS | IK_B(TIMEOUT) | IK_B(GRACE))
 #define IK_OPTS_ELECT (IK_STORE_OPTS | IK_B(ID) | IK_B(ONCE) | IK_B(GRACE))
 #define IK_OPTS_SCHEMA (IK_B(CONFIG) | IK_B(COORD))
+#define IK_OPTS_CHECK (IK_STORE_OPTS | IK_B(JSON))
 #define IK_OPTS_VERSION 0
 #define IK_OPTS_HELP 0
 
@@ -44,6 +45,7 @@
     X(lock, IK_OPTS_LOCK)                                                                          \
     X(elect, IK_OPTS_ELECT)                                                                        \
     X(schema, IK_OPTS_SCHEMA)                                                                      \
+    X(check, IK_OPTS_CHECK)                                                                        \
     X(version, IK_OPTS_VERSION)                                                                    \
     X(help, IK_OPTS_HELP)
 

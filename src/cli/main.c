@@ -91,6 +91,16 @@ static const ik_cli_command commands[] = {
      "Leaf's leaf_alloc, and idkeeper's idk_tag_kind, idk_slots, idk_fence and idk_holder\n"
      "(docs/sql.md). Connects to nothing.",
      IK_OPTS_SCHEMA},
+    {"check", ik__cmd_check, "check that a store keeps every acknowledged write and lease",
+     "check --coord URI [--allow-unsafe-store] [--json]",
+     "Connects to the store as `serve` would and runs every hazard check of its backend\n"
+     "(docs/hazards.md): each setting that could lose an acknowledged write, a lease or a\n"
+     "lock. Prints a table: the check, the value found, the verdict (ok; refused: serve\n"
+     "would not write; risk: accepted by --allow-unsafe-store, or unverifiable) and what\n"
+     "to change. --json prints the same as one JSON object.\n"
+     "Exit codes: 0 every check ok (serve starts with every guarantee); 5 a check is\n"
+     "refused or a risk; 1 the store cannot be reached; 2 bad usage.",
+     IK_OPTS_CHECK},
     {"version", ik__cmd_version, "print the versions of idkeeper and of its libraries", "version",
      NULL, IK_OPTS_VERSION},
     {"help", cmd_help, "explain idkeeper or one of its commands", "help [COMMAND]", NULL,

@@ -167,3 +167,37 @@ const char *ik__cli_layout_sources(const ik_cli_opts *o, char *buf, size_t len)
     if (n == 0) snprintf(buf, len, "the default layout");
     return buf;
 }
+
+void ik__cli_hazard_table(FILE *f, const ik_hazard *rows, size_t n)
+{
+    int wc = (int)strlen("CHECK"), wv = (int)strlen("VALUE"), wd = (int)strlen("VERDICT");
+    for (size_t i = 0; i < n; i++) {
+        int c = (int)strlen(rows[i].check), v = (int)strlen(rows[i].value);
+        int d = (int)strlen(ik_verdict_name(rows[i].verdict));
+        wc = c > wc ? c : wc;
+        wv = v > wv ? v : wv;
+        wd = d > wd ? d : wd;
+    }
+    fprintf(f, "%-*s  %-*s  %-*s  %s\n", wc, "CHECK", wv, "VALUE", wd, "VERDICT", "WHAT TO CHANGE");
+    for (size_t i = 0; i < n; i++)
+        fprintf(f, "%-*s  %-*s  %-*s  %s\n", wc, rows[i].check, wv, rows[i].value, wd,
+                ik_verdict_name(rows[i].verdict), rows[i].fix[0] ? rows[i].fix : "-");
+}
+
+json_t *ik__cli_hazard_json(const char *uri, const ik_hazard *rows, size_t n)
+{
+    json_t *checks = json_array();
+    int ok = 1;
+    for (size_t i = 0; checks && i < n; i++) {
+        ok &= rows[i].verdict == IK_VERDICT_OK;
+        json_t *one =
+            json_pack("{s:o,s:o,s:s,s:o}", "check", ik__cli_json_text(rows[i].check), "value",
+                      ik__cli_json_text(rows[i].value), "verdict", ik_verdict_name(rows[i].verdict),
+                      "fix", ik__cli_json_text(rows[i].fix));
+        if (json_array_append_new(checks, one) != 0) {
+            json_decref(checks);
+            checks = NULL;
+        }
+    }
+    return json_pack("{s:o,s:b,s:o}", "coord", ik__cli_json_text(uri), "ok", ok, "checks", checks);
+}

@@ -38,6 +38,16 @@ int ik__cli_json_get_string(const char *json, size_t len, const char *key, char 
  * its "http" object. Returns it, or -1 if the body does not say. */
 int64_t ik__cli_status_max_batch(const char *body, size_t len);
 
+/* `idkeeper check`'s table of store hazard verdicts (docs/hazards.md): a header
+ * line (CHECK, VALUE, VERDICT, WHAT TO CHANGE), then one line per row, the columns
+ * as wide as their widest cell, "-" for an empty fix. Writes to f. */
+void ik__cli_hazard_table(FILE *f, const ik_hazard *rows, size_t n);
+
+/* The same rows as one JSON object {"coord":URI,"ok":B,"checks":[{"check","value",
+ * "verdict","fix"},...]}, ok true only when every verdict is ok; NULL when out of
+ * memory. */
+json_t *ik__cli_hazard_json(const char *uri, const ik_hazard *rows, size_t n);
+
 /* Builds the ID layout from the options: the library default, then --layout,
  * then --epoch, then --worker-range (each only if the command takes it and it
  * has a value). Returns 0, or -1 with "SOURCE: reason" in why. Does not call

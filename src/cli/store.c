@@ -71,6 +71,12 @@ int ik__cli_coord_options(const ik_cli_opts *o, ik_coord_options *co, char *pass
 
 int ik__cli_open_coord(const ik_cli_command *cmd, const ik_cli_opts *o, ik_coord **c)
 {
+    return ik__cli_open_coord_as(cmd, o, 0, c);
+}
+
+int ik__cli_open_coord_as(const ik_cli_command *cmd, const ik_cli_opts *o, int check_only,
+                          ik_coord **c)
+{
     ik_coord_options co;
     char password[1024], why[512] = "", shown[512];
     const char *uri = o->v[IK_OPT_COORD].text;
@@ -79,6 +85,7 @@ int ik__cli_open_coord(const ik_cli_command *cmd, const ik_cli_opts *o, ik_coord
         ik__cli_fail(cmd, "--password-file: %s", why);
         return IK_EXIT_USAGE;
     }
+    co.check_only = check_only;
     int err = ik_coord_open(uri, &co, c, why, sizeof why);
     memset(password, 0, sizeof password);
     if (err) {

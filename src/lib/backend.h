@@ -39,15 +39,19 @@
 #ifndef IK_BACKEND_H
 #define IK_BACKEND_H
 
+#include "hazard.h"
 #include "idkeeper.h"
 
 typedef struct ik__backend ik__backend;
 typedef struct ik__backend_ops ik__backend_ops;
 typedef struct ik__recipe_ops ik__recipe_ops; /* recipe.h */
 
-/* Every backend's handle struct starts with this. */
+/* Every backend's handle struct starts with this. hz: the verdicts of its store
+ * hazard checks (hazard.h), initialised by its open (ik__hazards_init) where it
+ * has checks; coord.c reads them for ik_coord_hazards. */
 struct ik__backend {
     const ik__backend_ops *ops;
+    ik__hazards hz;
 };
 
 typedef struct ik__slot_request {
@@ -107,7 +111,9 @@ struct ik__backend_ops {
      * on a slow store an earlier, lower record whose answer came late), and
      * *valid_until_mono_ns = until when that write proves the lease (from when it
      * was sent). IK_EINDOUBT: no answer (connection trouble); the lease is unproven
-     * but may still be ours. IK_ELOST: the slot is no longer ours. */
+     * but may still be ours. IK_ELOST: the slot is no longer ours. IK_EUNSAFE: a
+     * store hazard is refused (hazard.h): nothing was sent, and the lease must stop
+     * issuing at once. */
     int (*slot_persist)(ik__backend *b, void *handle, int64_t record_ms,
                         int64_t *valid_until_mono_ns, int64_t *written_ms);
 
@@ -134,6 +140,17 @@ struct ik__backend_ops {
     /* Describes the current session into buf ("0x1234abcd", or ""). May be NULL. */
     void (*session)(ik__backend *b, char *buf, size_t len);
 
+    /* Store hazards (hazard.h, docs/hazards.md): runs every check of this store now,
+     * on a connection it serves with, and installs the verdicts in b->hz
+     * (ik__hazards_update). 0, IK_EUNSAFE (a check refused; why names it) or
+     * IK_ESTORE (the store could not be asked). The backend also checks at open
+     * (refusing to open with IK_EUNSAFE unless o->check_only), on every new
+     * connection, and before a slot or counter write on a connection that is due
+     * (ik__hazards_due); while ik__hazards_refused answers IK_EUNSAFE it writes
+     * nothing and answers IK_EUNSAFE (certainly not done) instead. NULL: a backend
+     * without checks. */
+    int (*hazards_check)(ik__backend *b, char *why, size_t why_len);
+
     /* The client library this backend talks through, "NAME VERSION" into buf (the
      * version it reports at run time where it can), for `idkeeper version`. Any
      * thread, no I/O. */
@@ -152,8 +169,9 @@ struct ik__backend_ops {
     /* Advances the tag's max_id by delta > 0 if the tag is of `kind`; *first = the
      * old max_id, and the caller alone owns [first, first + delta). Returns 0 only
      * once the store durably recorded the advance. IK_ENOTFOUND, IK_EKIND, IK_ERANGE
-     * (past INT64_MAX), IK_ESTORE (certainly not done), IK_EINDOUBT (may have been
-     * done: the caller must never hand out that range). */
+     * (past INT64_MAX), IK_ESTORE or IK_EUNSAFE (certainly not done: unreachable, or
+     * a store hazard refused), IK_EINDOUBT (may have been done: the caller must
+     * never hand out that range). */
     int (*tag_advance)(ik__backend *b, const char *app, const char *name, ik_tag_kind kind,
                        int64_t delta, int64_t *first);
 };

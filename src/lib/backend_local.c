@@ -39,6 +39,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -87,10 +88,61 @@ static int local_uri_check(const char *uri, char *why, size_t why_len)
     return IK_OK;
 }
 
+/* Filesystems by statfs(2) f_type that cannot hold DIR (docs/hazards.md, local:):
+ * memory ones lose every counter and time record at a reboot, so a sequence
+ * restarts at its start; network and FUSE ones may not honour flock(2) between
+ * hosts, nor fsync, and SQLite's WAL needs shared memory on one host. */
+static const struct {
+    long type;
+    const char *name, *why;
+} bad_fs[] = {
+    {0x01021994, "tmpfs", "lost at a reboot: counters restart and time records vanish"},
+    {0x858458f6, "ramfs", "lost at a reboot: counters restart and time records vanish"},
+    {0x6969, "nfs", "flock(2), fsync and SQLite's WAL are not reliable over NFS"},
+    {0xFF534D42, "cifs", "flock(2), fsync and SQLite's WAL are not reliable over SMB"},
+    {0xFE534D42, "smb2", "flock(2), fsync and SQLite's WAL are not reliable over SMB"},
+    {0x65735546, "fuse", "a FUSE filesystem may not honour flock(2) or fsync"},
+};
+
+int ik__local_hazards(local_backend *b, char *why, size_t why_len)
+{
+    struct statfs sf;
+    if (statfs(b->dir, &sf) != 0)
+        return ik__fail(IK_ESTORE, why, why_len, "cannot statfs %s: %s", b->dir, strerror(errno));
+    ik_hazard row;
+    char value[48];
+    size_t i = 0;
+    while (i < sizeof bad_fs / sizeof bad_fs[0] && bad_fs[i].type != (long)sf.f_type)
+        i++;
+    if (i < sizeof bad_fs / sizeof bad_fs[0]) {
+        snprintf(value, sizeof value, "%s", bad_fs[i].name);
+        ik__hazard_row(&b->base.hz, &row, "filesystem", value, 1,
+                       "%s; put DIR on a local disk (ext4, xfs, btrfs)", bad_fs[i].why);
+    } else {
+        snprintf(value, sizeof value, "0x%lx (a local disk)", (long)sf.f_type);
+        ik__hazard_row(&b->base.hz, &row, "filesystem", value, 0, NULL);
+    }
+    b->checked_ns = ik__mono_ns();
+    return ik__hazards_update(&b->base.hz, &row, 1, why, why_len);
+}
+
+int ik__local_hazards_gate(local_backend *b)
+{
+    if (ik__hazards_due(&b->base.hz, b->checked_ns)) {
+        int rc = ik__local_hazards(b, NULL, 0);
+        if (rc) return rc == IK_EUNSAFE ? rc : IK_OK; /* a failed statfs: the write says */
+    }
+    return ik__hazards_refused(&b->base.hz, NULL, 0);
+}
+
+static int local_hazards_check(ik__backend *be, char *why, size_t why_len)
+{
+    return ik__local_hazards((local_backend *)be, why, why_len);
+}
+
 static int local_open(const char *uri, const ik_coord_options *o, ik__backend **out, char *why,
                       size_t why_len)
 {
-    (void)o;
     const char *dir = uri + strlen("local:");
     int rc = mkdirs(dir);
     if (rc) return ik__fail(IK_ESTORE, why, why_len, "cannot create %s: %s", dir, ik_strerror(rc));
@@ -111,6 +163,18 @@ static int local_open(const char *uri, const ik_coord_options *o, ik__backend **
         return IK_ENOMEM;
     }
     snprintf(b->uri, ul, "local:%s", abs);
+    /* a slot or counter is written from a few ms after the check: the interval
+     * (hazard.h) is that of a 30 s lease, 10 s */
+    ik__hazards_init(&b->base.hz, o, 30000, b->uri);
+    rc = ik__local_hazards(b, why, why_len);
+    if (rc && !(rc == IK_EUNSAFE && o->check_only)) {
+        ik__hazards_free(&b->base.hz);
+        pthread_mutex_destroy(&b->db_mu);
+        free(b->dir);
+        free(b->uri);
+        free(b);
+        return rc;
+    }
     *out = &b->base;
     return IK_OK;
 }
@@ -270,8 +334,10 @@ static int local_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__
 {
     local_backend *b = (local_backend *)be;
     char dir[PATH_MAX];
+    int rc = ik__local_hazards_gate(b);
+    if (rc) return ik__hazards_refused(&b->base.hz, why, why_len);
     snprintf(dir, sizeof dir, "%s/%s/slots", b->dir, req->app);
-    int rc = mkdirs(dir);
+    rc = mkdirs(dir);
     if (rc) return ik__fail(IK_ESTORE, why, why_len, "cannot create %s: %s", dir, ik_strerror(rc));
 
     uint32_t count = req->worker_max - req->worker_min + 1;
@@ -375,9 +441,10 @@ static int store_record(local_slot *s, int64_t record_ms, int64_t since_ms)
 static int local_slot_persist(ik__backend *be, void *handle, int64_t record_ms,
                               int64_t *valid_until_mono_ns, int64_t *written_ms)
 {
-    (void)be;
     local_slot *s = handle;
-    int rc = store_record(s, record_ms, s->since_ms);
+    int rc = ik__local_hazards_gate((local_backend *)be);
+    if (rc) return rc;
+    rc = store_record(s, record_ms, s->since_ms);
     if (rc) return IK_EINDOUBT; /* the flock is still ours; only the write failed */
     *valid_until_mono_ns = IK_FOREVER;
     *written_ms = record_ms;
@@ -474,6 +541,7 @@ const ik__backend_ops ik__backend_local_ops = {
     .recover = NULL,
     .slots_list = local_slots_list,
     .session = NULL,
+    .hazards_check = local_hazards_check,
     .client_version = local_client_version,
     .tag_create = ik__local_tag_create,
     .tag_get = ik__local_tag_get,

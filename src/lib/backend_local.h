@@ -12,9 +12,17 @@ typedef struct local_backend {
     ik__backend base;
     char *dir; /* absolute */
     char *uri;
-    pthread_mutex_t db_mu; /* guards db and its statements */
-    sqlite3 *db;           /* DIR/idkeeper.db, opened on first use */
+    pthread_mutex_t db_mu;      /* guards db and its statements */
+    sqlite3 *db;                /* DIR/idkeeper.db, opened on first use */
+    _Atomic int64_t checked_ns; /* mono ns of the last hazard check (ik__local_hazards) */
 } local_backend;
+
+/* The hazard checks of local: (docs/hazards.md) on DIR, now: its filesystem must
+ * keep what is written across a reboot and honour flock(2) and fsync. Installs
+ * the verdicts in b->base.hz; 0 or IK_EUNSAFE (why names it), or IK_ESTORE. */
+int ik__local_hazards(local_backend *b, char *why, size_t why_len);
+/* Before a write: re-checks if due (hazard.h), then 0 or IK_EUNSAFE. */
+int ik__local_hazards_gate(local_backend *b);
 
 int ik__local_tag_create(ik__backend *be, const char *app, const ik_tag_info *t, char *why,
                          size_t why_len);

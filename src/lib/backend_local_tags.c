@@ -175,8 +175,10 @@ int ik__local_tag_advance(ik__backend *be, const char *app, const char *name, ik
                           int64_t delta, int64_t *first)
 {
     local_backend *b = (local_backend *)be;
+    int rc = ik__local_hazards_gate(b);
+    if (rc) return rc;
     pthread_mutex_lock(&b->db_mu);
-    int rc = db_open(b);
+    rc = db_open(b);
     sqlite3_stmt *st = NULL;
     /* one statement, one transaction: the row is advanced and read atomically */
     if (rc == 0 &&

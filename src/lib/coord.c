@@ -178,7 +178,10 @@ int ik_coord_open(const char *uri, const ik_coord_options *o, ik_coord **out, ch
 void ik_coord_close(ik_coord *c)
 {
     if (!c) return;
-    if (c->be) c->be->ops->close(c->be);
+    if (c->be) {
+        ik__hazards_free(&c->be->hz);
+        c->be->ops->close(c->be);
+    }
     free(c);
 }
 
@@ -194,6 +197,27 @@ int ik_coord_locks_check(const ik_coord *c, char *why, size_t why_len)
     if (ops->recipe) return IK_OK;
     return ik__fail(IK_EURI, why, why_len, "%s",
                     ops->no_locks ? ops->no_locks : "this backend offers no locks or elections");
+}
+
+int ik_coord_check(ik_coord *c, ik_hazard **out, size_t *n, char *why, size_t why_len)
+{
+    if (!c || !out || !n) return IK_EINVAL;
+    ik__backend *be = c->be;
+    if (be->ops->hazards_check) {
+        int rc = be->ops->hazards_check(be, why, why_len);
+        if (rc && rc != IK_EUNSAFE) return rc;
+    }
+    return ik__hazards_copy(&be->hz, out, n);
+}
+
+int ik_coord_hazards(ik_coord *c, ik_hazard **out, size_t *n, char *why, size_t why_len)
+{
+    if (!c) return IK_EINVAL;
+    if (out && n) {
+        int rc = ik__hazards_copy(&c->be->hz, out, n);
+        if (rc) return rc;
+    }
+    return ik__hazards_refused(&c->be->hz, why, why_len);
 }
 
 ik__backend *ik__coord_backend(ik_coord *c)

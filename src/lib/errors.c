@@ -38,6 +38,7 @@ static const err_entry api_errors[] = {
     {IK_EEXIST, "IK_EEXIST", "already exists"},
     {IK_EBUSY, "IK_EBUSY", "held by someone else"},
     {IK_EKIND, "IK_EKIND", "the tag is of the other kind"},
+    {IK_EUNSAFE, "IK_EUNSAFE", "the store's settings can lose an acknowledged write now"},
 };
 
 static const err_entry *find_api(int err)

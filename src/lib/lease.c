@@ -29,6 +29,11 @@
  *             slot_wait_ms have passed, then the first acquisition fails (thread ends)
  *   HELD --persist: IK_EINDOUBT--> IN_DOUBT      (generator runs until its deadline)
  *   IN_DOUBT --persist ok--> HELD                 (same session: grant extended)
+ *   HELD, IN_DOUBT --persist: IK_EUNSAFE--> IN_DOUBT, not issuing at once
+ *             (suspend: the grant revoked, why names the store hazard)
+ *   IN_DOUBT (suspended) --persist ok--> HELD     (resume: the same worker granted
+ *             again, floor from the record found at acquisition, L2 and the
+ *             generator's own order keeping every later ID above the earlier ones)
  *   HELD, IN_DOUBT --persist: IK_ELOST--> LOST     (revoke, slot_forget)
  *   IN_DOUBT --deadline passed--> stays IN_DOUBT, not issuing (reported in why)
  *   LOST --recover + slot_acquire--> ACQUIRING --> HELD   (reacquire(); new grant,
@@ -68,6 +73,7 @@ struct ik_slot_lease {
     int64_t found_record_ms; /* record found at acquisition (L4) */
     int64_t record_ms;       /* record last acknowledged */
     int64_t valid_until;     /* deadline of the last acknowledged write */
+    int suspended;           /* a store hazard revoked the grant (lease thread only) */
     uint64_t acquisitions;
     char why[160];
 
@@ -263,6 +269,37 @@ static void first_done(ik_slot_lease *l, int rc, const char *why)
     pthread_mutex_unlock(&l->mu);
 }
 
+/* HELD, IN_DOUBT --persist: IK_EUNSAFE--> IN_DOUBT, not issuing: a store hazard is
+ * refused (docs/hazards.md), so the store may lose this slot's key or time record
+ * at any moment; the generator stops now rather than at the end of its window. */
+static void suspend(ik_slot_lease *l)
+{
+    char hz[300] = "", msg[160];
+    if (ik__hazards_refused(&l->be->hz, hz, sizeof hz) == 0)
+        snprintf(hz, sizeof hz, "a store hazard (docs/hazards.md)");
+    ik_snowflake_revoke(l->g);
+    l->suspended = 1;
+    pthread_mutex_lock(&l->mu);
+    l->valid_until = 0;
+    pthread_mutex_unlock(&l->mu);
+    snprintf(msg, sizeof msg, "store unsafe: %s", hz);
+    set_state(l, IK_LEASE_IN_DOUBT, msg);
+}
+
+/* IN_DOUBT (suspended) --persist ok--> HELD: the hazard cleared and the slot is
+ * still ours; the same worker is granted again (the generator's last tick keeps
+ * every new ID above those issued before the suspension). */
+static void resume(ik_slot_lease *l, int64_t written, int64_t until)
+{
+    pthread_mutex_lock(&l->mu);
+    int worker = l->worker;
+    int64_t found = l->found_record_ms;
+    pthread_mutex_unlock(&l->mu);
+    if (ik_snowflake_grant(l->g, (uint32_t)worker, floor_tick_of(l->g, found),
+                           floor_tick_of(l->g, written), until) == 0)
+        l->suspended = 0;
+}
+
 static void *lease_thread(void *arg)
 {
     ik_slot_lease *l = arg;
@@ -299,10 +336,16 @@ static void *lease_thread(void *arg)
             if (until > l->valid_until) l->valid_until = until;
             ik_lease_state was = l->state;
             pthread_mutex_unlock(&l->mu);
-            ik_snowflake_extend(l->g, floor_tick_of(l->g, written), until);
+            if (l->suspended)
+                resume(l, written, until);
+            else
+                ik_snowflake_extend(l->g, floor_tick_of(l->g, written), until);
             if (was != IK_LEASE_HELD) set_state(l, IK_LEASE_HELD, "store answers again");
+        } else if (rc == IK_EUNSAFE) {
+            suspend(l);
         } else if (rc == IK_ELOST) {
             ik_snowflake_revoke(l->g);
+            l->suspended = 0;
             set_state(l, IK_LEASE_LOST, "slot lost: session expired or slot taken over");
             pthread_mutex_lock(&l->mu);
             l->handle = NULL;

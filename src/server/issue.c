@@ -256,6 +256,17 @@ int ik__store_error(ik__worker *w, int op, int rc, const char *tag, const char *
                  "the tag store may or may not have recorded this write (connection "
                  "lost); its IDs are never handed out; retry");
         return 503;
+    case IK_EUNSAFE: {
+        ik__count(&w->m.store_errors[store_op]);
+        *code = "store_unsafe";
+        char hz[300] = "";
+        ik_coord_hazards(w->srv->coord, NULL, NULL, hz, sizeof hz);
+        snprintf(msg, len,
+                 "the tag store's settings can lose an acknowledged write now, so nothing is "
+                 "written: %s (docs/hazards.md); retry once it is fixed",
+                 hz[0] ? hz : "a store hazard");
+        return 503;
+    }
     case IK_EBUSY:
         *code = "busy";
         snprintf(msg, len, "too many unknown tags are being looked up at once; retry shortly");

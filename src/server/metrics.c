@@ -168,6 +168,22 @@ void ik__metrics_render(ik__server *srv, ik__buf *b)
             "HTTP connections dropped by the read, write or idle timeout.",
             sum(srv, OFF_OF(timeouts)));
 
+    ik_hazard *hz = NULL;
+    size_t nhz = 0;
+    ik_coord_hazards(srv->coord, &hz, &nhz, NULL, 0);
+    header(b, "ik_store_hazard", "gauge",
+           "Store hazard checks by verdict (docs/hazards.md): 1 for the check's current "
+           "verdict (ok, risk: accepted by --allow-unsafe-store, refused: not writing).");
+    for (size_t i = 0; i < nhz; i++)
+        ik__buf_printf(b, "ik_store_hazard{check=\"%s\",verdict=\"%s\"} 1\n", hz[i].check,
+                       ik_verdict_name(hz[i].verdict));
+    size_t refused = 0;
+    for (size_t i = 0; i < nhz; i++)
+        refused += hz[i].verdict == IK_VERDICT_REFUSED;
+    ik_free(hz);
+    gauge(b, "ik_store_refused_checks",
+          "Store hazard checks refused now: while above 0 nothing is written to the store.",
+          (long long)refused);
     gauge(b, "ik_lease_state",
           "Worker slot lease state: 0 acquiring, 1 held, 2 in doubt, 3 lost, 4 released.",
           (long long)li.state);

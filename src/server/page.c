@@ -2,7 +2,8 @@
  *
  * The page is src/server/page.html, embedded in the binary at build time
  * (cmake/embed.cmake). Its one marker, <!--IK:SNAPSHOT-->, is replaced by a snapshot
- * rendered here: this server, the app's worker slots, the tags and, for ?decode=ID,
+ * rendered here: this server, the store's hazard checks, the app's worker slots, the
+ * tags and, for ?decode=ID,
  * the decoded ID. So the page is whole without JavaScript; with it, the page's
  * script refreshes the same tables every few seconds from /v1/status, /v1/workers and
  * /v1/tags, and decodes through /v1/decode/{id}. The snapshot and the script build
@@ -110,6 +111,36 @@ static void put_server(ik__server *srv, ik__buf *b)
              (unsigned long long)gi.backward_refusals);
     server_row(b, "clock", "Clock", text);
     ik__buf_puts(b, "</tbody></table></section>\n");
+}
+
+/* The store's hazard checks (docs/hazards.md): one row per check, its verdict as a
+ * class (ok, risk, refused); the latest verdicts, no I/O. */
+static void put_hazards(ik__server *srv, ik__buf *b)
+{
+    ik_hazard *rows = NULL;
+    size_t n = 0;
+    char why[300] = "";
+    int unsafe = ik_coord_hazards(srv->coord, &rows, &n, why, sizeof why) == IK_EUNSAFE;
+    ik__buf_puts(b, "<section id=\"store\"><h2>Store checks</h2><p class=\"err\" "
+                    "id=\"store-err\">");
+    if (unsafe) {
+        ik__buf_puts(b, "not writing: ");
+        put_html_str(b, why);
+    }
+    ik__buf_puts(b, "</p><table><thead><tr><th>Check</th><th>Value</th><th>Verdict</th>"
+                    "<th>What to change</th></tr></thead><tbody id=\"store-rows\">\n");
+    for (size_t i = 0; i < n; i++) {
+        const char *v = ik_verdict_name(rows[i].verdict);
+        ik__buf_printf(b, "<tr class=\"v-%s\"><td>", v);
+        put_html_str(b, rows[i].check);
+        ik__buf_puts(b, "</td><td>");
+        put_html_str(b, rows[i].value);
+        ik__buf_printf(b, "</td><td>%s</td><td>", v);
+        put_html_str(b, rows[i].fix[0] ? rows[i].fix : "-");
+        ik__buf_puts(b, "</td></tr>\n");
+    }
+    ik__buf_puts(b, "</tbody></table></section>\n");
+    ik_free(rows);
 }
 
 /* The worker slots table's rows; the row this server holds is marked. */
@@ -221,6 +252,7 @@ void ik__page_render(ik__worker *w, const ik__pend *p, ik__resp *rs)
     }
     ik__buf_append(b, html, (size_t)(mark - html));
     put_server(w->srv, b);
+    put_hazards(w->srv, b);
     put_workers(w->srv, p->tagop, b);
     put_tags(w, p->tagop, b);
     put_decode(w->srv, p->tagop, b);

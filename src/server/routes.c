@@ -635,6 +635,32 @@ static void put_segment_tags(ik__ctx *x)
     ik_free(st);
 }
 
+/* "store":{"safe":B,"why":"...","hazards":[{"check","value","verdict","fix"},...]},
+ * the verdicts of the store's latest hazard checks (docs/hazards.md); no I/O. */
+static void put_store_hazards(ik__buf *b, ik_coord *coord)
+{
+    ik_hazard *rows = NULL;
+    size_t n = 0;
+    char why[300] = "";
+    int unsafe = ik_coord_hazards(coord, &rows, &n, why, sizeof why) == IK_EUNSAFE;
+    ik__buf_printf(b, "\"store\":{\"safe\":%s,", unsafe ? "false" : "true");
+    put_json_kv_str(b, "why", why);
+    ik__buf_puts(b, ",\"hazards\":[");
+    for (size_t i = 0; i < n; i++) {
+        ik__buf_puts(b, i ? ",{" : "{");
+        put_json_kv_str(b, "check", rows[i].check);
+        ik__buf_puts(b, ",");
+        put_json_kv_str(b, "value", rows[i].value);
+        ik__buf_puts(b, ",");
+        put_json_kv_str(b, "verdict", ik_verdict_name(rows[i].verdict));
+        ik__buf_puts(b, ",");
+        put_json_kv_str(b, "fix", rows[i].fix);
+        ik__buf_puts(b, "}");
+    }
+    ik__buf_puts(b, "]},");
+    ik_free(rows);
+}
+
 /* GET /v1/status: what this server is and how it is doing. */
 static void h_status(ik__ctx *x)
 {
@@ -700,6 +726,7 @@ static void h_status(ik__ctx *x)
     put_json_kv_str(b, "listen", srv->listen_text);
     ik__buf_printf(b, ",\"threads\":%d,\"connections\":%d,\"max_batch\":%u},", srv->nworkers,
                    atomic_load_explicit(&srv->connections, memory_order_relaxed), cfg->max_batch);
+    put_store_hazards(b, srv->coord);
     ik__buf_printf(b, "\"started\":\"%s\",\"uptime_s\":%lld,\"tags\":[", started,
                    (long long)((now - srv->started_ms) / 1000));
     put_segment_tags(x);

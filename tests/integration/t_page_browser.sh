@@ -39,6 +39,8 @@ curl -fsS -H 'Authorization: Bearer page-token-1' "$(url s1)/" >"$snap" || fail 
 for s in s1 s2 s3; do grep -q "<td>$s</td>" "$snap" || fail "snapshot lacks $s in the worker table"; done
 grep -q '<tr class="self" data-worker="[0-9]*"><td>[0-9]*</td><td>s1</td>' "$snap" || fail "snapshot does not mark s1"
 grep -q 'data-tag="orders"' "$snap" || fail "snapshot lacks the tag"
+grep -q '<tbody id="store-rows">' "$snap" && grep -q '<tr class="v-ok"><td>' "$snap" ||
+  fail "snapshot lacks the store checks with an ok verdict"
 id=$(curl -fsS -H 'Authorization: Bearer page-token-1' "$(url s1)/api/snowflake/get/x")
 w=$(curl -fsS -H 'Authorization: Bearer page-token-1' "$(url s1)/v1/decode/$id" | jq -r .worker)
 # (each answer is read whole before grep: grep -q would close the pipe early)

@@ -7,7 +7,8 @@ against a running idkeeper's status page, as a person would look at it.
 
 Checks, in order (each failure exits 1 with a line that says which):
   1. the page loads and its script refreshes it, with no console error;
-  2. the worker table lists every server named in --servers, and marks --self;
+  2. the worker table lists every server named in --servers, and marks --self; the
+     store checks table shows /v1/status's hazard verdicts (check, value, verdict);
   3. a tag created (POST /v1/tags) after load appears at a later refresh;
   4. the decode box decodes an ID the server just issued (worker, sequence, time);
   5. Number.isSafeInteger holds for every ID of /v1/snowflake?ids=number (--js53),
@@ -151,6 +152,14 @@ def main():
         if held[a.self][0] != str(json.loads(status)["worker"]):
             fail("the marked row's worker %s is not /v1/status's" % held[a.self][0])
         log("worker table: %s; this server marked" % sorted(held))
+        _, status = http(url + "/v1/status", a.token)
+        want_hz = [[h["check"], h["value"], h["verdict"]]
+                   for h in json.loads(status)["store"]["hazards"]]
+        if not want_hz:
+            fail("/v1/status lists no store checks")
+        until("the store checks table to show /v1/status's verdicts",
+              lambda: [c[:3] for _, _, c in rows(d, "store-rows")] == want_hz)
+        log("store checks: %s" % want_hz)
 
         # 3. a tag created after load shows up at a later refresh
         tag = "page-%d" % os.getpid()
