@@ -28,8 +28,9 @@
 #   conf_elect_args MS        options for a lock or candidate whose grant is LOST
 #                             after 2/3 of MS without the store (zk: the session
 #                             timeout; SQL: the lease TTL)
-#   conf_slow_args MS         options for a server whose store may answer up to MS
-#                             late and still keep its lease (zk: a session of 3 MS)
+#   conf_slow_args MS         options for a server whose store may answer MS late
+#                             and keep its lease with room to spare (a session or
+#                             lease TTL of 4 MS: the lease tolerates about a third)
 #   conf_release_bound_ms     the longest a clean stop waits on the store after its
 #                             requests are done (docs/http.md, "Shutdown"), for a
 #                             server of conf_slow_args
@@ -277,8 +278,8 @@ conf_elect_args() {
 
 conf_slow_args() {
   case $IK_STORE in
-    zk) echo --zk-session-timeout $(($1 * 10 / 3)) ;;
-    redis) echo --lease-ttl $(($1 * 10 / 3)) ;; # a renewal waits TTL/3 for its answer
+    zk) echo --zk-session-timeout $(($1 * 4)) ;;
+    redis) echo --lease-ttl $(($1 * 4)) ;; # a renewal waits TTL/3 for its answer
     *) fail "conf.sh: conf_slow_args has no case for $IK_STORE" ;;
   esac
 }
@@ -286,11 +287,11 @@ conf_slow_args() {
 conf_release_bound_ms() {
   case $IK_STORE in
     zk) # the release: max(2 s, T/2); the close: 2 s for open doubts (docs/zookeeper.md)
-      local t=$(($1 * 10 / 3))
+      local t=$(($1 * 4))
       echo $(((t / 2 > 2000 ? t / 2 : 2000) + 2000))
       ;;
     redis) # the release's script waits TTL/3 for its answer (docs/redis.md)
-      echo $(($1 * 10 / 9))
+      echo $(($1 * 4 / 3))
       ;;
     *) fail "conf.sh: conf_release_bound_ms has no case for $IK_STORE" ;;
   esac

@@ -5,12 +5,12 @@
 # not-on: mysql: docs/sql.md documents no bound for a slot release on a server that answers slowly, so there is no bound to hold the stop to yet
 # not-on: local: SQLite is a file the server opens itself: there is no store server to put a slow network in front of
 # SIGTERM with a slow store (SPEC 3 rule 8; docs/http.md, "Shutdown"): a server
-# whose store answers every request D late (within what its lease tolerates: on
-# zk://, D up to about T/3) serves, then gets SIGTERM. It exits 0 within
+# whose store answers every request D = 3 s late (a quarter of its session or lease
+# TTL, within the third its lease tolerates) serves, then gets SIGTERM. It exits 0 within
 # --shutdown-timeout + the backend's release bound (conf_release_bound_ms) + 5 s of
 # slack, and its log says the slot was released, or that its release is in doubt.
-# Before the fix, on zk:// with D = 3 s and T = 10 s: "releasing worker 0 failed:
-# outcome unknown", exit 1, although the release had landed.
+# Before the fix, on zk:// (the release waited 2 s for its answer): "releasing
+# worker N failed: outcome unknown", exit 1, although the release had landed.
 source "$(dirname "$0")/../integration/lib.sh"
 source "$(dirname "$0")/conf.sh"
 conf_store_start
