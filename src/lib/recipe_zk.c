@@ -520,6 +520,8 @@ static int zk_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
                 zrc = prove_session(lk, &s, &asked);
                 if (zrc != ZOK) {
                     ik__zk_session_put(base->be);
+                    if (zrc == ZOPERATIONTIMEOUT && (deadline < 0 || ik__mono_ms() < deadline))
+                        continue; /* slow, not gone: again */
                     rc = after_failure(lk, zrc, seen, deadline);
                     if (rc) break;
                     continue;
