@@ -641,7 +641,15 @@ int ik_server_run(const ik_server_config *cfg)
         ik_slot_lease_get_info(srv->lease, &li);
         int rel = ik_slot_lease_release(srv->lease);
         srv->lease = NULL;
-        if (rel != 0) {
+        if (rel == IK_EINDOUBT) { /* docs/http.md, "Shutdown": not a failure */
+            ik__log("release of worker %d in doubt: the store did not confirm it in time; "
+                    "the slot frees when its session or lease ends; bye",
+                    li.worker);
+        } else if (rel == IK_ELOST) {
+            ik__log("worker %d was lost before its release (session or lease ended, or the "
+                    "slot taken over): nothing to release; bye",
+                    li.worker);
+        } else if (rel != 0) {
             ik__log("releasing worker %d failed: %s", li.worker, ik_strerror(rel));
             rc = -1;
         } else if (li.worker >= 0) {

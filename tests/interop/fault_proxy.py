@@ -26,6 +26,9 @@ proxy polls the file every 5 ms and acts once per N):
               3 exists, 4 getData, 14 multi, ...) and whose bytes contain PATTERN
               are forwarded, then that connection's answers are dropped and it is
               closed 100 ms later: the request is applied, its answer lost
+  partition   nothing passes in either direction, on open and new connections
+              (new ones are accepted), and nothing is closed: a network partition,
+              as the two ends see it ("heal" ends it)
   hold        connections open now keep sending to ZooKeeper, and what comes back
               is kept, in order, until "release" (a store that answers late:
               requests are applied, their answers delayed); new connections pass
@@ -40,6 +43,9 @@ proxy polls the file every 5 ms and acts once per N):
               request never reaches the server, and the client only sees its
               connection close (a part of the request sent before may have gone:
               the server drops an incomplete request with its connection)
+  request-lost N PATTERN then answer-lost M
+  (and the other orders): the first for N sends, then the second for M, with no
+              gap between them in which a send could slip through
 The proxy writes "N done" to CONTROL_FILE.ack once it acted on N, and a line
 "cut OPCODE" to stdout for each request it cut, "answer-lost" or "request-lost"
 for each of those.
@@ -56,8 +62,8 @@ listen_port, target_port, ctl = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 raw = sys.argv[4:] == ["raw"]
 lock = threading.Lock()
 conns = []  # [client_sock, server_sock, flags]
-state = {"down": False, "delay": 0.0, "mute": False, "cut_left": 0, "cut_ops": set(),
-         "cut_pat": b"", "lose_left": 0, "lose_what": "", "lose_pat": b""}
+state = {"down": False, "partition": False, "delay": 0.0, "mute": False, "cut_left": 0, "cut_ops": set(),
+         "cut_pat": b"", "lose_then": None, "lose_left": 0, "lose_what": "", "lose_pat": b""}
 
 
 def close_pair(c, s):
@@ -105,7 +111,7 @@ class Sender:
                     self.cv.wait(due - now)
                     continue
                 self.q.popleft()
-            if self.flags["black"] or state["mute"]:
+            if self.flags["black"] or state["mute"] or state["partition"]:
                 continue
             try:
                 self.dst.sendall(data)
@@ -155,8 +161,12 @@ def should_lose(flags, data):
             return None
         state["lose_left"] -= 1
         flags["tail"] = b""
-        print(state["lose_what"], flush=True)
-        return state["lose_what"]
+        what = state["lose_what"]
+        if state["lose_left"] == 0 and state["lose_then"]:
+            state["lose_what"], state["lose_left"] = state["lose_then"]
+            state["lose_then"] = None
+        print(what, flush=True)
+        return what
 
 
 def pump_up(c, s, flags):
@@ -166,8 +176,8 @@ def pump_up(c, s, flags):
             data = c.recv(65536)
             if not data:
                 break
-            if flags["deaf"]:
-                continue  # after a lost request nothing more reaches the server
+            if flags["deaf"] or state["partition"]:
+                continue  # after a lost request (or in a partition) nothing reaches the server
             lose = should_lose(flags, data)
             cut = not raw and should_cut(flags, data)
             if lose or cut:
@@ -188,7 +198,7 @@ def pump_down(s, c, flags, sender):
             data = s.recv(65536)
             if not data:
                 break
-            if flags["black"] or state["mute"]:
+            if flags["black"] or state["mute"] or state["partition"]:
                 continue
             sender.put(data)
     except OSError:
@@ -255,10 +265,15 @@ def control_loop():
                 state["mute"] = True
             elif word == "unmute":
                 state["mute"] = False
+            elif word == "partition":
+                state["partition"] = True
+            elif word == "heal":
+                state["partition"] = False
             elif word in ("answer-lost", "request-lost"):
                 state["lose_left"] = int(args[0])
                 state["lose_what"] = word
                 state["lose_pat"] = args[1].encode()
+                state["lose_then"] = (args[3], int(args[4])) if args[2:3] == ["then"] else None
             elif word == "cut":
                 state["cut_left"] = int(args[0])
                 state["cut_ops"] = {int(x) for x in args[1].split(",")}
