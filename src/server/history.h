@@ -33,7 +33,7 @@
 #define IK_HIST_KINDS 3     /* series 0..2: all snowflake, segment, sequence IDs */
 #define IK_HIST_SERIES (IK_HIST_KINDS + IK_HIST_TAGS)
 #define IK_EVENTS_MAX 20
-#define IK_RANGE_LIST_MS 10000 /* how often the range's use is listed from the store */
+#define IK_RANGE_LIST_MS 30000 /* how often the range's use is listed from the store */
 
 /* A series' kind: IK_TAG_SEGMENT, IK_TAG_SEQUENCE (idkeeper.h), or this. */
 #define IK_HIST_SNOWFLAKE 0

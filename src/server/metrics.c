@@ -195,7 +195,7 @@ void ik__metrics_render(ik__server *srv, int ready, ik__buf *b)
     gauge(b, "ik_worker_range_slots",
           "Worker slots in this server's range (the layout's workers=).", (long long)range_slots);
     gauge(b, "ik_worker_range_held",
-          "Slots of the worker range held by a live server, as listed from the store every 10 s "
+          "Slots of the worker range held by a live server, as listed from the store every 30 s "
           "(-1: not listed yet).",
           range_held);
     gauge(b, "ik_lease_state",
