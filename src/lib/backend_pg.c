@@ -123,6 +123,7 @@ static const char *const pg_stmt[IK__SQL_NSTMT] = {
                          "write_no = EXCLUDED.write_no, at_ms = EXCLUDED.at_ms",
     [IK__SQL_MARK_GET] = "SELECT write_no FROM idk_commit_mark WHERE writer = $1 AND biz_tag = $2",
     [IK__SQL_MARK_PRUNE] = "DELETE FROM idk_commit_mark WHERE at_ms < " NOW_MS " - 86400000",
+    [IK__SQL_MARK_DROP] = "DELETE FROM idk_commit_mark WHERE writer LIKE $1",
     [IK__SQL_TAG_COLUMNS] = "SELECT biz_tag, max_id, step, description, update_time "
                             "FROM leaf_alloc LIMIT 0",
     [IK__SQL_SLOTS_SCAN] = "SELECT " SLOT_COLS " FROM idk_slots WHERE app = $1 AND worker "
@@ -495,6 +496,11 @@ static void pg_session(ik__sql_conn *c, char *buf, size_t len)
         buf[0] = '\0';
 }
 
+static int pg_socket(ik__sql_conn *c)
+{
+    return c && c->pg ? PQsocket(c->pg) : -1;
+}
+
 static const char *pg_lib_version(void)
 {
     static char v[32];
@@ -539,6 +545,7 @@ const ik__sql_driver ik__sql_pg_driver = {
     .unlock = pg_unlock,
     .durability = pg_durability,
     .session = pg_session,
+    .socket = pg_socket,
     .lib_version = pg_lib_version,
 };
 
