@@ -120,8 +120,8 @@ int main(int argc, char **argv)
     }
     pthread_t th[4];
     if (strcmp(argv[3], "load") == 0) {
-        job jobs[4] = {{x, "X", 150, 0, 1}, {x, "X", 150, 0, 2}, {y, "Y", 150, 0, 3},
-                       {y, "Y", 150, 0, 4}};
+        job jobs[4] = {
+            {x, "X", 150, 0, 1}, {x, "X", 150, 0, 2}, {y, "Y", 150, 0, 3}, {y, "Y", 150, 0, 4}};
         for (int i = 0; i < 4; i++)
             pthread_create(&th[i], NULL, run, &jobs[i]);
         for (int i = 0; i < 4; i++)
