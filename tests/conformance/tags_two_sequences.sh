@@ -34,7 +34,7 @@ check() {
 }
 
 U=$(conf_coord load)
-"$IK_BIN" tags add t --kind sequence --start 1 --coord "$U" "${CONF_SERVE_ARGS[@]}" >/dev/null || fail "tags add failed"
+"$IK_BIN" tags add t --kind sequence --start 1 --coord "$U" "${CONF_SERVE_ARGS[@]}" >"$T/add.out" 2>&1 || fail "tags add failed: $(cat "$T/add.out")"
 timeout 120 "$TWOSEQ" "$U" t load >"$T/load.out" 2>&1 || fail "twoseq load exited $?: $(tail -n 5 "$T/load.out")"
 check load "$U"
 # Every request succeeds, but on redis://: its script refuses a write whose number
@@ -63,7 +63,7 @@ for try in 1 2 3; do
 done
 conf_coord lost >/dev/null
 VIA=$(conf_coord_via "$PP" lost)
-"$IK_BIN" tags add t --kind sequence --start 1 --coord "$(conf_coord lost)" "${CONF_SERVE_ARGS[@]}" >/dev/null || fail "tags add failed"
+"$IK_BIN" tags add t --kind sequence --start 1 --coord "$(conf_coord lost)" "${CONF_SERVE_ARGS[@]}" >"$T/add.out" 2>&1 || fail "tags add failed: $(cat "$T/add.out")"
 IDKEEPER_TEST_SQL_COMMIT_PAUSE_MS=1500 timeout 120 "$TWOSEQ" "$VIA" t lost "$T/go" >"$T/lost.out" 2>&1 &
 tw=$!
 IK_PIDS+=($tw)
