@@ -66,7 +66,7 @@ VIA=$(conf_coord_via "$PP" lost)
 "$IK_BIN" tags add t --kind sequence --start 1 --coord "$(conf_coord lost)" "${CONF_SERVE_ARGS[@]}" >"$T/add.out" 2>&1 || fail "tags add failed: $(cat "$T/add.out")"
 IDKEEPER_TEST_SQL_COMMIT_PAUSE_MS=1500 timeout 120 "$TWOSEQ" "$VIA" t lost "$T/go" >"$T/lost.out" 2>&1 &
 tw=$!
-IK_PIDS+=($tw)
+IK_PIDS+=("$tw")
 wait_until 60 grep -q '^warm$' "$T/lost.out" || fail "lost: twoseq did not warm up: $(tail -n 5 "$T/lost.out")"
 # the next COMMIT sent after a commit mark's INSERT on its connection: X's
 proxy request-lost 1 COMMIT INSERT INTO idk_commit_mark

@@ -28,12 +28,12 @@ waiting() { # the waiter's session waits for the advisory lock
 IK_PIDS+=($!)
 wait_until 60 test -e "$T/held" || fail "the holder did not get /x: $(cat "$T/holder.err")"
 
-TIMEOUT=3000
+TIMEOUT=3000 ts=0
 for try in 1 2 3; do
   mono_ms t0
   "$IK_BIN" lock --coord "$URI" --timeout "$TIMEOUT" /x -- true 2>"$T/waiter.err" &
   w=$!
-  IK_PIDS+=($w)
+  IK_PIDS+=("$w")
   wait_until 60 waiting || fail "the waiter never queued for /x: $(cat "$T/waiter.err")"
   PM=$(head -n 1 "$T/pg/pgdata/postmaster.pid")
   kill -STOP "$PM"
