@@ -154,7 +154,7 @@ int ik__redis_tag_create(ik__backend *be, const char *app, const ik_tag_info *t,
     const char *args[] = {t->name, ik_tag_kind_name(t->kind), start, step, t->description, now,
                           before};
     int e = IK_OK;
-    redisContext *ctx = ik__redis_get(rc, TAG_TIMEOUT_MS, &e, why, why_len);
+    redisContext *ctx = ik__redis_get_write(rc, TAG_TIMEOUT_MS, &e, why, why_len);
     if (!ctx) return e;
     redisReply *r = NULL;
     e = ik__redis_script(rc, ctx, IK__RS_TAG_CREATE, 3, keys, 7, args, 1, &r, NULL, why, why_len);
@@ -421,7 +421,8 @@ int ik__redis_tag_advance(ik__backend *be, const char *app, const char *name, ik
     const char *keys[] = {meta, counter, writer};
     const char *args[] = {ik_tag_kind_name(kind), dl, now, limit, seqs, doubts, ring, ttl};
     int e = IK_OK, waited = 0;
-    redisContext *ctx = ik__redis_get(rc, TAG_TIMEOUT_MS, &e, why, sizeof why);
+    /* IK_EUNSAFE: a store hazard is refused (docs/hazards.md), nothing sent */
+    redisContext *ctx = ik__redis_get_write(rc, TAG_TIMEOUT_MS, &e, why, sizeof why);
     if (!ctx) {
         keep_doubts(b->tags, app, name, carried, nc);
         ik__redis_log_limited(rc, "tag %s: %s", name, why);
