@@ -7,6 +7,7 @@
  */
 #include "srv.h"
 
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +62,20 @@ static void close_why(ik__conn *c, int why)
 }
 
 static void conn_close(ik__conn *c)
+{
+    close_why(c, IK_GONE_CLIENT);
+}
+
+int ik__conn_peer_gone(ik__conn *c)
+{
+    uv_os_fd_t fd;
+    if (c->closing || uv_fileno((uv_handle_t *)&c->tcp, &fd) != 0) return 0;
+    struct pollfd pf = {.fd = fd, .events = POLLIN | POLLRDHUP};
+    if (poll(&pf, 1, 0) != 1) return 0;
+    return (pf.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+}
+
+void ik__conn_gone(ik__conn *c)
 {
     close_why(c, IK_GONE_CLIENT);
 }

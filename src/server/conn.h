@@ -142,6 +142,12 @@ void ik__conn_ready_done(ik__conn *c, const ik__buf *dst, size_t before);
 void ik__conn_push(ik__conn *c, ik__pend *p);
 /* 1 if the protocol must stop parsing now (see "Back-pressure"). */
 int ik__conn_full(const ik__conn *c);
+/* 1 if the peer has closed or shut down its side of c, or reset it, and this loop
+ * has not read that yet (POLLRDHUP, POLLHUP, POLLERR, without reading). */
+int ik__conn_peer_gone(ik__conn *c);
+/* Closes c as a client gone (IK_GONE_CLIENT): its answers are dropped, a sequence
+ * range among them a gap. */
+void ik__conn_gone(ik__conn *c);
 /* p is rendered (p->out): moves the connection on. */
 void ik__conn_answered(ik__conn *c, ik__pend *p);
 /* Moves the connection on after new output, a finished write or an answer that

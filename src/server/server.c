@@ -332,6 +332,18 @@ static void library_log(void *ctx, const char *line)
     if (strncmp(line, "store hazard", 12) == 0) ik__event_add(ctx, "hazard", "%s", line);
 }
 
+/* The sequence gaps counted this run, as /metrics shows them: the store's close
+ * (ik_coord_close) may count the last ones, after the listeners closed, so they are
+ * written where they can still be read (docs/http.md, "Shutdown"). */
+static void log_gaps_at_exit(ik__server *srv)
+{
+    pthread_mutex_lock(&srv->gaps_mu);
+    for (size_t i = 0; i < srv->ngaps; i++)
+        ik__log("at exit: ik_sequence_gap_ids_total{tag=\"%s\",why=\"%s\"} %llu", srv->gaps[i].tag,
+                srv->gaps[i].why, (unsigned long long)srv->gaps[i].ids);
+    pthread_mutex_unlock(&srv->gaps_mu);
+}
+
 static void server_free(ik__server *srv)
 {
     for (int i = 0; i < srv->nworkers; i++) {
@@ -353,10 +365,11 @@ static void server_free(ik__server *srv)
     srv->seq = NULL;
     ik_snowflake_destroy(srv->gen);
     srv->gen = NULL;
-    ik_coord_close(srv->coord);
+    ik_coord_close(srv->coord); /* may settle tag doubts: gaps logged and counted */
     srv->coord = NULL;
     ik_set_gap_hook(NULL, NULL); /* no library thread is left to call it */
     ik_set_log(ik__log_library, NULL);
+    log_gaps_at_exit(srv);
     free(srv->token);
     srv->token = NULL;
     free(srv->gaps);
@@ -442,6 +455,8 @@ static int server_start(ik__server *srv, const ik_server_config *cfg)
         return -1;
     }
     srv->log_sequence = cfg->log_sequence_commits;
+    const char *dd = getenv("IDKEEPER_TEST_DONE_DELAY_MS"); /* tests only: pend.c */
+    srv->test_done_delay_ms = dd ? atoi(dd) : 0;
 
     ik_lease_options lo;
     ik_lease_options_init(&lo);

@@ -146,8 +146,9 @@ typedef struct ik__server {
     ik_slot_lease *lease;
     ik_segment *seg;
     ik_sequence *seq;
-    int log_sequence; /* log each sequence range before answering (log_sequence_commits) */
-    atomic_int phase; /* 0 serving; 1 draining; 2 the allocators are about to close */
+    int log_sequence;       /* log each sequence range before answering (log_sequence_commits) */
+    int test_done_delay_ms; /* IDKEEPER_TEST_DONE_DELAY_MS (tests only; 0: none): pend.c */
+    atomic_int phase;       /* 0 serving; 1 draining; 2 the allocators are about to close */
     const ik_layout *layout;
     char layout_text[256];
     char identity[320];

@@ -38,6 +38,17 @@
 #                             them to another client, one a line, first in line first
 #   conf_counters             sets the store of tests/tools/counters.sh (DATA,
 #                             SERVE_ARGS) to conf_coord data; source counters.sh after
+#   conf_store_port           the store's TCP port on 127.0.0.1 (for a fault proxy;
+#                             local: has none)
+#   conf_coord_via PORT NAME  conf_coord NAME (the same store and namespace), reached
+#                             through 127.0.0.1:PORT (a fault proxy to conf_store_port)
+#   conf_fault_answer_lost    tells the fault proxy of conf_coord_via (lib.sh's proxy)
+#                             that the next tag write is to reach the store and be
+#                             applied, and its answer held (until "proxy release";
+#                             "proxy down" closes its connection)
+#   conf_fault_freeze_after_write  ... that the next tag write is to be applied, and
+#                             then the store to answer nothing on any connection
+#                             (a store frozen right after it; "proxy unmute" ends it)
 IK_STORE=${IK_STORE:-local}
 CONF_SESSION_MS=${CONF_SESSION_MS:-3000} # zk: short, so kill -9 frees a slot soon
 CONF_SERVE_ARGS=()
@@ -294,5 +305,43 @@ conf_release_bound_ms() {
       echo $(($1 * 4 / 3))
       ;;
     *) fail "conf.sh: conf_release_bound_ms has no case for $IK_STORE" ;;
+  esac
+}
+
+conf_store_port() {
+  case $IK_STORE in
+    local) fail "conf.sh: local: has no store port" ;;
+    zk) local hp=${ZK_CONNECT%%/*} && echo "${hp##*:}" ;; # the shared fixture's adds a chroot
+    postgresql) echo "$PG_SHARED_PORT" ;;
+    redis) echo "$REDIS_PORT" ;;
+    mysql) echo "$MY_PORT" ;;
+  esac
+}
+
+conf_coord_via() {
+  local port=$1 uri store
+  uri=$(conf_coord "$2")
+  store=$(conf_store_port)
+  [[ $uri == *"127.0.0.1:$store/"* ]] || fail "conf.sh: $uri does not name 127.0.0.1:$store"
+  echo "${uri/127.0.0.1:$store\//127.0.0.1:$port/}"
+}
+
+# A tag write: zk:// and redis:// write a tag in one request (a setData or a multi;
+# one script), so what the proxy holds or mutes after the request is sent has been
+# applied. SQL writes it in a transaction: the COMMIT that follows the commit mark's
+# INSERT (docs/sql.md) is the request that applies it.
+conf_fault_answer_lost() {
+  case $IK_STORE in
+    zk | redis) proxy hold ;;
+    postgresql | mysql) proxy hold-after 1 COMMIT INSERT INTO idk_commit_mark ;;
+    *) fail "conf.sh: $IK_STORE has no fault proxy" ;;
+  esac
+}
+
+conf_fault_freeze_after_write() {
+  case $IK_STORE in
+    zk | redis) proxy mute ;;
+    postgresql | mysql) proxy mute-after 1 COMMIT INSERT INTO idk_commit_mark ;;
+    *) fail "conf.sh: $IK_STORE has no fault proxy" ;;
   esac
 }
