@@ -102,7 +102,7 @@ typedef enum ik__sql_stmt {
     /* no parameters -> the columns of IK__SQL_TAG_GET, every leaf_alloc row,
      * ordered by biz_tag */
     IK__SQL_TAG_LIST,
-    /* $1 writer (this backend's random id), $2 biz_tag, $3 write number: records,
+    /* $1 writer (a lane of this backend's random id), $2 biz_tag, $3 write number: records,
      * in a sequence tag's advance, which write of this writer last committed (an
      * upsert of one row per writer and tag, its time = db now) */
     IK__SQL_MARK_SET,
@@ -110,6 +110,9 @@ typedef enum ik__sql_stmt {
     IK__SQL_MARK_GET,
     /* no parameters: deletes the marks older than a day (run at open) */
     IK__SQL_MARK_PRUNE,
+    /* $1 a LIKE pattern of writers ("0123...%"): deletes their marks (a backend's
+     * own, at its close) */
+    IK__SQL_MARK_DROP,
     /* no parameters -> nothing (LIMIT 0): names every Leaf column, so that it
      * fails (IK__SQL_EDEFINITE, naming the column) on a leaf_alloc that lacks one */
     IK__SQL_TAG_COLUMNS,
@@ -222,6 +225,11 @@ typedef struct ik__sql_driver {
     int (*durability)(ik__sql_conn *c, char *why, size_t why_len);
     /* Describes the session ("pid 1234"): the database's id of the connection. */
     void (*session)(ik__sql_conn *c, char *buf, size_t len);
+    /* The connection's socket (-1: none). The generic layer only polls it, on an
+     * idle connection of the pool before reusing it: between requests the
+     * database sends nothing, so a readable socket means it ended the session
+     * (an idle timeout, a restart, a terminated backend; ik__sql_idle_alive). */
+    int (*socket)(ik__sql_conn *c);
     /* The client library's version, for `idkeeper version` ("libpq 15.4"). */
     const char *(*lib_version)(void);
 } ik__sql_driver;

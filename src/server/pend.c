@@ -162,6 +162,7 @@ void ik__pend_orphaned(ik__worker *w, ik__pend *p)
     ik__log("tag gap tag=%s first=%lld count=%zu why=%s", p->tag, (long long)p->first, p->nids,
             ik__gone_text[why]);
     ik__gap_add(w->srv, p->tag, ik__gone_label[why], p->nids);
+    ik__event_gap(w->srv, p->tag, p->first, (int64_t)p->nids, ik__gone_label[why]);
     p->nids = 0; /* logged and counted once: no later drop of its connection again */
 }
 

@@ -353,6 +353,7 @@ int ik__resp_render(ik__worker *w, ik__rkinds *kinds, ik__pend *p)
     if (p->op == IK_OP_SEQUENCE) {
         ik__count_n(&w->m.sequence_ids, p->nids);
         ik__count(&w->m.sequence_ranges);
+        ik__history_add(w->srv, p->tag, p->nids);
     } else {
         ik__count_n(&w->m.segment_ids, p->nids);
     }

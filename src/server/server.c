@@ -282,6 +282,7 @@ static int bind_all(ik__server *srv)
 /* Lease state changes, on the lease thread. */
 static void on_lease_state(void *ctx, ik_lease_state state, int worker, const char *why)
 {
+    ik__event_lease(ctx, state, worker, why);
     ik__log("lease %s: worker %d%s%s", ik_lease_state_name(state), worker, why && *why ? ": " : "",
             why ? why : "");
 }
@@ -317,8 +318,18 @@ static void library_gap(void *ctx, const char *app, const char *tag, ik_tag_kind
                         int64_t first, int64_t count, const char *why)
 {
     (void)app;
-    (void)first;
-    if (kind == IK_TAG_SEQUENCE && count > 0) ik__gap_add(ctx, tag, why, (uint64_t)count);
+    if (kind != IK_TAG_SEQUENCE || count <= 0) return;
+    ik__gap_add(ctx, tag, why, (uint64_t)count);
+    ik__event_gap(ctx, tag, first, count, why);
+}
+
+/* The library's log lines (ik_set_log): into the daemon's log; a change of a store
+ * hazard's verdict ("store hazard: ...", "store hazard cleared: ...", hazard.c) is
+ * also an event of the status page. */
+static void library_log(void *ctx, const char *line)
+{
+    ik__log_library(NULL, line);
+    if (strncmp(line, "store hazard", 12) == 0) ik__event_add(ctx, "hazard", "%s", line);
 }
 
 /* The sequence gaps counted this run, as /metrics shows them: the store's close
@@ -357,12 +368,14 @@ static void server_free(ik__server *srv)
     ik_coord_close(srv->coord); /* may settle tag doubts: gaps logged and counted */
     srv->coord = NULL;
     ik_set_gap_hook(NULL, NULL); /* no library thread is left to call it */
+    ik_set_log(ik__log_library, NULL);
     log_gaps_at_exit(srv);
     free(srv->token);
     srv->token = NULL;
     free(srv->gaps);
     srv->gaps = NULL;
     pthread_mutex_destroy(&srv->gaps_mu);
+    ik__history_destroy(srv);
 }
 
 /* The metrics' labels of the counters by row: the route table's patterns and
@@ -386,6 +399,7 @@ static int server_start(ik__server *srv, const ik_server_config *cfg)
     int rc;
     srv->cfg = cfg;
     pthread_mutex_init(&srv->gaps_mu, NULL); /* first: server_free destroys it */
+    ik__history_init(srv);
     srv->started_ms = ik__now_ms();
     srv->read_timeout_ms = cfg->read_timeout_ms;
     srv->idle_timeout_ms = cfg->idle_timeout_ms;
@@ -395,7 +409,7 @@ static int server_start(ik__server *srv, const ik_server_config *cfg)
     set_labels(srv);
     if (check_config(cfg) != 0) return -1;
     raise_fd_limit(cfg);
-    ik_set_log(ik__log_library, NULL);
+    ik_set_log(library_log, srv);
     ik_set_gap_hook(library_gap, srv);
     if (cfg->http_token && *cfg->http_token) {
         srv->token = strdup(cfg->http_token);
@@ -431,6 +445,7 @@ static int server_start(ik__server *srv, const ik_server_config *cfg)
     }
     srv->layout = ik_snowflake_layout(srv->gen);
     ik_layout_format(srv->layout, srv->layout_text, sizeof srv->layout_text);
+    ik__history_set_range(srv, srv->layout->worker_min, srv->layout->worker_max);
     if ((rc = ik_segment_create(srv->coord, cfg->app, NULL, &srv->seg)) != 0) {
         ik__log("cannot create the segment allocator: %s", ik_strerror(rc));
         return -1;
@@ -641,7 +656,15 @@ int ik_server_run(const ik_server_config *cfg)
         ik_slot_lease_get_info(srv->lease, &li);
         int rel = ik_slot_lease_release(srv->lease);
         srv->lease = NULL;
-        if (rel != 0) {
+        if (rel == IK_EINDOUBT) { /* docs/http.md, "Shutdown": not a failure */
+            ik__log("release of worker %d in doubt: the store did not confirm it in time; "
+                    "the slot frees when its session or lease ends; bye",
+                    li.worker);
+        } else if (rel == IK_ELOST) {
+            ik__log("worker %d was lost before its release (session or lease ended, or the "
+                    "slot taken over): nothing to release; bye",
+                    li.worker);
+        } else if (rel != 0) {
             ik__log("releasing worker %d failed: %s", li.worker, ik_strerror(rel));
             rc = -1;
         } else if (li.worker >= 0) {
