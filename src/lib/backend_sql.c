@@ -163,7 +163,6 @@ void ik__sql_close(ik__backend *be)
 {
     ik__sql_backend *b = ik__sql_of(be);
     if (!b) return;
-    ik__sql_tags_close(b); /* first: it may settle doubts on the pool */
     for (int i = 0; i < IK__SQL_POOL; i++)
         if (b->pool[i]) b->d->close(b->pool[i]);
     pthread_cond_destroy(&b->cv);
@@ -232,7 +231,6 @@ int ik__sql_open(const ik__sql_driver *d, const ik__backend_ops *ops, const char
         ik__sql_close(&b->base);
         return rc;
     }
-    ik__sql_marks_prune(b, c); /* backend_sql_tags.c, T8 */
     b->opened = 1;
     *out = &b->base;
     return IK_OK;

@@ -54,13 +54,6 @@ typedef struct ik__sql_backend {
 #define IK__SQL_LANES 64       /* sequence advances in progress at once, at most */
 #define IK__SQL_SETTLE_MS 2000 /* the close settles open doubts within this */
 
-/* backend_sql_tags.c: at open (after the schema), deletes the commit marks older
- * than a day; at close (first), settles every open doubt with one read each within
- * IK__SQL_SETTLE_MS, logging each one (a gap, settled, or maybe_recorded), then
- * deletes this backend's own marks. */
-void ik__sql_marks_prune(ik__sql_backend *b, ik__sql_conn *c);
-void ik__sql_tags_close(ik__sql_backend *b);
-
 static inline ik__sql_backend *ik__sql_of(ik__backend *be)
 {
     return (ik__sql_backend *)be;

@@ -426,16 +426,25 @@ static void keep_doubt(ik__sql_backend *b, const struct ik__sql_doubt *g)
         log_gap(&old, "maybe_recorded", "may have committed (too many doubts to settle)");
 }
 
-void ik__sql_marks_prune(ik__sql_backend *b, ik__sql_conn *c)
+void ik__sql_marks_prune(ik__backend *be)
 {
+    ik__sql_backend *b = ik__sql_of(be);
     char inner[256] = "";
-    int rc = b->d->exec(c, IK__SQL_MARK_PRUNE, NULL, 0, NULL, inner, sizeof inner);
+    int idx;
+    ik__sql_conn *c;
+    int rc = ik__sql_get(b, &idx, &c, inner, sizeof inner);
+    if (rc == 0) {
+        rc = b->d->exec(c, IK__SQL_MARK_PRUNE, NULL, 0, NULL, inner, sizeof inner);
+        ik__sql_put(b, idx, rc);
+    }
     if (rc) /* harmless: the next open prunes them */
         ik__logf("could not prune the old commit marks: %s", inner);
 }
 
-void ik__sql_tags_close(ik__sql_backend *b)
+void ik__sql_tags_close(ik__backend *be)
 {
+    ik__sql_backend *b = ik__sql_of(be);
+    if (!b) return;
     if (!b->opened) return;
     int64_t deadline = ik__mono_ms() + IK__SQL_SETTLE_MS;
     int open_left = 0;

@@ -248,6 +248,14 @@ struct ik_coord_options;
 int ik__sql_open(const ik__sql_driver *d, const ik__backend_ops *ops, const char *uri,
                  const ik_coord_options *o, ik__backend **out, char *why, size_t why_len);
 void ik__sql_close(ik__backend *be);
+/* backend_sql_tags.c, called by the ops table's open and close (IK__SQL_BACKEND in
+ * sql_driver.h, above both this file and backend_sql.c): at open (after
+ * ik__sql_open), deletes the commit marks older than a day; at close (before
+ * ik__sql_close), settles every open doubt with one read each within
+ * IK__SQL_SETTLE_MS, logging each one (a gap, settled, or maybe_recorded), then
+ * deletes this backend's own marks. */
+void ik__sql_marks_prune(ik__backend *be);
+void ik__sql_tags_close(ik__backend *be);
 const char *ik__sql_uri(const ik__backend *be);
 void ik__sql_session(ik__backend *be, char *buf, size_t len);
 int64_t ik__sql_slot_free_ms(ik__backend *be);
@@ -286,10 +294,17 @@ int ik__sql_leader(ik__backend *be, const char *path, char **id);
         .info = ik__sql_info,                                                                      \
         .leader = ik__sql_leader,                                                                  \
     };                                                                                             \
-    static int NAME##_open(const char *uri, const ik_coord_options *o, ik__backend **out,          \
-                           char *why, size_t why_len)                                              \
+    static int NAME##_be_open(const char *uri, const ik_coord_options *o, ik__backend **out,       \
+                              char *why, size_t why_len)                                           \
     {                                                                                              \
-        return ik__sql_open(&(DRIVER), &ik__backend_##NAME##_ops, uri, o, out, why, why_len);      \
+        int rc = ik__sql_open(&(DRIVER), &ik__backend_##NAME##_ops, uri, o, out, why, why_len);    \
+        if (rc == 0) ik__sql_marks_prune(*out);                                                    \
+        return rc;                                                                                 \
+    }                                                                                              \
+    static void NAME##_be_close(ik__backend *be)                                                   \
+    {                                                                                              \
+        ik__sql_tags_close(be); /* first: it may settle doubts on the pool */                      \
+        ik__sql_close(be);                                                                         \
     }                                                                                              \
     const ik__backend_ops ik__backend_##NAME##_ops = {                                             \
         .scheme = (SCHEME),                                                                        \
@@ -297,8 +312,8 @@ int ik__sql_leader(ik__backend *be, const char *path, char **id);
         .uri_check = (URI_CHECK),                                                                  \
         .recipe = &ik__recipe_##NAME##_ops,                                                        \
         .schema = (SCHEMA),                                                                        \
-        .open = NAME##_open,                                                                       \
-        .close = ik__sql_close,                                                                    \
+        .open = NAME##_be_open,                                                                    \
+        .close = NAME##_be_close,                                                                  \
         .uri = ik__sql_uri,                                                                        \
         .slot_acquire = ik__sql_slot_acquire,                                                      \
         .slot_persist = ik__sql_slot_persist,                                                      \
