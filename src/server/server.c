@@ -660,6 +660,10 @@ int ik_server_run(const ik_server_config *cfg)
             ik__log("release of worker %d in doubt: the store did not confirm it in time; "
                     "the slot frees when its session or lease ends; bye",
                     li.worker);
+        } else if (rel == IK_ESTORE || rel == IK_ETIMEDOUT || rel == IK_EUNSAFE) {
+            ik__log("release of worker %d not sent: %s; the slot frees when its session or "
+                    "lease ends; bye",
+                    li.worker, ik_strerror(rel));
         } else if (rel == IK_ELOST) {
             ik__log("worker %d was lost before its release (session or lease ended, or the "
                     "slot taken over): nothing to release; bye",

@@ -302,8 +302,9 @@ conf_release_bound_ms() {
       local t=$(($1 * 4))
       echo $(((t / 2 > 2000 ? t / 2 : 2000) + 2000))
       ;;
-    redis) # the release's script waits TTL/3 for its answer (docs/redis.md)
-      echo $(($1 * 4 / 3))
+    redis) # a renewal in flight at the stop (its hazard check and its script, TTL/3
+      # each), then the release's script (TTL/3): docs/http.md, "Shutdown"
+      echo $(($1 * 4))
       ;;
     *) fail "conf.sh: conf_release_bound_ms has no case for $IK_STORE" ;;
   esac
