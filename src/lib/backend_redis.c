@@ -27,9 +27,9 @@ static void redis_close(ik__backend *be)
 {
     ik__redis_backend *b = ik__redis_backend_of(be);
     if (!b) return;
+    ik__redis_tags_close(b); /* first: it may settle doubts on the client */
     ik__redis_client_close(&b->rc);
     ik__hazards_free(&b->base.hz);
-    ik__redis_tags_free(b->tags);
     free(b);
 }
 

@@ -26,9 +26,11 @@ static void zk_close(ik__backend *be)
 {
     ik__zk_backend *b = ik__zk_backend_of(be);
     if (!b) return;
-    ik__zk_hazards_close(be);    /* before the client: it stops listening to it */
-    ik__hazards_free(&be->hz);   /* if open failed (coord.c frees it otherwise) */
-    ik__zk_client_close(&b->zc); /* first: no completion runs after this */
+    ik__zk_hazards_close(be);  /* it stops listening to the client */
+    ik__hazards_free(&be->hz); /* if open failed (coord.c frees it otherwise) */
+    /* open tag doubts first, while the session still works */
+    if (b->zc.conn) ik__zk_tags_settle_open(be);
+    ik__zk_client_close(&b->zc); /* then no completion runs after this */
     ik__zk_slots_free(b->slots);
     ik__zk_tags_free(b->tags);
     free(b);

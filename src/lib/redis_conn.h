@@ -62,6 +62,7 @@ enum {
     IK__RS_RELEASE,     /* backend_redis_slots.c */
     IK__RS_TAG_CREATE,  /* backend_redis_tags.c */
     IK__RS_TAG_ADVANCE, /* backend_redis_tags.c */
+    IK__RS_TAG_SETTLE,  /* backend_redis_tags.c: the doubts open at close */
     IK__RS_COUNT
 };
 
@@ -179,7 +180,11 @@ void ik__redis_slot_forget(ik__backend *be, void *handle);
 int ik__redis_slots_list(ik__backend *be, const char *app, ik_slot_info **out, size_t *n);
 
 int ik__redis_tags_new(struct ik__redis_tags **out);
-void ik__redis_tags_free(struct ik__redis_tags *t);
+/* The close's part of the tags, before the client closes: settles every doubt still
+ * open (T5 in backend_redis_tags.c: one fenced read of each tag's writer key, all
+ * within IK__REDIS_SETTLE_MS), each one logged, then frees b->tags. */
+#define IK__REDIS_SETTLE_MS 2000
+void ik__redis_tags_close(ik__redis_backend *b);
 int ik__redis_tag_create(ik__backend *be, const char *app, const ik_tag_info *t, char *why,
                          size_t why_len);
 int ik__redis_tag_get(ik__backend *be, const char *app, const char *name, ik_tag_info *out);

@@ -9,7 +9,8 @@
 # - While serving, a tmpfs mounted over DIR (the filesystem changed under a running
 #   server) stops it within the hazard interval (10 s on local:) + 2 s: /readyz 503
 #   naming the filesystem, sequence requests 503 store_unsafe, /v1/status safe=false,
-#   ik_store_refused_checks 1; once unmounted both recover, and every snowflake and
+#   ik_store_refused_checks 1; once unmounted both recover (the refusal and its
+#   clearing are the status page's events, /v1/events), and every snowflake and
 #   sequence ID before and after is unique and increasing.
 # The mounts live in a mount namespace of this test's own (unshare -m): a test that
 # dies leaves none behind.
@@ -95,6 +96,12 @@ wait_until "$CHECK_SLACK" ready_probe "$PORT" || fail "not ready again after the
 wait_until 10 fetch sequence "$T/seq.ids" || fail "sequence not served again"
 fetch snowflake "$T/sf.ids" || fail "snowflake not served again"
 grepq 'store hazard cleared: .*filesystem' "$T/live.log" || fail "the cleared hazard is not logged"
+# the status page's events (GET /v1/events, newest first): the refusal, then the clearing
+http_get "$URL/v1/events" >"$T/events.json" || fail "GET /v1/events"
+jq -e '[.events[] | select(.kind == "hazard") | .text] | length == 2
+       and (.[0] | test("^store hazard cleared: .*filesystem"))
+       and (.[1] | test("^store hazard: .*filesystem is tmpfs: refusing to write"))' "$T/events.json" >/dev/null ||
+  fail "the events lack the hazard and its clearing: $(cat "$T/events.json")"
 http_get "$URL/metrics" | grepq '^ik_store_refused_checks 0$' || fail "ik_store_refused_checks is not 0"
 assert_unique "$T/sf.ids"
 assert_increasing "$T/sf.ids"
