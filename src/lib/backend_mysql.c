@@ -806,8 +806,7 @@ static int my_hazards(ik__sql_conn *c, const ik__hazards *h, ik_hazard *rows, si
                    "the session did not keep autocommit = 1 as idkeeper set it: its writes "
                    "would never commit; connect to MySQL directly, not through a proxy "
                    "that shares sessions");
-    ik__hazard_row(h, &rows[k++], "session isolation", v[4],
-                   strcmp(v[4], "READ-COMMITTED") != 0,
+    ik__hazard_row(h, &rows[k++], "session isolation", v[4], strcmp(v[4], "READ-COMMITTED") != 0,
                    "the session did not keep READ COMMITTED as idkeeper set it; connect to "
                    "MySQL directly, not through a proxy that shares sessions");
     ik__hazard_row(h, &rows[k++], "session sql_mode", v[5], strcmp(v[5], SQL_MODE) != 0,

@@ -67,13 +67,12 @@ int ik__sql_connect(ik__sql_backend *b, ik__sql_conn **c, char *why, size_t why_
 int ik__sql_hazards_run(ik__sql_backend *b, ik__sql_conn *c, char *why, size_t why_len);
 /* The same check's rows (at most IK__SQL_HAZARDS_MAX + 1), not installed: 0 or the
  * driver's class. */
-int ik__sql_hazards_read(ik__sql_backend *b, ik__sql_conn *c, ik_hazard *rows, size_t *n,
-                         char *why, size_t why_len);
+int ik__sql_hazards_read(ik__sql_backend *b, ik__sql_conn *c, ik_hazard *rows, size_t *n, char *why,
+                         size_t why_len);
 /* Before a slot write or a tag advance on c: runs the check if c is due, then 0 if
  * nothing is refused, IK_EUNSAFE (nothing may be sent), or IK_ESTORE with *cls the
  * class c's failed check left (c dead: give it back with it). */
-int ik__sql_hazards_gate(ik__sql_backend *b, ik__sql_conn *c, int *cls, char *why,
-                         size_t why_len);
+int ik__sql_hazards_gate(ik__sql_backend *b, ik__sql_conn *c, int *cls, char *why, size_t why_len);
 /* A new connection that will hold a session lock (recipe_sql.c): connected with
  * the session limits of a holder (docs/sql.md, "Session settings"). */
 int ik__sql_connect_holder(ik__sql_backend *b, ik__sql_conn **c, char *why, size_t why_len);

@@ -71,8 +71,8 @@ static int clock_row(ik__sql_backend *b, ik__sql_conn_hz *st, int64_t db_ms, int
     return 0;
 }
 
-int ik__sql_hazards_read(ik__sql_backend *b, ik__sql_conn *c, ik_hazard *rows, size_t *n,
-                         char *why, size_t why_len)
+int ik__sql_hazards_read(ik__sql_backend *b, ik__sql_conn *c, ik_hazard *rows, size_t *n, char *why,
+                         size_t why_len)
 {
     const ik__sql_driver *d = b->d;
     int64_t db_ms = 0;
@@ -82,8 +82,7 @@ int ik__sql_hazards_read(ik__sql_backend *b, ik__sql_conn *c, ik_hazard *rows, s
     *n = 0;
     int rc = d->hazards(c, &b->base.hz, rows, n, &db_ms, inner, sizeof inner);
     int64_t got = ik__mono_ns();
-    if (rc)
-        return ik__fail(rc, why, why_len, "cannot read %s's settings: %s", d->name, inner);
+    if (rc) return ik__fail(rc, why, why_len, "cannot read %s's settings: %s", d->name, inner);
     if (*n > IK__SQL_HAZARDS_MAX) *n = IK__SQL_HAZARDS_MAX;
     if (clock_row(b, st, db_ms, sent + (got - sent) / 2, got - sent, &rows[*n]) == 0) (*n)++;
     st->checked_ns = got;

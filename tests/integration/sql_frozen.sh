@@ -24,7 +24,10 @@ PB=$PORT
 # a's request takes the row lock, then sleeps in the hook: stop a there
 ik_http "http://127.0.0.1:$PA/v1/sequence/t?count=2&format=text" "$T/a.ids" 120 >"$T/a.code" &
 areq=$!
+IK_PIDS+=("$areq")
 sleep 1
+a_cont() { kill -CONT "${SERVER_PID[a]}" 2>/dev/null || true; }
+IK_CLEANUPS+=(a_cont) # a stopped process ignores the cleanup's SIGTERM
 kill -STOP "${SERVER_PID[a]}"
 mono_ms stopped
 log "a stopped inside its advance (row lock held)"
@@ -33,7 +36,7 @@ probe b "http://127.0.0.1:$PB/v1/sequence/t?count=1&format=text" "$T/probe.stop"
 IK_PIDS+=($!)
 first=
 while (($(mono_ms) - stopped < FROZEN_BOUND_MS + 10000)); do
-  first=$(awk '$2 == 200 { print $1; exit }' "$T/b.st" 2>/dev/null)
+  first=$(awk '$2 == 200 { print $1; exit }' "$T/b.st" 2>/dev/null || true)
   [ -n "$first" ] && break
   sleep 0.1
 done
