@@ -17,7 +17,7 @@ HTTP ?= 127.0.0.1:8080
 DATA ?= ./idkeeper-data
 DEB_OUT ?= build-deb
 
-.PHONY: all build build-release run deb test format-check test-plain test-release test-asan test-asan-unit test-asan-all test-tsan test-tsan-all asan tsan tsan-mt fuzz fuzz-run bench format lint lint-cppcheck lint-tidy install clean deps deps-test deps-bench chaos
+.PHONY: all build build-release run deb test format-check test-plain test-release test-asan test-asan-unit test-asan-all test-tsan test-tsan-all asan tsan tsan-mt fuzz fuzz-run bench format lint lint-cppcheck lint-tidy lint-rules install clean deps deps-test deps-bench chaos
 
 all: build
 
@@ -136,9 +136,15 @@ format-check:
 # cost about 4 minutes of CPU over the tree (the rest: about 10 s); run `make lint`
 # for the whole of it.
 LINT_ANALYZER ?= yes
-# lint: cppcheck (which needs no build directory) and clang-tidy (which reads the
-# build's compile_commands.json)
-lint: lint-cppcheck lint-tidy
+# lint: cppcheck (which needs no build directory), clang-tidy (which reads the
+# build's compile_commands.json) and promtool on the shipped alert rules
+lint: lint-cppcheck lint-tidy lint-rules
+
+# The Prometheus alert rules that ship with the package (dist/prometheus/,
+# docs/operations.md); promtool comes with Debian's prometheus (install-deps.sh test).
+lint-rules:
+	@command -v promtool >/dev/null || { echo "lint-rules: no promtool (apt-get install prometheus, or scripts/install-deps.sh test)"; exit 1; }
+	promtool check rules dist/prometheus/idkeeper.rules.yml
 
 lint-cppcheck:
 	cppcheck -j$(JOBS) --quiet --enable=warning,performance,portability --inline-suppr --error-exitcode=1 -Iinclude -Isrc/lib src include

@@ -67,6 +67,7 @@ test_pkgs=(
   postgresql python3-psycopg2 # postgresql:// tests (tests/fixtures/postgres.sh), Leaf's statements
   redis-server        # the RESP benchmark's peer, and the real Redis of the redis:// tests
   mariadb-server python3-pymysql # mysql://: a throwaway MariaDB (tests/fixtures/mariadb.sh), Leaf's statements from Python
+  prometheus          # promtool checks the shipped alert rules; a real Prometheus runs them (t_prometheus_alerts)
 )
 bench_pkgs=(
   wrk nginx-light hyperfine # the benchmarks' load and their peer (not the test suite's)
@@ -125,7 +126,7 @@ echo "install-deps: installing ${missing[*]}" >&2
 SUDO=
 [ "$(id -u)" -ne 0 ] && SUDO=sudo
 export DEBIAN_FRONTEND=noninteractive
-# Installing a server package (zookeeper, nginx, redis-server, later mariadb, postgresql)
+# Installing a server package (zookeeper, nginx, redis-server, mariadb, postgresql, prometheus)
 # must not start the system's own service: the tests start their own, on loopback
 # ports with fresh data. Where no policy-rc.d is in place, one that refuses every
 # start stands for the length of the install.

@@ -11,7 +11,9 @@
 #      those downloads once they are done, while clang-tidy and the three builds run
 #      (plain, ASan+UBSan, the TSan unit tests), then the tests that need none of
 #      those packages: the unit tests and fuzz replays under ASan, and under TSan;
-#   4. once that install is done, the plain stage and the rest of the ASan stage.
+#   4. once that install is done, promtool's check of the shipped alert rules (make
+#      lint-rules: promtool is one of the test packages), then the plain stage and
+#      the rest of the ASan stage.
 # Why the overlap: on a fresh machine the test packages (ZooKeeper, MariaDB, Chromium,
 # lintian, ...) take about 100 s to unpack and configure, most of it on one core
 # (dpkg is serial), and the lint and the builds want both cores for about as long;
@@ -95,5 +97,7 @@ step test-tsan test-tsan || exit
 echo "make test: waiting for the test packages' install" >&2
 bg_wait fetch
 wait_install || exit
+# the alert rules' lint needs promtool, one of the test packages (prometheus)
+step promtool lint-rules || exit
 step test-release test-release || exit
 step test-asan test-asan 'ASAN_EXCLUDE=^(nosan|release|unit)$$'

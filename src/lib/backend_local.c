@@ -39,7 +39,6 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -86,53 +85,6 @@ static int local_uri_check(const char *uri, char *why, size_t why_len)
         if ((unsigned char)*c < 0x20)
             return ik__fail(IK_EURI, why, why_len, "control character in local: directory");
     return IK_OK;
-}
-
-/* Filesystems by statfs(2) f_type that cannot hold DIR (docs/hazards.md, local:):
- * memory ones lose every counter and time record at a reboot, so a sequence
- * restarts at its start; network and FUSE ones may not honour flock(2) between
- * hosts, nor fsync, and SQLite's WAL needs shared memory on one host. */
-static const struct {
-    long type;
-    const char *name, *why;
-} bad_fs[] = {
-    {0x01021994, "tmpfs", "lost at a reboot: counters restart and time records vanish"},
-    {0x858458f6, "ramfs", "lost at a reboot: counters restart and time records vanish"},
-    {0x6969, "nfs", "flock(2), fsync and SQLite's WAL are not reliable over NFS"},
-    {0xFF534D42, "cifs", "flock(2), fsync and SQLite's WAL are not reliable over SMB"},
-    {0xFE534D42, "smb2", "flock(2), fsync and SQLite's WAL are not reliable over SMB"},
-    {0x65735546, "fuse", "a FUSE filesystem may not honour flock(2) or fsync"},
-};
-
-int ik__local_hazards(local_backend *b, char *why, size_t why_len)
-{
-    struct statfs sf;
-    if (statfs(b->dir, &sf) != 0)
-        return ik__fail(IK_ESTORE, why, why_len, "cannot statfs %s: %s", b->dir, strerror(errno));
-    ik_hazard row;
-    char value[48];
-    size_t i = 0;
-    while (i < sizeof bad_fs / sizeof bad_fs[0] && bad_fs[i].type != (long)sf.f_type)
-        i++;
-    if (i < sizeof bad_fs / sizeof bad_fs[0]) {
-        snprintf(value, sizeof value, "%s", bad_fs[i].name);
-        ik__hazard_row(&b->base.hz, &row, "filesystem", value, 1,
-                       "%s; put DIR on a local disk (ext4, xfs, btrfs)", bad_fs[i].why);
-    } else {
-        snprintf(value, sizeof value, "0x%lx (a local disk)", (long)sf.f_type);
-        ik__hazard_row(&b->base.hz, &row, "filesystem", value, 0, NULL);
-    }
-    b->checked_ns = ik__mono_ns();
-    return ik__hazards_update(&b->base.hz, &row, 1, why, why_len);
-}
-
-int ik__local_hazards_gate(local_backend *b)
-{
-    if (ik__hazards_due(&b->base.hz, b->checked_ns)) {
-        int rc = ik__local_hazards(b, NULL, 0);
-        if (rc) return rc == IK_EUNSAFE ? rc : IK_OK; /* a failed statfs: the write says */
-    }
-    return ik__hazards_refused(&b->base.hz, NULL, 0);
 }
 
 static int local_hazards_check(ik__backend *be, char *why, size_t why_len)

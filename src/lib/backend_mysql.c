@@ -138,6 +138,7 @@ static const char *const mysql_stmt[IK__SQL_NSTMT] = {
                          "write_no = VALUES(write_no), at_ms = VALUES(at_ms)",
     [IK__SQL_MARK_GET] = "SELECT write_no FROM idk_commit_mark WHERE writer = ? AND biz_tag = ?",
     [IK__SQL_MARK_PRUNE] = "DELETE FROM idk_commit_mark WHERE at_ms < " DB_MS " - 86400000",
+    [IK__SQL_MARK_DROP] = "DELETE FROM idk_commit_mark WHERE writer LIKE ?",
     [IK__SQL_TAG_COLUMNS] = "SELECT biz_tag, max_id, step, description, update_time "
                             "FROM leaf_alloc LIMIT 0",
     [IK__SQL_SLOTS_SCAN] = "SELECT " SLOT_COLS " WHERE app = ? AND worker BETWEEN " INT_P
@@ -606,6 +607,11 @@ static int my_connect(const ik__sql_target *t, ik__sql_conn **out, char *why, si
     return 0;
 }
 
+static int my_conn_socket(ik__sql_conn *c)
+{
+    return c && c->m ? (int)mysql_get_socket(c->m) : -1;
+}
+
 static void my_close(ik__sql_conn *c)
 {
     if (!c) return;
@@ -874,6 +880,7 @@ static const ik__sql_driver ik__sql_mysql_driver = {
     .hazards = my_hazards,
     .hz_state = my_hz_state,
     .session = my_session,
+    .socket = my_conn_socket,
     .lib_version = my_lib_version,
 };
 

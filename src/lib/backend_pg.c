@@ -26,6 +26,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -136,6 +137,7 @@ static const char *const pg_stmt[IK__SQL_NSTMT] = {
                          "write_no = EXCLUDED.write_no, at_ms = EXCLUDED.at_ms",
     [IK__SQL_MARK_GET] = "SELECT write_no FROM idk_commit_mark WHERE writer = $1 AND biz_tag = $2",
     [IK__SQL_MARK_PRUNE] = "DELETE FROM idk_commit_mark WHERE at_ms < " NOW_MS " - 86400000",
+    [IK__SQL_MARK_DROP] = "DELETE FROM idk_commit_mark WHERE writer LIKE $1",
     [IK__SQL_TAG_COLUMNS] = "SELECT biz_tag, max_id, step, description, update_time "
                             "FROM leaf_alloc LIMIT 0",
     [IK__SQL_SLOTS_SCAN] = "SELECT " SLOT_COLS " FROM idk_slots WHERE app = $1 AND worker "
@@ -451,6 +453,78 @@ static int pg_ping(ik__sql_conn *c, int timeout_ms)
     return 0;
 }
 
+/* How long a lock wait's cancel request may take before the wait is abandoned. */
+#define CANCEL_MS 1000
+
+/* A cancel request, sent by a thread of its own: PQcancel opens a new connection to
+ * the postmaster and waits for the postmaster to close it, with no time limit, so a
+ * postmaster that does not answer (stopped, swapping, a lost network path) would hold
+ * the caller past its deadline for ever. Whichever of the caller and the thread is
+ * last frees it. */
+typedef struct pg_cancel_job {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    PGcancel *pc;
+    int done, abandoned;
+} pg_cancel_job;
+
+static void cancel_job_free(pg_cancel_job *j)
+{
+    PQfreeCancel(j->pc);
+    pthread_cond_destroy(&j->cv);
+    pthread_mutex_destroy(&j->mu);
+    free(j);
+}
+
+static void *cancel_thread(void *arg)
+{
+    pg_cancel_job *j = arg;
+    char err[128];
+    PQcancel(j->pc, err, sizeof err);
+    pthread_mutex_lock(&j->mu);
+    j->done = 1;
+    int abandoned = j->abandoned;
+    pthread_cond_signal(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+    if (abandoned) cancel_job_free(j);
+    return NULL;
+}
+
+/* Asks the server to cancel c's request, waiting at most ms: 1 once the request was
+ * delivered (or refused: the answer to the request out tells), 0 if it was not done
+ * in time (the request is still out; the caller abandons the connection). */
+static int cancel_bounded(ik__sql_conn *c, int ms)
+{
+    pg_cancel_job *j = calloc(1, sizeof *j);
+    if (!j) return 0;
+    if (!(j->pc = PQgetCancel(c->pg))) {
+        free(j);
+        return 0;
+    }
+    pthread_mutex_init(&j->mu, NULL);
+    ik__cond_init_mono(&j->cv);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_t t;
+    int started = pthread_create(&t, &attr, cancel_thread, j) == 0;
+    pthread_attr_destroy(&attr);
+    if (!started) {
+        cancel_job_free(j);
+        return 0;
+    }
+    struct timespec ts;
+    ik__deadline_ts(&ts, ms);
+    pthread_mutex_lock(&j->mu);
+    while (!j->done && pthread_cond_timedwait(&j->cv, &j->mu, &ts) != ETIMEDOUT) {
+    }
+    int done = j->done;
+    if (!done) j->abandoned = 1; /* the thread frees it when PQcancel returns */
+    pthread_mutex_unlock(&j->mu);
+    if (done) cancel_job_free(j);
+    return done;
+}
+
 static int pg_lock(ik__sql_conn *c, ik__lock_kind kind, const char *key, int64_t deadline_ms,
                    const volatile int *cancel, char *why, size_t why_len)
 {
@@ -493,11 +567,16 @@ static int pg_lock(ik__sql_conn *c, ik__lock_kind kind, const char *key, int64_t
         else if (deadline_ms > 0 && now_ms() >= deadline_ms)
             stopped = 1;
         if (stopped) {
-            PGcancel *pc = PQgetCancel(c->pg);
-            char err[128];
-            if (pc) PQcancel(pc, err, sizeof err);
-            PQfreeCancel(pc);
-            break;
+            if (cancel_bounded(c, CANCEL_MS)) break;
+            /* no answer from the postmaster: the wait is abandoned with its
+             * connection, which the caller closes. Nothing is ours: a session
+             * whose client is gone frees a grant as soon as it gets one (docs/sql.md,
+             * "Locks and elections") */
+            c->dead = 1;
+            one_line("the cancel request got no answer from the postmaster: the connection is "
+                     "abandoned",
+                     why, why_len);
+            return stopped == 2 ? IK__SQL_ECANCELED : 0;
         }
     }
     PGresult *r = NULL;
@@ -619,6 +698,11 @@ static void pg_session(ik__sql_conn *c, char *buf, size_t len)
         buf[0] = '\0';
 }
 
+static int pg_socket(ik__sql_conn *c)
+{
+    return c && c->pg ? PQsocket(c->pg) : -1;
+}
+
 static const char *pg_lib_version(void)
 {
     static char v[32];
@@ -664,6 +748,7 @@ const ik__sql_driver ik__sql_pg_driver = {
     .hazards = pg_hazards,
     .hz_state = pg_hz_state,
     .session = pg_session,
+    .socket = pg_socket,
     .lib_version = pg_lib_version,
 };
 

@@ -6,7 +6,7 @@
  *   backend_redis_slots.c   worker slots: token keys with a TTL, the time record
  *   backend_redis_tags.c    tags: INCRBY counters and our hash beside each
  *   redis_scripts.c         the Lua scripts every write runs as (the key layout)
- *   redis_conn.c            connections, the durability check, running scripts
+ *   redis_conn.c            connections, the store hazard checks, running scripts
  *   redis_uri.c             the URI syntax (pure)
  *
  * No locks or elections: Redis cannot fence them (a failover to a replica that lacks
@@ -27,8 +27,9 @@ static void redis_close(ik__backend *be)
 {
     ik__redis_backend *b = ik__redis_backend_of(be);
     if (!b) return;
+    ik__redis_tags_close(b); /* first: it may settle doubts on the client */
     ik__redis_client_close(&b->rc);
-    ik__redis_tags_free(b->tags);
+    ik__hazards_free(&b->base.hz);
     free(b);
 }
 
@@ -39,7 +40,7 @@ static int redis_open(const char *uri, const ik_coord_options *o, ik__backend **
     if (!b) return IK_ENOMEM;
     b->base.ops = &ik__backend_redis_ops;
     int rc = ik__redis_tags_new(&b->tags);
-    if (rc == IK_OK) rc = ik__redis_client_open(&b->rc, uri, o, why, why_len);
+    if (rc == IK_OK) rc = ik__redis_client_open(&b->rc, uri, o, &b->base.hz, why, why_len);
     if (rc) {
         redis_close(&b->base);
         return rc;
@@ -63,6 +64,18 @@ int64_t ik__redis_slot_free_ms(ik__backend *be)
     "that lacks the lock lets a second holder in while the first still runs); use zk:// "          \
     "(ZooKeeper), postgresql:// or mysql:// for a fleet, or local:DIR on one host"
 
+/* The seam's hazards_check (backend.h): every check now, on a pooled connection. */
+static int redis_hazards_check(ik__backend *be, char *why, size_t why_len)
+{
+    ik__redis_client *rc = &ik__redis_backend_of(be)->rc;
+    int e = IK_OK;
+    redisContext *ctx = ik__redis_get(rc, 5000, &e, why, why_len);
+    if (!ctx) return e;
+    e = ik__redis_hazards(rc, ctx, why, why_len);
+    ik__redis_put(rc, ctx, e == IK_ESTORE);
+    return e;
+}
+
 static void redis_client_version(char *buf, size_t len)
 {
     /* hiredis has no run-time call: the version built against */
@@ -77,9 +90,9 @@ static void redis_client_version(char *buf, size_t len)
         .slot_release = ik__redis_slot_release, .slot_forget = ik__redis_slot_forget,              \
         .recover = NULL, .slots_list = ik__redis_slots_list,                                       \
         .slot_free_ms = ik__redis_slot_free_ms, .session = ik__redis_session_desc,                 \
-        .client_version = redis_client_version, .tag_create = ik__redis_tag_create,                \
-        .tag_get = ik__redis_tag_get, .tag_list = ik__redis_tag_list,                              \
-        .tag_advance = ik__redis_tag_advance,                                                      \
+        .hazards_check = redis_hazards_check, .client_version = redis_client_version,              \
+        .tag_create = ik__redis_tag_create, .tag_get = ik__redis_tag_get,                          \
+        .tag_list = ik__redis_tag_list, .tag_advance = ik__redis_tag_advance,                      \
     }
 
 const ik__backend_ops ik__backend_redis_ops = REDIS_OPS("redis", "redis://HOST[:PORT][/DB]");

@@ -17,6 +17,9 @@
  *       that lost its slot never touches the next holder's record.
  *   R4. An answer lost (timeout, connection dropped) is IK_EINDOUBT: the lease keeps
  *       the deadline of the last answered renewal and stops issuing at it.
+ *   R5. Take, renewal and release go out only on a hazard-checked connection while
+ *       no store hazard is refused (ik__redis_get_write); else IK_EUNSAFE, nothing
+ *       sent, and the lease stops issuing at once (docs/hazards.md).
  *
  * Threads: any; each call takes its own connection from the pool (redis_conn.c).
  */
@@ -146,7 +149,7 @@ static int scan(ik__redis_client *rc, const char *app, uint32_t lo, uint32_t hi,
             v[i].held = 1;
             snprintf(v[i].value, sizeof v[i].value, "%s", g->str);
         }
-        if (!e && h->type == REDIS_REPLY_ARRAY && h->elements == 3) {
+        if (!e && h && h->type == REDIS_REPLY_ARRAY && h->elements == 3) {
             v[i].record_ms = num_of(h->element[0]->str);
             v[i].since_ms = num_of(h->element[1]->str);
             if (h->element[2]->type == REDIS_REPLY_STRING)
@@ -236,7 +239,7 @@ int ik__redis_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__slo
         base, lo,  hi,    req->identity, value, ttl, req->choice == IK_SLOT_LOWEST ? "1" : "0",
         off,  rec, since, s->token};
     int e = IK_OK;
-    redisContext *ctx = ik__redis_get(rc, take_wait_ms(rc), &e, why, why_len);
+    redisContext *ctx = ik__redis_get_write(rc, take_wait_ms(rc), &e, why, why_len);
     if (!ctx) {
         free(s);
         return e;
@@ -306,8 +309,8 @@ int ik__redis_slot_persist(ik__backend *be, void *handle, int64_t record_ms,
     const char *keys[] = {s->slot_key, s->record_key};
     const char *args[] = {s->token, ttl, rec};
     int e = IK_OK;
-    redisContext *ctx = ik__redis_get(rc, answer_wait_ms(rc), &e, why, sizeof why);
-    if (!ctx) return IK_EINDOUBT; /* not sent: unproven, maybe still ours */
+    redisContext *ctx = ik__redis_get_write(rc, answer_wait_ms(rc), &e, why, sizeof why);
+    if (!ctx) return e == IK_EUNSAFE ? e : IK_EINDOUBT; /* not sent: unproven, maybe still ours */
     int64_t sent = ik__mono_ns();
     redisReply *r = NULL;
     e = ik__redis_script(rc, ctx, IK__RS_RENEW, 2, keys, 3, args, 0, &r, NULL, why, sizeof why);
@@ -334,8 +337,11 @@ int ik__redis_slot_release(ik__backend *be, void *handle, int64_t record_ms)
     snprintf(rec, sizeof rec, "%" PRId64, record_ms);
     const char *keys[] = {s->slot_key, s->record_key};
     const char *args[] = {s->token, rec};
-    int e = IK_OK;
-    redisContext *ctx = ik__redis_get(rc, answer_wait_ms(rc), &e, why, sizeof why);
+    /* no hazard re-check of its own (one round trip less at a stop on a slow store):
+     * a release only lowers our record and drops our key, so the last verdicts
+     * decide; while one is refused nothing is sent and the slot frees at its TTL */
+    int e = ik__hazards_refused(rc->hz, why, sizeof why);
+    redisContext *ctx = e ? NULL : ik__redis_get(rc, answer_wait_ms(rc), &e, why, sizeof why);
     if (ctx) {
         redisReply *r = NULL;
         e = ik__redis_script(rc, ctx, IK__RS_RELEASE, 2, keys, 2, args, 0, &r, NULL, why,

@@ -27,6 +27,15 @@
  *       never will ("tag doubt settled"); anything else cannot be placed and is
  *       logged "tag gap tag=T first=? count=K", as is the oldest doubt of a tag
  *       that would hold more than TAG_KEPT. No doubt ends without a line.
+ *   T5. At close no later advance will carry the doubts still kept, so the close
+ *       settles them (ik__redis_tags_close): per tag one script, TAG_SETTLE, that
+ *       raises the writer key's "last" to a SEQ above every one sent (so a write
+ *       still on its way can no longer run: T3's refusal) and reads each doubt's
+ *       SEQ in the ring, settled as in T4. A tag whose script gets no answer
+ *       within IK__REDIS_SETTLE_MS of the close's start, or is not sent (a store
+ *       hazard refused: the fence is a write), logs each doubt as "tag gap
+ *       tag=T first=? count=K why=maybe_recorded", before the close returns (the
+ *       daemon's last step after SIGTERM, so before the process exits).
  *
  * A doubt's life (edges name the functions):
  *
@@ -34,6 +43,8 @@
  *     CARRIED --script ran (code 0): settle--> logged: a gap, settled, or first=?
  *        |--script not run, or its answer lost: keep_doubts--> KEPT
  *   KEPT --a tag's TAG_KEPT+1-th doubt, or no memory: keep_doubts--> logged first=?
+ *   KEPT --close: ik__redis_tags_close, TAG_SETTLE answered--> logged as by settle
+ *        |--no answer by the deadline--> logged first=? (maybe_recorded)
  *
  * Threads: any; each call takes its own connection from the pool (redis_conn.c);
  * the doubts are under t->mu.
@@ -96,7 +107,7 @@ int ik__redis_tags_new(struct ik__redis_tags **out)
     return IK_OK;
 }
 
-void ik__redis_tags_free(struct ik__redis_tags *t)
+static void tags_free(struct ik__redis_tags *t)
 {
     if (!t) return;
     while (t->doubts) {
@@ -144,7 +155,7 @@ int ik__redis_tag_create(ik__backend *be, const char *app, const ik_tag_info *t,
     const char *args[] = {t->name, ik_tag_kind_name(t->kind), start, step, t->description, now,
                           before};
     int e = IK_OK;
-    redisContext *ctx = ik__redis_get(rc, TAG_TIMEOUT_MS, &e, why, why_len);
+    redisContext *ctx = ik__redis_get_write(rc, TAG_TIMEOUT_MS, &e, why, why_len);
     if (!ctx) return e;
     redisReply *r = NULL;
     e = ik__redis_script(rc, ctx, IK__RS_TAG_CREATE, 3, keys, 7, args, 1, &r, NULL, why, why_len);
@@ -411,7 +422,8 @@ int ik__redis_tag_advance(ik__backend *be, const char *app, const char *name, ik
     const char *keys[] = {meta, counter, writer};
     const char *args[] = {ik_tag_kind_name(kind), dl, now, limit, seqs, doubts, ring, ttl};
     int e = IK_OK, waited = 0;
-    redisContext *ctx = ik__redis_get(rc, TAG_TIMEOUT_MS, &e, why, sizeof why);
+    /* IK_EUNSAFE: a store hazard is refused (docs/hazards.md), nothing sent */
+    redisContext *ctx = ik__redis_get_write(rc, TAG_TIMEOUT_MS, &e, why, sizeof why);
     if (!ctx) {
         keep_doubts(b->tags, app, name, carried, nc);
         ik__redis_log_limited(rc, "tag %s: %s", name, why);
@@ -509,4 +521,71 @@ int ik__redis_tag_advance(ik__backend *be, const char *app, const char *name, ik
     }
     freeReplyObject(r);
     return e;
+}
+
+/* T5: one tag's doubts at close, settled by TAG_SETTLE within the close's deadline
+ * (mono ns), or logged as gaps of unknown place. */
+static void settle_at_close(ik__redis_backend *b, const tag_doubts *g, int64_t deadline_ns)
+{
+    ik__redis_client *rc = &b->rc;
+    char writer[KEY_MAX], why[400] = "the deadline had passed";
+    char sub[IK_TAG_NAME_MAX + 48];
+    snprintf(sub, sizeof sub, "tagw/%s/%s", g->tag, b->tags->nonce);
+    ik__redis_key(rc, g->app, sub, writer, sizeof writer);
+    char seqs[24], doubts[TAG_KEPT * 22 + 1] = "", ring[8], ttl[16];
+    snprintf(seqs, sizeof seqs, "%" PRIu64, ++b->tags->seq); /* above every one sent */
+    for (int i = 0, at = 0; i < g->n; i++)
+        at += snprintf(doubts + at, sizeof doubts - (size_t)at, "%s%" PRIu64, i ? " " : "",
+                       g->d[i].seq);
+    snprintf(ring, sizeof ring, "%d", TAG_KEPT);
+    snprintf(ttl, sizeof ttl, "%d", WRITER_TTL_MS);
+    const char *keys[] = {writer};
+    const char *args[] = {seqs, doubts, ring, ttl};
+    redisReply *r = NULL;
+    int64_t left_ms = (deadline_ns - ik__mono_ns()) / 1000000;
+    if (left_ms > 0) {
+        int e = IK_OK;
+        /* a write (the fence): nothing is sent while a store hazard is refused */
+        redisContext *ctx = ik__redis_get_write(rc, left_ms, &e, why, sizeof why);
+        if (ctx) {
+            e = ik__redis_script(rc, ctx, IK__RS_TAG_SETTLE, 1, keys, 4, args, 0, &r, NULL, why,
+                                 sizeof why);
+            ik__redis_put(rc, ctx, e == IK_EINDOUBT);
+        }
+        if (e && r) {
+            freeReplyObject(r);
+            r = NULL;
+        }
+        if (r && (r->type != REDIS_REPLY_ARRAY || r->elements < 1 ||
+                  r->element[0]->type != REDIS_REPLY_STRING)) {
+            snprintf(why, sizeof why, "the settling script answered oddly");
+            freeReplyObject(r);
+            r = NULL;
+        }
+    }
+    if (!r) {
+        char line[600];
+        snprintf(line, sizeof line,
+                 MAYBE_RECORDED "and it was still open at close, not settled within %d ms (%s)",
+                 IK__REDIS_SETTLE_MS, why);
+        for (int i = 0; i < g->n; i++)
+            log_unplaced(g->app, g->tag, &g->d[i], line);
+        return;
+    }
+    uint64_t floor = strtoull(r->element[0]->str, NULL, 10);
+    int64_t now_ns = ik__mono_ns();
+    for (int i = 0; i < g->n; i++)
+        settle(g->app, g->tag, &g->d[i], 1 + (size_t)i < r->elements ? r->element[1 + i] : NULL,
+               floor, now_ns);
+    freeReplyObject(r);
+}
+
+void ik__redis_tags_close(ik__redis_backend *b)
+{
+    if (!b->tags) return;
+    int64_t deadline_ns = ik__mono_ns() + (int64_t)IK__REDIS_SETTLE_MS * 1000000;
+    for (tag_doubts *g = b->tags->doubts; g; g = g->next)
+        settle_at_close(b, g, deadline_ns); /* T5: no other call runs now */
+    tags_free(b->tags);
+    b->tags = NULL;
 }

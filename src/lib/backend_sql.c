@@ -19,6 +19,7 @@
 #include "backend_sql.h"
 #include "internal.h"
 
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -75,6 +76,20 @@ int ik__sql_connect_holder(ik__sql_backend *b, ik__sql_conn **c, char *why, size
     return connect_as(b, &t, c, why, why_len);
 }
 
+/* 1 if the idle pooled connection c may be used again; 0 if the database ended it
+ * while it sat in the pool (its socket is readable: an idle timeout such as MySQL's
+ * wait_timeout or PostgreSQL's idle_session_timeout, a restart, a terminated
+ * session; docs/sql.md, "Connections"). Sending on it would fail the request as in
+ * doubt, for a statement that never reached the database. */
+static int idle_alive(const ik__sql_driver *d, ik__sql_conn *c)
+{
+    int fd = d->socket ? d->socket(c) : -1;
+    if (fd < 0) return 1; /* nothing to look at: the request will tell */
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    int n = poll(&p, 1, 0);
+    return !(n > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL)));
+}
+
 int ik__sql_get(ik__sql_backend *b, int *idx, ik__sql_conn **c, char *why, size_t why_len)
 {
     pthread_mutex_lock(&b->mu);
@@ -95,6 +110,10 @@ int ik__sql_get(ik__sql_backend *b, int *idx, ik__sql_conn **c, char *why, size_
     ik__sql_conn *have = b->pool[i];
     pthread_mutex_unlock(&b->mu);
     int rc = 0;
+    if (have && !idle_alive(b->d, have)) { /* ended while idle: a new one */
+        b->d->close(have);
+        have = NULL;
+    }
     if (!have) {
         rc = ik__sql_connect(b, &have, why, why_len);
         pthread_mutex_lock(&b->mu);
@@ -178,6 +197,7 @@ void ik__sql_close(ik__backend *be)
     for (int i = 0; i < IK__SQL_POOL; i++)
         if (b->pool[i]) b->d->close(b->pool[i]);
     pthread_cond_destroy(&b->cv);
+    pthread_cond_destroy(&b->lane_cv);
     pthread_mutex_destroy(&b->mu);
     if (b->password) {
         memset(b->password, 0, strlen(b->password));
@@ -199,8 +219,12 @@ int ik__sql_open(const ik__sql_driver *d, const ik__backend_ops *ops, const char
     b->base.ops = ops;
     b->d = d;
     b->ttl_ms = o->lease_ttl_ms;
+    const char *pause = getenv("IDKEEPER_TEST_SQL_COMMIT_PAUSE_MS"); /* tests only */
+    long pause_ms = pause ? strtol(pause, NULL, 10) : 0;
+    b->test_commit_pause_ms = pause_ms > 0 && pause_ms <= 60000 ? (int)pause_ms : 0;
     pthread_mutex_init(&b->mu, NULL);
     pthread_cond_init(&b->cv, NULL);
+    pthread_cond_init(&b->lane_cv, NULL);
     char *uri_password = NULL;
     b->uri = ik__sql_uri_redact(uri, &uri_password); /* for the driver: no password */
     size_t shown_len = strlen(uri) + 8;
@@ -226,13 +250,13 @@ int ik__sql_open(const ik__sql_driver *d, const ik__backend_ops *ops, const char
     const char *hold = getenv("IDKEEPER_TEST_TAG_HOLD_MS");
     long hold_ms = hold ? strtol(hold, NULL, 10) : 0;
     b->test_hold_ms = hold_ms > 0 && hold_ms <= 600000 ? (int)hold_ms : 0;
-    unsigned char rnd[16];
+    unsigned char rnd[15];
     int rc = ik__random_bytes(rnd, sizeof rnd);
     if (rc) {
         ik__sql_close(&b->base);
         return ik__fail(rc, why, why_len, "no randomness for a writer id");
     }
-    for (int i = 0; i < 16; i++)
+    for (int i = 0; i < 15; i++)
         snprintf(b->writer + 2 * i, 3, "%02x", rnd[i]);
     ik__sql_conn *c = NULL;
     b->opening = 1;
@@ -253,6 +277,7 @@ int ik__sql_open(const ik__sql_driver *d, const ik__backend_ops *ops, const char
         ik__sql_close(&b->base);
         return rc;
     }
+    b->opened = 1;
     *out = &b->base;
     return IK_OK;
 }

@@ -21,6 +21,10 @@ typedef struct ik__sql_backend {
     ik__sql_target t; /* points at uri, password, shown below */
     char *uri, *password, *shown;
     int64_t ttl_ms; /* --lease-ttl */
+    /* IDKEEPER_TEST_SQL_COMMIT_PAUSE_MS at open (tests only; 0: none): a sequence
+     * advance waits this long before its COMMIT, the row lock held (docs/sql.md,
+     * "Test hooks") */
+    int test_commit_pause_ms;
 
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -32,14 +36,26 @@ typedef struct ik__sql_backend {
     int opening;      /* in ik__sql_open: its first connection is checked by open itself */
 
     /* sequence commits whose answer was lost (backend_sql_tags.c), under mu */
-    char writer[33]; /* this backend's random id in idk_commit_mark */
+    char writer[31]; /* this backend's random id: 30 hex digits */
     uint64_t writes; /* write numbers given out */
+    /* the writer identities (lanes) of the sequence advances in progress, one each:
+     * lane L writes idk_commit_mark's row (writer + L in 2 hex digits, tag) */
+    uint64_t lanes_busy;
+    pthread_cond_t lane_cv;
+    int opened;          /* the open succeeded: the close settles and cleans up */
+    int64_t doubts_kept; /* doubts kept past their call, since open (under mu) */
     struct ik__sql_doubt {
         char biz[IK__SQL_BIZ_MAX + 1], name[IK_TAG_NAME_MAX + 1], app[IK__APP_NAME_MAX + 1];
         int64_t first, count;
         uint64_t write_no; /* 0: the slot is free */
+        int lane;          /* the writer identity that wrote it */
+        int settling;      /* a call is settling it now */
+        int64_t since_ms;  /* ik__mono_ms when the write was sent */
     } doubt[IK__SQL_DOUBTS];
 } ik__sql_backend;
+
+#define IK__SQL_LANES 64       /* sequence advances in progress at once, at most */
+#define IK__SQL_SETTLE_MS 2000 /* the close settles open doubts within this */
 
 static inline ik__sql_backend *ik__sql_of(ik__backend *be)
 {
@@ -52,8 +68,9 @@ static inline int ik__sql_dead(int rc)
     return rc == IK__SQL_EDOUBT || rc == IK__SQL_EGONE;
 }
 
-/* A connection of the pool, connected if need be: waits for a free one. 0 and
- * *idx, *c; or a driver class with why. */
+/* A connection of the pool, connected if need be (and again if the server ended
+ * it while it was idle: ik__sql_idle_alive): waits for a free one. 0 and *idx, *c;
+ * or a driver class with why. */
 int ik__sql_get(ik__sql_backend *b, int *idx, ik__sql_conn **c, char *why, size_t why_len);
 /* Gives connection idx back; rc is the class of its last call: a dead one is
  * closed, and the next ik__sql_get connects again. */

@@ -22,7 +22,9 @@ static void zk_close(ik__backend *be)
 {
     ik__zk_backend *b = ik__zk_backend_of(be);
     if (!b) return;
-    ik__zk_client_close(&b->zc); /* first: no completion runs after this */
+    /* open tag doubts first, while the session still works */
+    if (b->zc.conn) ik__zk_tags_settle_open(be);
+    ik__zk_client_close(&b->zc); /* then no completion runs after this */
     ik__zk_slots_free(b->slots);
     ik__zk_tags_free(b->tags);
     free(b);

@@ -195,12 +195,23 @@ static int64_t answer_wait_ms(zk_conn *c)
     return w < 100 ? 100 : w;
 }
 
-/* How long slot_release waits for an answer it needs first: short, a shutdown
- * must not hang on a ZooKeeper that does not answer. */
-static int64_t release_wait_ms(zk_conn *c)
+/* How long slot_release waits in all (a connection, a parked write, its own
+ * multi): half the negotiated session timeout, at least 2 s. A ZooKeeper that
+ * answers up to about T/3 late keeps the lease (docs/zookeeper.md, "A slow
+ * ZooKeeper"), so its answer to the release must be waited for that long too; and a
+ * shutdown must not hang on one that does not answer: past this, the release is in
+ * doubt (the slot frees when the session closes, a moment later). */
+static int64_t release_budget_ms(zk_conn *c)
 {
-    int64_t w = answer_wait_ms(c);
-    return w > 1000 ? 1000 : w;
+    int64_t w = ik__zk_conn_timeout_ms(c) / 2;
+    return w < 2000 ? 2000 : w;
+}
+
+/* What is left until the monotonic ms deadline until, 0 if past. */
+static int64_t left_ms(int64_t until)
+{
+    int64_t left = until - ik__mono_ns() / 1000000;
+    return left > 0 ? left : 0;
 }
 
 static int format_owner_data(char *buf, size_t len, int64_t since_ms, int64_t session,
@@ -902,23 +913,24 @@ int ik__zk_slot_release(ik__backend *be, void *handle, int64_t record_ms)
     if (!s) return IK_OK;
     pthread_rwlock_rdlock(&b->zc.life);
     zk_conn *c = b->zc.conn;
+    int64_t until = ik__mono_ns() / 1000000 + release_budget_ms(c);
     int rc = slot_session_check(b, c, s);
     if (rc == IK_EINDOUBT) {
-        rc = ik__zk_conn_wait(&b->zc, c, release_wait_ms(c) * 2);
+        rc = ik__zk_conn_wait(&b->zc, c, left_ms(until));
         if (rc == IK_OK)
             rc = slot_session_check(b, c, s);
         else if (rc == IK_ESTORE)
             rc = IK_EINDOUBT;
     }
     zk_proof unused;
-    if (rc == IK_OK) rc = settle_pending(c, s, release_wait_ms(c), &unused);
+    if (rc == IK_OK) rc = settle_pending(c, s, left_ms(until), &unused);
     /* backend.h: a release may lower the record, never below what it found */
     if (record_ms < s->found_ms) record_ms = s->found_ms;
     for (int attempt = 0; attempt < 2 && rc == IK_OK; attempt++) {
         zk_wait *w;
         rc = send_write(c, s, record_ms, 1, &w);
         if (rc) break;
-        if (!wait_all(c, w, ik__zk_connect_wait_ms(b->zc.timeout_ms)))
+        if (!wait_all(c, w, left_ms(until)))
             rc = IK_EINDOUBT;
         else
             rc = settle(c, s, &w->r[0]);

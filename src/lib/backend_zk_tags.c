@@ -704,6 +704,13 @@ static void doubt_unknown(const zt_tag *g, ik__zk_doubt *d, const char *what)
     d->open = 0;
 }
 
+/* Takes back the write recorded last, which an answer (or not sending it) proved
+ * not done; the doubt closes with its last write. */
+static void doubt_drop_last(ik__zk_doubt *d)
+{
+    if (d->open && d->n > 0 && --d->n == 0) d->open = 0;
+}
+
 /* One advance of g (its mutex held). See the top of the file. */
 static int advance_locked(ik__backend *be, ik__zk_tags *zt, zt_tag *g, ik_tag_kind kind,
                           int64_t delta, int64_t *first)
@@ -782,22 +789,35 @@ static int advance_locked(ik__backend *be, ik__zk_tags *zt, zt_tag *g, ik_tag_ki
         if (cur->max_id < 0) return outcome(d, IK_ESTORE);
         if (cur->max_id > INT64_MAX - delta) return outcome(d, IK_ERANGE);
 
-        /* the write: max_id + delta at the version read, our line first */
-        uint64_t count = atomic_fetch_add(&zt->count, 1) + 1;
+        /* The write: max_id + delta at the version read, our line first. It is
+         * recorded in the doubt before it is sent (T3: a write that may land is
+         * never unrecorded), and dropped again once an answer says it did not
+         * land. With the table full (the node still at V: any other read closed
+         * it), the last write in doubt is sent again as it was, already recorded:
+         * of all these writes at V at most one lands, and the next read or this
+         * answer says which, so the tag moves on. */
+        int resend = d->open && d->n == IK__ZK_DOUBT_WRITES ? d->n - 1 : -1;
+        uint64_t count;
+        int64_t wdelta = delta;
+        if (resend >= 0) {
+            count = d->w[resend].count;
+            wdelta = d->w[resend].delta;
+        } else {
+            count = atomic_fetch_add(&zt->count, 1) + 1;
+            if (ik__zk_doubt_add(d, cur, delta, count) != 0) /* not sent: certainly not done */
+                return outcome(d, IK_ESTORE);
+        }
         ik__zk_counter nx;
-        ik__zk_counter_next(cur, zt->nonce, count, delta, &nx);
+        ik__zk_counter_next(cur, zt->nonce, count, wdelta, &nx);
         char *buf = malloc(ZT_DATA_MAX);
         ik__zk_wait *b = ik__zk_wait_new(1, 0);
         int len = buf ? ik__zk_counter_format(buf, ZT_DATA_MAX, &nx) : -1;
-        if (!b || len < 0) {
+        if (!b || len < 0 || session_connected(be, &s, deadline)) {
+            int nomem = !b || !buf;
             ik__zk_wait_put(b);
             free(buf);
-            return outcome(d, buf && b ? IK_ESTORE : IK_ENOMEM);
-        }
-        if (session_connected(be, &s, deadline)) {
-            ik__zk_wait_put(b);
-            free(buf);
-            return outcome(d, IK_ESTORE);
+            if (resend < 0) doubt_drop_last(d); /* never sent */
+            return outcome(d, nomem ? IK_ENOMEM : IK_ESTORE);
         }
         char path[ZT_PATH_MAX];
         tag_path(&s, g->app, g->name, "", path, sizeof path);
@@ -816,7 +836,7 @@ static int advance_locked(ik__backend *be, ik__zk_tags *zt, zt_tag *g, ik_tag_ki
         ik__zk_session_put(be);
 
         if (zrc == ZOK) {
-            *first = cur->max_id;
+            int64_t at = cur->max_id; /* cur is g->node, rewritten below */
             nx.version = st.version;
             nx.czxid = st.czxid;
             nx.mtime = st.mtime;
@@ -824,9 +844,17 @@ static int advance_locked(ik__backend *be, ik__zk_tags *zt, zt_tag *g, ik_tag_ki
             g->cached = 1;
             g->contended = conflicts > 0;
             d->open = 0; /* a fencing write at V won: the writes in doubt never apply */
-            return IK_OK;
+            if (wdelta == delta) {
+                *first = at;
+                return IK_OK;
+            }
+            /* a resent write of another size: its range is ours, never handed out */
+            log_gap(g, at, wdelta, "answer_lost", "was recorded (sent again)");
+            continue;
         }
         g->cached = 0;
+        /* never sent, or an answer: not done */
+        if (resend < 0 && (sent != ZOK || !ik__zk_doubtful(zrc))) doubt_drop_last(d);
         if (zrc == ZBADVERSION) { /* another writer (or a late copy of ours) was first */
             g->contended = 1;
             if (++conflicts >= MAX_CONFLICTS || ik__mono_ns() >= deadline)
@@ -849,8 +877,7 @@ static int advance_locked(ik__backend *be, ik__zk_tags *zt, zt_tag *g, ik_tag_ki
             t0 = ik__mono_ns();
             continue;
         }
-        if (ik__zk_doubtful(zrc)) {
-            if (ik__zk_doubt_add(d, cur, delta, count) != 0) return IK_EINDOUBT;
+        if (ik__zk_doubtful(zrc)) { /* recorded before it was sent */
             t0 = ik__mono_ns();
             if (!extended) { /* settling it gets a budget of its own, once */
                 extended = 1;
@@ -859,6 +886,59 @@ static int advance_locked(ik__backend *be, ik__zk_tags *zt, zt_tag *g, ik_tag_ki
             continue;
         }
         return outcome(d, IK_ESTORE); /* ZNOAUTH and the like */
+    }
+}
+
+/* At close (docs/zookeeper.md, "A doubt at close"): no advance runs any more, so a
+ * doubt still open would die with the process. Each gets one read of its tag, all
+ * of them within the connection wait of a call (2 s at most): landed, a gap
+ * (answer_lost); did not land, a settled line; anything else, or no answer in
+ * time, a possible gap (maybe_recorded). Every open doubt ends in a line (T3). */
+void ik__zk_tags_settle_open(ik__backend *be)
+{
+    ik__zk_backend *zb = ik__zk_backend_of(be);
+    ik__zk_tags *zt = zb ? zb->tags : NULL;
+    if (!zt) return;
+    int64_t connect_ms;
+    session_budget_ms(be, &connect_ms);
+    int64_t deadline = ik__mono_ns() + connect_ms * 1000000;
+    for (int i = 0; i < STRIPES; i++) {
+        pthread_mutex_lock(&zt->stripe[i].mu);
+        zt_tag *tags = zt->stripe[i].tags;
+        pthread_mutex_unlock(&zt->stripe[i].mu);
+        for (zt_tag *g = tags; g; g = g->next) { /* entries are freed only at close */
+            pthread_mutex_lock(&g->mu);
+            ik__zk_doubt *d = &g->doubt;
+            if (!d->open) {
+                pthread_mutex_unlock(&g->mu);
+                continue;
+            }
+            for (int k = 0; k < d->n; k++)
+                d->w[k].this_call = 0;
+            ik__zk_session ses;
+            int zrc = ZOPERATIONTIMEOUT;
+            ik__zk_counter n;
+            if (ik__mono_ns() < deadline && session_connected(be, &ses, deadline) == IK_OK) {
+                zt_meta m;
+                zrc = read_tag(&ses, g->app, g->name, 0, &n, &m, deadline);
+                ik__zk_session_put(be);
+            }
+            int j = 0, r = zrc == ZOK ? ik__zk_doubt_resolve(d, &n, zt->nonce, &j) : IK__ZK_UNKNOWN;
+            if (r == IK__ZK_APPLIED) {
+                log_gap(g, d->first, d->w[j].delta, "answer_lost",
+                        "was recorded (settled at close)");
+            } else if (r == IK__ZK_NOT_APPLIED) {
+                log_settled(g, d, d->w[d->n - 1].delta, n.version,
+                            "did not land (settled at close)");
+            } else {
+                doubt_unknown(g, d,
+                              zrc == ZOK ? "may have been recorded (open at close, cannot tell)"
+                                         : "may have been recorded (open at close, not settled "
+                                           "before the deadline)");
+            }
+            d->open = 0;
+            pthread_mutex_unlock(&g->mu);
+        }
     }
 }
 

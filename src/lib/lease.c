@@ -215,17 +215,23 @@ static void reacquire(ik_slot_lease *l)
 
 /* The first slot (SPEC 3 rule 4): while the range is full, tries again every
  * 500 ms for slot_wait_ms, ACQUIRING meanwhile with why saying so; once it waits,
- * a store that does not answer is waited on too. 0 once held, else the last error
- * with why (IK_ECLOSED if asked to stop). */
+ * a store that does not answer is waited on too, and a session that ends during
+ * the wait is replaced (recover, as reacquire does) and the wait goes on. 0 once
+ * held, else the last error with why (IK_ECLOSED if asked to stop). */
 static int first_acquire(ik_slot_lease *l, char *why, size_t why_len)
 {
     int64_t start = ik__mono_ns();
-    int waited = 0;
+    int waited = 0, lost = 0;
     for (;;) {
         why[0] = '\0';
-        int rc = acquire(l, why, why_len);
+        int rc = lost && l->be->ops->recover ? l->be->ops->recover(l->be, why, why_len) : 0;
+        if (rc == 0) {
+            lost = 0;
+            rc = acquire(l, why, why_len);
+        }
         if (rc == 0) return 0;
-        int again = rc == IK_ENOSLOT || (waited && (rc == IK_ESTORE || rc == IK_EINDOUBT));
+        if (rc == IK_ELOST) lost = 1;
+        int again = rc == IK_ENOSLOT || (waited && (rc == IK_ESTORE || rc == IK_EINDOUBT || lost));
         int64_t spent = (ik__mono_ns() - start) / 1000000;
         int64_t left = l->slot_wait_ms - spent;
         if (!again || left <= 0) {

@@ -48,9 +48,9 @@ int ik__mysql_uri_parse(const char *uri, ik__mysql_uri *out, char *why, size_t w
         return ik__fail(IK_EURI, why, why_len, "a mysql URI begins mysql:// (%s)", form);
     const char *p = uri + 8;
     const char *slash = strchr(p, '/');
-    const char *at = memchr(p, '@', slash ? (size_t)(slash - p) : strlen(p));
+    const char *colon_pw, *at = ik__uri_userinfo(uri, &colon_pw); /* rules.h: the one rule */
     if (!at) return ik__fail(IK_EURI, why, why_len, "a mysql URI names its user: %s", form);
-    if (memchr(p, ':', (size_t)(at - p)))
+    if (colon_pw)
         return ik__fail(IK_EURI, why, why_len,
                         "a mysql URI carries no password: give it with --password-file or "
                         "IDKEEPER_PASSWORD (%s)",

@@ -22,7 +22,9 @@
  *   IN_DOUBT --reconnected, our node there (monitor)--> HELD     callback
  *   HELD, IN_DOUBT --session expired, our node deleted, or no answer for 2/3 of
  *                    the session timeout (monitor)--> LOST        callback
- *   HELD, IN_DOUBT, LOST --zk_release (delete_ours)--> IDLE
+ *   HELD, IN_DOUBT, LOST --zk_release (the release's delete: recipe_zk_monitor.c,
+ *                    sent again after every reconnect until answered or the
+ *                    session is known gone)--> IDLE
  *
  * The hard cases:
  *   - A create whose answer is lost (connection loss) may or may not have made our
@@ -174,6 +176,25 @@ static int delete_ours(zk_lock *lk, const char *uuid_in_doubt, int64_t max_wait_
         if (max_wait_ms <= 0 || ik__zk_lock_wait_event(lk, seen, until, 0) == IK_ETIMEDOUT)
             return IK_EINDOUBT;
     }
+}
+
+/* Proves the session through the ZooKeeper leader: a sync, waited for up to a third
+ * of the session timeout. ZOK with *sent (monotonic ms) its send time: the session
+ * lived at the leader after it; else the error, or ZOPERATIONTIMEOUT. A grant whose
+ * last answer was a read proves itself so before it is HELD: a follower cut off
+ * from the leader still answers reads (docs/recipes.md, "What proves the session"). */
+static int prove_session(zk_lock *lk, const ik__zk_session *s, int64_t *sent)
+{
+    ik__zk_wait *w = ik__zk_wait_new(1, 0);
+    if (!w) return ZSYSTEMERROR;
+    *sent = ik__mono_ms();
+    ik__zk_arm(&w->r[0]);
+    ik__zk_issued(&w->r[0], zoo_async(s->zh, lk->dir, ik__zk_on_synced, &w->r[0]));
+    int zrc = ik__zk_wait_until(w, s->zh, ik__mono_ns() + (int64_t)s->timeout_ms / 3 * 1000000)
+                  ? w->r[0].rc
+                  : ZOPERATIONTIMEOUT;
+    ik__zk_wait_put(w);
+    return zrc;
 }
 
 static void set_state(zk_lock *lk, ik_hold_state s, const char *why, int tell)
@@ -495,6 +516,17 @@ static int zk_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
             continue;
         }
         if (blocker == -1) { /* ours; the monitor's probes watch it */
+            if (!listed) {   /* the proof so far is a read: prove it through the leader */
+                zrc = prove_session(lk, &s, &asked);
+                if (zrc != ZOK) {
+                    ik__zk_session_put(base->be);
+                    if (zrc == ZOPERATIONTIMEOUT && (deadline < 0 || ik__mono_ms() < deadline))
+                        continue; /* slow, not gone: again */
+                    rc = after_failure(lk, zrc, seen, deadline);
+                    if (rc) break;
+                    continue;
+                }
+            }
             ik__zk_session_put(base->be);
             break;
         }
@@ -527,9 +559,12 @@ static int zk_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
         if (alone && gone_pred && ik__mono_ms() - watched < t / 3) {
             ik__zk_session_get(base->be, &s);
             int ok = s.connected && !s.dead && s.gen == wgen && s.id == ik__zk_lock_session_of(lk);
+            int64_t sent = 0;
+            /* the watch's answer is a read: the sync proves the session */
+            if (ok) ok = prove_session(lk, &s, &sent) == ZOK;
             ik__zk_session_put(base->be);
             if (ok) {
-                asked = watched;
+                asked = sent;
                 break;
             }
         }
@@ -594,11 +629,11 @@ static int zk_release(ik_lock *base)
     int earlier = lk->del_state != 0;
     pthread_mutex_unlock(&lk->mu);
 
-    if (st == IK_HOLD_LOST) {
-        delete_ours(lk, NULL, 0); /* only if our session turns out to live on */
-        ik__zk_lock_set_node(lk, "", 0, 0, 0);
-        return IK_ELOST;
-    }
+    /* LOST too: the monitor may have given up on a session that reconnects
+     * unexpired, and then our node is still there, ahead of every contender (ours
+     * included). It goes to the release's delete like any other: sent again after
+     * every reconnect of that session, forgotten only once the session is known
+     * gone (docs/recipes.md, "A lost grant's node"). */
     if (earlier) { /* rare: an earlier delete still unanswered; one at a time */
         ik__zk_session s;
         ik__zk_session_get(base->be, &s);
@@ -617,7 +652,7 @@ static int zk_release(ik_lock *base)
     lk->fence = 0;
     pthread_mutex_unlock(&lk->mu);
     ik__zk_lock_delete_pending(lk);
-    return IK_OK;
+    return st == IK_HOLD_LOST ? IK_ELOST : IK_OK;
 }
 
 static void zk_cancel(ik_lock *base, int on)

@@ -51,12 +51,16 @@ struct ik__zk_lock {
     int64_t del_session;
     int del_state; /* 0: none; 1: sent; 2: to be sent (again) */
     uint32_t del_seq;
-    /* the monitor's probes: zoo_awexists of our node (it also sets the watch) */
+    /* the monitor's probes: a sync (through the leader) then zoo_awexists of our
+     * node (it also sets the watch), pipelined; a proof needs both answered */
     int64_t proven_ms;  /* send time of the last request answered on our session
                            with our node in place: the session lives until at
                            least proven_ms + the session timeout */
     uint32_t probe_seq; /* of the probe in flight (low 20 bits travel with it) */
     int probe_inflight;
+    int probe_left;   /* answers of the probe in flight still to come (of 2) */
+    int probe_synced; /* its sync was answered ZOK */
+    int probe_seen;   /* its exists found our node, ours */
     int64_t probe_sent_ms;
     int probe_gone; /* a probe met an expired session */
 };

@@ -116,20 +116,52 @@ static void reg_poke(uint64_t id, const char *deleted_path, int session_event)
     reg_unlock(lk);
 }
 
-/* The answer of a probe (data: answer_lock's). */
+/* One answer of a probe (the sync's or the exists'); the proof is the probe's send
+ * time once both came and both say so. Under lk->mu. */
+static void probe_answered(zk_lock *lk)
+{
+    if (--lk->probe_left > 0) return;
+    lk->probe_inflight = 0;
+    if (lk->probe_synced && lk->probe_seen) lk->proven_ms = lk->probe_sent_ms;
+}
+
+/* The answer of a probe's sync (data: answer_lock's). A sync goes through the
+ * ZooKeeper leader: answered, the session's server was in touch with the leader
+ * (which expires sessions) after it was sent. A read alone is not that: a follower
+ * cut off from the leader still answers reads until it notices, syncLimit ticks
+ * later, while the leader may expire the session (docs/recipes.md, "What proves
+ * the session"). */
+static void on_probe_sync(int zrc, const char *value, const void *data)
+{
+    (void)value;
+    uint32_t seq;
+    zk_lock *lk = answer_lock(data, &seq);
+    if (!lk) return;
+    if (lk->probe_inflight && (lk->probe_seq & 0xfffff) == seq) {
+        lk->probe_synced = zrc == ZOK;
+        if (zrc == ZSESSIONEXPIRED || zrc == ZAUTHFAILED || zrc == ZSESSIONMOVED)
+            lk->probe_gone = 1;
+        probe_answered(lk);
+    }
+    lk->mevents++;
+    pthread_cond_signal(&lk->mcv);
+    reg_unlock(lk);
+}
+
+/* The answer of a probe's exists (data: answer_lock's). */
 static void on_probe(int zrc, const struct Stat *st, const void *data)
 {
     uint32_t seq;
     zk_lock *lk = answer_lock(data, &seq);
     if (!lk) return;
     if (lk->probe_inflight && (lk->probe_seq & 0xfffff) == seq) {
-        lk->probe_inflight = 0;
         if (zrc == ZOK && st && st->ephemeralOwner == lk->session)
-            lk->proven_ms = lk->probe_sent_ms;
+            lk->probe_seen = 1;
         else if (zrc == ZNONODE || zrc == ZOK)
             lk->own_deleted = 1; /* gone, or another session's */
         else if (zrc == ZSESSIONEXPIRED || zrc == ZAUTHFAILED || zrc == ZSESSIONMOVED)
             lk->probe_gone = 1;
+        probe_answered(lk);
     }
     lk->mevents++;
     pthread_cond_signal(&lk->mcv);
@@ -280,13 +312,14 @@ int ik__zk_lock_delete_settle(zk_lock *lk, int64_t ms)
  * The monitor thread lives from a lock's first grant to ik_lock_destroy, and
  * also sends a release's delete again after a lost answer. It never blocks on
  * ZooKeeper: every quarter of the session timeout (and when a doubt begins) it
- * sends a probe, an asynchronous exists of our node that also sets the watch on
- * it. An answered probe proves the session alive at least until
- * its send time + the session timeout (the server counts from the last request it
- * received). So a holder that loses contact reports IN_DOUBT at once and LOST once
- * 2/3 of the session timeout have passed since the last proof, which is at least
- * 1/3 of the timeout before the server can expire the session and hand the lock
- * to someone else: time for the holder to stop what the lock guards.
+ * sends a probe, an asynchronous sync followed by an exists of our node that also
+ * sets the watch on it. A probe whose sync and exists are both answered proves the
+ * session alive at least until its send time + the session timeout (the leader
+ * counts from the last request our server passed on; the sync shows that server
+ * reached the leader after the send). So a holder that loses contact reports IN_DOUBT at once and
+ * LOST once 2/3 of the session timeout have passed since the last proof, which is at least 1/3 of
+ * the timeout before the server can expire the session and hand the lock to someone else: time for
+ * the holder to stop what the lock guards.
  */
 void *ik__zk_lock_monitor_thread(void *arg)
 {
@@ -371,14 +404,27 @@ void *ik__zk_lock_monitor_thread(void *arg)
             pthread_mutex_lock(&lk->mu);
             uint32_t seq = ++lk->probe_seq;
             lk->probe_inflight = 1;
+            lk->probe_left = 2;
+            lk->probe_synced = 0;
+            lk->probe_seen = 0;
             lk->probe_sent_ms = now;
             pthread_mutex_unlock(&lk->mu);
             void *data = (void *)(uintptr_t)(lk->reg << 20 | (seq & 0xfffff));
-            int zrc = zoo_awexists(s.zh, node, ik__zk_lock_on_watch, (void *)(uintptr_t)lk->reg,
-                                   on_probe, data);
-            if (zrc != ZOK) {
+            /* the sync first: ZooKeeper applies one session's requests in order */
+            int zs = zoo_async(s.zh, node, on_probe_sync, data);
+            int ze = zs == ZOK ? zoo_awexists(s.zh, node, ik__zk_lock_on_watch,
+                                              (void *)(uintptr_t)lk->reg, on_probe, data)
+                               : zs;
+            if (zs != ZOK || ze != ZOK) {
                 pthread_mutex_lock(&lk->mu);
-                if (lk->probe_seq == seq) lk->probe_inflight = 0;
+                if (lk->probe_seq == seq) {
+                    if (zs == ZOK) { /* the sync's answer may still come; alone it proves nothing */
+                        lk->probe_seen = 0;
+                        if (--lk->probe_left == 0) lk->probe_inflight = 0;
+                    } else {
+                        lk->probe_inflight = 0;
+                    }
+                }
                 pthread_mutex_unlock(&lk->mu);
             }
         }

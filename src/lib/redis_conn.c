@@ -1,7 +1,7 @@
 /* redis_conn.c: the Redis client layer of the redis:// backend (redis_conn.h):
  * connections through hiredis (a small pool of blocking contexts, each used by one
- * call at a time), the durability check at open, and running the scripts of
- * redis_scripts.c.
+ * call at a time), the store hazard checks (docs/hazards.md, Redis), and running
+ * the scripts of redis_scripts.c.
  *
  * Invariants
  *   C1. A context is used by one thread at a time: it leaves the pool for a call
@@ -13,6 +13,11 @@
  *   C3. ik__redis_script reports 0 only when the script's own answer was read
  *       (and, with WAIT, WAIT's count); a request written whose answer was not read
  *       is IK_EINDOUBT, never IK_ESTORE.
+ *   C4. Every connection is hazard-checked when it is made, and a write goes out
+ *       only on a connection checked within the hazard interval (hazard.h), and
+ *       only while no check is refused (ik__redis_get_write): a setting changed
+ *       on a running Redis (CONFIG SET) stops the writes of every server within
+ *       one interval, whichever pooled connection they use.
  *
  * Threads: any. The pool is under rc->mu; no call holds it during I/O.
  */
@@ -99,11 +104,55 @@ static int command(ik__redis_client *rc, redisContext *ctx, int argc, const char
     return IK_OK;
 }
 
-static int check_durable(ik__redis_client *rc, redisContext *ctx, char *why, size_t why_len);
+/* The stamp of a connection's last hazard check (C4), under rc->mu: its slot in
+ * rc->stamp, or -1. */
+static int stamp_find(ik__redis_client *rc, const redisContext *ctx)
+{
+    for (int i = 0; i < IK__REDIS_STAMPS; i++)
+        if (rc->stamp[i].ctx == ctx) return i;
+    return -1;
+}
 
-/* A new context: connected, authenticated, on its database, and (after open) on a
- * server that still keeps acknowledged writes: a Redis restarted meanwhile with
- * other settings is refused like one at start. NULL with why. */
+/* Stamps ctx as checked at ns; a full table forgets its oldest stamp (that
+ * connection is then due at its next write: safe, only a check more). */
+static void stamp_set(ik__redis_client *rc, redisContext *ctx, int64_t ns)
+{
+    pthread_mutex_lock(&rc->mu);
+    int at = stamp_find(rc, ctx);
+    if (at < 0) at = stamp_find(rc, NULL); /* a free one */
+    if (at < 0) {
+        at = 0;
+        for (int i = 1; i < IK__REDIS_STAMPS; i++)
+            if (rc->stamp[i].ns < rc->stamp[at].ns) at = i;
+    }
+    rc->stamp[at].ctx = ctx;
+    rc->stamp[at].ns = ns;
+    pthread_mutex_unlock(&rc->mu);
+}
+
+static int64_t stamp_of(ik__redis_client *rc, const redisContext *ctx)
+{
+    pthread_mutex_lock(&rc->mu);
+    int at = stamp_find(rc, ctx);
+    int64_t ns = at < 0 ? 0 : rc->stamp[at].ns;
+    pthread_mutex_unlock(&rc->mu);
+    return ns;
+}
+
+/* Closes ctx and forgets its stamp (a later context at the same address is new). */
+static void ctx_free(ik__redis_client *rc, redisContext *ctx)
+{
+    pthread_mutex_lock(&rc->mu);
+    int at = stamp_find(rc, ctx);
+    if (at >= 0) rc->stamp[at].ctx = NULL;
+    pthread_mutex_unlock(&rc->mu);
+    redisFree(ctx);
+}
+
+/* A new context: connected, authenticated, on its database, and hazard-checked
+ * (C4): a Redis restarted meanwhile with other settings is refused like one at
+ * start (the verdicts say so; ik__redis_get_write refuses the write). NULL with
+ * why. */
 static redisContext *connect_one(ik__redis_client *rc, int64_t timeout_ms, int *err, char *why,
                                  size_t why_len)
 {
@@ -146,14 +195,17 @@ static redisContext *connect_one(ik__redis_client *rc, int64_t timeout_ms, int *
         size_t lens[1] = {4};
         redisReply *r = NULL;
         e = command(rc, ctx, 1, argv, lens, &r, why, why_len);
-        if (!e && (r->type != REDIS_REPLY_STATUS || strcmp(r->str, "PONG")))
+        if (!e && (!r || r->type != REDIS_REPLY_STATUS || strcmp(r->str, "PONG")))
             e = ik__fail(IK_ESTORE, why, why_len,
                          "%s answered PING without PONG: is it a Redis server?", w);
         if (r) freeReplyObject(r);
     }
-    if (!e && rc->opened) e = check_durable(rc, ctx, why, why_len);
+    if (!e && rc->hz) {
+        e = ik__redis_hazards(rc, ctx, why, why_len);
+        if (e == IK_EUNSAFE) e = IK_OK; /* a usable connection; writes are refused */
+    }
     if (e) {
-        redisFree(ctx);
+        ctx_free(rc, ctx);
         *err = e;
         return NULL;
     }
@@ -180,7 +232,7 @@ redisContext *ik__redis_get(ik__redis_client *rc, int64_t timeout_ms, int *err, 
         pthread_mutex_unlock(&rc->mu);
         if (!ctx) break;
         if (stale(ctx)) {
-            redisFree(ctx);
+            ctx_free(rc, ctx);
             continue;
         }
         redisSetTimeout(ctx, tv_of(timeout_ms));
@@ -200,7 +252,23 @@ void ik__redis_put(ik__redis_client *rc, redisContext *ctx, int broken)
         }
         pthread_mutex_unlock(&rc->mu);
     }
-    if (ctx) redisFree(ctx);
+    if (ctx) ctx_free(rc, ctx);
+}
+
+redisContext *ik__redis_get_write(ik__redis_client *rc, int64_t timeout_ms, int *err, char *why,
+                                  size_t why_len)
+{
+    redisContext *ctx = ik__redis_get(rc, timeout_ms, err, why, why_len);
+    if (!ctx) return NULL;
+    int e = IK_OK;
+    if (ik__hazards_due(rc->hz, stamp_of(rc, ctx))) e = ik__redis_hazards(rc, ctx, why, why_len);
+    if (e == IK_OK || e == IK_EUNSAFE) e = ik__hazards_refused(rc->hz, why, why_len);
+    if (e) {
+        ik__redis_put(rc, ctx, e != IK_EUNSAFE);
+        *err = e;
+        return NULL;
+    }
+    return ctx;
 }
 
 /* Appends EVALSHA (or EVAL with the source) and, if wait, WAIT N T. */
@@ -310,61 +378,125 @@ void ik__redis_log_limited(ik__redis_client *rc, const char *fmt, ...)
     if (go) ik__logf("%s", line);
 }
 
-/* CONFIG GET name into val (a value, or "" if the server has no such setting).
- * 0, or IK_ESTORE with why (CONFIG refused: renamed, disabled or not allowed). */
-static int config_get(ik__redis_client *rc, redisContext *ctx, const char *name, char *val,
-                      size_t len, char *why, size_t why_len)
+/* One CONFIG GET answer's value into val ("" if the server has no such setting);
+ * 0, or -1 for an error reply (CONFIG refused: renamed, disabled or not allowed),
+ * whose text goes into err. */
+static int config_value(const redisReply *r, char *val, size_t len, char *err, size_t err_len)
 {
-    const char *argv[3] = {"CONFIG", "GET", name};
-    size_t lens[3] = {6, 3, strlen(name)};
-    redisReply *r = NULL;
-    int e = command(rc, ctx, 3, argv, lens, &r, why, why_len);
-    if (e) return e;
     val[0] = '\0';
+    if (r->type == REDIS_REPLY_ERROR) {
+        snprintf(err, err_len, "%.80s", r->str);
+        return -1;
+    }
     if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
         r->element[1]->type == REDIS_REPLY_STRING)
         snprintf(val, len, "%s", r->element[1]->str);
-    freeReplyObject(r);
-    return IK_OK;
+    return 0;
 }
 
-/* The durability check (redis_conn.h, ik__redis_client_open). */
-static int check_durable(ik__redis_client *rc, redisContext *ctx, char *why, size_t why_len)
+/* The settings read by CONFIG GET, in the order they are asked. */
+enum { H_AOF, H_FSYNC, H_REWRITE, H_MAXMEM, H_POLICY, H_ROLE, H_N };
+static const char *const h_config[H_ROLE] = {
+    "appendonly", "appendfsync", "no-appendfsync-on-rewrite", "maxmemory", "maxmemory-policy"};
+
+#define UNREADABLE_FIX                                                                             \
+    "cannot be read (%.60s); allow CONFIG GET and ROLE to idkeeper (no rename-command; ACL "       \
+    "+config|get +role), or check docs/hazards.md's settings by hand and pass "                    \
+    "--allow-unsafe-store"
+
+int ik__redis_hazards(ik__redis_client *rc, redisContext *ctx, char *why, size_t why_len)
 {
-    int allow = rc->allow_unsafe;
-    char w[300], aof[32], fsync[32], inner[300] = "";
-    where(rc, w, sizeof w);
-    int e = config_get(rc, ctx, "appendonly", aof, sizeof aof, inner, sizeof inner);
-    if (!e) e = config_get(rc, ctx, "appendfsync", fsync, sizeof fsync, inner, sizeof inner);
+    pthread_mutex_lock(&rc->mu);
+    uint64_t seq = ++rc->checks_begun;
+    pthread_mutex_unlock(&rc->mu);
+    for (int i = 0; i < H_ROLE; i++)
+        redisAppendCommand(ctx, "CONFIG GET %s", h_config[i]);
+    redisAppendCommand(ctx, "ROLE");
+    redisReply *r[H_N] = {0};
+    int e = IK_OK;
+    for (int i = 0; i < H_N && !e; i++)
+        if (redisGetReply(ctx, (void **)&r[i]) != REDIS_OK)
+            e = ctx_fail(rc, ctx, "the hazard checks", why, why_len);
+    int64_t now = ik__mono_ns();
     if (e) {
-        if (!allow)
-            return ik__fail(IK_ESTORE, why, why_len,
-                            "cannot check that redis at %s keeps acknowledged writes: CONFIG GET "
-                            "is refused (renamed or disabled? %s); check appendonly yes and "
-                            "appendfsync always by hand, then pass --allow-unsafe-store",
-                            w, inner);
-        if (__atomic_fetch_add(&rc->unsafe, 1, __ATOMIC_RELAXED)) return IK_OK; /* warned once */
-        ik__logf("warning: redis at %s: CONFIG GET is refused, so its durability is unchecked "
-                 "(--allow-unsafe-store): an acknowledged write may be lost (docs/redis.md)",
-                 w);
-        return IK_OK;
+        for (int i = 0; i < H_N; i++)
+            if (r[i]) freeReplyObject(r[i]);
+        return e;
     }
-    if (!strcmp(aof, "yes") && !strcmp(fsync, "always")) return IK_OK;
-    if (!allow)
-        return ik__fail(IK_ESTORE, why, why_len,
-                        "redis at %s can lose acknowledged writes (appendonly %s, appendfsync "
-                        "%s): set appendonly yes and appendfsync always (redis.conf, or CONFIG "
-                        "SET), or pass --allow-unsafe-store to accept duplicate IDs after a crash",
-                        w, aof[0] ? aof : "?", fsync[0] ? fsync : "?");
-    if (__atomic_fetch_add(&rc->unsafe, 1, __ATOMIC_RELAXED)) return IK_OK; /* warned once */
-    ik__logf("warning: redis at %s can lose acknowledged writes (appendonly %s, appendfsync %s); "
-             "serving because of --allow-unsafe-store: a crash of Redis may hand out IDs twice",
-             w, aof[0] ? aof : "?", fsync[0] ? fsync : "?");
-    return IK_OK;
+    char v[H_N][96], err[H_N][96] = {{0}};
+    int bad[H_N];
+    for (int i = 0; i < H_ROLE; i++)
+        bad[i] = config_value(r[i], v[i], sizeof v[i], err[i], sizeof err[i]);
+    /* ROLE: ["master", ...], ["slave", HOST, PORT, ...], ["sentinel", ...] */
+    const redisReply *ro = r[H_ROLE];
+    v[H_ROLE][0] = '\0';
+    bad[H_ROLE] = 0;
+    if (ro->type == REDIS_REPLY_ERROR) {
+        snprintf(err[H_ROLE], sizeof err[H_ROLE], "%.80s", ro->str);
+        bad[H_ROLE] = -1;
+    } else if (ro->type == REDIS_REPLY_ARRAY && ro->elements >= 1 &&
+               ro->element[0]->type == REDIS_REPLY_STRING) {
+        if (!strcmp(ro->element[0]->str, "slave") && ro->elements >= 3 &&
+            ro->element[1]->type == REDIS_REPLY_STRING &&
+            ro->element[2]->type == REDIS_REPLY_INTEGER)
+            snprintf(v[H_ROLE], sizeof v[H_ROLE], "replica of %.60s:%lld", ro->element[1]->str,
+                     (long long)ro->element[2]->integer);
+        else
+            snprintf(v[H_ROLE], sizeof v[H_ROLE], "%.40s", ro->element[0]->str);
+    }
+    for (int i = 0; i < H_N; i++)
+        freeReplyObject(r[i]);
+
+    ik__hazards *hz = rc->hz;
+    ik_hazard row[H_N - 1];
+    int n = 0;
+    /* an unreadable setting is unverifiable: refused, or a risk (hazard.h) */
+#define ROW(I, CHECK, UNSAFE, ...)                                                                 \
+    do {                                                                                           \
+        if (bad[I])                                                                                \
+            ik__hazard_row(hz, &row[n++], CHECK, "unreadable", 1, UNREADABLE_FIX, err[I]);         \
+        else                                                                                       \
+            ik__hazard_row(hz, &row[n++], CHECK, v[I], UNSAFE, __VA_ARGS__);                       \
+    } while (0)
+    ROW(H_AOF, "appendonly", strcmp(v[H_AOF], "yes") != 0,
+        "set appendonly yes (redis.conf, and CONFIG SET on a running Redis): without the "
+        "append-only file a restart loses the writes since the last RDB snapshot: counters go "
+        "back, slot keys and time records vanish");
+    ROW(H_FSYNC, "appendfsync", strcmp(v[H_FSYNC], "always") != 0,
+        "set appendfsync always: with everysec or no, a crash of Redis or of its host loses the "
+        "last acknowledged writes");
+    ROW(H_REWRITE, "no-appendfsync-on-rewrite", strcmp(v[H_REWRITE], "no") != 0,
+        "set no-appendfsync-on-rewrite no: with yes, Redis skips fsync while a rewrite or BGSAVE "
+        "child runs, and a crash then loses acknowledged writes");
+    /* maxmemory-policy only matters with a limit: one row, both values */
+    char pol[96];
+    snprintf(pol, sizeof pol, "%.40s (maxmemory %.40s)", v[H_POLICY], v[H_MAXMEM]);
+    int evicts = strcmp(v[H_MAXMEM], "0") != 0 && strcmp(v[H_POLICY], "noeviction") != 0;
+    if (bad[H_MAXMEM] || bad[H_POLICY])
+        ik__hazard_row(hz, &row[n++], "maxmemory-policy", "unreadable", 1, UNREADABLE_FIX,
+                       bad[H_MAXMEM] ? err[H_MAXMEM] : err[H_POLICY]);
+    else
+        ik__hazard_row(hz, &row[n++], "maxmemory-policy", pol, evicts,
+                       "set maxmemory-policy noeviction (or maxmemory 0): an eviction policy "
+                       "deletes slot keys, time records and counters (every volatile-* one "
+                       "the slot keys, which have a TTL), and duplicate IDs follow");
+    ROW(H_ROLE, "role", strcmp(v[H_ROLE], "master") != 0,
+        "point idkeeper at the primary: a replica's own writes vanish at its next resync "
+        "with the primary");
+#undef ROW
+    /* C4: a check installs its verdicts only over those of checks begun before it */
+    pthread_mutex_lock(&rc->mu);
+    int late = seq < rc->checks_installed;
+    if (!late) rc->checks_installed = seq;
+    e = late ? ik__hazards_refused(hz, why, why_len)
+             : ik__hazards_update(hz, row, (size_t)n, why, why_len);
+    pthread_mutex_unlock(&rc->mu);
+    stamp_set(rc, ctx, now);
+    return e;
 }
 
 int ik__redis_client_open(ik__redis_client *rc, const char *uri, const ik_coord_options *o,
-                          char *why, size_t why_len)
+                          ik__hazards *hz, char *why, size_t why_len)
 {
     memset(rc, 0, sizeof *rc);
     pthread_mutex_init(&rc->mu, NULL);
@@ -381,30 +513,37 @@ int ik__redis_client_open(ik__redis_client *rc, const char *uri, const ik_coord_
     rc->wait_replicas = o->redis_wait_replicas;
     if (rc->wait_replicas < 0 || rc->wait_replicas > 100)
         return ik__fail(IK_EINVAL, why, why_len, "redis wait replicas must be 0 to 100");
+    ik__hazards_init(hz, o, rc->lease_ttl_ms, rc->uri);
+    rc->hz = hz;
     int64_t t = rc->lease_ttl_ms / 3 > 2000 ? rc->lease_ttl_ms / 3 : 2000;
-    redisContext *ctx = connect_one(rc, t, &e, why, why_len);
+    redisContext *ctx = connect_one(rc, t, &e, why, why_len); /* checks the hazards */
     if (!ctx) return e;
-    rc->allow_unsafe = o->allow_unsafe_store != 0;
-    e = check_durable(rc, ctx, why, why_len);
+    char inner[600];
+    e = ik__hazards_refused(hz, inner, sizeof inner);
+    if (e && o->check_only) e = IK_OK; /* idkeeper check reports it; writes stay refused */
+    if (e)
+        ik__fail(e, why, why_len,
+                 "%s (docs/hazards.md; --allow-unsafe-store serves anyway, without this "
+                 "guarantee)",
+                 inner);
     for (int i = 0; !e && i < IK__RS_COUNT; i++) {
         const char *argv[3] = {"SCRIPT", "LOAD", ik__redis_lua[i]};
         size_t lens[3] = {6, 4, strlen(ik__redis_lua[i])};
         redisReply *r = NULL;
         e = command(rc, ctx, 3, argv, lens, &r, why, why_len);
-        if (!e && (r->type != REDIS_REPLY_STRING || r->len != 40))
+        if (!e && (!r || r->type != REDIS_REPLY_STRING || r->len != 40))
             e = ik__fail(IK_ESTORE, why, why_len, "SCRIPT LOAD answered no SHA1");
-        if (!e) memcpy(rc->sha[i], r->str, 41);
+        if (!e && r) memcpy(rc->sha[i], r->str, 41);
         if (r) freeReplyObject(r);
     }
     ik__redis_put(rc, ctx, e != IK_OK);
-    rc->opened = e == IK_OK;
     return e;
 }
 
 void ik__redis_client_close(ik__redis_client *rc)
 {
     while (rc->nidle)
-        redisFree(rc->idle[--rc->nidle]);
+        ctx_free(rc, rc->idle[--rc->nidle]);
     if (rc->password) {
         memset(rc->password, 0, strlen(rc->password));
         free(rc->password);

@@ -1,8 +1,10 @@
 /* redis_conn.h: the Redis client layer under every redis:// file of the library:
  * the URI (redis_uri.c, pure), the connections (a small pool of hiredis contexts,
- * each authenticated and on its database), the durability check made at open, the
- * Lua scripts and the one way to run them (EVALSHA, EVAL when the server lost its
- * script cache), and what a reply means. backend_redis_slots.c and
+ * each authenticated and on its database), the store hazard checks (docs/hazards.md,
+ * Redis: at open, on every new connection, and before a write on a connection whose
+ * last check is older than the hazard interval), the Lua scripts and the one way to
+ * run them (EVALSHA, EVAL when the server lost its script cache), and what a reply
+ * means. backend_redis_slots.c and
  * backend_redis_tags.c sit on it; backend_redis.c (the ops table) sits on those.
  * Nothing in here calls up. Not a public API. docs/redis.md has the key layout.
  *
@@ -60,13 +62,15 @@ enum {
     IK__RS_RELEASE,     /* backend_redis_slots.c */
     IK__RS_TAG_CREATE,  /* backend_redis_tags.c */
     IK__RS_TAG_ADVANCE, /* backend_redis_tags.c */
+    IK__RS_TAG_SETTLE,  /* backend_redis_tags.c: the doubts open at close */
     IK__RS_COUNT
 };
 
 /* The scripts' sources (redis_scripts.c), by id. */
 extern const char *const ik__redis_lua[IK__RS_COUNT];
 
-#define IK__REDIS_POOL 8 /* idle connections kept */
+#define IK__REDIS_POOL 8    /* idle connections kept */
+#define IK__REDIS_STAMPS 64 /* connections whose last hazard check is remembered */
 
 struct redisContext;
 struct redisReply;
@@ -77,9 +81,7 @@ typedef struct ik__redis_client {
     char *password; /* NULL: no AUTH */
     int64_t lease_ttl_ms;
     int wait_replicas; /* --redis-wait-replicas (0: no WAIT) */
-    int allow_unsafe;  /* --allow-unsafe-store */
-    int unsafe;        /* > 0: the store can lose an acknowledged write (allowed, warned) */
-    int opened;        /* open is done: every new connection checks durability too */
+    ik__hazards *hz;   /* the backend's verdicts (backend.h): installed by every check */
 
     pthread_mutex_t mu; /* guards what follows */
     struct redisContext *idle[IK__REDIS_POOL];
@@ -89,17 +91,23 @@ typedef struct ik__redis_client {
     char last_log[600];
     char sha[IK__RS_COUNT][41]; /* of each script, from SCRIPT LOAD at open */
     char last_token[33];        /* the token of the last slot taken (session_desc) */
+    /* the mono ns of each live connection's last hazard check (a connection not
+     * found here is due); checks are numbered so that a slow one never installs
+     * its verdicts over those of a later one */
+    struct {
+        struct redisContext *ctx;
+        int64_t ns;
+    } stamp[IK__REDIS_STAMPS];
+    uint64_t checks_begun, checks_installed;
 } ik__redis_client;
 
-/* Reads the URI and the options (password, lease TTL, wait replicas, unsafe
- * store), connects once (AUTH, SELECT, PING), and checks that the server keeps
- * acknowledged writes (CONFIG GET appendonly, appendfsync): a server that can lose
- * one, or where CONFIG is refused, fails IK_ESTORE with why naming the settings,
- * unless o->allow_unsafe_store, which logs a warning instead (once). Every later
- * connection checks again, so a Redis restarted with other settings is refused. 0, or an ik_error
- * with why; on failure ik__redis_client_close still frees what was made. */
+/* Reads the URI and the options (password, lease TTL, wait replicas), initialises
+ * *hz (unsafe store), connects once (AUTH, SELECT, PING) and runs the hazard checks
+ * (ik__redis_hazards): a refused one fails IK_EUNSAFE with why naming the setting,
+ * its value and what to change, unless o->check_only. 0, or an ik_error with why; on
+ * failure ik__redis_client_close still frees what was made (ik__hazards_free *hz). */
 int ik__redis_client_open(ik__redis_client *rc, const char *uri, const ik_coord_options *o,
-                          char *why, size_t why_len);
+                          ik__hazards *hz, char *why, size_t why_len);
 void ik__redis_client_close(ik__redis_client *rc);
 
 /* A connection for one call, its reads and writes timing out after timeout_ms:
@@ -109,6 +117,21 @@ void ik__redis_client_close(ik__redis_client *rc);
 struct redisContext *ik__redis_get(ik__redis_client *rc, int64_t timeout_ms, int *err, char *why,
                                    size_t why_len);
 void ik__redis_put(ik__redis_client *rc, struct redisContext *ctx, int broken);
+
+/* The hazard checks of Redis (docs/hazards.md) on ctx, now, in one round trip:
+ * CONFIG GET appendonly, appendfsync, no-appendfsync-on-rewrite, maxmemory,
+ * maxmemory-policy, and ROLE. A setting CONFIG GET (or ROLE) cannot read is
+ * unverifiable: refused, or a risk under --allow-unsafe-store. Installs the verdicts
+ * in rc->hz (ik__hazards_update) and stamps ctx as checked. 0, IK_EUNSAFE (why names
+ * the first refused setting), or IK_ESTORE (no answer: put ctx with broken = 1). */
+int ik__redis_hazards(ik__redis_client *rc, struct redisContext *ctx, char *why, size_t why_len);
+
+/* ik__redis_get for a write (a slot take, renewal or release, a counter create or
+ * advance): on a connection whose last hazard check is due (ik__hazards_due) the
+ * checks run first, and while a check is refused nothing is sent: NULL with
+ * IK_EUNSAFE and why naming the setting (docs/hazards.md). */
+struct redisContext *ik__redis_get_write(ik__redis_client *rc, int64_t timeout_ms, int *err,
+                                         char *why, size_t why_len);
 
 /* Runs script id with nk keys then na arguments (keys[], args[] NUL-terminated
  * strings), by EVALSHA, by EVAL if the server answers NOSCRIPT; with wait (and the
@@ -157,7 +180,11 @@ void ik__redis_slot_forget(ik__backend *be, void *handle);
 int ik__redis_slots_list(ik__backend *be, const char *app, ik_slot_info **out, size_t *n);
 
 int ik__redis_tags_new(struct ik__redis_tags **out);
-void ik__redis_tags_free(struct ik__redis_tags *t);
+/* The close's part of the tags, before the client closes: settles every doubt still
+ * open (T5 in backend_redis_tags.c: one fenced read of each tag's writer key, all
+ * within IK__REDIS_SETTLE_MS), each one logged, then frees b->tags. */
+#define IK__REDIS_SETTLE_MS 2000
+void ik__redis_tags_close(ik__redis_backend *b);
 int ik__redis_tag_create(ik__backend *be, const char *app, const ik_tag_info *t, char *why,
                          size_t why_len);
 int ik__redis_tag_get(ik__backend *be, const char *app, const char *name, ik_tag_info *out);

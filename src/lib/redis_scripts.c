@@ -17,12 +17,10 @@
  *   BASE tags          set of the app's tag names
  *   BASE tagw/TAG/N    hash, PX 10 min from its last write: the advances of tag TAG
  *                      by the backend object whose nonce is N (settles lost answers):
- *                      last (the highest SEQ run), n (advances run), wI for I in
- *                      0..RING-1 ("SEQ VALUE" of advance number n, I = n mod RING:
- *                      the last RING advances), floor (the highest SEQ pushed out of
- *                      the ring; absent: none)
- *   counter key        string, an integer: the last ID taken (max_id - 1); see
- *                      ik__redis_counter_key
+ *                      last (the highest SEQ run, or TAG_SETTLE's fence), n (advances run), wI for
+ * I in 0..RING-1 ("SEQ VALUE" of advance number n, I = n mod RING: the last RING advances), floor
+ * (the highest SEQ pushed out of the ring; absent: none) counter key        string, an integer: the
+ * last ID taken (max_id - 1); see ik__redis_counter_key
  */
 #include "redis_conn.h"
 
@@ -164,8 +162,34 @@ static const char tag_advance[] = LUA_LT
     "redis.call('PEXPIRE', w, ARGV[8])\n"
     "return out\n";
 
+/* TAG_SETTLE (at close: the doubts no later advance of this process will carry).
+ * KEYS: writer (tagw/TAG/NONCE). ARGV: SEQ (above every write number this nonce
+ * sent), DOUBTS (as TAG_ADVANCE's), RING, TTL_MS. Raises the writer key's "last" to
+ * SEQ, so that no write of DOUBTS still on its way can run after this script (the
+ * fence TAG_ADVANCE's {-7} keeps), and answers {FLOOR, R1, ..., Rk} as TAG_ADVANCE
+ * does: "" for a SEQ above FLOOR means it never ran, and now never will. */
+static const char tag_settle[] =
+    LUA_LT "local w = KEYS[1]\n"
+           "local last = redis.call('HGET', w, 'last')\n"
+           "if not last or lt(last, ARGV[1]) then redis.call('HSET', w, 'last', ARGV[1]) end\n"
+           "redis.call('PEXPIRE', w, ARGV[4])\n"
+           "local ring = tonumber(ARGV[3])\n"
+           "local out = {redis.call('HGET', w, 'floor') or '0'}\n"
+           "local f = {}\n"
+           "for i = 0, ring - 1 do f[#f + 1] = 'w' .. i end\n"
+           "local ws = redis.call('HMGET', w, unpack(f))\n"
+           "for d in string.gmatch(ARGV[2], '%d+') do\n"
+           "  local v = ''\n"
+           "  for i = 1, ring do\n"
+           "    local e = ws[i]\n"
+           "    if e and string.sub(e, 1, #d + 1) == d .. ' ' then v = string.sub(e, #d + 2) end\n"
+           "  end\n"
+           "  out[#out + 1] = v\n"
+           "end\n"
+           "return out\n";
+
 const char *const ik__redis_lua[IK__RS_COUNT] = {
     [IK__RS_ACQUIRE] = acquire,         [IK__RS_RENEW] = renew,
     [IK__RS_RELEASE] = release,         [IK__RS_TAG_CREATE] = tag_create,
-    [IK__RS_TAG_ADVANCE] = tag_advance,
+    [IK__RS_TAG_ADVANCE] = tag_advance, [IK__RS_TAG_SETTLE] = tag_settle,
 };

@@ -77,7 +77,9 @@ int ik__redis_uri_parse(const char *uri, ik__redis_target *out, char *why, size_
     ik__uri_redact(uri, shown, sizeof shown);
     memset(t, 0, sizeof *t);
     t->port = 6379;
-    const char *q = strchr(uri, '?');
+    const char *colon_pw = NULL, *at = NULL;
+    if (strncmp(uri, "redis://", 8) == 0) at = ik__uri_userinfo(uri, &colon_pw); /* rules.h */
+    const char *q = strchr(at ? at : uri, '?'); /* a password may hold '?' */
     size_t main_len = q ? (size_t)(q - uri) : strlen(uri);
     for (const char *c = uri; *c; c++)
         if ((unsigned char)*c <= 0x20 || *c == 0x7f)
@@ -103,24 +105,20 @@ int ik__redis_uri_parse(const char *uri, ik__redis_target *out, char *why, size_
         return ik__fail(IK_EURI, why, why_len,
                         "a redis URI begins redis:// or redis+unix://: %.64s", shown);
     const char *h = uri + 8, *end = uri + main_len;
-    const char *at = NULL;
-    for (const char *c = h; c < end; c++)
-        if (*c == '@') at = c; /* the last '@': a password may hold one */
     if (at) {
-        const char *colon = memchr(h, ':', (size_t)(at - h));
+        const char *colon = colon_pw;
         const char *ue = colon ? colon : at;
         if ((size_t)(ue - h) > IK__REDIS_PREFIX_MAX) goto bad_user;
         for (const char *c = h; c < ue; c++)
             if (!name_char(*c)) goto bad_user;
         memcpy(t->user, h, (size_t)(ue - h));
         t->user[ue - h] = '\0';
-        if (colon) {
-            size_t pl = (size_t)(at - colon - 1);
-            if (pl >= sizeof t->password)
-                return ik__fail(IK_EURI, why, why_len, "the password in the URI is too long");
-            memcpy(t->password, colon + 1, pl);
-            t->password[pl] = '\0';
-        }
+        if (colon && ik__uri_decode(colon + 1, (size_t)(at - colon - 1), t->password,
+                                    sizeof t->password) < 0) /* as psql: "p%40ss" is "p@ss" */
+            return ik__fail(IK_EURI, why, why_len,
+                            "the password in the redis URI is over %zu bytes, or has a bad "
+                            "%%-escape (%%XX, two hex digits; a '/' is written %%2F)",
+                            sizeof t->password - 1);
         h = at + 1;
     }
     const char *slash = memchr(h, '/', (size_t)(end - h));

@@ -135,6 +135,47 @@ static void put(char *out, size_t out_len, size_t *used, const char *s, size_t n
     *used += n;
 }
 
+const char *ik__uri_userinfo(const char *uri, const char **colon)
+{
+    if (colon) *colon = NULL;
+    const char *auth = uri ? strstr(uri, "://") : NULL;
+    if (!auth) return NULL;
+    auth += 3;
+    size_t an = strcspn(auth, "/"); /* the authority ends at the path */
+    const char *at = NULL;
+    for (size_t i = 0; i < an; i++)
+        if (auth[i] == '@') at = auth + i; /* the last: a password may hold one */
+    if (at && colon) *colon = memchr(auth, ':', (size_t)(at - auth));
+    return at;
+}
+
+static int hex_of(char c)
+{
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+int ik__uri_decode(const char *s, size_t n, char *out, size_t out_len)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (c == '%') {
+            if (i + 2 >= n || hex_of(s[i + 1]) < 0 || hex_of(s[i + 2]) < 0) return -1;
+            c = (char)(hex_of(s[i + 1]) * 16 + hex_of(s[i + 2]));
+            if (!c) return -1;
+            i += 2;
+        }
+        if (o + 1 >= out_len) return -1;
+        out[o++] = c;
+    }
+    if (o >= out_len) return -1;
+    out[o] = 0;
+    return (int)o;
+}
+
 char *ik__uri_redact(const char *uri, char *out, size_t out_len)
 {
     if (!out || !out_len) return out;
@@ -144,15 +185,21 @@ char *ik__uri_redact(const char *uri, char *out, size_t out_len)
     const char *auth = strstr(uri, "://");
     if (auth) {
         auth += 3;
-        size_t an = strcspn(auth, "/?#"); /* the authority ends at the path */
-        const char *at = NULL;
-        for (size_t i = 0; i < an; i++)
-            if (auth[i] == '@') at = auth + i;
-        const char *colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
+        const char *colon, *at = ik__uri_userinfo(uri, &colon);
         if (colon) {
             put(out, out_len, &used, uri, (size_t)(colon + 1 - uri));
             put(out, out_len, &used, "***", 3);
             s = at;
+        } else if (!at) { /* an '@' past a '/' before the query: a password with a '/' */
+            size_t pn = strcspn(auth, "?");
+            const char *late = NULL;
+            for (size_t i = 0; i < pn; i++)
+                if (auth[i] == '@') late = auth + i;
+            if (late) {
+                put(out, out_len, &used, uri, (size_t)(auth - uri));
+                put(out, out_len, &used, "***", 3);
+                s = late;
+            }
         }
     }
     /* the query: every password=VALUE */

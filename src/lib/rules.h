@@ -68,12 +68,29 @@ int ik__parse_listen(const char *addr, char *host, size_t host_len, int *port, c
 
 /* ---- URIs that may carry a password ---------------------------------------------- */
 
+/* The userinfo of a URI, one rule for every backend that reads one (postgresql://,
+ * mysql://, redis://; docs/configuration.md, "Passwords in a URI"): after
+ * "SCHEME://", the authority runs to the first '/' (or the end); its last '@' ends
+ * the userinfo; the first ':' in the userinfo ends the user, and the password
+ * follows it. So a password may hold '@', ':', '?' and '#' as they are, and a '/'
+ * only as %2F; both parts are percent-decoded (ik__uri_decode), as psql does
+ * ("p%40ss" is "p@ss"). Returns the '@' (NULL: no userinfo) and sets *colon to the
+ * ':' before the password (NULL: none). */
+const char *ik__uri_userinfo(const char *uri, const char **colon);
+
+/* Percent-decodes the n bytes at s into out (NUL-terminated): its length, or -1 for a
+ * bad escape ('%' not followed by two hex digits), an escaped NUL, or no room. */
+int ik__uri_decode(const char *s, size_t n, char *out, size_t out_len);
+
 /* Copies uri into out (out_len bytes, truncated and NUL-terminated) with every
  * password it carries replaced by "***", so that a message, a log line or a status
  * answer can show it:
  *
- *   - the password of a userinfo, "SCHEME://USER:PASSWORD@HOST..." (the last '@'
- *     before the path ends the userinfo, as in RFC 3986 and libpq);
+ *   - the password of a userinfo, "SCHEME://USER:PASSWORD@HOST..." (ik__uri_userinfo:
+ *     the same rule as the parsers', so '#', '?' or '@' in it change nothing);
+ *   - in a URI with no userinfo by that rule but an '@' before its query (a
+ *     password holding a '/', which the parsers refuse), everything from "://" to
+ *     that '@';
  *   - the value of every "password=" query parameter ("...?password=x&...", libpq
  *     accepts it).
  *

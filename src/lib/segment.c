@@ -275,10 +275,15 @@ int ik_segment_next(ik_segment *s, const char *tag, size_t n, int64_t *ids, ik_i
         pthread_mutex_unlock(&s->map_mu);
         return IK_PENDING;
     }
-    if (s->nprobes >= MAX_PROBES || !(p = tag_new(tag, 1))) {
+    if (s->nprobes >= MAX_PROBES) { /* busy: try again (503), not out of memory */
         pthread_mutex_unlock(&s->map_mu);
         free(w);
-        return p ? IK_EBUSY : IK_ENOMEM;
+        return IK_EBUSY;
+    }
+    if (!(p = tag_new(tag, 1))) {
+        pthread_mutex_unlock(&s->map_mu);
+        free(w);
+        return IK_ENOMEM;
     }
     add_waiter(p, w);
     p->loading = 1;

@@ -102,7 +102,7 @@ typedef enum ik__sql_stmt {
     /* no parameters -> the columns of IK__SQL_TAG_GET, every leaf_alloc row,
      * ordered by biz_tag */
     IK__SQL_TAG_LIST,
-    /* $1 writer (this backend's random id), $2 biz_tag, $3 write number: records,
+    /* $1 writer (a lane of this backend's random id), $2 biz_tag, $3 write number: records,
      * in a sequence tag's advance, which write of this writer last committed (an
      * upsert of one row per writer and tag, its time = db now) */
     IK__SQL_MARK_SET,
@@ -110,6 +110,9 @@ typedef enum ik__sql_stmt {
     IK__SQL_MARK_GET,
     /* no parameters: deletes the marks older than a day (run at open) */
     IK__SQL_MARK_PRUNE,
+    /* $1 a LIKE pattern of writers ("0123...%"): deletes their marks (a backend's
+     * own, at its close) */
+    IK__SQL_MARK_DROP,
     /* no parameters -> nothing (LIMIT 0): names every Leaf column, so that it
      * fails (IK__SQL_EDEFINITE, naming the column) on a leaf_alloc that lacks one */
     IK__SQL_TAG_COLUMNS,
@@ -248,6 +251,11 @@ typedef struct ik__sql_driver {
     ik__sql_conn_hz *(*hz_state)(ik__sql_conn *c);
     /* Describes the session ("pid 1234"): the database's id of the connection. */
     void (*session)(ik__sql_conn *c, char *buf, size_t len);
+    /* The connection's socket (-1: none). The generic layer only polls it, on an
+     * idle connection of the pool before reusing it: between requests the
+     * database sends nothing, so a readable socket means it ended the session
+     * (an idle timeout, a restart, a terminated backend; ik__sql_idle_alive). */
+    int (*socket)(ik__sql_conn *c);
     /* The client library's version, for `idkeeper version` ("libpq 15.4"). */
     const char *(*lib_version)(void);
 } ik__sql_driver;
@@ -266,6 +274,14 @@ struct ik_coord_options;
 int ik__sql_open(const ik__sql_driver *d, const ik__backend_ops *ops, const char *uri,
                  const ik_coord_options *o, ik__backend **out, char *why, size_t why_len);
 void ik__sql_close(ik__backend *be);
+/* backend_sql_tags.c, called by the ops table's open and close (IK__SQL_BACKEND in
+ * sql_driver.h, above both this file and backend_sql.c): at open (after
+ * ik__sql_open), deletes the commit marks older than a day; at close (before
+ * ik__sql_close), settles every open doubt with one read each within
+ * IK__SQL_SETTLE_MS, logging each one (a gap, settled, or maybe_recorded), then
+ * deletes this backend's own marks. */
+void ik__sql_marks_prune(ik__backend *be);
+void ik__sql_tags_close(ik__backend *be);
 const char *ik__sql_uri(const ik__backend *be);
 void ik__sql_session(ik__backend *be, char *buf, size_t len);
 int64_t ik__sql_slot_free_ms(ik__backend *be);
@@ -305,10 +321,17 @@ int ik__sql_leader(ik__backend *be, const char *path, char **id);
         .info = ik__sql_info,                                                                      \
         .leader = ik__sql_leader,                                                                  \
     };                                                                                             \
-    static int NAME##_open(const char *uri, const ik_coord_options *o, ik__backend **out,          \
-                           char *why, size_t why_len)                                              \
+    static int NAME##_be_open(const char *uri, const ik_coord_options *o, ik__backend **out,       \
+                              char *why, size_t why_len)                                           \
     {                                                                                              \
-        return ik__sql_open(&(DRIVER), &ik__backend_##NAME##_ops, uri, o, out, why, why_len);      \
+        int rc = ik__sql_open(&(DRIVER), &ik__backend_##NAME##_ops, uri, o, out, why, why_len);    \
+        if (rc == 0) ik__sql_marks_prune(*out);                                                    \
+        return rc;                                                                                 \
+    }                                                                                              \
+    static void NAME##_be_close(ik__backend *be)                                                   \
+    {                                                                                              \
+        ik__sql_tags_close(be); /* first: it may settle doubts on the pool */                      \
+        ik__sql_close(be);                                                                         \
     }                                                                                              \
     const ik__backend_ops ik__backend_##NAME##_ops = {                                             \
         .scheme = (SCHEME),                                                                        \
@@ -316,8 +339,8 @@ int ik__sql_leader(ik__backend *be, const char *path, char **id);
         .uri_check = (URI_CHECK),                                                                  \
         .recipe = &ik__recipe_##NAME##_ops,                                                        \
         .schema = (SCHEMA),                                                                        \
-        .open = NAME##_open,                                                                       \
-        .close = ik__sql_close,                                                                    \
+        .open = NAME##_be_open,                                                                    \
+        .close = NAME##_be_close,                                                                  \
         .uri = ik__sql_uri,                                                                        \
         .slot_acquire = ik__sql_slot_acquire,                                                      \
         .slot_persist = ik__sql_slot_persist,                                                      \
@@ -349,7 +372,9 @@ int ik__sql_bool(const ik__sql_res *r, size_t row, size_t col);
 int ik__sql_uri_check(const char *uri, const char *scheme, char *why, size_t why_len);
 /* uri with ":PASSWORD" of its user part and any "password=" query item removed,
  * malloc'd (NULL: out of memory). *password (if not NULL) gets the password the
- * URI carried, malloc'd, or NULL. */
+ * URI carried, percent-decoded as psql does, malloc'd, or NULL. The user part is
+ * found by rules.h's ik__uri_userinfo, the rule of every URI idkeeper reads and of
+ * the redaction of every URI it shows. */
 char *ik__sql_uri_redact(const char *uri, char **password);
 
 #endif

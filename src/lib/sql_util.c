@@ -43,13 +43,26 @@ static int host_char(char c)
            c == '-' || c == '_';
 }
 
-/* The user part (before '@'), if the authority has one: its end, else NULL. */
-static const char *at_of(const char *auth, const char *auth_end)
+/* 1 if the n bytes at s percent-decode (ik__uri_decode). */
+static int decodes(const char *s, size_t n)
 {
-    const char *at = NULL;
-    for (const char *c = auth; c < auth_end; c++)
-        if (*c == '@') at = c; /* the last '@': a password may hold one */
-    return at;
+    char *tmp = malloc(n + 1);
+    int ok = tmp && ik__uri_decode(s, n, tmp, n + 1) >= 0;
+    if (tmp) memset(tmp, 0, n + 1);
+    free(tmp);
+    return ok;
+}
+
+/* The password of [s, s + n), percent-decoded (ik__uri_decode), or NULL. */
+static char *decoded(const char *s, size_t n)
+{
+    char *out = malloc(n + 1);
+    if (out && ik__uri_decode(s, n, out, n + 1) < 0) {
+        memset(out, 0, n + 1);
+        free(out);
+        out = NULL;
+    }
+    return out;
 }
 
 int ik__sql_uri_check(const char *uri, const char *scheme, char *why, size_t why_len)
@@ -59,19 +72,24 @@ int ik__sql_uri_check(const char *uri, const char *scheme, char *why, size_t why
         return ik__fail(IK_EURI, why, why_len, "a %s URI begins %s://", scheme, scheme);
     const char *auth = uri + sl + 3;
     const char *slash = strchr(auth, '/');
-    const char *q = strchr(auth, '?');
+    const char *pw_colon, *at = ik__uri_userinfo(uri, &pw_colon); /* rules.h: the one rule */
+    const char *h = at ? at + 1 : auth;
+    const char *q = strchr(h, '?'); /* a password may hold '?' */
     if (!slash || (q && q < slash))
         return ik__fail(IK_EURI, why, why_len, "%s URI names no database (%s://USER@HOST/DB)",
                         scheme, scheme);
-    const char *at = at_of(auth, slash);
-    const char *h = at ? at + 1 : auth;
     if (at) {
-        const char *colon = memchr(auth, ':', (size_t)(at - auth));
-        const char *ue = colon ? colon : at;
+        const char *ue = pw_colon ? pw_colon : at;
         if (ue == auth) return ik__fail(IK_EURI, why, why_len, "%s URI has an empty user", scheme);
         for (const char *c = auth; c < ue; c++)
             if ((unsigned char)*c <= 0x20 || *c == 0x7f || *c == '/' || *c == '?')
                 return ik__fail(IK_EURI, why, why_len, "bad user name in %s URI", scheme);
+        if (!decodes(auth, (size_t)(ue - auth)) ||
+            (pw_colon && !decodes(pw_colon + 1, (size_t)(at - pw_colon - 1))))
+            return ik__fail(IK_EURI, why, why_len,
+                            "bad %%-escape in the user or password of a %s URI (%%XX, two hex "
+                            "digits; a '/' in a password is written %%2F)",
+                            scheme);
     }
     if (h == slash) return ik__fail(IK_EURI, why, why_len, "%s URI names no host", scheme);
     while (h < slash) {
@@ -143,13 +161,12 @@ char *ik__sql_uri_redact(const char *uri, char **password)
     auth = auth ? auth + 3 : uri;
     const char *slash = strchr(auth, '/');
     if (!slash) slash = uri + n;
-    const char *at = at_of(auth, slash);
-    const char *colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
+    const char *colon, *at = ik__uri_userinfo(uri, &colon); /* rules.h: the one rule */
     size_t o = 0;
     if (colon) {
         memcpy(out, uri, (size_t)(colon - uri));
         o = (size_t)(colon - uri);
-        if (password) *password = strndup(colon + 1, (size_t)(at - colon - 1));
+        if (password) *password = decoded(colon + 1, (size_t)(at - colon - 1)); /* as psql */
         memcpy(out + o, at, (size_t)(slash - at));
         o += (size_t)(slash - at);
     } else {
@@ -169,7 +186,7 @@ char *ik__sql_uri_redact(const char *uri, char **password)
             const char *amp = strchr(item, '&');
             size_t il = amp ? (size_t)(amp - item) : strlen(item);
             if (il >= 9 && strncmp(item, "password=", 9) == 0) {
-                if (password && !*password) *password = strndup(item + 9, il - 9);
+                if (password && !*password) *password = decoded(item + 9, il - 9);
             } else if (il > 0) {
                 out[o++] = first ? '?' : '&';
                 memcpy(out + o, item, il);

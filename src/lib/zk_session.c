@@ -363,6 +363,12 @@ void ik__zk_on_kids(int rc, const struct String_vector *v, const void *data)
     req_finish(r, rc);
 }
 
+void ik__zk_on_synced(int rc, const char *value, const void *data)
+{
+    (void)value;
+    req_finish((ik__zk_req *)data, rc);
+}
+
 void ik__zk_on_created(int rc, const char *value, const struct Stat *st, const void *data)
 {
     ik__zk_req *r = (ik__zk_req *)data;

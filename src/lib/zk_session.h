@@ -247,6 +247,7 @@ void ik__zk_on_data(int rc, const char *value, int len, const struct Stat *st, c
 void ik__zk_on_stat(int rc, const struct Stat *st, const void *data);
 void ik__zk_on_kids(int rc, const struct String_vector *v, const void *data);
 void ik__zk_on_created(int rc, const char *value, const struct Stat *st, const void *data);
+void ik__zk_on_synced(int rc, const char *value, const void *data); /* zoo_async (sync) */
 
 /* zoo_amulti and zoo_multi, sent only while the client says it is connected
  * (zoo_state() at the call): ZCONNECTIONLOSS while it is not (nothing was sent),

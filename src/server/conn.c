@@ -7,6 +7,7 @@
  */
 #include "srv.h"
 
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +64,28 @@ static void close_why(ik__conn *c, int why)
 static void conn_close(ik__conn *c)
 {
     close_why(c, IK_GONE_CLIENT);
+}
+
+/* 1 if the peer has closed or shut down its side of c, or reset it, and this loop
+ * has not read that yet (POLLRDHUP, POLLHUP, POLLERR; nothing is read). */
+static int peer_gone(ik__conn *c)
+{
+    uv_os_fd_t fd;
+    if (c->closing || uv_fileno((uv_handle_t *)&c->tcp, &fd) != 0) return 0;
+    struct pollfd pf = {.fd = fd, .events = POLLIN | POLLRDHUP};
+    if (poll(&pf, 1, 0) != 1) return 0;
+    return (pf.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+}
+
+int ik__conn_answer_gone(ik__conn *c, ik__pend *p)
+{
+    if (p->op != IK_OP_SEQUENCE || p->rc != 0 || !p->nids || !peer_gone(c)) return 0;
+    ik__worker *w = c->w;
+    close_why(c, IK_GONE_CLIENT); /* detaches p, with the connection's other answers */
+    ik__pend_orphaned(w, p);      /* the range: a gap, logged and counted */
+    ik__pend_free(p);
+    ik__worker_maybe_end(w);
+    return 1;
 }
 
 static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)

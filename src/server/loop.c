@@ -25,6 +25,7 @@ static void on_sweep(uv_timer_t *t)
 {
     ik__worker *w = t->data;
     ik__conn_sweep(w, uv_now(&w->loop));
+    ik__history_tick(w); /* loop 0 only, once a second */
 }
 
 static void on_stop(uv_async_t *a)

@@ -5,7 +5,8 @@
  *
  * A registry below the front doors: it knows counters by row, and the rows' labels
  * (the route patterns, the RESP command names) only as the strings server.c put in
- * srv->route_labels and srv->resp_labels at start. It calls nothing of the daemon.
+ * srv->route_labels and srv->resp_labels at start. It calls nothing of the daemon but
+ * the recent past's range count (history.c); readiness comes from its caller.
  */
 #include "srv.h"
 
@@ -91,7 +92,7 @@ static void gauge(ik__buf *b, const char *name, const char *help, long long v)
     ik__buf_printf(b, "%s %lld\n", name, v);
 }
 
-void ik__metrics_render(ik__server *srv, ik__buf *b)
+void ik__metrics_render(ik__server *srv, int ready, ik__buf *b)
 {
     ik_snowflake_info gi;
     ik_lease_info li;
@@ -184,6 +185,19 @@ void ik__metrics_render(ik__server *srv, ik__buf *b)
     gauge(b, "ik_store_refused_checks",
           "Store hazard checks refused now: while above 0 nothing is written to the store.",
           (long long)refused);
+    gauge(b, "ik_ready",
+          "1 while a snowflake ID can be issued now (what /readyz answers 200 for), else 0.",
+          ready);
+    uint32_t range_slots;
+    int range_held;
+    int64_t range_at;
+    ik__range_use(srv, &range_slots, &range_held, &range_at);
+    gauge(b, "ik_worker_range_slots",
+          "Worker slots in this server's range (the layout's workers=).", (long long)range_slots);
+    gauge(b, "ik_worker_range_held",
+          "Slots of the worker range held by a live server, as listed from the store every 30 s "
+          "(-1: not listed yet).",
+          range_held);
     gauge(b, "ik_lease_state",
           "Worker slot lease state: 0 acquiring, 1 held, 2 in doubt, 3 lost, 4 released.",
           (long long)li.state);

@@ -2,11 +2,15 @@
  *
  * The page is src/server/page.html, embedded in the binary at build time
  * (cmake/embed.cmake). Its one marker, <!--IK:SNAPSHOT-->, is replaced by a snapshot
- * rendered here: this server, the app's worker slots, the tags and, for ?decode=ID,
- * the decoded ID. So the page is whole without JavaScript; with it, the page's
- * script refreshes the same tables every few seconds from /v1/status, /v1/workers and
- * /v1/tags, and decodes through /v1/decode/{id}. The snapshot and the script build
- * the same rows (the same ids and classes), so a refresh replaces them in place.
+ * rendered here: this server, its lease (safe window, last proof, time record), the
+ * store's hazard checks, the worker range as a grid of cells, the last events, the
+ * app's worker slots, the tags and, for ?decode=ID, the decoded ID. So the page is
+ * whole without JavaScript (only the rates' charts need it); with it, the page's
+ * script refreshes the same parts every few seconds from /v1/status, /v1/workers,
+ * /v1/tags, /v1/history and /v1/events, draws the charts, and decodes through
+ * /v1/decode/{id}. The snapshot and the script build the same rows and cells (the
+ * same ids, classes and words), so a refresh replaces them in place
+ * (docs/operations.md says what each part means).
  *
  * Everything from the store or the client (holder identities, tag names and
  * descriptions, the decode input) is HTML-escaped here, and set as text (never as
@@ -110,6 +114,165 @@ static void put_server(ik__server *srv, ik__buf *b)
              (unsigned long long)gi.backward_refusals);
     server_row(b, "clock", "Clock", text);
     ik__buf_puts(b, "</tbody></table></section>\n");
+}
+
+/* ---- the lease, the range, the rates, the events (docs/operations.md) ---------------- */
+
+/* The words of the lease panel's rows: the safe window, the last proof, the time
+ * record against the clock. The script writes the same words (page.html). */
+static void lease_words(ik__server *srv, char window[96], char proof[96], char record[96])
+{
+    ik_lease_info li;
+    ik_slot_lease_get_info(srv->lease, &li);
+    int64_t now = ik__now_ms(), proven = ik__lease_proof_ms(srv);
+    char iso[32];
+    if (li.valid_for_ms < 0)
+        snprintf(window, 96, "no end: the store holds the slot while this process lives");
+    else if (li.state != IK_LEASE_HELD && li.state != IK_LEASE_IN_DOUBT)
+        snprintf(window, 96, "none: the lease is %s", ik_lease_state_name(li.state));
+    else
+        snprintf(window, 96, "%.1f s left", (double)li.valid_for_ms / 1000);
+    if (proven > 0) {
+        ik__fmt_iso8601(iso, proven);
+        snprintf(proof, 96, "%s (%.0f s ago)", iso, (double)(now - proven) / 1000);
+    } else {
+        snprintf(proof, 96, "-");
+    }
+    if (li.record_ms > 0) {
+        ik__fmt_iso8601(iso, li.record_ms);
+        snprintf(record, 96, "%s (%+lld ms from the clock)", iso, (long long)(li.record_ms - now));
+    } else {
+        snprintf(record, 96, "-");
+    }
+}
+
+static void put_lease(ik__server *srv, ik__buf *b)
+{
+    char window[96], proof[96], record[96];
+    lease_words(srv, window, proof, record);
+    ik__buf_puts(b, "<section id=\"lease\"><h2>This server's lease</h2>"
+                    "<div id=\"lease-bar\" class=\"bar\"><div></div></div>"
+                    "<table><tbody id=\"lease-rows\">\n");
+    server_row(b, "window", "Safe window", window);
+    server_row(b, "proof", "Last proof", proof);
+    server_row(b, "record", "Time record", record);
+    ik__buf_puts(b, "</tbody></table></section>\n");
+}
+
+/* One cell of the range grid: its state as a class (self, other, doubt, stale,
+ * free), the holder and times in its title. s is the slot's listing, NULL if the
+ * store never saw it used. */
+static void put_cell(ik__buf *b, uint32_t worker, const ik_slot_info *s, const ik_lease_info *li,
+                     int64_t now)
+{
+    int self = s && s->held && li->worker >= 0 && (uint32_t)li->worker == worker;
+    const char *state = "free";
+    if (self)
+        state = li->state == IK_LEASE_HELD ? "self" : "doubt";
+    else if (s && s->held)
+        state = "other";
+    else if (s && s->record_ms > now)
+        state = "stale";
+    ik__buf_printf(b, "<div class=\"cell c-%s\" data-worker=\"%u\" data-state=\"%s\" title=\"",
+                   state, worker, state);
+    ik__buf_printf(b, "worker %u: ", worker);
+    if (s && s->held) {
+        put_html_str(b, self ? "this server, " : "held by ");
+        put_html_str(b, s->holder);
+    } else if (s && s->record_ms > now) {
+        put_html_str(b, "free, time record ahead of the clock; last held by ");
+        put_html_str(b, s->holder);
+    } else {
+        ik__buf_puts(b, "free");
+    }
+    ik__buf_printf(b, "\">%u</div>", worker);
+}
+
+/* The worker range as a grid of cells, 32 a row, each row led by its first worker. */
+static void put_range(ik__server *srv, const ik__tagop *t, ik__buf *b)
+{
+    ik_lease_info li;
+    ik_slot_lease_get_info(srv->lease, &li);
+    uint32_t min = srv->layout->worker_min, max = srv->layout->worker_max;
+    uint32_t n = max - min + 1;
+    int64_t now = ik__now_ms();
+    ik__buf_printf(b,
+                   "<section id=\"range\"><h2>Worker range %u-%u</h2><p class=\"legend\">"
+                   "<span class=\"cell c-self\"></span> this server "
+                   "<span class=\"cell c-other\"></span> another server "
+                   "<span class=\"cell c-doubt\"></span> in doubt "
+                   "<span class=\"cell c-stale\"></span> stale "
+                   "<span class=\"cell c-free\"></span> free "
+                   "<span id=\"range-use\"></span></p>"
+                   "<div id=\"range-grid\" class=\"grid%s\">",
+                   min, max, n > 64 ? " dense" : "");
+    size_t k = 0;
+    for (uint32_t w = min; t->slots_rc == 0 && w <= max && w >= min; w++) {
+        if ((w - min) % 32 == 0) ik__buf_printf(b, "<div class=\"rowlabel\">%u</div>", w);
+        while (k < t->nslots && t->slots[k].worker < w)
+            k++;
+        put_cell(b, w, k < t->nslots && t->slots[k].worker == w ? &t->slots[k] : NULL, &li, now);
+    }
+    ik__buf_puts(b, "</div></section>\n");
+}
+
+/* The rates' charts are drawn by the script alone (from /v1/history). */
+static void put_rates(ik__buf *b)
+{
+    ik__buf_puts(b, "<section id=\"rates\"><h2>IDs a second, last 10 minutes</h2>"
+                    "<p class=\"legend\">This server's: each chart runs from 10 minutes ago "
+                    "(left) to now (right), scaled to its own peak.</p>"
+                    "<p class=\"err\" id=\"rates-err\"></p><div id=\"rates-charts\" "
+                    "class=\"charts\"></div><p class=\"nojs\">The charts need JavaScript; "
+                    "/v1/history has their numbers.</p></section>\n");
+}
+
+/* The last events, newest first. */
+static void put_events(ik__server *srv, ik__buf *b)
+{
+    ik__event ev[IK_EVENTS_MAX];
+    int n = ik__events_get(srv, ev);
+    ik__buf_puts(b, "<section id=\"events\"><h2>Last events</h2><p class=\"err\" "
+                    "id=\"events-err\"></p><table><thead><tr><th>Time</th><th>Kind</th>"
+                    "<th>What</th></tr></thead><tbody id=\"events-rows\">\n");
+    for (int i = 0; i < n; i++) {
+        ik__buf_printf(b, "<tr class=\"e-%s\"><td>", ev[i].kind);
+        put_time(b, ev[i].ms);
+        ik__buf_printf(b, "</td><td>%s</td><td>", ev[i].kind);
+        put_html_str(b, ev[i].text);
+        ik__buf_puts(b, "</td></tr>\n");
+    }
+    ik__buf_puts(b, "</tbody></table></section>\n");
+}
+
+/* The store's hazard checks (docs/hazards.md): one row per check, its verdict as a
+ * class (ok, risk, refused); the latest verdicts, no I/O. */
+static void put_hazards(ik__server *srv, ik__buf *b)
+{
+    ik_hazard *rows = NULL;
+    size_t n = 0;
+    char why[300] = "";
+    int unsafe = ik_coord_hazards(srv->coord, &rows, &n, why, sizeof why) == IK_EUNSAFE;
+    ik__buf_puts(b, "<section id=\"store\"><h2>Store checks</h2><p class=\"err\" "
+                    "id=\"store-err\">");
+    if (unsafe) {
+        ik__buf_puts(b, "not writing: ");
+        put_html_str(b, why);
+    }
+    ik__buf_puts(b, "</p><table><thead><tr><th>Check</th><th>Value</th><th>Verdict</th>"
+                    "<th>What to change</th></tr></thead><tbody id=\"store-rows\">\n");
+    for (size_t i = 0; i < n; i++) {
+        const char *v = ik_verdict_name(rows[i].verdict);
+        ik__buf_printf(b, "<tr class=\"v-%s\"><td>", v);
+        put_html_str(b, rows[i].check);
+        ik__buf_puts(b, "</td><td>");
+        put_html_str(b, rows[i].value);
+        ik__buf_printf(b, "</td><td>%s</td><td>", v);
+        put_html_str(b, rows[i].fix[0] ? rows[i].fix : "-");
+        ik__buf_puts(b, "</td></tr>\n");
+    }
+    ik__buf_puts(b, "</tbody></table></section>\n");
+    ik_free(rows);
 }
 
 /* The worker slots table's rows; the row this server holds is marked. */
@@ -221,6 +384,11 @@ void ik__page_render(ik__worker *w, const ik__pend *p, ik__resp *rs)
     }
     ik__buf_append(b, html, (size_t)(mark - html));
     put_server(w->srv, b);
+    put_lease(w->srv, b);
+    put_hazards(w->srv, b);
+    put_range(w->srv, p->tagop, b);
+    put_rates(b);
+    put_events(w->srv, b);
     put_workers(w->srv, p->tagop, b);
     put_tags(w, p->tagop, b);
     put_decode(w->srv, p->tagop, b);

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 ik__pend *ik__pend_new(ik__worker *w)
 {
@@ -91,6 +92,23 @@ void ik__pend_post(ik__pend *p)
     pthread_mutex_unlock(&w->done_mu);
 }
 
+/* Test hook (IDKEEPER_TEST_DONE_DELAY_MS, docs/sequence.md): the loop stalls this
+ * long before it completes a batch that holds a sequence range, as a server stopped
+ * by SIGSTOP or a VM pause right after the commit would; a test closes the client's
+ * connection meanwhile. Never set outside tests. */
+static void test_done_delay(ik__worker *w, const ik__pend *p)
+{
+    int ms = w->srv->test_done_delay_ms;
+    if (ms <= 0 || ms > 60000) return;
+    for (; p; p = p->qnext)
+        if (p->op == IK_OP_SEQUENCE && p->rc == 0 && p->nids) {
+            struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+            while (nanosleep(&ts, &ts) != 0) {
+            }
+            return;
+        }
+}
+
 void ik__pend_drain(uv_async_t *a)
 {
     ik__worker *w = a->data;
@@ -98,6 +116,7 @@ void ik__pend_drain(uv_async_t *a)
     ik__pend *p = w->done_head;
     w->done_head = w->done_tail = NULL;
     pthread_mutex_unlock(&w->done_mu);
+    test_done_delay(w, p);
     while (p) {
         ik__pend *nx = p->qnext;
         ik__pend_complete(w, p);
@@ -143,6 +162,8 @@ void ik__pend_orphaned(ik__worker *w, ik__pend *p)
     ik__log("tag gap tag=%s first=%lld count=%zu why=%s", p->tag, (long long)p->first, p->nids,
             ik__gone_text[why]);
     ik__gap_add(w->srv, p->tag, ik__gone_label[why], p->nids);
+    ik__event_gap(w->srv, p->tag, p->first, (int64_t)p->nids, ik__gone_label[why]);
+    p->nids = 0; /* logged and counted once: no later drop of its connection again */
 }
 
 void ik__worker_maybe_end(ik__worker *w)

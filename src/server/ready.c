@@ -9,6 +9,7 @@
 #include "srv.h"
 
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 int64_t ik__boot_ns(void)
@@ -40,7 +41,19 @@ int ik__not_ready(ik__server *srv, char *why, size_t len)
     ik_slot_lease_get_info(srv->lease, &li);
     ik_snowflake_get_info(srv->gen, &gi);
     const ik_layout *l = srv->layout;
-    if (li.state != IK_LEASE_HELD && !(li.state == IK_LEASE_IN_DOUBT && li.valid_for_ms != 0)) {
+    if (li.state == IK_LEASE_IN_DOUBT && li.valid_for_ms == 0) {
+        /* The lease's line was written when the doubt began, maybe within the window,
+         * and changes only at its next attempt: the words follow the state now. */
+        static const char within[] = ": issuing within the safe window";
+        size_t n = strlen(li.why), k = sizeof within - 1;
+        if (n >= k && !strcmp(li.why + n - k, within))
+            snprintf(why, len, "worker lease is in_doubt: %.*s past the safe window: not issuing",
+                     (int)(n - k), li.why);
+        else
+            snprintf(why, len, "worker lease is in_doubt%s%s", li.why[0] ? ": " : "", li.why);
+        return 1;
+    }
+    if (li.state != IK_LEASE_HELD && li.state != IK_LEASE_IN_DOUBT) {
         snprintf(why, len, "worker lease is %s%s%s", ik_lease_state_name(li.state),
                  li.why[0] ? ": " : "", li.why);
         return 1;

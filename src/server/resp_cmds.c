@@ -353,6 +353,7 @@ int ik__resp_render(ik__worker *w, ik__rkinds *kinds, ik__pend *p)
     if (p->op == IK_OP_SEQUENCE) {
         ik__count_n(&w->m.sequence_ids, p->nids);
         ik__count(&w->m.sequence_ranges);
+        ik__history_add(w->srv, p->tag, p->nids);
     } else {
         ik__count_n(&w->m.segment_ids, p->nids);
     }
@@ -484,14 +485,17 @@ static void c_echo(ik__rcall *c)
     ik__resp_bulk(c->out, a, n);
 }
 
-/* 1 if user/token (arguments u and t; u == 0: no user) is "default"/the token. */
+/* 1 if user/token (arguments u and t; u == 0: no user) is "default"/the token. With
+ * no token the default user has no password, as Redis's without requirepass: any
+ * password passes for it (c_auth refuses AUTH TOKEN alone before this). */
 static int check_auth(ik__rcall *c, uint32_t u, uint32_t t)
 {
     ik__server *srv = c->w->srv;
     size_t n;
     if (u && !arg_is(c, u, "default")) return 0;
+    if (!srv->token) return 1;
     const char *a = arg(c, t, &n);
-    return srv->token && ik__ct_equal(a, n, srv->token, srv->token_len);
+    return ik__ct_equal(a, n, srv->token, srv->token_len);
 }
 
 static void c_auth(ik__rcall *c)
@@ -501,7 +505,7 @@ static void c_auth(ik__rcall *c)
         syntax_error(c);
         return;
     }
-    if (!c->w->srv->token) {
+    if (!c->w->srv->token && argc == 2) { /* Redis 7: only the old form is refused */
         ik__resp_error(c->out, "ERR AUTH <password> called without any password configured for the "
                                "default user. Are you sure your configuration is correct?");
         return;
@@ -539,12 +543,6 @@ static void c_hello(ik__rcall *c)
     int authed = c->s->authed;
     for (; i < argc; i++) {
         if (arg_is(c, i, "auth") && i + 2 < argc) {
-            if (!c->w->srv->token) {
-                ik__resp_error(c->out,
-                               "ERR AUTH <password> called without any password configured for "
-                               "the default user. Are you sure your configuration is correct?");
-                return;
-            }
             if (!check_auth(c, i + 1, i + 2)) {
                 ik__resp_error(c->out,
                                "WRONGPASS invalid username-password pair or user is disabled.");

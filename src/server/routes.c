@@ -539,6 +539,7 @@ void ik__pend_render(ik__worker *w, ik__pend *p, ik__resp *rs)
         if (p->op == IK_OP_SEQUENCE) {
             ik__count_n(&w->m.sequence_ids, p->nids);
             ik__count(&w->m.sequence_ranges);
+            ik__history_add(w->srv, p->tag, p->nids);
         } else {
             ik__count_n(&w->m.segment_ids, p->nids);
         }
@@ -708,6 +709,20 @@ static void h_status(ik__ctx *x)
                    (long long)li.since_ms, since, (long long)li.record_ms, record,
                    (unsigned long long)li.acquisitions);
     put_json_kv_str(b, "why", li.why);
+    int64_t proof_ms = ik__lease_proof_ms(srv);
+    char proof[32];
+    ik__fmt_iso8601(proof, proof_ms);
+    ik__buf_printf(b, ",\"proven_ms\":%lld,\"proven\":\"%s\"", (long long)proof_ms,
+                   proof_ms ? proof : "");
+    uint32_t range_slots;
+    int range_held;
+    int64_t range_at;
+    ik__range_use(srv, &range_slots, &range_held, &range_at);
+    ik__buf_printf(b,
+                   "},\"worker_range\":{\"min\":%u,\"max\":%u,\"slots\":%u,\"held\":%d,"
+                   "\"listed_ms\":%lld",
+                   srv->layout->worker_min, srv->layout->worker_max, range_slots, range_held,
+                   (long long)range_at);
     ik__buf_printf(b,
                    "},\"clock\":{\"now_ms\":%lld,\"max_backward_ms\":%lld,"
                    "\"last_backward_ms\":%lld,\"tick_waits\":%llu,\"backward_waits\":%llu,"
@@ -734,10 +749,43 @@ static void h_status(ik__ctx *x)
     x->rs->ctype = CT_JSON;
 }
 
+/* GET /v1/history[?seconds=N]: IDs a second over the last N seconds (1..600, default
+ * 600), from the recent past the daemon keeps (history.c). */
+static void h_history(ik__ctx *x)
+{
+    const char *v;
+    size_t vl;
+    int seconds = IK_HIST_SECONDS;
+    if (ik__query_get(x->rq->query.p, x->rq->query.n, "seconds", &v, &vl)) {
+        char *end;
+        char num[8] = "";
+        if (vl < sizeof num) memcpy(num, v, vl), num[vl] = 0;
+        long n = strtol(num, &end, 10);
+        if (!num[0] || *end || n < 1 || n > IK_HIST_SECONDS) {
+            ik__span s = {v, vl};
+            ik__reply_error(x->rs, 400, "bad_seconds",
+                            "seconds must be a whole number from 1 to %d; got '%.*s'",
+                            IK_HIST_SECONDS, QUOTE(s));
+            return;
+        }
+        seconds = (int)n;
+    }
+    ik__history_render(x->srv, seconds, x->rs->body);
+    x->rs->ctype = CT_JSON;
+}
+
+/* GET /v1/events: the last events, newest first (history.c). */
+static void h_events(ik__ctx *x)
+{
+    ik__events_render(x->srv, x->rs->body);
+    x->rs->ctype = CT_JSON;
+}
+
 /* GET /metrics: Prometheus text format. */
 static void h_metrics(ik__ctx *x)
 {
-    ik__metrics_render(x->srv, x->rs->body);
+    char why[256];
+    ik__metrics_render(x->srv, !ik__not_ready(x->srv, why, sizeof why), x->rs->body);
     x->rs->ctype = "text/plain; version=0.0.4; charset=utf-8";
 }
 

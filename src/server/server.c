@@ -282,6 +282,7 @@ static int bind_all(ik__server *srv)
 /* Lease state changes, on the lease thread. */
 static void on_lease_state(void *ctx, ik_lease_state state, int worker, const char *why)
 {
+    ik__event_lease(ctx, state, worker, why);
     ik__log("lease %s: worker %d%s%s", ik_lease_state_name(state), worker, why && *why ? ": " : "",
             why ? why : "");
 }
@@ -317,8 +318,30 @@ static void library_gap(void *ctx, const char *app, const char *tag, ik_tag_kind
                         int64_t first, int64_t count, const char *why)
 {
     (void)app;
-    (void)first;
-    if (kind == IK_TAG_SEQUENCE && count > 0) ik__gap_add(ctx, tag, why, (uint64_t)count);
+    if (kind != IK_TAG_SEQUENCE || count <= 0) return;
+    ik__gap_add(ctx, tag, why, (uint64_t)count);
+    ik__event_gap(ctx, tag, first, count, why);
+}
+
+/* The library's log lines (ik_set_log): into the daemon's log; a change of a store
+ * hazard's verdict ("store hazard: ...", "store hazard cleared: ...", hazard.c) is
+ * also an event of the status page. */
+static void library_log(void *ctx, const char *line)
+{
+    ik__log_library(NULL, line);
+    if (strncmp(line, "store hazard", 12) == 0) ik__event_add(ctx, "hazard", "%s", line);
+}
+
+/* The sequence gaps counted this run, as /metrics shows them: the store's close
+ * (ik_coord_close) may count the last ones, after the listeners closed, so they are
+ * written where they can still be read (docs/http.md, "Shutdown"). */
+static void log_gaps_at_exit(ik__server *srv)
+{
+    pthread_mutex_lock(&srv->gaps_mu);
+    for (size_t i = 0; i < srv->ngaps; i++)
+        ik__log("at exit: ik_sequence_gap_ids_total{tag=\"%s\",why=\"%s\"} %llu", srv->gaps[i].tag,
+                srv->gaps[i].why, (unsigned long long)srv->gaps[i].ids);
+    pthread_mutex_unlock(&srv->gaps_mu);
 }
 
 static void server_free(ik__server *srv)
@@ -342,14 +365,17 @@ static void server_free(ik__server *srv)
     srv->seq = NULL;
     ik_snowflake_destroy(srv->gen);
     srv->gen = NULL;
-    ik_coord_close(srv->coord);
+    ik_coord_close(srv->coord); /* may settle tag doubts: gaps logged and counted */
     srv->coord = NULL;
     ik_set_gap_hook(NULL, NULL); /* no library thread is left to call it */
+    ik_set_log(ik__log_library, NULL);
+    log_gaps_at_exit(srv);
     free(srv->token);
     srv->token = NULL;
     free(srv->gaps);
     srv->gaps = NULL;
     pthread_mutex_destroy(&srv->gaps_mu);
+    ik__history_destroy(srv);
 }
 
 /* The metrics' labels of the counters by row: the route table's patterns and
@@ -373,6 +399,7 @@ static int server_start(ik__server *srv, const ik_server_config *cfg)
     int rc;
     srv->cfg = cfg;
     pthread_mutex_init(&srv->gaps_mu, NULL); /* first: server_free destroys it */
+    ik__history_init(srv);
     srv->started_ms = ik__now_ms();
     srv->read_timeout_ms = cfg->read_timeout_ms;
     srv->idle_timeout_ms = cfg->idle_timeout_ms;
@@ -382,7 +409,7 @@ static int server_start(ik__server *srv, const ik_server_config *cfg)
     set_labels(srv);
     if (check_config(cfg) != 0) return -1;
     raise_fd_limit(cfg);
-    ik_set_log(ik__log_library, NULL);
+    ik_set_log(library_log, srv);
     ik_set_gap_hook(library_gap, srv);
     if (cfg->http_token && *cfg->http_token) {
         srv->token = strdup(cfg->http_token);
@@ -418,6 +445,7 @@ static int server_start(ik__server *srv, const ik_server_config *cfg)
     }
     srv->layout = ik_snowflake_layout(srv->gen);
     ik_layout_format(srv->layout, srv->layout_text, sizeof srv->layout_text);
+    ik__history_set_range(srv, srv->layout->worker_min, srv->layout->worker_max);
     if ((rc = ik_segment_create(srv->coord, cfg->app, NULL, &srv->seg)) != 0) {
         ik__log("cannot create the segment allocator: %s", ik_strerror(rc));
         return -1;
@@ -427,6 +455,8 @@ static int server_start(ik__server *srv, const ik_server_config *cfg)
         return -1;
     }
     srv->log_sequence = cfg->log_sequence_commits;
+    const char *dd = getenv("IDKEEPER_TEST_DONE_DELAY_MS"); /* tests only: pend.c */
+    srv->test_done_delay_ms = dd ? (int)strtol(dd, NULL, 10) : 0;
 
     ik_lease_options lo;
     ik_lease_options_init(&lo);
@@ -626,7 +656,19 @@ int ik_server_run(const ik_server_config *cfg)
         ik_slot_lease_get_info(srv->lease, &li);
         int rel = ik_slot_lease_release(srv->lease);
         srv->lease = NULL;
-        if (rel != 0) {
+        if (rel == IK_EINDOUBT) { /* docs/http.md, "Shutdown": not a failure */
+            ik__log("release of worker %d in doubt: the store did not confirm it in time; "
+                    "the slot frees when its session or lease ends; bye",
+                    li.worker);
+        } else if (rel == IK_ESTORE || rel == IK_ETIMEDOUT || rel == IK_EUNSAFE) {
+            ik__log("release of worker %d not sent: %s; the slot frees when its session or "
+                    "lease ends; bye",
+                    li.worker, ik_strerror(rel));
+        } else if (rel == IK_ELOST) {
+            ik__log("worker %d was lost before its release (session or lease ended, or the "
+                    "slot taken over): nothing to release; bye",
+                    li.worker);
+        } else if (rel != 0) {
             ik__log("releasing worker %d failed: %s", li.worker, ik_strerror(rel));
             rc = -1;
         } else if (li.worker >= 0) {

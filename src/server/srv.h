@@ -64,6 +64,7 @@
 #define IK_SRV_H
 
 #include "conn.h"
+#include "history.h"
 #include "httpreply.h"
 #include "httputil.h"
 #include "pend.h"
@@ -145,8 +146,9 @@ typedef struct ik__server {
     ik_slot_lease *lease;
     ik_segment *seg;
     ik_sequence *seq;
-    int log_sequence; /* log each sequence range before answering (log_sequence_commits) */
-    atomic_int phase; /* 0 serving; 1 draining; 2 the allocators are about to close */
+    int log_sequence;       /* log each sequence range before answering (log_sequence_commits) */
+    int test_done_delay_ms; /* IDKEEPER_TEST_DONE_DELAY_MS (tests only; 0: none): pend.c */
+    atomic_int phase;       /* 0 serving; 1 draining; 2 the allocators are about to close */
     const ik_layout *layout;
     char layout_text[256];
     char identity[320];
@@ -170,6 +172,7 @@ typedef struct ik__server {
     size_t nroute_labels;
     const char *resp_labels[IK_RESP_CMDS_MAX];
     size_t nresp_labels;
+    ik__history hist; /* the recent past, in fixed memory (history.h) */
 } ik__server;
 
 /* One event loop and its thread. Allocated 64-byte aligned so that no two loops'
@@ -257,8 +260,42 @@ void ik__page_render(ik__worker *w, const ik__pend *p, ik__resp *rs);
 /* Renders GET /v1/workers (page.c): the app's slots as JSON. Loop thread. */
 void ik__workers_render(ik__worker *w, const ik__pend *p, ik__resp *rs);
 
-/* Renders every metric in Prometheus text format into b. Any thread. */
-void ik__metrics_render(ik__server *srv, ik__buf *b);
+/* Renders every metric in Prometheus text format into b; ready: whether a snowflake
+ * ID can be issued now (ik__not_ready, for ik_ready). Any thread. */
+void ik__metrics_render(ik__server *srv, int ready, ik__buf *b);
+
+/* ---- the recent past (history.c; history.h says what and why) ---------------------------- */
+
+/* Sets up srv->hist (before anything can add to it) and frees it. */
+void ik__history_init(ik__server *srv);
+void ik__history_destroy(ik__server *srv);
+/* The worker range whose use is listed: the layout's [min, max]. Before the loops start. */
+void ik__history_set_range(ik__server *srv, uint32_t min, uint32_t max);
+/* The sampler: on loop 0 (a no-op on any other), at most once a Unix second; called
+ * from the sweep timer. Never waits for the store (its listing goes to the thread pool). */
+void ik__history_tick(ik__worker *w);
+/* Counts n sequence IDs of tag answered (the per-tag series). Any thread. */
+void ik__history_add(ik__server *srv, const char *tag, uint64_t n);
+/* Adds an event (kind: "slot", "lease", "clock", "hazard") with a printf text. Any thread. */
+void ik__event_add(ik__server *srv, const char *kind, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Adds a sequence gap as an event: count IDs of tag from first (first < 0: not known),
+ * why as in ik_sequence_gap_ids_total's label. Any thread. */
+void ik__event_gap(ik__server *srv, const char *tag, int64_t first, int64_t count, const char *why);
+/* Adds the lease's state change as an event (the slot taken or lost, in doubt, ...).
+ * Any thread (the lease's on_state). */
+void ik__event_lease(ik__server *srv, ik_lease_state state, int worker, const char *why);
+/* Copies the events, newest first, into out[IK_EVENTS_MAX]; returns how many. Any thread. */
+int ik__events_get(ik__server *srv, ik__event *out);
+/* The worker range's size, the slots of it held as last listed (-1: not yet) and when
+ * (Unix ms). Any thread. */
+void ik__range_use(ik__server *srv, uint32_t *slots, int *held, int64_t *at_ms);
+/* Unix ms the lease was last proven (a new time record acknowledged), as the sampler
+ * saw it (within a second); 0 if never. Any thread. */
+int64_t ik__lease_proof_ms(ik__server *srv);
+/* GET /v1/history's and GET /v1/events' JSON into b. Any thread. */
+void ik__history_render(ik__server *srv, int seconds, ik__buf *b);
+void ik__events_render(ik__server *srv, ik__buf *b);
 
 /* ---- loops (loop.c) ------------------------------------------------------------- */
 

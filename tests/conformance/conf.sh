@@ -20,8 +20,36 @@
 #                             lock PATH, as the store shows them to another client
 #   conf_counter_raw URI TAG [APP]  an independent reading of the tag's max_id in the
 #                             store (not through idkeeper)
+#   conf_proxy_start          a fault proxy (tests/interop/fault_proxy.py) between this
+#                             test's clients and the store's server, driven with
+#                             lib.sh's `proxy` (down, up, delay MS...); 1 where the
+#                             store has no server to put one in front of (local:)
+#   conf_proxy_coord NAME     conf_coord NAME, reached through that proxy
+#   conf_elect_args MS        options for a lock or candidate whose grant is LOST
+#                             after 2/3 of MS without the store (zk: the session
+#                             timeout; SQL: the lease TTL)
+#   conf_slow_args MS         options for a server whose store may answer MS late
+#                             and keep its lease with room to spare (a session or
+#                             lease TTL of 4 MS: the lease tolerates about a third)
+#   conf_release_bound_ms     the longest a clean stop waits on the store after its
+#                             requests are done (docs/http.md, "Shutdown"), for a
+#                             server of conf_slow_args
+#   conf_elect_nodes URI PATH the candidates of the election PATH as the store shows
+#                             them to another client, one a line, first in line first
 #   conf_counters             sets the store of tests/tools/counters.sh (DATA,
 #                             SERVE_ARGS) to conf_coord data; source counters.sh after
+#   conf_store_port           the store's TCP port on 127.0.0.1 (for a fault proxy;
+#                             local: has none)
+#   conf_coord_via PORT NAME  conf_coord NAME (the same store and namespace), reached
+#                             through 127.0.0.1:PORT (a fault proxy to conf_store_port)
+#   conf_fault_answer_lost [TAG]  tells the fault proxy of conf_coord_via (lib.sh's
+#                             proxy) that the next write of TAG (default orders) is to
+#                             reach the store and be
+#                             applied, and its answer held (until "proxy release";
+#                             "proxy down" closes its connection)
+#   conf_fault_freeze_after_write [TAG]  ... that the next write of TAG is to be applied, and
+#                             then the store to answer nothing on any connection
+#                             (a store frozen right after it; "proxy unmute" ends it)
 IK_STORE=${IK_STORE:-local}
 CONF_SESSION_MS=${CONF_SESSION_MS:-3000} # zk: short, so kill -9 frees a slot soon
 CONF_SERVE_ARGS=()
@@ -215,4 +243,111 @@ conf_counters() {
   DATA=$(conf_coord data)
   SERVE_ARGS=("${CONF_SERVE_ARGS[@]}")
   CONF_COUNTERS=1 # tests/tools/counters.sh: the store is set already
+}
+
+conf_proxy_start() {
+  case $IK_STORE in
+    local) return 1 ;;
+    zk) # in front of server 1, the shared fixture's included: only connections
+      # through the proxy see its faults
+      CONF_PROXY_PORT=$(zk_free_port)
+      fault_proxy_start "$CONF_PROXY_PORT" "$(zk_port 1)" || fail "the fault proxy did not start: $(cat "$T/proxy.log")"
+      ;;
+    redis) CONF_PROXY_PORT=$(free_port) && fault_proxy_start "$CONF_PROXY_PORT" "$REDIS_PORT" raw ;;
+    postgresql) CONF_PROXY_PORT=$(free_port) && fault_proxy_start "$CONF_PROXY_PORT" "$PG_SHARED_PORT" raw ;;
+    mysql) CONF_PROXY_PORT=$(free_port) && fault_proxy_start "$CONF_PROXY_PORT" "$MY_PORT" raw ;;
+  esac
+}
+
+conf_proxy_coord() {
+  local uri
+  uri=$(conf_coord "$1")
+  case $IK_STORE in
+    zk) echo "zk://127.0.0.1:$CONF_PROXY_PORT${ZK_CONNECT#"127.0.0.1:$(zk_port 1)"}/$1" ;;
+    redis | postgresql | mysql) sed "s/127\.0\.0\.1:[0-9]*/127.0.0.1:$CONF_PROXY_PORT/" <<<"$uri" ;;
+    *) fail "conf.sh: no proxy on $IK_STORE" ;;
+  esac
+}
+
+conf_elect_nodes() {
+  local uri=$1 path=$2
+  case $IK_STORE in
+    zk) # the latch- children in sequence order (Curator's LeaderLatch names)
+      local root=${uri#"zk://$ZK_CONNECT/"}
+      zk_tool ls "/$root$path" 2>/dev/null | grep -- 'latch-' | awk -F'latch-' '{ print $2, $0 }' |
+        sort -n | cut -d' ' -f2- || true
+      ;;
+    *) fail "conf.sh: conf_elect_nodes has no case for $IK_STORE" ;;
+  esac
+}
+
+conf_elect_args() {
+  case $IK_STORE in
+    zk) echo --zk-session-timeout "$1" ;;
+    *) fail "conf.sh: conf_elect_args has no case for $IK_STORE" ;;
+  esac
+}
+
+conf_slow_args() {
+  case $IK_STORE in
+    zk) echo --zk-session-timeout $(($1 * 4)) ;;
+    redis) echo --lease-ttl $(($1 * 4)) ;; # a renewal waits TTL/3 for its answer
+    *) fail "conf.sh: conf_slow_args has no case for $IK_STORE" ;;
+  esac
+}
+
+conf_release_bound_ms() {
+  case $IK_STORE in
+    zk) # the release: max(2 s, T/2); the close: 2 s for open doubts (docs/zookeeper.md)
+      local t=$(($1 * 4))
+      echo $(((t / 2 > 2000 ? t / 2 : 2000) + 2000))
+      ;;
+    redis) # a renewal in flight at the stop (its hazard check and its script, TTL/3
+      # each), then the release's script (TTL/3): docs/http.md, "Shutdown"
+      echo $(($1 * 4))
+      ;;
+    *) fail "conf.sh: conf_release_bound_ms has no case for $IK_STORE" ;;
+  esac
+}
+
+conf_store_port() {
+  case $IK_STORE in
+    local) fail "conf.sh: local: has no store port" ;;
+    zk) local hp=${ZK_CONNECT%%/*} && echo "${hp##*:}" ;; # the shared fixture's adds a chroot
+    postgresql) echo "$PG_SHARED_PORT" ;;
+    redis) echo "$REDIS_PORT" ;;
+    mysql) echo "$MY_PORT" ;;
+  esac
+}
+
+conf_coord_via() {
+  local port=$1 uri store
+  uri=$(conf_coord "$2")
+  store=$(conf_store_port)
+  [[ $uri == *"127.0.0.1:$store/"* ]] || fail "conf.sh: $uri does not name 127.0.0.1:$store"
+  echo "${uri/127.0.0.1:$store\//127.0.0.1:$port/}"
+}
+
+# A tag write: zk:// writes a tag in one request (a setData or a multi) on the
+# session's one connection, so what the proxy holds or mutes after it is sent has
+# been applied. redis:// runs one script, on any connection of its pool (a new one,
+# when the lease's renewal holds the idle one): the script names the tag's writer
+# key, tagw/TAG/. SQL writes it in a transaction: the COMMIT that follows the commit
+# mark's INSERT (docs/sql.md) is the request that applies it.
+conf_fault_answer_lost() {
+  case $IK_STORE in
+    zk) proxy hold ;;
+    redis) proxy hold-after 1 "tagw/${1:-orders}/" ;;
+    postgresql | mysql) proxy hold-after 1 COMMIT INSERT INTO idk_commit_mark ;;
+    *) fail "conf.sh: $IK_STORE has no fault proxy" ;;
+  esac
+}
+
+conf_fault_freeze_after_write() {
+  case $IK_STORE in
+    zk) proxy mute ;;
+    redis) proxy mute-after 1 "tagw/${1:-orders}/" ;;
+    postgresql | mysql) proxy mute-after 1 COMMIT INSERT INTO idk_commit_mark ;;
+    *) fail "conf.sh: $IK_STORE has no fault proxy" ;;
+  esac
 }

@@ -98,6 +98,16 @@ wait_grep() {
   return 1
 }
 
+# wait_until SECONDS CMD [ARG...]: runs CMD every 50 ms until it succeeds (0), or
+# SECONDS passed (1). The one polling loop of the harness: a test names what it waits
+# for, not how.
+wait_until() {
+  local t0=$SECONDS limit=$1
+  shift
+  while ((SECONDS - t0 < limit)); do "$@" && return 0; sleep 0.05; done
+  "$@"
+}
+
 # A TCP port that nothing listens on now (loopback), below the ephemeral range.
 # shellcheck source=../tools/ports.sh
 source "$IK_SRC/tests/tools/ports.sh"

@@ -149,6 +149,17 @@ grep -q 'ik_http_requests_total{route="/api/snowflake/get/{key}",code="200"}' <<
   fail "Leaf route not counted"
 pass "healthz, readyz, metrics ($issued IDs issued)"
 curl -fsS "$URL/v1/routes" | grepq '/v1/snowflake' || fail "GET /v1/routes does not list the routes"
+# the recent past: 600 seconds by default, ?seconds=N, 400 outside 1..600
+curl -fsS "$URL/v1/history" | jq -e '.seconds == 600 and (.series | length) >= 3
+  and ([.series[] | .ids | length] | all(. == 600)) and .memory_bytes > 0' >/dev/null ||
+  fail "GET /v1/history: $(curl -sS "$URL/v1/history" | head -c 300)"
+curl -fsS "$URL/v1/history?seconds=5" | jq -e '[.series[] | .ids | length] | all(. == 5)' >/dev/null ||
+  fail "GET /v1/history?seconds=5 is not 5 a series"
+for bad in 0 601 x 5x ''; do
+  [ "$(http_status "$URL/v1/history?seconds=$bad")" = 400 ] || fail "/v1/history?seconds=$bad is not 400"
+done
+curl -fsS "$URL/v1/events" | jq -e '.kept == 20 and any(.events[]; .kind == "slot")' >/dev/null ||
+  fail "GET /v1/events lacks the slot taken: $(curl -sS "$URL/v1/events")"
 page=$(curl -fsS "$URL/") || fail "GET / failed"
 grep -q '<section id="workers">' <<<"$page" || fail "GET / is not the status page"
 
@@ -172,7 +183,7 @@ curl -fsS -X POST -H 'Authorization: Bearer sesame-42' "$URL2/v1/tags" \
 # Every route that issues IDs or shows state: 401 without the token, 200 with it
 # (Bearer, or Basic with the token as the password, for browsers).
 guarded=(/api/snowflake/get/x /api/segment/get/tk /v1/snowflake /v1/segment/tk "/v1/decode/$id"
-         /v1/status /v1/tags /v1/tags/tk /v1/workers /v1/routes /metrics /)
+         /v1/status /v1/tags /v1/tags/tk /v1/workers /v1/history /v1/events /v1/routes /metrics /)
 for r in "${guarded[@]}"; do
   [ "$(http_status "$URL2$r")" = 401 ] || fail "$r without the token is not 401"
   [ "$(http_status -H 'Authorization: Bearer sesame-42' "$URL2$r")" = 200 ] || fail "$r with the token is not 200"

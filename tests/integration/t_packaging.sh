@@ -64,7 +64,8 @@ BIN=$R/usr/bin/idkeeper
 UNIT=$R/lib/systemd/system/idkeeper.service
 CONF=$R/etc/idkeeper/idkeeper.conf
 for f in "$BIN" "$UNIT" "$CONF" "$R/usr/share/man/man1/idkeeper.1.gz" "$R/usr/share/man/man5/idkeeper.conf.5.gz" \
-  "$R/usr/include/idkeeper.h" "$LIBDIR/libidkeeper.so.$so" "$LIBDIR/libidkeeper.a" "$LIBDIR/pkgconfig/idkeeper.pc"; do
+  "$R/usr/include/idkeeper.h" "$LIBDIR/libidkeeper.so.$so" "$LIBDIR/libidkeeper.a" "$LIBDIR/pkgconfig/idkeeper.pc" \
+  "$R/usr/share/idkeeper/prometheus/idkeeper.rules.yml"; do
   [ -e "$f" ] || fail "the packages lack ${f#"$R"}"
 done
 dpkg-deb -f "$T/deb/idkeeper_${version}_${arch}.deb" Conffiles 2>/dev/null | grepq /etc/idkeeper/idkeeper.conf ||

@@ -39,14 +39,14 @@ pass "no password, wrong password: one clear line each, no password shown"
 p=$(free_port)
 timeout 30 "$IK_BIN" serve --coord "$uri" --password-file "$T/pw" --http 127.0.0.1:"$p" >"$T/noconfig.log" 2>&1 &&
   fail "serve started where CONFIG is disabled"
-grep -q "CONFIG GET is refused (renamed or disabled?.*pass --allow-unsafe-store" "$T/noconfig.log" ||
+grep -q "appendonly is unreadable (redis://127.0.0.1:$port/0): cannot be read (ERR unknown command 'CONFIG'.*no rename-command.*pass --allow-unsafe-store" "$T/noconfig.log" ||
   fail "CONFIG disabled: $(cat "$T/noconfig.log")"
 [ "$(rcli -a "$PW" --no-auth-warning DBSIZE)" = 0 ] || fail "a refused start wrote keys"
 A=(--coord "$uri" --password-file "$T/pw" --allow-unsafe-store)
 "$IK_BIN" tags add q --kind sequence "${A[@]}" >/dev/null 2>"$T/add.err" || fail "tags add: $(cat "$T/add.err")"
 "$IK_BIN" tags add g --kind segment "${A[@]}" >/dev/null 2>>"$T/add.err" || fail "tags add: $(cat "$T/add.err")"
 serve_on s1 "${A[@]}" --lease-ttl 3000 || fail "serve with the flag: $(cat "$T/s1.log")"
-grep -q "warning: redis at 127.0.0.1:$port: CONFIG GET is refused, so its durability is unchecked" "$T/s1.log" ||
+grep -q "store hazard accepted by --allow-unsafe-store: redis://127.0.0.1:$port/0: appendonly is unreadable: cannot be read (ERR unknown command 'CONFIG'" "$T/s1.log" ||
   fail "no warning: $(cat "$T/s1.log")"
 grep -q "$PW" "$T/s1.log" && fail "the password is in the log"
 curl -fsS "http://127.0.0.1:$PORT/v1/status" | grep -q "$PW" && fail "the password is in /v1/status"

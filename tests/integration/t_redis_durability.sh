@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # labels: redis
 # timeout: 120
-# Durability, checked, not hoped (issue 13): a Redis that can lose an acknowledged
-# write (appendonly no; appendonly yes with appendfsync everysec) is refused at
-# start, by serve and by the CLI, with a message naming the settings and what to
-# change; nothing is written to it. With --allow-unsafe-store the server serves
-# every kind of ID and logs a warning that names the settings. A Redis restarted
-# without its append-only file under a running server (its keys gone) is refused on
-# the server's next connection: no counter restarts from 0, no slot is taken on it.
+# Durability, checked, not hoped (docs/redis.md, docs/hazards.md): a Redis that can
+# lose an acknowledged write (appendonly no; appendonly yes with appendfsync
+# everysec) is refused at start, by serve and by the CLI, with a message naming the
+# setting, its value and what to change; nothing is written to it. With
+# --allow-unsafe-store the server serves every kind of ID and logs that it accepts
+# the setting. A Redis restarted without its append-only file under a running server
+# (its keys gone) is refused on the server's next connection: no counter restarts
+# from 0, no slot is taken on it.
 # (The unix socket form, redis+unix:///PATH, reaches the same Redis.)
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/redis.sh"
@@ -18,17 +19,17 @@ for name in noaof everysec; do
   port=${REDIS_PORT_OF[$name]}
   uri=redis://127.0.0.1:$port/0
   case $name in
-    noaof) want="appendonly no, appendfsync always" ;;
-    everysec) want="appendonly yes, appendfsync everysec" ;;
+    noaof) want="appendonly is no" fix="set appendonly yes" ;;
+    everysec) want="appendfsync is everysec" fix="set appendfsync always" ;;
   esac
   p=$(free_port)
   timeout 30 "$IK_BIN" serve --coord "$uri" --http 127.0.0.1:"$p" >"$T/refused-$name.log" 2>&1 &&
     fail "serve started on a Redis with $want"
-  grep -q "can lose acknowledged writes ($want): set appendonly yes and appendfsync always" "$T/refused-$name.log" ||
+  grep -q "$want (redis://127.0.0.1:$port/0): $fix" "$T/refused-$name.log" ||
     fail "the refusal does not name the settings: $(cat "$T/refused-$name.log")"
   grep -q -- "--allow-unsafe-store" "$T/refused-$name.log" || fail "the refusal does not name the flag"
   "$IK_BIN" tags add t --kind sequence --coord "$uri" >"$T/out" 2>"$T/err" && fail "tags add worked on $want"
-  grep -q "can lose acknowledged writes" "$T/err" || fail "tags add: $(cat "$T/err")"
+  grep -q "$want" "$T/err" || fail "tags add: $(cat "$T/err")"
   [ "$(rcli "$port" DBSIZE)" = 0 ] || fail "a refused start wrote keys: $(rcli "$port" KEYS '*')"
   pass "$want: refused, naming the settings, nothing written"
 done
@@ -38,7 +39,7 @@ uri=redis://127.0.0.1:${REDIS_PORT_OF[noaof]}/0
 "$IK_BIN" tags add q --kind sequence --allow-unsafe-store --coord "$uri" >/dev/null 2>"$T/add.err"
 "$IK_BIN" tags add g --kind segment --allow-unsafe-store --coord "$uri" >/dev/null 2>>"$T/add.err"
 serve_on unsafe --coord "$uri" --allow-unsafe-store --lease-ttl 3000 || fail "serve with the flag: $(cat "$T/unsafe.log")"
-grep -q "warning: redis at 127.0.0.1:${REDIS_PORT_OF[noaof]} can lose acknowledged writes (appendonly no, appendfsync always); serving because of --allow-unsafe-store" "$T/unsafe.log" ||
+grep -q "store hazard accepted by --allow-unsafe-store: redis://127.0.0.1:${REDIS_PORT_OF[noaof]}/0: appendonly is no: set appendonly yes" "$T/unsafe.log" ||
   fail "no warning in the log: $(cat "$T/unsafe.log")"
 for k in snowflake segment/g sequence/q; do
   [ "$(http_status "http://127.0.0.1:$PORT/v1/$k?count=3")" = 200 ] || fail "$k not served with the flag"
@@ -64,7 +65,7 @@ for i in 1 2 3; do
   code=$(http_status "http://127.0.0.1:$PORT/v1/sequence/q?format=text")
   [ "$code" = 503 ] || fail "a sequence ID from a Redis restarted without its AOF: $code"
 done
-wait_grep "can lose acknowledged writes (appendonly no, appendfsync always)" "$T/s2.log" 10 ||
+wait_grep "store hazard: redis://127.0.0.1:${REDIS_PORT_OF[good]}/0: appendonly is no: refusing to write" "$T/s2.log" 10 ||
   fail "the refusal is not in the log: $(tail -n 5 "$T/s2.log")"
 mono_ms t0
 until [ "$(http_status "http://127.0.0.1:$PORT/v1/snowflake")" = 503 ]; do

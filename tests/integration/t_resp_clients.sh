@@ -123,6 +123,33 @@ n=$(rcli INCR seq)
 [ "$n" = $((17 + 20000 + 1)) ] || fail "sequence after 20000 INCRs: $n, want $((17 + 20001))"
 pass "redis-benchmark: 200,000 INCR seg and 20,000 INCR seq without an error; the sequence has no gap"
 
+# --- AUTH without a token: what Redis 7 answers with no password set ----------------
+# (docs/resp.md): its default user has none, so AUTH default X and HELLO 3 AUTH default
+# X are OK, AUTH X alone is an error, and another user is WRONGPASS. The same
+# commands go to a real redis-server and to idkeeper; the kinds of answer must agree.
+rport=$(free_port)
+redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no --dir "$T" >"$T/redis.out" 2>&1 &
+IK_PIDS+=($!)
+wait_until 30 redis-cli -p "$rport" PING >/dev/null 2>&1 || fail "redis-server did not start: $(cat "$T/redis.out")"
+# kind PORT CMD...: "ok", or the error's first word
+kind() {
+  local out
+  out=$(redis-cli -p "$1" "${@:2}" 2>&1 | head -n 1)
+  case $out in
+    "(error) "*) out=${out#(error) } && echo "${out%% *}" ;;
+    [A-Z]*" "*) [[ $out =~ ^(ERR|WRONGPASS|NOAUTH|NOPROTO)\  ]] && echo "${out%% *}" || echo ok ;;
+    *) echo ok ;;
+  esac
+}
+for cmd in "AUTH default x" "AUTH x" "AUTH bob x" "HELLO 3 AUTH default x" "HELLO 2 AUTH default x" "HELLO 3 AUTH bob x"; do
+  # shellcheck disable=SC2086 # the words of the command
+  want=$(kind "$rport" $cmd) got=$(kind "$RPORT" $cmd)
+  [ "$want" = "$got" ] || fail "no token, $cmd: redis-server answers $want, idkeeper $got"
+  log "no token, $cmd: $got, as redis-server"
+done
+[ "$(kind "$RPORT" HELLO 3 AUTH default x)" = ok ] || fail "HELLO 3 AUTH default x is not OK"
+pass "no token: AUTH and HELLO AUTH answer as Redis 7 with no password (AUTH default X: OK)"
+
 # --- AUTH -------------------------------------------------------------------------------------
 echo -n s3cret >"$T/token"
 name=b

@@ -26,6 +26,9 @@ proxy polls the file every 5 ms and acts once per N):
               3 exists, 4 getData, 14 multi, ...) and whose bytes contain PATTERN
               are forwarded, then that connection's answers are dropped and it is
               closed 100 ms later: the request is applied, its answer lost
+  partition   nothing passes in either direction, on open and new connections
+              (new ones are accepted), and nothing is closed: a network partition,
+              as the two ends see it ("heal" ends it)
   hold        connections open now keep sending to ZooKeeper, and what comes back
               is kept, in order, until "release" (a store that answers late:
               requests are applied, their answers delayed); new connections pass
@@ -40,6 +43,23 @@ proxy polls the file every 5 ms and acts once per N):
               request never reaches the server, and the client only sees its
               connection close (a part of the request sent before may have gone:
               the server drops an incomplete request with its connection)
+  request-lost N PATTERN then answer-lost M
+  (and the other orders): the first for N sends, then the second for M, with no
+              gap between them in which a send could slip through
+  answer-lost N PATTERN AFTER, request-lost N PATTERN AFTER
+              the same, counting only sends on a connection whose client sent
+              AFTER since the command (e.g. the COMMIT of a transaction that
+              wrote a given row: PATTERN COMMIT, AFTER the row's statement)
+  hold-after N PATTERN [AFTER]
+              the next time (N times) a client sends PATTERN (after AFTER), it is
+              forwarded, and what the server answers on that connection from then
+              on is kept as "hold" keeps it (until "release"): the request is
+              applied, its answer late, the connection open
+  mute-after N PATTERN [AFTER]
+              the next time (N times) a client sends PATTERN (after AFTER), it is
+              forwarded, and from then on the proxy is muted (as "mute"): the
+              server applied the request, then answers nothing on any connection,
+              like a server frozen right after it (SIGSTOP); "unmute" ends it
 The proxy writes "N done" to CONTROL_FILE.ack once it acted on N, and a line
 "cut OPCODE" to stdout for each request it cut, "answer-lost" or "request-lost"
 for each of those.
@@ -56,8 +76,9 @@ listen_port, target_port, ctl = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 raw = sys.argv[4:] == ["raw"]
 lock = threading.Lock()
 conns = []  # [client_sock, server_sock, flags]
-state = {"down": False, "delay": 0.0, "mute": False, "cut_left": 0, "cut_ops": set(),
-         "cut_pat": b"", "lose_left": 0, "lose_what": "", "lose_pat": b""}
+state = {"down": False, "partition": False, "delay": 0.0, "mute": False, "cut_left": 0,
+         "cut_ops": set(), "cut_pat": b"", "lose_then": None, "lose_left": 0, "lose_what": "",
+         "lose_pat": b"", "lose_after": b"", "lose_gen": 0}
 
 
 def close_pair(c, s):
@@ -105,7 +126,7 @@ class Sender:
                     self.cv.wait(due - now)
                     continue
                 self.q.popleft()
-            if self.flags["black"] or state["mute"]:
+            if self.flags["black"] or state["mute"] or state["partition"]:
                 continue
             try:
                 self.dst.sendall(data)
@@ -149,14 +170,27 @@ def should_lose(flags, data):
     counts it), else None."""
     seen = flags["tail"] + data
     with lock:
-        pat = state["lose_pat"]
-        flags["tail"] = seen[len(seen) - len(pat) + 1:] if len(pat) > 1 else b""
-        if state["lose_left"] <= 0 or pat not in seen:
+        pat, after = state["lose_pat"], state["lose_after"]
+        keep = max(len(pat), len(after))
+        flags["tail"] = seen[len(seen) - keep + 1:] if keep > 1 else b""
+        if state["lose_left"] <= 0:
+            return None
+        if after and flags.get("after_gen") != state["lose_gen"]:
+            k = seen.find(after)
+            if k < 0:
+                return None
+            flags["after_gen"] = state["lose_gen"]  # this connection sent AFTER
+            seen = seen[k + len(after):]
+        if pat not in seen:
             return None
         state["lose_left"] -= 1
         flags["tail"] = b""
-        print(state["lose_what"], flush=True)
-        return state["lose_what"]
+        what = state["lose_what"]
+        if state["lose_left"] == 0 and state["lose_then"]:
+            state["lose_what"], state["lose_left"] = state["lose_then"]
+            state["lose_then"] = None
+        print(what, flush=True)
+        return what
 
 
 def pump_up(c, s, flags):
@@ -166,10 +200,16 @@ def pump_up(c, s, flags):
             data = c.recv(65536)
             if not data:
                 break
-            if flags["deaf"]:
-                continue  # after a lost request nothing more reaches the server
+            if flags["deaf"] or state["partition"]:
+                continue  # after a lost request (or in a partition) nothing reaches the server
             lose = should_lose(flags, data)
             cut = not raw and should_cut(flags, data)
+            if lose == "mute-after":
+                state["mute"] = True  # before sending: the answer must not slip through
+                lose = None
+            elif lose == "hold-after":
+                flags["hold"] = True  # the same
+                lose = None
             if lose or cut:
                 flags["black"] = True  # before sending: the answer must not slip through
                 flags["deaf"] = lose == "request-lost"
@@ -188,7 +228,7 @@ def pump_down(s, c, flags, sender):
             data = s.recv(65536)
             if not data:
                 break
-            if flags["black"] or state["mute"]:
+            if flags["black"] or state["mute"] or state["partition"]:
                 continue
             sender.put(data)
     except OSError:
@@ -255,10 +295,18 @@ def control_loop():
                 state["mute"] = True
             elif word == "unmute":
                 state["mute"] = False
-            elif word in ("answer-lost", "request-lost"):
+            elif word == "partition":
+                state["partition"] = True
+            elif word == "heal":
+                state["partition"] = False
+            elif word in ("answer-lost", "request-lost", "mute-after", "hold-after"):
                 state["lose_left"] = int(args[0])
                 state["lose_what"] = word
                 state["lose_pat"] = args[1].encode()
+                then = args[2:3] == ["then"]
+                state["lose_then"] = (args[3], int(args[4])) if then else None
+                state["lose_after"] = b"" if then else " ".join(args[2:]).encode()
+                state["lose_gen"] += 1
             elif word == "cut":
                 state["cut_left"] = int(args[0])
                 state["cut_ops"] = {int(x) for x in args[1].split(",")}

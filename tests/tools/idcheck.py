@@ -11,6 +11,11 @@ exit 1 with the reason on stderr when it does not.
   idcheck.py kill9 START END DEAD NAME=IDS:LOG...
                                         sequence IDs after server DEAD was killed -9;
                                         see check_kill9
+  idcheck.py gaps START END TAG IDS LOG...
+                                        every ID of START..END-1 answered once or in
+                                        a logged gap, and every gap counted in the
+                                        metrics the server logged at exit; see
+                                        check_gaps
 Logs are the daemons' stderr with log_sequence_commits on: lines holding
 "sequence tag=T first=A count=K".
 """
@@ -182,6 +187,74 @@ def check_kill9(start, end, dead, servers):
              len(dead_ranges), dead, sum(len(v) for n, v in logged.items() if n != dead)))
 
 
+GAP_RE = re.compile(r"tag gap tag=(\S+) first=(\d+|\?) count=(\d+) why=([^(\n]*?)\s*(?:\(|$)")
+# the daemon's own causes as its log writes them, and their metric labels
+# (src/server/metrics.c, ik__gone_text and ik__gone_label); the library's causes
+# are written as their labels
+GAP_LABEL = {"client gone": "client_gone", "shutdown deadline": "shutdown_deadline",
+             "ids above 2^53 asked as numbers": "ids_too_large"}
+EXIT_RE = re.compile(r'at exit: ik_sequence_gap_ids_total\{tag="([^"]+)",why="([^"]+)"\} (\d+)')
+
+
+def check_gaps(start, end, tag, ids_path, logs):
+    """Sequence IDs of servers that stopped: every ID of START..END-1 (END: the tag's
+    max_id in the store) was answered once, or lies in a gap a server logged ("tag
+    gap tag=T first=A count=K why=W"), or is one of the IDs of a gap it could not
+    place (first=?): answered, placed and unplaced add up to END - START exactly,
+    none of them twice. And each server's metrics at exit ("at exit:
+    ik_sequence_gap_ids_total{tag,why} N", written after the store was closed) count
+    exactly the gaps it logged, cause by cause (GAP_LABEL: the log's "client
+    gone" is the metric's client_gone)."""
+    ids = read_ids(ids_path)
+    srt = sorted(ids)
+    d = first_dup(srt)
+    if d is not None:
+        fail("ID %d answered twice" % d)
+    if srt and (srt[0] < start or srt[-1] >= end):
+        fail("answered IDs %d..%d outside %d..%d" % (srt[0], srt[-1], start, end - 1))
+    placed, unplaced, causes = [], 0, {}
+    for path in logs:
+        logged, counted = {}, {}
+        with open(path, errors="replace") as f:
+            for line in f:
+                m = GAP_RE.search(line)
+                if m and m.group(1) == tag:
+                    k, why = int(m.group(3)), GAP_LABEL.get(m.group(4), m.group(4))
+                    logged[why] = logged.get(why, 0) + k
+                    causes[why] = causes.get(why, 0) + k
+                    if m.group(2) == "?":
+                        unplaced += k
+                    else:
+                        placed.append((int(m.group(2)), int(m.group(2)) + k))
+                m = EXIT_RE.search(line)
+                if m and m.group(1) == tag:
+                    counted[m.group(2)] = counted.get(m.group(2), 0) + int(m.group(3))
+        if logged != counted:
+            fail("%s: gaps logged %s, but its metrics at exit count %s" % (path, logged, counted))
+    placed.sort()
+    for (a1, b1), (a2, b2) in zip(placed, placed[1:]):
+        if a2 < b1:
+            fail("logged gaps overlap: [%d,%d) and [%d,%d)" % (a1, b1, a2, b2))
+    got = set(ids)
+    for a, b in placed:
+        if a < start or b > end:
+            fail("logged gap [%d,%d) outside %d..%d" % (a, b, start, end - 1))
+        for x in range(a, b):
+            if x in got:
+                fail("%d was answered, and lies in the logged gap [%d,%d)" % (x, a, b))
+    nplaced = sum(b - a for a, b in placed)
+    if len(ids) + nplaced + unplaced != end - start:
+        fail("%d answered + %d in placed gaps + %d in gaps of unknown place = %d, but the "
+             "store's run %d..%d holds %d" % (len(ids), nplaced, unplaced,
+                                              len(ids) + nplaced + unplaced, start, end - 1,
+                                              end - start))
+    print("gaps: %d IDs answered of %d..%d, none twice; %d in logged gaps (%d of unknown "
+          "place), by cause %s, each counted at exit" % (len(ids), start, end - 1,
+                                                         nplaced + unplaced, unplaced,
+                                                         " ".join("%s=%d" % kv for kv in
+                                                                  sorted(causes.items()))))
+
+
 def main(argv):
     if len(argv) < 2:
         fail("usage: see the top of " + argv[0])
@@ -194,6 +267,8 @@ def main(argv):
         check_above(args[0], args[1:])
     elif cmd == "contiguous":
         check_contiguous(int(args[0]), int(args[1]), args[2:])
+    elif cmd == "gaps":
+        check_gaps(int(args[0]), int(args[1]), args[2], args[3], args[4:])
     elif cmd == "kill9":
         check_kill9(int(args[0]), int(args[1]), args[2], args[3:])
     else:

@@ -149,6 +149,53 @@ static void urls(void **state)
     }
 }
 
+/* `idkeeper check`'s table: a header, the columns as wide as their widest cell, "-"
+ * for an ok row's empty fix; the JSON: ok only when every verdict is ok. */
+static void hazard_table(void **state)
+{
+    ik_hazard rows[2];
+    memset(rows, 0, sizeof rows);
+    snprintf(rows[0].check, sizeof rows[0].check, "appendonly");
+    snprintf(rows[0].value, sizeof rows[0].value, "yes");
+    rows[0].verdict = IK_VERDICT_OK;
+    snprintf(rows[1].check, sizeof rows[1].check, "maxmemory-policy");
+    snprintf(rows[1].value, sizeof rows[1].value, "allkeys-lru");
+    rows[1].verdict = IK_VERDICT_REFUSED;
+    snprintf(rows[1].fix, sizeof rows[1].fix, "set noeviction");
+    char *out = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&out, &len);
+    assert_non_null(f);
+    ik__cli_hazard_table(f, rows, 2);
+    fclose(f);
+    assert_string_equal(out, "CHECK             VALUE        VERDICT  WHAT TO CHANGE\n"
+                             "appendonly        yes          ok       -\n"
+                             "maxmemory-policy  allkeys-lru  refused  set noeviction\n");
+    free(out);
+    /* no rows: the header alone */
+    f = open_memstream(&out, &len);
+    ik__cli_hazard_table(f, rows, 0);
+    fclose(f);
+    assert_string_equal(out, "CHECK  VALUE  VERDICT  WHAT TO CHANGE\n");
+    free(out);
+
+    out = printed(ik__cli_hazard_json("redis://h:1", rows, 2));
+    assert_string_equal(out,
+                        "{\"coord\":\"redis://h:1\",\"ok\":false,\"checks\":["
+                        "{\"check\":\"appendonly\",\"value\":\"yes\",\"verdict\":\"ok\","
+                        "\"fix\":\"\"},{\"check\":\"maxmemory-policy\",\"value\":"
+                        "\"allkeys-lru\",\"verdict\":\"refused\",\"fix\":\"set noeviction\"}]}\n");
+    free(out);
+    rows[1].verdict = IK_VERDICT_RISK;
+    out = printed(ik__cli_hazard_json("redis://h:1", rows, 2));
+    assert_non_null(strstr(out, "\"ok\":false"));
+    assert_non_null(strstr(out, "\"verdict\":\"risk\""));
+    free(out);
+    out = printed(ik__cli_hazard_json("redis://h:1", rows, 1));
+    assert_non_null(strstr(out, "\"ok\":true"));
+    free(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -158,6 +205,7 @@ int main(void)
         cmocka_unit_test(urls),
         cmocka_unit_test(json_get_string_top_level_only),
         cmocka_unit_test(status_max_batch),
+        cmocka_unit_test(hazard_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

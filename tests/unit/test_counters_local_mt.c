@@ -493,6 +493,42 @@ static void sequence_cancel_races_commits(void **st)
     free(a);
 }
 
+/* Probes (requests for names not known yet) in flight are bounded (256, segment.c):
+ * one more is refused as busy, IK_EBUSY (HTTP 503, try again), not IK_ENOMEM (500).
+ * The loader is held inside the first probe's callback, so the next 256 stay in
+ * flight. */
+static void count_cb(void *ctx, int status, const int64_t *ids, size_t n)
+{
+    (void)status;
+    (void)ids;
+    (void)n;
+    __atomic_add_fetch((int *)ctx, 1, __ATOMIC_SEQ_CST);
+}
+
+static void segment_probes_full_is_busy(void **st)
+{
+    fx *f = *st;
+    ik_segment *s;
+    assert_int_equal(ik_segment_create(f->c1, "default", NULL, &s), 0);
+    answer first;
+    answer_init(&first, 1);
+    int64_t id;
+    assert_int_equal(ik_segment_next(s, "nope-first", 1, &id, answer_cb, &first), IK_PENDING);
+    answer_wait(&first); /* the loader is in our callback now */
+    int called = 0;
+    char name[32];
+    for (int i = 0; i < 256; i++) {
+        snprintf(name, sizeof name, "nope-%d", i);
+        assert_int_equal(ik_segment_next(s, name, 1, &id, count_cb, &called), IK_PENDING);
+    }
+    assert_int_equal(ik_segment_next(s, "nope-one-more", 1, &id, count_cb, &called), IK_EBUSY);
+    answer_go(&first);
+    ik_segment_destroy(s);
+    assert_int_equal(__atomic_load_n(&called, __ATOMIC_SEQ_CST), 256);
+    assert_int_equal(first.status, IK_ENOTFOUND);
+    answer_destroy(&first);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -500,6 +536,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(segment_single_thread_increasing_from_start, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(segment_big_request_wastes_no_block, setup, teardown),
+        cmocka_unit_test_setup_teardown(segment_probes_full_is_busy, setup, teardown),
         cmocka_unit_test_setup_teardown(segment_two_servers_two_threads_no_duplicate, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(sequence_two_servers_contiguous, setup, teardown),

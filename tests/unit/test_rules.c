@@ -186,6 +186,14 @@ static void uri_redact(void **state)
         {"local:./data", "local:./data"},
         {"local:/x?password=y", "local:/x?password=***"},
         {"x://h/p?password=#frag", "x://h/p?password=***#frag"},
+        /* one rule with the parsers (ik__uri_userinfo): '#', '?' and '@' in a password */
+        {"postgresql://ik:pa#ss@h/db", "postgresql://ik:***@h/db"},
+        {"redis://:pa?ss@h:1/0", "redis://:***@h:1/0"},
+        {"redis://:p#w?x@y@h?prefix=a/b", "redis://:***@h?prefix=a/b"},
+        {"mysql://ik:p%40ss%23@db/ids", "mysql://ik:***@db/ids"},
+        /* a '/' in a password (to be written %2F; refused): all of it hidden */
+        {"postgresql://ik:pa/ss@h/db", "postgresql://***@h/db"},
+        {"postgresql://h/db?application_name=a@b", "postgresql://h/db?application_name=a@b"},
         {"", ""},
     };
     char out[256];
@@ -196,6 +204,32 @@ static void uri_redact(void **state)
     assert_string_equal(ik__uri_redact("mysql://ik:s3cret@db/ids", small, sizeof small),
                         "mysql://ik:");
     assert_string_equal(ik__uri_redact(NULL, out, sizeof out), "");
+}
+
+/* The userinfo rule and percent-decoding, as psql reads them. */
+static void uri_userinfo(void **state)
+{
+    (void)state;
+    const char *colon;
+    const char *u = "postgresql://ik:p#w?x@y@h:5432/db?sslmode=disable";
+    const char *at = ik__uri_userinfo(u, &colon);
+    assert_non_null(at);
+    assert_string_equal(at, "@h:5432/db?sslmode=disable");
+    assert_string_equal(colon, ":p#w?x@y@h:5432/db?sslmode=disable");
+    assert_null(ik__uri_userinfo("postgresql://h/db?x=a@b", &colon));
+    assert_null(colon);
+    assert_null(ik__uri_userinfo("local:/x@y", &colon));
+    assert_non_null(ik__uri_userinfo("redis://u@h", &colon));
+    assert_null(colon);
+    char out[16];
+    assert_int_equal(ik__uri_decode("p%40ss%2F%3a", 12, out, sizeof out), 6);
+    assert_string_equal(out, "p@ss/:");
+    assert_int_equal(ik__uri_decode("a#b", 3, out, sizeof out), 3);
+    assert_int_equal(ik__uri_decode("%4", 2, out, sizeof out), -1);
+    assert_int_equal(ik__uri_decode("%zz", 3, out, sizeof out), -1);
+    assert_int_equal(ik__uri_decode("%00", 3, out, sizeof out), -1);
+    assert_int_equal(ik__uri_decode("0123456789abcdef", 16, out, sizeof out), -1); /* no room */
+    assert_int_equal(ik__uri_decode("", 0, out, sizeof out), 0);
 }
 
 int main(void)
@@ -209,6 +243,7 @@ int main(void)
         cmocka_unit_test(listen_good),
         cmocka_unit_test(listen_bad),
         cmocka_unit_test(uri_redact),
+        cmocka_unit_test(uri_userinfo),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# labels: hazards
+# timeout: 180
+# Store hazards on the backend, as an operator meets them (docs/hazards.md): the
+# stage's store is configured as a fleet should configure it, so
+#   - `idkeeper check` exits 0, its table names at least one check and every verdict
+#     is ok; --json says the same (ok true, the same checks and values);
+#   - a server on it is ready, and its /v1/status (store.safe, store.hazards), its
+#     status page snapshot and its /metrics (ik_store_refused_checks 0, one
+#     ik_store_hazard line per check) report the same checks as `idkeeper check`.
+# Each backend's unsafe settings, at open and changed while serving, are tried by its
+# own tests (docs/hazards.md names them): they change a server's settings, which the
+# stage's shared store must keep.
+source "$(dirname "$0")/../integration/lib.sh"
+source "$(dirname "$0")/conf.sh"
+conf_store_start
+A=(--coord "$(conf_coord check)" "${CONF_SERVE_ARGS[@]}")
+
+rc=0
+"$IK_BIN" check "${A[@]}" >"$T/check.out" 2>"$T/check.err" || rc=$?
+[ "$rc" = 0 ] || fail "check exited $rc on the stage's store: $(cat "$T/check.out" "$T/check.err")"
+head -n 1 "$T/check.out" | grepq -E '^CHECK +VALUE +VERDICT +WHAT TO CHANGE$' || fail "no table header: $(cat "$T/check.out")"
+n=$(($(wc -l <"$T/check.out") - 1))
+((n >= 1)) || fail "check ran no check on $IK_STORE"
+bad=$(tail -n +2 "$T/check.out" | awk '$0 !~ / ok +-$/' | head -n 3)
+[ -z "$bad" ] || fail "check exited 0 with a row that is not ok: $bad"
+"$IK_BIN" check --json "${A[@]}" >"$T/check.json" || fail "check --json"
+jq -e --argjson n "$n" '.ok == true and (.checks | length) == $n and all(.checks[]; .verdict == "ok")' \
+  "$T/check.json" >/dev/null || fail "check --json: $(cat "$T/check.json")"
+pass "check: $n checks on $IK_STORE, all ok, exit 0 (table and JSON agree)"
+
+serve_on s1 "${A[@]}" --quiet || fail "server: $(tail -n 5 "$T/s1.log")"
+http_get "http://127.0.0.1:$PORT/v1/status" >"$T/status.json" || fail "status"
+jq -e '.store.safe == true and .store.why == ""' "$T/status.json" >/dev/null ||
+  fail "status.store: $(jq -c .store "$T/status.json")"
+jq -c '[.checks[] | [.check, .verdict]] | sort' "$T/check.json" >"$T/want"
+jq -c '[.store.hazards[] | [.check, .verdict]] | sort' "$T/status.json" >"$T/got"
+cmp -s "$T/want" "$T/got" || fail "/v1/status's checks $(cat "$T/got") differ from check's $(cat "$T/want")"
+http_get "http://127.0.0.1:$PORT/" >"$T/page.html" || fail "status page"
+rows=$(grep -c '^<tr class="v-ok"><td>' "$T/page.html" || true)
+[ "$rows" = "$n" ] || fail "the status page shows $rows ok checks, not $n"
+http_get "http://127.0.0.1:$PORT/metrics" >"$T/metrics" || fail "metrics"
+grepq '^ik_store_refused_checks 0$' "$T/metrics" || fail "ik_store_refused_checks is not 0"
+m=$(grep -c '^ik_store_hazard{check="[^"]*",verdict="ok"} 1$' "$T/metrics" || true)
+[ "$m" = "$n" ] || fail "/metrics has $m ok ik_store_hazard lines, not $n"
+http_get "http://127.0.0.1:$PORT/api/snowflake/get/x" >/dev/null || fail "no ID"
+kill -TERM "${SERVER_PID[s1]}"
+wait "${SERVER_PID[s1]}" || fail "server did not exit 0"
+pass "a server on it: ready, and /v1/status, the page and /metrics show the same $n ok checks"

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# labels: counters
+# timeout: 180
+# Two sequences on one coord (include/idkeeper.h allows any number of ik_sequence
+# on an ik_coord): tests/tools/twoseq draws one tag through two ik_sequence of one
+# ik_coord, and no ID may come out twice, nor go missing without a logged gap.
+#   load  X and Y, two threads each, 600 requests of 1..5 IDs together;
+#   lost  (SQL stores: the write that settles a lost COMMIT answer by its mark)
+#         X's write is paused before its COMMIT (IDKEEPER_TEST_SQL_COMMIT_PAUSE_MS)
+#         while Y's write queues on the tag's row lock; X's COMMIT is lost on the
+#         way (the fault proxy closes X's connection instead: it never applies);
+#         then Y's write commits. X must not take Y's commit for its own.
+# Each part ends with tests/tools/idcheck.py gaps: every ID of 1..max_id-1 (the
+# store's, read around idkeeper) answered once or in a gap the library logged,
+# and the gap hook's counts equal to the logged gaps.
+source "$(dirname "$0")/../integration/lib.sh"
+source "$(dirname "$0")/conf.sh"
+conf_store_start
+conf_counters # conf_counter_raw's helpers
+TWOSEQ=$IK_BUILD/tests/tools/twoseq
+[ -x "$TWOSEQ" ] || fail "no twoseq at $TWOSEQ (built by tests/tools)"
+IDCHECK=(python3 "$IK_SRC/tests/tools/idcheck.py")
+
+# check NAME URI: twoseq's output $T/NAME.out against the store's max_id of tag t
+check() {
+  grep -q '^done$' "$T/$1.out" || fail "$1: twoseq did not finish: $(tail -n 5 "$T/$1.out")"
+  grep -qE 'runtime error|Sanitizer' "$T/$1.out" && fail "$1: sanitizer report: $(cat "$T/$1.out")"
+  awk '$1 == "ids" { for (i = 3; i <= NF; i++) print $i }' "$T/$1.out" >"$T/$1.ids"
+  local end
+  end=$(conf_counter_raw "$2" t)
+  "${IDCHECK[@]}" gaps 1 "$end" t "$T/$1.ids" "$T/$1.out" >"$T/$1.check" ||
+    fail "$1: the IDs and the logged gaps disagree ($(grep -c . "$T/$1.ids") IDs, max_id $end): $(grep -E '^(err|ids [XY] [0-9]+ )|tag gap|doubt' "$T/$1.out" | head -n 20)"
+  pass "$1: $(cat "$T/$1.check")"
+}
+
+U=$(conf_coord load)
+"$IK_BIN" tags add t --kind sequence --start 1 --coord "$U" "${CONF_SERVE_ARGS[@]}" >"$T/add.out" 2>&1 || fail "tags add failed: $(cat "$T/add.out")"
+timeout 120 "$TWOSEQ" "$U" t load >"$T/load.out" 2>&1 || fail "twoseq load exited $?: $(tail -n 5 "$T/load.out")"
+check load "$U"
+# Every request succeeds, but on redis://: its script refuses a write whose number
+# is not above the last one run for the tag, and both sequences number their writes
+# as one writer (docs/redis.md, "Counters"), so a share of them fails (503), none
+# repeating an ID; there most must still succeed.
+errs=$(grep -c '^err' "$T/load.out" || true)
+if [ "$IK_STORE" = redis ]; then
+  ((errs <= 300)) || fail "load: $errs of 600 requests failed without a fault: $(grep '^err' "$T/load.out" | sort | uniq -c)"
+  ((errs == 0)) || log "load: $errs of 600 requests failed without a fault (redis://, above): $(grep '^err' "$T/load.out" | sort | uniq -c)"
+else
+  ((errs == 0)) || fail "load: $errs of 600 requests failed without a fault: $(grep '^err' "$T/load.out" | sort | uniq -c)"
+fi
+
+case $IK_STORE in
+  postgresql | mysql) ;;
+  *)
+    log "lost: not on $IK_STORE (the lost COMMIT and its commit mark are the SQL backends')"
+    exit 0
+    ;;
+esac
+for try in 1 2 3; do
+  PP=$(free_port)
+  fault_proxy_start "$PP" "$(conf_store_port)" raw && break
+  grep -q 'Address already in use' "$T/proxy.log" && ((try < 3)) || fail "the fault proxy did not start: $(cat "$T/proxy.log")"
+done
+conf_coord lost >/dev/null
+VIA=$(conf_coord_via "$PP" lost)
+"$IK_BIN" tags add t --kind sequence --start 1 --coord "$(conf_coord lost)" "${CONF_SERVE_ARGS[@]}" >"$T/add.out" 2>&1 || fail "tags add failed: $(cat "$T/add.out")"
+IDKEEPER_TEST_SQL_COMMIT_PAUSE_MS=1500 timeout 120 "$TWOSEQ" "$VIA" t lost "$T/go" >"$T/lost.out" 2>&1 &
+tw=$!
+IK_PIDS+=("$tw")
+wait_until 60 grep -q '^warm$' "$T/lost.out" || fail "lost: twoseq did not warm up: $(tail -n 5 "$T/lost.out")"
+# the next COMMIT sent after a commit mark's INSERT on its connection: X's
+proxy request-lost 1 COMMIT INSERT INTO idk_commit_mark
+touch "$T/go"
+wait $tw || fail "twoseq lost exited non-zero: $(tail -n 5 "$T/lost.out")"
+grep -q request-lost "$T/proxy.log" || fail "lost: the proxy never lost a COMMIT"
+check lost "$(conf_coord lost)"
