@@ -1,8 +1,8 @@
 /* backend_mysql.c: the mysql:// backend (mysql://USER@HOST[:PORT]/DB), MySQL 5.7+ and
  * MariaDB 10.3+ through MariaDB Connector/C. Only a driver (sql_driver.h): the SQL
  * text of the schema and of each statement in MySQL's dialect, connecting, running
- * a statement, a ping, GET_LOCK, the durability check and the class of each
- * failure. Every protocol (Leaf's transaction, the lease table, fences, the lock
+ * a statement, a ping, GET_LOCK, the session settings and hazard checks and the
+ * class of each failure. Every protocol (Leaf's transaction, the lease table, fences, the lock
  * monitor) is the generic SQL layer's. docs/sql.md has the schema and the choices.
  *
  * Invariants:
@@ -179,6 +179,10 @@ struct ik__sql_conn {
     int ping_ret;
     ik__mysql_uri u;
     char *password; /* for the second connection that cancels a lock wait */
+    int mariadb;    /* the server is MariaDB (not MySQL) */
+    int holds;      /* connected for a session lock (ik__sql_target.holds) */
+    long wait_s;    /* the wait_timeout set (holds only) */
+    ik__sql_conn_hz hz;
 };
 
 static pthread_once_t lib_once = PTHREAD_ONCE_INIT;
@@ -478,22 +482,6 @@ static int my_run(ik__sql_conn *c, const char *sql, char *why, size_t why_len)
     return rc;
 }
 
-/* Runs a statement of our own text (no parameters) and returns its first cell in
- * buf ("" for NULL or no row): 0 or a class. */
-static int query_cell(ik__sql_conn *c, const char *q, int64_t deadline, char *buf, size_t len,
-                      char *why, size_t why_len)
-{
-    MYSQL_RES *r = NULL;
-    int64_t affected = 0;
-    int rc = run(c, q, strlen(q), deadline, &r, &affected, why, why_len);
-    if (rc) return rc;
-    buf[0] = '\0';
-    MYSQL_ROW row = r ? mysql_fetch_row(r) : NULL;
-    if (row && row[0]) snprintf(buf, len, "%s", row[0]);
-    mysql_free_result(r);
-    return 0;
-}
-
 static int connect_to(const ik__mysql_uri *u, const char *password, MYSQL **out, char *why,
                       size_t why_len)
 {
@@ -510,8 +498,6 @@ static int connect_to(const ik__mysql_uri *u, const char *password, MYSQL **out,
     mysql_optionsv(m, MYSQL_SET_CHARSET_NAME, "utf8mb4");
     mysql_optionsv(m, MYSQL_INIT_COMMAND, "SET SESSION time_zone = '+00:00'");
     mysql_optionsv(m, MYSQL_INIT_COMMAND, "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
-    /* a row lock waits less than a statement may take, so that it ends definite */
-    mysql_optionsv(m, MYSQL_INIT_COMMAND, "SET SESSION innodb_lock_wait_timeout = 3");
     mysql_optionsv(m, MYSQL_OPT_NONBLOCK, 0);
     if (mysql_real_connect(m, u->host, u->user, password ? password : "", u->db, u->port, NULL,
                            CLIENT_FOUND_ROWS /* M3 */)) {
@@ -538,6 +524,59 @@ static int connect_to(const ik__mysql_uri *u, const char *password, MYSQL **out,
     return rc;
 }
 
+/* The per-session idle-in-transaction bound on MariaDB, s: a transaction of ours
+ * waits for the server's answers only, so one idle this long has a frozen or
+ * vanished client, whose row locks it frees (docs/sql.md, "Session settings"). */
+#define IDLE_TX_S 5
+/* The row lock wait (innodb_lock_wait_timeout), s: less than a statement may take
+ * (IK__SQL_IO_MS), so that a wait ends definite. */
+#define LOCK_WAIT_S 3
+#define SQL_MODE "STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION"
+
+/* The wait_timeout of a lock holder's session, s: the lease TTL (at least 2 s; the
+ * lock monitor pings every half second, so a live holder is never idle that
+ * long), after which the server ends the session of a holder whose host vanished
+ * without a FIN, and frees its GET_LOCKs. */
+static long holder_wait_s(int64_t ttl_ms)
+{
+    long s = (long)((ttl_ms + 999) / 1000);
+    return s < 2 ? 2 : s;
+}
+
+/* Sets the session state our statements rely on, whatever the server's globals
+ * (docs/sql.md, "Session settings"): autocommit on (with a global autocommit=0,
+ * every renewal would sit in a transaction that never commits), sql_mode (strict,
+ * and no silent engine substitution: a table that is not InnoDB has no
+ * transactions), the row lock wait, MariaDB's idle-in-transaction bound, and for a
+ * lock holder wait_timeout. The isolation level and time zone are init commands.
+ * my_hazards reads them back. 0 or a class. */
+static int session_setup(ik__sql_conn *c, int64_t ttl_ms, char *why, size_t why_len)
+{
+    const char *info = mysql_get_server_info(c->m);
+    c->mariadb = info && strstr(info, "MariaDB") != NULL;
+    char q[320];
+    int n = snprintf(q, sizeof q,
+                     "SET SESSION autocommit = 1, SESSION sql_mode = '" SQL_MODE "', "
+                     "SESSION innodb_lock_wait_timeout = %d",
+                     LOCK_WAIT_S);
+    if (c->mariadb)
+        n += snprintf(q + n, sizeof q - (size_t)n, ", SESSION idle_transaction_timeout = %d",
+                      IDLE_TX_S);
+    if (c->holds) {
+        c->wait_s = holder_wait_s(ttl_ms);
+        snprintf(q + n, sizeof q - (size_t)n,
+                 ", SESSION wait_timeout = %ld, SESSION interactive_timeout = %ld", c->wait_s,
+                 c->wait_s);
+    }
+    MYSQL_RES *r = NULL;
+    int64_t affected = 0;
+    int rc = run(c, q, strlen(q), ik__mono_ms() + IK__SQL_IO_MS, &r, &affected, why, why_len);
+    mysql_free_result(r);
+    return rc;
+}
+
+static void my_close(ik__sql_conn *c);
+
 static int my_connect(const ik__sql_target *t, ik__sql_conn **out, char *why, size_t why_len)
 {
     ik__sql_conn *c = calloc(1, sizeof *c);
@@ -556,6 +595,13 @@ static int my_connect(const ik__sql_target *t, ik__sql_conn **out, char *why, si
         free(c->password);
         free(c);
         return rc;
+    }
+    c->holds = t->holds;
+    rc = session_setup(c, t->ttl_ms, why, why_len);
+    if (rc) {
+        conn_kill(c);
+        my_close(c);
+        return rc == IK__SQL_EDEFINITE ? IK__SQL_EREFUSED : IK__SQL_EGONE;
     }
     *out = c;
     return 0;
@@ -718,40 +764,93 @@ static int my_unlock(ik__sql_conn *c, ik__lock_kind kind, const char *key)
     return rc == IK__SQL_EDEFINITE ? 0 : rc;
 }
 
-/* Settings that decide whether an acknowledged commit survives a crash (docs/sql.md,
- * "Durability"): innodb_flush_log_at_trx_commit must be 1 (0 and 2 leave up to a
- * second of commits in memory); with the binary log on, sync_binlog must be 1 too
- * (InnoDB's crash recovery rolls back a prepared transaction the binary log lacks,
- * and replicas and a failover read only the binary log). */
-static int my_durability(ik__sql_conn *c, char *why, size_t why_len)
+/* The store hazards of c (sql_driver.h: hazards; docs/hazards.md, "MySQL and
+ * MariaDB"): the server's durability settings, and the session state that
+ * session_setup set, read back (a proxy that pools sessions behind us, or a
+ * server that ignored a SET, shows here).
+ *   innodb_flush_log_at_trx_commit must be 1 (0 and 2 leave up to a second of
+ *   commits in memory); with the binary log on, sync_binlog must be 1 too (InnoDB's
+ *   crash recovery rolls back a prepared transaction the binary log lacks, and
+ *   replicas and a failover read only the binary log). */
+static int my_hazards(ik__sql_conn *c, const ik__hazards *h, ik_hazard *rows, size_t *n,
+                      int64_t *db_ms, char *why, size_t why_len)
 {
-    char v[64];
-    int64_t deadline = ik__mono_ms() + IK__SQL_IO_MS;
-    int rc = query_cell(c,
-                        "SELECT CONCAT(@@GLOBAL.innodb_flush_log_at_trx_commit, ' ', "
-                        "IF(@@GLOBAL.log_bin, 1, 0), ' ', @@GLOBAL.sync_binlog)",
-                        deadline, v, sizeof v, why, why_len);
+    char q[640];
+    snprintf(q, sizeof q,
+             "SELECT @@GLOBAL.innodb_flush_log_at_trx_commit, IF(@@GLOBAL.log_bin, 1, 0), "
+             "@@GLOBAL.sync_binlog, @@SESSION.autocommit, @@SESSION.%s, @@SESSION.sql_mode, "
+             "@@SESSION.innodb_lock_wait_timeout, %s, %s, " DB_MS,
+             c->mariadb ? "tx_isolation" : "transaction_isolation",
+             c->mariadb ? "@@SESSION.idle_transaction_timeout" : "NULL",
+             c->holds ? "@@SESSION.wait_timeout" : "NULL");
+    MYSQL_RES *r = NULL;
+    int64_t affected = 0;
+    int rc = run(c, q, strlen(q), ik__mono_ms() + IK__SQL_IO_MS, &r, &affected, why, why_len);
     if (rc) return rc;
-    char *p = v, *e;
-    long got[3];
-    for (int i = 0; i < 3; i++, p = e) {
-        got[i] = strtol(p, &e, 10);
-        if (e == p)
-            return ik__fail(IK__SQL_EDEFINITE, why, why_len, "MySQL: unreadable settings '%s'", v);
+    MYSQL_ROW row = r ? mysql_fetch_row(r) : NULL;
+    if (!row || mysql_num_fields(r) != 10) {
+        mysql_free_result(r);
+        return ik__fail(IK__SQL_EDEFINITE, why, why_len, "MySQL: no settings row");
     }
-    long flush = got[0], log_bin = got[1], sync_binlog = got[2];
-    if (flush != 1)
-        return ik__fail(1, why, why_len,
-                        "innodb_flush_log_at_trx_commit is %ld: MySQL acknowledges commits it "
-                        "can lose in a crash (set it to 1)",
-                        flush);
-    if (log_bin && sync_binlog != 1)
-        return ik__fail(1, why, why_len,
-                        "sync_binlog is %ld with the binary log on: MySQL acknowledges commits "
-                        "a crash can take from the binary log, and so from recovery and "
-                        "replicas (set it to 1)",
-                        sync_binlog);
+    const char *v[10];
+    for (int i = 0; i < 10; i++)
+        v[i] = row[i] ? row[i] : "";
+    size_t k = 0;
+    char val[96];
+    long flush = strtol(v[0], NULL, 10), log_bin = strtol(v[1], NULL, 10);
+    long sync_binlog = strtol(v[2], NULL, 10);
+    ik__hazard_row(h, &rows[k++], "innodb_flush_log_at_trx_commit", v[0], flush != 1,
+                   "MySQL acknowledges commits it can lose in a crash: SET GLOBAL "
+                   "innodb_flush_log_at_trx_commit = 1 (and in my.cnf), or start with "
+                   "--allow-unsafe-store to accept that");
+    snprintf(val, sizeof val, "%s (binary log %s)", v[2], log_bin ? "on" : "off");
+    ik__hazard_row(h, &rows[k++], "sync_binlog", val, log_bin && sync_binlog != 1,
+                   "with the binary log on, MySQL acknowledges commits a crash can take from "
+                   "it, and so from recovery and replicas: SET GLOBAL sync_binlog = 1, or "
+                   "start with --allow-unsafe-store to accept that");
+    ik__hazard_row(h, &rows[k++], "session autocommit", v[3], strcmp(v[3], "1") != 0,
+                   "the session did not keep autocommit = 1 as idkeeper set it: its writes "
+                   "would never commit; connect to MySQL directly, not through a proxy "
+                   "that shares sessions");
+    ik__hazard_row(h, &rows[k++], "session isolation", v[4], strcmp(v[4], "READ-COMMITTED") != 0,
+                   "the session did not keep READ COMMITTED as idkeeper set it; connect to "
+                   "MySQL directly, not through a proxy that shares sessions");
+    ik__hazard_row(h, &rows[k++], "session sql_mode", v[5], strcmp(v[5], SQL_MODE) != 0,
+                   "the session did not keep sql_mode " SQL_MODE " as idkeeper set it; "
+                   "connect to MySQL directly, not through a proxy that shares sessions");
+    snprintf(val, sizeof val, "%s s", v[6]);
+    ik__hazard_row(h, &rows[k++], "session innodb_lock_wait_timeout", val,
+                   strtol(v[6], NULL, 10) != LOCK_WAIT_S,
+                   "the session did not keep innodb_lock_wait_timeout = %d as idkeeper set "
+                   "it; connect to MySQL directly",
+                   LOCK_WAIT_S);
+    if (c->mariadb) {
+        snprintf(val, sizeof val, "%s s", v[7]);
+        ik__hazard_row(h, &rows[k++], "session idle_transaction_timeout", val,
+                       strtol(v[7], NULL, 10) != IDLE_TX_S,
+                       "the session did not keep idle_transaction_timeout = %d as idkeeper "
+                       "set it (a frozen server would keep a tag's row lock); connect to "
+                       "MariaDB directly",
+                       IDLE_TX_S);
+    }
+    if (c->holds) {
+        snprintf(val, sizeof val, "%s s", v[8]);
+        ik__hazard_row(h, &rows[k++], "lock session wait_timeout", val,
+                       strtol(v[8], NULL, 10) != c->wait_s,
+                       "the lock's session did not keep wait_timeout = %ld as idkeeper set it "
+                       "(a vanished holder would keep its lock for hours); connect to MySQL "
+                       "directly",
+                       c->wait_s);
+    }
+    *db_ms = strtoll(v[9], NULL, 10);
+    *n = k;
+    mysql_free_result(r);
     return 0;
+}
+
+static ik__sql_conn_hz *my_hz_state(ik__sql_conn *c)
+{
+    return &c->hz;
 }
 
 static void my_session(ik__sql_conn *c, char *buf, size_t len)
@@ -778,7 +877,8 @@ static const ik__sql_driver ik__sql_mysql_driver = {
     .ping = my_ping,
     .lock = my_lock,
     .unlock = my_unlock,
-    .durability = my_durability,
+    .hazards = my_hazards,
+    .hz_state = my_hz_state,
     .session = my_session,
     .socket = my_conn_socket,
     .lib_version = my_lib_version,

@@ -1,7 +1,7 @@
 /* backend_pg.c: the postgresql:// backend: the PostgreSQL driver of the generic SQL
  * backend (sql_driver.h), through libpq. The schema and every statement in
- * PostgreSQL's dialect, the connection with its timeouts, the advisory locks, the
- * durability check and the class of each failure; the protocols are the generic
+ * PostgreSQL's dialect, the connection with its timeouts and session settings, the
+ * advisory locks, the hazard checks and the class of each failure; the protocols are the generic
  * layer's (backend_sql*.c, recipe_sql.c). docs/sql.md has the schema.
  *
  * URI: postgresql://[USER[:PASSWORD]@]HOST[:PORT][,...]/DB[?KEY=VALUE&...], any
@@ -36,7 +36,20 @@ struct ik__sql_conn {
     PGconn *pg;
     int dead;         /* its answer stream can no longer be trusted */
     int ping_pending; /* a ping is out, unanswered */
+    int holds;        /* connected for a session lock (ik__sql_target.holds) */
+    /* the session limits set (session_setup), ms; keepalives in s */
+    long keep_idle_s, keep_intvl_s, keep_count, user_timeout_ms, idle_session_ms;
+    ik__sql_conn_hz hz;
 };
+
+/* A transaction of ours waits only for the server's answers, so one idle this long
+ * (ms) has a frozen or vanished client: the server ends it and frees its row locks
+ * (docs/sql.md, "Session settings"). */
+#define IDLE_TX_MS 5000
+/* A row lock wait (ms): less than a statement may take (IK__SQL_IO_MS), so that it
+ * ends definite. Not on a lock holder's session: it would end pg_advisory_lock's
+ * own wait. */
+#define LOCK_WAIT_MS 3000
 
 /* The database's clock, Unix ms. */
 #define NOW_MS "(extract(epoch from clock_timestamp()) * 1000)::bigint"
@@ -325,6 +338,45 @@ static void no_notice(void *arg, const char *message)
     (void)message;
 }
 
+/* Sets the session state our statements rely on and the session limits, derived
+ * from the lease TTL (docs/sql.md, "Session settings"); pg_hazards reads them back.
+ *   every session: READ COMMITTED; idle_in_transaction_session_timeout (a frozen
+ *     server's transaction ends, and with it a tag's row lock); the server's TCP
+ *     keepalives and tcp_user_timeout (a vanished host's session ends);
+ *   not a lock holder: lock_timeout;
+ *   a lock holder (PostgreSQL 14+): idle_session_timeout = the TTL: its monitor
+ *     pings every half second, so only a frozen or vanished holder is idle that
+ *     long. Pooled connections get none: they may idle for hours, holding nothing.
+ * The keepalives: idle TTL/3, then probes every TTL/9, 3 of them: a holder whose
+ * host vanished is dropped about 2/3 of the TTL after its last packet (each at
+ * least 1 s). 0 or a class. */
+static int session_setup(ik__sql_conn *c, int64_t ttl_ms, char *why, size_t why_len)
+{
+    int ver = PQserverVersion(c->pg);
+    c->keep_idle_s = ttl_ms / 3000 < 1 ? 1 : (long)(ttl_ms / 3000);
+    c->keep_intvl_s = ttl_ms / 9000 < 1 ? 1 : (long)(ttl_ms / 9000);
+    c->keep_count = 3;
+    c->user_timeout_ms = ver >= 120000 ? (long)(ttl_ms < 2000 ? 2000 : ttl_ms) : 0;
+    c->idle_session_ms = c->holds && ver >= 140000 ? (long)(ttl_ms < 2000 ? 2000 : ttl_ms) : 0;
+    char q[1024];
+    int n = snprintf(q, sizeof q,
+                     "SELECT set_config('default_transaction_isolation', 'read committed', "
+                     "false), set_config('idle_in_transaction_session_timeout', '%d', false), "
+                     "set_config('lock_timeout', '%d', false), "
+                     "set_config('tcp_keepalives_idle', '%ld', false), "
+                     "set_config('tcp_keepalives_interval', '%ld', false), "
+                     "set_config('tcp_keepalives_count', '%ld', false)",
+                     IDLE_TX_MS, c->holds ? 0 : LOCK_WAIT_MS, c->keep_idle_s, c->keep_intvl_s,
+                     c->keep_count);
+    if (c->user_timeout_ms)
+        n += snprintf(q + n, sizeof q - (size_t)n, ", set_config('tcp_user_timeout', '%ld', false)",
+                      c->user_timeout_ms);
+    if (c->idle_session_ms)
+        snprintf(q + n, sizeof q - (size_t)n, ", set_config('idle_session_timeout', '%ld', false)",
+                 c->idle_session_ms);
+    return request(c, q, NULL, 0, now_ms() + IK__SQL_IO_MS, NULL, why, why_len);
+}
+
 static int pg_connect(const ik__sql_target *t, ik__sql_conn **out, char *why, size_t why_len)
 {
     ik__sql_conn *c = calloc(1, sizeof *c);
@@ -356,6 +408,13 @@ static int pg_connect(const ik__sql_target *t, ik__sql_conn **out, char *why, si
         return refused ? IK__SQL_EREFUSED : IK__SQL_EGONE;
     }
     PQsetNoticeProcessor(c->pg, no_notice, NULL);
+    c->holds = t->holds;
+    int rc = session_setup(c, t->ttl_ms, why, why_len);
+    if (rc) {
+        PQfinish(c->pg);
+        free(c);
+        return rc == IK__SQL_EDEFINITE ? IK__SQL_EREFUSED : IK__SQL_EGONE;
+    }
     *out = c;
     return 0;
 }
@@ -547,23 +606,88 @@ static int pg_unlock(ik__sql_conn *c, ik__lock_kind kind, const char *key)
                    params, 1, now_ms() + IK__SQL_IO_MS, NULL, NULL, 0);
 }
 
-static int pg_durability(ik__sql_conn *c, char *why, size_t why_len)
+/* The store hazards of c (sql_driver.h: hazards; docs/hazards.md, "PostgreSQL"):
+ * fsync, full_page_writes and synchronous_commit as this session sees them (a
+ * role's or database's own synchronous_commit = off shows here), and the session
+ * state that session_setup set, read back (a pooler in transaction mode between
+ * us and the server shows here: it would also break the session locks). */
+static int pg_hazards(ik__sql_conn *c, const ik__hazards *h, ik_hazard *rows, size_t *n,
+                      int64_t *db_ms, char *why, size_t why_len)
 {
-    static const char *const settings[][2] = {{"synchronous_commit", "off"}, {"fsync", "off"}};
-    for (size_t i = 0; i < sizeof settings / sizeof settings[0]; i++) {
-        ik__sql_res r;
-        const char *p[] = {settings[i][0]};
-        int rc = request(c, "SELECT current_setting($1)", p, 1, now_ms() + IK__SQL_IO_MS, &r, why,
-                         why_len);
-        if (rc) return rc;
-        int bad = strcmp(ik__sql_cell(&r, 0, 0), settings[i][1]) == 0;
+    ik__sql_res r;
+    int rc = request(c,
+                     "SELECT current_setting('fsync'), current_setting('full_page_writes'), "
+                     "current_setting('synchronous_commit'), "
+                     "current_setting('transaction_isolation'), "
+                     "(SELECT setting FROM pg_settings WHERE name = "
+                     "'idle_in_transaction_session_timeout'), "
+                     "(SELECT setting FROM pg_settings WHERE name = 'lock_timeout'), "
+                     "(SELECT setting FROM pg_settings WHERE name = 'tcp_keepalives_idle'), "
+                     "(SELECT setting FROM pg_settings WHERE name = 'idle_session_timeout'), "
+                     "inet_server_addr() IS NULL, " NOW_MS,
+                     NULL, 0, now_ms() + IK__SQL_IO_MS, &r, why, why_len);
+    if (rc) return rc;
+    if (r.nrows != 1 || r.ncols != 10) {
         ik__sql_res_clear(&r);
-        if (bad) {
-            snprintf(why, why_len, "%s is %s", settings[i][0], settings[i][1]);
-            return 1;
-        }
+        return ik__fail(IK__SQL_EDEFINITE, why, why_len, "PostgreSQL: no settings row");
     }
+    size_t k = 0;
+    char val[96];
+    const char *fsync = ik__sql_cell(&r, 0, 0), *fpw = ik__sql_cell(&r, 0, 1);
+    const char *sc = ik__sql_cell(&r, 0, 2), *iso = ik__sql_cell(&r, 0, 3);
+    ik__hazard_row(h, &rows[k++], "fsync", fsync, strcmp(fsync, "on") != 0,
+                   "PostgreSQL acknowledges commits a crash of its host can lose, and can "
+                   "corrupt: set fsync = on (postgresql.conf, then reload), or start with "
+                   "--allow-unsafe-store to accept that");
+    ik__hazard_row(h, &rows[k++], "full_page_writes", fpw, strcmp(fpw, "on") != 0,
+                   "a crash can leave torn pages that recovery cannot repair: set "
+                   "full_page_writes = on, or start with --allow-unsafe-store to accept that");
+    ik__hazard_row(h, &rows[k++], "synchronous_commit", sc, strcmp(sc, "off") == 0,
+                   "PostgreSQL acknowledges commits before they are flushed: set "
+                   "synchronous_commit = on (server, role and database settings), or start "
+                   "with --allow-unsafe-store to accept that");
+    ik__hazard_row(h, &rows[k++], "session isolation", iso, strcmp(iso, "read committed") != 0,
+                   "the session did not keep READ COMMITTED as idkeeper set it; connect to "
+                   "PostgreSQL directly, not through a pooler in transaction mode");
+    snprintf(val, sizeof val, "%s ms", ik__sql_cell(&r, 0, 4));
+    ik__hazard_row(h, &rows[k++], "session idle_in_transaction_session_timeout", val,
+                   ik__sql_int(&r, 0, 4) != IDLE_TX_MS,
+                   "the session did not keep idle_in_transaction_session_timeout = %d as "
+                   "idkeeper set it (a frozen server would keep a tag's row lock); connect "
+                   "to PostgreSQL directly, not through a pooler in transaction mode",
+                   IDLE_TX_MS);
+    snprintf(val, sizeof val, "%s ms", ik__sql_cell(&r, 0, 5));
+    ik__hazard_row(h, &rows[k++], c->holds ? "lock session lock_timeout" : "session lock_timeout",
+                   val, ik__sql_int(&r, 0, 5) != (c->holds ? 0 : LOCK_WAIT_MS),
+                   "the session did not keep lock_timeout = %d as idkeeper set it; connect to "
+                   "PostgreSQL directly, not through a pooler in transaction mode",
+                   c->holds ? 0 : LOCK_WAIT_MS);
+    if (!ik__sql_bool(&r, 0, 8)) { /* TCP (a Unix socket has no keepalives) */
+        snprintf(val, sizeof val, "%s s", ik__sql_cell(&r, 0, 6));
+        ik__hazard_row(h, &rows[k++], "session tcp_keepalives_idle", val,
+                       ik__sql_int(&r, 0, 6) != c->keep_idle_s,
+                       "the session did not keep tcp_keepalives_idle = %ld as idkeeper set it "
+                       "(a vanished host's session would live for hours); connect to "
+                       "PostgreSQL directly",
+                       c->keep_idle_s);
+    }
+    if (c->idle_session_ms) {
+        snprintf(val, sizeof val, "%s ms", ik__sql_cell(&r, 0, 7));
+        ik__hazard_row(h, &rows[k++], "lock session idle_session_timeout", val,
+                       ik__sql_int(&r, 0, 7) != c->idle_session_ms,
+                       "the lock's session did not keep idle_session_timeout = %ld as "
+                       "idkeeper set it; connect to PostgreSQL directly",
+                       c->idle_session_ms);
+    }
+    *db_ms = ik__sql_int(&r, 0, 9);
+    *n = k;
+    ik__sql_res_clear(&r);
     return 0;
+}
+
+static ik__sql_conn_hz *pg_hz_state(ik__sql_conn *c)
+{
+    return &c->hz;
 }
 
 static void pg_session(ik__sql_conn *c, char *buf, size_t len)
@@ -621,7 +745,8 @@ const ik__sql_driver ik__sql_pg_driver = {
     .ping = pg_ping,
     .lock = pg_lock,
     .unlock = pg_unlock,
-    .durability = pg_durability,
+    .hazards = pg_hazards,
+    .hz_state = pg_hz_state,
     .session = pg_session,
     .socket = pg_socket,
     .lib_version = pg_lib_version,

@@ -1,6 +1,6 @@
 /* backend_sql.c: the generic SQL backend (mysql://, postgresql://) as the seam sees
- * it: open (connect, create the schema, check Leaf's columns and the database's
- * durability), close, and the connection pool the tag calls and slot scans share.
+ * it: open (connect, check the store's hazards: backend_sql_hazards.c, create the
+ * schema, check Leaf's columns), close, and the connection pool the tag calls and slot scans share.
  * Its work is done by its other files, over one driver (sql_driver.h):
  *
  *   backend_sql_slots.c  worker slots: rows of idk_slots, expiry on the db clock
@@ -44,12 +44,36 @@ int ik__sql_exec(const ik__sql_driver *d, ik__sql_conn *c, ik__sql_stmt id,
     return d->exec(c, id, params, n, res, why, why_len);
 }
 
-int ik__sql_connect(ik__sql_backend *b, ik__sql_conn **c, char *why, size_t why_len)
+/* Connects with target t and checks the new connection's hazards (every new
+ * connection is checked: docs/hazards.md): 0, or a class with why. A refused row
+ * does not fail the connect: the writes' gates refuse (ik__sql_hazards_gate). */
+static int connect_as(ik__sql_backend *b, const ik__sql_target *t, ik__sql_conn **c, char *why,
+                      size_t why_len)
 {
     char inner[256] = "";
-    int rc = b->d->connect(&b->t, c, inner, sizeof inner);
-    if (rc) ik__fail(rc, why, why_len, "cannot connect: %s", inner);
-    return rc;
+    int rc = b->d->connect(t, c, inner, sizeof inner);
+    if (rc) return ik__fail(rc, why, why_len, "cannot connect: %s", inner);
+    if (b->opening) return 0; /* open checks it, and fails without a log line */
+    rc = ik__sql_hazards_run(b, *c, inner, sizeof inner);
+    if (rc && rc != IK_EUNSAFE) {
+        b->d->close(*c);
+        *c = NULL;
+        return ik__fail(rc < 0 && rc >= IK__SQL_EREFUSED ? rc : IK__SQL_EGONE, why, why_len,
+                        "cannot connect: %s", inner);
+    }
+    return 0;
+}
+
+int ik__sql_connect(ik__sql_backend *b, ik__sql_conn **c, char *why, size_t why_len)
+{
+    return connect_as(b, &b->t, c, why, why_len);
+}
+
+int ik__sql_connect_holder(ik__sql_backend *b, ik__sql_conn **c, char *why, size_t why_len)
+{
+    ik__sql_target t = b->t;
+    t.holds = 1;
+    return connect_as(b, &t, c, why, why_len);
 }
 
 /* 1 if the idle pooled connection c may be used again; 0 if the database ended it
@@ -120,9 +144,9 @@ void ik__sql_put(ik__sql_backend *b, int idx, int rc)
     if (dead) b->d->close(dead);
 }
 
-/* Creates the schema (CREATE ... IF NOT EXISTS), checks leaf_alloc's columns and
- * the durability settings, on c. 0 or an ik_error with why. */
-static int prepare(ik__sql_backend *b, ik__sql_conn *c, int allow_unsafe, char *why, size_t why_len)
+/* Creates the schema (CREATE ... IF NOT EXISTS) and checks leaf_alloc's columns, on
+ * c (its hazards were checked as it connected). 0 or an ik_error with why. */
+static int prepare(ik__sql_backend *b, ik__sql_conn *c, char *why, size_t why_len)
 {
     const ik__sql_driver *d = b->d;
     char inner[256] = "";
@@ -143,20 +167,27 @@ static int prepare(ik__sql_backend *b, ik__sql_conn *c, int allow_unsafe, char *
                         "leaf_alloc is not Leaf's table (biz_tag, max_id, step, "
                         "description, update_time): %s",
                         inner);
-    rc = d->durability(c, inner, sizeof inner);
-    if (rc < 0)
-        return ik__fail(ik__sql_error(rc), why, why_len, "cannot read the durability settings: %s",
-                        inner);
-    if (rc == 1 && !allow_unsafe)
-        return ik__fail(IK_ESTORE, why, why_len,
-                        "the database can lose commits it acknowledged (%s): counters and "
-                        "slots would repeat IDs after its crash; fix the setting, or start "
-                        "with --allow-unsafe-store to accept that",
-                        inner);
-    if (rc == 1)
-        ik__logf("store can lose acknowledged commits (%s): allowed by --allow-unsafe-store",
-                 inner);
     return 0;
+}
+
+/* The hazards of open's first connection: a refused row fails the open with one
+ * message naming it (docs/hazards.md), and nothing logged, unless the caller only
+ * checks (idkeeper check); otherwise the rows are installed (risks accepted by
+ * --allow-unsafe-store are logged then). 0 or an ik_error with why. */
+static int open_hazards(ik__sql_backend *b, ik__sql_conn *c, int check_only, char *why,
+                        size_t why_len)
+{
+    ik_hazard rows[IK__SQL_HAZARDS_MAX + 1];
+    size_t n = 0;
+    char inner[256] = "";
+    int rc = ik__sql_hazards_read(b, c, rows, &n, inner, sizeof inner);
+    if (rc) return ik__fail(ik__sql_error(rc), why, why_len, "%s", inner);
+    for (size_t i = 0; i < n && !check_only; i++)
+        if (rows[i].verdict == IK_VERDICT_REFUSED)
+            return ik__fail(IK_EUNSAFE, why, why_len, "%s is %s (%s): %s", rows[i].check,
+                            rows[i].value, b->shown, rows[i].fix);
+    rc = ik__hazards_update(&b->base.hz, rows, n, NULL, 0);
+    return rc == IK_EUNSAFE && check_only ? 0 : rc;
 }
 
 void ik__sql_close(ik__backend *be)
@@ -174,6 +205,7 @@ void ik__sql_close(ik__backend *be)
     }
     free(b->uri);
     free(b->shown);
+    ik__hazards_free(&b->base.hz);
     free(b);
 }
 
@@ -211,6 +243,13 @@ int ik__sql_open(const ik__sql_driver *d, const ik__backend_ops *ops, const char
     b->t.uri = b->uri; /* the driver gets the password apart */
     b->t.shown = b->shown;
     b->t.password = b->password;
+    b->t.ttl_ms = b->ttl_ms;
+    ik__hazards_init(&b->base.hz, o, b->ttl_ms, b->shown);
+    /* test-only: a tag advance holds its row lock this long (docs/sql.md, "Test
+     * hooks"); read once, here */
+    const char *hold = getenv("IDKEEPER_TEST_TAG_HOLD_MS");
+    long hold_ms = hold ? strtol(hold, NULL, 10) : 0;
+    b->test_hold_ms = hold_ms > 0 && hold_ms <= 600000 ? (int)hold_ms : 0;
     unsigned char rnd[15];
     int rc = ik__random_bytes(rnd, sizeof rnd);
     if (rc) {
@@ -220,14 +259,21 @@ int ik__sql_open(const ik__sql_driver *d, const ik__backend_ops *ops, const char
     for (int i = 0; i < 15; i++)
         snprintf(b->writer + 2 * i, 3, "%02x", rnd[i]);
     ik__sql_conn *c = NULL;
+    b->opening = 1;
     rc = ik__sql_connect(b, &c, why, why_len);
+    b->opening = 0;
     if (rc) {
         ik__sql_close(&b->base);
         return ik__sql_error(rc);
     }
     b->pool[0] = c;
-    rc = prepare(b, c, o->allow_unsafe_store, why, why_len);
+    rc = open_hazards(b, c, o->check_only, why, why_len);
     if (rc) {
+        ik__sql_close(&b->base);
+        return rc;
+    }
+    rc = prepare(b, c, why, why_len);
+    if (rc && !o->check_only) {
         ik__sql_close(&b->base);
         return rc;
     }

@@ -31,6 +31,9 @@ typedef struct ik__sql_backend {
     ik__sql_conn *pool[IK__SQL_POOL]; /* NULL: not connected (yet, or again) */
     int busy[IK__SQL_POOL];
     char session[64]; /* the last slot's session, for ik__sql_session */
+    int clock_seen;   /* __atomic: a "database clock" row was made (backend_sql_hazards.c) */
+    int test_hold_ms; /* IDKEEPER_TEST_TAG_HOLD_MS at open (tests only; 0: none) */
+    int opening;      /* in ik__sql_open: its first connection is checked by open itself */
 
     /* sequence commits whose answer was lost (backend_sql_tags.c), under mu */
     char writer[31]; /* this backend's random id: 30 hex digits */
@@ -74,6 +77,22 @@ int ik__sql_get(ik__sql_backend *b, int *idx, ik__sql_conn **c, char *why, size_
 void ik__sql_put(ik__sql_backend *b, int idx, int rc);
 /* A new connection of its own (slots, locks). 0 or a driver class with why. */
 int ik__sql_connect(ik__sql_backend *b, ik__sql_conn **c, char *why, size_t why_len);
+
+/* backend_sql_hazards.c (docs/hazards.md). Runs the driver's hazard check on c now
+ * and installs its rows: 0, IK_EUNSAFE (a row refused; why names it), or the
+ * driver's class if c did not answer (c is then dead). */
+int ik__sql_hazards_run(ik__sql_backend *b, ik__sql_conn *c, char *why, size_t why_len);
+/* The same check's rows (at most IK__SQL_HAZARDS_MAX + 1), not installed: 0 or the
+ * driver's class. */
+int ik__sql_hazards_read(ik__sql_backend *b, ik__sql_conn *c, ik_hazard *rows, size_t *n, char *why,
+                         size_t why_len);
+/* Before a slot write or a tag advance on c: runs the check if c is due, then 0 if
+ * nothing is refused, IK_EUNSAFE (nothing may be sent), or IK_ESTORE with *cls the
+ * class c's failed check left (c dead: give it back with it). */
+int ik__sql_hazards_gate(ik__sql_backend *b, ik__sql_conn *c, int *cls, char *why, size_t why_len);
+/* A new connection that will hold a session lock (recipe_sql.c): connected with
+ * the session limits of a holder (docs/sql.md, "Session settings"). */
+int ik__sql_connect_holder(ik__sql_backend *b, ik__sql_conn **c, char *why, size_t why_len);
 
 /* The ik_error of a driver class: EDOUBT -> IK_EINDOUBT, EDUPLICATE -> IK_EEXIST,
  * the others IK_ESTORE. */

@@ -22,7 +22,9 @@
  *   S3. The record in the row only grows (GREATEST), except at a clean release.
  *
  *   slot_acquire: scan -> candidate -> BEGIN, LOCK, TAKE | INSERT, COMMIT
- *   slot_persist: RENEW: 1 row -> ok; 0 rows -> IK_ELOST; no answer -> IK_EINDOUBT
+ *   slot_persist: the hazard gate (backend_sql_hazards.c): refused -> IK_EUNSAFE,
+ *                 nothing sent; then RENEW: 1 row -> ok; 0 rows -> IK_ELOST; no
+ *                 answer -> IK_EINDOUBT
  *                 (the connection is opened again at the next persist)
  *   slot_release: RELEASE (token emptied, expired, holder kept), then close
  */
@@ -225,6 +227,13 @@ int ik__sql_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__slot_
     snprintf(s->app, sizeof s->app, "%s", req->app);
     rc = ik__sql_connect(b, &s->c, why, why_len);
     if (rc == 0) {
+        int cls = 0;
+        rc = ik__sql_hazards_gate(b, s->c, &cls, why, why_len); /* nothing sent while refused */
+        if (rc) {
+            b->d->close(s->c);
+            free(s);
+            return rc;
+        }
         char inner[256] = "";
         rc = scan_and_take(b, s->c, req, s->token, out, inner, sizeof inner);
         if (rc && rc != IK_ENOSLOT && rc != IK_ENOMEM)
@@ -261,13 +270,23 @@ int ik__sql_slot_persist(ik__backend *be, void *handle, int64_t record_ms,
         s->c = NULL;
         return IK_EINDOUBT;
     }
+    /* the connection's hazards when due; while one is refused, nothing is sent */
+    int cls = 0;
+    int rc = ik__sql_hazards_gate(b, s->c, &cls, NULL, 0);
+    if (ik__sql_dead(cls)) {
+        b->d->close(s->c);
+        s->c = NULL;
+    }
+    if (rc == IK_EUNSAFE) return rc;
+    if (rc) return IK_EINDOUBT;
+    sent = ik__mono_ns(); /* the check's round trip is not the renewal's */
     char sttl[24], srec[24], sw[24];
     I64(sttl, b->ttl_ms);
     I64(srec, record_ms);
     I64(sw, s->worker);
     const char *p[] = {sttl, srec, s->app, sw, s->token};
     ik__sql_res r;
-    int rc = ik__sql_exec(b->d, s->c, IK__SQL_SLOT_RENEW, p, 5, &r, NULL, 0);
+    rc = ik__sql_exec(b->d, s->c, IK__SQL_SLOT_RENEW, p, 5, &r, NULL, 0);
     int64_t affected = r.affected;
     ik__sql_res_clear(&r);
     if (ik__sql_dead(rc)) {

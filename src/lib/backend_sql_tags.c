@@ -229,6 +229,10 @@ static int advance_on(ik__sql_backend *b, ik__sql_conn *c, const char *app, cons
     if (rc) return *cls = rc, IK_ESTORE;
     rc = ik__sql_exec(d, c, IK__SQL_TAG_LOCK, p, 1, &r, inner, sizeof inner);
     if (rc) return *cls = abort_tx(b, c, rc), IK_ESTORE;
+    if (b->test_hold_ms) { /* test hook (IDKEEPER_TEST_TAG_HOLD_MS): the row lock held */
+        struct timespec ts = {b->test_hold_ms / 1000, (long)(b->test_hold_ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
     /* step, kind, app, name, start, max_id */
     int err = 0;
     int64_t step = ik__sql_int(&r, 0, 0), max_id = ik__sql_int(&r, 0, 5);
@@ -491,6 +495,12 @@ static int advance_lane(ik__sql_backend *b, const char *app, const char *name, i
     int idx;
     int rc = ik__sql_get(b, &idx, &c, NULL, 0);
     if (rc) return IK_ESTORE; /* nothing sent */
+    int gate_cls = 0; /* the store's hazards (backend_sql_hazards.c): nothing sent if refused */
+    rc = ik__sql_hazards_gate(b, c, &gate_cls, NULL, 0);
+    if (rc) {
+        ik__sql_put(b, idx, gate_cls);
+        return rc;
+    }
     uint64_t write_no = 0;
     if (lane >= 0) {
         rc = settle_open(b, c, biz);

@@ -214,7 +214,7 @@ int ik__sql_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
     set_state(lk, IK_HOLD_WAITING, "waiting");
     ik__sql_conn *c = NULL;
     char why[256] = "";
-    int rc = ik__sql_connect(b, &c, why, sizeof why);
+    int rc = ik__sql_connect_holder(b, &c, why, sizeof why);
     if (rc) {
         set_state(lk, IK_HOLD_IDLE, why);
         return IK_ESTORE;

@@ -172,9 +172,29 @@ typedef struct ik__sql_target {
     const char *uri;
     const char *password;
     const char *shown; /* the URI without its password */
+    /* --lease-ttl: the session limits connect sets are derived from it
+     * (docs/sql.md, "Session settings") */
+    int64_t ttl_ms;
+    /* 1: the connection will hold a session lock (recipe_sql.c), which the server
+     * must free soon after its holder's host vanishes; 0: a pooled or slot
+     * connection, which holds nothing between its transactions */
+    int holds;
 } ik__sql_target;
 
 typedef struct ik__sql_conn ik__sql_conn; /* the driver's connection */
+
+/* What the generic layer keeps per connection for its hazard checks
+ * (backend_sql_hazards.c); the driver keeps it in its connection, zeroed, and
+ * gives it out through hz_state. */
+typedef struct ik__sql_conn_hz {
+    int64_t checked_ns; /* ik__mono_ns of its last check (0: never) */
+    int64_t db_ms;      /* the database's clock at that check (Unix ms) */
+    int64_t at_ns;      /* our BOOTTIME when the database read db_ms (the midpoint) */
+    int64_t rtt_ns;     /* that read's round trip: at_ns is within half of it */
+} ik__sql_conn_hz;
+
+/* At most this many rows from one driver's hazard check. */
+#define IK__SQL_HAZARDS_MAX 16
 
 typedef struct ik__sql_driver {
     const char *scheme;   /* "postgresql": URIs SCHEME:... */
@@ -219,10 +239,16 @@ typedef struct ik__sql_driver {
     /* Releases what lock took: 0, or a connection class (the session's end frees
      * it anyway). */
     int (*unlock)(ik__sql_conn *c, ik__lock_kind kind, const char *key);
-    /* Reads the settings that decide whether a commit the database acknowledged
-     * survives its crash: 0 if it does; 1 if not, with why naming the setting and
-     * its value ("synchronous_commit is off"); or a class. */
-    int (*durability)(ik__sql_conn *c, char *why, size_t why_len);
+    /* The store hazards of this connection (docs/hazards.md): reads back the
+     * session state and limits that connect set (connect fails if it cannot set
+     * them), and the server's settings that decide whether a commit it
+     * acknowledged survives its crash; one row per check into rows (at most
+     * IK__SQL_HAZARDS_MAX, built with ik__hazard_row on h), *n rows; *db_ms the
+     * database's clock (Unix ms) as the check read it. 0 or a class (why). */
+    int (*hazards)(ik__sql_conn *c, const ik__hazards *h, ik_hazard *rows, size_t *n,
+                   int64_t *db_ms, char *why, size_t why_len);
+    /* The generic layer's per-connection hazard state, kept in c. */
+    ik__sql_conn_hz *(*hz_state)(ik__sql_conn *c);
     /* Describes the session ("pid 1234"): the database's id of the connection. */
     void (*session)(ik__sql_conn *c, char *buf, size_t len);
     /* The connection's socket (-1: none). The generic layer only polls it, on an
@@ -272,6 +298,7 @@ int ik__sql_tag_get(ik__backend *be, const char *app, const char *name, ik_tag_i
 int ik__sql_tag_list(ik__backend *be, const char *app, ik_tag_info **out, size_t *n);
 int ik__sql_tag_advance(ik__backend *be, const char *app, const char *name, ik_tag_kind kind,
                         int64_t delta, int64_t *first);
+int ik__sql_hazards_check(ik__backend *be, char *why, size_t why_len);
 int ik__sql_lock_init(ik_lock *lk);
 void ik__sql_lock_fini(ik_lock *lk);
 int ik__sql_acquire(ik_lock *lk, int64_t timeout_ms, int64_t *fence);
@@ -328,6 +355,7 @@ int ik__sql_leader(ik__backend *be, const char *path, char **id);
         .tag_get = ik__sql_tag_get,                                                                \
         .tag_list = ik__sql_tag_list,                                                              \
         .tag_advance = ik__sql_tag_advance,                                                        \
+        .hazards_check = ik__sql_hazards_check,                                                    \
     }
 
 /* ---- helpers shared by the drivers and the generic layer (sql_util.c) ------- */

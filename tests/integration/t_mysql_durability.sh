@@ -47,7 +47,7 @@ pass "innodb_flush_log_at_trx_commit = 1 (binary log off): accepted"
 # the binary log on (a replica or a failover reads it): sync_binlog must be 1
 my_kill TERM
 my_restart --log-bin="$T/mariadb/binlog" --sync-binlog=0 --server-id=1
-refused_serve "sync_binlog is 0 with the binary log on"
+refused_serve "sync_binlog is 0 (binary log on)"
 my_sql -e "SET GLOBAL sync_binlog = 1"
 serve_on ok2 --coord "$U" || fail "serve refused sync_binlog = 1"
 stop_server ok2
