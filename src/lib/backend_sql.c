@@ -299,3 +299,15 @@ int64_t ik__sql_slot_free_ms(ik__backend *be)
 {
     return ik__sql_of(be)->ttl_ms;
 }
+
+int ik__sql_hazards_check(ik__backend *be, char *why, size_t why_len)
+{
+    ik__sql_backend *b = ik__sql_of(be);
+    ik__sql_conn *c;
+    int idx;
+    int rc = ik__sql_get(b, &idx, &c, why, why_len);
+    if (rc) return ik__sql_error(rc);
+    rc = ik__sql_hazards_run(b, c, why, why_len);
+    ik__sql_put(b, idx, rc == IK_EUNSAFE ? 0 : rc);
+    return rc == IK_EUNSAFE || rc == 0 ? rc : ik__sql_error(rc);
+}

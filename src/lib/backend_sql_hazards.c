@@ -110,15 +110,3 @@ int ik__sql_hazards_gate(ik__sql_backend *b, ik__sql_conn *c, int *cls, char *wh
     }
     return ik__hazards_refused(&b->base.hz, why, why_len);
 }
-
-int ik__sql_hazards_check(ik__backend *be, char *why, size_t why_len)
-{
-    ik__sql_backend *b = ik__sql_of(be);
-    ik__sql_conn *c;
-    int idx;
-    int rc = ik__sql_get(b, &idx, &c, why, why_len);
-    if (rc) return ik__sql_error(rc);
-    rc = ik__sql_hazards_run(b, c, why, why_len);
-    ik__sql_put(b, idx, rc == IK_EUNSAFE ? 0 : rc);
-    return rc == IK_EUNSAFE || rc == 0 ? rc : ik__sql_error(rc);
-}
