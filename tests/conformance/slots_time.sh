@@ -58,6 +58,10 @@ while ((SECONDS < t_limit)); do
     refused=$((refused + 1))
     if [ $refused = 1 ]; then
       log "b refuses: $(cat "$T/b.body"); readyz: $(curl -s "http://127.0.0.1:$pb/readyz")"
+      # b answers HTTP while it is still taking its slot (a loaded machine, a store
+      # session set up first): wait for the take, then it must be slot 9
+      b_took() { [ "$(status_of "$pb" .lease.state)" != acquiring ]; }
+      wait_until 20 b_took || fail "b took no slot in 20 s: $(status_of "$pb" .lease)"
       [ "$(status_of "$pb" .worker)" = 9 ] || fail "b does not hold slot 9: $(status_of "$pb" .lease)"
     fi
     # /readyz fails too, saying why (counted: the guard may end between the two)
