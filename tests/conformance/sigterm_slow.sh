@@ -4,7 +4,7 @@
 # not-on: postgresql: docs/sql.md documents no bound for a slot release on a server that answers slowly, so there is no bound to hold the stop to yet
 # not-on: mysql: docs/sql.md documents no bound for a slot release on a server that answers slowly, so there is no bound to hold the stop to yet
 # not-on: local: SQLite is a file the server opens itself: there is no store server to put a slow network in front of
-# SIGTERM with a slow store (SPEC 3 rule 8; docs/http.md, "Shutdown"): a server
+# SIGTERM with a slow store (docs/http.md, "Shutdown"): a server
 # whose store answers every request D = 3 s late (a quarter of its session or lease
 # TTL, within the third its lease tolerates) serves, then gets SIGTERM. It exits 0 within
 # --shutdown-timeout + the backend's release bound (conf_release_bound_ms) + 5 s of

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # labels: zk
 # timeout: 180
-# --slot-wait outlives a session that expires during the wait (SPEC 3 rule 4;
+# --slot-wait outlives a session that expires during the wait (docs/snowflake.md, the slot lease;
 # docs/zookeeper.md, "The lease on ZooKeeper"): a's holds the only slot of the range;
 # b starts through a fault proxy with --slot-wait 60000 and waits. The proxy is down
 # for 7 s, longer than b's 4 s session, which expires. b must make a new session and
