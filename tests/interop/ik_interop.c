@@ -326,8 +326,8 @@ static int cmd_rw(char **a, int hold)
                 int64_t at = now_ns();
                 ik_hold_info hi;
                 ik_lock_get_info(lk, &hi);
-                printf("%s %" PRId64 " %s\n", s == IK_HOLD_LOST ? "LOST" : ik_hold_state_name(s), at,
-                       hi.why);
+                printf("%s %" PRId64 " %s\n", s == IK_HOLD_LOST ? "LOST" : ik_hold_state_name(s),
+                       at, hi.why);
                 fflush(stdout);
                 was = s;
             }
