@@ -18,6 +18,7 @@
 #    with forceSync=yes: it serves again, its IDs unique and increasing.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/zk.sh"
+source "$IK_SRC/tests/conformance/hazards_cases.sh"
 
 CHECK_SLACK=${CHECK_SLACK:-40} # an election, the interval (10 s at most) + 2 s, a loaded machine
 
@@ -46,18 +47,7 @@ jq -e --argjson n "$n" '.ok == true and (.checks | length) == $n and all(.checks
 pass "3 servers with forceSync=yes: check exits 0, $n checks all ok (table and JSON)"
 # what conformance/check does on the other backends' stage stores
 serve_on s1 --coord "$URI" --quiet || fail "server: $(tail -n 5 "$T/s1.log")"
-http_get "http://127.0.0.1:$PORT/v1/status" >"$T/status.json" || fail "status"
-jq -e '.store.safe == true and .store.why == ""' "$T/status.json" >/dev/null || fail "status.store: $(jq -c .store "$T/status.json")"
-jq -c '[.checks[] | [.check, .verdict]] | sort' "$T/ok.json" >"$T/want"
-jq -c '[.store.hazards[] | [.check, .verdict]] | sort' "$T/status.json" >"$T/got"
-cmp -s "$T/want" "$T/got" || fail "/v1/status's checks $(cat "$T/got") differ from check's $(cat "$T/want")"
-http_get "http://127.0.0.1:$PORT/" >"$T/page.html" || fail "status page"
-rows=$(grep -c '^<tr class="v-ok"><td>' "$T/page.html" || true)
-[ "$rows" = "$n" ] || fail "the status page shows $rows ok checks, not $n"
-http_get "http://127.0.0.1:$PORT/metrics" >"$T/metrics" || fail "metrics"
-grepq '^ik_store_refused_checks 0$' "$T/metrics" || fail "ik_store_refused_checks is not 0"
-m=$(grep -c '^ik_store_hazard{check="[^"]*",verdict="ok"} 1$' "$T/metrics" || true)
-[ "$m" = "$n" ] || fail "/metrics has $m ok ik_store_hazard lines, not $n"
+hazards_views_agree "$n" "$T/ok.json"
 kill -TERM "${SERVER_PID[s1]}"
 wait "${SERVER_PID[s1]}" || fail "server did not exit 0"
 pass "a server on it: ready, and /v1/status, the page and /metrics show the same $n ok checks"
