@@ -17,7 +17,9 @@
  *   ik_interop rw-hold URI PATH read|write READY STOP
  *       takes that half, creates READY, holds until STOP exists; polls the
  *       grant's state meanwhile (every 2 ms) and prints each change on stdout as
- *       "STATE NS WHY", where NS is when it saw it; a lost grant is "LOST NS WHY"
+ *       "STATE NS WHY", where NS is when it saw it; a lost grant is "LOST NS WHY";
+ *       a poll more than 500 ms after the last one (the process did not run) is
+ *       "STALL FROM_NS TO_NS ..."
  *   ik_interop leader URI PATH
  *       prints who leads at PATH (ik_election_leader), or exits 1
  *   ik_interop bench-lock URI PATH CLIENTS SECONDS
@@ -320,7 +322,17 @@ static int cmd_rw(char **a, int hold)
         ik_hold_state was = IK_HOLD_HELD;
         FILE *f = fopen(a[3], "w");
         if (f) fclose(f);
+        int64_t polled = now_ns();
         while (access(a[4], F_OK) != 0) {
+            /* a process that did not run for a while (SIGSTOP, a starved machine)
+             * can miss its LOST notice: said so, for whoever reads a failure */
+            int64_t t = now_ns();
+            if (t - polled > 500 * 1000000LL) {
+                printf("STALL %" PRId64 " %" PRId64 " not run for %" PRId64 " ms\n", polled, t,
+                       (t - polled) / 1000000);
+                fflush(stdout);
+            }
+            polled = t;
             ik_hold_state s = ik_lock_state(lk);
             if (s != was) {
                 int64_t at = now_ns();
