@@ -10,10 +10,10 @@
 #
 # 1. `idkeeper check` exits 0 on the server as started.
 # 2. UNSAFE_SET under a running server: `idkeeper check` exits 5 naming the setting;
-#    within the hazard interval (a third of --lease-ttl: 1 s) + 2 s the server's
+#    within the hazard interval (a third of --lease-ttl 6000: 2 s) + 2 s the server's
 #    sequence requests answer 503 store_unsafe and /readyz fails, both naming it;
 #    after UNSAFE_UNSET, check exits 0 and the server serves again within as long.
-# 3. The database clock stepped forward by 6 s (twice the lease TTL, so the slot's
+# 3. The database clock stepped forward by 13 s (over twice the lease TTL, so the slot's
 #    expiry, which runs on that clock, has passed for everyone) while a holds worker
 #    0 of a one-worker range and b waits for it: a's next check finds the database
 #    clock ahead of its CLOCK_BOOTTIME by more than the margin, logs it, and its lease
@@ -23,17 +23,20 @@
 #    clock over its own two reads (open, then the check), a few ms apart: it shows
 #    the row ok unless the step falls between them; a step is a running server's to
 #    see.
-# 4. A step of 1.5 s more under the holder (less than the TTL minus two renewals): its
+# 4. A step of 2.5 s more under the holder (less than the TTL minus two renewals): its
 #    lease goes in doubt (/readyz names the database clock), then is held again on
 #    the same slot; no ID twice.
-HZ_LIMIT_MS=3000 # the hazard interval (3000 / 3) + 2 s
+# --lease-ttl 6000, not less: in part 4 the step (2.5 s) must stay 2.5 s short of
+# the slot's expiry, or a renewal late by load would find the slot expired
+TTL=6000
+HZ_LIMIT_MS=4000 # the hazard interval (6000 / 3) + 2 s
 
 "$IK_BIN" check --coord "$URI" >"$T/check0.out" 2>&1 || fail "idkeeper check on the server as started: $(cat "$T/check0.out")"
 grep -Eq '^database clock .* ok +-$' "$T/check0.out" || fail "check shows no database clock row: $(cat "$T/check0.out")"
 pass "idkeeper check: exit 0 on the server as started"
 
 "$IK_BIN" tags add q --kind sequence --coord "$URI" >/dev/null || fail "tags add q"
-serve_on a --coord "$URI" --lease-ttl 3000 --worker-range 0-0 || fail "a: $(tail -n 5 "$T/a.log")"
+serve_on a --coord "$URI" --lease-ttl $TTL --worker-range 0-0 || fail "a: $(tail -n 5 "$T/a.log")"
 PA=$PORT
 base=http://127.0.0.1:$PA
 : >"$T/seq.ids"
@@ -74,7 +77,7 @@ pass "$UNSAFE_NAME at run time: idkeeper check exit 5 naming it, sequence 503 af
 
 # ---- 3. the database clock stepped forward -------------------------------------------
 PB=$(free_port)
-start_server b "$PB" --coord "$URI" --lease-ttl 3000 --worker-range 0-0 --slot-wait 120000
+start_server b "$PB" --coord "$URI" --lease-ttl $TTL --worker-range 0-0 --slot-wait 120000
 mono_ms t0
 until [ "$(ik_http "http://127.0.0.1:$PB/readyz" "$T/b.readyz")" = 503 ] && grep -q "free slot" "$T/b.readyz"; do
   (($(mono_ms) - t0 < 20000)) || fail "b does not wait for a slot: $(tail -n 5 "$T/b.log")"
@@ -86,9 +89,9 @@ IK_PIDS+=($!)
 probe b "http://127.0.0.1:$PB/v1/snowflake?count=20&format=text" "$T/probe.stop" 0.02 &
 IK_PIDS+=($!)
 sleep 1
-echo "+6" >"$DBCLOCK"
+echo "+13" >"$DBCLOCK"
 mono_ms stepped
-log "database clock stepped 6 s forward"
+log "database clock stepped 13 s forward"
 rzclock=''
 while (($(mono_ms) - stepped <= HZ_LIMIT_MS)); do
   if [ "$(ik_http "$base/readyz" "$T/readyz.clock")" = 503 ] && grep -q "database clock" "$T/readyz.clock"; then
@@ -100,7 +103,7 @@ while (($(mono_ms) - stepped <= HZ_LIMIT_MS)); do
 done
 mono_ms t0
 until grep -q "store hazard: .*database clock" "$T/a.log"; do
-  (($(mono_ms) - t0 < 2000)) || fail "a did not see the database clock step within $HZ_LIMIT_MS ms: $(tail -n 5 "$T/a.log")"
+  (($(mono_ms) - t0 < 2000)) || fail "a did not see the database clock step within $((HZ_LIMIT_MS + 2000)) ms: $(tail -n 5 "$T/a.log")"
   sleep 0.05
 done
 log "a: $(grep -m1 "store hazard: .*database clock" "$T/a.log")"
@@ -117,25 +120,25 @@ fetch_ids "$PB" 1000 "$T/all.ids" 2>/dev/null || true
 fetch_ids "$PA" 1000 "$T/all.ids" 2>/dev/null || true
 assert_unique "$T/all.ids"
 grep -q "store hazard cleared: .*database clock" "$T/a.log" || log "a logged no clearing of the database clock row (yet)"
-pass "database clock stepped +6 s: a logged it$([ -n "$rzclock" ] && echo ", /readyz 503 naming it after $rzclock ms"); afterwards a ready: $(ready_probe "$PA" && echo yes || echo no), b ready: $(ready_probe "$PB" && echo yes || echo no); $(wc -l <"$T/all.ids") snowflake IDs, none twice"
+pass "database clock stepped +13 s: a logged it$([ -n "$rzclock" ] && echo ", /readyz 503 naming it after $rzclock ms"); afterwards a ready: $(ready_probe "$PA" && echo yes || echo no), b ready: $(ready_probe "$PB" && echo yes || echo no); $(wc -l <"$T/all.ids") snowflake IDs, none twice"
 grep -h "lease\|store hazard" "$T/a.log" "$T/b.log" | tail -n 12 >&2
 # ---- 4. a smaller step, under the holder: in doubt, then held again -------------------
-# +1.5 s: more than a third of the TTL (the margin the slot lease keeps), and less
+# +2.5 s: more than a third of the TTL (the margin the slot lease keeps), and less
 # than the TTL minus two renewal intervals (the one before the step, and the one the
-# doubt withholds: 3000 - 2 x 500 ms), so the slot's expiry stays ahead of the stepped
+# doubt withholds: 6000 - 2 x 500 ms), so the slot's expiry stays ahead of the stepped
 # clock: the holder's lease goes in doubt (/readyz 503 naming the database clock),
 # then the next check finds the clocks moving together and the lease is held again,
-# same slot. (A step of 2 s here made the next renewal find the slot expired: lost,
-# and taken again with the floor from the record.)
+# same slot. (With --lease-ttl 3000, a step of 2 s here made the next renewal find
+# the slot expired: lost, and taken again with the floor from the record.)
 if ready_probe "$PA"; then HN=a HP=$PA; else HN=b HP=$PB; fi
 n0=$(grep -c "store hazard: .*database clock" "$T/$HN.log" || true)
 lost0=$(grep -c "lease lost" "$T/$HN.log" || true)
 probe h2 "http://127.0.0.1:$HP/v1/snowflake?count=20&format=text" "$T/probe.stop2" 0.02 &
 IK_PIDS+=($!)
 sleep 1
-echo "+7.5" >"$DBCLOCK"
+echo "+15.5" >"$DBCLOCK"
 mono_ms stepped
-log "database clock stepped 1.5 s more, under $HN (the holder)"
+log "database clock stepped 2.5 s more, under $HN (the holder)"
 rzclock=''
 while :; do
   el=$(($(mono_ms) - stepped))
@@ -143,7 +146,7 @@ while :; do
     rzclock=$el
     break
   fi
-  ((el <= HZ_LIMIT_MS)) || fail "$HN's /readyz did not fail naming the database clock within $HZ_LIMIT_MS ms of a 1.5 s step: $(tail -n 3 "$T/$HN.log")"
+  ((el <= HZ_LIMIT_MS)) || fail "$HN's /readyz did not fail naming the database clock within $HZ_LIMIT_MS ms of a 2.5 s step: $(tail -n 3 "$T/$HN.log")"
   sleep 0.02
 done
 mono_ms t0
@@ -156,11 +159,11 @@ sleep 1
 touch "$T/probe.stop2"
 (($(grep -c "store hazard: .*database clock" "$T/$HN.log") > n0)) || fail "$HN logged no database clock hazard"
 grep -q "store hazard cleared: .*database clock" "$T/$HN.log" || fail "$HN logged no clearing"
-[ "$(grep -c "lease lost" "$T/$HN.log" || true)" = "$lost0" ] || fail "$HN lost its lease on a 1.5 s step: $(tail -n 4 "$T/$HN.log")"
+[ "$(grep -c "lease lost" "$T/$HN.log" || true)" = "$lost0" ] || fail "$HN lost its lease on a 2.5 s step: $(tail -n 4 "$T/$HN.log")"
 cat "$T/a.ids" "$T/b.ids" "$T/h2.ids" >"$T/all.ids"
 fetch_ids "$HP" 1000 "$T/all.ids" || fail "$HN serves no snowflake IDs after the step"
 assert_unique "$T/all.ids"
-pass "database clock stepped +1.5 s more under $HN: /readyz 503 naming it after $rzclock ms, ready again after $back ms on the same slot; $(wc -l <"$T/all.ids") snowflake IDs, none twice"
+pass "database clock stepped +2.5 s more under $HN: /readyz 503 naming it after $rzclock ms, ready again after $back ms on the same slot; $(wc -l <"$T/all.ids") snowflake IDs, none twice"
 
 "$IK_BIN" check --coord "$URI" >"$T/check3.out" 2>&1 || fail "idkeeper check after the step: $(cat "$T/check3.out")"
 grep -Eq '^database clock .* ok +-$' "$T/check3.out" || fail "check's database clock row: $(cat "$T/check3.out")"
