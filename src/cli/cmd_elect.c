@@ -1,5 +1,5 @@
 /* cmd_elect.c: `idkeeper elect PATH -- CMD [ARG...]`: campaigns at PATH and runs CMD
- * only while this process leads (SPEC 6).
+ * only while this process leads (docs/guarantees.md promise 22).
  *
  *   CAMPAIGNING --leading--> RUNNING CMD --CMD exits--> resign, exit with its code
  *   RUNNING --leadership LOST--> STOPPING (SIGTERM, SIGKILL after the grace)

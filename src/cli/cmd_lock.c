@@ -1,5 +1,5 @@
 /* cmd_lock.c: `idkeeper lock PATH -- CMD [ARG...]`: runs CMD while holding the lock
- * at PATH (SPEC 6), and stops it if the lock is lost.
+ * at PATH (docs/guarantees.md promise 22), and stops it if the lock is lost.
  *
  *   WAITING --granted--> GRANTED --the lock says HELD--> RUNNING
  *   GRANTED --the lock says IN_DOUBT--> wait for HELD again (or LOST)

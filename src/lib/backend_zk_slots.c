@@ -595,7 +595,7 @@ static int acquire_pass(zk_backend *b, zk_conn *c, const ik__slot_request *req, 
             rc = src;
             break;
         }
-        /* 2. The slot this identity took last, if free (SPEC 3 rule 3). */
+        /* 2. The slot this identity took last, if free (docs/guarantees.md promise 8). */
         if (id->worker >= 0 && (uint32_t)id->worker >= req->worker_min &&
             (uint32_t)id->worker <= req->worker_max &&
             !ik__zk_wset_has(busy_set, (uint32_t)id->worker)) {

@@ -1,5 +1,5 @@
-/* recipe.c: locks, read-write locks and leader election over any backend (SPEC 6):
- * argument checks, the path rule, and the election's campaign thread. The lock
+/* recipe.c: locks, read-write locks and leader election over any backend (docs/guarantees.md
+ * promises 19-21): argument checks, the path rule, and the election's campaign thread. The lock
  * protocol is the one the coord's backend carries (ik__backend_ops.recipe): this
  * file names no backend.
  *

@@ -41,7 +41,7 @@
 #include <string.h>
 #include <time.h>
 
-#define PING_MS 500       /* a ping every half second (SPEC: every second or faster) */
+#define PING_MS 500       /* a ping every half second (docs/recipes.md: every second or faster) */
 #define PING_WAIT_MS 1000 /* no answer this long: in doubt */
 
 typedef struct sql_lock {

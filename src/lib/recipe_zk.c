@@ -1,5 +1,5 @@
 /* recipe_zk.c: locks and elections on ZooKeeper, node for node as Apache Curator
- * makes them (SPEC 6), on the coord's own session (zk_session.h). The lock's
+ * makes them (docs/guarantees.md promise 20), on the coord's own session (zk_session.h). The lock's
  * callbacks, the monitor thread and the release's delete are recipe_zk_monitor.c.
  *
  * A contender creates CHROOT/PATH/_c_<uuid>-<NAME><seq>, EPHEMERAL_SEQUENTIAL, NAME

@@ -95,8 +95,8 @@ int ik__uri_decode(const char *s, size_t n, char *out, size_t out_len);
  *     accepts it).
  *
  * A URI without either is copied as it is. Never fails; returns out. The one rule
- * for every URI the library, the daemon and the CLI show (SPEC 8: passwords never in
- * a log, a status answer or an error message). */
+ * for every URI the library, the daemon and the CLI show (docs/guarantees.md promise 26: passwords
+ * never in a log, a status answer or an error message). */
 char *ik__uri_redact(const char *uri, char *out, size_t out_len);
 
 /* coord.c: the client libraries of this build's backends, "NAME VERSION\n" a line

@@ -24,8 +24,8 @@
  * a request for an unknown name goes to the loader as a probe, so random names cost
  * no memory once answered.
  *
- * Block size (SPEC 2, Leaf's rule): the first block of a tag is the tag's step; after
- * that a block loaded less than grow_below_ms after the one before doubles (up to
+ * Block size (docs/guarantees.md promise 3, Leaf's rule): the first block of a tag is the tag's
+ * step; after that a block loaded less than grow_below_ms after the one before doubles (up to
  * max_step), one loaded more than shrink_above_ms after halves (not below the step).
  */
 #include "backend.h"

@@ -18,7 +18,7 @@
 /* ---- growable byte buffer ------------------------------------------------------
  * A buffer starts on caller-provided storage (often inline in a struct) and moves
  * to the heap only when it must grow. Allocation failure aborts the process (the
- * daemon may abort on ENOMEM; see STYLE.md): every size that reaches a buffer is
+ * daemon may abort on ENOMEM; docs/architecture.md, "Errors"): every size that reaches a buffer is
  * bounded by a configured limit.
  */
 typedef struct ik__buf {

@@ -208,8 +208,8 @@ int ik__gen_error(ik__worker *w, int rc, const char **code, char *msg, size_t le
     case IK_ETIMEGUARD:
         *code = "time_guard";
         snprintf(msg, len,
-                 "the clock has not yet passed this worker slot's time record (SPEC 3 "
-                 "rule 6); retry in a moment");
+                 "the clock has not yet passed this worker slot's time record (docs/guarantees.md "
+                 "promise 11); retry in a moment");
         return 503;
     case IK_ERANGE:
         *code = "layout_exhausted";

@@ -1,4 +1,4 @@
-/* page.c: the status page (GET /, SPEC 9) and the app's slots (GET /v1/workers).
+/* page.c: the status page (GET /, docs/http.md) and the app's slots (GET /v1/workers).
  *
  * The page is src/server/page.html, embedded in the binary at build time
  * (cmake/embed.cmake). Its one marker, <!--IK:SNAPSHOT-->, is replaced by a snapshot

@@ -1,4 +1,4 @@
-/* routes.c: the HTTP route table (SPEC 4, rows in routes.h) and its handlers.
+/* routes.c: the HTTP route table (docs/http.md, rows in routes.h) and its handlers.
  *
  * ik__dispatch finds the row (ik__route_find: in table order, the hot Leaf routes
  * first). A path that matches a row with another method answers 405 with the Allow
@@ -36,9 +36,9 @@ static void put_json_kv_str(ik__buf *b, const char *key, const char *val)
 #define QUOTE_MAX 40
 #define QUOTE(s) (int)((s).n < QUOTE_MAX ? (s).n : QUOTE_MAX), (s).p
 
-/* Answers the generator's refusal rc: 503 for the refusals of SPEC 3 (no lease,
- * clock behind, time guard) and for a time field used up (the clock is past the
- * layout's end date), 500 for anything else. */
+/* Answers the generator's refusal rc: 503 for the refusals of docs/guarantees.md promises 10-12 (no
+ * lease, clock behind, time guard) and for a time field used up (the clock is past the layout's end
+ * date), 500 for anything else. */
 static void reply_gen_error(ik__ctx *x, int rc)
 {
     const char *code;

@@ -1,6 +1,6 @@
 /* server.c: the daemon's life: start-up (sockets, backend, generator, slot lease,
- * loop threads), waiting for SIGTERM/SIGINT, and the graceful shutdown of SPEC 3
- * rule 8.
+ * loop threads), waiting for SIGTERM/SIGINT, and the graceful shutdown
+ * (docs/guarantees.md promise 13).
  *
  *   ik_server_run
  *     block SIGTERM/SIGINT (every thread inherits the mask), ignore SIGPIPE
@@ -508,7 +508,7 @@ static int server_start(ik__server *srv, const ik_server_config *cfg)
     return 0;
 }
 
-/* Waits for the lease's first slot while the loops answer 503 (SPEC 3 rule 4: a
+/* Waits for the lease's first slot while the loops answer 503 (docs/guarantees.md promise 9: a
  * full range is waited on for --slot-wait), and for SIGTERM/SIGINT meanwhile.
  * 0: held, banner printed; 1: a signal came first (*sig); -1: no slot (logged). */
 static int await_slot(ik__server *srv, const sigset_t *sigs, int *sig)

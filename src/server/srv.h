@@ -339,9 +339,9 @@ int ik__issue_into(ik__worker *w, ik__pend *p, ik__op op, int64_t *ids);
  * it comes back through ik__pend_complete with p->rc and p->ids[0..p->nids-1]. Or
  * the generator's refusal. The caller sets how to render *pend. Loop thread. */
 int ik__sf_issue(ik__worker *w, uint32_t n, int64_t *ids, ik__pend **pend);
-/* Names the generator's refusal rc: returns the HTTP status (503 for SPEC 3's
- * refusals and a layout whose time field ran out, else 500), sets *code and writes a message into
- * msg. Loop thread. */
+/* Names the generator's refusal rc: returns the HTTP status (503 for the
+ * refusals of docs/guarantees.md promises 10-12 and a layout whose time field ran out, else 500),
+ * sets *code and writes a message into msg. Loop thread. */
 int ik__gen_error(ik__worker *w, int rc, const char **code, char *msg, size_t len);
 /* Names a segment, sequence or tag error of the library (and counts store errors):
  * returns the HTTP status (404 unknown tag, 409 wrong kind, 503 retry, 400, 500),

@@ -1,4 +1,4 @@
-# lock_cases.sh: the CLI cases of `idkeeper lock` and `idkeeper elect` (SPEC 6), on
+# lock_cases.sh: the CLI cases of `idkeeper lock` and `idkeeper elect` (docs/guarantees.md promise 22), on
 # any backend (sourced by the conformance groups locks.sh and elect.sh, after lib.sh
 # and conf.sh). The caller sets COORD (the --coord URI, from conf_coord); every
 # idkeeper gets the backend's CONF_SERVE_ARGS, and NODES_LEFT PATH (the contender

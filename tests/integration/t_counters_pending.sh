@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # labels: counters local http
 # timeout: 180
-# Requests that wait for the store never stall the daemon (issue 4 item 4, SPEC 4).
+# Requests that wait for the store never stall the daemon (docs/http.md, "Answers that wait for the store").
 # The SQLite store of local: is made to hang for real: another connection holds its
 # write lock (BEGIN IMMEDIATE), so the server's writes wait up to SQLite's busy
 # timeout (10 s) and then fail. (chmod 000 on idkeeper.db does nothing to a running

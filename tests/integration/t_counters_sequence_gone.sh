@@ -3,7 +3,7 @@
 # variants: local zk
 # timeout.local: 180
 # timeout.zk: 240
-# A sequence client that gives up leaves no silent gap (issue 10 item 2, SPEC 2).
+# A sequence client that gives up leaves no silent gap (docs/guarantees.md promise 4).
 # The store is made to answer late for real: on local: another process holds
 # SQLite's write lock (BEGIN IMMEDIATE); on zk:// the server talks to ZooKeeper
 # through tests/interop/fault_proxy.py, which holds ZooKeeper's answers ("hold")

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # labels: http
 # timeout: 300
-# SPEC 4 bad input (issue 2 acceptance): count=0, count=abc, count above the
+# Bad input over HTTP (docs/guarantees.md promise 15): count=0, count=abc, count above the
 # maximum, an unknown route, a wrong method, a 64 KiB header, a request line of
 # random bytes, a client that disconnects mid-request, and more. Each gets the
 # right status and a JSON error, and afterwards the server still issues an ID.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # labels: recipes zk
 # timeout: 300
-# The grace after a loss (issue 10 item 5): with the default --grace, a CMD that
+# The grace after a loss (docs/recipes.md, "The commands"): with the default --grace, a CMD that
 # ignores SIGTERM is dead (SIGKILL) before another process can hold the lock or
 # lead. The loss is told at most 2/3 of the session timeout after the last proof
 # of the session; the next holder can hold from one session timeout on; so the

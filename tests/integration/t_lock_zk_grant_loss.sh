@@ -2,7 +2,7 @@
 # labels: recipes zk
 # timeout: 420
 # A loss notice that comes right after a grant, before the holder has heard of the
-# grant (issue 10 item 1). The test-only hook IDKEEPER_TEST_GRANT_DELAY_MS pauses
+# grant (docs/recipes.md, "A lost grant's node"). The test-only hook IDKEEPER_TEST_GRANT_DELAY_MS pauses
 # the holder for DELAY ms right after its lock or latch is granted (docs/recipes.md,
 # "Test hooks"); its connection (through the fault proxy) goes down inside that
 # window, so the lock's monitor says "in doubt" and then "lost" before the command

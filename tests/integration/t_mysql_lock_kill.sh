@@ -2,7 +2,7 @@
 # labels: mysql recipes
 # timeout: 120
 # fixtures: mariadb
-# A lock holder whose database connection is killed (KILL on MariaDB, issue 12):
+# A lock holder whose database connection is killed (KILL on MariaDB, docs/sql.md):
 # the server frees the GET_LOCK with the session; the holder's ping fails, it
 # learns it lost the lock, its CMD gets SIGTERM and `idkeeper lock` exits 125 saying
 # so; a waiter takes the lock at once, with a greater fencing token. Then the same

@@ -3,7 +3,7 @@
 # timeout: 300
 # processors: 2
 # kill -9 of PostgreSQL, and a restart, while clients draw segment and sequence IDs
-# from two servers that hold worker slots (issue 12 acceptance), on a server of this
+# from two servers that hold worker slots (docs/sql.md, "Failure model"), on a server of this
 # test's own:
 #   - no duplicate segment ID, no duplicate snowflake ID (both servers, both sides of
 #     the outage), each server's snowflake IDs increasing;

@@ -2,7 +2,7 @@
 # labels: postgresql sql recipes
 # timeout: 120
 # fixtures: postgres
-# Locks on postgresql:// (issue 12, SPEC 6), on advisory locks, beyond the
+# Locks on postgresql:// (docs/guarantees.md promises 19-21, docs/recipes.md), on advisory locks, beyond the
 # conformance group locks.postgresql (whose counter case is the exclusion stress:
 # 8 processes of locked increments, fences strictly increasing):
 #   terminate pg_terminate_backend of a holder's session: its CMD gets SIGTERM and

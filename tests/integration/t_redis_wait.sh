@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # labels: redis
 # timeout: 150
-# --redis-wait-replicas (issue 13): a primary and one replica; a server with
+# --redis-wait-replicas (docs/redis.md): a primary and one replica; a server with
 # --redis-wait-replicas 1 answers sequence and segment requests while the replica
 # confirms; with the replica stopped (SIGSTOP) every counter write is one WAIT does
 # not confirm in time: sequence requests answer 503, the range is logged as a gap
@@ -40,7 +40,7 @@ done
 n=$(grep -c "tag gap tag=q first=[0-9]* count=7 why=not_replicated (app default, sequence: recorded, but WAIT counted 0 of 1 replicas in time" "$T/s1.log" || true)
 [ "$n" = 3 ] || fail "$n gap lines for the 3 unconfirmed writes: $(tail -n 5 "$T/s1.log")"
 counted=$(curl -s -m 5 "$U/metrics" | awk '/^ik_sequence_gap_ids_total\{tag="q",why="not_replicated"\}/ {print $2}')
-[ "$counted" = 21 ] || fail "ik_sequence_gap_ids_total{tag=\"q\",why=\"not_replicated\"} is '$counted', not the 21 IDs logged (SPEC 2: every gap logged and counted)"
+[ "$counted" = 21 ] || fail "ik_sequence_gap_ids_total{tag=\"q\",why=\"not_replicated\"} is '$counted', not the 21 IDs logged (docs/guarantees.md promise 4: every gap logged and counted)"
 pass "replica stopped: sequence requests answer 503, each unconfirmed range logged as a gap and counted in /metrics"
 
 kill -CONT "${REDIS_PID_OF[replica]}"

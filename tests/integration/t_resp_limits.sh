@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # labels: resp counters local
 # timeout: 360
-# RESP under the same rules as HTTP (issue 14): pipelined answers stay in order
+# RESP under the same rules as HTTP (docs/resp.md): pipelined answers stay in order
 # while a sequence commit waits on a hung store and the loop keeps serving others;
 # the idle and read timeouts close connections; max-connections answers "-ERR max
 # number of clients reached"; a client that gives up with sequence commands queued
