@@ -41,15 +41,9 @@ static uint64_t reg_next = 1;
 int ik__zk_lock_reg_add(zk_lock *lk)
 {
     pthread_rwlock_wrlock(&reg_rw);
-    if (reg_n == reg_cap) {
-        size_t nc = reg_cap ? reg_cap * 2 : 16;
-        void *nv = realloc(reg_v, nc * sizeof *reg_v);
-        if (!nv) {
-            pthread_rwlock_unlock(&reg_rw);
-            return IK_ENOMEM;
-        }
-        reg_v = nv;
-        reg_cap = nc;
+    if (ik__grow((void **)&reg_v, &reg_cap, reg_n, sizeof *reg_v, 16)) {
+        pthread_rwlock_unlock(&reg_rw);
+        return IK_ENOMEM;
     }
     lk->reg = reg_next++;
     reg_v[reg_n].id = lk->reg;

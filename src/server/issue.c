@@ -149,11 +149,7 @@ int ik__sf_issue(ik__worker *w, uint32_t n, int64_t *ids, ik__pend **pend)
     p->n = n;
     p->sf = st;
     p->ids = n <= sizeof p->ids_inline / sizeof p->ids_inline[0] ? p->ids_inline
-                                                                 : malloc(n * sizeof *p->ids);
-    if (!p->ids) {
-        fprintf(stderr, "idkeeper: out of memory; aborting\n");
-        abort();
-    }
+                                                                 : ik__xmalloc(n * sizeof *p->ids);
     memcpy(p->ids, ids, st.done * sizeof *ids);
     /* behind the waiting ones: none overtakes an earlier request of this loop */
     p->qnext = NULL;

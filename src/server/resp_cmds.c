@@ -9,6 +9,7 @@
  * -TRYAGAIN (where HTTP answers 503).
  */
 #include "resp_cmds.h"
+#include "token.h"
 
 #include <stdio.h>
 #include <stdlib.h>

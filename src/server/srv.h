@@ -67,6 +67,7 @@
 #include "history.h"
 #include "httpreply.h"
 #include "httputil.h"
+#include "json.h"
 #include "pend.h"
 #include "reqparse.h"
 #include "routes.h"
@@ -224,7 +225,7 @@ typedef struct ik__ctx {
     ik__server *srv;
     ik__worker *w;
     const ik__req *rq;
-    ik__resp *rs;
+    ik__http_reply *rs;
 } ik__ctx;
 
 typedef void (*ik__handler)(ik__ctx *x);
@@ -243,10 +244,10 @@ extern const size_t ik__nroutes;
  * 404/405/401 itself. Fills rq->params and rs (status, type, body, extra headers).
  * Returns the row's index, or ik__nroutes if no row matched the path. Runs on a
  * loop thread. */
-size_t ik__dispatch(ik__worker *w, ik__req *rq, ik__resp *rs);
+size_t ik__dispatch(ik__worker *w, ik__req *rq, ik__http_reply *rs);
 
 /* Renders a pending answer that came back (p->rc, p->ids...) into rs. Loop thread. */
-void ik__pend_render(ik__worker *w, ik__pend *p, ik__resp *rs);
+void ik__pend_render(ik__worker *w, ik__pend *p, ik__http_reply *rs);
 
 /* Adds n gap IDs of tag for reason why (a metric label: ik__gone_label[IK_GONE_*]
  * for an answer nobody took, or the library's cause, ik_set_gap_hook) to the
@@ -255,10 +256,10 @@ void ik__gap_add(ik__server *srv, const char *tag, const char *why, uint64_t n);
 
 /* Renders the status page (page.c) from what the thread pool listed into p->tagop
  * and the server's own state. Loop thread. */
-void ik__page_render(ik__worker *w, const ik__pend *p, ik__resp *rs);
+void ik__page_render(ik__worker *w, const ik__pend *p, ik__http_reply *rs);
 
 /* Renders GET /v1/workers (page.c): the app's slots as JSON. Loop thread. */
-void ik__workers_render(ik__worker *w, const ik__pend *p, ik__resp *rs);
+void ik__workers_render(ik__worker *w, const ik__pend *p, ik__http_reply *rs);
 
 /* Renders every metric in Prometheus text format into b; ready: whether a snowflake
  * ID can be issued now (ik__not_ready, for ik_ready). Any thread. */
