@@ -348,7 +348,7 @@ int ik__zk_doubt_resolve(const ik__zk_doubt *d, const ik__zk_counter *n, uint64_
 int ik__zk_doubt_add(ik__zk_doubt *d, const ik__zk_counter *n, int64_t delta, uint64_t count)
 {
     if (d->open && (d->version != n->version || d->czxid != n->czxid))
-        return -1; /* cannot happen (T2): a doubt is settled before another version */
+        return -1; /* cannot happen (ZT2): a doubt is settled before another version */
     if (!d->open) {
         memset(d, 0, sizeof *d);
         d->open = 1;

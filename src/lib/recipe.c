@@ -347,7 +347,7 @@ static int elect_nap(ik_election *e, int64_t ms)
  * or the election resigns. The queue holds only this grant's notices: it was
  * emptied before the acquire, and a released grant sends none. Leadership is
  * reported (HELD, "leading") only while no notice is pending and the lock's own
- * state, which checks the session (Z1 in recipe_zk.c), says HELD; a grant whose
+ * state, which checks the session (ZL1 in recipe_zk.c), says HELD; a grant whose
  * first notice is IN_DOUBT or LOST reports that instead (E2). Returns 1 if asked
  * to stop. */
 static int lead(ik_election *e)

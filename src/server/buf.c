@@ -164,7 +164,6 @@ int ik__ieq(const char *s, size_t n, const char *lit)
     return 1;
 }
 
-
 int ik__parse_i64(const char *s, size_t n, int64_t *out)
 {
     int neg = 0;

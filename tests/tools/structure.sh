@@ -12,7 +12,7 @@
 #      reach the parser through reqparse.h, so a move to llhttp touches one file pair.
 #   4. zoo_multi and zoo_amulti called only in src/lib/zk_session.c: every multi of
 #      the product goes through ik__zk_multi / ik__zk_amulti, which send none on a
-#      handle whose session the client knows is dead (zk_session.c, invariant S4:
+#      handle whose session the client knows is dead (zk_session.c, invariant ZS4:
 #      the client library aborts on one). Test tools may call them to show why.
 #   5. no "SPEC N" in src/, include/ or tests/: code, messages and tests cite the
 #      repository's own docs (docs/guarantees.md's numbered promises, or the
@@ -56,7 +56,7 @@ hits=$(cd "$src" && echo "$cfiles" | grep -v '^src/server/reqparse\.[ch]$' | xar
 [ -z "$hits" ] || no "http_parser named outside src/server/reqparse.* (use reqparse.h's ik__reqp_*, ik__httpresp_*, ik__http_lib_version): $(echo $hits)"
 
 hits=$(cd "$src" && echo "$cfiles" | grep '^src/' | grep -v '^src/lib/zk_session\.c$' | xargs -r grep -lE '\<zoo_a?multi[[:space:]]*\(' --)
-[ -z "$hits" ] || no "zoo_multi/zoo_amulti called outside src/lib/zk_session.c (use ik__zk_multi / ik__zk_amulti: invariant S4): $(echo $hits)"
+[ -z "$hits" ] || no "zoo_multi/zoo_amulti called outside src/lib/zk_session.c (use ik__zk_multi / ik__zk_amulti: invariant ZS4): $(echo $hits)"
 
 hits=$(cd "$src" && grep -rnE 'SPEC [0-9]' src include tests)
 [ -z "$hits" ] || no "a citation of the outside contract (cite docs/guarantees.md's promise N or the subsystem's doc instead):
