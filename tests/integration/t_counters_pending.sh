@@ -86,8 +86,7 @@ PY
     IK_PIDS+=($!)
     CURLS+=($!)
   done
-  for _ in $(seq 1000); do [ -e "$T/pipe.sent" ] && break; sleep 0.01; done
-  [ -e "$T/pipe.sent" ] || fail "the pipelining client did not send"
+  wait_until 10 test -e "$T/pipe.sent" || fail "the pipelining client did not send"
   fast "/healthz" "$U/healthz"
   fast "snowflake" "$U/api/snowflake/get/x"
   fast "segment from the blocks" "$U/v1/segment/sg?count=5"

@@ -35,8 +35,7 @@ case_grace() {
     2>"$T/${n}a.err" &
   local a=$!
   IK_PIDS+=($a)
-  for ((i = 0; i < 600; i++)); do [ -s "$T/$n.hb" ] && break; sleep 0.05; done
-  [ -s "$T/$n.hb" ] || fail "$n: A's CMD did not start: $(cat "$T/${n}a.err")"
+  wait_until 30 test -s "$T/$n.hb" || fail "$n: A's CMD did not start: $(cat "$T/${n}a.err")"
   "$IK_BIN" "$kind" --coord "$DIRECT" --zk-session-timeout $S "$path" -- \
     sh -c 'date +%s%N >"$0"' "$T/$n.bstart" 2>"$T/${n}b.err" &
   local b=$!

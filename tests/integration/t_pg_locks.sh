@@ -22,8 +22,7 @@ URI=$(pg_new_db "$P" "$db")
   2>"$T/held.err" &
 h=$!
 IK_PIDS+=($h)
-for ((i = 0; i < 200; i++)); do [ -s "$T/held.pid" ] && break; sleep 0.05; done
-[ -s "$T/held.pid" ] || fail "the holder did not get /held"
+wait_until 10 test -s "$T/held.pid" || fail "the holder did not get /held"
 n=$(pg_psql "$P" "$db" "SELECT count(pg_terminate_backend(pid)) FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1 AND ((classid::bigint << 32) | objid::bigint) = hashtextextended('lock:/held', 0)")
 [ "$n" = 1 ] || fail "terminated $n sessions holding lock:/held"
 mono_ms t0
