@@ -66,11 +66,8 @@ pass "KILL of the leader's connection: its CMD stopped, elect --once exited $rc:
 # machine's slow checks)
 my_sql -e "SELECT GET_LOCK('ik/lock:/app', 10), SLEEP(120), RELEASE_LOCK('ik/lock:/app')" >/dev/null 2>&1 &
 app=$!
-for ((i = 0; i < 100; i++)); do
-  [ "$(holder_thread lock:/app)" != NULL ] && break
-  sleep 0.05
-done
-[ "$(holder_thread lock:/app)" != NULL ] || fail "the SQL client did not take GET_LOCK('ik/lock:/app')"
+app_held() { [ "$(holder_thread lock:/app)" != NULL ]; }
+wait_until 10 app_held || fail "the SQL client did not take GET_LOCK('ik/lock:/app')"
 rc=0
 "${LOCK[@]}" --timeout 1000 /app -- true 2>"$T/app.err" || rc=$?
 [ $rc = 124 ] || fail "idkeeper lock /app exited $rc while an SQL client held its key, not 124: $(cat "$T/app.err")"

@@ -56,10 +56,8 @@ log "PostgreSQL back after $((up - down)) ms"
 back() { # back NAME: mono ms of the first 200 sent after $up, or empty
   awk -v up="$up" '$1 >= up && $2 == 200 { print $1; exit }' "$T/$1.st"
 }
-for ((i = 0; i < 240; i++)); do
-  [ -n "$(back seq.s1)" ] && [ -n "$(back seq.s2)" ] && break
-  sleep 0.05
-done
+both_back() { [ -n "$(back seq.s1)" ] && [ -n "$(back seq.s2)" ]; }
+wait_until 15 both_back || true
 for s in s1 s2; do
   b=$(back "seq.$s")
   [ -n "$b" ] || fail "$s serves no sequence ID 12 s after the database's return: $(tail -n 5 "$T/$s.log")"

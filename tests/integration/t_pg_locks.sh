@@ -42,20 +42,13 @@ IK_PIDS+=($sqlc)
 # The SQL client holds the lock until its session is ended (the server frees the lock):
 # a fixed hold of 4 s raced with a loaded machine's slow start of the checks.
 advisory_held() { pg_psql "$P" "$db" "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted"; }
-mono_ms t0
-until [ "$(advisory_held)" = 1 ]; do
-  (($(mono_ms) - t0 < 30000)) || fail "the SQL client did not take lock:/x within 30 s"
-  sleep 0.05
-done
+advisory_is() { [ "$(advisory_held)" = "$1" ]; }
+wait_until 30 advisory_is 1 || fail "the SQL client did not take lock:/x within 30 s"
 expect_fail 124 "timed out" "$IK_BIN" lock --coord "$URI" --timeout 1000 /x -- true
 # (a killed psql leaves its backend asleep, the lock held: the server ends the session)
 pg_psql "$P" "$db" "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted" >/dev/null
 wait $sqlc || true
-mono_ms t0
-until [ "$(advisory_held)" = 0 ]; do
-  (($(mono_ms) - t0 < 30000)) || fail "lock:/x still held 30 s after the SQL client's session was ended"
-  sleep 0.05
-done
+wait_until 30 advisory_is 0 || fail "lock:/x still held 30 s after the SQL client's session was ended"
 "$IK_BIN" lock --coord "$URI" /x -- sh -c "[ \"\$(PGPASSWORD=$PG_PASSWORD $PG_BIN/psql -h 127.0.0.1 -p $P -U $PG_USER -d $db -Atqc \"SELECT pg_try_advisory_lock(hashtextextended('lock:/x', 0))\")\" = f ]" ||
   fail "a SQL client took lock:/x while idkeeper held it"
 pass "interop: pg_advisory_lock(hashtextextended('lock:/x', 0)) and idkeeper lock /x exclude each other"
