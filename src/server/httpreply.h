@@ -9,7 +9,7 @@
 #ifndef IK_HTTPREPLY_H
 #define IK_HTTPREPLY_H
 
-#include "httputil.h"
+#include "buf.h"
 
 struct ik__pend;
 

@@ -13,9 +13,11 @@
  *   pend.c                   pending answers (pend.h) and the end of a loop
  *   httpreply.c ready.c metrics.c log.c
  *                            HTTP answers; readiness; the metrics registry; the log
- *   reqparse.c resp.c httputil.c
+ *   reqparse.c resp.c httputil.c json.c token.c
  *                            pure: HTTP framing (the only user of the HTTP parser library), the
- *                            RESP parser and writers, buffers and small parsers
+ *                            RESP parser and writers, HTTP request values and routing, JSON,
+ *                            the token's checks
+ *   buf.c                    pure, under all of them: buffers, numbers, abort on ENOMEM
  *
  * Where a lower file must reach a higher one it does so through a function pointer
  * the higher one set: the core reaches a protocol through its ik__proto, a pending
