@@ -32,15 +32,12 @@ URI=$(pg_new_db "$PG_PORT" hz)
 # the reload), then until a new session sees it (the postmaster rereads its files
 # after the signal, asynchronously)
 sync_set() {
-  local want=${1/DEFAULT/on} t0
+  local want=${1/DEFAULT/on}
   pg_psql "$PG_PORT" postgres "ALTER SYSTEM SET synchronous_commit = $1" >/dev/null
   pg_psql "$PG_PORT" postgres "SELECT pg_reload_conf()" >/dev/null
-  mono_ms t0
-  until [ "$(pg_psql "$PG_PORT" postgres "SHOW synchronous_commit")" = "$want" ]; do
-    (($(mono_ms) - t0 < 10000)) || fail "synchronous_commit did not become $want"
-    sleep 0.05
-  done
+  wait_until 10 sync_is "$want" || fail "synchronous_commit did not become $want"
 }
+sync_is() { [ "$(pg_psql "$PG_PORT" postgres "SHOW synchronous_commit")" = "$1" ]; }
 unsafe_set() { sync_set off; }
 unsafe_unset() { sync_set DEFAULT; }
 UNSAFE_SET=unsafe_set UNSAFE_UNSET=unsafe_unset UNSAFE_NAME="synchronous_commit is off"
