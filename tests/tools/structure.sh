@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# structure.sh BUILD_DIR: the tree's shape rules (issue 11, STYLE.md), checked on the
+# structure.sh BUILD_DIR: the tree's shape rules (docs/architecture.md), checked on the
 # build (test "structure" in make test):
 #   1. no call cycle, of any length, among the object files of src/lib, nor among
 #      those of src/server (tests/tools/callcycles.py: each object's undefined symbols
@@ -12,8 +12,11 @@
 #      reach the parser through reqparse.h, so a move to llhttp touches one file pair.
 #   4. zoo_multi and zoo_amulti called only in src/lib/zk_session.c: every multi of
 #      the product goes through ik__zk_multi / ik__zk_amulti, which send none on a
-#      handle whose session the client knows is dead (zk_session.c, invariant S4:
+#      handle whose session the client knows is dead (zk_session.c, invariant ZS4:
 #      the client library aborts on one). Test tools may call them to show why.
+#   5. no "SPEC N" in src/, include/ or tests/: code, messages and tests cite the
+#      repository's own docs (docs/guarantees.md's numbered promises, or the
+#      subsystem's note), never the contract kept outside the repository.
 # Prints every finding and exits 1 if there is one.
 set -uo pipefail
 build=$(cd "${1:?usage: structure.sh BUILD_DIR}" && pwd)
@@ -53,7 +56,11 @@ hits=$(cd "$src" && echo "$cfiles" | grep -v '^src/server/reqparse\.[ch]$' | xar
 [ -z "$hits" ] || no "http_parser named outside src/server/reqparse.* (use reqparse.h's ik__reqp_*, ik__httpresp_*, ik__http_lib_version): $(echo $hits)"
 
 hits=$(cd "$src" && echo "$cfiles" | grep '^src/' | grep -v '^src/lib/zk_session\.c$' | xargs -r grep -lE '\<zoo_a?multi[[:space:]]*\(' --)
-[ -z "$hits" ] || no "zoo_multi/zoo_amulti called outside src/lib/zk_session.c (use ik__zk_multi / ik__zk_amulti: invariant S4): $(echo $hits)"
+[ -z "$hits" ] || no "zoo_multi/zoo_amulti called outside src/lib/zk_session.c (use ik__zk_multi / ik__zk_amulti: invariant ZS4): $(echo $hits)"
+
+hits=$(cd "$src" && grep -rnE 'SPEC [0-9]' src include tests)
+[ -z "$hits" ] || no "a citation of the outside contract (cite docs/guarantees.md's promise N or the subsystem's doc instead):
+$hits"
 
 ((bad == 0)) && echo "structure: no call cycle in src/lib or src/server, no src/lib file over 1,100 lines, no C file but src/server/reqparse.* names http_parser, every multi through zk_session.c"
 exit $bad
