@@ -139,5 +139,7 @@ vh_run() {
   elif [ -n "$left" ]; then
     log "left in the database from the dead host, holding no lock: $(echo "$left" | tr '\n' ';')"
   fi
-  pass "the second lock got /vanish $took ms after the holder's host vanished (--lease-ttl $VH_TTL_MS, bound $VH_BOUND_MS ms; fence $fence1 -> $fence2); the dead lock session left ${gone:+$gone ms after the cut}${gone:-the database with the grant}"
+  local when="with the grant"
+  [ -z "$gone" ] || when="$gone ms after the cut"
+  pass "the second lock got /vanish $took ms after the holder's host vanished (--lease-ttl $VH_TTL_MS, bound $VH_BOUND_MS ms; fence $fence1 -> $fence2); the dead lock session left the database $when"
 }
