@@ -10,7 +10,7 @@
 #      tree (git's tracked *.c and *.h; outside git, those under src, tests and
 #      bench): the daemon, the CLI's HTTP client, the fuzz drivers and the test tools
 #      reach the parser through reqparse.h, so a move to llhttp touches one file pair.
-#   4. zoo_multi and zoo_amulti called only in src/lib/zk_session.c: every multi of
+#   4. zoo_multi and zoo_amulti called only in src/lib/backends/zk/zk_session.c: every multi of
 #      the product goes through ik__zk_multi / ik__zk_amulti, which send none on a
 #      handle whose session the client knows is dead (zk_session.c, invariant S4:
 #      the client library aborts on one). Test tools may call them to show why.
@@ -23,26 +23,32 @@ trap 'rm -rf "$tmp"' EXIT
 bad=0
 no() { echo "structure: FAIL: $*" >&2; bad=1; }
 
-# layer NAME SRCDIR OBJDIR: links the objects of SRCDIR's *.c (from OBJDIR) into
-# $tmp/NAME for callcycles.py.
+# layer NAME OBJDIR FILE...: links the objects of the sources FILE... (paths from
+# the top of the tree; their objects in OBJDIR/PATH.o) into $tmp/NAME for
+# callcycles.py.
 layer() {
-  local name=$1 sdir=$2 odir=$3 f o
+  local name=$1 odir=$2 f o
+  shift 2
   mkdir -p "$tmp/$name"
-  for f in "$sdir"/*.c; do
-    o=$odir/$(basename "$f").o
+  for f in "$@"; do
+    o=$odir/$f.o
     [ -f "$o" ] || { no "no object $o for $f (build first)"; continue; }
     ln -s "$o" "$tmp/$name/$(basename "$f").o"
   done
 }
-layer lib "$src/src/lib" "$build/CMakeFiles/ik_obj.dir/src/lib"
-layer server "$src/src/server" "$build/CMakeFiles/idkeeper.dir/src/server"
+# The library's sources this build compiles (CMakeLists.txt writes the list: a
+# backend switched off has no objects), and those of the daemon.
+[ -r "$build/ik_lib_sources.txt" ] || no "no $build/ik_lib_sources.txt (configure first)"
+mapfile -t libsrc < <(grep . "$build/ik_lib_sources.txt" 2>/dev/null)
+layer lib "$build/CMakeFiles/ik_obj.dir" "${libsrc[@]}"
+layer server "$build/CMakeFiles/idkeeper.dir" $(cd "$src" && ls src/server/*.c)
 /usr/bin/python3 "$src/tests/tools/callcycles.py" "$tmp/lib" "$tmp/server" ||
   no "call cycles among the objects of src/lib or src/server (above)"
 
-for f in "$src"/src/lib/*; do
-  n=$(wc -l <"$f")
-  ((n <= 1100)) || no "src/lib/$(basename "$f") has $n lines (at most 1,100)"
-done
+while read -r f; do
+  n=$(wc -l <"$src/$f")
+  ((n <= 1100)) || no "$f has $n lines (at most 1,100)"
+done < <(cd "$src" && find src/lib -name '*.[ch]' | sort)
 
 if git -C "$src" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
   cfiles=$(git -C "$src" ls-files -- '*.c' '*.h')
@@ -52,8 +58,8 @@ fi
 hits=$(cd "$src" && echo "$cfiles" | grep -v '^src/server/reqparse\.[ch]$' | xargs -r grep -l 'http_parser' --)
 [ -z "$hits" ] || no "http_parser named outside src/server/reqparse.* (use reqparse.h's ik__reqp_*, ik__httpresp_*, ik__http_lib_version): $(echo $hits)"
 
-hits=$(cd "$src" && echo "$cfiles" | grep '^src/' | grep -v '^src/lib/zk_session\.c$' | xargs -r grep -lE '\<zoo_a?multi[[:space:]]*\(' --)
-[ -z "$hits" ] || no "zoo_multi/zoo_amulti called outside src/lib/zk_session.c (use ik__zk_multi / ik__zk_amulti: invariant S4): $(echo $hits)"
+hits=$(cd "$src" && echo "$cfiles" | grep '^src/' | grep -v '^src/lib/backends/zk/zk_session\.c$' | xargs -r grep -lE '\<zoo_a?multi[[:space:]]*\(' --)
+[ -z "$hits" ] || no "zoo_multi/zoo_amulti called outside src/lib/backends/zk/zk_session.c (use ik__zk_multi / ik__zk_amulti: invariant S4): $(echo $hits)"
 
 ((bad == 0)) && echo "structure: no call cycle in src/lib or src/server, no src/lib file over 1,100 lines, no C file but src/server/reqparse.* names http_parser, every multi through zk_session.c"
 exit $bad
