@@ -176,30 +176,6 @@ struct ik__backend_ops {
                        int64_t delta, int64_t *first);
 };
 
-/* The ops tables, named only by coord.c's registry (and the unit tests), and the
- * lock protocols, named only by their backend's ops table. */
-extern const ik__backend_ops ik__backend_local_ops;
-extern const ik__recipe_ops ik__recipe_local_ops;
-#ifdef IK_HAVE_ZK
-extern const ik__backend_ops ik__backend_zk_ops;
-extern const ik__recipe_ops ik__recipe_zk_ops;
-/* zk_uri.c: the zk:// syntax (ik__backend_zk_ops.uri_check). */
-int ik__zk_uri_check(const char *uri, char *why, size_t why_len);
-#endif
-
-#ifdef IK_HAVE_PG
-extern const ik__backend_ops ik__backend_pg_ops; /* backend_pg.c, over backend_sql*.c */
-extern const ik__recipe_ops ik__recipe_pg_ops;
-#endif
-#ifdef IK_HAVE_REDIS
-extern const ik__backend_ops ik__backend_redis_ops;
-extern const ik__backend_ops ik__backend_redis_unix_ops;
-#endif
-#ifdef IK_HAVE_MYSQL
-extern const ik__backend_ops ik__backend_mysql_ops;
-extern const ik__recipe_ops ik__recipe_mysql_ops;
-#endif
-
 /* coord.c: the registry's backends, in order; *n = how many. For tests. */
 const ik__backend_ops *const *ik__coord_backends(size_t *n);
 

@@ -14,8 +14,26 @@ struct ik_coord {
     int test_write_delay_ms; /* IDKEEPER_TEST_WRITE_DELAY_MS at open (tests only) */
 };
 
-/* The backends of this build, in the order the "unknown URI" message names them.
- * A new backend is one line here (backend.h says what else it takes). */
+/* The registry. Each backend lives in its folder, src/lib/backends/NAME/, built
+ * when cmake/backends.cmake's switch IK_WITH_NAME is on (IK_HAVE_NAME); its ops
+ * table is named here and nowhere else. A new backend is one arm of each of the
+ * three lists below (docs/architecture.md, "Adding a backend"). */
+extern const ik__backend_ops ik__backend_local_ops;
+#ifdef IK_HAVE_ZK
+extern const ik__backend_ops ik__backend_zk_ops;
+#endif
+#ifdef IK_HAVE_PG
+extern const ik__backend_ops ik__backend_pg_ops;
+#endif
+#ifdef IK_HAVE_REDIS
+extern const ik__backend_ops ik__backend_redis_ops, ik__backend_redis_unix_ops;
+#endif
+#ifdef IK_HAVE_MYSQL
+extern const ik__backend_ops ik__backend_mysql_ops;
+#endif
+
+/* The backends of this build, in the order the "unknown URI" message, `serve
+ * --help`, the man pages and `idkeeper version` name them (ik__coord_uri_forms). */
 static const ik__backend_ops *const backends[] = {
     &ik__backend_local_ops,
 #ifdef IK_HAVE_ZK

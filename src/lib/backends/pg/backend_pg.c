@@ -19,8 +19,6 @@
  *   SELECT pg_advisory_lock(hashtextextended('lock:/a/b', 0));
  * excludes an idkeeper holder of lock /a/b, and the reverse (docs/recipes.md).
  */
-#ifdef IK_HAVE_PG
-
 #include "internal.h"
 #include "sql_driver.h"
 
@@ -760,5 +758,3 @@ static void pg_client_version(char *buf, size_t len)
 
 IK__SQL_BACKEND(pg, ik__sql_pg_driver, "postgresql", "postgresql://USER@HOST[:PORT]/DB",
                 pg_uri_check, pg_schema, pg_client_version);
-
-#endif

@@ -310,7 +310,8 @@ int ik__sql_leader(ik__backend *be, const char *path, char **id);
 #define IK__SQL_LOCK_SIZE 1024
 
 #define IK__SQL_BACKEND(NAME, DRIVER, SCHEME, URI_FORM, URI_CHECK, SCHEMA, CLIENT_VERSION)         \
-    const ik__recipe_ops ik__recipe_##NAME##_ops = {                                               \
+    extern const ik__backend_ops ik__backend_##NAME##_ops; /* named by coord.c */                  \
+    static const ik__recipe_ops ik__recipe_##NAME##_ops = {                                        \
         .scheme = (SCHEME),                                                                        \
         .lock_size = IK__SQL_LOCK_SIZE,                                                            \
         .lock_init = ik__sql_lock_init,                                                            \
