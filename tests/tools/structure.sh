@@ -14,6 +14,13 @@
 #      the product goes through ik__zk_multi / ik__zk_amulti, which send none on a
 #      handle whose session the client knows is dead (zk_session.c, invariant S4:
 #      the client library aborts on one). Test tools may call them to show why.
+#   5. the folders of src/lib (docs/architecture.md, "Folders"; tests/tools/folders.py
+#      calls): nothing outside backends/ calls into a backend folder but the registry
+#      (coord.c), so core/ and counters/ call none; and no calls between backend
+#      folders, but into a shared layer built with the caller's (pg/ and mysql/ into
+#      sql/).
+#   6. docs/architecture.md's tree names every file under src/, and every file or
+#      folder under src/ it names exists (tests/tools/folders.py tree).
 # Prints every finding and exits 1 if there is one.
 set -uo pipefail
 build=$(cd "${1:?usage: structure.sh BUILD_DIR}" && pwd)
@@ -61,5 +68,10 @@ hits=$(cd "$src" && echo "$cfiles" | grep -v '^src/server/reqparse\.[ch]$' | xar
 hits=$(cd "$src" && echo "$cfiles" | grep '^src/' | grep -v '^src/lib/backends/zk/zk_session\.c$' | xargs -r grep -lE '\<zoo_a?multi[[:space:]]*\(' --)
 [ -z "$hits" ] || no "zoo_multi/zoo_amulti called outside src/lib/backends/zk/zk_session.c (use ik__zk_multi / ik__zk_amulti: invariant S4): $(echo $hits)"
 
-((bad == 0)) && echo "structure: no call cycle in src/lib or src/server, no src/lib file over 1,100 lines, no C file but src/server/reqparse.* names http_parser, every multi through zk_session.c"
+/usr/bin/python3 "$src/tests/tools/folders.py" calls "$src" "$build" ||
+  no "calls into a backend folder from outside it (above; docs/architecture.md, \"Folders\")"
+/usr/bin/python3 "$src/tests/tools/folders.py" tree "$src" ||
+  no "docs/architecture.md's tree and src/ disagree (above)"
+
+((bad == 0)) && echo "structure: no call cycle in src/lib or src/server, no src/lib file over 1,100 lines, no C file but src/server/reqparse.* names http_parser, every multi through zk_session.c, the folder rules kept, the tree of docs/architecture.md complete"
 exit $bad
