@@ -22,7 +22,9 @@
 #     (tests/fixtures/FIXTURE.sh), through tests/conformance/stores/SCHEME.sh.
 # TESTS: the unit tests and fuzz drivers (file names without .c under tests/unit and
 # tests/fuzz) that need the backend's folders; like the folders, they are left out
-# when no backend naming them is on.
+# when no backend naming them is on. An integration test needs a backend by its
+# name (t_FOLDER_*.sh, FOLDER the backend's own folder: t_zk_outage.sh), its
+# fixture ("# fixtures: zk"), its variant (".zk") or a header "# needs: SCHEME".
 #
 # Results, read by CMakeLists.txt, tests/CMakeLists.txt and
 # tests/conformance/CMakeLists.txt (after ik_backends_done):
@@ -33,10 +35,13 @@
 #   IK_BACKEND_DEPS        what the library links with
 #   IK_PC_REQUIRES_PRIVATE, IK_PC_LIBS_PRIVATE   idkeeper.pc's static-link lines
 #   IK_BACKEND_SCHEMES     the conformance backends; IK_CONFORMANCE_FIXTURE_<SCHEME>
+#   IK_BACKENDS_OFF        "SCHEME FIXTURE FOLDER" of each backend that is off: the
+#                          integration tests that need one are not registered
+#                          (tests/CMakeLists.txt, ik_needs_off)
 # and ${CMAKE_BINARY_DIR}/ik_backends.txt, one line per backend, on or off:
 # "NAME ON|OFF DIR...", for the test structure (tests/tools/folders.py).
 set(IK_BACKEND_DIRS local) # local: is in every build (SQLite is not optional)
-set(IK_BACKEND_DIRS_OFF "")
+set(IK_BACKENDS_OFF "")
 set(IK_TESTS_ON "")
 set(IK_TESTS_OFF "")
 set(IK_BACKEND_DEFS "")
@@ -51,10 +56,11 @@ function(ik_backend name)
   string(JOIN " " dirs ${B_DIRS})
   if(NOT IK_WITH_${name})
     file(APPEND ${CMAKE_BINARY_DIR}/ik_backends.txt "${name} OFF ${dirs}\n")
-    list(APPEND IK_BACKEND_DIRS_OFF ${B_DIRS})
+    list(GET B_DIRS 0 own)
     list(APPEND IK_TESTS_OFF ${B_TESTS})
-    set(IK_BACKEND_DIRS_OFF "${IK_BACKEND_DIRS_OFF}" PARENT_SCOPE)
+    list(APPEND IK_BACKENDS_OFF "${B_SCHEME} ${B_FIXTURE} ${own}")
     set(IK_TESTS_OFF "${IK_TESTS_OFF}" PARENT_SCOPE)
+    set(IK_BACKENDS_OFF "${IK_BACKENDS_OFF}" PARENT_SCOPE)
     return()
   endif()
   file(APPEND ${CMAKE_BINARY_DIR}/ik_backends.txt "${name} ON ${dirs}\n")
