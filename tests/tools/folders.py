@@ -142,7 +142,7 @@ def tree(src):
     bad = 0
     for p in named:
         if not os.path.exists(os.path.join(src, p)):
-            print("folders: %s names %s, which is not in the tree" % (DOC, p))
+            print("folders: %s names %s, which does not exist" % (DOC, p))
             bad = 1
     have = set(p for p in named if not p.endswith("/"))
     for f in sorted(files):
