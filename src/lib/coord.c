@@ -104,14 +104,8 @@ int ik_coord_uri_check(const char *uri, char *why, size_t why_len)
         if (has_scheme(uri, left_out[i].scheme))
             return ik__fail(IK_EURI, why, why_len, "this build has no %s backend",
                             left_out[i].what);
-    char forms[256] = "";
-    size_t used = 0;
-    for (size_t i = 0; i < NBACKENDS && used < sizeof forms; i++)
-        used += (size_t)snprintf(forms + used, sizeof forms - used, "%s%s",
-                                 i == 0               ? ""
-                                 : i + 1 == NBACKENDS ? " or "
-                                                      : ", ",
-                                 backends[i]->uri_form);
+    char forms[256];
+    ik__coord_uri_forms(forms, sizeof forms);
     char shown[128];
     return ik__fail(IK_EURI, why, why_len, "unknown coordination URI '%.64s' (use %s)",
                     ik__uri_redact(uri, shown, sizeof shown), forms);
@@ -134,6 +128,24 @@ int ik_coord_schema(const char *uri, char **out, char *why, size_t why_len)
         p += sprintf(p, "%s;\n%s", ops->schema[i], ops->schema[i + 1] ? "\n" : "");
     *out = s;
     return IK_OK;
+}
+
+const char *ik__coord_uri_form(size_t i)
+{
+    return i < NBACKENDS ? backends[i]->uri_form : NULL;
+}
+
+void ik__coord_uri_forms(char *buf, size_t len)
+{
+    size_t used = 0;
+    if (len == 0) return;
+    buf[0] = '\0';
+    for (size_t i = 0; i < NBACKENDS && used < len; i++)
+        used += (size_t)snprintf(buf + used, len - used, "%s%s",
+                                 i == 0               ? ""
+                                 : i + 1 == NBACKENDS ? " or "
+                                                      : ", ",
+                                 backends[i]->uri_form);
 }
 
 const ik__backend_ops *const *ik__coord_backends(size_t *n)

@@ -134,6 +134,22 @@ static void redis_uri_rules(void **st)
 #endif
 }
 
+/* The list `idkeeper version`, `serve --help` and the man pages show is the
+ * registry's: every backend's form, in its order, and nothing after the last. */
+static void the_listed_forms_are_the_registry(void **st)
+{
+    (void)st;
+    size_t n = 0;
+    const ik__backend_ops *const *v = ik__coord_backends(&n);
+    char all[1024];
+    ik__coord_uri_forms(all, sizeof all);
+    for (size_t k = 0; k < n; k++) {
+        assert_string_equal(ik__coord_uri_form(k), v[k]->uri_form);
+        if (!strstr(all, v[k]->uri_form)) fail_msg("'%s' does not name %s", all, v[k]->uri_form);
+    }
+    assert_null(ik__coord_uri_form(n));
+}
+
 /* The registry's table of scheme, NULL if this build has none. */
 static const ik__backend_ops *ops_of(const char *scheme)
 {
@@ -196,6 +212,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(unknown_scheme_lists_every_backend),
+        cmocka_unit_test(the_listed_forms_are_the_registry),
         cmocka_unit_test(each_backend_check_is_reached_through_coord),
         cmocka_unit_test(local_uri_rules),
         cmocka_unit_test(zk_uri_rules),
