@@ -14,10 +14,10 @@
  *     statement with text parameters and text results, a ping, the session
  *     locks, the durability check, and the class of every failure.
  *
- * A new database is one file: a driver table (ik__sql_driver), one
- * IK__SQL_BACKEND line that makes its backend and recipe ops tables from it, its
- * line in coord.c's backends[], its client library in CMakeLists.txt, and a test
- * fixture. Nothing in the generic files changes.
+ * A new database is a driver in a folder of its own: a driver table
+ * (ik__sql_driver) and one IK__SQL_BACKEND line that makes its ops tables from it.
+ * Nothing in the generic files changes. The rest of what it takes is the one list,
+ * docs/architecture.md, "Adding a backend".
  *
  * Statements. Parameters are text (NULL: SQL NULL); each statement's comment below
  * gives them in order, and they appear in that order in the SQL, each once, so
