@@ -1,7 +1,7 @@
 # backends.cmake: the optional store backends, one ik_backend() line each at the end of
 # this file (included by CMakeLists.txt; docs/architecture.md, "Adding a backend").
 #
-# ik_backend(NAME SCHEME <scheme> DIRS <folder>... FIXTURE <fixture> [TESTS <regex>]
+# ik_backend(NAME SCHEME <scheme> DIRS <folder>... [FIXTURE <fixture>] [TESTS <regex>]
 #            [PKG <pkg-config module>] [LIB <library> <header>] [PC_LIBS <flag>...]
 #            [DEFINES <definition>...] [DEPS <target>...] [PC_REQUIRES <module>...])
 #
@@ -12,14 +12,16 @@
 # it is compiled, and no file of it holds an #ifdef around its whole text. When the
 # backend is on:
 #   - its client library is found: PKG names a pkg-config module; LIB a library and
-#     one of its headers, for a client that ships no .pc file;
+#     one of its headers, for a client that ships no .pc file; neither, for a
+#     backend without one;
 #   - the library and its users are compiled with IK_HAVE_<NAME> and DEFINES, and
 #     linked with the client library and DEPS;
 #   - idkeeper.pc names it for static links: the PKG module in Requires.private, or
 #     PC_LIBS (default: -l<library> for LIB) in Libs.private; PC_REQUIRES names the
 #     modules of DEPS;
 #   - the conformance suite runs on SCHEME, with the shared server of FIXTURE
-#     (tests/fixtures/FIXTURE.sh), through tests/conformance/stores/SCHEME.sh.
+#     (tests/fixtures/FIXTURE.sh; none for a store without a server), through
+#     tests/conformance/stores/SCHEME.sh.
 # TESTS: the unit tests and fuzz drivers (file names without .c under tests/unit and
 # tests/fuzz) that need the backend's folders; like the folders, they are left out
 # when no backend naming them is on. An integration test needs a backend by its
@@ -51,14 +53,21 @@ set(IK_BACKEND_SCHEMES "")
 file(WRITE ${CMAKE_BINARY_DIR}/ik_backends.txt "LOCAL ON local\n")
 
 function(ik_backend name)
-  cmake_parse_arguments(B "" "SCHEME;FIXTURE;PKG;TESTS" "DIRS;LIB;PC_LIBS;DEFINES;DEPS;PC_REQUIRES" ${ARGN})
+  cmake_parse_arguments(B "" "SCHEME;FIXTURE;PKG" "DIRS;TESTS;LIB;PC_LIBS;DEFINES;DEPS;PC_REQUIRES" ${ARGN})
+  if(B_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "ik_backend(${name}): unknown arguments ${B_UNPARSED_ARGUMENTS}")
+  endif()
   option(IK_WITH_${name} "Build the ${B_SCHEME}:// backend" ON)
   string(JOIN " " dirs ${B_DIRS})
   if(NOT IK_WITH_${name})
     file(APPEND ${CMAKE_BINARY_DIR}/ik_backends.txt "${name} OFF ${dirs}\n")
     list(GET B_DIRS 0 own)
     list(APPEND IK_TESTS_OFF ${B_TESTS})
-    list(APPEND IK_BACKENDS_OFF "${B_SCHEME} ${B_FIXTURE} ${own}")
+    set(fixture ${B_FIXTURE})
+    if(NOT fixture)
+      set(fixture -)
+    endif()
+    list(APPEND IK_BACKENDS_OFF "${B_SCHEME} ${fixture} ${own}")
     set(IK_TESTS_OFF "${IK_TESTS_OFF}" PARENT_SCOPE)
     set(IK_BACKENDS_OFF "${IK_BACKENDS_OFF}" PARENT_SCOPE)
     return()
@@ -69,6 +78,7 @@ function(ik_backend name)
   set(defs IK_HAVE_${name} ${B_DEFINES})
   set(deps ${B_DEPS})
   set(pc_libs ${B_PC_LIBS})
+  set(incs "")
   if(B_PKG)
     pkg_check_modules(IK_CLIENT_${name} REQUIRED IMPORTED_TARGET ${B_PKG})
     list(APPEND deps PkgConfig::IK_CLIENT_${name})
@@ -76,7 +86,7 @@ function(ik_backend name)
     if(NOT pc_libs)
       string(APPEND IK_PC_REQUIRES_PRIVATE " ${B_PKG}")
     endif()
-  else()
+  elseif(B_LIB)
     list(GET B_LIB 0 lib)
     list(GET B_LIB 1 header)
     find_path(IK_CLIENT_${name}_INCLUDE ${header} REQUIRED)
