@@ -15,8 +15,8 @@
 #                             lock of this test gets besides --coord
 #   conf_coord NAME           a fresh coordination URI of this test's store
 #   conf_slot_free_ms         how long after its holder's kill -9 a slot is free at
-#                             the latest (SPEC 3 rule 2)
-#   conf_slot_wait_ms         the default --slot-wait (SPEC 3 rule 4)
+#                             the latest (docs/guarantees.md promise 7)
+#   conf_slot_wait_ms         the default --slot-wait (docs/guarantees.md promise 9)
 #   conf_slot_record URI APP W  an independent reading of slot W's time record (Unix ms)
 #   conf_patient_args         options for a client that must not lose its session
 #                             while a loaded machine starves the store for seconds

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# structure.sh BUILD_DIR: the tree's shape rules (issue 11, STYLE.md), checked on the
+# structure.sh BUILD_DIR: the tree's shape rules (docs/architecture.md), checked on the
 # build (test "structure" in make test):
 #   1. no call cycle, of any length, among the object files of src/lib, nor among
 #      those of src/server (tests/tools/callcycles.py: each object's undefined symbols
@@ -12,14 +12,17 @@
 #      reach the parser through reqparse.h, so a move to llhttp touches one file pair.
 #   4. zoo_multi and zoo_amulti called only in src/lib/backends/zk/zk_session.c: every multi of
 #      the product goes through ik__zk_multi / ik__zk_amulti, which send none on a
-#      handle whose session the client knows is dead (zk_session.c, invariant S4:
+#      handle whose session the client knows is dead (zk_session.c, invariant ZS4:
 #      the client library aborts on one). Test tools may call them to show why.
-#   5. the folders of src/lib (docs/architecture.md, "Folders"; tests/tools/folders.py
+#   5. no "SPEC N" in src/, include/ or tests/: code, messages and tests cite the
+#      repository's own docs (docs/guarantees.md's numbered promises, or the
+#      subsystem's note), never the contract kept outside the repository.
+#   6. the folders of src/lib (docs/architecture.md, "Folders"; tests/tools/folders.py
 #      calls): nothing outside backends/ calls into a backend folder but the registry
 #      (coord.c), so core/ and counters/ call none; and no calls between backend
 #      folders, but into a shared layer built with the caller's (pg/ and mysql/ into
 #      sql/).
-#   6. docs/architecture.md's tree names every file under src/, and every file or
+#   7. docs/architecture.md's tree names every file under src/, and every file or
 #      folder under src/ it names exists (tests/tools/folders.py tree).
 # Prints every finding and exits 1 if there is one.
 set -uo pipefail
@@ -66,7 +69,11 @@ hits=$(cd "$src" && echo "$cfiles" | grep -v '^src/server/reqparse\.[ch]$' | xar
 [ -z "$hits" ] || no "http_parser named outside src/server/reqparse.* (use reqparse.h's ik__reqp_*, ik__httpresp_*, ik__http_lib_version): $(echo $hits)"
 
 hits=$(cd "$src" && echo "$cfiles" | grep '^src/' | grep -v '^src/lib/backends/zk/zk_session\.c$' | xargs -r grep -lE '\<zoo_a?multi[[:space:]]*\(' --)
-[ -z "$hits" ] || no "zoo_multi/zoo_amulti called outside src/lib/backends/zk/zk_session.c (use ik__zk_multi / ik__zk_amulti: invariant S4): $(echo $hits)"
+[ -z "$hits" ] || no "zoo_multi/zoo_amulti called outside src/lib/backends/zk/zk_session.c (use ik__zk_multi / ik__zk_amulti: invariant ZS4): $(echo $hits)"
+
+hits=$(cd "$src" && grep -rnE 'SPEC [0-9]' src include tests)
+[ -z "$hits" ] || no "a citation of the outside contract (cite docs/guarantees.md's promise N or the subsystem's doc instead):
+$hits"
 
 /usr/bin/python3 "$src/tests/tools/folders.py" calls "$src" "$build" ||
   no "calls into a backend folder from outside it (above; docs/architecture.md, \"Folders\")"

@@ -1,4 +1,4 @@
-/* lease.c: the worker-slot lease (SPEC 3), generic over backends.
+/* lease.c: the worker-slot lease (docs/guarantees.md promises 6-13), generic over backends.
  *
  * A lease holds one slot and drives one generator. Its thread writes the slot's
  * time record every persist_interval/2 (start to start) as max(record, now + ahead), where ahead is
@@ -213,7 +213,7 @@ static void reacquire(ik_slot_lease *l)
     }
 }
 
-/* The first slot (SPEC 3 rule 4): while the range is full, tries again every
+/* The first slot (docs/guarantees.md promise 9): while the range is full, tries again every
  * 500 ms for slot_wait_ms, ACQUIRING meanwhile with why saying so; once it waits,
  * a store that does not answer is waited on too, and a session that ends during
  * the wait is replaced (recover, as reacquire does) and the wait goes on. 0 once

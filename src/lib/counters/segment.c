@@ -8,13 +8,13 @@
  * waiters).
  *
  * Invariants
- *   S1. Every block handed to this allocator was taken by one durable advance, so
+ *   SG1. Every block handed to this allocator was taken by one durable advance, so
  *       no other allocator (here or on another server) holds any of its IDs.
- *   S2. Blocks of one tag are loaded one at a time, each above the one before (the
+ *   SG2. Blocks of one tag are loaded one at a time, each above the one before (the
  *       store's max_id only grows), and are consumed in load order; so the IDs of
  *       one tag increase within this allocator, across calls and threads.
- *   S3. An ID leaves a block at most once: `next` only moves forward under the mutex.
- *   S4. A tag holds at most two blocks, and no block is dropped while it has IDs
+ *   SG3. An ID leaves a block at most once: `next` only moves forward under the mutex.
+ *   SG4. A tag holds at most two blocks, and no block is dropped while it has IDs
  *       left: a waiter that needs more than the blocks hold takes them all (its IDs
  *       accumulate in the waiter) before the loader takes the next block, so a new
  *       block always finds the current one or the next one empty.
@@ -24,8 +24,8 @@
  * a request for an unknown name goes to the loader as a probe, so random names cost
  * no memory once answered.
  *
- * Block size (SPEC 2, Leaf's rule): the first block of a tag is the tag's step; after
- * that a block loaded less than grow_below_ms after the one before doubles (up to
+ * Block size (docs/guarantees.md promise 3, Leaf's rule): the first block of a tag is the tag's
+ * step; after that a block loaded less than grow_below_ms after the one before doubles (up to
  * max_step), one loaded more than shrink_above_ms after halves (not below the step).
  */
 #include "backend.h"
@@ -315,7 +315,7 @@ static size_t serve_waiters(seg_tag *t, int fail_status, int64_t now, done_item 
             st = IK_ENOMEM;
         } else if (fail_status == 0) {
             int64_t have = avail(t), need = (int64_t)(w->n - w->got);
-            if (have < need) { /* S4: drain the blocks into the head waiter, load more */
+            if (have < need) { /* SG4: drain the blocks into the head waiter, load more */
                 take(t, (size_t)have, w->ids + w->got);
                 w->got += (size_t)have;
                 break;

@@ -8,16 +8,16 @@
  * concurrency while latency stays about one store write.
  *
  * Invariants
- *   Q1. An ID is handed out only after the write that advanced max_id past it was
+ *   SQ1. An ID is handed out only after the write that advanced max_id past it was
  *       acknowledged as durable (the backend's tag_advance returned 0).
- *   Q2. The ranges of one write are handed out whole: [first, first + total) is
+ *   SQ2. The ranges of one write are handed out whole: [first, first + total) is
  *       split among that write's requests without a hole, so across the fleet the IDs
  *       of a tag form one contiguous run, except for ranges whose requests were lost
  *       with a dying server (committed, never answered).
- *   Q3. A write whose outcome is unknown (IK_EINDOUBT) hands out nothing; its range,
+ *   SQ3. A write whose outcome is unknown (IK_EINDOUBT) hands out nothing; its range,
  *       if it was recorded, stays unused. The backend resolves doubt where it can
  *       (see zookeeper.md); a residual gap is reported in the logs.
- *   Q4. A request withdrawn by ik_sequence_cancel() is in no write: the committer
+ *   SQ4. A request withdrawn by ik_sequence_cancel() is in no write: the committer
  *       takes a tag's queue whole under s->mu, so a request is either still queued
  *       (and cancel unlinks it) or in the batch of a write (and cancel does not find
  *       it). A batch left empty by cancels writes nothing.

@@ -1,5 +1,5 @@
-/* recipe.c: locks, read-write locks and leader election over any backend (SPEC 6):
- * argument checks, the path rule, and the election's campaign thread. The lock
+/* recipe.c: locks, read-write locks and leader election over any backend (docs/guarantees.md
+ * promises 19-21): argument checks, the path rule, and the election's campaign thread. The lock
  * protocol is the one the coord's backend carries (ik__backend_ops.recipe): this
  * file names no backend.
  *
@@ -347,7 +347,7 @@ static int elect_nap(ik_election *e, int64_t ms)
  * or the election resigns. The queue holds only this grant's notices: it was
  * emptied before the acquire, and a released grant sends none. Leadership is
  * reported (HELD, "leading") only while no notice is pending and the lock's own
- * state, which checks the session (Z1 in recipe_zk.c), says HELD; a grant whose
+ * state, which checks the session (ZL1 in recipe_zk.c), says HELD; a grant whose
  * first notice is IN_DOUBT or LOST reports that instead (E2). Returns 1 if asked
  * to stop. */
 static int lead(ik_election *e)

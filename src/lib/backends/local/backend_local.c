@@ -353,7 +353,7 @@ static int local_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__
     nr.since_ms = ik__wall_ms();
     rc = write_record(fd, &nr);
     /* a new file's record is on disk; its name must be too, or a power cut could
-     * take the time record away (SPEC 3 rule 6) */
+     * take the time record away (docs/guarantees.md promise 11) */
     if (!rc && fresh) rc = sync_slot_dirs(b, req->app);
     if (rc) {
         close(fd);

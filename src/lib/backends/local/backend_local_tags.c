@@ -12,7 +12,7 @@
  * synchronous=FULL: an advance that returned is on disk, and survives a crash of the
  * process or of the machine. A busy database is waited for (busy_timeout 10 s).
  *
- * Invariant T1: max_id of a tag never decreases; every ID handed out lies below it.
+ * Invariant LT1: max_id of a tag never decreases; every ID handed out lies below it.
  */
 #include "backend_local.h"
 #include "internal.h"

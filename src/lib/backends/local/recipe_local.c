@@ -263,16 +263,10 @@ static int list_tickets(const char *qdir, uint64_t below, char only, int ascendi
         ticket_ref t;
         if (parse_ticket(e->d_name, &t.seq, &t.kind)) continue;
         if ((below && t.seq >= below) || (only && t.kind != only)) continue;
-        if (n == cap) {
-            size_t nc = cap ? cap * 2 : 16;
-            ticket_ref *nv = realloc(v, nc * sizeof *nv);
-            if (!nv) {
-                free(v);
-                closedir(d);
-                return IK_ENOMEM;
-            }
-            v = nv;
-            cap = nc;
+        if (ik__grow((void **)&v, &cap, n, sizeof *v, 16)) {
+            free(v);
+            closedir(d);
+            return IK_ENOMEM;
         }
         v[n++] = t;
     }

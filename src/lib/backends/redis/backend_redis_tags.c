@@ -5,20 +5,20 @@
  * scripts and the key layout; docs/redis.md how to adopt an existing key).
  *
  * Invariants
- *   T1. A counter only goes up: creating a tag on an existing integer key keeps it
+ *   RT1. A counter only goes up: creating a tag on an existing integer key keeps it
  *       (or raises it to start - 1), and an advance whose counter key is missing
  *       refuses (IK_ESTORE) rather than start again from 0.
- *   T2. An advance is handed out only once the script's answer was read and, with
+ *   RT2. An advance is handed out only once the script's answer was read and, with
  *       --redis-wait-replicas N, WAIT counted N replicas; otherwise IK_EINDOUBT and
  *       the range (if it was recorded) is never handed out.
- *   T3. Every advance carries this backend object's next write number SEQ; the
+ *   RT3. Every advance carries this backend object's next write number SEQ; the
  *       script refuses a SEQ not above the last one run for the tag (the writer
  *       key tagw/TAG/NONCE, PX WRITER_TTL_MS from its last write, keeps it as
  *       "last") and records "SEQ VALUE" in the key's ring of the tag's last
  *       TAG_KEPT advances, raising the key's "floor" to the SEQ it pushes out. So
  *       once a later advance of the tag ran, a write in doubt either ran (its SEQ is
  *       in the ring, or at or below the floor) or never will.
- *   T4. The doubts of a tag (at most TAG_KEPT, oldest first) are all carried by its
+ *   RT4. The doubts of a tag (at most TAG_KEPT, oldest first) are all carried by its
  *       next advance, which reads each one's own SEQ in the ring before taking its
  *       slot, and are all settled by the first one that runs: a SEQ found is a
  *       recorded range, logged "tag gap tag=T first=A count=K" at its exact first
@@ -27,11 +27,11 @@
  *       never will ("tag doubt settled"); anything else cannot be placed and is
  *       logged "tag gap tag=T first=? count=K", as is the oldest doubt of a tag
  *       that would hold more than TAG_KEPT. No doubt ends without a line.
- *   T5. At close no later advance will carry the doubts still kept, so the close
+ *   RT5. At close no later advance will carry the doubts still kept, so the close
  *       settles them (ik__redis_tags_close): per tag one script, TAG_SETTLE, that
  *       raises the writer key's "last" to a SEQ above every one sent (so a write
- *       still on its way can no longer run: T3's refusal) and reads each doubt's
- *       SEQ in the ring, settled as in T4. A tag whose script gets no answer
+ *       still on its way can no longer run: RT3's refusal) and reads each doubt's
+ *       SEQ in the ring, settled as in RT4. A tag whose script gets no answer
  *       within IK__REDIS_SETTLE_MS of the close's start, or is not sent (a store
  *       hazard refused: the fence is a write), logs each doubt as "tag gap
  *       tag=T first=? count=K why=maybe_recorded", before the close returns (the
@@ -306,7 +306,7 @@ static int take_doubts(struct ik__redis_tags *t, const char *app, const char *na
     return n;
 }
 
-/* Logs the gap of a range that cannot be placed (T4): never silently. */
+/* Logs the gap of a range that cannot be placed (RT4): never silently. */
 #define MAYBE_RECORDED "a write whose answer was lost may have recorded them, "
 static void log_unplaced(const char *app, const char *name, const tag_doubt *d, const char *why)
 {
@@ -363,7 +363,7 @@ static void keep_doubts(struct ik__redis_tags *t, const char *app, const char *n
                      g ? why : MAYBE_RECORDED "and there was no memory to keep its doubt");
 }
 
-/* Settles doubt d (T4) from what the advance just run answered: found, the value
+/* Settles doubt d (RT4) from what the advance just run answered: found, the value
  * its SEQ recorded ("" if the ring does not hold it; NULL: no answer for it), and
  * floor, the ring's floor before. */
 static void settle(const char *app, const char *name, const tag_doubt *d, const redisReply *found,
@@ -405,7 +405,7 @@ int ik__redis_tag_advance(ik__backend *be, const char *app, const char *name, ik
     snprintf(sub, sizeof sub, "tagw/%s/%s", name, b->tags->nonce);
     ik__redis_key(rc, app, sub, writer, sizeof writer);
     tag_doubt carried[TAG_KEPT];
-    int nc = take_doubts(b->tags, app, name, carried); /* T4: all of them */
+    int nc = take_doubts(b->tags, app, name, carried); /* RT4: all of them */
     pthread_mutex_lock(&b->tags->mu);
     uint64_t seq = ++b->tags->seq;
     pthread_mutex_unlock(&b->tags->mu);
@@ -438,7 +438,7 @@ int ik__redis_tag_advance(ik__backend *be, const char *app, const char *name, ik
     if (!e && r && r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
         r->element[0]->type == REDIS_REPLY_INTEGER)
         code = r->element[0]->integer;
-    if (code == 0) { /* T4: it ran, so every doubt it carried is settled */
+    if (code == 0) { /* RT4: it ran, so every doubt it carried is settled */
         uint64_t floor = 0;
         if (r->elements >= 3 && r->element[2]->type == REDIS_REPLY_STRING)
             floor = strtoull(r->element[2]->str, NULL, 10);
@@ -450,7 +450,7 @@ int ik__redis_tag_advance(ik__backend *be, const char *app, const char *name, ik
         keep_doubts(b->tags, app, name, carried, nc); /* not settled yet */
     }
     if (e == IK_EINDOUBT || (code == 0 && waited < rc->wait_replicas)) {
-        /* T2: maybe (or surely, but not replicated) recorded: never handed out */
+        /* RT2: maybe (or surely, but not replicated) recorded: never handed out */
         if (code == 0 && waited < rc->wait_replicas) {
             int64_t v;
             if (r->elements >= 2 && r->element[1]->type == REDIS_REPLY_STRING &&
@@ -523,7 +523,7 @@ int ik__redis_tag_advance(ik__backend *be, const char *app, const char *name, ik
     return e;
 }
 
-/* T5: one tag's doubts at close, settled by TAG_SETTLE within the close's deadline
+/* RT5: one tag's doubts at close, settled by TAG_SETTLE within the close's deadline
  * (mono ns), or logged as gaps of unknown place. */
 static void settle_at_close(ik__redis_backend *b, const tag_doubts *g, int64_t deadline_ns)
 {
@@ -585,7 +585,7 @@ void ik__redis_tags_close(ik__redis_backend *b)
     if (!b->tags) return;
     int64_t deadline_ns = ik__mono_ns() + (int64_t)IK__REDIS_SETTLE_MS * 1000000;
     for (tag_doubts *g = b->tags->doubts; g; g = g->next)
-        settle_at_close(b, g, deadline_ns); /* T5: no other call runs now */
+        settle_at_close(b, g, deadline_ns); /* RT5: no other call runs now */
     tags_free(b->tags);
     b->tags = NULL;
 }

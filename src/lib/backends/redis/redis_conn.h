@@ -184,7 +184,7 @@ int ik__redis_slots_list(ik__backend *be, const char *app, ik_slot_info **out, s
 
 int ik__redis_tags_new(struct ik__redis_tags **out);
 /* The close's part of the tags, before the client closes: settles every doubt still
- * open (T5 in backend_redis_tags.c: one fenced read of each tag's writer key, all
+ * open (RT5 in backend_redis_tags.c: one fenced read of each tag's writer key, all
  * within IK__REDIS_SETTLE_MS), each one logged, then frees b->tags. */
 #define IK__REDIS_SETTLE_MS 2000
 void ik__redis_tags_close(ik__redis_backend *b);

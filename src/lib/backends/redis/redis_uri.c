@@ -113,7 +113,7 @@ int ik__redis_uri_parse(const char *uri, ik__redis_target *out, char *why, size_
             if (!name_char(*c)) goto bad_user;
         memcpy(t->user, h, (size_t)(ue - h));
         t->user[ue - h] = '\0';
-        if (colon && ik__uri_decode(colon + 1, (size_t)(at - colon - 1), t->password,
+        if (colon && ik__pct_decode(colon + 1, (size_t)(at - colon - 1), t->password,
                                     sizeof t->password) < 0) /* as psql: "p%40ss" is "p@ss" */
             return ik__fail(IK_EURI, why, why_len,
                             "the password in the redis URI is over %zu bytes, or has a bad "

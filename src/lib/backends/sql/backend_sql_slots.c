@@ -10,16 +10,16 @@
  * traffic never delays a renewal.
  *
  * Invariants
- *   S1. Two holders never hold one row: a take needs the row expired by the
+ *   SSL1. Two holders never hold one row: a take needs the row expired by the
  *       database's clock, under the row's lock; a renewal needs the token and the
  *       row unexpired, so a holder whose row expired (even if nobody took it)
  *       learns IK_ELOST and takes a slot again, with the floor from the record.
- *   S2. A holder proves its lease only until SAFE(ttl) after the *send* time of its
+ *   SSL2. A holder proves its lease only until SAFE(ttl) after the *send* time of its
  *       last acknowledged renewal (or take), by its own BOOTTIME clock: the row's
  *       expiry was set by the database after that send, ttl later, so with clocks
  *       that run at rates within a third of each other the holder stops before any
  *       other can take the row.
- *   S3. The record in the row only grows (GREATEST), except at a clean release.
+ *   SSL3. The record in the row only grows (GREATEST), except at a clean release.
  *
  *   slot_acquire: scan -> candidate -> BEGIN, LOCK, TAKE | INSERT, COMMIT
  *   slot_persist: the hazard gate (backend_sql_hazards.c): refused -> IK_EUNSAFE,
@@ -35,7 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The part of the TTL a holder issues for after its last renewal was sent (S2). */
+/* The part of the TTL a holder issues for after its last renewal was sent (SSL2). */
 #define SAFE_NS(ttl_ms) ((int64_t)(ttl_ms)*2 / 3 * 1000000)
 
 typedef struct sql_slot {

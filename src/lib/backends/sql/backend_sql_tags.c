@@ -22,7 +22,7 @@
  * and the caller owns [max_id - delta, max_id), as a Leaf server owns
  * [max_id - step, max_id) after its own.
  *
- * Invariant T1 (as on local: and zk://): max_id never decreases, and every range
+ * Invariant ST1 (as LT1 on local: and ZT1 on zk://): max_id never decreases, and every range
  * handed out lies below it and belongs to one caller: the row lock of the UPDATE
  * serialises every writer, Leaf's included. A failure before the COMMIT was sent
  * leaves nothing done (IK_ESTORE); a COMMIT without an answer may have applied
@@ -33,21 +33,21 @@
  * idk_commit_mark with its write number; a later read of that row under the tag's
  * row lock says whether it applied.
  *
- *   T5. A writer identity (a lane: this backend's random id and a lane number) is
+ *   ST5. A writer identity (a lane: this backend's random id and a lane number) is
  *       held by one advance at a time (lane_get .. lane_release), so the write
  *       numbers of a lane's row only ever come from one advance after another, in
  *       increasing order. Two ik_sequence on one coord, or any two committers,
  *       never read each other's mark as their own (a row of a shared writer would
  *       show a later write of the other committer as ours: a duplicate).
- *   T6. No write goes out on a tag while a doubt of that tag is unsettled and
+ *   ST6. No write goes out on a tag while a doubt of that tag is unsettled and
  *       unclaimed (settle_open first; it fails the write if it cannot settle), and
- *   T7. a lane with an open doubt stays taken until that doubt is settled: its row
+ *   ST7. a lane with an open doubt stays taken until that doubt is settled: its row
  *       changes only by the write in doubt itself.
- *   T8. Marks are pruned at open when older than a day (ik__sql_marks_prune), and a
+ *   ST8. Marks are pruned at open when older than a day (ik__sql_marks_prune), and a
  *       backend that closes with every doubt settled deletes its own. A doubt older
  *       than IK__SQL_MARK_TRUST_MS whose lane has no row at all is therefore not
  *       settled as "did not apply" but logged as maybe_recorded.
- *   T9. No doubt ends without a line: settled in the call (handed out, or nothing
+ *   ST9. No doubt ends without a line: settled in the call (handed out, or nothing
  *       to log since nothing applied), by a later advance of its tag, or at close
  *       (ik__sql_tags_close: one read each within IK__SQL_SETTLE_MS; what is not
  *       read by then is logged "tag gap ... why=maybe_recorded" and goes through
@@ -62,7 +62,7 @@
 #include <time.h>
 
 #define BIZ_TAG_MAX IK__SQL_BIZ_MAX
-/* T8: half the marks' pruning age (a day), for the difference of clock rates */
+/* ST8: half the marks' pruning age (a day), for the difference of clock rates */
 #define IK__SQL_MARK_TRUST_MS (12 * 3600 * 1000LL)
 
 /* The biz_tag of app's tag name into out: 0, or IK_EINVAL if over 128 bytes. */
@@ -301,7 +301,7 @@ static int lane_get(ik__sql_backend *b)
     return lane;
 }
 
-/* Frees lane unless an open doubt was written as it (T7). Caller holds b->mu. */
+/* Frees lane unless an open doubt was written as it (ST7). Caller holds b->mu. */
 static void lane_release_locked(ik__sql_backend *b, int lane)
 {
     for (int i = 0; i < IK__SQL_DOUBTS; i++)
@@ -354,7 +354,7 @@ static void log_gap(const struct ik__sql_doubt *g, const char *why, const char *
 
 /* Logs how a doubt was settled by committed()'s answer got (1 or 0). A lane with no
  * mark at all is trusted only while the doubt is younger than half a day: marks a
- * day old are pruned at open (T8), so an older one's mark may have been deleted. */
+ * day old are pruned at open (ST8), so an older one's mark may have been deleted. */
 static void settle_log(const struct ik__sql_doubt *g, int got, int no_row)
 {
     if (got == 1)
@@ -371,7 +371,7 @@ static void settle_log(const struct ik__sql_doubt *g, int got, int no_row)
 
 /* Settles every open doubt of biz on c, before a new write: 0 (none left but those
  * another call is settling now), or a driver class (one still open: the caller
- * writes nothing, T6). */
+ * writes nothing, ST6). */
 static int settle_open(ik__sql_backend *b, ik__sql_conn *c, const char *biz)
 {
     for (;;) {
@@ -401,7 +401,7 @@ static int settle_open(ik__sql_backend *b, ik__sql_conn *c, const char *biz)
     }
 }
 
-/* Keeps a doubt that could not be settled in the call (its lane stays taken, T7);
+/* Keeps a doubt that could not be settled in the call (its lane stays taken, ST7);
  * a full table logs the oldest as a gap (it may have committed). */
 static void keep_doubt(ik__sql_backend *b, const struct ik__sql_doubt *g)
 {
@@ -452,7 +452,7 @@ void ik__sql_tags_close(ik__backend *be)
     if (!b->opened) return;
     int64_t deadline = ik__mono_ms() + IK__SQL_SETTLE_MS;
     int open_left = 0;
-    for (int i = 0; i < IK__SQL_DOUBTS; i++) { /* T9: no other call runs now */
+    for (int i = 0; i < IK__SQL_DOUBTS; i++) { /* ST9: no other call runs now */
         struct ik__sql_doubt g = b->doubt[i];
         if (!g.write_no) continue;
         b->doubt[i].write_no = 0;
@@ -474,7 +474,7 @@ void ik__sql_tags_close(ik__backend *be)
         log_gap(&g, "maybe_recorded", what);
         open_left++;
     }
-    /* our marks serve no one once our doubts are settled (T8) */
+    /* our marks serve no one once our doubts are settled (ST8) */
     if (b->writes == 0 || open_left || ik__mono_ms() >= deadline) return;
     char pattern[40];
     snprintf(pattern, sizeof pattern, "%.30s%%", b->writer);
@@ -555,7 +555,7 @@ int ik__sql_tag_advance(ik__backend *be, const char *app, const char *name, ik_t
     if (delta <= 0) return IK_EINVAL;
     if (biz_tag(app, name, biz, sizeof biz, NULL, 0)) return IK_ENOTFOUND;
     /* a sequence write carries a mark of its lane, so that a lost COMMIT answer is
-     * settled (T5, T6) */
+     * settled (ST5, ST6) */
     int lane = kind == IK_TAG_SEQUENCE ? lane_get(b) : -1;
     int rc = advance_lane(b, app, name, kind, biz, delta, lane, first);
     if (lane >= 0) lane_release(b, lane);

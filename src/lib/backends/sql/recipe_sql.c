@@ -24,13 +24,13 @@
  *   HELD, IN_DOUBT, LOST --sql_release (monitor joined, unlock, close)--> IDLE
  *
  * Invariants
- *   Q1. HELD only while the session that took the lock answered a ping within the
+ *   SL1. HELD only while the session that took the lock answered a ping within the
  *       last PING_WAIT_MS + PING_MS (or just took it); a dead session is LOST.
- *   Q2. Only the monitor uses the connection while the lock is held; release
+ *   SL2. Only the monitor uses the connection while the lock is held; release
  *       joins it first, so one thread at a time uses a connection.
- *   Q3. The fence only grows: it is advanced after the grant, under the lock, in
+ *   SL3. The fence only grows: it is advanced after the grant, under the lock, in
  *       a committed transaction; a fence in doubt fails the acquire.
- *   Q4. No callback is made while lk->mu is held.
+ *   SL4. No callback is made while lk->mu is held.
  */
 #include "backend_sql.h"
 #include "internal.h"
@@ -41,7 +41,7 @@
 #include <string.h>
 #include <time.h>
 
-#define PING_MS 500       /* a ping every half second (SPEC: every second or faster) */
+#define PING_MS 500       /* a ping every half second (docs/recipes.md: every second or faster) */
 #define PING_WAIT_MS 1000 /* no answer this long: in doubt */
 
 typedef struct sql_lock {

@@ -43,21 +43,21 @@ static int host_char(char c)
            c == '-' || c == '_';
 }
 
-/* 1 if the n bytes at s percent-decode (ik__uri_decode). */
+/* 1 if the n bytes at s percent-decode (ik__pct_decode). */
 static int decodes(const char *s, size_t n)
 {
     char *tmp = malloc(n + 1);
-    int ok = tmp && ik__uri_decode(s, n, tmp, n + 1) >= 0;
+    int ok = tmp && ik__pct_decode(s, n, tmp, n + 1) >= 0;
     if (tmp) memset(tmp, 0, n + 1);
     free(tmp);
     return ok;
 }
 
-/* The password of [s, s + n), percent-decoded (ik__uri_decode), or NULL. */
+/* The password of [s, s + n), percent-decoded (ik__pct_decode), or NULL. */
 static char *decoded(const char *s, size_t n)
 {
     char *out = malloc(n + 1);
-    if (out && ik__uri_decode(s, n, out, n + 1) < 0) {
+    if (out && ik__pct_decode(s, n, out, n + 1) < 0) {
         memset(out, 0, n + 1);
         free(out);
         out = NULL;

@@ -9,6 +9,7 @@
  * worker sets' array.
  */
 #include "backend_zk.h"
+#include "internal.h"
 #include "zk_session.h"
 
 #include <inttypes.h>
@@ -197,13 +198,7 @@ int ik__zk_wset_add(ik__zk_wset *s, uint32_t w)
 {
     size_t lo;
     if (wset_find(s, w, &lo)) return 0;
-    if (s->n == s->cap) {
-        size_t cap = s->cap ? s->cap * 2 : 64;
-        uint32_t *v = realloc(s->v, cap * sizeof *v);
-        if (!v) return -1;
-        s->v = v;
-        s->cap = cap;
-    }
+    if (ik__grow((void **)&s->v, &s->cap, s->n, sizeof *s->v, 64)) return -1;
     memmove(s->v + lo + 1, s->v + lo, (s->n - lo) * sizeof *s->v);
     s->v[lo] = w;
     s->n++;
@@ -353,7 +348,7 @@ int ik__zk_doubt_resolve(const ik__zk_doubt *d, const ik__zk_counter *n, uint64_
 int ik__zk_doubt_add(ik__zk_doubt *d, const ik__zk_counter *n, int64_t delta, uint64_t count)
 {
     if (d->open && (d->version != n->version || d->czxid != n->czxid))
-        return -1; /* cannot happen (T2): a doubt is settled before another version */
+        return -1; /* cannot happen (ZT2): a doubt is settled before another version */
     if (!d->open) {
         memset(d, 0, sizeof *d);
         d->open = 1;

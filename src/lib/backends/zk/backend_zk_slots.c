@@ -20,22 +20,22 @@
  * requests of an expired one).
  *
  * Invariants
- *   Z1. A slot node is never deleted by idkeeper; its version grows with every
+ *   ZSL1. A slot node is never deleted by idkeeper; its version grows with every
  *       write, and every holder writes it when it takes the slot. So "our last
  *       version still matches" proves nobody took the slot since.
- *   Z2. slot_persist reports success only for a write the server acknowledged on
+ *   ZSL2. slot_persist reports success only for a write the server acknowledged on
  *       the current session; the lease is then proven until the monotonic time the
  *       request was sent plus 2/3 of the negotiated session timeout (the server
  *       cannot expire the session before send + timeout), however late the answer
  *       came: a write parked unanswered by one call proves, with its own record,
  *       when the next call finds it acknowledged.
- *   Z3. A write whose answer was lost (connection loss) leaves the slot "in doubt":
+ *   ZSL3. A write whose answer was lost (connection loss) leaves the slot "in doubt":
  *       its version is unknown. The next write that meets ZBADVERSION reads the
  *       node back and adopts it only if the data carries our own session id.
- *   Z4. One live slot handle per (app, worker) per backend: the handle list keeps
+ *   ZSL4. One live slot handle per (app, worker) per backend: the handle list keeps
  *       an owner node left by this session (after slot_forget) from being adopted
  *       twice.
- *   Z5. An owner node this session may have created and no handle holds is in the
+ *   ZSL5. An owner node this session may have created and no handle holds is in the
  *       orphan list (remember_orphan) until an answer shows it is not ours, a take
  *       adopts it, or release_orphans deletes it: a take whose answer is lost, and
  *       the checks after it, never leave a slot held by nobody.
@@ -99,7 +99,7 @@ struct zk_slot {
     int64_t found_ms;  /* record found at acquisition (the floor) */
     int64_t record_ms; /* highest record we know is written */
     int64_t since_ms;
-    int in_doubt;            /* a write's outcome is unknown (Z3) */
+    int in_doubt;            /* a write's outcome is unknown (ZSL3) */
     int64_t proven_until_ns; /* set by the take: its send time + the safe window */
     zk_wait *pending;        /* a persist sent, not yet answered */
 };
@@ -445,7 +445,7 @@ static int try_take(zk_backend *b, zk_conn *c, const ik__slot_request *req, uint
     if (ik__zk_doubtful(zrc)) {
         /* Did it land? Only an owner node of our own session says yes. Until an
          * answer says it did not, the slot is remembered as maybe ours, so that no
-         * owner node of this session is ever left without a handle (Z5). */
+         * owner node of this session is ever left without a handle (ZSL5). */
         struct Stat ost;
         int erc = ik__zk_conn_wait(&b->zc, c, ik__zk_connect_wait_ms(b->zc.timeout_ms)) == IK_OK
                       ? zoo_exists(c->zh, s->owner_path, 0, &ost)
@@ -540,7 +540,7 @@ static int acquire_pass(zk_backend *b, zk_conn *c, const ik__slot_request *req, 
     /* 1. An owner node of this very session that no handle has (a slot the lease
      *    forgot while its session lived on, or a take whose answer was lost). */
     /* Each orphan is tried once a pass (taken out of the list first); one whose
-     * fate is still unknown goes back to the list (Z5). */
+     * fate is still unknown goes back to the list (ZSL5). */
     uint32_t w, ws[16];
     int nw = 0;
     while (nw < 16 && pop_orphan(b, req->app, session, req->worker_min, req->worker_max, &w))
@@ -593,7 +593,7 @@ static int acquire_pass(zk_backend *b, zk_conn *c, const ik__slot_request *req, 
             rc = src;
             break;
         }
-        /* 2. The slot this identity took last, if free (SPEC 3 rule 3). */
+        /* 2. The slot this identity took last, if free (docs/guarantees.md promise 8). */
         if (id->worker >= 0 && (uint32_t)id->worker >= req->worker_min &&
             (uint32_t)id->worker <= req->worker_max &&
             !ik__zk_wset_has(busy_set, (uint32_t)id->worker)) {
@@ -748,7 +748,7 @@ static int send_write(zk_conn *c, zk_slot *s, int64_t record_ms, int release, zk
     return IK_OK;
 }
 
-/* Z3: after ZBADVERSION following a write whose answer was lost, reads the slot node
+/* ZSL3: after ZBADVERSION following a write whose answer was lost, reads the slot node
  * back; if the data is ours (our session wrote it), adopts its version. SETTLE_RETRY
  * when adopted, else IK_ELOST or IK_EINDOUBT. */
 static int reconcile(zk_conn *c, zk_slot *s)
@@ -777,7 +777,7 @@ static int settle(zk_conn *c, zk_slot *s, const zk_item *it)
 {
     int zrc = ik__zk_multi_error(it);
     if (zrc == ZOK) {
-        if (s->czxid && it->op_st.czxid != s->czxid) return IK_ELOST; /* Z1 broken by hand */
+        if (s->czxid && it->op_st.czxid != s->czxid) return IK_ELOST; /* ZSL1 broken by hand */
         s->czxid = it->op_st.czxid;
         s->version = it->op_st.version;
         const zk_write *x = it->ext;
@@ -805,7 +805,7 @@ static int slot_session_check(zk_backend *b, zk_conn *c, const zk_slot *s)
     return rc;
 }
 
-/* What an acknowledged write proves (Z2): the lease until until_ns (its send time
+/* What an acknowledged write proves (ZSL2): the lease until until_ns (its send time
  * + the safe window), and that the store holds record_ms. until_ns 0: nothing. */
 typedef struct zk_proof {
     int64_t until_ns;
@@ -817,7 +817,7 @@ static int settle_proof(zk_conn *c, zk_slot *s, const zk_item *it, zk_proof *p)
 {
     int rc = settle(c, s, it);
     if (rc == IK_OK) {
-        /* Z2: the server answered on this session, so it cannot expire before
+        /* ZSL2: the server answered on this session, so it cannot expire before
          * sent + timeout; we claim only 2/3 of it. */
         const zk_write *x = it->ext;
         p->until_ns = x->sent_ns + safe_window_ns(c);

@@ -44,12 +44,12 @@
  *   anything else             (recreated node, table restarted or pruned) UNKNOWN
  *
  * Invariants
- *   T1. max_id never decreases, and every range handed out lies below it: ranges
+ *   ZT1. max_id never decreases, and every range handed out lies below it: ranges
  *       come only from acknowledged version-checked writes that raised it by delta.
- *   T2. Within one backend, one advance per tag runs at a time (the tag entry's
+ *   ZT2. Within one backend, one advance per tag runs at a time (the tag entry's
  *       mutex), so our line in a tag's table names our latest write to that tag,
  *       and a doubt is resolved before any later write of ours but the fencing one.
- *   T3. A range whose write is in doubt is handed out only if it is APPLIED on the
+ *   ZT3. A range whose write is in doubt is handed out only if it is APPLIED on the
  *       call that made it. A doubt left open when the call gives up (IK_EINDOUBT) is
  *       resolved by the next advance of the tag: APPLIED then means a gap, logged on
  *       stderr as "tag gap tag=T first=A count=K", never a duplicate.
@@ -68,7 +68,7 @@
  * after at most 2 s (IK_ESTORE). A write that loses its answer gets B again, once,
  * to reconnect and settle it; so no call blocks longer than 2 B.
  *
- * Threads: safe from any thread; calls for one tag run one at a time (T2).
+ * Threads: safe from any thread; calls for one tag run one at a time (ZT2).
  *
  * What it deliberately does not do: it never deletes a tag, never rewrites meta,
  * and never hands out a range it cannot prove it wrote.
@@ -108,7 +108,7 @@ struct zt_tag {
     char app[65];
     char name[IK_TAG_NAME_MAX + 1];
 
-    pthread_mutex_t mu; /* one advance at a time (T2); guards what follows */
+    pthread_mutex_t mu; /* one advance at a time (ZT2); guards what follows */
     int have_kind;
     ik_tag_kind kind;
     int64_t czxid; /* of the node the kind was read from */
@@ -790,7 +790,7 @@ static int advance_locked(ik__backend *be, ik__zk_tags *zt, zt_tag *g, ik_tag_ki
         if (cur->max_id > INT64_MAX - delta) return outcome(d, IK_ERANGE);
 
         /* The write: max_id + delta at the version read, our line first. It is
-         * recorded in the doubt before it is sent (T3: a write that may land is
+         * recorded in the doubt before it is sent (ZT3: a write that may land is
          * never unrecorded), and dropped again once an answer says it did not
          * land. With the table full (the node still at V: any other read closed
          * it), the last write in doubt is sent again as it was, already recorded:
@@ -893,7 +893,7 @@ static int advance_locked(ik__backend *be, ik__zk_tags *zt, zt_tag *g, ik_tag_ki
  * doubt still open would die with the process. Each gets one read of its tag, all
  * of them within the connection wait of a call (2 s at most): landed, a gap
  * (answer_lost); did not land, a settled line; anything else, or no answer in
- * time, a possible gap (maybe_recorded). Every open doubt ends in a line (T3). */
+ * time, a possible gap (maybe_recorded). Every open doubt ends in a line (ZT3). */
 void ik__zk_tags_settle_open(ik__backend *be)
 {
     ik__zk_backend *zb = ik__zk_backend_of(be);

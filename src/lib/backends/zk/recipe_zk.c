@@ -1,5 +1,5 @@
 /* recipe_zk.c: locks and elections on ZooKeeper, node for node as Apache Curator
- * makes them (SPEC 6), on the coord's own session (zk_session.h). The lock's
+ * makes them (docs/guarantees.md promise 20), on the coord's own session (zk_session.h). The lock's
  * callbacks, the monitor thread and the release's delete are recipe_zk_monitor.c.
  *
  * A contender creates CHROOT/PATH/_c_<uuid>-<NAME><seq>, EPHEMERAL_SEQUENTIAL, NAME
@@ -16,8 +16,17 @@
  *
  * States of one grant and the functions taking each edge:
  *
- *   IDLE --zk_acquire--> WAITING --no blocker (zk_acquire)--> HELD
- *   WAITING --timeout / cancel (zk_acquire: delete_ours)--> IDLE
+ *   IDLE --zk_acquire (acquire_begin)--> WAITING
+ *   WAITING --no blocker, session proven (step_first, grant)--> HELD
+ *   WAITING --the one contender ahead gone, session proven (after_watch, grant)--> HELD
+ *   WAITING --timeout / cancel / error (give_up: delete_ours)--> IDLE
+ *   WAITING --one pass (acquire_pass), each a step of its own:
+ *              session dead: a new one (after_dead); our node of an older session
+ *              forgotten (step_stale); offline: wait for an event; a create in doubt
+ *              looked for, a missing parent made (step_settle); our create and a
+ *              listing (step_create); who is ahead (step_blocker); our node not a
+ *              contender (step_not_contending); a watch on the one ahead
+ *              (step_watch)--> WAITING
  *   HELD --connection lost (monitor)--> IN_DOUBT       callback at once
  *   IN_DOUBT --reconnected, our node there (monitor)--> HELD     callback
  *   HELD, IN_DOUBT --session expired, our node deleted, or no answer for 2/3 of
@@ -40,13 +49,13 @@
  *     it, is gone anyway), so nothing of ours is left behind.
  *
  * Invariants
- *   Z1. HELD is reported only while the backend's handle is the generation our node
+ *   ZL1. HELD is reported only while the backend's handle is the generation our node
  *       was made on, that session is connected and not expired, and our node was
  *       seen to exist with our session as ephemeralOwner (zk_info re-checks the
  *       session on every call, not only the monitor's last state).
- *   Z2. Watch and session callbacks never touch a freed lock: they carry a registry
+ *   ZL2. Watch and session callbacks never touch a freed lock: they carry a registry
  *       id, not a pointer, and a destroyed lock is out of the registry.
- *   Z3. No call into ZooKeeper is made while lk->mu is held (the completion thread
+ *   ZL3. No call into ZooKeeper is made while lk->mu is held (the completion thread
  *       takes lk->mu in the callbacks, and a synchronous call waits for it).
  */
 #include "internal.h"
@@ -249,7 +258,7 @@ static void free_names(char **v, int n)
  * session's requests in order, so the listing already holds our node, and an
  * uncontended acquire costs one round trip. Waits for both answers, for twice the
  * session timeout at most, or until the session is known dead (then the answers
- * wait behind the handle's close: zk_session.c, S5). NULL on ENOMEM; else *answered
+ * wait behind the handle's close: zk_session.c, ZS5). NULL on ENOMEM; else *answered
  * says whether both came, and if so r[0] is the create (data: the path made, st:
  * its Stat), r[1] the listing (kids). Unanswered, neither may be read. */
 static ik__zk_wait *create_and_list(zk_lock *lk, const ik__zk_session *s, const char *uuid,
@@ -334,251 +343,375 @@ static int blocker_of(zk_lock *lk, zhandle_t *zh, char *const *names, int count,
     return b >= 0 ? 0 : b;
 }
 
-static int zk_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
+/* ------------------------------------------------------------------------------
+ * Acquiring: the edges of WAITING (the header's diagram), one function each. One
+ * attempt's state lives in an acquire; a pass takes the session once, takes the one
+ * edge that applies under it (the step_* functions), puts the session back, and
+ * only then waits, recovers or watches (the after_* functions), so that nothing
+ * waits while it holds the session.
+ */
+#define AGAIN 1 /* another pass */
+
+/* What a step under the session decided, for acquire_pass to carry out after it put
+ * the session back. */
+typedef enum next {
+    N_AGAIN,    /* look again at once */
+    N_END,      /* the wait ends with a->rc */
+    N_HELD,     /* no blocker, session proven: HELD */
+    N_FAILED,   /* a request failed with a->zrc: after_failure */
+    N_OFFLINE,  /* not connected: wait for an event */
+    N_RECOVER,  /* the session is dead: a new one */
+    N_WATCHING, /* an exists-watch on the contender ahead (a->zrc its answer) */
+} next;
+
+typedef struct acquire {
+    zk_lock *lk;
+    int64_t timeout_ms, deadline; /* deadline: -1 none, else monotonic ms */
+    char uuid[IK__UUID_SIZE];     /* this attempt's node name */
+    int in_doubt;                 /* a create of this uuid may have happened ... */
+    unsigned doubt_gen;           /* ... on this session generation */
+    int need_dir;                 /* the parent was missing */
+    int64_t asked;                /* send time of the request that proved the session */
+    int rc;                       /* N_END's */
+    /* one pass: */
+    uint64_t seen;        /* the lock's event count at its start */
+    char node[ZPATH_MAX]; /* our node then */
+    unsigned gen;         /* the session generation our node was made on */
+    int64_t session;      /* and that session's id */
+    ik__zk_session s;     /* the session, held while a step runs */
+    int zrc;              /* the last request's ZooKeeper code */
+    char **names;         /* the children listed, count of them; listed: by our */
+    int count, listed;    /* create's request (which proves the session) */
+    char pred[ZPATH_MAX]; /* the contender ahead of us */
+    int alone;            /* it is the only one that can block us */
+    int64_t watched;      /* send time of the exists-watch on pred */
+} acquire;
+
+/* IDLE --zk_acquire--> WAITING: AGAIN, or the error that keeps the lock IDLE. */
+static int acquire_begin(zk_lock *lk, int64_t timeout_ms, acquire *a)
 {
-    zk_lock *lk = (zk_lock *)base;
     pthread_mutex_lock(&lk->mu);
     ik_hold_state st = lk->state;
     pthread_mutex_unlock(&lk->mu);
     if (st == IK_HOLD_LOST)
-        base->ops->release(base);
+        lk->base.ops->release(&lk->base);
     else if (st != IK_HOLD_IDLE)
         return IK_EINVAL;
     set_state(lk, IK_HOLD_WAITING, "waiting", 0);
+    memset(a, 0, sizeof *a);
+    a->lk = lk;
+    a->timeout_ms = timeout_ms;
+    a->deadline = timeout_ms < 0 ? -1 : ik__mono_ms() + timeout_ms;
+    int rc = ik__uuid4(a->uuid); /* no randomness: an error, never a weak name */
+    if (rc != 0) set_state(lk, IK_HOLD_IDLE, "no randomness for the lock node's name", 0);
+    return rc ? rc : AGAIN;
+}
 
-    int64_t deadline = timeout_ms < 0 ? -1 : ik__mono_ms() + timeout_ms;
-    char uuid[IK__UUID_SIZE];
-    int rc = ik__uuid4(uuid); /* no randomness: an error, never a weak name */
-    if (rc != 0) {
-        set_state(lk, IK_HOLD_IDLE, "no randomness for the lock node's name", 0);
-        return rc;
+static int past_deadline(const acquire *a)
+{
+    return a->deadline >= 0 && ik__mono_ms() >= a->deadline;
+}
+
+/* Our node is gone with its session (or was never made): the next create is of a new
+ * name. 0, or the error of ik__uuid4. */
+static int forget_node(acquire *a)
+{
+    ik__zk_lock_set_node(a->lk, "", 0, 0, 0);
+    a->node[0] = '\0';
+    a->in_doubt = 0;
+    return ik__uuid4(a->uuid);
+}
+
+/* WAITING --cancel--> (IDLE): reads the lock's node and session for this pass; 0,
+ * or IK_ECLOSED when ik_lock_cancel was called. */
+static int pass_begin(acquire *a)
+{
+    zk_lock *lk = a->lk;
+    int rc = 0;
+    a->seen = ik__zk_lock_events_now(lk);
+    pthread_mutex_lock(&lk->mu);
+    if (lk->cancel) {
+        lk->cancel = 0;
+        rc = IK_ECLOSED;
     }
-    int in_doubt = 0; /* a create of this uuid may have happened */
-    unsigned doubt_gen = 0;
-    int need_dir = 0; /* the parent was missing */
-    int64_t asked = 0;
-    for (;;) {
-        uint64_t seen = ik__zk_lock_events_now(lk);
-        pthread_mutex_lock(&lk->mu);
-        if (lk->cancel) {
-            lk->cancel = 0;
-            rc = IK_ECLOSED;
-        }
-        char node[ZPATH_MAX];
-        snprintf(node, sizeof node, "%s", lk->node);
-        unsigned gen = lk->gen;
-        int64_t session = lk->session;
-        pthread_mutex_unlock(&lk->mu);
-        if (rc) break;
+    snprintf(a->node, sizeof a->node, "%s", lk->node);
+    a->gen = lk->gen;
+    a->session = lk->session;
+    pthread_mutex_unlock(&lk->mu);
+    a->names = NULL;
+    a->count = a->listed = 0;
+    a->zrc = ZOK;
+    a->pred[0] = '\0';
+    a->alone = 0;
+    return rc;
+}
 
-        ik__zk_lock_delete_pending(lk); /* an earlier release's delete whose answer was lost */
-        ik__zk_session s;
-        ik__zk_session_get(base->be, &s);
-        if (s.dead) {
-            ik__zk_session_put(base->be);
-            /* our node (if any) died with the session: start over on a new one */
-            ik__zk_lock_set_node(lk, "", 0, 0, 0);
-            in_doubt = 0;
-            if ((rc = ik__uuid4(uuid)) != 0) break;
-            if (deadline >= 0 && ik__mono_ms() >= deadline) {
-                rc = IK_ETIMEDOUT;
-                break;
-            }
-            char why[160];
-            if (base->be->ops->recover(base->be, why, sizeof why) != 0) {
-                int64_t nap = ik__mono_ms() + 200;
-                rc = ik__zk_lock_wait_event(lk, seen,
-                                            deadline >= 0 && deadline < nap ? deadline : nap, 1);
-                if (rc == IK_ECLOSED) break;
-                rc = IK_OK; /* a timeout here is the nap's; the deadline is checked above */
-            }
-            continue;
-        }
-        if ((node[0] && (gen != s.gen || (s.id && s.id != session))) ||
-            (in_doubt && doubt_gen != s.gen)) {
-            ik__zk_lock_set_node(lk, "", 0, 0, 0); /* made on a session that is gone */
-            node[0] = '\0';
-            in_doubt = 0;
-            if ((rc = ik__uuid4(uuid)) != 0) {
-                ik__zk_session_put(base->be);
-                break;
-            }
-        }
-        if (!s.connected) {
-            ik__zk_session_put(base->be);
-            rc = ik__zk_lock_wait_event(lk, seen, deadline, 1);
-            if (rc) break;
-            continue;
-        }
-        int zrc = ZOK;
-        if (!node[0] && in_doubt) {
-            int64_t f;
-            int found = find_ours(lk, s.zh, s.id, uuid, node, sizeof node, &f, &zrc);
-            if (found == 1) ik__zk_lock_set_node(lk, node, s.gen, s.id, f);
-            if (found >= 0) in_doubt = 0;
-        }
-        if (zrc == ZOK && need_dir) {
-            zrc = ensure_dir(lk, s.zh);
-            if (zrc == ZOK) need_dir = 0;
-        }
-        char **names = NULL;
-        int count = 0, listed = 0;
-        if (zrc == ZOK && !node[0] && !in_doubt) {
-            asked = ik__mono_ms();
-            int answered = 0;
-            ik__zk_wait *pl = create_and_list(lk, &s, uuid, &answered);
-            if (!pl) {
-                ik__zk_session_put(base->be);
-                rc = IK_ENOMEM;
-                break;
-            }
-            ik__zk_req *made = &pl->r[0], *list = &pl->r[1];
-            zrc = answered ? made->rc : ZOPERATIONTIMEOUT; /* unanswered: in doubt */
-            if (zrc == ZOK) {
-                snprintf(node, sizeof node, "%s", made->data ? made->data : "");
-                ik__zk_lock_set_node(lk, node, s.gen, s.id, made->st.czxid);
-                if (list->rc == ZOK) {
-                    names = list->kids.data;
-                    count = list->kids.count;
-                    listed = 1;
-                    list->kids.data = NULL;
-                    list->kids.count = 0;
-                }
-            } else if (zrc == ZNONODE) {
-                need_dir = 1;
-            } else if (ik__zk_doubtful(zrc)) {
-                in_doubt = 1;
-                doubt_gen = s.gen;
-            }
-            ik__zk_wait_put(pl);
-        }
-        if (zrc != ZOK) {
-            ik__zk_session_put(base->be);
-            if (zrc == ZNONODE) continue; /* a (container) parent is missing: make it */
-            rc = after_failure(lk, zrc, seen, deadline);
-            if (rc) break;
-            continue;
-        }
+/* Under the session: a node (or a create in doubt) of an earlier session is
+ * forgotten. 0, or the error of ik__uuid4. */
+static int step_stale(acquire *a)
+{
+    const ik__zk_session *s = &a->s;
+    if ((a->node[0] && (a->gen != s->gen || (s->id && s->id != a->session))) ||
+        (a->in_doubt && a->doubt_gen != s->gen))
+        return forget_node(a); /* made on a session that is gone */
+    return 0;
+}
 
-        /* our node exists: who is ahead? */
-        if (!listed) {
-            struct String_vector kids = {0, NULL};
-            asked = ik__mono_ms();
-            zrc = zoo_get_children(s.zh, lk->dir, 0, &kids);
-            if (zrc == ZOK) {
-                names = kids.data;
-                count = kids.count;
-                kids.data = NULL;
-                kids.count = 0;
-            }
+/* Under the session: a create in doubt is looked for, a missing parent made. */
+static void step_settle(acquire *a)
+{
+    zk_lock *lk = a->lk;
+    if (!a->node[0] && a->in_doubt) {
+        int64_t f;
+        int found = find_ours(lk, a->s.zh, a->s.id, a->uuid, a->node, sizeof a->node, &f, &a->zrc);
+        if (found == 1) ik__zk_lock_set_node(lk, a->node, a->s.gen, a->s.id, f);
+        if (found >= 0) a->in_doubt = 0;
+    }
+    if (a->zrc == ZOK && a->need_dir) {
+        a->zrc = ensure_dir(lk, a->s.zh);
+        if (a->zrc == ZOK) a->need_dir = 0;
+    }
+}
+
+/* Under the session, with no node of ours: our create and a listing in one round
+ * trip (create_and_list). N_AGAIN when it went on (a->zrc says how), or N_END. */
+static next step_create(acquire *a)
+{
+    zk_lock *lk = a->lk;
+    a->asked = ik__mono_ms();
+    int answered = 0;
+    ik__zk_wait *pl = create_and_list(lk, &a->s, a->uuid, &answered);
+    if (!pl) {
+        a->rc = IK_ENOMEM;
+        return N_END;
+    }
+    ik__zk_req *made = &pl->r[0], *list = &pl->r[1];
+    a->zrc = answered ? made->rc : ZOPERATIONTIMEOUT; /* unanswered: in doubt */
+    if (a->zrc == ZOK) {
+        snprintf(a->node, sizeof a->node, "%s", made->data ? made->data : "");
+        ik__zk_lock_set_node(lk, a->node, a->s.gen, a->s.id, made->st.czxid);
+        if (list->rc == ZOK) {
+            a->names = list->kids.data;
+            a->count = list->kids.count;
+            a->listed = 1;
+            list->kids.data = NULL;
+            list->kids.count = 0;
         }
-        char pred[ZPATH_MAX] = "";
-        int alone = 0;
-        int blocker = -2;
-        if (zrc == ZOK)
-            blocker = blocker_of(lk, s.zh, names, count, node, pred, sizeof pred, &alone, &zrc);
-        free_names(names, count);
-        if (blocker == IK_ENOMEM) {
-            ik__zk_session_put(base->be);
-            rc = IK_ENOMEM;
-            break;
-        }
-        if (zrc != ZOK && zrc != ZNONODE) {
-            ik__zk_session_put(base->be);
-            rc = after_failure(lk, zrc, seen, deadline);
-            if (rc) break;
-            continue;
-        }
-        if (blocker == -2) {
-            /* Our node is not among the contenders. Deleted (by hand, by an admin
-             * tool, with its parent): queue again with a new node, unless the
-             * deadline has passed. Still there under a name we cannot order: delete
-             * it and fail, rather than make node after node. */
-            int zd = zoo_delete(s.zh, node, -1);
-            ik__zk_session_put(base->be);
-            if (zd == ZOK) {
-                ik__zk_lock_set_node(lk, "", 0, 0, 0);
-                rc = IK_ESTORE;
-                break;
-            }
-            if (zd != ZNONODE) { /* not known: the listing comes again after an event */
-                rc = after_failure(lk, zd, seen, deadline);
-                if (rc) break;
-                continue;
-            }
-            ik__zk_lock_set_node(lk, "", 0, 0, 0);
-            if (deadline >= 0 && ik__mono_ms() >= deadline) {
-                rc = timeout_ms == 0 ? IK_EBUSY : IK_ETIMEDOUT;
-                break;
-            }
-            continue;
-        }
-        if (blocker == -1) { /* ours; the monitor's probes watch it */
-            if (!listed) {   /* the proof so far is a read: prove it through the leader */
-                zrc = prove_session(lk, &s, &asked);
-                if (zrc != ZOK) {
-                    ik__zk_session_put(base->be);
-                    if (zrc == ZOPERATIONTIMEOUT && (deadline < 0 || ik__mono_ms() < deadline))
-                        continue; /* slow, not gone: again */
-                    rc = after_failure(lk, zrc, seen, deadline);
-                    if (rc) break;
-                    continue;
-                }
-            }
-            ik__zk_session_put(base->be);
-            break;
-        }
-        if (timeout_ms == 0) {
-            ik__zk_session_put(base->be);
-            rc = IK_EBUSY;
-            break;
-        }
-        pthread_mutex_lock(&lk->mu);
-        snprintf(lk->pred, sizeof lk->pred, "%s", pred);
-        lk->pred_deleted = 0;
-        pthread_mutex_unlock(&lk->mu);
-        int64_t watched = ik__mono_ms();
-        zrc = zoo_wexists(s.zh, pred, ik__zk_lock_on_watch, (void *)(uintptr_t)lk->reg, NULL);
-        unsigned wgen = s.gen;
-        int64_t t = s.timeout_ms;
-        ik__zk_session_put(base->be);
-        if (zrc != ZNONODE) {
-            if (zrc != ZOK) continue;
-            rc = ik__zk_lock_wait_event(lk, seen, deadline, 1);
-            if (rc) break;
-        }
-        /* Fast hand-over: the one contender ahead of us is gone, so we hold, without
-         * listing again, if the answer to the watch's request is recent enough to
-         * prove our session (else the listing does). */
-        pthread_mutex_lock(&lk->mu);
-        int gone_pred = zrc == ZNONODE || lk->pred_deleted;
-        lk->pred[0] = '\0';
-        pthread_mutex_unlock(&lk->mu);
-        if (alone && gone_pred && ik__mono_ms() - watched < t / 3) {
-            ik__zk_session_get(base->be, &s);
-            int ok = s.connected && !s.dead && s.gen == wgen && s.id == ik__zk_lock_session_of(lk);
-            int64_t sent = 0;
-            /* the watch's answer is a read: the sync proves the session */
-            if (ok) ok = prove_session(lk, &s, &sent) == ZOK;
-            ik__zk_session_put(base->be);
-            if (ok) {
-                asked = sent;
-                break;
-            }
+    } else if (a->zrc == ZNONODE) {
+        a->need_dir = 1;
+    } else if (ik__zk_doubtful(a->zrc)) {
+        a->in_doubt = 1;
+        a->doubt_gen = a->s.gen;
+    }
+    ik__zk_wait_put(pl);
+    return N_AGAIN;
+}
+
+/* Under the session, our node listed or not: whom it waits for (blocker_of). The
+ * blocker (-1 none, -2 our node not a contender, 0 one ahead), or IK_ENOMEM; a->zrc
+ * the listing's or ordering's code. */
+static int step_blocker(acquire *a)
+{
+    zk_lock *lk = a->lk;
+    if (!a->listed) {
+        struct String_vector kids = {0, NULL};
+        a->asked = ik__mono_ms();
+        a->zrc = zoo_get_children(a->s.zh, lk->dir, 0, &kids);
+        if (a->zrc == ZOK) {
+            a->names = kids.data;
+            a->count = kids.count;
         }
     }
+    int blocker = -2;
+    if (a->zrc == ZOK)
+        blocker = blocker_of(lk, a->s.zh, a->names, a->count, a->node, a->pred, sizeof a->pred,
+                             &a->alone, &a->zrc);
+    free_names(a->names, a->count);
+    a->names = NULL;
+    return blocker;
+}
 
-    if (rc) {
-        ik__zk_session s;
-        ik__zk_session_get(base->be, &s);
-        int wait = s.timeout_ms + 2000;
-        ik__zk_session_put(base->be);
-        delete_ours(lk, in_doubt ? uuid : NULL, wait);
-        ik__zk_lock_set_node(lk, "", 0, 0, 0);
-        set_state(lk, IK_HOLD_IDLE, rc == IK_ECLOSED ? "cancelled" : "gave up waiting", 0);
-        if (rc <= IK_EZK_BASE + 1000 && rc > IK_EZK_BASE - 1000) rc = IK_ESTORE;
-        return rc;
+/* Under the session: our node is not among the contenders. Deleted (by hand, by an
+ * admin tool, with its parent): queue again with a new node, unless the deadline
+ * has passed. Still there under a name we cannot order: delete it and fail, rather
+ * than make node after node. */
+static next step_not_contending(acquire *a)
+{
+    int zd = zoo_delete(a->s.zh, a->node, -1);
+    if (zd == ZOK) {
+        ik__zk_lock_set_node(a->lk, "", 0, 0, 0);
+        a->rc = IK_ESTORE;
+        return N_END;
     }
+    if (zd != ZNONODE) { /* not known: the listing comes again after an event */
+        a->zrc = zd;
+        return N_FAILED;
+    }
+    ik__zk_lock_set_node(a->lk, "", 0, 0, 0);
+    if (past_deadline(a)) {
+        a->rc = a->timeout_ms == 0 ? IK_EBUSY : IK_ETIMEDOUT;
+        return N_END;
+    }
+    return N_AGAIN;
+}
+
+/* Under the session, no blocker: WAITING --no blocker--> HELD once the session is
+ * proven; a proof so far by a read is made through the leader (prove_session). */
+static next step_first(acquire *a)
+{
+    if (a->listed) return N_HELD;
+    a->zrc = prove_session(a->lk, &a->s, &a->asked);
+    if (a->zrc == ZOK) return N_HELD;
+    if (a->zrc == ZOPERATIONTIMEOUT && !past_deadline(a)) return N_AGAIN; /* slow, not gone */
+    return N_FAILED;
+}
+
+/* Under the session, a contender ahead: an exists-watch on it (N_WATCHING), or
+ * N_END (IK_EBUSY) for a try without waiting. */
+static next step_watch(acquire *a)
+{
+    zk_lock *lk = a->lk;
+    if (a->timeout_ms == 0) {
+        a->rc = IK_EBUSY;
+        return N_END;
+    }
+    pthread_mutex_lock(&lk->mu);
+    snprintf(lk->pred, sizeof lk->pred, "%s", a->pred);
+    lk->pred_deleted = 0;
+    pthread_mutex_unlock(&lk->mu);
+    a->watched = ik__mono_ms();
+    a->zrc = zoo_wexists(a->s.zh, a->pred, ik__zk_lock_on_watch, (void *)(uintptr_t)lk->reg, NULL);
+    return N_WATCHING;
+}
+
+/* Under the session, connected: the steps in the order of the hard cases (header). */
+static next step(acquire *a)
+{
+    step_settle(a);
+    if (a->zrc == ZOK && !a->node[0] && !a->in_doubt) {
+        next n = step_create(a);
+        if (n != N_AGAIN) return n;
+    }
+    if (a->zrc != ZOK) /* a (container) parent is missing: make it at once */
+        return a->zrc == ZNONODE ? N_AGAIN : N_FAILED;
+    int blocker = step_blocker(a); /* our node exists: who is ahead? */
+    if (blocker == IK_ENOMEM) {
+        a->rc = IK_ENOMEM;
+        return N_END;
+    }
+    if (a->zrc != ZOK && a->zrc != ZNONODE) return N_FAILED;
+    if (blocker == -2) return step_not_contending(a);
+    if (blocker == -1) return step_first(a); /* ours; the monitor's probes watch it */
+    return step_watch(a);
+}
+
+/* After the session was found dead: our node (if any) died with it; a new session
+ * (the backend's recover), or a nap of 200 ms before the next try. */
+static int after_dead(acquire *a)
+{
+    int rc = forget_node(a);
+    if (rc) return rc;
+    if (past_deadline(a)) return IK_ETIMEDOUT;
+    char why[160];
+    ik__backend *be = a->lk->base.be;
+    if (be->ops->recover(be, why, sizeof why) != 0) {
+        int64_t nap = ik__mono_ms() + 200;
+        rc = ik__zk_lock_wait_event(a->lk, a->seen,
+                                    a->deadline >= 0 && a->deadline < nap ? a->deadline : nap, 1);
+        if (rc == IK_ECLOSED) return rc;
+        /* a timeout here is the nap's; the deadline is checked above */
+    }
+    return AGAIN;
+}
+
+/* After the exists-watch: WAITING --predecessor gone--> HELD (the fast hand-over),
+ * or AGAIN. The one contender ahead of us gone, we hold without listing again if
+ * the answer to the watch's request is recent enough to prove our session (else the
+ * listing does). */
+static int after_watch(acquire *a, unsigned wgen, int64_t t)
+{
+    zk_lock *lk = a->lk;
+    if (a->zrc != ZNONODE) {
+        if (a->zrc != ZOK) return AGAIN;
+        int rc = ik__zk_lock_wait_event(lk, a->seen, a->deadline, 1);
+        if (rc) return rc;
+    }
+    pthread_mutex_lock(&lk->mu);
+    int gone_pred = a->zrc == ZNONODE || lk->pred_deleted;
+    lk->pred[0] = '\0';
+    pthread_mutex_unlock(&lk->mu);
+    if (!a->alone || !gone_pred || ik__mono_ms() - a->watched >= t / 3) return AGAIN;
+    ik__zk_session s;
+    ik__zk_session_get(lk->base.be, &s);
+    int ok = s.connected && !s.dead && s.gen == wgen && s.id == ik__zk_lock_session_of(lk);
+    int64_t sent = 0;
+    /* the watch's answer is a read: the sync proves the session */
+    if (ok) ok = prove_session(lk, &s, &sent) == ZOK;
+    ik__zk_session_put(lk->base.be);
+    if (!ok) return AGAIN;
+    a->asked = sent;
+    return IK_OK;
+}
+
+/* One pass of WAITING: AGAIN, IK_OK (HELD), or the error that ends the wait. */
+static int acquire_pass(acquire *a)
+{
+    zk_lock *lk = a->lk;
+    int rc = pass_begin(a);
+    if (rc) return rc;
+    ik__zk_lock_delete_pending(lk); /* an earlier release's delete whose answer was lost */
+    ik__zk_session_get(lk->base.be, &a->s);
+    next n = N_RECOVER;
+    if (!a->s.dead) {
+        n = N_END;
+        a->rc = step_stale(a);
+        if (!a->rc) n = a->s.connected ? step(a) : N_OFFLINE;
+    }
+    unsigned wgen = a->s.gen;
+    int64_t t = a->s.timeout_ms;
+    ik__zk_session_put(lk->base.be);
+    switch (n) {
+    case N_AGAIN:
+        return AGAIN;
+    case N_END:
+        return a->rc;
+    case N_HELD:
+        return IK_OK;
+    case N_RECOVER:
+        return after_dead(a);
+    case N_WATCHING:
+        return after_watch(a, wgen, t);
+    case N_OFFLINE:
+        rc = ik__zk_lock_wait_event(lk, a->seen, a->deadline, 1);
+        break;
+    case N_FAILED:
+        rc = after_failure(lk, a->zrc, a->seen, a->deadline);
+        break;
+    }
+    return rc ? rc : AGAIN;
+}
+
+/* WAITING --timeout / cancel / error--> IDLE: our node deleted (delete_ours). */
+static int give_up(acquire *a, int rc)
+{
+    zk_lock *lk = a->lk;
+    ik__zk_session s;
+    ik__zk_session_get(lk->base.be, &s);
+    int wait = s.timeout_ms + 2000;
+    ik__zk_session_put(lk->base.be);
+    delete_ours(lk, a->in_doubt ? a->uuid : NULL, wait);
+    ik__zk_lock_set_node(lk, "", 0, 0, 0);
+    set_state(lk, IK_HOLD_IDLE, rc == IK_ECLOSED ? "cancelled" : "gave up waiting", 0);
+    if (rc <= IK_EZK_BASE + 1000 && rc > IK_EZK_BASE - 1000) rc = IK_ESTORE;
+    return rc;
+}
+
+/* WAITING --no blocker--> HELD: the monitor (started with the first grant) takes
+ * over; without a thread there is no way to tell the holder of a loss, so the lock
+ * is not held (IDLE, IK_ESYS(EAGAIN)). */
+static int grant(acquire *a, int64_t *fence)
+{
+    zk_lock *lk = a->lk;
     pthread_mutex_lock(&lk->mu);
     if (!lk->monitor_on)
         lk->monitor_on = pthread_create(&lk->monitor, NULL, ik__zk_lock_monitor_thread, lk) == 0;
@@ -592,19 +725,30 @@ static int zk_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
         lk->probe_gone = 0;
         lk->probe_seq++; /* a late answer to an earlier grant's probe is not ours */
         lk->probe_inflight = 0;
-        lk->proven_ms = asked;             /* the listing that showed us first was sent then */
+        lk->proven_ms = a->asked;          /* the listing that showed us first was sent then */
         lk->probe_sent_ms = ik__mono_ms(); /* first probe a quarter of the timeout from now */
         /* the monitor finds this grant within a quarter of the timeout (its idle nap),
          * or at once on a session event */
     }
     pthread_mutex_unlock(&lk->mu);
-    if (!on) { /* no thread: no way to tell the holder of a loss, so do not hold */
-        delete_ours(lk, NULL, 0);
-        ik__zk_lock_set_node(lk, "", 0, 0, 0);
-        set_state(lk, IK_HOLD_IDLE, "cannot start a thread", 0);
-        return IK_ESYS(EAGAIN);
+    if (on) return IK_OK;
+    delete_ours(lk, NULL, 0);
+    ik__zk_lock_set_node(lk, "", 0, 0, 0);
+    set_state(lk, IK_HOLD_IDLE, "cannot start a thread", 0);
+    return IK_ESYS(EAGAIN);
+}
+
+static int zk_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
+{
+    acquire a;
+    int rc = acquire_begin((zk_lock *)base, timeout_ms, &a);
+    if (rc == AGAIN) {
+        do
+            rc = acquire_pass(&a);
+        while (rc == AGAIN);
+        rc = rc == IK_OK ? grant(&a, fence) : give_up(&a, rc);
     }
-    return IK_OK;
+    return rc;
 }
 
 /* Ends the grant: no callback for it once this returns. The delete of our node is
@@ -676,7 +820,7 @@ static void zk_info(ik_lock *base, ik_hold_info *out)
         out->fence = lk->fence;
         snprintf(out->node, sizeof out->node, "%s", lk->node);
         snprintf(out->session, sizeof out->session, "0x%" PRIx64, (uint64_t)lk->session);
-        /* Z1: never HELD on a session not known to live */
+        /* ZL1: never HELD on a session not known to live */
         if (s.dead || s.gen != lk->gen || (s.id && s.id != lk->session)) {
             out->state = IK_HOLD_LOST;
             snprintf(out->why, sizeof out->why, "ZooKeeper session expired");

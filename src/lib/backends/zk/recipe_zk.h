@@ -66,7 +66,7 @@ struct ik__zk_lock {
     int probe_gone; /* a probe met an expired session */
 };
 
-/* The registry (Z2 in recipe_zk.c): callbacks carry a lock's registry id, never
+/* The registry (ZL2 in recipe_zk.c): callbacks carry a lock's registry id, never
  * its pointer, and find it here only while it is registered. add: 0 or IK_ENOMEM
  * (sets lk->reg); after remove no callback touches lk. */
 int ik__zk_lock_reg_add(ik__zk_lock *lk);

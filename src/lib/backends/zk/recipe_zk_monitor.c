@@ -1,6 +1,6 @@
 /* recipe_zk_monitor.c: the part of the ZooKeeper recipes that ZooKeeper's threads
  * and the monitor drive: the registry that watch, probe and session callbacks find
- * a lock by (Z2 in recipe_zk.c), the waits on a lock's events, the release's
+ * a lock by (ZL2 in recipe_zk.c), the waits on a lock's events, the release's
  * delete sent without waiting (and again after a lost answer), and the monitor
  * thread that tells a holder when its grant is in doubt, held again, or lost.
  * recipe_zk.c (the ops: acquire, release, info) sits on it; it calls nothing of
@@ -8,7 +8,7 @@
  *
  * Threads: the callbacks run on the ZooKeeper completion thread and take only the
  * registry's read lock and lk->mu; the monitor runs on its own thread; the rest
- * runs on the caller's. No call into ZooKeeper is made with lk->mu held (Z3).
+ * runs on the caller's. No call into ZooKeeper is made with lk->mu held (ZL3).
  */
 #include "internal.h"
 #include "recipe_zk.h"
@@ -26,7 +26,7 @@
 typedef ik__zk_lock zk_lock;
 
 /* ------------------------------------------------------------------------------
- * The registry (Z2)
+ * The registry (ZL2)
  */
 static pthread_rwlock_t reg_rw = PTHREAD_RWLOCK_INITIALIZER; /* read: callbacks */
 static struct {
@@ -39,15 +39,9 @@ static uint64_t reg_next = 1;
 int ik__zk_lock_reg_add(zk_lock *lk)
 {
     pthread_rwlock_wrlock(&reg_rw);
-    if (reg_n == reg_cap) {
-        size_t nc = reg_cap ? reg_cap * 2 : 16;
-        void *nv = realloc(reg_v, nc * sizeof *reg_v);
-        if (!nv) {
-            pthread_rwlock_unlock(&reg_rw);
-            return IK_ENOMEM;
-        }
-        reg_v = nv;
-        reg_cap = nc;
+    if (ik__grow((void **)&reg_v, &reg_cap, reg_n, sizeof *reg_v, 16)) {
+        pthread_rwlock_unlock(&reg_rw);
+        return IK_ENOMEM;
     }
     lk->reg = reg_next++;
     reg_v[reg_n].id = lk->reg;

@@ -8,14 +8,13 @@
  * `_c_<uuid>-lock-<seq>`, kazoo `<hex>__lock__<seq>`: both count as mutex
  * contenders, whatever comes before the pattern.
  *
- * Order (SPEC 6, docs/recipes.md "The end of the sequence"): creation order. Below
- * the counter's end the sequence gives it. From 2147483647 on it does not: a server
- * whose counter wraps goes on at -2147483648, and ZooKeeper 3.8 keeps naming every
- * new child 2147483647 (-2147483648 when creates are pipelined). So once any
- * contender's sequence is 2147483647 or negative, the caller fetches each one's
- * creation zxid (czxid) and contenders are ordered by it: ik__contenders_need_czxid
- * says when. Both orders agree with creation order wherever each is used, so two
- * contenders that chose differently still agree on who is ahead.
+ * Order (docs/guarantees.md promise 20, docs/recipes.md "The end of the sequence"): creation order.
+ * Below the counter's end the sequence gives it. From 2147483647 on it does not: a server whose
+ * counter wraps goes on at -2147483648, and ZooKeeper 3.8 keeps naming every new child 2147483647
+ * (-2147483648 when creates are pipelined). So once any contender's sequence is 2147483647 or
+ * negative, the caller fetches each one's creation zxid (czxid) and contenders are ordered by it:
+ * ik__contenders_need_czxid says when. Both orders agree with creation order wherever each is used,
+ * so two contenders that chose differently still agree on who is ahead.
  *
  * Not done: Curator and kazoo compare the text after the pattern as strings, which
  * agrees with us only below the counter's end; nothing here can make them agree past

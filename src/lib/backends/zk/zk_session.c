@@ -5,14 +5,14 @@
  * session this file keeps; nothing here knows slots, tags or locks.
  *
  * Invariants
- *   S1. A handle (ik__zk_conn) is freed only after zookeeper_close() returned, so
+ *   ZS1. A handle (ik__zk_conn) is freed only after zookeeper_close() returned, so
  *       the watcher and pending completions never see a dangling context.
- *   S2. zc->conn is replaced (ik__zk_recover) or cleared (ik__zk_client_close) only
+ *   ZS2. zc->conn is replaced (ik__zk_recover) or cleared (ik__zk_client_close) only
  *       under zc->life held for writing; every user of conn->zh holds it for
  *       reading (ik__zk_session_get to put), so no handle closes under a call.
- *   S3. A wait (ik__zk_wait) is freed by its last reference: a caller that gives up
+ *   ZS3. A wait (ik__zk_wait) is freed by its last reference: a caller that gives up
  *       at its deadline leaves the buffers to the completions still owed.
- *   S4. No multi is sent on a handle whose session the client knows is dead. In
+ *   ZS4. No multi is sent on a handle whose session the client knows is dead. In
  *       libzookeeper_mt 3.8 (Debian 12), zoo_amulti on such a handle frees the first
  *       op's path twice (with a chroot) and, for every later op, a path it never
  *       set: the process aborts ("free(): invalid pointer"). Our own record of the
@@ -22,7 +22,7 @@
  *       while connected. What remains: between the check and the send, the handle
  *       would have to lose its connection, connect again and hear the verdict; the
  *       I/O thread does that in no less than a round trip to a server.
- *   S5. A dead handle is closed on its own completion thread (zookeeper_close from
+ *   ZS5. A dead handle is closed on its own completion thread (zookeeper_close from
  *       a completion is the client's supported path), never from another thread.
  *       There, zookeeper_close sets close_requested and only then counts its own
  *       reference: a completion thread finishing in between drops the last one
@@ -67,7 +67,7 @@
 #include <openssl/evp.h>
 
 #define ZS_PATH_MAX 512        /* the slot nodes' paths: the chroot leaves room for them */
-#define ZS_CLOSE_WAIT_MS 10000 /* how long a client close waits for dead handles (S5) */
+#define ZS_CLOSE_WAIT_MS 10000 /* how long a client close waits for dead handles (ZS5) */
 
 struct ik__zk_listener {
     ik__zk_listener *next;
@@ -274,7 +274,7 @@ void ik__zk_issued(ik__zk_req *r, int zrc)
     if (zrc != ZOK) req_finish(r, zrc);
 }
 
-/* How often a wait looks whether its handle died (S5). */
+/* How often a wait looks whether its handle died (ZS5). */
 #define ZS_DEATH_POLL_MS 50
 
 static int conn_dead_now(const ik__zk_conn *c)
@@ -377,7 +377,7 @@ void ik__zk_on_created(int rc, const char *value, const struct Stat *st, const v
     req_finish(r, rc);
 }
 
-/* S4: the client's state now, as a reason not to send a multi (ZOK: send it). */
+/* ZS4: the client's state now, as a reason not to send a multi (ZOK: send it). */
 static int multi_refusal(zhandle_t *zh)
 {
     int st = zoo_state(zh);
@@ -410,7 +410,7 @@ int ik__zk_multi_error(const ik__zk_req *r)
 /* ------------------------------------------------------------------------------
  * Handles and their sessions
  */
-/* S5, on the dead handle's completion thread: waits until c is retired (no user
+/* ZS5, on the dead handle's completion thread: waits until c is retired (no user
  * holds its zh), then closes it here. A handle that ik__zk_client_close closes
  * itself (it was alive when that began) is left to it. */
 static void close_when_retired(ik__zk_conn *c)
@@ -529,7 +529,7 @@ static int conn_open(ik__zk_client *zc, ik__zk_conn **out, char *why, size_t why
 
 /* Takes c out of use (caller holds life for writing, or took c out of zc->conn
  * under it): a dead handle is retired, for
- * its own watcher to close (S5); a live one is closed here, on this thread (its
+ * its own watcher to close (ZS5); a live one is closed here, on this thread (its
  * pending completions run with ZCLOSING; its threads are joined) and freed. */
 static void conn_close(ik__zk_client *zc, ik__zk_conn *c)
 {

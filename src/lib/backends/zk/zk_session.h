@@ -32,7 +32,7 @@ typedef struct ik__zk_conn {
     int state;       /* last ZOO_*_STATE from the watcher (0: none yet) */
     int dead;        /* session expired or auth failed: the handle is unusable */
     int64_t session; /* session id once connected, else 0 */
-    /* S5: a dead handle is closed on its own completion thread, once retired */
+    /* ZS5: a dead handle is closed on its own completion thread, once retired */
     int retired;              /* no user holds zh any more: its watcher may close it */
     int closing;              /* closed by ik__zk_client_close while still alive */
     int closed;               /* its watcher's zookeeper_close() returned */
@@ -55,7 +55,7 @@ struct ik__zk_client {
     pthread_mutex_t mu;    /* guards conn's fields and gen */
     pthread_cond_t cv;     /* broadcast on every session event */
     ik__zk_conn *conn;
-    ik__zk_conn *retired; /* dead handles replaced, freed once closed (S5) */
+    ik__zk_conn *retired; /* dead handles replaced, freed once closed (ZS5) */
     unsigned gen;
 
     pthread_mutex_t lmu;        /* guards listeners; held while they are called */
@@ -240,7 +240,7 @@ void ik__zk_arm(ik__zk_req *r);
 void ik__zk_issued(ik__zk_req *r, int zrc);
 /* Waits until every request of w, sent on zh, is answered, the deadline
  * (ik__mono_ns; < 0: none) passes, or zh's session is known dead (its answers then
- * wait behind the handle's close, S5). 1: all answered. */
+ * wait behind the handle's close, ZS5). 1: all answered. */
 int ik__zk_wait_until(ik__zk_wait *w, zhandle_t *zh, int64_t deadline_ns);
 
 /* Completions; data is the ik__zk_req. */
@@ -254,7 +254,7 @@ void ik__zk_on_synced(int rc, const char *value, const void *data); /* zoo_async
 /* zoo_amulti and zoo_multi, sent only while the client says it is connected
  * (zoo_state() at the call): ZCONNECTIONLOSS while it is not (nothing was sent),
  * ZINVALIDSTATE once its session is dead. Every multi of the zk:// modules goes
- * through these (invariant S4), never through the client's own. */
+ * through these (invariant ZS4), never through the client's own. */
 int ik__zk_amulti(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_result_t *results,
                   void_completion_t completion, const void *data);
 int ik__zk_multi(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_result_t *results);
