@@ -13,6 +13,10 @@ PATH=/usr/bin:/bin:$PATH
 enable -f /usr/lib/bash/sleep sleep 2>/dev/null || true
 
 : "${IK_BIN:?IK_BIN must name the idkeeper binary (CTest sets it)}"
+# IK_BIN_OVERRIDE: another idkeeper binary to test with this build's scripts (CTest's
+# IK_BIN wins over the caller's environment; this does not), for running a new test
+# against an older commit's build (docs/testing.md, "Running a test on older code").
+IK_BIN=${IK_BIN_OVERRIDE:-$IK_BIN}
 IK_SRC=${IK_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 T=$(mktemp -d "${TMPDIR:-/tmp}/ik-test.XXXXXX")
 IK_PIDS=()

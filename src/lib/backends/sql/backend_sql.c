@@ -246,11 +246,6 @@ int ik__sql_open(const ik__sql_driver *d, const ik__backend_ops *ops, const char
     b->t.password = b->password;
     b->t.ttl_ms = b->ttl_ms;
     ik__hazards_init(&b->base.hz, o, b->ttl_ms, b->shown);
-    /* test-only: a tag advance holds its row lock this long (docs/sql.md, "Test
-     * hooks"); read once, here */
-    const char *hold = getenv("IDKEEPER_TEST_TAG_HOLD_MS");
-    long hold_ms = hold ? strtol(hold, NULL, 10) : 0;
-    b->test_hold_ms = hold_ms > 0 && hold_ms <= 600000 ? (int)hold_ms : 0;
     unsigned char rnd[15];
     int rc = ik__random_bytes(rnd, sizeof rnd);
     if (rc) {

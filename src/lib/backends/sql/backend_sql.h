@@ -21,7 +21,7 @@ typedef struct ik__sql_backend {
     ik__sql_target t; /* points at uri, password, shown below */
     char *uri, *password, *shown;
     int64_t ttl_ms; /* --lease-ttl */
-    /* IDKEEPER_TEST_SQL_COMMIT_PAUSE_MS at open (tests only; 0: none): a sequence
+    /* IDKEEPER_TEST_SQL_COMMIT_PAUSE_MS at open (tests only; 0: none): a tag
      * advance waits this long before its COMMIT, the row lock held (docs/sql.md,
      * "Test hooks") */
     int test_commit_pause_ms;
@@ -31,9 +31,11 @@ typedef struct ik__sql_backend {
     ik__sql_conn *pool[IK__SQL_POOL]; /* NULL: not connected (yet, or again) */
     int busy[IK__SQL_POOL];
     char session[64]; /* the last slot's session, for ik__sql_session */
-    int clock_seen;   /* __atomic: a "database clock" row was made (backend_sql_hazards.c) */
-    int test_hold_ms; /* IDKEEPER_TEST_TAG_HOLD_MS at open (tests only; 0: none) */
-    int opening;      /* in ik__sql_open: its first connection is checked by open itself */
+    /* the database clock's last read, on whichever connection (backend_sql_hazards.c),
+     * under mu: the database's clock (Unix ms; 0: none yet), our BOOTTIME when it was
+     * read (the midpoint of the round trip) and that round trip */
+    int64_t clock_db_ms, clock_at_ns, clock_rtt_ns;
+    int opening; /* in ik__sql_open: its first connection is checked by open itself */
 
     /* sequence commits whose answer was lost (backend_sql_tags.c), under mu */
     char writer[31]; /* this backend's random id: 30 hex digits */

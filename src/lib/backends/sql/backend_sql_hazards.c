@@ -11,11 +11,15 @@
  *     older than the hazard interval, or a row is refused now);
  *   - for ik_coord_check, on a pooled connection;
  * and adds one row of its own, "database clock": the database's clock must move as
- * our CLOCK_BOOTTIME does between two checks of one connection. Slot expiry is set
- * and compared on the database's clock (docs/sql.md, "Slots"), so a step of it
- * forward can free a slot while its holder still issues; the row is refused for one
- * check (the lease goes in doubt: nothing is written, the generator stops) and is
- * cleared by the next one that finds the clocks moving together again.
+ * our CLOCK_BOOTTIME does between two checks, on whichever connections of this
+ * backend they ran (one server, one clock). Slot expiry is set and compared on the
+ * database's clock (docs/sql.md, "Slots"), so a step of it forward can free a slot
+ * while its holder still issues; the row is refused for one check (the lease goes in
+ * doubt: nothing is written, the generator stops) and is cleared by the next one
+ * that finds the clocks moving together again. Not per connection: a step that makes
+ * a renewal find its slot expired before the slot connection's check is due ends
+ * that connection with the slot, and the next take's new connection must still see
+ * the step against the backend's last read.
  *
  * Invariants
  *   H1. No slot write or tag advance goes out on a connection whose check is due
@@ -40,28 +44,31 @@ static int64_t clock_margin_ms(const ik__sql_backend *b)
     return m < 500 ? 500 : m;
 }
 
-/* The "database clock" row of connection state st after a read of db_ms at at_ns,
- * rtt_ns its round trip: 0 and *row, or 1 for no row (the connection's first read,
- * once the backend has a row: a new connection proves nothing about the clock). */
-static int clock_row(ik__sql_backend *b, ik__sql_conn_hz *st, int64_t db_ms, int64_t at_ns,
-                     int64_t rtt_ns, ik_hazard *row)
+/* The "database clock" row after a read of db_ms at at_ns, rtt_ns its round trip,
+ * against the backend's last read (any connection): 0 and *row, or 1 for no row (the
+ * database gave no clock). */
+static int clock_row(ik__sql_backend *b, int64_t db_ms, int64_t at_ns, int64_t rtt_ns,
+                     ik_hazard *row)
 {
     char value[96];
-    int unsafe = 0, first = !st->db_ms || !db_ms;
+    int unsafe = 0;
+    if (!db_ms) return 1;
+    pthread_mutex_lock(&b->mu);
+    int first = !b->clock_db_ms;
     if (!first) {
-        int64_t ours = (at_ns - st->at_ns) / 1000000, theirs = db_ms - st->db_ms;
+        int64_t ours = (at_ns - b->clock_at_ns) / 1000000, theirs = db_ms - b->clock_db_ms;
         int64_t step = theirs - ours;
-        int64_t margin = clock_margin_ms(b) + (rtt_ns + st->rtt_ns) / 2000000;
+        int64_t margin = clock_margin_ms(b) + (rtt_ns + b->clock_rtt_ns) / 2000000;
         unsafe = step > margin || step < -margin;
         snprintf(value, sizeof value, "%+" PRId64 " ms against ours over %" PRId64 " ms", step,
                  ours);
     } else {
         snprintf(value, sizeof value, "first read");
     }
-    st->db_ms = db_ms;
-    st->at_ns = at_ns;
-    st->rtt_ns = rtt_ns;
-    if (first && __atomic_exchange_n(&b->clock_seen, 1, __ATOMIC_ACQ_REL)) return 1;
+    b->clock_db_ms = db_ms;
+    b->clock_at_ns = at_ns;
+    b->clock_rtt_ns = rtt_ns;
+    pthread_mutex_unlock(&b->mu);
     ik__hazard_row(&b->base.hz, row, "database clock", value, unsafe,
                    "the database host's clock stepped (by more than %" PRId64
                    " ms): slot expiry runs on it, so another server may have taken this "
@@ -84,7 +91,7 @@ int ik__sql_hazards_read(ik__sql_backend *b, ik__sql_conn *c, ik_hazard *rows, s
     int64_t got = ik__mono_ns();
     if (rc) return ik__fail(rc, why, why_len, "cannot read %s's settings: %s", d->name, inner);
     if (*n > IK__SQL_HAZARDS_MAX) *n = IK__SQL_HAZARDS_MAX;
-    if (clock_row(b, st, db_ms, sent + (got - sent) / 2, got - sent, &rows[*n]) == 0) (*n)++;
+    if (clock_row(b, db_ms, sent + (got - sent) / 2, got - sent, &rows[*n]) == 0) (*n)++;
     st->checked_ns = got;
     return 0;
 }

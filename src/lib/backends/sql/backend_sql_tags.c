@@ -229,10 +229,6 @@ static int advance_on(ik__sql_backend *b, ik__sql_conn *c, const char *app, cons
     if (rc) return *cls = rc, IK_ESTORE;
     rc = ik__sql_exec(d, c, IK__SQL_TAG_LOCK, p, 1, &r, inner, sizeof inner);
     if (rc) return *cls = abort_tx(b, c, rc), IK_ESTORE;
-    if (b->test_hold_ms) { /* test hook (IDKEEPER_TEST_TAG_HOLD_MS): the row lock held */
-        struct timespec ts = {b->test_hold_ms / 1000, (long)(b->test_hold_ms % 1000) * 1000000L};
-        nanosleep(&ts, NULL);
-    }
     /* step, kind, app, name, start, max_id */
     int err = 0;
     int64_t step = ik__sql_int(&r, 0, 0), max_id = ik__sql_int(&r, 0, 5);
@@ -273,8 +269,8 @@ static int advance_on(ik__sql_backend *b, ik__sql_conn *c, const char *app, cons
                  biz, max_id, now_max, delta);
         return *cls = abort_tx(b, c, 0), IK_ESTORE;
     }
-    *first = max_id; /* also on a doubt: the range the commit would have taken */
-    if (write_no && b->test_commit_pause_ms) { /* tests only: widens the window */
+    *first = max_id;               /* also on a doubt: the range the commit would have taken */
+    if (b->test_commit_pause_ms) { /* tests only: widens the window, the row lock held */
         struct timespec ts = {b->test_commit_pause_ms / 1000,
                               (b->test_commit_pause_ms % 1000) * 1000000L};
         nanosleep(&ts, NULL);

@@ -188,9 +188,6 @@ typedef struct ik__sql_conn ik__sql_conn; /* the driver's connection */
  * gives it out through hz_state. */
 typedef struct ik__sql_conn_hz {
     int64_t checked_ns; /* ik__mono_ns of its last check (0: never) */
-    int64_t db_ms;      /* the database's clock at that check (Unix ms) */
-    int64_t at_ns;      /* our BOOTTIME when the database read db_ms (the midpoint) */
-    int64_t rtt_ns;     /* that read's round trip: at_ns is within half of it */
 } ik__sql_conn_hz;
 
 /* At most this many rows from one driver's hazard check. */
