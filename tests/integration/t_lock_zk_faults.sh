@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # labels: recipes zk
+# needs: zk
 # timeout: 240
 # The hard cases of the ZooKeeper lock, with faults injected by a TCP proxy between
 # the holder and ZooKeeper (tests/interop/fault_proxy.py):
@@ -41,6 +42,8 @@ except Exception:
 zk.stop()
 PY
 }
+# nchildren PATH N: PATH has N children (kazoo: about 100 ms a call)
+nchildren() { [ "$(children "$1" | wc -l)" = "$2" ]; }
 
 # ---- A: the create's answer is lost ------------------------------------------
 export IK_INTEROP_SESSION_MS=3000
@@ -148,8 +151,7 @@ proxy up
 "$IK_BIN" lock --coord "$DIRECT" /faults/timeout -- sleep 60 2>/dev/null &
 h=$!
 IK_PIDS+=($h)
-d_nodes() { [ "$(children /t/faults/timeout | wc -l)" = "$1" ]; }
-wait_until 60 d_nodes 1 || fail "D: the holder's node never showed"
+wait_until 60 nchildren /t/faults/timeout 1 || fail "D: the holder's node never showed"
 # The waiter's timeout (5 s, half its session) must still be running when the
 # connection goes dark: on a loaded machine its node can take seconds to show, so
 # the cut comes as soon as the node is seen, and a waiter that timed out before
@@ -179,8 +181,7 @@ pass "D: timeout on a dead connection: exit 124 after the reconnect ($((SECONDS 
 "$IK_BIN" lock --coord "$DIRECT" --zk-session-timeout 3000 /faults/deleted -- sleep 60 2>"$T/e.err" &
 e=$!
 IK_PIDS+=($e)
-e_node() { [ "$(children /t/faults/deleted | wc -l)" = 1 ]; }
-wait_until 60 e_node || fail "E: the holder's node never showed: $(cat "$T/e.err")"
+wait_until 60 nchildren /t/faults/deleted 1 || fail "E: the holder's node never showed: $(cat "$T/e.err")"
 sleep 1.5 # the holder's first probe (a quarter of the session timeout, 750 ms) sets the watch on its node
 victim=$(children /t/faults/deleted | cut -d' ' -f1)
 t0=$(date +%s%3N)

@@ -81,8 +81,8 @@ against cr "Curator read while C reads" j read got
 against cr "Curator write while C reads" j write busy
 # a Curator writer queues behind the C reader: a later C reader must wait for it
 hold j write jw2
-for ((i = 0; i < 200; i++)); do zk_tool ls /t$P | grepq __WRIT__ && break; sleep 0.05; done
-zk_tool ls /t$P | grepq __WRIT__ || fail "the Curator writer did not queue"
+writer_queued() { zk_tool ls /t$P | grepq __WRIT__; } # kazoo: about 100 ms a call
+wait_until 30 writer_queued || fail "the Curator writer did not queue"
 got=$(c_try read)
 if [ "$got" != busy ]; then
   # the reader ahead of it may have given up (then jw2 holds, and a reader is busy
