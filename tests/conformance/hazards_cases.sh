@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # hazards_cases.sh: what a server shows of its store's checks (docs/hazards.md), for
 # the conformance group check.sh and t_zk_hazards_ensemble (sourced after lib.sh).
 #

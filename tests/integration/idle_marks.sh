@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # idle_marks.sh: the checks t_mysql_idle_marks and t_pg_idle_marks share (bash, sourced
 # after lib.sh), on the tag connections' pool and the commit marks (docs/sql.md,
 # "Connections" and "Tags").

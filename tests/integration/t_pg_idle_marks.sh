@@ -12,6 +12,7 @@ IK_PG_LIB=1 source "$IK_SRC/tests/fixtures/postgres.sh"
 export IDKEEPER_PASSWORD=$PG_PASSWORD
 P=$PG_SHARED_PORT
 db=tidle_$$
+# shellcheck disable=SC2034 # idle_marks reads URI
 URI=$(pg_new_db "$P" "$db")
 sql() { pg_psql "$P" "$db" "$1"; }
 idle_on() { sql "ALTER DATABASE $db SET idle_session_timeout = '2s'" >/dev/null; }
