@@ -43,8 +43,8 @@ expect() { [ "$2" = "$3" ] || fail "$1: $2, want $3"; }
 # against NAME WHAT c|j read|write WANT: the other side's try, with holder NAME
 # held, answers WANT; a "got" where busy is wanted counts only if NAME still held
 against() {
-  local name=$1 what=$2 try=$3_try kind=$4 want=$5 got t1 n
-  for n in 1 2 3; do
+  local name=$1 what=$2 try=$3_try kind=$4 want=$5 got t1 _
+  for _ in 1 2 3; do
     got=$($try "$kind")
     t1=$(now)
     [ "$got" = "$want" ] && return 0
