@@ -70,16 +70,10 @@ zk_stop 2
 serve_on live --coord "zk://127.0.0.1:$P1,127.0.0.1:$P2/hz" --zk-session-timeout 20000 --quiet ||
   fail "live server: $(tail -n 3 "$T/live.log")"
 URL=http://127.0.0.1:$PORT
-fetch() { # fetch KIND FILE: 20 IDs of KIND appended to FILE; 0, or 1 on a refusal
-  local path=/v1/snowflake
-  [ "$1" = sequence ] && path=/v1/sequence/inv
-  _ik_http "$URL$path?count=20&format=text" "+$2" 10
-  [ "$IK_HTTP_CODE" = 200 ]
-}
-fetch snowflake "$T/sf.ids" && fetch sequence "$T/seq.ids" || fail "no IDs on member 1"
+fetch_kind snowflake "$T/sf.ids" && fetch_kind sequence "$T/seq.ids" || fail "no IDs on member 1"
 ZK_FORCE_SYNC=no zk_start 2
 zk_wait_quorum
-fetch snowflake "$T/sf.ids" || fail "no IDs on member 1 with member 2 back"
+fetch_kind snowflake "$T/sf.ids" || fail "no IDs on member 1 with member 2 back"
 zk_stop 1
 t0=$SECONDS
 refused_ready() { [ "$(ik_http "$URL/readyz" "$T/readyz.body")" = 503 ] && grepq "forceSync is no (127.0.0.1:$P2" "$T/readyz.body"; }
@@ -95,8 +89,8 @@ zk_start 1
 zk_start 2 # forceSync=yes
 zk_wait_quorum
 wait_until "$CHECK_SLACK" ready_probe "$PORT" || fail "not ready again: $(tail -n 3 "$T/live.log")"
-wait_until 10 fetch sequence "$T/seq.ids" || fail "sequence not served again"
-wait_until 10 fetch snowflake "$T/sf.ids" || fail "snowflake not served again"
+wait_until 10 fetch_kind sequence "$T/seq.ids" || fail "sequence not served again"
+wait_until 10 fetch_kind snowflake "$T/sf.ids" || fail "snowflake not served again"
 assert_unique "$T/sf.ids"
 assert_increasing "$T/sf.ids"
 assert_unique "$T/seq.ids"
