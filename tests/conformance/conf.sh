@@ -292,6 +292,7 @@ conf_slow_args() {
   case $IK_STORE in
     zk) echo --zk-session-timeout $(($1 * 4)) ;;
     redis) echo --lease-ttl $(($1 * 4)) ;; # a renewal waits TTL/3 for its answer
+    postgresql | mysql) echo --lease-ttl $(($1 * 4)) ;; # the lease proves 2/3 TTL past a send
     *) fail "conf.sh: conf_slow_args has no case for $IK_STORE" ;;
   esac
 }
@@ -305,6 +306,11 @@ conf_release_bound_ms() {
     redis) # a renewal in flight at the stop (its hazard check and its script, TTL/3
       # each), then the release's script (TTL/3): docs/http.md, "Shutdown"
       echo $(($1 * 4))
+      ;;
+    postgresql | mysql) # a renewal in flight at the stop (its hazard check and its
+      # statement), then the release's statement: each waits at most 5 s for its
+      # answer (docs/sql.md, "Slots"; the slot's connection alive)
+      echo $((3 * 5000))
       ;;
     *) fail "conf.sh: conf_release_bound_ms has no case for $IK_STORE" ;;
   esac
