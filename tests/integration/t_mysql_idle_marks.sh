@@ -2,18 +2,18 @@
 # labels: mysql sql counters
 # timeout: 240
 # The tag connections' pool and the commit marks on mysql:// (docs/sql.md,
-# "Connections" and "Tags"), on a server of this test's own (wait_timeout is
-# global):
-#   idle   a pooled connection that the server closed while it was idle
-#          (wait_timeout = 2) is not used again: a request after 4 s idle is
-#          answered 200, three times over;
+# "Connections" and "Tags"), on a server of this test's own:
+#   idle   a pooled connection that the server ended while it was idle (KILL, as a
+#          restart or an idle limit would) is not used again: a request after its
+#          sessions were killed is answered 200, three times over (the idle limit
+#          of our own, wait_timeout = TTL: t_mysql_idle_wait);
 #   marks  idk_commit_mark is pruned at open: a mark older than a day (a writer
 #          that crashed long ago) is deleted, a recent one (a writer that may still
 #          settle a doubt) is kept; and a server that stops cleanly deletes its own
 #          marks, having settled every doubt.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/mysql.sh"
-my_start --wait-timeout=2
+my_start
 URI=$(my_uri idle)
 DB=${URI##*/}
 sql() { my_sql -D "$DB" -e "$1"; }
@@ -23,12 +23,17 @@ serve_on s --coord "$URI" || fail "serve did not start: $(tail -n 5 "$T/s.log")"
 get() { curl -s -o "$T/body" -w '%{http_code}' -m 30 "http://127.0.0.1:$PORT/v1/sequence/orders?format=text"; }
 code=$(get)
 [ "$code" = 200 ] || fail "the first request answered $code: $(cat "$T/body")"
+ours() { my_sql -e "SELECT ID FROM information_schema.PROCESSLIST WHERE DB = '$DB' AND USER = '$MDB_USER'"; }
 for i in 1 2 3; do
-  sleep 4 # longer than wait_timeout: the server closes the pooled connection
+  ids=$(ours)
+  [ -n "$ids" ] || fail "idle: no session of the server in the database"
+  for id in $ids; do my_sql -e "KILL CONNECTION $id" 2>/dev/null || true; done
+  gone() { ! ours | grep -qxF "$ids"; } # none of the killed ones (a slot's may reconnect)
+  wait_until 15 gone || fail "idle: killed sessions are still there: $(ours | tr '\n' ' ')"
   code=$(get)
-  [ "$code" = 200 ] || fail "idle: request $i after 4 s idle answered $code: $(cat "$T/body"); log: $(tail -n 3 "$T/s.log")"
+  [ "$code" = 200 ] || fail "idle: request $i after its sessions ($(echo $ids)) were killed answered $code: $(cat "$T/body"); log: $(tail -n 3 "$T/s.log")"
 done
-pass "idle: three requests, each after 4 s idle (wait_timeout 2), answered 200"
+pass "idle: three requests, each after the server's sessions were killed while idle, answered 200"
 kill -TERM "${SERVER_PID[s]}"
 wait "${SERVER_PID[s]}" || fail "serve did not exit 0: $(tail -n 5 "$T/s.log")"
 left=$(sql "SELECT count(*) FROM idk_commit_mark")
