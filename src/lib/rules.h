@@ -105,6 +105,13 @@ long ik__pct_decode(const char *s, size_t n, char *out, size_t cap);
  * never in a log, a status answer or an error message). */
 char *ik__uri_redact(const char *uri, char *out, size_t out_len);
 
+/* coord.c: the URI form of the registry's backend i ("zk://HOST:PORT..."), in the
+ * registry's order, NULL past the last: the backends of this build, as `idkeeper
+ * version`, `serve --help` and the man pages list them. */
+const char *ik__coord_uri_form(size_t i);
+/* coord.c: every form, "A, B or C", into buf (cut short if buf is). */
+void ik__coord_uri_forms(char *buf, size_t len);
+
 /* coord.c: the client libraries of this build's backends, "NAME VERSION\n" a line
  * (each once: two schemes can share one), into buf, from each backend's ops table.
  * Truncated at a line's end if buf is short. */

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # labels: recipes zk
+# needs: zk
 # timeout: 240
 # The hard cases of the ZooKeeper lock, with faults injected by a TCP proxy between
 # the holder and ZooKeeper (tests/interop/fault_proxy.py):

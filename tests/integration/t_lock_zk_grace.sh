@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # labels: recipes zk
+# needs: zk
 # timeout: 300
 # The grace after a loss (docs/recipes.md, "The commands"): with the default --grace, a CMD that
 # ignores SIGTERM is dead (SIGKILL) before another process can hold the lock or

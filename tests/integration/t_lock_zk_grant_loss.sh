@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # labels: recipes zk
+# needs: zk
 # timeout: 420
 # A loss notice that comes right after a grant, before the holder has heard of the
 # grant (docs/recipes.md, "A lost grant's node"). The test-only hook IDKEEPER_TEST_GRANT_DELAY_MS pauses

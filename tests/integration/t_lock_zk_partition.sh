@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # labels: recipes zk
+# needs: zk
 # timeout: 300
 # What proves a lock holder's session (docs/recipes.md, "What proves the session"):
 # a 3-server ensemble in which server 1 reaches servers 2 and 3 only through fault

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # labels: recipes zk
+# needs: zk
 # timeout: 420
 # Lock nodes at the end of ZooKeeper's 32-bit sequence, and a waiter whose node is
 # deleted, on a real ZooKeeper. ZooKeeper names a SEQUENTIAL child with Java's

@@ -54,8 +54,6 @@
  * disconnected (its ephemeral nodes may come back with it), and never retries a
  * request: what a lost answer means is the caller's to settle.
  */
-#ifdef IK_HAVE_ZK
-
 #include "zk_session.h"
 #include "backend_zk.h"
 #include "internal.h"
@@ -819,5 +817,3 @@ void ik__zk_unlisten(ik__backend *be, void (*fn)(void *ctx, unsigned gen, int st
     }
     pthread_mutex_unlock(&zc->lmu);
 }
-
-#endif /* IK_HAVE_ZK */

@@ -7,8 +7,6 @@
  * Threads: safe from any thread; each call borrows the session's handle (life held
  * for reading) or runs on one its caller borrowed.
  */
-#ifdef IK_HAVE_ZK
-
 #include "backend.h"
 #include "backend_zk.h"
 #include "internal.h"
@@ -244,7 +242,3 @@ int ik__zk_slots_list(ik__backend *be, const char *app, ik_slot_info **out, size
     *n_out = n;
     return IK_OK;
 }
-
-/* The negotiated session timeout (the requested one before the first connect):
- * a dead holder's owner node goes when its session expires. */
-#endif /* IK_HAVE_ZK */

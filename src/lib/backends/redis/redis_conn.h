@@ -166,6 +166,9 @@ static inline ik__redis_backend *ik__redis_backend_of(ik__backend *be)
     return (ik__redis_backend *)be;
 }
 
+/* backend_redis.c: the ops tables, named by the registry (coord.c). */
+extern const ik__backend_ops ik__backend_redis_ops, ik__backend_redis_unix_ops;
+
 /* The seam's calls (backend.h) made below the ops table. */
 const char *ik__redis_uri(const ik__backend *be);
 int64_t ik__redis_slot_free_ms(ik__backend *be);

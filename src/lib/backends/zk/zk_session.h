@@ -262,4 +262,11 @@ int ik__zk_multi(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_result_t 
 /* The effective error of an amulti of two ops: the first op that really failed. */
 int ik__zk_multi_error(const ik__zk_req *r);
 
+/* backend_zk.c: the ops table, named by the registry (coord.c); recipe_zk.c: the
+ * lock protocol, named by that table. */
+extern const ik__backend_ops ik__backend_zk_ops;
+extern const ik__recipe_ops ik__recipe_zk_ops;
+/* zk_uri.c: the zk:// syntax (ik__backend_zk_ops.uri_check). */
+int ik__zk_uri_check(const char *uri, char *why, size_t why_len);
+
 #endif

@@ -7,6 +7,7 @@
 #define IK_RECIPE_ZK_H
 
 #include "recipe.h"
+#include "recipe_zk_names.h"
 #include "zk_session.h"
 
 #include <pthread.h>

@@ -875,18 +875,9 @@ static void my_session(ik__sql_conn *c, char *buf, size_t len)
     snprintf(buf, len, "thread %lu", c && c->m ? mysql_thread_id(c->m) : 0UL);
 }
 
-static const char *my_lib_version(void)
-{
-    return mysql_get_client_info();
-}
-
 static const ik__sql_driver ik__sql_mysql_driver = {
-    .scheme = "mysql",
-    .uri_form = "mysql://USER@HOST[:PORT]/DB",
     .name = "MySQL",
-    .schema = mysql_schema,
     .stmt = mysql_stmt,
-    .uri_check = ik__mysql_uri_check,
     .connect = my_connect,
     .close = my_close,
     .run = my_run,
@@ -899,7 +890,6 @@ static const ik__sql_driver ik__sql_mysql_driver = {
     .session = my_session,
     .socket = my_conn_socket,
     .stale = my_stale,
-    .lib_version = my_lib_version,
 };
 
 static void mysql_client_version(char *buf, size_t len)

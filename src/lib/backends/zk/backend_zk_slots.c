@@ -51,8 +51,6 @@
  * slot whose owner node exists (even one with our identity: that may be a live
  * twin), and never reports a lease proven on a session it has not heard from.
  */
-#ifdef IK_HAVE_ZK
-
 #include "backend.h"
 #include "backend_zk.h"
 #include "internal.h"
@@ -954,5 +952,3 @@ void ik__zk_slot_forget(ik__backend *be, void *handle)
     remember_orphan((zk_backend *)be, s->app, s->worker, s->session);
     slot_free((zk_backend *)be, s);
 }
-
-#endif /* IK_HAVE_ZK */

@@ -10,8 +10,6 @@
  * registry's read lock and lk->mu; the monitor runs on its own thread; the rest
  * runs on the caller's. No call into ZooKeeper is made with lk->mu held (ZL3).
  */
-#ifdef IK_HAVE_ZK
-
 #include "internal.h"
 #include "recipe_zk.h"
 
@@ -440,5 +438,3 @@ void *ik__zk_lock_monitor_thread(void *arg)
     }
     return NULL;
 }
-
-#endif /* IK_HAVE_ZK */

@@ -38,8 +38,6 @@
  * behind an interval's check (the renewal's own answer would then come too late
  * for its window).
  */
-#ifdef IK_HAVE_ZK
-
 #include "zk_hazards.h"
 #include "backend_zk.h"
 #include "internal.h"
@@ -633,5 +631,3 @@ int ik__zk_gated_tag_advance(ik__backend *be, const char *app, const char *name,
     if (rc) return IK_ESTORE; /* certainly not done */
     return ik__zk_tag_advance(be, app, name, kind, delta, first);
 }
-
-#endif /* IK_HAVE_ZK */

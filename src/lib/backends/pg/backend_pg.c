@@ -19,8 +19,6 @@
  *   SELECT pg_advisory_lock(hashtextextended('lock:/a/b', 0));
  * excludes an idkeeper holder of lock /a/b, and the reverse (docs/recipes.md).
  */
-#ifdef IK_HAVE_PG
-
 #include "internal.h"
 #include "sql_driver.h"
 
@@ -703,14 +701,6 @@ static int pg_socket(ik__sql_conn *c)
     return c && c->pg ? PQsocket(c->pg) : -1;
 }
 
-static const char *pg_lib_version(void)
-{
-    static char v[32];
-    int n = PQlibVersion();
-    snprintf(v, sizeof v, "libpq %d.%d", n / 10000, n % 10000);
-    return v;
-}
-
 /* The shared rule, then libpq's own parse of the query parameters (no I/O). */
 static int pg_uri_check(const char *uri, char *why, size_t why_len)
 {
@@ -732,12 +722,8 @@ static int pg_uri_check(const char *uri, char *why, size_t why_len)
 }
 
 const ik__sql_driver ik__sql_pg_driver = {
-    .scheme = "postgresql",
-    .uri_form = "postgresql://USER@HOST[:PORT]/DB",
     .name = "PostgreSQL",
-    .schema = pg_schema,
     .stmt = pg_stmt,
-    .uri_check = pg_uri_check,
     .connect = pg_connect,
     .close = pg_close,
     .run = pg_run,
@@ -749,7 +735,6 @@ const ik__sql_driver ik__sql_pg_driver = {
     .hz_state = pg_hz_state,
     .session = pg_session,
     .socket = pg_socket,
-    .lib_version = pg_lib_version,
 };
 
 static void pg_client_version(char *buf, size_t len)
@@ -760,5 +745,3 @@ static void pg_client_version(char *buf, size_t len)
 
 IK__SQL_BACKEND(pg, ik__sql_pg_driver, "postgresql", "postgresql://USER@HOST[:PORT]/DB",
                 pg_uri_check, pg_schema, pg_client_version);
-
-#endif

@@ -32,4 +32,9 @@ int ik__local_tag_advance(ik__backend *be, const char *app, const char *name, ik
                           int64_t delta, int64_t *first);
 void ik__local_tags_close(local_backend *b);
 
+/* backend_local.c: the ops table, named by the registry (coord.c); recipe_local.c:
+ * the lock protocol, named by that table. */
+extern const ik__backend_ops ik__backend_local_ops;
+extern const ik__recipe_ops ik__recipe_local_ops;
+
 #endif

@@ -20,7 +20,7 @@
  * agrees with us only below the counter's end; nothing here can make them agree past
  * it (docs/recipes.md).
  */
-#include "recipe.h"
+#include "recipe_zk_names.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -58,8 +58,6 @@
  *   ZL3. No call into ZooKeeper is made while lk->mu is held (the completion thread
  *       takes lk->mu in the callbacks, and a synchronous call waits for it).
  */
-#ifdef IK_HAVE_ZK
-
 #include "internal.h"
 #include "recipe.h"
 #include "recipe_zk.h"
@@ -915,5 +913,3 @@ const ik__recipe_ops ik__recipe_zk_ops = {
     .info = zk_info,
     .leader = zk_leader,
 };
-
-#endif /* IK_HAVE_ZK */

@@ -152,13 +152,14 @@ void ik__sql_put(ik__sql_backend *b, int idx, int rc)
 static int prepare(ik__sql_backend *b, ik__sql_conn *c, char *why, size_t why_len)
 {
     const ik__sql_driver *d = b->d;
+    const char *const *schema = b->base.ops->schema; /* IK__SQL_BACKEND's SCHEMA */
     char inner[256] = "";
     int rc = 0;
-    for (int i = 0; d->schema[i]; i++) {
+    for (int i = 0; schema[i]; i++) {
         /* two servers creating one table at once can trip over each other (a
          * unique violation in the catalog): the second try finds it made */
         for (int attempt = 0; attempt < 3; attempt++) {
-            rc = d->run(c, d->schema[i], inner, sizeof inner);
+            rc = d->run(c, schema[i], inner, sizeof inner);
             if (rc != IK__SQL_EDUPLICATE && rc != IK__SQL_EDEFINITE) break;
         }
         if (rc)

@@ -4,6 +4,7 @@
  * backend (CMake's IK_WITH_ZK). */
 #include "backend.h"
 #include "internal.h"
+#include "zk_session.h"
 
 #include <string.h>
 

@@ -14,10 +14,10 @@
  *     statement with text parameters and text results, a ping, the session
  *     locks, the durability check, and the class of every failure.
  *
- * A new database is one file: a driver table (ik__sql_driver), one
- * IK__SQL_BACKEND line that makes its backend and recipe ops tables from it, its
- * line in coord.c's backends[], its client library in CMakeLists.txt, and a test
- * fixture. Nothing in the generic files changes.
+ * A new database is a driver in a folder of its own: a driver table
+ * (ik__sql_driver) and one IK__SQL_BACKEND line that makes its ops tables from it.
+ * Nothing in the generic files changes. The rest of what it takes is the one list,
+ * docs/architecture.md, "Adding a backend".
  *
  * Statements. Parameters are text (NULL: SQL NULL); each statement's comment below
  * gives them in order, and they appear in that order in the SQL, each once, so
@@ -193,19 +193,12 @@ typedef struct ik__sql_conn_hz {
 /* At most this many rows from one driver's hazard check. */
 #define IK__SQL_HAZARDS_MAX 16
 
+/* A driver's scheme, URI form, URI check, schema and client version are its
+ * backend's: the arguments of IK__SQL_BACKEND below, held once, in the ops table. */
 typedef struct ik__sql_driver {
-    const char *scheme;   /* "postgresql": URIs SCHEME:... */
-    const char *uri_form; /* "postgresql://USER@HOST[:PORT]/DB" */
-    const char *name;     /* "PostgreSQL", for messages */
-    /* The schema, one statement each, NULL-terminated: run in order at open, and
-     * printed by `idkeeper schema`. CREATE ... IF NOT EXISTS only: running it on
-     * a database that has the tables changes nothing. */
-    const char *const *schema;
+    const char *name; /* "PostgreSQL", for messages */
     /* The SQL of each ik__sql_stmt, indexed by it. */
     const char *const *stmt;
-
-    /* The whole URI's syntax (no I/O): 0, or IK_EURI with a one-line reason. */
-    int (*uri_check)(const char *uri, char *why, size_t why_len);
 
     /* Connects within IK__SQL_IO_MS: 0, IK__SQL_EREFUSED (wrong password, no such
      * database: why says which), IK__SQL_EGONE (unreachable). */
@@ -258,8 +251,6 @@ typedef struct ik__sql_driver {
      * replaces it before a request rather than send on it (ik__sql_reusable).
      * NULL: no idle limit of ours. */
     int (*stale)(ik__sql_conn *c);
-    /* The client library's version, for `idkeeper version` ("libpq 15.4"). */
-    const char *(*lib_version)(void);
 } ik__sql_driver;
 
 /* ---- the backend and lock protocol a driver makes ----------------------------
@@ -268,10 +259,14 @@ typedef struct ik__sql_driver {
  *   IK__SQL_BACKEND(pg, ik__sql_pg_driver, "postgresql", "postgresql://USER@HOST[:PORT]/DB",
  *                   pg_uri_check, pg_schema, pg_client_version);
  *
- * defines ik__backend_pg_ops and ik__recipe_pg_ops (declared in backend.h, named
- * in coord.c's backends[]), whose calls are the generic layer's, on that driver.
- * CLIENT_VERSION is the ops table's client_version. SCHEME, URI_FORM, URI_CHECK and SCHEMA repeat
- * the driver's fields because a static table needs constants. */
+ * defines ik__backend_pg_ops (named in coord.c's registry) and its lock protocol,
+ * whose calls are the generic layer's, on that driver. The other arguments are the
+ * backend's own, written only here: SCHEME (URIs SCHEME:...), URI_FORM (for
+ * messages and help), URI_CHECK (the whole URI's syntax, no I/O: 0, or IK_EURI
+ * with a one-line reason), SCHEMA (one statement each, NULL-terminated: run in
+ * order at open and printed by `idkeeper schema`; CREATE ... IF NOT EXISTS only,
+ * so running it on a database that has the tables changes nothing) and
+ * CLIENT_VERSION (the ops table's client_version: "libpq 15.4"). */
 struct ik_coord_options;
 int ik__sql_open(const ik__sql_driver *d, const ik__backend_ops *ops, const char *uri,
                  const ik_coord_options *o, ik__backend **out, char *why, size_t why_len);
@@ -312,7 +307,8 @@ int ik__sql_leader(ik__backend *be, const char *path, char **id);
 #define IK__SQL_LOCK_SIZE 1024
 
 #define IK__SQL_BACKEND(NAME, DRIVER, SCHEME, URI_FORM, URI_CHECK, SCHEMA, CLIENT_VERSION)         \
-    const ik__recipe_ops ik__recipe_##NAME##_ops = {                                               \
+    extern const ik__backend_ops ik__backend_##NAME##_ops; /* named by coord.c */                  \
+    static const ik__recipe_ops ik__recipe_##NAME##_ops = {                                        \
         .scheme = (SCHEME),                                                                        \
         .lock_size = IK__SQL_LOCK_SIZE,                                                            \
         .lock_init = ik__sql_lock_init,                                                            \
