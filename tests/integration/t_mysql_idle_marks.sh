@@ -31,7 +31,7 @@ for i in 1 2 3; do
   gone() { ! ours | grep -qxF "$ids"; } # none of the killed ones (a slot's may reconnect)
   wait_until 15 gone || fail "idle: killed sessions are still there: $(ours | tr '\n' ' ')"
   code=$(get)
-  [ "$code" = 200 ] || fail "idle: request $i after its sessions ($(echo $ids)) were killed answered $code: $(cat "$T/body"); log: $(tail -n 3 "$T/s.log")"
+  [ "$code" = 200 ] || fail "idle: request $i after its sessions ($(echo "$ids" | tr "\n" " ")) were killed answered $code: $(cat "$T/body"); log: $(tail -n 3 "$T/s.log")"
 done
 pass "idle: three requests, each after the server's sessions were killed while idle, answered 200"
 kill -TERM "${SERVER_PID[s]}"
