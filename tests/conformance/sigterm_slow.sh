@@ -1,8 +1,6 @@
 #!/usr/bin/env bash
 # labels: slots
 # timeout: 180
-# not-on: postgresql: docs/sql.md documents no bound for a slot release on a server that answers slowly, so there is no bound to hold the stop to yet
-# not-on: mysql: docs/sql.md documents no bound for a slot release on a server that answers slowly, so there is no bound to hold the stop to yet
 # not-on: local: SQLite is a file the server opens itself: there is no store server to put a slow network in front of
 # SIGTERM with a slow store (docs/http.md, "Shutdown"): a server
 # whose store answers every request D = 3 s late (a quarter of its session or lease
@@ -11,6 +9,8 @@
 # slack, and its log says the slot was released, or that its release is in doubt.
 # Before the fix, on zk:// (the release waited 2 s for its answer): "releasing
 # worker N failed: outcome unknown", exit 1, although the release had landed.
+# On SQL the group was not run while docs/sql.md gave no bound (run then with the
+# bound of today's code it passed: released in 8.4 s).
 source "$(dirname "$0")/../integration/lib.sh"
 source "$(dirname "$0")/conf.sh"
 conf_store_start

@@ -10,6 +10,9 @@
 #         while Y's write queues on the tag's row lock; X's COMMIT is lost on the
 #         way (the fault proxy closes X's connection instead: it never applies);
 #         then Y's write commits. X must not take Y's commit for its own.
+#         (redis://: X's script runs and its answer is held, so X's call ends in
+#         doubt while Y's write runs on a writer of its own; X's next write
+#         settles X's doubt: a gap logged at its exact place.)
 # Each part ends with tests/tools/idcheck.py gaps: every ID of 1..max_id-1 (the
 # store's, read around idkeeper) answered once or in a gap the library logged,
 # and the gap hook's counts equal to the logged gaps.
@@ -37,22 +40,18 @@ U=$(conf_coord load)
 "$IK_BIN" tags add t --kind sequence --start 1 --coord "$U" "${CONF_SERVE_ARGS[@]}" >"$T/add.out" 2>&1 || fail "tags add failed: $(cat "$T/add.out")"
 timeout 120 "$TWOSEQ" "$U" t load >"$T/load.out" 2>&1 || fail "twoseq load exited $?: $(tail -n 5 "$T/load.out")"
 check load "$U"
-# Every request succeeds, but on redis://: its script refuses a write whose number
-# is not above the last one run for the tag, and both sequences number their writes
-# as one writer (docs/redis.md, "Counters"), so a share of them fails (503), none
-# repeating an ID; there most must still succeed.
+# Every request succeeds, on every backend: each advance in progress writes as a
+# writer of its own (docs/redis.md, "Counters"; docs/sql.md, "Tags"). Before that,
+# on redis:// both sequences numbered their writes as one writer, and its script
+# refused a number not above the last one run: "load: 134 of 600 requests failed
+# without a fault: 87 err X -10010" (IK_ESTORE, a 503), none repeating an ID.
 errs=$(grep -c '^err' "$T/load.out" || true)
-if [ "$IK_STORE" = redis ]; then
-  ((errs <= 300)) || fail "load: $errs of 600 requests failed without a fault: $(grep '^err' "$T/load.out" | sort | uniq -c)"
-  ((errs == 0)) || log "load: $errs of 600 requests failed without a fault (redis://, above): $(grep '^err' "$T/load.out" | sort | uniq -c)"
-else
-  ((errs == 0)) || fail "load: $errs of 600 requests failed without a fault: $(grep '^err' "$T/load.out" | sort | uniq -c)"
-fi
+((errs == 0)) || fail "load: $errs of 600 requests failed without a fault: $(grep '^err' "$T/load.out" | sort | uniq -c)"
 
 case $IK_STORE in
-  postgresql | mysql) ;;
+  postgresql | mysql | redis) ;;
   *)
-    log "lost: not on $IK_STORE (the lost COMMIT and its commit mark are the SQL backends')"
+    log "lost: not on $IK_STORE (the lost answer settled by a record of the writer's writes is the SQL and Redis backends')"
     exit 0
     ;;
 esac
@@ -64,9 +63,16 @@ IDKEEPER_TEST_SQL_COMMIT_PAUSE_MS=1500 timeout 120 "$TWOSEQ" "$VIA" t lost "$T/g
 tw=$!
 IK_PIDS+=("$tw")
 wait_until 60 grep -q '^warm$' "$T/lost.out" || fail "lost: twoseq did not warm up: $(tail -n 5 "$T/lost.out")"
-# the next COMMIT sent after a commit mark's INSERT on its connection: X's
-proxy request-lost 1 COMMIT INSERT INTO idk_commit_mark
+if [ "$IK_STORE" = redis ]; then
+  # X's script runs and its answer is held (X's call gives up: in doubt) while Y's
+  # write, on a lane of its own, runs; X's next write, on X's lane, settles the
+  # doubt: its range logged as a gap (docs/redis.md, "Counters")
+  proxy hold-after 1 tagw/t/
+else
+  # the next COMMIT sent after a commit mark's INSERT on its connection: X's
+  proxy request-lost 1 COMMIT INSERT INTO idk_commit_mark
+fi
 touch "$T/go"
 wait $tw || fail "twoseq lost exited non-zero: $(tail -n 5 "$T/lost.out")"
-grep -q request-lost "$T/proxy.log" || fail "lost: the proxy never lost a COMMIT"
+grep -qE 'request-lost|hold-after' "$T/proxy.log" || fail "lost: the proxy never lost a COMMIT nor held an answer"
 check lost "$(conf_coord lost)"

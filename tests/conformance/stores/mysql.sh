@@ -55,3 +55,12 @@ conf_store_port() { echo "$MY_PORT"; }
 conf_fault_answer_lost() { proxy hold-after 1 COMMIT INSERT INTO idk_commit_mark; }
 
 conf_fault_freeze_after_write() { proxy mute-after 1 COMMIT INSERT INTO idk_commit_mark; }
+
+conf_slow_args() { echo --lease-ttl $(($1 * 4)); } # the lease proves 2/3 TTL past a send
+
+conf_release_bound_ms() {
+  # a renewal in flight at the stop (its hazard check and its statement), then the
+  # release's statement: each waits at most 5 s for its answer (docs/sql.md,
+  # "Slots"; the slot's connection alive)
+  echo $((3 * 5000))
+}

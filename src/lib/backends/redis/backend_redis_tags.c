@@ -12,30 +12,42 @@
  *       --redis-wait-replicas N, WAIT counted N replicas; otherwise IK_EINDOUBT and
  *       the range (if it was recorded) is never handed out.
  *   RT3. Every advance carries this backend object's next write number SEQ; the
- *       script refuses a SEQ not above the last one run for the tag (the writer
- *       key tagw/TAG/NONCE, PX WRITER_TTL_MS from its last write, keeps it as
- *       "last") and records "SEQ VALUE" in the key's ring of the tag's last
- *       TAG_KEPT advances, raising the key's "floor" to the SEQ it pushes out. So
- *       once a later advance of the tag ran, a write in doubt either ran (its SEQ is
- *       in the ring, or at or below the floor) or never will.
- *   RT4. The doubts of a tag (at most TAG_KEPT, oldest first) are all carried by its
- *       next advance, which reads each one's own SEQ in the ring before taking its
- *       slot, and are all settled by the first one that runs: a SEQ found is a
- *       recorded range, logged "tag gap tag=T first=A count=K" at its exact first
- *       ID; a SEQ not found, above the floor, of a doubt younger than
- *       DOUBT_TRUST_NS (the writer key cannot have expired since), never ran and
- *       never will ("tag doubt settled"); anything else cannot be placed and is
- *       logged "tag gap tag=T first=? count=K", as is the oldest doubt of a tag
- *       that would hold more than TAG_KEPT. No doubt ends without a line.
+ *       script refuses a SEQ not above the last one run for the tag by its writer
+ *       (the writer key tagw/TAG/NONCE, PX WRITER_TTL_MS from its last write,
+ *       keeps it as "last") and records "SEQ VALUE" in the key's ring of the
+ *       writer's last TAG_KEPT advances of the tag, raising the key's "floor" to
+ *       the SEQ it pushes out. So once a later advance of the tag by the same
+ *       writer ran, a write in doubt of that writer either ran (its SEQ is in the
+ *       ring, or at or below the floor) or never will.
+ *   RT3a. A writer is a lane, not the object: NONCE is this object's 30 random
+ *       hex digits and the lane's number in 2 more, and each advance holds a lane
+ *       of its own for its whole call (lane_get .. lane_put), taking its SEQ only
+ *       once it holds it. So a lane's SEQs reach Redis in increasing order, one
+ *       advance after another, and two committers of one coord (two ik_sequence,
+ *       or a sequence's batches beside a segment's refills) never make each
+ *       other's writes "not above the last one run" (refused: a 503 without a
+ *       fault) nor settle each other's doubts. A free lane with doubts of the tag
+ *       is preferred by the tag's next advance, which carries them (RT4).
+ *   RT4. The doubts of a tag by one lane (at most TAG_KEPT, oldest first) are all
+ *       carried by the tag's next advance on that lane, which reads each one's own
+ *       SEQ in the ring before taking its slot, and are all settled by the first
+ *       one that runs: a SEQ found is a recorded range, logged "tag gap tag=T
+ *       first=A count=K" at its exact first ID; a SEQ not found, above the floor,
+ *       of a doubt younger than DOUBT_TRUST_NS (the writer key cannot have expired
+ *       since), never ran and never will ("tag doubt settled"); anything else
+ *       cannot be placed and is logged "tag gap tag=T first=? count=K", as is the
+ *       oldest doubt of a tag and lane that would hold more than TAG_KEPT. No
+ *       doubt ends without a line.
  *   RT5. At close no later advance will carry the doubts still kept, so the close
- *       settles them (ik__redis_tags_close): per tag one script, TAG_SETTLE, that
- *       raises the writer key's "last" to a SEQ above every one sent (so a write
- *       still on its way can no longer run: RT3's refusal) and reads each doubt's
- *       SEQ in the ring, settled as in RT4. A tag whose script gets no answer
- *       within IK__REDIS_SETTLE_MS of the close's start, or is not sent (a store
- *       hazard refused: the fence is a write), logs each doubt as "tag gap
- *       tag=T first=? count=K why=maybe_recorded", before the close returns (the
- *       daemon's last step after SIGTERM, so before the process exits).
+ *       settles them (ik__redis_tags_close): per tag and lane one script,
+ *       TAG_SETTLE, that raises the writer key's "last" to a SEQ above every one
+ *       sent (so a write still on its way can no longer run: RT3's refusal) and
+ *       reads each doubt's SEQ in the ring, settled as in RT4. A tag whose script
+ *       gets no answer within IK__REDIS_SETTLE_MS of the close's start, or is not
+ *       sent (a store hazard refused: the fence is a write), logs each doubt as
+ *       "tag gap tag=T first=? count=K why=maybe_recorded", before the close
+ *       returns (the daemon's last step after SIGTERM, so before the process
+ *       exits).
  *
  * A doubt's life (edges name the functions):
  *
@@ -66,6 +78,7 @@
 /* A doubt older than this may have outlived the writer key (a tenth of the TTL
  * spares the difference between Redis's clock rate and ours). */
 #define DOUBT_TRUST_NS ((int64_t)WRITER_TTL_MS * 900000)
+#define LANES 64 /* advances in progress at once, at most (RT3a) */
 
 /* One write in doubt. */
 typedef struct tag_doubt {
@@ -80,14 +93,17 @@ typedef struct tag_doubt {
 typedef struct tag_doubts {
     struct tag_doubts *next;
     char app[80], tag[IK_TAG_NAME_MAX + 1];
+    int lane; /* the writer (RT3a) that sent them */
     int n;
     tag_doubt d[TAG_KEPT];
 } tag_doubts;
 
 struct ik__redis_tags {
     pthread_mutex_t mu;
-    char nonce[33];
+    pthread_cond_t lane_cv;
+    char nonce[33]; /* 30 random hex digits are ours; a lane's writer adds its own 2 */
     uint64_t seq;
+    uint64_t lanes_busy; /* bit L: lane L is held by an advance (RT3a) */
     tag_doubts *doubts;
 };
 
@@ -103,6 +119,7 @@ int ik__redis_tags_new(struct ik__redis_tags **out)
     for (int i = 0; i < 16; i++)
         snprintf(t->nonce + 2 * i, 3, "%02x", r[i]);
     pthread_mutex_init(&t->mu, NULL);
+    pthread_cond_init(&t->lane_cv, NULL);
     *out = t;
     return IK_OK;
 }
@@ -115,8 +132,46 @@ static void tags_free(struct ik__redis_tags *t)
         t->doubts = g->next;
         free(g);
     }
+    pthread_cond_destroy(&t->lane_cv);
     pthread_mutex_destroy(&t->mu);
     free(t);
+}
+
+/* The writer key of lane on (app, name) into out (KEY_MAX): tagw/TAG/NONCE, NONCE
+ * our 30 hex digits and the lane's 2 (the key's form is the one before lanes). */
+static void writer_key(ik__redis_client *rc, const struct ik__redis_tags *t, const char *app,
+                       const char *name, int lane, char *out)
+{
+    char sub[IK_TAG_NAME_MAX + 48];
+    snprintf(sub, sizeof sub, "tagw/%s/%.30s%02x", name, t->nonce, (unsigned)lane & 0xff);
+    ik__redis_key(rc, app, sub, out, KEY_MAX);
+}
+
+/* RT3a: a lane of its own for an advance of (app, name): a free one with doubts of
+ * the tag kept (its advance carries them), else the lowest free; waits while all
+ * are held. */
+static int lane_get(struct ik__redis_tags *t, const char *app, const char *name)
+{
+    pthread_mutex_lock(&t->mu);
+    while (t->lanes_busy == UINT64_MAX)
+        pthread_cond_wait(&t->lane_cv, &t->mu);
+    int lane = -1;
+    for (tag_doubts *g = t->doubts; g && lane < 0; g = g->next)
+        if (!(t->lanes_busy >> g->lane & 1) && !strcmp(g->app, app) && !strcmp(g->tag, name))
+            lane = g->lane;
+    for (int i = 0; lane < 0 && i < LANES; i++)
+        if (!(t->lanes_busy >> i & 1)) lane = i;
+    t->lanes_busy |= (uint64_t)1 << lane;
+    pthread_mutex_unlock(&t->mu);
+    return lane;
+}
+
+static void lane_put(struct ik__redis_tags *t, int lane)
+{
+    pthread_mutex_lock(&t->mu);
+    t->lanes_busy &= ~((uint64_t)1 << lane);
+    pthread_cond_signal(&t->lane_cv);
+    pthread_mutex_unlock(&t->mu);
 }
 
 static void keys_of(ik__redis_client *rc, const char *app, const char *name, char *meta,
@@ -288,13 +343,14 @@ int ik__redis_tag_list(ik__backend *be, const char *app, ik_tag_info **out, size
 
 /* Takes every doubt of (app, name) out of t into d (room for TAG_KEPT), oldest
  * first; returns how many. */
-static int take_doubts(struct ik__redis_tags *t, const char *app, const char *name, tag_doubt *d)
+static int take_doubts(struct ik__redis_tags *t, const char *app, const char *name, int lane,
+                       tag_doubt *d)
 {
     int n = 0;
     pthread_mutex_lock(&t->mu);
     for (tag_doubts **pp = &t->doubts; *pp; pp = &(*pp)->next) {
         tag_doubts *g = *pp;
-        if (!strcmp(g->app, app) && !strcmp(g->tag, name)) {
+        if (g->lane == lane && !strcmp(g->app, app) && !strcmp(g->tag, name)) {
             n = g->n;
             memcpy(d, g->d, (size_t)n * sizeof *d);
             *pp = g->next;
@@ -316,7 +372,7 @@ static void log_unplaced(const char *app, const char *name, const tag_doubt *d, 
 /* Keeps the n doubts d of (app, name) for the tag's next advance, among those kept
  * already, by seq. A tag that would hold more than TAG_KEPT loses its oldest, and
  * one that cannot (no memory) the new ones: each logged as a gap of unknown place. */
-static void keep_doubts(struct ik__redis_tags *t, const char *app, const char *name,
+static void keep_doubts(struct ik__redis_tags *t, const char *app, const char *name, int lane,
                         const tag_doubt *d, int n)
 {
     if (n == 0) return;
@@ -324,11 +380,12 @@ static void keep_doubts(struct ik__redis_tags *t, const char *app, const char *n
     int nout = 0;
     pthread_mutex_lock(&t->mu);
     tag_doubts *g = t->doubts;
-    while (g && (strcmp(g->app, app) || strcmp(g->tag, name)))
+    while (g && (g->lane != lane || strcmp(g->app, app) || strcmp(g->tag, name)))
         g = g->next;
     if (!g && (g = calloc(1, sizeof *g)) != NULL) {
         snprintf(g->app, sizeof g->app, "%s", app);
         snprintf(g->tag, sizeof g->tag, "%s", name);
+        g->lane = lane;
         g->next = t->doubts;
         t->doubts = g;
     }
@@ -394,18 +451,29 @@ static void settle(const char *app, const char *name, const tag_doubt *d, const 
     }
 }
 
+static int advance_on(ik__redis_backend *b, const char *app, const char *name, ik_tag_kind kind,
+                      int64_t delta, int lane, int64_t *first);
+
 int ik__redis_tag_advance(ik__backend *be, const char *app, const char *name, ik_tag_kind kind,
                           int64_t delta, int64_t *first)
 {
     ik__redis_backend *b = ik__redis_backend_of(be);
+    int lane = lane_get(b->tags, app, name); /* RT3a */
+    int e = advance_on(b, app, name, kind, delta, lane, first);
+    lane_put(b->tags, lane);
+    return e;
+}
+
+/* The advance of ik__redis_tag_advance, as the writer of lane (RT3a). */
+static int advance_on(ik__redis_backend *b, const char *app, const char *name, ik_tag_kind kind,
+                      int64_t delta, int lane, int64_t *first)
+{
     ik__redis_client *rc = &b->rc;
     char meta[KEY_MAX], counter[KEY_MAX], writer[KEY_MAX], why[400];
     keys_of(rc, app, name, meta, counter);
-    char sub[IK_TAG_NAME_MAX + 48];
-    snprintf(sub, sizeof sub, "tagw/%s/%s", name, b->tags->nonce);
-    ik__redis_key(rc, app, sub, writer, sizeof writer);
+    writer_key(rc, b->tags, app, name, lane, writer);
     tag_doubt carried[TAG_KEPT];
-    int nc = take_doubts(b->tags, app, name, carried); /* RT4: all of them */
+    int nc = take_doubts(b->tags, app, name, lane, carried); /* RT4: all of the lane's */
     pthread_mutex_lock(&b->tags->mu);
     uint64_t seq = ++b->tags->seq;
     pthread_mutex_unlock(&b->tags->mu);
@@ -425,7 +493,7 @@ int ik__redis_tag_advance(ik__backend *be, const char *app, const char *name, ik
     /* IK_EUNSAFE: a store hazard is refused (docs/hazards.md), nothing sent */
     redisContext *ctx = ik__redis_get_write(rc, TAG_TIMEOUT_MS, &e, why, sizeof why);
     if (!ctx) {
-        keep_doubts(b->tags, app, name, carried, nc);
+        keep_doubts(b->tags, app, name, lane, carried, nc);
         ik__redis_log_limited(rc, "tag %s: %s", name, why);
         return e;
     }
@@ -447,7 +515,7 @@ int ik__redis_tag_advance(ik__backend *be, const char *app, const char *name, ik
             settle(app, name, &carried[i], 3 + i < r->elements ? r->element[3 + i] : NULL, floor,
                    now_ns);
     } else {
-        keep_doubts(b->tags, app, name, carried, nc); /* not settled yet */
+        keep_doubts(b->tags, app, name, lane, carried, nc); /* not settled yet */
     }
     if (e == IK_EINDOUBT || (code == 0 && waited < rc->wait_replicas)) {
         /* RT2: maybe (or surely, but not replicated) recorded: never handed out */
@@ -462,7 +530,7 @@ int ik__redis_tag_advance(ik__backend *be, const char *app, const char *name, ik
                 log_unplaced(app, name, &own,
                              "a write recorded them, but its answer held no counter value");
         } else {
-            keep_doubts(b->tags, app, name, &own, 1);
+            keep_doubts(b->tags, app, name, lane, &own, 1);
             ik__redis_log_limited(rc, "tag %s: an advance is in doubt: %s", name, why);
         }
         if (r) freeReplyObject(r);
@@ -523,15 +591,13 @@ int ik__redis_tag_advance(ik__backend *be, const char *app, const char *name, ik
     return e;
 }
 
-/* RT5: one tag's doubts at close, settled by TAG_SETTLE within the close's deadline
+/* RT5: one tag's doubts by one lane at close, settled by TAG_SETTLE within the close's deadline
  * (mono ns), or logged as gaps of unknown place. */
 static void settle_at_close(ik__redis_backend *b, const tag_doubts *g, int64_t deadline_ns)
 {
     ik__redis_client *rc = &b->rc;
     char writer[KEY_MAX], why[400] = "the deadline had passed";
-    char sub[IK_TAG_NAME_MAX + 48];
-    snprintf(sub, sizeof sub, "tagw/%s/%s", g->tag, b->tags->nonce);
-    ik__redis_key(rc, g->app, sub, writer, sizeof writer);
+    writer_key(rc, b->tags, g->app, g->tag, g->lane, writer);
     char seqs[24], doubts[TAG_KEPT * 22 + 1] = "", ring[8], ttl[16];
     snprintf(seqs, sizeof seqs, "%" PRIu64, ++b->tags->seq); /* above every one sent */
     for (int i = 0, at = 0; i < g->n; i++)
