@@ -26,8 +26,8 @@ vh_lock_session() { # the GET_LOCK of /vanish (docs/recipes.md: ik/lock:PATH), h
     WHERE ID = IS_USED_LOCK('ik/lock:/vanish') AND HOST LIKE '$VH_NS_ADDR:%'"
 }
 vh_alive() { [ "$(my_sql -e "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = $1")" != 0 ]; }
-# Only the lock's session has wait_timeout: the pooled connection that the holder
-# opened the store with holds nothing and stays until the server's global
-# wait_timeout (docs/sql.md "Session settings"); logged, not required gone.
-VH_ALL_GONE=0
+# Every session has wait_timeout, not only the lock's: the pooled connection that
+# the holder opened the store with, idle since, must be gone too (docs/sql.md
+# "Session settings"), not left until the server's global wait_timeout (8 h).
+VH_ALL_GONE=1
 vh_run

@@ -178,10 +178,11 @@ struct ik__sql_conn {
     int ping_status; /* a ping is out: the non-blocking status to continue with */
     int ping_ret;
     ik__mysql_uri u;
-    char *password; /* for the second connection that cancels a lock wait */
-    int mariadb;    /* the server is MariaDB (not MySQL) */
-    int holds;      /* connected for a session lock (ik__sql_target.holds) */
-    long wait_s;    /* the wait_timeout set (holds only) */
+    char *password;  /* for the second connection that cancels a lock wait */
+    int mariadb;     /* the server is MariaDB (not MySQL) */
+    int holds;       /* connected for a session lock (ik__sql_target.holds) */
+    long wait_s;     /* the session's wait_timeout, s (session_setup) */
+    int64_t used_ms; /* ik__mono_ms when its last statement ended (my_stale) */
     ik__sql_conn_hz hz;
 };
 
@@ -343,6 +344,7 @@ static int run(ik__sql_conn *c, const char *q, size_t qlen, int64_t deadline, MY
     int rc = query_start(c, q, qlen, deadline, &st, &ret, why, why_len);
     if (!rc) rc = query_wait(c, &st, &ret, deadline, NULL, why, why_len);
     if (!rc) rc = query_result(c, ret, deadline, out, affected, why, why_len);
+    c->used_ms = ik__mono_ms(); /* the server's idle time began before this */
     return rc;
 }
 
@@ -533,11 +535,14 @@ static int connect_to(const ik__mysql_uri *u, const char *password, MYSQL **out,
 #define LOCK_WAIT_S 3
 #define SQL_MODE "STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION"
 
-/* The wait_timeout of a lock holder's session, s: the lease TTL (at least 2 s; the
- * lock monitor pings every half second, so a live holder is never idle that
- * long), after which the server ends the session of a holder whose host vanished
- * without a FIN, and frees its GET_LOCKs. */
-static long holder_wait_s(int64_t ttl_ms)
+/* The wait_timeout of every session of ours, s: the lease TTL (at least 2 s), after
+ * which the server ends the session of a host that vanished without a FIN (and
+ * frees a lock holder's GET_LOCKs) instead of keeping it for 8 h, one of
+ * max_connections each (docs/sql.md, "Session settings"). A lock's monitor pings
+ * every half second and a slot's renewals come every TTL/3, so neither is idle that
+ * long while it lives; a pooled connection idle for half of it is replaced before
+ * its next use (my_stale), so that the server never ends one under a request. */
+static long session_wait_s(int64_t ttl_ms)
 {
     long s = (long)((ttl_ms + 999) / 1000);
     return s < 2 ? 2 : s;
@@ -547,8 +552,8 @@ static long holder_wait_s(int64_t ttl_ms)
  * (docs/sql.md, "Session settings"): autocommit on (with a global autocommit=0,
  * every renewal would sit in a transaction that never commits), sql_mode (strict,
  * and no silent engine substitution: a table that is not InnoDB has no
- * transactions), the row lock wait, MariaDB's idle-in-transaction bound, and for a
- * lock holder wait_timeout. The isolation level and time zone are init commands.
+ * transactions), the row lock wait, MariaDB's idle-in-transaction bound, and
+ * wait_timeout. The isolation level and time zone are init commands.
  * my_hazards reads them back. 0 or a class. */
 static int session_setup(ik__sql_conn *c, int64_t ttl_ms, char *why, size_t why_len)
 {
@@ -562,12 +567,10 @@ static int session_setup(ik__sql_conn *c, int64_t ttl_ms, char *why, size_t why_
     if (c->mariadb)
         n += snprintf(q + n, sizeof q - (size_t)n, ", SESSION idle_transaction_timeout = %d",
                       IDLE_TX_S);
-    if (c->holds) {
-        c->wait_s = holder_wait_s(ttl_ms);
-        snprintf(q + n, sizeof q - (size_t)n,
-                 ", SESSION wait_timeout = %ld, SESSION interactive_timeout = %ld", c->wait_s,
-                 c->wait_s);
-    }
+    c->wait_s = session_wait_s(ttl_ms);
+    snprintf(q + n, sizeof q - (size_t)n,
+             ", SESSION wait_timeout = %ld, SESSION interactive_timeout = %ld", c->wait_s,
+             c->wait_s);
     MYSQL_RES *r = NULL;
     int64_t affected = 0;
     int rc = run(c, q, strlen(q), ik__mono_ms() + IK__SQL_IO_MS, &r, &affected, why, why_len);
@@ -610,6 +613,15 @@ static int my_connect(const ik__sql_target *t, ik__sql_conn **out, char *why, si
 static int my_conn_socket(ik__sql_conn *c)
 {
     return c && c->m ? (int)mysql_get_socket(c->m) : -1;
+}
+
+/* 1 if c has been idle for half its wait_timeout or more: the server may end it at
+ * any moment, so it is replaced rather than used (sql_driver.h: stale). Its idle
+ * time on the server began before used_ms (the answer's way to us): half the limit
+ * leaves that way at least a second. */
+static int my_stale(ik__sql_conn *c)
+{
+    return c && c->wait_s > 0 && ik__mono_ms() - c->used_ms >= c->wait_s * 1000 / 2;
 }
 
 static void my_close(ik__sql_conn *c)
@@ -781,8 +793,7 @@ static int my_hazards(ik__sql_conn *c, const ik__hazards *h, ik_hazard *rows, si
              "@@GLOBAL.sync_binlog, @@SESSION.autocommit, @@SESSION.%s, @@SESSION.sql_mode, "
              "@@SESSION.innodb_lock_wait_timeout, %s, %s, " DB_MS,
              c->mariadb ? "tx_isolation" : "transaction_isolation",
-             c->mariadb ? "@@SESSION.idle_transaction_timeout" : "NULL",
-             c->holds ? "@@SESSION.wait_timeout" : "NULL");
+             c->mariadb ? "@@SESSION.idle_transaction_timeout" : "NULL", "@@SESSION.wait_timeout");
     MYSQL_RES *r = NULL;
     int64_t affected = 0;
     int rc = run(c, q, strlen(q), ik__mono_ms() + IK__SQL_IO_MS, &r, &affected, why, why_len);
@@ -833,15 +844,21 @@ static int my_hazards(ik__sql_conn *c, const ik__hazards *h, ik_hazard *rows, si
                        "MariaDB directly",
                        IDLE_TX_S);
     }
-    if (c->holds) {
-        snprintf(val, sizeof val, "%s s", v[8]);
+    snprintf(val, sizeof val, "%s s", v[8]);
+    if (c->holds)
         ik__hazard_row(h, &rows[k++], "lock session wait_timeout", val,
                        strtol(v[8], NULL, 10) != c->wait_s,
                        "the lock's session did not keep wait_timeout = %ld as idkeeper set it "
                        "(a vanished holder would keep its lock for hours); connect to MySQL "
                        "directly",
                        c->wait_s);
-    }
+    else
+        ik__hazard_row(h, &rows[k++], "session wait_timeout", val,
+                       strtol(v[8], NULL, 10) != c->wait_s,
+                       "the session did not keep wait_timeout = %ld as idkeeper set it (a "
+                       "vanished host's sessions would stay for hours); connect to MySQL "
+                       "directly",
+                       c->wait_s);
     *db_ms = strtoll(v[9], NULL, 10);
     *n = k;
     mysql_free_result(r);
@@ -872,6 +889,7 @@ static const ik__sql_driver ik__sql_mysql_driver = {
     .hz_state = my_hz_state,
     .session = my_session,
     .socket = my_conn_socket,
+    .stale = my_stale,
 };
 
 static void mysql_client_version(char *buf, size_t len)

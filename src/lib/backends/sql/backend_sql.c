@@ -76,13 +76,16 @@ int ik__sql_connect_holder(ik__sql_backend *b, ik__sql_conn **c, char *why, size
     return connect_as(b, &t, c, why, why_len);
 }
 
-/* 1 if the idle pooled connection c may be used again; 0 if the database ended it
- * while it sat in the pool (its socket is readable: an idle timeout such as MySQL's
- * wait_timeout or PostgreSQL's idle_session_timeout, a restart, a terminated
- * session; docs/sql.md, "Connections"). Sending on it would fail the request as in
- * doubt, for a statement that never reached the database. */
-static int idle_alive(const ik__sql_driver *d, ik__sql_conn *c)
+/* 1 if the idle connection c (pooled, or a slot's between renewals) may be used
+ * again; 0 if the database ended it while it sat idle (its socket is readable: an
+ * idle timeout such as MySQL's wait_timeout or PostgreSQL's idle_session_timeout, a
+ * restart, a terminated session), or may end it any moment now (the driver's
+ * stale: idle for half the wait_timeout we set; docs/sql.md, "Connections").
+ * Sending on it would fail the request as in doubt, for a statement that never
+ * reached the database. */
+int ik__sql_reusable(const ik__sql_driver *d, ik__sql_conn *c)
 {
+    if (d->stale && d->stale(c)) return 0;
     int fd = d->socket ? d->socket(c) : -1;
     if (fd < 0) return 1; /* nothing to look at: the request will tell */
     struct pollfd p = {.fd = fd, .events = POLLIN};
@@ -110,7 +113,7 @@ int ik__sql_get(ik__sql_backend *b, int *idx, ik__sql_conn **c, char *why, size_
     ik__sql_conn *have = b->pool[i];
     pthread_mutex_unlock(&b->mu);
     int rc = 0;
-    if (have && !idle_alive(b->d, have)) { /* ended while idle: a new one */
+    if (have && !ik__sql_reusable(b->d, have)) { /* ended while idle: a new one */
         b->d->close(have);
         have = NULL;
     }

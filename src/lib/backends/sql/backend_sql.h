@@ -71,14 +71,17 @@ static inline int ik__sql_dead(int rc)
 }
 
 /* A connection of the pool, connected if need be (and again if the server ended
- * it while it was idle: ik__sql_idle_alive): waits for a free one. 0 and *idx, *c;
- * or a driver class with why. */
+ * it while it was idle, or may end it now: ik__sql_reusable): waits for a free one.
+ * 0 and *idx, *c; or a driver class with why. */
 int ik__sql_get(ik__sql_backend *b, int *idx, ik__sql_conn **c, char *why, size_t why_len);
 /* Gives connection idx back; rc is the class of its last call: a dead one is
  * closed, and the next ik__sql_get connects again. */
 void ik__sql_put(ik__sql_backend *b, int idx, int rc);
 /* A new connection of its own (slots, locks). 0 or a driver class with why. */
 int ik__sql_connect(ik__sql_backend *b, ik__sql_conn **c, char *why, size_t why_len);
+/* 1 if the idle connection c may be used again (backend_sql.c): 0 if the database
+ * ended it while it was idle, or may end it any moment (the driver's stale). */
+int ik__sql_reusable(const ik__sql_driver *d, ik__sql_conn *c);
 
 /* backend_sql_hazards.c (docs/hazards.md). Runs the driver's hazard check on c now
  * and installs its rows: 0, IK_EUNSAFE (a row refused; why names it), or the

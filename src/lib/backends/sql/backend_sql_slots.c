@@ -266,6 +266,10 @@ int ik__sql_slot_persist(ik__backend *be, void *handle, int64_t record_ms,
     ik__sql_backend *b = ik__sql_of(be);
     sql_slot *s = handle;
     int64_t sent = ik__mono_ns();
+    if (s->c && !ik__sql_reusable(b->d, s->c)) { /* ended while idle, or about to be */
+        b->d->close(s->c);
+        s->c = NULL;
+    }
     if (!s->c && ik__sql_connect(b, &s->c, NULL, 0) != 0) {
         s->c = NULL;
         return IK_EINDOUBT;
@@ -306,6 +310,10 @@ int ik__sql_slot_release(ik__backend *be, void *handle, int64_t record_ms)
     sql_slot *s = handle;
     if (!s) return IK_OK;
     int rc = IK_OK;
+    if (s->c && !ik__sql_reusable(b->d, s->c)) {
+        b->d->close(s->c);
+        s->c = NULL;
+    }
     if (!s->c && ik__sql_connect(b, &s->c, NULL, 0) != 0) s->c = NULL;
     if (s->c) {
         char srec[24], sw[24];

@@ -246,6 +246,11 @@ typedef struct ik__sql_driver {
      * database sends nothing, so a readable socket means it ended the session
      * (an idle timeout, a restart, a terminated backend; ik__sql_idle_alive). */
     int (*socket)(ik__sql_conn *c);
+    /* 1 if the idle connection c may be ended by the database's own idle limit at
+     * any moment (MySQL's wait_timeout, set on every session): the generic layer
+     * replaces it before a request rather than send on it (ik__sql_reusable).
+     * NULL: no idle limit of ours. */
+    int (*stale)(ik__sql_conn *c);
 } ik__sql_driver;
 
 /* ---- the backend and lock protocol a driver makes ----------------------------
