@@ -39,6 +39,5 @@ own_stop() { pg_own_stop "$T/pg"; }
 IK_CLEANUPS+=(own_stop)
 pg_own_init "$T/pg"
 echo "fsync = off" >>"$T/pg/pgdata/postgresql.conf"
-PG_PORT=$(free_port)
-pg_own_up "$T/pg" "$PG_PORT" || fail "own server did not start"
+pg_own_up_free "$T/pg" 2>"$T/pg.err" || fail "own server did not start: $(cat "$T/pg.err")"
 check "$(pg_new_db "$PG_PORT" d)" fsync

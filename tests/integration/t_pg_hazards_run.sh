@@ -22,11 +22,10 @@ pg_own_init "$T/pg" || fail "initdb failed"
 DBCLOCK=$T/pg/dbclock # in DIR, which the user postgres can reach
 echo "+0" >"$DBCLOCK"
 chmod 644 "$DBCLOCK"
-PG_PORT=$(free_port)
 # the postmaster's clock (clock_timestamp() in every backend) is libfaketime's, offset
 # by what $DBCLOCK says; pg_ctl passes its environment on
-LD_PRELOAD=$LIBFAKETIME FAKETIME_TIMESTAMP_FILE=$DBCLOCK FAKETIME_NO_CACHE=1 pg_own_up "$T/pg" "$PG_PORT" ||
-  fail "own server did not start: $(tail -n 5 "$T/pg/pg.log")"
+LD_PRELOAD=$LIBFAKETIME FAKETIME_TIMESTAMP_FILE=$DBCLOCK FAKETIME_NO_CACHE=1 pg_own_up_free "$T/pg" 2>"$T/pg.err" ||
+  fail "own server did not start: $(cat "$T/pg.err")"
 URI=$(pg_new_db "$PG_PORT" hz)
 # sync_set VALUE|DEFAULT: ALTER SYSTEM (which cannot share psql -c's transaction with
 # the reload), then until a new session sees it (the postmaster rereads its files

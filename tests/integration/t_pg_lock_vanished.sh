@@ -20,12 +20,7 @@ cat >>"$T/pg/pgdata/postgresql.conf" <<CONF
 listen_addresses = '127.0.0.1,$VH_HOST_ADDR'
 CONF
 echo "host all all $VH_NS_ADDR/32 scram-sha-256" >>"$T/pg/pgdata/pg_hba.conf"
-for try in 1 2 3; do
-  PG_PORT=$(ik_free_port)
-  pg_own_up "$T/pg" "$PG_PORT" && break
-  grep -q 'could not bind' "$T/pg/pg.log" 2>/dev/null || fail "PostgreSQL did not start: $(tail -n 5 "$T/pg/pg.log")"
-  ((try < 3)) || fail "PostgreSQL found no free port"
-done
+pg_own_up_free "$T/pg" 2>"$T/pg.err" || fail "PostgreSQL did not start: $(cat "$T/pg.err")"
 VH_URI=$(pg_new_db "$PG_PORT" vanish)
 VH_URI_NS=postgresql://$PG_TEST_USER@$VH_HOST_ADDR:$PG_PORT/vanish
 
