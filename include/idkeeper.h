@@ -309,7 +309,7 @@ typedef struct ik_coord_options {
     /* Since 0.3.0, for the stores whose worker slots are leases with an expiry
      * (mysql://, postgresql://, redis://): a slot's time to live, default 10000 ms. A
      * killed holder's slot frees after it; a holder that cannot renew stops issuing
-     * at a safe part of it (SPEC 3). */
+     * at a safe part of it (docs/guarantees.md promise 10). */
     int lease_ttl_ms;
     /* Since 0.3.0: 1 to serve (slots and counters) on a store whose settings can lose
      * an acknowledged write or a lease: each such setting is then a logged "risk"
@@ -386,14 +386,13 @@ IK_EXTERN int ik_coord_hazards(ik_coord *c, ik_hazard **out, size_t *n, char *wh
 IK_EXTERN int ik_coord_locks_check(const ik_coord *c, char *why, size_t why_len);
 
 /* ------------------------------------------------------------------------------
- * Worker slot lease (SPEC 3). Holds one slot of the app's range and drives an
- * ik_snowflake: grants it the slot, extends the grant after each acknowledged write
- * of the time record, withdraws it when the lease is lost, and takes a slot again
- * (with the time guard) after the backend session expires. A lease in doubt keeps
- * its grant, whose deadline (the window the last acknowledged write proved) runs
- * out by itself: past that safe window the generator stops issuing
- * (IK_ENOLEASE) while the lease stays IN_DOUBT, and issues again once the store
- * answers on the same session.
+ * Worker slot lease (docs/guarantees.md promises 6-13). Holds one slot of the app's range and
+ * drives an ik_snowflake: grants it the slot, extends the grant after each acknowledged write of
+ * the time record, withdraws it when the lease is lost, and takes a slot again (with the time
+ * guard) after the backend session expires. A lease in doubt keeps its grant, whose deadline (the
+ * window the last acknowledged write proved) runs out by itself: past that safe window the
+ * generator stops issuing (IK_ENOLEASE) while the lease stays IN_DOUBT, and issues again once the
+ * store answers on the same session.
  *
  *   ACQUIRING --acquired--> HELD --store unreachable--> IN_DOUBT --store answers--> HELD
  *   IN_DOUBT --safe window passed--> IN_DOUBT (not issuing; why says so)
@@ -416,11 +415,10 @@ typedef struct ik_lease_options {
     const char *identity;        /* who holds the slot; required */
     ik_slot_choice choice;       /* when the identity's last slot is not free */
     int64_t persist_interval_ms; /* time record written at least this often; default 1000 */
-    /* No free slot at start: wait up to this long for one to free up (SPEC 3 rule 4),
-     * ACQUIRING meanwhile. IK_SLOT_WAIT_DEFAULT (ik_lease_options_init's value): the
-     * backend's, the time a dead holder's slot takes to free plus 2 s (zk://: this
-     * coord's negotiated session timeout + 2 s; local: 0, a slot frees at once).
-     * At most IK_SLOT_WAIT_MAX. */
+    /* No free slot at start: wait up to this long for one to free up (docs/guarantees.md promise
+     * 9), ACQUIRING meanwhile. IK_SLOT_WAIT_DEFAULT (ik_lease_options_init's value): the backend's,
+     * the time a dead holder's slot takes to free plus 2 s (zk://: this coord's negotiated session
+     * timeout + 2 s; local: 0, a slot frees at once). At most IK_SLOT_WAIT_MAX. */
     int64_t slot_wait_ms;
     /* Called at each state change, on the lease thread (RELEASED: on the thread
      * that calls ik_slot_lease_release); may be NULL. */
@@ -491,10 +489,10 @@ typedef struct ik_slot_info {
 IK_EXTERN int ik_slots_list(ik_coord *c, const char *app, ik_slot_info **out, size_t *n);
 
 /* ------------------------------------------------------------------------------
- * Tags: named durable counters for segment and sequence IDs (SPEC 2). A tag's
- * max_id is its high-water mark: the next ID no server has taken yet. Taking a block
- * of n advances it by n atomically (SQLite transaction on local:, version-checked
- * setData on zk://), so two servers never take the same ID.
+ * Tags: named durable counters for segment and sequence IDs (docs/guarantees.md promises 3-5). A
+ * tag's max_id is its high-water mark: the next ID no server has taken yet. Taking a block of n
+ * advances it by n atomically (SQLite transaction on local:, version-checked setData on zk://), so
+ * two servers never take the same ID.
  */
 typedef enum ik_tag_kind { IK_TAG_SEGMENT = 1, IK_TAG_SEQUENCE = 2 } ik_tag_kind;
 
@@ -627,8 +625,8 @@ IK_EXTERN int ik_sequence_cancel(ik_sequence *s, const char *tag, ik_ids_cb cb, 
 IK_EXTERN int ik_sequence_next_wait(ik_sequence *s, const char *tag, size_t n, int64_t *ids);
 
 /* ------------------------------------------------------------------------------
- * Locks, read-write locks and leader election (SPEC 6), on local: and zk://.
- * docs/recipes.md has the protocols and the state diagrams.
+ * Locks, read-write locks and leader election (docs/guarantees.md promises 19-22), on local: and
+ * zk://. docs/recipes.md has the protocols and the state diagrams.
  *
  * A PATH names a lock or an election: '/'-separated segments of printable bytes
  * (no empty segment, no "." or ".."), 1 to 400 bytes; a missing leading '/' is

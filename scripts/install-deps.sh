@@ -57,7 +57,8 @@ test_pkgs=(
   clang libclang-rt-14-dev # libFuzzer and sanitizers
   zookeeper default-jre-headless # a real ZooKeeper server for the tests
   faketime libfaketime # clock steps on real processes
-  curl jq bc procps psmisc iproute2
+  curl jq bc procps psmisc
+  iproute2            # ip netns and veth: a lock holder's host that vanishes (tests/integration/sql_vanish.sh)
   bash-builtins       # bash's own sleep for the wait loops (tests/integration/lib.sh)
   python3-kazoo       # kazoo interop helper
   libcurator-recipes-java libcurator-framework-java # Curator interop helper

@@ -3,6 +3,8 @@
 #include "cli.h"
 #include "output.h"
 
+#include "../lib/rules.h" /* ik__grow */
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,13 +18,7 @@ typedef struct id_list {
 
 static int id_push(id_list *l, int64_t id)
 {
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 64;
-        int64_t *nv = realloc(l->v, cap * sizeof *nv);
-        if (!nv) return -1;
-        l->v = nv;
-        l->cap = cap;
-    }
+    if (ik__grow((void **)&l->v, &l->cap, l->n, sizeof *l->v, 64)) return -1;
     l->v[l->n++] = id;
     return 0;
 }

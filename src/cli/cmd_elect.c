@@ -1,5 +1,5 @@
 /* cmd_elect.c: `idkeeper elect PATH -- CMD [ARG...]`: campaigns at PATH and runs CMD
- * only while this process leads (SPEC 6).
+ * only while this process leads (docs/guarantees.md promise 22).
  *
  *   CAMPAIGNING --leading--> RUNNING CMD --CMD exits--> resign, exit with its code
  *   RUNNING --leadership LOST--> STOPPING (SIGTERM, SIGKILL after the grace)
@@ -55,7 +55,11 @@ static void why_of(elect_run *r, char *out, size_t len)
 
 int ik__cmd_elect(const ik_cli_command *cmd, ik_cli_opts *o)
 {
-    int rc = ik__cli_path_and_cmd(cmd, o);
+    elect_run r;
+    memset(&r, 0, sizeof r);
+    pthread_mutex_init(&r.mu, NULL);
+    ik_coord *c;
+    int rc = ik__cli_hold_begin(cmd, o, &r.sup, &c);
     if (rc) return rc;
     const char *path = o->args[0];
     char *const *argv = &o->args[o->rest];
@@ -70,20 +74,6 @@ int ik__cmd_elect(const ik_cli_command *cmd, ik_cli_opts *o)
         snprintf(id, sizeof id, "%s:%ld", host[0] ? host : "localhost", (long)getpid());
     }
 
-    elect_run r;
-    memset(&r, 0, sizeof r);
-    pthread_mutex_init(&r.mu, NULL);
-    if (ik__sup_init(&r.sup) != 0) {
-        ik__cli_fail(cmd, "cannot set up signals: %s", strerror(errno));
-        return IK_EXIT_FAIL;
-    }
-    ik_coord *c = NULL;
-    rc = ik__cli_open_coord(cmd, o, &c);
-    if (rc == 0) rc = ik__cli_locks_offered(cmd, c);
-    if (rc) {
-        ik__sup_fini(&r.sup);
-        return rc;
-    }
     ik_election_options eo;
     ik_election_options_init(&eo);
     eo.on_change = on_change;

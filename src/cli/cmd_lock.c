@@ -1,5 +1,5 @@
 /* cmd_lock.c: `idkeeper lock PATH -- CMD [ARG...]`: runs CMD while holding the lock
- * at PATH (SPEC 6), and stops it if the lock is lost.
+ * at PATH (docs/guarantees.md promise 22), and stops it if the lock is lost.
  *
  *   WAITING --granted--> GRANTED --the lock says HELD--> RUNNING
  *   GRANTED --the lock says IN_DOUBT--> wait for HELD again (or LOST)
@@ -71,6 +71,21 @@ int ik__cli_path_and_cmd(const ik_cli_command *cmd, const ik_cli_opts *o)
     return 0;
 }
 
+int ik__cli_hold_begin(const ik_cli_command *cmd, const ik_cli_opts *o, ik_sup *sup, ik_coord **c)
+{
+    int rc = ik__cli_path_and_cmd(cmd, o);
+    if (rc) return rc;
+    if (ik__sup_init(sup) != 0) {
+        ik__cli_fail(cmd, "cannot set up signals: %s", strerror(errno));
+        return IK_EXIT_FAIL;
+    }
+    *c = NULL;
+    rc = ik__cli_open_coord(cmd, o, c);
+    if (rc == 0) rc = ik__cli_locks_offered(cmd, *c);
+    if (rc) ik__sup_fini(sup);
+    return rc;
+}
+
 int64_t ik__cli_grace(const ik_cli_opts *o, int64_t session_ms, int64_t *max)
 {
     int given = o->v[IK_OPT_GRACE].text != NULL;
@@ -105,25 +120,14 @@ int64_t ik__cli_grace_now(const ik_cli_opts *o, int64_t session_ms)
 
 int ik__cmd_lock(const ik_cli_command *cmd, ik_cli_opts *o)
 {
-    int rc = ik__cli_path_and_cmd(cmd, o);
+    lock_run r;
+    memset(&r, 0, sizeof r);
+    ik_coord *c;
+    int rc = ik__cli_hold_begin(cmd, o, &r.sup, &c);
     if (rc) return rc;
     const char *path = o->args[0];
     char *const *argv = &o->args[o->rest];
-    lock_run r;
-    memset(&r, 0, sizeof r);
     r.timeout_ms = o->v[IK_OPT_TIMEOUT].text ? o->v[IK_OPT_TIMEOUT].n : -1;
-
-    if (ik__sup_init(&r.sup) != 0) {
-        ik__cli_fail(cmd, "cannot set up signals: %s", strerror(errno));
-        return IK_EXIT_FAIL;
-    }
-    ik_coord *c = NULL;
-    rc = ik__cli_open_coord(cmd, o, &c);
-    if (rc == 0) rc = ik__cli_locks_offered(cmd, c);
-    if (rc) {
-        ik__sup_fini(&r.sup);
-        return rc;
-    }
     ik_lock_options lo;
     ik_lock_options_init(&lo);
     lo.on_change = on_change;

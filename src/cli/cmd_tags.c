@@ -19,7 +19,7 @@
 #include <string.h>
 
 /* A segment tag's step when --step is not given. Leaf has no default (its README
- * example uses 2000); blocks grow with the rate anyway (SPEC 2), so the step only
+ * example uses 2000); blocks grow with the rate anyway (docs/segment.md), so the step only
  * bounds the smallest block and the IDs a restart may skip. */
 #define DEFAULT_SEGMENT_STEP 1000
 #define ADD_ONLY                                                                                   \

@@ -1,7 +1,8 @@
-/* cmd_version.c: `idkeeper version`, the version of idkeeper and of the libraries
- * it links, as they report themselves at run time where they can. Each store's
- * client library comes from its backend (ik__coord_client_versions), so a build
- * without a backend leaves its line out. */
+/* cmd_version.c: `idkeeper version`, the version of idkeeper, the backends it was
+ * built with, and the libraries it links, as they report themselves at run time
+ * where they can. The backends and each store's client library come from the
+ * registry (ik__coord_uri_form, ik__coord_client_versions), so a build without a
+ * backend leaves its lines out. */
 #include "cli.h"
 
 #include "idkeeper.h"
@@ -21,6 +22,10 @@ int ik__cmd_version(const ik_cli_command *cmd, ik_cli_opts *o)
     ik__http_lib_version(hp, sizeof hp);
     printf("idkeeper %s\n", IK_VERSION_STRING);
     printf("libidkeeper %s\n", ik_version());
+    /* the backends of this build, one a line, from the registry (the man pages'
+     * lists are made from these lines at build time: man/backends.cmake) */
+    for (size_t i = 0; ik__coord_uri_form(i); i++)
+        printf("backend %s\n", ik__coord_uri_form(i));
     printf("libuv %s\n", uv_version_string());
     char clients[1024];
     ik__coord_client_versions(clients, sizeof clients);

@@ -3,6 +3,8 @@
 #include "cli.h"
 #include "commands.h"
 
+#include "../lib/rules.h" /* the registry's backends, for --coord's help */
+
 #include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -192,7 +194,15 @@ void ik__cli_print_command_help(const ik_cli_command *cmd, FILE *f)
         char head[64];
         snprintf(head, sizeof head, "--%s%s%s", op->name, op->metavar ? " " : "",
                  op->metavar ? op->metavar : "");
-        print_wrapped(f, head, op->help);
+        char help[1024];
+        snprintf(help, sizeof help, "%s", op->help);
+        if (i == IK_OPT_COORD) { /* the row's text ends in ':', the registry's list follows */
+            char forms[512];
+            ik__coord_uri_forms(forms, sizeof forms);
+            size_t n = strlen(help);
+            snprintf(help + n, sizeof help - n, " %s", forms);
+        }
+        print_wrapped(f, head, help);
         fprintf(f, "  %-28s %s%s%s%s\n", "", op->def && op->kind != IK_KIND_FLAG ? "default " : "",
                 op->def && op->kind != IK_KIND_FLAG ? op->def : "",
                 op->def && op->kind != IK_KIND_FLAG ? ", " : "", op->env);

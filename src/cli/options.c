@@ -27,9 +27,7 @@ const ik_cli_option ik__cli_options[IK_OPT__COUNT] = {
     ROW(CONFIG, "config", STRING, NULL, "FILE",
         "read options from this INI file (keys are option names)", 0, 0, NULL),
     ROW(COORD, "coord", COORD, "local:./idkeeper-data", "URI",
-        "coordination backend: local:DIR, zk://HOST:PORT[,HOST:PORT...][/CHROOT] or "
-        "redis://HOST[:PORT][/DB]",
-        0, 0, NULL),
+        "coordination backend, one of this build's:", 0, 0, NULL),
     ROW(APP, "app", APP, "default", "NAME",
         "app namespace of slots and tags (1 to 64 bytes of [A-Za-z0-9._:-], not . or ..)", 0, 0,
         NULL),

@@ -85,6 +85,11 @@ int ik__sup_next(ik_sup *s, int64_t timeout_ms, ik_sup_event *ev);
  * IK_EXIT_USAGE, with the reason printed). */
 int ik__cli_path_and_cmd(const ik_cli_command *cmd, const ik_cli_opts *o);
 
+/* The start both share: "PATH -- CMD" checked, the signals taken (ik__sup_init, so
+ * before any thread), the coord opened and its locks offered. 0 with *c open and
+ * sup set up, or the exit code with the reason printed and nothing left to undo. */
+int ik__cli_hold_begin(const ik_cli_command *cmd, const ik_cli_opts *o, ik_sup *sup, ik_coord **c);
+
 /* The grace between SIGTERM and SIGKILL when a grant on a session of session_ms
  * (ik_hold_info.session_timeout_ms; 0 on local:, where a grant is never lost) is
  * lost: --grace if given, else a sixth of the session timeout. *max: the longest

@@ -1,29 +1,20 @@
 /* backend.h: the seam between the library and the coordination stores.
  *
- * One small vtable, one file per implementation (backend_local.c, backend_zk.c),
- * chosen at one place (coord.c, by URI scheme). The generic slot-lease logic
- * (lease.c), the tags (tags.c) and the recipes (recipe.c) drive a backend only
- * through these calls; the table also carries the backend's URI check and its lock
- * protocol (recipe.h), so nothing above it compares scheme strings.
+ * One small vtable, implemented once per backend in its folder
+ * (src/lib/backends/NAME/), chosen at one place (coord.c, the registry, by URI
+ * scheme). The generic slot-lease logic (core/lease.c), the tags (counters/tags.c)
+ * and the recipes (recipes/recipe.c) drive a backend only through these calls; the
+ * table also carries the backend's URI check and its lock protocol (recipe.h), so
+ * nothing above it compares scheme strings.
  *
- * Adding a backend (say "etcd"):
- *   1. one ops table, ik__backend_etcd_ops, in its own file(s) (backend_etcd*.c,
- *      recipe_etcd.c for its locks, or recipe = NULL and tags NULL to start with);
- *   2. one line in coord.c's backends[] (and its extern here);
- *   3. one line in the build: ik_backend(ETCD ...) in cmake/backends.cmake (its
- *      option, sources, client library and test fixture); every .c file in
- *      src/lib is picked up by itself.
- * Then the conformance suite (tests/conformance/) runs against it.
+ * Adding a backend: the one list is docs/architecture.md, "Adding a backend".
  *
- * Layers (no call cycle among src/lib's objects; tests/tools/callcycles.py):
- *   public API and dispatch: coord.c, lease.c, tags.c, segment.c, sequence.c,
- *                            recipe.c
- *   implementations:         backend_<x>*.c, recipe_<x>*.c (reached only through
- *                            the ops tables coord.c names)
- *   shared below them:       tag_names.c, lock_notify.c, zk_uri.c, errors.c,
- *                            clock.c (what two implementations, or an
- *                            implementation and the dispatch, both use)
- * An implementation never calls up into coord.c, tags.c or recipe.c.
+ * Layers (docs/architecture.md, "Folders"; the test structure checks them): the
+ * dispatch (coord.c, core/, counters/, recipes/recipe.c) over the implementations
+ * (backends/NAME/, reached only through the ops tables coord.c names) over what
+ * they share (tag_names.c, lock_notify.c, hazard.c, errors.c, clock.c). An
+ * implementation never calls up into coord.c, tags.c or recipe.c, nor into
+ * another backend's folder.
  *
  * Time records. Every slot has a time record: a Unix-ms value that is an upper
  * bound of the time of any ID ever issued under that slot. A holder never issues a
@@ -175,30 +166,6 @@ struct ik__backend_ops {
     int (*tag_advance)(ik__backend *b, const char *app, const char *name, ik_tag_kind kind,
                        int64_t delta, int64_t *first);
 };
-
-/* The ops tables, named only by coord.c's registry (and the unit tests), and the
- * lock protocols, named only by their backend's ops table. */
-extern const ik__backend_ops ik__backend_local_ops;
-extern const ik__recipe_ops ik__recipe_local_ops;
-#ifdef IK_HAVE_ZK
-extern const ik__backend_ops ik__backend_zk_ops;
-extern const ik__recipe_ops ik__recipe_zk_ops;
-/* zk_uri.c: the zk:// syntax (ik__backend_zk_ops.uri_check). */
-int ik__zk_uri_check(const char *uri, char *why, size_t why_len);
-#endif
-
-#ifdef IK_HAVE_PG
-extern const ik__backend_ops ik__backend_pg_ops; /* backend_pg.c, over backend_sql*.c */
-extern const ik__recipe_ops ik__recipe_pg_ops;
-#endif
-#ifdef IK_HAVE_REDIS
-extern const ik__backend_ops ik__backend_redis_ops;
-extern const ik__backend_ops ik__backend_redis_unix_ops;
-#endif
-#ifdef IK_HAVE_MYSQL
-extern const ik__backend_ops ik__backend_mysql_ops;
-extern const ik__recipe_ops ik__recipe_mysql_ops;
-#endif
 
 /* coord.c: the registry's backends, in order; *n = how many. For tests. */
 const ik__backend_ops *const *ik__coord_backends(size_t *n);

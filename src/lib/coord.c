@@ -14,8 +14,26 @@ struct ik_coord {
     int test_write_delay_ms; /* IDKEEPER_TEST_WRITE_DELAY_MS at open (tests only) */
 };
 
-/* The backends of this build, in the order the "unknown URI" message names them.
- * A new backend is one line here (backend.h says what else it takes). */
+/* The registry. Each backend lives in its folder, src/lib/backends/NAME/, built
+ * when cmake/backends.cmake's switch IK_WITH_NAME is on (IK_HAVE_NAME); its ops
+ * table is named here and nowhere else. A new backend is one arm of each of the
+ * three lists below (docs/architecture.md, "Adding a backend"). */
+extern const ik__backend_ops ik__backend_local_ops;
+#ifdef IK_HAVE_ZK
+extern const ik__backend_ops ik__backend_zk_ops;
+#endif
+#ifdef IK_HAVE_PG
+extern const ik__backend_ops ik__backend_pg_ops;
+#endif
+#ifdef IK_HAVE_REDIS
+extern const ik__backend_ops ik__backend_redis_ops, ik__backend_redis_unix_ops;
+#endif
+#ifdef IK_HAVE_MYSQL
+extern const ik__backend_ops ik__backend_mysql_ops;
+#endif
+
+/* The backends of this build, in the order the "unknown URI" message, `serve
+ * --help`, the man pages and `idkeeper version` name them (ik__coord_uri_forms). */
 static const ik__backend_ops *const backends[] = {
     &ik__backend_local_ops,
 #ifdef IK_HAVE_ZK
@@ -86,14 +104,8 @@ int ik_coord_uri_check(const char *uri, char *why, size_t why_len)
         if (has_scheme(uri, left_out[i].scheme))
             return ik__fail(IK_EURI, why, why_len, "this build has no %s backend",
                             left_out[i].what);
-    char forms[256] = "";
-    size_t used = 0;
-    for (size_t i = 0; i < NBACKENDS && used < sizeof forms; i++)
-        used += (size_t)snprintf(forms + used, sizeof forms - used, "%s%s",
-                                 i == 0               ? ""
-                                 : i + 1 == NBACKENDS ? " or "
-                                                      : ", ",
-                                 backends[i]->uri_form);
+    char forms[256];
+    ik__coord_uri_forms(forms, sizeof forms);
     char shown[128];
     return ik__fail(IK_EURI, why, why_len, "unknown coordination URI '%.64s' (use %s)",
                     ik__uri_redact(uri, shown, sizeof shown), forms);
@@ -116,6 +128,24 @@ int ik_coord_schema(const char *uri, char **out, char *why, size_t why_len)
         p += sprintf(p, "%s;\n%s", ops->schema[i], ops->schema[i + 1] ? "\n" : "");
     *out = s;
     return IK_OK;
+}
+
+const char *ik__coord_uri_form(size_t i)
+{
+    return i < NBACKENDS ? backends[i]->uri_form : NULL;
+}
+
+void ik__coord_uri_forms(char *buf, size_t len)
+{
+    size_t used = 0;
+    if (len == 0) return;
+    buf[0] = '\0';
+    for (size_t i = 0; i < NBACKENDS && used < len; i++)
+        used += (size_t)snprintf(buf + used, len - used, "%s%s",
+                                 i == 0               ? ""
+                                 : i + 1 == NBACKENDS ? " or "
+                                                      : ", ",
+                                 backends[i]->uri_form);
 }
 
 const ik__backend_ops *const *ik__coord_backends(size_t *n)

@@ -37,10 +37,6 @@ void ik__deadline_ts(struct timespec *ts, int64_t ms);
 #include <pthread.h>
 void ik__cond_init_mono(pthread_cond_t *cv);
 
-/* Makes room for one more element in a growable array: if *n == *cap, doubles *cap
- * (at least `first`) and reallocates *v. 0, or IK_ENOMEM with *v unchanged. */
-int ik__grow(void **v, size_t *cap, size_t n, size_t elem, size_t first);
-
 /* The size rule of the public options structs (options.c). full (full_size bytes,
  * this library's struct) holds the defaults, as its *_options_init left them;
  * given is the caller's struct, whose first member is its size. Copies the fields

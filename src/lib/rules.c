@@ -149,7 +149,7 @@ const char *ik__uri_userinfo(const char *uri, const char **colon)
     return at;
 }
 
-static int hex_of(char c)
+int ik__hexval(int c)
 {
     if (c >= '0' && c <= '9') return c - '0';
     if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -157,23 +157,24 @@ static int hex_of(char c)
     return -1;
 }
 
-int ik__uri_decode(const char *s, size_t n, char *out, size_t out_len)
+long ik__pct_decode(const char *s, size_t n, char *out, size_t cap)
 {
     size_t o = 0;
     for (size_t i = 0; i < n; i++) {
         char c = s[i];
         if (c == '%') {
-            if (i + 2 >= n || hex_of(s[i + 1]) < 0 || hex_of(s[i + 2]) < 0) return -1;
-            c = (char)(hex_of(s[i + 1]) * 16 + hex_of(s[i + 2]));
-            if (!c) return -1;
+            if (n - i < 3) return -1;
+            int hi = ik__hexval(s[i + 1]), lo = ik__hexval(s[i + 2]);
+            if (hi < 0 || lo < 0) return -1;
+            c = (char)(hi * 16 + lo);
             i += 2;
         }
-        if (o + 1 >= out_len) return -1;
+        if (c == '\0' || o + 1 >= cap) return -1;
         out[o++] = c;
     }
-    if (o >= out_len) return -1;
-    out[o] = 0;
-    return (int)o;
+    if (o >= cap) return -1;
+    out[o] = '\0';
+    return (long)o;
 }
 
 char *ik__uri_redact(const char *uri, char *out, size_t out_len)

@@ -73,14 +73,20 @@ int ik__parse_listen(const char *addr, char *host, size_t host_len, int *port, c
  * "SCHEME://", the authority runs to the first '/' (or the end); its last '@' ends
  * the userinfo; the first ':' in the userinfo ends the user, and the password
  * follows it. So a password may hold '@', ':', '?' and '#' as they are, and a '/'
- * only as %2F; both parts are percent-decoded (ik__uri_decode), as psql does
+ * only as %2F; both parts are percent-decoded (ik__pct_decode), as psql does
  * ("p%40ss" is "p@ss"). Returns the '@' (NULL: no userinfo) and sets *colon to the
  * ':' before the password (NULL: none). */
 const char *ik__uri_userinfo(const char *uri, const char **colon);
 
-/* Percent-decodes the n bytes at s into out (NUL-terminated): its length, or -1 for a
- * bad escape ('%' not followed by two hex digits), an escaped NUL, or no room. */
-int ik__uri_decode(const char *s, size_t n, char *out, size_t out_len);
+/* The value of the hex digit c (0-9, a-f, A-F), or -1. */
+int ik__hexval(int c);
+
+/* Percent-decodes the n bytes at s into out (cap bytes, NUL-terminated): the one
+ * percent-decoder of the tree (URIs' userinfo here, HTTP path segments in the
+ * daemon). Returns the length, or -1 for a bad escape ('%' not followed by two hex
+ * digits), a NUL byte (escaped or not: no decoded name or password holds one), or a
+ * result that does not fit. */
+long ik__pct_decode(const char *s, size_t n, char *out, size_t cap);
 
 /* Copies uri into out (out_len bytes, truncated and NUL-terminated) with every
  * password it carries replaced by "***", so that a message, a log line or a status
@@ -95,13 +101,26 @@ int ik__uri_decode(const char *s, size_t n, char *out, size_t out_len);
  *     accepts it).
  *
  * A URI without either is copied as it is. Never fails; returns out. The one rule
- * for every URI the library, the daemon and the CLI show (SPEC 8: passwords never in
- * a log, a status answer or an error message). */
+ * for every URI the library, the daemon and the CLI show (docs/guarantees.md promise 26: passwords
+ * never in a log, a status answer or an error message). */
 char *ik__uri_redact(const char *uri, char *out, size_t out_len);
+
+/* coord.c: the URI form of the registry's backend i ("zk://HOST:PORT..."), in the
+ * registry's order, NULL past the last: the backends of this build, as `idkeeper
+ * version`, `serve --help` and the man pages list them. */
+const char *ik__coord_uri_form(size_t i);
+/* coord.c: every form, "A, B or C", into buf (cut short if buf is). */
+void ik__coord_uri_forms(char *buf, size_t len);
 
 /* coord.c: the client libraries of this build's backends, "NAME VERSION\n" a line
  * (each once: two schemes can share one), into buf, from each backend's ops table.
  * Truncated at a line's end if buf is short. */
 void ik__coord_client_versions(char *buf, size_t len);
+
+/* Makes room for one more element in a growable array: if n == *cap, doubles *cap
+ * (at least `first`) and reallocates *v. 0, or IK_ENOMEM with *v unchanged. The one
+ * growth step of the tree (errors.c): the library answers IK_ENOMEM, the daemon
+ * aborts (ik__oom), the CLI says "out of memory". */
+int ik__grow(void **v, size_t *cap, size_t n, size_t elem, size_t first);
 
 #endif

@@ -378,11 +378,7 @@ static void on_connection(uv_stream_t *server, int status)
         }
         return;
     }
-    ik__conn *c = calloc(1, l->proto->size);
-    if (!c) {
-        fprintf(stderr, "idkeeper: out of memory; aborting\n");
-        abort();
-    }
+    ik__conn *c = ik__xcalloc(1, l->proto->size);
     c->w = w;
     c->proto = l->proto;
     c->tcp.data = c;

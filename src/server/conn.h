@@ -28,7 +28,7 @@
  * queued in the library is withdrawn (never committed); any other out with the
  * library is detached and freed when it comes back, and a sequence range committed
  * for it is a gap; so is a sequence answer ready but not yet written whole (held,
- * or in c->out: c->unsent). Gaps are logged and counted (SPEC 2).
+ * or in c->out: c->unsent). Gaps are logged and counted (docs/guarantees.md promise 4).
  *
  * Invariants
  * - Reads land in the loop's one read buffer and are parsed at once: the protocol's

@@ -11,7 +11,7 @@
  * the loop's own counter).
  *
  * Below the routes, the page, the pending answers and the server's start-up, which
- * call it; it calls only the library and the pure helpers (httputil.c, log.c).
+ * call it; it calls only the library and the pure helpers (buf.c, json.c, log.c).
  */
 #include "srv.h"
 

@@ -20,7 +20,7 @@
 #ifndef IK_HISTORY_H
 #define IK_HISTORY_H
 
-#include "httputil.h"
+#include "buf.h"
 
 #include <idkeeper.h>
 #include <pthread.h>

@@ -40,15 +40,16 @@ void ik__http_refresh_date(ik__worker *w)
 }
 
 /* Appends the serialized response rs to dst, with the loop's Date line. */
-static void put_response(ik__worker *w, ik__buf *dst, const ik__resp *rs, int keep, int http10)
+static void put_response(ik__worker *w, ik__buf *dst, const ik__http_reply *rs, int keep,
+                         int http10)
 {
     if (uv_now(&w->loop) >= w->date_next) ik__http_refresh_date(w);
-    ik__resp_serialize(dst, rs, w->date, w->date_len, keep, http10);
+    ik__reply_serialize(dst, rs, w->date, w->date_len, keep, http10);
 }
 
 /* Writes the ready answer rs where it goes now: into c->out, or held behind a
  * pending one. */
-static void answer_now(ik__conn *c, const ik__resp *rs, int keep, int http10)
+static void answer_now(ik__conn *c, const ik__http_reply *rs, int keep, int http10)
 {
     ik__buf *dst = ik__conn_ready(c);
     size_t before = dst->len;
@@ -62,7 +63,7 @@ static void conn_fail(http_conn *h, int status, const char *code, const char *ms
 {
     ik__conn *c = &h->c;
     ik__worker *w = c->w;
-    ik__resp rs;
+    ik__http_reply rs;
     memset(&rs, 0, sizeof rs);
     w->body.len = 0;
     rs.body = &w->body;
@@ -82,7 +83,7 @@ static void on_request(ik__reqp *rp, void *ctx)
     ik__worker *w = c->w;
     ik__req rq;
     w->body.len = 0;
-    ik__resp rs;
+    ik__http_reply rs;
     rs.status = 200;
     rs.ctype = "text/plain";
     rs.body = &w->body;
@@ -169,7 +170,7 @@ static void http_answer(ik__conn *c, ik__pend *p)
     if (ik__conn_answer_gone(c, p)) return;
     ik__worker *w = c->w;
     w->body.len = 0;
-    ik__resp rs;
+    ik__http_reply rs;
     memset(&rs, 0, sizeof rs);
     rs.status = 200;
     rs.ctype = "text/plain";
@@ -196,7 +197,7 @@ static void http_shutdown_answer(ik__conn *c, const ik__pend *p, ik__buf *out)
 {
     ik__worker *w = c->w;
     w->body.len = 0;
-    ik__resp rs;
+    ik__http_reply rs;
     memset(&rs, 0, sizeof rs);
     rs.body = &w->body;
     ik__reply_error(&rs, 503, "shutting_down",

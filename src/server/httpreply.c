@@ -2,11 +2,13 @@
  * response (httpreply.h). */
 #include "httpreply.h"
 
+#include "json.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-void ik__resp_header(ik__resp *rs, const char *fmt, ...)
+void ik__reply_header(ik__http_reply *rs, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -22,7 +24,7 @@ void ik__resp_header(ik__resp *rs, const char *fmt, ...)
     rs->extra_len += 2;
 }
 
-void ik__reply_error(ik__resp *rs, int status, const char *code, const char *fmt, ...)
+void ik__reply_error(ik__http_reply *rs, int status, const char *code, const char *fmt, ...)
 {
     char msg[512];
     va_list ap;
@@ -37,7 +39,7 @@ void ik__reply_error(ik__resp *rs, int status, const char *code, const char *fmt
     ik__buf_puts(rs->body, ",\"message\":");
     ik__buf_append_json_str(rs->body, msg, n);
     ik__buf_puts(rs->body, "}\n");
-    if (status == 503) ik__resp_header(rs, "Retry-After: 1");
+    if (status == 503) ik__reply_header(rs, "Retry-After: 1");
 }
 
 static const char *status_text(int status)
@@ -79,8 +81,8 @@ static const char *status_text(int status)
 #define PUT_LIT(d, lit) (memcpy((d), (lit), sizeof(lit) - 1), (d) += sizeof(lit) - 1)
 #define PUT_MEM(d, p, n) (memcpy((d), (p), (n)), (d) += (n))
 
-void ik__resp_serialize(ik__buf *dst, const ik__resp *rs, const char *date, size_t date_len,
-                        int keep, int http10)
+void ik__reply_serialize(ik__buf *dst, const ik__http_reply *rs, const char *date, size_t date_len,
+                         int keep, int http10)
 {
     const ik__buf *b = rs->body;
     const char *st = status_text(rs->status);

@@ -1,4 +1,4 @@
-/* httpreply.h: an HTTP answer before it is written (ik__resp), the JSON error body
+/* httpreply.h: an HTTP answer before it is written (ik__http_reply), the JSON error body
  * every route and the connection layer answer with, extra header lines, and the
  * serialized response (status line, headers, body).
  *
@@ -9,31 +9,32 @@
 #ifndef IK_HTTPREPLY_H
 #define IK_HTTPREPLY_H
 
-#include "httputil.h"
+#include "buf.h"
 
 struct ik__pend;
 
-typedef struct ik__resp {
+typedef struct ik__http_reply {
     int status;
     const char *ctype; /* static string */
     ik__buf *body;     /* the loop's scratch; handlers append */
     char extra[512];   /* extra header lines, each ending in \r\n */
     size_t extra_len;
     struct ik__pend *pend; /* non-NULL: the answer comes later (pend.h) */
-} ik__resp;
+} ik__http_reply;
 
 /* Writes a JSON error {"error":code,"message":...} into rs with status (a 503 also
  * says "Retry-After: 1"). */
-void ik__reply_error(ik__resp *rs, int status, const char *code, const char *fmt, ...)
+void ik__reply_error(ik__http_reply *rs, int status, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
 /* Adds a header line ("Name: value") to rs; one that does not fit is dropped whole. */
-void ik__resp_header(ik__resp *rs, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void ik__reply_header(ik__http_reply *rs, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /* Appends the serialized response rs to dst, with date (a "Date: ...\r\n" line).
  * keep: the connection stays open (else "Connection: close"); http10: the client
  * spoke HTTP/1.0 (keep-alive must then be said). */
-void ik__resp_serialize(ik__buf *dst, const ik__resp *rs, const char *date, size_t date_len,
-                        int keep, int http10);
+void ik__reply_serialize(ik__buf *dst, const ik__http_reply *rs, const char *date, size_t date_len,
+                         int keep, int http10);
 
 #endif

@@ -149,11 +149,7 @@ int ik__sf_issue(ik__worker *w, uint32_t n, int64_t *ids, ik__pend **pend)
     p->n = n;
     p->sf = st;
     p->ids = n <= sizeof p->ids_inline / sizeof p->ids_inline[0] ? p->ids_inline
-                                                                 : malloc(n * sizeof *p->ids);
-    if (!p->ids) {
-        fprintf(stderr, "idkeeper: out of memory; aborting\n");
-        abort();
-    }
+                                                                 : ik__xmalloc(n * sizeof *p->ids);
     memcpy(p->ids, ids, st.done * sizeof *ids);
     /* behind the waiting ones: none overtakes an earlier request of this loop */
     p->qnext = NULL;
@@ -208,8 +204,8 @@ int ik__gen_error(ik__worker *w, int rc, const char **code, char *msg, size_t le
     case IK_ETIMEGUARD:
         *code = "time_guard";
         snprintf(msg, len,
-                 "the clock has not yet passed this worker slot's time record (SPEC 3 "
-                 "rule 6); retry in a moment");
+                 "the clock has not yet passed this worker slot's time record (docs/guarantees.md "
+                 "promise 11); retry in a moment");
         return 503;
     case IK_ERANGE:
         *code = "layout_exhausted";

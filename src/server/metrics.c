@@ -30,16 +30,8 @@ void ik__gap_add(ik__server *srv, const char *tag, const char *why, uint64_t n)
     for (i = 0; i < srv->ngaps; i++)
         if (!strcmp(srv->gaps[i].why, why) && !strcmp(srv->gaps[i].tag, tag)) break;
     if (i == srv->ngaps) {
-        if (srv->ngaps == srv->gaps_cap) {
-            size_t cap = srv->gaps_cap ? srv->gaps_cap * 2 : 8;
-            ik__gap_count *g = realloc(srv->gaps, cap * sizeof *g);
-            if (!g) {
-                fprintf(stderr, "idkeeper: out of memory; aborting\n");
-                abort();
-            }
-            srv->gaps = g;
-            srv->gaps_cap = cap;
-        }
+        if (ik__grow((void **)&srv->gaps, &srv->gaps_cap, srv->ngaps, sizeof *srv->gaps, 8))
+            ik__oom((srv->gaps_cap ? srv->gaps_cap * 2 : 8) * sizeof *srv->gaps);
         memset(&srv->gaps[i], 0, sizeof srv->gaps[i]);
         snprintf(srv->gaps[i].tag, sizeof srv->gaps[i].tag, "%s", tag);
         snprintf(srv->gaps[i].why, sizeof srv->gaps[i].why, "%s", why);

@@ -1,4 +1,4 @@
-/* page.c: the status page (GET /, SPEC 9) and the app's slots (GET /v1/workers).
+/* page.c: the status page (GET /, docs/http.md) and the app's slots (GET /v1/workers).
  *
  * The page is src/server/page.html, embedded in the binary at build time
  * (cmake/embed.cmake). Its one marker, <!--IK:SNAPSHOT-->, is replaced by a snapshot
@@ -373,7 +373,7 @@ static void put_decode(ik__server *srv, const ik__tagop *t, ik__buf *b)
     ik__buf_puts(b, "</pre></section>\n");
 }
 
-void ik__page_render(ik__worker *w, const ik__pend *p, ik__resp *rs)
+void ik__page_render(ik__worker *w, const ik__pend *p, ik__http_reply *rs)
 {
     const char *html = ik__page_html;
     const char *mark = strstr(html, MARKER);
@@ -395,14 +395,14 @@ void ik__page_render(ik__worker *w, const ik__pend *p, ik__resp *rs)
     const char *rest = mark + sizeof MARKER - 1;
     ik__buf_append(b, rest, (size_t)(html + ik__page_html_len - rest));
     rs->ctype = "text/html; charset=utf-8";
-    ik__resp_header(rs, "Cache-Control: no-store");
-    ik__resp_header(rs,
-                    "Content-Security-Policy: default-src 'self'; img-src 'self' data:; script-src "
-                    "'unsafe-inline' 'self'; "
-                    "style-src 'unsafe-inline'; frame-ancestors 'none'");
+    ik__reply_header(rs, "Cache-Control: no-store");
+    ik__reply_header(
+        rs, "Content-Security-Policy: default-src 'self'; img-src 'self' data:; script-src "
+            "'unsafe-inline' 'self'; "
+            "style-src 'unsafe-inline'; frame-ancestors 'none'");
 }
 
-void ik__workers_render(ik__worker *w, const ik__pend *p, ik__resp *rs)
+void ik__workers_render(ik__worker *w, const ik__pend *p, ik__http_reply *rs)
 {
     ik__server *srv = w->srv;
     const ik__tagop *t = p->tagop;

@@ -14,11 +14,7 @@
 
 ik__pend *ik__pend_new(ik__worker *w)
 {
-    ik__pend *p = calloc(1, sizeof *p);
-    if (!p) {
-        fprintf(stderr, "idkeeper: out of memory; aborting\n");
-        abort();
-    }
+    ik__pend *p = ik__xcalloc(1, sizeof *p);
     p->w = w;
     ik__buf_init(&p->out, p->out_inline, sizeof p->out_inline);
     return p;

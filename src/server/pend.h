@@ -26,6 +26,7 @@
 #define IK_PEND_H
 
 #include "httputil.h"
+#include "json.h"
 
 #include <uv.h>
 

@@ -15,6 +15,8 @@
  */
 #include "resp.h"
 
+#include "../lib/rules.h" /* ik__hexval */
+
 #include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -70,11 +72,7 @@ static int slot_room(ik__respp *p)
     if (p->argc < p->cap) return 0;
     uint32_t cap = p->cap * 2;
     if (cap > p->max_args) cap = p->max_args;
-    uint32_t *o = malloc(cap * sizeof *o), *l = malloc(cap * sizeof *l);
-    if (!o || !l) {
-        fprintf(stderr, "idkeeper: out of memory; aborting\n");
-        abort();
-    }
+    uint32_t *o = ik__xmalloc(cap * sizeof *o), *l = ik__xmalloc(cap * sizeof *l);
     memcpy(o, p->off, p->argc * sizeof *o);
     memcpy(l, p->len, p->argc * sizeof *l);
     if (p->off != p->off_inline) {

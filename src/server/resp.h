@@ -28,7 +28,7 @@
 #ifndef IK_RESP_H
 #define IK_RESP_H
 
-#include "httputil.h"
+#include "buf.h"
 
 #include <stddef.h>
 #include <stdint.h>

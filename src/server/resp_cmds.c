@@ -1,4 +1,4 @@
-/* resp_cmds.c: the RESP command table (SPEC 7) and its handlers, one row per
+/* resp_cmds.c: the RESP command table (docs/resp.md) and its handlers, one row per
  * command like the HTTP route table: name, Redis arity (n: exactly n words with the
  * name; -n: at least n), handler, flags, summary (COMMAND DOCS).
  *
@@ -9,6 +9,7 @@
  * -TRYAGAIN (where HTTP answers 503).
  */
 #include "resp_cmds.h"
+#include "token.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* resp_cmds.h: the RESP command table (SPEC 7, docs/resp.md) as resp_conn.c calls it.
+/* resp_cmds.h: the RESP command table (docs/resp.md) as resp_conn.c calls it.
  *
  * Calls go one way: resp_conn.c (RESP on the connection core) calls
  * ik__resp_dispatch for each complete command and ik__resp_render for each answer

@@ -1,4 +1,4 @@
-/* routes.c: the HTTP route table (SPEC 4, rows in routes.h) and its handlers.
+/* routes.c: the HTTP route table (docs/http.md, rows in routes.h) and its handlers.
  *
  * ik__dispatch finds the row (ik__route_find: in table order, the hot Leaf routes
  * first). A path that matches a row with another method answers 405 with the Allow
@@ -15,6 +15,7 @@
  * (IK_OP_SNOWFLAKE), and they never return an ID the library refused.
  */
 #include "srv.h"
+#include "token.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,9 +37,9 @@ static void put_json_kv_str(ik__buf *b, const char *key, const char *val)
 #define QUOTE_MAX 40
 #define QUOTE(s) (int)((s).n < QUOTE_MAX ? (s).n : QUOTE_MAX), (s).p
 
-/* Answers the generator's refusal rc: 503 for the refusals of SPEC 3 (no lease,
- * clock behind, time guard) and for a time field used up (the clock is past the
- * layout's end date), 500 for anything else. */
+/* Answers the generator's refusal rc: 503 for the refusals of docs/guarantees.md promises 10-12 (no
+ * lease, clock behind, time guard) and for a time field used up (the clock is past the layout's end
+ * date), 500 for anything else. */
 static void reply_gen_error(ik__ctx *x, int rc)
 {
     const char *code;
@@ -49,7 +50,8 @@ static void reply_gen_error(ik__ctx *x, int rc)
 
 /* ---- ID routes ---------------------------------------------------------------------------- */
 
-static int put_ids(ik__resp *rs, const int64_t *ids, int64_t first, size_t n, int fmt, int leaf);
+static int put_ids(ik__http_reply *rs, const int64_t *ids, int64_t first, size_t n, int fmt,
+                   int leaf);
 
 /* Issues n snowflake IDs into ids now, or leaves the request waiting in w's retry
  * queue (ik__sf_issue) as the answer to come (rs->pend). */
@@ -122,7 +124,8 @@ static int get_format(ik__ctx *x)
  * leaf: the one ID alone, no newline. The IDs are ids[0..n-1], or first, first + 1,
  * ... when ids is NULL. Returns 0, or -1 with 400 answered when numbers were asked
  * for and an ID is above 2^53 - 1 (a JavaScript number would change it). */
-static int put_ids(ik__resp *rs, const int64_t *ids, int64_t first, size_t n, int fmt, int leaf)
+static int put_ids(ik__http_reply *rs, const int64_t *ids, int64_t first, size_t n, int fmt,
+                   int leaf)
 {
     ik__buf *b = rs->body;
 #define ID_AT(i) (ids ? ids[i] : first + (int64_t)(i))
@@ -199,13 +202,13 @@ static int get_tag(ik__ctx *x, char tag[IK_TAG_NAME_MAX + 1])
     return -1;
 }
 
-static void reply_shutting_down(ik__resp *rs)
+static void reply_shutting_down(ik__http_reply *rs)
 {
     ik__reply_error(rs, 503, "shutting_down", "this server is shutting down; ask another");
 }
 
 /* Answers a segment, sequence or tag error from the library. */
-static void reply_store_error(ik__worker *w, ik__resp *rs, int op, int rc, const char *tag)
+static void reply_store_error(ik__worker *w, ik__http_reply *rs, int op, int rc, const char *tag)
 {
     const char *code;
     char msg[400];
@@ -357,11 +360,7 @@ static ik__pend *tag_pend(ik__ctx *x, ik__op op)
     }
     ik__pend *p = ik__pend_new(x->w);
     p->op = (uint8_t)op;
-    p->tagop = calloc(1, sizeof *p->tagop);
-    if (!p->tagop) {
-        fprintf(stderr, "idkeeper: out of memory; aborting\n");
-        abort();
-    }
+    p->tagop = ik__xcalloc(1, sizeof *p->tagop);
     return p;
 }
 
@@ -442,7 +441,7 @@ static void h_page(ik__ctx *x)
 }
 
 /* The answer of a tag route that came back. */
-static void render_tag(ik__worker *w, ik__pend *p, ik__resp *rs)
+static void render_tag(ik__worker *w, ik__pend *p, ik__http_reply *rs)
 {
     ik__tagop *t = p->tagop;
     ik__buf *b = rs->body;
@@ -481,7 +480,7 @@ static void render_tag(ik__worker *w, ik__pend *p, ik__resp *rs)
             memcpy(t->info.description, t->body.description, sizeof t->info.description);
         }
         rs->status = 201;
-        ik__resp_header(rs, "Location: /v1/tags/%s", t->info.name);
+        ik__reply_header(rs, "Location: /v1/tags/%s", t->info.name);
         put_tag_json(b, &t->info);
         ik__buf_puts(b, "\n");
         break;
@@ -504,7 +503,7 @@ static void render_tag(ik__worker *w, ik__pend *p, ik__resp *rs)
     }
 }
 
-void ik__pend_render(ik__worker *w, ik__pend *p, ik__resp *rs)
+void ik__pend_render(ik__worker *w, ik__pend *p, ik__http_reply *rs)
 {
     if (p->op == IK_OP_PAGE) {
         ik__page_render(w, p, rs);
@@ -854,7 +853,7 @@ static int authorized(const ik__server *srv, const ik__req *rq)
     return 0;
 }
 
-size_t ik__dispatch(ik__worker *w, ik__req *rq, ik__resp *rs)
+size_t ik__dispatch(ik__worker *w, ik__req *rq, ik__http_reply *rs)
 {
     ik__ctx x = {w->srv, w, rq, rs};
     uint64_t allow;
@@ -870,10 +869,10 @@ size_t ik__dispatch(ik__worker *w, ik__req *rq, ik__resp *rs)
                             "this route needs the header 'Authorization: Bearer <token>' "
                             "(the token in the server's http-token-file)");
             if (r->flags & IK_ROUTE_PAGE) /* browsers prompt for Basic; the token is the password */
-                ik__resp_header(rs,
-                                "WWW-Authenticate: Basic realm=\"idkeeper\", charset=\"UTF-8\"");
+                ik__reply_header(rs,
+                                 "WWW-Authenticate: Basic realm=\"idkeeper\", charset=\"UTF-8\"");
             else
-                ik__resp_header(rs, "WWW-Authenticate: Bearer realm=\"idkeeper\"");
+                ik__reply_header(rs, "WWW-Authenticate: Bearer realm=\"idkeeper\"");
             return i;
         }
         r->fn(&x);
@@ -891,7 +890,7 @@ size_t ik__dispatch(ik__worker *w, ik__req *rq, ik__resp *rs)
         }
         ik__reply_error(rs, 405, "method_not_allowed", "%s is not allowed here; use %s",
                         ik__http_method_name(rq->method), list);
-        ik__resp_header(rs, "Allow: %s", list);
+        ik__reply_header(rs, "Allow: %s", list);
         return first;
     }
     ik__reply_error(rs, 404, "not_found", "no route %s %.*s; GET / lists the routes",

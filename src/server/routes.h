@@ -1,4 +1,4 @@
-/* routes.h: the HTTP route table (SPEC 4), one row per route like nginx's
+/* routes.h: the HTTP route table (docs/http.md), one row per route like nginx's
  * ngx_command_t: method, path pattern, handler, flags, help (shown by GET /).
  *
  * Rows are walked in order (the hot Leaf route first). routes.c expands the table

@@ -1,6 +1,6 @@
 /* server.c: the daemon's life: start-up (sockets, backend, generator, slot lease,
- * loop threads), waiting for SIGTERM/SIGINT, and the graceful shutdown of SPEC 3
- * rule 8.
+ * loop threads), waiting for SIGTERM/SIGINT, and the graceful shutdown
+ * (docs/guarantees.md promise 13).
  *
  *   ik_server_run
  *     block SIGTERM/SIGINT (every thread inherits the mask), ignore SIGPIPE
@@ -429,18 +429,17 @@ static int server_start(ik__server *srv, const ik_server_config *cfg)
     ik_set_gap_hook(library_gap, srv);
     if (cfg->http_token && *cfg->http_token) {
         srv->token = strdup(cfg->http_token);
-        if (!srv->token) abort();
+        if (!srv->token) ik__oom(strlen(cfg->http_token) + 1);
         srv->token_len = strlen(srv->token);
     }
 
     srv->nworkers = cfg->threads > 0 ? cfg->threads : default_threads();
     if (srv->nworkers > IK_MAX_THREADS) srv->nworkers = IK_MAX_THREADS;
     /* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers to workers */
-    srv->workers = calloc((size_t)srv->nworkers, sizeof *srv->workers);
-    if (!srv->workers) abort();
+    srv->workers = ik__xcalloc((size_t)srv->nworkers, sizeof *srv->workers);
     for (int i = 0; i < srv->nworkers; i++) {
         ik__worker *w = aligned_alloc(64, (sizeof(ik__worker) + 63) / 64 * 64);
-        if (!w) abort();
+        if (!w) ik__oom(sizeof(ik__worker));
         memset(w, 0, sizeof *w);
         w->index = i;
         w->fd = -1;
@@ -508,7 +507,7 @@ static int server_start(ik__server *srv, const ik_server_config *cfg)
     return 0;
 }
 
-/* Waits for the lease's first slot while the loops answer 503 (SPEC 3 rule 4: a
+/* Waits for the lease's first slot while the loops answer 503 (docs/guarantees.md promise 9: a
  * full range is waited on for --slot-wait), and for SIGTERM/SIGINT meanwhile.
  * 0: held, banner printed; 1: a signal came first (*sig); -1: no slot (logged). */
 static int await_slot(ik__server *srv, const sigset_t *sigs, int *sig)
@@ -655,8 +654,7 @@ int ik_server_run(const ik_server_config *cfg)
     ign.sa_handler = SIG_IGN;
     sigaction(SIGPIPE, &ign, &old_pipe);
 
-    ik__server *srv = calloc(1, sizeof *srv);
-    if (!srv) abort();
+    ik__server *srv = ik__xcalloc(1, sizeof *srv);
     int rc = server_start(srv, cfg);
     int sig = 0;
     if (rc == 0) {

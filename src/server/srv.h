@@ -13,9 +13,11 @@
  *   pend.c                   pending answers (pend.h) and the end of a loop
  *   httpreply.c ready.c metrics.c log.c
  *                            HTTP answers; readiness; the metrics registry; the log
- *   reqparse.c resp.c httputil.c
+ *   reqparse.c resp.c httputil.c json.c token.c
  *                            pure: HTTP framing (the only user of the HTTP parser library), the
- *                            RESP parser and writers, buffers and small parsers
+ *                            RESP parser and writers, HTTP request values and routing, JSON,
+ *                            the token's checks
+ *   buf.c                    pure, under all of them: buffers, numbers, abort on ENOMEM
  *
  * Where a lower file must reach a higher one it does so through a function pointer
  * the higher one set: the core reaches a protocol through its ik__proto, a pending
@@ -67,6 +69,7 @@
 #include "history.h"
 #include "httpreply.h"
 #include "httputil.h"
+#include "json.h"
 #include "pend.h"
 #include "reqparse.h"
 #include "routes.h"
@@ -224,7 +227,7 @@ typedef struct ik__ctx {
     ik__server *srv;
     ik__worker *w;
     const ik__req *rq;
-    ik__resp *rs;
+    ik__http_reply *rs;
 } ik__ctx;
 
 typedef void (*ik__handler)(ik__ctx *x);
@@ -243,10 +246,10 @@ extern const size_t ik__nroutes;
  * 404/405/401 itself. Fills rq->params and rs (status, type, body, extra headers).
  * Returns the row's index, or ik__nroutes if no row matched the path. Runs on a
  * loop thread. */
-size_t ik__dispatch(ik__worker *w, ik__req *rq, ik__resp *rs);
+size_t ik__dispatch(ik__worker *w, ik__req *rq, ik__http_reply *rs);
 
 /* Renders a pending answer that came back (p->rc, p->ids...) into rs. Loop thread. */
-void ik__pend_render(ik__worker *w, ik__pend *p, ik__resp *rs);
+void ik__pend_render(ik__worker *w, ik__pend *p, ik__http_reply *rs);
 
 /* Adds n gap IDs of tag for reason why (a metric label: ik__gone_label[IK_GONE_*]
  * for an answer nobody took, or the library's cause, ik_set_gap_hook) to the
@@ -255,10 +258,10 @@ void ik__gap_add(ik__server *srv, const char *tag, const char *why, uint64_t n);
 
 /* Renders the status page (page.c) from what the thread pool listed into p->tagop
  * and the server's own state. Loop thread. */
-void ik__page_render(ik__worker *w, const ik__pend *p, ik__resp *rs);
+void ik__page_render(ik__worker *w, const ik__pend *p, ik__http_reply *rs);
 
 /* Renders GET /v1/workers (page.c): the app's slots as JSON. Loop thread. */
-void ik__workers_render(ik__worker *w, const ik__pend *p, ik__resp *rs);
+void ik__workers_render(ik__worker *w, const ik__pend *p, ik__http_reply *rs);
 
 /* Renders every metric in Prometheus text format into b; ready: whether a snowflake
  * ID can be issued now (ik__not_ready, for ik_ready). Any thread. */
@@ -339,9 +342,9 @@ int ik__issue_into(ik__worker *w, ik__pend *p, ik__op op, int64_t *ids);
  * it comes back through ik__pend_complete with p->rc and p->ids[0..p->nids-1]. Or
  * the generator's refusal. The caller sets how to render *pend. Loop thread. */
 int ik__sf_issue(ik__worker *w, uint32_t n, int64_t *ids, ik__pend **pend);
-/* Names the generator's refusal rc: returns the HTTP status (503 for SPEC 3's
- * refusals and a layout whose time field ran out, else 500), sets *code and writes a message into
- * msg. Loop thread. */
+/* Names the generator's refusal rc: returns the HTTP status (503 for the
+ * refusals of docs/guarantees.md promises 10-12 and a layout whose time field ran out, else 500),
+ * sets *code and writes a message into msg. Loop thread. */
 int ik__gen_error(ik__worker *w, int rc, const char **code, char *msg, size_t len);
 /* Names a segment, sequence or tag error of the library (and counts store errors):
  * returns the HTTP status (404 unknown tag, 409 wrong kind, 503 retry, 400, 500),

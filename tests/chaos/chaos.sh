@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# chaos.sh: hunts duplicate IDs under faults (issue 5).
+# chaos.sh: hunts duplicate IDs under faults (docs/RELIABILITY.md).
 #
 #   IK_BIN=build/idkeeper IK_BUILD=build tests/chaos/chaos.sh [--seed N]
 #       [--duration SECONDS] [--servers K] [--kinds snowflake,segment,sequence]

@@ -32,8 +32,9 @@ old=$(conf_elect_nodes "$COORD" /svc | head -n 1)
 [ -n "$old" ] || fail "no contender of a's in the store"
 "$IK_BIN" elect --coord "$COORD" "${EARGS[@]}" --id b --grace 500 /svc -- sh -c "$elect_cmd" "$T" 2>"$T/b.err" &
 IK_PIDS+=($!)
-for ((i = 0; i < 300; i++)); do [ "$(conf_elect_nodes "$COORD" /svc | wc -l)" -ge 2 ] && break; sleep 0.1; done
-[ "$(conf_elect_nodes "$COORD" /svc | wc -l)" -ge 2 ] || fail "b's contender never showed: $(cat "$T/b.err")"
+# (zk_tool: python3 with kazoo, about 100 ms a call)
+contenders_at_least() { [ "$(conf_elect_nodes "$COORD" /svc | wc -l)" -ge "$1" ]; }
+wait_until 45 contenders_at_least 2 || fail "b's contender never showed: $(cat "$T/b.err")"
 sleep 3 # a's probes prove its session afresh
 
 proxy mute # a hears nothing; its requests and pings still keep its session alive

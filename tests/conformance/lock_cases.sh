@@ -1,4 +1,4 @@
-# lock_cases.sh: the CLI cases of `idkeeper lock` and `idkeeper elect` (SPEC 6), on
+# lock_cases.sh: the CLI cases of `idkeeper lock` and `idkeeper elect` (docs/guarantees.md promise 22), on
 # any backend (sourced by the conformance groups locks.sh and elect.sh, after lib.sh
 # and conf.sh). The caller sets COORD (the --coord URI, from conf_coord); every
 # idkeeper gets the backend's CONF_SERVE_ARGS, and NODES_LEFT PATH (the contender
@@ -28,6 +28,10 @@ RESIGN_TAKEOVER_MS=${RESIGN_TAKEOVER_MS:-50}
 IK_LOCK=("$IK_BIN" lock --coord "$COORD" "${CONF_SERVE_ARGS[@]}")
 IK_ELECT=("$IK_BIN" elect --coord "$COORD" "${CONF_SERVE_ARGS[@]}")
 NODES_LEFT() { conf_lock_waiters "$COORD" "$1"; }
+# nodes_at_least PATH N, nodes_are PATH N: for wait_until (on zk:// a kazoo call,
+# about 100 ms, so their deadlines allow 150 ms a look)
+nodes_at_least() { [ "$(NODES_LEFT "$1")" -ge "$2" ]; }
+nodes_are() { [ "$(NODES_LEFT "$1")" = "$2" ]; }
 
 case_counter() {
   local n=$1 rounds=$2 secs=${3:-60} i pids=()
@@ -73,7 +77,7 @@ case_timeout() {
   "${IK_LOCK[@]}" /held -- sleep 30 &
   local holder=$! i
   IK_PIDS+=($holder)
-  for ((i = 0; i < 100; i++)); do [ "$(NODES_LEFT /held)" -ge 1 ] && break; sleep 0.05; done
+  wait_until 15 nodes_at_least /held 1 || true
   local t0 rc=0 took
   mono_ms t0
   "${IK_LOCK[@]}" --timeout 300 /held -- touch "$T/ran" 2>"$T/timeout.err" || rc=$?
@@ -90,8 +94,7 @@ case_timeout() {
   [ "$left" = 1 ] || fail "$left contenders at /held after the timeouts (only the holder's should be)"
   kill -TERM $holder
   wait $holder || true
-  for ((i = 0; i < 100; i++)); do [ "$(NODES_LEFT /held)" = 0 ] && break; sleep 0.05; done
-  [ "$(NODES_LEFT /held)" = 0 ] || fail "the holder's node is left after it exited"
+  wait_until 15 nodes_are /held 0 || fail "the holder's node is left after it exited"
   pass "--timeout: exit 124 after $took ms, CMD not run, nothing of ours left behind"
 }
 
@@ -116,7 +119,7 @@ case_exit_codes() {
   "${IK_LOCK[@]}" /codes -- sh -c 'trap "exit 9" TERM; touch "$0"; while :; do sleep 0.05; done' "$T/trap.ready" &
   local p=$! i
   IK_PIDS+=($p)
-  for ((i = 0; i < 200; i++)); do [ -e "$T/trap.ready" ] && break; sleep 0.05; done
+  wait_until 10 test -e "$T/trap.ready" || true
   kill -TERM $p
   rc=0
   wait $p || rc=$?
@@ -133,13 +136,12 @@ case_idkeeper_killed() {
   "${IK_LOCK[@]}" /killed -- sh -c 'echo $$ >"$0"; exec sleep 30' "$T/killed.pid" &
   local p=$! i
   IK_PIDS+=($p)
-  for ((i = 0; i < 200; i++)); do [ -s "$T/killed.pid" ] && break; sleep 0.05; done
+  wait_until 10 test -s "$T/killed.pid" || true
   local cmd
   cmd=$(cat "$T/killed.pid")
   kill -KILL $p
   wait $p 2>/dev/null || true
-  for ((i = 0; i < 100; i++)); do alive "$cmd" || break; sleep 0.05; done
-  ! alive "$cmd" || fail "CMD $cmd outlived idkeeper killed -9"
+  wait_until 5 not alive "$cmd" || fail "CMD $cmd outlived idkeeper killed -9"
   local t0 took
   mono_ms t0
   "${IK_LOCK[@]}" /killed -- true || fail "the lock of a killed idkeeper is not free"
@@ -151,11 +153,11 @@ case_signal_wait() {
   "${IK_LOCK[@]}" /sigwait -- sleep 30 &
   local holder=$! i
   IK_PIDS+=($holder)
-  for ((i = 0; i < 100; i++)); do [ "$(NODES_LEFT /sigwait)" -ge 1 ] && break; sleep 0.05; done
+  wait_until 15 nodes_at_least /sigwait 1 || true
   "${IK_LOCK[@]}" /sigwait -- touch "$T/sigwait.ran" &
   local w=$!
   IK_PIDS+=($w)
-  for ((i = 0; i < 100; i++)); do [ "$(NODES_LEFT /sigwait)" -ge 2 ] && break; sleep 0.05; done
+  wait_until 15 nodes_at_least /sigwait 2 || true
   [ "$(NODES_LEFT /sigwait)" = 2 ] || fail "the waiter does not wait"
   local t0 rc=0
   mono_ms t0

@@ -2,7 +2,7 @@
 # labels: recipes release
 # not-on: redis: no locks or elections on Redis, which cannot fence them under failover (docs/redis.md); t_redis_bad_input checks that idkeeper lock and elect refuse, saying why
 # timeout: 300
-# idkeeper lock on the backend (SPEC 6; cases in lock_cases.sh): CMD's exit code
+# idkeeper lock on the backend (docs/guarantees.md promise 22; cases in lock_cases.sh): CMD's exit code
 # passes through; --timeout exits 124 and leaves no ticket or node of ours; SIGTERM
 # while waiting exits 143 at once; idkeeper killed -9 takes its CMD with it and the
 # lock is free again (on zk:// once the dead holder's session expires); 8 processes

@@ -2,7 +2,7 @@
 # labels: slots release
 # timeout: 300
 # timeout.zk: 360
-# Worker slots on the backend (SPEC 3 rules 1-4):
+# Worker slots on the backend (docs/guarantees.md promises 6-9):
 #   distinct   8 servers with --worker-range 0-7 (random slot choice) hold 8 distinct
 #              slots of the range;
 #   refusal    a 9th waits the backend's default --slot-wait (local: 0, zk://: the
@@ -94,7 +94,7 @@ mono_ms t_kill
 rec=$(conf_slot_record "$C" default "$victim")
 PORT[s8]=$(free_port)
 start_server s8 "${PORT[s8]}" "${S[@]}"
-# s8's default --slot-wait (the free time + 2 s, SPEC 3 rule 4) is the bound: had the
+# s8's default --slot-wait (the free time + 2 s, docs/guarantees.md promise 9) is the bound: had the
 # slot not freed within it, s8 would have exited. The test's own clock only logs the
 # time (a loaded machine must not fail it).
 wait_ready "${PORT[s8]}" $(($(conf_slot_wait_ms) / 1000 + 30)) || fail "replacement server not ready: $(tail -n 3 "$T/s8.log")"
@@ -127,7 +127,7 @@ for i in 0 1 2 4 5 6 8; do
   fetch_patient "${PORT[s$i]}" 3000 "$T/ids.2.s$i"
 done
 # (the newcomer only now: a random choice may take any free slot, also one whose
-# last holder is still on its way back; SPEC 3 rule 3 gives it back only if free)
+# last holder is still on its way back; docs/guarantees.md promise 8 gives it back only if free)
 pe=$(free_port)
 start_server e "$pe" "${S[@]}"
 wait_ready "$pe" 60 || fail "newcomer not ready: $(tail -n 3 "$T/e.log")"

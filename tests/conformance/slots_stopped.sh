@@ -3,7 +3,7 @@
 # timeout: 120
 # not-on: local: a slot is an flock(2) that a stopped process keeps: nobody can take the slot while its holder sleeps
 # A server frozen with SIGSTOP past its lease (on zk:// the session timeout) while
-# another server takes its slot, then SIGCONT (SPEC 3 rule 5): the woken one issues
+# another server takes its slot, then SIGCONT (docs/guarantees.md promise 10): the woken one issues
 # no ID under its old worker number (503 until it holds a lease again, a request
 # queued while it was frozen included), takes the slot again without a restart once
 # it is free (on a new session), and the IDs of both hold no duplicate.

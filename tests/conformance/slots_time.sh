@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # labels: slots notsan release
 # timeout: 120
-# The time guard (SPEC 3 rule 6) on the backend: a leaves slot 9 (SIGTERM: the slot's
+# The time guard (docs/guarantees.md promise 11) on the backend: a leaves slot 9 (SIGTERM: the slot's
 # time record is persisted at release, and read here without idkeeper, conf.sh); b,
 # whose clock is 10 s behind (libfaketime), takes the slot but issues nothing until
 # its own clock has passed the record: 503 on the IDs and on /readyz until then,

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # labels: counters http
 # timeout: 300
-# Bad input on the tag routes (issue 4 acceptance, SPEC 4): an unknown tag 404
+# Bad input on the tag routes (docs/guarantees.md promises 5, 15): an unknown tag 404
 # unknown_tag; a tag used as the other kind 409 wrong_kind; step 0, a negative start,
 # a name over 128 bytes or with characters outside [A-Za-z0-9._:-] 400; a duplicate
 # POST /v1/tags 409 tag_exists; malformed bodies 400. Each answer is a JSON error

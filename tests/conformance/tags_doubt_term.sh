@@ -27,12 +27,8 @@ conf_store_start
 conf_counters
 source "$IK_SRC/tests/tools/counters.sh"
 
-for try in 1 2 3; do
-  PP=$(free_port)
-  fault_proxy_start "$PP" "$(conf_store_port)" raw && break
-  grep -q 'Address already in use' "$T/proxy.log" && ((try < 3)) || fail "the fault proxy did not start: $(cat "$T/proxy.log")"
-done
-VIA=$(conf_coord_via "$PP" data)
+conf_proxy_start || fail "no proxy in front of $IK_STORE"
+VIA=$(conf_proxy_coord data)
 
 PORT[s0]=$(free_port)
 start_server s0 "${PORT[s0]}" --coord "$DATA" --threads 1 --quiet "${SERVE_ARGS[@]}"

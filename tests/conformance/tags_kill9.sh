@@ -4,7 +4,7 @@
 # timeout.zk: 240
 # fixtures.zk: zk
 # Sequence IDs across 4 servers on local: or zk:// (IK_STORE) with one killed -9 in
-# the middle (issue 4 acceptance): no duplicate, and every gap lies in IDs the dead
+# the middle (docs/guarantees.md promises 3, 4): no duplicate, and every gap lies in IDs the dead
 # server committed but had not answered.
 #
 # How the gaps are checked: every server runs with log_sequence_commits

@@ -4,7 +4,7 @@
 # timeout.zk: 180
 # fixtures.zk: zk
 # A restarted server never hands out an ID at or below one handed out before the
-# restart (issue 4 acceptance), for segment and sequence tags on local: or zk://
+# restart (docs/guarantees.md promises 3, 4), for segment and sequence tags on local: or zk://
 # (IK_STORE), after kill -9 and after SIGTERM, with a second server serving the same
 # tags meanwhile. Segment: the rest of the block in memory is lost; the first block
 # after the restart is a fresh advance of the store (on zk://, version-checked).

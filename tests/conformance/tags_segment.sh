@@ -3,7 +3,7 @@
 # timeout.local: 240
 # timeout.zk: 300
 # fixtures.zk: zk
-# Segment IDs across 4 servers on one store (issue 4 acceptance), local: (one data
+# Segment IDs across 4 servers on one store (docs/guarantees.md promise 3), local: (one data
 # directory) or zk:// (one ZooKeeper), from IK_STORE: 4 daemons serve one segment
 # tag concurrently, over 2,000,000 IDs in all: no duplicate, and each server's IDs
 # increase. Each server is asked by one `idkeeper next` stream (500,000 IDs in

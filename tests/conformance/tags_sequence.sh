@@ -3,7 +3,7 @@
 # timeout.local: 180
 # timeout.zk: 240
 # fixtures.zk: zk
-# Sequence IDs across 4 servers on one store (issue 4 acceptance), local: (one data
+# Sequence IDs across 4 servers on one store (docs/guarantees.md promise 4), local: (one data
 # directory) or zk:// (one ZooKeeper), from IK_STORE: 4 daemons, 32 keep-alive
 # connections each (hammer) for 10 s, one tag. The union of all IDs is exactly one
 # contiguous run from the tag's start to the store's max_id: no duplicate, no gap.

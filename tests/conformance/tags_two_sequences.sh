@@ -56,13 +56,9 @@ case $IK_STORE in
     exit 0
     ;;
 esac
-for try in 1 2 3; do
-  PP=$(free_port)
-  fault_proxy_start "$PP" "$(conf_store_port)" raw && break
-  grep -q 'Address already in use' "$T/proxy.log" && ((try < 3)) || fail "the fault proxy did not start: $(cat "$T/proxy.log")"
-done
+conf_proxy_start || fail "no proxy in front of $IK_STORE"
 conf_coord lost >/dev/null
-VIA=$(conf_coord_via "$PP" lost)
+VIA=$(conf_proxy_coord lost)
 "$IK_BIN" tags add t --kind sequence --start 1 --coord "$(conf_coord lost)" "${CONF_SERVE_ARGS[@]}" >"$T/add.out" 2>&1 || fail "tags add failed: $(cat "$T/add.out")"
 IDKEEPER_TEST_SQL_COMMIT_PAUSE_MS=1500 timeout 120 "$TWOSEQ" "$VIA" t lost "$T/go" >"$T/lost.out" 2>&1 &
 tw=$!

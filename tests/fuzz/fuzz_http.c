@@ -18,11 +18,15 @@
  * base64 (Basic) within its buffer; the page's ?decode= percent-decodes within its
  * buffer. Under ASan/UBSan: no crash, no leak.
  */
-/* fuzz-sources: src/server/reqparse.c src/server/httputil.c */
+/* clang-format off */
+/* fuzz-sources: src/server/reqparse.c src/server/httputil.c src/server/buf.c src/server/json.c src/server/token.c */
+/* clang-format on */
 #include "fuzz.h"
 #include "idkeeper.h"
+#include "json.h"
 #include "reqparse.h"
 #include "routes.h"
+#include "token.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* fuzz_redis_uri.c: the redis:// and redis+unix:// URI parser (src/lib/redis_uri.c).
+/* fuzz_redis_uri.c: the redis:// and redis+unix:// URI parser (src/lib/backends/redis/redis_uri.c).
  * Checks, for every input: a refusal has a reason; an accepted URI's canonical form
  * parses back to the same target and is the same with or without the URI's
  * password (it never holds it). */
@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifdef IK_HAVE_REDIS
 #include "redis_conn.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -33,11 +32,3 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     free(uri);
     return 0;
 }
-#else
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
-{
-    (void)data;
-    (void)size;
-    return 0;
-}
-#endif

@@ -13,7 +13,7 @@
  * an error the parser stays failed; replies written from the arguments are
  * well-formed RESP. Under ASan/UBSan: no crash, no leak.
  */
-/* fuzz-sources: src/server/resp.c src/server/httputil.c */
+/* fuzz-sources: src/server/resp.c src/server/buf.c */
 #include "fuzz.h"
 #include "resp.h"
 

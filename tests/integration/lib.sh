@@ -13,6 +13,10 @@ PATH=/usr/bin:/bin:$PATH
 enable -f /usr/lib/bash/sleep sleep 2>/dev/null || true
 
 : "${IK_BIN:?IK_BIN must name the idkeeper binary (CTest sets it)}"
+# IK_BIN_OVERRIDE: another idkeeper binary to test with this build's scripts (CTest's
+# IK_BIN wins over the caller's environment; this does not), for running a new test
+# against an older commit's build (docs/testing.md, "Running a test on older code").
+IK_BIN=${IK_BIN_OVERRIDE:-$IK_BIN}
 IK_SRC=${IK_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 T=$(mktemp -d "${TMPDIR:-/tmp}/ik-test.XXXXXX")
 IK_PIDS=()
@@ -99,14 +103,28 @@ wait_grep() {
 }
 
 # wait_until SECONDS CMD [ARG...]: runs CMD every 50 ms until it succeeds (0), or
-# SECONDS passed (1). The one polling loop of the harness: a test names what it waits
-# for, not how.
+# SECONDS passed (1; SECONDS may have a fraction: 2.5). The one polling loop of the
+# harness: a test names what it waits for, not how. The deadline is kept to 10 ms
+# (mono_ms), not to bash's whole $SECONDS, which would cut a short wait by up to a
+# second; CMD runs once more at the deadline.
 wait_until() {
-  local t0=$SECONDS limit=$1
+  local limit_ms t0 now int=${1%.*} frac=
+  [[ $1 == *.* ]] && frac=${1#*.}
+  frac=${frac}000
+  limit_ms=$((10#${int:-0} * 1000 + 10#${frac:0:3}))
   shift
-  while ((SECONDS - t0 < limit)); do "$@" && return 0; sleep 0.05; done
-  "$@"
+  mono_ms t0
+  while :; do
+    "$@" && return 0
+    mono_ms now
+    ((now - t0 < limit_ms)) || return 1
+    sleep 0.05
+  done
 }
+
+# not CMD [ARG...]: succeeds when CMD fails, for wait_until (wait_until 5 not alive
+# "$pid": until the process is gone).
+not() { ! "$@"; }
 
 # A TCP port that nothing listens on now (loopback), below the ephemeral range.
 # shellcheck source=../tools/ports.sh

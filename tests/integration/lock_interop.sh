@@ -34,10 +34,7 @@ lock_interop_once() {
   "${cmd[@]}" "$ZK_CONNECT" "/t$path" "$ROUNDS" "$pf" "$HOLD_US" "$go" 2>"$T/$tag.log" &
   local other=$!
   IK_PIDS+=("$c1" "$c2" "$other")
-  for ((i = 0; i < 1200; i++)); do
-    [ -e "$c1f" ] && [ -e "$c2f" ] && [ -e "$pf" ] && break
-    sleep 0.05
-  done
+  wait_until 60 test -e "$c1f" -a -e "$c2f" -a -e "$pf" || true
   [ -e "$pf" ] || fail "the $name helper did not connect (see $T/$tag.log)"
   touch "$go"
   wait "$c1" || fail "C holder 1 failed (see $T/c1.log)"

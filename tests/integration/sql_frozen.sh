@@ -4,7 +4,7 @@
 #
 # A sequence advance holds leaf_alloc's row lock across several round trips. Server
 # a is stopped (SIGSTOP) in the middle of one, with its row lock taken: the test
-# hook IDKEEPER_TEST_TAG_HOLD_MS widens the window between the lock and the COMMIT
+# hook IDKEEPER_TEST_SQL_COMMIT_PAUSE_MS widens the window before the COMMIT
 # (a's own environment only), so the stop lands inside it. Before the session
 # limits, the lock stayed for as long as a was stopped, and server b answered 503
 # to every request on the tag. Now the database ends a's idle transaction after
@@ -15,7 +15,7 @@ FROZEN_BOUND_MS=${FROZEN_BOUND_MS:-20000}
 
 "$IK_BIN" tags add t --kind sequence --coord "$URI" >/dev/null || fail "tags add t failed"
 PA=$(free_port)
-IDKEEPER_TEST_TAG_HOLD_MS=3000 start_server a "$PA" --coord "$URI"
+IDKEEPER_TEST_SQL_COMMIT_PAUSE_MS=3000 start_server a "$PA" --coord "$URI"
 wait_ready "$PA" 30 || fail "a not ready: $(tail -n 5 "$T/a.log")"
 serve_on b --coord "$URI" || fail "b not ready: $(tail -n 5 "$T/b.log")"
 PB=$PORT

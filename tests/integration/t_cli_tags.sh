@@ -187,7 +187,7 @@ while True:
 EOF
 python3 "$T/fake.py" >"$T/fake.port" 2>"$T/fake.log" &
 IK_PIDS+=($!)
-for _ in $(seq 1 100); do [ -s "$T/fake.port" ] && break; sleep 0.05; done
+wait_until 5 test -s "$T/fake.port" || true
 fport=$(cat "$T/fake.port")
 [ -n "$fport" ] || fail "the scripted server did not start"
 S=(--server "http://127.0.0.1:$fport")

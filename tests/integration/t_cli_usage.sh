@@ -125,9 +125,11 @@ pass "decode and expiry"
 
 # ---- version ----------------------------------------------------------------------
 "$IK_BIN" version >"$T/v" || fail "version failed"
-for lib in idkeeper libidkeeper libuv sqlite zookeeper http_parser; do
+for lib in idkeeper libidkeeper libuv sqlite http_parser; do
   grep -q "^$lib [0-9(]" "$T/v" || fail "version lacks $lib: $(cat "$T/v")"
 done
+# the backends of the build (t_man holds them to the man pages and serve --help)
+grep -qx "backend local:DIR" "$T/v" || fail "version lists no local: backend: $(cat "$T/v")"
 grep -q "^libuv $(pkg-config --modversion libuv 2>/dev/null || echo)" "$T/v" || fail "libuv version: $(cat "$T/v")"
 "$IK_BIN" --version | cmp -s - "$T/v" || fail "--version differs from version"
 pass "version"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # labels: counters local http
 # timeout: 180
-# Requests that wait for the store never stall the daemon (issue 4 item 4, SPEC 4).
+# Requests that wait for the store never stall the daemon (docs/http.md, "Answers that wait for the store").
 # The SQLite store of local: is made to hang for real: another connection holds its
 # write lock (BEGIN IMMEDIATE), so the server's writes wait up to SQLite's busy
 # timeout (10 s) and then fail. (chmod 000 on idkeeper.db does nothing to a running
@@ -86,8 +86,7 @@ PY
     IK_PIDS+=($!)
     CURLS+=($!)
   done
-  for _ in $(seq 1000); do [ -e "$T/pipe.sent" ] && break; sleep 0.01; done
-  [ -e "$T/pipe.sent" ] || fail "the pipelining client did not send"
+  wait_until 10 test -e "$T/pipe.sent" || fail "the pipelining client did not send"
   fast "/healthz" "$U/healthz"
   fast "snowflake" "$U/api/snowflake/get/x"
   fast "segment from the blocks" "$U/v1/segment/sg?count=5"

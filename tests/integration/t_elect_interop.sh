@@ -61,6 +61,7 @@ wait_leader_not() {
 
 lead_time() { grep '^lead ' "$T/$1.ev" | tail -n 1 | cut -d' ' -f2; }
 unlead_time() { grep '^unlead ' "$T/$1.ev" | tail -n 1 | cut -d' ' -f2; }
+unled() { [ -n "$(unlead_time "$1")" ]; }
 
 start c1
 start j1
@@ -75,7 +76,7 @@ resign() {
   local old=$1 new ms
   say "$old" resign
   new=$(wait_leader_not "$old" 10) || fail "no leader after $old resigned"
-  for ((i = 0; i < 100; i++)); do [ -n "$(unlead_time "$old")" ] && break; sleep 0.01; done
+  wait_until 1 unled "$old" || true
   ms=$((($(lead_time "$new") - $(unlead_time "$old")) / 1000000))
   ((ms <= RESIGN_LIMIT_MS)) || fail "$new led $ms ms after $old resigned (limit $RESIGN_LIMIT_MS)"
   log "$old resigned: $new leads after $ms ms (goal $RESIGN_GOAL_MS ms$( ((ms > RESIGN_GOAL_MS)) && echo ', missed on this run'))"

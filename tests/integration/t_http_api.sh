@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # labels: http
 # timeout: 120
-# SPEC 4 routes on a real daemon: keep-alive and pipelining, /v1/snowflake?count=N
+# The routes of docs/http.md on a real daemon: keep-alive and pipelining, /v1/snowflake?count=N
 # (N unique strictly increasing IDs, JSON or text), decode round-trip, status,
 # health, readiness, metrics, and the optional bearer token on /v1.
 source "$(dirname "$0")/lib.sh"

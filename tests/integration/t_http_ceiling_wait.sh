@@ -15,12 +15,11 @@ N=200
 IDKEEPER_TEST_PERSIST_STALL_MS=20000 serve_on a --coord "local:$T/data" --threads 1 --quiet ||
   fail "the server never got ready"
 # the acquisition wrote a record 1 s ahead; the next persist comes 20 s later
-for ((i = 0; i < 200; i++)); do
+past_ceiling() {
   curl -s "http://127.0.0.1:$PORT/readyz" >"$T/ready" || true
-  grep -q 'not been persisted past now' "$T/ready" && break
-  sleep 0.05
-done
-grep -q 'not been persisted past now' "$T/ready" || fail "the clock never passed the ceiling: $(cat "$T/ready")"
+  grep -q 'not been persisted past now' "$T/ready"
+}
+wait_until 15 past_ceiling || fail "the clock never passed the ceiling: $(cat "$T/ready")"
 log "past the ceiling: $(cat "$T/ready")"
 
 # A: N pipelined requests on one connection, answers read in the background
@@ -44,10 +43,8 @@ awk -v s="$secs" 'BEGIN { exit !(s < 3.0) }' ||
 pass "the loop answered another connection in $secs s while $N requests waited for the ceiling"
 
 # A's requests all get an answer: 503 no_lease after their wait (the ceiling stayed)
-for ((i = 0; i < 300; i++)); do
-  [ "$(grep -c '^HTTP/1.1 ' "$T/a.out" 2>/dev/null)" -ge "$N" ] && break
-  sleep 0.1
-done
+all_answered() { [ "$(grep -c '^HTTP/1.1 ' "$T/a.out" 2>/dev/null)" -ge "$N" ]; }
+wait_until 30 all_answered || true
 exec 3<&-
 kill "$reader" 2>/dev/null || true
 got=$(grep -c '^HTTP/1.1 ' "$T/a.out" || true)

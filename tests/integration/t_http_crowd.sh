@@ -2,7 +2,7 @@
 # labels: http
 # timeout: 300
 # processors: 2
-# A crowd against one daemon (issue 5): 5,000 idle connections and 100 slowloris
+# A crowd against one daemon (docs/http.md, "Limits and their defaults"): 5,000 idle connections and 100 slowloris
 # clients (headers trickling in a byte at a time) are open at once, and a new client
 # still gets an ID quickly. The server runs with its default limits, started from a
 # shell whose soft open-file limit is Debian's 1024: it must raise that limit itself

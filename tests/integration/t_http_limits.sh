@@ -107,7 +107,7 @@ for s in held:
     s.close()
 EOF
 grep -q 'extra: closed' "$T/maxconn" || fail "7th connection beyond max-connections: $(cat "$T/maxconn")"
-for i in $(seq 40); do curl -fsS -o /dev/null "$URL/healthz" 2>/dev/null && break; sleep 0.05; done
+wait_until 3 curl -fsS -o /dev/null "$URL/healthz" 2>/dev/null || true
 still_serving "max-connections"
 rej=$(curl -fsS "$URL/metrics" | awk '$1=="ik_http_connections_rejected_total"{print $2}')
 [ "$rej" -ge 1 ] || fail "rejections not counted: $rej"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # labels: http
 # timeout: 120
-# SPEC 3 rule 8: SIGTERM/SIGINT stop accepting, finish the request in flight (its
+# docs/guarantees.md promise 13: SIGTERM/SIGINT stop accepting, finish the request in flight (its
 # answer says "Connection: close"), close idle keep-alive connections, release the
 # slot and exit 0. The same identity then gets the same worker back, and the slot
 # is free for anyone. A request that never completes does not hold the exit up

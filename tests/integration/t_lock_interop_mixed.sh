@@ -17,10 +17,7 @@ j=$!
 "${KAZOO[@]}" lock "$ZK_CONNECT" /t/interop/mixed $ROUNDS "$T/p.iv" 2000 "$T/go" 2>"$T/p.log" &
 p=$!
 IK_PIDS+=($j $p)
-for ((i = 0; i < 600; i++)); do
-  [ -e "$T/j.iv" ] && [ -e "$T/p.iv" ] && break
-  sleep 0.05
-done
+wait_until 30 test -e "$T/j.iv" -a -e "$T/p.iv" || true
 touch "$T/go"
 wait $j || fail "the Curator holder failed (see $T/j.log)"
 wait $p || fail "the kazoo holder failed (see $T/p.log)"

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # labels: recipes zk
+# needs: zk
 # timeout: 240
 # The hard cases of the ZooKeeper lock, with faults injected by a TCP proxy between
 # the holder and ZooKeeper (tests/interop/fault_proxy.py):
@@ -41,13 +42,15 @@ except Exception:
 zk.stop()
 PY
 }
+# nchildren PATH N: PATH has N children (kazoo: about 100 ms a call)
+nchildren() { [ "$(children "$1" | wc -l)" = "$2" ]; }
 
 # ---- A: the create's answer is lost ------------------------------------------
 export IK_INTEROP_SESSION_MS=3000
 "${IK_INTEROP[@]}" lock "$VIA" /faults/create 1 "$T/a.iv" 4000000 "$T/go" 2>"$T/a.log" &
 a=$!
 IK_PIDS+=($a)
-for ((i = 0; i < 200; i++)); do [ -e "$T/a.iv" ] && break; sleep 0.05; done
+wait_until 10 test -e "$T/a.iv" || true
 proxy blackhole # requests still reach ZooKeeper; no answer comes back
 touch "$T/go"
 t0=$SECONDS
@@ -74,7 +77,7 @@ LOCKV=("$IK_BIN" lock --coord "$VIA" --zk-session-timeout 6000)
 "${LOCKV[@]}" /faults/doubt -- sh -c 'echo $$ >"$0/b.pid"; exec sleep 60' "$T" 2>"$T/b.err" &
 b=$!
 IK_PIDS+=($b)
-for ((i = 0; i < 200; i++)); do [ -s "$T/b.pid" ] && break; sleep 0.05; done
+wait_until 10 test -s "$T/b.pid" || true
 sleep 5 # longer than 2/3 of the session timeout: the holder's probes keep it proven
 proxy down
 t0=$(date +%s%3N)
@@ -97,7 +100,7 @@ IK_INTEROP_SESSION_MS=6000 "${IK_INTEROP[@]}" lock "$VIA" /faults/again 2 "$T/b2
   2>"$T/b2.log" &
 b2=$!
 IK_PIDS+=($b2)
-for ((i = 0; i < 200; i++)); do [ -e "$T/b2.iv" ] && break; sleep 0.05; done
+wait_until 10 test -e "$T/b2.iv" || true
 touch "$T/go2"
 sleep 11 # round 1 (6 s), then 5 s into round 2
 proxy down
@@ -113,7 +116,7 @@ S=3000
   2>"$T/c.err" &
 c=$!
 IK_PIDS+=($c)
-for ((i = 0; i < 200; i++)); do [ -s "$T/c.fence" ] && break; sleep 0.05; done
+wait_until 10 test -s "$T/c.fence" || true
 "$IK_BIN" lock --coord "$DIRECT" --zk-session-timeout $S /faults/lost -- \
   sh -c 'date +%s%N >$0/d.start; echo "$IDKEEPER_FENCE" >$0/d.fence' "$T" 2>"$T/d.err" &
 d=$!
@@ -138,7 +141,7 @@ proxy up
 "$IK_BIN" lock --coord "$DIRECT" /faults/timeout -- sleep 60 2>/dev/null &
 h=$!
 IK_PIDS+=($h)
-for ((i = 0; i < 100; i++)); do [ "$(children /t/faults/timeout | wc -l)" = 1 ] && break; sleep 0.05; done
+wait_until 15 nchildren /t/faults/timeout 1 || true
 # The waiter's timeout (5 s, half its session) must still be running when the
 # connection goes dark: on a loaded machine its node can take seconds to show, so
 # the cut comes as soon as the node is seen, and a waiter that timed out before
@@ -168,7 +171,7 @@ pass "D: timeout on a dead connection: exit 124 after the reconnect ($((SECONDS 
 "$IK_BIN" lock --coord "$DIRECT" --zk-session-timeout 3000 /faults/deleted -- sleep 60 2>"$T/e.err" &
 e=$!
 IK_PIDS+=($e)
-for ((i = 0; i < 100; i++)); do [ "$(children /t/faults/deleted | wc -l)" = 1 ] && break; sleep 0.05; done
+wait_until 15 nchildren /t/faults/deleted 1 || true
 sleep 1.5 # the holder's first probe (a quarter of the session timeout, 750 ms) sets the watch on its node
 victim=$(children /t/faults/deleted | cut -d' ' -f1)
 t0=$(date +%s%3N)

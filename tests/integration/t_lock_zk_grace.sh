@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # labels: recipes zk
+# needs: zk
 # timeout: 300
-# The grace after a loss (issue 10 item 5): with the default --grace, a CMD that
+# The grace after a loss (docs/recipes.md, "The commands"): with the default --grace, a CMD that
 # ignores SIGTERM is dead (SIGKILL) before another process can hold the lock or
 # lead. The loss is told at most 2/3 of the session timeout after the last proof
 # of the session; the next holder can hold from one session timeout on; so the
@@ -35,8 +36,7 @@ case_grace() {
     2>"$T/${n}a.err" &
   local a=$!
   IK_PIDS+=($a)
-  for ((i = 0; i < 600; i++)); do [ -s "$T/$n.hb" ] && break; sleep 0.05; done
-  [ -s "$T/$n.hb" ] || fail "$n: A's CMD did not start: $(cat "$T/${n}a.err")"
+  wait_until 30 test -s "$T/$n.hb" || fail "$n: A's CMD did not start: $(cat "$T/${n}a.err")"
   "$IK_BIN" "$kind" --coord "$DIRECT" --zk-session-timeout $S "$path" -- \
     sh -c 'date +%s%N >"$0"' "$T/$n.bstart" 2>"$T/${n}b.err" &
   local b=$!

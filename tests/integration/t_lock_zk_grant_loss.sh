@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # labels: recipes zk
+# needs: zk
 # timeout: 420
 # A loss notice that comes right after a grant, before the holder has heard of the
-# grant (issue 10 item 1). The test-only hook IDKEEPER_TEST_GRANT_DELAY_MS pauses
+# grant (docs/recipes.md, "A lost grant's node"). The test-only hook IDKEEPER_TEST_GRANT_DELAY_MS pauses
 # the holder for DELAY ms right after its lock or latch is granted (docs/recipes.md,
 # "Test hooks"); its connection (through the fault proxy) goes down inside that
 # window, so the lock's monitor says "in doubt" and then "lost" before the command
@@ -110,9 +111,7 @@ case_one() {
   # its end counts as running until the check (checked every 50 ms while B ran, it
   # cost a python3 a check, 8 CPU-seconds a run under ASan, to fail a few seconds
   # sooner).
-  local i
-  for ((i = 0; i < 600; i++)); do started "$R" B && break; sleep 0.05; done
-  started "$R" B || fail "$n: B never got $path: $(cat "$T/${n}b.err")"
+  wait_until 30 started "$R" B || fail "$n: B never got $path: $(cat "$T/${n}b.err")"
   eval "${ON_B:-}"
   rc=0
   wait $b || rc=$?
@@ -122,8 +121,7 @@ case_one() {
 
 # ---- 1: idkeeper lock -----------------------------------------------------------
 case_one lock /grant/lock 1
-for ((i = 0; i < 200; i++)); do alive $a || break; sleep 0.05; done
-alive $a && fail "1: A still runs after B's CMD ended: $(cat "$T/1a.err"); runs: $(cat "$R")"
+wait_until 10 not alive $a || fail "1: A still runs after B's CMD ended: $(cat "$T/1a.err"); runs: $(cat "$R")"
 rc=0
 wait $a || rc=$?
 ! started "$R" A || fail "1: A started CMD on a lost lock: $(cat "$R")"
@@ -134,8 +132,7 @@ proxy up
 
 # ---- 2: idkeeper elect --once -----------------------------------------------------
 case_one elect /grant/elect1 2 --once
-for ((i = 0; i < 200; i++)); do alive $a || break; sleep 0.05; done
-alive $a && fail "2: A still runs after B's CMD ended: $(cat "$T/2a.err"); runs: $(cat "$R")"
+wait_until 10 not alive $a || fail "2: A still runs after B's CMD ended: $(cat "$T/2a.err"); runs: $(cat "$R")"
 rc=0
 wait $a || rc=$?
 ! started "$R" A || fail "2: A started CMD on a lost leadership: $(cat "$R")"
@@ -149,8 +146,7 @@ proxy up
 # leads (CMD started) only once B's CMD has ended.
 ON_B='sleep 1; proxy up'
 case_one elect /grant/elect3 3
-for ((i = 0; i < 600; i++)); do started "$R" A && break; sleep 0.05; done
-started "$R" A || fail "3: A did not lead after B: $(cat "$T/3a.err")"
+wait_until 30 started "$R" A || fail "3: A did not lead after B: $(cat "$T/3a.err")"
 no_overlap "$R"
 grep -q "lost leadership" "$T/3a.err" || fail "3: A did not say it lost leadership: $(cat "$T/3a.err")"
 kill -TERM $a

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # labels: recipes zk
+# needs: zk
 # timeout: 300
 # What proves a lock holder's session (docs/recipes.md, "What proves the session"):
 # a 3-server ensemble in which server 1 reaches servers 2 and 3 only through fault
@@ -53,8 +54,7 @@ B="zk://127.0.0.1:${CP[2]}/t"
   2>"$T/a.err" &
 a=$!
 IK_PIDS+=($a)
-for ((i = 0; i < 400; i++)); do [ -s "$T/a.fence" ] && break; sleep 0.05; done
-[ -s "$T/a.fence" ] || fail "a never held the lock: $(cat "$T/a.err")"
+wait_until 20 test -s "$T/a.fence" || fail "a never held the lock: $(cat "$T/a.err")"
 "$IK_BIN" lock --coord "$B" --zk-session-timeout $S /part -- \
   sh -c 'date +%s%N >$0/b.start; echo "$IDKEEPER_FENCE" >$0/b.fence' "$T" 2>"$T/b.err" &
 b=$!

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # labels: recipes zk
+# needs: zk
 # timeout: 420
 # Lock nodes at the end of ZooKeeper's 32-bit sequence, and a waiter whose node is
 # deleted, on a real ZooKeeper. ZooKeeper names a SEQUENTIAL child with Java's
@@ -134,8 +135,7 @@ mono_ms t0
 "${IK_LOCK[@]}" --timeout 5000 /neg -- sh -c 'echo "$IDKEEPER_LOCK_NODE"' >"$T/a1.out" 2>"$T/a1.err" &
 p=$!
 IK_PIDS+=($p)
-for ((i = 0; i < 300; i++)); do kill -0 $p 2>/dev/null || break; sleep 0.05; done
-if kill -0 $p 2>/dev/null; then
+if ! wait_until 15 not kill -0 $p 2>/dev/null; then
   mine=$(zk_py nodes /t/neg | grep -c " pid=$p " || true)
   fail "A: still waiting 15 s after it began (--timeout 5000), with $mine nodes of its own under /t/neg"
 fi
@@ -151,8 +151,7 @@ grep -qE -- '-lock--00[0-9]{7}$' "$T/a1.out" || fail "A: held $(cat "$T/a1.out")
   "$T/neg" 2>"$T/a2.err" &
 pa=$!
 IK_PIDS+=($pa)
-for ((i = 0; i < 200; i++)); do [ -e "$T/neg.a" ] && break; sleep 0.05; done
-[ -e "$T/neg.a" ] || fail "A: the first holder never held: $(cat "$T/a2.err")"
+wait_until 10 test -e "$T/neg.a" || fail "A: the first holder never held: $(cat "$T/a2.err")"
 rc=0
 "${IK_LOCK[@]}" --timeout 0 /neg -- true 2>"$T/a3.err" || rc=$?
 [ $rc = 124 ] || fail "A: --timeout 0 while held exited $rc: $(cat "$T/a3.err")"
@@ -171,8 +170,7 @@ pass "A: past the wrap, a lock is taken, handed over in order, and nothing is le
   "$T/end" 2>"$T/b1.err" &
 pa=$!
 IK_PIDS+=($pa)
-for ((i = 0; i < 400; i++)); do [ -e "$T/end.held" ] && break; sleep 0.05; done
-[ -e "$T/end.held" ] || fail "B: the holder never held: $(cat "$T/b1.err")"
+wait_until 20 test -e "$T/end.held" || fail "B: the holder never held: $(cat "$T/b1.err")"
 grep -q -- '-lock-2147483647$' "$T/end.node" || fail "B: the holder's node is $(cat "$T/end.node")"
 # a waiter queued behind the holder (with a name of 2147483647 as well)
 "${IK_LOCK[@]}" --timeout 60000 /end -- sh -c '[ -e "$0.done" ] && touch "$0.w.after" || touch "$0.w.early"' \
@@ -204,8 +202,7 @@ zk_py mkdir /t/gone
 "${IK_LOCK[@]}" /gone -- sh -c 'touch "$0.held"; sleep 60' "$T/gone" 2>"$T/c1.err" &
 pa=$!
 IK_PIDS+=($pa)
-for ((i = 0; i < 400; i++)); do [ -e "$T/gone.held" ] && break; sleep 0.05; done
-[ -e "$T/gone.held" ] || fail "C: the holder never held"
+wait_until 20 test -e "$T/gone.held" || fail "C: the holder never held"
 # B queues behind A, W behind B: when B's node goes, W lists again
 "${IK_LOCK[@]}" /gone -- true 2>"$T/c2.err" &
 pb=$!
@@ -242,8 +239,7 @@ for ((k = 0; k < 5; k++)); do
   pids+=($!)
   IK_PIDS+=($!)
   if ((k == 0)); then
-    for ((i = 0; i < 400; i++)); do [ -e "$T/elect.lead" ] && break; sleep 0.05; done
-    [ -e "$T/elect.lead" ] || fail "D: the first candidate never led: $(cat "$T/d.0.err")"
+    wait_until 20 test -e "$T/elect.lead" || fail "D: the first candidate never led: $(cat "$T/d.0.err")"
   fi
 done
 for p in "${pids[@]}"; do wait "$p" || fail "D: a candidate failed: $(cat "$T"/d.*.err)"; done

@@ -3,6 +3,7 @@
 # The man pages cannot drift from the code: idkeeper(1) has a section for every
 # command of src/cli/commands.h naming every option `idkeeper CMD --help` lists, and
 # an entry (with its variable) for every option of the table in src/cli/options.c;
+# both name every backend of the registry, as `idkeeper version` and `serve --help` do;
 # idkeeper.conf(5) lists every option as a key; both render with `man -l` without a
 # warning; and the packaged config file (debian/idkeeper.conf) shows every option of
 # serve, commented out, and is a file idkeeper reads.
@@ -24,6 +25,22 @@ pass "man -l renders idkeeper(1) and idkeeper.conf(5) without warnings"
 plain() { sed -e 's/\\f[BIRP]//g' -e 's/\\-/-/g' -e 's/\\(.*//' "$1"; }
 plain "$M/idkeeper.1" >"$T/man1.txt"
 plain "$M/idkeeper.conf.5" >"$T/man5.txt"
+
+# The backends: both pages and `serve --help` name every backend of this build, as
+# the registry lists them (the "backend FORM" lines of `idkeeper version`, from
+# src/lib/coord.c; the pages get them at build time, man/backends.cmake).
+mapfile -t forms < <("$IK_BIN" version | sed -n 's/^backend //p')
+((${#forms[@]} >= 1)) || fail "idkeeper version lists no backend: $("$IK_BIN" version)"
+help=$("$IK_BIN" help serve | tr -s ' \n' ' ')
+sed 's/\\&//g' "$T/man1.txt" >"$T/man1.bare" # "\&" (scdoc's after a period) dropped
+sed 's/\\&//g' "$T/man5.txt" >"$T/man5.bare"
+for f in "${forms[@]}"; do
+  for page in 1 5; do
+    grep -qF -- "$f" "$T/man$page.bare" || fail "the man page ($page) does not name the backend $f"
+  done
+  grep -qF -- "$f" <<<"$help" || fail "idkeeper help serve does not name the backend $f: $help"
+done
+pass "idkeeper(1), idkeeper.conf(5) and serve --help name the ${#forms[@]} backends of idkeeper version"
 
 # Every option of the table: an entry "--name ... (IDKEEPER_ID)" in OPTIONS, a key in (5).
 n=0

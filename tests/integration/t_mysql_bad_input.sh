@@ -2,7 +2,7 @@
 # labels: mysql
 # timeout: 180
 # fixtures: mariadb
-# mysql:// bad input (issue 12): malformed URIs, a wrong password, an unreachable
+# mysql:// bad input (docs/guarantees.md promise 15): malformed URIs, a wrong password, an unreachable
 # host, a missing database and a leaf_alloc with a wrong column each give one line
 # that says what is wrong (never the password), and `serve` starts nothing it cannot
 # keep: it exits non-zero, listens on nothing and takes no slot.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # labels: mysql
 # timeout: 180
-# The durability check (issue 12, docs/sql.md "Durability"): a MariaDB that
+# The durability check (docs/guarantees.md promise 23, docs/sql.md "Durability"): a MariaDB that
 # acknowledges commits it can lose in a crash is refused, with the setting named,
 # unless --allow-unsafe-store is given (then it serves, and logs why):
 #   innodb_flush_log_at_trx_commit = 2 (and 0)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # labels: mysql counters release
 # timeout: 240
-# kill -9 of mariadbd and its restart (issue 12 acceptance) while clients draw
+# kill -9 of mariadbd and its restart (docs/sql.md, "Failures") while clients draw
 # segment, sequence and snowflake IDs from two servers that hold slots:
 #   - no duplicate, of any kind;
 #   - sequence: the IDs answered plus the gaps the servers logged ("tag gap ...")

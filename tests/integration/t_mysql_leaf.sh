@@ -2,7 +2,7 @@
 # labels: mysql counters
 # timeout: 240
 # fixtures: mariadb
-# Leaf migration (issue 12 acceptance): Leaf servers and idkeeper servers share one
+# Leaf migration (docs/guarantees.md promise 24): Leaf servers and idkeeper servers share one
 # leaf_alloc during a migration without a duplicate. Two "Leaf servers" (Python
 # with python3-pymysql) take segments with Leaf's exact statements in Leaf's
 # transaction (IDAllocDaoImpl: the UPDATE, then the SELECT, then the commit; both

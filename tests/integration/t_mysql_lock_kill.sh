@@ -2,7 +2,7 @@
 # labels: mysql recipes
 # timeout: 120
 # fixtures: mariadb
-# A lock holder whose database connection is killed (KILL on MariaDB, issue 12):
+# A lock holder whose database connection is killed (KILL on MariaDB, docs/sql.md):
 # the server frees the GET_LOCK with the session; the holder's ping fails, it
 # learns it lost the lock, its CMD gets SIGTERM and `idkeeper lock` exits 125 saying
 # so; a waiter takes the lock at once, with a greater fencing token. Then the same
@@ -24,8 +24,7 @@ holder_thread() {
 "${LOCK[@]}" /res -- sh -c 'echo $$ >"$0/a.pid"; echo "$IDKEEPER_FENCE" >"$0/a.fence"; exec sleep 300' "$T" 2>"$T/a.err" &
 a=$!
 IK_PIDS+=($a)
-for ((i = 0; i < 400; i++)); do [ -s "$T/a.fence" ] && break; sleep 0.05; done
-[ -s "$T/a.fence" ] || fail "a did not get the lock: $(cat "$T/a.err")"
+wait_until 20 test -s "$T/a.fence" || fail "a did not get the lock: $(cat "$T/a.err")"
 "${LOCK[@]}" /res -- sh -c 'echo "$IDKEEPER_FENCE" >"$0/b.fence"' "$T" 2>"$T/b.err" &
 b=$!
 IK_PIDS+=($b)
@@ -43,8 +42,7 @@ took=$(($(mono_ms) - t0))
 [ $rc = 125 ] || fail "a exited $rc after its connection was killed, not 125 (lost): $(cat "$T/a.err")"
 grep -q "lost the lock" "$T/a.err" || fail "a did not say it lost the lock: $(cat "$T/a.err")"
 ((took < 10000)) || fail "a took $took ms to notice"
-for ((i = 0; i < 100; i++)); do alive "$(cat "$T/a.pid")" || break; sleep 0.05; done
-! alive "$(cat "$T/a.pid")" || fail "a's CMD still runs after a lost the lock"
+wait_until 5 not alive "$(cat "$T/a.pid")" || fail "a's CMD still runs after a lost the lock"
 wait $b || fail "b failed: $(cat "$T/b.err")"
 (($(cat "$T/b.fence") > $(cat "$T/a.fence"))) || fail "fences do not increase: a $(cat "$T/a.fence"), b $(cat "$T/b.fence")"
 pass "KILL of the holder's connection: a exited 125 after $took ms, its CMD stopped; b took the lock, fences $(cat "$T/a.fence") < $(cat "$T/b.fence")"
@@ -52,16 +50,14 @@ pass "KILL of the holder's connection: a exited 125 after $took ms, its CMD stop
 "$IK_BIN" elect --coord "$U" --once --id leader1 /el -- sh -c 'echo $$ >"$0/e.pid"; exec sleep 300' "$T" 2>"$T/e.err" &
 e=$!
 IK_PIDS+=($e)
-for ((i = 0; i < 400; i++)); do [ -s "$T/e.pid" ] && break; sleep 0.05; done
-[ -s "$T/e.pid" ] || fail "the candidate did not lead: $(cat "$T/e.err")"
+wait_until 20 test -s "$T/e.pid" || fail "the candidate did not lead: $(cat "$T/e.err")"
 th=$(holder_thread elect:/el)
 [ -n "$th" ] && [ "$th" != NULL ] || fail "no session holds elect:/el"
 my_sql -e "KILL $th"
 rc=0
 wait $e || rc=$?
 [ $rc -ne 0 ] || fail "elect --once exited 0 after losing the lead"
-for ((i = 0; i < 100; i++)); do alive "$(cat "$T/e.pid")" || break; sleep 0.05; done
-! alive "$(cat "$T/e.pid")" || fail "the leader's CMD still runs after the lead was lost"
+wait_until 5 not alive "$(cat "$T/e.pid")" || fail "the leader's CMD still runs after the lead was lost"
 pass "KILL of the leader's connection: its CMD stopped, elect --once exited $rc: $(tail -n 1 "$T/e.err")"
 
 # the documented key (docs/recipes.md): an app holding GET_LOCK('ik/lock:/app')
@@ -70,11 +66,8 @@ pass "KILL of the leader's connection: its CMD stopped, elect --once exited $rc:
 # machine's slow checks)
 my_sql -e "SELECT GET_LOCK('ik/lock:/app', 10), SLEEP(120), RELEASE_LOCK('ik/lock:/app')" >/dev/null 2>&1 &
 app=$!
-for ((i = 0; i < 100; i++)); do
-  [ "$(holder_thread lock:/app)" != NULL ] && break
-  sleep 0.05
-done
-[ "$(holder_thread lock:/app)" != NULL ] || fail "the SQL client did not take GET_LOCK('ik/lock:/app')"
+app_held() { [ "$(holder_thread lock:/app)" != NULL ]; }
+wait_until 10 app_held || fail "the SQL client did not take GET_LOCK('ik/lock:/app')"
 rc=0
 "${LOCK[@]}" --timeout 1000 /app -- true 2>"$T/app.err" || rc=$?
 [ $rc = 124 ] || fail "idkeeper lock /app exited $rc while an SQL client held its key, not 124: $(cat "$T/app.err")"

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # labels: packaging nosan
+# needs: zk
 # timeout: 1800
 # resource_lock: compile
 # processors: 2

@@ -2,7 +2,7 @@
 # labels: postgresql sql
 # timeout: 180
 # fixtures: postgres
-# Bad input on postgresql:// (issue 12): malformed URIs, a wrong password, an
+# Bad input on postgresql:// (docs/guarantees.md promise 15): malformed URIs, a wrong password, an
 # unreachable host, a missing database and a leaf_alloc with a wrong column each give
 # a one-line error, and `serve` starts nothing it cannot keep (exits non-zero, no
 # slot taken). No message shows a password, from the URI or the environment.

@@ -2,7 +2,7 @@
 # labels: postgresql sql
 # timeout: 180
 # fixtures: postgres
-# Durability refusal on postgresql:// (issue 12, SPEC 8): a database configured to
+# Durability refusal on postgresql:// (docs/guarantees.md promise 23, docs/sql.md): a database configured to
 # lose acknowledged commits is refused at start, with the setting named, unless
 # --allow-unsafe-store is given:
 #   synchronous_commit = off   (per database, on the shared server: ALTER DATABASE)

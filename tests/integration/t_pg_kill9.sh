@@ -3,7 +3,7 @@
 # timeout: 300
 # processors: 2
 # kill -9 of PostgreSQL, and a restart, while clients draw segment and sequence IDs
-# from two servers that hold worker slots (issue 12 acceptance), on a server of this
+# from two servers that hold worker slots (docs/sql.md, "Failure model"), on a server of this
 # test's own:
 #   - no duplicate segment ID, no duplicate snowflake ID (both servers, both sides of
 #     the outage), each server's snowflake IDs increasing;
@@ -56,10 +56,8 @@ log "PostgreSQL back after $((up - down)) ms"
 back() { # back NAME: mono ms of the first 200 sent after $up, or empty
   awk -v up="$up" '$1 >= up && $2 == 200 { print $1; exit }' "$T/$1.st"
 }
-for ((i = 0; i < 240; i++)); do
-  [ -n "$(back seq.s1)" ] && [ -n "$(back seq.s2)" ] && break
-  sleep 0.05
-done
+both_back() { [ -n "$(back seq.s1)" ] && [ -n "$(back seq.s2)" ]; }
+wait_until 15 both_back || true
 for s in s1 s2; do
   b=$(back "seq.$s")
   [ -n "$b" ] || fail "$s serves no sequence ID 12 s after the database's return: $(tail -n 5 "$T/$s.log")"

@@ -3,7 +3,7 @@
 # timeout: 240
 # processors: 2
 # fixtures: postgres
-# Leaf migration on postgresql:// (issue 12): a tag made the Leaf way (a leaf_alloc
+# Leaf migration on postgresql:// (docs/guarantees.md promise 24): a tag made the Leaf way (a leaf_alloc
 # row and nothing else) is a segment tag of the default app as it is; two Leaf
 # "servers" (tests/tools/leaf_pg.py: Leaf's exact statements in Leaf's transaction,
 # psycopg2) draw segments of it beside two idkeeper servers serving it over HTTP;

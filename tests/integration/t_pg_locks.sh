@@ -2,7 +2,7 @@
 # labels: postgresql sql recipes
 # timeout: 120
 # fixtures: postgres
-# Locks on postgresql:// (issue 12, SPEC 6), on advisory locks, beyond the
+# Locks on postgresql:// (docs/guarantees.md promises 19-21, docs/recipes.md), on advisory locks, beyond the
 # conformance group locks.postgresql (whose counter case is the exclusion stress:
 # 8 processes of locked increments, fences strictly increasing):
 #   terminate pg_terminate_backend of a holder's session: its CMD gets SIGTERM and
@@ -22,8 +22,7 @@ URI=$(pg_new_db "$P" "$db")
   2>"$T/held.err" &
 h=$!
 IK_PIDS+=($h)
-for ((i = 0; i < 200; i++)); do [ -s "$T/held.pid" ] && break; sleep 0.05; done
-[ -s "$T/held.pid" ] || fail "the holder did not get /held"
+wait_until 10 test -s "$T/held.pid" || fail "the holder did not get /held"
 n=$(pg_psql "$P" "$db" "SELECT count(pg_terminate_backend(pid)) FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1 AND ((classid::bigint << 32) | objid::bigint) = hashtextextended('lock:/held', 0)")
 [ "$n" = 1 ] || fail "terminated $n sessions holding lock:/held"
 mono_ms t0
@@ -43,20 +42,13 @@ IK_PIDS+=($sqlc)
 # The SQL client holds the lock until its session is ended (the server frees the lock):
 # a fixed hold of 4 s raced with a loaded machine's slow start of the checks.
 advisory_held() { pg_psql "$P" "$db" "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted"; }
-mono_ms t0
-until [ "$(advisory_held)" = 1 ]; do
-  (($(mono_ms) - t0 < 30000)) || fail "the SQL client did not take lock:/x within 30 s"
-  sleep 0.05
-done
+advisory_is() { [ "$(advisory_held)" = "$1" ]; }
+wait_until 30 advisory_is 1 || fail "the SQL client did not take lock:/x within 30 s"
 expect_fail 124 "timed out" "$IK_BIN" lock --coord "$URI" --timeout 1000 /x -- true
 # (a killed psql leaves its backend asleep, the lock held: the server ends the session)
 pg_psql "$P" "$db" "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted" >/dev/null
 wait $sqlc || true
-mono_ms t0
-until [ "$(advisory_held)" = 0 ]; do
-  (($(mono_ms) - t0 < 30000)) || fail "lock:/x still held 30 s after the SQL client's session was ended"
-  sleep 0.05
-done
+wait_until 30 advisory_is 0 || fail "lock:/x still held 30 s after the SQL client's session was ended"
 "$IK_BIN" lock --coord "$URI" /x -- sh -c "[ \"\$(PGPASSWORD=$PG_PASSWORD $PG_BIN/psql -h 127.0.0.1 -p $P -U $PG_USER -d $db -Atqc \"SELECT pg_try_advisory_lock(hashtextextended('lock:/x', 0))\")\" = f ]" ||
   fail "a SQL client took lock:/x while idkeeper held it"
 pass "interop: pg_advisory_lock(hashtextextended('lock:/x', 0)) and idkeeper lock /x exclude each other"

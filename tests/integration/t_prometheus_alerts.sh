@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # labels: prometheus zk
+# needs: zk
 # timeout: 240
 # processors: 2
 # The alert rules that ship with the package (dist/prometheus/idkeeper.rules.yml,

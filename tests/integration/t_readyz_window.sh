@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # labels: redis http
+# needs: redis
 # timeout: 120
 # /readyz's 503 follows the lease's state (docs/http.md, "/readyz"): with the store
 # stopped (SIGSTOP of its own redis-server), a renewal goes unanswered while the safe

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # labels: redis
 # timeout: 150
-# Bad input on redis:// (issue 13), each a clear one-line error and nothing issued
+# Bad input on redis:// (docs/guarantees.md promise 15), each a clear one-line error and nothing issued
 # that is not safe:
 #   - no password, a wrong password (the password never shown);
 #   - a server that is not Redis (idkeeper's own HTTP port);

@@ -135,7 +135,7 @@ end=$(rcli GET "$COUNTER")
 python3 "$IK_SRC/tests/tools/idcheck.py" contiguous 1 $((end + 1)) "$T/answered.ids" "$T/gaps.ids" "$T/unplaced.ids" >&2 ||
   fail "the IDs answered, the logged gaps and the unplaced range are not the tag's run 1..$end"
 pass "$(wc -l <"$T/answered.ids") IDs answered, $(wc -l <"$T/gaps.ids") in logged gaps, 2 unplaced: exactly 1..$end"
-# SPEC 2: every gap logged is counted in /metrics, by its cause
+# docs/guarantees.md promise 4: every gap logged is counted in /metrics, by its cause
 metric() { curl -s -m 5 "$U/metrics" | awk -v k="ik_sequence_gap_ids_total{tag=\"q\",why=\"$1\"}" '$1 == k {print $2}'; }
 [ "$(metric answer_lost)" = "$(wc -l <"$T/gaps.ids")" ] ||
   fail "ik_sequence_gap_ids_total answer_lost is '$(metric answer_lost)', the log's exact gaps hold $(wc -l <"$T/gaps.ids") IDs"

@@ -4,7 +4,7 @@
 # processors: 2
 # kill -9 of redis-server, and a restart from its append-only file (appendfsync
 # always), while two idkeeper servers hold worker slots (lease TTL 3 s) and clients
-# draw snowflake, segment and sequence IDs from both (issue 13): Redis stays down
+# draw snowflake, segment and sequence IDs from both (docs/redis.md, "The failure model"): Redis stays down
 # past the TTL, so the slots' keys expire meanwhile. Then:
 #   - no ID twice, of any kind;
 #   - every sequence ID of the run that no client received lies in a range a server

@@ -4,7 +4,7 @@
 # processors: 2
 # fixtures: redis
 # An app that numbers orders with INCR on a Redis key keeps doing so while two
-# idkeeper servers hand out segment IDs of a tag on that same key (issue 13,
+# idkeeper servers hand out segment IDs of a tag on that same key (docs/guarantees.md promise 25,
 # docs/redis.md "Adopting a key"): the key had counted to 5000 before the tag was
 # made, so `idkeeper tags add` adopts it (max_id 5001); then the legacy client (one
 # INCR an ID, tests/tools/incr_client.py) and both servers draw at once: 200,000+ IDs in

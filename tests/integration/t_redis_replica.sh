@@ -26,22 +26,15 @@ synced() {
   grep -q '^master_link_status:up' <<<"$info" && grep -q '^master_sync_in_progress:0' <<<"$info"
 }
 wait_synced() {
-  mono_ms t0
-  until synced "$rp"; do
-    (($(mono_ms) - t0 < 20000)) || fail "the replica did not sync: $(rcli "$rp" INFO replication | tr -d '\r')"
-    sleep 0.05
-  done
+  wait_until 20 synced "$rp" || fail "the replica did not sync: $(rcli "$rp" INFO replication | tr -d '\r')"
 }
 wait_synced
 
 # the tag is made on the primary, and reaches the replica
 "$IK_BIN" tags add q --kind sequence --coord "$(redis_uri r "$pp")" >/dev/null
 key=${REDIS_PREFIX}r/q
-mono_ms t0
-until [ "$(rcli "$rp" GET "$key")" = 0 ]; do
-  (($(mono_ms) - t0 < 10000)) || fail "the tag did not reach the replica"
-  sleep 0.05
-done
+tag_replicated() { [ "$(rcli "$rp" GET "$key")" = 0 ]; }
+wait_until 10 tag_replicated || fail "the tag did not reach the replica"
 [ "$(rcli "$rp" ROLE | head -n 1)" = slave ] || fail "not a replica: $(rcli "$rp" ROLE)"
 
 uri=$(redis_uri r "$rp")

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # labels: resp
 # timeout: 300
-# RESP bad input (issue 14 acceptance): a bulk length of 2^40, a negative array
+# RESP bad input (docs/guarantees.md promise 15): a bulk length of 2^40, a negative array
 # count, 1 MiB of garbage, a pipeline of 100,000 PINGs written without reading the
 # answers, a client that disconnects mid-command, an inline line past the limit,
 # too many arguments. Each gets an error or a closed connection; the server goes on

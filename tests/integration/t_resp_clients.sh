@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # labels: resp
 # timeout: 300
-# SPEC 7 with real clients (issue 14 acceptance): redis-cli INCR, INCRBY,
+# docs/resp.md with real clients: redis-cli INCR, INCRBY,
 # IDK.SNOWFLAKE COUNT 5, IDK.DECODE, HELLO 3, AUTH; inline commands through nc;
 # the connection commands clients send on their own; an unknown command that
 # leaves the connection usable; per-command metrics; redis-benchmark's INCR on a

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # labels: resp counters local
 # timeout: 360
-# RESP under the same rules as HTTP (issue 14): pipelined answers stay in order
+# RESP under the same rules as HTTP (docs/resp.md): pipelined answers stay in order
 # while a sequence commit waits on a hung store and the loop keeps serving others;
 # the idle and read timeouts close connections; max-connections answers "-ERR max
 # number of clients reached"; a client that gives up with sequence commands queued
@@ -52,8 +52,7 @@ client() {
   /usr/bin/python3 "$T/client.py" "$RPORT" "$1" "$2" "$T" &
   IK_PIDS+=($!)
   CLIENT_PID=$!
-  for _ in $(seq 500); do [ -e "$T/$1.sent" ] && return 0; sleep 0.01; done
-  fail "client $1 did not send"
+  wait_until 5 test -e "$T/$1.sent" || fail "client $1 did not send"
 }
 
 # --- idle and read timeouts ---------------------------------------------------------
@@ -141,8 +140,7 @@ unlock
 wait_grep '<closed>' "$T/term.out" 30 || fail "the client was not answered and closed: $(cat "$T/term.out")"
 got=$(tr -d '\r' <"$T/term.out" | tr '\n' ' ')
 [ "$got" = ":7 +PONG :8 <closed>" ] || fail "answers at shutdown: $got"
-for _ in $(seq 300); do alive "$pid" || break; sleep 0.1; done
-! alive "$pid" || fail "the server did not exit"
+wait_until 30 not alive "$pid" || fail "the server did not exit"
 wait "$pid" && rc=0 || rc=$?
 [ "$rc" = 0 ] || fail "exit code $rc after SIGTERM"
 pass "SIGTERM with a commit in flight: every command read was answered ($got), then exit 0"

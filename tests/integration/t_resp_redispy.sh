@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # labels: resp
 # timeout: 300
-# SPEC 7 through redis-py (Debian's python3-redis), issue 14 acceptance: a
+# docs/resp.md through redis-py (Debian's python3-redis): a
 # connection pool shared by threads, and one pipeline of 1,000 mixed commands (INCR
 # on a sequence tag, IDK.SNOWFLAKE, INCR of an unknown tag, an unknown command):
 # every answer in order and of the right type, the sequence IDs contiguous, the

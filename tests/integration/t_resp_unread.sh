@@ -4,7 +4,7 @@
 # A RESP client that pipelines sequence commands and never reads, then resets the
 # connection: the ranges committed for it whose answers were still in the server's
 # output (not yet written whole to the socket) are gaps, and a live server logs and
-# counts every one (SPEC 2). Before the fix, answers moved into the output buffer
+# counts every one (docs/guarantees.md promise 4). Before the fix, answers moved into the output buffer
 # were freed unlogged: the run showed ranges committed, none delivered past the
 # kernel's buffers, and no 'tag gap' line.
 #

@@ -46,8 +46,8 @@ expect "Curator read while C reads" "$(j_try read)" got
 expect "Curator write while C reads" "$(j_try write)" busy
 # a Curator writer queues behind the C reader: a later C reader must wait for it
 hold j write jw2
-for ((i = 0; i < 200; i++)); do zk_tool ls /t$P | grepq __WRIT__ && break; sleep 0.05; done
-zk_tool ls /t$P | grepq __WRIT__ || fail "the Curator writer did not queue"
+writer_queued() { zk_tool ls /t$P | grepq __WRIT__; } # kazoo: about 100 ms a call
+wait_until 30 writer_queued || fail "the Curator writer did not queue"
 expect "C read behind a queued Curator writer" "$(c_try read)" busy
 unhold cr
 wait_ready jw2

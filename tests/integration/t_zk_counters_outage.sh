@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # labels: zk counters release
 # timeout: 240
-# ZooKeeper stopped (kill -9) and started again during a run (issue 4 acceptance):
+# ZooKeeper stopped (kill -9) and started again during a run (docs/zookeeper.md, "Tags"):
 # segment IDs keep coming from the two blocks in memory without a single error;
 # sequence requests get 503 while ZooKeeper is down and 200 again once it is back,
 # without a restart of the daemon.

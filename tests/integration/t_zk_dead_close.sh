@@ -2,7 +2,7 @@
 # labels: zk nosan
 # timeout: 120
 # fixtures: zk
-# zk_session.c's invariant S5, in a real server: a handle whose session expired is
+# zk_session.c's invariant ZS5, in a real server: a handle whose session expired is
 # closed on its own completion thread, never from another one. libzookeeper_mt 3.8's
 # zookeeper_close sets close_requested before it counts its own reference, so a
 # completion thread that finishes in between frees the handle under a closer on

@@ -2,7 +2,7 @@
 # labels: zk
 # timeout: 120
 # fixtures: zk
-# zk_session.c's invariant S4, on the shared ZooKeeper: a multi (the slot's time
+# zk_session.c's invariant ZS4, on the shared ZooKeeper: a multi (the slot's time
 # record write, [check owner, set slot]) on a handle whose session the client knows
 # expired is refused with ZINVALIDSTATE and never reaches libzookeeper_mt 3.8's
 # zoo_amulti, which aborts on one ("free(): invalid pointer": the CI failure of

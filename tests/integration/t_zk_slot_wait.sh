@@ -2,7 +2,7 @@
 # labels: zk
 # timeout: 180
 # fixtures: zk
-# A full range at start (SPEC 3 rule 4, issue 10 item 7): the server waits for a
+# A full range at start (docs/guarantees.md promise 9): the server waits for a
 # slot to free up, serving 503 on /readyz meanwhile and saying why. A holder of a
 # full range killed with -9 and replaced at once: the replacement serves within the
 # session timeout plus 3 s, without a crash loop. With nothing freeing up it gives

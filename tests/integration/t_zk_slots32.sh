@@ -37,8 +37,7 @@ set +e
 "$IK_BIN" serve --http 127.0.0.1:"$p" --identity s33 --coord "$(zk_uri t)" \
   --zk-session-timeout "$ZK_SESSION_MS" --worker-range 0-31 >"$T/s33.log" 2>&1 &
 pid=$!
-for ((k = 0; k < 300; k++)); do kill -0 $pid 2>/dev/null || break; sleep 0.05; done
-kill -0 $pid 2>/dev/null && { kill -KILL $pid; fail "the 33rd server still runs after 15 s"; }
+wait_until 15 not kill -0 $pid 2>/dev/null || { kill -KILL $pid; fail "the 33rd server still runs after 15 s"; }
 wait $pid
 rc=$?
 set -e

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # labels: zk
 # timeout: 240
-# A slow ZooKeeper (issue 10 item 3): with a 10 s session, a proxy that delivers
+# A slow ZooKeeper (docs/zookeeper.md, "The safe window"): with a 10 s session, a proxy that delivers
 # every answer 1.3 s late, then 3 s late, must not stop snowflake issuance (the
 # session is alive and every write is answered: the lease is proven, only later);
 # answers that stop altogether must still stop issuance within the safe window
-# (2/3 of the session timeout after the last answered write was sent, SPEC 3 rule
-# 5), and the server serves again once answers come back on the same session.
+# (2/3 of the session timeout after the last answered write was sent, docs/guarantees.md
+# promise 10), and the server serves again once answers come back on the same session.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/zk.sh"
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # labels: zk
 # timeout: 240
-# Lost answers while taking a slot (issue 10 item 6). A proxy between a server and
+# Lost answers while taking a slot (docs/zookeeper.md, "Taking a slot"). A proxy between a server and
 # ZooKeeper lets each slot take (a zoo_multi) through and cuts the connection before
 # its answer, then does the same to the check that follows it (zoo_exists of the
 # owner node) and to the checks of the next passes. The take landed: our session

@@ -7,7 +7,7 @@ Each DIR holds the object files (*.o) of one layer (src/lib, src/server). File A
 calls file B when one of A's undefined symbols (nm -u) is defined in B (nm
 --defined-only). A cycle of any length among one DIR's files is a strongly connected
 component of more than one file (Tarjan). Prints every such component and exits 1,
-or exits 0 and says how many files and edges it looked at. STYLE.md: calls go one
+or exits 0 and says how many files and edges it looked at. docs/architecture.md: calls go one
 way; what two files share goes below both, in a file of its own.
 """
 import glob

@@ -29,10 +29,10 @@
  * client gives up on it (counted in "gaveup=N", not an error): it shuts its side of
  * the connection down (the server reads EOF, as from curl --max-time), reads on
  * until the server closes, and connects again after 100 ms. The server must
- * withdraw the request given up on, or log its range as a gap (SPEC 2), unless it
- * had written the answer already: the IDs of answers that arrive after giving up
- * go to FILE.late ("late=N"), not to FILE, so that a checker can tell an ID the
- * server delivered (and the client dropped) from a gap.
+ * withdraw the request given up on, or log its range as a gap (docs/guarantees.md promise 4),
+ * unless it had written the answer already: the IDs of answers that arrive after giving up go to
+ * FILE.late ("late=N"), not to FILE, so that a checker can tell an ID the server delivered (and the
+ * client dropped) from a gap.
  *
  * --rate R: each connection sends at most R requests a second: the next request
  * leaves when the answer to the previous one is complete, but not sooner than 1/R s

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# structure.sh BUILD_DIR: the tree's shape rules (issue 11, STYLE.md), checked on the
+# structure.sh BUILD_DIR: the tree's shape rules (docs/architecture.md), checked on the
 # build (test "structure" in make test):
 #   1. no call cycle, of any length, among the object files of src/lib, nor among
 #      those of src/server (tests/tools/callcycles.py: each object's undefined symbols
@@ -10,10 +10,20 @@
 #      tree (git's tracked *.c and *.h; outside git, those under src, tests and
 #      bench): the daemon, the CLI's HTTP client, the fuzz drivers and the test tools
 #      reach the parser through reqparse.h, so a move to llhttp touches one file pair.
-#   4. zoo_multi and zoo_amulti called only in src/lib/zk_session.c: every multi of
+#   4. zoo_multi and zoo_amulti called only in src/lib/backends/zk/zk_session.c: every multi of
 #      the product goes through ik__zk_multi / ik__zk_amulti, which send none on a
-#      handle whose session the client knows is dead (zk_session.c, invariant S4:
+#      handle whose session the client knows is dead (zk_session.c, invariant ZS4:
 #      the client library aborts on one). Test tools may call them to show why.
+#   5. no "SPEC N" in src/, include/ or tests/: code, messages and tests cite the
+#      repository's own docs (docs/guarantees.md's numbered promises, or the
+#      subsystem's note), never the contract kept outside the repository.
+#   6. the folders of src/lib (docs/architecture.md, "Folders"; tests/tools/folders.py
+#      calls): nothing outside backends/ calls into a backend folder but the registry
+#      (coord.c), so core/ and counters/ call none; and no calls between backend
+#      folders, but into a shared layer built with the caller's (pg/ and mysql/ into
+#      sql/).
+#   7. docs/architecture.md's tree names every file under src/, and every file or
+#      folder under src/ it names exists (tests/tools/folders.py tree).
 # Prints every finding and exits 1 if there is one.
 set -uo pipefail
 build=$(cd "${1:?usage: structure.sh BUILD_DIR}" && pwd)
@@ -23,26 +33,32 @@ trap 'rm -rf "$tmp"' EXIT
 bad=0
 no() { echo "structure: FAIL: $*" >&2; bad=1; }
 
-# layer NAME SRCDIR OBJDIR: links the objects of SRCDIR's *.c (from OBJDIR) into
-# $tmp/NAME for callcycles.py.
+# layer NAME OBJDIR FILE...: links the objects of the sources FILE... (paths from
+# the top of the tree; their objects in OBJDIR/PATH.o) into $tmp/NAME for
+# callcycles.py.
 layer() {
-  local name=$1 sdir=$2 odir=$3 f o
+  local name=$1 odir=$2 f o
+  shift 2
   mkdir -p "$tmp/$name"
-  for f in "$sdir"/*.c; do
-    o=$odir/$(basename "$f").o
+  for f in "$@"; do
+    o=$odir/$f.o
     [ -f "$o" ] || { no "no object $o for $f (build first)"; continue; }
     ln -s "$o" "$tmp/$name/$(basename "$f").o"
   done
 }
-layer lib "$src/src/lib" "$build/CMakeFiles/ik_obj.dir/src/lib"
-layer server "$src/src/server" "$build/CMakeFiles/idkeeper.dir/src/server"
+# The library's sources this build compiles (CMakeLists.txt writes the list: a
+# backend switched off has no objects), and those of the daemon.
+[ -r "$build/ik_lib_sources.txt" ] || no "no $build/ik_lib_sources.txt (configure first)"
+mapfile -t libsrc < <(grep . "$build/ik_lib_sources.txt" 2>/dev/null)
+layer lib "$build/CMakeFiles/ik_obj.dir" "${libsrc[@]}"
+layer server "$build/CMakeFiles/idkeeper.dir" $(cd "$src" && ls src/server/*.c)
 /usr/bin/python3 "$src/tests/tools/callcycles.py" "$tmp/lib" "$tmp/server" ||
   no "call cycles among the objects of src/lib or src/server (above)"
 
-for f in "$src"/src/lib/*; do
-  n=$(wc -l <"$f")
-  ((n <= 1100)) || no "src/lib/$(basename "$f") has $n lines (at most 1,100)"
-done
+while read -r f; do
+  n=$(wc -l <"$src/$f")
+  ((n <= 1100)) || no "$f has $n lines (at most 1,100)"
+done < <(cd "$src" && find src/lib -name '*.[ch]' | sort)
 
 if git -C "$src" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
   cfiles=$(git -C "$src" ls-files -- '*.c' '*.h')
@@ -52,8 +68,17 @@ fi
 hits=$(cd "$src" && echo "$cfiles" | grep -v '^src/server/reqparse\.[ch]$' | xargs -r grep -l 'http_parser' --)
 [ -z "$hits" ] || no "http_parser named outside src/server/reqparse.* (use reqparse.h's ik__reqp_*, ik__httpresp_*, ik__http_lib_version): $(echo $hits)"
 
-hits=$(cd "$src" && echo "$cfiles" | grep '^src/' | grep -v '^src/lib/zk_session\.c$' | xargs -r grep -lE '\<zoo_a?multi[[:space:]]*\(' --)
-[ -z "$hits" ] || no "zoo_multi/zoo_amulti called outside src/lib/zk_session.c (use ik__zk_multi / ik__zk_amulti: invariant S4): $(echo $hits)"
+hits=$(cd "$src" && echo "$cfiles" | grep '^src/' | grep -v '^src/lib/backends/zk/zk_session\.c$' | xargs -r grep -lE '\<zoo_a?multi[[:space:]]*\(' --)
+[ -z "$hits" ] || no "zoo_multi/zoo_amulti called outside src/lib/backends/zk/zk_session.c (use ik__zk_multi / ik__zk_amulti: invariant ZS4): $(echo $hits)"
 
-((bad == 0)) && echo "structure: no call cycle in src/lib or src/server, no src/lib file over 1,100 lines, no C file but src/server/reqparse.* names http_parser, every multi through zk_session.c"
+hits=$(cd "$src" && grep -rnE 'SPEC [0-9]' src include tests)
+[ -z "$hits" ] || no "a citation of the outside contract (cite docs/guarantees.md's promise N or the subsystem's doc instead):
+$hits"
+
+/usr/bin/python3 "$src/tests/tools/folders.py" calls "$src" "$build" ||
+  no "calls into a backend folder from outside it (above; docs/architecture.md, \"Folders\")"
+/usr/bin/python3 "$src/tests/tools/folders.py" tree "$src" ||
+  no "docs/architecture.md's tree and src/ disagree (above)"
+
+((bad == 0)) && echo "structure: no call cycle in src/lib or src/server, no src/lib file over 1,100 lines, no C file but src/server/reqparse.* names http_parser, every multi through zk_session.c, the folder rules kept, the tree of docs/architecture.md complete"
 exit $bad

@@ -1,4 +1,4 @@
-/* zk_close_check: an LD_PRELOAD shim that checks zk_session.c's invariant S5 in a
+/* zk_close_check: an LD_PRELOAD shim that checks zk_session.c's invariant ZS5 in a
  * real process: a handle whose session is dead is closed on its own completion
  * thread, never from another one (libzookeeper_mt 3.8's zookeeper_close races with
  * a completion thread that finishes at that moment, and frees the handle under the
@@ -7,8 +7,8 @@
  * It wraps zookeeper_init2, so as to learn each handle's completion thread from
  * the first session event its watcher gets, and zookeeper_close, which writes one
  * line per close of a dead handle to $ZK_CLOSE_CHECK_LOG:
- *   dead-close own-thread       closed on its completion thread (S5 holds)
- *   dead-close OTHER-THREAD     closed from another thread (S5 broken)
+ *   dead-close own-thread       closed on its completion thread (ZS5 holds)
+ *   dead-close OTHER-THREAD     closed from another thread (ZS5 broken)
  * A test tool, never installed. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE

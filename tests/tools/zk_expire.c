@@ -1,4 +1,4 @@
-/* zk_expire: the multi of zk_session.c (invariant S4) on a real ZooKeeper, on a handle
+/* zk_expire: the multi of zk_session.c (invariant ZS4) on a real ZooKeeper, on a handle
  * whose session the client knows is dead and on one still connecting.
  *
  *   zk_expire HOST:PORT CHROOT [--raw]
@@ -13,7 +13,7 @@
  *
  * --raw sends the same multi with the client's own zoo_amulti instead: with
  * libzookeeper_mt 3.8 (Debian 12) the process aborts ("free(): invalid pointer"),
- * which is why S4 exists. A test tool, never installed. */
+ * which is why ZS4 exists. A test tool, never installed. */
 #include "zk_session.h"
 
 #include <stdio.h>

@@ -2,7 +2,10 @@
  * patterns, query strings, numbers, listen addresses, content negotiation, buffers,
  * JSON strings and dates. The helpers touch no socket, so the file is compiled in
  * directly; the test links only libidkeeper. */
+#include "buf.c"
 #include "httputil.c"
+#include "json.c"
+#include "token.c"
 
 #include <setjmp.h>
 #include <stdarg.h>

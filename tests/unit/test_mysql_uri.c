@@ -10,7 +10,6 @@
 
 #include <string.h>
 
-#ifdef IK_HAVE_MYSQL
 #include "mysql_uri.h"
 
 static void accepts_the_forms(void **st)
@@ -108,9 +107,3 @@ int main(void)
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
-#else
-int main(void)
-{
-    return 0;
-}
-#endif

@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "recipe.h"
+#include "recipe_zk_names.h"
 
 #include <string.h>
 

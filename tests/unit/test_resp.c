@@ -2,7 +2,7 @@
  * socket: multibulk and inline commands cut into reads anywhere, Redis's inline
  * quoting, empty commands, every protocol error and limit, and the RESP2/RESP3
  * reply shapes. resp.c and httputil.c are compiled in directly. */
-#include "httputil.c"
+#include "buf.c"
 #include "resp.c"
 
 #include <setjmp.h>

@@ -222,14 +222,15 @@ static void uri_userinfo(void **state)
     assert_non_null(ik__uri_userinfo("redis://u@h", &colon));
     assert_null(colon);
     char out[16];
-    assert_int_equal(ik__uri_decode("p%40ss%2F%3a", 12, out, sizeof out), 6);
+    assert_int_equal(ik__pct_decode("p%40ss%2F%3a", 12, out, sizeof out), 6);
     assert_string_equal(out, "p@ss/:");
-    assert_int_equal(ik__uri_decode("a#b", 3, out, sizeof out), 3);
-    assert_int_equal(ik__uri_decode("%4", 2, out, sizeof out), -1);
-    assert_int_equal(ik__uri_decode("%zz", 3, out, sizeof out), -1);
-    assert_int_equal(ik__uri_decode("%00", 3, out, sizeof out), -1);
-    assert_int_equal(ik__uri_decode("0123456789abcdef", 16, out, sizeof out), -1); /* no room */
-    assert_int_equal(ik__uri_decode("", 0, out, sizeof out), 0);
+    assert_int_equal(ik__pct_decode("a#b", 3, out, sizeof out), 3);
+    assert_int_equal(ik__pct_decode("%4", 2, out, sizeof out), -1);
+    assert_int_equal(ik__pct_decode("%zz", 3, out, sizeof out), -1);
+    assert_int_equal(ik__pct_decode("%00", 3, out, sizeof out), -1);
+    assert_int_equal(ik__pct_decode("a\0b", 3, out, sizeof out), -1); /* a NUL byte as it is */
+    assert_int_equal(ik__pct_decode("0123456789abcdef", 16, out, sizeof out), -1); /* no room */
+    assert_int_equal(ik__pct_decode("", 0, out, sizeof out), 0);
 }
 
 int main(void)

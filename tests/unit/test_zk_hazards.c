@@ -1,4 +1,4 @@
-/* test_zk_hazards.c: the pure parts of the zk:// hazard checks (src/lib/zk_hazards.c):
+/* test_zk_hazards.c: the pure parts of the zk:// hazard checks (src/lib/backends/zk/zk_hazards.c):
  * reading the four-letter words' answers as ZooKeeper 3.8 writes them, and counting
  * the voters of /zookeeper/config. The checks themselves run against real servers
  * (tests/integration/t_zk_hazards.sh, t_zk_hazards_ensemble.sh). */

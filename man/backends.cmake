@@ -1,0 +1,36 @@
+# backends.cmake: cmake -DBIN=idkeeper -DIN=page.scd.tmpl -DOUT=page.scd -P backends.cmake
+# Fills {{BACKENDS}} in IN with the backends of this build, as the registry lists
+# them (the "backend FORM" lines of `idkeeper version`, src/lib/coord.c), in scdoc:
+# "*local:DIR*, *zk://...* or *mysql://...*". Run at build time, after the binary is
+# linked, so the man pages name exactly the backends `serve --help` does.
+set(ENV{ASAN_OPTIONS} "detect_leaks=0") # a sanitizer build's binary: its exit is not checked here
+execute_process(COMMAND ${BIN} version OUTPUT_VARIABLE out RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "${BIN} version failed (${rc})")
+endif()
+string(REPLACE "\n" ";" lines "${out}")
+set(forms "")
+foreach(l ${lines})
+  if(l MATCHES "^backend (.+)$")
+    string(REPLACE "\\" "\\\\" f "${CMAKE_MATCH_1}")
+    string(REPLACE "*" "\\*" f "${f}")
+    string(REPLACE "_" "\\_" f "${f}")
+    list(APPEND forms "*${f}*")
+  endif()
+endforeach()
+list(LENGTH forms n)
+if(n EQUAL 0)
+  message(FATAL_ERROR "${BIN} version lists no backend")
+endif()
+list(POP_BACK forms last)
+if(forms)
+  string(JOIN ", " text ${forms})
+  set(text "${text} or ${last}")
+else()
+  set(text "${last}")
+endif()
+file(READ ${IN} page)
+string(REPLACE "{{BACKENDS}}" "${text}" page "${page}")
+file(WRITE ${OUT}.new "${page}")
+execute_process(COMMAND ${CMAKE_COMMAND} -E copy_if_different ${OUT}.new ${OUT})
+file(REMOVE ${OUT}.new)

@@ -1,0 +1,502 @@
+/* backend_local.c: the one-host backend: worker slots are files held with flock(2).
+ *
+ * Layout: DIR/APP/slots/NNNN.slot, one per worker number ever used. A slot is held
+ * while some open file description holds LOCK_EX on its file; the kernel drops the
+ * lock when the holder dies, kill -9 included, so a dead holder's slot is free at
+ * once. Descriptors are O_CLOEXEC, so a child process never inherits a slot.
+ *
+ * Each file holds one fixed-size (512-byte) text record, rewritten in place with a
+ * single pwrite + fdatasync, so a reader never sees a mix of two versions and a
+ * crash leaves the old or the new record. A file that was new (never written) has
+ * its directory fsynced after its first record, so that its name survives a crash
+ * as well as its contents:
+ *
+ *   idkeeper-slot 1
+ *   record_ms=1763779548123     time record (upper bound of time issued)
+ *   holder=host:8080            identity of the current or last holder
+ *   pid=1234
+ *   host=myhost
+ *   since_ms=1763779500000      when the current holder took it (0: released)
+ *   end
+ *
+ * A slot whose record cannot be read is never taken (its floor is unknown): it is
+ * reported in the ENOSLOT message as unreadable. Delete the file by hand if the
+ * record is truly lost, after making sure no clock is ahead of now.
+ *
+ * Tags (segment and sequence counters) live in SQLite: backend_local_tags.c.
+ *
+ * What this backend does not do: coordinate between hosts. Use zk:// for a fleet.
+ */
+#include "backend_local.h"
+#include "internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define RECORD_SIZE 512
+#define ACQUIRE_PASSES 3 /* a `workers` listing may hold LOCK_SH for an instant */
+
+typedef struct local_slot {
+    int fd;
+    uint32_t worker;
+    char identity[256];
+    int64_t since_ms;
+} local_slot;
+
+typedef struct slot_record {
+    int64_t record_ms;
+    char holder[256];
+    long pid;
+    char host[128];
+    int64_t since_ms;
+} slot_record;
+
+/* mkdir -p, mode 0755. */
+static int mkdirs(const char *path)
+{
+    char buf[PATH_MAX];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) return IK_ESYS(ENAMETOOLONG);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        if (mkdir(buf, 0755) && errno != EEXIST) return IK_ESYS(errno);
+        *p = '/';
+    }
+    if (mkdir(buf, 0755) && errno != EEXIST) return IK_ESYS(errno);
+    return IK_OK;
+}
+
+/* local:DIR: a non-empty directory without control characters. */
+static int local_uri_check(const char *uri, char *why, size_t why_len)
+{
+    if (strncmp(uri, "local:", 6) != 0)
+        return ik__fail(IK_EURI, why, why_len, "a local URI begins local:");
+    if (uri[6] == '\0') return ik__fail(IK_EURI, why, why_len, "local: needs a directory");
+    for (const char *c = uri + 6; *c; c++)
+        if ((unsigned char)*c < 0x20)
+            return ik__fail(IK_EURI, why, why_len, "control character in local: directory");
+    return IK_OK;
+}
+
+static int local_hazards_check(ik__backend *be, char *why, size_t why_len)
+{
+    return ik__local_hazards((local_backend *)be, why, why_len);
+}
+
+static int local_open(const char *uri, const ik_coord_options *o, ik__backend **out, char *why,
+                      size_t why_len)
+{
+    const char *dir = uri + strlen("local:");
+    int rc = mkdirs(dir);
+    if (rc) return ik__fail(IK_ESTORE, why, why_len, "cannot create %s: %s", dir, ik_strerror(rc));
+    char abs[PATH_MAX];
+    if (!realpath(dir, abs))
+        return ik__fail(IK_ESTORE, why, why_len, "cannot resolve %s: %s", dir, strerror(errno));
+    local_backend *b = calloc(1, sizeof *b);
+    if (!b) return IK_ENOMEM;
+    b->base.ops = &ik__backend_local_ops;
+    pthread_mutex_init(&b->db_mu, NULL);
+    b->dir = strdup(abs);
+    size_t ul = strlen(abs) + 8;
+    b->uri = malloc(ul);
+    if (!b->dir || !b->uri) {
+        free(b->dir);
+        free(b->uri);
+        free(b);
+        return IK_ENOMEM;
+    }
+    snprintf(b->uri, ul, "local:%s", abs);
+    /* a slot or counter is written from a few ms after the check: the interval
+     * (hazard.h) is that of a 30 s lease, 10 s */
+    ik__hazards_init(&b->base.hz, o, 30000, b->uri);
+    rc = ik__local_hazards(b, why, why_len);
+    if (rc && !(rc == IK_EUNSAFE && o->check_only)) {
+        ik__hazards_free(&b->base.hz);
+        pthread_mutex_destroy(&b->db_mu);
+        free(b->dir);
+        free(b->uri);
+        free(b);
+        return rc;
+    }
+    *out = &b->base;
+    return IK_OK;
+}
+
+static void local_close(ik__backend *be)
+{
+    local_backend *b = (local_backend *)be;
+    ik__local_tags_close(b);
+    pthread_mutex_destroy(&b->db_mu);
+    free(b->dir);
+    free(b->uri);
+    free(b);
+}
+
+static const char *local_uri(const ik__backend *be)
+{
+    return ((const local_backend *)be)->uri;
+}
+
+static void slot_path(const local_backend *b, const char *app, uint32_t w, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s/%s/slots/%04" PRIu32 ".slot", b->dir, app, w);
+}
+
+/* Reads and parses a slot record. 0: parsed; 1: empty file (never written);
+ * -1: unreadable or malformed. */
+static int read_record(int fd, slot_record *r)
+{
+    char buf[RECORD_SIZE + 1];
+    ssize_t n = pread(fd, buf, RECORD_SIZE, 0);
+    memset(r, 0, sizeof *r);
+    if (n == 0) return 1;
+    if (n < 0) return -1;
+    buf[n] = '\0';
+    if (strncmp(buf, "idkeeper-slot 1\n", 16) != 0 || !strstr(buf, "\nend\n")) return -1;
+    int have_record = 0;
+    for (char *line = buf + 16, *next; *line && strncmp(line, "end\n", 4); line = next) {
+        next = strchr(line, '\n');
+        if (!next) return -1;
+        *next++ = '\0';
+        char *eq = strchr(line, '=');
+        if (!eq) return -1;
+        *eq = '\0';
+        const char *v = eq + 1;
+        if (!strcmp(line, "record_ms")) {
+            char *e;
+            errno = 0;
+            long long x = strtoll(v, &e, 10);
+            if (errno || *e || x < 0) return -1;
+            r->record_ms = x;
+            have_record = 1;
+        } else if (!strcmp(line, "holder")) {
+            snprintf(r->holder, sizeof r->holder, "%s", v);
+        } else if (!strcmp(line, "pid")) {
+            r->pid = strtol(v, NULL, 10);
+        } else if (!strcmp(line, "host")) {
+            snprintf(r->host, sizeof r->host, "%s", v);
+        } else if (!strcmp(line, "since_ms")) {
+            r->since_ms = strtoll(v, NULL, 10);
+        }
+    }
+    return have_record ? 0 : -1;
+}
+
+/* Rewrites the record in one pwrite of RECORD_SIZE bytes, then fdatasync. */
+static int write_record(int fd, const slot_record *r)
+{
+    char buf[RECORD_SIZE];
+    memset(buf, '\n', sizeof buf);
+    int n = snprintf(buf, sizeof buf,
+                     "idkeeper-slot 1\nrecord_ms=%" PRId64 "\nholder=%s\npid=%ld\nhost=%s\n"
+                     "since_ms=%" PRId64 "\nend\n",
+                     r->record_ms, r->holder, r->pid, r->host, r->since_ms);
+    if (n < 0 || n >= (int)sizeof buf) return IK_EINVAL;
+    ssize_t w = pwrite(fd, buf, sizeof buf, 0);
+    if (w != (ssize_t)sizeof buf) return w < 0 ? IK_ESYS(errno) : IK_ESYS(EIO);
+    if (fdatasync(fd)) return IK_ESYS(errno);
+    return IK_OK;
+}
+
+/* fsync(2) of the directory at path. 0 or a negated errno. */
+static int fsync_dir(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return IK_ESYS(errno);
+    int rc = fsync(fd) ? IK_ESYS(errno) : IK_OK;
+    close(fd);
+    return rc;
+}
+
+/* Makes a new slot file's name durable: fsyncs DIR/APP/slots, then DIR/APP and DIR
+ * (which mkdirs may have just created). 0 or a negated errno. */
+static int sync_slot_dirs(const local_backend *b, const char *app)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s/slots", b->dir, app);
+    int rc = fsync_dir(path);
+    if (!rc) {
+        snprintf(path, sizeof path, "%s/%s", b->dir, app);
+        rc = fsync_dir(path);
+    }
+    return rc ? rc : fsync_dir(b->dir);
+}
+
+/* Tries to take slot w. 0: taken (*fd_out holds the lock; *rec its record, or all
+ * zero for a file never written: new, whose name is not durable yet); IK_EBUSY:
+ * held by a live holder; other: an error that makes this slot unusable. */
+static int try_slot(const local_backend *b, const char *app, uint32_t w, int *fd_out,
+                    slot_record *rec)
+{
+    char path[PATH_MAX];
+    slot_path(b, app, w, path, sizeof path);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return IK_ESYS(errno);
+    if (flock(fd, LOCK_EX | LOCK_NB)) {
+        int e = errno;
+        close(fd);
+        return e == EWOULDBLOCK ? IK_EBUSY : IK_ESYS(e);
+    }
+    int r = read_record(fd, rec);
+    if (r < 0) {
+        close(fd); /* unknown floor: never take it */
+        return IK_ESTORE;
+    }
+    *fd_out = fd;
+    return IK_OK;
+}
+
+/* Appends "W by HOLDER" for each slot in range that is held, to buf. */
+static void describe_holders(const local_backend *b, const ik__slot_request *req, char *buf,
+                             size_t len)
+{
+    size_t used = strlen(buf);
+    int shown = 0;
+    for (uint32_t w = req->worker_min; w <= req->worker_max && used + 1 < len; w++) {
+        char path[PATH_MAX];
+        slot_path(b, req->app, w, path, sizeof path);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) continue;
+        slot_record r;
+        int rr = read_record(fd, &r);
+        close(fd);
+        if (shown == 8) {
+            snprintf(buf + used, len - used, ", ...");
+            break;
+        }
+        int n = snprintf(buf + used, len - used, "%s%" PRIu32 " %s %s", shown ? ", " : "", w,
+                         rr < 0 ? "unreadable" : "by", rr < 0 ? "record" : r.holder);
+        if (n > 0) used += (size_t)n < len - used ? (size_t)n : len - used - 1;
+        shown++;
+        if (w == UINT32_MAX) break;
+    }
+}
+
+static int local_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__slot_grant *out,
+                              char *why, size_t why_len)
+{
+    local_backend *b = (local_backend *)be;
+    char dir[PATH_MAX];
+    int rc = ik__local_hazards_gate(b);
+    if (rc) return ik__hazards_refused(&b->base.hz, why, why_len);
+    snprintf(dir, sizeof dir, "%s/%s/slots", b->dir, req->app);
+    rc = mkdirs(dir);
+    if (rc) return ik__fail(IK_ESTORE, why, why_len, "cannot create %s: %s", dir, ik_strerror(rc));
+
+    uint32_t count = req->worker_max - req->worker_min + 1;
+    uint32_t *order = malloc(sizeof *order * (count + 1));
+    if (!order) return IK_ENOMEM;
+    size_t n = 0;
+
+    /* rule 3: the slot this identity held last, if any */
+    for (uint32_t w = req->worker_min; w <= req->worker_max; w++) {
+        char path[PATH_MAX];
+        slot_path(b, req->app, w, path, sizeof path);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) {
+            slot_record r;
+            if (read_record(fd, &r) == 0 && !strcmp(r.holder, req->identity)) order[n++] = w;
+            close(fd);
+        }
+        if (n || w == UINT32_MAX) break;
+    }
+    /* then every slot in range, lowest first or shuffled */
+    size_t rest = n;
+    for (uint32_t i = 0; i < count; i++)
+        order[n++] = req->worker_min + i;
+    if (req->choice == IK_SLOT_RANDOM) {
+        unsigned seed = (unsigned)(ik__mono_ns() ^ (getpid() * 2654435761u));
+        for (size_t i = n; i-- > rest + 1;) {
+            size_t j = rest + (size_t)rand_r(&seed) % (i - rest + 1);
+            uint32_t t = order[i];
+            order[i] = order[j];
+            order[j] = t;
+        }
+    }
+
+    int fd = -1;
+    uint32_t got = 0;
+    slot_record rec;
+    for (int pass = 0; pass < ACQUIRE_PASSES && fd < 0; pass++) {
+        if (pass) usleep(20000);
+        for (size_t i = 0; i < n && fd < 0; i++) {
+            if (try_slot(b, req->app, order[i], &fd, &rec) == 0) got = order[i];
+        }
+    }
+    free(order);
+    if (fd < 0) {
+        int k = snprintf(why, why_len,
+                         "no free worker slot: all %" PRIu32 " slots %" PRIu32 "-%" PRIu32
+                         " of app %s in %s are held: ",
+                         count, req->worker_min, req->worker_max, req->app, b->uri);
+        if (why_len && k > 0 && (size_t)k < why_len) describe_holders(b, req, why, why_len);
+        return IK_ENOSLOT;
+    }
+
+    int64_t found = rec.record_ms;
+    int fresh = rec.holder[0] == '\0' && rec.since_ms == 0 && found == 0; /* never written */
+    slot_record nr;
+    memset(&nr, 0, sizeof nr);
+    nr.record_ms = req->new_record_ms > found ? req->new_record_ms : found;
+    snprintf(nr.holder, sizeof nr.holder, "%s", req->identity);
+    nr.pid = (long)getpid();
+    gethostname(nr.host, sizeof nr.host - 1);
+    nr.since_ms = ik__wall_ms();
+    rc = write_record(fd, &nr);
+    /* a new file's record is on disk; its name must be too, or a power cut could
+     * take the time record away (docs/guarantees.md promise 11) */
+    if (!rc && fresh) rc = sync_slot_dirs(b, req->app);
+    if (rc) {
+        close(fd);
+        return ik__fail(IK_ESTORE, why, why_len, "cannot write slot %" PRIu32 ": %s", got,
+                        ik_strerror(rc));
+    }
+    local_slot *s = calloc(1, sizeof *s);
+    if (!s) {
+        close(fd);
+        return IK_ENOMEM;
+    }
+    s->fd = fd;
+    s->worker = got;
+    s->since_ms = nr.since_ms;
+    snprintf(s->identity, sizeof s->identity, "%s", req->identity);
+    out->worker = got;
+    out->old_record_ms = found;
+    out->record_ms = nr.record_ms;
+    out->since_ms = nr.since_ms;
+    out->valid_until_mono_ns = IK_FOREVER;
+    out->handle = s;
+    return IK_OK;
+}
+
+static int store_record(local_slot *s, int64_t record_ms, int64_t since_ms)
+{
+    slot_record r;
+    memset(&r, 0, sizeof r);
+    r.record_ms = record_ms;
+    snprintf(r.holder, sizeof r.holder, "%s", s->identity);
+    r.pid = (long)getpid();
+    gethostname(r.host, sizeof r.host - 1);
+    r.since_ms = since_ms;
+    return write_record(s->fd, &r);
+}
+
+static int local_slot_persist(ik__backend *be, void *handle, int64_t record_ms,
+                              int64_t *valid_until_mono_ns, int64_t *written_ms)
+{
+    local_slot *s = handle;
+    int rc = ik__local_hazards_gate((local_backend *)be);
+    if (rc) return rc;
+    rc = store_record(s, record_ms, s->since_ms);
+    if (rc) return IK_EINDOUBT; /* the flock is still ours; only the write failed */
+    *valid_until_mono_ns = IK_FOREVER;
+    *written_ms = record_ms;
+    return IK_OK;
+}
+
+static int local_slot_release(ik__backend *be, void *handle, int64_t record_ms)
+{
+    (void)be;
+    local_slot *s = handle;
+    if (!s) return IK_OK;
+    int rc = store_record(s, record_ms, 0);
+    close(s->fd); /* drops the flock */
+    free(s);
+    return rc;
+}
+
+static int local_slots_list(ik__backend *be, const char *app, ik_slot_info **out, size_t *n_out)
+{
+    local_backend *b = (local_backend *)be;
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/%s/slots", b->dir, app);
+    *out = NULL;
+    *n_out = 0;
+    DIR *d = opendir(dir);
+    if (!d) return errno == ENOENT ? IK_OK : IK_ESYS(errno);
+    size_t cap = 0, n = 0;
+    ik_slot_info *v = NULL;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        unsigned w;
+        char tail[8];
+        /* sscanf: names this file wrote (%04u.slot); another fails here or names a
+         * worker no range holds */
+        /* NOLINTNEXTLINE(cert-err34-c) */
+        if (sscanf(e->d_name, "%u.%7s", &w, tail) != 2 || strcmp(tail, "slot")) continue;
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) continue;
+        slot_record r;
+        int rr = read_record(fd, &r);
+        /* held if a holder has LOCK_EX; LOCK_SH|LOCK_NB tests that for an instant */
+        int held = 0;
+        if (flock(fd, LOCK_SH | LOCK_NB)) held = errno == EWOULDBLOCK;
+        close(fd);
+        if (ik__grow((void **)&v, &cap, n, sizeof *v, 64)) {
+            free(v);
+            closedir(d);
+            return IK_ENOMEM;
+        }
+        ik_slot_info *si = &v[n++];
+        memset(si, 0, sizeof *si);
+        si->worker = w;
+        si->held = held;
+        if (rr == 0) {
+            snprintf(si->holder, sizeof si->holder, "%s", r.holder);
+            snprintf(si->detail, sizeof si->detail, "pid=%ld host=%s", r.pid, r.host);
+            si->since_ms = held ? r.since_ms : 0;
+            si->record_ms = r.record_ms;
+        } else if (rr < 0) {
+            snprintf(si->detail, sizeof si->detail, "unreadable record");
+        }
+    }
+    closedir(d);
+    for (size_t i = 1; i < n; i++) /* insertion sort by worker; lists are small */
+        for (size_t j = i; j > 0 && v[j - 1].worker > v[j].worker; j--) {
+            ik_slot_info t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+    *out = v;
+    *n_out = n;
+    return IK_OK;
+}
+
+static void local_client_version(char *buf, size_t len)
+{
+    snprintf(buf, len, "sqlite %s", sqlite3_libversion());
+}
+
+const ik__backend_ops ik__backend_local_ops = {
+    .scheme = "local",
+    .uri_form = "local:DIR",
+    .uri_check = local_uri_check,
+    .recipe = &ik__recipe_local_ops,
+    .open = local_open,
+    .close = local_close,
+    .uri = local_uri,
+    .slot_acquire = local_slot_acquire,
+    .slot_persist = local_slot_persist,
+    .slot_release = local_slot_release,
+    .slot_forget = NULL,
+    .recover = NULL,
+    .slots_list = local_slots_list,
+    .session = NULL,
+    .hazards_check = local_hazards_check,
+    .client_version = local_client_version,
+    .tag_create = ik__local_tag_create,
+    .tag_get = ik__local_tag_get,
+    .tag_list = ik__local_tag_list,
+    .tag_advance = ik__local_tag_advance,
+};

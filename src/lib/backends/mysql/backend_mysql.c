@@ -1,0 +1,885 @@
+/* backend_mysql.c: the mysql:// backend (mysql://USER@HOST[:PORT]/DB), MySQL 5.7+ and
+ * MariaDB 10.3+ through MariaDB Connector/C. Only a driver (sql_driver.h): the SQL
+ * text of the schema and of each statement in MySQL's dialect, connecting, running
+ * a statement, a ping, GET_LOCK, the session settings and hazard checks and the
+ * class of each failure. Every protocol (Leaf's transaction, the lease table, fences, the lock
+ * monitor) is the generic SQL layer's. docs/sql.md has the schema and the choices.
+ *
+ * Invariants:
+ *   M1 a statement's parameters reach the server as quoted string literals (escaped
+ *      for the connection's character set), and the SQL casts each numeric one
+ *      (CAST(? AS SIGNED)): MySQL compares a number with a string as strings in
+ *      GREATEST, and a string column with a bare number as doubles, so neither
+ *      shape is ever written.
+ *   M2 no call waits past its deadline: every request goes out through the
+ *      connector's non-blocking API and is waited for with poll(2), so a dead
+ *      network costs at most IK__SQL_IO_MS (or the lock's own deadline plus it).
+ *   M3 CLIENT_FOUND_ROWS: an UPDATE's affected count is the rows it matched, so a
+ *      renewal that changes no value still counts as done.
+ *   M4 the connection never reconnects by itself (MYSQL_OPT_RECONNECT off): a new
+ *      session would have silently dropped the old one's GET_LOCKs.
+ *   M5 the password is given to the connector and to nothing else: no message,
+ *      log line or URI holds it.
+ */
+#include "internal.h"
+#include "mysql_uri.h"
+#include "sql_driver.h"
+
+#include <errmsg.h>
+#include <mysql.h>
+#include <mariadb_version.h>
+#include <mysqld_error.h>
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+/* ---- the SQL ------------------------------------------------------------------ */
+
+/* The database's clock in Unix ms (statement start, ms precision). */
+#define DB_MS "CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)"
+#define INT_P "CAST(? AS SIGNED)"
+#define DDL_MS (6 * IK__SQL_IO_MS) /* the longest a schema statement waits (my_run) */
+/* The GET_LOCK name of a lock key k (an SQL expression over k): "ik/KEY" while it
+ * fits MySQL's 64-character limit on lock names, else "ik#" and the first 61 hex
+ * digits of KEY's SHA-256 (docs/recipes.md shows it, for apps that lock alike). */
+#define LOCK_NAME(k)                                                                               \
+    "IF(CHAR_LENGTH(" k ") <= 61, CONCAT('ik/', " k "), CONCAT('ik#', LEFT(SHA2(" k ", 256), "     \
+    "61)))"
+
+static const char *const mysql_schema[] = {
+    /* Leaf's own table, exactly as Leaf's scripts/leaf_alloc.sql creates it */
+    "CREATE TABLE IF NOT EXISTS `leaf_alloc` (\n"
+    "  `biz_tag` varchar(128)  NOT NULL DEFAULT '',\n"
+    "  `max_id` bigint(20) NOT NULL DEFAULT '1',\n"
+    "  `step` int(11) NOT NULL,\n"
+    "  `description` varchar(256)  DEFAULT NULL,\n"
+    "  `update_time` timestamp NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP,\n"
+    "  PRIMARY KEY (`biz_tag`)\n"
+    ") ENGINE=InnoDB",
+    /* ours are case-sensitive (utf8mb4_bin), as names and paths are; Leaf's table
+     * keeps the database's default collation, as Leaf creates it */
+    /* the kind of each idkeeper tag (a Leaf tag has no row: a segment tag) */
+    "CREATE TABLE IF NOT EXISTS `idk_tag_kind` (\n"
+    "  `biz_tag` varchar(128) NOT NULL,\n"
+    "  `app` varchar(64) NOT NULL,\n"
+    "  `name` varchar(128) NOT NULL,\n"
+    "  `kind` varchar(8) NOT NULL,\n"
+    "  `start` bigint NOT NULL,\n"
+    "  PRIMARY KEY (`biz_tag`)\n"
+    ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
+    /* worker slots: one row per slot ever taken; expiry on the database's clock */
+    "CREATE TABLE IF NOT EXISTS `idk_slots` (\n"
+    "  `app` varchar(64) NOT NULL,\n"
+    "  `worker` int NOT NULL,\n"
+    "  `holder` varchar(256) NOT NULL,\n"
+    "  `token` varchar(64) NOT NULL,\n"
+    "  `expires_ms` bigint NOT NULL,\n"
+    "  `record_ms` bigint NOT NULL,\n"
+    "  `since_ms` bigint NOT NULL,\n"
+    "  PRIMARY KEY (`app`, `worker`)\n"
+    ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
+    /* which write of each server last committed a sequence tag's advance, so that
+     * a COMMIT whose answer was lost is settled, not guessed */
+    "CREATE TABLE IF NOT EXISTS `idk_commit_mark` (\n"
+    "  `writer` varchar(32) NOT NULL,\n"
+    "  `biz_tag` varchar(128) NOT NULL,\n"
+    "  `write_no` bigint NOT NULL,\n"
+    "  `at_ms` bigint NOT NULL,\n"
+    "  PRIMARY KEY (`writer`, `biz_tag`)\n"
+    ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
+    /* locks: the fencing counter of each lock key */
+    "CREATE TABLE IF NOT EXISTS `idk_fence` (\n"
+    "  `lock_key` varchar(512) NOT NULL,\n"
+    "  `fence` bigint NOT NULL,\n"
+    "  PRIMARY KEY (`lock_key`)\n"
+    ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
+    /* locks: who holds each key (the participant id of an election) */
+    "CREATE TABLE IF NOT EXISTS `idk_holder` (\n"
+    "  `lock_key` varchar(512) NOT NULL,\n"
+    "  `session` bigint NOT NULL,\n"
+    "  `id` varchar(256) NOT NULL,\n"
+    "  PRIMARY KEY (`lock_key`)\n"
+    ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
+    NULL,
+};
+
+#define TAG_COLS                                                                                   \
+    "a.biz_tag, a.max_id, a.step, COALESCE(a.description, ''), "                                   \
+    "CAST(UNIX_TIMESTAMP(a.update_time) * 1000 AS SIGNED), k.kind, k.app, k.name, k.start "        \
+    "FROM leaf_alloc a LEFT JOIN idk_tag_kind k ON k.biz_tag = a.biz_tag"
+#define SLOT_COLS                                                                                  \
+    "worker, holder, expires_ms < " DB_MS ", record_ms, since_ms, expires_ms - " DB_MS             \
+    " FROM idk_slots"
+
+static const char *const mysql_stmt[IK__SQL_NSTMT] = {
+    [IK__SQL_BEGIN] = "START TRANSACTION",
+    [IK__SQL_COMMIT] = "COMMIT",
+    [IK__SQL_ROLLBACK] = "ROLLBACK",
+    [IK__SQL_TAG_LOCK] =
+        "SELECT a.step, k.kind, k.app, k.name, k.start, a.max_id FROM leaf_alloc a "
+        "LEFT JOIN idk_tag_kind k ON k.biz_tag = a.biz_tag "
+        "WHERE a.biz_tag = ? FOR UPDATE",
+    [IK__SQL_LEAF_UPDATE] = "UPDATE leaf_alloc SET max_id = max_id + step WHERE biz_tag = ?",
+    [IK__SQL_LEAF_UPDATE_STEP] =
+        "UPDATE leaf_alloc SET max_id = max_id + " INT_P " WHERE biz_tag = ?",
+    [IK__SQL_LEAF_SELECT] = "SELECT biz_tag, max_id, step FROM leaf_alloc WHERE biz_tag = ?",
+    [IK__SQL_TAG_INSERT] = "INSERT INTO leaf_alloc (biz_tag, max_id, step, description) "
+                           "VALUES (?, " INT_P ", " INT_P ", ?)",
+    [IK__SQL_TAG_KIND_INSERT] = "INSERT INTO idk_tag_kind (biz_tag, app, name, kind, start) "
+                                "VALUES (?, ?, ?, ?, " INT_P ")",
+    [IK__SQL_TAG_GET] = "SELECT " TAG_COLS " WHERE a.biz_tag = ?",
+    [IK__SQL_TAG_LIST] = "SELECT " TAG_COLS " ORDER BY a.biz_tag",
+    [IK__SQL_MARK_SET] = "INSERT INTO idk_commit_mark (writer, biz_tag, write_no, at_ms) "
+                         "VALUES (?, ?, " INT_P ", " DB_MS ") ON DUPLICATE KEY UPDATE "
+                         "write_no = VALUES(write_no), at_ms = VALUES(at_ms)",
+    [IK__SQL_MARK_GET] = "SELECT write_no FROM idk_commit_mark WHERE writer = ? AND biz_tag = ?",
+    [IK__SQL_MARK_PRUNE] = "DELETE FROM idk_commit_mark WHERE at_ms < " DB_MS " - 86400000",
+    [IK__SQL_MARK_DROP] = "DELETE FROM idk_commit_mark WHERE writer LIKE ?",
+    [IK__SQL_TAG_COLUMNS] = "SELECT biz_tag, max_id, step, description, update_time "
+                            "FROM leaf_alloc LIMIT 0",
+    [IK__SQL_SLOTS_SCAN] = "SELECT " SLOT_COLS " WHERE app = ? AND worker BETWEEN " INT_P
+                           " AND " INT_P " ORDER BY worker",
+    [IK__SQL_SLOT_LOCK] = "SELECT record_ms, expires_ms < " DB_MS " FROM idk_slots "
+                          "WHERE app = ? AND worker = " INT_P " FOR UPDATE",
+    [IK__SQL_SLOT_INSERT] =
+        "INSERT INTO idk_slots "
+        "(app, worker, holder, token, expires_ms, record_ms, since_ms) "
+        "VALUES (?, " INT_P ", ?, ?, " DB_MS " + " INT_P ", " INT_P ", " DB_MS ")",
+    [IK__SQL_SLOT_TAKE] =
+        "UPDATE idk_slots SET holder = ?, token = ?, expires_ms = " DB_MS " + " INT_P
+        ", record_ms = GREATEST(record_ms, " INT_P "), since_ms = " DB_MS
+        " WHERE app = ? AND worker = " INT_P " AND expires_ms < " DB_MS,
+    [IK__SQL_SLOT_RENEW] = "UPDATE idk_slots SET expires_ms = " DB_MS " + " INT_P
+                           ", record_ms = GREATEST(record_ms, " INT_P
+                           ") WHERE app = ? AND worker = " INT_P " AND token = ? AND expires_ms > "
+                           "" DB_MS,
+    [IK__SQL_SLOT_RELEASE] =
+        "UPDATE idk_slots SET record_ms = " INT_P
+        ", expires_ms = 0, token = '' WHERE app = ? AND worker = " INT_P " AND token = ?",
+    [IK__SQL_SLOTS_LIST] = "SELECT " SLOT_COLS " WHERE app = ? ORDER BY worker",
+    [IK__SQL_FENCE_BUMP] = "UPDATE idk_fence SET fence = fence + 1 WHERE lock_key = ?",
+    [IK__SQL_FENCE_INSERT] = "INSERT INTO idk_fence (lock_key, fence) VALUES (?, 1)",
+    [IK__SQL_FENCE_GET] = "SELECT fence FROM idk_fence WHERE lock_key = ?",
+    [IK__SQL_HOLDER_SET] = "REPLACE INTO idk_holder (lock_key, session, id) "
+                           "VALUES (?, CONNECTION_ID(), ?)",
+    [IK__SQL_HOLDER_GET] = "SELECT h.id FROM idk_holder h WHERE h.lock_key = ? "
+                           "AND h.session = IS_USED_LOCK(" LOCK_NAME("h.lock_key") ")",
+};
+
+/* ---- the connection ----------------------------------------------------------- */
+
+struct ik__sql_conn {
+    MYSQL *m;
+    int dead;        /* the session is gone or in doubt: every call answers EGONE */
+    int ping_status; /* a ping is out: the non-blocking status to continue with */
+    int ping_ret;
+    ik__mysql_uri u;
+    char *password; /* for the second connection that cancels a lock wait */
+    int mariadb;    /* the server is MariaDB (not MySQL) */
+    int holds;      /* connected for a session lock (ik__sql_target.holds) */
+    long wait_s;    /* the wait_timeout set (holds only) */
+    ik__sql_conn_hz hz;
+};
+
+static pthread_once_t lib_once = PTHREAD_ONCE_INIT;
+static int lib_rc;
+static void lib_init(void)
+{
+    lib_rc = mysql_library_init(0, NULL, NULL);
+}
+
+/* 1 if err says the connection (not the statement) failed. */
+static int conn_errno(unsigned err)
+{
+    return (err >= 2000 && err < 3000) || err == ER_CONNECTION_KILLED ||
+           err == ER_SERVER_SHUTDOWN || err == ER_QUERY_INTERRUPTED || err == ER_NET_READ_ERROR ||
+           err == ER_NET_READ_INTERRUPTED || err == ER_NET_ERROR_ON_WRITE ||
+           err == ER_NET_WRITE_INTERRUPTED || err == ER_NET_PACKETS_OUT_OF_ORDER;
+}
+
+/* Marks c dead and cuts its socket, so that a server that still runs its side sees
+ * the session end (and frees its locks) as soon as it looks. */
+static void conn_kill(ik__sql_conn *c)
+{
+    if (c->dead) return;
+    c->dead = 1;
+    int fd = (int)mysql_get_socket(c->m);
+    if (fd >= 0) shutdown(fd, SHUT_RDWR);
+}
+
+/* Waits for what the connector's non-blocking call asked (status) until deadline
+ * (ik__mono_ms): the status to continue with, or 0 if the deadline passed (or, with
+ * cancel, if *cancel became nonzero: then *canceled = 1). */
+static int wait_io(ik__sql_conn *c, int status, int64_t deadline, const volatile int *cancel,
+                   int *canceled)
+{
+    struct pollfd p = {.fd = (int)mysql_get_socket(c->m), .events = 0};
+    if (status & MYSQL_WAIT_READ) p.events |= POLLIN;
+    if (status & MYSQL_WAIT_WRITE) p.events |= POLLOUT;
+    if (status & MYSQL_WAIT_EXCEPT) p.events |= POLLPRI;
+    for (;;) {
+        if (cancel && *cancel) {
+            *canceled = 1;
+            return 0;
+        }
+        int64_t left = deadline - ik__mono_ms();
+        if (left <= 0) return 0;
+        int slice = left > 100 ? 100 : (int)left;
+        int r = poll(&p, 1, slice);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) return MYSQL_WAIT_EXCEPT;
+        if (r == 0) continue;
+        int got = 0;
+        if (p.revents & POLLIN) got |= MYSQL_WAIT_READ;
+        if (p.revents & POLLOUT) got |= MYSQL_WAIT_WRITE;
+        if (p.revents & POLLPRI) got |= MYSQL_WAIT_EXCEPT;
+        if (p.revents & (POLLERR | POLLHUP | POLLNVAL))
+            got |= status & (MYSQL_WAIT_READ | MYSQL_WAIT_WRITE);
+        return got ? got : status;
+    }
+}
+
+/* Finishes an outstanding ping (before a statement, which cannot share the wire
+ * with it) by deadline: 0, or IK__SQL_EGONE (c is then dead). */
+static int ping_finish(ik__sql_conn *c, int64_t deadline)
+{
+    while (c->ping_status) {
+        int got = wait_io(c, c->ping_status, deadline, NULL, NULL);
+        if (!got) {
+            conn_kill(c);
+            c->ping_status = 0;
+            return IK__SQL_EGONE;
+        }
+        c->ping_status = mysql_ping_cont(&c->ping_ret, c->m, got);
+    }
+    if (c->ping_ret) {
+        conn_kill(c);
+        return IK__SQL_EGONE;
+    }
+    return 0;
+}
+
+/* Writes the server's message for the failed request into why. */
+static int failed(ik__sql_conn *c, int sent, char *why, size_t why_len)
+{
+    unsigned e = mysql_errno(c->m);
+    if (conn_errno(e)) {
+        ik__fail(0, why, why_len, "MySQL connection failed: %s (%u)", mysql_error(c->m), e);
+        conn_kill(c);
+        return sent ? IK__SQL_EDOUBT : IK__SQL_EGONE;
+    }
+    ik__fail(0, why, why_len, "MySQL: %s (%u)", mysql_error(c->m), e);
+    return e == ER_DUP_ENTRY ? IK__SQL_EDUPLICATE : IK__SQL_EDEFINITE;
+}
+
+/* Drives a query begun with mysql_real_query_start (*st, *ret) until the server
+ * answers or deadline passes: 0 (answered: *ret is the connector's verdict),
+ * IK__SQL_ECANCELED if *cancel became nonzero (the request is still out: *st and
+ * *ret say where to go on), or IK__SQL_EDOUBT (no answer by deadline: c is dead). */
+static int query_wait(ik__sql_conn *c, int *st, int *ret, int64_t deadline,
+                      const volatile int *cancel, char *why, size_t why_len)
+{
+    while (*st) {
+        int canceled = 0;
+        int got = wait_io(c, *st, deadline, cancel, &canceled);
+        if (canceled) return IK__SQL_ECANCELED;
+        if (!got) {
+            conn_kill(c);
+            return ik__fail(IK__SQL_EDOUBT, why, why_len, "MySQL: no answer in time");
+        }
+        *st = mysql_real_query_cont(ret, c->m, got);
+    }
+    return 0;
+}
+
+/* Reads the whole result of a query that the server answered (*ret from
+ * query_wait) by deadline: 0 with *out (NULL for a statement without rows) and
+ * *affected, or a class. */
+static int query_result(ik__sql_conn *c, int ret, int64_t deadline, MYSQL_RES **out,
+                        int64_t *affected, char *why, size_t why_len)
+{
+    *out = NULL;
+    if (ret) return failed(c, 1, why, why_len);
+    MYSQL_RES *res = NULL;
+    int st = mysql_store_result_start(&res, c->m);
+    while (st) {
+        int got = wait_io(c, st, deadline, NULL, NULL);
+        if (!got) {
+            conn_kill(c);
+            return ik__fail(IK__SQL_EDOUBT, why, why_len, "MySQL: no answer in time");
+        }
+        st = mysql_store_result_cont(&res, c->m, got);
+    }
+    if (!res && mysql_field_count(c->m) > 0) return failed(c, 1, why, why_len);
+    *affected = res ? (int64_t)mysql_num_rows(res) : (int64_t)mysql_affected_rows(c->m);
+    *out = res;
+    return 0;
+}
+
+/* Begins q on c (after any ping that is out): 0 with *st, *ret set for query_wait,
+ * or a class. */
+static int query_start(ik__sql_conn *c, const char *q, size_t qlen, int64_t deadline, int *st,
+                       int *ret, char *why, size_t why_len)
+{
+    if (c->dead) return ik__fail(IK__SQL_EGONE, why, why_len, "MySQL connection closed");
+    int rc = ping_finish(c, deadline);
+    if (rc) return ik__fail(rc, why, why_len, "MySQL connection lost (no answer to a ping)");
+    *ret = 0;
+    *st = mysql_real_query_start(ret, c->m, q, (unsigned long)qlen);
+    return 0;
+}
+
+/* Sends q and reads its whole result by deadline (M2): 0 with *out (NULL for a
+ * statement without rows) and *affected, or a class. */
+static int run(ik__sql_conn *c, const char *q, size_t qlen, int64_t deadline, MYSQL_RES **out,
+               int64_t *affected, char *why, size_t why_len)
+{
+    int st = 0, ret = 0;
+    *out = NULL;
+    int rc = query_start(c, q, qlen, deadline, &st, &ret, why, why_len);
+    if (!rc) rc = query_wait(c, &st, &ret, deadline, NULL, why, why_len);
+    if (!rc) rc = query_result(c, ret, deadline, out, affected, why, why_len);
+    return rc;
+}
+
+/* Copies a result into r (text cells, NULL for SQL NULL). 0 or IK_ENOMEM. */
+static int take_rows(MYSQL_RES *res, int64_t affected, ik__sql_res *r)
+{
+    memset(r, 0, sizeof *r);
+    r->affected = affected;
+    if (!res) return 0;
+    r->nrows = (size_t)mysql_num_rows(res);
+    r->ncols = mysql_num_fields(res);
+    if (r->nrows && r->ncols) {
+        r->cell = calloc(r->nrows * r->ncols, sizeof *r->cell);
+        if (!r->cell) {
+            r->nrows = r->ncols = 0;
+            return IK_ENOMEM;
+        }
+    }
+    MYSQL_ROW row;
+    for (size_t i = 0; i < r->nrows && (row = mysql_fetch_row(res)); i++) {
+        unsigned long *len = mysql_fetch_lengths(res);
+        for (size_t j = 0; j < r->ncols; j++) {
+            if (!row[j]) continue;
+            char *s = malloc(len[j] + 1);
+            if (!s) {
+                ik__sql_res_clear(r);
+                return IK_ENOMEM;
+            }
+            memcpy(s, row[j], len[j]);
+            s[len[j]] = '\0';
+            r->cell[i * r->ncols + j] = s;
+        }
+    }
+    return 0;
+}
+
+/* A growable query text. */
+typedef struct qbuf {
+    char *s;
+    size_t n, cap;
+    int oom;
+} qbuf;
+
+static void qb_add(qbuf *b, const char *s, size_t n)
+{
+    if (b->oom) return;
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->n + n + 1)
+            cap *= 2;
+        char *t = realloc(b->s, cap);
+        if (!t) {
+            b->oom = 1;
+            return;
+        }
+        b->s = t;
+        b->cap = cap;
+    }
+    memcpy(b->s + b->n, s, n);
+    b->n += n;
+    b->s[b->n] = '\0';
+}
+
+/* Appends v as a quoted literal escaped for c's character set, or NULL (M1). */
+static void qb_literal(qbuf *b, ik__sql_conn *c, const char *v)
+{
+    if (!v) {
+        qb_add(b, "NULL", 4);
+        return;
+    }
+    size_t n = strlen(v);
+    char *e = malloc(2 * n + 3);
+    if (!e) {
+        b->oom = 1;
+        return;
+    }
+    e[0] = '\'';
+    unsigned long k = mysql_real_escape_string(c->m, e + 1, v, (unsigned long)n);
+    e[k + 1] = '\'';
+    qb_add(b, e, k + 2);
+    free(e);
+}
+
+/* sql with each '?' replaced by the next parameter (M1): 0, IK_ENOMEM, or
+ * IK__SQL_EDEFINITE if the counts differ. */
+static int bind_params(qbuf *b, ik__sql_conn *c, const char *sql, const char *const *params,
+                       int nparams)
+{
+    int used = 0;
+    for (const char *p = sql; *p;) {
+        const char *q = strchr(p, '?');
+        if (!q) {
+            qb_add(b, p, strlen(p));
+            break;
+        }
+        qb_add(b, p, (size_t)(q - p));
+        if (used >= nparams) return IK__SQL_EDEFINITE;
+        qb_literal(b, c, params[used++]);
+        p = q + 1;
+    }
+    if (b->oom) return IK_ENOMEM;
+    return used == nparams ? 0 : IK__SQL_EDEFINITE;
+}
+
+static int my_exec(ik__sql_conn *c, ik__sql_stmt id, const char *const *params, int nparams,
+                   ik__sql_res *res, char *why, size_t why_len)
+{
+    if ((unsigned)id >= IK__SQL_NSTMT || !mysql_stmt[id])
+        return ik__fail(IK__SQL_EDEFINITE, why, why_len, "no such statement %d", (int)id);
+    qbuf b = {0};
+    int rc = bind_params(&b, c, mysql_stmt[id], params, nparams);
+    if (rc) {
+        free(b.s);
+        return rc == IK_ENOMEM ? rc
+                               : ik__fail(rc, why, why_len, "statement %d: %d parameters given",
+                                          (int)id, nparams);
+    }
+    MYSQL_RES *r = NULL;
+    int64_t affected = 0;
+    rc = run(c, b.s, b.n, ik__mono_ms() + IK__SQL_IO_MS, &r, &affected, why, why_len);
+    free(b.s);
+    if (rc) return rc;
+    if (res) rc = take_rows(r, affected, res);
+    mysql_free_result(r);
+    return rc;
+}
+
+static int my_run(ik__sql_conn *c, const char *sql, char *why, size_t why_len)
+{
+    MYSQL_RES *r = NULL;
+    int64_t affected = 0;
+    /* schema statements only, at open: DDL syncs the data dictionary and can take
+     * seconds on a loaded server, so it gets longer than a statement of the
+     * protocols (seen: CREATE TABLE over 5 s with two test stages at once) */
+    int rc = run(c, sql, strlen(sql), ik__mono_ms() + DDL_MS, &r, &affected, why, why_len);
+    mysql_free_result(r);
+    return rc;
+}
+
+static int connect_to(const ik__mysql_uri *u, const char *password, MYSQL **out, char *why,
+                      size_t why_len)
+{
+    pthread_once(&lib_once, lib_init);
+    if (lib_rc) return ik__fail(IK__SQL_EGONE, why, why_len, "MariaDB Connector/C did not start");
+    MYSQL *m = mysql_init(NULL);
+    if (!m) return IK_ENOMEM;
+    unsigned secs = (IK__SQL_IO_MS + 999) / 1000;
+    my_bool off = 0;
+    mysql_optionsv(m, MYSQL_OPT_CONNECT_TIMEOUT, &secs);
+    mysql_optionsv(m, MYSQL_OPT_READ_TIMEOUT, &secs);
+    mysql_optionsv(m, MYSQL_OPT_WRITE_TIMEOUT, &secs);
+    mysql_optionsv(m, MYSQL_OPT_RECONNECT, &off); /* M4 */
+    mysql_optionsv(m, MYSQL_SET_CHARSET_NAME, "utf8mb4");
+    mysql_optionsv(m, MYSQL_INIT_COMMAND, "SET SESSION time_zone = '+00:00'");
+    mysql_optionsv(m, MYSQL_INIT_COMMAND, "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
+    mysql_optionsv(m, MYSQL_OPT_NONBLOCK, 0);
+    if (mysql_real_connect(m, u->host, u->user, password ? password : "", u->db, u->port, NULL,
+                           CLIENT_FOUND_ROWS /* M3 */)) {
+        *out = m;
+        return 0;
+    }
+    unsigned e = mysql_errno(m);
+    int rc;
+    if (e == ER_ACCESS_DENIED_ERROR || e == ER_ACCESS_DENIED_NO_PASSWORD_ERROR ||
+        e == ER_DBACCESS_DENIED_ERROR)
+        rc = ik__fail(IK__SQL_EREFUSED, why, why_len,
+                      "MySQL refused user %s on %s:%u (%s: check the password from "
+                      "--password-file or IDKEEPER_PASSWORD, and the user's grants)",
+                      u->user, u->host, u->port,
+                      password && *password ? "password given" : "no password given");
+    else if (e == ER_BAD_DB_ERROR)
+        rc = ik__fail(IK__SQL_EREFUSED, why, why_len,
+                      "MySQL on %s:%u has no database %s (CREATE DATABASE it first)", u->host,
+                      u->port, u->db);
+    else
+        rc = ik__fail(IK__SQL_EGONE, why, why_len, "cannot reach MySQL at %s:%u: %s (%u)", u->host,
+                      u->port, mysql_error(m), e);
+    mysql_close(m);
+    return rc;
+}
+
+/* The per-session idle-in-transaction bound on MariaDB, s: a transaction of ours
+ * waits for the server's answers only, so one idle this long has a frozen or
+ * vanished client, whose row locks it frees (docs/sql.md, "Session settings"). */
+#define IDLE_TX_S 5
+/* The row lock wait (innodb_lock_wait_timeout), s: less than a statement may take
+ * (IK__SQL_IO_MS), so that a wait ends definite. */
+#define LOCK_WAIT_S 3
+#define SQL_MODE "STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION"
+
+/* The wait_timeout of a lock holder's session, s: the lease TTL (at least 2 s; the
+ * lock monitor pings every half second, so a live holder is never idle that
+ * long), after which the server ends the session of a holder whose host vanished
+ * without a FIN, and frees its GET_LOCKs. */
+static long holder_wait_s(int64_t ttl_ms)
+{
+    long s = (long)((ttl_ms + 999) / 1000);
+    return s < 2 ? 2 : s;
+}
+
+/* Sets the session state our statements rely on, whatever the server's globals
+ * (docs/sql.md, "Session settings"): autocommit on (with a global autocommit=0,
+ * every renewal would sit in a transaction that never commits), sql_mode (strict,
+ * and no silent engine substitution: a table that is not InnoDB has no
+ * transactions), the row lock wait, MariaDB's idle-in-transaction bound, and for a
+ * lock holder wait_timeout. The isolation level and time zone are init commands.
+ * my_hazards reads them back. 0 or a class. */
+static int session_setup(ik__sql_conn *c, int64_t ttl_ms, char *why, size_t why_len)
+{
+    const char *info = mysql_get_server_info(c->m);
+    c->mariadb = info && strstr(info, "MariaDB") != NULL;
+    char q[320];
+    int n = snprintf(q, sizeof q,
+                     "SET SESSION autocommit = 1, SESSION sql_mode = '" SQL_MODE "', "
+                     "SESSION innodb_lock_wait_timeout = %d",
+                     LOCK_WAIT_S);
+    if (c->mariadb)
+        n += snprintf(q + n, sizeof q - (size_t)n, ", SESSION idle_transaction_timeout = %d",
+                      IDLE_TX_S);
+    if (c->holds) {
+        c->wait_s = holder_wait_s(ttl_ms);
+        snprintf(q + n, sizeof q - (size_t)n,
+                 ", SESSION wait_timeout = %ld, SESSION interactive_timeout = %ld", c->wait_s,
+                 c->wait_s);
+    }
+    MYSQL_RES *r = NULL;
+    int64_t affected = 0;
+    int rc = run(c, q, strlen(q), ik__mono_ms() + IK__SQL_IO_MS, &r, &affected, why, why_len);
+    mysql_free_result(r);
+    return rc;
+}
+
+static void my_close(ik__sql_conn *c);
+
+static int my_connect(const ik__sql_target *t, ik__sql_conn **out, char *why, size_t why_len)
+{
+    ik__sql_conn *c = calloc(1, sizeof *c);
+    if (!c) return IK_ENOMEM;
+    int rc = ik__mysql_uri_parse(t->uri, &c->u, why, why_len);
+    if (rc) {
+        free(c);
+        return IK__SQL_EREFUSED;
+    }
+    if (t->password && !(c->password = strdup(t->password))) {
+        free(c);
+        return IK_ENOMEM;
+    }
+    rc = connect_to(&c->u, c->password, &c->m, why, why_len);
+    if (rc) {
+        free(c->password);
+        free(c);
+        return rc;
+    }
+    c->holds = t->holds;
+    rc = session_setup(c, t->ttl_ms, why, why_len);
+    if (rc) {
+        conn_kill(c);
+        my_close(c);
+        return rc == IK__SQL_EDEFINITE ? IK__SQL_EREFUSED : IK__SQL_EGONE;
+    }
+    *out = c;
+    return 0;
+}
+
+static int my_conn_socket(ik__sql_conn *c)
+{
+    return c && c->m ? (int)mysql_get_socket(c->m) : -1;
+}
+
+static void my_close(ik__sql_conn *c)
+{
+    if (!c) return;
+    /* a dead or busy connection is not told goodbye: COM_QUIT could block */
+    if (c->dead || c->ping_status) {
+        int fd = (int)mysql_get_socket(c->m);
+        if (fd >= 0) shutdown(fd, SHUT_RDWR);
+    }
+    mysql_close(c->m);
+    if (c->password) {
+        memset(c->password, 0, strlen(c->password));
+        free(c->password);
+    }
+    free(c);
+}
+
+static int my_ping(ik__sql_conn *c, int timeout_ms)
+{
+    if (c->dead) return IK__SQL_EGONE;
+    if (!c->ping_status) {
+        c->ping_ret = 0;
+        c->ping_status = mysql_ping_start(&c->ping_ret, c->m);
+    }
+    int64_t deadline = ik__mono_ms() + timeout_ms;
+    while (c->ping_status) {
+        int got = wait_io(c, c->ping_status, deadline, NULL, NULL);
+        if (!got) return IK__SQL_ETIMEOUT;
+        c->ping_status = mysql_ping_cont(&c->ping_ret, c->m, got);
+    }
+    if (c->ping_ret) {
+        conn_kill(c);
+        return IK__SQL_EGONE;
+    }
+    return 0;
+}
+
+/* SQL text for FN(<lock name of key>[, secs]) into b. */
+static int lock_sql(qbuf *b, ik__sql_conn *c, const char *fn, const char *key, long secs)
+{
+    qb_add(b, "SELECT ", 7);
+    qb_add(b, fn, strlen(fn));
+    qb_add(b, "(IF(CHAR_LENGTH(", 16);
+    qb_literal(b, c, key);
+    qb_add(b, ") <= 61, CONCAT('ik/', ", 23);
+    qb_literal(b, c, key);
+    qb_add(b, "), CONCAT('ik#', LEFT(SHA2(", 27);
+    qb_literal(b, c, key);
+    qb_add(b, ", 256), 61)))", 13);
+    if (secs >= 0) {
+        char t[32];
+        int n = snprintf(t, sizeof t, ", %ld", secs);
+        qb_add(b, t, (size_t)n);
+    }
+    qb_add(b, ")", 1);
+    return b->oom ? IK_ENOMEM : 0;
+}
+
+static int my_unlock(ik__sql_conn *c, ik__lock_kind kind, const char *key);
+
+/* Interrupts the GET_LOCK that c waits for: KILL QUERY from a second connection
+ * (GET_LOCK then answers NULL at once). If that connection cannot be had, c is
+ * cut instead (the server ends the wait as it ends the session). */
+static void lock_interrupt(ik__sql_conn *c)
+{
+    MYSQL *k = NULL;
+    char why[256];
+    if (connect_to(&c->u, c->password, &k, why, sizeof why) == 0) {
+        char q[64];
+        snprintf(q, sizeof q, "KILL QUERY %lu", mysql_thread_id(c->m));
+        int ok = mysql_query(k, q) == 0; /* bounded by the read timeout */
+        mysql_close(k);
+        if (ok) return;
+    }
+    conn_kill(c);
+}
+
+/* The GET_LOCK answer in r: 1 granted, 0 timed out, -1 NULL (interrupted, or an
+ * error in the name). Frees r. */
+static int lock_answer(MYSQL_RES *r)
+{
+    MYSQL_ROW row = r ? mysql_fetch_row(r) : NULL;
+    int v = !row || !row[0] ? -1 : strcmp(row[0], "1") == 0 ? 1 : 0;
+    mysql_free_result(r);
+    return v;
+}
+
+static int my_lock(ik__sql_conn *c, ik__lock_kind kind, const char *key, int64_t deadline_ms,
+                   const volatile int *cancel, char *why, size_t why_len)
+{
+    const char *k = key; /* READ and WRITE halves share "rwlock:PATH": one
+                            exclusive lock, since GET_LOCK has no shared mode */
+    long secs;
+    if (deadline_ms < 0) {
+        secs = 365L * 86400; /* MySQL and MariaDB read a negative timeout differently */
+    } else {
+        int64_t left = deadline_ms - ik__mono_ms();
+        secs = left <= 0 ? 0 : (long)((left + 999) / 1000);
+    }
+    qbuf b = {0};
+    if (lock_sql(&b, c, "GET_LOCK", k, secs)) {
+        free(b.s);
+        return IK_ENOMEM;
+    }
+    /* the server ends the wait itself after secs; IK__SQL_IO_MS more for its answer */
+    int64_t until = ik__mono_ms() + secs * 1000 + IK__SQL_IO_MS;
+    int st = 0, ret = 0;
+    int rc = query_start(c, b.s, b.n, until, &st, &ret, why, why_len);
+    free(b.s);
+    if (rc) return rc;
+    rc = query_wait(c, &st, &ret, until, cancel, why, why_len);
+    int canceled = rc == IK__SQL_ECANCELED;
+    if (canceled) {
+        lock_interrupt(c);
+        if (c->dead) return ik__fail(IK__SQL_EGONE, why, why_len, "lock wait cancelled");
+        until = ik__mono_ms() + IK__SQL_IO_MS;
+        rc = query_wait(c, &st, &ret, until, NULL, why, why_len);
+    }
+    if (rc) return rc;
+    MYSQL_RES *r = NULL;
+    int64_t affected = 0;
+    if (canceled && ret) {
+        /* KILL QUERY's error: nothing held, the session lives on */
+        if (mysql_errno(c->m) == ER_QUERY_INTERRUPTED) return IK__SQL_ECANCELED;
+    }
+    rc = query_result(c, ret, until, &r, &affected, why, why_len);
+    if (rc) return rc;
+    int v = lock_answer(r);
+    if (canceled) {
+        if (v == 1) my_unlock(c, kind, key); /* granted just before the kill */
+        return IK__SQL_ECANCELED;
+    }
+    if (v == 1) return 1;
+    if (v == 0) return 0;
+    return ik__fail(IK__SQL_EDEFINITE, why, why_len, "MySQL GET_LOCK answered NULL");
+}
+
+static int my_unlock(ik__sql_conn *c, ik__lock_kind kind, const char *key)
+{
+    char why[256];
+    qbuf b = {0};
+    if (lock_sql(&b, c, "RELEASE_LOCK", key, -1)) {
+        free(b.s);
+        return IK_ENOMEM;
+    }
+    MYSQL_RES *r = NULL;
+    int64_t affected = 0;
+    int rc = run(c, b.s, b.n, ik__mono_ms() + IK__SQL_IO_MS, &r, &affected, why, sizeof why);
+    free(b.s);
+    mysql_free_result(r);
+    return rc == IK__SQL_EDEFINITE ? 0 : rc;
+}
+
+/* The store hazards of c (sql_driver.h: hazards; docs/hazards.md, "MySQL and
+ * MariaDB"): the server's durability settings, and the session state that
+ * session_setup set, read back (a proxy that pools sessions behind us, or a
+ * server that ignored a SET, shows here).
+ *   innodb_flush_log_at_trx_commit must be 1 (0 and 2 leave up to a second of
+ *   commits in memory); with the binary log on, sync_binlog must be 1 too (InnoDB's
+ *   crash recovery rolls back a prepared transaction the binary log lacks, and
+ *   replicas and a failover read only the binary log). */
+static int my_hazards(ik__sql_conn *c, const ik__hazards *h, ik_hazard *rows, size_t *n,
+                      int64_t *db_ms, char *why, size_t why_len)
+{
+    char q[640];
+    snprintf(q, sizeof q,
+             "SELECT @@GLOBAL.innodb_flush_log_at_trx_commit, IF(@@GLOBAL.log_bin, 1, 0), "
+             "@@GLOBAL.sync_binlog, @@SESSION.autocommit, @@SESSION.%s, @@SESSION.sql_mode, "
+             "@@SESSION.innodb_lock_wait_timeout, %s, %s, " DB_MS,
+             c->mariadb ? "tx_isolation" : "transaction_isolation",
+             c->mariadb ? "@@SESSION.idle_transaction_timeout" : "NULL",
+             c->holds ? "@@SESSION.wait_timeout" : "NULL");
+    MYSQL_RES *r = NULL;
+    int64_t affected = 0;
+    int rc = run(c, q, strlen(q), ik__mono_ms() + IK__SQL_IO_MS, &r, &affected, why, why_len);
+    if (rc) return rc;
+    MYSQL_ROW row = r ? mysql_fetch_row(r) : NULL;
+    if (!row || mysql_num_fields(r) != 10) {
+        mysql_free_result(r);
+        return ik__fail(IK__SQL_EDEFINITE, why, why_len, "MySQL: no settings row");
+    }
+    const char *v[10];
+    for (int i = 0; i < 10; i++)
+        v[i] = row[i] ? row[i] : "";
+    size_t k = 0;
+    char val[96];
+    long flush = strtol(v[0], NULL, 10), log_bin = strtol(v[1], NULL, 10);
+    long sync_binlog = strtol(v[2], NULL, 10);
+    ik__hazard_row(h, &rows[k++], "innodb_flush_log_at_trx_commit", v[0], flush != 1,
+                   "MySQL acknowledges commits it can lose in a crash: SET GLOBAL "
+                   "innodb_flush_log_at_trx_commit = 1 (and in my.cnf), or start with "
+                   "--allow-unsafe-store to accept that");
+    snprintf(val, sizeof val, "%s (binary log %s)", v[2], log_bin ? "on" : "off");
+    ik__hazard_row(h, &rows[k++], "sync_binlog", val, log_bin && sync_binlog != 1,
+                   "with the binary log on, MySQL acknowledges commits a crash can take from "
+                   "it, and so from recovery and replicas: SET GLOBAL sync_binlog = 1, or "
+                   "start with --allow-unsafe-store to accept that");
+    ik__hazard_row(h, &rows[k++], "session autocommit", v[3], strcmp(v[3], "1") != 0,
+                   "the session did not keep autocommit = 1 as idkeeper set it: its writes "
+                   "would never commit; connect to MySQL directly, not through a proxy "
+                   "that shares sessions");
+    ik__hazard_row(h, &rows[k++], "session isolation", v[4], strcmp(v[4], "READ-COMMITTED") != 0,
+                   "the session did not keep READ COMMITTED as idkeeper set it; connect to "
+                   "MySQL directly, not through a proxy that shares sessions");
+    ik__hazard_row(h, &rows[k++], "session sql_mode", v[5], strcmp(v[5], SQL_MODE) != 0,
+                   "the session did not keep sql_mode " SQL_MODE " as idkeeper set it; "
+                   "connect to MySQL directly, not through a proxy that shares sessions");
+    snprintf(val, sizeof val, "%s s", v[6]);
+    ik__hazard_row(h, &rows[k++], "session innodb_lock_wait_timeout", val,
+                   strtol(v[6], NULL, 10) != LOCK_WAIT_S,
+                   "the session did not keep innodb_lock_wait_timeout = %d as idkeeper set "
+                   "it; connect to MySQL directly",
+                   LOCK_WAIT_S);
+    if (c->mariadb) {
+        snprintf(val, sizeof val, "%s s", v[7]);
+        ik__hazard_row(h, &rows[k++], "session idle_transaction_timeout", val,
+                       strtol(v[7], NULL, 10) != IDLE_TX_S,
+                       "the session did not keep idle_transaction_timeout = %d as idkeeper "
+                       "set it (a frozen server would keep a tag's row lock); connect to "
+                       "MariaDB directly",
+                       IDLE_TX_S);
+    }
+    if (c->holds) {
+        snprintf(val, sizeof val, "%s s", v[8]);
+        ik__hazard_row(h, &rows[k++], "lock session wait_timeout", val,
+                       strtol(v[8], NULL, 10) != c->wait_s,
+                       "the lock's session did not keep wait_timeout = %ld as idkeeper set it "
+                       "(a vanished holder would keep its lock for hours); connect to MySQL "
+                       "directly",
+                       c->wait_s);
+    }
+    *db_ms = strtoll(v[9], NULL, 10);
+    *n = k;
+    mysql_free_result(r);
+    return 0;
+}
+
+static ik__sql_conn_hz *my_hz_state(ik__sql_conn *c)
+{
+    return &c->hz;
+}
+
+static void my_session(ik__sql_conn *c, char *buf, size_t len)
+{
+    snprintf(buf, len, "thread %lu", c && c->m ? mysql_thread_id(c->m) : 0UL);
+}
+
+static const ik__sql_driver ik__sql_mysql_driver = {
+    .name = "MySQL",
+    .stmt = mysql_stmt,
+    .connect = my_connect,
+    .close = my_close,
+    .run = my_run,
+    .exec = my_exec,
+    .ping = my_ping,
+    .lock = my_lock,
+    .unlock = my_unlock,
+    .hazards = my_hazards,
+    .hz_state = my_hz_state,
+    .session = my_session,
+    .socket = my_conn_socket,
+};
+
+static void mysql_client_version(char *buf, size_t len)
+{
+    /* the connector's own version, as built against (mysql_get_client_info() gives
+     * the server version it is compatible with) */
+    snprintf(buf, len, "mariadb-connector-c %s", MARIADB_PACKAGE_VERSION);
+}
+
+IK__SQL_BACKEND(mysql, ik__sql_mysql_driver, "mysql", "mysql://USER@HOST[:PORT]/DB",
+                ik__mysql_uri_check, mysql_schema, mysql_client_version);

@@ -1,0 +1,749 @@
+/* backend_pg.c: the postgresql:// backend: the PostgreSQL driver of the generic SQL
+ * backend (sql_driver.h), through libpq. The schema and every statement in
+ * PostgreSQL's dialect, the connection with its timeouts and session settings, the
+ * advisory locks, the hazard checks and the class of each failure; the protocols are the generic
+ * layer's (backend_sql*.c, recipe_sql.c). docs/sql.md has the schema.
+ *
+ * URI: postgresql://[USER[:PASSWORD]@]HOST[:PORT][,...]/DB[?KEY=VALUE&...], any
+ * parameter libpq knows (sslmode, connect_timeout, ...). The password comes apart
+ * (--password-file, IDKEEPER_PASSWORD) and is given to libpq as its own parameter.
+ *
+ * Every request goes out with libpq's asynchronous calls and is waited for with
+ * poll() up to a time limit (IK__SQL_IO_MS), so that a database that stops
+ * answering is a timeout here, never a thread stuck in a read. A request whose
+ * answer does not come in time leaves the connection dead (EDOUBT): its answer
+ * may still come, and nothing else may be read after it.
+ *
+ * Lock keys: the session lock of key K ("lock:/a/b") is the advisory lock
+ * hashtextextended(K, 0), a bigint that any SQL client can compute:
+ *   SELECT pg_advisory_lock(hashtextextended('lock:/a/b', 0));
+ * excludes an idkeeper holder of lock /a/b, and the reverse (docs/recipes.md).
+ */
+#include "internal.h"
+#include "sql_driver.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libpq-fe.h>
+
+struct ik__sql_conn {
+    PGconn *pg;
+    int dead;         /* its answer stream can no longer be trusted */
+    int ping_pending; /* a ping is out, unanswered */
+    int holds;        /* connected for a session lock (ik__sql_target.holds) */
+    /* the session limits set (session_setup), ms; keepalives in s */
+    long keep_idle_s, keep_intvl_s, keep_count, user_timeout_ms, idle_session_ms;
+    ik__sql_conn_hz hz;
+};
+
+/* A transaction of ours waits only for the server's answers, so one idle this long
+ * (ms) has a frozen or vanished client: the server ends it and frees its row locks
+ * (docs/sql.md, "Session settings"). */
+#define IDLE_TX_MS 5000
+/* A row lock wait (ms): less than a statement may take (IK__SQL_IO_MS), so that it
+ * ends definite. Not on a lock holder's session: it would end pg_advisory_lock's
+ * own wait. */
+#define LOCK_WAIT_MS 3000
+
+/* The database's clock, Unix ms. */
+#define NOW_MS "(extract(epoch from clock_timestamp()) * 1000)::bigint"
+#define SLOT_COLS                                                                                  \
+    "worker, holder, (expires_ms < " NOW_MS ")::int, record_ms, since_ms, expires_ms - " NOW_MS
+#define TAG_COLS                                                                                   \
+    "a.biz_tag, a.max_id, a.step, COALESCE(a.description, ''), "                                   \
+    "(extract(epoch from a.update_time) * 1000)::bigint, k.kind, k.app, k.name, k.start "          \
+    "FROM leaf_alloc a LEFT JOIN idk_tag_kind k ON k.biz_tag = a.biz_tag"
+#define LOCK_KEY(x) "hashtextextended(" x ", 0)"
+
+static const char *const pg_schema[] = {
+    /* Leaf's own table, column for column (Leaf's scripts/leaf_alloc.sql, in
+     * PostgreSQL's types) */
+    "CREATE TABLE IF NOT EXISTS leaf_alloc (\n"
+    "  biz_tag varchar(128) NOT NULL DEFAULT '',\n"
+    "  max_id bigint NOT NULL DEFAULT 1,\n"
+    "  step integer NOT NULL,\n"
+    "  description varchar(256) DEFAULT NULL,\n"
+    "  update_time timestamp NOT NULL DEFAULT CURRENT_TIMESTAMP,\n"
+    "  PRIMARY KEY (biz_tag)\n"
+    ")",
+    /* the kind of a tag, which Leaf's table lacks: no row, a Leaf segment tag */
+    "CREATE TABLE IF NOT EXISTS idk_tag_kind (\n"
+    "  biz_tag varchar(128) NOT NULL PRIMARY KEY,\n"
+    "  app varchar(64) NOT NULL,\n"
+    "  name varchar(128) NOT NULL,\n"
+    "  kind varchar(8) NOT NULL CHECK (kind IN ('segment', 'sequence')),\n"
+    "  start bigint NOT NULL DEFAULT 0\n"
+    ")",
+    /* worker slots: expires_ms, record_ms, since_ms are Unix ms, expiry on the
+     * database's clock */
+    "CREATE TABLE IF NOT EXISTS idk_slots (\n"
+    "  app varchar(64) NOT NULL,\n"
+    "  worker integer NOT NULL,\n"
+    "  holder varchar(256) NOT NULL,\n"
+    "  token varchar(64) NOT NULL,\n"
+    "  expires_ms bigint NOT NULL,\n"
+    "  record_ms bigint NOT NULL,\n"
+    "  since_ms bigint NOT NULL,\n"
+    "  PRIMARY KEY (app, worker)\n"
+    ")",
+    /* which write of each server last committed a sequence tag's advance, so that
+     * a COMMIT whose answer was lost is settled, not guessed */
+    "CREATE TABLE IF NOT EXISTS idk_commit_mark (\n"
+    "  writer varchar(32) NOT NULL,\n"
+    "  biz_tag varchar(128) NOT NULL,\n"
+    "  write_no bigint NOT NULL,\n"
+    "  at_ms bigint NOT NULL,\n"
+    "  PRIMARY KEY (writer, biz_tag)\n"
+    ")",
+    /* the fencing token of each lock key */
+    "CREATE TABLE IF NOT EXISTS idk_fence (\n"
+    "  lock_key varchar(512) NOT NULL PRIMARY KEY,\n"
+    "  fence bigint NOT NULL\n"
+    ")",
+    /* the participant id of each election's latest leader, and its session */
+    "CREATE TABLE IF NOT EXISTS idk_holder (\n"
+    "  lock_key varchar(512) NOT NULL PRIMARY KEY,\n"
+    "  id varchar(256) NOT NULL,\n"
+    "  session bigint NOT NULL\n"
+    ")",
+    NULL,
+};
+
+static const char *const pg_stmt[IK__SQL_NSTMT] = {
+    [IK__SQL_BEGIN] = "BEGIN",
+    [IK__SQL_COMMIT] = "COMMIT",
+    [IK__SQL_ROLLBACK] = "ROLLBACK",
+    [IK__SQL_TAG_LOCK] =
+        "SELECT a.step, k.kind, k.app, k.name, k.start, a.max_id FROM leaf_alloc a "
+        "LEFT JOIN idk_tag_kind k ON k.biz_tag = a.biz_tag WHERE a.biz_tag = $1 "
+        "FOR UPDATE OF a",
+    [IK__SQL_LEAF_UPDATE] = "UPDATE leaf_alloc SET max_id = max_id + step WHERE biz_tag = $1 "
+                            "RETURNING biz_tag, max_id, step",
+    [IK__SQL_LEAF_UPDATE_STEP] = "UPDATE leaf_alloc SET max_id = max_id + $1 WHERE biz_tag = $2 "
+                                 "RETURNING biz_tag, max_id, step",
+    [IK__SQL_LEAF_SELECT] = "SELECT biz_tag, max_id, step FROM leaf_alloc WHERE biz_tag = $1",
+    [IK__SQL_TAG_INSERT] = "INSERT INTO leaf_alloc (biz_tag, max_id, step, description, "
+                           "update_time) VALUES ($1, $2, $3, $4, CURRENT_TIMESTAMP)",
+    [IK__SQL_TAG_KIND_INSERT] = "INSERT INTO idk_tag_kind (biz_tag, app, name, kind, start) "
+                                "VALUES ($1, $2, $3, $4, $5)",
+    [IK__SQL_TAG_GET] = "SELECT " TAG_COLS " WHERE a.biz_tag = $1",
+    [IK__SQL_TAG_LIST] = "SELECT " TAG_COLS " ORDER BY a.biz_tag",
+    [IK__SQL_MARK_SET] = "INSERT INTO idk_commit_mark (writer, biz_tag, write_no, at_ms) VALUES "
+                         "($1, $2, $3, " NOW_MS ") ON CONFLICT (writer, biz_tag) DO UPDATE SET "
+                         "write_no = EXCLUDED.write_no, at_ms = EXCLUDED.at_ms",
+    [IK__SQL_MARK_GET] = "SELECT write_no FROM idk_commit_mark WHERE writer = $1 AND biz_tag = $2",
+    [IK__SQL_MARK_PRUNE] = "DELETE FROM idk_commit_mark WHERE at_ms < " NOW_MS " - 86400000",
+    [IK__SQL_MARK_DROP] = "DELETE FROM idk_commit_mark WHERE writer LIKE $1",
+    [IK__SQL_TAG_COLUMNS] = "SELECT biz_tag, max_id, step, description, update_time "
+                            "FROM leaf_alloc LIMIT 0",
+    [IK__SQL_SLOTS_SCAN] = "SELECT " SLOT_COLS " FROM idk_slots WHERE app = $1 AND worker "
+                           "BETWEEN $2 AND $3 ORDER BY worker",
+    [IK__SQL_SLOT_LOCK] = "SELECT record_ms, (expires_ms < " NOW_MS ")::int FROM idk_slots "
+                          "WHERE app = $1 AND worker = $2 FOR UPDATE",
+    [IK__SQL_SLOT_INSERT] =
+        "INSERT INTO idk_slots (app, worker, holder, token, expires_ms, "
+        "record_ms, since_ms) VALUES ($1, $2, $3, $4, " NOW_MS " + $5, $6, " NOW_MS ")",
+    [IK__SQL_SLOT_TAKE] = "UPDATE idk_slots SET holder = $1, token = $2, expires_ms = " NOW_MS
+                          " + $3, record_ms = GREATEST(record_ms, $4), since_ms = " NOW_MS
+                          " WHERE app = $5 AND worker = $6 AND expires_ms < " NOW_MS,
+    [IK__SQL_SLOT_RENEW] = "UPDATE idk_slots SET expires_ms = " NOW_MS " + $1, record_ms = "
+                           "GREATEST(record_ms, $2) WHERE app = $3 AND worker = $4 AND token = $5 "
+                           "AND expires_ms > " NOW_MS,
+    [IK__SQL_SLOT_RELEASE] = "UPDATE idk_slots SET expires_ms = 0, token = '', record_ms = $1 "
+                             "WHERE app = $2 AND worker = $3 AND token = $4",
+    [IK__SQL_SLOTS_LIST] = "SELECT " SLOT_COLS " FROM idk_slots WHERE app = $1 ORDER BY worker",
+    [IK__SQL_FENCE_BUMP] = "UPDATE idk_fence SET fence = fence + 1 WHERE lock_key = $1",
+    [IK__SQL_FENCE_INSERT] = "INSERT INTO idk_fence (lock_key, fence) VALUES ($1, 1)",
+    [IK__SQL_FENCE_GET] = "SELECT fence FROM idk_fence WHERE lock_key = $1",
+    [IK__SQL_HOLDER_SET] = "INSERT INTO idk_holder (lock_key, id, session) VALUES ($1, $2, "
+                           "pg_backend_pid()) ON CONFLICT (lock_key) DO UPDATE SET id = "
+                           "EXCLUDED.id, session = EXCLUDED.session",
+    /* the key's bigint is split in pg_locks: classid its high 32 bits, objid its low */
+    [IK__SQL_HOLDER_GET] = "SELECT h.id FROM idk_holder h JOIN pg_locks l ON l.locktype = "
+                           "'advisory' AND l.granted AND l.objsubid = 1 AND l.pid = h.session "
+                           "AND ((l.classid::bigint << 32) | l.objid::bigint) = " LOCK_KEY(
+                               "h.lock_key") " WHERE h.lock_key = $1 AND l.mode = "
+                                             "'ExclusiveLock' LIMIT 1",
+};
+
+/* One line of libpq's message into why: newlines and runs of spaces as one
+ * space, "ERROR:  " and the like kept. */
+static void one_line(const char *msg, char *why, size_t why_len)
+{
+    if (!why || why_len == 0) return;
+    size_t o = 0;
+    int space = 0;
+    for (const char *p = msg ? msg : ""; *p && o + 1 < why_len; p++) {
+        if (*p == '\n' || *p == '\r' || *p == '\t' || *p == ' ') {
+            space = o > 0;
+            continue;
+        }
+        if (space && o + 2 < why_len) why[o++] = ' ';
+        space = 0;
+        why[o++] = *p;
+    }
+    why[o] = '\0';
+    if (o == 0) snprintf(why, why_len, "no message");
+}
+
+static int64_t now_ms(void)
+{
+    return ik__mono_ms();
+}
+
+/* Waits until the answer to the request out is complete (PQisBusy false) or
+ * until_ms: 0, IK__SQL_ETIMEOUT, or IK__SQL_EGONE (the connection broke). */
+static int wait_ready(ik__sql_conn *c, int64_t until_ms)
+{
+    for (;;) {
+        if (!PQconsumeInput(c->pg)) return IK__SQL_EGONE;
+        if (!PQisBusy(c->pg)) return 0;
+        int64_t left = until_ms - now_ms();
+        if (left <= 0) return IK__SQL_ETIMEOUT;
+        struct pollfd pfd = {.fd = PQsocket(c->pg), .events = POLLIN};
+        int n = poll(&pfd, 1, left > 100 ? 100 : (int)left);
+        if (n < 0 && errno != EINTR) return IK__SQL_EGONE;
+    }
+}
+
+/* The class of a failed result on c. */
+static int class_of(ik__sql_conn *c, const PGresult *r)
+{
+    if (PQstatus(c->pg) == CONNECTION_BAD) {
+        c->dead = 1;
+        return IK__SQL_EDOUBT;
+    }
+    const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+    if (state && strcmp(state, "23505") == 0) return IK__SQL_EDUPLICATE;
+    if (state && (strncmp(state, "08", 2) == 0 || strncmp(state, "57P", 3) == 0)) {
+        c->dead = 1; /* connection exception, server shutting down */
+        return IK__SQL_EDOUBT;
+    }
+    return IK__SQL_EDEFINITE;
+}
+
+/* Reads every result of the request out, keeping the first failure or the last
+ * result. 0 and *out (PQclear'ed by the caller), or a class. */
+static int collect(ik__sql_conn *c, int64_t until_ms, PGresult **out, char *why, size_t why_len)
+{
+    PGresult *keep = NULL;
+    int rc = 0;
+    for (;;) {
+        int w = wait_ready(c, until_ms);
+        if (w) {
+            c->dead = 1;
+            PQclear(keep);
+            one_line(w == IK__SQL_ETIMEOUT ? "no answer in time" : PQerrorMessage(c->pg), why,
+                     why_len);
+            return IK__SQL_EDOUBT;
+        }
+        PGresult *r = PQgetResult(c->pg);
+        if (!r) break;
+        ExecStatusType st = PQresultStatus(r);
+        if (rc == 0 && st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+            rc = class_of(c, r);
+            one_line(PQresultErrorMessage(r), why, why_len);
+        }
+        if (rc == 0) {
+            PQclear(keep);
+            keep = r;
+        } else {
+            PQclear(r);
+        }
+    }
+    if (rc) {
+        PQclear(keep);
+        return rc;
+    }
+    *out = keep;
+    return 0;
+}
+
+static int fill(const PGresult *r, ik__sql_res *res)
+{
+    if (!res) return 0;
+    memset(res, 0, sizeof *res);
+    const char *aff = r ? PQcmdTuples((PGresult *)r) : "";
+    res->affected = *aff ? strtoll(aff, NULL, 10) : 0;
+    if (!r || PQresultStatus(r) != PGRES_TUPLES_OK) return 0;
+    size_t nr = (size_t)PQntuples(r), nc = (size_t)PQnfields(r);
+    if (nr * nc == 0) {
+        res->nrows = nr;
+        res->ncols = nc;
+        return 0;
+    }
+    res->cell = calloc(nr * nc, sizeof *res->cell);
+    if (!res->cell) return IK_ENOMEM;
+    res->nrows = nr;
+    res->ncols = nc;
+    for (size_t i = 0; i < nr; i++)
+        for (size_t j = 0; j < nc; j++) {
+            if (PQgetisnull(r, (int)i, (int)j)) continue;
+            if (!(res->cell[i * nc + j] = strdup(PQgetvalue(r, (int)i, (int)j)))) {
+                ik__sql_res_clear(res);
+                return IK_ENOMEM;
+            }
+        }
+    return 0;
+}
+
+/* Sends sql with params and waits for its answer up to until_ms. */
+static int request(ik__sql_conn *c, const char *sql, const char *const *params, int n,
+                   int64_t until_ms, ik__sql_res *res, char *why, size_t why_len)
+{
+    if (!c || c->dead || PQstatus(c->pg) != CONNECTION_OK) {
+        one_line("the connection is gone", why, why_len);
+        return IK__SQL_EGONE;
+    }
+    if (c->ping_pending) { /* a ping's late answer first (recipe_sql.c's release) */
+        PGresult *r = NULL;
+        int rc = collect(c, until_ms, &r, why, why_len);
+        PQclear(r);
+        c->ping_pending = 0;
+        if (rc) return IK__SQL_EGONE;
+    }
+    if (!PQsendQueryParams(c->pg, sql, n, NULL, params, NULL, NULL, 0)) {
+        c->dead = 1;
+        one_line(PQerrorMessage(c->pg), why, why_len);
+        return IK__SQL_EGONE;
+    }
+    PGresult *r = NULL;
+    int rc = collect(c, until_ms, &r, why, why_len);
+    if (rc == 0 && fill(r, res) != 0) rc = IK__SQL_EDEFINITE;
+    PQclear(r);
+    return rc;
+}
+
+static int pg_exec(ik__sql_conn *c, ik__sql_stmt id, const char *const *params, int n,
+                   ik__sql_res *res, char *why, size_t why_len)
+{
+    if ((unsigned)id >= IK__SQL_NSTMT || !pg_stmt[id]) return IK__SQL_EDEFINITE;
+    return request(c, pg_stmt[id], params, n, now_ms() + IK__SQL_IO_MS, res, why, why_len);
+}
+
+static int pg_run(ik__sql_conn *c, const char *sql, char *why, size_t why_len)
+{
+    return request(c, sql, NULL, 0, now_ms() + IK__SQL_IO_MS, NULL, why, why_len);
+}
+
+/* libpq prints NOTICEs ("relation ... already exists, skipping") to stderr by
+ * default: they are not the operator's business. */
+static void no_notice(void *arg, const char *message)
+{
+    (void)arg;
+    (void)message;
+}
+
+/* Sets the session state our statements rely on and the session limits, derived
+ * from the lease TTL (docs/sql.md, "Session settings"); pg_hazards reads them back.
+ *   every session: READ COMMITTED; idle_in_transaction_session_timeout (a frozen
+ *     server's transaction ends, and with it a tag's row lock); the server's TCP
+ *     keepalives and tcp_user_timeout (a vanished host's session ends);
+ *   not a lock holder: lock_timeout;
+ *   a lock holder (PostgreSQL 14+): idle_session_timeout = the TTL: its monitor
+ *     pings every half second, so only a frozen or vanished holder is idle that
+ *     long. Pooled connections get none: they may idle for hours, holding nothing.
+ * The keepalives: idle TTL/3, then probes every TTL/9, 3 of them: a holder whose
+ * host vanished is dropped about 2/3 of the TTL after its last packet (each at
+ * least 1 s). 0 or a class. */
+static int session_setup(ik__sql_conn *c, int64_t ttl_ms, char *why, size_t why_len)
+{
+    int ver = PQserverVersion(c->pg);
+    c->keep_idle_s = ttl_ms / 3000 < 1 ? 1 : (long)(ttl_ms / 3000);
+    c->keep_intvl_s = ttl_ms / 9000 < 1 ? 1 : (long)(ttl_ms / 9000);
+    c->keep_count = 3;
+    c->user_timeout_ms = ver >= 120000 ? (long)(ttl_ms < 2000 ? 2000 : ttl_ms) : 0;
+    c->idle_session_ms = c->holds && ver >= 140000 ? (long)(ttl_ms < 2000 ? 2000 : ttl_ms) : 0;
+    char q[1024];
+    int n = snprintf(q, sizeof q,
+                     "SELECT set_config('default_transaction_isolation', 'read committed', "
+                     "false), set_config('idle_in_transaction_session_timeout', '%d', false), "
+                     "set_config('lock_timeout', '%d', false), "
+                     "set_config('tcp_keepalives_idle', '%ld', false), "
+                     "set_config('tcp_keepalives_interval', '%ld', false), "
+                     "set_config('tcp_keepalives_count', '%ld', false)",
+                     IDLE_TX_MS, c->holds ? 0 : LOCK_WAIT_MS, c->keep_idle_s, c->keep_intvl_s,
+                     c->keep_count);
+    if (c->user_timeout_ms)
+        n += snprintf(q + n, sizeof q - (size_t)n, ", set_config('tcp_user_timeout', '%ld', false)",
+                      c->user_timeout_ms);
+    if (c->idle_session_ms)
+        snprintf(q + n, sizeof q - (size_t)n, ", set_config('idle_session_timeout', '%ld', false)",
+                 c->idle_session_ms);
+    return request(c, q, NULL, 0, now_ms() + IK__SQL_IO_MS, NULL, why, why_len);
+}
+
+static int pg_connect(const ik__sql_target *t, ik__sql_conn **out, char *why, size_t why_len)
+{
+    ik__sql_conn *c = calloc(1, sizeof *c);
+    if (!c) return IK_ENOMEM;
+    /* libpq's own defaults first (a URI's own connect_timeout wins), then the URI,
+     * then the password given apart */
+    const char *keys[] = {"connect_timeout",
+                          "keepalives_idle",
+                          "keepalives_interval",
+                          "keepalives_count",
+                          "application_name",
+                          "dbname",
+                          "password",
+                          NULL};
+    const char *vals[] = {"5", "5", "2", "3", "idkeeper", t->uri, t->password, NULL};
+    if (!t->password) keys[6] = NULL;
+    c->pg = PQconnectdbParams(keys, vals, 1);
+    if (!c->pg) {
+        free(c);
+        return IK_ENOMEM;
+    }
+    if (PQstatus(c->pg) != CONNECTION_OK) {
+        const char *msg = PQerrorMessage(c->pg);
+        one_line(msg, why, why_len);
+        int refused = strstr(msg, "authentication failed") || strstr(msg, "does not exist") ||
+                      strstr(msg, "no password supplied") || strstr(msg, "no pg_hba.conf");
+        PQfinish(c->pg);
+        free(c);
+        return refused ? IK__SQL_EREFUSED : IK__SQL_EGONE;
+    }
+    PQsetNoticeProcessor(c->pg, no_notice, NULL);
+    c->holds = t->holds;
+    int rc = session_setup(c, t->ttl_ms, why, why_len);
+    if (rc) {
+        PQfinish(c->pg);
+        free(c);
+        return rc == IK__SQL_EDEFINITE ? IK__SQL_EREFUSED : IK__SQL_EGONE;
+    }
+    *out = c;
+    return 0;
+}
+
+static void pg_close(ik__sql_conn *c)
+{
+    if (!c) return;
+    PQfinish(c->pg);
+    free(c);
+}
+
+static int pg_ping(ik__sql_conn *c, int timeout_ms)
+{
+    if (!c || c->dead || PQstatus(c->pg) != CONNECTION_OK) return IK__SQL_EGONE;
+    if (!c->ping_pending) {
+        if (!PQsendQuery(c->pg, "SELECT 1")) {
+            c->dead = 1;
+            return IK__SQL_EGONE;
+        }
+        c->ping_pending = 1;
+    }
+    int w = wait_ready(c, now_ms() + timeout_ms);
+    if (w == IK__SQL_ETIMEOUT) return w;
+    if (w) {
+        c->dead = 1;
+        return IK__SQL_EGONE;
+    }
+    PGresult *r = NULL;
+    int rc = collect(c, now_ms() + IK__SQL_IO_MS, &r, NULL, 0);
+    PQclear(r);
+    c->ping_pending = 0;
+    if (rc || PQstatus(c->pg) != CONNECTION_OK) {
+        c->dead = 1;
+        return IK__SQL_EGONE;
+    }
+    return 0;
+}
+
+/* How long a lock wait's cancel request may take before the wait is abandoned. */
+#define CANCEL_MS 1000
+
+/* A cancel request, sent by a thread of its own: PQcancel opens a new connection to
+ * the postmaster and waits for the postmaster to close it, with no time limit, so a
+ * postmaster that does not answer (stopped, swapping, a lost network path) would hold
+ * the caller past its deadline for ever. Whichever of the caller and the thread is
+ * last frees it. */
+typedef struct pg_cancel_job {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    PGcancel *pc;
+    int done, abandoned;
+} pg_cancel_job;
+
+static void cancel_job_free(pg_cancel_job *j)
+{
+    PQfreeCancel(j->pc);
+    pthread_cond_destroy(&j->cv);
+    pthread_mutex_destroy(&j->mu);
+    free(j);
+}
+
+static void *cancel_thread(void *arg)
+{
+    pg_cancel_job *j = arg;
+    char err[128];
+    PQcancel(j->pc, err, sizeof err);
+    pthread_mutex_lock(&j->mu);
+    j->done = 1;
+    int abandoned = j->abandoned;
+    pthread_cond_signal(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+    if (abandoned) cancel_job_free(j);
+    return NULL;
+}
+
+/* Asks the server to cancel c's request, waiting at most ms: 1 once the request was
+ * delivered (or refused: the answer to the request out tells), 0 if it was not done
+ * in time (the request is still out; the caller abandons the connection). */
+static int cancel_bounded(ik__sql_conn *c, int ms)
+{
+    pg_cancel_job *j = calloc(1, sizeof *j);
+    if (!j) return 0;
+    if (!(j->pc = PQgetCancel(c->pg))) {
+        free(j);
+        return 0;
+    }
+    pthread_mutex_init(&j->mu, NULL);
+    ik__cond_init_mono(&j->cv);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_t t;
+    int started = pthread_create(&t, &attr, cancel_thread, j) == 0;
+    pthread_attr_destroy(&attr);
+    if (!started) {
+        cancel_job_free(j);
+        return 0;
+    }
+    struct timespec ts;
+    ik__deadline_ts(&ts, ms);
+    pthread_mutex_lock(&j->mu);
+    while (!j->done && pthread_cond_timedwait(&j->cv, &j->mu, &ts) != ETIMEDOUT) {
+    }
+    int done = j->done;
+    if (!done) j->abandoned = 1; /* the thread frees it when PQcancel returns */
+    pthread_mutex_unlock(&j->mu);
+    if (done) cancel_job_free(j);
+    return done;
+}
+
+static int pg_lock(ik__sql_conn *c, ik__lock_kind kind, const char *key, int64_t deadline_ms,
+                   const volatile int *cancel, char *why, size_t why_len)
+{
+    int shared = kind == IK__LOCK_READ;
+    const char *params[] = {key};
+    if (deadline_ms == 0) {
+        ik__sql_res r;
+        int rc = request(c,
+                         shared ? "SELECT pg_try_advisory_lock_shared(" LOCK_KEY("$1::text") ")"
+                                : "SELECT pg_try_advisory_lock(" LOCK_KEY("$1::text") ")",
+                         params, 1, now_ms() + IK__SQL_IO_MS, &r, why, why_len);
+        if (rc) return rc;
+        int got = ik__sql_bool(&r, 0, 0);
+        ik__sql_res_clear(&r);
+        return got;
+    }
+    if (!c || c->dead || PQstatus(c->pg) != CONNECTION_OK) return IK__SQL_EGONE;
+    /* the blocking call: we wait in the server's queue, in arrival order */
+    if (!PQsendQueryParams(c->pg,
+                           shared ? "SELECT pg_advisory_lock_shared(" LOCK_KEY("$1::text") ")"
+                                  : "SELECT pg_advisory_lock(" LOCK_KEY("$1::text") ")",
+                           1, NULL, params, NULL, NULL, 0)) {
+        c->dead = 1;
+        one_line(PQerrorMessage(c->pg), why, why_len);
+        return IK__SQL_EGONE;
+    }
+    int stopped = 0; /* 1: deadline, 2: cancel */
+    for (;;) {
+        int64_t until = now_ms() + 100;
+        if (deadline_ms > 0 && deadline_ms < until) until = deadline_ms;
+        int w = wait_ready(c, until);
+        if (w == 0) break;
+        if (w != IK__SQL_ETIMEOUT) {
+            c->dead = 1;
+            one_line(PQerrorMessage(c->pg), why, why_len);
+            return IK__SQL_EGONE;
+        }
+        if (*cancel)
+            stopped = 2;
+        else if (deadline_ms > 0 && now_ms() >= deadline_ms)
+            stopped = 1;
+        if (stopped) {
+            if (cancel_bounded(c, CANCEL_MS)) break;
+            /* no answer from the postmaster: the wait is abandoned with its
+             * connection, which the caller closes. Nothing is ours: a session
+             * whose client is gone frees a grant as soon as it gets one (docs/sql.md,
+             * "Locks and elections") */
+            c->dead = 1;
+            one_line("the cancel request got no answer from the postmaster: the connection is "
+                     "abandoned",
+                     why, why_len);
+            return stopped == 2 ? IK__SQL_ECANCELED : 0;
+        }
+    }
+    PGresult *r = NULL;
+    int rc = collect(c, now_ms() + IK__SQL_IO_MS, &r, why, why_len);
+    PQclear(r);
+    if (rc == IK__SQL_EDEFINITE && stopped)
+        rc = 0;                    /* canceled in the queue: not held */
+    else if (rc == 0 && stopped) { /* granted as we gave up: give it back */
+        request(c,
+                shared ? "SELECT pg_advisory_unlock_shared(" LOCK_KEY("$1::text") ")"
+                       : "SELECT pg_advisory_unlock(" LOCK_KEY("$1::text") ")",
+                params, 1, now_ms() + IK__SQL_IO_MS, NULL, NULL, 0);
+    } else if (rc == 0) {
+        return 1;
+    }
+    if (rc) return rc;
+    return stopped == 2 ? IK__SQL_ECANCELED : 0;
+}
+
+static int pg_unlock(ik__sql_conn *c, ik__lock_kind kind, const char *key)
+{
+    const char *params[] = {key};
+    return request(c,
+                   kind == IK__LOCK_READ
+                       ? "SELECT pg_advisory_unlock_shared(" LOCK_KEY("$1::text") ")"
+                       : "SELECT pg_advisory_unlock(" LOCK_KEY("$1::text") ")",
+                   params, 1, now_ms() + IK__SQL_IO_MS, NULL, NULL, 0);
+}
+
+/* The store hazards of c (sql_driver.h: hazards; docs/hazards.md, "PostgreSQL"):
+ * fsync, full_page_writes and synchronous_commit as this session sees them (a
+ * role's or database's own synchronous_commit = off shows here), and the session
+ * state that session_setup set, read back (a pooler in transaction mode between
+ * us and the server shows here: it would also break the session locks). */
+static int pg_hazards(ik__sql_conn *c, const ik__hazards *h, ik_hazard *rows, size_t *n,
+                      int64_t *db_ms, char *why, size_t why_len)
+{
+    ik__sql_res r;
+    int rc = request(c,
+                     "SELECT current_setting('fsync'), current_setting('full_page_writes'), "
+                     "current_setting('synchronous_commit'), "
+                     "current_setting('transaction_isolation'), "
+                     "(SELECT setting FROM pg_settings WHERE name = "
+                     "'idle_in_transaction_session_timeout'), "
+                     "(SELECT setting FROM pg_settings WHERE name = 'lock_timeout'), "
+                     "(SELECT setting FROM pg_settings WHERE name = 'tcp_keepalives_idle'), "
+                     "(SELECT setting FROM pg_settings WHERE name = 'idle_session_timeout'), "
+                     "inet_server_addr() IS NULL, " NOW_MS,
+                     NULL, 0, now_ms() + IK__SQL_IO_MS, &r, why, why_len);
+    if (rc) return rc;
+    if (r.nrows != 1 || r.ncols != 10) {
+        ik__sql_res_clear(&r);
+        return ik__fail(IK__SQL_EDEFINITE, why, why_len, "PostgreSQL: no settings row");
+    }
+    size_t k = 0;
+    char val[96];
+    const char *fsync = ik__sql_cell(&r, 0, 0), *fpw = ik__sql_cell(&r, 0, 1);
+    const char *sc = ik__sql_cell(&r, 0, 2), *iso = ik__sql_cell(&r, 0, 3);
+    ik__hazard_row(h, &rows[k++], "fsync", fsync, strcmp(fsync, "on") != 0,
+                   "PostgreSQL acknowledges commits a crash of its host can lose, and can "
+                   "corrupt: set fsync = on (postgresql.conf, then reload), or start with "
+                   "--allow-unsafe-store to accept that");
+    ik__hazard_row(h, &rows[k++], "full_page_writes", fpw, strcmp(fpw, "on") != 0,
+                   "a crash can leave torn pages that recovery cannot repair: set "
+                   "full_page_writes = on, or start with --allow-unsafe-store to accept that");
+    ik__hazard_row(h, &rows[k++], "synchronous_commit", sc, strcmp(sc, "off") == 0,
+                   "PostgreSQL acknowledges commits before they are flushed: set "
+                   "synchronous_commit = on (server, role and database settings), or start "
+                   "with --allow-unsafe-store to accept that");
+    ik__hazard_row(h, &rows[k++], "session isolation", iso, strcmp(iso, "read committed") != 0,
+                   "the session did not keep READ COMMITTED as idkeeper set it; connect to "
+                   "PostgreSQL directly, not through a pooler in transaction mode");
+    snprintf(val, sizeof val, "%s ms", ik__sql_cell(&r, 0, 4));
+    ik__hazard_row(h, &rows[k++], "session idle_in_transaction_session_timeout", val,
+                   ik__sql_int(&r, 0, 4) != IDLE_TX_MS,
+                   "the session did not keep idle_in_transaction_session_timeout = %d as "
+                   "idkeeper set it (a frozen server would keep a tag's row lock); connect "
+                   "to PostgreSQL directly, not through a pooler in transaction mode",
+                   IDLE_TX_MS);
+    snprintf(val, sizeof val, "%s ms", ik__sql_cell(&r, 0, 5));
+    ik__hazard_row(h, &rows[k++], c->holds ? "lock session lock_timeout" : "session lock_timeout",
+                   val, ik__sql_int(&r, 0, 5) != (c->holds ? 0 : LOCK_WAIT_MS),
+                   "the session did not keep lock_timeout = %d as idkeeper set it; connect to "
+                   "PostgreSQL directly, not through a pooler in transaction mode",
+                   c->holds ? 0 : LOCK_WAIT_MS);
+    if (!ik__sql_bool(&r, 0, 8)) { /* TCP (a Unix socket has no keepalives) */
+        snprintf(val, sizeof val, "%s s", ik__sql_cell(&r, 0, 6));
+        ik__hazard_row(h, &rows[k++], "session tcp_keepalives_idle", val,
+                       ik__sql_int(&r, 0, 6) != c->keep_idle_s,
+                       "the session did not keep tcp_keepalives_idle = %ld as idkeeper set it "
+                       "(a vanished host's session would live for hours); connect to "
+                       "PostgreSQL directly",
+                       c->keep_idle_s);
+    }
+    if (c->idle_session_ms) {
+        snprintf(val, sizeof val, "%s ms", ik__sql_cell(&r, 0, 7));
+        ik__hazard_row(h, &rows[k++], "lock session idle_session_timeout", val,
+                       ik__sql_int(&r, 0, 7) != c->idle_session_ms,
+                       "the lock's session did not keep idle_session_timeout = %ld as "
+                       "idkeeper set it; connect to PostgreSQL directly",
+                       c->idle_session_ms);
+    }
+    *db_ms = ik__sql_int(&r, 0, 9);
+    *n = k;
+    ik__sql_res_clear(&r);
+    return 0;
+}
+
+static ik__sql_conn_hz *pg_hz_state(ik__sql_conn *c)
+{
+    return &c->hz;
+}
+
+static void pg_session(ik__sql_conn *c, char *buf, size_t len)
+{
+    if (c && c->pg)
+        snprintf(buf, len, "pid %d", PQbackendPID(c->pg));
+    else if (len)
+        buf[0] = '\0';
+}
+
+static int pg_socket(ik__sql_conn *c)
+{
+    return c && c->pg ? PQsocket(c->pg) : -1;
+}
+
+/* The shared rule, then libpq's own parse of the query parameters (no I/O). */
+static int pg_uri_check(const char *uri, char *why, size_t why_len)
+{
+    int rc = ik__sql_uri_check(uri, "postgresql", why, why_len);
+    if (rc) return rc;
+    char *err = NULL;
+    char *shown = ik__sql_uri_redact(uri, NULL); /* no password in libpq's message */
+    if (!shown) return IK_ENOMEM;
+    PQconninfoOption *o = PQconninfoParse(shown, &err);
+    free(shown);
+    if (!o) {
+        char line[200];
+        one_line(err ? err : "out of memory", line, sizeof line);
+        PQfreemem(err);
+        return ik__fail(IK_EURI, why, why_len, "bad postgresql URI: %s", line);
+    }
+    PQconninfoFree(o);
+    return IK_OK;
+}
+
+const ik__sql_driver ik__sql_pg_driver = {
+    .name = "PostgreSQL",
+    .stmt = pg_stmt,
+    .connect = pg_connect,
+    .close = pg_close,
+    .run = pg_run,
+    .exec = pg_exec,
+    .ping = pg_ping,
+    .lock = pg_lock,
+    .unlock = pg_unlock,
+    .hazards = pg_hazards,
+    .hz_state = pg_hz_state,
+    .session = pg_session,
+    .socket = pg_socket,
+};
+
+static void pg_client_version(char *buf, size_t len)
+{
+    int v = PQlibVersion(); /* 150018: 15.18 (major * 10000 + minor since 10) */
+    snprintf(buf, len, "libpq %d.%d", v / 10000, v % 10000);
+}
+
+IK__SQL_BACKEND(pg, ik__sql_pg_driver, "postgresql", "postgresql://USER@HOST[:PORT]/DB",
+                pg_uri_check, pg_schema, pg_client_version);

@@ -1,0 +1,107 @@
+/* backend_sql.h: the generic SQL backend's own parts, shared by its files
+ * (backend_sql.c: open, close, the connection pool; backend_sql_slots.c;
+ * backend_sql_tags.c; recipe_sql.c) and by nothing else. Drivers see only
+ * sql_driver.h. Not a public API. */
+#ifndef IK_BACKEND_SQL_H
+#define IK_BACKEND_SQL_H
+
+#include "sql_driver.h"
+
+#include "internal.h"
+
+#include <pthread.h>
+
+#define IK__SQL_POOL 4      /* pooled connections for tags and slot scans */
+#define IK__SQL_BIZ_MAX 128 /* leaf_alloc.biz_tag is varchar(128) */
+#define IK__SQL_DOUBTS 32   /* sequence commits in doubt at once, at most */
+
+typedef struct ik__sql_backend {
+    ik__backend base;
+    const ik__sql_driver *d;
+    ik__sql_target t; /* points at uri, password, shown below */
+    char *uri, *password, *shown;
+    int64_t ttl_ms; /* --lease-ttl */
+    /* IDKEEPER_TEST_SQL_COMMIT_PAUSE_MS at open (tests only; 0: none): a tag
+     * advance waits this long before its COMMIT, the row lock held (docs/sql.md,
+     * "Test hooks") */
+    int test_commit_pause_ms;
+
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    ik__sql_conn *pool[IK__SQL_POOL]; /* NULL: not connected (yet, or again) */
+    int busy[IK__SQL_POOL];
+    char session[64]; /* the last slot's session, for ik__sql_session */
+    /* the database clock's last read, on whichever connection (backend_sql_hazards.c),
+     * under mu: the database's clock (Unix ms; 0: none yet), our BOOTTIME when it was
+     * read (the midpoint of the round trip) and that round trip */
+    int64_t clock_db_ms, clock_at_ns, clock_rtt_ns;
+    int opening; /* in ik__sql_open: its first connection is checked by open itself */
+
+    /* sequence commits whose answer was lost (backend_sql_tags.c), under mu */
+    char writer[31]; /* this backend's random id: 30 hex digits */
+    uint64_t writes; /* write numbers given out */
+    /* the writer identities (lanes) of the sequence advances in progress, one each:
+     * lane L writes idk_commit_mark's row (writer + L in 2 hex digits, tag) */
+    uint64_t lanes_busy;
+    pthread_cond_t lane_cv;
+    int opened;          /* the open succeeded: the close settles and cleans up */
+    int64_t doubts_kept; /* doubts kept past their call, since open (under mu) */
+    struct ik__sql_doubt {
+        char biz[IK__SQL_BIZ_MAX + 1], name[IK_TAG_NAME_MAX + 1], app[IK__APP_NAME_MAX + 1];
+        int64_t first, count;
+        uint64_t write_no; /* 0: the slot is free */
+        int lane;          /* the writer identity that wrote it */
+        int settling;      /* a call is settling it now */
+        int64_t since_ms;  /* ik__mono_ms when the write was sent */
+    } doubt[IK__SQL_DOUBTS];
+} ik__sql_backend;
+
+#define IK__SQL_LANES 64       /* sequence advances in progress at once, at most */
+#define IK__SQL_SETTLE_MS 2000 /* the close settles open doubts within this */
+
+static inline ik__sql_backend *ik__sql_of(ik__backend *be)
+{
+    return (ik__sql_backend *)be;
+}
+
+/* 1 for the classes after which a connection is dead (EDOUBT, EGONE). */
+static inline int ik__sql_dead(int rc)
+{
+    return rc == IK__SQL_EDOUBT || rc == IK__SQL_EGONE;
+}
+
+/* A connection of the pool, connected if need be (and again if the server ended
+ * it while it was idle: ik__sql_idle_alive): waits for a free one. 0 and *idx, *c;
+ * or a driver class with why. */
+int ik__sql_get(ik__sql_backend *b, int *idx, ik__sql_conn **c, char *why, size_t why_len);
+/* Gives connection idx back; rc is the class of its last call: a dead one is
+ * closed, and the next ik__sql_get connects again. */
+void ik__sql_put(ik__sql_backend *b, int idx, int rc);
+/* A new connection of its own (slots, locks). 0 or a driver class with why. */
+int ik__sql_connect(ik__sql_backend *b, ik__sql_conn **c, char *why, size_t why_len);
+
+/* backend_sql_hazards.c (docs/hazards.md). Runs the driver's hazard check on c now
+ * and installs its rows: 0, IK_EUNSAFE (a row refused; why names it), or the
+ * driver's class if c did not answer (c is then dead). */
+int ik__sql_hazards_run(ik__sql_backend *b, ik__sql_conn *c, char *why, size_t why_len);
+/* The same check's rows (at most IK__SQL_HAZARDS_MAX + 1), not installed: 0 or the
+ * driver's class. */
+int ik__sql_hazards_read(ik__sql_backend *b, ik__sql_conn *c, ik_hazard *rows, size_t *n, char *why,
+                         size_t why_len);
+/* Before a slot write or a tag advance on c: runs the check if c is due, then 0 if
+ * nothing is refused, IK_EUNSAFE (nothing may be sent), or IK_ESTORE with *cls the
+ * class c's failed check left (c dead: give it back with it). */
+int ik__sql_hazards_gate(ik__sql_backend *b, ik__sql_conn *c, int *cls, char *why, size_t why_len);
+/* A new connection that will hold a session lock (recipe_sql.c): connected with
+ * the session limits of a holder (docs/sql.md, "Session settings"). */
+int ik__sql_connect_holder(ik__sql_backend *b, ik__sql_conn **c, char *why, size_t why_len);
+
+/* The ik_error of a driver class: EDOUBT -> IK_EINDOUBT, EDUPLICATE -> IK_EEXIST,
+ * the others IK_ESTORE. */
+int ik__sql_error(int rc);
+
+/* Runs a statement with up to 8 int64/text parameters given as strings. */
+int ik__sql_exec(const ik__sql_driver *d, ik__sql_conn *c, ik__sql_stmt id,
+                 const char *const *params, int n, ik__sql_res *res, char *why, size_t why_len);
+
+#endif

@@ -1,0 +1,103 @@
+/* recipe_zk.h: what the two files of the ZooKeeper recipes share: a lock's state
+ * (ik__zk_lock), and the lower file's calls (recipe_zk_monitor.c: the registry the
+ * ZooKeeper callbacks find a lock by, waiting for its events, the release's
+ * delete, the monitor thread) that recipe_zk.c (the ops) builds on. Calls go one
+ * way: recipe_zk.c -> recipe_zk_monitor.c -> zk_session.c. Not a public API. */
+#ifndef IK_RECIPE_ZK_H
+#define IK_RECIPE_ZK_H
+
+#include "recipe.h"
+#include "recipe_zk_names.h"
+#include "zk_session.h"
+
+#include <pthread.h>
+#include <stdint.h>
+
+#define IK__ZK_LOCK_PATH_MAX 1024
+
+typedef struct ik__zk_lock ik__zk_lock;
+struct ik__zk_lock {
+    ik_lock base;
+    uint64_t reg;                   /* registry id: the ctx of watches and the listener */
+    char dir[IK__ZK_LOCK_PATH_MAX]; /* CHROOT + PATH: the parent of the contenders */
+    size_t chroot_len;              /* its chroot part */
+    const char *name_part;          /* "lock-", "__READ__", "__WRIT__", "latch-" */
+    struct ACL node_acl[2], dir_acl[2];
+    struct ACL_vector node_aclv, dir_aclv;
+
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    /* under mu */
+    uint64_t events;  /* bumped by every watch, session event and answer (cv) */
+    uint64_t mevents; /* bumped by what the monitor must look at (mcv) */
+    pthread_cond_t mcv;
+    int cancel;
+    ik_hold_state state;
+    char node[IK__ZK_LOCK_PATH_MAX]; /* our node's full path, "" if none */
+    unsigned gen;                    /* handle generation our node was (or may have been) made on */
+    int64_t session;                 /* the session that owns it */
+    int64_t fence;
+    int own_deleted;                 /* a watch said our node was deleted */
+    char pred[IK__ZK_LOCK_PATH_MAX]; /* the contender we wait for */
+    int pred_deleted;                /* a watch said it was deleted */
+    char why[160];
+    int stop;       /* the monitor must end (zk_lock_fini) */
+    int monitor_on; /* the monitor thread runs: from the first grant to fini */
+    int mon_busy;   /* the monitor is looking at (or calling back for) a grant */
+    uint64_t grant; /* bumped at every grant and release */
+    pthread_t monitor;
+    /* the release's delete, sent without waiting for its answer */
+    char del_node[IK__ZK_LOCK_PATH_MAX];
+    unsigned del_gen;
+    int64_t del_session;
+    int del_state; /* 0: none; 1: sent; 2: to be sent (again) */
+    uint32_t del_seq;
+    /* the monitor's probes: a sync (through the leader) then zoo_awexists of our
+     * node (it also sets the watch), pipelined; a proof needs both answered */
+    int64_t proven_ms;  /* send time of the last request answered on our session
+                           with our node in place: the session lives until at
+                           least proven_ms + the session timeout */
+    uint32_t probe_seq; /* of the probe in flight (low 20 bits travel with it) */
+    int probe_inflight;
+    int probe_left;   /* answers of the probe in flight still to come (of 2) */
+    int probe_synced; /* its sync was answered ZOK */
+    int probe_seen;   /* its exists found our node, ours */
+    int64_t probe_sent_ms;
+    int probe_gone; /* a probe met an expired session */
+};
+
+/* The registry (ZL2 in recipe_zk.c): callbacks carry a lock's registry id, never
+ * its pointer, and find it here only while it is registered. add: 0 or IK_ENOMEM
+ * (sets lk->reg); after remove no callback touches lk. */
+int ik__zk_lock_reg_add(ik__zk_lock *lk);
+void ik__zk_lock_reg_remove(ik__zk_lock *lk);
+
+/* The watcher of our node and of the contender ahead (ctx: the registry id), and
+ * the session listener (ik__zk_listen, same ctx): they bump the lock's events. */
+void ik__zk_lock_on_watch(zhandle_t *zh, int type, int state, const char *path, void *ctx);
+void ik__zk_lock_on_session(void *ctx, unsigned gen, int state);
+
+/* Waits until an event after `seen`, a cancel (if honour_cancel), or deadline_ms
+ * (monotonic, -1: none). 0: woken; IK_ETIMEDOUT; IK_ECLOSED. */
+int ik__zk_lock_wait_event(ik__zk_lock *lk, uint64_t seen, int64_t deadline_ms, int honour_cancel);
+/* The lock's event count now (to pass to wait_event later). */
+uint64_t ik__zk_lock_events_now(ik__zk_lock *lk);
+
+/* The session our node belongs to (0: none), under lk->mu. */
+int64_t ik__zk_lock_session_of(ik__zk_lock *lk);
+/* Records our node ("" : none), its handle generation, session and fence. */
+void ik__zk_lock_set_node(ik__zk_lock *lk, const char *node, unsigned gen, int64_t session,
+                          int64_t fence);
+
+/* Sends the release's delete if it is due (del_state 2) and the session that owns
+ * the node is connected; forgets it if that session is gone. Never blocks. */
+void ik__zk_lock_delete_pending(ik__zk_lock *lk);
+/* Waits up to ms for the release's delete to be answered (sending it again after a
+ * reconnect). 0, or IK_EINDOUBT. */
+int ik__zk_lock_delete_settle(ik__zk_lock *lk, int64_t ms);
+
+/* The monitor thread of a lock (arg: the ik__zk_lock), from its first grant until
+ * lk->stop: reports IN_DOUBT, HELD and LOST through ik__lock_notify. */
+void *ik__zk_lock_monitor_thread(void *arg);
+
+#endif

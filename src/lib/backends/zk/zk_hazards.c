@@ -1,0 +1,633 @@
+/* zk_hazards.c: the store hazard checks of the zk:// backend (zk_hazards.h;
+ * docs/hazards.md, "ZooKeeper"). Everything is asked of the one server the
+ * session is connected to now:
+ *
+ *   forceSync        mntr: a server that has flushed its transaction log
+ *                    (zk_cnt_sync_processor_batch_size > 0) but never fsynced it
+ *                    (zk_cnt_fsynctime == 0) runs with forceSync=no: it
+ *                    acknowledges writes that a power cut loses. Refused. No
+ *                    four-letter word shows the setting itself; the counters start
+ *                    at 0 with the JVM, and the probe below makes sure the server
+ *                    has logged a write of ours before they are read.
+ *   quorum           /zookeeper/config (voting members) and srvr's Mode: a
+ *                    standalone server or one voter is a quorum of one, where a lost
+ *                    disk loses every slot record and counter. A risk.
+ *   skipACL          a probe: an ephemeral node of this session that the world may
+ *                    only read; a write to it must fail with NOAUTH. If it goes
+ *                    through, the server ignores ACLs (skipACL=yes). A risk. The
+ *                    failed write is logged by the server like any other, which is
+ *                    the write the forceSync check needs.
+ *   read-only        isro: "ro" is refused (our sessions never accept a read-only
+ *                    server, so this is a belt to those braces).
+ *   session timeout  what the server granted (conf: minSessionTimeout and
+ *                    maxSessionTimeout) against what we asked; the safe window is
+ *                    computed from the granted one, so this row is always ok.
+ *
+ * A four-letter word that is not in 4lw.commands.whitelist leaves its check
+ * unverifiable: a risk, not a refusal (many fleets leave the default whitelist).
+ *
+ * When: all of them at open, and before a slot take, a slot renewal or a counter
+ * advance whenever the session connected again since the last check (a session
+ * event: a reconnect, to another member or to a restarted server, is a new
+ * connection), the connected server is another one, or a check is refused now.
+ * Every hazard interval (hazard.h: a third of the negotiated session timeout, at
+ * most 10 s) a thread of its own re-checks the connection lightly: what can
+ * change on a server without a restart (its voting members);
+ * forceSync, skipACL and the session bounds are read by ZooKeeper at its start,
+ * and a restart is a new connection. So a slow server never delays a renewal
+ * behind an interval's check (the renewal's own answer would then come too late
+ * for its window).
+ */
+#include "zk_hazards.h"
+#include "backend_zk.h"
+#include "internal.h"
+#include "zk_session.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define HZ_4LW_MAX (256 * 1024) /* mntr is about 20 KB */
+#define HZ_MNTR_TRIES 10        /* a follower logs a write a little after it answers */
+
+typedef struct ik__zk_hz {
+    pthread_mutex_t run;    /* one check at a time; guards the fields below */
+    atomic_uint epoch;      /* CONNECTED session events heard (the listener) */
+    unsigned checked_epoch; /* epoch when the last check began */
+    int64_t checked_ns;     /* mono ns of the last check (0: none) */
+    char host[80];          /* the server it judged */
+    int64_t probe_session;  /* the session whose probe node exists */
+    int asked_ms;           /* the session timeout we asked for */
+    int listening;
+    /* the interval's re-check runs on a thread of its own (hz_thread): a write
+     * never waits behind it */
+    pthread_t thread;
+    int thread_started;
+    pthread_mutex_t tmu; /* guards stop; tcv wakes the thread to stop */
+    pthread_cond_t tcv;
+    int stop;
+    atomic_int_least64_t light_ns; /* mono ns of the latest check, full or light */
+} zk_hz;
+
+/* ------------------------------------------------------------------------------
+ * The pure parts
+ */
+int ik__zk_4lw_closed(const char *reply)
+{
+    return reply && strstr(reply, "is not executed because it is not in the whitelist") != NULL;
+}
+
+int ik__zk_4lw_value(const char *reply, const char *key, char *out, size_t len)
+{
+    size_t kl = strlen(key);
+    for (const char *p = reply; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+        if (strncmp(p, key, kl) != 0) continue;
+        const char *v = p + kl;
+        if (*v == '=' || *v == '\t')
+            v++;
+        else if (v[0] == ':' && v[1] == ' ')
+            v += 2;
+        else
+            continue;
+        size_t n = strcspn(v, "\r\n");
+        if (len) snprintf(out, len, "%.*s", (int)n, v);
+        return 0;
+    }
+    return -1;
+}
+
+int ik__zk_config_voters(const char *config, int len)
+{
+    int voters = 0;
+    const char *end = config + (len > 0 ? len : 0);
+    for (const char *p = config; p && p < end;) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        if (n > 7 && strncmp(p, "server.", 7) == 0 && memchr(p, '=', n)) {
+            /* server.N=host:quorum:election[:role][;client]: the role is participant
+             * unless it says observer */
+            const char *semi = memchr(p, ';', n);
+            size_t m = semi ? (size_t)(semi - p) : n;
+            int observer = m >= 9 && memcmp(p + m - 9, ":observer", 9) == 0;
+            voters += !observer;
+        }
+        p = nl ? nl + 1 : NULL;
+    }
+    return voters;
+}
+
+/* ------------------------------------------------------------------------------
+ * Four-letter words, on a connection of their own to the session's server
+ */
+static int wait_fd(int fd, short ev, int64_t deadline_ns)
+{
+    for (;;) {
+        int64_t left = (deadline_ns - ik__mono_ns()) / 1000000;
+        if (left <= 0) return -1;
+        struct pollfd p = {fd, ev, 0};
+        int r = poll(&p, 1, (int)left);
+        if (r > 0) return 0;
+        if (r < 0 && errno != EINTR) return -1;
+    }
+}
+
+/* The server's answer to word (malloc'd, NUL-terminated), or NULL if it did not
+ * answer by the deadline. */
+static char *four_letters(const struct sockaddr_storage *ss, socklen_t sl, const char *word,
+                          int64_t deadline_ns)
+{
+    int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) return NULL;
+    char *buf = NULL;
+    size_t n = 0;
+    int err = 0;
+    socklen_t el = sizeof err;
+    if (connect(fd, (const struct sockaddr *)ss, sl) != 0 &&
+        (errno != EINPROGRESS || wait_fd(fd, POLLOUT, deadline_ns) != 0 ||
+         getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) != 0 || err != 0))
+        goto out;
+    if (send(fd, word, strlen(word), MSG_NOSIGNAL) != (ssize_t)strlen(word)) goto out;
+    if (!(buf = malloc(HZ_4LW_MAX + 1))) goto out;
+    for (;;) {
+        if (wait_fd(fd, POLLIN, deadline_ns) != 0) {
+            free(buf);
+            buf = NULL;
+            goto out;
+        }
+        ssize_t r = recv(fd, buf + n, HZ_4LW_MAX - n, 0);
+        if (r == 0 || (r < 0 && errno != EINTR && errno != EAGAIN)) break;
+        if (r > 0) n += (size_t)r;
+        if (n == HZ_4LW_MAX) break;
+    }
+    buf[n] = '\0';
+    if (n == 0) { /* closed without a word: not a server that answers them */
+        free(buf);
+        buf = NULL;
+    }
+out:
+    close(fd);
+    return buf;
+}
+
+/* ------------------------------------------------------------------------------
+ * The probe node and /zookeeper/config, on the session
+ */
+static int call_wait(ik__zk_wait *w, zhandle_t *zh, int zrc, int64_t deadline_ns)
+{
+    ik__zk_issued(&w->r[0], zrc);
+    if (!ik__zk_wait_until(w, zh, deadline_ns)) return ZOPERATIONTIMEOUT;
+    return w->r[0].rc;
+}
+
+/* 1: a write the world may not make went through (ACLs are skipped); 0: refused
+ * with NOAUTH; -1: unknown (msg says why). */
+static int probe_acl(zk_hz *z, const ik__zk_session *s, int64_t deadline_ns, char *msg, size_t len)
+{
+    static char world[] = "world", anyone[] = "anyone";
+    struct ACL read_only[1] = {{ZOO_PERM_READ, {world, anyone}}};
+    struct ACL_vector acl = {1, read_only};
+    char parent[600], path[640];
+    snprintf(parent, sizeof parent, "%s/idkeeper", s->chroot);
+    snprintf(path, sizeof path, "%s/hazard-probe-%016" PRIx64, parent, (uint64_t)s->id);
+    int zrc;
+    if (z->probe_session != s->id) {
+        for (int attempt = 0; attempt < 2; attempt++) {
+            ik__zk_wait *w = ik__zk_wait_new(1, 0);
+            if (!w) return snprintf(msg, len, "out of memory"), -1;
+            ik__zk_arm(&w->r[0]);
+            zrc = call_wait(w, s->zh,
+                            zoo_acreate2(s->zh, path, NULL, -1, &acl, ZOO_EPHEMERAL,
+                                         ik__zk_on_created, &w->r[0]),
+                            deadline_ns);
+            ik__zk_wait_put(w);
+            if (zrc != ZNONODE || attempt) break;
+            zrc = ik__zk_create_path(s->zh, parent, strlen(parent), s->shared_acl, s->shared_acl,
+                                     ZOO_PERSISTENT, NULL, 0);
+            if (zrc != ZOK) break;
+        }
+        if (zrc != ZOK && zrc != ZNODEEXISTS) {
+            snprintf(msg, len, "? (cannot make a probe node: %s)", zerror(zrc));
+            return -1;
+        }
+        z->probe_session = s->id;
+    }
+    ik__zk_wait *w = ik__zk_wait_new(1, 0);
+    if (!w) return snprintf(msg, len, "out of memory"), -1;
+    ik__zk_arm(&w->r[0]);
+    zrc = call_wait(w, s->zh, zoo_aset(s->zh, path, "1", 1, -1, ik__zk_on_stat, &w->r[0]),
+                    deadline_ns);
+    ik__zk_wait_put(w);
+    if (zrc == ZNOAUTH) return 0;
+    if (zrc == ZOK) return 1;
+    if (zrc == ZNONODE) z->probe_session = 0; /* made again next time */
+    snprintf(msg, len, "? (probe write: %s)", zerror(zrc));
+    return -1;
+}
+
+/* The voting members in /zookeeper/config (0: empty, a standalone server), or -1. */
+static int read_voters(const ik__zk_session *s, int64_t deadline_ns)
+{
+    ik__zk_wait *w = ik__zk_wait_new(1, 0);
+    if (!w) return -1;
+    ik__zk_arm(&w->r[0]);
+    int zrc = call_wait(w, s->zh, zoo_aget(s->zh, ZOO_CONFIG_NODE, 0, ik__zk_on_data, &w->r[0]),
+                        deadline_ns);
+    int voters = zrc == ZOK       ? ik__zk_config_voters(w->r[0].data, w->r[0].len)
+                 : zrc == ZNONODE ? 0
+                                  : -1;
+    ik__zk_wait_put(w);
+    return voters;
+}
+
+/* "HOST:PORT" of the server the session is connected to: 0, or -1 if not known. */
+static int server_of(zhandle_t *zh, struct sockaddr_storage *ss, socklen_t *sl, char *out,
+                     size_t len)
+{
+    *sl = sizeof *ss;
+    memset(ss, 0, sizeof *ss);
+    if (!zookeeper_get_connected_host(zh, (struct sockaddr *)ss, sl)) return -1;
+    char ip[INET6_ADDRSTRLEN] = "?";
+    if (ss->ss_family == AF_INET) {
+        const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
+        inet_ntop(AF_INET, &a->sin_addr, ip, sizeof ip);
+        snprintf(out, len, "%s:%u", ip, ntohs(a->sin_port));
+    } else if (ss->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ss;
+        inet_ntop(AF_INET6, &a->sin6_addr, ip, sizeof ip);
+        snprintf(out, len, "[%s]:%u", ip, ntohs(a->sin6_port));
+    } else {
+        return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------
+ * The checks
+ */
+static zk_hz *hz_of(ik__backend *be)
+{
+    return ik__zk_backend_of(be)->hzs;
+}
+
+static long num(const char *reply, const char *key)
+{
+    char v[32];
+    if (ik__zk_4lw_value(reply, key, v, sizeof v) != 0) return -1;
+    char *end;
+    long n = strtol(v, &end, 10);
+    return end == v ? -1 : n;
+}
+
+/* A row that is never refused: a hazard idkeeper cannot rule out, or accepts. */
+static void risk_row(const ik__hazards *h, ik_hazard *r, const char *check, const char *value,
+                     const char *fix)
+{
+    ik__hazard_row(h, r, check, value, 1, "%s", fix);
+    r->verdict = IK_VERDICT_RISK;
+}
+
+static void forcesync_row(const ik__hazards *h, ik_hazard *r, const char *host,
+                          const struct sockaddr_storage *ss, socklen_t sl, int64_t deadline_ns)
+{
+    char v[96];
+    int unsynced = 0;
+    for (int i = 0; i < HZ_MNTR_TRIES; i++) {
+        char *m = four_letters(ss, sl, "mntr", deadline_ns);
+        if (!m) {
+            snprintf(v, sizeof v, "? (no answer to mntr from %s)", host);
+            risk_row(h, r, "forceSync", v,
+                     "make the server answer the four-letter word mntr, so that idkeeper can "
+                     "see whether it fsyncs its log");
+            return;
+        }
+        int closed = ik__zk_4lw_closed(m);
+        long fsyncs = num(m, "zk_cnt_fsynctime"),
+             flushes = num(m, "zk_cnt_sync_processor_batch_size");
+        free(m);
+        if (closed || fsyncs < 0 || flushes < 0) {
+            snprintf(v, sizeof v, "? (%s: mntr %s)", host,
+                     closed ? "not in 4lw.commands.whitelist" : "has no fsync counters");
+            risk_row(h, r, "forceSync", v,
+                     "add mntr to 4lw.commands.whitelist on every server, so that idkeeper can "
+                     "see whether it fsyncs its log (forceSync)");
+            return;
+        }
+        if (fsyncs > 0) {
+            snprintf(v, sizeof v, "yes (%s: %ld fsyncs)", host, fsyncs);
+            ik__hazard_row(h, r, "forceSync", v, 0, NULL);
+            return;
+        }
+        /* flushed but not fsynced: a server with forceSync=yes counts the flush
+         * before its fsync, so only a count that stays 0 says no */
+        if (flushes > 0 && ++unsynced >= 3) {
+            snprintf(v, sizeof v, "no (%s: %ld log flushes, 0 fsyncs)", host, flushes);
+            ik__hazard_row(h, r, "forceSync", v, 1,
+                           "set forceSync=yes (drop -Dzookeeper.forceSync=no) on %s and restart "
+                           "it: it acknowledges writes it has not fsynced, and a power cut "
+                           "loses slot records and counters",
+                           host);
+            return;
+        }
+        if (i + 1 < HZ_MNTR_TRIES) usleep(100 * 1000); /* a follower logs a bit later */
+    }
+    snprintf(v, sizeof v, "? (%s has %s)", host,
+             unsynced ? "not fsynced its log yet" : "logged no write yet");
+    risk_row(h, r, "forceSync", v, "check again once the server has logged a write");
+}
+
+#define QUORUM_FIX                                                                                 \
+    "run an ensemble of 3 or 5 servers: with a quorum of one, a lost disk loses every slot "       \
+    "record and counter (sequences restart, workers are reused)"
+#define RO_FIX "%s serves read-only, cut off from its quorum: reconnect it to the ensemble"
+
+/* The re-check of a connection already judged, when only the interval is due:
+ * what can change on a server without a restart (a restart is a new connection,
+ * judged in full): its voting members (a reconfig). forceSync, skipACL and the
+ * session bounds are read once, at start, by ZooKeeper; a server that turns
+ * read-only drops our session (it never asks for read-only mode), and the
+ * reconnect is judged in full. It runs on the hazard thread (hz_thread), on the
+ * session alone (one read, no connection of its own), sends no write and waits at
+ * most a short while; a row not answered keeps its verdict. */
+static int light_check(ik__backend *be, zk_hz *z, char *why, size_t why_len)
+{
+    ik__hazards *h = &be->hz;
+    ik__zk_session s;
+    ik__zk_session_get(be, &s);
+    struct sockaddr_storage ss;
+    socklen_t sl;
+    char host[80];
+    if (!s.connected || server_of(s.zh, &ss, &sl, host, sizeof host) != 0) {
+        ik__zk_session_put(be);
+        return ik__fail(IK_ESTORE, why, why_len,
+                        "ZooKeeper is not connected: its settings cannot be checked");
+    }
+    int64_t budget_ms = s.timeout_ms / 6 > 1000 ? 1000 : s.timeout_ms / 6;
+    int64_t deadline = ik__mono_ns() + (budget_ms < 100 ? 100 : budget_ms) * 1000000;
+    int voters = read_voters(&s, deadline);
+    ik__zk_session_put(be);
+    ik_hazard rows[1];
+    size_t n = 0;
+    char v[96];
+    if (voters >= 2) {
+        snprintf(v, sizeof v, "%d voters, quorum %d", voters, voters / 2 + 1);
+        ik__hazard_row(h, &rows[n++], "quorum", v, 0, NULL);
+    } else if (voters == 1) {
+        risk_row(h, &rows[n++], "quorum", "1 voter", QUORUM_FIX);
+    } /* 0 (standalone, which no reconfig changes) or unanswered: as it was */
+    atomic_store(&z->light_ns, ik__mono_ns());
+    return ik__hazards_update(h, rows, n, why, why_len);
+}
+
+/* All checks on the session's server. Caller holds z->run. 0, IK_EUNSAFE, or
+ * IK_ESTORE if the session is not connected (nothing was judged). */
+static int run_locked(ik__backend *be, zk_hz *z, char *why, size_t why_len)
+{
+    ik__hazards *h = &be->hz;
+    unsigned epoch = atomic_load(&z->epoch);
+    ik__zk_session s;
+    ik__zk_session_get(be, &s);
+    struct sockaddr_storage ss;
+    socklen_t sl;
+    char host[80];
+    if (!s.connected || server_of(s.zh, &ss, &sl, host, sizeof host) != 0) {
+        ik__zk_session_put(be);
+        return ik__fail(IK_ESTORE, why, why_len,
+                        "ZooKeeper is not connected: its settings cannot be checked");
+    }
+    int64_t budget_ms = s.timeout_ms / 3 < 2000 ? 2000 : s.timeout_ms / 3;
+    int64_t deadline = ik__mono_ns() + budget_ms * 1000000;
+    int timeout_ms = s.timeout_ms;
+    char probe_msg[96] = "";
+    int skip = probe_acl(z, &s, deadline, probe_msg, sizeof probe_msg);
+    int voters = read_voters(&s, deadline);
+    ik__zk_session_put(be); /* the rest asks the server on connections of its own */
+
+    char *srvr = four_letters(&ss, sl, "srvr", deadline);
+    char *conf = four_letters(&ss, sl, "conf", deadline);
+    char *isro = four_letters(&ss, sl, "isro", deadline);
+    ik_hazard rows[5];
+    size_t n = 0;
+    char v[96], mode[32] = "";
+    if (srvr && !ik__zk_4lw_closed(srvr)) ik__zk_4lw_value(srvr, "Mode", mode, sizeof mode);
+
+    forcesync_row(h, &rows[n++], host, &ss, sl, deadline);
+
+    if (strcmp(mode, "standalone") == 0 || voters == 0)
+        snprintf(v, sizeof v, "standalone (%s)", host);
+    else if (voters > 0)
+        snprintf(v, sizeof v, "%d voter%s, quorum %d", voters, voters == 1 ? "" : "s",
+                 voters / 2 + 1);
+    else
+        snprintf(v, sizeof v, "? (cannot read %s)", ZOO_CONFIG_NODE);
+    if (voters >= 2 && strcmp(mode, "standalone") != 0)
+        ik__hazard_row(h, &rows[n++], "quorum", v, 0, NULL);
+    else
+        risk_row(h, &rows[n++], "quorum", v, QUORUM_FIX);
+
+    if (skip == 0)
+        ik__hazard_row(h, &rows[n++], "skipACL", "no (a write the ACL forbids was refused)", 0,
+                       NULL);
+    else if (skip == 1)
+        risk_row(h, &rows[n++], "skipACL", "yes (a write the ACL forbids went through)",
+                 "remove skipACL=yes (zookeeper.skipACL) and restart: any client can change or "
+                 "delete idkeeper's slot and counter nodes");
+    else
+        risk_row(h, &rows[n++], "skipACL", probe_msg,
+                 "let idkeeper create nodes under CHROOT/idkeeper, so that it can check that "
+                 "ACLs are enforced");
+
+    if (isro && !ik__zk_4lw_closed(isro) && strncmp(isro, "ro", 2) == 0) {
+        snprintf(v, sizeof v, "ro (%s)", host);
+        ik__hazard_row(h, &rows[n++], "read-only", v, 1, RO_FIX, host);
+    } else {
+        snprintf(v, sizeof v, "%s (%s)",
+                 isro && !ik__zk_4lw_closed(isro) ? "rw" : "? (isro closed; sessions refuse ro)",
+                 host);
+        ik__hazard_row(h, &rows[n++], "read-only", v, 0, NULL);
+    }
+
+    long lo = conf && !ik__zk_4lw_closed(conf) ? num(conf, "minSessionTimeout") : -1;
+    long hi = conf && !ik__zk_4lw_closed(conf) ? num(conf, "maxSessionTimeout") : -1;
+    if (lo >= 0 && hi >= 0)
+        snprintf(v, sizeof v, "%d ms (asked %d; server allows %ld-%ld)", timeout_ms, z->asked_ms,
+                 lo, hi);
+    else
+        snprintf(v, sizeof v, "%d ms (asked %d)", timeout_ms, z->asked_ms);
+    ik__hazard_row(h, &rows[n++], "session timeout", v, 0, NULL);
+
+    free(srvr);
+    free(conf);
+    free(isro);
+    z->checked_epoch = epoch;
+    z->checked_ns = ik__mono_ns();
+    atomic_store(&z->light_ns, z->checked_ns);
+    snprintf(z->host, sizeof z->host, "%s", host);
+    return ik__hazards_update(h, rows, n, why, why_len);
+}
+
+/* Is the full check due before a write (z->run held)? Never checked, a new
+ * connection, another server, or a check refused now (HZ3). The interval's
+ * re-check is the thread's (hz_thread). */
+static int due_locked(ik__backend *be, zk_hz *z)
+{
+    if (z->checked_ns == 0 || atomic_load(&z->epoch) != z->checked_epoch) return 1;
+    if (ik__hazards_refused(&be->hz, NULL, 0)) return 1;
+    ik__zk_session s;
+    ik__zk_session_get(be, &s);
+    struct sockaddr_storage ss;
+    socklen_t sl;
+    char host[80];
+    int other = s.connected && server_of(s.zh, &ss, &sl, host, sizeof host) == 0 &&
+                strcmp(host, z->host) != 0;
+    ik__zk_session_put(be);
+    return other;
+}
+
+/* Before a write: 0 (checked, or not due), IK_EUNSAFE (refused now), or IK_ESTORE
+ * (due, but the session is not connected: nothing was judged). */
+static int gate(ik__backend *be)
+{
+    zk_hz *z = hz_of(be);
+    if (!z) return IK_OK;
+    pthread_mutex_lock(&z->run);
+    int rc = due_locked(be, z) ? run_locked(be, z, NULL, 0) : IK_OK;
+    pthread_mutex_unlock(&z->run);
+    if (rc && rc != IK_EUNSAFE) return rc;
+    return ik__hazards_refused(&be->hz, NULL, 0);
+}
+
+/* The interval's re-check: every hazard interval, the light check of the
+ * connection (the full one when it is due and no write came to run it). */
+static void *hz_thread(void *arg)
+{
+    ik__backend *be = arg;
+    zk_hz *z = ik__zk_backend_of(be)->hzs;
+    pthread_mutex_lock(&z->tmu);
+    while (!z->stop) {
+        struct timespec ts;
+        ik__deadline_ts(&ts, be->hz.interval_ms);
+        pthread_cond_timedwait(&z->tcv, &z->tmu, &ts);
+        if (z->stop) break;
+        pthread_mutex_unlock(&z->tmu);
+        if (ik__hazards_due(&be->hz, atomic_load(&z->light_ns)) &&
+            pthread_mutex_trylock(&z->run) == 0) { /* else a full check runs now */
+            int full = due_locked(be, z);
+            if (full) run_locked(be, z, NULL, 0);
+            pthread_mutex_unlock(&z->run);
+            if (!full) light_check(be, z, NULL, 0);
+        }
+        pthread_mutex_lock(&z->tmu);
+    }
+    pthread_mutex_unlock(&z->tmu);
+    return NULL;
+}
+
+static void on_session(void *ctx, unsigned gen, int state)
+{
+    (void)gen;
+    if (state == ZOO_CONNECTED_STATE) atomic_fetch_add(&((zk_hz *)ctx)->epoch, 1);
+}
+
+int ik__zk_hazards_check(ik__backend *be, char *why, size_t why_len)
+{
+    zk_hz *z = hz_of(be);
+    if (!z) return IK_OK;
+    pthread_mutex_lock(&z->run);
+    int rc = run_locked(be, z, why, why_len);
+    pthread_mutex_unlock(&z->run);
+    return rc;
+}
+
+int ik__zk_hazards_open(ik__backend *be, const ik_coord_options *o, char *why, size_t why_len)
+{
+    ik__zk_backend *b = ik__zk_backend_of(be);
+    zk_hz *z = calloc(1, sizeof *z);
+    if (!z) return IK_ENOMEM;
+    pthread_mutex_init(&z->run, NULL);
+    z->asked_ms = b->zc.timeout_ms;
+    b->hzs = z;
+    /* the interval: a third of the negotiated session timeout, at most 10 s */
+    ik__hazards_init(&be->hz, o, ik__zk_slot_free_ms(be), b->zc.uri);
+    if (ik__zk_listen(be, on_session, z) != 0) return IK_ENOMEM;
+    z->listening = 1;
+    int rc = ik__zk_hazards_check(be, why, why_len);
+    if (rc && rc != IK_EUNSAFE) return rc;
+    pthread_mutex_init(&z->tmu, NULL);
+    ik__cond_init_mono(&z->tcv);
+    if (pthread_create(&z->thread, NULL, hz_thread, be) != 0) {
+        pthread_cond_destroy(&z->tcv);
+        pthread_mutex_destroy(&z->tmu);
+        return ik__fail(IK_ENOMEM, why, why_len, "cannot start the hazard check thread");
+    }
+    z->thread_started = 1;
+    return rc;
+}
+
+void ik__zk_hazards_close(ik__backend *be)
+{
+    ik__zk_backend *b = ik__zk_backend_of(be);
+    zk_hz *z = b->hzs;
+    if (!z) return;
+    if (z->thread_started) {
+        pthread_mutex_lock(&z->tmu);
+        z->stop = 1;
+        pthread_cond_broadcast(&z->tcv);
+        pthread_mutex_unlock(&z->tmu);
+        pthread_join(z->thread, NULL);
+        pthread_cond_destroy(&z->tcv);
+        pthread_mutex_destroy(&z->tmu);
+    }
+    if (z->listening) ik__zk_unlisten(be, on_session, z);
+    pthread_mutex_destroy(&z->run);
+    free(z);
+    b->hzs = NULL;
+}
+
+/* ------------------------------------------------------------------------------
+ * The gated writes
+ */
+int ik__zk_gated_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__slot_grant *out,
+                              char *why, size_t why_len)
+{
+    zk_hz *z = hz_of(be);
+    if (z) ik__zk_wait_connected(be, ik__zk_connect_wait_ms(ik__zk_slot_free_ms(be)));
+    int rc = gate(be);
+    if (rc == IK_EUNSAFE) return ik__hazards_refused(&be->hz, why, why_len);
+    if (rc)
+        return ik__fail(IK_ESTORE, why, why_len,
+                        "ZooKeeper is not connected: its settings cannot be checked");
+    return ik__zk_slot_acquire(be, req, out, why, why_len);
+}
+
+int ik__zk_gated_slot_persist(ik__backend *be, void *handle, int64_t record_ms,
+                              int64_t *valid_until_mono_ns, int64_t *written_ms)
+{
+    /* not connected (IK_ESTORE): the renewal sends nothing on a handle that is not
+     * connected either, and settles what an earlier one left */
+    int rc = gate(be);
+    if (rc == IK_EUNSAFE) return rc;
+    return ik__zk_slot_persist(be, handle, record_ms, valid_until_mono_ns, written_ms);
+}
+
+int ik__zk_gated_tag_advance(ik__backend *be, const char *app, const char *name, ik_tag_kind kind,
+                             int64_t delta, int64_t *first)
+{
+    /* the connection wait the advance would make (up to 2 s), made here, so that
+     * the advance sends on a connection judged first: one that is still down
+     * answers now (certainly not done), not after a second wait of its own that a
+     * reconnect could end on a connection nobody checked */
+    if (hz_of(be) &&
+        ik__zk_wait_connected(be, ik__zk_connect_wait_ms(ik__zk_slot_free_ms(be))) == IK_ESTORE)
+        return IK_ESTORE;
+    int rc = gate(be);
+    if (rc == IK_EUNSAFE) return rc;
+    if (rc) return IK_ESTORE; /* certainly not done */
+    return ik__zk_tag_advance(be, app, name, kind, delta, first);
+}

@@ -1,0 +1,57 @@
+# stores/mysql.sh: the hooks of conf.sh for mysql:// (docs/testing.md, "Adding a
+# backend to the suite"; conf.sh says what each hook does). The store: the shared
+# fixture's MariaDB (tests/integration/mysql.sh), a database per conf_coord NAME.
+
+# shellcheck source=../../integration/mysql.sh
+source "$IK_SRC/tests/integration/mysql.sh"
+
+# _conf_my_db NAME: this test's database NAME on the MariaDB (made on first use).
+_conf_my_db() {
+  local db="$1_$$"
+  my_sql -e "CREATE DATABASE IF NOT EXISTS \`$db\`" || fail "could not create database $db"
+  echo "$db"
+}
+
+conf_store_start() {
+  my_start # the shared fixture's server; a database per conf_coord NAME
+  CONF_SERVE_ARGS=(--lease-ttl "$CONF_SESSION_MS")
+}
+
+conf_coord() { echo "mysql://$MDB_USER@127.0.0.1:$MY_PORT/$(_conf_my_db "$1")"; }
+
+conf_slot_free_ms() { echo "$CONF_SESSION_MS"; } # the slot's TTL (--lease-ttl)
+
+conf_slot_wait_ms() { echo $((CONF_SESSION_MS + 2000)); }
+
+conf_slot_record() {
+  local uri=$1 app=$2 w=$3
+  my_sql -D "${uri##*/}" -e "SELECT record_ms FROM idk_slots WHERE app = '$app' AND worker = $w"
+}
+
+conf_lock_free_ms() { echo 0; } # GET_LOCK: the server frees it as the holder's connection closes
+
+conf_patient_args() { :; }
+
+conf_lock_waiters() {
+  local uri=$1 path=$2
+  # GET_LOCK waiters (their statement names the key) and the holder, if any
+  my_sql -e "SELECT (SELECT COUNT(*) FROM information_schema.PROCESSLIST
+      WHERE INFO LIKE 'SELECT GET_LOCK(%''lock:$path''%')
+    + (IS_USED_LOCK(IF(CHAR_LENGTH('lock:$path') <= 61, CONCAT('ik/', 'lock:$path'),
+         CONCAT('ik#', LEFT(SHA2('lock:$path', 256), 61)))) IS NOT NULL)"
+}
+
+conf_counter_raw() {
+  local uri=$1 tag=$2 app=${3:-default}
+  local biz=$tag
+  [ "$app" = default ] || biz="$app/$tag"
+  my_sql -D "${uri##*/}" -e "SELECT max_id FROM leaf_alloc WHERE biz_tag = '$biz'"
+}
+
+conf_store_port() { echo "$MY_PORT"; }
+
+# SQL writes a tag in a transaction: the COMMIT that follows the commit mark's
+# INSERT (docs/sql.md) is the request that applies it.
+conf_fault_answer_lost() { proxy hold-after 1 COMMIT INSERT INTO idk_commit_mark; }
+
+conf_fault_freeze_after_write() { proxy mute-after 1 COMMIT INSERT INTO idk_commit_mark; }

@@ -1,0 +1,57 @@
+# stores/postgresql.sh: the hooks of conf.sh for postgresql:// (docs/testing.md,
+# "Adding a backend to the suite"; conf.sh says what each hook does). The store:
+# the shared server (tests/fixtures/postgres.sh), a database per conf_coord NAME.
+
+[ -r "${IK_FIXTURE_POSTGRES:-}/env" ] || fail "stores/postgresql.sh: no postgres fixture (IK_FIXTURE_POSTGRES)"
+source "$IK_FIXTURE_POSTGRES/env"
+IK_PG_LIB=1 source "$IK_SRC/tests/fixtures/postgres.sh"
+export IDKEEPER_PASSWORD=$PG_PASSWORD
+
+# conf_pg_db NAME: the database of conf_coord NAME: made once per test ("c<pid>_NAME").
+conf_pg_db() {
+  local db
+  db=$(printf 'c%s_%s' "$$" "$1" | tr -c 'a-zA-Z0-9_\n' _ | tr 'A-Z' 'a-z' | cut -c1-63)
+  if [ -z "$(pg_psql "$PG_SHARED_PORT" postgres "SELECT 1 FROM pg_database WHERE datname = '$db'")" ]; then
+    pg_psql "$PG_SHARED_PORT" postgres "CREATE DATABASE $db" >/dev/null 2>&1 ||
+      [ -n "$(pg_psql "$PG_SHARED_PORT" postgres "SELECT 1 FROM pg_database WHERE datname = '$db'")" ] ||
+      fail "cannot create database $db"
+  fi
+  echo "$db"
+}
+
+conf_store_start() { CONF_SERVE_ARGS=(--lease-ttl "$CONF_SESSION_MS"); }
+
+conf_coord() { echo "postgresql://$PG_USER@127.0.0.1:$PG_SHARED_PORT/$(conf_pg_db "$1")"; }
+
+conf_slot_free_ms() { echo "$CONF_SESSION_MS"; } # the slot's TTL (--lease-ttl)
+
+conf_slot_wait_ms() { echo $((CONF_SESSION_MS + 2000)); }
+
+conf_slot_record() {
+  local uri=$1 app=$2 w=$3
+  pg_psql "$PG_SHARED_PORT" "${uri##*/}" "SELECT record_ms FROM idk_slots WHERE app = '$app' AND worker = $w"
+}
+
+conf_lock_free_ms() { echo 1000; } # the server frees it when the connection closes
+
+conf_patient_args() { echo --lease-ttl 10000; }
+
+conf_lock_waiters() { # waiting or granted, on the advisory lock of "lock:PATH" (docs/recipes.md)
+  local uri=$1 path=$2
+  pg_psql "$PG_SHARED_PORT" "${uri##*/}" "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 1 AND ((classid::bigint << 32) | objid::bigint) = hashtextextended('lock:$path', 0)"
+}
+
+conf_counter_raw() { # docs/sql.md: the default app's tag is its biz_tag, another's APP/TAG
+  local uri=$1 tag=$2 app=${3:-default}
+  local biz=$tag
+  [ "$app" = default ] || biz=$app/$tag
+  pg_psql "$PG_SHARED_PORT" "${uri##*/}" "SELECT max_id FROM leaf_alloc WHERE biz_tag = '$biz'"
+}
+
+conf_store_port() { echo "$PG_SHARED_PORT"; }
+
+# SQL writes a tag in a transaction: the COMMIT that follows the commit mark's
+# INSERT (docs/sql.md) is the request that applies it.
+conf_fault_answer_lost() { proxy hold-after 1 COMMIT INSERT INTO idk_commit_mark; }
+
+conf_fault_freeze_after_write() { proxy mute-after 1 COMMIT INSERT INTO idk_commit_mark; }

@@ -1,0 +1,69 @@
+# stores/zk.sh: the hooks of conf.sh for zk:// (docs/testing.md, "Adding a backend
+# to the suite"; conf.sh says what each hook does). The store: a standalone
+# ZooKeeper of this test's own, or the shared fixture's with a fresh chroot
+# (tests/integration/zk.sh).
+
+# shellcheck source=../../integration/zk.sh
+source "$IK_SRC/tests/integration/zk.sh"
+ZK_SESSION_MS=$CONF_SESSION_MS
+
+conf_store_start() {
+  zk_start_standalone
+  CONF_SERVE_ARGS=(--zk-session-timeout "$CONF_SESSION_MS")
+}
+
+conf_coord() { zk_uri "$1"; }
+
+conf_slot_free_ms() { echo "$CONF_SESSION_MS"; }
+
+conf_slot_wait_ms() { echo $((CONF_SESSION_MS + 2000)); }
+
+# _conf_zk_root URI: the URI's path relative to ZK_CONNECT (the shared fixture adds
+# a chroot to it)
+_conf_zk_root() { echo "${1#"zk://$ZK_CONNECT/"}"; }
+
+conf_slot_record() {
+  local uri=$1 app=$2 w=$3
+  zk_tool slot "/$(_conf_zk_root "$uri")/idkeeper/apps/$app" "$w" | jq -r .record_ms
+}
+
+conf_lock_free_ms() { echo "$CONF_SESSION_MS"; }
+
+conf_patient_args() { echo --zk-session-timeout 10000; }
+
+conf_lock_waiters() {
+  local uri=$1 path=$2
+  zk_tool ls "/$(_conf_zk_root "$uri")$path" 2>/dev/null | grep -c -- '-lock-' || true
+}
+
+conf_counter_raw() {
+  local uri=$1 tag=$2 app=${3:-default}
+  ZK_CHROOT=$(_conf_zk_root "$uri") counter_raw "$tag" "$app" | cut -d' ' -f1
+}
+
+conf_counters_store() { source "$IK_SRC/tests/integration/zk_counters.sh"; } # counter_raw
+
+conf_store_port() { local hp=${ZK_CONNECT%%/*} && echo "${hp##*:}"; } # the shared fixture's adds a chroot
+
+conf_elect_nodes() {
+  local uri=$1 path=$2
+  # the latch- children in sequence order (Curator's LeaderLatch names)
+  zk_tool ls "/$(_conf_zk_root "$uri")$path" 2>/dev/null | grep -- 'latch-' |
+    awk -F'latch-' '{ print $2, $0 }' | sort -n | cut -d' ' -f2- || true
+}
+
+conf_elect_args() { echo --zk-session-timeout "$1"; }
+
+conf_slow_args() { echo --zk-session-timeout $(($1 * 4)); }
+
+conf_release_bound_ms() {
+  # the release: max(2 s, T/2); the close: 2 s for open doubts (docs/zookeeper.md)
+  local t=$(($1 * 4))
+  echo $(((t / 2 > 2000 ? t / 2 : 2000) + 2000))
+}
+
+# zk:// writes a tag in one request (a setData or a multi) on the session's one
+# connection, so what the proxy holds or mutes after it is sent has been applied.
+conf_fault_answer_lost() { proxy hold; }
+
+conf_fault_freeze_after_write() { proxy mute; }

@@ -1,0 +1,168 @@
+#!/usr/bin/python3
+"""folders.py: the folder rules of src/lib, and the tree of docs/architecture.md.
+
+  folders.py calls SRC BUILD   the calls between the folders of src/lib
+  folders.py tree SRC          docs/architecture.md's tree against src/
+
+calls: among the objects of the library's sources this build compiles (BUILD/
+ik_lib_sources.txt), file A calls file B when one of A's undefined symbols is
+defined in B (as callcycles.py reads them). The rules (docs/architecture.md,
+"Folders"):
+  1. nothing outside src/lib/backends/ calls into a backend folder but the
+     registry, src/lib/coord.c: core/, counters/, recipes/ and the files they
+     share reach a backend only through its ops table;
+  2. no calls between backend folders, but into a shared layer built under every
+     backend the caller's folder is built for: a file of backends/X may call one of
+     backends/Y only if every backend whose folders (cmake/backends.cmake, DIRS;
+     BUILD/ik_backends.txt) include X include Y too. So backends/pg may call
+     backends/sql (PG's folders are pg and sql), and nothing may call backends/pg.
+
+tree: every file under src/ is named in the tree at the top of
+docs/architecture.md, and every file or folder under src/ that the tree names
+exists. The tree: one entry a line, two spaces of indent per level under a folder
+entry "NAME/"; an entry's names end at the first run of two spaces (its
+description follows, and may go on over lines indented by 20 or more). Names are
+separated by ", "; ".h" after "x.c" is x.h, and "x.[ch]" is x.c and x.h.
+
+Prints every finding, one a line, and exits 1 if there is one.
+"""
+import os
+import re
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from callcycles import symbols  # noqa: E402
+
+DOC = "docs/architecture.md"
+
+
+def folder(path):
+    """The folder of a source under src/lib: "src/lib/backends/zk" etc."""
+    return os.path.dirname(path)
+
+
+def backend_of(fold):
+    """X for a folder src/lib/backends/X, else None."""
+    m = re.fullmatch(r"src/lib/backends/([^/]+)", fold)
+    return m.group(1) if m else None
+
+
+def calls(src, build):
+    with open(os.path.join(build, "ik_lib_sources.txt")) as f:
+        sources = [l.strip() for l in f if l.strip()]
+    builders = {}  # folder name -> the backends whose DIRS name it
+    with open(os.path.join(build, "ik_backends.txt")) as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) >= 3:
+                for d in parts[2:]:
+                    builders.setdefault(d, set()).add(parts[0])
+    objdir = os.path.join(build, "CMakeFiles", "ik_obj.dir")
+    objs = {os.path.join(objdir, s + ".o"): s for s in sources}
+    missing = [o for o in objs if not os.path.exists(o)]
+    if missing:
+        for o in missing:
+            print("folders: no object %s (build first)" % o)
+        return 1
+    syms = symbols(sorted(objs))
+    owner = {}
+    for o, (defined, _) in syms.items():
+        for s in defined:
+            owner.setdefault(s, objs[o])
+    bad = 0
+    seen = set()
+    for o, (_, undefined) in sorted(syms.items()):
+        a = objs[o]
+        for s in sorted(undefined):
+            b = owner.get(s)
+            if not b or folder(a) == folder(b) or (a, b) in seen:
+                continue
+            y = backend_of(folder(b))
+            if y is None:
+                continue
+            x = backend_of(folder(a))
+            why = None
+            if x is None and a != "src/lib/coord.c":
+                why = ("only the registry (src/lib/coord.c) names a backend: core/, "
+                       "counters/, recipes/ and what they share reach it through its ops table")
+            elif x is not None and not builders.get(x, set()) <= builders.get(y, set()):
+                why = ("no calls between backend folders (backends/%s is built without "
+                       "backends/%s: cmake/backends.cmake, DIRS)" % (x, y))
+            if why:
+                seen.add((a, b))
+                print("folders: %s calls %s (%s): %s" % (a, b, s, why))
+                bad = 1
+    if not bad:
+        print("folders: %d files of src/lib: no calls into a backend folder but the "
+              "registry's and a backend's into its own shared layer" % len(sources))
+    return bad
+
+
+def tree_paths(text):
+    """The paths the first code block of text names, folders ending in /."""
+    block = text.split("```", 2)[1].split("\n")[1:]
+    name_re = re.compile(r"[A-Za-z0-9_.+\[\]-]+/?|[A-Za-z0-9_.+-]+(/[A-Za-z0-9_.+-]+)+/?")
+    stack = []  # (indent, folder path)
+    out = []
+    for line in block:
+        m = re.match(r"^( *)(\S.*?)(?: {2,}.*)?$", line)
+        if not m or len(m.group(1)) >= 20:
+            continue
+        indent, names = len(m.group(1)), m.group(2).split(", ")
+        if not all(name_re.fullmatch(n) for n in names):
+            continue
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        base = stack[-1][1] if stack else ""
+        prev = None
+        for n in names:
+            if n.startswith(".") and prev:
+                n = re.sub(r"\.[^.]*$", "", prev) + n
+            m2 = re.fullmatch(r"(.*)\.\[([a-z]+)\]", n)
+            expanded = [m2.group(1) + "." + c for c in m2.group(2)] if m2 else [n]
+            for e in expanded:
+                out.append(base + e)
+            prev = expanded[-1]
+        if len(names) == 1 and names[0].endswith("/"):
+            stack.append((indent, base + names[0]))
+    return out
+
+
+def tree(src):
+    with open(os.path.join(src, DOC)) as f:
+        named = [p for p in tree_paths(f.read()) if p.startswith("src/")]
+    try:
+        files = subprocess.run(["git", "-C", src, "ls-files", "--cached", "--others", "--exclude-standard", "src"], check=True,
+                               capture_output=True, text=True).stdout.split()
+    except (OSError, subprocess.CalledProcessError):
+        files = [os.path.relpath(os.path.join(d, f), src)
+                 for d, _, fs in os.walk(os.path.join(src, "src")) for f in fs]
+    files = [f for f in files if os.path.exists(os.path.join(src, f))]
+    bad = 0
+    for p in named:
+        if not os.path.exists(os.path.join(src, p)):
+            print("folders: %s names %s, which does not exist" % (DOC, p))
+            bad = 1
+    have = set(p for p in named if not p.endswith("/"))
+    for f in sorted(files):
+        if f not in have:
+            print("folders: %s is not in the tree of %s" % (f, DOC))
+            bad = 1
+    if not bad:
+        print("folders: %s's tree names the %d files under src/, and nothing else"
+              % (DOC, len(files)))
+    return bad
+
+
+def main():
+    if len(sys.argv) == 4 and sys.argv[1] == "calls":
+        return calls(sys.argv[2], sys.argv[3])
+    if len(sys.argv) == 3 and sys.argv[1] == "tree":
+        return tree(sys.argv[2])
+    print(__doc__, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
