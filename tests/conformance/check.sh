@@ -14,6 +14,7 @@
 # stage's shared store must keep.
 source "$(dirname "$0")/../integration/lib.sh"
 source "$(dirname "$0")/conf.sh"
+source "$(dirname "$0")/hazards_cases.sh"
 conf_store_start
 A=(--coord "$(conf_coord check)" "${CONF_SERVE_ARGS[@]}")
 
@@ -31,19 +32,7 @@ jq -e --argjson n "$n" '.ok == true and (.checks | length) == $n and all(.checks
 pass "check: $n checks on $IK_STORE, all ok, exit 0 (table and JSON agree)"
 
 serve_on s1 "${A[@]}" --quiet || fail "server: $(tail -n 5 "$T/s1.log")"
-http_get "http://127.0.0.1:$PORT/v1/status" >"$T/status.json" || fail "status"
-jq -e '.store.safe == true and .store.why == ""' "$T/status.json" >/dev/null ||
-  fail "status.store: $(jq -c .store "$T/status.json")"
-jq -c '[.checks[] | [.check, .verdict]] | sort' "$T/check.json" >"$T/want"
-jq -c '[.store.hazards[] | [.check, .verdict]] | sort' "$T/status.json" >"$T/got"
-cmp -s "$T/want" "$T/got" || fail "/v1/status's checks $(cat "$T/got") differ from check's $(cat "$T/want")"
-http_get "http://127.0.0.1:$PORT/" >"$T/page.html" || fail "status page"
-rows=$(grep -c '^<tr class="v-ok"><td>' "$T/page.html" || true)
-[ "$rows" = "$n" ] || fail "the status page shows $rows ok checks, not $n"
-http_get "http://127.0.0.1:$PORT/metrics" >"$T/metrics" || fail "metrics"
-grepq '^ik_store_refused_checks 0$' "$T/metrics" || fail "ik_store_refused_checks is not 0"
-m=$(grep -c '^ik_store_hazard{check="[^"]*",verdict="ok"} 1$' "$T/metrics" || true)
-[ "$m" = "$n" ] || fail "/metrics has $m ok ik_store_hazard lines, not $n"
+hazards_views_agree "$n" "$T/check.json"
 http_get "http://127.0.0.1:$PORT/api/snowflake/get/x" >/dev/null || fail "no ID"
 kill -TERM "${SERVER_PID[s1]}"
 wait "${SERVER_PID[s1]}" || fail "server did not exit 0"

@@ -301,6 +301,15 @@ fetch_ids() {
   done
 }
 
+# fetch_kind KIND FILE: 20 IDs of KIND (snowflake, or sequence on tag inv) from the
+# server at $URL appended to FILE; 0, or 1 on a refusal (the store-hazard tests).
+fetch_kind() {
+  local path=/v1/snowflake
+  [ "$1" = sequence ] && path=/v1/sequence/inv
+  _ik_http "$URL$path?count=20&format=text" "+$2" 10
+  [ "$IK_HTTP_CODE" = 200 ]
+}
+
 # assert_unique FILE: no line appears twice.
 assert_unique() {
   local d

@@ -65,13 +65,7 @@ DIR=$T/live
 "$IK_BIN" tags add inv --kind sequence --coord "local:$DIR" >/dev/null || fail "tags add"
 serve_on live --coord "local:$DIR" --quiet || fail "live server: $(tail -n 3 "$T/live.log")"
 URL=http://127.0.0.1:$PORT
-fetch() { # fetch KIND FILE: 20 IDs of KIND appended to FILE; 0, or 1 on a refusal
-  local path=/v1/snowflake
-  [ "$1" = sequence ] && path=/v1/sequence/inv
-  _ik_http "$URL$path?count=20&format=text" "+$2" 10
-  [ "$IK_HTTP_CODE" = 200 ]
-}
-fetch snowflake "$T/sf.ids" && fetch sequence "$T/seq.ids" || fail "no IDs before the mount"
+fetch_kind snowflake "$T/sf.ids" && fetch_kind sequence "$T/seq.ids" || fail "no IDs before the mount"
 mount -t tmpfs ik-test "$DIR" || fail "cannot mount a tmpfs over DIR"
 t0=$SECONDS
 not_ready() { ! ready_probe "$PORT"; }
@@ -93,8 +87,8 @@ pass "a tmpfs over DIR: not ready, sequence 503 store_unsafe and snowflake 503, 
 
 umount "$DIR" || fail "umount"
 wait_until "$CHECK_SLACK" ready_probe "$PORT" || fail "not ready again after the umount: $(tail -n 3 "$T/live.log")"
-wait_until 10 fetch sequence "$T/seq.ids" || fail "sequence not served again"
-fetch snowflake "$T/sf.ids" || fail "snowflake not served again"
+wait_until 10 fetch_kind sequence "$T/seq.ids" || fail "sequence not served again"
+fetch_kind snowflake "$T/sf.ids" || fail "snowflake not served again"
 grepq 'store hazard cleared: .*filesystem' "$T/live.log" || fail "the cleared hazard is not logged"
 # the status page's events (GET /v1/events, newest first): the refusal, then the clearing
 http_get "$URL/v1/events" >"$T/events.json" || fail "GET /v1/events"

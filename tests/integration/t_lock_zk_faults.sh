@@ -50,7 +50,9 @@ export IK_INTEROP_SESSION_MS=3000
 "${IK_INTEROP[@]}" lock "$VIA" /faults/create 1 "$T/a.iv" 4000000 "$T/go" 2>"$T/a.log" &
 a=$!
 IK_PIDS+=($a)
-wait_until 10 test -e "$T/a.iv" || true
+# its five warm-up rounds done (the file exists) before the answers stop: a slow start
+# must not blackhole the warm-up instead of the recorded create
+wait_until 60 test -e "$T/a.iv" || fail "A: the holder never got ready (see $T/a.log)"
 proxy blackhole # requests still reach ZooKeeper; no answer comes back
 touch "$T/go"
 t0=$SECONDS
@@ -77,7 +79,7 @@ LOCKV=("$IK_BIN" lock --coord "$VIA" --zk-session-timeout 6000)
 "${LOCKV[@]}" /faults/doubt -- sh -c 'echo $$ >"$0/b.pid"; exec sleep 60' "$T" 2>"$T/b.err" &
 b=$!
 IK_PIDS+=($b)
-wait_until 10 test -s "$T/b.pid" || true
+wait_until 60 test -s "$T/b.pid" || fail "B: CMD never started: $(cat "$T/b.err")"
 sleep 5 # longer than 2/3 of the session timeout: the holder's probes keep it proven
 proxy down
 t0=$(date +%s%3N)
@@ -96,13 +98,21 @@ wait $b || rc=$?
 pass "B: connection dropped and back: in doubt at once, held again, CMD kept running"
 
 # ---- B2: the same on a lock's second grant (its monitor carries over) ------------
-IK_INTEROP_SESSION_MS=6000 "${IK_INTEROP[@]}" lock "$VIA" /faults/again 2 "$T/b2.iv" 6000000 "$T/go2" \
+# Rounds of 12 s. The blip comes 5 s (more than 2/3 of the session) into round 2, as
+# seen by the new node of round 2 (so at least 5 s in, whatever the machine's speed),
+# and leaves about 7 s for the reconnect before the helper checks it still holds.
+IK_INTEROP_SESSION_MS=6000 "${IK_INTEROP[@]}" lock "$VIA" /faults/again 2 "$T/b2.iv" 12000000 "$T/go2" \
   2>"$T/b2.log" &
 b2=$!
 IK_PIDS+=($b2)
-wait_until 10 test -e "$T/b2.iv" || true
+wait_until 60 test -e "$T/b2.iv" || fail "B2: the holder never got ready (see $T/b2.log)"
 touch "$T/go2"
-sleep 11 # round 1 (6 s), then 5 s into round 2
+b2_node() { children /t/faults/again | cut -d' ' -f1; }
+b2_round() { n=$(b2_node) && [ -n "$n" ] && [ "$n" != "$1" ]; }
+wait_until 60 b2_round "" || fail "B2: round 1's node never showed"
+first=$n # round 1's node, as b2_round saw it
+wait_until 60 b2_round "$first" || fail "B2: round 2's node never showed (round 1's: $first; see $T/b2.log)"
+sleep 5 # 5 s into round 2: past 2/3 of the session, so only the probes prove it now
 proxy down
 sleep 0.3
 proxy up
@@ -116,7 +126,7 @@ S=3000
   2>"$T/c.err" &
 c=$!
 IK_PIDS+=($c)
-wait_until 10 test -s "$T/c.fence" || true
+wait_until 60 test -s "$T/c.fence" || fail "C: CMD never started: $(cat "$T/c.err")"
 "$IK_BIN" lock --coord "$DIRECT" --zk-session-timeout $S /faults/lost -- \
   sh -c 'date +%s%N >$0/d.start; echo "$IDKEEPER_FENCE" >$0/d.fence' "$T" 2>"$T/d.err" &
 d=$!
@@ -141,7 +151,7 @@ proxy up
 "$IK_BIN" lock --coord "$DIRECT" /faults/timeout -- sleep 60 2>/dev/null &
 h=$!
 IK_PIDS+=($h)
-wait_until 15 nchildren /t/faults/timeout 1 || true
+wait_until 60 nchildren /t/faults/timeout 1 || fail "D: the holder's node never showed"
 # The waiter's timeout (5 s, half its session) must still be running when the
 # connection goes dark: on a loaded machine its node can take seconds to show, so
 # the cut comes as soon as the node is seen, and a waiter that timed out before
@@ -171,7 +181,7 @@ pass "D: timeout on a dead connection: exit 124 after the reconnect ($((SECONDS 
 "$IK_BIN" lock --coord "$DIRECT" --zk-session-timeout 3000 /faults/deleted -- sleep 60 2>"$T/e.err" &
 e=$!
 IK_PIDS+=($e)
-wait_until 15 nchildren /t/faults/deleted 1 || true
+wait_until 60 nchildren /t/faults/deleted 1 || fail "E: the holder's node never showed: $(cat "$T/e.err")"
 sleep 1.5 # the holder's first probe (a quarter of the session timeout, 750 ms) sets the watch on its node
 victim=$(children /t/faults/deleted | cut -d' ' -f1)
 t0=$(date +%s%3N)

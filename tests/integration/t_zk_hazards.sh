@@ -71,13 +71,7 @@ pass "forceSync=yes, standalone: check exits 5 on the quorum of one alone (a ris
 serve_on live --coord "$URI" --zk-session-timeout "$SESSION_MS" --quiet || fail "live server: $(tail -n 3 "$T/live.log")"
 URL=http://127.0.0.1:$PORT
 grepq 'store hazard, a risk .*quorum is standalone' "$T/live.log" || fail "the quorum risk is not logged: $(cat "$T/live.log")"
-fetch() { # fetch KIND FILE: 20 IDs of KIND appended to FILE; 0, or 1 on a refusal
-  local path=/v1/snowflake
-  [ "$1" = sequence ] && path=/v1/sequence/inv
-  _ik_http "$URL$path?count=20&format=text" "+$2" 10
-  [ "$IK_HTTP_CODE" = 200 ]
-}
-fetch snowflake "$T/sf.ids" && fetch sequence "$T/seq.ids" || fail "no IDs before the restart"
+fetch_kind snowflake "$T/sf.ids" && fetch_kind sequence "$T/seq.ids" || fail "no IDs before the restart"
 session=$(http_get "$URL/v1/status" | jq -r '.. | .session? // empty' | head -n 1)
 restart_zk no
 t0=$SECONDS
@@ -98,8 +92,8 @@ pass "forceSync=no after a restart under a running server: not ready, sequence 5
 
 restart_zk yes
 wait_until "$CHECK_SLACK" ready_probe "$PORT" || fail "not ready again after forceSync=yes: $(tail -n 3 "$T/live.log")"
-wait_until 10 fetch sequence "$T/seq.ids" || fail "sequence not served again"
-wait_until 10 fetch snowflake "$T/sf.ids" || fail "snowflake not served again"
+wait_until 10 fetch_kind sequence "$T/seq.ids" || fail "sequence not served again"
+wait_until 10 fetch_kind snowflake "$T/sf.ids" || fail "snowflake not served again"
 grepq 'store hazard cleared: .*forceSync' "$T/live.log" || fail "the cleared hazard is not logged"
 assert_unique "$T/sf.ids"
 assert_increasing "$T/sf.ids"

@@ -18,6 +18,7 @@
 #    with forceSync=yes: it serves again, its IDs unique and increasing.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/zk.sh"
+source "$IK_SRC/tests/conformance/hazards_cases.sh"
 
 CHECK_SLACK=${CHECK_SLACK:-40} # an election, the interval (10 s at most) + 2 s, a loaded machine
 
@@ -46,18 +47,7 @@ jq -e --argjson n "$n" '.ok == true and (.checks | length) == $n and all(.checks
 pass "3 servers with forceSync=yes: check exits 0, $n checks all ok (table and JSON)"
 # what conformance/check does on the other backends' stage stores
 serve_on s1 --coord "$URI" --quiet || fail "server: $(tail -n 5 "$T/s1.log")"
-http_get "http://127.0.0.1:$PORT/v1/status" >"$T/status.json" || fail "status"
-jq -e '.store.safe == true and .store.why == ""' "$T/status.json" >/dev/null || fail "status.store: $(jq -c .store "$T/status.json")"
-jq -c '[.checks[] | [.check, .verdict]] | sort' "$T/ok.json" >"$T/want"
-jq -c '[.store.hazards[] | [.check, .verdict]] | sort' "$T/status.json" >"$T/got"
-cmp -s "$T/want" "$T/got" || fail "/v1/status's checks $(cat "$T/got") differ from check's $(cat "$T/want")"
-http_get "http://127.0.0.1:$PORT/" >"$T/page.html" || fail "status page"
-rows=$(grep -c '^<tr class="v-ok"><td>' "$T/page.html" || true)
-[ "$rows" = "$n" ] || fail "the status page shows $rows ok checks, not $n"
-http_get "http://127.0.0.1:$PORT/metrics" >"$T/metrics" || fail "metrics"
-grepq '^ik_store_refused_checks 0$' "$T/metrics" || fail "ik_store_refused_checks is not 0"
-m=$(grep -c '^ik_store_hazard{check="[^"]*",verdict="ok"} 1$' "$T/metrics" || true)
-[ "$m" = "$n" ] || fail "/metrics has $m ok ik_store_hazard lines, not $n"
+hazards_views_agree "$n" "$T/ok.json"
 kill -TERM "${SERVER_PID[s1]}"
 wait "${SERVER_PID[s1]}" || fail "server did not exit 0"
 pass "a server on it: ready, and /v1/status, the page and /metrics show the same $n ok checks"
@@ -80,16 +70,10 @@ zk_stop 2
 serve_on live --coord "zk://127.0.0.1:$P1,127.0.0.1:$P2/hz" --zk-session-timeout 20000 --quiet ||
   fail "live server: $(tail -n 3 "$T/live.log")"
 URL=http://127.0.0.1:$PORT
-fetch() { # fetch KIND FILE: 20 IDs of KIND appended to FILE; 0, or 1 on a refusal
-  local path=/v1/snowflake
-  [ "$1" = sequence ] && path=/v1/sequence/inv
-  _ik_http "$URL$path?count=20&format=text" "+$2" 10
-  [ "$IK_HTTP_CODE" = 200 ]
-}
-fetch snowflake "$T/sf.ids" && fetch sequence "$T/seq.ids" || fail "no IDs on member 1"
+fetch_kind snowflake "$T/sf.ids" && fetch_kind sequence "$T/seq.ids" || fail "no IDs on member 1"
 ZK_FORCE_SYNC=no zk_start 2
 zk_wait_quorum
-fetch snowflake "$T/sf.ids" || fail "no IDs on member 1 with member 2 back"
+fetch_kind snowflake "$T/sf.ids" || fail "no IDs on member 1 with member 2 back"
 zk_stop 1
 t0=$SECONDS
 refused_ready() { [ "$(ik_http "$URL/readyz" "$T/readyz.body")" = 503 ] && grepq "forceSync is no (127.0.0.1:$P2" "$T/readyz.body"; }
@@ -105,8 +89,8 @@ zk_start 1
 zk_start 2 # forceSync=yes
 zk_wait_quorum
 wait_until "$CHECK_SLACK" ready_probe "$PORT" || fail "not ready again: $(tail -n 3 "$T/live.log")"
-wait_until 10 fetch sequence "$T/seq.ids" || fail "sequence not served again"
-wait_until 10 fetch snowflake "$T/sf.ids" || fail "snowflake not served again"
+wait_until 10 fetch_kind sequence "$T/seq.ids" || fail "sequence not served again"
+wait_until 10 fetch_kind snowflake "$T/sf.ids" || fail "snowflake not served again"
 assert_unique "$T/sf.ids"
 assert_increasing "$T/sf.ids"
 assert_unique "$T/seq.ids"

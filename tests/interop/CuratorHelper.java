@@ -10,7 +10,8 @@
 //   rw-try CONNECT PATH read|write
 //       InterProcessReadWriteLock's read or write lock, tried once: prints got or busy
 //   rw-hold CONNECT PATH read|write READY STOP
-//       takes it, creates READY, holds until STOP exists
+//       takes it, creates READY, holds until STOP exists; prints each change of
+//       the connection's state meanwhile as "STATE NS" (SUSPENDED, LOST, ...)
 //   bench-mutex CONNECT PATH CLIENTS SECONDS
 //       CLIENTS clients (sessions) acquire+release as fast as they can; prints
 //       "cycles_per_s N" over SECONDS
@@ -213,6 +214,13 @@ public class CuratorHelper {
             System.out.println(got ? "got" : "busy");
             if (got) m.release();
         } else {
+            // Connection states through the hold, on stdout as "STATE NS" (nanoTime is
+            // CLOCK_MONOTONIC on Linux, the C helper's clock): a SUSPENDED or LOST
+            // holder no longer counts as one (Curator's own rule for its locks).
+            c.getConnectionStateListenable().addListener((cl, st) -> {
+                System.out.println(st + " " + System.nanoTime());
+                System.out.flush();
+            });
             m.acquire();
             new File(a[4]).createNewFile();
             while (!new File(a[5]).exists()) Thread.sleep(5);

@@ -15,7 +15,11 @@
  *   ik_interop rw-try URI PATH read|write
  *       tries the read or write half of an ik_rwlock once: prints "got" or "busy"
  *   ik_interop rw-hold URI PATH read|write READY STOP
- *       takes that half, creates READY, holds until STOP exists
+ *       takes that half, creates READY, holds until STOP exists; polls the
+ *       grant's state meanwhile (every 2 ms) and prints each change on stdout as
+ *       "STATE NS WHY", where NS is when it saw it; a lost grant is "LOST NS WHY";
+ *       a poll more than 500 ms after the last one (the process did not run) is
+ *       "STALL FROM_NS TO_NS ..."
  *   ik_interop leader URI PATH
  *       prints who leads at PATH (ik_election_leader), or exits 1
  *   ik_interop bench-lock URI PATH CLIENTS SECONDS
@@ -314,10 +318,36 @@ static int cmd_rw(char **a, int hold)
     if (!hold) {
         printf("%s\n", rc == 0 ? "got" : rc == IK_EBUSY ? "busy" : ik_strerror(rc));
     } else if (rc == 0) {
+        /* The grant's state is polled through the hold: a session that expires (a
+         * starved machine) is LOST, not a double grant, and the caller must be able
+         * to tell the two apart (t_rwlock_interop counts only overlaps with a holder
+         * that was not LOST then). */
+        ik_hold_state was = IK_HOLD_HELD;
         FILE *f = fopen(a[3], "w");
         if (f) fclose(f);
-        while (access(a[4], F_OK) != 0)
-            usleep(5000);
+        int64_t polled = now_ns();
+        while (access(a[4], F_OK) != 0) {
+            /* a process that did not run for a while (SIGSTOP, a starved machine)
+             * can miss its LOST notice: said so, for whoever reads a failure */
+            int64_t t = now_ns();
+            if (t - polled > 500 * 1000000LL) {
+                printf("STALL %" PRId64 " %" PRId64 " not run for %" PRId64 " ms\n", polled, t,
+                       (t - polled) / 1000000);
+                fflush(stdout);
+            }
+            polled = t;
+            ik_hold_state s = ik_lock_state(lk);
+            if (s != was) {
+                int64_t at = now_ns();
+                ik_hold_info hi;
+                ik_lock_get_info(lk, &hi);
+                printf("%s %" PRId64 " %s\n", s == IK_HOLD_LOST ? "LOST" : ik_hold_state_name(s),
+                       at, hi.why);
+                fflush(stdout);
+                was = s;
+            }
+            usleep(2000);
+        }
     }
     ik_rwlock_destroy(rw);
     ik_coord_close(c);

@@ -342,6 +342,28 @@ static void forcesync_row(const ik__hazards *h, ik_hazard *r, const char *host,
     risk_row(h, r, "forceSync", v, "check again once the server has logged a write");
 }
 
+/* A session to check on: taken with ik__zk_session_get, and the server it is
+ * connected to. */
+typedef struct hz_conn {
+    ik__zk_session s;
+    struct sockaddr_storage ss;
+    socklen_t sl;
+    char host[80];
+} hz_conn;
+
+/* Takes the session and the address of its server. 0: the caller checks on it and
+ * then puts the session (ik__zk_session_put); IK_ESTORE: not connected (the session
+ * is put already, nothing can be judged). */
+static int hz_connect(ik__backend *be, hz_conn *c, char *why, size_t why_len)
+{
+    ik__zk_session_get(be, &c->s);
+    if (c->s.connected && server_of(c->s.zh, &c->ss, &c->sl, c->host, sizeof c->host) == 0)
+        return 0;
+    ik__zk_session_put(be);
+    return ik__fail(IK_ESTORE, why, why_len,
+                    "ZooKeeper is not connected: its settings cannot be checked");
+}
+
 #define QUORUM_FIX                                                                                 \
     "run an ensemble of 3 or 5 servers: with a quorum of one, a lost disk loses every slot "       \
     "record and counter (sequences restart, workers are reused)"
@@ -358,19 +380,12 @@ static void forcesync_row(const ik__hazards *h, ik_hazard *r, const char *host,
 static int light_check(ik__backend *be, zk_hz *z, char *why, size_t why_len)
 {
     ik__hazards *h = &be->hz;
-    ik__zk_session s;
-    ik__zk_session_get(be, &s);
-    struct sockaddr_storage ss;
-    socklen_t sl;
-    char host[80];
-    if (!s.connected || server_of(s.zh, &ss, &sl, host, sizeof host) != 0) {
-        ik__zk_session_put(be);
-        return ik__fail(IK_ESTORE, why, why_len,
-                        "ZooKeeper is not connected: its settings cannot be checked");
-    }
-    int64_t budget_ms = s.timeout_ms / 6 > 1000 ? 1000 : s.timeout_ms / 6;
+    hz_conn c;
+    int rc = hz_connect(be, &c, why, why_len);
+    if (rc) return rc;
+    int64_t budget_ms = c.s.timeout_ms / 6 > 1000 ? 1000 : c.s.timeout_ms / 6;
     int64_t deadline = ik__mono_ns() + (budget_ms < 100 ? 100 : budget_ms) * 1000000;
-    int voters = read_voters(&s, deadline);
+    int voters = read_voters(&c.s, deadline);
     ik__zk_session_put(be);
     ik_hazard rows[1];
     size_t n = 0;
@@ -391,36 +406,29 @@ static int run_locked(ik__backend *be, zk_hz *z, char *why, size_t why_len)
 {
     ik__hazards *h = &be->hz;
     unsigned epoch = atomic_load(&z->epoch);
-    ik__zk_session s;
-    ik__zk_session_get(be, &s);
-    struct sockaddr_storage ss;
-    socklen_t sl;
-    char host[80];
-    if (!s.connected || server_of(s.zh, &ss, &sl, host, sizeof host) != 0) {
-        ik__zk_session_put(be);
-        return ik__fail(IK_ESTORE, why, why_len,
-                        "ZooKeeper is not connected: its settings cannot be checked");
-    }
-    int64_t budget_ms = s.timeout_ms / 3 < 2000 ? 2000 : s.timeout_ms / 3;
+    hz_conn c;
+    int rc = hz_connect(be, &c, why, why_len);
+    if (rc) return rc;
+    int64_t budget_ms = c.s.timeout_ms / 3 < 2000 ? 2000 : c.s.timeout_ms / 3;
     int64_t deadline = ik__mono_ns() + budget_ms * 1000000;
-    int timeout_ms = s.timeout_ms;
+    int timeout_ms = c.s.timeout_ms;
     char probe_msg[96] = "";
-    int skip = probe_acl(z, &s, deadline, probe_msg, sizeof probe_msg);
-    int voters = read_voters(&s, deadline);
+    int skip = probe_acl(z, &c.s, deadline, probe_msg, sizeof probe_msg);
+    int voters = read_voters(&c.s, deadline);
     ik__zk_session_put(be); /* the rest asks the server on connections of its own */
 
-    char *srvr = four_letters(&ss, sl, "srvr", deadline);
-    char *conf = four_letters(&ss, sl, "conf", deadline);
-    char *isro = four_letters(&ss, sl, "isro", deadline);
+    char *srvr = four_letters(&c.ss, c.sl, "srvr", deadline);
+    char *conf = four_letters(&c.ss, c.sl, "conf", deadline);
+    char *isro = four_letters(&c.ss, c.sl, "isro", deadline);
     ik_hazard rows[5];
     size_t n = 0;
     char v[96], mode[32] = "";
     if (srvr && !ik__zk_4lw_closed(srvr)) ik__zk_4lw_value(srvr, "Mode", mode, sizeof mode);
 
-    forcesync_row(h, &rows[n++], host, &ss, sl, deadline);
+    forcesync_row(h, &rows[n++], c.host, &c.ss, c.sl, deadline);
 
     if (strcmp(mode, "standalone") == 0 || voters == 0)
-        snprintf(v, sizeof v, "standalone (%s)", host);
+        snprintf(v, sizeof v, "standalone (%s)", c.host);
     else if (voters > 0)
         snprintf(v, sizeof v, "%d voter%s, quorum %d", voters, voters == 1 ? "" : "s",
                  voters / 2 + 1);
@@ -444,12 +452,12 @@ static int run_locked(ik__backend *be, zk_hz *z, char *why, size_t why_len)
                  "ACLs are enforced");
 
     if (isro && !ik__zk_4lw_closed(isro) && strncmp(isro, "ro", 2) == 0) {
-        snprintf(v, sizeof v, "ro (%s)", host);
-        ik__hazard_row(h, &rows[n++], "read-only", v, 1, RO_FIX, host);
+        snprintf(v, sizeof v, "ro (%s)", c.host);
+        ik__hazard_row(h, &rows[n++], "read-only", v, 1, RO_FIX, c.host);
     } else {
         snprintf(v, sizeof v, "%s (%s)",
                  isro && !ik__zk_4lw_closed(isro) ? "rw" : "? (isro closed; sessions refuse ro)",
-                 host);
+                 c.host);
         ik__hazard_row(h, &rows[n++], "read-only", v, 0, NULL);
     }
 
@@ -468,7 +476,7 @@ static int run_locked(ik__backend *be, zk_hz *z, char *why, size_t why_len)
     z->checked_epoch = epoch;
     z->checked_ns = ik__mono_ns();
     atomic_store(&z->light_ns, z->checked_ns);
-    snprintf(z->host, sizeof z->host, "%s", host);
+    snprintf(z->host, sizeof z->host, "%s", c.host);
     return ik__hazards_update(h, rows, n, why, why_len);
 }
 
