@@ -1,7 +1,9 @@
 /* bench_segment.c: segment IDs in-process on local: (SQLite), 1 thread.
  *
- *  1. IDs a second from ik_segment_next, next to the snowflake generator's
- *     unthrottled ik_snowflake_next in the same run (goal: 50,000,000/s).
+ *  1. IDs a second from ik_segment_next, one ID a call and 64 a call (the same
+ *     call with n = 64: the batch API), next to an atomic fetch-add on a shared
+ *     counter (the limit of any shared counter; goal: at least 0.7 of it) and to
+ *     the snowflake generator's unthrottled ik_snowflake_next, in the same run.
  *  2. With 50 ms added to every store write (the IDKEEPER_TEST_WRITE_DELAY_MS hook), at a
  *     paced 100,000 IDs a second for 5 s: the longest time any request waited.
  *     Goal: no request waits on the store (the preloaded block is always there).
@@ -10,6 +12,7 @@
  */
 #include "idkeeper.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -73,7 +76,42 @@ int main(int argc, char **argv)
         n += 4096;
     }
     double seg_rate = (double)n / (now_s() - t0);
+
+    /* the same call, 64 IDs a call (increasing within and across calls) */
+    int64_t batch[64], last = id;
+    n = 0;
+    t0 = now_s();
+    end = t0 + secs;
+    while (now_s() < end) {
+        for (int i = 0; i < 64; i++) {
+            pending_done = 0;
+            int rc = ik_segment_next(s, "t", 64, batch, on_ids, NULL);
+            if (rc == IK_PENDING) { /* both blocks empty: the IDs come through on_ids */
+                while (!pending_done) {
+                }
+                continue;
+            }
+            if (rc || batch[0] <= last) return 1;
+            last = batch[63];
+            n += 64;
+        }
+    }
+    double seg_batch_rate = (double)n / (now_s() - t0);
     ik_segment_destroy(s);
+
+    /* peer: an atomic fetch-add on a shared counter, one at a time */
+    static _Atomic int64_t counter;
+    int64_t sink = 0;
+    n = 0;
+    t0 = now_s();
+    end = t0 + secs;
+    while (now_s() < end) {
+        for (int i = 0; i < 4096; i++)
+            sink += atomic_fetch_add(&counter, 1);
+        n += 4096;
+    }
+    double fa_rate = (double)n / (now_s() - t0);
+    if (sink == -1) return 1; /* keeps the loop */
 
     ik_layout u;
     ik_layout_default(&u);
@@ -97,6 +135,12 @@ int main(int argc, char **argv)
     printf("segment in-process, 1 thread: %.0f IDs/s (goal 50,000,000); peer unthrottled snowflake "
            "next: %.0f IDs/s; ratio %.2f\n",
            seg_rate, sf_rate, seg_rate / sf_rate);
+    printf("segment in-process, 1 thread, 1 ID a call: %.0f IDs/s; peer atomic fetch-add: %.0f "
+           "IDs/s; ratio %.2f (goal >= 0.70)\n",
+           seg_rate, fa_rate, seg_rate / fa_rate);
+    printf("segment in-process, 1 thread, 64 IDs a call (ik_segment_next n=64): %.0f IDs/s; peer "
+           "atomic fetch-add: %.0f IDs/s; ratio %.2f (goal >= 0.70)\n",
+           seg_batch_rate, fa_rate, seg_batch_rate / fa_rate);
 
     ik_coord_close(c);
 

@@ -6,8 +6,14 @@
 # per second at both depths. Then sequence tags (every ID durably recorded before
 # the answer) through INCR at -P 16, next to redis-server with appendonly yes and
 # appendfsync always (the only durable Redis counter). Prints requests/s and ratios.
-# Settings: BENCH_N (requests at -P 1; 10x at -P 16; default 200000), SEQ_N
-# (default 100000), SERVER_THREADS (idkeeper's loops; 0: one per core).
+# Everything runs in two ways (docs/BENCHMARKS.md says why both):
+#   unpinned  idkeeper with one loop thread per core (SERVER_THREADS), the servers
+#             and redis-benchmark wherever the kernel puts them
+#   pinned    idkeeper with one loop thread and both redis-servers on core
+#             SERVER_CPU (0), redis-benchmark on core LOAD_CPU (1) (`taskset`)
+# Settings: MODES ("unpinned pinned"), BENCH_N (requests at -P 1; 10x at -P 16;
+# default 200000), SEQ_N (default 100000), SERVER_THREADS (idkeeper's loops
+# unpinned; 0: one per core), SERVER_CPU (0), LOAD_CPU (1).
 # Both redis-servers are started here on loopback ports with a temp dir and always
 # stopped on exit; the system's redis service is never used.
 set -euo pipefail
@@ -15,12 +21,18 @@ build=${1:-build}
 bin=${IK_BIN:-$build/idkeeper}
 n=${BENCH_N:-200000}
 seq_n=${SEQ_N:-100000}
-sthreads=${SERVER_THREADS:-0}
+scpu=${SERVER_CPU:-0}
+lcpu=${LOAD_CPU:-1}
 T=$(mktemp -d)
 pids=()
-cleanup() {
+stop_servers() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
+  pids=()
+  return 0
+}
+cleanup() {
+  stop_servers
   rm -rf "$T"
 }
 trap cleanup EXIT
@@ -28,48 +40,70 @@ trap cleanup EXIT
 base=$(( 10000 + RANDOM % 20000 )) # below the ephemeral range
 http=$base rport=$((base + 1)) redis=$((base + 2)) redis_aof=$((base + 3))
 
-"$bin" tags add seg --kind segment --step 1000 --coord "local:$T/data" >/dev/null
-"$bin" tags add seq --kind sequence --coord "local:$T/data" >/dev/null
-"$bin" serve --coord "local:$T/data" --http 127.0.0.1:$http --resp 127.0.0.1:$rport \
-  --threads "$sthreads" --quiet 2>"$T/ik.log" &
-pids+=($!)
-mkdir -p "$T/r1" "$T/r2"
-redis-server --bind 127.0.0.1 --port $redis --dir "$T/r1" --save '' --appendonly no \
-  --daemonize no --logfile "$T/r1/log" &
-pids+=($!)
-redis-server --bind 127.0.0.1 --port $redis_aof --dir "$T/r2" --save '' --appendonly yes \
-  --appendfsync always --daemonize no --logfile "$T/r2/log" &
-pids+=($!)
-for p in $rport $redis $redis_aof; do
-  for i in $(seq 200); do [ "$(redis-cli -p $p PING 2>/dev/null)" = PONG ] && break; sleep 0.05; done
-  [ "$(redis-cli -p $p PING 2>/dev/null)" = PONG ] || { echo "port $p did not come up" >&2; exit 1; }
-done
+# start_servers MODE: idkeeper (fresh data), redis-server and redis-server with
+# appendfsync always, unpinned or pinned; sets pin_load and workers
+start_servers() {
+  local sthreads pin_srv=()
+  pin_load=()
+  if [ "$1" = pinned ]; then
+    sthreads=1 pin_srv=(taskset -c "$scpu") pin_load=(taskset -c "$lcpu")
+  else
+    sthreads=${SERVER_THREADS:-0}
+  fi
+  workers=$([ "$sthreads" = 0 ] && nproc || echo "$sthreads")
+  rm -rf "$T/data" "$T/r1" "$T/r2"
+  "$bin" tags add seg --kind segment --step 1000 --coord "local:$T/data" >/dev/null
+  "$bin" tags add seq --kind sequence --coord "local:$T/data" >/dev/null
+  "${pin_srv[@]}" "$bin" serve --coord "local:$T/data" --http 127.0.0.1:$http --resp 127.0.0.1:$rport \
+    --threads "$sthreads" --quiet 2>"$T/ik.log" &
+  pids+=($!)
+  mkdir -p "$T/r1" "$T/r2"
+  "${pin_srv[@]}" redis-server --bind 127.0.0.1 --port $redis --dir "$T/r1" --save '' --appendonly no \
+    --daemonize no --logfile "$T/r1/log" &
+  pids+=($!)
+  "${pin_srv[@]}" redis-server --bind 127.0.0.1 --port $redis_aof --dir "$T/r2" --save '' --appendonly yes \
+    --appendfsync always --daemonize no --logfile "$T/r2/log" &
+  pids+=($!)
+  for p in $rport $redis $redis_aof; do
+    for i in $(seq 200); do [ "$(redis-cli -p $p PING 2>/dev/null)" = PONG ] && break; sleep 0.05; done
+    [ "$(redis-cli -p $p PING 2>/dev/null)" = PONG ] || { echo "port $p did not come up" >&2; exit 1; }
+  done
+}
 
 # rps PORT N PIPELINE CMD...: requests per second of one redis-benchmark run (after
 # a short warm-up); fails on any error line.
 rps() {
   local port=$1 count=$2 pipe=$3; shift 3
-  redis-benchmark -p "$port" -c 50 -P "$pipe" -n $((count / 10)) -q "$@" >/dev/null 2>&1
-  redis-benchmark -p "$port" -c 50 -P "$pipe" -n "$count" -q "$@" >"$T/out" 2>&1
+  "${pin_load[@]}" redis-benchmark -p "$port" -c 50 -P "$pipe" -n $((count / 10)) -q "$@" >/dev/null 2>&1
+  "${pin_load[@]}" redis-benchmark -p "$port" -c 50 -P "$pipe" -n "$count" -q "$@" >"$T/out" 2>&1
   if grep -qi 'error' "$T/out"; then echo "error from redis-benchmark $*:" >&2; cat "$T/out" >&2; exit 1; fi
   tr '\r' '\n' <"$T/out" | awk '/requests per second/ {for (i = 1; i <= NF; i++) if ($(i+1) == "requests") v = $i} END {print v}'
 }
 ratio() { echo "$1 / $2" | bc -l | xargs printf '%.2f'; }
 
-workers=$([ "$sthreads" = 0 ] && nproc || echo "$sthreads")
-echo "redis-benchmark -c 50 -q; idkeeper $($bin version | head -1 | awk '{print $2}') with $workers loop threads; $(redis-server --version | awk '{print $1, $2, $3}') (one thread)"
-for pipe in 1 16; do
-  count=$([ $pipe = 1 ] && echo $n || echo $((n * 10)))
-  r=$(rps $redis $count $pipe INCR counter)
-  s=$(rps $rport $count $pipe INCR seg)
-  f=$(rps $rport $count $pipe IDK.SNOWFLAKE)
-  printf -- '-P %-2s n=%-8s redis-server INCR %12s req/s\n' $pipe $count "$r"
-  printf -- '-P %-2s n=%-8s idkeeper INCR seg (segment) %12s req/s  ratio %s (goal >= 1.00)\n' $pipe $count "$s" "$(ratio "$s" "$r")"
-  printf -- '-P %-2s n=%-8s idkeeper IDK.SNOWFLAKE %12s req/s  ratio %s (goal >= 1.00)\n' $pipe $count "$f" "$(ratio "$f" "$r")"
+echo "# $(date -u +%FT%TZ) on $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+for mode in ${MODES:-unpinned pinned}; do
+  start_servers "$mode"
+  if [ "$mode" = pinned ]; then
+    desc="pinned: idkeeper (1 loop thread) and redis-server on core $scpu, redis-benchmark on core $lcpu"
+  else
+    desc="unpinned: idkeeper with $workers loop threads"
+  fi
+  echo "[$mode] redis-benchmark -c 50 -q; idkeeper $($bin version | head -1 | awk '{print $2}'); $(redis-server --version | awk '{print $1, $2, $3}') (one thread); $desc"
+  for pipe in 1 16; do
+    count=$([ $pipe = 1 ] && echo $n || echo $((n * 10)))
+    r=$(rps $redis $count $pipe INCR counter)
+    s=$(rps $rport $count $pipe INCR seg)
+    f=$(rps $rport $count $pipe IDK.SNOWFLAKE)
+    printf -- '[%s] -P %-2s n=%-8s redis-server INCR %12s req/s\n' "$mode" $pipe $count "$r"
+    printf -- '[%s] -P %-2s n=%-8s idkeeper INCR seg (segment) %12s req/s  ratio %s (goal >= 1.00)\n' "$mode" $pipe $count "$s" "$(ratio "$s" "$r")"
+    printf -- '[%s] -P %-2s n=%-8s idkeeper IDK.SNOWFLAKE %12s req/s  ratio %s (goal >= 1.00)\n' "$mode" $pipe $count "$f" "$(ratio "$f" "$r")"
+  done
+  a=$(rps $redis_aof $seq_n 16 INCR counter)
+  q=$(rps $rport $seq_n 16 INCR seq)
+  printf -- '[%s] -P 16 n=%-8s redis-server appendfsync always INCR %12s req/s\n' "$mode" $seq_n "$a"
+  printf -- '[%s] -P 16 n=%-8s idkeeper INCR seq (sequence, local: SQLite) %12s req/s  ratio %s\n' "$mode" $seq_n "$q" "$(ratio "$q" "$a")"
+  last=$(redis-cli -p $rport INCR seq)
+  echo "[$mode] sequence check: the next ID after the runs is $last (every INCR seq answered one ID, no gap)"
+  stop_servers
 done
-a=$(rps $redis_aof $seq_n 16 INCR counter)
-q=$(rps $rport $seq_n 16 INCR seq)
-printf -- '-P 16 n=%-8s redis-server appendfsync always INCR %12s req/s\n' $seq_n "$a"
-printf -- '-P 16 n=%-8s idkeeper INCR seq (sequence, local: SQLite) %12s req/s  ratio %s\n' $seq_n "$q" "$(ratio "$q" "$a")"
-last=$(redis-cli -p $rport INCR seq)
-echo "sequence check: the next ID after the runs is $last (every INCR seq answered one ID, no gap)"

@@ -11,6 +11,11 @@
  *   ids_per_s=N p50_ms=X p99_ms=Y ids=N
  * and fails if the IDs it got are not distinct (they come from one row).
  *   sql_naive URI CLIENTS SECONDS
+ * With a fourth argument "lock", the peer of the lock benchmark (bench/sql_lock.sh):
+ * each client takes and releases the database's own session lock in a loop
+ *   PostgreSQL: SELECT pg_advisory_lock(4242); SELECT pg_advisory_unlock(4242)
+ *   MariaDB:    SELECT GET_LOCK('ik_bench', 10); SELECT RELEASE_LOCK('ik_bench')
+ * and prints cycles_per_s=N p50_ms=X p99_ms=Y (a cycle: acquire + release).
  * URI: postgresql://USER@HOST:PORT/DB or mysql://USER@HOST:PORT/DB; the password
  * is $IDKEEPER_PASSWORD. The row biz_tag = 'naive' must exist. */
 #include <libpq-fe.h>
@@ -23,7 +28,7 @@
 #include <time.h>
 
 static const char *uri, *password;
-static int is_pg;
+static int is_pg, lock_mode;
 static double seconds;
 static char user[128], host[128], db[128];
 static unsigned port;
@@ -65,6 +70,24 @@ static void run_pg(client *c, int64_t until)
         PQfinish(pg);
         return;
     }
+    if (lock_mode) {
+        while (!c->failed && now_ns() < until) {
+            int64_t t0 = now_ns();
+            PGresult *a = PQexec(pg, "SELECT pg_advisory_lock(4242)");
+            PGresult *b = PQexec(pg, "SELECT pg_advisory_unlock(4242)");
+            if (PQresultStatus(a) != PGRES_TUPLES_OK || PQresultStatus(b) != PGRES_TUPLES_OK ||
+                strcmp(PQgetvalue(b, 0, 0), "t")) {
+                fprintf(stderr, "sql_naive: %s", PQerrorMessage(pg));
+                c->failed = 1;
+            } else {
+                record(c, now_ns() - t0, (int64_t)c->n);
+            }
+            PQclear(a);
+            PQclear(b);
+        }
+        PQfinish(pg);
+        return;
+    }
     PGresult *r = PQprepare(pg, "next",
                             "UPDATE leaf_alloc SET max_id = max_id + 1 WHERE biz_tag = 'naive' "
                             "RETURNING max_id",
@@ -96,7 +119,27 @@ static void run_my(client *c, int64_t until)
         if (my) mysql_close(my);
         return;
     }
-    while (!c->failed && now_ns() < until) {
+    while (lock_mode && !c->failed && now_ns() < until) {
+        static const char a[] = "SELECT GET_LOCK('ik_bench', 10)",
+                          b[] = "SELECT RELEASE_LOCK('ik_bench')";
+        int64_t t0 = now_ns();
+        int ok = 1;
+        for (int k = 0; k < 2 && ok; k++) {
+            MYSQL_RES *res = NULL;
+            MYSQL_ROW row;
+            ok = !mysql_real_query(my, k ? b : a, k ? sizeof b - 1 : sizeof a - 1) &&
+                 (res = mysql_store_result(my)) && (row = mysql_fetch_row(res)) && row[0] &&
+                 !strcmp(row[0], "1");
+            if (res) mysql_free_result(res);
+        }
+        if (!ok) {
+            fprintf(stderr, "sql_naive: lock: %s\n", mysql_error(my));
+            c->failed = 1;
+        } else {
+            record(c, now_ns() - t0, (int64_t)c->n);
+        }
+    }
+    while (!lock_mode && !c->failed && now_ns() < until) {
         int64_t t0 = now_ns();
         if (mysql_real_query(my, q, sizeof q - 1) || mysql_affected_rows(my) != 1) {
             fprintf(stderr, "sql_naive: %s\n", mysql_error(my));
@@ -129,7 +172,8 @@ static int cmp64(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
-    if (argc != 4) {
+    lock_mode = argc == 5 && !strcmp(argv[4], "lock");
+    if (argc != 4 && !lock_mode) {
         fprintf(stderr, "usage: sql_naive URI CLIENTS SECONDS\n");
         return 2;
     }
@@ -177,6 +221,11 @@ int main(int argc, char **argv)
         k += cs[i].n;
     }
     qsort(lat, total, sizeof *lat, cmp64);
+    if (lock_mode) {
+        printf("cycles_per_s=%.0f p50_ms=%.3f p99_ms=%.3f cycles=%zu\n", (double)total / seconds,
+               lat[total / 2] / 1e6, lat[(total * 99) / 100] / 1e6, total);
+        return 0;
+    }
     qsort(ids, total, sizeof *ids, cmp64);
     for (size_t i = 1; i < total; i++)
         if (ids[i] == ids[i - 1]) {

@@ -72,6 +72,7 @@ test_pkgs=(
 )
 bench_pkgs=(
   wrk nginx-light hyperfine # the benchmarks' load and their peer (not the test suite's)
+  valgrind # bench/instructions.sh: instructions per request (callgrind)
 )
 
 want=("${build_pkgs[@]}")

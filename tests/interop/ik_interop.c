@@ -66,6 +66,9 @@ static ik_coord *open_coord(const char *uri)
     o.zk_session_timeout_ms = 4000;
     const char *t = getenv("IK_INTEROP_SESSION_MS");
     if (t) o.zk_session_timeout_ms = atoi(t);
+    o.password = getenv("IDKEEPER_PASSWORD");      /* SQL and Redis stores (bench/sql_lock.sh) */
+    const char *ttl = getenv("IK_INTEROP_TTL_MS"); /* SQL: the lock sessions' idle limit */
+    if (ttl) o.lease_ttl_ms = atoi(ttl);
     ik_coord *c = NULL;
     char why[256] = "";
     int rc = ik_coord_open(uri, &o, &c, why, sizeof why);

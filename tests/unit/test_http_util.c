@@ -226,6 +226,16 @@ static void test_misc(void **state)
     char d[20];
     assert_int_equal(ik__fmt_u64(d, 1234567890), 10);
     assert_memory_equal(d, "1234567890", 10);
+    /* every length, and each side of each power of ten, as printf writes them */
+    for (uint64_t p = 1, k = 0; k < 20; k++, p *= 10) {
+        uint64_t vs[] = {p - 1, p, p + 1, p * 7 + 3, UINT64_MAX - k};
+        for (size_t j = 0; j < sizeof vs / sizeof vs[0]; j++) {
+            char want[24];
+            int wn = snprintf(want, sizeof want, "%" PRIu64, vs[j]);
+            assert_int_equal(ik__fmt_u64(d, vs[j]), (size_t)wn);
+            assert_memory_equal(d, want, (size_t)wn);
+        }
+    }
 }
 
 int main(void)

@@ -121,8 +121,10 @@ static const char *const pg_stmt[IK__SQL_NSTMT] = {
         "SELECT a.step, k.kind, k.app, k.name, k.start, a.max_id FROM leaf_alloc a "
         "LEFT JOIN idk_tag_kind k ON k.biz_tag = a.biz_tag WHERE a.biz_tag = $1 "
         "FOR UPDATE OF a",
-    [IK__SQL_LEAF_UPDATE] = "UPDATE leaf_alloc SET max_id = max_id + step WHERE biz_tag = $1",
-    [IK__SQL_LEAF_UPDATE_STEP] = "UPDATE leaf_alloc SET max_id = max_id + $1 WHERE biz_tag = $2",
+    [IK__SQL_LEAF_UPDATE] = "UPDATE leaf_alloc SET max_id = max_id + step WHERE biz_tag = $1 "
+                            "RETURNING biz_tag, max_id, step",
+    [IK__SQL_LEAF_UPDATE_STEP] = "UPDATE leaf_alloc SET max_id = max_id + $1 WHERE biz_tag = $2 "
+                                 "RETURNING biz_tag, max_id, step",
     [IK__SQL_LEAF_SELECT] = "SELECT biz_tag, max_id, step FROM leaf_alloc WHERE biz_tag = $1",
     [IK__SQL_TAG_INSERT] = "INSERT INTO leaf_alloc (biz_tag, max_id, step, description, "
                            "update_time) VALUES ($1, $2, $3, $4, CURRENT_TIMESTAMP)",

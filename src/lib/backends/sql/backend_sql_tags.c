@@ -17,7 +17,9 @@
  *   SELECT ... FOR UPDATE                       (IK__SQL_TAG_LOCK: kind, step, app)
  *   UPDATE leaf_alloc SET max_id = max_id + step WHERE biz_tag = ?    (delta = step)
  *     or UPDATE leaf_alloc SET max_id = max_id + ? WHERE biz_tag = ?  (any other delta)
- *   SELECT biz_tag, max_id, step FROM leaf_alloc WHERE biz_tag = ?
+ *     (on PostgreSQL with RETURNING biz_tag, max_id, step: Leaf's SELECT of the
+ *     row after it, in the same round trip; on MariaDB the row's max_id is the one
+ *     read under the lock plus delta, and the UPDATE must match the one row)
  *   COMMIT
  * and the caller owns [max_id - delta, max_id), as a Leaf server owns
  * [max_id - step, max_id) after its own.
@@ -254,14 +256,21 @@ static int advance_on(ik__sql_backend *b, ik__sql_conn *c, const char *app, cons
     char sdelta[24];
     snprintf(sdelta, sizeof sdelta, "%" PRId64, delta);
     const char *sp[] = {sdelta, biz};
+    /* The UPDATE answers the row it wrote where the database can (RETURNING), in
+     * the same round trip; where it cannot (MariaDB), its matched-row count, and
+     * max_id is the one read under the row lock plus delta: no one else can have
+     * written the row between (docs/sql.md, "Tags"). */
     if (delta == step)
-        rc = d->exec(c, IK__SQL_LEAF_UPDATE, p, 1, NULL, inner, sizeof inner);
+        rc = ik__sql_exec(d, c, IK__SQL_LEAF_UPDATE, p, 1, &r, inner, sizeof inner);
     else
-        rc = d->exec(c, IK__SQL_LEAF_UPDATE_STEP, sp, 2, NULL, inner, sizeof inner);
-    if (rc == 0) rc = ik__sql_exec(d, c, IK__SQL_LEAF_SELECT, p, 1, &r, inner, sizeof inner);
+        rc = ik__sql_exec(d, c, IK__SQL_LEAF_UPDATE_STEP, sp, 2, &r, inner, sizeof inner);
     if (rc) return *cls = abort_tx(b, c, rc), IK_ESTORE;
-    int64_t now_max = ik__sql_int(&r, 0, 1);
-    int nrows = (int)r.nrows;
+    int64_t now_max = max_id + delta;
+    int nrows = (int)r.affected;
+    if (r.ncols >= 2) {
+        now_max = ik__sql_int(&r, 0, 1);
+        nrows = (int)r.nrows;
+    }
     ik__sql_res_clear(&r);
     if (nrows != 1 || now_max != max_id + delta) { /* cannot be, under the row lock */
         ik__logf("tag %s: leaf_alloc.max_id went from %" PRId64 " to %" PRId64

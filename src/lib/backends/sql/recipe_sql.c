@@ -3,7 +3,12 @@
  * the holder's connection ends (docs/recipes.md, "SQL"; docs/sql.md).
  *
  * Each ik_lock has a connection of its own while it waits and holds: the lock is
- * that session's. Its key is the path with its kind, "lock:PATH" (a mutex),
+ * that session's. A release that unlocked keeps the connection as the lock's spare
+ * for its next acquire, which pings it first (a dead one is closed and a new one
+ * opened): a new connection costs a fork and a SCRAM exchange on PostgreSQL, far
+ * more than the lock itself. The spare holds no session lock (SL5).
+ *
+ * Its key is the path with its kind, "lock:PATH" (a mutex),
  * "rwlock:PATH" (both halves of a read-write lock: readers take it shared, where
  * the database can), "elect:PATH" (an election's latch); the driver derives the
  * database's lock name from it, as docs/recipes.md shows, so that an application
@@ -31,6 +36,9 @@
  *   SL3. The fence only grows: it is advanced after the grant, under the lock, in
  *       a committed transaction; a fence in doubt fails the acquire.
  *   SL4. No callback is made while lk->mu is held.
+ *   SL5. The spare is a connection whose unlock of the key the database answered:
+ *       it holds nothing; any other connection of the lock is closed, which frees
+ *       what its session held.
  */
 #include "backend_sql.h"
 #include "internal.h"
@@ -56,6 +64,7 @@ typedef struct sql_lock {
     char why[160];
     char session[64];
     ik__sql_conn *c;
+    ik__sql_conn *spare; /* unlocked, kept for the next acquire (SL5) */
     int monitoring, stop;
     pthread_t monitor;
 } sql_lock;
@@ -84,6 +93,7 @@ int ik__sql_lock_init(ik_lock *base)
     pthread_mutex_init(&lk->mu, NULL);
     ik__cond_init_mono(&lk->cv);
     lk->state = IK_HOLD_IDLE;
+    lk->spare = NULL;
     return IK_OK;
 }
 
@@ -192,7 +202,11 @@ static void drop(sql_lock *lk, int unlock)
     lk->stop = 0;
     lk->session[0] = '\0';
     pthread_mutex_unlock(&lk->mu);
-    if (c && unlock) b->d->unlock(c, lk->base.kind, lk->key);
+    if (c && unlock && b->d->unlock(c, lk->base.kind, lk->key) == 0) {
+        pthread_mutex_lock(&lk->mu); /* SL5: unlocked, so it may serve the next acquire */
+        if (!lk->spare) lk->spare = c, c = NULL;
+        pthread_mutex_unlock(&lk->mu);
+    }
     b->d->close(c);
 }
 
@@ -212,9 +226,16 @@ int ik__sql_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
     if (__atomic_exchange_n(&lk->cancel, 0, __ATOMIC_SEQ_CST)) return IK_ECLOSED;
     int64_t deadline = timeout_ms < 0 ? -1 : timeout_ms == 0 ? 0 : ik__mono_ms() + timeout_ms;
     set_state(lk, IK_HOLD_WAITING, "waiting");
-    ik__sql_conn *c = NULL;
+    pthread_mutex_lock(&lk->mu);
+    ik__sql_conn *c = lk->spare;
+    lk->spare = NULL;
+    pthread_mutex_unlock(&lk->mu);
+    if (c && b->d->ping(c, PING_WAIT_MS) != 0) { /* ended while idle: a new one */
+        b->d->close(c);
+        c = NULL;
+    }
     char why[256] = "";
-    int rc = ik__sql_connect_holder(b, &c, why, sizeof why);
+    int rc = c ? 0 : ik__sql_connect_holder(b, &c, why, sizeof why);
     if (rc) {
         set_state(lk, IK_HOLD_IDLE, why);
         return IK_ESTORE;
@@ -303,6 +324,8 @@ void ik__sql_lock_fini(ik_lock *base)
     pthread_mutex_unlock(&lk->mu);
     if (st == IK_HOLD_HELD || st == IK_HOLD_IN_DOUBT || st == IK_HOLD_LOST)
         drop(lk, st != IK_HOLD_LOST);
+    ik__sql_of(base->be)->d->close(lk->spare);
+    lk->spare = NULL;
     pthread_cond_destroy(&lk->cv);
     pthread_mutex_destroy(&lk->mu);
 }

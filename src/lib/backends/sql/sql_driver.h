@@ -83,12 +83,17 @@ typedef enum ik__sql_stmt {
      * row): locks the leaf_alloc row until the transaction ends */
     IK__SQL_TAG_LOCK,
     /* Leaf's own statement, word for word:
-     * UPDATE leaf_alloc SET max_id = max_id + step WHERE biz_tag = $1 */
+     * UPDATE leaf_alloc SET max_id = max_id + step WHERE biz_tag = $1
+     * -> affected 1; and, where the database has UPDATE ... RETURNING, the row
+     * after it: biz_tag, max_id, step (Leaf's SELECT below, without its round
+     * trip). Without result columns the generic layer takes max_id from the
+     * IK__SQL_TAG_LOCK read plus the step. */
     IK__SQL_LEAF_UPDATE,
-    /* Leaf's explicit-step variant (updateMaxIdByCustomStep):
+    /* Leaf's explicit-step variant (updateMaxIdByCustomStep), results as above:
      * UPDATE leaf_alloc SET max_id = max_id + $1 WHERE biz_tag = $2 */
     IK__SQL_LEAF_UPDATE_STEP,
-    /* Leaf's own: SELECT biz_tag, max_id, step FROM leaf_alloc WHERE biz_tag = $1 */
+    /* Leaf's own: SELECT biz_tag, max_id, step FROM leaf_alloc WHERE biz_tag = $1
+     * (not on the advance's path: the UPDATE answers it) */
     IK__SQL_LEAF_SELECT,
     /* $1 biz_tag, $2 max_id, $3 step, $4 description: a new leaf_alloc row
      * (IK__SQL_EDUPLICATE if biz_tag exists) */
