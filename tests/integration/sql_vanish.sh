@@ -27,6 +27,9 @@
 #                        vh_sessions (prints the sessions from VH_NS_ADDR, one a
 #                        line); VH_ALL_GONE=1: every session of the dead host must be
 #                        gone too, not only the lock's
+#   vh_mysql_up NAME     vh_net_up, then a MariaDB of the test's own listening on
+#                        both addresses, its user allowed from VH_NS_ADDR, and a
+#                        database NAME: sets DB (mysql.sh sourced before)
 # Everything (the namespace, its processes, the link) goes in a cleanup, pass or fail.
 VH_TTL_MS=${VH_TTL_MS:-6000}
 # The documented bound is about a TTL after the holder's last packet (docs/sql.md):
@@ -142,4 +145,12 @@ vh_run() {
   local when="with the grant"
   [ -z "$gone" ] || when="$gone ms after the cut"
   pass "the second lock got /vanish $took ms after the holder's host vanished (--lease-ttl $VH_TTL_MS, bound $VH_BOUND_MS ms; fence $fence1 -> $fence2); the dead lock session left the database $when"
+}
+
+vh_mysql_up() {
+  vh_net_up
+  my_start --bind-address="127.0.0.1,$VH_HOST_ADDR"
+  my_sql -e "CREATE USER '$MDB_USER'@'$VH_NS_ADDR' IDENTIFIED BY '$MDB_PASSWORD';
+    GRANT ALL PRIVILEGES ON *.* TO '$MDB_USER'@'$VH_NS_ADDR'" || fail "could not create the vanishing host's user"
+  DB=$(my_db "$1")
 }

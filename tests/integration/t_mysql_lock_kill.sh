@@ -78,33 +78,13 @@ wait $app || true
 "${LOCK[@]}" --timeout 5000 /app -- true 2>"$T/app.err" || fail "idkeeper lock /app failed once the client was gone: $(cat "$T/app.err")"
 pass "an SQL client holding GET_LOCK('ik/lock:/app') excludes idkeeper lock /app (124); once its connection is gone, the lock is granted"
 
-# spare: one ik_election (its latch is an ik_lock) resigning and campaigning again.
-# A TTL of 120 s: the server would end an idle lock session after it (docs/sql.md,
-# "Session settings"), so B's taking over within 60 s proves A's resign unlocked.
-source "$IK_SRC/tests/interop/build.sh"
-interop_build_c
+# spare: a lock's kept connection (tests/integration/sql_spare.sh)
+source "$(dirname "$0")/sql_spare.sh"
 latch_free() { [ "$(holder_thread elect:/sp)" = NULL ]; }
-leads() { [ "$(grep -c "^lead " "$T/$1.out" 2>/dev/null)" -ge "$2" ]; }
-mkfifo "$T/ea.in" "$T/eb.in"
-IK_INTEROP_TTL_MS=120000 "${IK_INTEROP[@]}" elect "$U" /sp A "$T/ea.out" <"$T/ea.in" 2>"$T/ea.err" &
-IK_PIDS+=($!)
-exec 7>"$T/ea.in"
-wait_until 30 leads ea 1 || fail "A did not lead /sp: $(cat "$T/ea.err")"
-IK_INTEROP_TTL_MS=120000 "${IK_INTEROP[@]}" elect "$U" /sp B "$T/eb.out" <"$T/eb.in" 2>"$T/eb.err" &
-IK_PIDS+=($!)
-exec 8>"$T/eb.in"
-echo resign >&7
-wait_until 60 leads eb 1 || fail "B did not lead /sp after A resigned (A's kept connection holds the latch?): $(cat "$T/eb.err")"
-echo resign >&8
-wait_until 30 latch_free || fail "the latch of /sp is still held after both resigned"
-# the server kills every connection to the test's database, A's kept one among them
-for id in $(my_sql -e "SELECT id FROM information_schema.processlist WHERE db = '${U##*/}'"); do
-  my_sql -e "KILL $id" 2>/dev/null || true
-done
-echo campaign >&7
-wait_until 30 leads ea 2 || fail "A did not lead again after its kept connection was killed: $(cat "$T/ea.err")"
-wait_until 30 eval '! latch_free' || fail "A leads, but no session holds the latch of /sp"
-echo quit >&7
-echo quit >&8
-exec 7>&- 8>&-
-pass "spare: a resigned latch's kept connection holds nothing; a killed one is replaced at the next campaign"
+end_sessions() {
+  local id
+  for id in $(my_sql -e "SELECT id FROM information_schema.processlist WHERE db = '${U##*/}'"); do
+    my_sql -e "KILL $id" 2>/dev/null || true
+  done
+}
+spare_case "$U"

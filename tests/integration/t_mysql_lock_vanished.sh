@@ -10,11 +10,7 @@ source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/sql_vanish.sh"
 source "$(dirname "$0")/mysql.sh"
 
-vh_net_up
-my_start --bind-address="127.0.0.1,$VH_HOST_ADDR"
-my_sql -e "CREATE USER '$MDB_USER'@'$VH_NS_ADDR' IDENTIFIED BY '$MDB_PASSWORD';
-  GRANT ALL PRIVILEGES ON *.* TO '$MDB_USER'@'$VH_NS_ADDR'" || fail "could not create the holder's user"
-DB=$(my_db vanish)
+vh_mysql_up vanish
 VH_URI=mysql://$MDB_USER@127.0.0.1:$MY_PORT/$DB
 VH_URI_NS=mysql://$MDB_USER@$VH_HOST_ADDR:$MY_PORT/$DB
 

@@ -14,11 +14,7 @@ source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/sql_vanish.sh"
 source "$(dirname "$0")/mysql.sh"
 
-vh_net_up
-my_start --bind-address="127.0.0.1,$VH_HOST_ADDR"
-my_sql -e "CREATE USER '$MDB_USER'@'$VH_NS_ADDR' IDENTIFIED BY '$MDB_PASSWORD';
-  GRANT ALL PRIVILEGES ON *.* TO '$MDB_USER'@'$VH_NS_ADDR'" || fail "could not create the host's user"
-DB=$(my_db svanish)
+vh_mysql_up svanish
 TTL=6000
 "$IK_BIN" tags add orders --kind sequence --coord "mysql://$MDB_USER@127.0.0.1:$MY_PORT/$DB" >/dev/null ||
   fail "tags add failed"

@@ -57,33 +57,13 @@ wait_until 30 advisory_is 0 || fail "lock:/x still held 30 s after the SQL clien
   fail "a SQL client took lock:/x while idkeeper held it"
 pass "interop: pg_advisory_lock(hashtextextended('lock:/x', 0)) and idkeeper lock /x exclude each other"
 
-# spare: one ik_election (its latch is an ik_lock) resigning and campaigning again.
-# A TTL of 120 s: the server would end an idle lock session after it (docs/sql.md,
-# "Session settings"), so B's taking over within 60 s proves A's resign unlocked.
-source "$IK_SRC/tests/interop/build.sh"
-interop_build_c
+# spare: a lock's kept connection (tests/integration/sql_spare.sh)
+source "$(dirname "$0")/sql_spare.sh"
 elect_key="hashtextextended('elect:/sp', 0)"
-latch_held() { pg_psql "$P" "$db" "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1 AND ((classid::bigint << 32) | objid::bigint) = $elect_key"; }
-latch_is() { [ "$(latch_held)" = "$1" ]; }
-leads() { [ "$(grep -c "^lead " "$T/$1.out" 2>/dev/null)" -ge "$2" ]; }
-mkfifo "$T/a.in" "$T/b.in"
-IK_INTEROP_TTL_MS=120000 "${IK_INTEROP[@]}" elect "$URI" /sp A "$T/a.out" <"$T/a.in" 2>"$T/a.err" &
-IK_PIDS+=($!)
-exec 7>"$T/a.in"
-wait_until 30 leads a 1 || fail "A did not lead /sp: $(cat "$T/a.err")"
-IK_INTEROP_TTL_MS=120000 "${IK_INTEROP[@]}" elect "$URI" /sp B "$T/b.out" <"$T/b.in" 2>"$T/b.err" &
-IK_PIDS+=($!)
-exec 8>"$T/b.in"
-echo resign >&7
-wait_until 60 leads b 1 || fail "B did not lead /sp after A resigned (A's kept connection holds the latch?): $(cat "$T/b.err")"
-echo resign >&8
-wait_until 30 latch_is 0 || fail "the latch of /sp is still held after both resigned"
-# the server ends every other session of the database, A's kept connection among them
-pg_psql "$P" "$db" "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = '$db' AND pid <> pg_backend_pid()" >/dev/null
-echo campaign >&7
-wait_until 30 leads a 2 || fail "A did not lead again after its kept connection was ended: $(cat "$T/a.err")"
-wait_until 30 latch_is 1 || fail "A leads, but no session holds the latch of /sp"
-echo quit >&7
-echo quit >&8
-exec 7>&- 8>&-
-pass "spare: a resigned latch's kept connection holds nothing; a dead one is replaced at the next campaign"
+latch_free() {
+  [ "$(pg_psql "$P" "$db" "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1 AND ((classid::bigint << 32) | objid::bigint) = $elect_key")" = 0 ]
+}
+end_sessions() {
+  pg_psql "$P" "$db" "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = '$db' AND pid <> pg_backend_pid()" >/dev/null
+}
+spare_case "$URI"
