@@ -18,8 +18,8 @@ bin=${IK_BIN:-$build/idkeeper}
 threads=${WRK_THREADS:-1}
 conns=${WRK_CONNS:-50}
 secs=${WRK_SECONDS:-10}
-scpu=${SERVER_CPU:-0}
-lcpu=${LOAD_CPU:-1}
+# shellcheck source-path=SCRIPTDIR
+source "$(dirname "$0")/pin_lib.sh"
 T=$(mktemp -d)
 stop_servers() {
   [ -n "${ik_pid:-}" ] && kill "$ik_pid" 2>/dev/null && wait "$ik_pid" 2>/dev/null
@@ -40,13 +40,7 @@ nport=$(( port + 1 ))
 # start_servers MODE: idkeeper and nginx, unpinned or pinned; sets pin_load (the
 # prefix of the load generator's command line) and workers
 start_servers() {
-  local sthreads pin_srv=()
-  pin_load=()
-  if [ "$1" = pinned ]; then
-    sthreads=1 pin_srv=(taskset -c "$scpu") pin_load=(taskset -c "$lcpu")
-  else
-    sthreads=${SERVER_THREADS:-0}
-  fi
+  pin_mode "$1"
   rm -rf "$T/data"
   "${pin_srv[@]}" "$bin" serve --coord "local:$T/data" --http 127.0.0.1:$port --threads "$sthreads" --quiet \
     2>"$T/ik.log" &

@@ -21,8 +21,8 @@ build=${1:-build}
 bin=${IK_BIN:-$build/idkeeper}
 n=${BENCH_N:-200000}
 seq_n=${SEQ_N:-100000}
-scpu=${SERVER_CPU:-0}
-lcpu=${LOAD_CPU:-1}
+# shellcheck source-path=SCRIPTDIR
+source "$(dirname "$0")/pin_lib.sh"
 T=$(mktemp -d)
 pids=()
 stop_servers() {
@@ -43,13 +43,7 @@ http=$base rport=$((base + 1)) redis=$((base + 2)) redis_aof=$((base + 3))
 # start_servers MODE: idkeeper (fresh data), redis-server and redis-server with
 # appendfsync always, unpinned or pinned; sets pin_load and workers
 start_servers() {
-  local sthreads pin_srv=()
-  pin_load=()
-  if [ "$1" = pinned ]; then
-    sthreads=1 pin_srv=(taskset -c "$scpu") pin_load=(taskset -c "$lcpu")
-  else
-    sthreads=${SERVER_THREADS:-0}
-  fi
+  pin_mode "$1"
   workers=$([ "$sthreads" = 0 ] && nproc || echo "$sthreads")
   rm -rf "$T/data" "$T/r1" "$T/r2"
   "$bin" tags add seg --kind segment --step 1000 --coord "local:$T/data" >/dev/null
