@@ -14,7 +14,7 @@
 //       the connection's state meanwhile as "STATE NS" (SUSPENDED, LOST, ...)
 //   bench-mutex CONNECT PATH CLIENTS SECONDS
 //       CLIENTS clients (sessions) acquire+release as fast as they can; prints
-//       "cycles_per_s N" over SECONDS
+//       "cycles_per_s N cycles TOTAL" over SECONDS (TOTAL: every cycle, warm-up too)
 //   bench-handover CONNECT PATH N
 //       two LeaderLatches; N times the leader closes, time until the other's isLeader;
 //       prints "handover_ms median p90"
@@ -157,7 +157,7 @@ public class CuratorHelper {
         long c0 = cycles.get(), t0 = System.nanoTime();
         for (Thread x : t) x.join();
         double el = (System.nanoTime() - t0) / 1e9;
-        System.out.printf("cycles_per_s %.0f%n", (cycles.get() - c0) / el);
+        System.out.printf("cycles_per_s %.0f cycles %d%n", (cycles.get() - c0) / el, cycles.get());
         for (CuratorFramework c : cs) c.close();
     }
 

@@ -24,7 +24,8 @@
  *       prints who leads at PATH (ik_election_leader), or exits 1
  *   ik_interop bench-lock URI PATH CLIENTS SECONDS
  *       CLIENTS threads, each with its own coord (session), acquire+release as fast
- *       as they can for SECONDS; prints "cycles_per_s N".
+ *       as they can for SECONDS; prints "cycles_per_s N cycles TOTAL" (TOTAL:
+ *       every cycle, the first second's too)
  *   ik_interop bench-handover URI PATH N
  *       two candidates; N times: the leader resigns, time until the other leads
  *       (its callback); prints "handover_ms median p90".
@@ -235,7 +236,7 @@ static int cmd_bench_lock(char **a)
     for (int i = 0; i < n; i++)
         c1 += b[i].cycles;
     double el = (double)(now_ns() - t0) / 1e9;
-    printf("cycles_per_s %.0f\n", (double)(c1 - c0) / el);
+    printf("cycles_per_s %.0f cycles %ld\n", (double)(c1 - c0) / el, c1);
     free(b);
     free(t);
     return 0;

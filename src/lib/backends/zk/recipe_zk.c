@@ -372,9 +372,13 @@ typedef struct acquire {
     unsigned doubt_gen;           /* ... on this session generation */
     int need_dir;                 /* the parent was missing */
     int64_t asked;                /* send time of the request that proved the session */
+    int64_t proven;               /* send time of the last write or sync answered on ... */
+    unsigned proven_gen;          /* ... this session generation (0: none) ... */
+    int64_t proven_sid;           /* ... and session */
     int rc;                       /* N_END's */
     /* one pass: */
     uint64_t seen;        /* the lock's event count at its start */
+    uint64_t sseen;       /* and its session-event count */
     char node[ZPATH_MAX]; /* our node then */
     unsigned gen;         /* the session generation our node was made on */
     int64_t session;      /* and that session's id */
@@ -429,6 +433,7 @@ static int pass_begin(acquire *a)
     zk_lock *lk = a->lk;
     int rc = 0;
     a->seen = ik__zk_lock_events_now(lk);
+    a->sseen = ik__zk_lock_sevents_now(lk);
     pthread_mutex_lock(&lk->mu);
     if (lk->cancel) {
         lk->cancel = 0;
@@ -488,6 +493,9 @@ static next step_create(acquire *a)
     ik__zk_req *made = &pl->r[0], *list = &pl->r[1];
     a->zrc = answered ? made->rc : ZOPERATIONTIMEOUT; /* unanswered: in doubt */
     if (a->zrc == ZOK) {
+        a->proven = a->asked; /* a write: through the leader */
+        a->proven_gen = a->s.gen;
+        a->proven_sid = a->s.id;
         snprintf(a->node, sizeof a->node, "%s", made->data ? made->data : "");
         ik__zk_lock_set_node(lk, a->node, a->s.gen, a->s.id, made->st.czxid);
         if (list->rc == ZOK) {
@@ -555,12 +563,40 @@ static next step_not_contending(acquire *a)
     return N_AGAIN;
 }
 
+/* Whether a write or sync of this attempt, answered on the session s, was sent less
+ * than a quarter of the session timeout ago: then it proves the session for a grant
+ * (the monitor's next probe is due when it is that old, as for any grant), and
+ * *sent is its send time. */
+static int proof_fresh(const acquire *a, const ik__zk_session *s, int64_t *sent)
+{
+    if (!a->proven_gen || a->proven_gen != s->gen || a->proven_sid != s->id ||
+        ik__mono_ms() - a->proven >= (int64_t)s->timeout_ms / 4)
+        return 0;
+    *sent = a->proven;
+    return 1;
+}
+
+/* Proves the session for a grant (prove_session), recording the proof. */
+static int prove_now(acquire *a, const ik__zk_session *s)
+{
+    int zrc = prove_session(a->lk, s, &a->asked);
+    if (zrc == ZOK) {
+        a->proven = a->asked;
+        a->proven_gen = s->gen;
+        a->proven_sid = s->id;
+    }
+    return zrc;
+}
+
 /* Under the session, no blocker: WAITING --no blocker--> HELD once the session is
- * proven; a proof so far by a read is made through the leader (prove_session). */
+ * proven: by our create's answer in this pass, by a write or sync of ours answered
+ * recently enough (proof_fresh), or else by a sync through the leader now: a proof
+ * so far by a read is not one (prove_session). */
 static next step_first(acquire *a)
 {
     if (a->listed) return N_HELD;
-    a->zrc = prove_session(a->lk, &a->s, &a->asked);
+    if (proof_fresh(a, &a->s, &a->asked)) return N_HELD;
+    a->zrc = prove_now(a, &a->s);
     if (a->zrc == ZOK) return N_HELD;
     if (a->zrc == ZOPERATIONTIMEOUT && !past_deadline(a)) return N_AGAIN; /* slow, not gone */
     return N_FAILED;
@@ -578,6 +614,7 @@ static next step_watch(acquire *a)
     pthread_mutex_lock(&lk->mu);
     snprintf(lk->pred, sizeof lk->pred, "%s", a->pred);
     lk->pred_deleted = 0;
+    lk->pred_event = 0;
     pthread_mutex_unlock(&lk->mu);
     a->watched = ik__mono_ms();
     a->zrc = zoo_wexists(a->s.zh, a->pred, ik__zk_lock_on_watch, (void *)(uintptr_t)lk->reg, NULL);
@@ -625,15 +662,19 @@ static int after_dead(acquire *a)
 }
 
 /* After the exists-watch: WAITING --predecessor gone--> HELD (the fast hand-over),
- * or AGAIN. The one contender ahead of us gone, we hold without listing again if
- * the answer to the watch's request is recent enough to prove our session (else the
- * listing does). */
+ * or AGAIN. Waits for the watch on the contender ahead, our node's deletion or a
+ * session event (ik__zk_lock_wait_pred: no other event ends the wait). The one
+ * contender ahead of us gone, we hold without listing again if the watch was set
+ * less than a third of the session timeout ago (else the listing looks), on a proof
+ * of the session: a write or sync of ours answered recently enough (proof_fresh:
+ * our create, in the steady state of a contended lock), else a sync now (the
+ * watch's answer is a read). */
 static int after_watch(acquire *a, unsigned wgen, int64_t t)
 {
     zk_lock *lk = a->lk;
     if (a->zrc != ZNONODE) {
         if (a->zrc != ZOK) return AGAIN;
-        int rc = ik__zk_lock_wait_event(lk, a->seen, a->deadline, 1);
+        int rc = ik__zk_lock_wait_pred(lk, a->sseen, a->deadline);
         if (rc) return rc;
     }
     pthread_mutex_lock(&lk->mu);
@@ -645,8 +686,10 @@ static int after_watch(acquire *a, unsigned wgen, int64_t t)
     ik__zk_session_get(lk->base.be, &s);
     int ok = s.connected && !s.dead && s.gen == wgen && s.id == ik__zk_lock_session_of(lk);
     int64_t sent = 0;
-    /* the watch's answer is a read: the sync proves the session */
-    if (ok) ok = prove_session(lk, &s, &sent) == ZOK;
+    if (ok && !proof_fresh(a, &s, &sent)) {
+        ok = prove_now(a, &s) == ZOK;
+        sent = a->asked;
+    }
     ik__zk_session_put(lk->base.be);
     if (!ok) return AGAIN;
     a->asked = sent;
@@ -725,8 +768,10 @@ static int grant(acquire *a, int64_t *fence)
         lk->probe_gone = 0;
         lk->probe_seq++; /* a late answer to an earlier grant's probe is not ours */
         lk->probe_inflight = 0;
-        lk->proven_ms = a->asked;          /* the listing that showed us first was sent then */
-        lk->probe_sent_ms = ik__mono_ms(); /* first probe a quarter of the timeout from now */
+        lk->proven_ms = a->asked; /* the request that proved the session was sent then */
+        /* the first probe when that proof is a quarter of the timeout old, as for a
+         * grant held since */
+        lk->probe_sent_ms = a->asked;
         /* the monitor finds this grant within a quarter of the timeout (its idle nap),
          * or at once on a session event */
     }
