@@ -35,7 +35,7 @@ count() {
       { n[$2] = $1; t += $1; if ($2 ~ /^(create|create2|createContainer|delete|setData|multi)$/) w += $1 }
       END {
         printf "%.2f requests (%.2f writes):", t / c, w / c
-        for (k in n) printf " %s %.2f", k, n[k] / c
+        for (k in n) if (n[k] / c >= 0.005) printf " %s %.2f", k, n[k] / c
         printf "\n"
       }'
 }

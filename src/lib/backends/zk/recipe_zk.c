@@ -10,22 +10,28 @@
  * the contenders of its kind (recipe_zk_names.c: Curator's and kazoo's names alike),
  * orders them as they were created (by sequence, or by creation zxid once the
  * parent's counter reached its end: order_contenders), and either holds (no contender it must wait
- * for) or sets an exists-watch on the one contender just ahead of it (a reader: the nearest writer
- * ahead) and sleeps until that watch or a session event fires. The fencing token is the creation
- * zxid of our node (zoo_create2's Stat).
+ * for) or sets a data watch on each contender it waits for (every one ahead; a reader: every
+ * writer ahead), the nearest IK__ZK_LOCK_AHEAD of them, and sleeps until the last of them is gone
+ * (then it holds without listing again, if they were all), a watch fires otherwise, or a session
+ * event comes. The fencing token is the creation zxid of our node (zoo_create2's Stat).
+ *
+ * What proves the session for a grant (docs/recipes.md, "What proves the session"): a write or
+ * a sync of this attempt, answered, sent less than a quarter of the session timeout ago
+ * (proof_fresh: our create, in a contended lock's steady state); else a sync now. A read
+ * (a listing, a watch's answer) is not a proof.
  *
  * States of one grant and the functions taking each edge:
  *
  *   IDLE --zk_acquire (acquire_begin)--> WAITING
  *   WAITING --no blocker, session proven (step_first, grant)--> HELD
- *   WAITING --the one contender ahead gone, session proven (after_watch, grant)--> HELD
+ *   WAITING --every contender ahead gone, session proven (after_watch, grant)--> HELD
  *   WAITING --timeout / cancel / error (give_up: delete_ours)--> IDLE
  *   WAITING --one pass (acquire_pass), each a step of its own:
  *              session dead: a new one (after_dead); our node of an older session
  *              forgotten (step_stale); offline: wait for an event; a create in doubt
  *              looked for, a missing parent made (step_settle); our create and a
  *              listing (step_create); who is ahead (step_blocker); our node not a
- *              contender (step_not_contending); a watch on the one ahead
+ *              contender (step_not_contending); watches on those ahead
  *              (step_watch)--> WAITING
  *   HELD --connection lost (monitor)--> IN_DOUBT       callback at once
  *   IN_DOUBT --reconnected, our node there (monitor)--> HELD     callback
@@ -310,12 +316,14 @@ static int order_contenders(zhandle_t *zh, const char *dir, ik__contender *v, si
 }
 
 /* Whom our node waits for among names: -1 none (we hold it), -2 our node is not
- * there, else 0 and pred set, *alone = 1 if pred is the only contender ahead of us
- * that can block us (then we hold once it is gone: a node made later is created
+ * there, else 0: the contenders it waits for (a mutex, writer or candidate: every
+ * one ahead of it; a reader: every writer ahead), the nearest IK__ZK_LOCK_AHEAD of
+ * them, installed as lk->ahead for step_watch (none gone yet), and *all = 1 if that
+ * is all of them (then we hold once they are gone: a node made later is created
  * after ours, so it sorts after ours). IK_ENOMEM; *zrc: ZOK, or the error of a
  * request that ordering them needed (then nothing else is set). */
 static int blocker_of(zk_lock *lk, zhandle_t *zh, char *const *names, int count, const char *node,
-                      char *pred, size_t len, int *alone, int *zrc)
+                      int *all, int *zrc)
 {
     ik__contender *v = calloc((size_t)count + 1, sizeof *v);
     if (!v) return IK_ENOMEM;
@@ -331,13 +339,22 @@ static int blocker_of(zk_lock *lk, zhandle_t *zh, char *const *names, int count,
         free(v);
         return 0;
     }
-    int b = ik__contender_blocker(lk->base.kind, v, n, ours);
-    if (b >= 0) snprintf(pred, len, "%s/%s", lk->dir, v[b].name);
-    *alone = b == 0;
-    if (b > 0 && lk->base.kind == IK__LOCK_READ) { /* the nearest writer ahead: the only? */
-        *alone = 1;
-        for (int k = 0; k < b; k++)
-            if (v[k].writer) *alone = 0;
+    int b = ik__contender_blocker(lk->base.kind, v, n, ours); /* the nearest */
+    if (b >= 0) {
+        *all = 1;
+        pthread_mutex_lock(&lk->mu);
+        lk->ahead_n = 0;
+        lk->ahead_gone = 0;
+        lk->ahead_spent = 0;
+        for (int k = b; k >= 0; k--) {
+            if (lk->base.kind == IK__LOCK_READ && !v[k].writer) continue;
+            if (lk->ahead_n == IK__ZK_LOCK_AHEAD) {
+                *all = 0;
+                break;
+            }
+            snprintf(lk->ahead[lk->ahead_n++], sizeof lk->ahead[0], "%s/%s", lk->dir, v[k].name);
+        }
+        pthread_mutex_unlock(&lk->mu);
     }
     free(v);
     return b >= 0 ? 0 : b;
@@ -361,7 +378,7 @@ typedef enum next {
     N_FAILED,   /* a request failed with a->zrc: after_failure */
     N_OFFLINE,  /* not connected: wait for an event */
     N_RECOVER,  /* the session is dead: a new one */
-    N_WATCHING, /* an exists-watch on the contender ahead (a->zrc its answer) */
+    N_WATCHING, /* data watches on the contenders ahead (a->zrc: ZOK, or an error) */
 } next;
 
 typedef struct acquire {
@@ -386,9 +403,8 @@ typedef struct acquire {
     int zrc;              /* the last request's ZooKeeper code */
     char **names;         /* the children listed, count of them; listed: by our */
     int count, listed;    /* create's request (which proves the session) */
-    char pred[ZPATH_MAX]; /* the contender ahead of us */
-    int alone;            /* it is the only one that can block us */
-    int64_t watched;      /* send time of the exists-watch on pred */
+    int all;              /* lk->ahead holds every contender we wait for */
+    int64_t watched;      /* send time of the watches on lk->ahead */
 } acquire;
 
 /* IDLE --zk_acquire--> WAITING: AGAIN, or the error that keeps the lock IDLE. */
@@ -446,8 +462,7 @@ static int pass_begin(acquire *a)
     a->names = NULL;
     a->count = a->listed = 0;
     a->zrc = ZOK;
-    a->pred[0] = '\0';
-    a->alone = 0;
+    a->all = 0;
     return rc;
 }
 
@@ -532,8 +547,7 @@ static int step_blocker(acquire *a)
     }
     int blocker = -2;
     if (a->zrc == ZOK)
-        blocker = blocker_of(lk, a->s.zh, a->names, a->count, a->node, a->pred, sizeof a->pred,
-                             &a->alone, &a->zrc);
+        blocker = blocker_of(lk, a->s.zh, a->names, a->count, a->node, &a->all, &a->zrc);
     free_names(a->names, a->count);
     a->names = NULL;
     return blocker;
@@ -602,22 +616,54 @@ static next step_first(acquire *a)
     return N_FAILED;
 }
 
-/* Under the session, a contender ahead: an exists-watch on it (N_WATCHING), or
- * N_END (IK_EBUSY) for a try without waiting. */
+/* Under the session, contenders ahead (lk->ahead, from blocker_of): a data watch
+ * (getData) on each, sent together (one round trip), N_WATCHING with a->zrc ZOK
+ * (those already gone marked so) or the first error; or N_END (IK_EBUSY) for a try
+ * without waiting. Watching every contender we wait for, not only the nearest
+ * (Curator's way), is what lets the waiter hold the moment the last of them goes,
+ * without listing again: a contender ahead may leave without having held (a
+ * timeout), so the nearest one's deletion alone does not say the others are gone.
+ * getData, as Curator does, not exists: an exists of a node already gone would
+ * leave a watch for its creation, which never comes, in the server and the client. */
 static next step_watch(acquire *a)
 {
     zk_lock *lk = a->lk;
     if (a->timeout_ms == 0) {
+        ik__zk_lock_ahead_clear(lk);
         a->rc = IK_EBUSY;
         return N_END;
     }
+    char paths[IK__ZK_LOCK_AHEAD][ZPATH_MAX];
     pthread_mutex_lock(&lk->mu);
-    snprintf(lk->pred, sizeof lk->pred, "%s", a->pred);
-    lk->pred_deleted = 0;
-    lk->pred_event = 0;
+    int n = lk->ahead_n;
+    for (int i = 0; i < n; i++)
+        snprintf(paths[i], sizeof paths[i], "%s", lk->ahead[i]);
     pthread_mutex_unlock(&lk->mu);
+    ik__zk_wait *w = ik__zk_wait_new(n, 0);
+    if (!w) {
+        a->rc = IK_ENOMEM;
+        return N_END;
+    }
     a->watched = ik__mono_ms();
-    a->zrc = zoo_wexists(a->s.zh, a->pred, ik__zk_lock_on_watch, (void *)(uintptr_t)lk->reg, NULL);
+    for (int i = 0; i < n; i++) {
+        ik__zk_arm(&w->r[i]);
+        ik__zk_issued(&w->r[i], zoo_awget(a->s.zh, paths[i], ik__zk_lock_on_watch,
+                                          (void *)(uintptr_t)lk->reg, ik__zk_on_data, &w->r[i]));
+    }
+    int answered =
+        ik__zk_wait_until(w, a->s.zh, ik__mono_ns() + 2 * (int64_t)a->s.timeout_ms * 1000000);
+    a->zrc = answered ? ZOK : ZOPERATIONTIMEOUT;
+    unsigned gone = 0;
+    for (int i = 0; answered && i < n; i++) {
+        if (w->r[i].rc == ZNONODE)
+            gone |= 1u << i;
+        else if (w->r[i].rc != ZOK && a->zrc == ZOK)
+            a->zrc = w->r[i].rc;
+    }
+    ik__zk_wait_put(w);
+    pthread_mutex_lock(&lk->mu);
+    lk->ahead_gone |= gone;
+    pthread_mutex_unlock(&lk->mu);
     return N_WATCHING;
 }
 
@@ -661,27 +707,26 @@ static int after_dead(acquire *a)
     return AGAIN;
 }
 
-/* After the exists-watch: WAITING --predecessor gone--> HELD (the fast hand-over),
- * or AGAIN. Waits for the watch on the contender ahead, our node's deletion or a
- * session event (ik__zk_lock_wait_pred: no other event ends the wait). The one
- * contender ahead of us gone, we hold without listing again if the watch was set
- * less than a third of the session timeout ago (else the listing looks), on a proof
- * of the session: a write or sync of ours answered recently enough (proof_fresh:
- * our create, in the steady state of a contended lock), else a sync now (the
- * watch's answer is a read). */
+/* After the watches: WAITING --every contender ahead gone--> HELD (the fast
+ * hand-over), or AGAIN. Waits until the last of lk->ahead is gone, a watch of one
+ * is spent otherwise, our node is deleted or a session event comes
+ * (ik__zk_lock_wait_pred: no other event ends the wait). If lk->ahead was every
+ * contender we wait for and all are gone, we hold without listing again if the
+ * watches were set less than a third of the session timeout ago (else the listing
+ * looks), on a proof of the session: a write or sync of ours answered recently
+ * enough (proof_fresh: our create, in the steady state of a contended lock), else a
+ * sync now (the watches' answers are reads). */
 static int after_watch(acquire *a, unsigned wgen, int64_t t)
 {
     zk_lock *lk = a->lk;
-    if (a->zrc != ZNONODE) {
-        if (a->zrc != ZOK) return AGAIN;
-        int rc = ik__zk_lock_wait_pred(lk, a->sseen, a->deadline);
-        if (rc) return rc;
+    if (a->zrc != ZOK) {
+        ik__zk_lock_ahead_clear(lk);
+        return AGAIN;
     }
-    pthread_mutex_lock(&lk->mu);
-    int gone_pred = a->zrc == ZNONODE || lk->pred_deleted;
-    lk->pred[0] = '\0';
-    pthread_mutex_unlock(&lk->mu);
-    if (!a->alone || !gone_pred || ik__mono_ms() - a->watched >= t / 3) return AGAIN;
+    int rc = ik__zk_lock_wait_pred(lk, a->sseen, a->deadline);
+    int gone = ik__zk_lock_ahead_clear(lk);
+    if (rc) return rc;
+    if (!a->all || !gone || ik__mono_ms() - a->watched >= t / 3) return AGAIN;
     ik__zk_session s;
     ik__zk_session_get(lk->base.be, &s);
     int ok = s.connected && !s.dead && s.gen == wgen && s.id == ik__zk_lock_session_of(lk);

@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# labels: recipes zk
+# needs: zk
+# timeout: 300
+# The contended hand-over on ZooKeeper: a waiter watches every contender it waits
+# for (up to 8) and holds the moment the last one goes, on the proof of its recent
+# create, without listing again (docs/recipes.md, "Cost"). What would break if that
+# were wrong, on a real ZooKeeper:
+#  A. a contender ahead leaves without having held (its --timeout): the waiter
+#     behind it, which watched it, must not hold while the holder still does
+#  B. 4 contenders waiting forever and 2 that give up after 2 ms, 300 us holds, for
+#     8 s: no two holders at once, fences strictly increasing from one holder to the
+#     next (across processes), the quitters' nodes leaving mid-queue all along
+#  C. the same while ZooKeeper is killed -9 and restarted on its data, then frozen
+#     (SIGSTOP) for 1.5 s: still no two holders at once, fences still increasing
+# A holder frozen past its session is conformance/locks_stopped.zk's.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/zk.sh"
+source "$IK_SRC/tests/interop/build.sh"
+
+zk_start_standalone
+interop_build_c
+URI=$(zk_uri t)
+I=${IK_INTEROP[0]}
+nkids() { zk_tool ls "/t$1" 2>/dev/null | grep -c -- '-lock-' || true; }
+
+# --- A: a contender ahead gives up; the one behind it must wait for the holder
+"$IK_BIN" lock --coord "$URI" /a -- sh -c "'$I' now >'$T/h.start'; sleep 5; '$I' now >'$T/h.end'" \
+  >"$T/h.log" 2>&1 &
+h=$!
+IK_PIDS+=("$h")
+wait_until 60 test -s "$T/h.start" || fail "A: the holder did not start its command (see $T/h.log)"
+"$IK_BIN" lock --coord "$URI" --timeout 2000 /a -- sh -c "'$I' now >'$T/w1.ran'" >"$T/w1.log" 2>&1 &
+w1=$!
+IK_PIDS+=("$w1")
+wait_until 30 test "$(nkids /a)" = 2 || fail "A: the first waiter did not queue ($(nkids /a) contenders)"
+"$IK_BIN" lock --coord "$URI" /a -- sh -c "'$I' now >'$T/w2.start'" >"$T/w2.log" 2>&1 &
+w2=$!
+IK_PIDS+=("$w2")
+wait_until 30 test "$(nkids /a)" = 3 || fail "A: the second waiter did not queue ($(nkids /a) contenders)"
+rc=0
+wait "$w1" || rc=$?
+[ "$rc" = 124 ] || fail "A: the first waiter exited $rc, not 124 (gave up) (see $T/w1.log)"
+[ ! -e "$T/w1.ran" ] || fail "A: the waiter that gave up ran its command"
+wait "$h" || fail "A: the holder failed (see $T/h.log)"
+wait "$w2" || fail "A: the second waiter failed (see $T/w2.log)"
+[ -s "$T/h.end" ] && [ -s "$T/w2.start" ] || fail "A: a command did not record its times"
+((($(cat "$T/w2.start") > $(cat "$T/h.end")))) ||
+  fail "A: the second waiter held while the holder did: it started $((($(cat "$T/h.end") - $(cat "$T/w2.start")) / 1000000)) ms before the holder ended"
+pass "A: the waiter behind one that gave up held only after the holder ended ($((($(cat "$T/w2.start") - $(cat "$T/h.end")) / 1000000)) ms later)"
+
+# contest PATH SECS: 4 contenders waiting forever (C1-C4) and 2 quitters (Q1, Q2,
+# 2 ms timeouts) for SECS from $T/go.PATH; their intervals in $T/PATH.*.iv
+contest() {
+  local p=$1 secs=$2 i
+  CONTEST_PIDS=()
+  for i in 1 2 3 4; do
+    IK_INTEROP_TAG=C$i "$I" contend "$URI" "/$p" "$secs" "$T/$p.c$i.iv" 300 -1 "$T/go.$p" \
+      >"$T/$p.c$i.out" 2>"$T/$p.c$i.log" &
+    CONTEST_PIDS+=($!)
+  done
+  for i in 1 2; do
+    IK_INTEROP_TAG=Q$i "$I" contend "$URI" "/$p" "$secs" "$T/$p.q$i.iv" 300 2 "$T/go.$p" \
+      >"$T/$p.q$i.out" 2>"$T/$p.q$i.log" &
+    CONTEST_PIDS+=($!)
+  done
+  IK_PIDS+=("${CONTEST_PIDS[@]}")
+  wait_until 60 eval "[ \$(ls '$T/$p'.*.iv 2>/dev/null | wc -l) = 6 ]" ||
+    fail "$p: the contenders did not connect (see $T/$p.*.log)"
+  touch "$T/go.$p"
+}
+# check PATH: no overlap, fences increasing from holder to holder, the quitters gave
+# up, nothing left behind; sets RES
+check() {
+  local p=$1 pid gave held
+  for pid in "${CONTEST_PIDS[@]}"; do
+    wait "$pid" || fail "$p: a contender failed (see $T/$p.*.log)"
+  done
+  RES=$(interop_check_intervals "$T/$p".*.iv) || fail "$p: two holders at once: $RES"
+  sort -n -k2,2 "$T/$p".*.iv | awk '{ if (NR > 1 && $4 <= prev) { print "fence " $4 " of " $1 " after " prev " of " who; exit 1 } prev = $4; who = $1 }' \
+    >"$T/$p.fences" || fail "$p: fences do not increase from one holder to the next: $(cat "$T/$p.fences")"
+  gave=$(cat "$T/$p".q*.out | awk '{ s += $4 } END { print s + 0 }')
+  held=$(cat "$T/$p".c*.out | awk '{ s += $2 } END { print s + 0 }')
+  ((gave >= 20)) || fail "$p: the quitters gave up only $gave times: nothing left the queue mid-way"
+  ((held >= 200)) || fail "$p: only $held grants to the patient contenders: no contention to speak of"
+  wait_until 30 test "$(nkids "/$p")" = 0 || fail "$p: nodes left: $(zk_tool ls "/t/$p")"
+  RES="$RES; quitters gave up $gave times"
+}
+
+# --- B: contention with contenders leaving mid-queue
+contest b 8
+check b
+pass "B: $RES"
+
+# --- C: the same through a ZooKeeper killed -9 and restarted, then frozen
+contest c 20
+sleep 3
+zk_stop 1 KILL
+log "C: ZooKeeper killed"
+sleep 1
+zk_start 1
+zk_wait_serving 1 60
+log "C: ZooKeeper serves again"
+sleep 3
+kill -STOP "${ZK_PID[1]}"
+sleep 1.5
+kill -CONT "${ZK_PID[1]}"
+log "C: ZooKeeper frozen for 1.5 s"
+check c
+fails=$(cat "$T"/c.*.out | awk '{ s += $6 } END { print s + 0 }')
+pass "C: through a ZooKeeper restart and freeze: $RES, $fails acquires failed"
