@@ -13,6 +13,11 @@
 #     next (across processes), the quitters' nodes leaving mid-queue all along
 #  C. the same while ZooKeeper is killed -9 and restarted on its data, then frozen
 #     (SIGSTOP) for 1.5 s: still no two holders at once, fences still increasing
+#  D. a waiter's own node deleted by hand while it waits, the holder still there:
+#     it queues again at once (it watches its own node too), and when the holder
+#     goes, the waiter and a contender that queued meanwhile never hold at once.
+#     Before, the waiter behind the holder noticed nothing and, the holder gone,
+#     held without a node, beside the newcomer, until its first probe.
 # A holder frozen past its session is conformance/locks_stopped.zk's.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/zk.sh"
@@ -109,3 +114,41 @@ log "C: ZooKeeper frozen for 1.5 s"
 check c
 fails=$(cat "$T"/c.*.out | awk '{ s += $6 } END { print s + 0 }')
 pass "C: through a ZooKeeper restart and freeze: $RES, $fails acquires failed"
+
+# --- D: our node deleted while we wait behind the holder
+# run NAME: a CMD that records its start and end around a 1.5 s hold
+run_cmd() { echo "'$I' now >'$T/$1.start'; sleep 1.5; '$I' now >'$T/$1.end'"; }
+"$IK_BIN" lock --coord "$URI" /d -- sh -c "touch '$T/dh.held'; sleep 3" >"$T/dh.log" 2>&1 &
+dh=$!
+IK_PIDS+=("$dh")
+wait_until 60 test -e "$T/dh.held" || fail "D: the holder did not start its command (see $T/dh.log)"
+"$IK_BIN" lock --coord "$URI" /d -- sh -c "$(run_cmd dw)" >"$T/dw.log" 2>&1 &
+dw=$!
+IK_PIDS+=("$dw")
+wait_until 30 test "$(nkids /d)" = 2 || fail "D: the waiter did not queue ($(nkids /d) contenders)"
+wnode=$(zk_tool ls /t/d | awk '{ s = $0; sub(/.*-lock-/, "", s); print s, $0 }' | sort -n | tail -1 | cut -d' ' -f2)
+[ "$(zk_tool delete "/t/d/$wnode")" = deleted ] || fail "D: could not delete the waiter's node $wnode"
+"$IK_BIN" lock --coord "$URI" /d -- sh -c "$(run_cmd dn)" >"$T/dn.log" 2>&1 &
+dn=$!
+IK_PIDS+=("$dn")
+wait "$dh" || fail "D: the holder failed (see $T/dh.log)"
+rc=0
+wait "$dw" || rc=$?
+wait "$dn" || fail "D: the newcomer failed (see $T/dn.log)"
+[ "$rc" = 0 ] || fail "D: the waiter whose node was deleted exited $rc (see $T/dw.log)"
+for f in dw.start dw.end dn.start dn.end; do
+  [ -s "$T/$f" ] || fail "D: $f missing (see $T/dw.log, $T/dn.log)"
+done
+res=$(/usr/bin/python3 - "$T" <<'PY'
+import sys
+t = sys.argv[1]
+v = {k: int(open("%s/%s" % (t, k)).read()) for k in ("dw.start", "dw.end", "dn.start", "dn.end")}
+if v["dw.start"] < v["dn.end"] and v["dn.start"] < v["dw.end"]:
+    print("overlap: the waiter held [%d, %d], the newcomer [%d, %d] (ms from the waiter's start)" % (
+        0, (v["dw.end"] - v["dw.start"]) // 10**6, (v["dn.start"] - v["dw.start"]) // 10**6,
+        (v["dn.end"] - v["dw.start"]) // 10**6))
+    sys.exit(1)
+print("the %s held first" % ("newcomer" if v["dn.start"] < v["dw.start"] else "waiter"))
+PY
+) || fail "D: two holders at once: $res"
+pass "D: a waiter whose node was deleted queued again; $res, never both at once"

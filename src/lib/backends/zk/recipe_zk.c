@@ -624,7 +624,12 @@ static next step_first(acquire *a)
  * without listing again: a contender ahead may leave without having held (a
  * timeout), so the nearest one's deletion alone does not say the others are gone.
  * getData, as Curator does, not exists: an exists of a node already gone would
- * leave a watch for its creation, which never comes, in the server and the client. */
+ * leave a watch for its creation, which never comes, in the server and the client.
+ * Our own node is watched too, in the same round trip: deleted while we wait (by
+ * hand, with its parent), we look again at once (step_not_contending) rather than
+ * hold without it when those ahead are gone. ZooKeeper sends one session's watch
+ * events in the order of the changes, so a deletion of ours before the last one
+ * ahead is seen before it. */
 static next step_watch(acquire *a)
 {
     zk_lock *lk = a->lk;
@@ -633,19 +638,20 @@ static next step_watch(acquire *a)
         a->rc = IK_EBUSY;
         return N_END;
     }
-    char paths[IK__ZK_LOCK_AHEAD][ZPATH_MAX];
+    char paths[IK__ZK_LOCK_AHEAD + 1][ZPATH_MAX];
     pthread_mutex_lock(&lk->mu);
     int n = lk->ahead_n;
     for (int i = 0; i < n; i++)
         snprintf(paths[i], sizeof paths[i], "%s", lk->ahead[i]);
     pthread_mutex_unlock(&lk->mu);
-    ik__zk_wait *w = ik__zk_wait_new(n, 0);
+    snprintf(paths[n], sizeof paths[n], "%s", a->node); /* ours, last */
+    ik__zk_wait *w = ik__zk_wait_new(n + 1, 0);
     if (!w) {
         a->rc = IK_ENOMEM;
         return N_END;
     }
     a->watched = ik__mono_ms();
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i <= n; i++) {
         ik__zk_arm(&w->r[i]);
         ik__zk_issued(&w->r[i], zoo_awget(a->s.zh, paths[i], ik__zk_lock_on_watch,
                                           (void *)(uintptr_t)lk->reg, ik__zk_on_data, &w->r[i]));
@@ -660,9 +666,12 @@ static next step_watch(acquire *a)
         else if (w->r[i].rc != ZOK && a->zrc == ZOK)
             a->zrc = w->r[i].rc;
     }
+    int own_gone = answered && w->r[n].rc == ZNONODE;
+    if (answered && !own_gone && w->r[n].rc != ZOK && a->zrc == ZOK) a->zrc = w->r[n].rc;
     ik__zk_wait_put(w);
     pthread_mutex_lock(&lk->mu);
     lk->ahead_gone |= gone;
+    if (own_gone) lk->own_deleted = 1;
     pthread_mutex_unlock(&lk->mu);
     return N_WATCHING;
 }
@@ -726,7 +735,10 @@ static int after_watch(acquire *a, unsigned wgen, int64_t t)
     int rc = ik__zk_lock_wait_pred(lk, a->sseen, a->deadline);
     int gone = ik__zk_lock_ahead_clear(lk);
     if (rc) return rc;
-    if (!a->all || !gone || ik__mono_ms() - a->watched >= t / 3) return AGAIN;
+    pthread_mutex_lock(&lk->mu);
+    int own_deleted = lk->own_deleted;
+    pthread_mutex_unlock(&lk->mu);
+    if (own_deleted || !a->all || !gone || ik__mono_ms() - a->watched >= t / 3) return AGAIN;
     ik__zk_session s;
     ik__zk_session_get(lk->base.be, &s);
     int ok = s.connected && !s.dead && s.gen == wgen && s.id == ik__zk_lock_session_of(lk);
