@@ -6,8 +6,8 @@
 # for (up to 8) and holds the moment the last one goes, on the proof of its recent
 # create, without listing again (docs/recipes.md, "Cost"). What would break if that
 # were wrong, on a real ZooKeeper:
-#  A. a contender ahead leaves without having held (its --timeout): the waiter
-#     behind it, which watched it, must not hold while the holder still does
+#  A. a contender ahead leaves without having held (it gives up waiting): the
+#     waiter behind it, which watched it, must not hold while the holder still does
 #  B. 4 contenders waiting forever and 2 that give up after 2 ms, 300 us holds, for
 #     8 s: no two holders at once, fences strictly increasing from one holder to the
 #     next (across processes), the quitters' nodes leaving mid-queue all along
@@ -30,12 +30,13 @@ I=${IK_INTEROP[0]}
 nkids() { zk_tool ls "/t$1" 2>/dev/null | grep -c -- '-lock-' || true; }
 
 # --- A: a contender ahead gives up; the one behind it must wait for the holder
-"$IK_BIN" lock --coord "$URI" /a -- sh -c "'$I' now >'$T/h.start'; sleep 5; '$I' now >'$T/h.end'" \
+# (each holder's CMD holds until its release file exists: no step races a sleep)
+"$IK_BIN" lock --coord "$URI" /a -- sh -c "'$I' now >'$T/h.start'; while [ ! -e '$T/h.release' ]; do sleep 0.02; done; '$I' now >'$T/h.end'" \
   >"$T/h.log" 2>&1 &
 h=$!
 IK_PIDS+=("$h")
 wait_until 60 test -s "$T/h.start" || fail "A: the holder did not start its command (see $T/h.log)"
-"$IK_BIN" lock --coord "$URI" --timeout 2000 /a -- sh -c "'$I' now >'$T/w1.ran'" >"$T/w1.log" 2>&1 &
+"$IK_BIN" lock --coord "$URI" /a -- sh -c "'$I' now >'$T/w1.ran'" >"$T/w1.log" 2>&1 &
 w1=$!
 IK_PIDS+=("$w1")
 wait_until 30 test "$(nkids /a)" = 2 || fail "A: the first waiter did not queue ($(nkids /a) contenders)"
@@ -43,16 +44,22 @@ wait_until 30 test "$(nkids /a)" = 2 || fail "A: the first waiter did not queue 
 w2=$!
 IK_PIDS+=("$w2")
 wait_until 30 test "$(nkids /a)" = 3 || fail "A: the second waiter did not queue ($(nkids /a) contenders)"
+kill -TERM "$w1" # gives up waiting: its node goes, the holder's stays
 rc=0
 wait "$w1" || rc=$?
-[ "$rc" = 124 ] || fail "A: the first waiter exited $rc, not 124 (gave up) (see $T/w1.log)"
+[ "$rc" = 143 ] || fail "A: the first waiter exited $rc, not 143 (gave up on SIGTERM) (see $T/w1.log)"
 [ ! -e "$T/w1.ran" ] || fail "A: the waiter that gave up ran its command"
+wait_until 30 test "$(nkids /a)" -le 2 || fail "A: the first waiter's node stayed ($(nkids /a) contenders)"
+sleep 0.5 # a waiter that took that deletion for the holder's would hold now
+touch "$T/h.release"
 wait "$h" || fail "A: the holder failed (see $T/h.log)"
 wait "$w2" || fail "A: the second waiter failed (see $T/w2.log)"
-[ -s "$T/h.end" ] && [ -s "$T/w2.start" ] || fail "A: a command did not record its times"
-((($(cat "$T/w2.start") > $(cat "$T/h.end")))) ||
-  fail "A: the second waiter held while the holder did: it started $((($(cat "$T/h.end") - $(cat "$T/w2.start")) / 1000000)) ms before the holder ended"
-pass "A: the waiter behind one that gave up held only after the holder ended ($((($(cat "$T/w2.start") - $(cat "$T/h.end")) / 1000000)) ms later)"
+if ! [ -s "$T/h.end" ] || ! [ -s "$T/w2.start" ]; then fail "A: a command did not record its times"; fi
+h_end=$(cat "$T/h.end")
+w2_start=$(cat "$T/w2.start")
+((w2_start > h_end)) ||
+  fail "A: the second waiter held while the holder did: it started $(((h_end - w2_start) / 1000000)) ms before the holder ended"
+pass "A: the waiter behind one that gave up held only after the holder ended ($(((w2_start - h_end) / 1000000)) ms later)"
 
 # contest PATH SECS: 4 contenders waiting forever (C1-C4) and 2 quitters (Q1, Q2,
 # 2 ms timeouts) for SECS from $T/go.PATH; their intervals in $T/PATH.*.iv
@@ -118,7 +125,8 @@ pass "C: through a ZooKeeper restart and freeze: $RES, $fails acquires failed"
 # --- D: our node deleted while we wait behind the holder
 # run NAME: a CMD that records its start and end around a 1.5 s hold
 run_cmd() { echo "'$I' now >'$T/$1.start'; sleep 1.5; '$I' now >'$T/$1.end'"; }
-"$IK_BIN" lock --coord "$URI" /d -- sh -c "touch '$T/dh.held'; sleep 3" >"$T/dh.log" 2>&1 &
+"$IK_BIN" lock --coord "$URI" /d -- sh -c "touch '$T/dh.held'; while [ ! -e '$T/dh.release' ]; do sleep 0.02; done" \
+  >"$T/dh.log" 2>&1 &
 dh=$!
 IK_PIDS+=("$dh")
 wait_until 60 test -e "$T/dh.held" || fail "D: the holder did not start its command (see $T/dh.log)"
@@ -131,6 +139,11 @@ wnode=$(zk_tool ls /t/d | awk '{ s = $0; sub(/.*-lock-/, "", s); print s, $0 }' 
 "$IK_BIN" lock --coord "$URI" /d -- sh -c "$(run_cmd dn)" >"$T/dn.log" 2>&1 &
 dn=$!
 IK_PIDS+=("$dn")
+# the newcomer's node: one with a sequence above the deleted one's
+wseq=$((10#${wnode##*-lock-}))
+newer() { zk_tool ls /t/d | awk -v w="$wseq" '{ s = $0; sub(/.*-lock-/, "", s); if (s + 0 > w) n++ } END { exit !n }'; }
+wait_until 30 newer || fail "D: the newcomer did not queue: $(zk_tool ls /t/d)"
+touch "$T/dh.release"
 wait "$dh" || fail "D: the holder failed (see $T/dh.log)"
 rc=0
 wait "$dw" || rc=$?
