@@ -2,22 +2,25 @@
 # labels: recipes zk
 # needs: zk
 # timeout: 300
-# The contended hand-over on ZooKeeper: a waiter watches every contender it waits
-# for (up to 8) and holds the moment the last one goes, on the proof of its recent
-# create, without listing again (docs/recipes.md, "Cost"). What would break if that
-# were wrong, on a real ZooKeeper:
+# The contended hand-over on ZooKeeper: a waiter watches only its predecessor
+# (and, when nothing else is ahead of it, its own node), lists again when the
+# predecessor goes unless that was the only contender ahead, and holds on the proof
+# of its recent create (docs/recipes.md, "Cost"). What would break if that were
+# wrong, on a real ZooKeeper:
 #  A. a contender ahead leaves without having held (it gives up waiting): the
-#     waiter behind it, which watched it, must not hold while the holder still does
+#     waiter behind it, which watched only it, must list again and not hold while
+#     the holder still does
 #  B. 4 contenders waiting forever and 2 that give up after 2 ms, 300 us holds, for
 #     8 s: no two holders at once, fences strictly increasing from one holder to the
 #     next (across processes), the quitters' nodes leaving mid-queue all along
 #  C. the same while ZooKeeper is killed -9 and restarted on its data, then frozen
 #     (SIGSTOP) for 1.5 s: still no two holders at once, fences still increasing
-#  D. a waiter's own node deleted by hand while it waits, the holder still there:
-#     it queues again at once (it watches its own node too), and when the holder
-#     goes, the waiter and a contender that queued meanwhile never hold at once.
-#     Before, the waiter behind the holder noticed nothing and, the holder gone,
-#     held without a node, beside the newcomer, until its first probe.
+#  D. a waiter's own node deleted by hand while it waits right behind the holder
+#     (the case where it holds without listing again): it queues again at once (it
+#     watches its own node then), and when the holder goes, the waiter and a
+#     contender that queued meanwhile never hold at once. Before, the waiter
+#     noticed nothing and, the holder gone, held without a node, beside the
+#     newcomer, until its first probe.
 # A holder frozen past its session is conformance/locks_stopped.zk's.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/zk.sh"

@@ -10,10 +10,11 @@
  * the contenders of its kind (recipe_zk_names.c: Curator's and kazoo's names alike),
  * orders them as they were created (by sequence, or by creation zxid once the
  * parent's counter reached its end: order_contenders), and either holds (no contender it must wait
- * for) or sets a data watch on each contender it waits for (every one ahead; a reader: every
- * writer ahead), the nearest IK__ZK_LOCK_AHEAD of them, and sleeps until the last of them is gone
- * (then it holds without listing again, if they were all), a watch fires otherwise, or a session
- * event comes. The fencing token is the creation zxid of our node (zoo_create2's Stat).
+ * for) or sets a data watch on the one contender just ahead of it, its predecessor (a reader: the
+ * nearest writer ahead), and sleeps until that watch fires or a session event comes: each waiter
+ * watches only its predecessor (docs/guarantees.md promise 19), plus its own node when it would
+ * hold without listing again (step_watch). The fencing token is the creation zxid of our node
+ * (zoo_create2's Stat).
  *
  * What proves the session for a grant (docs/recipes.md, "What proves the session"): a write or
  * a sync of this attempt, answered, sent less than a quarter of the session timeout ago
@@ -24,14 +25,14 @@
  *
  *   IDLE --zk_acquire (acquire_begin)--> WAITING
  *   WAITING --no blocker, session proven (step_first, grant)--> HELD
- *   WAITING --every contender ahead gone, session proven (after_watch, grant)--> HELD
+ *   WAITING --the one contender ahead gone, session proven (after_watch, grant)--> HELD
  *   WAITING --timeout / cancel / error (give_up: delete_ours)--> IDLE
  *   WAITING --one pass (acquire_pass), each a step of its own:
  *              session dead: a new one (after_dead); our node of an older session
  *              forgotten (step_stale); offline: wait for an event; a create in doubt
  *              looked for, a missing parent made (step_settle); our create and a
  *              listing (step_create); who is ahead (step_blocker); our node not a
- *              contender (step_not_contending); watches on those ahead
+ *              contender (step_not_contending); a watch on the one ahead
  *              (step_watch)--> WAITING
  *   HELD --connection lost (monitor)--> IN_DOUBT       callback at once
  *   IN_DOUBT --reconnected, our node there (monitor)--> HELD     callback
@@ -316,14 +317,13 @@ static int order_contenders(zhandle_t *zh, const char *dir, ik__contender *v, si
 }
 
 /* Whom our node waits for among names: -1 none (we hold it), -2 our node is not
- * there, else 0: the contenders it waits for (a mutex, writer or candidate: every
- * one ahead of it; a reader: every writer ahead), the nearest IK__ZK_LOCK_AHEAD of
- * them, installed as lk->ahead for step_watch (none gone yet), and *all = 1 if that
- * is all of them (then we hold once they are gone: a node made later is created
- * after ours, so it sorts after ours). IK_ENOMEM; *zrc: ZOK, or the error of a
- * request that ordering them needed (then nothing else is set). */
+ * there, else 0 and pred set, *alone = 1 if pred is the only contender ahead of us
+ * that can block us (then we hold once it is gone, whether it held or gave up: a
+ * node made later is created after ours, so it sorts after ours). IK_ENOMEM; *zrc:
+ * ZOK, or the error of a request that ordering them needed (then nothing else is
+ * set). */
 static int blocker_of(zk_lock *lk, zhandle_t *zh, char *const *names, int count, const char *node,
-                      int *all, int *zrc)
+                      char *pred, size_t len, int *alone, int *zrc)
 {
     ik__contender *v = calloc((size_t)count + 1, sizeof *v);
     if (!v) return IK_ENOMEM;
@@ -339,22 +339,13 @@ static int blocker_of(zk_lock *lk, zhandle_t *zh, char *const *names, int count,
         free(v);
         return 0;
     }
-    int b = ik__contender_blocker(lk->base.kind, v, n, ours); /* the nearest */
-    if (b >= 0) {
-        *all = 1;
-        pthread_mutex_lock(&lk->mu);
-        lk->ahead_n = 0;
-        lk->ahead_gone = 0;
-        lk->ahead_spent = 0;
-        for (int k = b; k >= 0; k--) {
-            if (lk->base.kind == IK__LOCK_READ && !v[k].writer) continue;
-            if (lk->ahead_n == IK__ZK_LOCK_AHEAD) {
-                *all = 0;
-                break;
-            }
-            snprintf(lk->ahead[lk->ahead_n++], sizeof lk->ahead[0], "%s/%s", lk->dir, v[k].name);
-        }
-        pthread_mutex_unlock(&lk->mu);
+    int b = ik__contender_blocker(lk->base.kind, v, n, ours);
+    if (b >= 0) snprintf(pred, len, "%s/%s", lk->dir, v[b].name);
+    *alone = b == 0;
+    if (b > 0 && lk->base.kind == IK__LOCK_READ) { /* the nearest writer ahead: the only? */
+        *alone = 1;
+        for (int k = 0; k < b; k++)
+            if (v[k].writer) *alone = 0;
     }
     free(v);
     return b >= 0 ? 0 : b;
@@ -378,7 +369,7 @@ typedef enum next {
     N_FAILED,   /* a request failed with a->zrc: after_failure */
     N_OFFLINE,  /* not connected: wait for an event */
     N_RECOVER,  /* the session is dead: a new one */
-    N_WATCHING, /* data watches on the contenders ahead (a->zrc: ZOK, or an error) */
+    N_WATCHING, /* a data watch on the contender ahead (a->zrc: ZOK, or an error) */
 } next;
 
 typedef struct acquire {
@@ -403,8 +394,9 @@ typedef struct acquire {
     int zrc;              /* the last request's ZooKeeper code */
     char **names;         /* the children listed, count of them; listed: by our */
     int count, listed;    /* create's request (which proves the session) */
-    int all;              /* lk->ahead holds every contender we wait for */
-    int64_t watched;      /* send time of the watches on lk->ahead */
+    char pred[ZPATH_MAX]; /* the contender ahead of us */
+    int alone;            /* it is the only one that can block us */
+    int64_t watched;      /* send time of the watch on pred */
 } acquire;
 
 /* IDLE --zk_acquire--> WAITING: AGAIN, or the error that keeps the lock IDLE. */
@@ -462,7 +454,8 @@ static int pass_begin(acquire *a)
     a->names = NULL;
     a->count = a->listed = 0;
     a->zrc = ZOK;
-    a->all = 0;
+    a->pred[0] = '\0';
+    a->alone = 0;
     return rc;
 }
 
@@ -547,7 +540,8 @@ static int step_blocker(acquire *a)
     }
     int blocker = -2;
     if (a->zrc == ZOK)
-        blocker = blocker_of(lk, a->s.zh, a->names, a->count, a->node, &a->all, &a->zrc);
+        blocker = blocker_of(lk, a->s.zh, a->names, a->count, a->node, a->pred, sizeof a->pred,
+                             &a->alone, &a->zrc);
     free_names(a->names, a->count);
     a->names = NULL;
     return blocker;
@@ -616,61 +610,54 @@ static next step_first(acquire *a)
     return N_FAILED;
 }
 
-/* Under the session, contenders ahead (lk->ahead, from blocker_of): a data watch
- * (getData) on each, sent together (one round trip), N_WATCHING with a->zrc ZOK
- * (those already gone marked so) or the first error; or N_END (IK_EBUSY) for a try
- * without waiting. Watching every contender we wait for, not only the nearest
- * (Curator's way), is what lets the waiter hold the moment the last of them goes,
- * without listing again: a contender ahead may leave without having held (a
- * timeout), so the nearest one's deletion alone does not say the others are gone.
- * getData, as Curator does, not exists: an exists of a node already gone would
- * leave a watch for its creation, which never comes, in the server and the client.
- * Our own node is watched too, in the same round trip: deleted while we wait (by
- * hand, with its parent), we look again at once (step_not_contending) rather than
- * hold without it when those ahead are gone. ZooKeeper sends one session's watch
- * events in the order of the changes, so a deletion of ours before the last one
- * ahead is seen before it. */
+/* Under the session, a contender ahead (a->pred): a data watch (getData, as
+ * Curator does: an exists of a node already gone would leave a watch for its
+ * creation, which never comes, in the server and the client) on it, N_WATCHING with
+ * a->zrc ZOK (pred_event set if it is gone already) or the error; or N_END (IK_EBUSY)
+ * for a try without waiting. Only the predecessor is watched (docs/guarantees.md
+ * promise 19: no herd), and, when it is the only contender that can block us
+ * (a->alone: after_watch then holds without listing again once it goes), our own
+ * node too, in the same round trip: deleted while we wait (by hand, with its
+ * parent), we look again at once (step_not_contending) rather than hold without
+ * it when the one ahead goes. ZooKeeper sends one session's watch events in the
+ * order of the changes, so a deletion of ours before the predecessor's is seen
+ * before it. No other waiter's release touches our node, so this adds no herd.
+ * When not alone, we list again after the predecessor goes, and that listing
+ * shows whether our node is still there. */
 static next step_watch(acquire *a)
 {
     zk_lock *lk = a->lk;
     if (a->timeout_ms == 0) {
-        ik__zk_lock_ahead_clear(lk);
         a->rc = IK_EBUSY;
         return N_END;
     }
-    char paths[IK__ZK_LOCK_AHEAD + 1][ZPATH_MAX];
     pthread_mutex_lock(&lk->mu);
-    int n = lk->ahead_n;
-    for (int i = 0; i < n; i++)
-        snprintf(paths[i], sizeof paths[i], "%s", lk->ahead[i]);
+    snprintf(lk->pred, sizeof lk->pred, "%s", a->pred);
+    lk->pred_deleted = 0;
+    lk->pred_event = 0;
     pthread_mutex_unlock(&lk->mu);
-    snprintf(paths[n], sizeof paths[n], "%s", a->node); /* ours, last */
-    ik__zk_wait *w = ik__zk_wait_new(n + 1, 0);
+    int n = a->alone ? 2 : 1; /* the predecessor, and ours if alone */
+    ik__zk_wait *w = ik__zk_wait_new(n, 0);
     if (!w) {
         a->rc = IK_ENOMEM;
         return N_END;
     }
     a->watched = ik__mono_ms();
-    for (int i = 0; i <= n; i++) {
+    for (int i = 0; i < n; i++) {
         ik__zk_arm(&w->r[i]);
-        ik__zk_issued(&w->r[i], zoo_awget(a->s.zh, paths[i], ik__zk_lock_on_watch,
+        ik__zk_issued(&w->r[i], zoo_awget(a->s.zh, i == 0 ? a->pred : a->node, ik__zk_lock_on_watch,
                                           (void *)(uintptr_t)lk->reg, ik__zk_on_data, &w->r[i]));
     }
     int answered =
         ik__zk_wait_until(w, a->s.zh, ik__mono_ns() + 2 * (int64_t)a->s.timeout_ms * 1000000);
     a->zrc = answered ? ZOK : ZOPERATIONTIMEOUT;
-    unsigned gone = 0;
-    for (int i = 0; answered && i < n; i++) {
-        if (w->r[i].rc == ZNONODE)
-            gone |= 1u << i;
-        else if (w->r[i].rc != ZOK && a->zrc == ZOK)
-            a->zrc = w->r[i].rc;
-    }
-    int own_gone = answered && w->r[n].rc == ZNONODE;
-    if (answered && !own_gone && w->r[n].rc != ZOK && a->zrc == ZOK) a->zrc = w->r[n].rc;
+    int pred_gone = answered && w->r[0].rc == ZNONODE;
+    int own_gone = answered && n == 2 && w->r[1].rc == ZNONODE;
+    for (int i = 0; answered && i < n; i++)
+        if (w->r[i].rc != ZOK && w->r[i].rc != ZNONODE && a->zrc == ZOK) a->zrc = w->r[i].rc;
     ik__zk_wait_put(w);
     pthread_mutex_lock(&lk->mu);
-    lk->ahead_gone |= gone;
+    if (pred_gone) lk->pred_deleted = lk->pred_event = 1;
     if (own_gone) lk->own_deleted = 1;
     pthread_mutex_unlock(&lk->mu);
     return N_WATCHING;
@@ -716,29 +703,30 @@ static int after_dead(acquire *a)
     return AGAIN;
 }
 
-/* After the watches: WAITING --every contender ahead gone--> HELD (the fast
- * hand-over), or AGAIN. Waits until the last of lk->ahead is gone, a watch of one
- * is spent otherwise, our node is deleted or a session event comes
- * (ik__zk_lock_wait_pred: no other event ends the wait). If lk->ahead was every
- * contender we wait for and all are gone, we hold without listing again if the
- * watches were set less than a third of the session timeout ago (else the listing
- * looks), on a proof of the session: a write or sync of ours answered recently
- * enough (proof_fresh: our create, in the steady state of a contended lock), else a
- * sync now (the watches' answers are reads). */
+/* After the watch: WAITING --predecessor gone--> HELD (the fast hand-over), or
+ * AGAIN. Waits for an event on the contender ahead, our node's deletion or a
+ * session event (ik__zk_lock_wait_pred: no other event ends the wait). The one
+ * contender ahead of us gone (a->alone: whether it held or gave up, nothing else
+ * was ahead, and a node made later sorts after ours), our own node still there
+ * (watched in the same round trip), we hold without listing again if the watch was
+ * set less than a third of the session timeout ago (else the listing looks), on a
+ * proof of the session: a write or sync of ours answered recently enough
+ * (proof_fresh: our create, in the steady state of a contended lock), else a sync
+ * now (the watch's answer is a read). Not alone, the predecessor may have left
+ * without holding while those before it still hold: we list again (AGAIN), as
+ * Curator does. */
 static int after_watch(acquire *a, unsigned wgen, int64_t t)
 {
     zk_lock *lk = a->lk;
-    if (a->zrc != ZOK) {
-        ik__zk_lock_ahead_clear(lk);
-        return AGAIN;
-    }
-    int rc = ik__zk_lock_wait_pred(lk, a->sseen, a->deadline);
-    int gone = ik__zk_lock_ahead_clear(lk);
-    if (rc) return rc;
+    int rc = a->zrc == ZOK ? ik__zk_lock_wait_pred(lk, a->sseen, a->deadline) : 0;
     pthread_mutex_lock(&lk->mu);
-    int own_deleted = lk->own_deleted;
+    int gone_pred = lk->pred_deleted, own_deleted = lk->own_deleted;
+    lk->pred[0] = '\0';
     pthread_mutex_unlock(&lk->mu);
-    if (own_deleted || !a->all || !gone || ik__mono_ms() - a->watched >= t / 3) return AGAIN;
+    if (rc) return rc;
+    if (a->zrc != ZOK || own_deleted || !a->alone || !gone_pred ||
+        ik__mono_ms() - a->watched >= t / 3)
+        return AGAIN;
     ik__zk_session s;
     ik__zk_session_get(lk->base.be, &s);
     int ok = s.connected && !s.dead && s.gen == wgen && s.id == ik__zk_lock_session_of(lk);
@@ -821,7 +809,8 @@ static int grant(acquire *a, int64_t *fence)
         snprintf(lk->why, sizeof lk->why, "held");
         lk->grant++;
         *fence = lk->fence;
-        lk->own_deleted = 0;
+        /* own_deleted stays: it is of this node (ik__zk_lock_set_node cleared it when
+         * the node became ours), and set, the monitor finds the grant LOST at once */
         lk->probe_gone = 0;
         lk->probe_seq++; /* a late answer to an earlier grant's probe is not ours */
         lk->probe_inflight = 0;

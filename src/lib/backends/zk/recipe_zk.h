@@ -14,9 +14,6 @@
 #include <stdint.h>
 
 #define IK__ZK_LOCK_PATH_MAX 1024
-/* At most this many contenders ahead watched at once by a waiter (a deletion
- * notifies at most this many waiters); beyond, the nearest ones, then a listing */
-#define IK__ZK_LOCK_AHEAD 8
 
 typedef struct ik__zk_lock ik__zk_lock;
 struct ik__zk_lock {
@@ -41,13 +38,11 @@ struct ik__zk_lock {
     unsigned gen;                    /* handle generation our node was (or may have been) made on */
     int64_t session;                 /* the session that owns it */
     int64_t fence;
-    int own_deleted; /* a watch said our node was deleted */
-    /* the contenders a waiter watches (recipe_zk.c, step_watch): the nearest of
-     * those it waits for */
-    char ahead[IK__ZK_LOCK_AHEAD][IK__ZK_LOCK_PATH_MAX];
-    int ahead_n;
-    unsigned ahead_gone; /* bit i: ahead[i] is gone (a watch, or exists said so) */
-    int ahead_spent;     /* a watch of one fired for something else: look again */
+    int own_deleted;                 /* a watch said our node was deleted */
+    char pred[IK__ZK_LOCK_PATH_MAX]; /* the contender we wait for */
+    int pred_deleted;                /* a watch said it was deleted */
+    int pred_event; /* a watch event on it (deleted, or the watch spent), or our own
+                       node's watch spent otherwise: look again */
     char why[160];
     int stop;       /* the monitor must end (zk_lock_fini) */
     int monitor_on; /* the monitor thread runs: from the first grant to fini */
@@ -90,15 +85,13 @@ void ik__zk_lock_on_session(void *ctx, unsigned gen, int state);
 int ik__zk_lock_wait_event(ik__zk_lock *lk, uint64_t seen, int64_t deadline_ms, int honour_cancel);
 /* The lock's event count now (to pass to wait_event later). */
 uint64_t ik__zk_lock_events_now(ik__zk_lock *lk);
-/* A waiter's wait on the contenders ahead (lk->ahead): until every one is gone, a
- * watch of one is spent otherwise (ahead_spent), our own node is deleted, a session
- * event after `sseen` (the session-event count: ik__zk_lock_sevents_now), a cancel,
- * or deadline_ms (monotonic, -1: none). Other events (the answer to an earlier
- * release's delete, a stale watch, the deletion of one of several ahead) do not end
- * it: each would cost a listing. 0: woken; IK_ETIMEDOUT; IK_ECLOSED. */
+/* A waiter's wait on the contender ahead (lk->pred): until a watch event on it or
+ * our own node's watch spent otherwise (pred_event), our own node's deletion, a
+ * session event after `sseen` (the session-event count: ik__zk_lock_sevents_now),
+ * a cancel, or deadline_ms (monotonic, -1: none). Other events (the answer to an
+ * earlier release's delete, a stale watch) do not end it: each would cost a
+ * listing. 0: woken; IK_ETIMEDOUT; IK_ECLOSED. */
 int ik__zk_lock_wait_pred(ik__zk_lock *lk, uint64_t sseen, int64_t deadline_ms);
-/* Forgets lk->ahead; 1 if it held contenders and every one was gone. */
-int ik__zk_lock_ahead_clear(ik__zk_lock *lk);
 uint64_t ik__zk_lock_sevents_now(ik__zk_lock *lk);
 
 /* The session our node belongs to (0: none), under lk->mu. */

@@ -91,36 +91,23 @@ static zk_lock *answer_lock(const void *data, uint32_t *seq)
     return reg_lock(v >> 20);
 }
 
-/* Whether a waiter's watches on the contenders ahead are done with: all gone, or
- * one spent otherwise. Under lk->mu. */
-static int ahead_done(const zk_lock *lk)
-{
-    return lk->ahead_spent || (lk->ahead_n > 0 && lk->ahead_gone == (1u << lk->ahead_n) - 1);
-}
-
 /* Bumps the events of the lock registered as id (if it still is): a watch event of
- * type on path (session_event: of the session, path NULL). The deletion of one of
- * several contenders ahead, the others still there, wakes nobody. */
+ * type on path (session_event: of the session, path NULL). */
 static void reg_poke(uint64_t id, int type, const char *path, int session_event)
 {
     zk_lock *lk = reg_lock(id);
     if (!lk) return;
-    int deleted = type == ZOO_DELETED_EVENT && path;
-    int mine = deleted && lk->node[0] && strcmp(path, lk->node) == 0;
-    if (mine) lk->own_deleted = 1;
-    for (int i = 0; !session_event && path && i < lk->ahead_n; i++) {
-        if (strcmp(path, lk->ahead[i]) != 0) continue;
-        if (deleted)
-            lk->ahead_gone |= 1u << i;
-        else
-            lk->ahead_spent = 1; /* its watch fired for something else: look again */
-        if (!mine && !ahead_done(lk)) {
-            reg_unlock(lk);
-            return;
-        }
-        break;
-    }
     lk->events++;
+    int deleted = type == ZOO_DELETED_EVENT && path;
+    int ours = !session_event && path && lk->node[0] && strcmp(path, lk->node) == 0;
+    int mine = deleted && ours;
+    if (mine) lk->own_deleted = 1;
+    if (!session_event && path && lk->pred[0] && strcmp(path, lk->pred) == 0) {
+        lk->pred_event = 1; /* deleted, or its watch is spent otherwise: look again */
+        if (deleted) lk->pred_deleted = 1;
+    }
+    /* a waiter's watch on its own node spent by something else: look again */
+    if (ours && !deleted && lk->pred[0]) lk->pred_event = 1;
     if (session_event) lk->sevents++;
     pthread_cond_broadcast(&lk->cv);
     if (mine || session_event) { /* the monitor's business too */
@@ -245,7 +232,7 @@ int ik__zk_lock_wait_pred(zk_lock *lk, uint64_t sseen, int64_t deadline_ms)
 {
     int rc = 0;
     pthread_mutex_lock(&lk->mu);
-    while (!ahead_done(lk) && !lk->own_deleted && lk->sevents == sseen && !lk->cancel) {
+    while (!lk->pred_event && !lk->own_deleted && lk->sevents == sseen && !lk->cancel) {
         if (deadline_ms < 0) {
             pthread_cond_wait(&lk->cv, &lk->mu);
             continue;
@@ -262,17 +249,6 @@ int ik__zk_lock_wait_pred(zk_lock *lk, uint64_t sseen, int64_t deadline_ms)
     if (rc == 0 && lk->cancel) rc = IK_ECLOSED;
     pthread_mutex_unlock(&lk->mu);
     return rc;
-}
-
-int ik__zk_lock_ahead_clear(zk_lock *lk)
-{
-    pthread_mutex_lock(&lk->mu);
-    int gone = lk->ahead_n > 0 && lk->ahead_gone == (1u << lk->ahead_n) - 1;
-    lk->ahead_n = 0;
-    lk->ahead_gone = 0;
-    lk->ahead_spent = 0;
-    pthread_mutex_unlock(&lk->mu);
-    return gone;
 }
 
 uint64_t ik__zk_lock_sevents_now(zk_lock *lk)
