@@ -12,15 +12,16 @@
  * is in neither an app nor a tag name, so the two never meet), and exists for A
  * only with its idk_tag_kind row naming A.
  *
- * An advance is Leaf's transaction (SegmentIDGenImpl.updateSegmentFromDb):
- *   BEGIN
- *   SELECT ... FOR UPDATE                       (IK__SQL_TAG_LOCK: kind, step, app)
- *   UPDATE leaf_alloc SET max_id = max_id + step WHERE biz_tag = ?    (delta = step)
- *     or UPDATE leaf_alloc SET max_id = max_id + ? WHERE biz_tag = ?  (any other delta)
+ * An advance is Leaf's transaction (SegmentIDGenImpl.updateSegmentFromDb), in two
+ * round trips (advance_on):
+ *   BEGIN                                        \
+ *   SELECT ... FOR UPDATE                        | one pipeline (IK__SQL_TAG_LOCK:
+ *   [the commit mark of a sequence write]        | kind, step, app, max_id)
+ *   UPDATE leaf_alloc SET max_id = max_id + ? WHERE biz_tag = ?   /  (Leaf's custom step)
  *     (on PostgreSQL with RETURNING biz_tag, max_id, step: Leaf's SELECT of the
  *     row after it, in the same round trip; on MariaDB the row's max_id is the one
  *     read under the lock plus delta, and the UPDATE must match the one row)
- *   COMMIT
+ *   COMMIT, alone, after the four answered (else ROLLBACK)
  * and the caller owns [max_id - delta, max_id), as a Leaf server owns
  * [max_id - step, max_id) after its own.
  *

@@ -87,7 +87,9 @@ typedef enum ik__sql_stmt {
      * -> affected 1; and, where the database has UPDATE ... RETURNING, the row
      * after it: biz_tag, max_id, step (Leaf's SELECT below, without its round
      * trip). Without result columns the generic layer takes max_id from the
-     * IK__SQL_TAG_LOCK read plus the step. */
+     * IK__SQL_TAG_LOCK read plus the step. (Not on the advance's path: its
+     * pipeline is sent before the step is read, so the explicit-step variant
+     * below serves every delta.) */
     IK__SQL_LEAF_UPDATE,
     /* Leaf's explicit-step variant (updateMaxIdByCustomStep), results as above:
      * UPDATE leaf_alloc SET max_id = max_id + $1 WHERE biz_tag = $2 */
