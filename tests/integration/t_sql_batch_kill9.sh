@@ -12,7 +12,9 @@
 #      meanwhile unanswered, then killed -9 and started again; later killed -9
 #      once more without the freeze. Then the IDs the two servers answered plus
 #      the gaps they logged ("tag gap", also at their clean stop) are exactly one
-#      run 1..max_id-1: no duplicate, no gap that was not logged;
+#      run 1..max_id-1: no duplicate, no gap that was not logged; and at least one
+#      COMMIT was in doubt and settled ("tag doubt settled"), so the window was
+#      reached;
 #   2. on a second tag, a server killed -9 while its batches sit in the pause, the
 #      row lock held: no duplicate, and every ID nobody answered lies in what the
 #      dead server had committed (idcheck.py kill9, from the servers' "sequence
@@ -114,4 +116,8 @@ stop_clean s1
 sed '/^$/d' "$T/a.curl.ids" >"$T/a.curl.clean"
 "${IDCHECK[@]}" contiguous 1 "$enda" "$T/a.s1.ids" "$T/a.s2.ids" "$T/a.curl.clean" "$T/gap.ids" >&2 ||
   fail "tag a: the IDs answered and the logged gaps are not one run 1..$((enda - 1))"
-pass "tag a: $(cat "$T"/a.s?.ids "$T/a.curl.clean" | wc -l) IDs answered, $(wc -l <"$T/gap.ids") in logged gaps: exactly 1..$((enda - 1)); doubts settled: $(cat "$T/s1.log" "$T/s2.log" | grep -c 'doubt settled' || true)"
+settled=$(cat "$T/s1.log" "$T/s2.log" | grep -c 'tag doubt settled tag=a ' || true)
+pass "tag a: $(cat "$T"/a.s?.ids "$T/a.curl.clean" | wc -l) IDs answered, $(wc -l <"$T/gap.ids") in logged gaps: exactly 1..$((enda - 1)); doubts settled: $settled"
+# the freeze caught a COMMIT in flight: the batch holding the row lock in its pause
+# sent it to the frozen database
+[ "$settled" -gt 0 ] || fail "no COMMIT was in doubt: the window this test is for was not reached"

@@ -591,7 +591,12 @@ static int advance_lane(ik__sql_backend *b, const char *app, const char *name, i
                          name, g.first, delta, app);
                 return IK_OK;
             }
-            if (got == 0) return IK_ESTORE;
+            if (got == 0) { /* nothing to hand out, nothing lost: said once, as settle_log */
+                ik__logf("tag doubt settled tag=%s first=%" PRId64 " count=%" PRId64
+                         " (app %s): the commit whose answer was lost did not apply",
+                         name, g.first, delta, app);
+                return IK_ESTORE;
+            }
         }
         if (ik__mono_ms() >= until) break;
         struct timespec ts = {0, 200 * 1000000L};
