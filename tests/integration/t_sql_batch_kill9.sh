@@ -4,7 +4,9 @@
 # processors: 2
 # variants: postgresql mysql
 # A sequence batch sends BEGIN, the locking read, the mark and the UPDATE as one
-# pipeline, then COMMIT alone (docs/sql.md, "Tags"). This tries to break that path
+# pipeline, then COMMIT alone (docs/sql.md, "Tags"). First a batch whose UPDATE
+# fails inside the pipeline (past 2^63-1) must roll back whole. Then this tries to
+# break that path
 # on a database of the test's own, with every batch holding its row lock 20 ms
 # before its COMMIT (IDKEEPER_TEST_SQL_COMMIT_PAUSE_MS) and two servers hammering
 # one tag, so that batches queue for the lock with their pipelines in flight:
@@ -55,6 +57,19 @@ export IDKEEPER_TEST_SQL_COMMIT_PAUSE_MS=20 IDKEEPER_LOG_SEQUENCE_COMMITS=1
 fleet 2
 add_tag s1 a sequence ',"start":1'
 add_tag s1 b sequence ',"start":1'
+
+# 0. a batch whose UPDATE fails in the pipeline (max_id would pass 2^63-1) is
+# rolled back whole: 500 tag_exhausted, max_id unchanged, the IDs left still served
+add_tag s1 c sequence ',"start":9223372036854775800'
+code=$(curl -s -o "$T/c.out" -w '%{http_code}' "$(url s1)/v1/sequence/c?count=10&format=text")
+[ "$code" = 500 ] && grep -q tag_exhausted "$T/c.out" || fail "count=10 near 2^63: $code $(cat "$T/c.out")"
+# max_id as the JSON has it (jq would round it to a double)
+raw_max() { curl -fsS "$(url s1)/v1/tags/c" | grep -o '"max_id":"\?[0-9]*' | grep -o '[0-9]*$'; }
+[ "$(raw_max)" = 9223372036854775800 ] || fail "max_id moved: $(raw_max)"
+got=$(curl -fsS "$(url s1)/v1/sequence/c?count=7&format=text" | paste -sd' ')
+[ "$got" = "9223372036854775800 9223372036854775801 9223372036854775802 9223372036854775803 9223372036854775804 9223372036854775805 9223372036854775806" ] ||
+  fail "the 7 IDs left: $got"
+pass "a batch past 2^63-1 rolled back whole; the 7 IDs left served"
 
 # a 200 from each server for tag a again (the IDs kept), within 20 s
 serves_again() {

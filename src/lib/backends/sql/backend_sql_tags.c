@@ -259,7 +259,7 @@ static int advance_on(ik__sql_backend *b, ik__sql_conn *c, const char *app, cons
 {
     const ik__sql_driver *d = b->d;
     char inner[256] = "";
-    char sno[24], writer[33], sdelta[24];
+    char sno[24], writer[33] = "", sdelta[24];
     snprintf(sno, sizeof sno, "%" PRIu64, write_no);
     snprintf(sdelta, sizeof sdelta, "%" PRId64, delta);
     if (write_no) lane_writer(b, lane, writer);
@@ -297,9 +297,10 @@ static int advance_on(ik__sql_backend *b, ik__sql_conn *c, const char *app, cons
         else if (max_id > INT64_MAX - delta)
             err = IK_ERANGE;
     }
-    int64_t now_max = max_id + delta;
+    int64_t now_max = 0; /* max_id + delta only once it cannot overflow (err) */
     int nrows = 0;
     if (!err && rc == 0) {
+        now_max = max_id + delta;
         /* The UPDATE answers the row it wrote where the database can (RETURNING);
          * where it cannot (MariaDB), its matched-row count, and max_id is the one
          * read under the row lock plus delta: no one else can have written the row
