@@ -10,7 +10,7 @@
  *
  *   accept --> READING --request complete: answer into c->out--> ik__conn_flush
  *                 ^          (or queued: pending / held behind one)         |
- *                 |   uv_try_write wrote it all                             |
+ *                 |   write(2) wrote it all                                 |
  *                 +---------------------------------------------------------+
  *                 |                                                         | short write:
  *                 +---------- on_write (done) <--- WRITING <----------------+ uv_write,
@@ -101,6 +101,7 @@ struct ik__conn {
     ik__worker *w;
     const ik__proto *proto;
     ik__conn *prev, *next; /* w->conns */
+    int fd;                /* the socket's descriptor (tcp's; written to directly) */
     uint64_t last_active;  /* loop ms of the last read, accept or answer */
     uint64_t write_start;  /* loop ms the pending uv_write began */
     uint64_t linger_until; /* loop ms */
