@@ -21,6 +21,12 @@
 #     contender that queued meanwhile never hold at once. Before, the waiter
 #     noticed nothing and, the holder gone, held without a node, beside the
 #     newcomer, until its first probe.
+# Each case fails on a broken waiter (checked 2026-11-27 on the predecessor-only
+# code): holding on any predecessor's deletion, as if it had been the only one
+# ahead, A failed ('started 613 ms before the holder ended'), B ('816 overlaps,
+# closest hand-over -2.871 ms'), C ('1854 overlaps'); without the own-node watch,
+# D failed ('the waiter held [0, 1513], the newcomer [-1, 1516]'), as on 5ac3d03
+# ('[0, 1507]', '[-1, 1506]').
 # A holder frozen past its session is conformance/locks_stopped.zk's.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/zk.sh"
