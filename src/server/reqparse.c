@@ -39,6 +39,7 @@ static int on_message_begin(http_parser *p)
     rp->header_bytes = 12; /* "GET " ... " HTTP/1.1\r\n", roughly */
     rp->err_status = 0;
     rp->field_open = 0;
+    rp->hpiece = NULL;
     rp->hdr = HDR_NONE;
     rp->started = rp->now ? rp->now : 1;
     return 0;
@@ -54,6 +55,40 @@ static int on_url(http_parser *p, const char *at, size_t len)
     return 0;
 }
 
+/* Copies the header name's piece in the bytes being fed (rp->hpiece) into rp->hname,
+ * before those bytes go away (the end of a feed) or another piece follows. Only names
+ * of up to 16 bytes are kept: longer ones are none the daemon reads. */
+static void keep_piece(ik__reqp *rp)
+{
+    if (rp->hname_len + rp->hpiece_len > sizeof rp->hname) {
+        rp->hname_over = 1;
+    } else {
+        memcpy(rp->hname + rp->hname_len, rp->hpiece, rp->hpiece_len);
+        rp->hname_len = (uint8_t)(rp->hname_len + rp->hpiece_len);
+    }
+    rp->hpiece = NULL;
+}
+
+/* 1 if s[0..n-1] is lit[0..n-1] in any case (lit: lower-case letters). */
+static int letters_ieq(const char *s, const char *lit, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if ((s[i] | 0x20) != lit[i]) return 0;
+    return 1;
+}
+
+/* Which header the complete name s[0..n-1] is (HDR_*): told apart by its length
+ * first, so that the others cost a comparison or two. */
+static int hdr_of(const char *s, size_t n)
+{
+    if (n == 6) return letters_ieq(s, "accept", 6) ? HDR_ACCEPT : HDR_NONE;
+    if (n == 13) return letters_ieq(s, "authorization", 13) ? HDR_AUTH : HDR_NONE;
+    return HDR_NONE;
+}
+
+/* A piece of a header name. The name is complete when its value begins
+ * (on_header_value); until then its piece stays where the parser found it, and is
+ * copied only if the feed ends first (a name split between reads). */
 static int on_header_field(http_parser *p, const char *at, size_t len)
 {
     ik__reqp *rp = rp_of(p);
@@ -62,34 +97,34 @@ static int on_header_field(http_parser *p, const char *at, size_t len)
         rp->hname_len = 0;
         rp->hname_over = 0;
         rp->header_bytes += 4; /* ": " and CRLF */
+    } else if (rp->hpiece) {
+        keep_piece(rp);
     }
     rp->header_bytes += (uint32_t)len;
     if (rp->header_bytes > rp->max_header_bytes) return refuse(rp, 431);
-    if (rp->hname_len + len > sizeof rp->hname) {
-        rp->hname_over = 1;
-    } else {
-        memcpy(rp->hname + rp->hname_len, at, len);
-        rp->hname_len = (uint8_t)(rp->hname_len + len);
-    }
+    rp->hpiece = at;
+    rp->hpiece_len = (uint32_t)len;
     return 0;
 }
 
 static int on_header_value(http_parser *p, const char *at, size_t len)
 {
     ik__reqp *rp = rp_of(p);
-    if (rp->field_open) { /* first piece of this value */
+    if (rp->field_open) { /* first piece of this value: the name is complete */
         rp->field_open = 0;
-        rp->hdr = HDR_NONE;
-        if (!rp->hname_over) {
-            if (ik__ieq(rp->hname, rp->hname_len, "accept")) {
-                rp->hdr = HDR_ACCEPT;
-                rp->accept_off = (uint32_t)rp->req.len;
-                rp->accept_len = 0;
-            } else if (ik__ieq(rp->hname, rp->hname_len, "authorization")) {
-                rp->hdr = HDR_AUTH;
-                rp->auth_off = (uint32_t)rp->req.len;
-                rp->auth_len = 0;
-            }
+        if (rp->hname_len == 0 && rp->hpiece) { /* the whole name in this feed */
+            rp->hdr = (unsigned)hdr_of(rp->hpiece, rp->hpiece_len);
+            rp->hpiece = NULL;
+        } else {
+            if (rp->hpiece) keep_piece(rp);
+            rp->hdr = rp->hname_over ? HDR_NONE : (unsigned)hdr_of(rp->hname, rp->hname_len);
+        }
+        if (rp->hdr == HDR_ACCEPT) {
+            rp->accept_off = (uint32_t)rp->req.len;
+            rp->accept_len = 0;
+        } else if (rp->hdr == HDR_AUTH) {
+            rp->auth_off = (uint32_t)rp->req.len;
+            rp->auth_len = 0;
         }
     }
     rp->header_bytes += (uint32_t)len;
@@ -164,6 +199,7 @@ void ik__reqp_free(ik__reqp *rp)
 int ik__reqp_feed(ik__reqp *rp, const char *data, size_t len, size_t *used)
 {
     size_t n = http_parser_execute(&rp->parser, &settings, data, len);
+    if (rp->hpiece) keep_piece(rp); /* a header name goes on in the next read */
     enum http_errno e = HTTP_PARSER_ERRNO(&rp->parser);
     *used = n;
     if (e == HPE_PAUSED) return IK_FEED_PAUSED;
@@ -236,17 +272,16 @@ int ik__split_target(const char *url, size_t n, int is_connect, ik__span *path, 
     query->p = NULL;
     query->n = 0;
     if (n && url[0] == '/') { /* origin-form, the common case */
-        size_t i = 0;
-        while (i < n && url[i] != '?' && url[i] != '#')
-            i++;
+        /* the path ends at the first '?' or '#'; a query, after a '?', at a '#' */
+        const char *q = memchr(url, '?', n);
+        size_t pe = q ? (size_t)(q - url) : n;
+        const char *h = memchr(url, '#', pe);
         path->p = url;
-        path->n = i;
-        if (i < n && url[i] == '?') {
-            size_t q = i + 1, e = q;
-            while (e < n && url[e] != '#')
-                e++;
-            query->p = url + q;
-            query->n = e - q;
+        path->n = h ? (size_t)(h - url) : pe;
+        if (q && !h) {
+            const char *e = memchr(q + 1, '#', n - pe - 1);
+            query->p = q + 1;
+            query->n = (size_t)((e ? e : url + n) - (q + 1));
         }
         return 0;
     }
@@ -266,12 +301,13 @@ int ik__split_target(const char *url, size_t n, int is_connect, ik__span *path, 
 int ik__reqp_view(const ik__reqp *rp, ik__req *rq)
 {
     const char *base = rp->req.p;
-    memset(rq, 0, sizeof *rq);
+    static const ik__span none = {NULL, 0};
     rq->method = rp->parser.method;
     rq->http_minor = rp->parser.http_major == 1 ? rp->parser.http_minor : 0;
-    if (rp->accept_len) rq->accept = (ik__span){base + rp->accept_off, rp->accept_len};
-    if (rp->auth_len) rq->auth = (ik__span){base + rp->auth_off, rp->auth_len};
-    if (rp->body_len) rq->body = (ik__span){base + rp->body_off, rp->body_len};
+    rq->nparams = 0; /* params[]: filled by the route lookup */
+    rq->accept = rp->accept_len ? (ik__span){base + rp->accept_off, rp->accept_len} : none;
+    rq->auth = rp->auth_len ? (ik__span){base + rp->auth_off, rp->auth_len} : none;
+    rq->body = rp->body_len ? (ik__span){base + rp->body_off, rp->body_len} : none;
     return ik__split_target(base, rp->url_len, rp->parser.method == HTTP_CONNECT, &rq->path,
                             &rq->query);
 }

@@ -67,7 +67,9 @@ struct ik__reqp {
     unsigned field_open : 1, hname_over : 1, hdr : 2;
     uint16_t err_status; /* status a callback refused the request with (0: none) */
     uint8_t hname_len;
-    char hname[16];        /* header name being delivered (lower case) */
+    char hname[16];     /* header name's pieces from earlier feeds (over 16: hname_over) */
+    const char *hpiece; /* its piece in the bytes being fed, not copied yet (or NULL) */
+    uint32_t hpiece_len;
     uint32_t header_bytes; /* request line + headers so far */
     ik__buf req;           /* URL, then Accept, Authorization, body values */
     uint32_t url_len, accept_off, accept_len, auth_off, auth_len, body_off, body_len;

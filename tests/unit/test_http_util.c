@@ -1,10 +1,14 @@
 /* test_http_util.c: the daemon's pure helpers (src/server/httputil.c): route
  * patterns, query strings, numbers, listen addresses, content negotiation, buffers,
- * JSON strings and dates. The helpers touch no socket, so the file is compiled in
- * directly; the test links only libidkeeper. */
+ * JSON strings and dates; the request framing (reqparse.c) with its header names and
+ * request targets cut at every byte, and the serialized answer (httpreply.c). The
+ * helpers touch no socket, so the files are compiled in directly; the test links
+ * libidkeeper and the HTTP parser. */
 #include "buf.c"
+#include "httpreply.c"
 #include "httputil.c"
 #include "json.c"
+#include "reqparse.c"
 #include "token.c"
 
 #include <setjmp.h>
@@ -238,14 +242,186 @@ static void test_misc(void **state)
     }
 }
 
+/* ---- request framing (reqparse.c) --------------------------------------------------- */
+
+typedef struct seen {
+    int n;
+    char path[64], query[64], accept[64], auth[64];
+} seen;
+
+static void copy_span(char *out, ik__span s)
+{
+    assert_true(s.n < 64);
+    memcpy(out, s.p ? s.p : "", s.n);
+    out[s.n] = 0;
+}
+
+static void on_req(ik__reqp *rp, void *ctx)
+{
+    seen *sn = ctx;
+    ik__req rq;
+    assert_int_equal(ik__reqp_view(rp, &rq), 0);
+    sn->n++;
+    copy_span(sn->path, rq.path);
+    copy_span(sn->query, rq.query);
+    copy_span(sn->accept, rq.accept);
+    copy_span(sn->auth, rq.auth);
+}
+
+/* Feeds req[0..n-1] in reads of the sizes cuts[] says (0: the rest), each read in
+ * a buffer of its own freed right after (ASan: nothing may point into it later). */
+static void feed_cut(ik__reqp *rp, const char *req, size_t n, size_t cut)
+{
+    size_t off = 0;
+    while (off < n) {
+        size_t k = cut && cut < n - off ? cut : n - off;
+        char *part = malloc(k);
+        memcpy(part, req + off, k);
+        size_t used;
+        assert_int_equal(ik__reqp_feed(rp, part, k, &used), IK_FEED_OK);
+        assert_int_equal(used, k);
+        free(part);
+        off += k;
+        if (cut == 0 && off < n) cut = 1; /* after a first read of `cut` bytes: one a read */
+    }
+}
+
+static void test_reqparse_headers(void **state)
+{
+    static const char req[] = "GET /v1/segment/t?count=3#frag HTTP/1.1\r\n"
+                              "Host: x\r\n"
+                              "Accept-Encoding: gzip\r\n"
+                              "X-A-Header-Name-Longer-Than-Sixteen: 1\r\n"
+                              "ACCEPT: text/plain\r\n"
+                              "Acceptx: no\r\n"
+                              "Authorizatio: no\r\n"
+                              "authorization: Bearer abc\r\n"
+                              "\r\n";
+    size_t n = sizeof req - 1;
+    /* two reads cut at every byte, then one byte a read */
+    for (size_t first = 0; first <= n; first++) {
+        char storage[64];
+        seen sn;
+        memset(&sn, 0, sizeof sn);
+        ik__reqp rp;
+        ik__reqp_init(&rp, storage, sizeof storage, 8192, on_req, &sn);
+        if (first == n) {
+            feed_cut(&rp, req, n, 1);
+        } else {
+            size_t used;
+            char *a = malloc(first + 1);
+            memcpy(a, req, first);
+            assert_int_equal(ik__reqp_feed(&rp, a, first, &used), IK_FEED_OK);
+            free(a);
+            feed_cut(&rp, req + first, n - first, 0 /* the rest at once */);
+        }
+        assert_int_equal(sn.n, 1);
+        assert_string_equal(sn.path, "/v1/segment/t");
+        assert_string_equal(sn.query, "count=3");
+        assert_string_equal(sn.accept, "text/plain");
+        assert_string_equal(sn.auth, "Bearer abc");
+        ik__reqp_free(&rp);
+    }
+}
+
+static void target(const char *url, const char *path, const char *query)
+{
+    ik__span p, q;
+    assert_int_equal(ik__split_target(url, strlen(url), 0, &p, &q), 0);
+    span_eq(p, path);
+    if (query) {
+        assert_non_null(q.p);
+        span_eq(q, query);
+    } else {
+        assert_null(q.p);
+        assert_int_equal(q.n, 0);
+    }
+}
+
+static void test_split_target(void **state)
+{
+    target("/", "/", NULL);
+    target("/a/b", "/a/b", NULL);
+    target("/a?b=1", "/a", "b=1");
+    target("/a?", "/a", "");
+    target("/a?b?c", "/a", "b?c");
+    target("/a?b#c?d", "/a", "b");
+    target("/a#b?c", "/a", NULL);
+    target("/#", "/", NULL);
+    target("/?#", "/", "");
+    target("http://h:1/p/q?x=1#f", "/p/q", "x=1");
+    ik__span p, q;
+    assert_int_equal(ik__split_target("example.com:443", 15, 1, &p, &q), -1); /* CONNECT */
+}
+
+static void serialized(int status, const char *ctype, const char *body, int keep, int http10,
+                       const char *want)
+{
+    ik__buf b, out;
+    ik__buf_init(&b, NULL, 0);
+    ik__buf_init(&out, NULL, 0);
+    ik__buf_puts(&b, body);
+    ik__http_reply rs;
+    memset(&rs, 0, sizeof rs);
+    rs.status = status;
+    rs.ctype = ctype;
+    rs.body = &b;
+    if (status == 503) ik__reply_header(&rs, "Retry-After: %d", 1);
+    const char *date = "Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n";
+    ik__reply_serialize(&out, &rs, date, strlen(date), keep, http10);
+    assert_int_equal(out.len, strlen(want));
+    assert_memory_equal(out.p, want, out.len);
+    ik__buf_reset(&b);
+    ik__buf_reset(&out);
+}
+
+static void test_reply_serialize(void **state)
+{
+#define DATE "Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n"
+    serialized(200, "text/plain", "1859299536916623360", 1, 0,
+               "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 19\r\n" DATE
+               "\r\n1859299536916623360");
+    serialized(404, "application/json", "", 0, 0,
+               "HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nContent-Length: "
+               "0\r\n" DATE "Connection: close\r\n\r\n");
+    serialized(503, "text/plain", "x", 1, 1,
+               "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: "
+               "1\r\n" DATE "Retry-After: 1\r\nConnection: keep-alive\r\n\r\nx");
+    serialized(299, "text/plain", "", 1, 0,
+               "HTTP/1.1 299 Unknown\r\nContent-Type: text/plain\r\nContent-Length: 0\r\n" DATE
+               "\r\n");
+    serialized(431, "text/plain", "", 1, 0,
+               "HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Type: "
+               "text/plain\r\nContent-Length: 0\r\n" DATE "\r\n");
+    /* Content-Length at every number of digits the inline writer handles, and past it */
+    static const size_t lens[] = {9, 10, 99, 100, 999, 1000, 9999, 10000, 123456};
+    for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+        char *body = malloc(lens[i] + 1), want[512];
+        memset(body, 'a', lens[i]);
+        body[lens[i]] = 0;
+        int hn = snprintf(want, sizeof want,
+                          "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: "
+                          "%zu\r\n" DATE "\r\n",
+                          lens[i]);
+        char *all = malloc((size_t)hn + lens[i] + 1);
+        memcpy(all, want, (size_t)hn);
+        memcpy(all + hn, body, lens[i] + 1);
+        serialized(200, "text/plain", body, 1, 0, all);
+        free(all);
+        free(body);
+    }
+#undef DATE
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_path_match), cmocka_unit_test(test_query_get),
-        cmocka_unit_test(test_parse_u32),  cmocka_unit_test(test_parse_listen),
-        cmocka_unit_test(test_negotiate),  cmocka_unit_test(test_buf),
-        cmocka_unit_test(test_json_str),   cmocka_unit_test(test_dates),
-        cmocka_unit_test(test_misc),
+        cmocka_unit_test(test_path_match),   cmocka_unit_test(test_query_get),
+        cmocka_unit_test(test_parse_u32),    cmocka_unit_test(test_parse_listen),
+        cmocka_unit_test(test_negotiate),    cmocka_unit_test(test_buf),
+        cmocka_unit_test(test_json_str),     cmocka_unit_test(test_dates),
+        cmocka_unit_test(test_misc),         cmocka_unit_test(test_reqparse_headers),
+        cmocka_unit_test(test_split_target), cmocka_unit_test(test_reply_serialize),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
