@@ -246,7 +246,7 @@ static void test_misc(void **state)
 
 typedef struct seen {
     int n;
-    char path[64], query[64], accept[64], auth[64];
+    char path[4][64], query[4][64], accept[4][64], auth[4][64], body[4][64];
 } seen;
 
 static void copy_span(char *out, ik__span s)
@@ -260,66 +260,104 @@ static void on_req(ik__reqp *rp, void *ctx)
 {
     seen *sn = ctx;
     ik__req rq;
+    assert_true(sn->n < 4);
     assert_int_equal(ik__reqp_view(rp, &rq), 0);
+    copy_span(sn->path[sn->n], rq.path);
+    copy_span(sn->query[sn->n], rq.query);
+    copy_span(sn->accept[sn->n], rq.accept);
+    copy_span(sn->auth[sn->n], rq.auth);
+    copy_span(sn->body[sn->n], rq.body);
     sn->n++;
-    copy_span(sn->path, rq.path);
-    copy_span(sn->query, rq.query);
-    copy_span(sn->accept, rq.accept);
-    copy_span(sn->auth, rq.auth);
 }
 
-/* Feeds req[0..n-1] in reads of the sizes cuts[] says (0: the rest), each read in
+/* Feeds req[0..n-1] as reads of `cut` bytes each (the last one shorter), each read in
  * a buffer of its own freed right after (ASan: nothing may point into it later). */
 static void feed_cut(ik__reqp *rp, const char *req, size_t n, size_t cut)
 {
-    size_t off = 0;
-    while (off < n) {
-        size_t k = cut && cut < n - off ? cut : n - off;
+    for (size_t off = 0; off < n;) {
+        size_t k = cut < n - off ? cut : n - off, used;
         char *part = malloc(k);
         memcpy(part, req + off, k);
-        size_t used;
         assert_int_equal(ik__reqp_feed(rp, part, k, &used), IK_FEED_OK);
         assert_int_equal(used, k);
         free(part);
         off += k;
-        if (cut == 0 && off < n) cut = 1; /* after a first read of `cut` bytes: one a read */
+    }
+}
+
+/* Four requests on one connection: header names the daemon reads and others like
+ * them, a repeated header, a folded value, a body, a chunked body. */
+static const char stream[] = "GET /v1/segment/t?count=3#frag HTTP/1.1\r\n"
+                             "Host: x\r\n"
+                             "Accept-Encoding: gzip\r\n"
+                             "X-A-Header-Name-Longer-Than-Sixteen: 1\r\n"
+                             "ACCEPT: text/plain\r\n"
+                             "Acceptx: no\r\n"
+                             "Authorizatio: no\r\n"
+                             "authorization: Bearer abc\r\n"
+                             "\r\n"
+                             "POST /v1/tags HTTP/1.1\r\n"
+                             "Accept: a\r\n"
+                             "Accept: text/plain,\r\n"
+                             "  application/json\r\n"
+                             "Content-Length: 11\r\n"
+                             "\r\n"
+                             "{\"tag\":\"x\"}"
+                             "GET /x HTTP/1.0\r\n"
+                             "\r\n"
+                             "POST /y HTTP/1.1\r\n"
+                             "Transfer-Encoding: chunked\r\n"
+                             "\r\n"
+                             "3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n";
+
+static void seen_eq(const seen *a, const seen *b)
+{
+    assert_int_equal(a->n, b->n);
+    for (int i = 0; i < a->n; i++) {
+        assert_string_equal(a->path[i], b->path[i]);
+        assert_string_equal(a->query[i], b->query[i]);
+        assert_string_equal(a->accept[i], b->accept[i]);
+        assert_string_equal(a->auth[i], b->auth[i]);
+        assert_string_equal(a->body[i], b->body[i]);
     }
 }
 
 static void test_reqparse_headers(void **state)
 {
-    static const char req[] = "GET /v1/segment/t?count=3#frag HTTP/1.1\r\n"
-                              "Host: x\r\n"
-                              "Accept-Encoding: gzip\r\n"
-                              "X-A-Header-Name-Longer-Than-Sixteen: 1\r\n"
-                              "ACCEPT: text/plain\r\n"
-                              "Acceptx: no\r\n"
-                              "Authorizatio: no\r\n"
-                              "authorization: Bearer abc\r\n"
-                              "\r\n";
-    size_t n = sizeof req - 1;
-    /* two reads cut at every byte, then one byte a read */
-    for (size_t first = 0; first <= n; first++) {
-        char storage[64];
+    size_t n = sizeof stream - 1;
+    char storage[64];
+    ik__reqp rp;
+    seen whole;
+    memset(&whole, 0, sizeof whole);
+    ik__reqp_init(&rp, storage, sizeof storage, 8192, on_req, &whole);
+    feed_cut(&rp, stream, n, n);
+    ik__reqp_free(&rp);
+    assert_int_equal(whole.n, 4);
+    assert_string_equal(whole.path[0], "/v1/segment/t");
+    assert_string_equal(whole.query[0], "count=3");
+    assert_string_equal(whole.accept[0], "text/plain");
+    assert_string_equal(whole.auth[0], "Bearer abc");
+    assert_string_equal(whole.body[0], "");
+    assert_string_equal(whole.path[1], "/v1/tags");
+    assert_string_equal(whole.accept[1],
+                        "text/plain,  application/json"); /* as the parser gives it */
+    assert_string_equal(whole.auth[1], "");
+    assert_string_equal(whole.body[1], "{\"tag\":\"x\"}");
+    assert_string_equal(whole.path[2], "/x");
+    assert_string_equal(whole.accept[2], "");
+    assert_string_equal(whole.body[3], "abcde");
+    /* the same in two reads cut at every byte, and in reads of 1 to 7 bytes */
+    for (size_t first = 1; first < n + 7; first++) {
         seen sn;
         memset(&sn, 0, sizeof sn);
-        ik__reqp rp;
         ik__reqp_init(&rp, storage, sizeof storage, 8192, on_req, &sn);
-        if (first == n) {
-            feed_cut(&rp, req, n, 1);
+        if (first < n) {
+            feed_cut(&rp, stream, first, first);
+            feed_cut(&rp, stream + first, n - first, n);
         } else {
-            size_t used;
-            char *a = malloc(first + 1);
-            memcpy(a, req, first);
-            assert_int_equal(ik__reqp_feed(&rp, a, first, &used), IK_FEED_OK);
-            free(a);
-            feed_cut(&rp, req + first, n - first, 0 /* the rest at once */);
+            feed_cut(&rp, stream, n, first - n + 1);
         }
-        assert_int_equal(sn.n, 1);
-        assert_string_equal(sn.path, "/v1/segment/t");
-        assert_string_equal(sn.query, "count=3");
-        assert_string_equal(sn.accept, "text/plain");
-        assert_string_equal(sn.auth, "Bearer abc");
+        seen_eq(&sn, &whole);
         ik__reqp_free(&rp);
     }
 }
