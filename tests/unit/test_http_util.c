@@ -240,6 +240,16 @@ static void test_misc(void **state)
             assert_memory_equal(d, want, (size_t)wn);
         }
     }
+    /* and numbers of every bit length, as printf writes them */
+    uint64_t x = 0x9e3779b97f4a7c15u;
+    for (int i = 0; i < 200000; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        uint64_t v = x >> (i % 64);
+        char want[24];
+        int wn = snprintf(want, sizeof want, "%" PRIu64, v);
+        assert_int_equal(ik__fmt_u64(d, v), (size_t)wn);
+        assert_memory_equal(d, want, (size_t)wn);
+    }
 }
 
 /* ---- request framing (reqparse.c) --------------------------------------------------- */
@@ -362,6 +372,30 @@ static void test_reqparse_headers(void **state)
     }
 }
 
+/* The header names the daemon reads, in any case, and every one-byte change of them. */
+static void test_header_names(void **state)
+{
+    static const char *const names[] = {"accept", "authorization"};
+    static const int kinds[] = {HDR_ACCEPT, HDR_AUTH};
+    for (size_t k = 0; k < 2; k++) {
+        size_t n = strlen(names[k]);
+        char s[16];
+        for (size_t i = 0; i < n; i++) {
+            for (int c = 0; c < 256; c++) {
+                memcpy(s, names[k], n);
+                s[i] = (char)c;
+                int same = c == names[k][i] || c == names[k][i] - 'a' + 'A';
+                assert_int_equal(hdr_of(s, n), same ? kinds[k] : HDR_NONE);
+            }
+        }
+        for (size_t i = 0; i < n; i++) /* all capitals */
+            s[i] = (char)(names[k][i] - 'a' + 'A');
+        assert_int_equal(hdr_of(s, n), kinds[k]);
+        assert_int_equal(hdr_of(names[k], n - 1), HDR_NONE);
+    }
+    assert_int_equal(hdr_of("Host", 4), HDR_NONE);
+}
+
 static void target(const char *url, const char *path, const char *query)
 {
     ik__span p, q;
@@ -454,12 +488,19 @@ static void test_reply_serialize(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_path_match),   cmocka_unit_test(test_query_get),
-        cmocka_unit_test(test_parse_u32),    cmocka_unit_test(test_parse_listen),
-        cmocka_unit_test(test_negotiate),    cmocka_unit_test(test_buf),
-        cmocka_unit_test(test_json_str),     cmocka_unit_test(test_dates),
-        cmocka_unit_test(test_misc),         cmocka_unit_test(test_reqparse_headers),
-        cmocka_unit_test(test_split_target), cmocka_unit_test(test_reply_serialize),
+        cmocka_unit_test(test_path_match),
+        cmocka_unit_test(test_query_get),
+        cmocka_unit_test(test_parse_u32),
+        cmocka_unit_test(test_parse_listen),
+        cmocka_unit_test(test_negotiate),
+        cmocka_unit_test(test_buf),
+        cmocka_unit_test(test_json_str),
+        cmocka_unit_test(test_dates),
+        cmocka_unit_test(test_misc),
+        cmocka_unit_test(test_reqparse_headers),
+        cmocka_unit_test(test_header_names),
+        cmocka_unit_test(test_split_target),
+        cmocka_unit_test(test_reply_serialize),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
