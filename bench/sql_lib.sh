@@ -39,3 +39,24 @@ sql_row() {
 sql_versions() {
   echo "PostgreSQL $(pg_psql "$PG_PORT" bench 'SHOW server_version' | cut -d' ' -f1) and MariaDB $(my_sql -e 'SELECT VERSION()' | cut -d- -f1)"
 }
+
+# sql_cpu_ms STORE: the CPU time (user + system, ms) the store's server has used so
+# far: PostgreSQL's postmaster and its backends now alive, MariaDB's one process.
+# Taken before and after a run, it is the database's CPU for that run, a figure
+# that moves less with the machine's other work than a rate does.
+sql_cpu_ms() {
+  local root p t=0
+  case $1 in
+    postgresql) root=$(cat "$T/pg/pid") ;;
+    mysql) root=$MY_PID ;;
+  esac
+  for p in "$root" $(pgrep -P "$root"); do
+    t=$((t + $(awk '{ print $14 + $15 }' "/proc/$p/stat" 2>/dev/null || echo 0)))
+  done
+  echo $((t * 1000 / $(getconf CLK_TCK)))
+}
+
+# pid_cpu_ms PID: the same for one process (all its threads).
+pid_cpu_ms() {
+  echo $(($(awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0) * 1000 / $(getconf CLK_TCK)))
+}

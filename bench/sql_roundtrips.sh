@@ -11,7 +11,13 @@
 #   batches          = the commit-mark upserts (INSERT INTO idk_commit_mark ...)
 #   statements/batch = every statement of the daemon's user in the run / batches
 # (the few of slot renewals and hazard checks included). Also prints the IDs per
-# batch. Settings: CLIENTS (64), SECS (3), STORES ("postgresql mysql").
+# batch. The statement log shows each statement of a PostgreSQL pipeline on its own
+# line, so the round trips are also counted on the client's side: strace -f of the
+# daemon over a second run of the same load, the requests it wrote to the
+# database's port (sendto/write/writev/sendmsg on that socket, one per round trip:
+# a pipeline goes out in one), over the batches of that run (from
+# IDKEEPER_BENCH_CYCLE's line at the daemon's stop; strace slows the daemon, not
+# the count). Settings: CLIENTS (64), SECS (3), STORES ("postgresql mysql").
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=$(cd "${1:-$here/../build}" && pwd)
@@ -63,4 +69,23 @@ for s in ${STORES:-postgresql mysql}; do
   # the statements by kind, most frequent first
   sed -E 's/[0-9]+/N/g; s/ +/ /g' "$T/stmts" | cut -c1-70 | sort | uniq -c | sort -rn | head -n 10 | sed 's/^/   /'
   kill "${SERVER_PID[$s]}" && wait "${SERVER_PID[$s]}" 2>/dev/null || true
+  # round trips, counted on the client's side (serial: a batch's statements sent one
+  # by one, IDKEEPER_BENCH_CYCLE=serial, the path before the pipeline)
+  case $s in postgresql) dbport=$PG_PORT ;; mysql) dbport=$MY_PORT ;; esac
+  for mode in pipelined serial; do
+  case $mode in serial) export IDKEEPER_BENCH_CYCLE=serial ;; *) export IDKEEPER_BENCH_CYCLE=1 ;; esac
+  serve_on "$s" --coord "$uri" "${pw[@]}" --quiet || fail "$s: $(tail -n 5 "$T/$s.log")"
+  unset IDKEEPER_BENCH_CYCLE
+  url="http://127.0.0.1:$PORT/v1/sequence/seq?count=1&format=text"
+  strace -f -qq -yy -e trace=sendto,write,writev,sendmsg -p "${SERVER_PID[$s]}" -o "$T/strace" &
+  st=$!
+  sleep 1
+  "$hammer" --url "$url" --connections "$clients" --duration "$secs" >"$T/h" 2>&1 || fail "hammer: $(cat "$T/h")"
+  kill "${SERVER_PID[$s]}" && wait "${SERVER_PID[$s]}" 2>/dev/null || true
+  wait "$st" 2>/dev/null || true
+  sends=$(grep -cE ":$dbport\]>" "$T/strace" || true)
+  batches=$(sed -n 's/.*sql batch cycle ([a-z ]*): \([0-9]*\) advances.*/\1/p' "$T/$s.log")
+  [ -n "$batches" ] && [ "$batches" -gt 0 ] || fail "$s: no batch cycle line in the log"
+  echo "$s $mode: $batches batches, $sends requests written to the database: $(awk -v t="$sends" -v b="$batches" 'BEGIN { printf "%.2f", t / b }') round trips per batch (client side, under strace)"
+  done
 done

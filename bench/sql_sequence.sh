@@ -15,9 +15,22 @@
 #             same tag, `redis-benchmark -c CLIENTS -P 1 INCR seq`: one ID a request
 #             as over HTTP, without HTTP's parsing (docs/resp.md).
 #
+#   the front door's ceiling: the same daemon, the same hammer and connections,
+#             count=1, on /v1/snowflake (no store round trip): the most HTTP count=1
+#             requests reach on this machine, whatever the store. ceiling_x is it
+#             over the naive peer: the highest ratio the sequence could show here.
+#
+#   the batch cycle: the daemon runs with IDKEEPER_BENCH_CYCLE (docs/sql.md, "Test
+#             hooks") and logs at its stop the mean SQL batch (its statements' times,
+#             IDs per batch) and the committer's (the time requests wait queued
+#             before a batch takes them, the store's write, the answers' hand-on):
+#             printed after each store's table rows.
+#
 # Prints IDs/s and the median and p99 latency of each, and the ratio. Settings:
 # SECONDS_EACH (5), CLIENTS ("1 8 64"), STORES ("postgresql mysql"), RESP_N (100000
-# requests a RESP run).
+# requests a RESP run), MODES ("pipelined"; "pipelined serial" also runs each store
+# with a batch's statements sent one by one, the path of a driver without a
+# pipeline, in the same run).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=$(cd "${1:-$here/../build}" && pwd)
@@ -31,33 +44,49 @@ source "$here/sql_lib.sh"
 
 sql_start
 echo "$(sql_versions) on loopback, durable, data on $(df -P "$T" | awk 'NR == 2 {print $1}'); ${secs}s each, count=1 per request"
-printf '%-11s %-8s %12s %14s %12s %14s %8s %12s %8s\n' store clients idkeeper_ids_s "p50/p99_ms" naive_ids_s "p50/p99_ms" ratio resp_ids_s ratio
+printf '%-11s %-9s %-8s %12s %14s %12s %14s %8s %12s %8s %12s %9s\n' store mode clients idkeeper_ids_s "p50/p99_ms" naive_ids_s "p50/p99_ms" ratio resp_ids_s ratio front_door_s ceiling_x
 for s in ${STORES:-postgresql mysql}; do
   uri=${SQL_URI[$s]} pw=(--password-file "${SQL_PW[$s]}")
   "$IK_BIN" tags add seq --kind sequence --coord "$uri" "${pw[@]}" >/dev/null
-  rport=$(free_port)
-  serve_on "$s" --coord "$uri" "${pw[@]}" --resp "127.0.0.1:$rport" --quiet || fail "$s: $(tail -n 5 "$T/$s.log")"
-  port=$PORT
   sql_row "$s" "INSERT INTO leaf_alloc (biz_tag, max_id, step) VALUES ('naive', 1, 1)" >/dev/null
-  for c in ${CLIENTS:-1 8 64}; do
-    url="http://127.0.0.1:$port/v1/sequence/seq?count=1&format=text"
-    "$hammer" --url "$url" --connections "$c" --duration 1 --quiet >/dev/null 2>&1 || true # warm-up
-    "$hammer" --url "$url" --connections "$c" --duration "$secs" >"$T/h" 2>&1 || fail "hammer: $(cat "$T/h")"
-    ik=$(sed -n 's/.* ids_per_s=\([0-9]*\).*/\1/p' "$T/h")
-    iklat=$(sed -n 's/.* p50_ms=\([^ ]*\).* p99_ms=\([^ ]*\).*/\1\/\2/p' "$T/h")
-    errors=$(sed -n 's/.* errors=\([^ ]*\).*/\1/p' "$T/h")
-    [ "$errors" = 0 ] || fail "$s, $c clients: $errors errors ($(cat "$T/h"))"
-    IDKEEPER_PASSWORD=$(cat "${SQL_PW[$s]}") "$naive" "$uri" "$c" "$secs" >"$T/n" || fail "sql_naive: $(cat "$T/n")"
-    nv=$(sed -n 's/.*ids_per_s=\([0-9]*\).*/\1/p' "$T/n")
-    nvlat=$(sed -n 's/.* p50_ms=\([^ ]*\) p99_ms=\([^ ]*\).*/\1\/\2/p' "$T/n")
-    redis-benchmark -p "$rport" -c "$c" -n 10000 -q INCR seq >/dev/null 2>&1 || true # warm-up
-    redis-benchmark -p "$rport" -c "$c" -n "${RESP_N:-100000}" -q INCR seq >"$T/r" 2>&1 || fail "redis-benchmark: $(cat "$T/r")"
-    ! grep -qi error "$T/r" || fail "redis-benchmark: $(cat "$T/r")"
-    rv=$(tr '\r' '\n' <"$T/r" | sed -n 's/^INCR seq: \([0-9.]*\) requests per second.*/\1/p' | tail -n 1 | cut -d. -f1)
-    [ -n "$rv" ] || fail "no rate from redis-benchmark: $(cat "$T/r")"
-    printf '%-11s %-8s %12s %14s %12s %14s %8s %12s %8s\n' "$s" "$c" "$ik" "$iklat" "$nv" "$nvlat" \
-      "$(awk -v a="$ik" -v b="$nv" 'BEGIN { printf "%.1fx", a / b }')" "$rv" \
-      "$(awk -v a="$rv" -v b="$nv" 'BEGIN { printf "%.1fx", a / b }')"
+  for mode in ${MODES:-pipelined}; do
+    rport=$(free_port)
+    case $mode in serial) export IDKEEPER_BENCH_CYCLE=serial ;; *) export IDKEEPER_BENCH_CYCLE=1 ;; esac
+    serve_on "$s" --coord "$uri" "${pw[@]}" --resp "127.0.0.1:$rport" --quiet || fail "$s: $(tail -n 5 "$T/$s.log")"
+    unset IDKEEPER_BENCH_CYCLE
+    port=$PORT
+    for c in ${CLIENTS:-1 8 64}; do
+      url="http://127.0.0.1:$port/v1/sequence/seq?count=1&format=text"
+      "$hammer" --url "$url" --connections "$c" --duration 1 --quiet >/dev/null 2>&1 || true # warm-up
+      db0=$(sql_cpu_ms "$s") ik0=$(pid_cpu_ms "${SERVER_PID[$s]}")
+      /usr/bin/time -f 'cpu_ms=%e %U %S' -o "$T/ht" "$hammer" --url "$url" --connections "$c" --duration "$secs" >"$T/h" 2>&1 || fail "hammer: $(cat "$T/h")"
+      db1=$(sql_cpu_ms "$s") ik1=$(pid_cpu_ms "${SERVER_PID[$s]}")
+      hm=$(awk '/cpu_ms=/ { printf "%d", ($2 + $3) * 1000 }' "$T/ht")
+      ik=$(sed -n 's/.* ids_per_s=\([0-9]*\).*/\1/p' "$T/h")
+      iklat=$(sed -n 's/.* p50_ms=\([^ ]*\).* p99_ms=\([^ ]*\).*/\1\/\2/p' "$T/h")
+      errors=$(sed -n 's/.* errors=\([^ ]*\).*/\1/p' "$T/h")
+      [ "$errors" = 0 ] || fail "$s, $c clients: $errors errors ($(cat "$T/h"))"
+      IDKEEPER_PASSWORD=$(cat "${SQL_PW[$s]}") "$naive" "$uri" "$c" "$secs" >"$T/n" || fail "sql_naive: $(cat "$T/n")"
+      nv=$(sed -n 's/.*ids_per_s=\([0-9]*\).*/\1/p' "$T/n")
+      nvlat=$(sed -n 's/.* p50_ms=\([^ ]*\) p99_ms=\([^ ]*\).*/\1\/\2/p' "$T/n")
+      redis-benchmark -p "$rport" -c "$c" -n 10000 -q INCR seq >/dev/null 2>&1 || true # warm-up
+      redis-benchmark -p "$rport" -c "$c" -n "${RESP_N:-100000}" -q INCR seq >"$T/r" 2>&1 || fail "redis-benchmark: $(cat "$T/r")"
+      ! grep -qi error "$T/r" || fail "redis-benchmark: $(cat "$T/r")"
+      rv=$(tr '\r' '\n' <"$T/r" | sed -n 's/^INCR seq: \([0-9.]*\) requests per second.*/\1/p' | tail -n 1 | cut -d. -f1)
+      [ -n "$rv" ] || fail "no rate from redis-benchmark: $(cat "$T/r")"
+      # the front door's ceiling: the same requests without a store round trip
+      "$hammer" --url "http://127.0.0.1:$port/v1/snowflake?count=1&format=text" --connections "$c" --duration "$secs" >"$T/f" 2>&1 || fail "hammer: $(cat "$T/f")"
+      fd=$(sed -n 's/.* ids_per_s=\([0-9]*\).*/\1/p' "$T/f")
+      printf '%-11s %-9s %-8s %12s %14s %12s %14s %8s %12s %8s %12s %9s\n' "$s" "$mode" "$c" "$ik" "$iklat" "$nv" "$nvlat" \
+        "$(awk -v a="$ik" -v b="$nv" 'BEGIN { printf "%.1fx", a / b }')" "$rv" \
+        "$(awk -v a="$rv" -v b="$nv" 'BEGIN { printf "%.1fx", a / b }')" "$fd" \
+        "$(awk -v a="$fd" -v b="$nv" 'BEGIN { printf "%.1fx", a / b }')"
+      # CPU for 1,000 sequence IDs, over the idkeeper run: the database, idkeeper, hammer
+      awk -v d=$((db1 - db0)) -v k=$((ik1 - ik0)) -v h="$hm" -v i="$ik" -v t="$secs" 'BEGIN {
+        n = i * t / 1000; printf "   cpu ms per 1,000 IDs: database %.1f, idkeeper %.1f, hammer %.1f (of %d ms on 2 cores)\n", d / n, k / n, h / n, 2000 / (i / 1000) }'
+    done
+    kill "${SERVER_PID[$s]}" && wait "${SERVER_PID[$s]}" 2>/dev/null || true
+    # the batch cycle over the whole run of this server (every client count)
+    grep -E 'sql batch cycle|sequence batches:' "$T/$s.log" | sed -E 's/^\[[^]]*\] *//; s/^/   /' || true
   done
-  kill "${SERVER_PID[$s]}" && wait "${SERVER_PID[$s]}" 2>/dev/null || true
 done

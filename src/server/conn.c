@@ -7,6 +7,7 @@
  */
 #include "srv.h"
 
+#include <errno.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -231,6 +232,20 @@ static void resume(ik__conn *c)
     }
 }
 
+/* Writes what c->out's socket takes now: the bytes written (0: it takes none now),
+ * or -1 on an error (the peer gone). What uv_try_write does, without its layers
+ * (one write(2) on the descriptor, on the path of every answer): allowed because
+ * libuv has nothing of c's to write (no uv_write pending: !c->writing). */
+static ssize_t try_write(ik__conn *c)
+{
+    ssize_t r;
+    do {
+        r = write(c->fd, c->out.p, c->out.len);
+    } while (r < 0 && errno == EINTR);
+    if (r >= 0) return r;
+    return errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS ? 0 : -1;
+}
+
 void ik__conn_flush(ik__conn *c)
 {
     ik__worker *w = c->w;
@@ -251,18 +266,16 @@ void ik__conn_flush(ik__conn *c)
             }
         }
         if (c->out.len) {
-            uv_buf_t b = uv_buf_init(c->out.p, (unsigned)c->out.len);
-            int r = uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
+            ssize_t r = try_write(c);
             if (r >= 0 && (size_t)r == c->out.len) {
                 out_done(c);
                 continue;
             }
-            if (r < 0 && r != UV_EAGAIN) {
+            if (r < 0) {
                 conn_close(c);
                 return;
             }
-            if (r < 0) r = 0;
-            b = uv_buf_init(c->out.p + r, (unsigned)(c->out.len - (size_t)r));
+            uv_buf_t b = uv_buf_init(c->out.p + r, (unsigned)(c->out.len - (size_t)r));
             c->wr.data = c;
             if (uv_write(&c->wr, (uv_stream_t *)&c->tcp, &b, 1, on_write) != 0) {
                 conn_close(c);
@@ -304,6 +317,43 @@ void ik__conn_flush(ik__conn *c)
     }
 }
 
+/* ---- the end of a turn ------------------------------------------------------------------- */
+
+/* After a read: c's answers are written when the loop's turn has read from every
+ * connection that was ready (on_turn), not one connection at a time. With many
+ * clients the loop then writes its answers together and the clients send their next
+ * requests together, so that one epoll_wait finds many connections ready, instead of
+ * the loop waking for each (docs/BENCHMARKS.md, "RESP -P 16"). */
+static void flush_later(ik__conn *c)
+{
+    if (c->queued) return;
+    c->queued = 1;
+    c->wnext = c->w->turn.head;
+    c->w->turn.head = c;
+}
+
+static void on_turn(uv_check_t *h)
+{
+    ik__worker *w = h->data;
+    ik__conn *c;
+    while ((c = w->turn.head)) {
+        w->turn.head = c->wnext;
+        c->queued = 0;
+        ik__conn_flush(c);
+    }
+}
+
+int ik__turn_init(ik__worker *w)
+{
+    int r = uv_check_init(&w->loop, &w->turn.check);
+    if (r != 0) return r;
+    w->turn.ready = 1;
+    w->turn.check.data = w;
+    if ((r = uv_check_start(&w->turn.check, on_turn)) != 0) return r;
+    uv_unref((uv_handle_t *)&w->turn.check); /* the loop ends without waiting for it */
+    return 0;
+}
+
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
     ik__conn *c = s->data;
@@ -330,7 +380,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         ik__conn_read_stop(c);
         ik__buf_append(&c->stash, buf->base + used, (size_t)nread - used);
     }
-    ik__conn_flush(c);
+    flush_later(c);
 }
 
 /* ---- accepting and closing --------------------------------------------------------------- */
@@ -345,6 +395,12 @@ static void on_close(uv_handle_t *h)
         w->conns = c->next;
     }
     if (c->next) c->next->prev = c->prev;
+    if (c->queued) /* closed in the turn that read from it (rare): unlinked */
+        for (ik__conn **q = &w->turn.head; *q; q = &(*q)->wnext)
+            if (*q == c) {
+                *q = c->wnext;
+                break;
+            }
     drop(c, IK_GONE_CLIENT); /* nothing left unless closed by the loop's teardown */
     c->proto->free_conn(c);
     ik__buf_reset(&c->out);
@@ -392,10 +448,13 @@ static void on_connection(uv_stream_t *server, int status)
     ik__buf_init(&c->out, c->out_inline, sizeof c->out_inline);
     ik__buf_init(&c->stash, NULL, 0);
     c->proto->init(c);
-    if (uv_accept(server, (uv_stream_t *)&c->tcp) != 0) {
+    uv_os_fd_t fd;
+    if (uv_accept(server, (uv_stream_t *)&c->tcp) != 0 ||
+        uv_fileno((uv_handle_t *)&c->tcp, &fd) != 0) {
         conn_close(c);
         return;
     }
+    c->fd = fd;
     ik__count(&w->m.accepted);
     if (open > srv->cfg->max_connections || w->draining) {
         if (c->proto->refused) c->proto->refused(c, w->draining);

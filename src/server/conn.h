@@ -10,7 +10,7 @@
  *
  *   accept --> READING --request complete: answer into c->out--> ik__conn_flush
  *                 ^          (or queued: pending / held behind one)         |
- *                 |   uv_try_write wrote it all                             |
+ *                 |   write(2) wrote it all                                 |
  *                 +---------------------------------------------------------+
  *                 |                                                         | short write:
  *                 +---------- on_write (done) <--- WRITING <----------------+ uv_write,
@@ -18,6 +18,8 @@
  *   WAITING (a pending answer at the head of c->pend_head): reads go on, later
  *   requests queue behind it, nothing is written until the head's answer comes back
  *   (ik__pend_complete -> proto->answer -> ik__conn_answered).
+ *   After a read, ik__conn_flush runs at the end of the loop's turn (ik__turn), once
+ *   every connection that was ready has been read: the turn's answers leave together.
  *   final answer (error, close asked, draining) --> LINGERING: shutdown(WR), read and
  *   discard until EOF or IK_LINGER_MS --> closed
  *   EOF between requests: answer what was read, then close. EOF inside a request,
@@ -101,6 +103,9 @@ struct ik__conn {
     ik__worker *w;
     const ik__proto *proto;
     ik__conn *prev, *next; /* w->conns */
+    ik__conn *wnext;       /* w->turn.head: to be flushed at the end of the loop's turn */
+    int fd;                /* the socket's descriptor (tcp's; written to directly) */
+    unsigned queued : 1;   /* on w->turn.head */
     uint64_t last_active;  /* loop ms of the last read, accept or answer */
     uint64_t write_start;  /* loop ms the pending uv_write began */
     uint64_t linger_until; /* loop ms */
@@ -119,6 +124,18 @@ struct ik__conn {
     uv_shutdown_t sd;
     char out_inline[IK_CONN_OUT_INLINE];
 };
+
+/* The connections a loop's turn has read from, flushed together when its reads are
+ * done (a uv_check handle: after the turn's I/O callbacks, before it polls again). */
+typedef struct ik__turn {
+    uv_check_t check; /* its data is the worker */
+    ik__conn *head;   /* by wnext */
+    int ready;        /* check initialized (closed by the loop's teardown) */
+} ik__turn;
+
+/* Starts w's end-of-turn flush (loop.c, at the loop's start). Returns 0 or a libuv
+ * error. */
+int ik__turn_init(ik__worker *w);
 
 /* One listening socket of a loop and the protocol it speaks. */
 typedef struct ik__listener {

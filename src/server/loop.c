@@ -78,6 +78,7 @@ int ik__worker_init(ik__server *srv, ik__worker *w)
     if (w->sweep_ms < 20) w->sweep_ms = 20;
     if (w->sweep_ms > 1000) w->sweep_ms = 1000;
     uv_timer_start(&w->sweep, on_sweep, w->sweep_ms, w->sweep_ms);
+    if ((r = ik__turn_init(w)) != 0) return r;
     ik__http_refresh_date(w);
     if (w->resp_fd >= 0 && (r = ik__resp_worker_init(w)) != 0) return r;
     return 0;

@@ -73,10 +73,22 @@ int ik__respp_feed(ik__respp *p, const char *data, size_t len, size_t *used);
 /* 1 while a command has begun but is not complete (for the read timeout). */
 int ik__respp_busy(const ik__respp *p);
 
+#define IK__RESPP_DONE 6 /* p->state after IK_RESPP_CMD (resp.c's S_DONE) */
+
 /* Argument i (below argc) of the complete command into *arg (NUL-terminated; it may
  * also hold NULs) and *alen. Returns argc (the number of arguments). Valid until the
- * next feed. */
-uint32_t ik__respp_arg(const ik__respp *p, uint32_t i, const char **arg, size_t *alen);
+ * next feed. (Inline: the command handlers ask it for every argument.) */
+static inline uint32_t ik__respp_arg(const ik__respp *p, uint32_t i, const char **arg, size_t *alen)
+{
+    if (p->state == IK__RESPP_DONE && i < p->argc) {
+        *arg = p->args.p + p->off[i];
+        *alen = p->len[i];
+    } else {
+        *arg = "";
+        *alen = 0;
+    }
+    return p->state == IK__RESPP_DONE ? p->argc : 0;
+}
 
 /* ---- replies (RESP2; RESP3 where proto == 3) --------------------------------------- */
 

@@ -134,12 +134,32 @@ static void syntax_error(ik__rcall *c)
     ik__resp_error(c->out, "ERR syntax error");
 }
 
+/* 1 if a[0..n-1] is a tag name by ik_tag_name_check's rules (1 to IK_TAG_NAME_MAX
+ * of [A-Za-z0-9._:-], not "." or ".."), checked in place; 0 if not, or not sure
+ * (the caller asks ik_tag_name_check, which says why). */
+static int tag_name_ok(const char *a, size_t n)
+{
+    if (n == 0 || n > IK_TAG_NAME_MAX || (a[0] == '.' && (n == 1 || (n == 2 && a[1] == '.'))))
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)a[i];
+        if ((unsigned)((ch | 0x20) - 'a') >= 26 && (unsigned)(ch - '0') >= 10 && ch != '.' &&
+            ch != '_' && ch != ':' && ch != '-')
+            return 0;
+    }
+    return 1;
+}
+
 /* Argument i as a tag name into tag; -ERR and -1 if it is not one. */
 static int get_tag(ik__rcall *c, uint32_t i, char tag[IK_TAG_NAME_MAX + 1])
 {
     size_t n;
     const char *a = arg(c, i, &n);
     char why[160];
+    if (tag_name_ok(a, n)) { /* the common case, without copying twice */
+        memcpy(tag, a, n + 1);
+        return 0;
+    }
     if (n <= IK_TAG_NAME_MAX && memchr(a, 0, n) == NULL) {
         memcpy(tag, a, n + 1);
         if (ik_tag_name_check(tag, why, sizeof why) == 0) return 0;
@@ -300,7 +320,8 @@ static void issue(ik__rcall *c, int op, const char *tag, uint32_t n, int shape, 
             return;
         }
         if (rc == IK_OK) {
-            if (flip) kind_put(c->kinds, tag, op);
+            /* learnt: a guess that held, or the other kind (a known kind is kept) */
+            if (flip == IK_RFLIP_GUESS || tries) kind_put(c->kinds, tag, op);
             put_ids(c->out, op == IK_OP_SEGMENT ? ids : NULL, 0, n, shape);
             break;
         }
@@ -843,8 +864,10 @@ void ik__resp_dispatch(ik__rcall *c)
     uint32_t argc = argc_of(c);
     size_t row = NCMDS;
     const cmd_row *r = NULL;
-    /* the hot one first */
-    if (n == 4 && ik__ieq(name, n, "incr")) {
+    /* the hot one first (| 0x20: a letter's lower case, and only the two cases of it
+     * match a lower-case letter) */
+    if (n == 4 && (name[0] | 0x20) == 'i' && (name[1] | 0x20) == 'n' && (name[2] | 0x20) == 'c' &&
+        (name[3] | 0x20) == 'r') {
         r = &cmds[0];
     } else {
         r = find_cmd(name, n);

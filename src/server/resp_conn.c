@@ -147,7 +147,6 @@ static void resp_refused(ik__conn *c, int draining)
 static size_t resp_feed(ik__conn *c, const char *data, size_t len)
 {
     resp_conn *r = resp_of(c);
-    uint64_t now = uv_now(&c->w->loop);
     size_t off = 0;
     while (off < len && !c->close_after) {
         if (ik__conn_full(c)) {
@@ -166,6 +165,7 @@ static size_t resp_feed(ik__conn *c, const char *data, size_t len)
         run_command(r);
     }
     if (ik__respp_busy(&r->rp)) {
+        uint64_t now = uv_now(&c->w->loop);
         if (!r->started) r->started = now ? now : 1;
     } else {
         r->started = 0;

@@ -208,6 +208,7 @@ struct ik__worker {
     int loop_ready, thread_started, done_ready;
     pthread_t thread;
     ik__conn *conns; /* every open connection, of either protocol (conn.c) */
+    ik__turn turn;   /* connections to flush at the end of the turn (conn.c) */
     int draining;
     uint64_t drain_deadline; /* loop ms */
     char *rbuf;              /* IK_READ_BUF: reads land here, parsed at once */

@@ -138,6 +138,43 @@ static void test_limits(void **state)
     ik__buf_reset(&big);
 }
 
+/* A whole command is read in one pass (resp.c, feed_whole); each case below is also
+ * read one byte and three bytes at a time (expect), by the state machine: the same
+ * commands and errors either way. */
+static void test_whole(void **state)
+{
+    expect("*02\r\n$04\r\nINCR\r\n$3\r\nseg\r\n", "INCR|seg;"); /* leading zeros */
+    expect("*1\r\n$0000000004\r\nPING\r\n", "PING;");           /* 10 digits */
+    expect("*1\r\n$3\r\na\r\n\r\n", "a\r\n;");                  /* CRLF inside */
+    expect("*1\r\n$4\r\nPING\r\n*1\r\n$4\r\nPI", "PING;");      /* then a part */
+    expect("*2\r\n$4\r\nINCR\r\n$3\r\nseg\r", "");              /* no last LF */
+    expect("*9\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n$1\r\nd\r\n$1\r\ne\r\n$1\r\nf\r\n$1\r\ng\r\n"
+           "$1\r\nh\r\n$1\r\ni\r\n",
+           "a|b|c|d|e|f|g|h|i;"); /* past the inline argument slots */
+    expect("*1\r\n$4\r\nPINGx\r\n", "ERR:Protocol error: a bulk string must end in CRLF");
+    expect("*1\r\n$4\r\nPING\rx\r\n", "ERR:Protocol error: a bulk string must end in CRLF");
+    expect("*1\r\n$4\r\nPI\rG\r\n*1\r\n$1\r\nx\r\n", "PI\rG;x;");
+    /* the argument-bytes limit, exactly at it and one past it */
+    char cmd[200];
+    char a32[33];
+    memset(a32, 'a', 32);
+    a32[32] = 0;
+    for (size_t cut = 0; cut < 4; cut++) {
+        int n = snprintf(cmd, sizeof cmd, "*2\r\n$32\r\n%s\r\n$32\r\n%s\r\n", a32, a32);
+        char *got = parse_cut(cmd, (size_t)n, cut, 256, 64);
+        assert_int_equal(strlen(got), 32 + 1 + 32 + 1);
+        free(got);
+        n = snprintf(cmd, sizeof cmd, "*2\r\n$32\r\n%s\r\n$33\r\n%sb\r\n", a32, a32);
+        got = parse_cut(cmd, (size_t)n, cut, 256, 64);
+        assert_string_equal(got, "ERR:Protocol error: invalid bulk length");
+        free(got);
+        /* the argument-count limit */
+        got = parse_cut("*3\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n", 25, cut, 2, 64);
+        assert_string_equal(got, "ERR:Protocol error: invalid multibulk length");
+        free(got);
+    }
+}
+
 static void test_replies(void **state)
 {
     ik__buf b;
@@ -167,7 +204,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_multibulk), cmocka_unit_test(test_inline),
         cmocka_unit_test(test_errors),    cmocka_unit_test(test_limits),
-        cmocka_unit_test(test_replies),
+        cmocka_unit_test(test_replies),   cmocka_unit_test(test_whole),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

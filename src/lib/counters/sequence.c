@@ -35,6 +35,7 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +46,7 @@ struct seq_req {
     size_t n;
     ik_ids_cb cb;
     void *ctx;
+    int64_t at_ns; /* IDKEEPER_BENCH_CYCLE: when it was queued (0: not timed) */
 };
 
 typedef struct seq_tag seq_tag;
@@ -65,6 +67,11 @@ struct ik_sequence {
     seq_tag *ready_head, *ready_tail;
     int stop;
     pthread_t committer;
+    /* IDKEEPER_BENCH_CYCLE (benchmarks only, docs/sequence.md): the committer's
+     * time, logged at destroy: requests and their ns queued before a batch took
+     * them; batches, their ns in the store's write and in the callbacks */
+    int timed;
+    int64_t t_reqs, t_wait_ns, t_batches, t_write_ns, t_answer_ns;
 };
 
 static void *committer(void *arg);
@@ -78,6 +85,8 @@ int ik_sequence_create(ik_coord *c, const char *app, ik_sequence **out)
     if (!s) return IK_ENOMEM;
     s->c = c;
     snprintf(s->app, sizeof s->app, "%s", app);
+    const char *cyc = getenv("IDKEEPER_BENCH_CYCLE"); /* benchmarks only */
+    s->timed = cyc && *cyc && strcmp(cyc, "0") != 0;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
     if (pthread_create(&s->committer, NULL, committer, s)) {
@@ -95,7 +104,7 @@ int ik_sequence_next(ik_sequence *s, const char *tag, size_t n, ik_ids_cb cb, vo
     if (!s || !cb || n == 0 || n > 10000000 || ik_tag_name_check(tag, NULL, 0)) return IK_EINVAL;
     seq_req *r = malloc(sizeof *r);
     if (!r) return IK_ENOMEM;
-    *r = (seq_req){NULL, n, cb, ctx};
+    *r = (seq_req){NULL, n, cb, ctx, s->timed ? ik__mono_ns() : 0};
     pthread_mutex_lock(&s->mu);
     if (s->stop) {
         pthread_mutex_unlock(&s->mu);
@@ -181,11 +190,14 @@ static void commit_tag(ik_sequence *s, seq_tag *t)
     pthread_mutex_unlock(&s->mu);
     if (!batch) return;
 
-    int64_t total = 0;
-    for (seq_req *r = batch; r; r = r->next)
+    int64_t total = 0, t0 = s->timed ? ik__mono_ns() : 0;
+    for (seq_req *r = batch; r; r = r->next) {
         total += (int64_t)r->n;
+        if (s->timed) s->t_reqs++, s->t_wait_ns += t0 - r->at_ns;
+    }
     int64_t first = 0;
     int rc = ik__tag_advance(s->c, s->app, t->name, IK_TAG_SEQUENCE, total, &first);
+    int64_t t1 = s->timed ? ik__mono_ns() : 0;
 
     int64_t *ids = NULL;
     size_t cap = 0;
@@ -211,6 +223,11 @@ static void commit_tag(ik_sequence *s, seq_tag *t)
         free(r);
     }
     free(ids);
+    if (s->timed) {
+        s->t_batches++;
+        s->t_write_ns += t1 - t0;
+        s->t_answer_ns += ik__mono_ns() - t1;
+    }
 }
 
 static void *committer(void *arg)
@@ -250,6 +267,14 @@ void ik_sequence_destroy(ik_sequence *s)
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
     pthread_join(s->committer, NULL);
+    if (s->timed && s->t_batches)
+        ik__logf("sequence batches: %" PRId64 " requests in %" PRId64 " batches (%.1f each), "
+                 "queued %.0f us before their batch, the store's write %.0f us, the answers "
+                 "handed on %.0f us a batch",
+                 s->t_reqs, s->t_batches, (double)s->t_reqs / (double)s->t_batches,
+                 (double)s->t_wait_ns / (double)s->t_reqs / 1000.0,
+                 (double)s->t_write_ns / (double)s->t_batches / 1000.0,
+                 (double)s->t_answer_ns / (double)s->t_batches / 1000.0);
     for (seq_tag *t = s->tags, *tn; t; t = tn) {
         tn = t->next;
         for (seq_req *r = t->head, *rn; r; r = rn) {

@@ -20,6 +20,9 @@
  *      session would have silently dropped the old one's GET_LOCKs.
  *   M5 the password is given to the connector and to nothing else: no message,
  *      log line or URI holds it.
+ *   M6 CLIENT_MULTI_STATEMENTS, for my_exec_pipeline's one round trip: only our
+ *      own statement texts are ever joined, every parameter a quoted literal (M1),
+ *      so no value can end a statement or start another.
  */
 #include "internal.h"
 #include "mysql_uri.h"
@@ -472,6 +475,90 @@ static int my_exec(ik__sql_conn *c, ik__sql_stmt id, const char *const *params, 
     return rc;
 }
 
+/* Moves to the next result of a multi-statement by deadline: 0 with *ret (0: its
+ * statement ran, else failed: query_result reports it), 1 if there is none, or
+ * IK__SQL_EDOUBT (no answer in time: c is dead). */
+static int next_result(ik__sql_conn *c, int64_t deadline, int *ret, char *why, size_t why_len)
+{
+    int r = 0;
+    int st = mysql_next_result_start(&r, c->m);
+    while (st) {
+        int got = wait_io(c, st, deadline, NULL, NULL);
+        if (!got) {
+            conn_kill(c);
+            return ik__fail(IK__SQL_EDOUBT, why, why_len, "MySQL: no answer in time");
+        }
+        st = mysql_next_result_cont(&r, c->m, got);
+    }
+    if (r == -1) return 1;
+    *ret = r;
+    return 0;
+}
+
+/* The pipeline of sql_driver.h's exec_pipeline: the statements joined by ';' into
+ * one text (each bound as my_exec binds it, M1), one round trip on a connection
+ * with CLIENT_MULTI_STATEMENTS; the server runs none after the first that fails
+ * (its transaction stays open for the caller's ROLLBACK). Every result is read,
+ * all by one deadline. */
+static int my_exec_pipeline(ik__sql_conn *c, const ik__sql_call *calls, int n, ik__sql_res *res,
+                            int *ran, char *why, size_t why_len)
+{
+    *ran = 0;
+    qbuf b = {0};
+    int rc = 0;
+    for (int i = 0; i < n && !rc; i++) {
+        if ((unsigned)calls[i].id >= IK__SQL_NSTMT || !mysql_stmt[calls[i].id]) {
+            rc = IK__SQL_EDEFINITE;
+            break;
+        }
+        if (i) qb_add(&b, "; ", 2);
+        rc = bind_params(&b, c, mysql_stmt[calls[i].id], calls[i].params, calls[i].nparams);
+    }
+    if (rc) {
+        free(b.s);
+        return rc == IK_ENOMEM ? rc : ik__fail(rc, why, why_len, "a pipeline's statements");
+    }
+    int64_t deadline = ik__mono_ms() + IK__SQL_IO_MS;
+    int st = 0, ret = 0;
+    rc = query_start(c, b.s, b.n, deadline, &st, &ret, why, why_len);
+    if (!rc) rc = query_wait(c, &st, &ret, deadline, NULL, why, why_len);
+    free(b.s);
+    for (int i = 0; rc == 0; i++) {
+        if (i > 0) {
+            int none = next_result(c, deadline, &ret, why, why_len);
+            if (none == 1) break;
+            if (none) {
+                rc = none;
+                break;
+            }
+        }
+        MYSQL_RES *r = NULL;
+        int64_t affected = 0;
+        rc = query_result(c, ret, deadline, &r, &affected, why, why_len);
+        if (rc) break;
+        if (i >= n || take_rows(r, affected, &res[i]) != 0) {
+            rc = ik__fail(IK__SQL_EDEFINITE, why, why_len,
+                          i >= n ? "MySQL: more results than statements" : "out of memory");
+        } else {
+            (*ran)++;
+        }
+        mysql_free_result(r);
+        if (rc) { /* the server still sends the rest: read them, then report */
+            int more = 0;
+            while (!c->dead && next_result(c, deadline, &more, NULL, 0) == 0) {
+                MYSQL_RES *x = NULL;
+                if (query_result(c, more, deadline, &x, &affected, NULL, 0) != 0) break;
+                mysql_free_result(x);
+            }
+            if (c->dead) rc = IK__SQL_EDOUBT;
+        }
+    }
+    if (rc == 0 && *ran != n)
+        rc = ik__fail(IK__SQL_EDEFINITE, why, why_len, "MySQL: fewer results");
+    c->used_ms = ik__mono_ms();
+    return rc;
+}
+
 static int my_run(ik__sql_conn *c, const char *sql, char *why, size_t why_len)
 {
     MYSQL_RES *r = NULL;
@@ -502,7 +589,7 @@ static int connect_to(const ik__mysql_uri *u, const char *password, MYSQL **out,
     mysql_optionsv(m, MYSQL_INIT_COMMAND, "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
     mysql_optionsv(m, MYSQL_OPT_NONBLOCK, 0);
     if (mysql_real_connect(m, u->host, u->user, password ? password : "", u->db, u->port, NULL,
-                           CLIENT_FOUND_ROWS /* M3 */)) {
+                           CLIENT_FOUND_ROWS /* M3 */ | CLIENT_MULTI_STATEMENTS /* M6 */)) {
         *out = m;
         return 0;
     }
@@ -882,6 +969,7 @@ static const ik__sql_driver ik__sql_mysql_driver = {
     .close = my_close,
     .run = my_run,
     .exec = my_exec,
+    .exec_pipeline = my_exec_pipeline,
     .ping = my_ping,
     .lock = my_lock,
     .unlock = my_unlock,

@@ -325,6 +325,84 @@ static int pg_exec(ik__sql_conn *c, ik__sql_stmt id, const char *const *params, 
     return request(c, pg_stmt[id], params, n, now_ms() + IK__SQL_IO_MS, res, why, why_len);
 }
 
+/* The pipeline of sql_driver.h's exec_pipeline, in libpq's pipeline mode: every
+ * statement (extended protocol, parameters apart) and one Sync go out in one
+ * write, and the answers are read in order, all by one deadline. After a failure
+ * PostgreSQL skips the rest up to the Sync (PGRES_PIPELINE_ABORTED); a failed
+ * transaction stays open, aborted, for the caller's ROLLBACK. */
+static int pg_exec_pipeline(ik__sql_conn *c, const ik__sql_call *calls, int n, ik__sql_res *res,
+                            int *ran, char *why, size_t why_len)
+{
+    int64_t until = now_ms() + IK__SQL_IO_MS;
+    *ran = 0;
+    if (!c || c->dead || PQstatus(c->pg) != CONNECTION_OK) {
+        one_line("the connection is gone", why, why_len);
+        return IK__SQL_EGONE;
+    }
+    if (c->ping_pending) { /* a ping's late answer first, as request() */
+        PGresult *r = NULL;
+        int rc = collect(c, until, &r, why, why_len);
+        PQclear(r);
+        c->ping_pending = 0;
+        if (rc) return IK__SQL_EGONE;
+    }
+    for (int i = 0; i < n; i++)
+        if ((unsigned)calls[i].id >= IK__SQL_NSTMT || !pg_stmt[calls[i].id]) {
+            one_line("no such statement", why, why_len);
+            return IK__SQL_EDEFINITE;
+        }
+    if (!PQenterPipelineMode(c->pg)) {
+        c->dead = 1;
+        one_line(PQerrorMessage(c->pg), why, why_len);
+        return IK__SQL_EGONE;
+    }
+    for (int i = 0; i < n; i++)
+        if (!PQsendQueryParams(c->pg, pg_stmt[calls[i].id], calls[i].nparams, NULL, calls[i].params,
+                               NULL, NULL, 0)) {
+            c->dead = 1; /* what was queued may have gone out: the caller rolls back */
+            one_line(PQerrorMessage(c->pg), why, why_len);
+            return i ? IK__SQL_EDOUBT : IK__SQL_EGONE;
+        }
+    if (!PQpipelineSync(c->pg)) {
+        c->dead = 1;
+        one_line(PQerrorMessage(c->pg), why, why_len);
+        return IK__SQL_EDOUBT;
+    }
+    int rc = 0;
+    for (int i = 0; i < n; i++) { /* each statement's results, ended by a NULL */
+        PGresult *r = NULL;
+        int q = collect(c, until, &r, rc ? NULL : why, rc ? 0 : why_len);
+        if (q == 0 && rc == 0 && fill(r, &res[i]) != 0) q = IK__SQL_EDEFINITE;
+        PQclear(r);
+        if (c->dead) return rc ? rc : q; /* the answers are lost with it */
+        if (q == 0 && rc == 0)
+            (*ran)++;
+        else if (rc == 0)
+            rc = q;
+    }
+    for (;;) { /* the Sync's answer: the pipeline is idle again */
+        if (wait_ready(c, until) != 0) {
+            c->dead = 1;
+            one_line("no answer in time", rc ? NULL : why, rc ? 0 : why_len);
+            return rc ? rc : IK__SQL_EDOUBT;
+        }
+        PGresult *r = PQgetResult(c->pg);
+        ExecStatusType st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+        PQclear(r);
+        if (st == PGRES_PIPELINE_SYNC) break;
+        if (!r || PQstatus(c->pg) == CONNECTION_BAD) {
+            c->dead = 1;
+            return rc ? rc : IK__SQL_EDOUBT;
+        }
+    }
+    if (!PQexitPipelineMode(c->pg)) {
+        c->dead = 1;
+        one_line(PQerrorMessage(c->pg), rc ? NULL : why, rc ? 0 : why_len);
+        return rc ? rc : IK__SQL_EDOUBT;
+    }
+    return rc;
+}
+
 static int pg_run(ik__sql_conn *c, const char *sql, char *why, size_t why_len)
 {
     return request(c, sql, NULL, 0, now_ms() + IK__SQL_IO_MS, NULL, why, why_len);
@@ -730,6 +808,7 @@ const ik__sql_driver ik__sql_pg_driver = {
     .close = pg_close,
     .run = pg_run,
     .exec = pg_exec,
+    .exec_pipeline = pg_exec_pipeline,
     .ping = pg_ping,
     .lock = pg_lock,
     .unlock = pg_unlock,

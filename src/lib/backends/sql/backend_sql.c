@@ -44,6 +44,30 @@ int ik__sql_exec(const ik__sql_driver *d, ik__sql_conn *c, ik__sql_stmt id,
     return d->exec(c, id, params, n, res, why, why_len);
 }
 
+int ik__sql_exec_serial(const ik__sql_driver *d, ik__sql_conn *c, const ik__sql_call *calls, int n,
+                        ik__sql_res *res, int *ran, int64_t *ns, char *why, size_t why_len)
+{
+    memset(res, 0, (size_t)n * sizeof *res);
+    *ran = 0;
+    for (int i = 0; i < n; i++) {
+        int64_t t0 = ns ? ik__mono_ns() : 0;
+        int rc = d->exec(c, calls[i].id, calls[i].params, calls[i].nparams, &res[i], why, why_len);
+        if (ns) ns[i] = ik__mono_ns() - t0;
+        if (rc) return rc;
+        (*ran)++;
+    }
+    return 0;
+}
+
+int ik__sql_exec_pipeline(const ik__sql_driver *d, ik__sql_conn *c, const ik__sql_call *calls,
+                          int n, ik__sql_res *res, int *ran, char *why, size_t why_len)
+{
+    if (!d->exec_pipeline) return ik__sql_exec_serial(d, c, calls, n, res, ran, NULL, why, why_len);
+    memset(res, 0, (size_t)n * sizeof *res);
+    *ran = 0;
+    return d->exec_pipeline(c, calls, n, res, ran, why, why_len);
+}
+
 /* Connects with target t and checks the new connection's hazards (every new
  * connection is checked: docs/hazards.md): 0, or a class with why. A refused row
  * does not fail the connect: the writes' gates refuse (ik__sql_hazards_gate). */
@@ -223,6 +247,8 @@ int ik__sql_open(const ik__sql_driver *d, const ik__backend_ops *ops, const char
     b->base.ops = ops;
     b->d = d;
     b->ttl_ms = o->lease_ttl_ms;
+    const char *cyc = getenv("IDKEEPER_BENCH_CYCLE"); /* benchmarks only */
+    b->cycle = !cyc || !*cyc || strcmp(cyc, "0") == 0 ? 0 : strcmp(cyc, "serial") == 0 ? 2 : 1;
     const char *pause = getenv("IDKEEPER_TEST_SQL_COMMIT_PAUSE_MS"); /* tests only */
     long pause_ms = pause ? strtol(pause, NULL, 10) : 0;
     b->test_commit_pause_ms = pause_ms > 0 && pause_ms <= 60000 ? (int)pause_ms : 0;

@@ -25,6 +25,14 @@ typedef struct ik__sql_backend {
      * advance waits this long before its COMMIT, the row lock held (docs/sql.md,
      * "Test hooks") */
     int test_commit_pause_ms;
+    /* IDKEEPER_BENCH_CYCLE at open (benchmarks only; docs/sql.md, "Test hooks"):
+     * 1 times the tag advances and logs their batch cycle at close; 2 ("serial")
+     * also sends a pipeline's statements one by one, as for a driver without
+     * exec_pipeline, to compare the two in one build */
+    int cycle;
+    /* the advances timed (under mu): count, IDs, and the ns of each part: BEGIN,
+     * the locking read, the mark, the UPDATE (pipelined: [0] holds the four), COMMIT */
+    int64_t cyc_n, cyc_ids, cyc_ns[5];
 
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -106,5 +114,15 @@ int ik__sql_error(int rc);
 /* Runs a statement with up to 8 int64/text parameters given as strings. */
 int ik__sql_exec(const ik__sql_driver *d, ik__sql_conn *c, ik__sql_stmt id,
                  const char *const *params, int n, ik__sql_res *res, char *why, size_t why_len);
+
+/* Runs calls[0..n-1] in one round trip where the driver can (its exec_pipeline),
+ * else one by one with exec; res[0..n-1] zeroed first, then as exec_pipeline says
+ * (sql_driver.h). Never given a COMMIT. */
+int ik__sql_exec_pipeline(const ik__sql_driver *d, ik__sql_conn *c, const ik__sql_call *calls,
+                          int n, ik__sql_res *res, int *ran, char *why, size_t why_len);
+/* The same, one by one whatever the driver (IDKEEPER_BENCH_CYCLE=serial), the ns
+ * each call took into ns[0..n-1]. */
+int ik__sql_exec_serial(const ik__sql_driver *d, ik__sql_conn *c, const ik__sql_call *calls, int n,
+                        ik__sql_res *res, int *ran, int64_t *ns, char *why, size_t why_len);
 
 #endif

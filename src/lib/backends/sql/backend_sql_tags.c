@@ -12,15 +12,16 @@
  * is in neither an app nor a tag name, so the two never meet), and exists for A
  * only with its idk_tag_kind row naming A.
  *
- * An advance is Leaf's transaction (SegmentIDGenImpl.updateSegmentFromDb):
- *   BEGIN
- *   SELECT ... FOR UPDATE                       (IK__SQL_TAG_LOCK: kind, step, app)
- *   UPDATE leaf_alloc SET max_id = max_id + step WHERE biz_tag = ?    (delta = step)
- *     or UPDATE leaf_alloc SET max_id = max_id + ? WHERE biz_tag = ?  (any other delta)
+ * An advance is Leaf's transaction (SegmentIDGenImpl.updateSegmentFromDb), in two
+ * round trips (advance_on):
+ *   BEGIN                                        \
+ *   SELECT ... FOR UPDATE                        | one pipeline (IK__SQL_TAG_LOCK:
+ *   [the commit mark of a sequence write]        | kind, step, app, max_id)
+ *   UPDATE leaf_alloc SET max_id = max_id + ? WHERE biz_tag = ?   /  (Leaf's custom step)
  *     (on PostgreSQL with RETURNING biz_tag, max_id, step: Leaf's SELECT of the
  *     row after it, in the same round trip; on MariaDB the row's max_id is the one
  *     read under the lock plus delta, and the UPDATE must match the one row)
- *   COMMIT
+ *   COMMIT, alone, after the four answered (else ROLLBACK)
  * and the caller owns [max_id - delta, max_id), as a Leaf server owns
  * [max_id - step, max_id) after its own.
  *
@@ -216,62 +217,105 @@ int ik__sql_tag_list(ik__backend *be, const char *app, ik_tag_info **out, size_t
     return IK_OK;
 }
 
+/* IDKEEPER_BENCH_CYCLE: adds one committed advance's times (ns[5], as cyc_ns). */
+static void cycle_add(ik__sql_backend *b, const int64_t *ns, int64_t ids)
+{
+    pthread_mutex_lock(&b->mu);
+    b->cyc_n++;
+    b->cyc_ids += ids;
+    for (int i = 0; i < 5; i++)
+        b->cyc_ns[i] += ns[i];
+    pthread_mutex_unlock(&b->mu);
+}
+
+/* IDKEEPER_BENCH_CYCLE: the advances' mean cycle, one line at close. */
+static void cycle_log(ik__sql_backend *b)
+{
+    if (!b->cycle || !b->cyc_n) return;
+    double n = (double)b->cyc_n, us[5], all = 0;
+    for (int i = 0; i < 5; i++)
+        all += us[i] = (double)b->cyc_ns[i] / n / 1000.0;
+    ik__logf("sql batch cycle (%s): %" PRId64 " advances, %.1f IDs each, %.0f us each: "
+             "BEGIN %.0f%s, read %.0f, mark %.0f, UPDATE %.0f, COMMIT %.0f us",
+             b->cycle == 2 ? "one by one" : "pipelined", b->cyc_n, (double)b->cyc_ids / n, all,
+             us[0], b->cycle == 2 ? "" : " (+ read, mark, UPDATE in its round trip)", us[1], us[2],
+             us[3], us[4]);
+}
+
 /* Leaf's transaction on c (see the top), with our mark if write_no (sequence tags).
  * 0 and *first, or an ik_error (IK_EINDOUBT: *first is the range's start if the
- * COMMIT did apply); *cls the driver class of the last call, for the pool. */
+ * COMMIT did apply); *cls the driver class of the last call, for the pool.
+ *
+ * Two round trips (docs/sql.md, "Tags"): BEGIN, the locking read, the mark and the
+ * UPDATE go out as one pipeline, since none of them depends on what another
+ * answers; the read's answer then decides, the row lock held, between COMMIT and
+ * ROLLBACK. The COMMIT is sent alone and only after the UPDATE answered, so a
+ * COMMIT whose answer is lost was sent by a transaction that held the row lock (the
+ * doubt's settlement waits for that lock), and every other failure leaves nothing
+ * committed (ST1). */
 static int advance_on(ik__sql_backend *b, ik__sql_conn *c, const char *app, const char *biz,
                       ik_tag_kind kind, int64_t delta, int lane, uint64_t write_no, int64_t *first,
                       int *cls)
 {
     const ik__sql_driver *d = b->d;
     char inner[256] = "";
-    const char *p[] = {biz};
-    ik__sql_res r;
-    int rc = d->exec(c, IK__SQL_BEGIN, NULL, 0, NULL, inner, sizeof inner);
-    if (rc) return *cls = rc, IK_ESTORE;
-    rc = ik__sql_exec(d, c, IK__SQL_TAG_LOCK, p, 1, &r, inner, sizeof inner);
-    if (rc) return *cls = abort_tx(b, c, rc), IK_ESTORE;
-    /* step, kind, app, name, start, max_id */
-    int err = 0;
-    int64_t step = ik__sql_int(&r, 0, 0), max_id = ik__sql_int(&r, 0, 5);
-    ik_tag_kind have = IK_TAG_SEGMENT;
-    if (r.nrows != 1 || !of_app(app, ik__sql_cell(&r, 0, 1), ik__sql_cell(&r, 0, 2)))
-        err = IK_ENOTFOUND;
-    else if (*ik__sql_cell(&r, 0, 1) && ik_tag_kind_parse(ik__sql_cell(&r, 0, 1), &have) != 0)
-        err = IK_ESTORE;
-    else if (have != kind)
-        err = IK_EKIND;
-    else if (max_id > INT64_MAX - delta)
-        err = IK_ERANGE;
-    ik__sql_res_clear(&r);
-    if (err) return *cls = abort_tx(b, c, 0), err;
-    if (write_no) { /* our mark, in the same transaction (one round trip) */
-        char sno[24], writer[33];
-        snprintf(sno, sizeof sno, "%" PRIu64, write_no);
-        lane_writer(b, lane, writer);
-        const char *mp[] = {writer, biz, sno};
-        rc = d->exec(c, IK__SQL_MARK_SET, mp, 3, NULL, inner, sizeof inner);
-        if (rc) return *cls = abort_tx(b, c, rc), IK_ESTORE;
-    }
-    char sdelta[24];
+    char sno[24], writer[33] = "", sdelta[24];
+    snprintf(sno, sizeof sno, "%" PRIu64, write_no);
     snprintf(sdelta, sizeof sdelta, "%" PRId64, delta);
+    if (write_no) lane_writer(b, lane, writer);
+    const char *p[] = {biz};
+    const char *mp[] = {writer, biz, sno};
     const char *sp[] = {sdelta, biz};
-    /* The UPDATE answers the row it wrote where the database can (RETURNING), in
-     * the same round trip; where it cannot (MariaDB), its matched-row count, and
-     * max_id is the one read under the row lock plus delta: no one else can have
-     * written the row between (docs/sql.md, "Tags"). */
-    if (delta == step)
-        rc = ik__sql_exec(d, c, IK__SQL_LEAF_UPDATE, p, 1, &r, inner, sizeof inner);
-    else
-        rc = ik__sql_exec(d, c, IK__SQL_LEAF_UPDATE_STEP, sp, 2, &r, inner, sizeof inner);
-    if (rc) return *cls = abort_tx(b, c, rc), IK_ESTORE;
-    int64_t now_max = max_id + delta;
-    int nrows = (int)r.affected;
-    if (r.ncols >= 2) {
-        now_max = ik__sql_int(&r, 0, 1);
-        nrows = (int)r.nrows;
+    ik__sql_call calls[4];
+    int n = 0;
+    calls[n++] = (ik__sql_call){IK__SQL_BEGIN, NULL, 0};
+    calls[n++] = (ik__sql_call){IK__SQL_TAG_LOCK, p, 1}; /* step, kind, app, name, start, max_id */
+    if (write_no) calls[n++] = (ik__sql_call){IK__SQL_MARK_SET, mp, 3}; /* our mark */
+    int up = n;
+    /* Leaf's updateMaxIdByCustomStep for every delta: the same as its step UPDATE
+     * when delta is the step read under the row lock */
+    calls[n++] = (ik__sql_call){IK__SQL_LEAF_UPDATE_STEP, sp, 2};
+    ik__sql_res res[4];
+    int ran = 0;
+    int64_t ns[5] = {0}, t0 = b->cycle ? ik__mono_ns() : 0;
+    int rc = b->cycle == 2 ? ik__sql_exec_serial(d, c, calls, n, res, &ran, ns, inner, sizeof inner)
+                           : ik__sql_exec_pipeline(d, c, calls, n, res, &ran, inner, sizeof inner);
+    if (b->cycle == 1) ns[0] = ik__mono_ns() - t0;
+    if (b->cycle == 2 && !write_no) ns[3] = ns[2], ns[2] = 0; /* no mark: [2] was the UPDATE */
+    int err = 0;
+    int64_t max_id = 0;
+    if (ran >= 2) { /* the locking read answered: its verdict first, whatever came after */
+        const ik__sql_res *r = &res[1];
+        max_id = ik__sql_int(r, 0, 5);
+        ik_tag_kind have = IK_TAG_SEGMENT;
+        if (r->nrows != 1 || !of_app(app, ik__sql_cell(r, 0, 1), ik__sql_cell(r, 0, 2)))
+            err = IK_ENOTFOUND;
+        else if (*ik__sql_cell(r, 0, 1) && ik_tag_kind_parse(ik__sql_cell(r, 0, 1), &have) != 0)
+            err = IK_ESTORE;
+        else if (have != kind)
+            err = IK_EKIND;
+        else if (max_id > INT64_MAX - delta)
+            err = IK_ERANGE;
     }
-    ik__sql_res_clear(&r);
+    int64_t now_max = 0; /* max_id + delta only once it cannot overflow (err) */
+    int nrows = 0;
+    if (!err && rc == 0) {
+        now_max = max_id + delta;
+        /* The UPDATE answers the row it wrote where the database can (RETURNING);
+         * where it cannot (MariaDB), its matched-row count, and max_id is the one
+         * read under the row lock plus delta: no one else can have written the row
+         * between (docs/sql.md, "Tags"). */
+        const ik__sql_res *r = &res[up];
+        nrows = (int)r->affected;
+        if (r->ncols >= 2) {
+            now_max = ik__sql_int(r, 0, 1);
+            nrows = (int)r->nrows;
+        }
+    }
+    for (int i = 0; i < n; i++)
+        ik__sql_res_clear(&res[i]);
+    if (err) return *cls = abort_tx(b, c, rc), err; /* nothing of it committed */
+    if (rc) return *cls = abort_tx(b, c, rc), IK_ESTORE;
     if (nrows != 1 || now_max != max_id + delta) { /* cannot be, under the row lock */
         ik__logf("tag %s: leaf_alloc.max_id went from %" PRId64 " to %" PRId64
                  " in a transaction that added %" PRId64 ": not used",
@@ -284,8 +328,13 @@ static int advance_on(ik__sql_backend *b, ik__sql_conn *c, const char *app, cons
                               (b->test_commit_pause_ms % 1000) * 1000000L};
         nanosleep(&ts, NULL);
     }
+    int64_t t1 = b->cycle ? ik__mono_ns() : 0;
     rc = d->exec(c, IK__SQL_COMMIT, NULL, 0, NULL, inner, sizeof inner);
     *cls = rc;
+    if (b->cycle && rc == 0) {
+        ns[4] = ik__mono_ns() - t1;
+        cycle_add(b, ns, delta);
+    }
     if (rc == IK__SQL_EDOUBT) return IK_EINDOUBT;
     if (rc) return IK_ESTORE;
     return IK_OK;
@@ -455,6 +504,7 @@ void ik__sql_tags_close(ik__backend *be)
     ik__sql_backend *b = ik__sql_of(be);
     if (!b) return;
     if (!b->opened) return;
+    cycle_log(b);
     int64_t deadline = ik__mono_ms() + IK__SQL_SETTLE_MS;
     int open_left = 0;
     for (int i = 0; i < IK__SQL_DOUBTS; i++) { /* ST9: no other call runs now */
@@ -542,7 +592,12 @@ static int advance_lane(ik__sql_backend *b, const char *app, const char *name, i
                          name, g.first, delta, app);
                 return IK_OK;
             }
-            if (got == 0) return IK_ESTORE;
+            if (got == 0) { /* nothing to hand out, nothing lost: said once, as settle_log */
+                ik__logf("tag doubt settled tag=%s first=%" PRId64 " count=%" PRId64
+                         " (app %s): the commit whose answer was lost did not apply",
+                         name, g.first, delta, app);
+                return IK_ESTORE;
+            }
         }
         if (ik__mono_ms() >= until) break;
         struct timespec ts = {0, 200 * 1000000L};

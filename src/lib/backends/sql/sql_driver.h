@@ -87,7 +87,9 @@ typedef enum ik__sql_stmt {
      * -> affected 1; and, where the database has UPDATE ... RETURNING, the row
      * after it: biz_tag, max_id, step (Leaf's SELECT below, without its round
      * trip). Without result columns the generic layer takes max_id from the
-     * IK__SQL_TAG_LOCK read plus the step. */
+     * IK__SQL_TAG_LOCK read plus the step. (Not on the advance's path: its
+     * pipeline is sent before the step is read, so the explicit-step variant
+     * below serves every delta.) */
     IK__SQL_LEAF_UPDATE,
     /* Leaf's explicit-step variant (updateMaxIdByCustomStep), results as above:
      * UPDATE leaf_alloc SET max_id = max_id + $1 WHERE biz_tag = $2 */
@@ -188,6 +190,14 @@ typedef struct ik__sql_target {
 
 typedef struct ik__sql_conn ik__sql_conn; /* the driver's connection */
 
+/* One statement of a pipeline (exec_pipeline): its id and parameters, as exec
+ * takes them. */
+typedef struct ik__sql_call {
+    ik__sql_stmt id;
+    const char *const *params;
+    int nparams;
+} ik__sql_call;
+
 /* What the generic layer keeps per connection for its hazard checks
  * (backend_sql_hazards.c); the driver keeps it in its connection, zeroed, and
  * gives it out through hz_state. */
@@ -219,6 +229,17 @@ typedef struct ik__sql_driver {
      * class (why: the database's message). */
     int (*exec)(ik__sql_conn *c, ik__sql_stmt id, const char *const *params, int nparams,
                 ik__sql_res *res, char *why, size_t why_len);
+    /* Runs calls[0..n-1] in order, as exec would one after another, but sent
+     * together in one round trip (PostgreSQL: libpq's pipeline mode; MariaDB: one
+     * multi-statement text): the database runs none after the first that fails. 0
+     * with res[0..n-1] filled; or the class of the first failure, with *ran the
+     * calls that succeeded before it (res[0..*ran-1] filled, the rest zeroed: the
+     * caller clears them all). The generic layer never puts a COMMIT in one: a lost
+     * answer (EDOUBT) leaves the calls' transaction open on a dead connection, which
+     * the database rolls back, so any failure means nothing was committed.
+     * NULL: the generic layer sends them one by one (ik__sql_exec_pipeline). */
+    int (*exec_pipeline)(ik__sql_conn *c, const ik__sql_call *calls, int n, ik__sql_res *res,
+                         int *ran, char *why, size_t why_len);
     /* Proves the session alive: sends a ping unless one is out already, and waits
      * up to timeout_ms for its answer. 0, IK__SQL_ETIMEOUT (still out: the next
      * call waits for it), IK__SQL_EGONE (the session is dead). */
