@@ -124,6 +124,6 @@ void ik__reply_serialize(ik__buf *dst, const ik__http_reply *rs, const char *dat
         PUT_LIT(d, "Connection: keep-alive\r\n");
     }
     PUT_LIT(d, "\r\n");
-    PUT_MEM(d, b->p, b->len);
+    if (b->len) PUT_MEM(d, b->p, b->len);
     dst->len += (size_t)(d - start);
 }
