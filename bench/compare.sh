@@ -12,6 +12,8 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
 rounds=${3:-2}
+# shellcheck source-path=SCRIPTDIR
+source "$here/lib.sh"
 made=()
 cleanup() {
   for w in "${made[@]}"; do git -C "$repo" worktree remove --force "$w" >/dev/null 2>&1 || rm -rf "$w"; done
@@ -39,7 +41,7 @@ old=$built
 build_of "$2"
 new=$built
 benches=${BENCHES:-"instructions.sh bench_snowflake bench_segment http_wrk.sh zk_http.sh counters_segment_http.sh counters_sequence_http.sh resp_redis.sh"}
-echo "# $(date -u +%FT%TZ) on $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+bench_stamp
 echo "# old: $old  new: $new  rounds: $rounds"
 run() { # BUILD BENCH
   local build=$1 b=$2

@@ -19,8 +19,8 @@ threads=${WRK_THREADS:-1}
 conns=${WRK_CONNS:-50}
 secs=${WRK_SECONDS:-10}
 # shellcheck source-path=SCRIPTDIR
-source "$(dirname "$0")/pin_lib.sh"
-T=$(mktemp -d)
+source "$(dirname "$0")/lib.sh"
+bench_scratch
 stop_servers() {
   [ -n "${ik_pid:-}" ] && kill "$ik_pid" 2>/dev/null && wait "$ik_pid" 2>/dev/null
   ik_pid=
@@ -28,11 +28,6 @@ stop_servers() {
   for _ in $(seq 100); do [ -f "$T/nginx.pid" ] || break; sleep 0.05; done
   return 0
 }
-cleanup() {
-  stop_servers
-  rm -rf "$T"
-}
-trap cleanup EXIT
 
 port=$(( 10000 + RANDOM % 20000 )) # below the ephemeral range
 nport=$(( port + 1 ))
@@ -71,7 +66,7 @@ run() {
   echo "$1 $rps $p50 $p99"
 }
 
-echo "# $(date -u +%FT%TZ) on $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+bench_stamp
 for mode in ${MODES:-unpinned pinned}; do
   start_servers "$mode"
   if [ "$mode" = pinned ]; then

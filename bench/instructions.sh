@@ -24,13 +24,9 @@ bin=${IK_BIN:-$build/idkeeper}
 n1=${N1:-2000}
 n2=${N2:-12000}
 cases=${CASES:-http resp seq}
-T=$(mktemp -d)
-pid=
-cleanup() {
-  [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-  rm -rf "$T"
-}
-trap cleanup EXIT
+# shellcheck source-path=SCRIPTDIR
+source "$(dirname "$0")/lib.sh"
+bench_scratch
 port=$(( 10000 + RANDOM % 20000 )) # below the ephemeral range
 
 # wait_http URL / wait_resp PORT: until the server under valgrind answers

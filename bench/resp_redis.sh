@@ -22,8 +22,8 @@ bin=${IK_BIN:-$build/idkeeper}
 n=${BENCH_N:-200000}
 seq_n=${SEQ_N:-100000}
 # shellcheck source-path=SCRIPTDIR
-source "$(dirname "$0")/pin_lib.sh"
-T=$(mktemp -d)
+source "$(dirname "$0")/lib.sh"
+bench_scratch
 pids=()
 stop_servers() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
@@ -31,11 +31,6 @@ stop_servers() {
   pids=()
   return 0
 }
-cleanup() {
-  stop_servers
-  rm -rf "$T"
-}
-trap cleanup EXIT
 
 base=$(( 10000 + RANDOM % 20000 )) # below the ephemeral range
 http=$base rport=$((base + 1)) redis=$((base + 2)) redis_aof=$((base + 3))
@@ -75,7 +70,7 @@ rps() {
 }
 ratio() { echo "$1 / $2" | bc -l | xargs printf '%.2f'; }
 
-echo "# $(date -u +%FT%TZ) on $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+bench_stamp
 for mode in ${MODES:-unpinned pinned}; do
   start_servers "$mode"
   if [ "$mode" = pinned ]; then

@@ -14,15 +14,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 build=$(cd "${1:-$here/../build}" && pwd)
 n=${2:-2000000}
 P=${P:-16}
-scpu=${SERVER_CPU:-0}
-lcpu=${LOAD_CPU:-1}
-T=$(mktemp -d)
-pid=
-cleanup() {
-  [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-  rm -rf "$T"
-}
-trap cleanup EXIT
+# shellcheck source-path=SCRIPTDIR
+source "$(dirname "$0")/lib.sh"
+bench_scratch
 run_one() {
   local who=$1 key out cs0 cs1 ppid bin port=$((10000 + RANDOM % 20000))
   rm -rf "$T/d"

@@ -55,28 +55,30 @@ int ik__query_get(const char *q, size_t qlen, const char *name, const char **val
 int ik__path_match(const char *pattern, const char *path, size_t plen, ik__span *params)
 {
     int np = 0;
-    size_t i = 0;
+    size_t i = 0; /* at most plen */
     const char *pt = pattern;
     while (*pt) {
         if (pt[0] == '{') {
             const char *close = strchr(pt, '}');
             if (!close || np >= IK_MAX_PARAMS) return -1;
-            size_t start = i;
-            while (i < plen && path[i] != '/')
-                i++;
-            if (i == start) return -1;
-            params[np].p = path + start;
-            params[np].n = i - start;
+            const char *slash = i < plen ? memchr(path + i, '/', plen - i) : NULL;
+            size_t end = slash ? (size_t)(slash - path) : plen;
+            if (end == i) return -1;
+            params[np].p = path + i;
+            params[np].n = end - i;
             np++;
+            i = end;
             pt = close + 1;
-        } else {
-            if (i >= plen || path[i] != *pt) return -1;
-            i++;
-            pt++;
+        } else { /* a run of literal bytes, compared at once */
+            size_t run = (size_t)(strchrnul(pt, '{') - pt);
+            if (run > plen - i || memcmp(path + i, pt, run) != 0) return -1;
+            i += run;
+            pt += run;
         }
     }
     return i == plen ? np : -1;
 }
+
 /* Index of the first case-insensitive occurrence of lit (lower case) in s, or -1. */
 static long ifind(const char *s, size_t n, const char *lit)
 {

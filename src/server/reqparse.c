@@ -1,9 +1,11 @@
 /* reqparse.c: HTTP/1.x request framing with http_parser and the daemon's limits;
  * see reqparse.h. No sockets, no loops, no globals.
  *
- * Invariant: nothing points into the bytes being fed after ik__reqp_feed returns;
- * the callbacks copy what a handler needs (URL, Accept, Authorization, body) into
- * rp->req, so a request split over many reads needs no read buffer kept.
+ * Invariant: nothing points into the bytes being fed after ik__reqp_feed returns.
+ * What a handler needs (URL, Accept, Authorization, body) stays where the parser
+ * found it while the feed runs, so a request read whole is answered without a copy;
+ * a value in pieces, and at the end of a feed whatever the request still needs, is
+ * copied into rp->req, so a request split over many reads needs no read buffer kept.
  */
 #include "reqparse.h"
 
@@ -14,7 +16,7 @@
 _Static_assert(IK_HTTP_GET == HTTP_GET && IK_HTTP_POST == HTTP_POST,
                "IK_HTTP_* must be http_parser's method numbers");
 
-/* Which header value the parser is delivering. */
+/* Which header a name is. */
 enum { HDR_NONE = 0, HDR_ACCEPT, HDR_AUTH };
 
 static ik__reqp *rp_of(http_parser *p)
@@ -29,17 +31,76 @@ static int refuse(ik__reqp *rp, int status)
     return -1;
 }
 
-static int on_message_begin(http_parser *p)
+static void keep_piece(ik__reqp *rp);
+
+/* Copies v out of the bytes being fed, to the end of rp->req. */
+static void val_keep(ik__reqp *rp, ik__reqp_val *v)
 {
-    ik__reqp *rp = rp_of(p);
+    v->off = (uint32_t)rp->req.len;
+    ik__buf_append(&rp->req, v->view, v->len);
+    v->view = NULL;
+}
+
+/* Copies every value still in the bytes being fed into rp->req, rp->last last: a
+ * value that goes on is then the last one there. */
+static void keep_vals(ik__reqp *rp)
+{
+    ik__reqp_val *vals[] = {&rp->url, &rp->accept, &rp->auth, &rp->body};
+    for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++)
+        if (vals[i]->view && vals[i] != rp->last) val_keep(rp, vals[i]);
+    if (rp->last && rp->last->view) val_keep(rp, rp->last);
+}
+
+/* Adds the piece at[0..len-1] to v. A first piece stays where it is (a request read
+ * whole is not copied); a later one (a folded header value, a chunked body, the rest
+ * after a read ended) joins the value in rp->req. Values arrive in the order of the
+ * request, so v is the latest, and once copied the last one in rp->req. */
+static void val_add(ik__reqp *rp, ik__reqp_val *v, const char *at, size_t len)
+{
+    if (!len) return;
+    rp->last = v;
+    if (!v->len) {
+        v->view = at;
+        v->len = (uint32_t)len;
+        return;
+    }
+    keep_vals(rp);
+    ik__buf_append(&rp->req, at, len);
+    v->len += (uint32_t)len;
+}
+
+/* At the end of a feed: copies what the request still needs out of the bytes fed. */
+static void keep_views(ik__reqp *rp)
+{
+    keep_vals(rp);
+    rp->last = NULL;
+    if (rp->hpiece) keep_piece(rp); /* a header name goes on in the next read */
+}
+
+static ik__span val_span(const ik__reqp *rp, const ik__reqp_val *v)
+{
+    if (!v->len) return (ik__span){NULL, 0};
+    return (ik__span){v->view ? v->view : rp->req.p + v->off, v->len};
+}
+
+/* Between requests: nothing of the last one is kept. */
+static void reset_request(ik__reqp *rp)
+{
+    rp->started = 0;
     if (rp->req.p != rp->req.inline_p) ik__buf_reset(&rp->req);
     rp->req.len = 0;
-    rp->url_len = rp->accept_len = rp->auth_len = rp->body_len = 0;
-    rp->accept_off = rp->auth_off = rp->body_off = 0;
+    rp->url.len = rp->accept.len = rp->auth.len = rp->body.len = 0;
+    rp->url.view = rp->accept.view = rp->auth.view = rp->body.view = NULL;
+    rp->hval = rp->last = NULL;
     rp->header_bytes = 12; /* "GET " ... " HTTP/1.1\r\n", roughly */
     rp->err_status = 0;
     rp->field_open = 0;
-    rp->hdr = HDR_NONE;
+    rp->hpiece = NULL;
+}
+
+static int on_message_begin(http_parser *p)
+{
+    ik__reqp *rp = rp_of(p);
     rp->started = rp->now ? rp->now : 1;
     return 0;
 }
@@ -49,11 +110,61 @@ static int on_url(http_parser *p, const char *at, size_t len)
     ik__reqp *rp = rp_of(p);
     rp->header_bytes += (uint32_t)len;
     if (rp->header_bytes > rp->max_header_bytes) return refuse(rp, 414);
-    ik__buf_append(&rp->req, at, len);
-    rp->url_len += (uint32_t)len;
+    val_add(rp, &rp->url, at, len);
     return 0;
 }
 
+/* Copies the header name's piece in the bytes being fed (rp->hpiece) into rp->hname,
+ * before those bytes go away (the end of a feed) or another piece follows. Only names
+ * of up to 16 bytes are kept: longer ones are none the daemon reads. */
+static void keep_piece(ik__reqp *rp)
+{
+    if (rp->hname_len + rp->hpiece_len > sizeof rp->hname) {
+        rp->hname_over = 1;
+    } else {
+        memcpy(rp->hname + rp->hname_len, rp->hpiece, rp->hpiece_len);
+        rp->hname_len = (uint8_t)(rp->hname_len + rp->hpiece_len);
+    }
+    rp->hpiece = NULL;
+}
+
+/* Bytes s[0..3] / s[0..7] as one word, for comparisons a word at a time. */
+static uint32_t ld32(const char *s)
+{
+    uint32_t v;
+    memcpy(&v, s, sizeof v);
+    return v;
+}
+
+static uint64_t ld64(const char *s)
+{
+    uint64_t v;
+    memcpy(&v, s, sizeof v);
+    return v;
+}
+
+/* Which header the complete name s[0..n-1] is (HDR_*): told apart by its length,
+ * then compared a word at a time in any case. OR-ing 0x20 into a byte lowers a
+ * capital letter and leaves a small one; of all bytes only those two give a small
+ * letter, so the names compare exactly (overlapping words cover their tails). */
+static int hdr_of(const char *s, size_t n)
+{
+    if (n == 6)
+        return ((ld32(s) | 0x20202020u) == ld32("acce") &&
+                (ld32(s + 2) | 0x20202020u) == ld32("cept"))
+                   ? HDR_ACCEPT
+                   : HDR_NONE;
+    if (n == 13)
+        return ((ld64(s) | 0x2020202020202020u) == ld64("authoriz") &&
+                (ld64(s + 5) | 0x2020202020202020u) == ld64("rization"))
+                   ? HDR_AUTH
+                   : HDR_NONE;
+    return HDR_NONE;
+}
+
+/* A piece of a header name. The name is complete when its value begins
+ * (on_header_value); until then its piece stays where the parser found it, and is
+ * copied only if the feed ends first (a name split between reads). */
 static int on_header_field(http_parser *p, const char *at, size_t len)
 {
     ik__reqp *rp = rp_of(p);
@@ -62,45 +173,38 @@ static int on_header_field(http_parser *p, const char *at, size_t len)
         rp->hname_len = 0;
         rp->hname_over = 0;
         rp->header_bytes += 4; /* ": " and CRLF */
+    } else if (rp->hpiece) {
+        keep_piece(rp);
     }
     rp->header_bytes += (uint32_t)len;
     if (rp->header_bytes > rp->max_header_bytes) return refuse(rp, 431);
-    if (rp->hname_len + len > sizeof rp->hname) {
-        rp->hname_over = 1;
-    } else {
-        memcpy(rp->hname + rp->hname_len, at, len);
-        rp->hname_len = (uint8_t)(rp->hname_len + len);
-    }
+    rp->hpiece = at;
+    rp->hpiece_len = (uint32_t)len;
     return 0;
 }
 
 static int on_header_value(http_parser *p, const char *at, size_t len)
 {
     ik__reqp *rp = rp_of(p);
-    if (rp->field_open) { /* first piece of this value */
+    if (rp->field_open) { /* first piece of this value: the name is complete */
+        int h;
         rp->field_open = 0;
-        rp->hdr = HDR_NONE;
-        if (!rp->hname_over) {
-            if (ik__ieq(rp->hname, rp->hname_len, "accept")) {
-                rp->hdr = HDR_ACCEPT;
-                rp->accept_off = (uint32_t)rp->req.len;
-                rp->accept_len = 0;
-            } else if (ik__ieq(rp->hname, rp->hname_len, "authorization")) {
-                rp->hdr = HDR_AUTH;
-                rp->auth_off = (uint32_t)rp->req.len;
-                rp->auth_len = 0;
-            }
+        if (rp->hname_len == 0 && rp->hpiece) { /* the whole name in this feed */
+            h = hdr_of(rp->hpiece, rp->hpiece_len);
+            rp->hpiece = NULL;
+        } else {
+            if (rp->hpiece) keep_piece(rp);
+            h = rp->hname_over ? HDR_NONE : hdr_of(rp->hname, rp->hname_len);
+        }
+        rp->hval = h == HDR_ACCEPT ? &rp->accept : h == HDR_AUTH ? &rp->auth : NULL;
+        if (rp->hval) { /* a repeated header: the last one counts */
+            rp->hval->len = 0;
+            rp->hval->view = NULL;
         }
     }
     rp->header_bytes += (uint32_t)len;
     if (rp->header_bytes > rp->max_header_bytes) return refuse(rp, 431);
-    if (rp->hdr == HDR_NONE || !len) return 0;
-    ik__buf_append(&rp->req, at, len);
-    if (rp->hdr == HDR_ACCEPT) {
-        rp->accept_len += (uint32_t)len;
-    } else {
-        rp->auth_len += (uint32_t)len;
-    }
+    if (rp->hval) val_add(rp, rp->hval, at, len);
     return 0;
 }
 
@@ -117,10 +221,8 @@ static int on_headers_complete(http_parser *p)
 static int on_body(http_parser *p, const char *at, size_t len)
 {
     ik__reqp *rp = rp_of(p);
-    if (rp->body_len + len > IK_MAX_BODY) return refuse(rp, 413);
-    if (!rp->body_len) rp->body_off = (uint32_t)rp->req.len;
-    ik__buf_append(&rp->req, at, len);
-    rp->body_len += (uint32_t)len;
+    if (rp->body.len + len > IK_MAX_BODY) return refuse(rp, 413);
+    val_add(rp, &rp->body, at, len);
     return 0;
 }
 
@@ -128,9 +230,7 @@ static int on_message_complete(http_parser *p)
 {
     ik__reqp *rp = rp_of(p);
     rp->on_request(rp, rp->ctx);
-    rp->started = 0;
-    if (rp->req.p != rp->req.inline_p) ik__buf_reset(&rp->req);
-    rp->req.len = 0;
+    reset_request(rp);
     return 0;
 }
 
@@ -154,6 +254,7 @@ void ik__reqp_init(ik__reqp *rp, char *storage, size_t cap, uint32_t max_header_
     rp->ctx = ctx;
     rp->max_header_bytes = max_header_bytes;
     ik__buf_init(&rp->req, storage, cap);
+    reset_request(rp);
 }
 
 void ik__reqp_free(ik__reqp *rp)
@@ -164,6 +265,7 @@ void ik__reqp_free(ik__reqp *rp)
 int ik__reqp_feed(ik__reqp *rp, const char *data, size_t len, size_t *used)
 {
     size_t n = http_parser_execute(&rp->parser, &settings, data, len);
+    if (rp->last || rp->hpiece) keep_views(rp);
     enum http_errno e = HTTP_PARSER_ERRNO(&rp->parser);
     *used = n;
     if (e == HPE_PAUSED) return IK_FEED_PAUSED;
@@ -236,17 +338,16 @@ int ik__split_target(const char *url, size_t n, int is_connect, ik__span *path, 
     query->p = NULL;
     query->n = 0;
     if (n && url[0] == '/') { /* origin-form, the common case */
-        size_t i = 0;
-        while (i < n && url[i] != '?' && url[i] != '#')
-            i++;
+        /* the path ends at the first '?' or '#'; a query, after a '?', at a '#' */
+        const char *q = memchr(url, '?', n);
+        size_t pe = q ? (size_t)(q - url) : n;
+        const char *h = memchr(url, '#', pe);
         path->p = url;
-        path->n = i;
-        if (i < n && url[i] == '?') {
-            size_t q = i + 1, e = q;
-            while (e < n && url[e] != '#')
-                e++;
-            query->p = url + q;
-            query->n = e - q;
+        path->n = h ? (size_t)(h - url) : pe;
+        if (q && !h) {
+            const char *e = memchr(q + 1, '#', n - pe - 1);
+            query->p = q + 1;
+            query->n = (size_t)((e ? e : url + n) - (q + 1));
         }
         return 0;
     }
@@ -265,15 +366,20 @@ int ik__split_target(const char *url, size_t n, int is_connect, ik__span *path, 
 
 int ik__reqp_view(const ik__reqp *rp, ik__req *rq)
 {
-    const char *base = rp->req.p;
-    memset(rq, 0, sizeof *rq);
     rq->method = rp->parser.method;
     rq->http_minor = rp->parser.http_major == 1 ? rp->parser.http_minor : 0;
-    if (rp->accept_len) rq->accept = (ik__span){base + rp->accept_off, rp->accept_len};
-    if (rp->auth_len) rq->auth = (ik__span){base + rp->auth_off, rp->auth_len};
-    if (rp->body_len) rq->body = (ik__span){base + rp->body_off, rp->body_len};
-    return ik__split_target(base, rp->url_len, rp->parser.method == HTTP_CONNECT, &rq->path,
-                            &rq->query);
+    rq->nparams = 0; /* params[]: filled by the route lookup */
+    rq->accept = val_span(rp, &rp->accept);
+    rq->auth = val_span(rp, &rp->auth);
+    rq->body = val_span(rp, &rp->body);
+    ik__span u = val_span(rp, &rp->url);
+    if (!u.p) u.p = ""; /* no target at all: not a path */
+    return ik__split_target(u.p, u.n, rp->parser.method == HTTP_CONNECT, &rq->path, &rq->query);
+}
+
+ik__span ik__reqp_url(const ik__reqp *rp)
+{
+    return val_span(rp, &rp->url);
 }
 
 /* ---- responses ------------------------------------------------------------------ */

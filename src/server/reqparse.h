@@ -56,6 +56,14 @@ typedef struct ik__reqp ik__reqp;
  * feed then returns IK_FEED_PAUSED. */
 typedef void (*ik__reqp_cb)(ik__reqp *rp, void *ctx);
 
+/* A value of the request (URL, Accept, Authorization, body): while ik__reqp_feed
+ * runs, still in the bytes it was given (view); what a later read goes on with, or
+ * a value in pieces, is copied into the ik__reqp's buffer (at off). */
+typedef struct ik__reqp_val {
+    const char *view; /* non-NULL: the value is view[0..len-1] */
+    uint32_t off, len;
+} ik__reqp_val;
+
 struct ik__reqp {
     http_parser parser;
     ik__reqp_cb on_request;
@@ -64,13 +72,17 @@ struct ik__reqp {
     uint64_t now;     /* the caller's clock, set before feeding (e.g. loop ms) */
     uint64_t started; /* `now` (at least 1) when the current request began; 0 between
                          requests */
-    unsigned field_open : 1, hname_over : 1, hdr : 2;
-    uint16_t err_status; /* status a callback refused the request with (0: none) */
+    uint8_t field_open, hname_over;
     uint8_t hname_len;
-    char hname[16];        /* header name being delivered (lower case) */
+    uint16_t err_status; /* status a callback refused the request with (0: none) */
+    char hname[16];      /* header name's pieces from earlier feeds (over 16: hname_over) */
+    const char *hpiece;  /* its piece in the bytes being fed, not copied yet (or NULL) */
+    uint32_t hpiece_len;
     uint32_t header_bytes; /* request line + headers so far */
-    ik__buf req;           /* URL, then Accept, Authorization, body values */
-    uint32_t url_len, accept_off, accept_len, auth_off, auth_len, body_off, body_len;
+    ik__buf req;           /* values copied (split between reads, or in pieces) */
+    ik__reqp_val url, accept, auth, body;
+    ik__reqp_val *hval; /* the header value being delivered, if one the daemon reads */
+    ik__reqp_val *last; /* the value that took the last piece (may go on next read) */
 };
 
 /* Starts rp on storage[0..cap-1] for the request bytes (inline storage; larger
@@ -109,6 +121,8 @@ int ik__reqp_error(const ik__reqp *rp, const char **code, char *msg, size_t msg_
 /* Fills rq with the complete request now in rp (during on_request). Returns 0, or
  * -1 if the target has no usable path ("*", an authority). */
 int ik__reqp_view(const ik__reqp *rp, ik__req *rq);
+/* During on_request: the request target as received (rq's path and query lie in it). */
+ik__span ik__reqp_url(const ik__reqp *rp);
 
 /* Splits a request target into path and query (origin form, or absolute form
  * through http_parser's URL parser). Returns 0, or -1 if it has no path. */

@@ -100,12 +100,13 @@ static void on_request(ik__reqp *rp, void *ctx)
     state *st = ctx;
     st->requests++;
     check(rp->header_bytes <= rp->max_header_bytes);
-    check(rp->body_len == 0 || ik__reqp_method(rp) == IK_HTTP_POST);
+    check(rp->body.len == 0 || ik__reqp_method(rp) == IK_HTTP_POST);
     ik__req rq;
     if (ik__reqp_view(rp, &rq) != 0) return;
-    const char *url = rp->req.p;
-    check(rq.path.p >= url && rq.path.p + rq.path.n <= url + rp->url_len);
-    if (rq.query.n) check(rq.query.p >= url && rq.query.p + rq.query.n <= url + rp->url_len);
+    ik__span u = ik__reqp_url(rp);
+    const char *url = u.p;
+    check(rq.path.p >= url && rq.path.p + rq.path.n <= url + u.n);
+    if (rq.query.n) check(rq.query.p >= url && rq.query.p + rq.query.n <= url + u.n);
 
     uint64_t allow;
     size_t first;

@@ -1,10 +1,14 @@
 /* test_http_util.c: the daemon's pure helpers (src/server/httputil.c): route
  * patterns, query strings, numbers, listen addresses, content negotiation, buffers,
- * JSON strings and dates. The helpers touch no socket, so the file is compiled in
- * directly; the test links only libidkeeper. */
+ * JSON strings and dates; the request framing (reqparse.c) with its header names and
+ * request targets cut at every byte, and the serialized answer (httpreply.c). The
+ * helpers touch no socket, so the files are compiled in directly; the test links
+ * libidkeeper and the HTTP parser. */
 #include "buf.c"
+#include "httpreply.c"
 #include "httputil.c"
 #include "json.c"
+#include "reqparse.c"
 #include "token.c"
 
 #include <setjmp.h>
@@ -236,16 +240,267 @@ static void test_misc(void **state)
             assert_memory_equal(d, want, (size_t)wn);
         }
     }
+    /* and numbers of every bit length, as printf writes them */
+    uint64_t x = 0x9e3779b97f4a7c15u;
+    for (int i = 0; i < 200000; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        uint64_t v = x >> (i % 64);
+        char want[24];
+        int wn = snprintf(want, sizeof want, "%" PRIu64, v);
+        assert_int_equal(ik__fmt_u64(d, v), (size_t)wn);
+        assert_memory_equal(d, want, (size_t)wn);
+    }
+}
+
+/* ---- request framing (reqparse.c) --------------------------------------------------- */
+
+typedef struct seen {
+    int n;
+    char path[4][64], query[4][64], accept[4][64], auth[4][64], body[4][64];
+} seen;
+
+static void copy_span(char *out, ik__span s)
+{
+    assert_true(s.n < 64);
+    memcpy(out, s.p ? s.p : "", s.n);
+    out[s.n] = 0;
+}
+
+static void on_req(ik__reqp *rp, void *ctx)
+{
+    seen *sn = ctx;
+    ik__req rq;
+    assert_true(sn->n < 4);
+    assert_int_equal(ik__reqp_view(rp, &rq), 0);
+    copy_span(sn->path[sn->n], rq.path);
+    copy_span(sn->query[sn->n], rq.query);
+    copy_span(sn->accept[sn->n], rq.accept);
+    copy_span(sn->auth[sn->n], rq.auth);
+    copy_span(sn->body[sn->n], rq.body);
+    sn->n++;
+}
+
+/* Feeds req[0..n-1] as reads of `cut` bytes each (the last one shorter), each read in
+ * a buffer of its own freed right after (ASan: nothing may point into it later). */
+static void feed_cut(ik__reqp *rp, const char *req, size_t n, size_t cut)
+{
+    for (size_t off = 0; off < n;) {
+        size_t k = cut < n - off ? cut : n - off, used;
+        char *part = malloc(k);
+        memcpy(part, req + off, k);
+        assert_int_equal(ik__reqp_feed(rp, part, k, &used), IK_FEED_OK);
+        assert_int_equal(used, k);
+        free(part);
+        off += k;
+    }
+}
+
+/* Four requests on one connection: header names the daemon reads and others like
+ * them, a repeated header, a folded value, a body, a chunked body. */
+static const char stream[] = "GET /v1/segment/t?count=3#frag HTTP/1.1\r\n"
+                             "Host: x\r\n"
+                             "Accept-Encoding: gzip\r\n"
+                             "X-A-Header-Name-Longer-Than-Sixteen: 1\r\n"
+                             "ACCEPT: text/plain\r\n"
+                             "Acceptx: no\r\n"
+                             "Authorizatio: no\r\n"
+                             "authorization: Bearer abc\r\n"
+                             "\r\n"
+                             "POST /v1/tags HTTP/1.1\r\n"
+                             "Accept: a\r\n"
+                             "Accept: text/plain,\r\n"
+                             "  application/json\r\n"
+                             "Content-Length: 11\r\n"
+                             "\r\n"
+                             "{\"tag\":\"x\"}"
+                             "GET /x HTTP/1.0\r\n"
+                             "\r\n"
+                             "POST /y HTTP/1.1\r\n"
+                             "Transfer-Encoding: chunked\r\n"
+                             "\r\n"
+                             "3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n";
+
+static void seen_eq(const seen *a, const seen *b)
+{
+    assert_int_equal(a->n, b->n);
+    for (int i = 0; i < a->n; i++) {
+        assert_string_equal(a->path[i], b->path[i]);
+        assert_string_equal(a->query[i], b->query[i]);
+        assert_string_equal(a->accept[i], b->accept[i]);
+        assert_string_equal(a->auth[i], b->auth[i]);
+        assert_string_equal(a->body[i], b->body[i]);
+    }
+}
+
+static void test_reqparse_headers(void **state)
+{
+    size_t n = sizeof stream - 1;
+    char storage[64];
+    ik__reqp rp;
+    seen whole;
+    memset(&whole, 0, sizeof whole);
+    ik__reqp_init(&rp, storage, sizeof storage, 8192, on_req, &whole);
+    feed_cut(&rp, stream, n, n);
+    ik__reqp_free(&rp);
+    assert_int_equal(whole.n, 4);
+    assert_string_equal(whole.path[0], "/v1/segment/t");
+    assert_string_equal(whole.query[0], "count=3");
+    assert_string_equal(whole.accept[0], "text/plain");
+    assert_string_equal(whole.auth[0], "Bearer abc");
+    assert_string_equal(whole.body[0], "");
+    assert_string_equal(whole.path[1], "/v1/tags");
+    assert_string_equal(whole.accept[1],
+                        "text/plain,  application/json"); /* as the parser gives it */
+    assert_string_equal(whole.auth[1], "");
+    assert_string_equal(whole.body[1], "{\"tag\":\"x\"}");
+    assert_string_equal(whole.path[2], "/x");
+    assert_string_equal(whole.accept[2], "");
+    assert_string_equal(whole.body[3], "abcde");
+    /* the same in two reads cut at every byte, and in reads of 1 to 7 bytes */
+    for (size_t first = 1; first < n + 7; first++) {
+        seen sn;
+        memset(&sn, 0, sizeof sn);
+        ik__reqp_init(&rp, storage, sizeof storage, 8192, on_req, &sn);
+        if (first < n) {
+            feed_cut(&rp, stream, first, first);
+            feed_cut(&rp, stream + first, n - first, n);
+        } else {
+            feed_cut(&rp, stream, n, first - n + 1);
+        }
+        seen_eq(&sn, &whole);
+        ik__reqp_free(&rp);
+    }
+}
+
+/* The header names the daemon reads, in any case, and every one-byte change of them. */
+static void test_header_names(void **state)
+{
+    static const char *const names[] = {"accept", "authorization"};
+    static const int kinds[] = {HDR_ACCEPT, HDR_AUTH};
+    for (size_t k = 0; k < 2; k++) {
+        size_t n = strlen(names[k]);
+        char s[16];
+        for (size_t i = 0; i < n; i++) {
+            for (int c = 0; c < 256; c++) {
+                memcpy(s, names[k], n);
+                s[i] = (char)c;
+                int same = c == names[k][i] || c == names[k][i] - 'a' + 'A';
+                assert_int_equal(hdr_of(s, n), same ? kinds[k] : HDR_NONE);
+            }
+        }
+        for (size_t i = 0; i < n; i++) /* all capitals */
+            s[i] = (char)(names[k][i] - 'a' + 'A');
+        assert_int_equal(hdr_of(s, n), kinds[k]);
+        assert_int_equal(hdr_of(names[k], n - 1), HDR_NONE);
+    }
+    assert_int_equal(hdr_of("Host", 4), HDR_NONE);
+}
+
+static void target(const char *url, const char *path, const char *query)
+{
+    ik__span p, q;
+    assert_int_equal(ik__split_target(url, strlen(url), 0, &p, &q), 0);
+    span_eq(p, path);
+    if (query) {
+        assert_non_null(q.p);
+        span_eq(q, query);
+    } else {
+        assert_null(q.p);
+        assert_int_equal(q.n, 0);
+    }
+}
+
+static void test_split_target(void **state)
+{
+    target("/", "/", NULL);
+    target("/a/b", "/a/b", NULL);
+    target("/a?b=1", "/a", "b=1");
+    target("/a?", "/a", "");
+    target("/a?b?c", "/a", "b?c");
+    target("/a?b#c?d", "/a", "b");
+    target("/a#b?c", "/a", NULL);
+    target("/#", "/", NULL);
+    target("/?#", "/", "");
+    target("http://h:1/p/q?x=1#f", "/p/q", "x=1");
+    ik__span p, q;
+    assert_int_equal(ik__split_target("example.com:443", 15, 1, &p, &q), -1); /* CONNECT */
+}
+
+static void serialized(int status, const char *ctype, const char *body, int keep, int http10,
+                       const char *want)
+{
+    ik__buf b, out;
+    ik__buf_init(&b, NULL, 0);
+    ik__buf_init(&out, NULL, 0);
+    ik__buf_puts(&b, body);
+    ik__http_reply rs;
+    memset(&rs, 0, sizeof rs);
+    rs.status = status;
+    rs.ctype = ctype;
+    rs.body = &b;
+    if (status == 503) ik__reply_header(&rs, "Retry-After: %d", 1);
+    const char *date = "Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n";
+    ik__reply_serialize(&out, &rs, date, strlen(date), keep, http10);
+    assert_int_equal(out.len, strlen(want));
+    assert_memory_equal(out.p, want, out.len);
+    ik__buf_reset(&b);
+    ik__buf_reset(&out);
+}
+
+static void test_reply_serialize(void **state)
+{
+#define DATE "Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n"
+    serialized(200, "text/plain", "1859299536916623360", 1, 0,
+               "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 19\r\n" DATE
+               "\r\n1859299536916623360");
+    serialized(404, "application/json", "", 0, 0,
+               "HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nContent-Length: "
+               "0\r\n" DATE "Connection: close\r\n\r\n");
+    serialized(503, "text/plain", "x", 1, 1,
+               "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: "
+               "1\r\n" DATE "Retry-After: 1\r\nConnection: keep-alive\r\n\r\nx");
+    serialized(299, "text/plain", "", 1, 0,
+               "HTTP/1.1 299 Unknown\r\nContent-Type: text/plain\r\nContent-Length: 0\r\n" DATE
+               "\r\n");
+    serialized(431, "text/plain", "", 1, 0,
+               "HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Type: "
+               "text/plain\r\nContent-Length: 0\r\n" DATE "\r\n");
+    /* Content-Length at every number of digits the inline writer handles, and past it */
+    static const size_t lens[] = {9, 10, 99, 100, 999, 1000, 9999, 10000, 123456};
+    for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+        char *body = malloc(lens[i] + 1), want[512];
+        memset(body, 'a', lens[i]);
+        body[lens[i]] = 0;
+        int hn = snprintf(want, sizeof want,
+                          "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: "
+                          "%zu\r\n" DATE "\r\n",
+                          lens[i]);
+        char *all = malloc((size_t)hn + lens[i] + 1);
+        memcpy(all, want, (size_t)hn);
+        memcpy(all + hn, body, lens[i] + 1);
+        serialized(200, "text/plain", body, 1, 0, all);
+        free(all);
+        free(body);
+    }
+#undef DATE
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_path_match), cmocka_unit_test(test_query_get),
-        cmocka_unit_test(test_parse_u32),  cmocka_unit_test(test_parse_listen),
-        cmocka_unit_test(test_negotiate),  cmocka_unit_test(test_buf),
-        cmocka_unit_test(test_json_str),   cmocka_unit_test(test_dates),
+        cmocka_unit_test(test_path_match),
+        cmocka_unit_test(test_query_get),
+        cmocka_unit_test(test_parse_u32),
+        cmocka_unit_test(test_parse_listen),
+        cmocka_unit_test(test_negotiate),
+        cmocka_unit_test(test_buf),
+        cmocka_unit_test(test_json_str),
+        cmocka_unit_test(test_dates),
         cmocka_unit_test(test_misc),
+        cmocka_unit_test(test_reqparse_headers),
+        cmocka_unit_test(test_header_names),
+        cmocka_unit_test(test_split_target),
+        cmocka_unit_test(test_reply_serialize),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
