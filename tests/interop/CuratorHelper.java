@@ -14,7 +14,9 @@
 //       the connection's state meanwhile as "STATE NS" (SUSPENDED, LOST, ...)
 //   bench-mutex CONNECT PATH CLIENTS SECONDS
 //       CLIENTS clients (sessions) acquire+release as fast as they can; prints
-//       "cycles_per_s N" over SECONDS
+//       "cycles_per_s N cycles TOTAL handover_us MEDIAN P90" over SECONDS (TOTAL:
+//       every cycle, warm-up too; the hand-over: from a hold's end, its release
+//       next, to the next hold's start, over the measured window)
 //   bench-handover CONNECT PATH N
 //       two LeaderLatches; N times the leader closes, time until the other's isLeader;
 //       prints "handover_ms median p90"
@@ -140,12 +142,22 @@ public class CuratorHelper {
         AtomicLong cycles = new AtomicLong();
         long until = System.nanoTime() + (long) (secs * 1e9) + 1000000000L;
         Thread[] t = new Thread[n];
+        final int max = 200000; // holds recorded per client: enter, exit
+        final long[][] iv = new long[n][2 * max];
+        final int[] got = new int[n];
         for (int i = 0; i < n; i++) {
             final InterProcessMutex m = new InterProcessMutex(cs[i], path);
+            final int me = i;
             t[i] = new Thread(() -> {
                 try {
                     while (System.nanoTime() < until) {
                         m.acquire();
+                        long enter = System.nanoTime();
+                        if (got[me] < max) {
+                            iv[me][2 * got[me]] = enter;
+                            iv[me][2 * got[me] + 1] = System.nanoTime();
+                            got[me]++;
+                        }
                         m.release();
                         cycles.incrementAndGet();
                     }
@@ -157,7 +169,18 @@ public class CuratorHelper {
         long c0 = cycles.get(), t0 = System.nanoTime();
         for (Thread x : t) x.join();
         double el = (System.nanoTime() - t0) / 1e9;
-        System.out.printf("cycles_per_s %.0f%n", (cycles.get() - c0) / el);
+        // the hand-over: from a hold's end (its release next) to the next hold's start
+        java.util.ArrayList<long[]> all = new java.util.ArrayList<>();
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < got[i]; j++)
+                if (iv[i][2 * j] >= t0) all.add(new long[] {iv[i][2 * j], iv[i][2 * j + 1]});
+        all.sort((x, y) -> Long.compare(x[0], y[0]));
+        long[] gap = new long[Math.max(all.size() - 1, 0)];
+        for (int j = 1; j < all.size(); j++) gap[j - 1] = all.get(j)[0] - all.get(j - 1)[1];
+        java.util.Arrays.sort(gap);
+        int k = gap.length;
+        System.out.printf("cycles_per_s %.0f cycles %d handover_us %.0f %.0f%n", (cycles.get() - c0) / el,
+                cycles.get(), k > 0 ? gap[k / 2] / 1e3 : 0.0, k > 0 ? gap[k * 9 / 10] / 1e3 : 0.0);
         for (CuratorFramework c : cs) c.close();
     }
 

@@ -9,6 +9,13 @@
  *       waits for START_FILE to exist, then ROUNDS times: acquire, record the
  *       enter time, hold HOLD_US, record the exit time, release. OUT gets
  *       "C ENTER_NS EXIT_NS FENCE" a line.
+ *   ik_interop contend URI PATH SECONDS OUT HOLD_US TIMEOUT_MS START_FILE
+ *       creates OUT, waits for START_FILE, then for SECONDS: acquire (waiting at
+ *       most TIMEOUT_MS, -1: forever), record the enter time, hold HOLD_US, record
+ *       the exit time and the grant's state then, release. OUT gets
+ *       "TAG ENTER_NS EXIT_NS FENCE STATE" a line (TAG: $IK_INTEROP_TAG, else C);
+ *       a failed acquire is counted, not fatal (a timeout is the point of a short
+ *       TIMEOUT_MS, and ZooKeeper may be down). Prints "held N gave_up N failed N".
  *   ik_interop elect URI PATH ID OUT
  *       campaigns; OUT gets "lead NS" when it leads and "unlead NS" when it stops
  *       (resign, or a loss). Commands on stdin, one a line: resign, campaign, quit.
@@ -24,7 +31,10 @@
  *       prints who leads at PATH (ik_election_leader), or exits 1
  *   ik_interop bench-lock URI PATH CLIENTS SECONDS
  *       CLIENTS threads, each with its own coord (session), acquire+release as fast
- *       as they can for SECONDS; prints "cycles_per_s N".
+ *       as they can for SECONDS; prints "cycles_per_s N cycles TOTAL handover_us
+ *       MEDIAN P90" (TOTAL: every cycle, the first second's too; the hand-over:
+ *       from the end of a hold, its release next, to the start of the next hold,
+ *       over the measured window)
  *   ik_interop bench-handover URI PATH N
  *       two candidates; N times: the leader resigns, time until the other leads
  *       (its callback); prints "handover_ms median p90".
@@ -129,6 +139,51 @@ static int cmd_lock(char **a)
     return 0;
 }
 
+static int cmd_contend(char **a)
+{
+    const char *uri = a[0], *path = a[1], *out = a[3], *start = a[6];
+    double secs = atof(a[2]);
+    int64_t hold = atoll(a[4]), timeout = atoll(a[5]);
+    const char *tag = getenv("IK_INTEROP_TAG");
+    ik_coord *c = open_coord(uri);
+    ik_lock *lk;
+    if (ik_lock_create(c, path, NULL, &lk)) return 1;
+    FILE *f = fopen(out, "w");
+    if (!f) return 1;
+    while (access(start, F_OK) != 0)
+        usleep(1000);
+    long held = 0, gave_up = 0, failed = 0;
+    int64_t until = now_ns() + (int64_t)(secs * 1e9);
+    while (now_ns() < until) {
+        int64_t fence = 0;
+        int rc = ik_lock_acquire(lk, timeout, &fence);
+        if (rc == IK_ETIMEDOUT || rc == IK_EBUSY) {
+            gave_up++;
+            continue;
+        }
+        if (rc) {
+            failed++;
+            usleep(10000);
+            continue;
+        }
+        int64_t enter = now_ns();
+        spin_us(hold);
+        int64_t exit_ = now_ns();
+        ik_hold_info hi;
+        ik_lock_get_info(lk, &hi);
+        ik_lock_release(lk);
+        held++;
+        fprintf(f, "%s %" PRId64 " %" PRId64 " %" PRId64 " %s\n", tag ? tag : "C", enter, exit_,
+                fence, ik_hold_state_name(hi.state));
+        fflush(f);
+    }
+    fclose(f);
+    printf("held %ld gave_up %ld failed %ld\n", held, gave_up, failed);
+    ik_lock_destroy(lk);
+    ik_coord_close(c);
+    return 0;
+}
+
 /* ---- elect ---------------------------------------------------------------- */
 static FILE *elect_out;
 static pthread_mutex_t out_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -191,10 +246,19 @@ static int cmd_elect(char **a)
 }
 
 /* ---- benchmarks ----------------------------------------------------------- */
+static int cmp_i64(const void *x, const void *y)
+{
+    int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+    return a < b ? -1 : a > b;
+}
+
+#define BENCH_MAX 200000 /* holds recorded per client */
 typedef struct bench_arg {
     const char *uri, *path;
     int64_t until;
     long cycles;
+    int64_t *iv; /* enter, exit of each hold: 2 * BENCH_MAX */
+    long n;
 } bench_arg;
 
 static void *bench_thread(void *p)
@@ -204,7 +268,14 @@ static void *bench_thread(void *p)
     ik_lock *lk;
     if (ik_lock_create(c, b->path, NULL, &lk)) exit(1);
     while (now_ns() < b->until) {
-        if (ik_lock_acquire(lk, -1, NULL) || ik_lock_release(lk)) exit(1);
+        if (ik_lock_acquire(lk, -1, NULL)) exit(1);
+        int64_t enter = now_ns();
+        if (b->n < BENCH_MAX) {
+            b->iv[2 * b->n] = enter;
+            b->iv[2 * b->n + 1] = now_ns(); /* the release's delete is sent next */
+            b->n++;
+        }
+        if (ik_lock_release(lk)) exit(1);
         __atomic_fetch_add(&b->cycles, 1, __ATOMIC_RELAXED);
     }
     ik_lock_destroy(lk);
@@ -220,7 +291,8 @@ static int cmd_bench_lock(char **a)
     pthread_t *t = calloc((size_t)n, sizeof *t);
     int64_t until = now_ns() + (int64_t)(secs * 1e9) + 1000000000; /* +1 s to connect */
     for (int i = 0; i < n; i++) {
-        b[i] = (bench_arg){a[0], a[1], until, 0};
+        b[i] = (bench_arg){a[0], a[1], until, 0, malloc(2 * BENCH_MAX * sizeof(int64_t)), 0};
+        if (!b[i].iv) return 1;
         pthread_create(&t[i], NULL, bench_thread, &b[i]);
     }
     /* count only the measured window: a second for the sessions to open first */
@@ -235,7 +307,32 @@ static int cmd_bench_lock(char **a)
     for (int i = 0; i < n; i++)
         c1 += b[i].cycles;
     double el = (double)(now_ns() - t0) / 1e9;
-    printf("cycles_per_s %.0f\n", (double)(c1 - c0) / el);
+    /* the hand-over: from one hold's end (its release's delete sent next) to the
+     * next hold's start, whoever holds next, over the measured window */
+    long m = 0, k = 0;
+    for (int i = 0; i < n; i++)
+        m += b[i].n;
+    int64_t *all = malloc(2 * (size_t)(m + 1) * sizeof(int64_t)),
+            *gap = malloc((size_t)(m + 1) * sizeof(int64_t));
+    if (!all || !gap) return 1;
+    m = 0;
+    for (int i = 0; i < n; i++)
+        for (long j = 0; j < b[i].n; j++)
+            if (b[i].iv[2 * j] >= t0) {
+                all[2 * m] = b[i].iv[2 * j];
+                all[2 * m + 1] = b[i].iv[2 * j + 1];
+                m++;
+            }
+    qsort(all, (size_t)m, 2 * sizeof(int64_t), cmp_i64);
+    for (long j = 1; j < m; j++)
+        gap[k++] = all[2 * j] - all[2 * j - 1];
+    qsort(gap, (size_t)k, sizeof(int64_t), cmp_i64);
+    printf("cycles_per_s %.0f cycles %ld handover_us %.0f %.0f\n", (double)(c1 - c0) / el, c1,
+           k ? (double)gap[k / 2] / 1e3 : 0.0, k ? (double)gap[k * 9 / 10] / 1e3 : 0.0);
+    free(all);
+    free(gap);
+    for (int i = 0; i < n; i++)
+        free(b[i].iv);
     free(b);
     free(t);
     return 0;
@@ -254,12 +351,6 @@ static void on_ho(void *ctx, ik_hold_state s, const char *why)
     ho_lead_at[i] = now_ns();
     pthread_cond_broadcast(&ho_cv);
     pthread_mutex_unlock(&ho_mu);
-}
-
-static int cmp_i64(const void *x, const void *y)
-{
-    int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
-    return a < b ? -1 : a > b;
 }
 
 static int cmd_bench_handover(char **a)
@@ -377,6 +468,7 @@ int main(int argc, char **argv)
     }
     if (argc == 6 && !strcmp(argv[1], "elect")) return cmd_elect(argv + 2);
     if (argc == 6 && !strcmp(argv[1], "bench-lock")) return cmd_bench_lock(argv + 2);
+    if (argc == 9 && !strcmp(argv[1], "contend")) return cmd_contend(argv + 2);
     if (argc == 5 && !strcmp(argv[1], "bench-handover")) return cmd_bench_handover(argv + 2);
     fprintf(stderr, "usage: see the top of tests/interop/ik_interop.c\n");
     return 2;

@@ -10,9 +10,16 @@
  * the contenders of its kind (recipe_zk_names.c: Curator's and kazoo's names alike),
  * orders them as they were created (by sequence, or by creation zxid once the
  * parent's counter reached its end: order_contenders), and either holds (no contender it must wait
- * for) or sets an exists-watch on the one contender just ahead of it (a reader: the nearest writer
- * ahead) and sleeps until that watch or a session event fires. The fencing token is the creation
- * zxid of our node (zoo_create2's Stat).
+ * for) or sets a data watch on the one contender just ahead of it, its predecessor (a reader: the
+ * nearest writer ahead), and sleeps until that watch fires or a session event comes: each waiter
+ * watches only its predecessor (docs/guarantees.md promise 19), plus its own node when it would
+ * hold without listing again (step_watch). The fencing token is the creation zxid of our node
+ * (zoo_create2's Stat).
+ *
+ * What proves the session for a grant (docs/recipes.md, "What proves the session"): a write or
+ * a sync of this attempt, answered, sent less than a quarter of the session timeout ago
+ * (proof_fresh: our create, in a contended lock's steady state); else a sync now. A read
+ * (a listing, a watch's answer) is not a proof.
  *
  * States of one grant and the functions taking each edge:
  *
@@ -311,9 +318,10 @@ static int order_contenders(zhandle_t *zh, const char *dir, ik__contender *v, si
 
 /* Whom our node waits for among names: -1 none (we hold it), -2 our node is not
  * there, else 0 and pred set, *alone = 1 if pred is the only contender ahead of us
- * that can block us (then we hold once it is gone: a node made later is created
- * after ours, so it sorts after ours). IK_ENOMEM; *zrc: ZOK, or the error of a
- * request that ordering them needed (then nothing else is set). */
+ * that can block us (then we hold once it is gone, whether it held or gave up: a
+ * node made later is created after ours, so it sorts after ours). IK_ENOMEM; *zrc:
+ * ZOK, or the error of a request that ordering them needed (then nothing else is
+ * set). */
 static int blocker_of(zk_lock *lk, zhandle_t *zh, char *const *names, int count, const char *node,
                       char *pred, size_t len, int *alone, int *zrc)
 {
@@ -361,7 +369,7 @@ typedef enum next {
     N_FAILED,   /* a request failed with a->zrc: after_failure */
     N_OFFLINE,  /* not connected: wait for an event */
     N_RECOVER,  /* the session is dead: a new one */
-    N_WATCHING, /* an exists-watch on the contender ahead (a->zrc its answer) */
+    N_WATCHING, /* a data watch on the contender ahead (a->zrc: ZOK, or an error) */
 } next;
 
 typedef struct acquire {
@@ -372,9 +380,13 @@ typedef struct acquire {
     unsigned doubt_gen;           /* ... on this session generation */
     int need_dir;                 /* the parent was missing */
     int64_t asked;                /* send time of the request that proved the session */
+    int64_t proven;               /* send time of the last write or sync answered on ... */
+    unsigned proven_gen;          /* ... this session generation (0: none) ... */
+    int64_t proven_sid;           /* ... and session */
     int rc;                       /* N_END's */
     /* one pass: */
     uint64_t seen;        /* the lock's event count at its start */
+    uint64_t sseen;       /* and its session-event count */
     char node[ZPATH_MAX]; /* our node then */
     unsigned gen;         /* the session generation our node was made on */
     int64_t session;      /* and that session's id */
@@ -384,7 +396,7 @@ typedef struct acquire {
     int count, listed;    /* create's request (which proves the session) */
     char pred[ZPATH_MAX]; /* the contender ahead of us */
     int alone;            /* it is the only one that can block us */
-    int64_t watched;      /* send time of the exists-watch on pred */
+    int64_t watched;      /* send time of the watch on pred */
 } acquire;
 
 /* IDLE --zk_acquire--> WAITING: AGAIN, or the error that keeps the lock IDLE. */
@@ -429,6 +441,7 @@ static int pass_begin(acquire *a)
     zk_lock *lk = a->lk;
     int rc = 0;
     a->seen = ik__zk_lock_events_now(lk);
+    a->sseen = ik__zk_lock_sevents_now(lk);
     pthread_mutex_lock(&lk->mu);
     if (lk->cancel) {
         lk->cancel = 0;
@@ -488,6 +501,9 @@ static next step_create(acquire *a)
     ik__zk_req *made = &pl->r[0], *list = &pl->r[1];
     a->zrc = answered ? made->rc : ZOPERATIONTIMEOUT; /* unanswered: in doubt */
     if (a->zrc == ZOK) {
+        a->proven = a->asked; /* a write: through the leader */
+        a->proven_gen = a->s.gen;
+        a->proven_sid = a->s.id;
         snprintf(a->node, sizeof a->node, "%s", made->data ? made->data : "");
         ik__zk_lock_set_node(lk, a->node, a->s.gen, a->s.id, made->st.czxid);
         if (list->rc == ZOK) {
@@ -555,19 +571,59 @@ static next step_not_contending(acquire *a)
     return N_AGAIN;
 }
 
+/* Whether a write or sync of this attempt, answered on the session s, was sent less
+ * than a quarter of the session timeout ago: then it proves the session for a grant
+ * (the monitor's next probe is due when it is that old, as for any grant), and
+ * *sent is its send time. */
+static int proof_fresh(const acquire *a, const ik__zk_session *s, int64_t *sent)
+{
+    if (!a->proven_gen || a->proven_gen != s->gen || a->proven_sid != s->id ||
+        ik__mono_ms() - a->proven >= (int64_t)s->timeout_ms / 4)
+        return 0;
+    *sent = a->proven;
+    return 1;
+}
+
+/* Proves the session for a grant (prove_session), recording the proof. */
+static int prove_now(acquire *a, const ik__zk_session *s)
+{
+    int zrc = prove_session(a->lk, s, &a->asked);
+    if (zrc == ZOK) {
+        a->proven = a->asked;
+        a->proven_gen = s->gen;
+        a->proven_sid = s->id;
+    }
+    return zrc;
+}
+
 /* Under the session, no blocker: WAITING --no blocker--> HELD once the session is
- * proven; a proof so far by a read is made through the leader (prove_session). */
+ * proven: by our create's answer in this pass, by a write or sync of ours answered
+ * recently enough (proof_fresh), or else by a sync through the leader now: a proof
+ * so far by a read is not one (prove_session). */
 static next step_first(acquire *a)
 {
     if (a->listed) return N_HELD;
-    a->zrc = prove_session(a->lk, &a->s, &a->asked);
+    if (proof_fresh(a, &a->s, &a->asked)) return N_HELD;
+    a->zrc = prove_now(a, &a->s);
     if (a->zrc == ZOK) return N_HELD;
     if (a->zrc == ZOPERATIONTIMEOUT && !past_deadline(a)) return N_AGAIN; /* slow, not gone */
     return N_FAILED;
 }
 
-/* Under the session, a contender ahead: an exists-watch on it (N_WATCHING), or
- * N_END (IK_EBUSY) for a try without waiting. */
+/* Under the session, a contender ahead (a->pred): a data watch (getData, as
+ * Curator does: an exists of a node already gone would leave a watch for its
+ * creation, which never comes, in the server and the client) on it, N_WATCHING with
+ * a->zrc ZOK (pred_event set if it is gone already) or the error; or N_END (IK_EBUSY)
+ * for a try without waiting. Only the predecessor is watched (docs/guarantees.md
+ * promise 19: no herd), and, when it is the only contender that can block us
+ * (a->alone: after_watch then holds without listing again once it goes), our own
+ * node too, in the same round trip: deleted while we wait (by hand, with its
+ * parent), we look again at once (step_not_contending) rather than hold without
+ * it when the one ahead goes. ZooKeeper sends one session's watch events in the
+ * order of the changes, so a deletion of ours before the predecessor's is seen
+ * before it. No other waiter's release touches our node, so this adds no herd.
+ * When not alone, we list again after the predecessor goes, and that listing
+ * shows whether our node is still there. */
 static next step_watch(acquire *a)
 {
     zk_lock *lk = a->lk;
@@ -578,9 +634,32 @@ static next step_watch(acquire *a)
     pthread_mutex_lock(&lk->mu);
     snprintf(lk->pred, sizeof lk->pred, "%s", a->pred);
     lk->pred_deleted = 0;
+    lk->pred_event = 0;
     pthread_mutex_unlock(&lk->mu);
+    int n = a->alone ? 2 : 1; /* the predecessor, and ours if alone */
+    ik__zk_wait *w = ik__zk_wait_new(n, 0);
+    if (!w) {
+        a->rc = IK_ENOMEM;
+        return N_END;
+    }
     a->watched = ik__mono_ms();
-    a->zrc = zoo_wexists(a->s.zh, a->pred, ik__zk_lock_on_watch, (void *)(uintptr_t)lk->reg, NULL);
+    for (int i = 0; i < n; i++) {
+        ik__zk_arm(&w->r[i]);
+        ik__zk_issued(&w->r[i], zoo_awget(a->s.zh, i == 0 ? a->pred : a->node, ik__zk_lock_on_watch,
+                                          (void *)(uintptr_t)lk->reg, ik__zk_on_data, &w->r[i]));
+    }
+    int answered =
+        ik__zk_wait_until(w, a->s.zh, ik__mono_ns() + 2 * (int64_t)a->s.timeout_ms * 1000000);
+    a->zrc = answered ? ZOK : ZOPERATIONTIMEOUT;
+    int pred_gone = answered && w->r[0].rc == ZNONODE;
+    int own_gone = answered && n == 2 && w->r[1].rc == ZNONODE;
+    for (int i = 0; answered && i < n; i++)
+        if (w->r[i].rc != ZOK && w->r[i].rc != ZNONODE && a->zrc == ZOK) a->zrc = w->r[i].rc;
+    ik__zk_wait_put(w);
+    pthread_mutex_lock(&lk->mu);
+    if (pred_gone) lk->pred_deleted = lk->pred_event = 1;
+    if (own_gone) lk->own_deleted = 1;
+    pthread_mutex_unlock(&lk->mu);
     return N_WATCHING;
 }
 
@@ -624,29 +703,38 @@ static int after_dead(acquire *a)
     return AGAIN;
 }
 
-/* After the exists-watch: WAITING --predecessor gone--> HELD (the fast hand-over),
- * or AGAIN. The one contender ahead of us gone, we hold without listing again if
- * the answer to the watch's request is recent enough to prove our session (else the
- * listing does). */
+/* After the watch: WAITING --predecessor gone--> HELD (the fast hand-over), or
+ * AGAIN. Waits for an event on the contender ahead, our node's deletion or a
+ * session event (ik__zk_lock_wait_pred: no other event ends the wait). The one
+ * contender ahead of us gone (a->alone: whether it held or gave up, nothing else
+ * was ahead, and a node made later sorts after ours), our own node still there
+ * (watched in the same round trip), we hold without listing again if the watch was
+ * set less than a third of the session timeout ago (else the listing looks), on a
+ * proof of the session: a write or sync of ours answered recently enough
+ * (proof_fresh: our create, in the steady state of a contended lock), else a sync
+ * now (the watch's answer is a read). Not alone, the predecessor may have left
+ * without holding while those before it still hold: we list again (AGAIN), as
+ * Curator does. */
 static int after_watch(acquire *a, unsigned wgen, int64_t t)
 {
     zk_lock *lk = a->lk;
-    if (a->zrc != ZNONODE) {
-        if (a->zrc != ZOK) return AGAIN;
-        int rc = ik__zk_lock_wait_event(lk, a->seen, a->deadline, 1);
-        if (rc) return rc;
-    }
+    int rc = a->zrc == ZOK ? ik__zk_lock_wait_pred(lk, a->sseen, a->deadline) : 0;
     pthread_mutex_lock(&lk->mu);
-    int gone_pred = a->zrc == ZNONODE || lk->pred_deleted;
+    int gone_pred = lk->pred_deleted, own_deleted = lk->own_deleted;
     lk->pred[0] = '\0';
     pthread_mutex_unlock(&lk->mu);
-    if (!a->alone || !gone_pred || ik__mono_ms() - a->watched >= t / 3) return AGAIN;
+    if (rc) return rc;
+    if (a->zrc != ZOK || own_deleted || !a->alone || !gone_pred ||
+        ik__mono_ms() - a->watched >= t / 3)
+        return AGAIN;
     ik__zk_session s;
     ik__zk_session_get(lk->base.be, &s);
     int ok = s.connected && !s.dead && s.gen == wgen && s.id == ik__zk_lock_session_of(lk);
     int64_t sent = 0;
-    /* the watch's answer is a read: the sync proves the session */
-    if (ok) ok = prove_session(lk, &s, &sent) == ZOK;
+    if (ok && !proof_fresh(a, &s, &sent)) {
+        ok = prove_now(a, &s) == ZOK;
+        sent = a->asked;
+    }
     ik__zk_session_put(lk->base.be);
     if (!ok) return AGAIN;
     a->asked = sent;
@@ -721,14 +809,22 @@ static int grant(acquire *a, int64_t *fence)
         snprintf(lk->why, sizeof lk->why, "held");
         lk->grant++;
         *fence = lk->fence;
-        lk->own_deleted = 0;
+        /* own_deleted stays: it is of this node (ik__zk_lock_set_node cleared it when
+         * the node became ours), and set, the monitor finds the grant LOST at once */
         lk->probe_gone = 0;
         lk->probe_seq++; /* a late answer to an earlier grant's probe is not ours */
         lk->probe_inflight = 0;
-        lk->proven_ms = a->asked;          /* the listing that showed us first was sent then */
-        lk->probe_sent_ms = ik__mono_ms(); /* first probe a quarter of the timeout from now */
-        /* the monitor finds this grant within a quarter of the timeout (its idle nap),
-         * or at once on a session event */
+        lk->proven_ms = a->asked; /* the request that proved the session was sent then */
+        /* the first probe when that proof is a quarter of the timeout old, as for a
+         * grant held since */
+        lk->probe_sent_ms = a->asked;
+        /* woken now, not at the end of its idle nap (up to a quarter of the timeout
+         * later): a proof up to T/4 old (proof_fresh) would else see its first probe
+         * as late as T/2 after it, leaving T/6 for the answer before the 2/3 T rule
+         * finds the grant LOST; woken, the probe goes when due, as for a grant held
+         * since, and has 5/12 T */
+        lk->mevents++;
+        pthread_cond_signal(&lk->mcv);
     }
     pthread_mutex_unlock(&lk->mu);
     if (on) return IK_OK;

@@ -29,6 +29,7 @@ struct ik__zk_lock {
     pthread_cond_t cv;
     /* under mu */
     uint64_t events;  /* bumped by every watch, session event and answer (cv) */
+    uint64_t sevents; /* bumped by every session event (cv) */
     uint64_t mevents; /* bumped by what the monitor must look at (mcv) */
     pthread_cond_t mcv;
     int cancel;
@@ -40,6 +41,8 @@ struct ik__zk_lock {
     int own_deleted;                 /* a watch said our node was deleted */
     char pred[IK__ZK_LOCK_PATH_MAX]; /* the contender we wait for */
     int pred_deleted;                /* a watch said it was deleted */
+    int pred_event; /* a watch event on it (deleted, or the watch spent), or our own
+                       node's watch spent otherwise: look again */
     char why[160];
     int stop;       /* the monitor must end (zk_lock_fini) */
     int monitor_on; /* the monitor thread runs: from the first grant to fini */
@@ -82,6 +85,14 @@ void ik__zk_lock_on_session(void *ctx, unsigned gen, int state);
 int ik__zk_lock_wait_event(ik__zk_lock *lk, uint64_t seen, int64_t deadline_ms, int honour_cancel);
 /* The lock's event count now (to pass to wait_event later). */
 uint64_t ik__zk_lock_events_now(ik__zk_lock *lk);
+/* A waiter's wait on the contender ahead (lk->pred): until a watch event on it or
+ * our own node's watch spent otherwise (pred_event), our own node's deletion, a
+ * session event after `sseen` (the session-event count: ik__zk_lock_sevents_now),
+ * a cancel, or deadline_ms (monotonic, -1: none). Other events (the answer to an
+ * earlier release's delete, a stale watch) do not end it: each would cost a
+ * listing. 0: woken; IK_ETIMEDOUT; IK_ECLOSED. */
+int ik__zk_lock_wait_pred(ik__zk_lock *lk, uint64_t sseen, int64_t deadline_ms);
+uint64_t ik__zk_lock_sevents_now(ik__zk_lock *lk);
 
 /* The session our node belongs to (0: none), under lk->mu. */
 int64_t ik__zk_lock_session_of(ik__zk_lock *lk);

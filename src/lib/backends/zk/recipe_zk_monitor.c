@@ -91,15 +91,24 @@ static zk_lock *answer_lock(const void *data, uint32_t *seq)
     return reg_lock(v >> 20);
 }
 
-/* Bumps the events of the lock registered as id (if it still is). */
-static void reg_poke(uint64_t id, const char *deleted_path, int session_event)
+/* Bumps the events of the lock registered as id (if it still is): a watch event of
+ * type on path (session_event: of the session, path NULL). */
+static void reg_poke(uint64_t id, int type, const char *path, int session_event)
 {
     zk_lock *lk = reg_lock(id);
     if (!lk) return;
     lk->events++;
-    int mine = deleted_path && lk->node[0] && strcmp(deleted_path, lk->node) == 0;
+    int deleted = type == ZOO_DELETED_EVENT && path;
+    int ours = !session_event && path && lk->node[0] && strcmp(path, lk->node) == 0;
+    int mine = deleted && ours;
     if (mine) lk->own_deleted = 1;
-    if (deleted_path && lk->pred[0] && strcmp(deleted_path, lk->pred) == 0) lk->pred_deleted = 1;
+    if (!session_event && path && lk->pred[0] && strcmp(path, lk->pred) == 0) {
+        lk->pred_event = 1; /* deleted, or its watch is spent otherwise: look again */
+        if (deleted) lk->pred_deleted = 1;
+    }
+    /* a waiter's watch on its own node spent by something else: look again */
+    if (ours && !deleted && lk->pred[0]) lk->pred_event = 1;
+    if (session_event) lk->sevents++;
     pthread_cond_broadcast(&lk->cv);
     if (mine || session_event) { /* the monitor's business too */
         lk->mevents++;
@@ -183,15 +192,15 @@ void ik__zk_lock_on_watch(zhandle_t *zh, int type, int state, const char *path, 
 {
     (void)zh;
     (void)state;
-    reg_poke((uint64_t)(uintptr_t)ctx, type == ZOO_DELETED_EVENT ? path : NULL,
-             type == ZOO_SESSION_EVENT);
+    int session = type == ZOO_SESSION_EVENT;
+    reg_poke((uint64_t)(uintptr_t)ctx, type, session ? NULL : path, session);
 }
 
 void ik__zk_lock_on_session(void *ctx, unsigned gen, int state)
 {
     (void)gen;
     (void)state;
-    reg_poke((uint64_t)(uintptr_t)ctx, NULL, 1);
+    reg_poke((uint64_t)(uintptr_t)ctx, ZOO_SESSION_EVENT, NULL, 1);
 }
 
 /* Waits until an event after `seen`, a cancel (if honour_cancel), or deadline_ms
@@ -217,6 +226,37 @@ int ik__zk_lock_wait_event(zk_lock *lk, uint64_t seen, int64_t deadline_ms, int 
     if (rc == 0 && honour_cancel && lk->cancel) rc = IK_ECLOSED;
     pthread_mutex_unlock(&lk->mu);
     return rc;
+}
+
+int ik__zk_lock_wait_pred(zk_lock *lk, uint64_t sseen, int64_t deadline_ms)
+{
+    int rc = 0;
+    pthread_mutex_lock(&lk->mu);
+    while (!lk->pred_event && !lk->own_deleted && lk->sevents == sseen && !lk->cancel) {
+        if (deadline_ms < 0) {
+            pthread_cond_wait(&lk->cv, &lk->mu);
+            continue;
+        }
+        int64_t left = deadline_ms - ik__mono_ms();
+        if (left <= 0) {
+            rc = IK_ETIMEDOUT;
+            break;
+        }
+        struct timespec ts;
+        ik__deadline_ts(&ts, left);
+        pthread_cond_timedwait(&lk->cv, &lk->mu, &ts);
+    }
+    if (rc == 0 && lk->cancel) rc = IK_ECLOSED;
+    pthread_mutex_unlock(&lk->mu);
+    return rc;
+}
+
+uint64_t ik__zk_lock_sevents_now(zk_lock *lk)
+{
+    pthread_mutex_lock(&lk->mu);
+    uint64_t e = lk->sevents;
+    pthread_mutex_unlock(&lk->mu);
+    return e;
 }
 
 uint64_t ik__zk_lock_events_now(zk_lock *lk)
