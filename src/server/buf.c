@@ -149,7 +149,7 @@ size_t ik__fmt_u64(char *out, uint64_t v)
 #define PUT_PAIR(x) (d -= 2, memcpy(d, pairs + (x)*2, 2))
     while (v >= 100000000) { /* the low eight digits, as two halves of four */
         uint64_t q = v / 100000000;
-        uint32_t r = (uint32_t)(v - q * 100000000);
+        uint32_t r = (uint32_t)(v % 100000000); /* one division with q */
         uint32_t lo = r % 10000, hi = r / 10000;
         v = q;
         PUT_PAIR(lo % 100);
