@@ -265,7 +265,6 @@ int ik__sql_slot_persist(ik__backend *be, void *handle, int64_t record_ms,
 {
     ik__sql_backend *b = ik__sql_of(be);
     sql_slot *s = handle;
-    int64_t sent = ik__mono_ns();
     if (s->c && !ik__sql_reusable(b->d, s->c)) { /* ended while idle, or about to be */
         b->d->close(s->c);
         s->c = NULL;
@@ -283,7 +282,7 @@ int ik__sql_slot_persist(ik__backend *be, void *handle, int64_t record_ms,
     }
     if (rc == IK_EUNSAFE) return rc;
     if (rc) return IK_EINDOUBT;
-    sent = ik__mono_ns(); /* the check's round trip is not the renewal's */
+    int64_t sent = ik__mono_ns(); /* the check's round trip is not the renewal's */
     char sttl[24], srec[24], sw[24];
     I64(sttl, b->ttl_ms);
     I64(srec, record_ms);

@@ -855,7 +855,6 @@ static int persist_locked(zk_backend *b, zk_conn *c, zk_slot *s, int64_t record_
     if (prc) return prc; /* lost, or still unanswered: one write outstanding at most */
     if (rc == IK_OK) {   /* not connected: do not queue writes behind a dead socket */
         if (record_ms < s->record_ms) record_ms = s->record_ms; /* records only grow */
-        rc = IK_EINDOUBT;
         for (int attempt = 0; attempt < 2; attempt++) {
             zk_wait *w;
             int src = send_write(c, s, record_ms, 0, &w);

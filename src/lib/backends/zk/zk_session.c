@@ -695,7 +695,7 @@ int ik__zk_recover(ik__backend *be, char *why, size_t why_len)
     if (dead) {
         /* Only a dead session is replaced: one that is merely disconnected may come
          * back with its ephemeral nodes, which their owners then take back. */
-        ik__zk_conn *nc;
+        ik__zk_conn *nc = NULL;
         rc = conn_open(zc, &nc, why, why_len);
         if (rc == IK_OK) {
             pthread_mutex_lock(&zc->mu);
