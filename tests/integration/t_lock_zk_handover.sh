@@ -38,13 +38,20 @@ URI=$(zk_uri t)
 I=${IK_INTEROP[0]}
 nkids() { zk_tool ls "/t$1" 2>/dev/null | grep -c -- '-lock-' || true; }
 
+# holder PATH NAME CASE: a holder of PATH whose CMD writes its start time to
+# NAME.start, holds until NAME.release exists, then writes NAME.end; HPID is its pid
+holder() {
+  "$IK_BIN" lock --coord "$URI" "$1" -- sh -c "'$I' now >'$T/$2.start'; while [ ! -e '$T/$2.release' ]; do sleep 0.02; done; '$I' now >'$T/$2.end'" \
+    >"$T/$2.log" 2>&1 &
+  HPID=$!
+  IK_PIDS+=("$HPID")
+  wait_until 60 test -s "$T/$2.start" || fail "$3: the holder did not start its command (see $T/$2.log)"
+}
+
 # --- A: a contender ahead gives up; the one behind it must wait for the holder
 # (each holder's CMD holds until its release file exists: no step races a sleep)
-"$IK_BIN" lock --coord "$URI" /a -- sh -c "'$I' now >'$T/h.start'; while [ ! -e '$T/h.release' ]; do sleep 0.02; done; '$I' now >'$T/h.end'" \
-  >"$T/h.log" 2>&1 &
-h=$!
-IK_PIDS+=("$h")
-wait_until 60 test -s "$T/h.start" || fail "A: the holder did not start its command (see $T/h.log)"
+holder /a h A
+h=$HPID
 "$IK_BIN" lock --coord "$URI" /a -- sh -c "'$I' now >'$T/w1.ran'" >"$T/w1.log" 2>&1 &
 w1=$!
 IK_PIDS+=("$w1")
@@ -134,11 +141,8 @@ pass "C: through a ZooKeeper restart and freeze: $RES, $fails acquires failed"
 # --- D: our node deleted while we wait behind the holder
 # run NAME: a CMD that records its start and end around a 1.5 s hold
 run_cmd() { echo "'$I' now >'$T/$1.start'; sleep 1.5; '$I' now >'$T/$1.end'"; }
-"$IK_BIN" lock --coord "$URI" /d -- sh -c "touch '$T/dh.held'; while [ ! -e '$T/dh.release' ]; do sleep 0.02; done" \
-  >"$T/dh.log" 2>&1 &
-dh=$!
-IK_PIDS+=("$dh")
-wait_until 60 test -e "$T/dh.held" || fail "D: the holder did not start its command (see $T/dh.log)"
+holder /d dh D
+dh=$HPID
 "$IK_BIN" lock --coord "$URI" /d -- sh -c "$(run_cmd dw)" >"$T/dw.log" 2>&1 &
 dw=$!
 IK_PIDS+=("$dw")

@@ -203,13 +203,14 @@ void ik__zk_lock_on_session(void *ctx, unsigned gen, int state)
     reg_poke((uint64_t)(uintptr_t)ctx, ZOO_SESSION_EVENT, NULL, 1);
 }
 
-/* Waits until an event after `seen`, a cancel (if honour_cancel), or deadline_ms
- * (monotonic, -1: none). 0: woken; IK_ETIMEDOUT; IK_ECLOSED. */
-int ik__zk_lock_wait_event(zk_lock *lk, uint64_t seen, int64_t deadline_ms, int honour_cancel)
+/* Waits under lk->mu until woken(lk, seen), a cancel (if honour_cancel), or
+ * deadline_ms (monotonic, -1: none). 0: woken; IK_ETIMEDOUT; IK_ECLOSED. */
+static int lock_wait(zk_lock *lk, int (*woken)(const zk_lock *, uint64_t), uint64_t seen,
+                     int64_t deadline_ms, int honour_cancel)
 {
     int rc = 0;
     pthread_mutex_lock(&lk->mu);
-    while (lk->events == seen && !(honour_cancel && lk->cancel)) {
+    while (!woken(lk, seen) && !(honour_cancel && lk->cancel)) {
         if (deadline_ms < 0) {
             pthread_cond_wait(&lk->cv, &lk->mu);
             continue;
@@ -228,27 +229,27 @@ int ik__zk_lock_wait_event(zk_lock *lk, uint64_t seen, int64_t deadline_ms, int 
     return rc;
 }
 
+static int any_event(const zk_lock *lk, uint64_t seen)
+{
+    return lk->events != seen;
+}
+
+/* the predecessor's watch, our own node's deletion, or a session event after seen */
+static int pred_or_session(const zk_lock *lk, uint64_t sseen)
+{
+    return lk->pred_event || lk->own_deleted || lk->sevents != sseen;
+}
+
+/* Waits until an event after `seen`, a cancel (if honour_cancel), or deadline_ms
+ * (monotonic, -1: none). 0: woken; IK_ETIMEDOUT; IK_ECLOSED. */
+int ik__zk_lock_wait_event(zk_lock *lk, uint64_t seen, int64_t deadline_ms, int honour_cancel)
+{
+    return lock_wait(lk, any_event, seen, deadline_ms, honour_cancel);
+}
+
 int ik__zk_lock_wait_pred(zk_lock *lk, uint64_t sseen, int64_t deadline_ms)
 {
-    int rc = 0;
-    pthread_mutex_lock(&lk->mu);
-    while (!lk->pred_event && !lk->own_deleted && lk->sevents == sseen && !lk->cancel) {
-        if (deadline_ms < 0) {
-            pthread_cond_wait(&lk->cv, &lk->mu);
-            continue;
-        }
-        int64_t left = deadline_ms - ik__mono_ms();
-        if (left <= 0) {
-            rc = IK_ETIMEDOUT;
-            break;
-        }
-        struct timespec ts;
-        ik__deadline_ts(&ts, left);
-        pthread_cond_timedwait(&lk->cv, &lk->mu, &ts);
-    }
-    if (rc == 0 && lk->cancel) rc = IK_ECLOSED;
-    pthread_mutex_unlock(&lk->mu);
-    return rc;
+    return lock_wait(lk, pred_or_session, sseen, deadline_ms, 1);
 }
 
 uint64_t ik__zk_lock_sevents_now(zk_lock *lk)
