@@ -8,7 +8,9 @@
  *                    acknowledges writes that a power cut loses. Refused. No
  *                    four-letter word shows the setting itself; the counters start
  *                    at 0 with the JVM, and the probe below makes sure the server
- *                    has logged a write of ours before they are read.
+ *                    has logged a write of ours before they are read. On an
+ *                    observer the row is a risk whatever its own fsync: it does
+ *                    not vote, and the voters log and commit our writes.
  *   quorum           /zookeeper/config (voting members) and srvr's Mode: a
  *                    standalone server or one voter is a quorum of one, where a lost
  *                    disk loses every slot record and counter. A risk.
@@ -26,10 +28,22 @@
  * A four-letter word that is not in 4lw.commands.whitelist leaves its check
  * unverifiable: a risk, not a refusal (many fleets leave the default whitelist).
  *
+ * Whose word: each four-letter word goes on a connection of its own to the address
+ * the session is connected to, and behind a TCP load balancer that connection may
+ * reach another member. So an answer counts only when `cons` on that address lists
+ * our session id, asked twice before the first word (a round-robin balancer sends
+ * one of the two elsewhere) and once after each word (member_of_session, ask).
+ * Otherwise the rows those words judge read "?": risks, never ok or refused on
+ * another member's word.
+ *
  * When: all of them at open, and before a slot take, a slot renewal or a counter
  * advance whenever the session connected again since the last check (a session
  * event: a reconnect, to another member or to a restarted server, is a new
  * connection), the connected server is another one, or a check is refused now.
+ * A full check in which mntr, srvr, isro or cons went unanswered (or the server
+ * had logged no write yet) leaves the connection due: the interval's thread runs
+ * the full check again, not the light one, until they have answered (never in
+ * front of a write, which a silent server would hold back by the words' deadline).
  * Every hazard interval (hazard.h: a third of the negotiated session timeout, at
  * most 10 s) a thread of its own re-checks the connection lightly: what can
  * change on a server without a restart (its voting members);
