@@ -406,8 +406,8 @@ static const char *not_ours(const hz_conn *c, const char *word, char *out, size_
 }
 
 #define MEMBER_FIX                                                                                 \
-    "connect to the members themselves, not through a load balancer, and add cons to "          \
-    "4lw.commands.whitelist: a four-letter word is trusted only when cons shows that the member " \
+    "connect to the members themselves, not through a load balancer, and add cons to "             \
+    "4lw.commands.whitelist: a four-letter word is trusted only when cons shows that the member "  \
     "answering holds idkeeper's session"
 
 /* The forceSync row: 1 when it is settled, 0 when a later full check should ask
