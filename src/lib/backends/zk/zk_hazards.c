@@ -77,9 +77,14 @@ typedef struct ik__zk_hz {
     unsigned checked_epoch; /* epoch when the last check began */
     int64_t checked_ns;     /* mono ns of the last check (0: none) */
     int complete;           /* every word of the last check answered (run_locked) */
-    char host[80];          /* the server it judged */
-    int64_t probe_session;  /* the session whose probe node exists */
-    int asked_ms;           /* the session timeout we asked for */
+    /* set while the thread asks a connection judged already again because a word
+     * went unanswered (hz_thread): a write on that connection (epoch unchanged)
+     * does not wait behind it (gate) */
+    atomic_int again;
+    atomic_uint again_epoch;
+    char host[80];         /* the server it judged */
+    int64_t probe_session; /* the session whose probe node exists */
+    int asked_ms;          /* the session timeout we asked for */
     int listening;
     /* the interval's re-check runs on a thread of its own (hz_thread): a write
      * never waits behind it */
@@ -645,7 +650,14 @@ static int gate(ik__backend *be)
 {
     zk_hz *z = hz_of(be);
     if (!z) return IK_OK;
-    pthread_mutex_lock(&z->run);
+    if (pthread_mutex_trylock(&z->run) != 0) {
+        /* the thread asks its words again on the connection already judged: a server
+         * that does not answer them would hold every renewal back by their deadline
+         * (t_zk_slow); the rows it has stand meanwhile */
+        if (atomic_load(&z->again) && atomic_load(&z->epoch) == atomic_load(&z->again_epoch))
+            return ik__hazards_refused(&be->hz, NULL, 0);
+        pthread_mutex_lock(&z->run);
+    }
     int rc = due_locked(be, z) ? run_locked(be, z, NULL, 0) : IK_OK;
     pthread_mutex_unlock(&z->run);
     if (rc && rc != IK_EUNSAFE) return rc;
@@ -667,8 +679,13 @@ static void *hz_thread(void *arg)
         pthread_mutex_unlock(&z->tmu);
         if (ik__hazards_due(&be->hz, atomic_load(&z->light_ns)) &&
             pthread_mutex_trylock(&z->run) == 0) { /* else a full check runs now */
-            int full = !z->complete || due_locked(be, z);
+            int due = due_locked(be, z), full = due || !z->complete;
+            if (!due && full) { /* only a word unanswered: writes need not wait */
+                atomic_store(&z->again_epoch, z->checked_epoch);
+                atomic_store(&z->again, 1);
+            }
             if (full) run_locked(be, z, NULL, 0);
+            atomic_store(&z->again, 0);
             pthread_mutex_unlock(&z->run);
             if (!full) light_check(be, z, NULL, 0);
         }
