@@ -75,6 +75,22 @@ grepq -E "^forceSync +\\? .* risk " "$T/lb_b.out" ||
 [ "$rc" = 5 ] || fail "check behind the balancer exited $rc: $(cat "$T/lb_b.out")"
 pass "behind a load balancer: the words' rows are risks (\"?\"), never ok or refused on another member's word"
 
+# ... and a member with hundreds of connections, whose cons answer is read in pieces:
+# our session is found in it wherever it falls
+/usr/bin/python3 -c '
+import socket, sys, time
+s = [socket.create_connection(("127.0.0.1", int(sys.argv[1]))) for _ in range(400)]
+print("held", flush=True)
+time.sleep(120)' "$P1" >"$T/idle.log" 2>&1 &
+IK_PIDS+=($!)
+wait_grep held "$T/idle.log" 30 || fail "400 idle connections: $(cat "$T/idle.log")"
+size=$(zk_4lw 1 cons | wc -c)
+((size > 16384)) || fail "member 1's cons answer is only $size bytes with 400 idle connections"
+rc=$(check_rc "$T/busy.out" --coord "zk://127.0.0.1:$P1/hz")
+grepq -E "^forceSync +yes \\(127\\.0\\.0\\.1:$P1: .* ok " "$T/busy.out" && grepq -E "^read-only +rw .* ok " "$T/busy.out" ||
+  fail "member 1 with a $size-byte cons answer: not judged on its own word (exit $rc): $(cat "$T/busy.out" "$T/busy.out.err")"
+pass "a member whose cons answer is $size bytes: the session found in it, forceSync and read-only judged"
+
 # 3. one mntr unanswered, at the full check of a reconnect
 PP=$(zk_free_port)
 fault_proxy_start "$PP" "$P1" raw || fail "the fault proxy did not start: $(cat "$T/proxy.log")"
