@@ -164,11 +164,13 @@ int ik__conn_full(const ik__conn *c)
     return c->out.len + c->held >= IK_OUT_HIGH || c->npend >= IK_PIPE_MAX || c->gate;
 }
 
+static void flush_later(ik__conn *c);
+
 void ik__conn_answered(ik__conn *c, ik__pend *p)
 {
     p->done = 1;
     c->last_active = loop_now(c);
-    ik__conn_flush(c);
+    flush_later(c);
 }
 
 /* ---- writing ----------------------------------------------------------------------------- */
