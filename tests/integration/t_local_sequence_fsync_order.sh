@@ -24,12 +24,15 @@ coord=(--coord "local:$T/data")
 real=$IK_BIN
 cat >"$T/traced" <<EOF
 #!/bin/sh
-exec strace -f -qq -s 4096 -o "$T/trace" -e trace=openat,pwrite64,write,writev,fdatasync,fsync,close -- "$real" "\$@"
+ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" exec strace -f -qq -s 4096 -o "$T/trace" -e trace=openat,pwrite64,write,writev,fdatasync,fsync,close -- "$real" "\$@"
 EOF
 chmod +x "$T/traced"
 IK_BIN=$T/traced
 resp_serve a "${coord[@]}" --threads 1 --log-sequence-commits || fail "server did not start: $(tail -n 5 "$T/a.log")"
 IK_BIN=$real
+# strace killed by the cleanup would leave its tracee running: stop that too
+traced_stop() { pkill -KILL -P "${SERVER_PID[a]}" -x idkeeper 2>/dev/null || true; }
+IK_CLEANUPS+=(traced_stop)
 
 # 4 clients, 8 commands pipelined each: batches of many requests
 redis-benchmark -p "$RPORT" -c 4 -P 8 -n 4000 -q INCR q >"$T/bench.out" 2>&1 || fail "redis-benchmark: $(cat "$T/bench.out")"
