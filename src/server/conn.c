@@ -164,11 +164,17 @@ int ik__conn_full(const ik__conn *c)
     return c->out.len + c->held >= IK_OUT_HIGH || c->npend >= IK_PIPE_MAX || c->gate;
 }
 
+static void flush_later(ik__conn *c);
+static void on_idle(uv_idle_t *h)
+{
+    (void)h; /* its being active is the point: the loop polls without waiting */
+}
+
 void ik__conn_answered(ik__conn *c, ik__pend *p)
 {
     p->done = 1;
     c->last_active = loop_now(c);
-    ik__conn_flush(c);
+    flush_later(c);
 }
 
 /* ---- writing ----------------------------------------------------------------------------- */
@@ -319,17 +325,22 @@ void ik__conn_flush(ik__conn *c)
 
 /* ---- the end of a turn ------------------------------------------------------------------- */
 
-/* After a read: c's answers are written when the loop's turn has read from every
- * connection that was ready (on_turn), not one connection at a time. With many
- * clients the loop then writes its answers together and the clients send their next
- * requests together, so that one epoll_wait finds many connections ready, instead of
- * the loop waking for each (docs/BENCHMARKS.md, "RESP -P 16"). */
+/* After a read or an answer: c's answers are written when the loop's turn has read
+ * from every connection that was ready and rendered every answer that came back
+ * (on_turn), not one connection, or one answer, at a time. With many clients the
+ * loop then writes its answers together and the clients send their next requests
+ * together, so that one epoll_wait finds many connections ready, instead of the loop
+ * waking for each (docs/BENCHMARKS.md, "RESP -P 16"); a sequence write's answers
+ * leave in one write a connection, not one an answer. The idle handle keeps a turn
+ * whose answer came from a timer from sleeping in epoll_wait before its check. */
 static void flush_later(ik__conn *c)
 {
     if (c->queued) return;
     c->queued = 1;
-    c->wnext = c->w->turn.head;
-    c->w->turn.head = c;
+    ik__turn *t = &c->w->turn;
+    if (!t->head) uv_idle_start(&t->idle, on_idle);
+    c->wnext = t->head;
+    t->head = c;
 }
 
 static void on_turn(uv_check_t *h)
@@ -341,6 +352,7 @@ static void on_turn(uv_check_t *h)
         c->queued = 0;
         ik__conn_flush(c);
     }
+    uv_idle_stop(&w->turn.idle);
 }
 
 int ik__turn_init(ik__worker *w)
@@ -351,6 +363,8 @@ int ik__turn_init(ik__worker *w)
     w->turn.check.data = w;
     if ((r = uv_check_start(&w->turn.check, on_turn)) != 0) return r;
     uv_unref((uv_handle_t *)&w->turn.check); /* the loop ends without waiting for it */
+    if ((r = uv_idle_init(&w->loop, &w->turn.idle)) != 0) return r;
+    uv_unref((uv_handle_t *)&w->turn.idle);
     return 0;
 }
 

@@ -18,8 +18,10 @@
  *   WAITING (a pending answer at the head of c->pend_head): reads go on, later
  *   requests queue behind it, nothing is written until the head's answer comes back
  *   (ik__pend_complete -> proto->answer -> ik__conn_answered).
- *   After a read, ik__conn_flush runs at the end of the loop's turn (ik__turn), once
- *   every connection that was ready has been read: the turn's answers leave together.
+ *   After a read, and after an answer comes back from the store, ik__conn_flush runs
+ *   at the end of the loop's turn (ik__turn), once every connection that was ready has
+ *   been read and every answer that came back has been rendered: the turn's answers
+ *   leave together, one write a connection.
  *   final answer (error, close asked, draining) --> LINGERING: shutdown(WR), read and
  *   discard until EOF or IK_LINGER_MS --> closed
  *   EOF between requests: answer what was read, then close. EOF inside a request,
@@ -129,6 +131,7 @@ struct ik__conn {
  * done (a uv_check handle: after the turn's I/O callbacks, before it polls again). */
 typedef struct ik__turn {
     uv_check_t check; /* its data is the worker */
+    uv_idle_t idle;   /* active while head is not empty: the turn does not sleep first */
     ik__conn *head;   /* by wnext */
     int ready;        /* check initialized (closed by the loop's teardown) */
 } ik__turn;
