@@ -159,19 +159,14 @@ void ik__conn_ready_done(ik__conn *c, const ik__buf *dst, size_t before);
 void ik__conn_push(ik__conn *c, ik__pend *p);
 /* 1 if the protocol must stop parsing now (see "Back-pressure"). */
 int ik__conn_full(const ik__conn *c);
-/* A protocol's answer hook asks this first. A sequence range p brought back for c,
- * whose client has gone while the write ran: an EOF, a hang-up or a reset already
- * waiting on the socket that this loop has not read yet (a server stalled past the
- * client's timeout: a stop, a VM pause, a starved CPU). Written now, the answer would
- * count as delivered; instead c closes as a client gone and the range is a gap,
- * logged and counted, and p is freed: 1 (the hook returns at once). Else 0
- * (docs/sequence.md, "Clients that give up"). */
-int ik__conn_answer_gone(ik__conn *c, ik__pend *p);
 /* p is rendered (p->out): moves the connection on. */
 void ik__conn_answered(ik__conn *c, ik__pend *p);
 /* Moves the connection on after new output, a finished write or an answer that
  * came back: finished answers into c->out, c->out to the socket, then waits, closes,
- * parses kept input, or reads again. */
+ * parses kept input, or reads again. Before output that holds a sequence range is
+ * written, a peer that has hung up (an EOF, hang-up or reset waiting unread) closes
+ * c as a client gone: the ranges are gaps, logged and counted (docs/sequence.md,
+ * "Clients that give up"). */
 void ik__conn_flush(ik__conn *c);
 /* Stops reading from c (the protocol's final answer is coming). */
 void ik__conn_read_stop(ik__conn *c);

@@ -181,7 +181,6 @@ static uint64_t resp_started(const ik__conn *c)
 /* A pending answer came back: the command renders it (it may ask again). */
 static void resp_answer(ik__conn *c, ik__pend *p)
 {
-    if (ik__conn_answer_gone(c, p)) return;
     if (ik__resp_render(c->w, c->w->rkinds, p) == IK_PENDING) return; /* asked again */
     if (c->gate == p) c->gate = NULL;
     ik__conn_answered(c, p);
