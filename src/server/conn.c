@@ -78,7 +78,6 @@ static int peer_gone(ik__conn *c)
     return (pf.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
 }
 
-
 static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
 {
     ik__conn *c = h->data;
