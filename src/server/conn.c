@@ -455,13 +455,13 @@ static void on_connection(uv_stream_t *server, int status)
     }
     c->fd = fd;
     ik__count(&w->m.accepted);
-    if (open > srv->cfg->max_connections || w->draining) {
+    if (open > srv->cfg->max_connections || w->draining ||
+        (c->proto->admit && c->proto->admit(c) != 0)) {
         if (c->proto->refused) c->proto->refused(c, w->draining);
         ik__count(&w->m.rejected);
         conn_close(c);
         return;
     }
-    if (c->proto->accepted) c->proto->accepted(c);
     uv_tcp_nodelay(&c->tcp, 1);
     c->last_active = uv_now(&w->loop);
     read_start(c);
@@ -529,10 +529,13 @@ void ik__conn_sweep(ik__worker *w, uint64_t now)
     for (ik__conn *c = w->conns; c; c = next) {
         next = c->next;
         if (c->closing) continue;
-        uint64_t started;
+        uint64_t started, due;
         if (w->draining && now >= w->drain_deadline) {
             if (c->pend_head && !c->writing) fail_pending(c);
             close_why(c, IK_GONE_SHUTDOWN);
+        } else if (c->proto->deadline && (due = c->proto->deadline(c)) && now >= due) {
+            ik__count(&w->m.timeouts); /* RESP: never authenticated in time */
+            conn_close(c);
         } else if (c->lingering) {
             if (now >= c->linger_until) conn_close(c);
         } else if (c->writing) { /* a peer that does not read */

@@ -73,8 +73,9 @@ typedef struct ik__proto {
     void (*init)(ik__conn *c);
     /* Frees what init allocated. */
     void (*free_conn)(ik__conn *c);
-    /* Admitted: after accept, within max-connections. NULL: nothing to do. */
-    void (*accepted)(ik__conn *c);
+    /* After accept, within max-connections: returns 0 to admit c, or 1 to refuse it
+     * (a protocol's own share of the limit; refused is then called). NULL: admitted. */
+    int (*admit)(ik__conn *c);
     /* Refused (max-connections, or the server drains): may write its last words
      * before the close. NULL: closed in silence. */
     void (*refused)(ik__conn *c, int draining);
@@ -87,6 +88,10 @@ typedef struct ik__proto {
     /* Loop ms at which the request being read began (at least 1); 0 between
      * requests. Drives the read timeout, and EOF or draining inside a request. */
     uint64_t (*started)(const ik__conn *c);
+    /* Loop ms by which the client must have done what the protocol asks first
+     * (RESP with a token: authenticate); 0 if nothing is due. Past it the sweep
+     * closes c (counted as a timeout). NULL: never. */
+    uint64_t (*deadline)(const ik__conn *c);
     /* Answer p (c's, come back from the store, p->rc set) is to be rendered into
      * p->out; then ik__conn_answered(c, p), unless it was asked again (in flight). */
     void (*answer)(ik__conn *c, ik__pend *p);

@@ -162,6 +162,7 @@ typedef struct ik__server {
     int nworkers;
     ik__worker **workers;
     atomic_int connections;  /* open connections, all loops */
+    atomic_int unauthed;     /* of which RESP connections not yet authenticated (resp_conn.c) */
     pthread_mutex_t gaps_mu; /* guards gaps */
     ik__gap_count *gaps;     /* sequence gaps seen, for /metrics (ik__gap_add) */
     size_t ngaps, gaps_cap;
