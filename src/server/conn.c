@@ -49,6 +49,7 @@ static void drop(ik__conn *c, int why)
     }
     c->pend_head = c->pend_tail = NULL;
     c->npend = 0;
+    c->charged = 0;
     c->gate = NULL;
 }
 
@@ -120,6 +121,11 @@ static void push(ik__conn *c, ik__pend *p)
 
 void ik__conn_push(ik__conn *c, ik__pend *p)
 {
+    if (!p->charge) {
+        uint64_t b = IK_ANSWER_BYTES + (uint64_t)IK_ID_BYTES * p->n;
+        p->charge = b < UINT32_MAX ? (uint32_t)b : UINT32_MAX;
+    }
+    c->charged += p->charge;
     push(c, p);
 }
 
@@ -150,7 +156,7 @@ void ik__conn_ready_done(ik__conn *c, const ik__buf *dst, size_t before)
 
 int ik__conn_full(const ik__conn *c)
 {
-    return c->out.len + c->held >= IK_OUT_HIGH || c->npend >= IK_PIPE_MAX || c->gate;
+    return c->out.len + c->held + c->charged >= IK_OUT_HIGH || c->npend >= IK_PIPE_MAX || c->gate;
 }
 
 void ik__conn_answered(ik__conn *c, ik__pend *p)
@@ -244,6 +250,7 @@ void ik__conn_flush(ik__conn *c)
             ik__pend *p = c->pend_head;
             ik__buf_append(&c->out, p->out.p, p->out.len);
             if (p->op == IK_OP_HELD) c->held -= p->out.len;
+            c->charged -= p->charge;
             c->pend_head = p->next;
             if (!c->pend_head) c->pend_tail = NULL;
             c->npend--;
@@ -514,6 +521,7 @@ static void fail_pending(ik__conn *c)
             c->pend_head = q;
         }
         if (c->pend_tail == p) c->pend_tail = q;
+        c->charged -= p->charge;
         ik__pend_detach(w, p, IK_GONE_SHUTDOWN);
         prev = q;
     }

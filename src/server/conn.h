@@ -42,9 +42,15 @@
  *   nothing is queued before it; else into a held ik__pend behind the pending ones
  *   (ik__conn_ready; RESP appends to the last held one, HTTP holds each answer in
  *   its own). Finished answers move from the head of the queue into c->out.
- * - Back-pressure: above IK_OUT_HIGH bytes of output (in c->out or held) or
- *   IK_PIPE_MAX queued answers, or while a gate answer is out (ik__conn_full), the
- *   protocol stops parsing and the unparsed rest of the read waits in c->stash.
+ * - Back-pressure: above IK_OUT_HIGH bytes of output (in c->out, held, or charged
+ *   for the answers still pending) or IK_PIPE_MAX queued answers, or while a gate
+ *   answer is out (ik__conn_full), the protocol stops parsing and the unparsed rest
+ *   of the read waits in c->stash; reads stop.
+ * - Charge: a pending answer is charged, from its queuing until it moves into
+ *   c->out, the memory its answer may take (its ID array and rendered output:
+ *   IK_ANSWER_BYTES + IK_ID_BYTES per ID, unless its protocol set a smaller one), so
+ *   that a client that pipelines large requests and never reads holds at most
+ *   IK_OUT_HIGH plus one answer's worth (docs/resp.md, docs/http.md).
  * - After an answer that closes the connection (c->close_after) nothing more is
  *   parsed.
  * - The hot path (one request answered at once) allocates nothing: c->out starts on
@@ -61,7 +67,9 @@
 #define IK_OUT_HIGH (256 * 1024) /* pause pipelined parsing above this much output */
 #define IK_LINGER_MS 2000        /* drain input this long after a final answer */
 #define IK_CONN_OUT_INLINE 512
-#define IK_PIPE_MAX 64 /* answers queued on one connection; parsing pauses beyond */
+#define IK_PIPE_MAX 64      /* answers queued on one connection; parsing pauses beyond */
+#define IK_ANSWER_BYTES 256 /* charged for a pending answer, beside its IDs */
+#define IK_ID_BYTES 32      /* charged per ID of a pending answer: 8 held, 24 rendered */
 
 /* A protocol on the connection core. Every hook runs on the connection's loop. */
 typedef struct ik__proto {
@@ -119,6 +127,7 @@ struct ik__conn {
     ik__pend *pend_head, *pend_tail; /* answers not yet in c->out, in request order */
     int npend;
     size_t held;      /* bytes in held (ready) answers of the queue */
+    size_t charged;   /* bytes charged for the queue's pending answers (p->charge) */
     ik__pend *gate;   /* an answer out that parsing waits for (RESP: INCR finding its
                          tag's kind), or NULL */
     ik__pend *unsent; /* sequence answers in c->out not yet written whole (see drop) */
@@ -160,7 +169,8 @@ void ik__listener_close(ik__listener *l);
  * length it had before. */
 ik__buf *ik__conn_ready(ik__conn *c);
 void ik__conn_ready_done(ik__conn *c, const ik__buf *dst, size_t before);
-/* Queues p, a pending answer (its protocol renders it when it comes back). */
+/* Queues p, a pending answer (its protocol renders it when it comes back), charged
+ * p->charge, or if that is 0 IK_ANSWER_BYTES + IK_ID_BYTES * p->n (see "Charge"). */
 void ik__conn_push(ik__conn *c, ik__pend *p);
 /* 1 if the protocol must stop parsing now (see "Back-pressure"). */
 int ik__conn_full(const ik__conn *c);

@@ -293,6 +293,14 @@ static void put_ids(ik__buf *out, const int64_t *ids, int64_t first, size_t n, i
         ik__resp_int(out, ids ? ids[i] : first + (int64_t)i);
 }
 
+/* What a pending answer of n IDs in shape is charged against its connection's output
+ * limit (conn.h, "Charge"): one integer answers hold at most the ID array while
+ * pending; 0 lets the core charge an array's worth. */
+static uint32_t charge_of(uint32_t n, int shape)
+{
+    return shape == SH_LAST ? IK_ANSWER_BYTES + 8u * n : 0;
+}
+
 static void count_cmd(ik__worker *w, size_t row, int ok)
 {
     ik__count(&w->m.resp_cmds[row][ok ? 0 : 1]);
@@ -316,6 +324,7 @@ static void issue(ik__rcall *c, int op, const char *tag, uint32_t n, int shape, 
             p->rshape = (uint8_t)shape;
             p->rproto = c->s->proto;
             p->rflip = (uint8_t)flip;
+            p->charge = charge_of(n, shape);
             c->pend = p;
             return;
         }
@@ -424,6 +433,7 @@ static void c_snowflake(ik__rcall *c)
     if (rc == IK_PENDING) {
         p->rshape = (uint8_t)(array ? SH_ARRAY : SH_LAST);
         p->rproto = c->s->proto;
+        p->charge = charge_of(n, p->rshape);
         c->pend = p;
     } else if (rc != 0) {
         put_gen_error(w, c->out, rc);
