@@ -541,9 +541,6 @@ void ik__conn_sweep(ik__worker *w, uint64_t now)
         if (w->draining && now >= w->drain_deadline) {
             if (c->pend_head && !c->writing) fail_pending(c);
             close_why(c, IK_GONE_SHUTDOWN);
-        } else if (c->proto->deadline && (due = c->proto->deadline(c)) && now >= due) {
-            ik__count(&w->m.timeouts); /* RESP: never authenticated in time */
-            conn_close(c);
         } else if (c->lingering) {
             if (now >= c->linger_until) conn_close(c);
         } else if (c->writing) { /* a peer that does not read */
@@ -564,7 +561,9 @@ void ik__conn_sweep(ik__worker *w, uint64_t now)
             /* waiting for the store, or for our own output: not idle */
         } else if (w->draining) {
             conn_close(c);
-        } else if (now - c->last_active >= ito) {
+        } else if (now - c->last_active >= ito ||
+                   (c->proto->deadline && (due = c->proto->deadline(c)) && now >= due)) {
+            /* idle, or past the protocol's deadline (RESP: not authenticated in time) */
             ik__count(&w->m.timeouts);
             conn_close(c);
         }

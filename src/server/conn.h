@@ -98,7 +98,8 @@ typedef struct ik__proto {
     uint64_t (*started)(const ik__conn *c);
     /* Loop ms by which the client must have done what the protocol asks first
      * (RESP with a token: authenticate); 0 if nothing is due. Past it the sweep
-     * closes c (counted as a timeout). NULL: never. */
+     * closes c as it closes an idle one (counted as a timeout; a request being
+     * read or an answer being written has its own timeouts). NULL: never. */
     uint64_t (*deadline)(const ik__conn *c);
     /* Answer p (c's, come back from the store, p->rc set) is to be rendered into
      * p->out; then ik__conn_answered(c, p), unless it was asked again (in flight). */
