@@ -866,6 +866,25 @@ static void c_reset(ik__rcall *c)
 /* ---- dispatch ----------------------------------------------------------------------------------
  */
 
+/* A command named POST or Host: (ik__resp_cross_protocol): an HTTP request on this
+ * port, a browser made to post a form here, whose next lines must not run. As
+ * redis-server: nothing answered, the connection closes (quit), logged at most once
+ * a minute per loop (docs/resp.md, "Errors"). Off the hot path: only for names not
+ * in the table. */
+static void cross_protocol(ik__rcall *c, const char *name, size_t n)
+{
+    ik__worker *w = c->w;
+    uint64_t now = uv_now(&w->loop);
+    if (w->attack_logged_ms == 0 || now - w->attack_logged_ms >= 60000) {
+        w->attack_logged_ms = now;
+        ik__log("Possible SECURITY ATTACK detected: a %s line from %s on the RESP port, an "
+                "HTTP request (a web page can make a browser send one); connection closed, "
+                "nothing in it run",
+                n == 4 ? "POST" : "Host:", c->s->peer);
+    }
+    c->s->quit = 1;
+}
+
 void ik__resp_dispatch(ik__rcall *c)
 {
     ik__worker *w = c->w;
@@ -884,6 +903,11 @@ void ik__resp_dispatch(ik__rcall *c)
     }
     size_t before = c->out->len;
     c->pend = NULL;
+    if (!r && ik__resp_cross_protocol(name, n)) {
+        cross_protocol(c, name, n);
+        count_cmd(w, NCMDS, 0);
+        return;
+    }
     if (!r) {
         char q[140], args[600];
         size_t k = 0;

@@ -54,30 +54,6 @@ static void rconn_fail(resp_conn *r, const char *msg)
     r->started = 0;
 }
 
-/* 1 if the command in the parser is an HTTP request line ("POST / HTTP/1.1") or
- * header ("Host: ..."): a browser, or another cross-protocol client, talking HTTP to
- * this port, whose next lines (a form's body) must not run as commands. As
- * redis-server, the connection is closed with nothing answered (docs/resp.md,
- * "Errors"); logged at most once a minute per loop. */
-static int cross_protocol(resp_conn *r)
-{
-    const char *a;
-    size_t n;
-    ik__respp_arg(&r->rp, 0, &a, &n);
-    if (!ik__resp_cross_protocol(a, n)) return 0;
-    ik__worker *w = r->c.w;
-    uint64_t now = uv_now(&w->loop);
-    if (w->attack_logged_ms == 0 || now - w->attack_logged_ms >= 60000) {
-        w->attack_logged_ms = now;
-        ik__log("Possible SECURITY ATTACK detected: a %s line from %s on the RESP port, an "
-                "HTTP request (a web page can make a browser send one); connection closed, "
-                "nothing in it run",
-                n == 4 ? "POST" : "Host:", r->s.peer);
-    }
-    ik__count(&w->m.resp_cmds[ik__resp_ncmds][1]);
-    return 1;
-}
-
 /* ---- connections that have not authenticated --------------------------------------------
  *
  * With a token set, a RESP connection that has not authenticated (since accept, or
@@ -124,10 +100,6 @@ static void run_command(resp_conn *r)
 {
     ik__conn *c = &r->c;
     ik__worker *w = c->w;
-    if (cross_protocol(r)) {
-        c->close_after = 1;
-        return;
-    }
     ik__rcall call;
     call.w = w;
     call.s = &r->s;
