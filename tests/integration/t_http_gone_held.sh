@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# labels: http counters
+# labels: http resp counters
 # timeout: 120
 # A sequence answer that came back while its client was still there, but waits in
 # the answer queue behind an earlier pending answer, and whose client closes before
