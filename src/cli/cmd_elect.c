@@ -110,6 +110,9 @@ int ik__cmd_elect(const ik_cli_command *cmd, ik_cli_opts *o)
         if (ik__sup_next(&r.sup, recheck ? 100 : -1, &ev) != 0) {
             ik__cli_fail(cmd, "waiting: %s", strerror(errno));
             ik__sup_stop(&r.sup, 0);
+            int code; /* CMD's tree gone before the release */
+            while (ik__sup_wait_gone(&r.sup, &code) < 0 && errno == EINTR) {
+            }
             rc = IK_EXIT_FAIL;
             break;
         }
@@ -183,7 +186,7 @@ int ik__cmd_elect(const ik_cli_command *cmd, ik_cli_opts *o)
         snprintf(e_fence, sizeof e_fence, "IDKEEPER_FENCE=%" PRId64, hi.fence);
         grace = ik__cli_grace_now(o, hi.session_timeout_ms);
         char why[512];
-        rc = ik__sup_spawn(&r.sup, argv, env, why, sizeof why);
+        rc = ik__sup_spawn(&r.sup, argv, env, grace, why, sizeof why);
         if (rc) {
             ik__cli_fail(cmd, "%s", why);
             break;

@@ -90,9 +90,9 @@ int64_t ik__cli_grace(const ik_cli_opts *o, int64_t session_ms, int64_t *max)
 {
     int given = o->v[IK_OPT_GRACE].text != NULL;
     int64_t g = o->v[IK_OPT_GRACE].n;
-    if (session_ms <= 0) { /* local: never lost */
+    if (session_ms <= 0) { /* local: never lost; the grace serves the stops only */
         *max = -1;
-        return given ? g : 0;
+        return given ? g : IK_CLI_LOCAL_GRACE_MS;
     }
     *max = session_ms / 4;
     return given ? g : session_ms / 6;
@@ -226,7 +226,7 @@ int ik__cmd_lock(const ik_cli_command *cmd, ik_cli_opts *o)
     snprintf(e_node, sizeof e_node, "IDKEEPER_LOCK_NODE=%s", hi.node);
     const char *env[] = {e_path, e_fence, e_node, NULL};
     char why[512];
-    rc = ik__sup_spawn(&r.sup, argv, env, why, sizeof why);
+    rc = ik__sup_spawn(&r.sup, argv, env, grace, why, sizeof why);
     if (rc) {
         ik__cli_fail(cmd, "%s", why);
         ik_lock_release(r.lk);
@@ -237,6 +237,9 @@ int ik__cmd_lock(const ik_cli_command *cmd, ik_cli_opts *o)
         if (ik__sup_next(&r.sup, -1, &ev) != 0) {
             ik__cli_fail(cmd, "waiting for %s: %s", argv[0], strerror(errno));
             ik__sup_stop(&r.sup, 0);
+            int code; /* CMD's tree gone before the release */
+            while (ik__sup_wait_gone(&r.sup, &code) < 0 && errno == EINTR) {
+            }
             rc = IK_EXIT_FAIL;
             break;
         }
