@@ -79,6 +79,7 @@ int ik__cli_hold_begin(const ik_cli_command *cmd, const ik_cli_opts *o, ik_sup *
         ik__cli_fail(cmd, "cannot set up signals: %s", strerror(errno));
         return IK_EXIT_FAIL;
     }
+    sup->who = cmd->name;
     *c = NULL;
     rc = ik__cli_open_coord(cmd, o, c);
     if (rc == 0) rc = ik__cli_locks_offered(cmd, *c);

@@ -203,8 +203,8 @@ static void put_int(int fd, int v)
  * no child left (S3), with CMD's code. On 'K' from ctl, or EOF (idkeeper gone: S1),
  * it kills the group and every descendant, sweeping again every 10 ms until none
  * is left. */
-static _Noreturn void guardian(const ik_sup *s, int ctl_r, int rep_w, int ep_w,
-                               char *const argv[], char **envp, int tty)
+static _Noreturn void guardian(const ik_sup *s, int ctl_r, int rep_w, int ep_w, char *const argv[],
+                               char **envp, int tty)
 {
     pid_t self = getpid();
     setpgid(0, 0);
@@ -303,6 +303,8 @@ int ik__sup_spawn(ik_sup *s, char *const argv[], const char *const env_add[], in
     s->cmd_code = -1;
     s->grace_ms = grace_ms > 0 ? grace_ms : 0;
     s->kill_at_ms = 0;
+    s->cmd = argv[0];
+    s->told_kill = 0;
     int e = 0;
     ssize_t r;
     while ((r = read(ep[0], &e, sizeof e)) < 0 && errno == EINTR) {
@@ -334,6 +336,21 @@ static void kill_tree(ik_sup *s)
         while (write(s->ctl_w, &k, 1) < 0 && errno == EINTR) {
         }
     }
+}
+
+/* One line on stderr the first time the grace of a CMD's tree runs out. */
+static void tell_kill(ik_sup *s)
+{
+    if (s->told_kill) return;
+    s->told_kill = 1;
+    if (s->cmd_code >= 0)
+        fprintf(stderr,
+                "idkeeper: %s: %s exited, but processes it started still ran when the grace "
+                "ended: killed them\n",
+                s->who ? s->who : "lock", s->cmd);
+    else
+        fprintf(stderr, "idkeeper: %s: %s did not end within the grace: killed its process tree\n",
+                s->who ? s->who : "lock", s->cmd);
 }
 
 void ik__sup_signal(ik_sup *s, int sig)
@@ -413,6 +430,7 @@ int ik__sup_next(ik_sup *s, int64_t timeout_ms, ik_sup_event *ev)
         }
         int64_t now = mono_ms();
         if (s->child > 0 && s->kill_at_ms && now >= s->kill_at_ms) {
+            tell_kill(s);
             kill_tree(s);
             s->kill_at_ms = now + 1000; /* again later if it somehow survives */
         }

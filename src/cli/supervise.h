@@ -62,6 +62,9 @@ typedef struct ik_sup {
     int cmd_code;       /* CMD's code once it came, -1 before */
     int64_t grace_ms;   /* the rest of the tree's time after CMD exits or a signal */
     int64_t kill_at_ms; /* monotonic ms at which the tree gets SIGKILL, 0: none */
+    const char *who;    /* the command's name, for stderr ("lock", "elect") */
+    const char *cmd;    /* CMD's argv[0] while it runs, for stderr */
+    int told_kill;      /* 1 once the SIGKILL of this CMD's tree was told */
 } ik_sup;
 
 typedef enum ik_sup_kind {
