@@ -124,8 +124,10 @@ int ik__cmd_lock(const ik_cli_command *cmd, ik_cli_opts *o)
     lock_run r;
     memset(&r, 0, sizeof r);
     ik_coord *c;
+    int64_t t0 = ik__sup_mono_ms();
     int rc = ik__cli_hold_begin(cmd, o, &r.sup, &c);
     if (rc) return rc;
+    int64_t open_ms = ik__sup_mono_ms() - t0; /* not counted by --timeout (docs/cli.md) */
     const char *path = o->args[0];
     char *const *argv = &o->args[o->rest];
     r.timeout_ms = o->v[IK_OPT_TIMEOUT].text ? o->v[IK_OPT_TIMEOUT].n : -1;
@@ -172,8 +174,15 @@ int ik__cmd_lock(const ik_cli_command *cmd, ik_cli_opts *o)
     }
     if (r.rc != 0) {
         if (r.rc == IK_ETIMEDOUT || r.rc == IK_EBUSY) {
-            ik__cli_fail(cmd, "timed out after %" PRId64 " ms waiting for the lock at %s",
-                         r.timeout_ms, path);
+            if (open_ms < 1000)
+                ik__cli_fail(cmd, "timed out after %" PRId64 " ms waiting for the lock at %s",
+                             r.timeout_ms, path);
+            else
+                ik__cli_fail(cmd,
+                             "timed out after %" PRId64 " ms waiting for the lock at %s "
+                             "(--timeout counts from the moment the store was open and "
+                             "checked, which took %" PRId64 " ms before it)",
+                             r.timeout_ms, path, open_ms);
             rc = IK_EXIT_LOCK_TIMEOUT;
         } else if (r.rc == IK_ECLOSED) {
             rc = 128 + sig;

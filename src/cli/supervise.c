@@ -35,7 +35,7 @@
 
 extern char **environ;
 
-static int64_t mono_ms(void)
+int64_t ik__sup_mono_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -210,6 +210,7 @@ static _Noreturn void guardian(const ik_sup *s, int ctl_r, int rep_w, int ep_w, 
     setpgid(0, 0);
     if (tty) tcsetpgrp(0, self);
     prctl(PR_SET_CHILD_SUBREAPER, 1);
+    prctl(PR_SET_NAME, "idkeeper-guard"); /* in ps: not taken for idkeeper */
     sigset_t all, chld;
     sigfillset(&all);
     sigprocmask(SIG_SETMASK, &all, NULL); /* S4 */
@@ -324,7 +325,7 @@ int ik__sup_spawn(ik_sup *s, char *const argv[], const char *const env_add[], in
 /* Arms SIGKILL of CMD's whole tree at now + ms, unless it is armed sooner. */
 static void arm_kill(ik_sup *s, int64_t ms)
 {
-    int64_t at = mono_ms() + (ms > 0 ? ms : 0);
+    int64_t at = ik__sup_mono_ms() + (ms > 0 ? ms : 0);
     if (s->kill_at_ms == 0 || at < s->kill_at_ms) s->kill_at_ms = at;
 }
 
@@ -421,14 +422,14 @@ static int reap(ik_sup *s, int *code)
 
 int ik__sup_next(ik_sup *s, int64_t timeout_ms, ik_sup_event *ev)
 {
-    int64_t until = timeout_ms < 0 ? -1 : mono_ms() + timeout_ms;
+    int64_t until = timeout_ms < 0 ? -1 : ik__sup_mono_ms() + timeout_ms;
     memset(ev, 0, sizeof *ev);
     for (;;) {
         if (reap(s, &ev->code)) {
             ev->kind = IK_SUP_EXITED;
             return 0;
         }
-        int64_t now = mono_ms();
+        int64_t now = ik__sup_mono_ms();
         if (s->child > 0 && s->kill_at_ms && now >= s->kill_at_ms) {
             tell_kill(s);
             kill_tree(s);

@@ -81,6 +81,9 @@ typedef struct ik_sup_event {
     int code;
 } ik_sup_event;
 
+/* The monotonic clock in ms. */
+int64_t ik__sup_mono_ms(void);
+
 /* Blocks the signals and opens the signalfd and the pipe. 0 or -1 (errno). */
 int ik__sup_init(ik_sup *s);
 void ik__sup_fini(ik_sup *s);
