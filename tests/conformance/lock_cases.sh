@@ -333,13 +333,13 @@ case_tree() {
   esac
   local b_cmd='echo "B $$ $EPOCHREALTIME" >>"$0"; sleep 1'
   if [ "$tool" = lock ]; then
-    "${IK_LOCK[@]}" "$path" -- bash -c "$inner; true" 2>>"$T/tree.err" &
+    "${IK_LOCK[@]}" "$path" -- bash -c "$inner; true" 2>"$hb.a.err" &
   else
-    "${IK_ELECT[@]}" --id A "$path" -- bash -c "$inner; true" 2>>"$T/tree.err" &
+    "${IK_ELECT[@]}" --id A "$path" -- bash -c "$inner; true" 2>"$hb.a.err" &
   fi
   a=$!
   IK_PIDS+=($a)
-  wait_until 20 grepq '^A ' "$hb" || fail "$tool: A's worker never ran: $(tail -n 3 "$T/tree.err")"
+  wait_until 20 grepq '^A ' "$hb" || fail "$tool: A's worker never ran: $(tail -n 3 "$hb.a.err")"
   local sig=KILL
   [ "$how" = term ] && sig=TERM
   kill -$sig $a
@@ -369,5 +369,11 @@ case_tree() {
   [ -z "$after" ] || fail "$tool, $how, $shape: $after (A's processes left: ${left[*]:-none})"
   ((${#left[@]} == 0)) || fail "$tool, $how, $shape: A's processes ${left[*]} still ran after B ended"
   grepq '^B ' "$hb" || fail "$tool, $how, $shape: B's CMD never ran"
+  # each worker outlasts the grace after a SIGTERM (3 s, or for ever): A says it
+  # killed what was left
+  if [ "$how" = term ]; then
+    grepq -E 'did not end within the grace|still ran when the grace ended' "$hb.a.err" ||
+      fail "$tool, $how, $shape: A did not say it killed its tree: $(cat "$hb.a.err")"
+  fi
   pass "$tool, $how, $shape: A's tree gone before B's CMD started (A exited $rc)"
 }
