@@ -25,7 +25,9 @@
  * Not done here: a process started outside the tree on CMD's behalf (systemd-run,
  * at, a daemon asked over a socket) is not CMD's tree and is not stopped; no
  * cgroup or systemd scope is used. A SIGSTOP to CMD's group stops the guardian too:
- * it acts on idkeeper's death only after a SIGCONT.
+ * it acts on idkeeper's death only after a SIGCONT. A guardian killed by hand takes
+ * CMD (PR_SET_PDEATHSIG) and idkeeper kills the group, but a descendant that left
+ * the group is reparented past it.
  *
  * Threads: ik__sup_init must run before any other thread exists (it blocks the
  * signals for every thread created afterwards); ik__sup_note is safe from any
