@@ -118,18 +118,37 @@ struct ik__dirent64 {
     char d_name[];
 };
 
-/* The decimal number at *p (advancing it), or -1 if there is none. */
+/* The decimal number at *p (advancing it), or -1 if there is none; past INT32_MAX
+ * it stays above INT32_MAX (the digits are still consumed). */
 static long parse_num(const char **p, const char *end)
 {
     long v = -1;
     while (*p < end && **p >= '0' && **p <= '9') {
-        v = (v < 0 ? 0 : v * 10) + (**p - '0');
+        if (v <= INT32_MAX) v = (v < 0 ? 0 : v * 10) + (**p - '0');
         (*p)++;
     }
     return v;
 }
 
-/* Reads /proc/PID/stat: 1 with *ppid and *pgrp for a live process, 0 for a zombie
+int ik__sup_parse_stat(const char *buf, size_t len, pid_t *ppid, pid_t *pgrp)
+{
+    const char *end = buf + len, *p = end;
+    while (p > buf && p[-1] != ')') /* the name may hold ')': the last one ends it */
+        p--;
+    if (p == buf || end - p < 4 || p[0] != ' ' || p[2] != ' ' || p[1] == 'Z' || p[1] == 'X')
+        return 0;
+    p += 3; /* " S " */
+    long pp = parse_num(&p, end);
+    if (p >= end || *p != ' ') return 0;
+    p++;
+    long pg = parse_num(&p, end);
+    if (pp < 0 || pg < 0 || pp > INT32_MAX || pg > INT32_MAX) return 0;
+    *ppid = (pid_t)pp;
+    *pgrp = (pid_t)pg;
+    return 1;
+}
+
+/* Reads /proc/NAME/stat: 1 with *ppid and *pgrp for a live process, 0 for a zombie
  * or a process gone meanwhile. */
 static int proc_stat(const char *name, pid_t *ppid, pid_t *pgrp)
 {
@@ -143,19 +162,7 @@ static int proc_stat(const char *name, pid_t *ppid, pid_t *pgrp)
     char buf[512];
     ssize_t r = read(fd, buf, sizeof buf);
     close(fd);
-    if (r <= 0) return 0;
-    const char *end = buf + r, *p = end;
-    while (p > buf && p[-1] != ')') /* the name may hold ')': the last one ends it */
-        p--;
-    if (p == buf || end - p < 4 || p[1] == 'Z' || p[1] == 'X') return 0;
-    p += 3; /* ") S " */
-    long pp = parse_num(&p, end);
-    if (p < end) p++;
-    long pg = parse_num(&p, end);
-    if (pp < 0 || pg < 0) return 0;
-    *ppid = (pid_t)pp;
-    *pgrp = (pid_t)pg;
-    return 1;
+    return r > 0 && ik__sup_parse_stat(buf, (size_t)r, ppid, pgrp);
 }
 
 /* One reading of /proc: SIGKILL to every live process of the guardian's process

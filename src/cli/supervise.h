@@ -83,6 +83,12 @@ typedef struct ik_sup_event {
     int code;
 } ik_sup_event;
 
+/* Parses the text of /proc/PID/stat (len bytes, not NUL-terminated): 1 with the
+ * parent's pid and the process group for a live process; 0 for a zombie, a dead
+ * process or a text it cannot read (the name, in parentheses, may hold any byte;
+ * the last ')' ends it). Async-signal-safe. */
+int ik__sup_parse_stat(const char *buf, size_t len, pid_t *ppid, pid_t *pgrp);
+
 /* The monotonic clock in ms. */
 int64_t ik__sup_mono_ms(void);
 
