@@ -291,9 +291,10 @@ case_elect_one_leader() {
 
 # case_tree TOOL HOW SHAPE: the process tree of a holder's CMD ends before the next
 # holder's CMD starts (docs/recipes.md, "CMD's process tree"). TOOL: lock or elect.
-# HOW: kill9 (idkeeper killed -9) or term (SIGTERM to idkeeper). SHAPE: the worker
-# under CMD = bash -c 'WORKER; true' (bash stays, the worker is its child, so a
-# signal to CMD alone misses it):
+# HOW: kill9 (idkeeper killed -9), term (SIGTERM to idkeeper), or exit (CMD =
+# bash -c 'WORKER & sleep 0.3; exit 0': CMD exits by itself, its worker left
+# running). SHAPE: the worker under CMD = bash -c 'WORKER; true' (bash stays, the
+# worker is its child, so a signal to CMD alone misses it):
 #   grandchild  the worker, which finishes gracefully over 3 s after a SIGTERM
 #   setsid      the same worker started by setsid(1): it leaves CMD's process group
 #   deaf        a worker that ignores SIGTERM
@@ -331,18 +332,20 @@ case_tree() {
     setsid) inner="setsid $T/worker A graceful $hb" ;;
     deaf) inner="$T/worker A deaf $hb" ;;
   esac
-  local b_cmd='echo "B $$ $EPOCHREALTIME" >>"$0"; sleep 1'
+  local b_cmd='echo "B $$ $EPOCHREALTIME" >>"$0"; sleep 1' a_cmd="$inner; true"
+  [ "$how" = exit ] && a_cmd="$inner & sleep 0.3; exit 0"
   if [ "$tool" = lock ]; then
-    "${IK_LOCK[@]}" "$path" -- bash -c "$inner; true" 2>"$hb.a.err" &
+    "${IK_LOCK[@]}" "$path" -- bash -c "$a_cmd" 2>"$hb.a.err" &
   else
-    "${IK_ELECT[@]}" --id A "$path" -- bash -c "$inner; true" 2>"$hb.a.err" &
+    "${IK_ELECT[@]}" --id A "$path" -- bash -c "$a_cmd" 2>"$hb.a.err" &
   fi
   a=$!
   IK_PIDS+=($a)
   wait_until 20 grepq '^A ' "$hb" || fail "$tool: A's worker never ran: $(tail -n 3 "$hb.a.err")"
-  local sig=KILL
-  [ "$how" = term ] && sig=TERM
-  kill -$sig $a
+  case $how in
+    kill9) kill -KILL $a ;;
+    term) kill -TERM $a ;;
+  esac
   if [ "$tool" = lock ]; then
     "${IK_LOCK[@]}" "$path" -- bash -c "$b_cmd" "$hb" 2>>"$T/tree.err" &
   else
@@ -369,9 +372,9 @@ case_tree() {
   [ -z "$after" ] || fail "$tool, $how, $shape: $after (A's processes left: ${left[*]:-none})"
   ((${#left[@]} == 0)) || fail "$tool, $how, $shape: A's processes ${left[*]} still ran after B ended"
   grepq '^B ' "$hb" || fail "$tool, $how, $shape: B's CMD never ran"
-  # each worker outlasts the grace after a SIGTERM (3 s, or for ever): A says it
-  # killed what was left
-  if [ "$how" = term ]; then
+  # each worker outlasts the grace after a SIGTERM (3 s, or for ever) or CMD's exit:
+  # A says it killed what was left
+  if [ "$how" != kill9 ]; then
     grepq -E 'did not end within the grace|still ran when the grace ended' "$hb.a.err" ||
       fail "$tool, $how, $shape: A did not say it killed its tree: $(cat "$hb.a.err")"
   fi

@@ -4,7 +4,8 @@
 # timeout: 300
 # The process tree of CMD under `idkeeper lock` and `idkeeper elect` (docs/recipes.md,
 # "CMD's process tree"; case_tree in lock_cases.sh): idkeeper killed -9, or given
-# SIGTERM, while CMD = bash -c 'WORKER; true' runs a worker that is a grandchild
+# SIGTERM, or CMD exiting by itself with its worker left running in the background,
+# while CMD = bash -c 'WORKER; true' runs a worker that is a grandchild
 # finishing gracefully over 3 s, a worker that left the group with setsid, or a
 # worker that ignores SIGTERM: no heartbeat of the old holder's tree lands after the
 # next holder's CMD started, and none of its processes is left.
@@ -17,7 +18,7 @@ COORD=$(conf_coord tree)
 source "$(dirname "$0")/lock_cases.sh"
 
 for tool in lock elect; do
-  for how in kill9 term; do
+  for how in kill9 term exit; do
     for shape in grandchild setsid deaf; do
       case_tree $tool $how $shape
     done
