@@ -1,7 +1,8 @@
 /* cmd_elect.c: `idkeeper elect PATH -- CMD [ARG...]`: campaigns at PATH and runs CMD
  * only while this process leads (docs/guarantees.md promise 22).
  *
- *   CAMPAIGNING --leading--> RUNNING CMD --CMD exits--> resign, exit with its code
+ *   CAMPAIGNING --leading--> RUNNING CMD --CMD exits--> its tree gone (SIGKILL to
+ *        what is left after the grace), resign, exit with its code
  *   RUNNING --leadership LOST--> STOPPING (SIGTERM, SIGKILL after the grace)
  *        --CMD gone--> CAMPAIGNING again (the library campaigns by itself),
  *                      or exit 125 with --once
@@ -10,7 +11,8 @@
  *        library tells a grant lost right after it came so, not as leading);
  *        LOST with --once: exit 125
  *   CAMPAIGNING --TERM/INT/HUP/QUIT--> resign, exit 128+sig
- *   RUNNING --TERM/INT/HUP/QUIT--> forwarded to CMD; its exit ends idkeeper
+ *   RUNNING --TERM/INT/HUP/QUIT--> forwarded to CMD; its exit ends idkeeper (SIGKILL
+ *        to CMD's tree if it has not ended within the grace)
  *
  * CMD starts only on a HELD note while ik_election_get_info (which checks the
  * lock's session, not only the notes delivered) says HELD. The grace: as for

@@ -4,11 +4,13 @@
  *   WAITING --granted--> GRANTED --the lock says HELD--> RUNNING
  *   GRANTED --the lock says IN_DOUBT--> wait for HELD again (or LOST)
  *   GRANTED --the lock says LOST--> release, exit 125 (CMD never ran)
- *   RUNNING --CMD exits--> release, exit with CMD's code
+ *   RUNNING --CMD exits--> its tree gone (SIGKILL to what is left after the grace),
+ *        release, exit with CMD's code (supervise.h: the guardian)
  *   WAITING --timeout--> exit 124          WAITING, GRANTED --TERM/INT/HUP--> exit 128+sig
  *   RUNNING --lock LOST--> STOPPING (SIGTERM, SIGKILL after the grace) --> exit 125
  *   RUNNING --lock IN_DOUBT / restored--> a line on stderr; CMD keeps running
- *   RUNNING --TERM/INT/HUP/QUIT--> forwarded to CMD's process group
+ *   RUNNING --TERM/INT/HUP/QUIT--> forwarded to CMD's process group; SIGKILL to
+ *        CMD's tree if it has not ended within the grace
  *
  * The acquire runs on a thread of its own so that the main thread keeps serving
  * signals while it waits; a signal cancels the wait (ik_lock_cancel). A notice of
