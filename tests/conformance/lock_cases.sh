@@ -298,6 +298,10 @@ case_elect_one_leader() {
 #   grandchild  the worker, which finishes gracefully over 3 s after a SIGTERM
 #   setsid      the same worker started by setsid(1): it leaves CMD's process group
 #   deaf        a worker that ignores SIGTERM
+#   daemon      the graceful worker double-forked out of the group, as a daemon
+#               starts: (setsid WORKER &) -- its parent exits at once, so it is
+#               orphaned and reparented (to the guardian, a subreaper, not to init);
+#               CMD is then bash -c '(setsid WORKER &); sleep 30'
 # Every worker appends "A PID EPOCHREALTIME" to one file every 20 ms; the next
 # holder's CMD (B, started right after the kill or the SIGTERM, waiting for the
 # grant) appends "B PID EPOCHREALTIME" to the same file (O_APPEND: the file's order
@@ -331,8 +335,10 @@ case_tree() {
     grandchild) inner="$T/worker A graceful $hb" ;;
     setsid) inner="setsid $T/worker A graceful $hb" ;;
     deaf) inner="$T/worker A deaf $hb" ;;
+    daemon) inner="(setsid $T/worker A graceful $hb &)" ;;
   esac
   local b_cmd='echo "B $$ $EPOCHREALTIME" >>"$0"; sleep 1' a_cmd="$inner; true"
+  [ "$shape" = daemon ] && a_cmd="$inner; sleep 30"
   [ "$how" = exit ] && a_cmd="$inner & sleep 0.3; exit 0"
   if [ "$tool" = lock ]; then
     "${IK_LOCK[@]}" "$path" -- bash -c "$a_cmd" 2>"$hb.a.err" &
