@@ -32,6 +32,8 @@ int ik__sql_error(int rc)
         return IK_EINDOUBT;
     case IK__SQL_EDUPLICATE:
         return IK_EEXIST;
+    case IK__SQL_EFOREIGN:
+        return IK_EUNSAFE;
     default:
         return rc < 0 && rc >= IK__SQL_EREFUSED ? IK_ESTORE : rc;
     }
@@ -162,6 +164,7 @@ void ik__sql_put(ik__sql_backend *b, int idx, int rc)
     ik__sql_conn *dead = NULL;
     pthread_mutex_lock(&b->mu);
     if (ik__sql_dead(rc)) {
+        ik__sql_hazards_foreign(b, b->pool[idx], rc);
         dead = b->pool[idx];
         b->pool[idx] = NULL;
     }

@@ -66,6 +66,14 @@ enum {
     /* connect: refused for good (wrong password, no such database or user): the
      * same request will fail again. why says which. */
     IK__SQL_EREFUSED = -7,
+    /* A write, or a lock's grant, whose proof of session (the evidence that rides
+     * in its round trip, docs/hazards.md "PostgreSQL") shows that it ran in a
+     * server session that is not this connection's own: a pooler in transaction
+     * mode between us and the database. The connection is dead (the driver rolled
+     * back what it could and closed it); a transaction's statements are not
+     * committed; an autocommit statement may have applied, in that other session.
+     * The connection's hz state says what the proof showed (ik__sql_conn_hz). */
+    IK__SQL_EFOREIGN = -8,
 };
 
 /* The longest a statement, connect or commit waits for its answer before it is
@@ -203,6 +211,12 @@ typedef struct ik__sql_call {
  * gives it out through hz_state. */
 typedef struct ik__sql_conn_hz {
     int64_t checked_ns; /* ik__mono_ns of its last check (0: never) */
+    /* set by the driver with IK__SQL_EFOREIGN: the hazard row it makes
+     * (ik__sql_hazards_foreign): the check's name, the value the proof showed, and
+     * what to change (a static string) */
+    int foreign;
+    const char *foreign_check, *foreign_fix;
+    char foreign_value[96];
 } ik__sql_conn_hz;
 
 /* At most this many rows from one driver's hazard check. */
