@@ -408,7 +408,8 @@ int ik__sql_bool(const ik__sql_res *r, size_t row, size_t col);
  * IK_EURI with a reason that never quotes the password. Drivers whose syntax is
  * wider check the rest themselves. */
 int ik__sql_uri_check(const char *uri, const char *scheme, char *why, size_t why_len);
-/* uri with ":PASSWORD" of its user part and any "password=" query item removed,
+/* uri with ":PASSWORD" of its user part and any password query item removed
+ * (ik__uri_query_password: its key decoded first),
  * malloc'd (NULL: out of memory). *password (if not NULL) gets the password the
  * URI carried, percent-decoded as psql does, malloc'd, or NULL. The user part is
  * found by rules.h's ik__uri_userinfo, the rule of every URI idkeeper reads and of
