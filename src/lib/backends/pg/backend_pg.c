@@ -526,6 +526,8 @@ static void no_notice(void *arg, const char *message)
  *     server's transaction ends, and with it a tag's row lock); the server's TCP
  *     keepalives and tcp_user_timeout (a vanished host's session ends);
  *   not a lock holder: lock_timeout;
+ *   a lock holder: statement_timeout = 0 (a role's or database's own would end the
+ *     wait in pg_advisory_lock: a waiter would give up while the holder holds);
  *   a lock holder (PostgreSQL 14+): idle_session_timeout = the TTL: its monitor
  *     pings every half second, so only a frozen or vanished holder is idle that
  *     long. Pooled connections get none: they may idle for hours, holding nothing.
@@ -562,8 +564,10 @@ static int session_setup(ik__sql_conn *c, int64_t ttl_ms, char *why, size_t why_
         n += snprintf(q + n, sizeof q - (size_t)n, ", set_config('tcp_user_timeout', '%ld', false)",
                       c->user_timeout_ms);
     if (c->idle_session_ms)
-        snprintf(q + n, sizeof q - (size_t)n, ", set_config('idle_session_timeout', '%ld', false)",
-                 c->idle_session_ms);
+        n += snprintf(q + n, sizeof q - (size_t)n,
+                      ", set_config('idle_session_timeout', '%ld', false)", c->idle_session_ms);
+    if (c->holds) /* a role's statement_timeout would end pg_advisory_lock's wait */
+        snprintf(q + n, sizeof q - (size_t)n, ", set_config('statement_timeout', '0', false)");
     ik__sql_res r;
     int rc = request(c, q, NULL, 0, now_ms() + IK__SQL_IO_MS, &r, why, why_len);
     if (rc) return rc;
@@ -851,10 +855,11 @@ static int pg_hazards(ik__sql_conn *c, const ik__hazards *h, ik_hazard *rows, si
                      "(SELECT setting FROM pg_settings WHERE name = 'lock_timeout'), "
                      "(SELECT setting FROM pg_settings WHERE name = 'tcp_keepalives_idle'), "
                      "(SELECT setting FROM pg_settings WHERE name = 'idle_session_timeout'), "
-                     "inet_server_addr() IS NULL, " NOW_MS ", " PROOF_COLS ", pg_is_in_recovery()",
+                     "inet_server_addr() IS NULL, " NOW_MS ", " PROOF_COLS ", pg_is_in_recovery(), "
+                     "(SELECT setting FROM pg_settings WHERE name = 'statement_timeout')",
                      NULL, 0, now_ms() + IK__SQL_IO_MS, &r, why, why_len);
     if (rc) return rc;
-    if (r.nrows != 1 || r.ncols != 13) {
+    if (r.nrows != 1 || r.ncols != 14) {
         ik__sql_res_clear(&r);
         return ik__fail(IK__SQL_EDEFINITE, why, why_len, "PostgreSQL: no settings row");
     }
@@ -897,6 +902,14 @@ static int pg_hazards(ik__sql_conn *c, const ik__hazards *h, ik_hazard *rows, si
                        "(a vanished host's session would live for hours); connect to "
                        "PostgreSQL directly",
                        c->keep_idle_s);
+    }
+    if (c->holds) {
+        snprintf(val, sizeof val, "%s ms", ik__sql_cell(&r, 0, 13));
+        ik__hazard_row(h, &rows[k++], "lock session statement_timeout", val,
+                       ik__sql_int(&r, 0, 13) != 0,
+                       "the lock's session did not keep statement_timeout = 0 as idkeeper set "
+                       "it (a lock wait would end before its --timeout); connect to "
+                       "PostgreSQL directly");
     }
     if (c->idle_session_ms) {
         snprintf(val, sizeof val, "%s ms", ik__sql_cell(&r, 0, 7));
