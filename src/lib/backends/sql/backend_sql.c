@@ -164,14 +164,14 @@ void ik__sql_put(ik__sql_backend *b, int idx, int rc)
     ik__sql_conn *dead = NULL;
     pthread_mutex_lock(&b->mu);
     if (ik__sql_dead(rc)) {
-        ik__sql_hazards_foreign(b, b->pool[idx], rc);
         dead = b->pool[idx];
         b->pool[idx] = NULL;
     }
     b->busy[idx] = 0;
     pthread_cond_signal(&b->cv);
     pthread_mutex_unlock(&b->mu);
-    if (dead) b->d->close(dead);
+    if (dead) ik__sql_hazards_foreign(b, dead, rc);
+    b->d->close(dead);
 }
 
 /* Creates the schema (CREATE ... IF NOT EXISTS) and checks leaf_alloc's columns, on
