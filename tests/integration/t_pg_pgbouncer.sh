@@ -12,7 +12,10 @@
 #                exits 5 naming the row "server session";
 #   session      pool_mode = session: each client keeps one server session, so the
 #                lock excludes as on a direct connection: a holder runs, a second
-#                waiter times out (124), `idkeeper check` exits 0.
+#                waiter times out (124), `idkeeper check` exits 0;
+#   serve        refused through transaction mode, naming the row; through session
+#                mode it serves sequence and snowflake IDs (each advance and renewal
+#                carries the proof of session), with no hazard logged.
 source "$(dirname "$0")/lib.sh"
 IK_PG_LIB=1 source "$IK_SRC/tests/fixtures/postgres.sh"
 export IDKEEPER_PASSWORD=$PG_TEST_PASSWORD
@@ -78,3 +81,21 @@ rc=0
 "$IK_BIN" check --coord "$(uri "$SESS")" >"$T/check-s.out" 2>&1 || rc=$?
 [ $rc -eq 0 ] || fail "idkeeper check through PgBouncer in session mode exited $rc, not 0: $(cat "$T/check-s.out")"
 pass "session mode: A holds /y, B timed out, idkeeper check exits 0"
+kill $a 2>/dev/null || true
+wait $a 2>/dev/null || true
+
+# serve: refused through transaction mode; through session mode its writes (slot
+# renewals, sequence advances) carry the proof and pass
+rc=0
+"$IK_BIN" serve --coord "$(uri "$TX")" --http "127.0.0.1:$(free_port)" >"$T/serve-tx.out" 2>&1 || rc=$?
+((rc != 0)) || fail "serve started through PgBouncer in transaction mode"
+grep -q "server session" "$T/serve-tx.out" || fail "serve (exit $rc) does not name the server session: $(tail -n 3 "$T/serve-tx.out")"
+"$IK_BIN" tags add inv --kind sequence --coord "$(uri "$SESS")" >/dev/null 2>"$T/add.err" || fail "tags add: $(cat "$T/add.err")"
+serve_on s --coord "$(uri "$SESS")" --lease-ttl 3000 || fail "serve through session mode not ready: $(tail -n 5 "$T/s.log")"
+curl -fsS "http://127.0.0.1:$PORT/v1/sequence/inv?count=5&format=text" >"$T/seq1" || fail "no sequence IDs through session mode: $(tail -n 3 "$T/s.log")"
+sleep 2 # renewals (every 0.5 s) and a hazard interval (1 s) pass
+curl -fsS "http://127.0.0.1:$PORT/v1/sequence/inv?count=5&format=text" >"$T/seq2" || fail "no sequence IDs after 2 s: $(tail -n 3 "$T/s.log")"
+curl -fsS "http://127.0.0.1:$PORT/v1/snowflake?count=3&format=text" >/dev/null || fail "no snowflake IDs through session mode: $(tail -n 3 "$T/s.log")"
+[ "$(cat "$T/seq1" "$T/seq2" | sort -u | wc -l)" = 10 ] || fail "sequence IDs not distinct: $(cat "$T/seq1" "$T/seq2" | tr '\n' ' ')"
+grep -q "store hazard" "$T/s.log" && fail "a store hazard through session mode: $(grep "store hazard" "$T/s.log")"
+pass "serve: refused through transaction mode (exit $rc); through session mode 10 sequence and 3 snowflake IDs, no hazard"
