@@ -652,6 +652,7 @@ static int pg_ping(ik__sql_conn *c, int timeout_ms)
     /* the proof of session: a held lock's session is still ours (SL6 in recipe_sql.c) */
     if (rc == 0) rc = proof_check(c, ik__sql_cell(&p, 0, 0), ik__sql_cell(&p, 0, 1), NULL, 0);
     ik__sql_res_clear(&p);
+    if (rc == IK__SQL_EFOREIGN) return rc;
     if (rc || PQstatus(c->pg) != CONNECTION_OK) {
         c->dead = 1;
         return IK__SQL_EGONE;

@@ -24,8 +24,8 @@
  *   WAITING --timeout / cancel (connection closed)--> IDLE
  *   HELD --ping: no answer in PING_WAIT_MS (monitor)--> IN_DOUBT        callback
  *   IN_DOUBT --ping answered (monitor)--> HELD                          callback
- *   HELD, IN_DOUBT --session dead, or in doubt for 2/3 of the lease TTL
- *                    (monitor)--> LOST                                  callback
+ *   HELD, IN_DOUBT --session dead, a ping's proof of another session (SL6), or in
+ *                    doubt for 2/3 of the lease TTL (monitor)--> LOST   callback
  *   HELD, IN_DOUBT, LOST --sql_release (monitor joined, unlock, close)--> IDLE
  *
  * Invariants
@@ -144,6 +144,11 @@ static void *monitor_thread(void *arg)
                 now = IK_HOLD_IN_DOUBT;
                 why = "no answer from the database: the lock may have been lost";
             }
+        } else if (rc == IK__SQL_EFOREIGN) { /* SL6 */
+            ik__sql_hazards_foreign(b, c, rc);
+            now = IK_HOLD_LOST;
+            why = "the lock's server session is not this connection's own (a pooler in "
+                  "transaction mode): the lock may be another's";
         } else {
             now = IK_HOLD_LOST;
             why = "the database session ended: the database freed the lock";

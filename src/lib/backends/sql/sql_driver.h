@@ -256,7 +256,8 @@ typedef struct ik__sql_driver {
                          int *ran, char *why, size_t why_len);
     /* Proves the session alive: sends a ping unless one is out already, and waits
      * up to timeout_ms for its answer. 0, IK__SQL_ETIMEOUT (still out: the next
-     * call waits for it), IK__SQL_EGONE (the session is dead). */
+     * call waits for it), IK__SQL_EGONE (the session is dead), IK__SQL_EFOREIGN
+     * (the ping's proof of session shows another session: the connection is dead). */
     int (*ping)(ik__sql_conn *c, int timeout_ms);
     /* Takes the session lock of `key` (a lock path with its kind: "lock:/a/b"),
      * shared for IK__LOCK_READ, exclusive otherwise, waiting in the database's own
