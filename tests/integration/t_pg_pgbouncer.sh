@@ -6,10 +6,12 @@
 #   transaction  pool_mode = transaction, one server connection: every client's
 #                transactions run in one server session, where a second
 #                pg_advisory_lock of a key is granted at once (it is re-entrant). Two
-#                `idkeeper lock /x` must never both run their CMD: the session a lock
-#                was granted in is compared with the connection's own right after the
-#                grant, and a shared session is refused as a hazard. `idkeeper check`
-#                exits 5 naming the row "server session";
+#                `idkeeper lock /x` must never both run their CMD (before the proof
+#                of session, both did): A's open finds a fresh session, but its lock's
+#                connection finds A's first one's mark there, and the proof that rides
+#                with the grant refuses it; B's open finds A's marks and is refused.
+#                Neither runs CMD. `idkeeper check` exits 5 naming the row
+#                "server session";
 #   session      pool_mode = session: each client keeps one server session, so the
 #                lock excludes as on a direct connection: a holder runs, a second
 #                waiter times out (124), `idkeeper check` exits 0;
@@ -51,13 +53,15 @@ fi
 [ -e "$T/b.held" ] && alive $a && fail "B ran CMD while A still runs: $(cat "$T/a.err")"
 grep -q "server session" "$T/b.err" || fail "B (exit $rc) does not name the shared server session: $(cat "$T/b.err")"
 pass "transaction mode: B refused (exit $rc): $(tail -n 1 "$T/b.err")"
-if alive $a; then
-  log "A holds /x: $(cat "$T/a.err")"
-else
-  wait $a || rc=$?
-  grep -q "server session" "$T/a.err" || fail "A (exit $rc) does not name the shared server session: $(cat "$T/a.err")"
-  log "A refused too (exit $rc)"
-fi
+# A opened on a fresh server session, but its lock's own connection found A's first
+# connection's mark in the same session: the grant's proof refuses it
+rc=0
+wait_until 10 not alive $a || fail "A still runs: $(cat "$T/a.err")"
+wait $a || rc=$?
+[ -e "$T/a.held" ] && fail "A ran CMD in a server session it shares (exit $rc): $(cat "$T/a.err")"
+grep -q "cannot take the lock" "$T/a.err" && grep -q "server session" "$T/a.err" ||
+  fail "A (exit $rc) was not refused at the grant naming the shared server session: $(cat "$T/a.err")"
+pass "transaction mode: A's grant refused (exit $rc): $(tail -n 1 "$T/a.err")"
 kill $a 2>/dev/null || true
 wait $a 2>/dev/null || true
 rc=0
