@@ -635,18 +635,26 @@ static long session_wait_s(int64_t ttl_ms)
     return s < 2 ? 2 : s;
 }
 
+/* The statement time limit of c's server: MariaDB's max_statement_time (s), MySQL's
+ * max_execution_time (ms, SELECTs only: GET_LOCK is one). */
+static const char *stmt_limit(const ik__sql_conn *c)
+{
+    return c->mariadb ? "max_statement_time" : "max_execution_time";
+}
+
 /* Sets the session state our statements rely on, whatever the server's globals
  * (docs/sql.md, "Session settings"): autocommit on (with a global autocommit=0,
  * every renewal would sit in a transaction that never commits), sql_mode (strict,
  * and no silent engine substitution: a table that is not InnoDB has no
- * transactions), the row lock wait, MariaDB's idle-in-transaction bound, and
- * wait_timeout. The isolation level and time zone are init commands.
+ * transactions), the row lock wait, MariaDB's idle-in-transaction bound, on a
+ * lock's session no statement time limit, and wait_timeout. The isolation level
+ * and time zone are init commands.
  * my_hazards reads them back. 0 or a class. */
 static int session_setup(ik__sql_conn *c, int64_t ttl_ms, char *why, size_t why_len)
 {
     const char *info = mysql_get_server_info(c->m);
     c->mariadb = info && strstr(info, "MariaDB") != NULL;
-    char q[320];
+    char q[384];
     int n = snprintf(q, sizeof q,
                      "SET SESSION autocommit = 1, SESSION sql_mode = '" SQL_MODE "', "
                      "SESSION innodb_lock_wait_timeout = %d",
@@ -654,6 +662,8 @@ static int session_setup(ik__sql_conn *c, int64_t ttl_ms, char *why, size_t why_
     if (c->mariadb)
         n += snprintf(q + n, sizeof q - (size_t)n, ", SESSION idle_transaction_timeout = %d",
                       IDLE_TX_S);
+    if (c->holds) /* a user's or the server's limit would end GET_LOCK's wait */
+        n += snprintf(q + n, sizeof q - (size_t)n, ", SESSION %s = 0", stmt_limit(c));
     c->wait_s = session_wait_s(ttl_ms);
     snprintf(q + n, sizeof q - (size_t)n,
              ", SESSION wait_timeout = %ld, SESSION interactive_timeout = %ld", c->wait_s,
@@ -878,20 +888,21 @@ static int my_hazards(ik__sql_conn *c, const ik__hazards *h, ik_hazard *rows, si
     snprintf(q, sizeof q,
              "SELECT @@GLOBAL.innodb_flush_log_at_trx_commit, IF(@@GLOBAL.log_bin, 1, 0), "
              "@@GLOBAL.sync_binlog, @@SESSION.autocommit, @@SESSION.%s, @@SESSION.sql_mode, "
-             "@@SESSION.innodb_lock_wait_timeout, %s, %s, " DB_MS,
+             "@@SESSION.innodb_lock_wait_timeout, %s, %s, " DB_MS ", @@SESSION.%s",
              c->mariadb ? "tx_isolation" : "transaction_isolation",
-             c->mariadb ? "@@SESSION.idle_transaction_timeout" : "NULL", "@@SESSION.wait_timeout");
+             c->mariadb ? "@@SESSION.idle_transaction_timeout" : "NULL", "@@SESSION.wait_timeout",
+             stmt_limit(c));
     MYSQL_RES *r = NULL;
     int64_t affected = 0;
     int rc = run(c, q, strlen(q), ik__mono_ms() + IK__SQL_IO_MS, &r, &affected, why, why_len);
     if (rc) return rc;
     MYSQL_ROW row = r ? mysql_fetch_row(r) : NULL;
-    if (!row || mysql_num_fields(r) != 10) {
+    if (!row || mysql_num_fields(r) != 11) {
         mysql_free_result(r);
         return ik__fail(IK__SQL_EDEFINITE, why, why_len, "MySQL: no settings row");
     }
-    const char *v[10];
-    for (int i = 0; i < 10; i++)
+    const char *v[11];
+    for (int i = 0; i < 11; i++)
         v[i] = row[i] ? row[i] : "";
     size_t k = 0;
     char val[96];
@@ -946,6 +957,16 @@ static int my_hazards(ik__sql_conn *c, const ik__hazards *h, ik_hazard *rows, si
                        "vanished host's sessions would stay for hours); connect to MySQL "
                        "directly",
                        c->wait_s);
+    if (c->holds) {
+        snprintf(val, sizeof val, "%s", v[10]);
+        ik__hazard_row(h, &rows[k++],
+                       c->mariadb ? "lock session max_statement_time"
+                                  : "lock session max_execution_time",
+                       val, strtod(v[10], NULL) != 0,
+                       "the lock's session did not keep %s = 0 as idkeeper set it (a lock "
+                       "wait would end before its --timeout); connect to MySQL directly",
+                       stmt_limit(c));
+    }
     *db_ms = strtoll(v[9], NULL, 10);
     *n = k;
     mysql_free_result(r);

@@ -32,6 +32,8 @@ int ik__sql_error(int rc)
         return IK_EINDOUBT;
     case IK__SQL_EDUPLICATE:
         return IK_EEXIST;
+    case IK__SQL_EFOREIGN:
+        return IK_EUNSAFE;
     default:
         return rc < 0 && rc >= IK__SQL_EREFUSED ? IK_ESTORE : rc;
     }
@@ -168,7 +170,8 @@ void ik__sql_put(ik__sql_backend *b, int idx, int rc)
     b->busy[idx] = 0;
     pthread_cond_signal(&b->cv);
     pthread_mutex_unlock(&b->mu);
-    if (dead) b->d->close(dead);
+    if (dead) ik__sql_hazards_foreign(b, dead, rc);
+    b->d->close(dead);
 }
 
 /* Creates the schema (CREATE ... IF NOT EXISTS) and checks leaf_alloc's columns, on

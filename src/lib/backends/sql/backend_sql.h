@@ -72,10 +72,10 @@ static inline ik__sql_backend *ik__sql_of(ik__backend *be)
     return (ik__sql_backend *)be;
 }
 
-/* 1 for the classes after which a connection is dead (EDOUBT, EGONE). */
+/* 1 for the classes after which a connection is dead (EDOUBT, EGONE, EFOREIGN). */
 static inline int ik__sql_dead(int rc)
 {
-    return rc == IK__SQL_EDOUBT || rc == IK__SQL_EGONE;
+    return rc == IK__SQL_EDOUBT || rc == IK__SQL_EGONE || rc == IK__SQL_EFOREIGN;
 }
 
 /* A connection of the pool, connected if need be (and again if the server ended
@@ -103,12 +103,18 @@ int ik__sql_hazards_read(ik__sql_backend *b, ik__sql_conn *c, ik_hazard *rows, s
  * nothing is refused, IK_EUNSAFE (nothing may be sent), or IK_ESTORE with *cls the
  * class c's failed check left (c dead: give it back with it). */
 int ik__sql_hazards_gate(ik__sql_backend *b, ik__sql_conn *c, int *cls, char *why, size_t why_len);
+/* After a driver call on c answered rc: if rc is IK__SQL_EFOREIGN (the proof that
+ * rode with a write or a grant shows another server session), installs the refused
+ * row the driver described in c's hz state (docs/hazards.md, "Proof with every
+ * write"), which logs it and stops every write until a check finds a connection of
+ * our own again. Call before c is closed. rc unchanged. */
+int ik__sql_hazards_foreign(ik__sql_backend *b, ik__sql_conn *c, int rc);
 /* A new connection that will hold a session lock (recipe_sql.c): connected with
  * the session limits of a holder (docs/sql.md, "Session settings"). */
 int ik__sql_connect_holder(ik__sql_backend *b, ik__sql_conn **c, char *why, size_t why_len);
 
 /* The ik_error of a driver class: EDOUBT -> IK_EINDOUBT, EDUPLICATE -> IK_EEXIST,
- * the others IK_ESTORE. */
+ * EFOREIGN -> IK_EUNSAFE, the others IK_ESTORE. */
 int ik__sql_error(int rc);
 
 /* Runs a statement with up to 8 int64/text parameters given as strings. */

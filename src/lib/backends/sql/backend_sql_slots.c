@@ -241,6 +241,7 @@ int ik__sql_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__slot_
                      inner);
         else if (rc)
             snprintf(why, why_len, "%s", inner);
+        ik__sql_hazards_foreign(b, s->c, rc);
         rc = rc > 0 ? IK_ENOSLOT : ik__sql_error(rc);
     } else {
         rc = ik__sql_error(rc);
@@ -293,9 +294,11 @@ int ik__sql_slot_persist(ik__backend *be, void *handle, int64_t record_ms,
     int64_t affected = r.affected;
     ik__sql_res_clear(&r);
     if (ik__sql_dead(rc)) {
+        ik__sql_hazards_foreign(b, s->c, rc);
         b->d->close(s->c);
         s->c = NULL;
     }
+    if (rc == IK__SQL_EFOREIGN) return IK_EUNSAFE; /* not extended: in doubt at once */
     if (rc) return IK_EINDOUBT;
     if (affected != 1) return IK_ELOST;
     *valid_until_mono_ns = sent + SAFE_NS(b->ttl_ms);

@@ -315,7 +315,8 @@ static int advance_on(ik__sql_backend *b, ik__sql_conn *c, const char *app, cons
     for (int i = 0; i < n; i++)
         ik__sql_res_clear(&res[i]);
     if (err) return *cls = abort_tx(b, c, rc), err; /* nothing of it committed */
-    if (rc) return *cls = abort_tx(b, c, rc), IK_ESTORE;
+    if (rc)
+        return *cls = abort_tx(b, c, rc), ik__sql_error(rc) == IK_EUNSAFE ? IK_EUNSAFE : IK_ESTORE;
     if (nrows != 1 || now_max != max_id + delta) { /* cannot be, under the row lock */
         ik__logf("tag %s: leaf_alloc.max_id went from %" PRId64 " to %" PRId64
                  " in a transaction that added %" PRId64 ": not used",

@@ -66,6 +66,14 @@ enum {
     /* connect: refused for good (wrong password, no such database or user): the
      * same request will fail again. why says which. */
     IK__SQL_EREFUSED = -7,
+    /* A write, or a lock's grant, whose proof of session (the evidence that rides
+     * in its round trip, docs/hazards.md "PostgreSQL") shows that it ran in a
+     * server session that is not this connection's own: a pooler in transaction
+     * mode between us and the database. The connection is dead (the driver rolled
+     * back what it could and closed it); a transaction's statements are not
+     * committed; an autocommit statement may have applied, in that other session.
+     * The connection's hz state says what the proof showed (ik__sql_conn_hz). */
+    IK__SQL_EFOREIGN = -8,
 };
 
 /* The longest a statement, connect or commit waits for its answer before it is
@@ -203,6 +211,12 @@ typedef struct ik__sql_call {
  * gives it out through hz_state. */
 typedef struct ik__sql_conn_hz {
     int64_t checked_ns; /* ik__mono_ns of its last check (0: never) */
+    /* set by the driver with IK__SQL_EFOREIGN: the hazard row it makes
+     * (ik__sql_hazards_foreign): the check's name, the value the proof showed, and
+     * what to change (a static string) */
+    int foreign;
+    const char *foreign_check, *foreign_fix;
+    char foreign_value[96];
 } ik__sql_conn_hz;
 
 /* At most this many rows from one driver's hazard check. */
@@ -242,7 +256,8 @@ typedef struct ik__sql_driver {
                          int *ran, char *why, size_t why_len);
     /* Proves the session alive: sends a ping unless one is out already, and waits
      * up to timeout_ms for its answer. 0, IK__SQL_ETIMEOUT (still out: the next
-     * call waits for it), IK__SQL_EGONE (the session is dead). */
+     * call waits for it), IK__SQL_EGONE (the session is dead), IK__SQL_EFOREIGN
+     * (the ping's proof of session shows another session: the connection is dead). */
     int (*ping)(ik__sql_conn *c, int timeout_ms);
     /* Takes the session lock of `key` (a lock path with its kind: "lock:/a/b"),
      * shared for IK__LOCK_READ, exclusive otherwise, waiting in the database's own
@@ -394,7 +409,8 @@ int ik__sql_bool(const ik__sql_res *r, size_t row, size_t col);
  * IK_EURI with a reason that never quotes the password. Drivers whose syntax is
  * wider check the rest themselves. */
 int ik__sql_uri_check(const char *uri, const char *scheme, char *why, size_t why_len);
-/* uri with ":PASSWORD" of its user part and any "password=" query item removed,
+/* uri with ":PASSWORD" of its user part and any password query item removed
+ * (ik__uri_query_password: its key decoded first),
  * malloc'd (NULL: out of memory). *password (if not NULL) gets the password the
  * URI carried, percent-decoded as psql does, malloc'd, or NULL. The user part is
  * found by rules.h's ik__uri_userinfo, the rule of every URI idkeeper reads and of
