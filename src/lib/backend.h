@@ -39,7 +39,8 @@ typedef struct ik__recipe_ops ik__recipe_ops; /* recipe.h */
 
 /* Every backend's handle struct starts with this. hz: the verdicts of its store
  * hazard checks (hazard.h), initialised by its open (ik__hazards_init) where it
- * has checks; coord.c reads them for ik_coord_hazards. */
+ * has checks and freed by its close after its last write or read (a freed verdict
+ * answers "safe"); coord.c reads them for ik_coord_hazards. */
 struct ik__backend {
     const ik__backend_ops *ops;
     ik__hazards hz;
@@ -142,6 +143,27 @@ struct ik__backend_ops {
      * without checks. */
     int (*hazards_check)(ik__backend *b, char *why, size_t why_len);
 
+    /* ---- the stop (docs/guarantees.md promise 13) ------------------------------ */
+
+    /* Settles or logs every open doubt of the backend's counters (a tag advance
+     * whose answer was lost), by deadline_mono_ns: one read each, or a gap line of
+     * unknown place ("first=?", why=maybe_recorded) for each it cannot place. With
+     * refused non-NULL (coord.c: the checks refuse the store, or cannot ask it),
+     * it touches nothing and logs each doubt with that reason: a doubt is never
+     * settled through a store its checks refuse. A settled or logged doubt is
+     * forgotten (close logs only what is left). No tag advance runs meanwhile. NULL:
+     * a backend whose writes are never in doubt. */
+    void (*settle)(ik__backend *b, int64_t deadline_mono_ns, const char *refused);
+    /* How many doubts are open now, for settle (no I/O). With settle, or NULL. */
+    int (*doubts)(ik__backend *b);
+
+    /* Cuts the backend for a bounded stop (coord.c calls it once, at the stop's
+     * deadline, from a thread of its own): every call blocked on the store returns
+     * at once as one that got no answer (a blocked socket is shut, a wait ended),
+     * and every later call fails without waiting on the store. close still frees
+     * everything. NULL: a backend whose calls never wait on another process. */
+    void (*cut)(ik__backend *b);
+
     /* The client library this backend talks through, "NAME VERSION" into buf (the
      * version it reports at run time where it can), for `idkeeper version`. Any
      * thread, no I/O. */
@@ -166,6 +188,10 @@ struct ik__backend_ops {
     int (*tag_advance)(ik__backend *b, const char *app, const char *name, ik_tag_kind kind,
                        int64_t delta, int64_t *first);
 };
+
+/* How long ik_coord_settle (and so close) gives the doubts where no stop bound is
+ * set (ik_coord_stop_within). */
+#define IK__SETTLE_MS 2000
 
 /* coord.c: the registry's backends, in order; *n = how many. For tests. */
 const ik__backend_ops *const *ik__coord_backends(size_t *n);

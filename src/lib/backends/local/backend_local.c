@@ -135,6 +135,7 @@ static void local_close(ik__backend *be)
 {
     local_backend *b = (local_backend *)be;
     ik__local_tags_close(b);
+    ik__hazards_free(&b->base.hz);
     pthread_mutex_destroy(&b->db_mu);
     free(b->dir);
     free(b->uri);

@@ -230,7 +230,7 @@ int ik__sql_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__slot_
         int cls = 0;
         rc = ik__sql_hazards_gate(b, s->c, &cls, why, why_len); /* nothing sent while refused */
         if (rc) {
-            b->d->close(s->c);
+            ik__sql_conn_close(b, s->c);
             free(s);
             return rc;
         }
@@ -246,7 +246,7 @@ int ik__sql_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__slot_
         rc = ik__sql_error(rc);
     }
     if (rc) {
-        b->d->close(s->c);
+        ik__sql_conn_close(b, s->c);
         free(s);
         return rc;
     }
@@ -266,7 +266,7 @@ int ik__sql_slot_persist(ik__backend *be, void *handle, int64_t record_ms,
     ik__sql_backend *b = ik__sql_of(be);
     sql_slot *s = handle;
     if (s->c && !ik__sql_reusable(b->d, s->c)) { /* ended while idle, or about to be */
-        b->d->close(s->c);
+        ik__sql_conn_close(b, s->c);
         s->c = NULL;
     }
     if (!s->c && ik__sql_connect(b, &s->c, NULL, 0) != 0) {
@@ -277,7 +277,7 @@ int ik__sql_slot_persist(ik__backend *be, void *handle, int64_t record_ms,
     int cls = 0;
     int rc = ik__sql_hazards_gate(b, s->c, &cls, NULL, 0);
     if (ik__sql_dead(cls)) {
-        b->d->close(s->c);
+        ik__sql_conn_close(b, s->c);
         s->c = NULL;
     }
     if (rc == IK_EUNSAFE) return rc;
@@ -293,7 +293,7 @@ int ik__sql_slot_persist(ik__backend *be, void *handle, int64_t record_ms,
     int64_t affected = r.affected;
     ik__sql_res_clear(&r);
     if (ik__sql_dead(rc)) {
-        b->d->close(s->c);
+        ik__sql_conn_close(b, s->c);
         s->c = NULL;
     }
     if (rc) return IK_EINDOUBT;
@@ -310,7 +310,7 @@ int ik__sql_slot_release(ik__backend *be, void *handle, int64_t record_ms)
     if (!s) return IK_OK;
     int rc = IK_OK;
     if (s->c && !ik__sql_reusable(b->d, s->c)) {
-        b->d->close(s->c);
+        ik__sql_conn_close(b, s->c);
         s->c = NULL;
     }
     if (!s->c && ik__sql_connect(b, &s->c, NULL, 0) != 0) s->c = NULL;
@@ -323,7 +323,7 @@ int ik__sql_slot_release(ik__backend *be, void *handle, int64_t record_ms)
     } else {
         rc = IK_ESTORE; /* the row expires by itself */
     }
-    b->d->close(s->c);
+    ik__sql_conn_close(b, s->c);
     free(s);
     return rc;
 }
@@ -333,7 +333,7 @@ void ik__sql_slot_forget(ik__backend *be, void *handle)
     ik__sql_backend *b = ik__sql_of(be);
     sql_slot *s = handle;
     if (!s) return;
-    b->d->close(s->c);
+    ik__sql_conn_close(b, s->c);
     free(s);
 }
 

@@ -108,7 +108,8 @@ int ik__zk_tags_new(ik__zk_tags **out, char *why, size_t why_len);
 void ik__zk_tags_free(ik__zk_tags *t);
 /* Settles, or logs as possible gaps, the doubts still open: the first step of
  * zk_close, while the session still works (docs/zookeeper.md, "A doubt at close"). */
-void ik__zk_tags_settle_open(struct ik__backend *be);
+void ik__zk_tags_settle_open(struct ik__backend *be, int64_t deadline_ns, const char *refused);
+int ik__zk_tags_doubts(struct ik__backend *be);
 
 int ik__zk_tag_create(struct ik__backend *be, const char *app, const ik_tag_info *t, char *why,
                       size_t why_len);
