@@ -55,13 +55,24 @@ typedef struct ik__slot_request {
                               max of this and the record it finds) */
 } ik__slot_request;
 
+/* What an acknowledged slot write proves: the store keeps the slot ours for at
+ * least term_ms from when that write was sent (the lease TTL, or the ZooKeeper
+ * session timeout the server granted, which runs from the request at the latest).
+ * The backend reports these two facts only; core/lease.c derives from them the
+ * window in which the lease may issue, once for every backend (2/3 of the term,
+ * counted from the send time: docs/architecture.md, "Lease ⇄ backend"). */
+typedef struct ik__lease_proof {
+    int64_t sent_mono_ns; /* ik__mono_ns when the proving write was sent */
+    int64_t term_ms;      /* IK_FOREVER: the slot never lapses while held (local:) */
+} ik__lease_proof;
+
 typedef struct ik__slot_grant {
     uint32_t worker;
-    int64_t old_record_ms;       /* the record found (0: none): the floor */
-    int64_t record_ms;           /* the record now written: the first ceiling */
-    int64_t since_ms;            /* Unix ms the slot was taken */
-    int64_t valid_until_mono_ns; /* lease proven until (IK_FOREVER on local) */
-    void *handle;                /* backend's per-slot state */
+    int64_t old_record_ms; /* the record found (0: none): the floor */
+    int64_t record_ms;     /* the record now written: the first ceiling */
+    int64_t since_ms;      /* Unix ms the slot was taken */
+    ik__lease_proof proof; /* what the take proves */
+    void *handle;          /* backend's per-slot state */
 } ik__slot_grant;
 
 struct ik__backend_ops {
@@ -100,14 +111,14 @@ struct ik__backend_ops {
 
     /* Writes record_ms as the slot's time record, only if the slot is still ours.
      * 0: a write was acknowledged: *written_ms = the record it wrote (record_ms, or
-     * on a slow store an earlier, lower record whose answer came late), and
-     * *valid_until_mono_ns = until when that write proves the lease (from when it
-     * was sent). IK_EINDOUBT: no answer (connection trouble); the lease is unproven
+     * on a slow store an earlier, lower record whose answer came late), and *proof
+     * = that write's send time and the lease's term (never a window: lease.c
+     * derives it). IK_EINDOUBT: no answer (connection trouble); the lease is unproven
      * but may still be ours. IK_ELOST: the slot is no longer ours. IK_EUNSAFE: a
      * store hazard is refused (hazard.h): nothing was sent, and the lease must stop
      * issuing at once. */
-    int (*slot_persist)(ik__backend *b, void *handle, int64_t record_ms,
-                        int64_t *valid_until_mono_ns, int64_t *written_ms);
+    int (*slot_persist)(ik__backend *b, void *handle, int64_t record_ms, ik__lease_proof *proof,
+                        int64_t *written_ms);
 
     /* Writes record_ms and frees the slot. Frees handle whatever happens. */
     int (*slot_release)(ik__backend *b, void *handle, int64_t record_ms);

@@ -615,7 +615,10 @@ static int advance_lane(ik__sql_backend *b, const char *app, const char *name, i
                 return IK_ESTORE;
             }
         }
-        if (ik__mono_ms() >= until) break;
+        pthread_mutex_lock(&b->mu);
+        int cut = b->cut; /* a bounded stop's deadline passed: no more tries */
+        pthread_mutex_unlock(&b->mu);
+        if (cut || ik__mono_ms() >= until) break;
         struct timespec ts = {0, 200 * 1000000L};
         nanosleep(&ts, NULL);
     }

@@ -314,8 +314,8 @@ void ik__sql_session(ik__backend *be, char *buf, size_t len);
 int64_t ik__sql_slot_free_ms(ik__backend *be);
 int ik__sql_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__slot_grant *out,
                          char *why, size_t why_len);
-int ik__sql_slot_persist(ik__backend *be, void *handle, int64_t record_ms,
-                         int64_t *valid_until_mono_ns, int64_t *written_ms);
+int ik__sql_slot_persist(ik__backend *be, void *handle, int64_t record_ms, ik__lease_proof *proof,
+                         int64_t *written_ms);
 int ik__sql_slot_release(ik__backend *be, void *handle, int64_t record_ms);
 void ik__sql_slot_forget(ik__backend *be, void *handle);
 int ik__sql_slots_list(ik__backend *be, const char *app, ik_slot_info **out, size_t *n);

@@ -80,8 +80,9 @@ struct ik__slot_request;
 struct ik__slot_grant;
 int ik__zk_slot_acquire(struct ik__backend *be, const struct ik__slot_request *req,
                         struct ik__slot_grant *out, char *why, size_t why_len);
+struct ik__lease_proof; /* backend.h */
 int ik__zk_slot_persist(struct ik__backend *be, void *handle, int64_t record_ms,
-                        int64_t *valid_until_mono_ns, int64_t *written_ms);
+                        struct ik__lease_proof *proof, int64_t *written_ms);
 int ik__zk_slot_release(struct ik__backend *be, void *handle, int64_t record_ms);
 void ik__zk_slot_forget(struct ik__backend *be, void *handle);
 
