@@ -80,7 +80,9 @@ static int connect_as(ik__sql_backend *b, const ik__sql_target *t, ik__sql_conn 
     int cut = b->cut;
     pthread_mutex_unlock(&b->mu);
     if (cut) return ik__fail(IK__SQL_EGONE, why, why_len, "the stop's deadline passed");
-    int rc = b->d->connect(t, c, inner, sizeof inner);
+    ik__sql_target tc = *t;
+    tc.cut = &b->cut;
+    int rc = b->d->connect(&tc, c, inner, sizeof inner);
     if (rc) return ik__fail(rc, why, why_len, "cannot connect: %s", inner);
     pthread_mutex_lock(&b->mu);
     for (int i = 0; i < IK__SQL_LIVE; i++)
@@ -116,7 +118,7 @@ void ik__sql_cut(ik__backend *be)
 {
     ik__sql_backend *b = ik__sql_of(be);
     pthread_mutex_lock(&b->mu);
-    b->cut = 1;
+    __atomic_store_n(&b->cut, 1, __ATOMIC_RELEASE); /* the drivers' waits read it */
     for (int i = 0; i < IK__SQL_LIVE; i++) {
         int fd = b->live[i] && b->d->socket ? b->d->socket(b->live[i]) : -1;
         if (fd >= 0) shutdown(fd, SHUT_RDWR);

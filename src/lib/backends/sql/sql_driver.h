@@ -186,6 +186,10 @@ typedef struct ik__sql_target {
      * must free soon after its holder's host vanishes; 0: a pooled or slot
      * connection, which holds nothing between its transactions */
     int holds;
+    /* The backend's cut (backend.h), read atomically: once nonzero, the driver's
+     * waits on this connection (its connect included) end as if their deadline had
+     * passed. NULL: never cut. */
+    const int *cut;
 } ik__sql_target;
 
 typedef struct ik__sql_conn ik__sql_conn; /* the driver's connection */
