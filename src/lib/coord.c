@@ -19,9 +19,9 @@ struct ik_coord {
      * (ops->cut) at stop_by_ns, unless close came first. Guarded by mu. */
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    int watching;      /* the watchdog runs */
-    int closing;       /* close has begun: the watchdog ends */
-    int cut;           /* the backend was cut */
+    int watching; /* the watchdog runs */
+    int closing;  /* close has begun: the watchdog ends */
+    int cut;      /* the backend was cut */
     int64_t stop_by_ns;
     pthread_t watchdog;
 };

@@ -594,17 +594,17 @@ static int connect_to(const ik__mysql_uri *u, const char *password, const int *c
     MYSQL *ok = NULL;
     ik__sql_conn w = {.m = m, .cut = cut};
     int64_t deadline = ik__mono_ms() + IK__SQL_IO_MS;
-    int st = mysql_real_connect_start(&ok, m, u->host, u->user, password ? password : "", u->db,
-                                      u->port, NULL,
-                                      CLIENT_FOUND_ROWS /* M3 */ | CLIENT_MULTI_STATEMENTS /* M6 */);
+    int st = mysql_real_connect_start(
+        &ok, m, u->host, u->user, password ? password : "", u->db, u->port, NULL,
+        CLIENT_FOUND_ROWS /* M3 */ | CLIENT_MULTI_STATEMENTS /* M6 */);
     while (st) {
         int got = wait_io(&w, st, deadline, NULL, NULL);
         if (!got) {
             int fd = (int)mysql_get_socket(m);
             if (fd >= 0) shutdown(fd, SHUT_RDWR);
             mysql_close(m);
-            return ik__fail(IK__SQL_EGONE, why, why_len, "cannot reach MySQL at %s:%u: no answer in time",
-                            u->host, u->port);
+            return ik__fail(IK__SQL_EGONE, why, why_len,
+                            "cannot reach MySQL at %s:%u: no answer in time", u->host, u->port);
         }
         st = mysql_real_connect_cont(&ok, m, got);
     }

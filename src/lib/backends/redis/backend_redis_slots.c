@@ -294,8 +294,8 @@ void ik__redis_session_desc(ik__backend *be, char *buf, size_t len)
     pthread_mutex_unlock(&rc->mu);
 }
 
-int ik__redis_slot_persist(ik__backend *be, void *handle, int64_t record_ms,
-                           ik__lease_proof *proof, int64_t *written_ms)
+int ik__redis_slot_persist(ik__backend *be, void *handle, int64_t record_ms, ik__lease_proof *proof,
+                           int64_t *written_ms)
 {
     ik__redis_client *rc = &ik__redis_backend_of(be)->rc;
     redis_slot *s = handle;

@@ -637,8 +637,8 @@ static void settle_at_close(ik__redis_backend *b, const tag_doubts *g, int64_t d
     }
     if (!r) {
         char line[600];
-        snprintf(line, sizeof line, MAYBE_RECORDED "and it was still open at close, not settled (%s)",
-                 why);
+        snprintf(line, sizeof line,
+                 MAYBE_RECORDED "and it was still open at close, not settled (%s)", why);
         for (int i = 0; i < g->n; i++)
             log_unplaced(g->app, g->tag, &g->d[i], line);
         return;

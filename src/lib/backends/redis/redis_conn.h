@@ -185,8 +185,8 @@ void ik__redis_session_desc(ik__backend *be, char *buf, size_t len);
 
 int ik__redis_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__slot_grant *out,
                            char *why, size_t why_len);
-int ik__redis_slot_persist(ik__backend *be, void *handle, int64_t record_ms,
-                           ik__lease_proof *proof, int64_t *written_ms);
+int ik__redis_slot_persist(ik__backend *be, void *handle, int64_t record_ms, ik__lease_proof *proof,
+                           int64_t *written_ms);
 int ik__redis_slot_release(ik__backend *be, void *handle, int64_t record_ms);
 void ik__redis_slot_forget(ik__backend *be, void *handle);
 int ik__redis_slots_list(ik__backend *be, const char *app, ik_slot_info **out, size_t *n);

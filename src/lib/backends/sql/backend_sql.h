@@ -53,8 +53,8 @@ typedef struct ik__sql_backend {
      * lane L writes idk_commit_mark's row (writer + L in 2 hex digits, tag) */
     uint64_t lanes_busy;
     pthread_cond_t lane_cv;
-    int opened;          /* the open succeeded: the close settles and cleans up */
-    int open_left;       /* doubts logged unsettled: the close keeps our marks */
+    int opened;    /* the open succeeded: the close settles and cleans up */
+    int open_left; /* doubts logged unsettled: the close keeps our marks */
     /* every connection made and not yet closed (ik__sql_conn_close), whose sockets
      * ik__sql_cut shuts; cut: no call waits on the database any more (under mu) */
     ik__sql_conn *live[IK__SQL_LIVE];
@@ -70,7 +70,7 @@ typedef struct ik__sql_backend {
     } doubt[IK__SQL_DOUBTS];
 } ik__sql_backend;
 
-#define IK__SQL_LANES 64       /* sequence advances in progress at once, at most */
+#define IK__SQL_LANES 64 /* sequence advances in progress at once, at most */
 
 static inline ik__sql_backend *ik__sql_of(ik__backend *be)
 {

@@ -513,7 +513,7 @@ int ik__sql_doubts(ik__backend *be)
 void ik__sql_settle(ik__backend *be, int64_t deadline_ns, const char *refused)
 {
     ik__sql_backend *b = ik__sql_of(be);
-    int64_t deadline = deadline_ns / 1000000; /* ik__mono_ms */
+    int64_t deadline = deadline_ns / 1000000;  /* ik__mono_ms */
     for (int i = 0; i < IK__SQL_DOUBTS; i++) { /* ST9: no other call runs now */
         struct ik__sql_doubt g = b->doubt[i];
         if (!g.write_no) continue;
@@ -530,7 +530,8 @@ void ik__sql_settle(ik__backend *be, int64_t deadline_ns, const char *refused)
             continue;
         }
         char what[400];
-        snprintf(what, sizeof what, "may have committed, and was still open at close, not settled (%s)",
+        snprintf(what, sizeof what,
+                 "may have committed, and was still open at close, not settled (%s)",
                  refused ? refused : "no answer by the deadline");
         log_gap(&g, "maybe_recorded", what);
         b->open_left++;

@@ -28,7 +28,8 @@ static void zk_close(ik__backend *be)
     if (!b) return;
     ik__zk_hazards_close(be); /* it stops listening to the client */
     /* what doubts ik_coord_settle left, while the session still works */
-    if (b->zc.conn) ik__zk_tags_settle_open(be, ik__mono_ns() + IK__SETTLE_MS * INT64_C(1000000), NULL);
+    if (b->zc.conn)
+        ik__zk_tags_settle_open(be, ik__mono_ns() + IK__SETTLE_MS * INT64_C(1000000), NULL);
     ik__zk_client_close(&b->zc); /* then no completion runs after this */
     ik__zk_slots_free(b->slots);
     ik__zk_tags_free(b->tags);

@@ -99,9 +99,9 @@ struct zk_slot {
     int64_t found_ms;  /* record found at acquisition (the floor) */
     int64_t record_ms; /* highest record we know is written */
     int64_t since_ms;
-    int in_doubt;            /* a write's outcome is unknown (ZSL3) */
-    ik__lease_proof taken;   /* set by the take: its send time, the session timeout */
-    zk_wait *pending;        /* a persist sent, not yet answered */
+    int in_doubt;          /* a write's outcome is unknown (ZSL3) */
+    ik__lease_proof taken; /* set by the take: its send time, the session timeout */
+    zk_wait *pending;      /* a persist sent, not yet answered */
 };
 
 /* An owner node this session may still hold without a handle (remember_orphan). */

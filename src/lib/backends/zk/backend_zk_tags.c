@@ -949,7 +949,7 @@ void ik__zk_tags_settle_open(ik__backend *be, int64_t deadline, const char *refu
             } else {
                 char why[400];
                 snprintf(why, sizeof why, "may have been recorded (open at close, %s)",
-                         refused  ? refused
+                         refused      ? refused
                          : zrc == ZOK ? "cannot tell"
                                       : "not settled before the deadline");
                 doubt_unknown(g, d, why);

@@ -600,9 +600,7 @@ int ik__zk_conn_wait(ik__zk_client *zc, ik__zk_conn *c, int64_t ms)
         if (c->state == ZOO_CONNECTED_STATE) break;
         if (pthread_cond_timedwait(&zc->cv, &zc->mu, &ts) == ETIMEDOUT) break;
     }
-    int rc = c->dead                                  ? IK_ELOST
-             : c->state == ZOO_CONNECTED_STATE && !zc->cut ? IK_OK
-                                                           : IK_ESTORE;
+    int rc = c->dead ? IK_ELOST : c->state == ZOO_CONNECTED_STATE && !zc->cut ? IK_OK : IK_ESTORE;
     pthread_mutex_unlock(&zc->mu);
     return rc;
 }
