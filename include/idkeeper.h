@@ -348,8 +348,8 @@ IK_EXTERN int ik_coord_stop_within(ik_coord *c, int64_t timeout_ms);
 /* Settles every open doubt of c's counters (a tag advance whose answer was lost)
  * with one read each, or logs it as a gap of unknown place ("tag gap ... first=?
  * ... why=maybe_recorded"), before it returns: never through a store whose checks
- * refuse (they are run once more first; a refusal or no answer logs the doubts
- * without touching the store). A daemon calls it at its stop before it releases
+ * refuse (they are run once more first; a refusal logs the doubts without touching
+ * the store). A daemon calls it at its stop before it releases
  * its slot, so that a supervisor's kill never lands before the line. Any thread,
  * with no tag advance of c running; blocks on I/O (bounded by ik_coord_stop_within,
  * where called). */

@@ -159,7 +159,8 @@ struct ik__backend_ops {
     /* Settles or logs every open doubt of the backend's counters (a tag advance
      * whose answer was lost), by deadline_mono_ns: one read each, or a gap line of
      * unknown place ("first=?", why=maybe_recorded) for each it cannot place. With
-     * refused non-NULL (coord.c: the checks refuse the store, or cannot ask it),
+     * refused non-NULL (coord.c: the checks refuse the store, or the stop's deadline
+     * passed),
      * it touches nothing and logs each doubt with that reason: a doubt is never
      * settled through a store its checks refuse. A settled or logged doubt is
      * forgotten (close logs only what is left). No tag advance runs meanwhile. NULL:

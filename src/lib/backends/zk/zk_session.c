@@ -772,7 +772,7 @@ void ik__zk_session_get(ik__backend *be, ik__zk_session *s)
         s->zh = c->zh;
         s->gen = c->gen;
         s->id = c->session;
-        s->connected = c->state == ZOO_CONNECTED_STATE && !c->dead;
+        s->connected = c->state == ZOO_CONNECTED_STATE && !c->dead && !zc->cut; /* cut: none */
         s->dead = c->dead != 0;
     } else {
         s->dead = 1;
