@@ -31,42 +31,28 @@ case $IK_STORE in
   mysql) unset IK_FIXTURE_MARIADB ;;    # my_start: a MariaDB of its own
 esac
 conf_store_start
-conf_counters
-source "$IK_SRC/tests/tools/counters.sh"
+source "$(dirname "$0")/doubt_cases.sh"
+doubt_setup
 
 unsafe_on() {
   case $IK_STORE in
     redis) rcli CONFIG SET maxmemory 1gb maxmemory-policy volatile-lru >/dev/null ;;
     mysql) my_sql -e 'SET GLOBAL innodb_flush_log_at_trx_commit = 2' ;;
+    # shellcheck disable=SC2153 # PG_SHARED_PORT: stores/postgresql.sh sets it
     postgresql) pg_psql "$PG_SHARED_PORT" postgres \
       "ALTER DATABASE $(conf_pg_db data) SET synchronous_commit = off" >/dev/null ;;
     *) fail "close_refused: no means to turn $IK_STORE unsafe" ;;
   esac
 }
 
-conf_proxy_start || fail "no proxy in front of $IK_STORE"
-VIA=$(conf_proxy_coord data)
-
-PORT[s0]=$(free_port)
-start_server s0 "${PORT[s0]}" --coord "$DATA" --threads 1 --quiet "${SERVE_ARGS[@]}"
-wait_ready "${PORT[s0]}" || fail "s0 not ready: $(tail -n 5 "$T/s0.log")"
-add_tag s0 orders sequence ',"start":1'
-stop_clean s0
-
-get() { curl -fsS -m 120 "$(url "$1")/v1/sequence/orders?count=$2&format=text" >/dev/null 2>&1; }
-stored() { [ "$(conf_counter_raw "$DATA" orders)" = "$1" ]; }
 unsafe_seen() { [ "$(status_of "${PORT[s1]}" .store.safe)" = false ]; }
 
-PORT[s1]=$(free_port)
-# shellcheck disable=SC2046 # the options' words
-start_server s1 "${PORT[s1]}" --coord "$VIA" --threads 1 "${SERVE_ARGS[@]}" $(conf_patient_args)
-wait_ready "${PORT[s1]}" 60 || fail "s1 not ready: $(tail -n 5 "$T/s1.log")"
-for i in 1 2 3 4 5; do get s1 1 || fail "s1: request $i failed before any fault"; done
+doubt_serve s1
 
 conf_fault_answer_lost
-get s1 10 &
+doubt_get s1 10 &
 g=$!
-wait_until 60 stored 16 || fail "the write whose answer is lost never reached the store: max_id $(conf_counter_raw "$DATA" orders)"
+wait_until 60 doubt_stored 16 || fail "the write whose answer is lost never reached the store: max_id $(conf_counter_raw "$DATA" orders)"
 proxy down
 wait $g && fail "s1 answered 10 IDs whose answer the store never sent"
 log "the request failed; its write is in the store (max_id 16)"

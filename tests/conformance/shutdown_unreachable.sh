@@ -17,34 +17,17 @@
 source "$(dirname "$0")/../integration/lib.sh"
 source "$(dirname "$0")/conf.sh"
 conf_store_start
-conf_counters
-source "$IK_SRC/tests/tools/counters.sh"
-
-conf_proxy_start || fail "no proxy in front of $IK_STORE"
-VIA=$(conf_proxy_coord data)
+source "$(dirname "$0")/doubt_cases.sh"
+doubt_setup
 STOP_MS=5000
 BOUND_MS=$((STOP_MS + 1000))
 
-PORT[s0]=$(free_port)
-start_server s0 "${PORT[s0]}" --coord "$DATA" --threads 1 --quiet "${SERVE_ARGS[@]}"
-wait_ready "${PORT[s0]}" || fail "s0 not ready: $(tail -n 5 "$T/s0.log")"
-add_tag s0 orders sequence ',"start":1'
-stop_clean s0
-
-get() { curl -fsS -m 120 "$(url "$1")/v1/sequence/orders?count=$2&format=text" >/dev/null 2>&1; }
-stored() { [ "$(conf_counter_raw "$DATA" orders)" = "$1" ]; }
-
-PORT[s1]=$(free_port)
-# shellcheck disable=SC2046 # the options' words
-start_server s1 "${PORT[s1]}" --coord "$VIA" --threads 1 --shutdown-timeout $STOP_MS \
-  "${SERVE_ARGS[@]}" $(conf_patient_args)
-wait_ready "${PORT[s1]}" 60 || fail "s1 not ready: $(tail -n 5 "$T/s1.log")"
-for i in 1 2 3 4 5; do get s1 1 || fail "s1: request $i failed before any fault"; done
+doubt_serve s1 --shutdown-timeout $STOP_MS
 
 conf_fault_freeze_after_write
-get s1 10 &
+doubt_get s1 10 &
 g=$!
-wait_until 60 stored 16 || fail "the write never reached the store: max_id $(conf_counter_raw "$DATA" orders)"
+wait_until 60 doubt_stored 16 || fail "the write never reached the store: max_id $(conf_counter_raw "$DATA" orders)"
 # long enough for the lease's next renewal to be sent into the frozen store and block
 sleep 1
 log "the store is frozen with a write in doubt; SIGTERM"
