@@ -186,6 +186,7 @@ struct ik__sql_conn {
     int holds;       /* connected for a session lock (ik__sql_target.holds) */
     long wait_s;     /* the session's wait_timeout, s (session_setup) */
     int64_t used_ms; /* ik__mono_ms when its last statement ended (my_stale) */
+    const int *cut;  /* ik__sql_target.cut */
     ik__sql_conn_hz hz;
 };
 
@@ -230,6 +231,7 @@ static int wait_io(ik__sql_conn *c, int status, int64_t deadline, const volatile
             *canceled = 1;
             return 0;
         }
+        if (c->cut && __atomic_load_n(c->cut, __ATOMIC_ACQUIRE)) return 0; /* as at the deadline */
         int64_t left = deadline - ik__mono_ms();
         if (left <= 0) return 0;
         int slice = left > 100 ? 100 : (int)left;
@@ -571,8 +573,8 @@ static int my_run(ik__sql_conn *c, const char *sql, char *why, size_t why_len)
     return rc;
 }
 
-static int connect_to(const ik__mysql_uri *u, const char *password, MYSQL **out, char *why,
-                      size_t why_len)
+static int connect_to(const ik__mysql_uri *u, const char *password, const int *cut, MYSQL **out,
+                      char *why, size_t why_len)
 {
     pthread_once(&lib_once, lib_init);
     if (lib_rc) return ik__fail(IK__SQL_EGONE, why, why_len, "MariaDB Connector/C did not start");
@@ -588,8 +590,25 @@ static int connect_to(const ik__mysql_uri *u, const char *password, MYSQL **out,
     mysql_optionsv(m, MYSQL_INIT_COMMAND, "SET SESSION time_zone = '+00:00'");
     mysql_optionsv(m, MYSQL_INIT_COMMAND, "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
     mysql_optionsv(m, MYSQL_OPT_NONBLOCK, 0);
-    if (mysql_real_connect(m, u->host, u->user, password ? password : "", u->db, u->port, NULL,
-                           CLIENT_FOUND_ROWS /* M3 */ | CLIENT_MULTI_STATEMENTS /* M6 */)) {
+    /* non-blocking, so that a cut (ik__sql_target.cut) ends a connect under way */
+    MYSQL *ok = NULL;
+    ik__sql_conn w = {.m = m, .cut = cut};
+    int64_t deadline = ik__mono_ms() + IK__SQL_IO_MS;
+    int st = mysql_real_connect_start(
+        &ok, m, u->host, u->user, password ? password : "", u->db, u->port, NULL,
+        CLIENT_FOUND_ROWS /* M3 */ | CLIENT_MULTI_STATEMENTS /* M6 */);
+    while (st) {
+        int got = wait_io(&w, st, deadline, NULL, NULL);
+        if (!got) {
+            int fd = (int)mysql_get_socket(m);
+            if (fd >= 0) shutdown(fd, SHUT_RDWR);
+            mysql_close(m);
+            return ik__fail(IK__SQL_EGONE, why, why_len,
+                            "cannot reach MySQL at %s:%u: no answer in time", u->host, u->port);
+        }
+        st = mysql_real_connect_cont(&ok, m, got);
+    }
+    if (ok) {
         *out = m;
         return 0;
     }
@@ -690,7 +709,8 @@ static int my_connect(const ik__sql_target *t, ik__sql_conn **out, char *why, si
         free(c);
         return IK_ENOMEM;
     }
-    rc = connect_to(&c->u, c->password, &c->m, why, why_len);
+    c->cut = t->cut;
+    rc = connect_to(&c->u, c->password, c->cut, &c->m, why, why_len);
     if (rc) {
         free(c->password);
         free(c);
@@ -787,7 +807,7 @@ static void lock_interrupt(ik__sql_conn *c)
 {
     MYSQL *k = NULL;
     char why[256];
-    if (connect_to(&c->u, c->password, &k, why, sizeof why) == 0) {
+    if (connect_to(&c->u, c->password, c->cut, &k, why, sizeof why) == 0) {
         char q[64];
         snprintf(q, sizeof q, "KILL QUERY %lu", mysql_thread_id(c->m));
         int ok = mysql_query(k, q) == 0; /* bounded by the read timeout */

@@ -42,6 +42,7 @@ struct ik__sql_conn {
      * another connection's mark already in that session */
     int server_pid, shared;
     char mark[33];
+    const int *cut; /* ik__sql_target.cut */
     ik__sql_conn_hz hz;
 };
 
@@ -236,6 +237,7 @@ static int wait_ready(ik__sql_conn *c, int64_t until_ms)
         if (!PQisBusy(c->pg)) return 0;
         int64_t left = until_ms - now_ms();
         if (left <= 0) return IK__SQL_ETIMEOUT;
+        if (c->cut && __atomic_load_n(c->cut, __ATOMIC_ACQUIRE)) return IK__SQL_ETIMEOUT;
         struct pollfd pfd = {.fd = PQsocket(c->pg), .events = POLLIN};
         int n = poll(&pfd, 1, left > 100 ? 100 : (int)left);
         if (n < 0 && errno != EINTR) return IK__SQL_EGONE;
@@ -593,13 +595,30 @@ static int pg_connect(const ik__sql_target *t, ik__sql_conn **out, char *why, si
                           NULL};
     const char *vals[] = {"5", "5", "2", "3", "idkeeper", t->uri, t->password, NULL};
     if (!t->password) keys[6] = NULL;
-    c->pg = PQconnectdbParams(keys, vals, 1);
+    c->cut = t->cut;
+    /* non-blocking, so that a cut (ik__sql_target.cut) ends a connect under way;
+     * libpq leaves connect_timeout to us then: IK__SQL_IO_MS in all */
+    c->pg = PQconnectStartParams(keys, vals, 1);
     if (!c->pg) {
         free(c);
         return IK_ENOMEM;
     }
+    int64_t until = now_ms() + IK__SQL_IO_MS;
+    PostgresPollingStatusType ps = PGRES_POLLING_WRITING;
+    while (PQstatus(c->pg) != CONNECTION_BAD && ps != PGRES_POLLING_OK &&
+           ps != PGRES_POLLING_FAILED) {
+        int64_t left = until - now_ms();
+        if (left <= 0 || (c->cut && __atomic_load_n(c->cut, __ATOMIC_ACQUIRE))) break;
+        struct pollfd pfd = {.fd = PQsocket(c->pg),
+                             .events = ps == PGRES_POLLING_READING ? POLLIN : POLLOUT};
+        int n = poll(&pfd, 1, left > 100 ? 100 : (int)left);
+        if (n > 0) ps = PQconnectPoll(c->pg);
+    }
     if (PQstatus(c->pg) != CONNECTION_OK) {
-        const char *msg = PQerrorMessage(c->pg);
+        const char *msg = ps == PGRES_POLLING_OK || ps == PGRES_POLLING_FAILED ||
+                                  PQstatus(c->pg) == CONNECTION_BAD
+                              ? PQerrorMessage(c->pg)
+                              : "no answer in time";
         one_line(msg, why, why_len);
         int refused = strstr(msg, "authentication failed") || strstr(msg, "does not exist") ||
                       strstr(msg, "no password supplied") || strstr(msg, "no pg_hba.conf");

@@ -10,9 +10,10 @@
  *       holder's first ceiling) in the same atomic step, before anything is issued.
  *   R2. slot_persist reports success only for a renewal whose answer was read: the
  *       key then lives until at least the server's time of running it + TTL, which
- *       is after our send time, so the lease is proven until the monotonic send time
- *       + 2/3 of the TTL (the third left over absorbs clock rate differences and the
- *       time a stopped process needs to notice; docs/redis.md, "The safe window").
+ *       is after our send time, so it reports the monotonic send time and the TTL
+ *       as the lease's proof; core/lease.c claims 2/3 of the TTL from the send (the
+ *       third left over absorbs clock rate differences and the time a stopped
+ *       process needs to notice; docs/redis.md, "The safe window").
  *   R3. A renewal or release whose token no longer matches writes nothing: a holder
  *       that lost its slot never touches the next holder's record.
  *   R4. An answer lost (timeout, connection dropped) is IK_EINDOUBT: the lease keeps
@@ -58,11 +59,6 @@ static int64_t take_wait_ms(const ik__redis_client *rc)
 {
     int64_t w = answer_wait_ms(rc);
     return w < 2000 ? 2000 : w;
-}
-
-static int64_t proven_until(const ik__redis_client *rc, int64_t sent_ns)
-{
-    return sent_ns + rc->lease_ttl_ms * 2 / 3 * 1000000;
 }
 
 /* Strict decimal int64 from a reply string; 0 if absent or malformed. */
@@ -278,7 +274,7 @@ int ik__redis_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__slo
     out->old_record_ms = num_of(r->element[1]->str);
     out->record_ms = num_of(r->element[2]->str);
     out->since_ms = since_ms;
-    out->valid_until_mono_ns = proven_until(rc, sent);
+    out->proof = (ik__lease_proof){sent, rc->lease_ttl_ms};
     out->handle = s;
     freeReplyObject(r);
     pthread_mutex_lock(&rc->mu);
@@ -298,8 +294,8 @@ void ik__redis_session_desc(ik__backend *be, char *buf, size_t len)
     pthread_mutex_unlock(&rc->mu);
 }
 
-int ik__redis_slot_persist(ik__backend *be, void *handle, int64_t record_ms,
-                           int64_t *valid_until_mono_ns, int64_t *written_ms)
+int ik__redis_slot_persist(ik__backend *be, void *handle, int64_t record_ms, ik__lease_proof *proof,
+                           int64_t *written_ms)
 {
     ik__redis_client *rc = &ik__redis_backend_of(be)->rc;
     redis_slot *s = handle;
@@ -324,7 +320,7 @@ int ik__redis_slot_persist(ik__backend *be, void *handle, int64_t record_ms,
     if (got < 0) return IK_ELOST; /* R3: expired, or someone else's now */
     if (got == 0) return IK_EINDOUBT;
     *written_ms = got;
-    *valid_until_mono_ns = proven_until(rc, sent);
+    *proof = (ik__lease_proof){sent, rc->lease_ttl_ms};
     return IK_OK;
 }
 

@@ -38,13 +38,15 @@
  *       cannot be placed and is logged "tag gap tag=T first=? count=K", as is the
  *       oldest doubt of a tag and lane that would hold more than TAG_KEPT. No
  *       doubt ends without a line.
- *   RT5. At close no later advance will carry the doubts still kept, so the close
- *       settles them (ik__redis_tags_close): per tag and lane one script,
+ *   RT5. At close no later advance will carry the doubts still kept, so the stop
+ *       settles them (ik__redis_settle, the seam's settle: ik_coord_settle, and
+ *       close for what is left): per tag and lane one script,
  *       TAG_SETTLE, that raises the writer key's "last" to a SEQ above every one
  *       sent (so a write still on its way can no longer run: RT3's refusal) and
  *       reads each doubt's SEQ in the ring, settled as in RT4. A tag whose script
- *       gets no answer within IK__REDIS_SETTLE_MS of the close's start, or is not
- *       sent (a store hazard refused: the fence is a write), logs each doubt as
+ *       gets no answer by the settle's deadline, or is not sent (the checks refuse
+ *       the store: the fence is a write, and coord.c runs them once more first), logs
+ *       each doubt as
  *       "tag gap tag=T first=? count=K why=maybe_recorded", before the close
  *       returns (the daemon's last step after SIGTERM, so before the process
  *       exits).
@@ -55,8 +57,8 @@
  *     CARRIED --script ran (code 0): settle--> logged: a gap, settled, or first=?
  *        |--script not run, or its answer lost: keep_doubts--> KEPT
  *   KEPT --a tag's TAG_KEPT+1-th doubt, or no memory: keep_doubts--> logged first=?
- *   KEPT --close: ik__redis_tags_close, TAG_SETTLE answered--> logged as by settle
- *        |--no answer by the deadline--> logged first=? (maybe_recorded)
+ *   KEPT --stop: ik__redis_settle, TAG_SETTLE answered--> logged as by settle
+ *        |--no answer by the deadline, or the store refused--> logged first=?
  *
  * Threads: any; each call takes its own connection from the pool (redis_conn.c);
  * the doubts are under t->mu.
@@ -591,12 +593,16 @@ static int advance_on(ik__redis_backend *b, const char *app, const char *name, i
     return e;
 }
 
-/* RT5: one tag's doubts by one lane at close, settled by TAG_SETTLE within the close's deadline
- * (mono ns), or logged as gaps of unknown place. */
-static void settle_at_close(ik__redis_backend *b, const tag_doubts *g, int64_t deadline_ns)
+/* RT5: one tag's doubts by one lane at close, settled by TAG_SETTLE by deadline_ns
+ * (mono ns), or logged as gaps of unknown place; with refused set (the checks refuse
+ * the store, or could not ask it: backend.h's settle), logged without a word to the
+ * store. */
+static void settle_at_close(ik__redis_backend *b, const tag_doubts *g, int64_t deadline_ns,
+                            const char *refused)
 {
     ik__redis_client *rc = &b->rc;
-    char writer[KEY_MAX], why[400] = "the deadline had passed";
+    char writer[KEY_MAX], why[400];
+    snprintf(why, sizeof why, "%s", refused ? refused : "the deadline had passed");
     writer_key(rc, b->tags, g->app, g->tag, g->lane, writer);
     char seqs[24], doubts[TAG_KEPT * 22 + 1] = "", ring[8], ttl[16];
     snprintf(seqs, sizeof seqs, "%" PRIu64, ++b->tags->seq); /* above every one sent */
@@ -609,7 +615,7 @@ static void settle_at_close(ik__redis_backend *b, const tag_doubts *g, int64_t d
     const char *args[] = {seqs, doubts, ring, ttl};
     redisReply *r = NULL;
     int64_t left_ms = (deadline_ns - ik__mono_ns()) / 1000000;
-    if (left_ms > 0) {
+    if (!refused && left_ms > 0) {
         int e = IK_OK;
         /* a write (the fence): nothing is sent while a store hazard is refused */
         redisContext *ctx = ik__redis_get_write(rc, left_ms, &e, why, sizeof why);
@@ -632,8 +638,7 @@ static void settle_at_close(ik__redis_backend *b, const tag_doubts *g, int64_t d
     if (!r) {
         char line[600];
         snprintf(line, sizeof line,
-                 MAYBE_RECORDED "and it was still open at close, not settled within %d ms (%s)",
-                 IK__REDIS_SETTLE_MS, why);
+                 MAYBE_RECORDED "and it was still open at close, not settled (%s)", why);
         for (int i = 0; i < g->n; i++)
             log_unplaced(g->app, g->tag, &g->d[i], line);
         return;
@@ -646,12 +651,38 @@ static void settle_at_close(ik__redis_backend *b, const tag_doubts *g, int64_t d
     freeReplyObject(r);
 }
 
+void ik__redis_settle(ik__backend *be, int64_t deadline_ns, const char *refused)
+{
+    ik__redis_backend *b = ik__redis_backend_of(be);
+    if (!b->tags) return;
+    pthread_mutex_lock(&b->tags->mu);
+    tag_doubts *all = b->tags->doubts; /* RT5: no other call runs now */
+    b->tags->doubts = NULL;
+    pthread_mutex_unlock(&b->tags->mu);
+    while (all) {
+        tag_doubts *g = all;
+        all = g->next;
+        settle_at_close(b, g, deadline_ns, refused);
+        free(g);
+    }
+}
+
+int ik__redis_doubts(ik__backend *be)
+{
+    ik__redis_backend *b = ik__redis_backend_of(be);
+    if (!b->tags) return 0;
+    int n = 0;
+    pthread_mutex_lock(&b->tags->mu);
+    for (tag_doubts *g = b->tags->doubts; g; g = g->next)
+        n += g->n;
+    pthread_mutex_unlock(&b->tags->mu);
+    return n;
+}
+
 void ik__redis_tags_close(ik__redis_backend *b)
 {
     if (!b->tags) return;
-    int64_t deadline_ns = ik__mono_ns() + (int64_t)IK__REDIS_SETTLE_MS * 1000000;
-    for (tag_doubts *g = b->tags->doubts; g; g = g->next)
-        settle_at_close(b, g, deadline_ns); /* RT5: no other call runs now */
+    ik__redis_settle(&b->base, ik__mono_ns() + (int64_t)IK__SETTLE_MS * 1000000, NULL);
     tags_free(b->tags);
     b->tags = NULL;
 }

@@ -31,6 +31,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 static struct timeval tv_of(int64_t ms)
 {
@@ -139,12 +140,46 @@ static int64_t stamp_of(ik__redis_client *rc, const redisContext *ctx)
     return ns;
 }
 
+/* Marks ctx out of the pool, so that a cut reaches its socket: 1, or 0 (nothing
+ * marked) once the client is cut. A full table leaves ctx unmarked. */
+static int live_add(ik__redis_client *rc, redisContext *ctx)
+{
+    pthread_mutex_lock(&rc->mu);
+    int ok = !rc->cut;
+    for (int i = 0; ok && i < IK__REDIS_LIVE; i++)
+        if (!rc->live[i]) {
+            rc->live[i] = ctx;
+            break;
+        }
+    pthread_mutex_unlock(&rc->mu);
+    return ok;
+}
+
+/* Under rc->mu: ctx is back in the pool, or freed. */
+static void live_del_locked(ik__redis_client *rc, const redisContext *ctx)
+{
+    for (int i = 0; i < IK__REDIS_LIVE; i++)
+        if (rc->live[i] == ctx) rc->live[i] = NULL;
+}
+
+void ik__redis_client_cut(ik__redis_client *rc)
+{
+    pthread_mutex_lock(&rc->mu);
+    rc->cut = 1;
+    for (int i = 0; i < IK__REDIS_LIVE; i++)
+        if (rc->live[i] && rc->live[i]->fd >= 0) shutdown(rc->live[i]->fd, SHUT_RDWR);
+    for (int i = 0; i < rc->nidle; i++)
+        if (rc->idle[i]->fd >= 0) shutdown(rc->idle[i]->fd, SHUT_RDWR);
+    pthread_mutex_unlock(&rc->mu);
+}
+
 /* Closes ctx and forgets its stamp (a later context at the same address is new). */
 static void ctx_free(ik__redis_client *rc, redisContext *ctx)
 {
     pthread_mutex_lock(&rc->mu);
     int at = stamp_find(rc, ctx);
     if (at >= 0) rc->stamp[at].ctx = NULL;
+    live_del_locked(rc, ctx);
     pthread_mutex_unlock(&rc->mu);
     redisFree(ctx);
 }
@@ -167,6 +202,11 @@ static redisContext *connect_one(ik__redis_client *rc, int64_t timeout_ms, int *
     where(rc, w, sizeof w);
     if (ctx->err) {
         *err = ik__fail(IK_ESTORE, why, why_len, "cannot reach redis at %s: %s", w, ctx->errstr);
+        redisFree(ctx);
+        return NULL;
+    }
+    if (!live_add(rc, ctx)) {
+        *err = ik__fail(IK_ESTORE, why, why_len, "redis at %s: the stop's deadline passed", w);
         redisFree(ctx);
         return NULL;
     }
@@ -228,12 +268,21 @@ redisContext *ik__redis_get(ik__redis_client *rc, int64_t timeout_ms, int *err, 
 {
     for (;;) {
         pthread_mutex_lock(&rc->mu);
-        redisContext *ctx = rc->nidle ? rc->idle[--rc->nidle] : NULL;
+        int cut = rc->cut;
+        redisContext *ctx = rc->nidle && !cut ? rc->idle[--rc->nidle] : NULL;
         pthread_mutex_unlock(&rc->mu);
+        if (cut) {
+            *err = ik__fail(IK_ESTORE, why, why_len, "redis: the stop's deadline passed");
+            return NULL;
+        }
         if (!ctx) break;
         if (stale(ctx)) {
             ctx_free(rc, ctx);
             continue;
+        }
+        if (!live_add(rc, ctx)) { /* cut: nothing more is sent */
+            ctx_free(rc, ctx);
+            break;
         }
         redisSetTimeout(ctx, tv_of(timeout_ms));
         return ctx;
@@ -244,9 +293,12 @@ redisContext *ik__redis_get(ik__redis_client *rc, int64_t timeout_ms, int *err, 
 void ik__redis_put(ik__redis_client *rc, redisContext *ctx, int broken)
 {
     if (!ctx) return;
+    pthread_mutex_lock(&rc->mu);
+    live_del_locked(rc, ctx);
+    pthread_mutex_unlock(&rc->mu);
     if (!broken && !ctx->err) {
         pthread_mutex_lock(&rc->mu);
-        if (rc->nidle < IK__REDIS_POOL) {
+        if (rc->nidle < IK__REDIS_POOL && !rc->cut) {
             rc->idle[rc->nidle++] = ctx;
             ctx = NULL;
         }

@@ -71,6 +71,7 @@ extern const char *const ik__redis_lua[IK__RS_COUNT];
 
 #define IK__REDIS_POOL 8    /* idle connections kept */
 #define IK__REDIS_STAMPS 64 /* connections whose last hazard check is remembered */
+#define IK__REDIS_LIVE 128  /* connections out of the pool, for the cut */
 
 struct redisContext;
 struct redisReply;
@@ -99,6 +100,10 @@ typedef struct ik__redis_client {
         int64_t ns;
     } stamp[IK__REDIS_STAMPS];
     uint64_t checks_begun, checks_installed;
+    /* connections out of the pool (in a call, or connecting), whose sockets
+     * ik__redis_client_cut shuts; cut: no call waits on Redis any more */
+    struct redisContext *live[IK__REDIS_LIVE];
+    int cut;
 } ik__redis_client;
 
 /* Reads the URI and the options (password, lease TTL, wait replicas), initialises
@@ -109,6 +114,10 @@ typedef struct ik__redis_client {
 int ik__redis_client_open(ik__redis_client *rc, const char *uri, const ik_coord_options *o,
                           ik__hazards *hz, char *why, size_t why_len);
 void ik__redis_client_close(ik__redis_client *rc);
+/* The seam's cut (backend.h): every socket of rc is shut (a call blocked on one
+ * fails at once, as one whose answer was lost) and every later get fails with
+ * IK_ESTORE without connecting. Any thread. */
+void ik__redis_client_cut(ik__redis_client *rc);
 
 /* A connection for one call, its reads and writes timing out after timeout_ms:
  * an idle one, or a new one (AUTH, SELECT). NULL with IK_ESTORE and why if none
@@ -176,17 +185,19 @@ void ik__redis_session_desc(ik__backend *be, char *buf, size_t len);
 
 int ik__redis_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__slot_grant *out,
                            char *why, size_t why_len);
-int ik__redis_slot_persist(ik__backend *be, void *handle, int64_t record_ms,
-                           int64_t *valid_until_mono_ns, int64_t *written_ms);
+int ik__redis_slot_persist(ik__backend *be, void *handle, int64_t record_ms, ik__lease_proof *proof,
+                           int64_t *written_ms);
 int ik__redis_slot_release(ik__backend *be, void *handle, int64_t record_ms);
 void ik__redis_slot_forget(ik__backend *be, void *handle);
 int ik__redis_slots_list(ik__backend *be, const char *app, ik_slot_info **out, size_t *n);
 
 int ik__redis_tags_new(struct ik__redis_tags **out);
-/* The close's part of the tags, before the client closes: settles every doubt still
- * open (RT5 in backend_redis_tags.c: one fenced read of each tag's writer key, all
- * within IK__REDIS_SETTLE_MS), each one logged, then frees b->tags. */
-#define IK__REDIS_SETTLE_MS 2000
+/* The seam's settle and doubts (backend.h): every doubt still open settled (RT5 in
+ * backend_redis_tags.c: one fenced read of each tag's writer key) or logged. */
+void ik__redis_settle(ik__backend *be, int64_t deadline_ns, const char *refused);
+int ik__redis_doubts(ik__backend *be);
+/* The close's part of the tags, before the client closes: settles what is left
+ * (within IK__SETTLE_MS), then frees b->tags. */
 void ik__redis_tags_close(ik__redis_backend *b);
 int ik__redis_tag_create(ik__backend *be, const char *app, const ik_tag_info *t, char *why,
                          size_t why_len);

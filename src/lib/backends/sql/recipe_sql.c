@@ -218,7 +218,7 @@ static void drop(sql_lock *lk, int unlock)
         if (!lk->spare) lk->spare = c, c = NULL;
         pthread_mutex_unlock(&lk->mu);
     }
-    b->d->close(c);
+    ik__sql_conn_close(b, c);
 }
 
 int ik__sql_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
@@ -242,7 +242,7 @@ int ik__sql_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
     lk->spare = NULL;
     pthread_mutex_unlock(&lk->mu);
     if (c && b->d->ping(c, PING_WAIT_MS) != 0) { /* ended while idle: a new one */
-        b->d->close(c);
+        ik__sql_conn_close(b, c);
         c = NULL;
     }
     char why[256] = "";
@@ -271,7 +271,7 @@ int ik__sql_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
                      hz->foreign_fix);
             ik__sql_hazards_foreign(b, c, rc);
         }
-        b->d->close(c);
+        ik__sql_conn_close(b, c);
         if (rc == IK__SQL_ECANCELED) __atomic_store_n(&lk->cancel, 0, __ATOMIC_SEQ_CST);
         set_state(lk, IK_HOLD_IDLE, rc == 0 ? "timed out" : why);
         return rc == 0                   ? (timeout_ms == 0 ? IK_EBUSY : IK_ETIMEDOUT)
@@ -342,7 +342,7 @@ void ik__sql_lock_fini(ik_lock *base)
     pthread_mutex_unlock(&lk->mu);
     if (st == IK_HOLD_HELD || st == IK_HOLD_IN_DOUBT || st == IK_HOLD_LOST)
         drop(lk, st != IK_HOLD_LOST);
-    ik__sql_of(base->be)->d->close(lk->spare);
+    ik__sql_conn_close(ik__sql_of(base->be), lk->spare);
     lk->spare = NULL;
     pthread_cond_destroy(&lk->cv);
     pthread_mutex_destroy(&lk->mu);

@@ -194,6 +194,10 @@ typedef struct ik__sql_target {
      * must free soon after its holder's host vanishes; 0: a pooled or slot
      * connection, which holds nothing between its transactions */
     int holds;
+    /* The backend's cut (backend.h), read atomically: once nonzero, the driver's
+     * waits on this connection (its connect included) end as if their deadline had
+     * passed. NULL: never cut. */
+    const int *cut;
 } ik__sql_target;
 
 typedef struct ik__sql_conn ik__sql_conn; /* the driver's connection */
@@ -315,18 +319,22 @@ void ik__sql_close(ik__backend *be);
 /* backend_sql_tags.c, called by the ops table's open and close (IK__SQL_BACKEND in
  * sql_driver.h, above both this file and backend_sql.c): at open (after
  * ik__sql_open), deletes the commit marks older than a day; at close (before
- * ik__sql_close), settles every open doubt with one read each within
- * IK__SQL_SETTLE_MS, logging each one (a gap, settled, or maybe_recorded), then
+ * ik__sql_close), settles what doubts ik_coord_settle left with one read each
+ * within IK__SETTLE_MS, logging each one (a gap, settled, or maybe_recorded), then
  * deletes this backend's own marks. */
 void ik__sql_marks_prune(ik__backend *be);
 void ik__sql_tags_close(ik__backend *be);
+/* The seam's settle, doubts (backend_sql_tags.c) and cut (backend_sql.c). */
+void ik__sql_settle(ik__backend *be, int64_t deadline_ns, const char *refused);
+int ik__sql_doubts(ik__backend *be);
+void ik__sql_cut(ik__backend *be);
 const char *ik__sql_uri(const ik__backend *be);
 void ik__sql_session(ik__backend *be, char *buf, size_t len);
 int64_t ik__sql_slot_free_ms(ik__backend *be);
 int ik__sql_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__slot_grant *out,
                          char *why, size_t why_len);
-int ik__sql_slot_persist(ik__backend *be, void *handle, int64_t record_ms,
-                         int64_t *valid_until_mono_ns, int64_t *written_ms);
+int ik__sql_slot_persist(ik__backend *be, void *handle, int64_t record_ms, ik__lease_proof *proof,
+                         int64_t *written_ms);
 int ik__sql_slot_release(ik__backend *be, void *handle, int64_t record_ms);
 void ik__sql_slot_forget(ik__backend *be, void *handle);
 int ik__sql_slots_list(ik__backend *be, const char *app, ik_slot_info **out, size_t *n);
@@ -389,6 +397,9 @@ int ik__sql_leader(ik__backend *be, const char *path, char **id);
         .slots_list = ik__sql_slots_list,                                                          \
         .slot_free_ms = ik__sql_slot_free_ms,                                                      \
         .session = ik__sql_session,                                                                \
+        .settle = ik__sql_settle,                                                                  \
+        .doubts = ik__sql_doubts,                                                                  \
+        .cut = ik__sql_cut,                                                                        \
         .client_version = (CLIENT_VERSION),                                                        \
         .tag_create = ik__sql_tag_create,                                                          \
         .tag_get = ik__sql_tag_get,                                                                \

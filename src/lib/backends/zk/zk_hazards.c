@@ -773,13 +773,13 @@ int ik__zk_gated_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__
 }
 
 int ik__zk_gated_slot_persist(ik__backend *be, void *handle, int64_t record_ms,
-                              int64_t *valid_until_mono_ns, int64_t *written_ms)
+                              ik__lease_proof *proof, int64_t *written_ms)
 {
     /* not connected (IK_ESTORE): the renewal sends nothing on a handle that is not
      * connected either, and settles what an earlier one left */
     int rc = gate(be);
     if (rc == IK_EUNSAFE) return rc;
-    return ik__zk_slot_persist(be, handle, record_ms, valid_until_mono_ns, written_ms);
+    return ik__zk_slot_persist(be, handle, record_ms, proof, written_ms);
 }
 
 int ik__zk_gated_tag_advance(ik__backend *be, const char *app, const char *name, ik_tag_kind kind,
