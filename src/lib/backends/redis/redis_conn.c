@@ -271,80 +271,6 @@ redisContext *ik__redis_get_write(ik__redis_client *rc, int64_t timeout_ms, int 
     return ctx;
 }
 
-/* Appends EVALSHA (or EVAL with the source) and, if wait, WAIT N T. */
-static void append_script(ik__redis_client *rc, redisContext *ctx, int id, int by_sha, int nk,
-                          const char *const *keys, int na, const char *const *args, int wait)
-{
-    const char *argv[32];
-    size_t lens[32];
-    char nks[8];
-    snprintf(nks, sizeof nks, "%d", nk);
-    int n = 0;
-    argv[n++] = by_sha ? "EVALSHA" : "EVAL";
-    argv[n++] = by_sha ? rc->sha[id] : ik__redis_lua[id];
-    argv[n++] = nks;
-    for (int i = 0; i < nk && n < 32; i++)
-        argv[n++] = keys[i];
-    for (int i = 0; i < na && n < 32; i++)
-        argv[n++] = args[i];
-    for (int i = 0; i < n; i++)
-        lens[i] = strlen(argv[i]);
-    redisAppendCommandArgv(ctx, n, argv, lens);
-    if (wait)
-        redisAppendCommand(ctx, "WAIT %d %d", rc->wait_replicas,
-                           (int)(rc->lease_ttl_ms / 5 > 100 ? rc->lease_ttl_ms / 5 : 100));
-}
-
-int ik__redis_script(ik__redis_client *rc, redisContext *ctx, int id, int nk,
-                     const char *const *keys, int na, const char *const *args, int wait,
-                     redisReply **out, int *waited, char *why, size_t why_len)
-{
-    *out = NULL;
-    if (waited) *waited = rc->wait_replicas;
-    if (nk + na > 29) return ik__fail(IK_EINVAL, why, why_len, "too many script arguments");
-    int do_wait = wait && rc->wait_replicas > 0;
-    for (int by_sha = 1; by_sha >= 0; by_sha--) {
-        append_script(rc, ctx, id, by_sha, nk, keys, na, args, do_wait);
-        redisReply *r = NULL, *wr = NULL;
-        if (redisGetReply(ctx, (void **)&r) != REDIS_OK) {
-            ctx_fail(rc, ctx, "a script", why, why_len);
-            return IK_EINDOUBT; /* C3: written, its answer not read */
-        }
-        if (do_wait && redisGetReply(ctx, (void **)&wr) != REDIS_OK) {
-            freeReplyObject(r);
-            ctx_fail(rc, ctx, "WAIT", why, why_len);
-            return IK_EINDOUBT;
-        }
-        if (r->type == REDIS_REPLY_ERROR && by_sha && !strncmp(r->str, "NOSCRIPT", 8)) {
-            freeReplyObject(r); /* not run: the server lost its script cache */
-            if (wr) freeReplyObject(wr);
-            continue;
-        }
-        int e = IK_OK;
-        if (r->type == REDIS_REPLY_ERROR) {
-            char w[300];
-            where(rc, w, sizeof w);
-            e = ik__fail(IK_ESTORE, why, why_len, "redis at %s: %.200s", w, r->str);
-        } else if (do_wait) {
-            if (wr->type == REDIS_REPLY_INTEGER) {
-                if (waited) *waited = (int)wr->integer;
-            } else {
-                e = ik__fail(IK_EINDOUBT, why, why_len, "WAIT answered %.100s",
-                             wr->type == REDIS_REPLY_ERROR ? wr->str : "no count");
-                if (waited) *waited = 0;
-            }
-        }
-        if (wr) freeReplyObject(wr);
-        if (e == IK_ESTORE) {
-            freeReplyObject(r);
-            return e;
-        }
-        *out = r;
-        return e;
-    }
-    return IK_ESTORE; /* not reached */
-}
-
 void ik__redis_key(const ik__redis_client *rc, const char *app, const char *sub, char *out,
                    size_t len)
 {
@@ -394,35 +320,47 @@ static int config_value(const redisReply *r, char *val, size_t len, char *err, s
     return 0;
 }
 
-/* The settings read by CONFIG GET, in the order they are asked. */
-enum { H_AOF, H_FSYNC, H_REWRITE, H_MAXMEM, H_POLICY, H_ROLE, H_N };
-static const char *const h_config[H_ROLE] = {
-    "appendonly", "appendfsync", "no-appendfsync-on-rewrite", "maxmemory", "maxmemory-policy"};
-
-#define UNREADABLE_FIX                                                                             \
-    "cannot be read (%.60s); allow CONFIG GET and ROLE to idkeeper (no rename-command; ACL "       \
-    "+config|get +role), or check docs/hazards.md's settings by hand and pass "                    \
-    "--allow-unsafe-store"
-
-int ik__redis_hazards(ik__redis_client *rc, redisContext *ctx, char *why, size_t why_len)
+/* The value of field name in an INFO answer ("" if absent). */
+static void info_field(const char *info, const char *name, char *val, size_t len)
 {
-    pthread_mutex_lock(&rc->mu);
-    uint64_t seq = ++rc->checks_begun;
-    pthread_mutex_unlock(&rc->mu);
+    size_t nl = strlen(name);
+    val[0] = '\0';
+    for (const char *p = info; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+        if (strncmp(p, name, nl) || p[nl] != ':') continue;
+        size_t n = strcspn(p + nl + 1, "\r\n");
+        snprintf(val, len, "%.*s", (int)(n < len ? n : len - 1), p + nl + 1);
+        return;
+    }
+}
+
+/* The evidence (docs/hazards.md, Redis): the commands whose answers say whether
+ * Redis keeps a write, in the order they are sent: CONFIG GET of each setting, ROLE,
+ * INFO persistence. The interval's check sends them alone, a write inside its
+ * MULTI ... EXEC (ik__redis_script). */
+enum { H_AOF, H_FSYNC, H_REWRITE, H_MAXMEM, H_POLICY, H_CLUSTER, H_ROLE, H_INFO, H_N };
+static const char *const h_config[H_ROLE] = {"appendonly",      "appendfsync",
+                                             "no-appendfsync-on-rewrite", "maxmemory",
+                                             "maxmemory-policy", "cluster-enabled"};
+
+static void append_evidence(redisContext *ctx)
+{
     for (int i = 0; i < H_ROLE; i++)
         redisAppendCommand(ctx, "CONFIG GET %s", h_config[i]);
     redisAppendCommand(ctx, "ROLE");
-    redisReply *r[H_N] = {0};
-    int e = IK_OK;
-    for (int i = 0; i < H_N && !e; i++)
-        if (redisGetReply(ctx, (void **)&r[i]) != REDIS_OK)
-            e = ctx_fail(rc, ctx, "the hazard checks", why, why_len);
-    int64_t now = ik__mono_ns();
-    if (e) {
-        for (int i = 0; i < H_N; i++)
-            if (r[i]) freeReplyObject(r[i]);
-        return e;
-    }
+    redisAppendCommand(ctx, "INFO persistence");
+}
+
+#define UNREADABLE_FIX                                                                             \
+    "cannot be read (%.60s); allow CONFIG GET, ROLE and INFO to idkeeper (no rename-command; "     \
+    "ACL +config|get +role +info), or check docs/hazards.md's settings by hand and pass "          \
+    "--allow-unsafe-store"
+
+/* The rows of one answer to the evidence (r[H_N]) into row[] (returns how many),
+ * and whether any could not be read (*blind). aof_trusted: the append-only file had
+ * been seen complete (on, no rewrite pending) since it was last seen off; updated. */
+static int evidence_rows(ik__hazards *hz, redisReply *const *r, int *aof_trusted, int *blind,
+                         ik_hazard *row)
+{
     char v[H_N][96], err[H_N][96] = {{0}};
     int bad[H_N];
     for (int i = 0; i < H_ROLE; i++)
@@ -444,28 +382,57 @@ int ik__redis_hazards(ik__redis_client *rc, redisContext *ctx, char *why, size_t
         else
             snprintf(v[H_ROLE], sizeof v[H_ROLE], "%.40s", ro->element[0]->str);
     }
+    /* INFO persistence: whether the append-only file is complete, and writable */
+    const redisReply *in = r[H_INFO];
+    char aof_on[8] = "", rw_now[8] = "", rw_next[8] = "", wstat[16] = "";
+    bad[H_INFO] = in->type != REDIS_REPLY_STRING;
+    if (bad[H_INFO]) {
+        snprintf(err[H_INFO], sizeof err[H_INFO], "%.80s",
+                 in->type == REDIS_REPLY_ERROR ? in->str : "not a text");
+    } else {
+        info_field(in->str, "aof_enabled", aof_on, sizeof aof_on);
+        info_field(in->str, "aof_rewrite_in_progress", rw_now, sizeof rw_now);
+        info_field(in->str, "aof_rewrite_scheduled", rw_next, sizeof rw_next);
+        info_field(in->str, "aof_last_write_status", wstat, sizeof wstat);
+    }
+    int rewriting = !strcmp(rw_now, "1") || !strcmp(rw_next, "1");
+    if (bad[H_INFO] || bad[H_AOF] || strcmp(v[H_AOF], "yes") != 0 || strcmp(aof_on, "1") != 0)
+        *aof_trusted = 0; /* off (or unknown): its next rewrite is a first one */
+    else if (!rewriting)
+        *aof_trusted = 1;
+    int first_rewrite = !*aof_trusted && !strcmp(v[H_AOF], "yes") && rewriting;
+    *blind = 0;
     for (int i = 0; i < H_N; i++)
-        freeReplyObject(r[i]);
+        *blind |= bad[i] != 0;
 
-    ik__hazards *hz = rc->hz;
-    ik_hazard row[H_N - 1];
     int n = 0;
     /* an unreadable setting is unverifiable: refused, or a risk (hazard.h) */
-#define ROW(I, CHECK, UNSAFE, ...)                                                                 \
+#define ROW(I, CHECK, VALUE, UNSAFE, ...)                                                          \
     do {                                                                                           \
         if (bad[I])                                                                                \
             ik__hazard_row(hz, &row[n++], CHECK, "unreadable", 1, UNREADABLE_FIX, err[I]);         \
         else                                                                                       \
-            ik__hazard_row(hz, &row[n++], CHECK, v[I], UNSAFE, __VA_ARGS__);                       \
+            ik__hazard_row(hz, &row[n++], CHECK, VALUE, UNSAFE, __VA_ARGS__);                      \
     } while (0)
-    ROW(H_AOF, "appendonly", strcmp(v[H_AOF], "yes") != 0,
+    ROW(H_AOF, "appendonly", v[H_AOF], strcmp(v[H_AOF], "yes") != 0,
         "set appendonly yes (redis.conf, and CONFIG SET on a running Redis): without the "
         "append-only file a restart loses the writes since the last RDB snapshot: counters go "
         "back, slot keys and time records vanish");
-    ROW(H_FSYNC, "appendfsync", strcmp(v[H_FSYNC], "always") != 0,
+    ROW(H_INFO, "aof-rewrite",
+        first_rewrite ? "the first since appendonly yes, running"
+        : rewriting   ? "running"
+                      : "none",
+        first_rewrite,
+        "wait for it to end (INFO persistence: aof_rewrite_in_progress:0): until Redis has "
+        "written its first append-only file since appendonly yes, a crash brings back the old "
+        "file (or none) and loses every write since");
+    ROW(H_INFO, "aof-last-write", wstat[0] ? wstat : "?", !strcmp(aof_on, "1") && strcmp(wstat, "ok"),
+        "free the disk of Redis's append-only file (INFO persistence: aof_last_write_status): "
+        "Redis could not write it");
+    ROW(H_FSYNC, "appendfsync", v[H_FSYNC], strcmp(v[H_FSYNC], "always") != 0,
         "set appendfsync always: with everysec or no, a crash of Redis or of its host loses the "
         "last acknowledged writes");
-    ROW(H_REWRITE, "no-appendfsync-on-rewrite", strcmp(v[H_REWRITE], "no") != 0,
+    ROW(H_REWRITE, "no-appendfsync-on-rewrite", v[H_REWRITE], strcmp(v[H_REWRITE], "no") != 0,
         "set no-appendfsync-on-rewrite no: with yes, Redis skips fsync while a rewrite or BGSAVE "
         "child runs, and a crash then loses acknowledged writes");
     /* maxmemory-policy only matters with a limit: one row, both values */
@@ -480,19 +447,203 @@ int ik__redis_hazards(ik__redis_client *rc, redisContext *ctx, char *why, size_t
                        "set maxmemory-policy noeviction (or maxmemory 0): an eviction policy "
                        "deletes slot keys, time records and counters (every volatile-* one "
                        "the slot keys, which have a TTL), and duplicate IDs follow");
-    ROW(H_ROLE, "role", strcmp(v[H_ROLE], "master") != 0,
+    ROW(H_ROLE, "role", v[H_ROLE], strcmp(v[H_ROLE], "master") != 0,
         "point idkeeper at the primary: a replica's own writes vanish at its next resync "
         "with the primary");
+    /* a setting this server may not know (before Redis 3): "" is no cluster */
+    ROW(H_CLUSTER, "cluster-enabled", v[H_CLUSTER][0] ? v[H_CLUSTER] : "no",
+        !strcmp(v[H_CLUSTER], "yes"),
+        "point idkeeper at a standalone Redis (or a primary with replicas): a Redis Cluster "
+        "node refuses the scripts' keys of other hash slots (CROSSSLOT), and idkeeper does not "
+        "follow a cluster's slots or its failovers");
 #undef ROW
-    /* C4: a check installs its verdicts only over those of checks begun before it */
+    return n;
+}
+
+#define H_ROWS 9 /* the rows evidence_rows fills */
+
+/* Judges one answer to the evidence, read on ctx whose check number is seq: installs
+ * its rows (C4: only over those of checks begun before it) and stamps ctx as checked.
+ * Returns this evidence's own verdict (ik__hazards_proof): 0, or IK_EUNSAFE with why
+ * naming the first refused setting. */
+static int judge(ik__redis_client *rc, redisContext *ctx, redisReply *const *r, uint64_t seq,
+                 int64_t now, char *why, size_t why_len)
+{
+    ik_hazard row[H_ROWS];
     pthread_mutex_lock(&rc->mu);
     int late = seq < rc->checks_installed;
-    if (!late) rc->checks_installed = seq;
-    e = late ? ik__hazards_refused(hz, why, why_len)
-             : ik__hazards_update(hz, row, (size_t)n, why, why_len);
+    int trusted = rc->aof_trusted, blind = 0;
+    int n = evidence_rows(rc->hz, r, &trusted, &blind, row);
+    if (!late) {
+        rc->checks_installed = seq;
+        rc->aof_trusted = trusted;
+        rc->blind = blind;
+        ik__hazards_update(rc->hz, row, (size_t)n, NULL, 0);
+    }
     pthread_mutex_unlock(&rc->mu);
     stamp_set(rc, ctx, now);
+    return ik__hazards_proof(rc->hz, row, (size_t)n, why, why_len);
+}
+
+int ik__redis_hazards(ik__redis_client *rc, redisContext *ctx, char *why, size_t why_len)
+{
+    pthread_mutex_lock(&rc->mu);
+    uint64_t seq = ++rc->checks_begun;
+    pthread_mutex_unlock(&rc->mu);
+    append_evidence(ctx);
+    redisReply *r[H_N] = {0};
+    int e = IK_OK;
+    for (int i = 0; i < H_N && !e; i++)
+        if (redisGetReply(ctx, (void **)&r[i]) != REDIS_OK)
+            e = ctx_fail(rc, ctx, "the hazard checks", why, why_len);
+    if (!e) {
+        judge(rc, ctx, r, seq, ik__mono_ns(), NULL, 0);
+        e = ik__hazards_refused(rc->hz, why, why_len);
+    }
+    for (int i = 0; i < H_N; i++)
+        if (r[i]) freeReplyObject(r[i]);
     return e;
+}
+
+/* Appends EVALSHA (or EVAL with the source). */
+static void append_script(ik__redis_client *rc, redisContext *ctx, int id, int by_sha, int nk,
+                          const char *const *keys, int na, const char *const *args)
+{
+    const char *argv[32];
+    size_t lens[32];
+    char nks[8];
+    snprintf(nks, sizeof nks, "%d", nk);
+    int n = 0;
+    argv[n++] = by_sha ? "EVALSHA" : "EVAL";
+    argv[n++] = by_sha ? rc->sha[id] : ik__redis_lua[id];
+    argv[n++] = nks;
+    for (int i = 0; i < nk && n < 32; i++)
+        argv[n++] = keys[i];
+    for (int i = 0; i < na && n < 32; i++)
+        argv[n++] = args[i];
+    for (int i = 0; i < n; i++)
+        lens[i] = strlen(argv[i]);
+    redisAppendCommandArgv(ctx, n, argv, lens);
+}
+
+/* One sending of a script (with the proof: MULTI, the evidence, the script, EXEC;
+ * then WAIT if asked) and its answers: 0 with *r the script's answer and ev[] the
+ * evidence's (proof) or NULLs; IK_EINDOUBT when an answer was not read (C3);
+ * IK_ESTORE when Redis refused the transaction (nothing ran). */
+static int send_script(ik__redis_client *rc, redisContext *ctx, int id, int by_sha, int proof,
+                       int nk, const char *const *keys, int na, const char *const *args,
+                       int do_wait, redisReply **r, redisReply **ev, redisReply **wr, char *why,
+                       size_t why_len)
+{
+    if (proof) {
+        redisAppendCommand(ctx, "MULTI");
+        append_evidence(ctx);
+    }
+    append_script(rc, ctx, id, by_sha, nk, keys, na, args);
+    if (proof) redisAppendCommand(ctx, "EXEC");
+    if (do_wait)
+        redisAppendCommand(ctx, "WAIT %d %d", rc->wait_replicas,
+                           (int)(rc->lease_ttl_ms / 5 > 100 ? rc->lease_ttl_ms / 5 : 100));
+    char queued[200] = "";
+    /* MULTI's +OK and each command's +QUEUED (or its error, which aborts EXEC) */
+    for (int i = 0; proof && i < H_N + 2; i++) {
+        redisReply *q = NULL;
+        if (redisGetReply(ctx, (void **)&q) != REDIS_OK) {
+            ctx_fail(rc, ctx, "a transaction", why, why_len);
+            return IK_EINDOUBT;
+        }
+        if (q->type == REDIS_REPLY_ERROR && !queued[0])
+            snprintf(queued, sizeof queued, "%.190s", q->str);
+        freeReplyObject(q);
+    }
+    redisReply *x = NULL;
+    if (redisGetReply(ctx, (void **)&x) != REDIS_OK) {
+        ctx_fail(rc, ctx, proof ? "EXEC" : "a script", why, why_len);
+        return IK_EINDOUBT; /* C3: written, its answer not read */
+    }
+    if (do_wait && redisGetReply(ctx, (void **)wr) != REDIS_OK) {
+        freeReplyObject(x);
+        ctx_fail(rc, ctx, "WAIT", why, why_len);
+        return IK_EINDOUBT;
+    }
+    if (!proof) {
+        *r = x;
+        return IK_OK;
+    }
+    if (x->type != REDIS_REPLY_ARRAY || x->elements != H_N + 1) {
+        char w[300];
+        where(rc, w, sizeof w);
+        int e = ik__fail(IK_ESTORE, why, why_len, "redis at %s refused the transaction: %.200s",
+                         w, queued[0] ? queued : x->type == REDIS_REPLY_ERROR ? x->str : "?");
+        freeReplyObject(x);
+        if (*wr) freeReplyObject(*wr);
+        *wr = NULL;
+        return e;
+    }
+    for (int i = 0; i < H_N; i++) { /* detached: each is freed on its own */
+        ev[i] = x->element[i];
+        x->element[i] = NULL;
+    }
+    *r = x->element[H_N];
+    x->element[H_N] = NULL;
+    freeReplyObject(x);
+    return IK_OK;
+}
+
+int ik__redis_script(ik__redis_client *rc, redisContext *ctx, int id, int nk,
+                     const char *const *keys, int na, const char *const *args, int wait,
+                     redisReply **out, int *waited, char *why, size_t why_len)
+{
+    *out = NULL;
+    if (waited) *waited = rc->wait_replicas;
+    if (nk + na > 29) return ik__fail(IK_EINVAL, why, why_len, "too many script arguments");
+    int do_wait = wait && rc->wait_replicas > 0;
+    pthread_mutex_lock(&rc->mu);
+    int proof = !rc->blind;
+    uint64_t seq = proof ? ++rc->checks_begun : 0;
+    pthread_mutex_unlock(&rc->mu);
+    for (int by_sha = 1; by_sha >= 0; by_sha--) {
+        redisReply *r = NULL, *wr = NULL, *ev[H_N] = {0};
+        int e = send_script(rc, ctx, id, by_sha, proof, nk, keys, na, args, do_wait, &r, ev, &wr,
+                            why, why_len);
+        if (e) return e;
+        int64_t now = ik__mono_ns();
+        if (r->type == REDIS_REPLY_ERROR && by_sha && !strncmp(r->str, "NOSCRIPT", 8)) {
+            freeReplyObject(r); /* not run: the server lost its script cache */
+            if (wr) freeReplyObject(wr);
+            for (int i = 0; i < H_N; i++)
+                if (ev[i]) freeReplyObject(ev[i]);
+            continue;
+        }
+        if (r->type == REDIS_REPLY_ERROR) {
+            char w[300];
+            where(rc, w, sizeof w);
+            e = ik__fail(IK_ESTORE, why, why_len, "redis at %s: %.200s", w, r->str);
+        } else if (do_wait) {
+            if (wr->type == REDIS_REPLY_INTEGER) {
+                if (waited) *waited = (int)wr->integer;
+            } else {
+                e = ik__fail(IK_EINDOUBT, why, why_len, "WAIT answered %.100s",
+                             wr->type == REDIS_REPLY_ERROR ? wr->str : "no count");
+                if (waited) *waited = 0;
+            }
+        }
+        /* the proof: this write is trusted only on its own evidence (HZ4) */
+        if (proof && e != IK_ESTORE) {
+            int pe = judge(rc, ctx, ev, seq, now, e ? NULL : why, e ? 0 : why_len);
+            if (pe && !e) e = pe;
+        }
+        for (int i = 0; i < H_N; i++)
+            if (ev[i]) freeReplyObject(ev[i]);
+        if (wr) freeReplyObject(wr);
+        if (e == IK_ESTORE) {
+            freeReplyObject(r);
+            return e;
+        }
+        *out = r;
+        return e;
+    }
+    return IK_ESTORE; /* not reached */
 }
 
 int ik__redis_client_open(ik__redis_client *rc, const char *uri, const ik_coord_options *o,

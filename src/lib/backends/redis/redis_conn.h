@@ -99,6 +99,8 @@ typedef struct ik__redis_client {
         int64_t ns;
     } stamp[IK__REDIS_STAMPS];
     uint64_t checks_begun, checks_installed;
+    int aof_trusted; /* the AOF was seen complete since it was last seen off (or never) */
+    int blind;       /* the latest evidence had an unreadable row: writes carry none */
 } ik__redis_client;
 
 /* Reads the URI and the options (password, lease TTL, wait replicas), initialises
@@ -118,9 +120,10 @@ struct redisContext *ik__redis_get(ik__redis_client *rc, int64_t timeout_ms, int
                                    size_t why_len);
 void ik__redis_put(ik__redis_client *rc, struct redisContext *ctx, int broken);
 
-/* The hazard checks of Redis (docs/hazards.md) on ctx, now, in one round trip:
- * CONFIG GET appendonly, appendfsync, no-appendfsync-on-rewrite, maxmemory,
- * maxmemory-policy, and ROLE. A setting CONFIG GET (or ROLE) cannot read is
+/* The hazard checks of Redis (docs/hazards.md) on ctx, now, in one round trip: the
+ * evidence that also rides with every write (ik__redis_script): CONFIG GET
+ * appendonly, appendfsync, no-appendfsync-on-rewrite, maxmemory, maxmemory-policy,
+ * cluster-enabled, ROLE and INFO persistence. A setting CONFIG GET (or ROLE) cannot read is
  * unverifiable: refused, or a risk under --allow-unsafe-store. Installs the verdicts
  * in rc->hz (ik__hazards_update) and stamps ctx as checked. 0, IK_EUNSAFE (why names
  * the first refused setting), or IK_ESTORE (no answer: put ctx with broken = 1). */
@@ -134,12 +137,18 @@ struct redisContext *ik__redis_get_write(ik__redis_client *rc, int64_t timeout_m
                                          char *why, size_t why_len);
 
 /* Runs script id with nk keys then na arguments (keys[], args[] NUL-terminated
- * strings), by EVALSHA, by EVAL if the server answers NOSCRIPT; with wait (and the
- * client's wait_replicas > 0) it then sends WAIT N, in the same round trip.
- * 0 and *out (freed with freeReplyObject) once the script answered; *waited = the
- * replicas WAIT counted (wait_replicas when not asked). IK_EINDOUBT if it was sent
- * and its answer is not known (the connection is broken: put it with broken = 1);
- * IK_ESTORE if it was certainly not run (nothing sent). why says what happened. */
+ * strings), by EVALSHA, by EVAL if the server answers NOSCRIPT, inside MULTI ... EXEC
+ * with the evidence of ik__redis_hazards (the proof: docs/hazards.md, "What rides
+ * with each write"); with wait (and the client's wait_replicas > 0) it then sends
+ * WAIT N, in the same round trip. 0 and *out (freed with freeReplyObject) once the
+ * script answered under safe evidence; IK_EUNSAFE and *out when it ran but its
+ * evidence is unsafe (why names the setting; the verdicts are installed): the caller
+ * must not trust that write (a take is released, a renewal proves nothing, an
+ * advance's range is a gap). *waited = the replicas WAIT counted (wait_replicas when
+ * not asked). IK_EINDOUBT if it was sent and its answer is not known (the connection
+ * is broken: put it with broken = 1); IK_ESTORE if it certainly did not run. why says
+ * what happened. Where the evidence cannot be read (an ACL without CONFIG, accepted
+ * with --allow-unsafe-store) the script goes alone. */
 int ik__redis_script(ik__redis_client *rc, struct redisContext *ctx, int id, int nk,
                      const char *const *keys, int na, const char *const *args, int wait,
                      struct redisReply **out, int *waited, char *why, size_t why_len);
