@@ -351,8 +351,8 @@ static void append_evidence(redisContext *ctx)
 }
 
 #define UNREADABLE_FIX                                                                             \
-    "cannot be read (%.60s); allow CONFIG GET, ROLE and INFO to idkeeper (no rename-command; "     \
-    "ACL +config|get +role +info), or check docs/hazards.md's settings by hand and pass "          \
+    "cannot be read (%.60s); allow CONFIG GET, ROLE, INFO to idkeeper (no rename-command; ACL "   \
+    "+config|get +role +info) or check docs/hazards.md's rows by hand, and pass "                  \
     "--allow-unsafe-store"
 
 /* The rows of one answer to the evidence (r[H_N]) into row[] (returns how many),
