@@ -231,8 +231,7 @@ static void give_back(ik__redis_client *rc, redisContext *ctx, const char *app, 
         const char *keys[] = {sk, rk};
         const char *args[] = {s->token, r->element[2]->str};
         redisReply *rr = NULL;
-        ik__redis_script(rc, ctx, IK__RS_RELEASE, 2, keys, 2, args, 0, &rr, NULL, why,
-                         sizeof why);
+        ik__redis_script(rc, ctx, IK__RS_RELEASE, 2, keys, 2, args, 0, &rr, NULL, why, sizeof why);
         if (rr) freeReplyObject(rr);
     }
     if (r) freeReplyObject(r);

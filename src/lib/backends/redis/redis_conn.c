@@ -338,9 +338,9 @@ static void info_field(const char *info, const char *name, char *val, size_t len
  * INFO persistence. The interval's check sends them alone, a write inside its
  * MULTI ... EXEC (ik__redis_script). */
 enum { H_AOF, H_FSYNC, H_REWRITE, H_MAXMEM, H_POLICY, H_CLUSTER, H_ROLE, H_INFO, H_N };
-static const char *const h_config[H_ROLE] = {"appendonly",      "appendfsync",
-                                             "no-appendfsync-on-rewrite", "maxmemory",
-                                             "maxmemory-policy", "cluster-enabled"};
+static const char *const h_config[H_ROLE] = {
+    "appendonly", "appendfsync",      "no-appendfsync-on-rewrite",
+    "maxmemory",  "maxmemory-policy", "cluster-enabled"};
 
 static void append_evidence(redisContext *ctx)
 {
@@ -351,7 +351,7 @@ static void append_evidence(redisContext *ctx)
 }
 
 #define UNREADABLE_FIX                                                                             \
-    "cannot be read (%.60s); allow CONFIG GET, ROLE, INFO to idkeeper (no rename-command; ACL "   \
+    "cannot be read (%.60s); allow CONFIG GET, ROLE, INFO to idkeeper (no rename-command; ACL "    \
     "+config|get +role +info) or check docs/hazards.md's rows by hand, and pass "                  \
     "--allow-unsafe-store"
 
@@ -426,7 +426,8 @@ static int evidence_rows(ik__hazards *hz, redisReply *const *r, int *aof_trusted
         "wait for it to end (INFO persistence: aof_rewrite_in_progress:0): until Redis has "
         "written its first append-only file since appendonly yes, a crash brings back the old "
         "file (or none) and loses every write since");
-    ROW(H_INFO, "aof-last-write", wstat[0] ? wstat : "?", !strcmp(aof_on, "1") && strcmp(wstat, "ok"),
+    ROW(H_INFO, "aof-last-write", wstat[0] ? wstat : "?",
+        !strcmp(aof_on, "1") && strcmp(wstat, "ok"),
         "free the disk of Redis's append-only file (INFO persistence: aof_last_write_status): "
         "Redis could not write it");
     ROW(H_FSYNC, "appendfsync", v[H_FSYNC], strcmp(v[H_FSYNC], "always") != 0,
@@ -573,8 +574,10 @@ static int send_script(ik__redis_client *rc, redisContext *ctx, int id, int by_s
     if (x->type != REDIS_REPLY_ARRAY || x->elements != H_N + 1) {
         char w[300];
         where(rc, w, sizeof w);
-        int e = ik__fail(IK_ESTORE, why, why_len, "redis at %s refused the transaction: %.200s",
-                         w, queued[0] ? queued : x->type == REDIS_REPLY_ERROR ? x->str : "?");
+        int e = ik__fail(IK_ESTORE, why, why_len, "redis at %s refused the transaction: %.200s", w,
+                         queued[0]                      ? queued
+                         : x->type == REDIS_REPLY_ERROR ? x->str
+                                                        : "?");
         freeReplyObject(x);
         if (*wr) freeReplyObject(*wr);
         *wr = NULL;
