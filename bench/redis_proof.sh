@@ -1,21 +1,27 @@
 #!/usr/bin/env bash
-# redis_proof.sh BASE_BUILD [BUILD_DIR]: the cost of the proof that rides with every
-# Redis write (docs/hazards.md, Redis: MULTI, the evidence, the script, EXEC), in one
-# run: the binary of BASE_BUILD (a build of the commit before) against BUILD_DIR's,
+# redis_proof.sh [BUILD_DIR]: the cost of the proof that rides with every Redis write
+# (docs/hazards.md, Redis: MULTI, the evidence, the script, EXEC), in one run: the
+# binary of $IK_BASE_BUILD (a build of the commit before; without it the bench says
+# so and stops, as run-all.sh has none) against BUILD_DIR's,
 # on one Redis of its own (appendonly yes, appendfsync always, as idkeeper requires),
 # each on a key prefix of its own, one server thread each, taking turns:
 #   - segment, 8 clients; sequence, 8 and 64 clients (tests/tools/hammer, count=1 per
-#     request, SECONDS_EACH s each, ROUNDS rounds, the median round kept);
+#     request, SECONDS_EACH s each, ROUNDS rounds, the median round kept; WORKLOADS
+#     "segment/seg 8|..." picks others);
 #   - round trips per write: Redis's own command counts over each run (CONFIG
 #     RESETSTAT before it): writes are EVALSHA and EVAL calls, a hazard check of its
-#     own is a ROLE outside a MULTI; (writes + checks alone) / writes;
+#     own is a ROLE outside a MULTI; (writes + checks alone) / writes; and the Redis
+#     process's CPU time per write (INFO cpu, user + system: the fsyncs included);
 #   - slot renewal (and take, release) latency through the backend's calls
 #     (bench/slot_latency, each build's own).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-[ $# -ge 1 ] || { echo "usage: $0 BASE_BUILD [BUILD_DIR]" >&2; exit 2; }
-base=$(cd "$1" && pwd)
-build=$(cd "${2:-$here/../build}" && pwd)
+[ -n "${IK_BASE_BUILD:-}" ] || {
+  echo "skipped: set IK_BASE_BUILD to a build of the commit to compare against"
+  exit 0
+}
+base=$(cd "$IK_BASE_BUILD" && pwd)
+build=$(cd "${1:-$here/../build}" && pwd)
 export IK_BIN=$build/idkeeper
 hammer=${IK_HAMMER:-$build/tests/tools/hammer}
 secs=${SECONDS_EACH:-5} rounds=${ROUNDS:-3}
@@ -38,22 +44,28 @@ stat() {
   n=$(rcli "$rport" INFO commandstats | tr -d '\r' | sed -n "s/^cmdstat_$1:calls=\([0-9]*\),.*/\1/p")
   echo "${n:-0}"
 }
-# run BUILD KIND CLIENTS: prints "IDs/s round-trips-per-write"
+# the Redis process's CPU time so far (user + system, us: INFO cpu)
+cpu_us() { rcli "$rport" INFO cpu | tr -d '\r' | awk -F: '/^used_cpu_(user|sys):/ {n += $2} END {printf "%d\n", n * 1e6}'; }
+# run BUILD KIND CLIENTS: prints "IDs/s round-trips-per-write redis-us-per-write"
 run() {
   rcli "$rport" CONFIG RESETSTAT >/dev/null
+  local c0
+  c0=$(cpu_us)
   "$hammer" --url "http://127.0.0.1:${P[$1]}/v1/$2?count=1&format=text" --connections "$3" \
     --duration "$secs" >"$T/h" 2>&1
   local w r m
   w=$(($(stat evalsha) + $(stat eval)))
   r=$(stat role) m=$(stat multi)
-  printf '%s %.3f\n' "$(sed -n 's/.* ids_per_s=\([^ ]*\).*/\1/p' "$T/h")" \
-    "$(echo "($w + $r - $m) / $w" | bc -l)"
+  printf '%s %.3f %.1f\n' "$(sed -n 's/.* ids_per_s=\([^ ]*\).*/\1/p' "$T/h")" \
+    "$(echo "($w + $r - $m) / $w" | bc -l)" "$(echo "($(cpu_us) - $c0) / $w" | bc -l)"
 }
 median() { sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 
 echo "$(redis-server --version | cut -d' ' -f1-3) on loopback, appendonly yes, appendfsync always; ${secs}s x $rounds rounds each, count=1 per request, one server thread"
-printf '%-22s %12s %12s %7s %10s %10s\n' "" "base IDs/s" "new IDs/s" "new/base" "base rt/w" "new rt/w"
-for w in "segment/seg 8" "sequence/seq 8" "sequence/seq 64"; do
+printf '%-22s %12s %12s %7s %10s %10s %11s %11s\n' "" "base IDs/s" "new IDs/s" "new/base" "base rt/w" \
+  "new rt/w" "base us/w" "new us/w"
+IFS='|' read -r -a loads <<<"${WORKLOADS:-segment/seg 8|sequence/seq 8|sequence/seq 64}"
+for w in "${loads[@]}"; do
   set -- $w
   : >"$T/base.r" && : >"$T/new.r"
   for ((i = 0; i < rounds; i++)); do
@@ -61,10 +73,12 @@ for w in "segment/seg 8" "sequence/seq 8" "sequence/seq 64"; do
   done
   bi=$(cut -d' ' -f1 "$T/base.r" | median) ni=$(cut -d' ' -f1 "$T/new.r" | median)
   br=$(cut -d' ' -f2 "$T/base.r" | median) nr=$(cut -d' ' -f2 "$T/new.r" | median)
-  printf '%-22s %12s %12s %7.3f %10s %10s\n' "${1%%/*}, $2 clients" "$bi" "$ni" \
-    "$(echo "$ni / $bi" | bc -l)" "$br" "$nr"
+  bu=$(cut -d' ' -f3 "$T/base.r" | median) nu=$(cut -d' ' -f3 "$T/new.r" | median)
+  printf '%-22s %12s %12s %7.3f %10s %10s %11s %11s\n' "${1%%/*}, $2 clients" "$bi" "$ni" \
+    "$(echo "$ni / $bi" | bc -l)" "$br" "$nr" "$bu" "$nu"
 done
 echo "slot renewal (and take, release), through the backend's calls, 300 each, range 0-31, twice in turn:"
+[ -z "${NO_SLOTS:-}" ] || exit 0
 for b in base new base new; do
   d=$base
   [ "$b" = new ] && d=$build

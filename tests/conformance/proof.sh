@@ -18,6 +18,7 @@
 # The group runs on a store server of its own (CONF_OWN_STORE): the shared one must
 # never turn unsafe under the other tests.
 source "$(dirname "$0")/../integration/lib.sh"
+# shellcheck disable=SC2034 # read by conf.sh
 CONF_SESSION_MS=30000
 source "$(dirname "$0")/conf.sh"
 CONF_OWN_STORE=1
