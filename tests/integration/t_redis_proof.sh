@@ -18,6 +18,8 @@
 #   - IDs answered and gaps logged form one run, none twice;
 #   - a counter key with a TTL is refused: at `tags add` (adopting it) and at an
 #     advance once an app gave it a TTL (it would expire and INCR would restart it);
+#   - a slot take whose own evidence shows an eviction policy (the holder's key
+#     evicted) is released at once and never granted;
 #   - a Redis Cluster node is refused by `idkeeper check` and `serve` (row
 #     cluster-enabled).
 source "$(dirname "$0")/lib.sh"
@@ -124,6 +126,33 @@ grep -q "store unsafe: maxmemory-policy is allkeys-random" "$T/rz.body" || fail 
 [ "$(rcli "$port" CONFIG SET maxmemory 0 maxmemory-policy noeviction)" = OK ] || fail "CONFIG SET noeviction"
 wait_until 3 ready_probe "$PORT" || fail "not ready within 3 s of noeviction"
 pass "maxmemory-policy allkeys-random: snowflake stopped after $el ms, /readyz naming it; ready again after noeviction"
+
+# ---- a slot take carries the evidence: taken under it, released -------------------------
+# a holds the one worker of app sl; b waits for it (retrying every 0.5 s). One
+# transaction turns an eviction policy on and deletes a's slot key (as an eviction
+# would): b's next take finds the slot free, and its own evidence shows the policy
+SL=(--coord "$uri" --app sl --worker-range 0-0 --lease-ttl 30000)
+serve_on a "${SL[@]}" || fail "serve a: $(cat "$T/a.log")"
+pa=$PORT
+pb=$(free_port)
+start_server b "$pb" "${SL[@]}" --slot-wait 60000
+sleep 1.5 # b has tried at least twice
+alive "${SERVER_PID[b]}" || fail "b exited while waiting: $(tail -n 3 "$T/b.log")"
+slot_key=${REDIS_PREFIX}r/idkeeper/sl/slot/0
+[ "$(rcli "$port" EXISTS "$slot_key")" = 1 ] || fail "a holds no slot key $slot_key"
+printf 'MULTI\nCONFIG SET maxmemory 100mb maxmemory-policy allkeys-random\nDEL %s\nEXEC\n' "$slot_key" |
+  rcli "$port" >/dev/null
+if ! wait_until 5 not alive "${SERVER_PID[b]}"; then
+  ready_probe "$pb" && fail "b took worker 0 while maxmemory-policy was allkeys-random (a's slot key evicted): $(tail -n 3 "$T/b.log")"
+  fail "b neither exited nor became ready: $(tail -n 3 "$T/b.log")"
+fi
+grep -q "worker slot 0 of app sl was taken under an unsafe store setting: released, never granted" "$T/b.log" ||
+  fail "b's take was not released as taken under unsafe evidence: $(tail -n 4 "$T/b.log")"
+grep -q "maxmemory-policy is allkeys-random" "$T/b.log" || fail "b's exit does not name the setting: $(tail -n 3 "$T/b.log")"
+[ "$(rcli "$port" EXISTS "$slot_key")" = 0 ] || fail "the slot key is held after b's release: $(rcli "$port" GET "$slot_key")"
+[ "$(ik_http "http://127.0.0.1:$pa/v1/snowflake")" = 503 ] || fail "a still issues with its slot key gone"
+[ "$(rcli "$port" CONFIG SET maxmemory 0 maxmemory-policy noeviction)" = OK ] || fail "CONFIG SET noeviction"
+pass "a slot take under allkeys-random (the holder's key evicted): released at once and never granted; the old holder stopped"
 
 # ---- a counter key with a TTL ---------------------------------------------------------
 rcli "$port" SET "${REDIS_PREFIX}t/ttlk" 100 EX 60 >/dev/null

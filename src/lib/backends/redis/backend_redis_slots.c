@@ -231,7 +231,12 @@ static void give_back(ik__redis_client *rc, redisContext *ctx, const char *app, 
         const char *keys[] = {sk, rk};
         const char *args[] = {s->token, r->element[2]->str};
         redisReply *rr = NULL;
-        ik__redis_script(rc, ctx, IK__RS_RELEASE, 2, keys, 2, args, 0, &rr, NULL, why, sizeof why);
+        int e = ik__redis_script(rc, ctx, IK__RS_RELEASE, 2, keys, 2, args, 0, &rr, NULL, why,
+                                 sizeof why);
+        ik__logf("worker slot %lld of app %s was taken under an unsafe store setting: %s, never "
+                 "granted (docs/hazards.md, Redis)",
+                 r->element[0]->integer, app,
+                 e == IK_OK || e == IK_EUNSAFE ? "released" : "left to lapse at its TTL");
         if (rr) freeReplyObject(rr);
     }
     if (r) freeReplyObject(r);
