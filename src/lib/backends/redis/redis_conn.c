@@ -18,6 +18,12 @@
  *       only while no check is refused (ik__redis_get_write): a setting changed
  *       on a running Redis (CONFIG SET) stops the writes of every server within
  *       one interval, whichever pooled connection they use.
+ *   C5. Every script runs inside MULTI ... EXEC with the evidence (append_evidence):
+ *       one round trip, judged by the same function as a check (judge), and a
+ *       script's answer is reported trusted (0) only when its own evidence is safe
+ *       (HZ4 in hazard.h); else IK_EUNSAFE with the answer, for the caller to
+ *       undo or log (docs/hazards.md, Redis, "What rides with each write").
+ *       A script's evidence stamps its connection as checked.
  *
  * Threads: any. The pool is under rc->mu; no call holds it during I/O.
  */

@@ -4,7 +4,8 @@
  * Redis: at open, on every new connection, and before a write on a connection whose
  * last check is older than the hazard interval), the Lua scripts and the one way to
  * run them (EVALSHA, EVAL when the server lost its script cache), and what a reply
- * means. backend_redis_slots.c and
+ * means (every script inside MULTI with the checks' evidence: the proof that rides
+ * with each write). backend_redis_slots.c and
  * backend_redis_tags.c sit on it; backend_redis.c (the ops table) sits on those.
  * Nothing in here calls up. Not a public API. docs/redis.md has the key layout.
  *
