@@ -340,7 +340,7 @@ static void info_field(const char *info, const char *name, char *val, size_t len
 }
 
 /* The evidence (docs/hazards.md, Redis): the commands whose answers say whether
- * Redis keeps a write, in the order they are sent: CONFIG GET of each setting, ROLE,
+ * Redis keeps a write, in the order they are sent: CONFIG GET of the settings, ROLE,
  * INFO persistence. The interval's check sends them alone, a write inside its
  * MULTI ... EXEC (ik__redis_script). */
 enum { H_AOF, H_FSYNC, H_REWRITE, H_MAXMEM, H_POLICY, H_CLUSTER, H_ROLE, H_INFO, H_N };
@@ -348,12 +348,58 @@ static const char *const h_config[H_ROLE] = {
     "appendonly", "appendfsync",      "no-appendfsync-on-rewrite",
     "maxmemory",  "maxmemory-policy", "cluster-enabled"};
 
-static void append_evidence(redisContext *ctx)
+/* How one evidence is asked: one CONFIG GET of every setting (Redis 7 takes several
+ * names; rc->one_get) or one per setting; with INFO persistence or without it. A
+ * check always asks INFO; a write asks it only while the append-only file is not
+ * trusted (rc->aof_trusted), since INFO shows nothing else a CONFIG GET does not
+ * that can change between two writes and that Redis does not enforce itself (a
+ * failed AOF write makes Redis refuse writes under appendfsync always). */
+typedef struct ev_shape {
+    int one_get, info;
+} ev_shape;
+
+/* The commands, so the answers, of an evidence of shape sh. */
+static int ev_count(ev_shape sh)
 {
-    for (int i = 0; i < H_ROLE; i++)
-        redisAppendCommand(ctx, "CONFIG GET %s", h_config[i]);
+    return (sh.one_get ? 1 : H_ROLE) + 1 + (sh.info ? 1 : 0);
+}
+
+static void append_evidence(redisContext *ctx, ev_shape sh)
+{
+    if (sh.one_get) {
+        const char *argv[2 + H_ROLE] = {"CONFIG", "GET"};
+        for (int i = 0; i < H_ROLE; i++)
+            argv[2 + i] = h_config[i];
+        redisAppendCommandArgv(ctx, 2 + H_ROLE, argv, NULL);
+    } else {
+        for (int i = 0; i < H_ROLE; i++)
+            redisAppendCommand(ctx, "CONFIG GET %s", h_config[i]);
+    }
     redisAppendCommand(ctx, "ROLE");
-    redisAppendCommand(ctx, "INFO persistence");
+    if (sh.info) redisAppendCommand(ctx, "INFO persistence");
+}
+
+/* The settings' values from the CONFIG GET answer(s) of shape sh into v, bad, err
+ * (indexed as h_config). */
+static void config_values(const redisReply *const *r, ev_shape sh, char v[][96], int *bad,
+                          char err[][96])
+{
+    if (!sh.one_get) {
+        for (int i = 0; i < H_ROLE; i++)
+            bad[i] = config_value(r[i], v[i], sizeof v[i], err[i], sizeof err[i]);
+        return;
+    }
+    const redisReply *c = r[0]; /* [NAME, VALUE, ...], in any order */
+    for (int i = 0; i < H_ROLE; i++) {
+        v[i][0] = '\0';
+        bad[i] = c->type == REDIS_REPLY_ERROR ? -1 : 0;
+        if (bad[i]) snprintf(err[i], sizeof err[i], "%.80s", c->str);
+        for (size_t j = 0; !bad[i] && c->type == REDIS_REPLY_ARRAY && j + 1 < c->elements; j += 2)
+            if (c->element[j]->type == REDIS_REPLY_STRING &&
+                c->element[j + 1]->type == REDIS_REPLY_STRING &&
+                !strcmp(c->element[j]->str, h_config[i]))
+                snprintf(v[i], sizeof v[i], "%s", c->element[j + 1]->str);
+    }
 }
 
 #define UNREADABLE_FIX                                                                             \
@@ -361,18 +407,19 @@ static void append_evidence(redisContext *ctx)
     "+config|get +role +info) or check docs/hazards.md's rows by hand, and pass "                  \
     "--allow-unsafe-store"
 
-/* The rows of one answer to the evidence (r[H_N]) into row[] (returns how many),
- * and whether any could not be read (*blind). aof_trusted: the append-only file had
- * been seen complete (on, no rewrite pending) since it was last seen off; updated. */
-static int evidence_rows(ik__hazards *hz, redisReply *const *r, int *aof_trusted, int *blind,
-                         ik_hazard *row)
+/* The rows of one answer to an evidence of shape sh (r[ev_count(sh)]) into row[]
+ * (returns how many: without INFO, no aof-* rows), and whether any could not be
+ * read (*blind). aof_trusted: the append-only file had been seen complete (on, no
+ * rewrite pending) since it was last seen off; updated. */
+static int evidence_rows(ik__hazards *hz, redisReply *const *r, ev_shape sh, int *aof_trusted,
+                         int *blind, ik_hazard *row)
 {
     char v[H_N][96], err[H_N][96] = {{0}};
     int bad[H_N];
-    for (int i = 0; i < H_ROLE; i++)
-        bad[i] = config_value(r[i], v[i], sizeof v[i], err[i], sizeof err[i]);
+    config_values((const redisReply *const *)r, sh, v, bad, err);
+    int at = sh.one_get ? 1 : H_ROLE;
     /* ROLE: ["master", ...], ["slave", HOST, PORT, ...], ["sentinel", ...] */
-    const redisReply *ro = r[H_ROLE];
+    const redisReply *ro = r[at];
     v[H_ROLE][0] = '\0';
     bad[H_ROLE] = 0;
     if (ro->type == REDIS_REPLY_ERROR) {
@@ -389,10 +436,12 @@ static int evidence_rows(ik__hazards *hz, redisReply *const *r, int *aof_trusted
             snprintf(v[H_ROLE], sizeof v[H_ROLE], "%.40s", ro->element[0]->str);
     }
     /* INFO persistence: whether the append-only file is complete, and writable */
-    const redisReply *in = r[H_INFO];
+    const redisReply *in = sh.info ? r[at + 1] : NULL;
     char aof_on[8] = "", rw_now[8] = "", rw_next[8] = "", wstat[16] = "";
-    bad[H_INFO] = in->type != REDIS_REPLY_STRING;
-    if (bad[H_INFO]) {
+    bad[H_INFO] = in && in->type != REDIS_REPLY_STRING;
+    if (!in) {
+        snprintf(aof_on, sizeof aof_on, "1"); /* not asked: what was seen last holds */
+    } else if (bad[H_INFO]) {
         snprintf(err[H_INFO], sizeof err[H_INFO], "%.80s",
                  in->type == REDIS_REPLY_ERROR ? in->str : "not a text");
     } else {
@@ -404,7 +453,7 @@ static int evidence_rows(ik__hazards *hz, redisReply *const *r, int *aof_trusted
     int rewriting = !strcmp(rw_now, "1") || !strcmp(rw_next, "1");
     if (bad[H_INFO] || bad[H_AOF] || strcmp(v[H_AOF], "yes") != 0 || strcmp(aof_on, "1") != 0)
         *aof_trusted = 0; /* off (or unknown): its next rewrite is a first one */
-    else if (!rewriting)
+    else if (in && !rewriting)
         *aof_trusted = 1;
     int first_rewrite = !*aof_trusted && !strcmp(v[H_AOF], "yes") && rewriting;
     *blind = 0;
@@ -424,18 +473,20 @@ static int evidence_rows(ik__hazards *hz, redisReply *const *r, int *aof_trusted
         "set appendonly yes (redis.conf, and CONFIG SET on a running Redis): without the "
         "append-only file a restart loses the writes since the last RDB snapshot: counters go "
         "back, slot keys and time records vanish");
-    ROW(H_INFO, "aof-rewrite",
-        first_rewrite ? "the first since appendonly yes, running"
-        : rewriting   ? "running"
-                      : "none",
-        first_rewrite,
-        "wait for it to end (INFO persistence: aof_rewrite_in_progress:0): until Redis has "
-        "written its first append-only file since appendonly yes, a crash brings back the old "
-        "file (or none) and loses every write since");
-    ROW(H_INFO, "aof-last-write", wstat[0] ? wstat : "?",
-        !strcmp(aof_on, "1") && strcmp(wstat, "ok"),
-        "free the disk of Redis's append-only file (INFO persistence: aof_last_write_status): "
-        "Redis could not write it");
+    if (in)
+        ROW(H_INFO, "aof-rewrite",
+            first_rewrite ? "the first since appendonly yes, running"
+            : rewriting   ? "running"
+                          : "none",
+            first_rewrite,
+            "wait for it to end (INFO persistence: aof_rewrite_in_progress:0): until Redis has "
+            "written its first append-only file since appendonly yes, a crash brings back the old "
+            "file (or none) and loses every write since");
+    if (in)
+        ROW(H_INFO, "aof-last-write", wstat[0] ? wstat : "?",
+            !strcmp(aof_on, "1") && strcmp(wstat, "ok"),
+            "free the disk of Redis's append-only file (INFO persistence: aof_last_write_status): "
+            "Redis could not write it");
     ROW(H_FSYNC, "appendfsync", v[H_FSYNC], strcmp(v[H_FSYNC], "always") != 0,
         "set appendfsync always: with everysec or no, a crash of Redis or of its host loses the "
         "last acknowledged writes");
@@ -473,14 +524,14 @@ static int evidence_rows(ik__hazards *hz, redisReply *const *r, int *aof_trusted
  * its rows (C4: only over those of checks begun before it) and stamps ctx as checked.
  * Returns this evidence's own verdict (ik__hazards_proof): 0, or IK_EUNSAFE with why
  * naming the first refused setting. */
-static int judge(ik__redis_client *rc, redisContext *ctx, redisReply *const *r, uint64_t seq,
-                 int64_t now, char *why, size_t why_len)
+static int judge(ik__redis_client *rc, redisContext *ctx, redisReply *const *r, ev_shape sh,
+                 uint64_t seq, int64_t now, char *why, size_t why_len)
 {
     ik_hazard row[H_ROWS];
     pthread_mutex_lock(&rc->mu);
     int late = seq < rc->checks_installed;
     int trusted = rc->aof_trusted, blind = 0;
-    int n = evidence_rows(rc->hz, r, &trusted, &blind, row);
+    int n = evidence_rows(rc->hz, r, sh, &trusted, &blind, row);
     if (!late) {
         rc->checks_installed = seq;
         rc->aof_trusted = trusted;
@@ -496,18 +547,19 @@ int ik__redis_hazards(ik__redis_client *rc, redisContext *ctx, char *why, size_t
 {
     pthread_mutex_lock(&rc->mu);
     uint64_t seq = ++rc->checks_begun;
+    ev_shape sh = {rc->one_get, 1};
     pthread_mutex_unlock(&rc->mu);
-    append_evidence(ctx);
+    append_evidence(ctx, sh);
     redisReply *r[H_N] = {0};
-    int e = IK_OK;
-    for (int i = 0; i < H_N && !e; i++)
+    int e = IK_OK, n = ev_count(sh);
+    for (int i = 0; i < n && !e; i++)
         if (redisGetReply(ctx, (void **)&r[i]) != REDIS_OK)
             e = ctx_fail(rc, ctx, "the hazard checks", why, why_len);
     if (!e) {
-        judge(rc, ctx, r, seq, ik__mono_ns(), NULL, 0);
+        judge(rc, ctx, r, sh, seq, ik__mono_ns(), NULL, 0);
         e = ik__hazards_refused(rc->hz, why, why_len);
     }
-    for (int i = 0; i < H_N; i++)
+    for (int i = 0; i < n; i++)
         if (r[i]) freeReplyObject(r[i]);
     return e;
 }
@@ -538,13 +590,14 @@ static void append_script(ik__redis_client *rc, redisContext *ctx, int id, int b
  * evidence's (proof) or NULLs; IK_EINDOUBT when an answer was not read (C3);
  * IK_ESTORE when Redis refused the transaction (nothing ran). */
 static int send_script(ik__redis_client *rc, redisContext *ctx, int id, int by_sha, int proof,
-                       int nk, const char *const *keys, int na, const char *const *args,
-                       int do_wait, redisReply **r, redisReply **ev, redisReply **wr, char *why,
-                       size_t why_len)
+                       ev_shape sh, int nk, const char *const *keys, int na,
+                       const char *const *args, int do_wait, redisReply **r, redisReply **ev,
+                       redisReply **wr, char *why, size_t why_len)
 {
+    int nev = ev_count(sh);
     if (proof) {
         redisAppendCommand(ctx, "MULTI");
-        append_evidence(ctx);
+        append_evidence(ctx, sh);
     }
     append_script(rc, ctx, id, by_sha, nk, keys, na, args);
     if (proof) redisAppendCommand(ctx, "EXEC");
@@ -553,7 +606,7 @@ static int send_script(ik__redis_client *rc, redisContext *ctx, int id, int by_s
                            (int)(rc->lease_ttl_ms / 5 > 100 ? rc->lease_ttl_ms / 5 : 100));
     char queued[200] = "";
     /* MULTI's +OK and each command's +QUEUED (or its error, which aborts EXEC) */
-    for (int i = 0; proof && i < H_N + 2; i++) {
+    for (int i = 0; proof && i < nev + 2; i++) {
         redisReply *q = NULL;
         if (redisGetReply(ctx, (void **)&q) != REDIS_OK) {
             ctx_fail(rc, ctx, "a transaction", why, why_len);
@@ -577,7 +630,7 @@ static int send_script(ik__redis_client *rc, redisContext *ctx, int id, int by_s
         *r = x;
         return IK_OK;
     }
-    if (x->type != REDIS_REPLY_ARRAY || x->elements != H_N + 1) {
+    if (x->type != REDIS_REPLY_ARRAY || x->elements != (size_t)nev + 1) {
         char w[300];
         where(rc, w, sizeof w);
         int e = ik__fail(IK_ESTORE, why, why_len, "redis at %s refused the transaction: %.200s", w,
@@ -589,12 +642,12 @@ static int send_script(ik__redis_client *rc, redisContext *ctx, int id, int by_s
         *wr = NULL;
         return e;
     }
-    for (int i = 0; i < H_N; i++) { /* detached: each is freed on its own */
+    for (int i = 0; i < nev; i++) { /* detached: each is freed on its own */
         ev[i] = x->element[i];
         x->element[i] = NULL;
     }
-    *r = x->element[H_N];
-    x->element[H_N] = NULL;
+    *r = x->element[nev];
+    x->element[nev] = NULL;
     freeReplyObject(x);
     return IK_OK;
 }
@@ -610,11 +663,12 @@ int ik__redis_script(ik__redis_client *rc, redisContext *ctx, int id, int nk,
     pthread_mutex_lock(&rc->mu);
     int proof = !rc->blind;
     uint64_t seq = proof ? ++rc->checks_begun : 0;
+    ev_shape sh = {rc->one_get, !rc->aof_trusted};
     pthread_mutex_unlock(&rc->mu);
     for (int by_sha = 1; by_sha >= 0; by_sha--) {
         redisReply *r = NULL, *wr = NULL, *ev[H_N] = {0};
-        int e = send_script(rc, ctx, id, by_sha, proof, nk, keys, na, args, do_wait, &r, ev, &wr,
-                            why, why_len);
+        int e = send_script(rc, ctx, id, by_sha, proof, sh, nk, keys, na, args, do_wait, &r, ev,
+                            &wr, why, why_len);
         if (e) return e;
         int64_t now = ik__mono_ns();
         if (r->type == REDIS_REPLY_ERROR && by_sha && !strncmp(r->str, "NOSCRIPT", 8)) {
@@ -639,7 +693,7 @@ int ik__redis_script(ik__redis_client *rc, redisContext *ctx, int id, int nk,
         }
         /* the proof: this write is trusted only on its own evidence (HZ4) */
         if (proof && e != IK_ESTORE) {
-            int pe = judge(rc, ctx, ev, seq, now, e ? NULL : why, e ? 0 : why_len);
+            int pe = judge(rc, ctx, ev, sh, seq, now, e ? NULL : why, e ? 0 : why_len);
             if (pe && !e) e = pe;
         }
         for (int i = 0; i < H_N; i++)
@@ -686,6 +740,12 @@ int ik__redis_client_open(ik__redis_client *rc, const char *uri, const ik_coord_
                  "%s (docs/hazards.md; --allow-unsafe-store serves anyway, without this "
                  "guarantee)",
                  inner);
+    if (!e) { /* Redis 7 takes several names in one CONFIG GET: a cheaper evidence */
+        redisReply *r = redisCommand(ctx, "CONFIG GET appendonly appendfsync");
+        rc->one_get = r && r->type == REDIS_REPLY_ARRAY && r->elements == 4;
+        if (r) freeReplyObject(r);
+        if (!r) e = ctx_fail(rc, ctx, "CONFIG GET", why, why_len);
+    }
     for (int i = 0; !e && i < IK__RS_COUNT; i++) {
         const char *argv[3] = {"SCRIPT", "LOAD", ik__redis_lua[i]};
         size_t lens[3] = {6, 4, strlen(ik__redis_lua[i])};

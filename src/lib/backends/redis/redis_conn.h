@@ -102,6 +102,7 @@ typedef struct ik__redis_client {
     uint64_t checks_begun, checks_installed;
     int aof_trusted; /* the AOF was seen complete since it was last seen off (or never) */
     int blind;       /* the latest evidence had an unreadable row: writes carry none */
+    int one_get;     /* the server reads several settings in one CONFIG GET (Redis 7) */
 } ik__redis_client;
 
 /* Reads the URI and the options (password, lease TTL, wait replicas), initialises
