@@ -13,7 +13,12 @@
 #     own is a ROLE outside a MULTI; (writes + checks alone) / writes; and the Redis
 #     process's CPU time per write (INFO cpu, user + system: the fsyncs included);
 #   - slot renewal (and take, release) latency through the backend's calls
-#     (bench/slot_latency, each build's own).
+#     (bench/slot_latency, each build's own);
+#   - Redis's instructions per sequence write, counted by callgrind (valgrind), which
+#     do not depend on what else the machine runs: a Redis of its own under
+#     callgrind for each build, N1 and N2 sequence requests one at a time, stopped,
+#     (Ir(N2) - Ir(N1)) / (N2 - N1).
+# PARTS picks the sections (default "http slots ir").
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 [ -n "${IK_BASE_BUILD:-}" ] || {
@@ -61,11 +66,14 @@ run() {
 }
 median() { sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 
+parts=" ${PARTS:-http slots ir} "
+loads=()
+[[ $parts != *" http "* ]] ||
+  IFS='|' read -r -a loads <<<"${WORKLOADS:-segment/seg 8|sequence/seq 8|sequence/seq 64}"
 echo "$(redis-server --version | cut -d' ' -f1-3) on loopback, appendonly yes, appendfsync always; ${secs}s x $rounds rounds each, count=1 per request, one server thread"
-printf '%-22s %12s %12s %7s %10s %10s %11s %11s\n' "" "base IDs/s" "new IDs/s" "new/base" "base rt/w" \
+((${#loads[@]} == 0)) || printf '%-22s %12s %12s %7s %10s %10s %11s %11s\n' "" "base IDs/s" "new IDs/s" "new/base" "base rt/w" \
   "new rt/w" "base us/w" "new us/w"
-IFS='|' read -r -a loads <<<"${WORKLOADS:-segment/seg 8|sequence/seq 8|sequence/seq 64}"
-for w in "${loads[@]}"; do
+for w in ${loads[@]+"${loads[@]}"}; do
   set -- $w
   : >"$T/base.r" && : >"$T/new.r"
   for ((i = 0; i < rounds; i++)); do
@@ -77,12 +85,43 @@ for w in "${loads[@]}"; do
   printf '%-22s %12s %12s %7.3f %10s %10s %11s %11s\n' "${1%%/*}, $2 clients" "$bi" "$ni" \
     "$(echo "$ni / $bi" | bc -l)" "$br" "$nr" "$bu" "$nu"
 done
-echo "slot renewal (and take, release), through the backend's calls, 300 each, range 0-31, twice in turn:"
-[ -z "${NO_SLOTS:-}" ] || exit 0
-for b in base new base new; do
+[[ $parts != *" slots "* ]] ||
+  echo "slot renewal (and take, release), through the backend's calls, 300 each, range 0-31, twice in turn:"
+[[ $parts != *" slots "* ]] || for b in base new base new; do
   d=$base
   [ "$b" = new ] && d=$build
   echo "$b:"
   "$d/bench/slot_latency" "redis://127.0.0.1:$rport/0?prefix=lat$b/" warm 0 31 50 random 0 fresh >/dev/null
   "$d/bench/slot_latency" "redis://127.0.0.1:$rport/0?prefix=lat$b/" small 0 31 300 random 0 sticky
+done
+
+[[ $parts == *" ir "* ]] || exit 0
+command -v valgrind >/dev/null || { echo "no valgrind: Redis's instructions per write not counted"; exit 0; }
+n1=${N1:-500} n2=${N2:-2500}
+# ir BUILD N: Redis's instructions (callgrind's total) over a run of N sequence requests
+ir() {
+  local d=$T/cg-$1-$2 p pid sp i
+  mkdir -p "$d"
+  p=$(free_port)
+  redis_conf "$d" "$p" >"$d/redis.conf"
+  valgrind --tool=callgrind --callgrind-out-file="$d/cg.out" redis-server "$d/redis.conf" \
+    >"$d/vg.log" 2>&1 &
+  pid=$!
+  IK_PIDS+=($pid)
+  wait_until 60 _redis_up "$p" || fail "redis under callgrind did not start: $(tail -n 5 "$d/vg.log")"
+  "${BIN[$1]}" tags add seq --kind sequence --coord "redis://127.0.0.1:$p/0" >/dev/null
+  IK_BIN=${BIN[$1]} serve_on "ir$1$2" --coord "redis://127.0.0.1:$p/0" --threads 1 --quiet ||
+    fail "serve under callgrind's Redis: $(tail -n 3 "$T/ir$1$2.log")"
+  sp=${SERVER_PID[ir$1$2]}
+  for ((i = 0; i < $2; i++)); do ik_http "http://127.0.0.1:$PORT/v1/sequence/seq?count=1&format=text" >/dev/null; done
+  kill -TERM "$sp"
+  wait_until 30 not alive "$sp" || true
+  redis-cli -p "$p" SHUTDOWN NOSAVE >/dev/null 2>&1 || true
+  wait_until 60 not alive "$pid" || true
+  sed -n 's/^summary: \([0-9]*\).*/\1/p' "$d/cg.out" | head -n 1
+}
+echo "Redis's instructions per sequence write (callgrind, (Ir($n2) - Ir($n1)) / $((n2 - n1)); one request at a time):"
+for b in base new; do
+  a=$(ir "$b" "$n1") z=$(ir "$b" "$n2")
+  printf '  %-5s %10.0f\n' "$b" "$(echo "($z - $a) / ($n2 - $n1)" | bc -l)"
 done
