@@ -326,8 +326,7 @@ static int config_value(const redisReply *r, char *val, size_t len, char *err, s
     return 0;
 }
 
-/* The value of field name in an INFO answer ("" if absent). */
-static void info_field(const char *info, const char *name, char *val, size_t len)
+void ik__redis_info_field(const char *info, const char *name, char *val, size_t len)
 {
     size_t nl = strlen(name);
     val[0] = '\0';
@@ -445,10 +444,10 @@ static int evidence_rows(ik__hazards *hz, redisReply *const *r, ev_shape sh, int
         snprintf(err[H_INFO], sizeof err[H_INFO], "%.80s",
                  in->type == REDIS_REPLY_ERROR ? in->str : "not a text");
     } else {
-        info_field(in->str, "aof_enabled", aof_on, sizeof aof_on);
-        info_field(in->str, "aof_rewrite_in_progress", rw_now, sizeof rw_now);
-        info_field(in->str, "aof_rewrite_scheduled", rw_next, sizeof rw_next);
-        info_field(in->str, "aof_last_write_status", wstat, sizeof wstat);
+        ik__redis_info_field(in->str, "aof_enabled", aof_on, sizeof aof_on);
+        ik__redis_info_field(in->str, "aof_rewrite_in_progress", rw_now, sizeof rw_now);
+        ik__redis_info_field(in->str, "aof_rewrite_scheduled", rw_next, sizeof rw_next);
+        ik__redis_info_field(in->str, "aof_last_write_status", wstat, sizeof wstat);
     }
     int rewriting = !strcmp(rw_now, "1") || !strcmp(rw_next, "1");
     if (bad[H_INFO] || bad[H_AOF] || strcmp(v[H_AOF], "yes") != 0 || strcmp(aof_on, "1") != 0)

@@ -131,6 +131,11 @@ void ik__redis_put(ik__redis_client *rc, struct redisContext *ctx, int broken);
  * the first refused setting), or IK_ESTORE (no answer: put ctx with broken = 1). */
 int ik__redis_hazards(ik__redis_client *rc, struct redisContext *ctx, char *why, size_t why_len);
 
+/* The value of field name ("NAME:VALUE" at the start of a line) in the text of an
+ * INFO answer into val, cut to len - 1 bytes, without its line end; "" if absent.
+ * Pure (tests/fuzz/fuzz_redis_info.c). */
+void ik__redis_info_field(const char *info, const char *name, char *val, size_t len);
+
 /* ik__redis_get for a write (a slot take, renewal or release, a counter create or
  * advance): on a connection whose last hazard check is due (ik__hazards_due) the
  * checks run first, and while a check is refused nothing is sent: NULL with
