@@ -60,6 +60,7 @@ test_pkgs=(
   curl jq bc procps psmisc
   iproute2            # ip netns and veth: a lock holder's host that vanishes (tests/integration/sql_vanish.sh)
   bash-builtins       # bash's own sleep for the wait loops (tests/integration/lib.sh)
+  strace              # t_local_sequence_fsync_order: each sequence ID leaves after its commit's fsync
   python3-kazoo       # kazoo interop helper
   libcurator-recipes-java libcurator-framework-java # Curator interop helper
   chromium chromium-driver python3-selenium # the status page's browser tests
