@@ -14,10 +14,11 @@
 #     process's CPU time per write (INFO cpu, user + system: the fsyncs included);
 #   - slot renewal (and take, release) latency through the backend's calls
 #     (bench/slot_latency, each build's own);
-#   - Redis's instructions per sequence write, counted by callgrind (valgrind), which
-#     do not depend on what else the machine runs: a Redis of its own under
-#     callgrind for each build, N1 and N2 sequence requests one at a time, stopped,
-#     (Ir(N2) - Ir(N1)) / (N2 - N1).
+#   - instructions per sequence write of Redis and of the idkeeper server, counted
+#     by callgrind (valgrind), which do not depend on what else the machine runs:
+#     both under callgrind for each build, N1 and N2 sequence requests one at a
+#     time, stopped, (Ir(N2) - Ir(N1)) / (N2 - N1) (the server's includes its HTTP
+#     request and the lease's renewals meanwhile).
 # PARTS picks the sections (default "http slots ir").
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -110,18 +111,25 @@ ir() {
   IK_PIDS+=($pid)
   wait_until 60 _redis_up "$p" || fail "redis under callgrind did not start: $(tail -n 5 "$d/vg.log")"
   "${BIN[$1]}" tags add seq --kind sequence --coord "redis://127.0.0.1:$p/0" >/dev/null
-  IK_BIN=${BIN[$1]} serve_on "ir$1$2" --coord "redis://127.0.0.1:$p/0" --threads 1 --quiet ||
-    fail "serve under callgrind's Redis: $(tail -n 3 "$T/ir$1$2.log")"
+  # the server under callgrind too (a wrapper in IK_BIN's place)
+  printf '#!/bin/sh\nexec valgrind --tool=callgrind --callgrind-out-file=%s %s "$@"\n' \
+    "$d/cg-ik.out" "${BIN[$1]}" >"$d/ik"
+  chmod +x "$d/ik"
+  IK_BIN=$d/ik serve_on "ir$1$2" --coord "redis://127.0.0.1:$p/0" --threads 1 --quiet ||
+    fail "serve under callgrind: $(tail -n 3 "$T/ir$1$2.log")"
   sp=${SERVER_PID[ir$1$2]}
-  for ((i = 0; i < $2; i++)); do ik_http "http://127.0.0.1:$PORT/v1/sequence/seq?count=1&format=text" >/dev/null; done
+  for ((i = 0; i < $2; i++)); do ik_http "http://127.0.0.1:$PORT/v1/sequence/seq?count=1&format=text" "" 30 >/dev/null; done
   kill -TERM "$sp"
-  wait_until 30 not alive "$sp" || true
+  wait_until 60 not alive "$sp" || true
   redis-cli -p "$p" SHUTDOWN NOSAVE >/dev/null 2>&1 || true
   wait_until 60 not alive "$pid" || true
-  sed -n 's/^summary: \([0-9]*\).*/\1/p' "$d/cg.out" | head -n 1
+  echo "$(sed -n 's/^summary: \([0-9]*\).*/\1/p' "$d/cg.out" | head -n 1) $(sed -n 's/^summary: \([0-9]*\).*/\1/p' "$d/cg-ik.out" | head -n 1)"
 }
-echo "Redis's instructions per sequence write (callgrind, (Ir($n2) - Ir($n1)) / $((n2 - n1)); one request at a time):"
+echo "instructions per sequence write (callgrind, (Ir($n2) - Ir($n1)) / $((n2 - n1)); one request at a time):"
+printf '  %-5s %12s %12s\n' "" "Redis" "idkeeper"
 for b in base new; do
-  a=$(ir "$b" "$n1") z=$(ir "$b" "$n2")
-  printf '  %-5s %10.0f\n' "$b" "$(echo "($z - $a) / ($n2 - $n1)" | bc -l)"
+  read -r ra ia <<<"$(ir "$b" "$n1")"
+  read -r rz iz <<<"$(ir "$b" "$n2")"
+  printf '  %-5s %12.0f %12.0f\n' "$b" "$(echo "($rz - $ra) / ($n2 - $n1)" | bc -l)" \
+    "$(echo "($iz - $ia) / ($n2 - $n1)" | bc -l)"
 done

@@ -406,21 +406,25 @@ static void config_values(const redisReply *const *r, ev_shape sh, char v[][96],
     "+config|get +role +info) or check docs/hazards.md's rows by hand, and pass "                  \
     "--allow-unsafe-store"
 
-/* The rows of one answer to an evidence of shape sh (r[ev_count(sh)]) into row[]
- * (returns how many: without INFO, no aof-* rows), and whether any could not be
- * read (*blind). aof_trusted: the append-only file had been seen complete (on, no
- * rewrite pending) since it was last seen off; updated. */
-static int evidence_rows(ik__hazards *hz, redisReply *const *r, ev_shape sh, int *aof_trusted,
-                         int *blind, ik_hazard *row)
-{
-    char v[H_N][96], err[H_N][96] = {{0}};
+/* One answer to the evidence, read (ev_read): what the rows are made of. Zeroed
+ * before it is filled, so that two answers compare with memcmp. */
+typedef struct ev_raw {
+    char v[H_N][96], err[H_N][96];
     int bad[H_N];
+    int info; /* INFO was asked */
+    char aof_on[8], rw_now[8], rw_next[8], wstat[16];
+} ev_raw;
+
+/* Reads the answer r[ev_count(sh)] to an evidence of shape sh into *x. */
+static void ev_read(redisReply *const *r, ev_shape sh, ev_raw *x)
+{
+    memset(x, 0, sizeof *x);
+    char(*v)[96] = x->v, (*err)[96] = x->err;
+    int *bad = x->bad;
     config_values((const redisReply *const *)r, sh, v, bad, err);
     int at = sh.one_get ? 1 : H_ROLE;
     /* ROLE: ["master", ...], ["slave", HOST, PORT, ...], ["sentinel", ...] */
     const redisReply *ro = r[at];
-    v[H_ROLE][0] = '\0';
-    bad[H_ROLE] = 0;
     if (ro->type == REDIS_REPLY_ERROR) {
         snprintf(err[H_ROLE], sizeof err[H_ROLE], "%.80s", ro->str);
         bad[H_ROLE] = -1;
@@ -436,19 +440,32 @@ static int evidence_rows(ik__hazards *hz, redisReply *const *r, ev_shape sh, int
     }
     /* INFO persistence: whether the append-only file is complete, and writable */
     const redisReply *in = sh.info ? r[at + 1] : NULL;
-    char aof_on[8] = "", rw_now[8] = "", rw_next[8] = "", wstat[16] = "";
+    x->info = in != NULL;
     bad[H_INFO] = in && in->type != REDIS_REPLY_STRING;
     if (!in) {
-        snprintf(aof_on, sizeof aof_on, "1"); /* not asked: what was seen last holds */
+        snprintf(x->aof_on, sizeof x->aof_on, "1"); /* not asked: what was seen last holds */
     } else if (bad[H_INFO]) {
         snprintf(err[H_INFO], sizeof err[H_INFO], "%.80s",
                  in->type == REDIS_REPLY_ERROR ? in->str : "not a text");
     } else {
-        ik__redis_info_field(in->str, "aof_enabled", aof_on, sizeof aof_on);
-        ik__redis_info_field(in->str, "aof_rewrite_in_progress", rw_now, sizeof rw_now);
-        ik__redis_info_field(in->str, "aof_rewrite_scheduled", rw_next, sizeof rw_next);
-        ik__redis_info_field(in->str, "aof_last_write_status", wstat, sizeof wstat);
+        ik__redis_info_field(in->str, "aof_enabled", x->aof_on, sizeof x->aof_on);
+        ik__redis_info_field(in->str, "aof_rewrite_in_progress", x->rw_now, sizeof x->rw_now);
+        ik__redis_info_field(in->str, "aof_rewrite_scheduled", x->rw_next, sizeof x->rw_next);
+        ik__redis_info_field(in->str, "aof_last_write_status", x->wstat, sizeof x->wstat);
     }
+}
+
+/* The rows of one answer read (x) into row[] (returns how many: without INFO, no
+ * aof-* rows), and whether any could not be read (*blind). aof_trusted: the
+ * append-only file had been seen complete (on, no rewrite pending) since it was
+ * last seen off; updated. */
+static int evidence_rows(ik__hazards *hz, const ev_raw *x, int *aof_trusted, int *blind,
+                         ik_hazard *row)
+{
+    const char(*v)[96] = x->v, (*err)[96] = x->err;
+    const int *bad = x->bad;
+    const char *aof_on = x->aof_on, *rw_now = x->rw_now, *rw_next = x->rw_next, *wstat = x->wstat;
+    int in = x->info;
     int rewriting = !strcmp(rw_now, "1") || !strcmp(rw_next, "1");
     if (bad[H_INFO] || bad[H_AOF] || strcmp(v[H_AOF], "yes") != 0 || strcmp(aof_on, "1") != 0)
         *aof_trusted = 0; /* off (or unknown): its next rewrite is a first one */
@@ -521,25 +538,51 @@ static int evidence_rows(ik__hazards *hz, redisReply *const *r, ev_shape sh, int
 
 /* Judges one answer to the evidence, read on ctx whose check number is seq: installs
  * its rows (C4: only over those of checks begun before it) and stamps ctx as checked.
+ * An answer the same as the last one installed (and the same trust in the AOF) is
+ * judged as that one was, without building its rows again: most writes' are.
  * Returns this evidence's own verdict (ik__hazards_proof): 0, or IK_EUNSAFE with why
  * naming the first refused setting. */
 static int judge(ik__redis_client *rc, redisContext *ctx, redisReply *const *r, ev_shape sh,
                  uint64_t seq, int64_t now, char *why, size_t why_len)
 {
+    ev_raw *x = malloc(sizeof *x);
+    if (!x) return ik__fail(IK_ENOMEM, why, why_len, "no memory for the store's evidence");
+    ev_read(r, sh, x);
     ik_hazard row[H_ROWS];
+    int rc_proof;
     pthread_mutex_lock(&rc->mu);
     int late = seq < rc->checks_installed;
     int trusted = rc->aof_trusted, blind = 0;
-    int n = evidence_rows(rc->hz, r, sh, &trusted, &blind, row);
+    struct ik__redis_judged *j = &rc->judged;
+    if (j->raw && j->trusted_in == trusted && !memcmp(x, j->raw, sizeof *x)) {
+        /* the same answer as the last one judged: the same verdict, rows installed */
+        if (!late) rc->checks_installed = seq;
+        rc_proof = j->unsafe ? ik__fail(IK_EUNSAFE, why, why_len, "%s", j->why) : IK_OK;
+        pthread_mutex_unlock(&rc->mu);
+        free(x);
+        stamp_set(rc, ctx, now);
+        return rc_proof;
+    }
+    int n = evidence_rows(rc->hz, x, &trusted, &blind, row);
+    char pwhy[sizeof j->why] = "";
+    rc_proof = ik__hazards_proof(rc->hz, row, (size_t)n, pwhy, sizeof pwhy);
     if (!late) {
         rc->checks_installed = seq;
+        ik__hazards_update(rc->hz, row, (size_t)n, NULL, 0);
+        j->trusted_in = rc->aof_trusted;
         rc->aof_trusted = trusted;
         rc->blind = blind;
-        ik__hazards_update(rc->hz, row, (size_t)n, NULL, 0);
+        j->unsafe = rc_proof != IK_OK;
+        memcpy(j->why, pwhy, sizeof j->why);
+        free(j->raw);
+        j->raw = x; /* kept */
+        x = NULL;
     }
     pthread_mutex_unlock(&rc->mu);
+    free(x);
     stamp_set(rc, ctx, now);
-    return ik__hazards_proof(rc->hz, row, (size_t)n, why, why_len);
+    if (rc_proof) ik__fail(rc_proof, why, why_len, "%s", pwhy);
+    return rc_proof;
 }
 
 int ik__redis_hazards(ik__redis_client *rc, redisContext *ctx, char *why, size_t why_len)
@@ -763,6 +806,8 @@ void ik__redis_client_close(ik__redis_client *rc)
 {
     while (rc->nidle)
         ctx_free(rc, rc->idle[--rc->nidle]);
+    free(rc->judged.raw);
+    rc->judged.raw = NULL;
     if (rc->password) {
         memset(rc->password, 0, strlen(rc->password));
         free(rc->password);

@@ -100,9 +100,15 @@ typedef struct ik__redis_client {
         int64_t ns;
     } stamp[IK__REDIS_STAMPS];
     uint64_t checks_begun, checks_installed;
-    int aof_trusted; /* the AOF was seen complete since it was last seen off (or never) */
-    int blind;       /* the latest evidence had an unreadable row: writes carry none */
-    int one_get;     /* the server reads several settings in one CONFIG GET (Redis 7) */
+    int aof_trusted;          /* the AOF was seen complete since it was last seen off (or never) */
+    int blind;                /* the latest evidence had an unreadable row: writes carry none */
+    int one_get;              /* the server reads several settings in one CONFIG GET (Redis 7) */
+    struct ik__redis_judged { /* the last evidence installed, and its verdict */
+        void *raw;            /* its answer as read (redis_conn.c), NULL: none yet */
+        int trusted_in;       /* aof_trusted before it */
+        int unsafe;           /* its own verdict was IK_EUNSAFE, why: */
+        char why[400];
+    } judged;
 } ik__redis_client;
 
 /* Reads the URI and the options (password, lease TTL, wait replicas), initialises
