@@ -363,8 +363,52 @@ static int ev_count(ev_shape sh)
     return (sh.one_get ? 1 : H_ROLE) + 1 + (sh.info ? 1 : 0);
 }
 
-static void append_evidence(redisContext *ctx, ev_shape sh)
+/* The commands of an evidence of shape sh, formatted once (ev_format), appended to a
+ * write's MULTI as they are: a write formats nothing of them. */
+static int ev_format(ev_shape sh, char **out)
 {
+    const char *argv[2 + H_ROLE] = {"CONFIG", "GET"};
+    char *part[H_ROLE + 2] = {0};
+    int len[H_ROLE + 2], n = 0, total = 0;
+    if (sh.one_get) {
+        for (int i = 0; i < H_ROLE; i++)
+            argv[2 + i] = h_config[i];
+        len[n] = redisFormatCommandArgv(&part[n], 2 + H_ROLE, argv, NULL);
+        n++;
+    } else {
+        for (int i = 0; i < H_ROLE; i++, n++) {
+            argv[2] = h_config[i];
+            len[n] = redisFormatCommandArgv(&part[n], 3, argv, NULL);
+        }
+    }
+    const char *role[] = {"ROLE"}, *info[] = {"INFO", "persistence"};
+    len[n] = redisFormatCommandArgv(&part[n], 1, role, NULL);
+    n++;
+    if (sh.info) {
+        len[n] = redisFormatCommandArgv(&part[n], 2, info, NULL);
+        n++;
+    }
+    int ok = 1;
+    for (int i = 0; i < n; i++)
+        ok &= part[i] != NULL && len[i] > 0;
+    for (int i = 0; ok && i < n; i++)
+        total += len[i];
+    char *buf = ok ? malloc((size_t)total + 1) : NULL;
+    for (int i = 0, at = 0; buf && i < n; at += len[i], i++)
+        memcpy(buf + at, part[i], (size_t)len[i]);
+    for (int i = 0; i < n; i++)
+        redisFreeCommand(part[i]);
+    *out = buf;
+    return buf ? total : -1;
+}
+
+static void append_evidence(ik__redis_client *rc, redisContext *ctx, ev_shape sh)
+{
+    const char *pre = rc->ev_cmd[sh.one_get][sh.info];
+    if (pre) {
+        redisAppendFormattedCommand(ctx, pre, (size_t)rc->ev_len[sh.one_get][sh.info]);
+        return;
+    }
     if (sh.one_get) {
         const char *argv[2 + H_ROLE] = {"CONFIG", "GET"};
         for (int i = 0; i < H_ROLE; i++)
@@ -591,7 +635,7 @@ int ik__redis_hazards(ik__redis_client *rc, redisContext *ctx, char *why, size_t
     uint64_t seq = ++rc->checks_begun;
     ev_shape sh = {rc->one_get, 1};
     pthread_mutex_unlock(&rc->mu);
-    append_evidence(ctx, sh);
+    append_evidence(rc, ctx, sh);
     redisReply *r[H_N] = {0};
     int e = IK_OK, n = ev_count(sh);
     for (int i = 0; i < n && !e; i++)
@@ -639,7 +683,7 @@ static int send_script(ik__redis_client *rc, redisContext *ctx, int id, int by_s
     int nev = ev_count(sh);
     if (proof) {
         redisAppendCommand(ctx, "MULTI");
-        append_evidence(ctx, sh);
+        append_evidence(rc, ctx, sh);
     }
     append_script(rc, ctx, id, by_sha, nk, keys, na, args);
     if (proof) redisAppendCommand(ctx, "EXEC");
@@ -788,6 +832,12 @@ int ik__redis_client_open(ik__redis_client *rc, const char *uri, const ik_coord_
         if (r) freeReplyObject(r);
         if (!r) e = ctx_fail(rc, ctx, "CONFIG GET", why, why_len);
     }
+    for (int one = 0; !e && one < 2; one++)
+        for (int info = 0; !e && info < 2; info++) {
+            ev_shape sh = {one, info};
+            rc->ev_len[one][info] = ev_format(sh, &rc->ev_cmd[one][info]);
+            if (rc->ev_len[one][info] < 0) e = IK_ENOMEM;
+        }
     for (int i = 0; !e && i < IK__RS_COUNT; i++) {
         const char *argv[3] = {"SCRIPT", "LOAD", ik__redis_lua[i]};
         size_t lens[3] = {6, 4, strlen(ik__redis_lua[i])};
@@ -808,6 +858,10 @@ void ik__redis_client_close(ik__redis_client *rc)
         ctx_free(rc, rc->idle[--rc->nidle]);
     free(rc->judged.raw);
     rc->judged.raw = NULL;
+    for (int i = 0; i < 4; i++) {
+        free(rc->ev_cmd[i / 2][i % 2]);
+        rc->ev_cmd[i / 2][i % 2] = NULL;
+    }
     if (rc->password) {
         memset(rc->password, 0, strlen(rc->password));
         free(rc->password);

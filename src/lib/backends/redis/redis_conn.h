@@ -100,9 +100,11 @@ typedef struct ik__redis_client {
         int64_t ns;
     } stamp[IK__REDIS_STAMPS];
     uint64_t checks_begun, checks_installed;
-    int aof_trusted;          /* the AOF was seen complete since it was last seen off (or never) */
-    int blind;                /* the latest evidence had an unreadable row: writes carry none */
-    int one_get;              /* the server reads several settings in one CONFIG GET (Redis 7) */
+    int aof_trusted;    /* the AOF was seen complete since it was last seen off (or never) */
+    int blind;          /* the latest evidence had an unreadable row: writes carry none */
+    int one_get;        /* the server reads several settings in one CONFIG GET (Redis 7) */
+    char *ev_cmd[2][2]; /* the evidence's commands, formatted at open, by [one_get][info] */
+    int ev_len[2][2];
     struct ik__redis_judged { /* the last evidence installed, and its verdict */
         void *raw;            /* its answer as read (redis_conn.c), NULL: none yet */
         int trusted_in;       /* aof_trusted before it */
