@@ -21,6 +21,11 @@
  *   R5. Take, renewal and release go out only on a hazard-checked connection while
  *       no store hazard is refused (ik__redis_get_write); else IK_EUNSAFE, nothing
  *       sent, and the lease stops issuing at once (docs/hazards.md).
+ *   R6. Each of them carries its own evidence (ik__redis_script's proof): a take
+ *       answered with unsafe evidence is released at once and never granted
+ *       (give_back), a renewal answered so extends nothing and is IK_EUNSAFE, so
+ *       the lease stops issuing at once (docs/hazards.md, "What rides with each
+ *       write").
  *
  * Threads: any; each call takes its own connection from the pool (redis_conn.c).
  */
@@ -204,6 +209,35 @@ static void describe_holders(ik__redis_client *rc, const ik__slot_request *req, 
     free(v);
 }
 
+/* R6: a take answered with unsafe evidence (r, the acquire script's answer, freed
+ * here): if it took a slot, releases it on ctx at once, its record left at the
+ * take's (nothing was issued under it, and a record never goes below one a take
+ * wrote). A release that fails leaves the key to lapse at its TTL. */
+static void give_back(ik__redis_client *rc, redisContext *ctx, const char *app, redis_slot *s,
+                      redisReply *r)
+{
+    if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
+        r->element[0]->type == REDIS_REPLY_INTEGER && r->element[0]->integer >= 0 &&
+        r->element[2]->type == REDIS_REPLY_STRING && !ctx->err) {
+        char sub[32], sk[KEY_MAX], rk[KEY_MAX], why[300];
+        snprintf(sub, sizeof sub, "slot/%lld", r->element[0]->integer);
+        ik__redis_key(rc, app, sub, sk, sizeof sk);
+        snprintf(sub, sizeof sub, "record/%lld", r->element[0]->integer);
+        ik__redis_key(rc, app, sub, rk, sizeof rk);
+        const char *keys[] = {sk, rk};
+        const char *args[] = {s->token, r->element[2]->str};
+        redisReply *rr = NULL;
+        int e = ik__redis_script(rc, ctx, IK__RS_RELEASE, 2, keys, 2, args, 0, &rr, NULL, why,
+                                 sizeof why);
+        ik__logf("worker slot %lld of app %s was taken under an unsafe store setting: %s, never "
+                 "granted (docs/hazards.md, Redis)",
+                 r->element[0]->integer, app,
+                 e == IK_OK || e == IK_EUNSAFE ? "released" : "left to lapse at its TTL");
+        if (rr) freeReplyObject(rr);
+    }
+    if (r) freeReplyObject(r);
+}
+
 int ik__redis_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__slot_grant *out,
                            char *why, size_t why_len)
 {
@@ -243,6 +277,12 @@ int ik__redis_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__slo
     int64_t sent = ik__mono_ns();
     redisReply *r = NULL;
     e = ik__redis_script(rc, ctx, IK__RS_ACQUIRE, 0, NULL, 11, args, 0, &r, NULL, why, why_len);
+    if (e == IK_EUNSAFE) { /* R6: taken under unsafe evidence: released, never granted */
+        give_back(rc, ctx, req->app, s, r);
+        ik__redis_put(rc, ctx, 0);
+        free(s);
+        return e;
+    }
     ik__redis_put(rc, ctx, e == IK_EINDOUBT);
     if (e == IK_EINDOUBT) /* maybe taken: the key expires by itself after the TTL */
         e = ik__fail(IK_ESTORE, why, why_len, "no answer to a slot take (it lapses by itself)");
@@ -311,13 +351,14 @@ int ik__redis_slot_persist(ik__backend *be, void *handle, int64_t record_ms, ik_
     redisReply *r = NULL;
     e = ik__redis_script(rc, ctx, IK__RS_RENEW, 2, keys, 3, args, 0, &r, NULL, why, sizeof why);
     ik__redis_put(rc, ctx, e == IK_EINDOUBT);
-    if (e) {
+    if (e && e != IK_EUNSAFE) {
         if (r) freeReplyObject(r);
         return IK_EINDOUBT; /* R4 */
     }
     int64_t got = r->type == REDIS_REPLY_INTEGER ? r->integer : 0;
     freeReplyObject(r);
     if (got < 0) return IK_ELOST; /* R3: expired, or someone else's now */
+    if (e) return e;              /* R6: proves nothing; the lease stops at once */
     if (got == 0) return IK_EINDOUBT;
     *written_ms = got;
     *proof = (ik__lease_proof){sent, rc->lease_ttl_ms};
@@ -343,6 +384,7 @@ int ik__redis_slot_release(ik__backend *be, void *handle, int64_t record_ms)
         e = ik__redis_script(rc, ctx, IK__RS_RELEASE, 2, keys, 2, args, 0, &r, NULL, why,
                              sizeof why);
         ik__redis_put(rc, ctx, e == IK_EINDOUBT);
+        if (e == IK_EUNSAFE) e = IK_OK; /* it ran: a lost release lapses at the TTL */
         if (!e && r->type == REDIS_REPLY_INTEGER && r->integer < 0) e = IK_ELOST;
         if (r) freeReplyObject(r);
     }

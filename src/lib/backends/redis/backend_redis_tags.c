@@ -51,6 +51,13 @@
  *       returns (the daemon's last step after SIGTERM, so before the process
  *       exits).
  *
+ *   RT6. Each create and advance carries its own evidence (ik__redis_script's
+ *       proof). An advance that ran under unsafe evidence hands nothing out: its
+ *       exact range is logged "tag gap ... why=store_unsafe" and the call answers
+ *       IK_EUNSAFE (503, -TRYAGAIN). A counter key with a TTL is refused at create
+ *       and at every advance, before anything is written: it would expire and an
+ *       app's INCR would start it again at 1.
+ *
  * A doubt's life (edges name the functions):
  *
  *   advance answers IK_EINDOUBT --keep_doubts--> KEPT --take_doubts (next advance)-->
@@ -220,6 +227,13 @@ int ik__redis_tag_create(ik__backend *be, const char *app, const ik_tag_info *t,
     if (e == IK_EINDOUBT)
         e = ik__fail(IK_ESTORE, why, why_len, "tag %s: no answer from redis (it may exist now)",
                      t->name);
+    if (e == IK_EUNSAFE) { /* RT6: it ran, but Redis may lose it */
+        char inner[400];
+        snprintf(inner, sizeof inner, "%s", why);
+        e = ik__fail(IK_EUNSAFE, why, why_len,
+                     "tag %s: written under a setting that can lose it (it may exist now): %s",
+                     t->name, inner);
+    }
     if (e) {
         if (r) freeReplyObject(r);
         return e;
@@ -241,6 +255,11 @@ int ik__redis_tag_create(ik__backend *be, const char *app, const ik_tag_info *t,
     else if (code == -3)
         e = ik__fail(IK_ESTORE, why, why_len,
                      "tag %s: the key %s holds a string that is not an integer", t->name, counter);
+    else if (code == -4)
+        e = ik__fail(IK_ESTORE, why, why_len,
+                     "tag %s: the key %s has a TTL: when it expires, an INCR starts it again "
+                     "at 1 and IDs repeat; PERSIST it first (docs/redis.md, Adopting a key)",
+                     t->name, counter);
     else if (code != 0)
         e = ik__fail(IK_ESTORE, why, why_len, "tag %s: the create script answered oddly", t->name);
     freeReplyObject(r);
@@ -505,7 +524,7 @@ static int advance_on(ik__redis_backend *b, const char *app, const char *name, i
                          sizeof why);
     ik__redis_put(rc, ctx, e == IK_EINDOUBT);
     long long code = -100;
-    if (!e && r && r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
+    if ((!e || e == IK_EUNSAFE) && r && r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
         r->element[0]->type == REDIS_REPLY_INTEGER)
         code = r->element[0]->integer;
     if (code == 0) { /* RT4: it ran, so every doubt it carried is settled */
@@ -518,6 +537,17 @@ static int advance_on(ik__redis_backend *b, const char *app, const char *name, i
                    now_ns);
     } else {
         keep_doubts(b->tags, app, name, lane, carried, nc); /* not settled yet */
+    }
+    if (e == IK_EUNSAFE) { /* RT6: ran under unsafe evidence: never handed out */
+        int64_t v;
+        if (code == 0 && r->elements >= 2 && r->element[1]->type == REDIS_REPLY_STRING &&
+            !parse_i64(r->element[1]->str, &v))
+            ik__tag_gap(app, name, kind, v - delta + 1, delta, "store_unsafe", "%s", why);
+        else if (code == 0)
+            log_unplaced(app, name, &own, "recorded under unsafe store settings");
+        ik__redis_log_limited(rc, "tag %s: %s", name, why);
+        freeReplyObject(r);
+        return IK_EUNSAFE;
     }
     if (e == IK_EINDOUBT || (code == 0 && waited < rc->wait_replicas)) {
         /* RT2: maybe (or surely, but not replicated) recorded: never handed out */
@@ -583,6 +613,14 @@ static int advance_on(ik__redis_backend *b, const char *app, const char *name, i
                                       r->element[1]->type == REDIS_REPLY_STRING
                                   ? r->element[1]->str
                                   : "a string");
+        e = IK_ESTORE;
+        break;
+    case -8:
+        ik__redis_log_limited(rc,
+                              "tag %s: its counter key %s has a TTL: not issuing, since when "
+                              "it expires INCR starts it again at 1 and IDs repeat; PERSIST it "
+                              "(docs/redis.md, Adopting a key)",
+                              name, counter);
         e = IK_ESTORE;
         break;
     default: /* -7: an advance of this object with a later seq ran first; this one did not */
