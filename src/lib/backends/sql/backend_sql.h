@@ -103,6 +103,15 @@ int ik__sql_hazards_read(ik__sql_backend *b, ik__sql_conn *c, ik_hazard *rows, s
  * nothing is refused, IK_EUNSAFE (nothing may be sent), or IK_ESTORE with *cls the
  * class c's failed check left (c dead: give it back with it). */
 int ik__sql_hazards_gate(ik__sql_backend *b, ik__sql_conn *c, int *cls, char *why, size_t why_len);
+/* The proof of the write that just ran on c (the driver's proof, on r: the
+ * IK__SQL_PROOF result of the write's round trip, or NULL; in_tx as the driver's),
+ * installed like a check's rows: 0, or IK_EUNSAFE (a row refused; why names it),
+ * and the verdict's change logged (docs/hazards.md, "Proof with every write"). 0
+ * for a driver without a proof. */
+int ik__sql_proof(ik__sql_backend *b, ik__sql_conn *c, const ik__sql_res *r, int in_tx, char *why,
+                  size_t why_len);
+/* 1 if the driver sends a proof with each write (IK__SQL_PROOF and proof). */
+int ik__sql_has_proof(const ik__sql_driver *d);
 /* A new connection that will hold a session lock (recipe_sql.c): connected with
  * the session limits of a holder (docs/sql.md, "Session settings"). */
 int ik__sql_connect_holder(ik__sql_backend *b, ik__sql_conn **c, char *why, size_t why_len);
