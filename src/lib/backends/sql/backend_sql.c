@@ -302,6 +302,13 @@ int ik__sql_open(const ik__sql_driver *d, const ik__backend_ops *ops, const char
         ik__sql_close(&b->base);
         return rc;
     }
+    if (rc) { /* check: a schema serve could not make is a refused row, not exit 0 */
+        ik_hazard row;
+        ik__hazard_row(&b->base.hz, &row, "schema", why, 1,
+                       "serve cannot make or use idkeeper's tables here: %s", why);
+        row.verdict = IK_VERDICT_REFUSED; /* not a risk: serve fails whatever is allowed */
+        ik__hazards_update(&b->base.hz, &row, 1, NULL, 0);
+    }
     b->opened = 1;
     *out = &b->base;
     return IK_OK;
