@@ -689,6 +689,15 @@ static int pg_unlock(ik__sql_conn *c, ik__lock_kind kind, const char *key)
  * role's or database's own synchronous_commit = off shows here), and the session
  * state that session_setup set, read back (a pooler in transaction mode between
  * us and the server shows here: it would also break the session locks). */
+/* idkeeper's tables (those our statements name, as the search path finds them)
+ * that are not permanent (relpersistence 'u' UNLOGGED, 't' TEMP), "NAME KIND, ..."
+ * or NULL: pg_hazards's "table persistence" row. */
+#define UNDURABLE_TABLES                                                                           \
+    "(SELECT string_agg(c.relname || ' ' || CASE c.relpersistence WHEN 'u' THEN 'UNLOGGED' "       \
+    "ELSE 'TEMP' END, ', ' ORDER BY c.relname) FROM pg_class c WHERE c.relkind IN ('r', 'p') "     \
+    "AND c.relpersistence <> 'p' AND pg_table_is_visible(c.oid) AND c.relname IN ('leaf_alloc', "  \
+    "'idk_tag_kind', 'idk_slots', 'idk_commit_mark', 'idk_fence', 'idk_holder'))"
+
 static int pg_hazards(ik__sql_conn *c, const ik__hazards *h, ik_hazard *rows, size_t *n,
                       int64_t *db_ms, char *why, size_t why_len)
 {
@@ -702,10 +711,10 @@ static int pg_hazards(ik__sql_conn *c, const ik__hazards *h, ik_hazard *rows, si
                      "(SELECT setting FROM pg_settings WHERE name = 'lock_timeout'), "
                      "(SELECT setting FROM pg_settings WHERE name = 'tcp_keepalives_idle'), "
                      "(SELECT setting FROM pg_settings WHERE name = 'idle_session_timeout'), "
-                     "inet_server_addr() IS NULL, " NOW_MS,
+                     "inet_server_addr() IS NULL, " NOW_MS ", " UNDURABLE_TABLES,
                      NULL, 0, now_ms() + IK__SQL_IO_MS, &r, why, why_len);
     if (rc) return rc;
-    if (r.nrows != 1 || r.ncols != 10) {
+    if (r.nrows != 1 || r.ncols != 11) {
         ik__sql_res_clear(&r);
         return ik__fail(IK__SQL_EDEFINITE, why, why_len, "PostgreSQL: no settings row");
     }
@@ -757,6 +766,11 @@ static int pg_hazards(ik__sql_conn *c, const ik__hazards *h, ik_hazard *rows, si
                        "idkeeper set it; connect to PostgreSQL directly",
                        c->idle_session_ms);
     }
+    const char *und = ik__sql_cell(&r, 0, 10);
+    ik__hazard_row(h, &rows[k++], "table persistence", *und ? und : "all logged", *und != '\0',
+                   "these idkeeper tables are UNLOGGED or TEMP: a crash empties an UNLOGGED "
+                   "table (counters and slot records start again), and a TEMP one is this "
+                   "session's alone; ALTER TABLE ... SET LOGGED each of them");
     *db_ms = ik__sql_int(&r, 0, 9);
     *n = k;
     ik__sql_res_clear(&r);
