@@ -37,8 +37,9 @@ conf_lock_waiters() {
   # GET_LOCK waiters (their statement names the key) and the holder, if any
   my_sql -e "SELECT (SELECT COUNT(*) FROM information_schema.PROCESSLIST
       WHERE INFO LIKE 'SELECT GET_LOCK(%''lock:$path''%')
-    + (IS_USED_LOCK(IF(CHAR_LENGTH('lock:$path') <= 61, CONCAT('ik/', 'lock:$path'),
-         CONCAT('ik#', LEFT(SHA2('lock:$path', 256), 61)))) IS NOT NULL)"
+    + (IS_USED_LOCK(IF(CHAR_LENGTH(CONCAT('${uri##*/}/', 'lock:$path')) <= 61,
+         CONCAT('ik/${uri##*/}/', 'lock:$path'),
+         CONCAT('ik#', LEFT(SHA2(CONCAT('${uri##*/}/', 'lock:$path'), 256), 61)))) IS NOT NULL)"
 }
 
 conf_counter_raw() {

@@ -46,12 +46,15 @@
 #define DB_MS "CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)"
 #define INT_P "CAST(? AS SIGNED)"
 #define DDL_MS (6 * IK__SQL_IO_MS) /* the longest a schema statement waits (my_run) */
-/* The GET_LOCK name of a lock key k (an SQL expression over k): "ik/KEY" while it
- * fits MySQL's 64-character limit on lock names, else "ik#" and the first 61 hex
- * digits of KEY's SHA-256 (docs/recipes.md shows it, for apps that lock alike). */
+/* The GET_LOCK name of a lock key k (an SQL expression over k): "ik/DB/KEY" while
+ * it fits MySQL's 64-character limit on lock names, else "ik#" and the first 61 hex
+ * digits of the SHA-256 of "DB/KEY" (docs/recipes.md shows it, for apps that lock
+ * alike). GET_LOCK names are the server's, not a database's: without DB, /x of one
+ * deployment would block /x of every other on the server. */
+#define LOCK_SCOPED(k) "CONCAT(DATABASE(), '/', " k ")"
 #define LOCK_NAME(k)                                                                               \
-    "IF(CHAR_LENGTH(" k ") <= 61, CONCAT('ik/', " k "), CONCAT('ik#', LEFT(SHA2(" k ", 256), "     \
-    "61)))"
+    "IF(CHAR_LENGTH(" LOCK_SCOPED(k) ") <= 61, CONCAT('ik/', " LOCK_SCOPED(k) "), "                \
+    "CONCAT('ik#', LEFT(SHA2(" LOCK_SCOPED(k) ", 256), 61)))"
 
 static const char *const mysql_schema[] = {
     /* Leaf's own table, exactly as Leaf's scripts/leaf_alloc.sql creates it */
@@ -758,18 +761,20 @@ static int my_ping(ik__sql_conn *c, int timeout_ms)
     return 0;
 }
 
-/* SQL text for FN(<lock name of key>[, secs]) into b. */
+/* SQL text for FN(<lock name of key>[, secs]) into b: LOCK_NAME with key's
+ * literal (M1). */
 static int lock_sql(qbuf *b, ik__sql_conn *c, const char *fn, const char *key, long secs)
 {
     qb_add(b, "SELECT ", 7);
     qb_add(b, fn, strlen(fn));
-    qb_add(b, "(IF(CHAR_LENGTH(", 16);
-    qb_literal(b, c, key);
-    qb_add(b, ") <= 61, CONCAT('ik/', ", 23);
-    qb_literal(b, c, key);
-    qb_add(b, "), CONCAT('ik#', LEFT(SHA2(", 27);
-    qb_literal(b, c, key);
-    qb_add(b, ", 256), 61)))", 13);
+    qb_add(b, "(", 1);
+    const char *name = LOCK_NAME("?");
+    for (const char *p = name; *p; p++) {
+        if (*p == '?')
+            qb_literal(b, c, key);
+        else
+            qb_add(b, p, 1);
+    }
     if (secs >= 0) {
         char t[32];
         int n = snprintf(t, sizeof t, ", %ld", secs);
