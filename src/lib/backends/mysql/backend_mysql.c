@@ -53,8 +53,9 @@
  * deployment would block /x of every other on the server. */
 #define LOCK_SCOPED(k) "CONCAT(DATABASE(), '/', " k ")"
 #define LOCK_NAME(k)                                                                               \
-    "IF(CHAR_LENGTH(" LOCK_SCOPED(k) ") <= 61, CONCAT('ik/', " LOCK_SCOPED(k) "), "                \
-    "CONCAT('ik#', LEFT(SHA2(" LOCK_SCOPED(k) ", 256), 61)))"
+    "IF(CHAR_LENGTH(" LOCK_SCOPED(k) ") <= 61, CONCAT('ik/', " LOCK_SCOPED(                        \
+        k) "), "                                                                                   \
+           "CONCAT('ik#', LEFT(SHA2(" LOCK_SCOPED(k) ", 256), 61)))"
 
 static const char *const mysql_schema[] = {
     /* Leaf's own table, exactly as Leaf's scripts/leaf_alloc.sql creates it */
@@ -786,21 +787,58 @@ static int lock_sql(qbuf *b, ik__sql_conn *c, const char *fn, const char *key, l
 
 static int my_unlock(ik__sql_conn *c, ik__lock_kind kind, const char *key);
 
-/* Interrupts the GET_LOCK that c waits for: KILL QUERY from a second connection
- * (GET_LOCK then answers NULL at once). If that connection cannot be had, c is
- * cut instead (the server ends the wait as it ends the session). */
-static void lock_interrupt(ik__sql_conn *c)
+/* A KILL QUERY of a lock wait, sent by a thread of its own: its connection and
+ * statement wait up to the connector's timeouts (5 s each) on a server that does
+ * not answer, which the caller does not wait for. The thread owns the job. */
+typedef struct kill_job {
+    ik__mysql_uri u;
+    char *password;
+    unsigned long thread_id;
+} kill_job;
+
+static void *kill_thread(void *arg)
 {
+    kill_job *j = arg;
     MYSQL *k = NULL;
     char why[256];
-    if (connect_to(&c->u, c->password, &k, why, sizeof why) == 0) {
+    if (connect_to(&j->u, j->password, &k, why, sizeof why) == 0) {
         char q[64];
-        snprintf(q, sizeof q, "KILL QUERY %lu", mysql_thread_id(c->m));
-        int ok = mysql_query(k, q) == 0; /* bounded by the read timeout */
+        snprintf(q, sizeof q, "KILL QUERY %lu", j->thread_id);
+        (void)mysql_query(k, q);
         mysql_close(k);
-        if (ok) return;
     }
-    conn_kill(c);
+    if (j->password) {
+        memset(j->password, 0, strlen(j->password));
+        free(j->password);
+    }
+    free(j);
+    return NULL;
+}
+
+/* Asks the server to end the GET_LOCK that c waits for, without waiting for the
+ * request (the server may not answer at all: stopped, or cut off). */
+static void lock_interrupt(ik__sql_conn *c)
+{
+    kill_job *j = calloc(1, sizeof *j);
+    if (!j) return;
+    j->u = c->u;
+    j->thread_id = mysql_thread_id(c->m);
+    if (c->password && !(j->password = strdup(c->password))) {
+        free(j);
+        return;
+    }
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_t t;
+    if (pthread_create(&t, &attr, kill_thread, j) != 0) {
+        if (j->password) {
+            memset(j->password, 0, strlen(j->password));
+            free(j->password);
+        }
+        free(j);
+    }
+    pthread_attr_destroy(&attr);
 }
 
 /* The GET_LOCK answer in r: 1 granted, 0 timed out, -1 NULL (interrupted, or an
@@ -830,34 +868,47 @@ static int my_lock(ik__sql_conn *c, ik__lock_kind kind, const char *key, int64_t
         free(b.s);
         return IK_ENOMEM;
     }
-    /* the server ends the wait itself after secs; IK__SQL_IO_MS more for its answer */
-    int64_t until = ik__mono_ms() + secs * 1000 + IK__SQL_IO_MS;
+    /* the server ends the wait itself after secs (whole seconds, rounded up); we
+     * give up at our own deadline (no limit: -1; a try: a statement's time) */
+    int64_t now = ik__mono_ms();
+    int64_t until = deadline_ms < 0                        ? INT64_MAX
+                    : deadline_ms > 0 && deadline_ms > now ? deadline_ms
+                                                           : now + IK__SQL_IO_MS;
     int st = 0, ret = 0;
     int rc = query_start(c, b.s, b.n, until, &st, &ret, why, why_len);
     free(b.s);
     if (rc) return rc;
-    rc = query_wait(c, &st, &ret, until, cancel, why, why_len);
-    int canceled = rc == IK__SQL_ECANCELED;
-    if (canceled) {
-        lock_interrupt(c);
-        if (c->dead) return ik__fail(IK__SQL_EGONE, why, why_len, "lock wait cancelled");
-        until = ik__mono_ms() + IK__SQL_IO_MS;
-        rc = query_wait(c, &st, &ret, until, NULL, why, why_len);
+    int stopped = 0; /* 1: the deadline passed, 2: cancelled */
+    while (st) {
+        int canceled = 0;
+        int got = wait_io(c, st, until, cancel, &canceled);
+        if (!got) {
+            stopped = canceled ? 2 : 1;
+            break;
+        }
+        st = mysql_real_query_cont(&ret, c->m, got);
     }
-    if (rc) return rc;
+    if (stopped == 1 && secs == 0) { /* a try without an answer */
+        conn_kill(c);
+        return ik__fail(IK__SQL_EDOUBT, why, why_len, "MySQL: no answer in time");
+    }
+    if (stopped) {
+        /* given up: the wait is abandoned with its connection at once, whatever the
+         * server does (the caller closes it: a lock wait's connection holds nothing
+         * else), and a KILL QUERY from a thread of its own ends the server's side of
+         * the wait where the server still answers. A grant the server made as we gave
+         * up is freed as its session ends, when the server finds the connection
+         * gone. */
+        lock_interrupt(c);
+        conn_kill(c);
+        ik__fail(0, why, why_len, "lock wait %s", stopped == 2 ? "cancelled" : "timed out");
+        return stopped == 2 ? IK__SQL_ECANCELED : 0;
+    }
     MYSQL_RES *r = NULL;
     int64_t affected = 0;
-    if (canceled && ret) {
-        /* KILL QUERY's error: nothing held, the session lives on */
-        if (mysql_errno(c->m) == ER_QUERY_INTERRUPTED) return IK__SQL_ECANCELED;
-    }
-    rc = query_result(c, ret, until, &r, &affected, why, why_len);
+    rc = query_result(c, ret, ik__mono_ms() + IK__SQL_IO_MS, &r, &affected, why, why_len);
     if (rc) return rc;
     int v = lock_answer(r);
-    if (canceled) {
-        if (v == 1) my_unlock(c, kind, key); /* granted just before the kill */
-        return IK__SQL_ECANCELED;
-    }
     if (v == 1) return 1;
     if (v == 0) return 0;
     return ik__fail(IK__SQL_EDEFINITE, why, why_len, "MySQL GET_LOCK answered NULL");
