@@ -684,11 +684,6 @@ static int pg_unlock(ik__sql_conn *c, ik__lock_kind kind, const char *key)
                    params, 1, now_ms() + IK__SQL_IO_MS, NULL, NULL, 0);
 }
 
-/* The store hazards of c (sql_driver.h: hazards; docs/hazards.md, "PostgreSQL"):
- * fsync, full_page_writes and synchronous_commit as this session sees them (a
- * role's or database's own synchronous_commit = off shows here), and the session
- * state that session_setup set, read back (a pooler in transaction mode between
- * us and the server shows here: it would also break the session locks). */
 /* idkeeper's tables (those our statements name, as the search path finds them)
  * that are not permanent (relpersistence 'u' UNLOGGED, 't' TEMP), "NAME KIND, ..."
  * or NULL: pg_hazards's "table persistence" row. */
@@ -698,6 +693,12 @@ static int pg_unlock(ik__sql_conn *c, ik__lock_kind kind, const char *key)
     "AND c.relpersistence <> 'p' AND pg_table_is_visible(c.oid) AND c.relname IN ('leaf_alloc', "  \
     "'idk_tag_kind', 'idk_slots', 'idk_commit_mark', 'idk_fence', 'idk_holder'))"
 
+/* The store hazards of c (sql_driver.h: hazards; docs/hazards.md, "PostgreSQL"):
+ * fsync, full_page_writes and synchronous_commit as this session sees them (a
+ * role's or database's own synchronous_commit = off shows here), and the session
+ * state that session_setup set, read back (a pooler in transaction mode between
+ * us and the server shows here: it would also break the session locks), and
+ * whether any of our tables is UNLOGGED or TEMP. */
 static int pg_hazards(ik__sql_conn *c, const ik__hazards *h, ik_hazard *rows, size_t *n,
                       int64_t *db_ms, char *why, size_t why_len)
 {
