@@ -65,3 +65,20 @@ conf_release_bound_ms() {
   # "Slots"; the slot's connection alive)
   echo $((3 * 5000))
 }
+
+# conf_unsafe_on URI: turns a durability setting of URI's server unsafe at run time
+# (proof group, docs/hazards.md "Proof with every write") and prints its name once
+# the server applies it (SET GLOBAL is in force for every session at once: a new
+# session shows it). A server-wide setting: the shared server's other tests see it
+# until conf_unsafe_off.
+conf_unsafe_on() {
+  my_sql -e 'SET GLOBAL innodb_flush_log_at_trx_commit = 0' || fail "SET GLOBAL innodb_flush_log_at_trx_commit = 0 failed"
+  [ "$(my_sql -e 'SELECT @@GLOBAL.innodb_flush_log_at_trx_commit')" = 0 ] || fail "innodb_flush_log_at_trx_commit did not turn 0"
+  echo innodb_flush_log_at_trx_commit
+}
+
+# conf_unsafe_off URI: puts conf_unsafe_on's setting back.
+conf_unsafe_off() {
+  my_sql -e 'SET GLOBAL innodb_flush_log_at_trx_commit = 1' || fail "SET GLOBAL innodb_flush_log_at_trx_commit = 1 failed"
+  [ "$(my_sql -e 'SELECT @@GLOBAL.innodb_flush_log_at_trx_commit')" = 1 ] || fail "innodb_flush_log_at_trx_commit did not turn 1"
+}

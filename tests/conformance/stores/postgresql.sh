@@ -64,3 +64,33 @@ conf_release_bound_ms() {
   # "Slots"; the slot's connection alive)
   echo $((3 * 5000))
 }
+
+# conf_unsafe_on URI: turns a durability setting of URI's server unsafe at run time
+# (proof group, docs/hazards.md "Proof with every write"): ALTER SYSTEM SET
+# synchronous_commit = off and a reload, then waits until a new session of URI's
+# database shows it (every backend takes a reload at its next command), and prints
+# the setting's name. Server-wide: the shared server's other tests see it until
+# conf_unsafe_off.
+conf_unsafe_on() {
+  local db=${1##*/} i
+  pg_psql "$PG_SHARED_PORT" postgres "ALTER SYSTEM SET synchronous_commit = off" >/dev/null || fail "ALTER SYSTEM SET synchronous_commit = off failed"
+  pg_psql "$PG_SHARED_PORT" postgres "SELECT pg_reload_conf()" >/dev/null || fail "pg_reload_conf() failed"
+  for i in $(seq 1 100); do
+    [ "$(pg_psql "$PG_SHARED_PORT" "$db" "SHOW synchronous_commit")" = off ] && { echo synchronous_commit; return 0; }
+    sleep 0.05
+  done
+  fail "synchronous_commit did not turn off within 5 s of pg_reload_conf()"
+}
+
+# conf_unsafe_off URI: puts conf_unsafe_on's setting back (ALTER SYSTEM RESET and a
+# reload), waiting until a new session shows it.
+conf_unsafe_off() {
+  local db=${1##*/} i
+  pg_psql "$PG_SHARED_PORT" postgres "ALTER SYSTEM RESET synchronous_commit" >/dev/null || fail "ALTER SYSTEM RESET synchronous_commit failed"
+  pg_psql "$PG_SHARED_PORT" postgres "SELECT pg_reload_conf()" >/dev/null || fail "pg_reload_conf() failed"
+  for i in $(seq 1 100); do
+    [ "$(pg_psql "$PG_SHARED_PORT" "$db" "SHOW synchronous_commit")" = on ] && return 0
+    sleep 0.05
+  done
+  fail "synchronous_commit did not turn on within 5 s of pg_reload_conf()"
+}
