@@ -407,7 +407,7 @@ typedef struct qbuf {
 static void qb_add(qbuf *b, const char *s, size_t n)
 {
     if (b->oom) return;
-    if (b->n + n + 1 > b->cap) {
+    if (!b->s || b->n + n + 1 > b->cap) { /* (!b->s: for the analyzer, which wraps n) */
         size_t cap = b->cap ? b->cap : 256;
         while (cap < b->n + n + 1)
             cap *= 2;
