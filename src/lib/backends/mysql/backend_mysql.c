@@ -787,6 +787,12 @@ static int lock_sql(qbuf *b, ik__sql_conn *c, const char *fn, const char *key, l
 
 static int my_unlock(ik__sql_conn *c, ik__lock_kind kind, const char *key);
 
+/* How long a lock wait that is given up (its deadline, or a cancel) waits for its
+ * answer after the KILL QUERY, before it is abandoned with its connection: the
+ * bound of a give-up whatever the server does (PostgreSQL's cancel has one too,
+ * backend_pg.c). */
+#define KILL_WAIT_MS 500
+
 /* A KILL QUERY of a lock wait, sent by a thread of its own: its connection and
  * statement wait up to the connector's timeouts (5 s each) on a server that does
  * not answer, which the caller does not wait for. The thread owns the job. */
@@ -815,8 +821,9 @@ static void *kill_thread(void *arg)
     return NULL;
 }
 
-/* Asks the server to end the GET_LOCK that c waits for, without waiting for the
- * request (the server may not answer at all: stopped, or cut off). */
+/* Asks the server to end the GET_LOCK that c waits for (it then answers NULL, or an
+ * interrupted query, and the session lives on), without waiting for the request:
+ * the server may not answer at all (stopped, or cut off). */
 static void lock_interrupt(ik__sql_conn *c)
 {
     kill_job *j = calloc(1, sizeof *j);
@@ -893,22 +900,41 @@ static int my_lock(ik__sql_conn *c, ik__lock_kind kind, const char *key, int64_t
         return ik__fail(IK__SQL_EDOUBT, why, why_len, "MySQL: no answer in time");
     }
     if (stopped) {
-        /* given up: the wait is abandoned with its connection at once, whatever the
-         * server does (the caller closes it: a lock wait's connection holds nothing
-         * else), and a KILL QUERY from a thread of its own ends the server's side of
-         * the wait where the server still answers. A grant the server made as we gave
-         * up is freed as its session ends, when the server finds the connection
-         * gone. */
+        /* given up: a KILL QUERY from a thread of its own ends the server's side of
+         * the wait (its answer then comes at once, and the server's queue holds no
+         * waiter of ours), and the wait's answer is awaited KILL_WAIT_MS at most.
+         * A server that does not answer by then is abandoned with the connection
+         * (the caller closes it: a lock wait's connection holds nothing else); a
+         * grant it makes later is freed as that session ends, when the server finds
+         * the connection gone. */
         lock_interrupt(c);
-        conn_kill(c);
-        ik__fail(0, why, why_len, "lock wait %s", stopped == 2 ? "cancelled" : "timed out");
-        return stopped == 2 ? IK__SQL_ECANCELED : 0;
+        int64_t grace = ik__mono_ms() + KILL_WAIT_MS;
+        while (st) {
+            int got = wait_io(c, st, grace, NULL, NULL);
+            if (!got) break;
+            st = mysql_real_query_cont(&ret, c->m, got);
+        }
+        if (st) {
+            conn_kill(c);
+            ik__fail(0, why, why_len,
+                     "MySQL did not answer the lock wait's end within %d ms: the connection "
+                     "is abandoned",
+                     KILL_WAIT_MS);
+            return stopped == 2 ? IK__SQL_ECANCELED : 0;
+        }
+        /* KILL QUERY's error: nothing held, the session lives on */
+        if (ret && mysql_errno(c->m) == ER_QUERY_INTERRUPTED)
+            return stopped == 2 ? IK__SQL_ECANCELED : 0;
     }
     MYSQL_RES *r = NULL;
     int64_t affected = 0;
     rc = query_result(c, ret, ik__mono_ms() + IK__SQL_IO_MS, &r, &affected, why, why_len);
     if (rc) return rc;
     int v = lock_answer(r);
+    if (stopped) {
+        if (v == 1) my_unlock(c, kind, key); /* granted just before the kill */
+        return stopped == 2 ? IK__SQL_ECANCELED : 0;
+    }
     if (v == 1) return 1;
     if (v == 0) return 0;
     return ik__fail(IK__SQL_EDEFINITE, why, why_len, "MySQL GET_LOCK answered NULL");
