@@ -113,6 +113,13 @@ static const char *const pg_schema[] = {
     NULL,
 };
 
+/* The durability settings that ride with every write (IK__SQL_PROOF) and open
+ * every check (pg_hazards), as this session sees them now: a reload (ALTER SYSTEM,
+ * pg_reload_conf()) reaches every session at its next command. */
+#define PROOF_COLS                                                                                 \
+    "current_setting('fsync'), current_setting('full_page_writes'), "                              \
+    "current_setting('synchronous_commit')"
+
 static const char *const pg_stmt[IK__SQL_NSTMT] = {
     [IK__SQL_BEGIN] = "BEGIN",
     [IK__SQL_COMMIT] = "COMMIT",
@@ -168,6 +175,7 @@ static const char *const pg_stmt[IK__SQL_NSTMT] = {
                            "AND ((l.classid::bigint << 32) | l.objid::bigint) = " LOCK_KEY(
                                "h.lock_key") " WHERE h.lock_key = $1 AND l.mode = "
                                              "'ExclusiveLock' LIMIT 1",
+    [IK__SQL_PROOF] = "SELECT " PROOF_COLS,
 };
 
 /* One line of libpq's message into why: newlines and runs of spaces as one
@@ -684,6 +692,43 @@ static int pg_unlock(ik__sql_conn *c, ik__lock_kind kind, const char *key)
                    params, 1, now_ms() + IK__SQL_IO_MS, NULL, NULL, 0);
 }
 
+/* The rows of PROOF_COLS (r's first three cells) into rows[*k..]: the same rows,
+ * under the same names, whether a check or a write's proof read them. */
+static void durability_rows(const ik__hazards *h, const ik__sql_res *r, ik_hazard *rows, size_t *k)
+{
+    const char *fsync = ik__sql_cell(r, 0, 0), *fpw = ik__sql_cell(r, 0, 1);
+    const char *sc = ik__sql_cell(r, 0, 2);
+    ik__hazard_row(h, &rows[(*k)++], "fsync", fsync, strcmp(fsync, "on") != 0,
+                   "PostgreSQL acknowledges commits a crash of its host can lose, and can "
+                   "corrupt: set fsync = on (postgresql.conf, then reload), or start with "
+                   "--allow-unsafe-store to accept that");
+    ik__hazard_row(h, &rows[(*k)++], "full_page_writes", fpw, strcmp(fpw, "on") != 0,
+                   "a crash can leave torn pages that recovery cannot repair: set "
+                   "full_page_writes = on, or start with --allow-unsafe-store to accept that");
+    ik__hazard_row(h, &rows[(*k)++], "synchronous_commit", sc, strcmp(sc, "off") == 0,
+                   "PostgreSQL acknowledges commits before they are flushed: set "
+                   "synchronous_commit = on (server, role and database settings), or start "
+                   "with --allow-unsafe-store to accept that");
+}
+
+/* The proof of a write (sql_driver.h: proof): its PROOF_COLS, and, where the write
+ * must have committed, no transaction left open on the session. */
+static void pg_proof(ik__sql_conn *c, const ik__hazards *h, const ik__sql_res *r, int in_tx,
+                     ik_hazard *rows, size_t *n)
+{
+    size_t k = 0;
+    if (r && r->nrows == 1 && r->ncols == 3) durability_rows(h, r, rows, &k);
+    if (!in_tx) {
+        PGTransactionStatusType ts = PQtransactionStatus(c->pg);
+        int open = ts == PQTRANS_INTRANS || ts == PQTRANS_INERROR;
+        ik__hazard_row(h, &rows[k++], "session transaction", open ? "open" : "none open", open,
+                       "the server kept a transaction open after a write that must have "
+                       "committed: that write is not committed; connect to PostgreSQL "
+                       "directly, not through a pooler in transaction mode");
+    }
+    *n = k;
+}
+
 /* idkeeper's tables (those our statements name, as the search path finds them)
  * that are not permanent (relpersistence 'u' UNLOGGED, 't' TEMP), "NAME KIND, ..."
  * or NULL: pg_hazards's "table persistence" row. */
@@ -704,9 +749,7 @@ static int pg_hazards(ik__sql_conn *c, const ik__hazards *h, ik_hazard *rows, si
 {
     ik__sql_res r;
     int rc = request(c,
-                     "SELECT current_setting('fsync'), current_setting('full_page_writes'), "
-                     "current_setting('synchronous_commit'), "
-                     "current_setting('transaction_isolation'), "
+                     "SELECT " PROOF_COLS ", current_setting('transaction_isolation'), "
                      "(SELECT setting FROM pg_settings WHERE name = "
                      "'idle_in_transaction_session_timeout'), "
                      "(SELECT setting FROM pg_settings WHERE name = 'lock_timeout'), "
@@ -721,19 +764,8 @@ static int pg_hazards(ik__sql_conn *c, const ik__hazards *h, ik_hazard *rows, si
     }
     size_t k = 0;
     char val[96];
-    const char *fsync = ik__sql_cell(&r, 0, 0), *fpw = ik__sql_cell(&r, 0, 1);
-    const char *sc = ik__sql_cell(&r, 0, 2), *iso = ik__sql_cell(&r, 0, 3);
-    ik__hazard_row(h, &rows[k++], "fsync", fsync, strcmp(fsync, "on") != 0,
-                   "PostgreSQL acknowledges commits a crash of its host can lose, and can "
-                   "corrupt: set fsync = on (postgresql.conf, then reload), or start with "
-                   "--allow-unsafe-store to accept that");
-    ik__hazard_row(h, &rows[k++], "full_page_writes", fpw, strcmp(fpw, "on") != 0,
-                   "a crash can leave torn pages that recovery cannot repair: set "
-                   "full_page_writes = on, or start with --allow-unsafe-store to accept that");
-    ik__hazard_row(h, &rows[k++], "synchronous_commit", sc, strcmp(sc, "off") == 0,
-                   "PostgreSQL acknowledges commits before they are flushed: set "
-                   "synchronous_commit = on (server, role and database settings), or start "
-                   "with --allow-unsafe-store to accept that");
+    const char *iso = ik__sql_cell(&r, 0, 3);
+    durability_rows(h, &r, rows, &k);
     ik__hazard_row(h, &rows[k++], "session isolation", iso, strcmp(iso, "read committed") != 0,
                    "the session did not keep READ COMMITTED as idkeeper set it; connect to "
                    "PostgreSQL directly, not through a pooler in transaction mode");
@@ -828,6 +860,7 @@ const ik__sql_driver ik__sql_pg_driver = {
     .lock = pg_lock,
     .unlock = pg_unlock,
     .hazards = pg_hazards,
+    .proof = pg_proof,
     .hz_state = pg_hz_state,
     .session = pg_session,
     .socket = pg_socket,
