@@ -711,6 +711,18 @@ static void durability_rows(const ik__hazards *h, const ik__sql_res *r, ik_hazar
                    "with --allow-unsafe-store to accept that");
 }
 
+/* The "session transaction" row: after a write that must have committed (or a
+ * check, outside any transaction of ours) no transaction is open on c. */
+static void tx_row(ik__sql_conn *c, const ik__hazards *h, ik_hazard *row)
+{
+    PGTransactionStatusType ts = PQtransactionStatus(c->pg);
+    int open = ts == PQTRANS_INTRANS || ts == PQTRANS_INERROR;
+    ik__hazard_row(h, row, "session transaction", open ? "open" : "none open", open,
+                   "the server kept a transaction open after a write that must have "
+                   "committed: that write is not committed; connect to PostgreSQL "
+                   "directly, not through a pooler in transaction mode");
+}
+
 /* The proof of a write (sql_driver.h: proof): its PROOF_COLS, and, where the write
  * must have committed, no transaction left open on the session. */
 static void pg_proof(ik__sql_conn *c, const ik__hazards *h, const ik__sql_res *r, int in_tx,
@@ -718,14 +730,7 @@ static void pg_proof(ik__sql_conn *c, const ik__hazards *h, const ik__sql_res *r
 {
     size_t k = 0;
     if (r && r->nrows == 1 && r->ncols == 3) durability_rows(h, r, rows, &k);
-    if (!in_tx) {
-        PGTransactionStatusType ts = PQtransactionStatus(c->pg);
-        int open = ts == PQTRANS_INTRANS || ts == PQTRANS_INERROR;
-        ik__hazard_row(h, &rows[k++], "session transaction", open ? "open" : "none open", open,
-                       "the server kept a transaction open after a write that must have "
-                       "committed: that write is not committed; connect to PostgreSQL "
-                       "directly, not through a pooler in transaction mode");
-    }
+    if (!in_tx) tx_row(c, h, &rows[k++]);
     *n = k;
 }
 
@@ -766,6 +771,7 @@ static int pg_hazards(ik__sql_conn *c, const ik__hazards *h, ik_hazard *rows, si
     char val[96];
     const char *iso = ik__sql_cell(&r, 0, 3);
     durability_rows(h, &r, rows, &k);
+    tx_row(c, h, &rows[k++]);
     ik__hazard_row(h, &rows[k++], "session isolation", iso, strcmp(iso, "read committed") != 0,
                    "the session did not keep READ COMMITTED as idkeeper set it; connect to "
                    "PostgreSQL directly, not through a pooler in transaction mode");
