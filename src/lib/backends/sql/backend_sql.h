@@ -25,6 +25,11 @@ typedef struct ik__sql_backend {
      * advance waits this long before its COMMIT, the row lock held (docs/sql.md,
      * "Test hooks") */
     int test_commit_pause_ms;
+    /* IDKEEPER_TEST_SQL_BEFORE_TAKE_COMMIT and _BEFORE_ADVANCE_COMMIT at open (tests
+     * only; NULL: none): an SQL statement run on the connection right before the
+     * COMMIT of a slot take, and of a tag advance, to put the session in a state
+     * its checks did not see (docs/sql.md, "Test hooks") */
+    char *test_before_take_commit, *test_before_advance_commit;
     /* IDKEEPER_BENCH_CYCLE at open (benchmarks only; docs/sql.md, "Test hooks"):
      * 1 times the tag advances and logs their batch cycle at close; 2 ("serial")
      * also sends a pipeline's statements one by one, as for a driver without

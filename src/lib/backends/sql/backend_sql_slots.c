@@ -116,6 +116,7 @@ static int take(ik__sql_backend *b, ik__sql_conn *c, const ik__slot_request *req
     ik__sql_res_clear(&r);
     if (rc == 0 && unsafe) rc = IK_EUNSAFE; /* H3: nothing committed */
     if (rc) goto abort;
+    if (b->test_before_take_commit) d->run(c, b->test_before_take_commit, NULL, 0); /* tests */
     rc = ik__sql_exec(d, c, IK__SQL_COMMIT, NULL, 0, NULL, why, why_len);
     if (rc) return rc;
     int64_t record = old > req->new_record_ms ? old : req->new_record_ms;

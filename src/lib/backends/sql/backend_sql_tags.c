@@ -342,6 +342,8 @@ static int advance_on(ik__sql_backend *b, ik__sql_conn *c, const char *app, cons
                               (b->test_commit_pause_ms % 1000) * 1000000L};
         nanosleep(&ts, NULL);
     }
+    if (b->test_before_advance_commit) /* tests only */
+        d->run(c, b->test_before_advance_commit, NULL, 0);
     int64_t t1 = b->cycle ? ik__mono_ns() : 0;
     rc = d->exec(c, IK__SQL_COMMIT, NULL, 0, NULL, inner, sizeof inner);
     *cls = rc;
