@@ -539,7 +539,9 @@ IK_EXTERN int ik_tag_kind_parse(const char *text, ik_tag_kind *out);
  * never answered and are never handed out. why names the cause: "answer_lost" (a
  * store write whose answer was lost had recorded them), "maybe_recorded" (such a
  * write may have, and cannot be placed), "not_replicated" (recorded, but fewer
- * replicas than asked confirmed it in time). The library logs each one first, as
+ * replicas than asked confirmed it in time), "store_unsafe" (recorded, but the
+ * write's own proof of durability was refused: docs/hazards.md, "Proof with every
+ * write"). The library logs each one first, as
  * "tag gap tag=T first=A count=K why=W (...)" (first=? when not known), then calls
  * fn, on the library thread that found it; fn must be thread-safe, must not block
  * and must not call into the library. The daemon counts sequence gaps in /metrics

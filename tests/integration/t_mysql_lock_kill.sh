@@ -7,7 +7,7 @@
 # learns it lost the lock, its CMD gets SIGTERM and `idkeeper lock` exits 125 saying
 # so; a waiter takes the lock at once, with a greater fencing token. Then the same
 # for `idkeeper elect --once`: the leader's CMD is stopped.
-# Then the documented key: an SQL client holding GET_LOCK("ik/lock:/app") excludes
+# Then the documented key: an SQL client holding GET_LOCK("ik/DB/lock:/app") excludes
 # `idkeeper lock /app`. Last, a released lock keeps its connection for its next
 # acquire (docs/recipes.md): after a resign it holds nothing (the other candidate
 # leads), and once the server has killed it, the next campaign opens a new one.
@@ -17,10 +17,11 @@ my_start
 U=$(my_uri lockkill)
 LOCK=("$IK_BIN" lock --coord "$U")
 
-# holder_thread KEY: the connection id that holds the GET_LOCK of KEY (docs/recipes.md)
+# holder_thread KEY: the connection id that holds the GET_LOCK of KEY in U's
+# database (docs/recipes.md)
 holder_thread() {
-  my_sql -e "SELECT IS_USED_LOCK(IF(CHAR_LENGTH('$1') <= 61, CONCAT('ik/', '$1'),
-    CONCAT('ik#', LEFT(SHA2('$1', 256), 61))))"
+  my_sql -D "${U##*/}" -e "SELECT IS_USED_LOCK(IF(CHAR_LENGTH(CONCAT(DATABASE(), '/', '$1')) <= 61,
+    CONCAT('ik/', DATABASE(), '/', '$1'), CONCAT('ik#', LEFT(SHA2(CONCAT(DATABASE(), '/', '$1'), 256), 61))))"
 }
 
 "${LOCK[@]}" /res -- sh -c 'echo $$ >"$0/a.pid"; echo "$IDKEEPER_FENCE" >"$0/a.fence"; exec sleep 300' "$T" 2>"$T/a.err" &
@@ -62,21 +63,22 @@ wait $e || rc=$?
 wait_until 5 not alive "$(cat "$T/e.pid")" || fail "the leader's CMD still runs after the lead was lost"
 pass "KILL of the leader's connection: its CMD stopped, elect --once exited $rc: $(tail -n 1 "$T/e.err")"
 
-# the documented key (docs/recipes.md): an app holding GET_LOCK('ik/lock:/app')
+# the documented key (docs/recipes.md): an app holding GET_LOCK('ik/DB/lock:/app')
 # excludes `idkeeper lock /app`, and is not excluded by a holder that went
 # (held until its connection is killed below: a fixed hold of 4 s raced with a loaded
 # machine's slow checks)
-my_sql -e "SELECT GET_LOCK('ik/lock:/app', 10), SLEEP(120), RELEASE_LOCK('ik/lock:/app')" >/dev/null 2>&1 &
+APP_LOCK="ik/${U##*/}/lock:/app"
+my_sql -e "SELECT GET_LOCK('$APP_LOCK', 10), SLEEP(120), RELEASE_LOCK('$APP_LOCK')" >/dev/null 2>&1 &
 app=$!
 app_held() { [ "$(holder_thread lock:/app)" != NULL ]; }
-wait_until 10 app_held || fail "the SQL client did not take GET_LOCK('ik/lock:/app')"
+wait_until 10 app_held || fail "the SQL client did not take GET_LOCK('$APP_LOCK')"
 rc=0
 "${LOCK[@]}" --timeout 1000 /app -- true 2>"$T/app.err" || rc=$?
 [ $rc = 124 ] || fail "idkeeper lock /app exited $rc while an SQL client held its key, not 124: $(cat "$T/app.err")"
 my_sql -e "KILL $(holder_thread lock:/app)" || fail "could not end the SQL client's connection"
 wait $app || true
 "${LOCK[@]}" --timeout 5000 /app -- true 2>"$T/app.err" || fail "idkeeper lock /app failed once the client was gone: $(cat "$T/app.err")"
-pass "an SQL client holding GET_LOCK('ik/lock:/app') excludes idkeeper lock /app (124); once its connection is gone, the lock is granted"
+pass "an SQL client holding GET_LOCK('$APP_LOCK') excludes idkeeper lock /app (124); once its connection is gone, the lock is granted"
 
 # spare: a lock's kept connection (tests/integration/sql_spare.sh)
 source "$(dirname "$0")/sql_spare.sh"

@@ -17,9 +17,9 @@ VH_URI_NS=mysql://$MDB_USER@$VH_HOST_ADDR:$MY_PORT/$DB
 vh_sessions() {
   my_sql -e "SELECT ID, COMMAND, TIME FROM information_schema.PROCESSLIST WHERE HOST LIKE '$VH_NS_ADDR:%'"
 }
-vh_lock_session() { # the GET_LOCK of /vanish (docs/recipes.md: ik/lock:PATH), held from there
+vh_lock_session() { # the GET_LOCK of /vanish (docs/recipes.md: ik/DB/lock:PATH), held from there
   my_sql -e "SELECT ID FROM information_schema.PROCESSLIST
-    WHERE ID = IS_USED_LOCK('ik/lock:/vanish') AND HOST LIKE '$VH_NS_ADDR:%'"
+    WHERE ID = IS_USED_LOCK('ik/$DB/lock:/vanish') AND HOST LIKE '$VH_NS_ADDR:%'"
 }
 vh_alive() { [ "$(my_sql -e "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = $1")" != 0 ]; }
 # Every session has wait_timeout, not only the lock's: the pooled connection that

@@ -13,7 +13,10 @@ _conf_my_db() {
 }
 
 conf_store_start() {
-  my_start # the shared fixture's server; a database per conf_coord NAME
+  # the shared fixture's server, or with CONF_OWN_STORE one of this test's own
+  # (conf.sh); a database per conf_coord NAME
+  [ -z "${CONF_OWN_STORE:-}" ] || unset IK_FIXTURE_MARIADB
+  my_start
   CONF_SERVE_ARGS=(--lease-ttl "$CONF_SESSION_MS")
 }
 
@@ -37,8 +40,9 @@ conf_lock_waiters() {
   # GET_LOCK waiters (their statement names the key) and the holder, if any
   my_sql -e "SELECT (SELECT COUNT(*) FROM information_schema.PROCESSLIST
       WHERE INFO LIKE 'SELECT GET_LOCK(%''lock:$path''%')
-    + (IS_USED_LOCK(IF(CHAR_LENGTH('lock:$path') <= 61, CONCAT('ik/', 'lock:$path'),
-         CONCAT('ik#', LEFT(SHA2('lock:$path', 256), 61)))) IS NOT NULL)"
+    + (IS_USED_LOCK(IF(CHAR_LENGTH(CONCAT('${uri##*/}/', 'lock:$path')) <= 61,
+         CONCAT('ik/${uri##*/}/', 'lock:$path'),
+         CONCAT('ik#', LEFT(SHA2(CONCAT('${uri##*/}/', 'lock:$path'), 256), 61)))) IS NOT NULL)"
 }
 
 conf_counter_raw() {
@@ -63,4 +67,21 @@ conf_release_bound_ms() {
   # release's statement: each waits at most 5 s for its answer (docs/sql.md,
   # "Slots"; the slot's connection alive)
   echo $((3 * 5000))
+}
+
+# conf_unsafe_on URI: turns a durability setting of URI's server unsafe at run time
+# (proof group, docs/hazards.md "Proof with every write") and prints its name once
+# the server applies it (SET GLOBAL is in force for every session at once: a new
+# session shows it). Server-wide: called on a server of the test's own only
+# (CONF_OWN_STORE).
+conf_unsafe_on() {
+  my_sql -e 'SET GLOBAL innodb_flush_log_at_trx_commit = 0' || fail "SET GLOBAL innodb_flush_log_at_trx_commit = 0 failed"
+  [ "$(my_sql -e 'SELECT @@GLOBAL.innodb_flush_log_at_trx_commit')" = 0 ] || fail "innodb_flush_log_at_trx_commit did not turn 0"
+  echo innodb_flush_log_at_trx_commit
+}
+
+# conf_unsafe_off URI: puts conf_unsafe_on's setting back.
+conf_unsafe_off() {
+  my_sql -e 'SET GLOBAL innodb_flush_log_at_trx_commit = 1' || fail "SET GLOBAL innodb_flush_log_at_trx_commit = 1 failed"
+  [ "$(my_sql -e 'SELECT @@GLOBAL.innodb_flush_log_at_trx_commit')" = 1 ] || fail "innodb_flush_log_at_trx_commit did not turn 1"
 }

@@ -19,7 +19,16 @@ conf_pg_db() {
   echo "$db"
 }
 
-conf_store_start() { CONF_SERVE_ARGS=(--lease-ttl "$CONF_SESSION_MS"); }
+conf_store_start() {
+  if [ -n "${CONF_OWN_STORE:-}" ]; then # a server of this test's own (conf.sh)
+    _conf_pg_own_stop() { pg_own_stop "$T/pg"; }
+    IK_CLEANUPS+=(_conf_pg_own_stop)
+    pg_own_start "$T/pg" || fail "PostgreSQL of this test's own did not start"
+    PG_SHARED_PORT=$PG_PORT PG_USER=$PG_TEST_USER PG_PASSWORD=$PG_TEST_PASSWORD
+    export IDKEEPER_PASSWORD=$PG_PASSWORD
+  fi
+  CONF_SERVE_ARGS=(--lease-ttl "$CONF_SESSION_MS")
+}
 
 conf_coord() { echo "postgresql://$PG_USER@127.0.0.1:$PG_SHARED_PORT/$(conf_pg_db "$1")"; }
 
@@ -63,4 +72,34 @@ conf_release_bound_ms() {
   # release's statement: each waits at most 5 s for its answer (docs/sql.md,
   # "Slots"; the slot's connection alive)
   echo $((3 * 5000))
+}
+
+# conf_unsafe_on URI: turns a durability setting of URI's server unsafe at run time
+# (proof group, docs/hazards.md "Proof with every write"): ALTER SYSTEM SET
+# synchronous_commit = off and a reload, then waits until a new session of URI's
+# database shows it (every backend takes a reload at its next command), and prints
+# the setting's name. Server-wide: called on a server of the test's own only
+# (CONF_OWN_STORE).
+conf_unsafe_on() {
+  local db=${1##*/} i
+  pg_psql "$PG_SHARED_PORT" postgres "ALTER SYSTEM SET synchronous_commit = off" >/dev/null || fail "ALTER SYSTEM SET synchronous_commit = off failed"
+  pg_psql "$PG_SHARED_PORT" postgres "SELECT pg_reload_conf()" >/dev/null || fail "pg_reload_conf() failed"
+  for i in $(seq 1 100); do
+    [ "$(pg_psql "$PG_SHARED_PORT" "$db" "SHOW synchronous_commit")" = off ] && { echo synchronous_commit; return 0; }
+    sleep 0.05
+  done
+  fail "synchronous_commit did not turn off within 5 s of pg_reload_conf()"
+}
+
+# conf_unsafe_off URI: puts conf_unsafe_on's setting back (ALTER SYSTEM RESET and a
+# reload), waiting until a new session shows it.
+conf_unsafe_off() {
+  local db=${1##*/} i
+  pg_psql "$PG_SHARED_PORT" postgres "ALTER SYSTEM RESET synchronous_commit" >/dev/null || fail "ALTER SYSTEM RESET synchronous_commit failed"
+  pg_psql "$PG_SHARED_PORT" postgres "SELECT pg_reload_conf()" >/dev/null || fail "pg_reload_conf() failed"
+  for i in $(seq 1 100); do
+    [ "$(pg_psql "$PG_SHARED_PORT" "$db" "SHOW synchronous_commit")" = on ] && return 0
+    sleep 0.05
+  done
+  fail "synchronous_commit did not turn on within 5 s of pg_reload_conf()"
 }

@@ -27,6 +27,7 @@
 #include "internal.h"
 #include "mysql_uri.h"
 #include "sql_driver.h"
+#include "backend_mysql.h"
 
 #include <errmsg.h>
 #include <mysql.h>
@@ -46,12 +47,16 @@
 #define DB_MS "CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)"
 #define INT_P "CAST(? AS SIGNED)"
 #define DDL_MS (6 * IK__SQL_IO_MS) /* the longest a schema statement waits (my_run) */
-/* The GET_LOCK name of a lock key k (an SQL expression over k): "ik/KEY" while it
- * fits MySQL's 64-character limit on lock names, else "ik#" and the first 61 hex
- * digits of KEY's SHA-256 (docs/recipes.md shows it, for apps that lock alike). */
+/* The GET_LOCK name of a lock key k (an SQL expression over k): "ik/DB/KEY" while
+ * it fits MySQL's 64-character limit on lock names, else "ik#" and the first 61 hex
+ * digits of the SHA-256 of "DB/KEY" (docs/recipes.md shows it, for apps that lock
+ * alike). GET_LOCK names are the server's, not a database's: without DB, /x of one
+ * deployment would block /x of every other on the server. */
+#define LOCK_SCOPED(k) "CONCAT(DATABASE(), '/', " k ")"
 #define LOCK_NAME(k)                                                                               \
-    "IF(CHAR_LENGTH(" k ") <= 61, CONCAT('ik/', " k "), CONCAT('ik#', LEFT(SHA2(" k ", 256), "     \
-    "61)))"
+    "IF(CHAR_LENGTH(" LOCK_SCOPED(k) ") <= 61, CONCAT('ik/', " LOCK_SCOPED(                        \
+        k) "), "                                                                                   \
+           "CONCAT('ik#', LEFT(SHA2(" LOCK_SCOPED(k) ", 256), 61)))"
 
 static const char *const mysql_schema[] = {
     /* Leaf's own table, exactly as Leaf's scripts/leaf_alloc.sql creates it */
@@ -171,187 +176,8 @@ static const char *const mysql_stmt[IK__SQL_NSTMT] = {
                            "VALUES (?, CONNECTION_ID(), ?)",
     [IK__SQL_HOLDER_GET] = "SELECT h.id FROM idk_holder h WHERE h.lock_key = ? "
                            "AND h.session = IS_USED_LOCK(" LOCK_NAME("h.lock_key") ")",
+    [IK__SQL_PROOF] = "SELECT " PROOF_COLS,
 };
-
-/* ---- the connection ----------------------------------------------------------- */
-
-struct ik__sql_conn {
-    MYSQL *m;
-    int dead;        /* the session is gone or in doubt: every call answers EGONE */
-    int ping_status; /* a ping is out: the non-blocking status to continue with */
-    int ping_ret;
-    ik__mysql_uri u;
-    char *password;  /* for the second connection that cancels a lock wait */
-    int mariadb;     /* the server is MariaDB (not MySQL) */
-    int holds;       /* connected for a session lock (ik__sql_target.holds) */
-    long wait_s;     /* the session's wait_timeout, s (session_setup) */
-    int64_t used_ms; /* ik__mono_ms when its last statement ended (my_stale) */
-    const int *cut;  /* ik__sql_target.cut */
-    ik__sql_conn_hz hz;
-};
-
-static pthread_once_t lib_once = PTHREAD_ONCE_INIT;
-static int lib_rc;
-static void lib_init(void)
-{
-    lib_rc = mysql_library_init(0, NULL, NULL);
-}
-
-/* 1 if err says the connection (not the statement) failed. */
-static int conn_errno(unsigned err)
-{
-    return (err >= 2000 && err < 3000) || err == ER_CONNECTION_KILLED ||
-           err == ER_SERVER_SHUTDOWN || err == ER_QUERY_INTERRUPTED || err == ER_NET_READ_ERROR ||
-           err == ER_NET_READ_INTERRUPTED || err == ER_NET_ERROR_ON_WRITE ||
-           err == ER_NET_WRITE_INTERRUPTED || err == ER_NET_PACKETS_OUT_OF_ORDER;
-}
-
-/* Marks c dead and cuts its socket, so that a server that still runs its side sees
- * the session end (and frees its locks) as soon as it looks. */
-static void conn_kill(ik__sql_conn *c)
-{
-    if (c->dead) return;
-    c->dead = 1;
-    int fd = (int)mysql_get_socket(c->m);
-    if (fd >= 0) shutdown(fd, SHUT_RDWR);
-}
-
-/* Waits for what the connector's non-blocking call asked (status) until deadline
- * (ik__mono_ms): the status to continue with, or 0 if the deadline passed (or, with
- * cancel, if *cancel became nonzero: then *canceled = 1). */
-static int wait_io(ik__sql_conn *c, int status, int64_t deadline, const volatile int *cancel,
-                   int *canceled)
-{
-    struct pollfd p = {.fd = (int)mysql_get_socket(c->m), .events = 0};
-    if (status & MYSQL_WAIT_READ) p.events |= POLLIN;
-    if (status & MYSQL_WAIT_WRITE) p.events |= POLLOUT;
-    if (status & MYSQL_WAIT_EXCEPT) p.events |= POLLPRI;
-    for (;;) {
-        if (cancel && *cancel) {
-            *canceled = 1;
-            return 0;
-        }
-        if (c->cut && __atomic_load_n(c->cut, __ATOMIC_ACQUIRE)) return 0; /* as at the deadline */
-        int64_t left = deadline - ik__mono_ms();
-        if (left <= 0) return 0;
-        int slice = left > 100 ? 100 : (int)left;
-        int r = poll(&p, 1, slice);
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0) return MYSQL_WAIT_EXCEPT;
-        if (r == 0) continue;
-        int got = 0;
-        if (p.revents & POLLIN) got |= MYSQL_WAIT_READ;
-        if (p.revents & POLLOUT) got |= MYSQL_WAIT_WRITE;
-        if (p.revents & POLLPRI) got |= MYSQL_WAIT_EXCEPT;
-        if (p.revents & (POLLERR | POLLHUP | POLLNVAL))
-            got |= status & (MYSQL_WAIT_READ | MYSQL_WAIT_WRITE);
-        return got ? got : status;
-    }
-}
-
-/* Finishes an outstanding ping (before a statement, which cannot share the wire
- * with it) by deadline: 0, or IK__SQL_EGONE (c is then dead). */
-static int ping_finish(ik__sql_conn *c, int64_t deadline)
-{
-    while (c->ping_status) {
-        int got = wait_io(c, c->ping_status, deadline, NULL, NULL);
-        if (!got) {
-            conn_kill(c);
-            c->ping_status = 0;
-            return IK__SQL_EGONE;
-        }
-        c->ping_status = mysql_ping_cont(&c->ping_ret, c->m, got);
-    }
-    if (c->ping_ret) {
-        conn_kill(c);
-        return IK__SQL_EGONE;
-    }
-    return 0;
-}
-
-/* Writes the server's message for the failed request into why. */
-static int failed(ik__sql_conn *c, int sent, char *why, size_t why_len)
-{
-    unsigned e = mysql_errno(c->m);
-    if (conn_errno(e)) {
-        ik__fail(0, why, why_len, "MySQL connection failed: %s (%u)", mysql_error(c->m), e);
-        conn_kill(c);
-        return sent ? IK__SQL_EDOUBT : IK__SQL_EGONE;
-    }
-    ik__fail(0, why, why_len, "MySQL: %s (%u)", mysql_error(c->m), e);
-    return e == ER_DUP_ENTRY ? IK__SQL_EDUPLICATE : IK__SQL_EDEFINITE;
-}
-
-/* Drives a query begun with mysql_real_query_start (*st, *ret) until the server
- * answers or deadline passes: 0 (answered: *ret is the connector's verdict),
- * IK__SQL_ECANCELED if *cancel became nonzero (the request is still out: *st and
- * *ret say where to go on), or IK__SQL_EDOUBT (no answer by deadline: c is dead). */
-static int query_wait(ik__sql_conn *c, int *st, int *ret, int64_t deadline,
-                      const volatile int *cancel, char *why, size_t why_len)
-{
-    while (*st) {
-        int canceled = 0;
-        int got = wait_io(c, *st, deadline, cancel, &canceled);
-        if (canceled) return IK__SQL_ECANCELED;
-        if (!got) {
-            conn_kill(c);
-            return ik__fail(IK__SQL_EDOUBT, why, why_len, "MySQL: no answer in time");
-        }
-        *st = mysql_real_query_cont(ret, c->m, got);
-    }
-    return 0;
-}
-
-/* Reads the whole result of a query that the server answered (*ret from
- * query_wait) by deadline: 0 with *out (NULL for a statement without rows) and
- * *affected, or a class. */
-static int query_result(ik__sql_conn *c, int ret, int64_t deadline, MYSQL_RES **out,
-                        int64_t *affected, char *why, size_t why_len)
-{
-    *out = NULL;
-    if (ret) return failed(c, 1, why, why_len);
-    MYSQL_RES *res = NULL;
-    int st = mysql_store_result_start(&res, c->m);
-    while (st) {
-        int got = wait_io(c, st, deadline, NULL, NULL);
-        if (!got) {
-            conn_kill(c);
-            return ik__fail(IK__SQL_EDOUBT, why, why_len, "MySQL: no answer in time");
-        }
-        st = mysql_store_result_cont(&res, c->m, got);
-    }
-    if (!res && mysql_field_count(c->m) > 0) return failed(c, 1, why, why_len);
-    *affected = res ? (int64_t)mysql_num_rows(res) : (int64_t)mysql_affected_rows(c->m);
-    *out = res;
-    return 0;
-}
-
-/* Begins q on c (after any ping that is out): 0 with *st, *ret set for query_wait,
- * or a class. */
-static int query_start(ik__sql_conn *c, const char *q, size_t qlen, int64_t deadline, int *st,
-                       int *ret, char *why, size_t why_len)
-{
-    if (c->dead) return ik__fail(IK__SQL_EGONE, why, why_len, "MySQL connection closed");
-    int rc = ping_finish(c, deadline);
-    if (rc) return ik__fail(rc, why, why_len, "MySQL connection lost (no answer to a ping)");
-    *ret = 0;
-    *st = mysql_real_query_start(ret, c->m, q, (unsigned long)qlen);
-    return 0;
-}
-
-/* Sends q and reads its whole result by deadline (M2): 0 with *out (NULL for a
- * statement without rows) and *affected, or a class. */
-static int run(ik__sql_conn *c, const char *q, size_t qlen, int64_t deadline, MYSQL_RES **out,
-               int64_t *affected, char *why, size_t why_len)
-{
-    int st = 0, ret = 0;
-    *out = NULL;
-    int rc = query_start(c, q, qlen, deadline, &st, &ret, why, why_len);
-    if (!rc) rc = query_wait(c, &st, &ret, deadline, NULL, why, why_len);
-    if (!rc) rc = query_result(c, ret, deadline, out, affected, why, why_len);
-    c->used_ms = ik__mono_ms(); /* the server's idle time began before this */
-    return rc;
-}
 
 /* Copies a result into r (text cells, NULL for SQL NULL). 0 or IK_ENOMEM. */
 static int take_rows(MYSQL_RES *res, int64_t affected, ik__sql_res *r)
@@ -396,7 +222,7 @@ typedef struct qbuf {
 static void qb_add(qbuf *b, const char *s, size_t n)
 {
     if (b->oom) return;
-    if (b->n + n + 1 > b->cap) {
+    if (!b->s || b->n + n + 1 > b->cap) { /* (!b->s: for the analyzer, which wraps n) */
         size_t cap = b->cap ? b->cap : 256;
         while (cap < b->n + n + 1)
             cap *= 2;
@@ -469,7 +295,7 @@ static int my_exec(ik__sql_conn *c, ik__sql_stmt id, const char *const *params, 
     }
     MYSQL_RES *r = NULL;
     int64_t affected = 0;
-    rc = run(c, b.s, b.n, ik__mono_ms() + IK__SQL_IO_MS, &r, &affected, why, why_len);
+    rc = ik__mysql_run(c, b.s, b.n, ik__mono_ms() + IK__SQL_IO_MS, &r, &affected, why, why_len);
     free(b.s);
     if (rc) return rc;
     if (res) rc = take_rows(r, affected, res);
@@ -485,9 +311,9 @@ static int next_result(ik__sql_conn *c, int64_t deadline, int *ret, char *why, s
     int r = 0;
     int st = mysql_next_result_start(&r, c->m);
     while (st) {
-        int got = wait_io(c, st, deadline, NULL, NULL);
+        int got = ik__mysql_wait_io(c, st, deadline, NULL, NULL);
         if (!got) {
-            conn_kill(c);
+            ik__mysql_conn_kill(c);
             return ik__fail(IK__SQL_EDOUBT, why, why_len, "MySQL: no answer in time");
         }
         st = mysql_next_result_cont(&r, c->m, got);
@@ -522,8 +348,8 @@ static int my_exec_pipeline(ik__sql_conn *c, const ik__sql_call *calls, int n, i
     }
     int64_t deadline = ik__mono_ms() + IK__SQL_IO_MS;
     int st = 0, ret = 0;
-    rc = query_start(c, b.s, b.n, deadline, &st, &ret, why, why_len);
-    if (!rc) rc = query_wait(c, &st, &ret, deadline, NULL, why, why_len);
+    rc = ik__mysql_query_start(c, b.s, b.n, deadline, &st, &ret, why, why_len);
+    if (!rc) rc = ik__mysql_query_wait(c, &st, &ret, deadline, NULL, why, why_len);
     free(b.s);
     for (int i = 0; rc == 0; i++) {
         if (i > 0) {
@@ -536,7 +362,7 @@ static int my_exec_pipeline(ik__sql_conn *c, const ik__sql_call *calls, int n, i
         }
         MYSQL_RES *r = NULL;
         int64_t affected = 0;
-        rc = query_result(c, ret, deadline, &r, &affected, why, why_len);
+        rc = ik__mysql_query_result(c, ret, deadline, &r, &affected, why, why_len);
         if (rc) break;
         if (i >= n || take_rows(r, affected, &res[i]) != 0) {
             rc = ik__fail(IK__SQL_EDEFINITE, why, why_len,
@@ -549,7 +375,7 @@ static int my_exec_pipeline(ik__sql_conn *c, const ik__sql_call *calls, int n, i
             int more = 0;
             while (!c->dead && next_result(c, deadline, &more, NULL, 0) == 0) {
                 MYSQL_RES *x = NULL;
-                if (query_result(c, more, deadline, &x, &affected, NULL, 0) != 0) break;
+                if (ik__mysql_query_result(c, more, deadline, &x, &affected, NULL, 0) != 0) break;
                 mysql_free_result(x);
             }
             if (c->dead) rc = IK__SQL_EDOUBT;
@@ -568,7 +394,8 @@ static int my_run(ik__sql_conn *c, const char *sql, char *why, size_t why_len)
     /* schema statements only, at open: DDL syncs the data dictionary and can take
      * seconds on a loaded server, so it gets longer than a statement of the
      * protocols (seen: CREATE TABLE over 5 s with two test stages at once) */
-    int rc = run(c, sql, strlen(sql), ik__mono_ms() + DDL_MS, &r, &affected, why, why_len);
+    int rc =
+        ik__mysql_run(c, sql, strlen(sql), ik__mono_ms() + DDL_MS, &r, &affected, why, why_len);
     mysql_free_result(r);
     return rc;
 }
@@ -576,8 +403,9 @@ static int my_run(ik__sql_conn *c, const char *sql, char *why, size_t why_len)
 static int connect_to(const ik__mysql_uri *u, const char *password, const int *cut, MYSQL **out,
                       char *why, size_t why_len)
 {
-    pthread_once(&lib_once, lib_init);
-    if (lib_rc) return ik__fail(IK__SQL_EGONE, why, why_len, "MariaDB Connector/C did not start");
+    pthread_once(&ik__mysql_lib_once, ik__mysql_lib_init);
+    if (ik__mysql_lib_rc)
+        return ik__fail(IK__SQL_EGONE, why, why_len, "MariaDB Connector/C did not start");
     MYSQL *m = mysql_init(NULL);
     if (!m) return IK_ENOMEM;
     unsigned secs = (IK__SQL_IO_MS + 999) / 1000;
@@ -598,7 +426,7 @@ static int connect_to(const ik__mysql_uri *u, const char *password, const int *c
         &ok, m, u->host, u->user, password ? password : "", u->db, u->port, NULL,
         CLIENT_FOUND_ROWS /* M3 */ | CLIENT_MULTI_STATEMENTS /* M6 */);
     while (st) {
-        int got = wait_io(&w, st, deadline, NULL, NULL);
+        int got = ik__mysql_wait_io(&w, st, deadline, NULL, NULL);
         if (!got) {
             int fd = (int)mysql_get_socket(m);
             if (fd >= 0) shutdown(fd, SHUT_RDWR);
@@ -632,15 +460,6 @@ static int connect_to(const ik__mysql_uri *u, const char *password, const int *c
     return rc;
 }
 
-/* The per-session idle-in-transaction bound on MariaDB, s: a transaction of ours
- * waits for the server's answers only, so one idle this long has a frozen or
- * vanished client, whose row locks it frees (docs/sql.md, "Session settings"). */
-#define IDLE_TX_S 5
-/* The row lock wait (innodb_lock_wait_timeout), s: less than a statement may take
- * (IK__SQL_IO_MS), so that a wait ends definite. */
-#define LOCK_WAIT_S 3
-#define SQL_MODE "STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION"
-
 /* The wait_timeout of every session of ours, s: the lease TTL (at least 2 s), after
  * which the server ends the session of a host that vanished without a FIN (and
  * frees a lock holder's GET_LOCKs) instead of keeping it for 8 h, one of
@@ -654,16 +473,11 @@ static long session_wait_s(int64_t ttl_ms)
     return s < 2 ? 2 : s;
 }
 
-/* The statement time limit of c's server: MariaDB's max_statement_time (s), MySQL's
- * max_execution_time (ms, SELECTs only: GET_LOCK is one). */
-static const char *stmt_limit(const ik__sql_conn *c)
-{
-    return c->mariadb ? "max_statement_time" : "max_execution_time";
-}
-
 /* Sets the session state our statements rely on, whatever the server's globals
  * (docs/sql.md, "Session settings"): autocommit on (with a global autocommit=0,
- * every renewal would sit in a transaction that never commits), sql_mode (strict,
+ * every renewal would sit in a transaction that never commits), completion_type
+ * NO_CHAIN (with CHAIN, a COMMIT opens the next transaction at once, and every
+ * renewal after a take's COMMIT would sit in it, never committed), sql_mode (strict,
  * and no silent engine substitution: a table that is not InnoDB has no
  * transactions), the row lock wait, MariaDB's idle-in-transaction bound, on a
  * lock's session no statement time limit, and wait_timeout. The isolation level
@@ -673,23 +487,24 @@ static int session_setup(ik__sql_conn *c, int64_t ttl_ms, char *why, size_t why_
 {
     const char *info = mysql_get_server_info(c->m);
     c->mariadb = info && strstr(info, "MariaDB") != NULL;
-    char q[384];
+    char q[512];
     int n = snprintf(q, sizeof q,
-                     "SET SESSION autocommit = 1, SESSION sql_mode = '" SQL_MODE "', "
-                     "SESSION innodb_lock_wait_timeout = %d",
+                     "SET SESSION autocommit = 1, SESSION completion_type = 'NO_CHAIN', "
+                     "SESSION sql_mode = '" SQL_MODE "', SESSION innodb_lock_wait_timeout = %d",
                      LOCK_WAIT_S);
     if (c->mariadb)
         n += snprintf(q + n, sizeof q - (size_t)n, ", SESSION idle_transaction_timeout = %d",
                       IDLE_TX_S);
     if (c->holds) /* a user's or the server's limit would end GET_LOCK's wait */
-        n += snprintf(q + n, sizeof q - (size_t)n, ", SESSION %s = 0", stmt_limit(c));
+        n += snprintf(q + n, sizeof q - (size_t)n, ", SESSION %s = 0", ik__mysql_stmt_limit(c));
     c->wait_s = session_wait_s(ttl_ms);
     snprintf(q + n, sizeof q - (size_t)n,
              ", SESSION wait_timeout = %ld, SESSION interactive_timeout = %ld", c->wait_s,
              c->wait_s);
     MYSQL_RES *r = NULL;
     int64_t affected = 0;
-    int rc = run(c, q, strlen(q), ik__mono_ms() + IK__SQL_IO_MS, &r, &affected, why, why_len);
+    int rc =
+        ik__mysql_run(c, q, strlen(q), ik__mono_ms() + IK__SQL_IO_MS, &r, &affected, why, why_len);
     mysql_free_result(r);
     return rc;
 }
@@ -719,7 +534,7 @@ static int my_connect(const ik__sql_target *t, ik__sql_conn **out, char *why, si
     c->holds = t->holds;
     rc = session_setup(c, t->ttl_ms, why, why_len);
     if (rc) {
-        conn_kill(c);
+        ik__mysql_conn_kill(c);
         my_close(c);
         return rc == IK__SQL_EDEFINITE ? IK__SQL_EREFUSED : IK__SQL_EGONE;
     }
@@ -766,29 +581,31 @@ static int my_ping(ik__sql_conn *c, int timeout_ms)
     }
     int64_t deadline = ik__mono_ms() + timeout_ms;
     while (c->ping_status) {
-        int got = wait_io(c, c->ping_status, deadline, NULL, NULL);
+        int got = ik__mysql_wait_io(c, c->ping_status, deadline, NULL, NULL);
         if (!got) return IK__SQL_ETIMEOUT;
         c->ping_status = mysql_ping_cont(&c->ping_ret, c->m, got);
     }
     if (c->ping_ret) {
-        conn_kill(c);
+        ik__mysql_conn_kill(c);
         return IK__SQL_EGONE;
     }
     return 0;
 }
 
-/* SQL text for FN(<lock name of key>[, secs]) into b. */
+/* SQL text for FN(<lock name of key>[, secs]) into b: LOCK_NAME with key's
+ * literal (M1). */
 static int lock_sql(qbuf *b, ik__sql_conn *c, const char *fn, const char *key, long secs)
 {
     qb_add(b, "SELECT ", 7);
     qb_add(b, fn, strlen(fn));
-    qb_add(b, "(IF(CHAR_LENGTH(", 16);
-    qb_literal(b, c, key);
-    qb_add(b, ") <= 61, CONCAT('ik/', ", 23);
-    qb_literal(b, c, key);
-    qb_add(b, "), CONCAT('ik#', LEFT(SHA2(", 27);
-    qb_literal(b, c, key);
-    qb_add(b, ", 256), 61)))", 13);
+    qb_add(b, "(", 1);
+    const char *name = LOCK_NAME("?");
+    for (const char *p = name; *p; p++) {
+        if (*p == '?')
+            qb_literal(b, c, key);
+        else
+            qb_add(b, p, 1);
+    }
     if (secs >= 0) {
         char t[32];
         int n = snprintf(t, sizeof t, ", %ld", secs);
@@ -800,21 +617,65 @@ static int lock_sql(qbuf *b, ik__sql_conn *c, const char *fn, const char *key, l
 
 static int my_unlock(ik__sql_conn *c, ik__lock_kind kind, const char *key);
 
-/* Interrupts the GET_LOCK that c waits for: KILL QUERY from a second connection
- * (GET_LOCK then answers NULL at once). If that connection cannot be had, c is
- * cut instead (the server ends the wait as it ends the session). */
-static void lock_interrupt(ik__sql_conn *c)
+/* How long a lock wait that is given up (its deadline, or a cancel) waits for its
+ * answer after the KILL QUERY, before it is abandoned with its connection: the
+ * bound of a give-up whatever the server does (PostgreSQL's cancel has one too,
+ * backend_pg.c). */
+#define KILL_WAIT_MS 500
+
+/* A KILL QUERY of a lock wait, sent by a thread of its own: its connection and
+ * statement wait up to the connector's timeouts (5 s each) on a server that does
+ * not answer, which the caller does not wait for. The thread owns the job. */
+typedef struct kill_job {
+    ik__mysql_uri u;
+    char *password;
+    unsigned long thread_id;
+} kill_job;
+
+static void *kill_thread(void *arg)
 {
+    kill_job *j = arg;
     MYSQL *k = NULL;
     char why[256];
-    if (connect_to(&c->u, c->password, c->cut, &k, why, sizeof why) == 0) {
+    if (connect_to(&j->u, j->password, NULL, &k, why, sizeof why) == 0) {
         char q[64];
-        snprintf(q, sizeof q, "KILL QUERY %lu", mysql_thread_id(c->m));
-        int ok = mysql_query(k, q) == 0; /* bounded by the read timeout */
+        snprintf(q, sizeof q, "KILL QUERY %lu", j->thread_id);
+        (void)mysql_query(k, q);
         mysql_close(k);
-        if (ok) return;
     }
-    conn_kill(c);
+    if (j->password) {
+        memset(j->password, 0, strlen(j->password));
+        free(j->password);
+    }
+    free(j);
+    return NULL;
+}
+
+/* Asks the server to end the GET_LOCK that c waits for (it then answers NULL, or an
+ * interrupted query, and the session lives on), without waiting for the request:
+ * the server may not answer at all (stopped, or cut off). */
+static void lock_interrupt(ik__sql_conn *c)
+{
+    kill_job *j = calloc(1, sizeof *j);
+    if (!j) return;
+    j->u = c->u;
+    j->thread_id = mysql_thread_id(c->m);
+    if (c->password && !(j->password = strdup(c->password))) {
+        free(j);
+        return;
+    }
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_t t;
+    if (pthread_create(&t, &attr, kill_thread, j) != 0) {
+        if (j->password) {
+            memset(j->password, 0, strlen(j->password));
+            free(j->password);
+        }
+        free(j);
+    }
+    pthread_attr_destroy(&attr);
 }
 
 /* The GET_LOCK answer in r: 1 granted, 0 timed out, -1 NULL (interrupted, or an
@@ -844,33 +705,65 @@ static int my_lock(ik__sql_conn *c, ik__lock_kind kind, const char *key, int64_t
         free(b.s);
         return IK_ENOMEM;
     }
-    /* the server ends the wait itself after secs; IK__SQL_IO_MS more for its answer */
-    int64_t until = ik__mono_ms() + secs * 1000 + IK__SQL_IO_MS;
+    /* the server ends the wait itself after secs (whole seconds, rounded up); we
+     * give up at our own deadline (no limit: -1; a try: a statement's time) */
+    int64_t now = ik__mono_ms();
+    int64_t until = deadline_ms < 0                        ? INT64_MAX
+                    : deadline_ms > 0 && deadline_ms > now ? deadline_ms
+                                                           : now + IK__SQL_IO_MS;
     int st = 0, ret = 0;
-    int rc = query_start(c, b.s, b.n, until, &st, &ret, why, why_len);
+    int rc = ik__mysql_query_start(c, b.s, b.n, until, &st, &ret, why, why_len);
     free(b.s);
     if (rc) return rc;
-    rc = query_wait(c, &st, &ret, until, cancel, why, why_len);
-    int canceled = rc == IK__SQL_ECANCELED;
-    if (canceled) {
-        lock_interrupt(c);
-        if (c->dead) return ik__fail(IK__SQL_EGONE, why, why_len, "lock wait cancelled");
-        until = ik__mono_ms() + IK__SQL_IO_MS;
-        rc = query_wait(c, &st, &ret, until, NULL, why, why_len);
+    int stopped = 0; /* 1: the deadline passed, 2: cancelled */
+    while (st) {
+        int canceled = 0;
+        int got = ik__mysql_wait_io(c, st, until, cancel, &canceled);
+        if (!got) {
+            stopped = canceled ? 2 : 1;
+            break;
+        }
+        st = mysql_real_query_cont(&ret, c->m, got);
     }
-    if (rc) return rc;
+    if (stopped == 1 && secs == 0) { /* a try without an answer */
+        ik__mysql_conn_kill(c);
+        return ik__fail(IK__SQL_EDOUBT, why, why_len, "MySQL: no answer in time");
+    }
+    if (stopped) {
+        /* given up: a KILL QUERY from a thread of its own ends the server's side of
+         * the wait (its answer then comes at once, and the server's queue holds no
+         * waiter of ours), and the wait's answer is awaited KILL_WAIT_MS at most.
+         * A server that does not answer by then is abandoned with the connection
+         * (the caller closes it: a lock wait's connection holds nothing else); a
+         * grant it makes later is freed as that session ends, when the server finds
+         * the connection gone. */
+        lock_interrupt(c);
+        int64_t grace = ik__mono_ms() + KILL_WAIT_MS;
+        while (st) {
+            int got = ik__mysql_wait_io(c, st, grace, NULL, NULL);
+            if (!got) break;
+            st = mysql_real_query_cont(&ret, c->m, got);
+        }
+        if (st) {
+            ik__mysql_conn_kill(c);
+            ik__fail(0, why, why_len,
+                     "MySQL did not answer the lock wait's end within %d ms: the connection "
+                     "is abandoned",
+                     KILL_WAIT_MS);
+            return stopped == 2 ? IK__SQL_ECANCELED : 0;
+        }
+        /* KILL QUERY's error: nothing held, the session lives on */
+        if (ret && mysql_errno(c->m) == ER_QUERY_INTERRUPTED)
+            return stopped == 2 ? IK__SQL_ECANCELED : 0;
+    }
     MYSQL_RES *r = NULL;
     int64_t affected = 0;
-    if (canceled && ret) {
-        /* KILL QUERY's error: nothing held, the session lives on */
-        if (mysql_errno(c->m) == ER_QUERY_INTERRUPTED) return IK__SQL_ECANCELED;
-    }
-    rc = query_result(c, ret, until, &r, &affected, why, why_len);
+    rc = ik__mysql_query_result(c, ret, ik__mono_ms() + IK__SQL_IO_MS, &r, &affected, why, why_len);
     if (rc) return rc;
     int v = lock_answer(r);
-    if (canceled) {
+    if (stopped) {
         if (v == 1) my_unlock(c, kind, key); /* granted just before the kill */
-        return IK__SQL_ECANCELED;
+        return stopped == 2 ? IK__SQL_ECANCELED : 0;
     }
     if (v == 1) return 1;
     if (v == 0) return 0;
@@ -887,110 +780,11 @@ static int my_unlock(ik__sql_conn *c, ik__lock_kind kind, const char *key)
     }
     MYSQL_RES *r = NULL;
     int64_t affected = 0;
-    int rc = run(c, b.s, b.n, ik__mono_ms() + IK__SQL_IO_MS, &r, &affected, why, sizeof why);
+    int rc =
+        ik__mysql_run(c, b.s, b.n, ik__mono_ms() + IK__SQL_IO_MS, &r, &affected, why, sizeof why);
     free(b.s);
     mysql_free_result(r);
     return rc == IK__SQL_EDEFINITE ? 0 : rc;
-}
-
-/* The store hazards of c (sql_driver.h: hazards; docs/hazards.md, "MySQL and
- * MariaDB"): the server's durability settings, and the session state that
- * session_setup set, read back (a proxy that pools sessions behind us, or a
- * server that ignored a SET, shows here).
- *   innodb_flush_log_at_trx_commit must be 1 (0 and 2 leave up to a second of
- *   commits in memory); with the binary log on, sync_binlog must be 1 too (InnoDB's
- *   crash recovery rolls back a prepared transaction the binary log lacks, and
- *   replicas and a failover read only the binary log). */
-static int my_hazards(ik__sql_conn *c, const ik__hazards *h, ik_hazard *rows, size_t *n,
-                      int64_t *db_ms, char *why, size_t why_len)
-{
-    char q[640];
-    snprintf(q, sizeof q,
-             "SELECT @@GLOBAL.innodb_flush_log_at_trx_commit, IF(@@GLOBAL.log_bin, 1, 0), "
-             "@@GLOBAL.sync_binlog, @@SESSION.autocommit, @@SESSION.%s, @@SESSION.sql_mode, "
-             "@@SESSION.innodb_lock_wait_timeout, %s, %s, " DB_MS ", @@SESSION.%s",
-             c->mariadb ? "tx_isolation" : "transaction_isolation",
-             c->mariadb ? "@@SESSION.idle_transaction_timeout" : "NULL", "@@SESSION.wait_timeout",
-             stmt_limit(c));
-    MYSQL_RES *r = NULL;
-    int64_t affected = 0;
-    int rc = run(c, q, strlen(q), ik__mono_ms() + IK__SQL_IO_MS, &r, &affected, why, why_len);
-    if (rc) return rc;
-    MYSQL_ROW row = r ? mysql_fetch_row(r) : NULL;
-    if (!row || mysql_num_fields(r) != 11) {
-        mysql_free_result(r);
-        return ik__fail(IK__SQL_EDEFINITE, why, why_len, "MySQL: no settings row");
-    }
-    const char *v[11];
-    for (int i = 0; i < 11; i++)
-        v[i] = row[i] ? row[i] : "";
-    size_t k = 0;
-    char val[96];
-    long flush = strtol(v[0], NULL, 10), log_bin = strtol(v[1], NULL, 10);
-    long sync_binlog = strtol(v[2], NULL, 10);
-    ik__hazard_row(h, &rows[k++], "innodb_flush_log_at_trx_commit", v[0], flush != 1,
-                   "MySQL acknowledges commits it can lose in a crash: SET GLOBAL "
-                   "innodb_flush_log_at_trx_commit = 1 (and in my.cnf), or start with "
-                   "--allow-unsafe-store to accept that");
-    snprintf(val, sizeof val, "%s (binary log %s)", v[2], log_bin ? "on" : "off");
-    ik__hazard_row(h, &rows[k++], "sync_binlog", val, log_bin && sync_binlog != 1,
-                   "with the binary log on, MySQL acknowledges commits a crash can take from "
-                   "it, and so from recovery and replicas: SET GLOBAL sync_binlog = 1, or "
-                   "start with --allow-unsafe-store to accept that");
-    ik__hazard_row(h, &rows[k++], "session autocommit", v[3], strcmp(v[3], "1") != 0,
-                   "the session did not keep autocommit = 1 as idkeeper set it: its writes "
-                   "would never commit; connect to MySQL directly, not through a proxy "
-                   "that shares sessions");
-    ik__hazard_row(h, &rows[k++], "session isolation", v[4], strcmp(v[4], "READ-COMMITTED") != 0,
-                   "the session did not keep READ COMMITTED as idkeeper set it; connect to "
-                   "MySQL directly, not through a proxy that shares sessions");
-    ik__hazard_row(h, &rows[k++], "session sql_mode", v[5], strcmp(v[5], SQL_MODE) != 0,
-                   "the session did not keep sql_mode " SQL_MODE " as idkeeper set it; "
-                   "connect to MySQL directly, not through a proxy that shares sessions");
-    snprintf(val, sizeof val, "%s s", v[6]);
-    ik__hazard_row(h, &rows[k++], "session innodb_lock_wait_timeout", val,
-                   strtol(v[6], NULL, 10) != LOCK_WAIT_S,
-                   "the session did not keep innodb_lock_wait_timeout = %d as idkeeper set "
-                   "it; connect to MySQL directly",
-                   LOCK_WAIT_S);
-    if (c->mariadb) {
-        snprintf(val, sizeof val, "%s s", v[7]);
-        ik__hazard_row(h, &rows[k++], "session idle_transaction_timeout", val,
-                       strtol(v[7], NULL, 10) != IDLE_TX_S,
-                       "the session did not keep idle_transaction_timeout = %d as idkeeper "
-                       "set it (a frozen server would keep a tag's row lock); connect to "
-                       "MariaDB directly",
-                       IDLE_TX_S);
-    }
-    snprintf(val, sizeof val, "%s s", v[8]);
-    if (c->holds)
-        ik__hazard_row(h, &rows[k++], "lock session wait_timeout", val,
-                       strtol(v[8], NULL, 10) != c->wait_s,
-                       "the lock's session did not keep wait_timeout = %ld as idkeeper set it "
-                       "(a vanished holder would keep its lock for hours); connect to MySQL "
-                       "directly",
-                       c->wait_s);
-    else
-        ik__hazard_row(h, &rows[k++], "session wait_timeout", val,
-                       strtol(v[8], NULL, 10) != c->wait_s,
-                       "the session did not keep wait_timeout = %ld as idkeeper set it (a "
-                       "vanished host's sessions would stay for hours); connect to MySQL "
-                       "directly",
-                       c->wait_s);
-    if (c->holds) {
-        snprintf(val, sizeof val, "%s", v[10]);
-        ik__hazard_row(h, &rows[k++],
-                       c->mariadb ? "lock session max_statement_time"
-                                  : "lock session max_execution_time",
-                       val, strtod(v[10], NULL) != 0,
-                       "the lock's session did not keep %s = 0 as idkeeper set it (a lock "
-                       "wait would end before its --timeout); connect to MySQL directly",
-                       stmt_limit(c));
-    }
-    *db_ms = strtoll(v[9], NULL, 10);
-    *n = k;
-    mysql_free_result(r);
-    return 0;
 }
 
 static ik__sql_conn_hz *my_hz_state(ik__sql_conn *c)
@@ -1014,7 +808,8 @@ static const ik__sql_driver ik__sql_mysql_driver = {
     .ping = my_ping,
     .lock = my_lock,
     .unlock = my_unlock,
-    .hazards = my_hazards,
+    .hazards = ik__mysql_hazards,
+    .proof = ik__mysql_proof,
     .hz_state = my_hz_state,
     .session = my_session,
     .socket = my_conn_socket,

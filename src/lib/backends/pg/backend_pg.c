@@ -55,8 +55,8 @@ struct ik__sql_conn {
  * client's statements run in the same server session, which then shows its mark,
  * or ours runs in another session (another pid). */
 #define MARK_GUC "idkeeper.session"
-#define PROOF_COLS "pg_backend_pid(), current_setting('" MARK_GUC "', true)"
-#define PROOF_SQL "SELECT " PROOF_COLS
+#define SESSION_COLS "pg_backend_pid(), current_setting('" MARK_GUC "', true)"
+#define PROOF_SQL "SELECT " SESSION_COLS
 #define PROOF_CHECK "server session"
 #define PROOF_FIX                                                                                  \
     "a pooler in transaction mode shares server sessions between clients, where a session "        \
@@ -136,6 +136,13 @@ static const char *const pg_schema[] = {
     NULL,
 };
 
+/* The durability settings that ride with every write (IK__SQL_PROOF) and open
+ * every check (pg_hazards), as this session sees them now: a reload (ALTER SYSTEM,
+ * pg_reload_conf()) reaches every session at its next command. */
+#define PROOF_COLS                                                                                 \
+    "current_setting('fsync'), current_setting('full_page_writes'), "                              \
+    "current_setting('synchronous_commit')"
+
 static const char *const pg_stmt[IK__SQL_NSTMT] = {
     [IK__SQL_BEGIN] = "BEGIN",
     [IK__SQL_COMMIT] = "COMMIT",
@@ -191,6 +198,7 @@ static const char *const pg_stmt[IK__SQL_NSTMT] = {
                            "AND ((l.classid::bigint << 32) | l.objid::bigint) = " LOCK_KEY(
                                "h.lock_key") " WHERE h.lock_key = $1 AND l.mode = "
                                              "'ExclusiveLock' LIMIT 1",
+    [IK__SQL_PROOF] = "SELECT " PROOF_COLS,
 };
 
 /* The statements that write (the generic layer's slot, tag, fence and leader
@@ -325,7 +333,7 @@ static int fill(const PGresult *r, ik__sql_res *res)
     return 0;
 }
 
-/* The verdict of a proof of session (PROOF_COLS) that read pid and mark on c: 0 if
+/* The verdict of a proof of session (SESSION_COLS) that read pid and mark on c: 0 if
  * it ran in c's own server session; else 1 with value saying what it showed. */
 static int proof_bad(const ik__sql_conn *c, const char *pid, const char *mark, char *value,
                      size_t len)
@@ -523,7 +531,7 @@ static void no_notice(void *arg, const char *message)
 /* Sets the session state our statements rely on and the session limits, derived
  * from the lease TTL (docs/sql.md, "Session settings"); pg_hazards reads them back.
  * First the proof of session's start: the server pid, and this connection's mark
- * (PROOF_COLS), noting a mark that was there before (c->shared).
+ * (SESSION_COLS), noting a mark that was there before (c->shared).
  *   every session: READ COMMITTED; idle_in_transaction_session_timeout (a frozen
  *     server's transaction ends, and with it a tag's row lock); the server's TCP
  *     keepalives and tcp_user_timeout (a vanished host's session ends);
@@ -553,7 +561,7 @@ static int session_setup(ik__sql_conn *c, int64_t ttl_ms, char *why, size_t why_
     /* the pid and a mark found in the session (another connection's: a pooler shares
      * the session) before ours is set: the target list is evaluated in order */
     int n = snprintf(q, sizeof q,
-                     "SELECT " PROOF_COLS ", set_config('" MARK_GUC "', '%s', false), "
+                     "SELECT " SESSION_COLS ", set_config('" MARK_GUC "', '%s', false), "
                      "set_config('default_transaction_isolation', 'read committed', "
                      "false), set_config('idle_in_transaction_session_timeout', '%d', false), "
                      "set_config('lock_timeout', '%d', false), "
@@ -775,8 +783,8 @@ static int pg_lock(ik__sql_conn *c, ik__lock_kind kind, const char *key, int64_t
         ik__sql_res r;
         int rc = request(
             c,
-            shared ? "SELECT pg_try_advisory_lock_shared(" LOCK_KEY("$1::text") "), " PROOF_COLS
-                   : "SELECT pg_try_advisory_lock(" LOCK_KEY("$1::text") "), " PROOF_COLS,
+            shared ? "SELECT pg_try_advisory_lock_shared(" LOCK_KEY("$1::text") "), " SESSION_COLS
+                   : "SELECT pg_try_advisory_lock(" LOCK_KEY("$1::text") "), " SESSION_COLS,
             params, 1, now_ms() + IK__SQL_IO_MS, &r, why, why_len);
         if (rc) return rc;
         int got = ik__sql_bool(&r, 0, 0);
@@ -788,8 +796,8 @@ static int pg_lock(ik__sql_conn *c, ik__lock_kind kind, const char *key, int64_t
     /* the blocking call: we wait in the server's queue, in arrival order */
     if (!PQsendQueryParams(
             c->pg,
-            shared ? "SELECT pg_advisory_lock_shared(" LOCK_KEY("$1::text") "), " PROOF_COLS
-                   : "SELECT pg_advisory_lock(" LOCK_KEY("$1::text") "), " PROOF_COLS,
+            shared ? "SELECT pg_advisory_lock_shared(" LOCK_KEY("$1::text") "), " SESSION_COLS
+                   : "SELECT pg_advisory_lock(" LOCK_KEY("$1::text") "), " SESSION_COLS,
             1, NULL, params, NULL, NULL, 0)) {
         c->dead = 1;
         one_line(PQerrorMessage(c->pg), why, why_len);
@@ -856,48 +864,89 @@ static int pg_unlock(ik__sql_conn *c, ik__lock_kind kind, const char *key)
                    params, 1, now_ms() + IK__SQL_IO_MS, NULL, NULL, 0);
 }
 
+/* The rows of PROOF_COLS (r's first three cells) into rows[*k..]: the same rows,
+ * under the same names, whether a check or a write's proof read them. */
+static void durability_rows(const ik__hazards *h, const ik__sql_res *r, ik_hazard *rows, size_t *k)
+{
+    const char *fsync = ik__sql_cell(r, 0, 0), *fpw = ik__sql_cell(r, 0, 1);
+    const char *sc = ik__sql_cell(r, 0, 2);
+    ik__hazard_row(h, &rows[(*k)++], "fsync", fsync, strcmp(fsync, "on") != 0,
+                   "PostgreSQL acknowledges commits a crash of its host can lose, and can "
+                   "corrupt: set fsync = on (postgresql.conf, then reload), or start with "
+                   "--allow-unsafe-store to accept that");
+    ik__hazard_row(h, &rows[(*k)++], "full_page_writes", fpw, strcmp(fpw, "on") != 0,
+                   "a crash can leave torn pages that recovery cannot repair: set "
+                   "full_page_writes = on, or start with --allow-unsafe-store to accept that");
+    ik__hazard_row(h, &rows[(*k)++], "synchronous_commit", sc, strcmp(sc, "off") == 0,
+                   "PostgreSQL acknowledges commits before they are flushed: set "
+                   "synchronous_commit = on (server, role and database settings), or start "
+                   "with --allow-unsafe-store to accept that");
+}
+
+/* The "session transaction" row: after a write that must have committed (or a
+ * check, outside any transaction of ours) no transaction is open on c. */
+static void tx_row(ik__sql_conn *c, const ik__hazards *h, ik_hazard *row)
+{
+    PGTransactionStatusType ts = PQtransactionStatus(c->pg);
+    int open = ts == PQTRANS_INTRANS || ts == PQTRANS_INERROR;
+    ik__hazard_row(h, row, "session transaction", open ? "open" : "none open", open,
+                   "the server kept a transaction open after a write that must have "
+                   "committed: that write is not committed; connect to PostgreSQL "
+                   "directly, not through a pooler in transaction mode");
+}
+
+/* The proof of a write (sql_driver.h: proof): its PROOF_COLS, and, where the write
+ * must have committed, no transaction left open on the session. */
+static void pg_proof(ik__sql_conn *c, const ik__hazards *h, const ik__sql_res *r, int in_tx,
+                     ik_hazard *rows, size_t *n)
+{
+    size_t k = 0;
+    if (r && r->nrows == 1 && r->ncols == 3) durability_rows(h, r, rows, &k);
+    if (!in_tx) tx_row(c, h, &rows[k++]);
+    *n = k;
+}
+
+/* idkeeper's tables (those our statements name, as the search path finds them)
+ * that are not permanent (relpersistence 'u' UNLOGGED, 't' TEMP), "NAME KIND, ..."
+ * or NULL: pg_hazards's "table persistence" row. */
+#define UNDURABLE_TABLES                                                                           \
+    "(SELECT string_agg(c.relname || ' ' || CASE c.relpersistence WHEN 'u' THEN 'UNLOGGED' "       \
+    "ELSE 'TEMP' END, ', ' ORDER BY c.relname) FROM pg_class c WHERE c.relkind IN ('r', 'p') "     \
+    "AND c.relpersistence <> 'p' AND pg_table_is_visible(c.oid) AND c.relname IN ('leaf_alloc', "  \
+    "'idk_tag_kind', 'idk_slots', 'idk_commit_mark', 'idk_fence', 'idk_holder'))"
+
 /* The store hazards of c (sql_driver.h: hazards; docs/hazards.md, "PostgreSQL"):
  * fsync, full_page_writes and synchronous_commit as this session sees them (a
  * role's or database's own synchronous_commit = off shows here), and the session
  * state that session_setup set, read back; the proof of session (a pooler in
- * transaction mode between us and the server shows here, as with every write) and
- * whether the server is a standby (its writes fail: the row says why). */
+ * transaction mode between us and the server shows here, as with every write),
+ * whether the server is a standby (its writes fail: the row says why), and whether
+ * any of our tables is UNLOGGED or TEMP. */
 static int pg_hazards(ik__sql_conn *c, const ik__hazards *h, ik_hazard *rows, size_t *n,
                       int64_t *db_ms, char *why, size_t why_len)
 {
     ik__sql_res r;
-    int rc = request(c,
-                     "SELECT current_setting('fsync'), current_setting('full_page_writes'), "
-                     "current_setting('synchronous_commit'), "
-                     "current_setting('transaction_isolation'), "
-                     "(SELECT setting FROM pg_settings WHERE name = "
-                     "'idle_in_transaction_session_timeout'), "
-                     "(SELECT setting FROM pg_settings WHERE name = 'lock_timeout'), "
-                     "(SELECT setting FROM pg_settings WHERE name = 'tcp_keepalives_idle'), "
-                     "(SELECT setting FROM pg_settings WHERE name = 'idle_session_timeout'), "
-                     "inet_server_addr() IS NULL, " NOW_MS ", " PROOF_COLS ", pg_is_in_recovery(), "
-                     "(SELECT setting FROM pg_settings WHERE name = 'statement_timeout')",
-                     NULL, 0, now_ms() + IK__SQL_IO_MS, &r, why, why_len);
+    int rc = request(
+        c,
+        "SELECT " PROOF_COLS ", current_setting('transaction_isolation'), "
+        "(SELECT setting FROM pg_settings WHERE name = "
+        "'idle_in_transaction_session_timeout'), "
+        "(SELECT setting FROM pg_settings WHERE name = 'lock_timeout'), "
+        "(SELECT setting FROM pg_settings WHERE name = 'tcp_keepalives_idle'), "
+        "(SELECT setting FROM pg_settings WHERE name = 'idle_session_timeout'), "
+        "inet_server_addr() IS NULL, " NOW_MS ", " SESSION_COLS ", pg_is_in_recovery(), "
+        "(SELECT setting FROM pg_settings WHERE name = 'statement_timeout'), " UNDURABLE_TABLES,
+        NULL, 0, now_ms() + IK__SQL_IO_MS, &r, why, why_len);
     if (rc) return rc;
-    if (r.nrows != 1 || r.ncols != 14) {
+    if (r.nrows != 1 || r.ncols != 15) {
         ik__sql_res_clear(&r);
         return ik__fail(IK__SQL_EDEFINITE, why, why_len, "PostgreSQL: no settings row");
     }
     size_t k = 0;
     char val[96];
-    const char *fsync = ik__sql_cell(&r, 0, 0), *fpw = ik__sql_cell(&r, 0, 1);
-    const char *sc = ik__sql_cell(&r, 0, 2), *iso = ik__sql_cell(&r, 0, 3);
-    ik__hazard_row(h, &rows[k++], "fsync", fsync, strcmp(fsync, "on") != 0,
-                   "PostgreSQL acknowledges commits a crash of its host can lose, and can "
-                   "corrupt: set fsync = on (postgresql.conf, then reload), or start with "
-                   "--allow-unsafe-store to accept that");
-    ik__hazard_row(h, &rows[k++], "full_page_writes", fpw, strcmp(fpw, "on") != 0,
-                   "a crash can leave torn pages that recovery cannot repair: set "
-                   "full_page_writes = on, or start with --allow-unsafe-store to accept that");
-    ik__hazard_row(h, &rows[k++], "synchronous_commit", sc, strcmp(sc, "off") == 0,
-                   "PostgreSQL acknowledges commits before they are flushed: set "
-                   "synchronous_commit = on (server, role and database settings), or start "
-                   "with --allow-unsafe-store to accept that");
+    const char *iso = ik__sql_cell(&r, 0, 3);
+    durability_rows(h, &r, rows, &k);
+    tx_row(c, h, &rows[k++]);
     ik__hazard_row(h, &rows[k++], "session isolation", iso, strcmp(iso, "read committed") != 0,
                    "the session did not keep READ COMMITTED as idkeeper set it; connect to "
                    "PostgreSQL directly, not through a pooler in transaction mode");
@@ -950,6 +999,11 @@ static int pg_hazards(ik__sql_conn *c, const ik__hazards *h, ik_hazard *rows, si
                    standby,
                    "this server is a standby in recovery: it refuses every write (a slot's, a "
                    "counter's, a lock's fence); point idkeeper at the primary");
+    const char *und = ik__sql_cell(&r, 0, 14);
+    ik__hazard_row(h, &rows[k++], "table persistence", *und ? und : "all logged", *und != '\0',
+                   "these idkeeper tables are UNLOGGED or TEMP: a crash empties an UNLOGGED "
+                   "table (counters and slot records start again), and a TEMP one is this "
+                   "session's alone; ALTER TABLE ... SET LOGGED each of them");
     *db_ms = ik__sql_int(&r, 0, 9);
     *n = k;
     ik__sql_res_clear(&r);
@@ -1006,6 +1060,7 @@ const ik__sql_driver ik__sql_pg_driver = {
     .lock = pg_lock,
     .unlock = pg_unlock,
     .hazards = pg_hazards,
+    .proof = pg_proof,
     .hz_state = pg_hz_state,
     .session = pg_session,
     .socket = pg_socket,

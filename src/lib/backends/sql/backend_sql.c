@@ -277,6 +277,8 @@ void ik__sql_close(ik__backend *be)
     }
     free(b->uri);
     free(b->shown);
+    free(b->test_before_take_commit);
+    free(b->test_before_advance_commit);
     ik__hazards_free(&b->base.hz);
     free(b);
 }
@@ -296,6 +298,14 @@ int ik__sql_open(const ik__sql_driver *d, const ik__backend_ops *ops, const char
     const char *pause = getenv("IDKEEPER_TEST_SQL_COMMIT_PAUSE_MS"); /* tests only */
     long pause_ms = pause ? strtol(pause, NULL, 10) : 0;
     b->test_commit_pause_ms = pause_ms > 0 && pause_ms <= 60000 ? (int)pause_ms : 0;
+    const char *take = getenv("IDKEEPER_TEST_SQL_BEFORE_TAKE_COMMIT"); /* tests only */
+    const char *adv = getenv("IDKEEPER_TEST_SQL_BEFORE_ADVANCE_COMMIT");
+    if ((take && *take && !(b->test_before_take_commit = strdup(take))) ||
+        (adv && *adv && !(b->test_before_advance_commit = strdup(adv)))) {
+        free(b->test_before_take_commit);
+        free(b);
+        return IK_ENOMEM;
+    }
     pthread_mutex_init(&b->mu, NULL);
     pthread_cond_init(&b->cv, NULL);
     pthread_cond_init(&b->lane_cv, NULL);
@@ -345,6 +355,13 @@ int ik__sql_open(const ik__sql_driver *d, const ik__backend_ops *ops, const char
     if (rc && !o->check_only) {
         ik__sql_close(&b->base);
         return rc;
+    }
+    if (rc) { /* check: a schema serve could not make is a refused row, not exit 0 */
+        ik_hazard row;
+        ik__hazard_row(&b->base.hz, &row, "schema", why, 1,
+                       "serve cannot make or use idkeeper's tables here: %s", why);
+        row.verdict = IK_VERDICT_REFUSED; /* not a risk: serve fails whatever is allowed */
+        ik__hazards_update(&b->base.hz, &row, 1, NULL, 0);
     }
     b->opened = 1;
     *out = &b->base;

@@ -26,6 +26,11 @@ typedef struct ik__sql_backend {
      * advance waits this long before its COMMIT, the row lock held (docs/sql.md,
      * "Test hooks") */
     int test_commit_pause_ms;
+    /* IDKEEPER_TEST_SQL_BEFORE_TAKE_COMMIT and _BEFORE_ADVANCE_COMMIT at open (tests
+     * only; NULL: none): an SQL statement run on the connection right before the
+     * COMMIT of a slot take, and of a tag advance, to put the session in a state
+     * its checks did not see (docs/sql.md, "Test hooks") */
+    char *test_before_take_commit, *test_before_advance_commit;
     /* IDKEEPER_BENCH_CYCLE at open (benchmarks only; docs/sql.md, "Test hooks"):
      * 1 times the tag advances and logs their batch cycle at close; 2 ("serial")
      * also sends a pipeline's statements one by one, as for a driver without
@@ -117,6 +122,15 @@ int ik__sql_hazards_gate(ik__sql_backend *b, ik__sql_conn *c, int *cls, char *wh
  * write"), which logs it and stops every write until a check finds a connection of
  * our own again. Call before c is closed. rc unchanged. */
 int ik__sql_hazards_foreign(ik__sql_backend *b, ik__sql_conn *c, int rc);
+/* The proof of the write that just ran on c (the driver's proof, on r: the
+ * IK__SQL_PROOF result of the write's round trip, or NULL; in_tx as the driver's),
+ * installed like a check's rows: 0, or IK_EUNSAFE (a row refused; why names it),
+ * and the verdict's change logged (docs/hazards.md, "Proof with every write"). 0
+ * for a driver without a proof. */
+int ik__sql_proof(ik__sql_backend *b, ik__sql_conn *c, const ik__sql_res *r, int in_tx, char *why,
+                  size_t why_len);
+/* 1 if the driver sends a proof with each write (IK__SQL_PROOF and proof). */
+int ik__sql_has_proof(const ik__sql_driver *d);
 /* A new connection that will hold a session lock (recipe_sql.c): connected with
  * the session limits of a holder (docs/sql.md, "Session settings"). */
 int ik__sql_connect_holder(ik__sql_backend *b, ik__sql_conn **c, char *why, size_t why_len);

@@ -22,10 +22,13 @@
  *       other can take the row.
  *   SSL3. The record in the row only grows (GREATEST), except at a clean release.
  *
- *   slot_acquire: scan -> candidate -> BEGIN, LOCK, TAKE | INSERT, COMMIT
+ *   slot_acquire: scan -> candidate -> BEGIN, LOCK, TAKE | INSERT (+ its proof),
+ *                 COMMIT (+ the session's state): a refused proof rolls back, or
+ *                 releases what was committed
  *   slot_persist: the hazard gate (backend_sql_hazards.c): refused -> IK_EUNSAFE,
- *                 nothing sent; then RENEW: 1 row -> ok; 0 rows -> IK_ELOST; no
- *                 answer -> IK_EINDOUBT
+ *                 nothing sent; then RENEW with its proof in one round trip: 1 row
+ *                 -> ok, unless the proof is refused (IK_EUNSAFE, the window not
+ *                 extended); 0 rows -> IK_ELOST; no answer -> IK_EINDOUBT
  *                 (the connection is opened again at the next persist)
  *   slot_release: RELEASE (token emptied, expired, holder kept), then close
  */
@@ -52,8 +55,30 @@ typedef struct scan_row {
     const char *holder;
 } scan_row;
 
+/* Runs the write call on c with the driver's proof in the same round trip where it
+ * has one (H3 of backend_sql_hazards.c), else alone: the write's class (*affected
+ * its affected rows, if asked), and *unsafe 1 if the write ran and its proof has a
+ * refused row (why names it). in_tx: the write runs in our open transaction. */
+static int write_proved(ik__sql_backend *b, ik__sql_conn *c, ik__sql_call call, int in_tx,
+                        int64_t *affected, int *unsafe, char *why, size_t why_len)
+{
+    ik__sql_call calls[2] = {call, {IK__SQL_PROOF, NULL, 0}};
+    ik__sql_res r[2];
+    int ran = 0, proof = ik__sql_has_proof(b->d);
+    *unsafe = 0;
+    memset(r, 0, sizeof r);
+    int rc = proof ? ik__sql_exec_pipeline(b->d, c, calls, 2, r, &ran, why, why_len)
+                   : ik__sql_exec(b->d, c, call.id, call.params, call.nparams, &r[0], why, why_len);
+    if (rc == 0 && affected) *affected = r[0].affected;
+    if (rc == 0 && proof) *unsafe = ik__sql_proof(b, c, &r[1], in_tx, why, why_len) == IK_EUNSAFE;
+    ik__sql_res_clear(&r[0]);
+    ik__sql_res_clear(&r[1]);
+    return rc;
+}
+
 /* Takes worker w for req on c in one transaction. 0 (out filled but handle),
- * IK_EBUSY (taken by someone else), or an ik_error with why. */
+ * 1 (taken by someone else), IK_EUNSAFE (the write's proof refused it: not taken,
+ * or released), or a driver class with why. */
 static int take(ik__sql_backend *b, ik__sql_conn *c, const ik__slot_request *req, uint32_t w,
                 const char *token, ik__slot_grant *out, char *why, size_t why_len)
 {
@@ -70,27 +95,41 @@ static int take(ik__sql_backend *b, ik__sql_conn *c, const ik__slot_request *req
     rc = ik__sql_exec(d, c, IK__SQL_SLOT_LOCK, lp, 2, &r, why, why_len);
     if (rc) goto abort;
     int64_t old = 0;
+    int unsafe = 0;
     if (r.nrows == 0) {
         const char *ip[] = {req->app, sw, req->identity, token, sttl, srec};
-        rc = ik__sql_exec(d, c, IK__SQL_SLOT_INSERT, ip, 6, NULL, why, why_len);
+        rc = write_proved(b, c, (ik__sql_call){IK__SQL_SLOT_INSERT, ip, 6}, 1, NULL, &unsafe, why,
+                          why_len);
         if (rc == IK__SQL_EDUPLICATE) rc = 1;
     } else if (!ik__sql_bool(&r, 0, 1)) {
         rc = 1; /* held */
     } else {
         old = ik__sql_int(&r, 0, 0);
         const char *tp[] = {req->identity, token, sttl, srec, req->app, sw};
-        ik__sql_res t;
-        rc = ik__sql_exec(d, c, IK__SQL_SLOT_TAKE, tp, 6, &t, why, why_len);
-        if (rc == 0 && t.affected != 1) rc = 1;
-        ik__sql_res_clear(&t);
+        int64_t affected = 0;
+        rc = write_proved(b, c, (ik__sql_call){IK__SQL_SLOT_TAKE, tp, 6}, 1, &affected, &unsafe,
+                          why, why_len);
+        if (rc == 0 && affected != 1) rc = 1;
     }
     ik__sql_res_clear(&r);
+    if (rc == 0 && unsafe) rc = IK_EUNSAFE; /* H3: nothing committed */
     if (rc) goto abort;
+    if (b->test_before_take_commit) d->run(c, b->test_before_take_commit, NULL, 0); /* tests */
     rc = ik__sql_exec(d, c, IK__SQL_COMMIT, NULL, 0, NULL, why, why_len);
     if (rc) return rc;
+    int64_t record = old > req->new_record_ms ? old : req->new_record_ms;
+    if (ik__sql_proof(b, c, NULL, 0, why, why_len) == IK_EUNSAFE) {
+        /* H3: committed on a session that left a transaction open: released, never
+         * granted (the release commits whatever mode the session is in) */
+        const char *rp[] = {I64(srec, record), req->app, sw, token};
+        if (ik__sql_exec(d, c, IK__SQL_ROLLBACK, NULL, 0, NULL, NULL, 0) == 0 &&
+            ik__sql_exec(d, c, IK__SQL_SLOT_RELEASE, rp, 4, NULL, NULL, 0) == 0)
+            ik__sql_exec(d, c, IK__SQL_COMMIT, NULL, 0, NULL, NULL, 0);
+        return IK_EUNSAFE;
+    }
     out->worker = w;
     out->old_record_ms = old;
-    out->record_ms = old > req->new_record_ms ? old : req->new_record_ms;
+    out->record_ms = record;
     out->since_ms = ik__wall_ms();
     out->proof = (ik__lease_proof){sent, b->ttl_ms};
     return 0;
@@ -287,10 +326,10 @@ int ik__sql_slot_persist(ik__backend *be, void *handle, int64_t record_ms, ik__l
     I64(srec, record_ms);
     I64(sw, s->worker);
     const char *p[] = {sttl, srec, s->app, sw, s->token};
-    ik__sql_res r;
-    rc = ik__sql_exec(b->d, s->c, IK__SQL_SLOT_RENEW, p, 5, &r, NULL, 0);
-    int64_t affected = r.affected;
-    ik__sql_res_clear(&r);
+    int64_t affected = 0;
+    int unsafe = 0;
+    rc = write_proved(b, s->c, (ik__sql_call){IK__SQL_SLOT_RENEW, p, 5}, 0, &affected, &unsafe,
+                      NULL, 0);
     if (ik__sql_dead(rc)) {
         ik__sql_hazards_foreign(b, s->c, rc);
         ik__sql_conn_close(b, s->c);
@@ -299,6 +338,7 @@ int ik__sql_slot_persist(ik__backend *be, void *handle, int64_t record_ms, ik__l
     if (rc == IK__SQL_EFOREIGN) return IK_EUNSAFE; /* not extended: in doubt at once */
     if (rc) return IK_EINDOUBT;
     if (affected != 1) return IK_ELOST;
+    if (unsafe) return IK_EUNSAFE; /* H3: the safe window is not extended */
     *proof = (ik__lease_proof){sent, b->ttl_ms};
     *written_ms = record_ms;
     return IK_OK;

@@ -17,11 +17,13 @@
  *   BEGIN                                        \
  *   SELECT ... FOR UPDATE                        | one pipeline (IK__SQL_TAG_LOCK:
  *   [the commit mark of a sequence write]        | kind, step, app, max_id)
- *   UPDATE leaf_alloc SET max_id = max_id + ? WHERE biz_tag = ?   /  (Leaf's custom step)
+ *   UPDATE leaf_alloc SET max_id = max_id + ? WHERE biz_tag = ?   |  (Leaf's custom step)
+ *   [the driver's proof: its durability settings] /  (H3 of backend_sql_hazards.c)
  *     (on PostgreSQL with RETURNING biz_tag, max_id, step: Leaf's SELECT of the
  *     row after it, in the same round trip; on MariaDB the row's max_id is the one
  *     read under the lock plus delta, and the UPDATE must match the one row)
- *   COMMIT, alone, after the four answered (else ROLLBACK)
+ *   COMMIT, alone, after the four answered (else ROLLBACK); the session's state in
+ *     its answer is the proof that it committed (a refused one: the range is a gap)
  * and the caller owns [max_id - delta, max_id), as a Leaf server owns
  * [max_id - step, max_id) after its own.
  *
@@ -79,6 +81,14 @@ static int biz_tag(const char *app, const char *name, char *out, size_t len, cha
                         "app/tag '%s/%s' is longer than leaf_alloc's biz_tag (%d bytes)", app, name,
                         BIZ_TAG_MAX);
     return 0;
+}
+
+/* The tag name of app's biz_tag (biz_tag's inverse). */
+static const char *tag_name(const char *app, const char *biz)
+{
+    size_t n = strlen(app);
+    if (strcmp(app, "default") == 0 || strncmp(biz, app, n) != 0 || biz[n] != '/') return biz;
+    return biz + n + 1;
 }
 
 /* 1 if a row whose side columns say (kind, side_app) belongs to app. */
@@ -266,7 +276,7 @@ static int advance_on(ik__sql_backend *b, ik__sql_conn *c, const char *app, cons
     const char *p[] = {biz};
     const char *mp[] = {writer, biz, sno};
     const char *sp[] = {sdelta, biz};
-    ik__sql_call calls[4];
+    ik__sql_call calls[5];
     int n = 0;
     calls[n++] = (ik__sql_call){IK__SQL_BEGIN, NULL, 0};
     calls[n++] = (ik__sql_call){IK__SQL_TAG_LOCK, p, 1}; /* step, kind, app, name, start, max_id */
@@ -275,7 +285,9 @@ static int advance_on(ik__sql_backend *b, ik__sql_conn *c, const char *app, cons
     /* Leaf's updateMaxIdByCustomStep for every delta: the same as its step UPDATE
      * when delta is the step read under the row lock */
     calls[n++] = (ik__sql_call){IK__SQL_LEAF_UPDATE_STEP, sp, 2};
-    ik__sql_res res[4];
+    int pr = -1; /* the proof, in the same round trip (H3 of backend_sql_hazards.c) */
+    if (ik__sql_has_proof(d)) calls[pr = n++] = (ik__sql_call){IK__SQL_PROOF, NULL, 0};
+    ik__sql_res res[5];
     int ran = 0;
     int64_t ns[5] = {0}, t0 = b->cycle ? ik__mono_ns() : 0;
     int rc = b->cycle == 2 ? ik__sql_exec_serial(d, c, calls, n, res, &ran, ns, inner, sizeof inner)
@@ -299,6 +311,8 @@ static int advance_on(ik__sql_backend *b, ik__sql_conn *c, const char *app, cons
     }
     int64_t now_max = 0; /* max_id + delta only once it cannot overflow (err) */
     int nrows = 0;
+    if (!err && rc == 0 && pr >= 0 && ik__sql_proof(b, c, &res[pr], 1, NULL, 0) == IK_EUNSAFE)
+        err = IK_EUNSAFE; /* H3: rolled back, nothing handed out, no gap */
     if (!err && rc == 0) {
         now_max = max_id + delta;
         /* The UPDATE answers the row it wrote where the database can (RETURNING);
@@ -329,6 +343,8 @@ static int advance_on(ik__sql_backend *b, ik__sql_conn *c, const char *app, cons
                               (b->test_commit_pause_ms % 1000) * 1000000L};
         nanosleep(&ts, NULL);
     }
+    if (b->test_before_advance_commit) /* tests only */
+        d->run(c, b->test_before_advance_commit, NULL, 0);
     int64_t t1 = b->cycle ? ik__mono_ns() : 0;
     rc = d->exec(c, IK__SQL_COMMIT, NULL, 0, NULL, inner, sizeof inner);
     *cls = rc;
@@ -338,6 +354,16 @@ static int advance_on(ik__sql_backend *b, ik__sql_conn *c, const char *app, cons
     }
     if (rc == IK__SQL_EDOUBT) return IK_EINDOUBT;
     if (rc) return IK_ESTORE;
+    if (pr >= 0 && ik__sql_proof(b, c, NULL, 0, NULL, 0) == IK_EUNSAFE) {
+        /* H3: committed, but the answer shows the session is not as our writes
+         * need it (a transaction left open after the COMMIT, in which the next
+         * writes would never commit): never handed out, logged as a gap at its
+         * exact range; the session is dropped */
+        ik__tag_gap(app, tag_name(app, biz), kind, max_id, delta, "store_unsafe",
+                    "its commit's proof was refused (%s)", b->shown);
+        *cls = IK__SQL_EGONE;
+        return IK_EUNSAFE;
+    }
     return IK_OK;
 }
 

@@ -168,6 +168,15 @@ typedef enum ik__sql_stmt {
      * still holds the key's session lock; no row otherwise */
     IK__SQL_HOLDER_GET,
 
+    /* -- the proof that rides with a write (docs/hazards.md, "Proof with every
+     * write") -- */
+    /* no parameters -> one row: what the driver's proof judges (the durability
+     * settings as this session sees them now). Sent in the round trip of a slot
+     * take, a renewal and a tag advance, after the write, so that it costs no
+     * round trip of its own. NULL: the driver has none; its writes are judged by
+     * the interval's check alone */
+    IK__SQL_PROOF,
+
     IK__SQL_NSTMT
 } ik__sql_stmt;
 
@@ -224,7 +233,9 @@ typedef struct ik__sql_conn_hz {
 } ik__sql_conn_hz;
 
 /* At most this many rows from one driver's hazard check. */
-#define IK__SQL_HAZARDS_MAX 16
+#define IK__SQL_HAZARDS_MAX 20
+/* At most this many rows from one driver's proof. */
+#define IK__SQL_PROOF_MAX 8
 
 /* A driver's scheme, URI form, URI check, schema and client version are its
  * backend's: the arguments of IK__SQL_BACKEND below, held once, in the ops table. */
@@ -282,6 +293,18 @@ typedef struct ik__sql_driver {
      * database's clock (Unix ms) as the check read it. 0 or a class (why). */
     int (*hazards)(ik__sql_conn *c, const ik__hazards *h, ik_hazard *rows, size_t *n,
                    int64_t *db_ms, char *why, size_t why_len);
+    /* The proof of the write that just ran on c (docs/hazards.md, "Proof with
+     * every write"), no I/O: r the IK__SQL_PROOF result that rode in the write's
+     * own round trip, judged by the rules of hazards and under the same row names
+     * (NULL: none rode, as after a lone COMMIT); and what the database said of the
+     * session with its last answer: in_tx 1 if the write ran inside our own open
+     * transaction, 0 if it must have left none open (after a COMMIT, or an
+     * autocommitted statement), where an open one means the write is not
+     * committed (MySQL: SERVER_STATUS_IN_TRANS). One row per check into rows (at
+     * most IK__SQL_PROOF_MAX, built with ik__hazard_row on h), *n rows. NULL: the
+     * driver has no proof. */
+    void (*proof)(ik__sql_conn *c, const ik__hazards *h, const ik__sql_res *r, int in_tx,
+                  ik_hazard *rows, size_t *n);
     /* The generic layer's per-connection hazard state, kept in c. */
     ik__sql_conn_hz *(*hz_state)(ik__sql_conn *c);
     /* Describes the session ("pid 1234"): the database's id of the connection. */
