@@ -45,7 +45,7 @@ void ik__mysql_conn_kill(ik__sql_conn *c)
  * (ik__mono_ms): the status to continue with, or 0 if the deadline passed (or, with
  * cancel, if *cancel became nonzero: then *canceled = 1). */
 int ik__mysql_wait_io(ik__sql_conn *c, int status, int64_t deadline, const volatile int *cancel,
-                   int *canceled)
+                      int *canceled)
 {
     struct pollfd p = {.fd = (int)mysql_get_socket(c->m), .events = 0};
     if (status & MYSQL_WAIT_READ) p.events |= POLLIN;
@@ -112,7 +112,7 @@ int ik__mysql_failed(ik__sql_conn *c, int sent, char *why, size_t why_len)
  * IK__SQL_ECANCELED if *cancel became nonzero (the request is still out: *st and
  * *ret say where to go on), or IK__SQL_EDOUBT (no answer by deadline: c is dead). */
 int ik__mysql_query_wait(ik__sql_conn *c, int *st, int *ret, int64_t deadline,
-                      const volatile int *cancel, char *why, size_t why_len)
+                         const volatile int *cancel, char *why, size_t why_len)
 {
     while (*st) {
         int canceled = 0;
@@ -131,7 +131,7 @@ int ik__mysql_query_wait(ik__sql_conn *c, int *st, int *ret, int64_t deadline,
  * query_wait) by deadline: 0 with *out (NULL for a statement without rows) and
  * *affected, or a class. */
 int ik__mysql_query_result(ik__sql_conn *c, int ret, int64_t deadline, MYSQL_RES **out,
-                        int64_t *affected, char *why, size_t why_len)
+                           int64_t *affected, char *why, size_t why_len)
 {
     *out = NULL;
     if (ret) return ik__mysql_failed(c, 1, why, why_len);
@@ -154,7 +154,7 @@ int ik__mysql_query_result(ik__sql_conn *c, int ret, int64_t deadline, MYSQL_RES
 /* Begins q on c (after any ping that is out): 0 with *st, *ret set for query_wait,
  * or a class. */
 int ik__mysql_query_start(ik__sql_conn *c, const char *q, size_t qlen, int64_t deadline, int *st,
-                       int *ret, char *why, size_t why_len)
+                          int *ret, char *why, size_t why_len)
 {
     if (c->dead) return ik__fail(IK__SQL_EGONE, why, why_len, "MySQL connection closed");
     int rc = ik__mysql_ping_finish(c, deadline);
@@ -167,7 +167,7 @@ int ik__mysql_query_start(ik__sql_conn *c, const char *q, size_t qlen, int64_t d
 /* Sends q and reads its whole result by deadline (M2): 0 with *out (NULL for a
  * statement without rows) and *affected, or a class. */
 int ik__mysql_run(ik__sql_conn *c, const char *q, size_t qlen, int64_t deadline, MYSQL_RES **out,
-               int64_t *affected, char *why, size_t why_len)
+                  int64_t *affected, char *why, size_t why_len)
 {
     int st = 0, ret = 0;
     *out = NULL;

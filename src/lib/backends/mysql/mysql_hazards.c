@@ -98,8 +98,8 @@ static int replica_row(ik__sql_conn *c, const ik__hazards *h, const char *slaves
     MYSQL_RES *r = NULL;
     int64_t affected = 0;
     char inner[200] = "";
-    int rc =
-        ik__mysql_run(c, q, strlen(q), ik__mono_ms() + IK__SQL_IO_MS, &r, &affected, inner, sizeof inner);
+    int rc = ik__mysql_run(c, q, strlen(q), ik__mono_ms() + IK__SQL_IO_MS, &r, &affected, inner,
+                           sizeof inner);
     if (rc && rc != IK__SQL_EDEFINITE) return ik__fail(rc, why, why_len, "%s", inner);
     const char *fix = "the server is a replica: its writes are lost or repeated when its "
                       "primary's arrive; point idkeeper at the primary";
@@ -161,7 +161,8 @@ int ik__mysql_hazards(ik__sql_conn *c, const ik__hazards *h, ik_hazard *rows, si
     enum { NCOLS = PROOF_NCOLS + 12 };
     MYSQL_RES *r = NULL;
     int64_t affected = 0;
-    int rc = ik__mysql_run(c, q, strlen(q), ik__mono_ms() + IK__SQL_IO_MS, &r, &affected, why, why_len);
+    int rc =
+        ik__mysql_run(c, q, strlen(q), ik__mono_ms() + IK__SQL_IO_MS, &r, &affected, why, why_len);
     if (rc) return rc;
     MYSQL_ROW row = r ? mysql_fetch_row(r) : NULL;
     if (!row || mysql_num_fields(r) != NCOLS) {
@@ -252,4 +253,3 @@ int ik__mysql_hazards(ik__sql_conn *c, const ik__hazards *h, ik_hazard *rows, si
     *n = k;
     return 0;
 }
-
