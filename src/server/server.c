@@ -31,7 +31,9 @@
 #include "srv.h"
 #include "../lib/rules.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <ifaddrs.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <sched.h>
@@ -270,6 +272,23 @@ static int bind_all(ik__server *srv)
         return -1;
     if (srv->cfg->identity && *srv->cfg->identity) {
         snprintf(srv->identity, sizeof srv->identity, "%s", srv->cfg->identity);
+    } else if (srv->cfg->coord.leaf_name) {
+        /* A Leaf fleet names a server IP:PORT, the IP the first non-loopback IPv4
+         * address of the host's interfaces (Leaf's Utils.getIp), the port its own
+         * (docs/migration-from-leaf.md) */
+        char ip[INET_ADDRSTRLEN] = "127.0.0.1";
+        struct ifaddrs *ifs = NULL;
+        if (getifaddrs(&ifs) == 0) {
+            for (struct ifaddrs *i = ifs; i; i = i->ifa_next) {
+                if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET) continue;
+                const struct sockaddr_in *a = (const struct sockaddr_in *)i->ifa_addr;
+                if ((ntohl(a->sin_addr.s_addr) >> 24) == 127) continue;
+                inet_ntop(AF_INET, &a->sin_addr, ip, sizeof ip);
+                break;
+            }
+            freeifaddrs(ifs);
+        }
+        snprintf(srv->identity, sizeof srv->identity, "%s:%d", ip, port);
     } else {
         char hn[256];
         if (gethostname(hn, sizeof hn) != 0) snprintf(hn, sizeof hn, "localhost");

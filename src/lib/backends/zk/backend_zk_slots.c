@@ -53,6 +53,7 @@
  */
 #include "backend.h"
 #include "backend_zk.h"
+#include "backend_zk_leaf.h"
 #include "internal.h"
 #include "zk_session.h"
 
@@ -102,6 +103,7 @@ struct zk_slot {
     int in_doubt;            /* a write's outcome is unknown (ZSL3) */
     int64_t proven_until_ns; /* set by the take: its send time + the safe window */
     zk_wait *pending;        /* a persist sent, not yet answered */
+    int leaf;                /* a Leaf fleet's node (backend_zk_leaf.c): Leaf's data */
 };
 
 /* An owner node this session may still hold without a handle (remember_orphan). */
@@ -118,12 +120,17 @@ struct ik__zk_slots {
     zk_slot *list;
     zk_orphan *orphans;
     uint64_t rng;
+    char *leaf; /* the Leaf fleet whose nodes are the slots, or NULL */
 };
 
-ik__zk_slots *ik__zk_slots_new(void)
+ik__zk_slots *ik__zk_slots_new(const char *leaf_name)
 {
     ik__zk_slots *t = calloc(1, sizeof *t);
     if (!t) return NULL;
+    if (leaf_name && !(t->leaf = strdup(leaf_name))) {
+        free(t);
+        return NULL;
+    }
     pthread_mutex_init(&t->mu, NULL);
     if (getrandom(&t->rng, sizeof t->rng, 0) != (ssize_t)sizeof t->rng)
         t->rng = (uint64_t)ik__mono_ns() ^ ((uint64_t)getpid() << 32);
@@ -148,6 +155,7 @@ void ik__zk_slots_free(ik__zk_slots *t)
         free(o);
     }
     pthread_mutex_destroy(&t->mu);
+    free(t->leaf);
     free(t);
 }
 
@@ -626,6 +634,84 @@ static int acquire_pass(zk_backend *b, zk_conn *c, const ik__slot_request *req, 
     return rc;
 }
 
+/* slot_is_live for backend_zk_leaf.c, taking the lock. */
+static int leaf_live(zk_backend *b, const char *app, uint32_t worker)
+{
+    pthread_mutex_lock(&b->slots->mu);
+    int live = slot_is_live(b, app, worker);
+    pthread_mutex_unlock(&b->slots->mu);
+    return live;
+}
+
+/* slot_acquire on a Leaf fleet's nodes: backend_zk_leaf.c takes the number, this
+ * makes the handle that slot_persist and slot_release then write as any other. */
+static int leaf_acquire(zk_backend *b, const ik__slot_request *req, ik__slot_grant *out,
+                        char *why, size_t why_len)
+{
+    zk_slot *s = calloc(1, sizeof *s);
+    ik__zk_leaf_taken *t = calloc(1, sizeof *t);
+    if (!s || !t || !(s->app = strdup(req->app)) || !(s->identity = strdup(req->identity))) {
+        if (s) free(s->app);
+        free(s);
+        free(t);
+        return IK_ENOMEM;
+    }
+    pthread_rwlock_rdlock(&b->zc.life);
+    zk_conn *c = b->zc.conn;
+    int64_t deadline =
+        ik__mono_ns() / 1000000 + (b->zc.timeout_ms < 5000 ? b->zc.timeout_ms : 5000);
+    int rc;
+    for (;;) { /* connection trouble is retried for a while, as slot_acquire does */
+        rc = ik__zk_conn_wait(&b->zc, c, left_ms(deadline));
+        if (rc == IK_ELOST) {
+            ik__fail(IK_ELOST, why, why_len, "%s", ik__zk_why_lost(c));
+            break;
+        }
+        if (rc) {
+            ik__fail(rc, why, why_len, "ZooKeeper at %s is unreachable", b->zc.hosts);
+            break;
+        }
+        rc = ik__zk_leaf_take(b, c, b->slots->leaf, req, leaf_live, t, why, why_len);
+        if (rc != IK_EINDOUBT) break;
+        if (left_ms(deadline) == 0) {
+            rc = IK_ESTORE; /* why says what did not answer */
+            break;
+        }
+    }
+    if (rc == IK_OK) {
+        s->leaf = 1;
+        s->worker = t->worker;
+        snprintf(s->slot_path, sizeof s->slot_path, "%s", t->node_path);
+        snprintf(s->owner_path, sizeof s->owner_path, "%s", t->owner_path);
+        s->gen = c->gen;
+        s->session = ik__zk_conn_session(&b->zc, c);
+        s->version = t->version;
+        s->czxid = t->czxid;
+        s->found_ms = t->found_ms;
+        s->record_ms = t->record_ms;
+        s->since_ms = t->since_ms;
+        s->proven_until_ns = t->sent_ns + safe_window_ns(c);
+        out->worker = s->worker;
+        out->old_record_ms = s->found_ms;
+        out->record_ms = s->record_ms;
+        out->since_ms = s->since_ms;
+        out->valid_until_mono_ns = s->proven_until_ns;
+        out->handle = s;
+        pthread_mutex_lock(&b->slots->mu);
+        s->next = b->slots->list;
+        b->slots->list = s;
+        pthread_mutex_unlock(&b->slots->mu);
+    }
+    pthread_rwlock_unlock(&b->zc.life);
+    free(t);
+    if (rc != IK_OK) {
+        free(s->app);
+        free(s->identity);
+        free(s);
+    }
+    return rc;
+}
+
 int ik__zk_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__slot_grant *out,
                         char *why, size_t why_len)
 {
@@ -635,6 +721,7 @@ int ik__zk_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__slot_g
     if (!ik__zk_app_ok(req->app)) return ik__fail(IK_EINVAL, why, why_len, "bad app name");
     if (req->worker_min > req->worker_max)
         return ik__fail(IK_EINVAL, why, why_len, "empty worker range");
+    if (b->slots->leaf) return leaf_acquire(b, req, out, why, why_len);
     zk_ident *id = calloc(1, sizeof *id);
     zk_slot *s = calloc(1, sizeof *s);
     if (!id || !s) {
@@ -727,8 +814,9 @@ static int send_write(zk_conn *c, zk_slot *s, int64_t record_ms, int release, zk
     if (!w) return IK_ENOMEM;
     zk_item *it = &w->r[0];
     zk_write *x = it->ext;
-    x->buf_len =
-        ik__zk_format_slot(x->buf, sizeof x->buf, record_ms, s->since_ms, s->session, s->identity);
+    x->buf_len = s->leaf ? ik__zk_leaf_format(x->buf, sizeof x->buf, s->identity, record_ms)
+                         : ik__zk_format_slot(x->buf, sizeof x->buf, record_ms, s->since_ms,
+                                              s->session, s->identity);
     if (x->buf_len < 0) {
         ik__zk_wait_put(w);
         return IK_EINVAL;
@@ -753,6 +841,9 @@ static int send_write(zk_conn *c, zk_slot *s, int64_t record_ms, int release, zk
  * when adopted, else IK_ELOST or IK_EINDOUBT. */
 static int reconcile(zk_conn *c, zk_slot *s)
 {
+    /* A Leaf node's data does not say who wrote it (a Leaf heartbeat may have): the
+     * slot is given up, and taken again by the rules of a take (ZLF4). */
+    if (s->leaf) return IK_ELOST;
     char buf[ZK_DATA_MAX];
     int len = sizeof buf - 1;
     struct Stat st;
@@ -874,6 +965,11 @@ static int persist_locked(zk_backend *b, zk_conn *c, zk_slot *s, int64_t record_
     if (valid_until) *valid_until = proof.until_ns;
     if (written_ms) *written_ms = proof.record_ms;
     return IK_OK;
+}
+
+const char *ik__zk_slots_leaf(const ik__zk_slots *t)
+{
+    return t->leaf;
 }
 
 int ik__zk_slot_persist(ik__backend *be, void *handle, int64_t record_ms,
