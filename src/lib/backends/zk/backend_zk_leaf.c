@@ -358,17 +358,16 @@ int ik__zk_leaf_take(ik__zk_backend *b, ik__zk_conn *c, const char *leaf,
     int64_t quiet = IK__ZK_LEAF_HEARTBEAT_MS + IK__ZK_LEAF_SKEW_MS;
     if (!created && d.timestamp_ms > now)
         return ik__fail(IK_ENOSLOT, why, why_len,
-                        "Leaf node %s: its timestamp %" PRId64 " is %" PRId64
-                        " ms ahead of this clock (Leaf refuses to start on it too); waiting "
-                        "for the clock to pass it",
-                        t->node_path, d.timestamp_ms, d.timestamp_ms - now);
+                        "Leaf server %s (number %" PRIu32 "): its node's timestamp is %" PRId64
+                        " ms ahead of this clock (Leaf refuses to start on it too); node %s",
+                        req->identity, sc.seq, d.timestamp_ms - now, t->node_path);
     if (!created && now - d.timestamp_ms < quiet)
         return ik__fail(IK_ENOSLOT, why, why_len,
-                        "Leaf node %s (number %" PRIu32 "): written %" PRId64
-                        " ms ago, its server may still be alive; taken once it is %" PRId64
-                        " ms old (heartbeat %d ms + skew margin %d ms)",
-                        t->node_path, sc.seq, now - d.timestamp_ms, quiet,
-                        IK__ZK_LEAF_HEARTBEAT_MS, IK__ZK_LEAF_SKEW_MS);
+                        "Leaf server %s (number %" PRIu32 ") may still be alive: written %" PRId64
+                        " ms ago, taken once %" PRId64
+                        " ms old (heartbeat %d ms + skew margin %d ms); node %s",
+                        req->identity, sc.seq, now - d.timestamp_ms, quiet,
+                        IK__ZK_LEAF_HEARTBEAT_MS, IK__ZK_LEAF_SKEW_MS, t->node_path);
 
     /* ZLF4: the floor. A node we just made was never issued under. */
     t->found_ms = created ? 0 : d.timestamp_ms + quiet;
