@@ -7,6 +7,7 @@
 #   leaf_start NAME FLEET IP:PORT   starts a Leaf helper; its IDs go to $T/NAME.ids,
 #                               its log to $T/NAME.log; sets LEAF_PID[NAME]
 #   leaf_worker NAME [SECS]     waits for the helper to start; prints its number
+#   leaf_stop_after_beat NAME  waits for the helper's next heartbeat, then SIGSTOPs it
 #   leaf_tool put|seq ARGS...   raw writes of leaf_helper.py (bad-input cases)
 #   leaf_serve NAME PORT FLEET IP:PORT [ARGS...]   idkeeper serve in the fleet
 LEAF_HOSTS="$ZK_CONNECT/$ZK_CHROOT"
@@ -32,6 +33,19 @@ leaf_worker() {
     sleep 0.05
   done
   return 1
+}
+
+leaf_stop_after_beat() {
+  local name=$1 n i
+  n=$(grep -c '^beat ' "$T/$name.log" || true)
+  for ((i = 0; i < 200; i++)); do
+    if (($(grep -c '^beat ' "$T/$name.log" || true) > n)); then
+      kill -STOP "${LEAF_PID[$name]}"
+      return 0
+    fi
+    sleep 0.025
+  done
+  fail "leaf helper $name wrote no heartbeat in 5 s"
 }
 
 leaf_tool() { /usr/bin/python3 "$IK_SRC/tests/interop/leaf_helper.py" "$1" "$LEAF_HOSTS" "${@:2}"; }

@@ -9,8 +9,9 @@ cites the line it follows.
   serve HOSTS LEAF_NAME IP PORT OUT
       Leaf's start-up (ZH:49-108), then issues IDs by Leaf's algorithm into OUT, one
       a line, about 5,000 a second, until SIGTERM; heartbeats every 3 s, the first
-      after 1 s (ZH:114-129). Prints "worker N" on stdout once started; on a refused
-      start prints "refused: WHY" and exits 3.
+      after 1 s (ZH:114-129). Prints "worker N PATH" on stdout once started, "beat
+      MS" after each heartbeat written; on a refused start prints "refused: WHY" and
+      exits 3.
   put HOSTS PATH DATA      creates PATH (parents too) with DATA, or sets it
   seq HOSTS PREFIX DATA    creates PREFIX as a persistent sequential node; prints it
 
@@ -133,6 +134,7 @@ def serve(hosts, leaf_name, ip, port, out):
                     continue
                 zk.set(node, build_data(ip, port))
                 last_update[0] = now_ms()
+                print("beat %d" % last_update[0], flush=True)  # for the tests
             except Exception:
                 pass  # ZH:161-163: only logged; the server keeps issuing
 
