@@ -1019,6 +1019,9 @@ int ik__zk_slot_release(ik__backend *be, void *handle, int64_t record_ms)
     if (rc == IK_OK) rc = settle_pending(c, s, left_ms(until), &unused);
     /* backend.h: a release may lower the record, never below what it found */
     if (record_ms < s->found_ms) record_ms = s->found_ms;
+    /* ZLF5: a Leaf server on this identity starts once its clock is not below the
+     * record, so the record names the first ms after our last tick */
+    if (s->leaf) record_ms += 1;
     for (int attempt = 0; attempt < 2 && rc == IK_OK; attempt++) {
         zk_wait *w;
         rc = send_write(c, s, record_ms, 1, &w);
