@@ -466,10 +466,9 @@ static int server_start(ik__server *srv, const ik_server_config *cfg)
         srv->workers[i] = w;
     }
     if (bind_all(srv) != 0) return -1;
-    if (cfg->coord.leaf_name &&
-        (cfg->layout.epoch_ms != IK_DEFAULT_EPOCH_MS || cfg->layout.unit_ms != 1 ||
-         cfg->layout.time_bits != 41 || cfg->layout.worker_bits != 10 ||
-         cfg->layout.seq_bits != 12)) {
+    if (cfg->coord.leaf_name && (cfg->layout.epoch_ms != IK_DEFAULT_EPOCH_MS ||
+                                 cfg->layout.unit_ms != 1 || cfg->layout.time_bits != 41 ||
+                                 cfg->layout.worker_bits != 10 || cfg->layout.seq_bits != 12)) {
         /* one number space with the Leaf servers: their IDs and ours must be one
          * layout (docs/migration-from-leaf.md) */
         ik__log("--leaf-name: the layout must be Leaf's (bits=41/10/12, unit=1ms, epoch "

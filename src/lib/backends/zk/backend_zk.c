@@ -45,7 +45,8 @@ static int zk_open(const char *uri, const ik_coord_options *o, ik__backend **out
     b->base.ops = &ik__backend_zk_ops;
     ik__zk_client_init(&b->zc);
     int rc = IK_ENOMEM;
-    if ((b->slots = ik__zk_slots_new(o ? o->leaf_name : NULL)) && (rc = ik__zk_tags_new(&b->tags, why, why_len)) == IK_OK)
+    if ((b->slots = ik__zk_slots_new(o ? o->leaf_name : NULL)) &&
+        (rc = ik__zk_tags_new(&b->tags, why, why_len)) == IK_OK)
         rc = ik__zk_client_open(&b->zc, uri, o, why, why_len);
     if (rc == IK_OK) {
         rc = ik__zk_hazards_open(&b->base, o, why, why_len);

@@ -131,7 +131,8 @@ int ik__zk_leaf_parse_data(const char *data, int len, ik__zk_leaf_data *out)
                 v > (uint64_t)INT64_MAX)
                 return -1;
             if (!strcmp(key, "timestamp")) out->timestamp_ms = (int64_t)v, seen |= 4;
-            if (!strcmp(key, "port")) snprintf(out->port, sizeof out->port, "%" PRIu64, v), seen |= 2;
+            if (!strcmp(key, "port"))
+                snprintf(out->port, sizeof out->port, "%" PRIu64, v), seen |= 2;
             p = q;
         }
         p = ws(p, end);
@@ -183,8 +184,7 @@ static void forever_path(const ik__zk_backend *b, const char *leaf, char *out, s
     snprintf(out, len, "%s/snowflake/%s/forever", b->zc.chroot, leaf);
 }
 
-static void owner_path(const ik__zk_backend *b, const char *leaf, uint32_t w, char *out,
-                       size_t len)
+static void owner_path(const ik__zk_backend *b, const char *leaf, uint32_t w, char *out, size_t len)
 {
     char wn[16];
     ik__zk_worker_name(w, wn, sizeof wn);
@@ -213,8 +213,8 @@ static int ensure_paths(ik__zk_backend *b, ik__zk_conn *c, const char *leaf, cha
     forever_path(b, leaf, path, sizeof path);
     int zrc = zoo_exists(c->zh, path, 0, NULL);
     if (zrc == ZNONODE)
-        zrc = ik__zk_create_path(c->zh, path, strlen(b->zc.chroot), &b->zc.shared_acl, &ZOO_OPEN_ACL_UNSAFE,
-                                 ZOO_PERSISTENT, failed, sizeof failed);
+        zrc = ik__zk_create_path(c->zh, path, strlen(b->zc.chroot), &b->zc.shared_acl,
+                                 &ZOO_OPEN_ACL_UNSAFE, ZOO_PERSISTENT, failed, sizeof failed);
     if (zrc == ZOK) {
         snprintf(path, sizeof path, "%s/idkeeper/leaf/%s/owners", b->zc.chroot, leaf);
         zrc = zoo_exists(c->zh, path, 0, NULL);
@@ -233,10 +233,10 @@ static int ensure_paths(ik__zk_backend *b, ik__zk_conn *c, const char *leaf, cha
 
 /* What one look at the forever path found for this identity. */
 typedef struct leaf_scan {
-    int found;     /* nodes of this identity with a number other than 0 */
-    uint32_t seq;  /* the one */
+    int found;    /* nodes of this identity with a number other than 0 */
+    uint32_t seq; /* the one */
     char name[LEAF_PATH_MAX];
-    int n_zero;    /* of this identity with number 0 (ZLF2: not used) */
+    int n_zero; /* of this identity with number 0 (ZLF2: not used) */
 } leaf_scan;
 
 /* Lists forever and finds this identity's node. IK_OK, or a refusal naming the
@@ -307,9 +307,9 @@ static int create_node(ik__zk_backend *b, ik__zk_conn *c, const char *dir,
 }
 
 int ik__zk_leaf_take(ik__zk_backend *b, ik__zk_conn *c, const char *leaf,
-                     const ik__slot_request *req, int (*live)(ik__zk_backend *, const char *,
-                                                              uint32_t),
-                     ik__zk_leaf_taken *t, char *why, size_t why_len)
+                     const ik__slot_request *req,
+                     int (*live)(ik__zk_backend *, const char *, uint32_t), ik__zk_leaf_taken *t,
+                     char *why, size_t why_len)
 {
     char dir[LEAF_PATH_MAX], buf[LEAF_DATA_MAX], data[LEAF_DATA_MAX], owner[LEAF_DATA_MAX];
     int rc = ik__zk_leaf_identity_check(req->identity, why, why_len);

@@ -645,8 +645,8 @@ static int leaf_live(zk_backend *b, const char *app, uint32_t worker)
 
 /* slot_acquire on a Leaf fleet's nodes: backend_zk_leaf.c takes the number, this
  * makes the handle that slot_persist and slot_release then write as any other. */
-static int leaf_acquire(zk_backend *b, const ik__slot_request *req, ik__slot_grant *out,
-                        char *why, size_t why_len)
+static int leaf_acquire(zk_backend *b, const ik__slot_request *req, ik__slot_grant *out, char *why,
+                        size_t why_len)
 {
     zk_slot *s = calloc(1, sizeof *s);
     ik__zk_leaf_taken *t = calloc(1, sizeof *t);
