@@ -71,18 +71,7 @@ kill -TERM "${LEAF_PID[l3]}"
 wait "${LEAF_PID[l3]}" || true
 now_ms t_stop
 leaf_last=$(ids_time_max "$T/l3.ids")
-LIBFAKETIME=
-for f in /usr/lib/*/faketime/libfaketime.so.1 /usr/lib/faketime/libfaketime.so.1; do
-  [ -f "$f" ] && { LIBFAKETIME=$f; break; }
-done
-[ -n "$LIBFAKETIME" ] || fail "libfaketime.so.1 not found (apt-get install libfaketime)"
-cat >"$T/ik-behind" <<SH
-#!/bin/sh
-export ASAN_OPTIONS="\${ASAN_OPTIONS:+\$ASAN_OPTIONS:}verify_asan_link_order=0"
-export LD_PRELOAD="$LIBFAKETIME" FAKETIME="-2s"
-exec "$IK_BIN" "\$@"
-SH
-chmod +x "$T/ik-behind"
+faketime_bin "$T/ik-behind" -2s
 pc=$(zk_free_port)
 IK_BIN=$T/ik-behind leaf_serve c "$pc" fleet 10.0.0.3:8080 --slot-wait 30000
 wait_held "$pc" 40 || fail "c never took l3's number: $(tail -n 3 "$T/c.log")"

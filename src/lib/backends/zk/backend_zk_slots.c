@@ -643,73 +643,28 @@ static int leaf_live(zk_backend *b, const char *app, uint32_t worker)
     return live;
 }
 
-/* slot_acquire on a Leaf fleet's nodes: backend_zk_leaf.c takes the number, this
- * makes the handle that slot_persist and slot_release then write as any other. */
-static int leaf_acquire(zk_backend *b, const ik__slot_request *req, ik__slot_grant *out, char *why,
-                        size_t why_len)
+/* One pass of slot_acquire on a Leaf fleet's nodes: backend_zk_leaf.c takes the
+ * number, and s becomes a handle that slot_persist and slot_release write as any
+ * other, in Leaf's data. Same answers as acquire_pass. */
+static int leaf_pass(zk_backend *b, zk_conn *c, const ik__slot_request *req, zk_slot *s, char *why,
+                     size_t why_len)
 {
-    zk_slot *s = calloc(1, sizeof *s);
-    ik__zk_leaf_taken *t = calloc(1, sizeof *t);
-    if (!s || !t || !(s->app = strdup(req->app)) || !(s->identity = strdup(req->identity))) {
-        if (s) free(s->app);
-        free(s);
-        free(t);
-        return IK_ENOMEM;
-    }
-    pthread_rwlock_rdlock(&b->zc.life);
-    zk_conn *c = b->zc.conn;
-    int64_t deadline =
-        ik__mono_ns() / 1000000 + (b->zc.timeout_ms < 5000 ? b->zc.timeout_ms : 5000);
-    int rc;
-    for (;;) { /* connection trouble is retried for a while, as slot_acquire does */
-        rc = ik__zk_conn_wait(&b->zc, c, left_ms(deadline));
-        if (rc == IK_ELOST) {
-            ik__fail(IK_ELOST, why, why_len, "%s", ik__zk_why_lost(c));
-            break;
-        }
-        if (rc) {
-            ik__fail(rc, why, why_len, "ZooKeeper at %s is unreachable", b->zc.hosts);
-            break;
-        }
-        rc = ik__zk_leaf_take(b, c, b->slots->leaf, req, leaf_live, t, why, why_len);
-        if (rc != IK_EINDOUBT) break;
-        if (left_ms(deadline) == 0) {
-            rc = IK_ESTORE; /* why says what did not answer */
-            break;
-        }
-    }
-    if (rc == IK_OK) {
-        s->leaf = 1;
-        s->worker = t->worker;
-        snprintf(s->slot_path, sizeof s->slot_path, "%s", t->node_path);
-        snprintf(s->owner_path, sizeof s->owner_path, "%s", t->owner_path);
-        s->gen = c->gen;
-        s->session = ik__zk_conn_session(&b->zc, c);
-        s->version = t->version;
-        s->czxid = t->czxid;
-        s->found_ms = t->found_ms;
-        s->record_ms = t->record_ms;
-        s->since_ms = t->since_ms;
-        s->proven_until_ns = t->sent_ns + safe_window_ns(c);
-        out->worker = s->worker;
-        out->old_record_ms = s->found_ms;
-        out->record_ms = s->record_ms;
-        out->since_ms = s->since_ms;
-        out->valid_until_mono_ns = s->proven_until_ns;
-        out->handle = s;
-        pthread_mutex_lock(&b->slots->mu);
-        s->next = b->slots->list;
-        b->slots->list = s;
-        pthread_mutex_unlock(&b->slots->mu);
-    }
-    pthread_rwlock_unlock(&b->zc.life);
-    free(t);
-    if (rc != IK_OK) {
-        free(s->app);
-        free(s->identity);
-        free(s);
-    }
-    return rc;
+    ik__zk_leaf_taken t;
+    int rc = ik__zk_leaf_take(b, c, b->slots->leaf, req, leaf_live, &t, why, why_len);
+    if (rc) return rc;
+    s->leaf = 1;
+    s->worker = t.worker;
+    snprintf(s->slot_path, sizeof s->slot_path, "%s", t.node_path);
+    snprintf(s->owner_path, sizeof s->owner_path, "%s", t.owner_path);
+    s->gen = c->gen;
+    s->session = ik__zk_conn_session(&b->zc, c);
+    s->version = t.version;
+    s->czxid = t.czxid;
+    s->found_ms = t.found_ms;
+    s->record_ms = t.record_ms;
+    s->since_ms = t.since_ms;
+    s->proven_until_ns = t.sent_ns + safe_window_ns(c);
+    return IK_OK;
 }
 
 int ik__zk_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__slot_grant *out,
@@ -721,7 +676,6 @@ int ik__zk_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__slot_g
     if (!ik__zk_app_ok(req->app)) return ik__fail(IK_EINVAL, why, why_len, "bad app name");
     if (req->worker_min > req->worker_max)
         return ik__fail(IK_EINVAL, why, why_len, "empty worker range");
-    if (b->slots->leaf) return leaf_acquire(b, req, out, why, why_len);
     zk_ident *id = calloc(1, sizeof *id);
     zk_slot *s = calloc(1, sizeof *s);
     if (!id || !s) {
@@ -767,14 +721,16 @@ int ik__zk_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__slot_g
             ik__fail(rc, why, why_len, "ZooKeeper at %s is unreachable", b->zc.hosts);
             goto out;
         }
-        rc = acquire_pass(b, c, req, id, s, &busy, why, why_len);
+        rc = b->slots->leaf ? leaf_pass(b, c, req, s, why, why_len)
+                            : acquire_pass(b, c, req, id, s, &busy, why, why_len);
         if (rc != IK_EINDOUBT) break;
         if (ik__mono_ns() / 1000000 >= deadline) {
             rc = IK_ESTORE; /* why says what did not answer */
             goto out;
         }
     }
-    if (rc == IK_ENOSLOT) ik__zk_describe_holders(b->zc.chroot, c->zh, req, range, why, why_len);
+    if (rc == IK_ENOSLOT && !b->slots->leaf)
+        ik__zk_describe_holders(b->zc.chroot, c->zh, req, range, why, why_len);
     if (rc == IK_OK) {
         out->worker = s->worker;
         out->old_record_ms = s->found_ms;
@@ -786,7 +742,7 @@ int ik__zk_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__slot_g
         s->next = b->slots->list;
         b->slots->list = s;
         pthread_mutex_unlock(&b->slots->mu);
-        release_orphans(b, c, req->app, s->session, req->worker_min, req->worker_max);
+        if (!s->leaf) release_orphans(b, c, req->app, s->session, req->worker_min, req->worker_max);
     }
 out:
     pthread_rwlock_unlock(&b->zc.life);
