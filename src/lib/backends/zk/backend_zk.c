@@ -22,6 +22,7 @@
 #include "zk_session.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 static void zk_close(ik__backend *be)
 {
@@ -34,6 +35,7 @@ static void zk_close(ik__backend *be)
     ik__zk_client_close(&b->zc); /* then no completion runs after this */
     ik__zk_slots_free(b->slots);
     ik__zk_tags_free(b->tags);
+    free(b->leaf);
     free(b);
 }
 
@@ -45,8 +47,11 @@ static int zk_open(const char *uri, const ik_coord_options *o, ik__backend **out
     b->base.ops = &ik__backend_zk_ops;
     ik__zk_client_init(&b->zc);
     int rc = IK_ENOMEM;
-    if ((b->slots = ik__zk_slots_new(o ? o->leaf_name : NULL)) &&
-        (rc = ik__zk_tags_new(&b->tags, why, why_len)) == IK_OK)
+    if (o && o->leaf_name && !(b->leaf = strdup(o->leaf_name))) {
+        zk_close(&b->base);
+        return IK_ENOMEM;
+    }
+    if ((b->slots = ik__zk_slots_new()) && (rc = ik__zk_tags_new(&b->tags, why, why_len)) == IK_OK)
         rc = ik__zk_client_open(&b->zc, uri, o, why, why_len);
     if (rc == IK_OK) {
         rc = ik__zk_hazards_open(&b->base, o, why, why_len);

@@ -98,10 +98,7 @@ int ik__zk_leaf_identity_check(const char *identity, char *why, size_t why_len);
 struct ik__backend;
 typedef struct ik__zk_slots ik__zk_slots;
 
-/* leaf_name: the Leaf fleet whose nodes are the slots (ik_coord_options), or NULL. */
-ik__zk_slots *ik__zk_slots_new(const char *leaf_name);
-/* That Leaf fleet's name, or NULL. */
-const char *ik__zk_slots_leaf(const ik__zk_slots *t);
+ik__zk_slots *ik__zk_slots_new(void);
 void ik__zk_slots_free(ik__zk_slots *s);
 
 struct ik__slot_request;

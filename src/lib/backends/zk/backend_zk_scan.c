@@ -212,9 +212,8 @@ int ik__zk_slots_list(ik__backend *be, const char *app, ik_slot_info **out, size
         pthread_rwlock_unlock(&b->zc.life);
         return IK_ESTORE;
     }
-    const char *leaf = ik__zk_slots_leaf(b->slots);
-    if (leaf) { /* a Leaf fleet's nodes, whatever the app */
-        rc = ik__zk_leaf_list(b, c, leaf, out, n_out);
+    if (b->leaf) { /* a Leaf fleet's nodes, whatever the app */
+        rc = ik__zk_leaf_list(b, c, b->leaf, out, n_out);
         pthread_rwlock_unlock(&b->zc.life);
         return rc == IK_ELOST ? IK_ESTORE : rc;
     }

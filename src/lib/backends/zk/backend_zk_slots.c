@@ -120,17 +120,12 @@ struct ik__zk_slots {
     zk_slot *list;
     zk_orphan *orphans;
     uint64_t rng;
-    char *leaf; /* the Leaf fleet whose nodes are the slots, or NULL */
 };
 
-ik__zk_slots *ik__zk_slots_new(const char *leaf_name)
+ik__zk_slots *ik__zk_slots_new(void)
 {
     ik__zk_slots *t = calloc(1, sizeof *t);
     if (!t) return NULL;
-    if (leaf_name && !(t->leaf = strdup(leaf_name))) {
-        free(t);
-        return NULL;
-    }
     pthread_mutex_init(&t->mu, NULL);
     if (getrandom(&t->rng, sizeof t->rng, 0) != (ssize_t)sizeof t->rng)
         t->rng = (uint64_t)ik__mono_ns() ^ ((uint64_t)getpid() << 32);
@@ -155,7 +150,6 @@ void ik__zk_slots_free(ik__zk_slots *t)
         free(o);
     }
     pthread_mutex_destroy(&t->mu);
-    free(t->leaf);
     free(t);
 }
 
@@ -650,7 +644,7 @@ static int leaf_pass(zk_backend *b, zk_conn *c, const ik__slot_request *req, zk_
                      size_t why_len)
 {
     ik__zk_leaf_taken t;
-    int rc = ik__zk_leaf_take(b, c, b->slots->leaf, req, leaf_live, &t, why, why_len);
+    int rc = ik__zk_leaf_take(b, c, b->leaf, req, leaf_live, &t, why, why_len);
     if (rc) return rc;
     s->leaf = 1;
     s->worker = t.worker;
@@ -721,15 +715,15 @@ int ik__zk_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__slot_g
             ik__fail(rc, why, why_len, "ZooKeeper at %s is unreachable", b->zc.hosts);
             goto out;
         }
-        rc = b->slots->leaf ? leaf_pass(b, c, req, s, why, why_len)
-                            : acquire_pass(b, c, req, id, s, &busy, why, why_len);
+        rc = b->leaf ? leaf_pass(b, c, req, s, why, why_len)
+                     : acquire_pass(b, c, req, id, s, &busy, why, why_len);
         if (rc != IK_EINDOUBT) break;
         if (ik__mono_ns() / 1000000 >= deadline) {
             rc = IK_ESTORE; /* why says what did not answer */
             goto out;
         }
     }
-    if (rc == IK_ENOSLOT && !b->slots->leaf)
+    if (rc == IK_ENOSLOT && !b->leaf)
         ik__zk_describe_holders(b->zc.chroot, c->zh, req, range, why, why_len);
     if (rc == IK_OK) {
         out->worker = s->worker;
@@ -921,11 +915,6 @@ static int persist_locked(zk_backend *b, zk_conn *c, zk_slot *s, int64_t record_
     if (valid_until) *valid_until = proof.until_ns;
     if (written_ms) *written_ms = proof.record_ms;
     return IK_OK;
-}
-
-const char *ik__zk_slots_leaf(const ik__zk_slots *t)
-{
-    return t->leaf;
 }
 
 int ik__zk_slot_persist(ik__backend *be, void *handle, int64_t record_ms,
