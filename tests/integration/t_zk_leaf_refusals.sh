@@ -9,6 +9,8 @@
 #      --slot-wait, saying the Leaf server may be alive; another one waits, keeps
 #      waiting while the helper, resumed, heartbeats again, and takes the number
 #      only once the helper is stopped for good: no ID twice, none issued beside it.
+#      A Leaf helper then started on the identity it holds refuses to start (its
+#      node's timestamp, our record, is ahead of the clock).
 #   2. Bad nodes, each refused naming the node: a malformed node name, data that is
 #      not JSON, a timestamp in the future, a number above the worker range; a twin
 #      idkeeper server on a held identity; --leaf-name on a store that is not
@@ -65,6 +67,13 @@ cat "$T/l.ids" "$T/s2.ids" >"$T/both.ids"
 assert_unique "$T/both.ids"
 ids_time_check "$T/s2.ids" "$(ids_time_max "$T/l.ids")"
 pass "s2 waited while the Leaf server lived, then took number $wl; no ID twice"
+
+# a Leaf server started on s2's identity while s2 holds it: s2's record (the node's
+# timestamp) is ahead of the clock, so Leaf's own start-up check refuses it
+leaf_start l4 fleet 10.1.0.1:8080
+for ((i = 0; i < 300; i++)); do alive "${LEAF_PID[l4]}" || break; sleep 0.1; done
+grepq '^refused: init timestamp check error' "$T/l4.log" || fail "a Leaf server started on s2's held identity: $(head -n 2 "$T/l4.log")"
+pass "a Leaf server on the identity s2 holds refuses to start: $(head -n 1 "$T/l4.log")"
 
 # a twin: s2's identity again
 p3=$(zk_free_port)
