@@ -166,12 +166,15 @@ int ik__zk_leaf_identity_check(const char *identity, char *why, size_t why_len)
     int n = snprintf(name, sizeof name, "%s-0000000001", identity);
     char back[300];
     uint32_t seq;
-    if (!colon || colon == identity || !colon[1] || n < 0 || (size_t)n >= sizeof name ||
+    size_t digits = colon ? strspn(colon + 1, "0123456789") : 0;
+    /* Leaf's listenAddress is an IPv4 address, ':', and its port (Leaf skips IPv6) */
+    if (!colon || colon == identity || memchr(identity, ':', (size_t)(colon - identity)) ||
+        digits < 1 || digits > 5 || colon[1 + digits] || n < 0 || (size_t)n >= sizeof name ||
         ik__zk_leaf_parse_name(name, back, sizeof back, &seq) != 0 || strchr(identity, '"') ||
         strchr(identity, '\\'))
         return ik__fail(IK_EINVAL, why, why_len,
-                        "identity '%.80s' is not a Leaf IP:PORT (no '-', '/', quote or space; "
-                        "a Leaf fleet names its workers by it)",
+                        "identity '%.80s' is not a Leaf IP:PORT (one ':', a numeric port, no "
+                        "'-', '/', quote or space; a Leaf fleet names its workers by it)",
                         identity);
     return IK_OK;
 }
