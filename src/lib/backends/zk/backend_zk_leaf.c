@@ -239,7 +239,6 @@ typedef struct leaf_scan {
     int found;    /* nodes of this identity with a number other than 0 */
     uint32_t seq; /* the one */
     char name[LEAF_PATH_MAX];
-    int n_zero; /* of this identity with number 0 (ZLF2: not used) */
 } leaf_scan;
 
 /* Lists forever and finds this identity's node. IK_OK, or a refusal naming the
@@ -265,7 +264,7 @@ static int scan(ik__zk_conn *c, const char *dir, const char *identity, leaf_scan
         } else if (strcmp(ident, identity) != 0) {
             continue;
         } else if (seq == 0) {
-            out->n_zero++;
+            continue; /* ZLF2: never used; this identity gets a node of its own */
         } else if (out->found++) {
             rc = ik__fail(IK_ESTORE, why, why_len,
                           "Leaf nodes %s/%s and %s/%.200s both name identity %s: which "
@@ -282,8 +281,8 @@ static int scan(ik__zk_conn *c, const char *dir, const char *identity, leaf_scan
 
 /* Creates this identity's node: a new number from ZooKeeper (ZLF1), never 0 (ZLF2).
  * IK_OK with *seq and name, or an error. */
-static int create_node(ik__zk_backend *b, ik__zk_conn *c, const char *dir,
-                       const ik__slot_request *req, leaf_scan *sc, char *why, size_t why_len)
+static int create_node(ik__zk_conn *c, const char *dir, const ik__slot_request *req, leaf_scan *sc,
+                       char *why, size_t why_len)
 {
     char prefix[LEAF_PATH_MAX], data[LEAF_DATA_MAX], made[LEAF_PATH_MAX];
     snprintf(prefix, sizeof prefix, "%s/%s-", dir, req->identity);
@@ -323,7 +322,7 @@ int ik__zk_leaf_take(ik__zk_backend *b, ik__zk_conn *c, const char *leaf,
     if ((rc = scan(c, dir, req->identity, &sc, why, why_len))) return rc;
     int created = 0;
     if (!sc.found) {
-        if ((rc = create_node(b, c, dir, req, &sc, why, why_len))) return rc;
+        if ((rc = create_node(c, dir, req, &sc, why, why_len))) return rc;
         created = 1;
     }
     snprintf(t->node_path, sizeof t->node_path, "%s/%s", dir, sc.name);
