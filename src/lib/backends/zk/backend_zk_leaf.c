@@ -261,10 +261,9 @@ static int scan(ik__zk_conn *c, const char *dir, const char *identity, leaf_scan
                           "Leaf node %s/%.200s: the name is not IP:PORT-NNNNNNNNNN (Leaf "
                           "cannot start on this path either); remove or rename it",
                           dir, kids.data[i]);
-        } else if (strcmp(ident, identity) != 0) {
-            continue;
-        } else if (seq == 0) {
-            continue; /* ZLF2: never used; this identity gets a node of its own */
+        } else if (strcmp(ident, identity) != 0 || seq == 0) {
+            continue; /* another's; or number 0, never used (ZLF2): the identity gets
+                         a node of its own */
         } else if (out->found++) {
             rc = ik__fail(IK_ESTORE, why, why_len,
                           "Leaf nodes %s/%s and %s/%.200s both name identity %s: which "
