@@ -14,7 +14,8 @@
 #   2. Bad nodes, each refused naming the node: a malformed node name, data that is
 #      not JSON, a timestamp in the future, a number above the worker range; a twin
 #      idkeeper server on a held identity; --leaf-name on a store that is not
-#      ZooKeeper.
+#      ZooKeeper; a layout other than Leaf's. And the default identity is Leaf's
+#      IPv4:PORT.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/zk.sh"
 
@@ -116,3 +117,23 @@ refused b5 "identity 'my-host:8080' is not a Leaf IP:PORT" "an identity with a '
 p=$(zk_free_port)
 start_server b6 "$p" --coord "local:$T/data" --leaf-name fleet --identity 127.0.0.1:1
 refused b6 "lives on ZooKeeper: use a zk:// coord" "--leaf-name on local:"
+
+# another layout than Leaf's: the IDs would not share Leaf's number space
+p=$(zk_free_port)
+leaf_serve b7 "$p" fleet 10.2.0.7:8080 --layout js53
+refused b7 "the layout must be Leaf's" "a layout other than Leaf's"
+
+# no --identity: Leaf's own form, the host's first non-loopback IPv4 address (or
+# 127.0.0.1 on a host with none) and the HTTP port
+p=$(zk_free_port)
+"$IK_BIN" serve --http 127.0.0.1:"$p" --coord "$(zk_uri "$ZK_CHROOT")" --zk-session-timeout "$ZK_SESSION_MS" \
+  --leaf-name dflt >"$T/d.log" 2>&1 &
+SERVER_PID[d]=$!
+IK_PIDS+=($!)
+wait_held "$p" 30 || fail "d not ready: $(tail -n 2 "$T/d.log")"
+id=$(status_of "$p" .server.identity 2>/dev/null || true)
+[ -n "$id" ] && [ "$id" != null ] || id=$(grep -o 'identity [^)]*' "$T/d.log" | head -n 1 | cut -d' ' -f2)
+[[ $id =~ ^[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+:$p$ ]] || fail "d's default identity is '$id', not IPv4:$p"
+"$IK_BIN" workers --coord "$(zk_uri "$ZK_CHROOT")" --leaf-name dflt | grepq -E " held +$id " ||
+  fail "workers does not list d's node as $id"
+pass "the default identity is Leaf's form: $id"
