@@ -92,8 +92,9 @@ int main(int argc, char **argv)
             fprintf(stderr, "acquire: %s: %s\n", ik_errname(rc), why);
             return 1;
         }
-        int64_t until = 0, written = 0;
-        rc = b->ops->slot_persist(b, g.handle, wall_ms() + 1000, &until, &written);
+        ik__lease_proof proof;
+        int64_t written = 0;
+        rc = b->ops->slot_persist(b, g.handle, wall_ms() + 1000, &proof, &written);
         int64_t t2 = now_ns();
         if (rc) {
             fprintf(stderr, "renew: %s\n", ik_errname(rc));

@@ -339,7 +339,27 @@ IK_EXTERN void ik_coord_options_init(ik_coord_options *o);
  * build lacks, IK_EINVAL for options, IK_ESTORE if it cannot be reached). */
 IK_EXTERN int ik_coord_open(const char *uri, const ik_coord_options *o, ik_coord **out, char *why,
                             size_t why_len);
+/* Closes c: first settles or logs every doubt still open (as ik_coord_settle),
+ * then frees the backend. Accepts NULL. */
 IK_EXTERN void ik_coord_close(ik_coord *c);
+
+/* A stop with a bound (docs/guarantees.md promise 13). From timeout_ms after this
+ * call, every call of c still blocked on the store is cut (its socket shut, its wait
+ * ended: it fails as a store that did not answer) and every later one fails without
+ * waiting on the store, so that ik_coord_settle, ik_slot_lease_release and
+ * ik_coord_close end within about that time whatever the store does. 0, or
+ * IK_EINVAL (negative timeout, or called twice). Any thread. */
+IK_EXTERN int ik_coord_stop_within(ik_coord *c, int64_t timeout_ms);
+
+/* Settles every open doubt of c's counters (a tag advance whose answer was lost)
+ * with one read each, or logs it as a gap of unknown place ("tag gap ... first=?
+ * ... why=maybe_recorded"), before it returns: never through a store whose checks
+ * refuse (they are run once more first; a refusal logs the doubts without touching
+ * the store). A daemon calls it at its stop before it releases
+ * its slot, so that a supervisor's kill never lands before the line. Any thread,
+ * with no tag advance of c running; blocks on I/O (bounded by ik_coord_stop_within,
+ * where called). */
+IK_EXTERN void ik_coord_settle(ik_coord *c);
 /* The canonical URI ("local:/abs/dir", "zk://h:p/chroot"); valid until close. */
 IK_EXTERN const char *ik_coord_uri(const ik_coord *c);
 /* Checks an URI's syntax without opening it. */

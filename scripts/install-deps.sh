@@ -60,12 +60,14 @@ test_pkgs=(
   curl jq bc procps psmisc
   iproute2            # ip netns and veth: a lock holder's host that vanishes (tests/integration/sql_vanish.sh)
   bash-builtins       # bash's own sleep for the wait loops (tests/integration/lib.sh)
+  strace              # t_local_sequence_fsync_order: each sequence ID leaves after its commit's fsync
   python3-kazoo       # kazoo interop helper
   libcurator-recipes-java libcurator-framework-java # Curator interop helper
   chromium chromium-driver python3-selenium # the status page's browser tests
   man-db systemd python3 # t_packaging, t_man: man -l, systemd-analyze, a notify socket
   redis-tools python3-redis netcat-openbsd # RESP clients: redis-cli, redis-benchmark, redis-py, nc
   postgresql python3-psycopg2 # postgresql:// tests (tests/fixtures/postgres.sh), Leaf's statements
+  pgbouncer           # a pooler in front of PostgreSQL (t_pg_pgbouncer: transaction mode refused, session mode served)
   redis-server        # the RESP benchmark's peer, and the real Redis of the redis:// tests
   mariadb-server python3-pymysql # mysql://: a throwaway MariaDB (tests/fixtures/mariadb.sh), Leaf's statements from Python
   prometheus          # promtool checks the shipped alert rules; a real Prometheus runs them (t_prometheus_alerts)
@@ -128,7 +130,7 @@ echo "install-deps: installing ${missing[*]}" >&2
 SUDO=
 [ "$(id -u)" -ne 0 ] && SUDO=sudo
 export DEBIAN_FRONTEND=noninteractive
-# Installing a server package (zookeeper, nginx, redis-server, mariadb, postgresql, prometheus)
+# Installing a server package (zookeeper, nginx, redis-server, mariadb, postgresql, pgbouncer, prometheus)
 # must not start the system's own service: the tests start their own, on loopback
 # ports with fresh data. Where no policy-rc.d is in place, one that refuses every
 # start stands for the length of the install.

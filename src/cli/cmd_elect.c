@@ -1,7 +1,8 @@
 /* cmd_elect.c: `idkeeper elect PATH -- CMD [ARG...]`: campaigns at PATH and runs CMD
  * only while this process leads (docs/guarantees.md promise 22).
  *
- *   CAMPAIGNING --leading--> RUNNING CMD --CMD exits--> resign, exit with its code
+ *   CAMPAIGNING --leading--> RUNNING CMD --CMD exits--> its tree gone (SIGKILL to
+ *        what is left after the grace), resign, exit with its code
  *   RUNNING --leadership LOST--> STOPPING (SIGTERM, SIGKILL after the grace)
  *        --CMD gone--> CAMPAIGNING again (the library campaigns by itself),
  *                      or exit 125 with --once
@@ -10,7 +11,8 @@
  *        library tells a grant lost right after it came so, not as leading);
  *        LOST with --once: exit 125
  *   CAMPAIGNING --TERM/INT/HUP/QUIT--> resign, exit 128+sig
- *   RUNNING --TERM/INT/HUP/QUIT--> forwarded to CMD; its exit ends idkeeper
+ *   RUNNING --TERM/INT/HUP/QUIT--> forwarded to CMD; its exit ends idkeeper (SIGKILL
+ *        to CMD's tree if it has not ended within the grace)
  *
  * CMD starts only on a HELD note while ik_election_get_info (which checks the
  * lock's session, not only the notes delivered) says HELD. The grace: as for
@@ -110,6 +112,9 @@ int ik__cmd_elect(const ik_cli_command *cmd, ik_cli_opts *o)
         if (ik__sup_next(&r.sup, recheck ? 100 : -1, &ev) != 0) {
             ik__cli_fail(cmd, "waiting: %s", strerror(errno));
             ik__sup_stop(&r.sup, 0);
+            int code; /* CMD's tree gone before the release */
+            while (ik__sup_wait_gone(&r.sup, &code) < 0 && errno == EINTR) {
+            }
             rc = IK_EXIT_FAIL;
             break;
         }
@@ -183,7 +188,7 @@ int ik__cmd_elect(const ik_cli_command *cmd, ik_cli_opts *o)
         snprintf(e_fence, sizeof e_fence, "IDKEEPER_FENCE=%" PRId64, hi.fence);
         grace = ik__cli_grace_now(o, hi.session_timeout_ms);
         char why[512];
-        rc = ik__sup_spawn(&r.sup, argv, env, why, sizeof why);
+        rc = ik__sup_spawn(&r.sup, argv, env, grace, why, sizeof why);
         if (rc) {
             ik__cli_fail(cmd, "%s", why);
             break;

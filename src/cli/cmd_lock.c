@@ -4,11 +4,13 @@
  *   WAITING --granted--> GRANTED --the lock says HELD--> RUNNING
  *   GRANTED --the lock says IN_DOUBT--> wait for HELD again (or LOST)
  *   GRANTED --the lock says LOST--> release, exit 125 (CMD never ran)
- *   RUNNING --CMD exits--> release, exit with CMD's code
+ *   RUNNING --CMD exits--> its tree gone (SIGKILL to what is left after the grace),
+ *        release, exit with CMD's code (supervise.h: the guardian)
  *   WAITING --timeout--> exit 124          WAITING, GRANTED --TERM/INT/HUP--> exit 128+sig
  *   RUNNING --lock LOST--> STOPPING (SIGTERM, SIGKILL after the grace) --> exit 125
  *   RUNNING --lock IN_DOUBT / restored--> a line on stderr; CMD keeps running
- *   RUNNING --TERM/INT/HUP/QUIT--> forwarded to CMD's process group
+ *   RUNNING --TERM/INT/HUP/QUIT--> forwarded to CMD's process group; SIGKILL to
+ *        CMD's tree if it has not ended within the grace
  *
  * The acquire runs on a thread of its own so that the main thread keeps serving
  * signals while it waits; a signal cancels the wait (ik_lock_cancel). A notice of
@@ -79,6 +81,7 @@ int ik__cli_hold_begin(const ik_cli_command *cmd, const ik_cli_opts *o, ik_sup *
         ik__cli_fail(cmd, "cannot set up signals: %s", strerror(errno));
         return IK_EXIT_FAIL;
     }
+    sup->who = cmd->name;
     *c = NULL;
     rc = ik__cli_open_coord(cmd, o, c);
     if (rc == 0) rc = ik__cli_locks_offered(cmd, *c);
@@ -90,9 +93,9 @@ int64_t ik__cli_grace(const ik_cli_opts *o, int64_t session_ms, int64_t *max)
 {
     int given = o->v[IK_OPT_GRACE].text != NULL;
     int64_t g = o->v[IK_OPT_GRACE].n;
-    if (session_ms <= 0) { /* local: never lost */
+    if (session_ms <= 0) { /* local: never lost; the grace serves the stops only */
         *max = -1;
-        return given ? g : 0;
+        return given ? g : IK_CLI_LOCAL_GRACE_MS;
     }
     *max = session_ms / 4;
     return given ? g : session_ms / 6;
@@ -123,8 +126,10 @@ int ik__cmd_lock(const ik_cli_command *cmd, ik_cli_opts *o)
     lock_run r;
     memset(&r, 0, sizeof r);
     ik_coord *c;
+    int64_t t0 = ik__sup_mono_ms();
     int rc = ik__cli_hold_begin(cmd, o, &r.sup, &c);
     if (rc) return rc;
+    int64_t open_ms = ik__sup_mono_ms() - t0; /* not counted by --timeout (docs/cli.md) */
     const char *path = o->args[0];
     char *const *argv = &o->args[o->rest];
     r.timeout_ms = o->v[IK_OPT_TIMEOUT].text ? o->v[IK_OPT_TIMEOUT].n : -1;
@@ -171,8 +176,15 @@ int ik__cmd_lock(const ik_cli_command *cmd, ik_cli_opts *o)
     }
     if (r.rc != 0) {
         if (r.rc == IK_ETIMEDOUT || r.rc == IK_EBUSY) {
-            ik__cli_fail(cmd, "timed out after %" PRId64 " ms waiting for the lock at %s",
-                         r.timeout_ms, path);
+            if (open_ms < 1000)
+                ik__cli_fail(cmd, "timed out after %" PRId64 " ms waiting for the lock at %s",
+                             r.timeout_ms, path);
+            else
+                ik__cli_fail(cmd,
+                             "timed out after %" PRId64 " ms waiting for the lock at %s "
+                             "(--timeout counts from the moment the store was open and "
+                             "checked, which took %" PRId64 " ms before it)",
+                             r.timeout_ms, path, open_ms);
             rc = IK_EXIT_LOCK_TIMEOUT;
         } else if (r.rc == IK_ECLOSED) {
             rc = 128 + sig;
@@ -226,7 +238,7 @@ int ik__cmd_lock(const ik_cli_command *cmd, ik_cli_opts *o)
     snprintf(e_node, sizeof e_node, "IDKEEPER_LOCK_NODE=%s", hi.node);
     const char *env[] = {e_path, e_fence, e_node, NULL};
     char why[512];
-    rc = ik__sup_spawn(&r.sup, argv, env, why, sizeof why);
+    rc = ik__sup_spawn(&r.sup, argv, env, grace, why, sizeof why);
     if (rc) {
         ik__cli_fail(cmd, "%s", why);
         ik_lock_release(r.lk);
@@ -237,6 +249,9 @@ int ik__cmd_lock(const ik_cli_command *cmd, ik_cli_opts *o)
         if (ik__sup_next(&r.sup, -1, &ev) != 0) {
             ik__cli_fail(cmd, "waiting for %s: %s", argv[0], strerror(errno));
             ik__sup_stop(&r.sup, 0);
+            int code; /* CMD's tree gone before the release */
+            while (ik__sup_wait_gone(&r.sup, &code) < 0 && errno == EINTR) {
+            }
             rc = IK_EXIT_FAIL;
             break;
         }

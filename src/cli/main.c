@@ -69,6 +69,12 @@ static const ik_cli_command commands[] = {
      "ms later (default a sixth of the ZooKeeper session timeout, at most a quarter, so\n"
      "that CMD is gone before anyone else can hold the lock). CMD starts only while the\n"
      "lock is held: lost before CMD started, it exits 125 and CMD never runs.\n"
+     "CMD runs under a guardian that sees its whole process tree (setsid included): the\n"
+     "lock is released only once nothing of it runs. After CMD exits, or a signal passed\n"
+     "on, the rest has --grace ms (local: default 2000) before SIGKILL; if idkeeper is\n"
+     "killed, the guardian kills the tree at once.\n"
+     "--timeout counts from the moment the store is open and checked; the open has the\n"
+     "store's bounds (zk://: the session timeout T to connect, max(T/3, 2 s) to check).\n"
      "On zk:// PATH is the ZooKeeper path that Curator's InterProcessMutex and\n"
      "kazoo's Lock use; on local: the lock holds between the processes of one host.\n"
      "Exit codes: CMD's own; 124 gave up waiting (--timeout), CMD never ran; 125 the lock\n"
@@ -84,7 +90,9 @@ static const ik_cli_command commands[] = {
      "--grace ms later: as for lock) and idkeeper campaigns again, or exits 125 with\n"
      "--once (also when leadership is lost before CMD started). When CMD\n"
      "exits by itself, idkeeper resigns and exits with CMD's code. TERM, INT, HUP and QUIT\n"
-     "are passed on to CMD while it runs; before that they end the campaign (128+N).",
+     "are passed on to CMD while it runs; before that they end the campaign (128+N).\n"
+     "CMD's process tree is handled as for lock: nothing of it runs when idkeeper\n"
+     "resigns, campaigns again or dies.",
      IK_OPTS_ELECT},
     {"schema", ik__cmd_schema, "print the SQL schema of a mysql:// or postgresql:// store",
      "schema --coord URI",

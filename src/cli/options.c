@@ -105,12 +105,13 @@ const ik_cli_option ik__cli_options[IK_OPT__COUNT] = {
     ROW(DESCRIPTION, "description", STRING, NULL, "TEXT",
         "free text stored with a new tag (at most 255 bytes)", 0, 255, NULL),
     ROW(TIMEOUT, "timeout", INT, NULL, "MS",
-        "give up waiting for the lock after this (exit 124); 0: try once (default: wait "
-        "forever)",
+        "give up waiting for the lock after this (exit 124), counted once the store is open "
+        "and checked; 0: try once (default: wait forever)",
         0, INT64_C(31536000000), NULL),
     ROW(GRACE, "grace", INT, NULL, "MS",
-        "after the lock or leadership is lost, CMD gets SIGTERM, and SIGKILL this much later "
-        "(zk://: default a sixth of the session timeout, at most a quarter of it)",
+        "after the lock or leadership is lost, CMD gets SIGTERM, and SIGKILL this much later; "
+        "after CMD exits or a signal passed on, the rest of its tree has this long (zk://: "
+        "default a sixth of the session timeout, at most a quarter of it; local: 2000)",
         0, 3600000, NULL),
     ROW(ID, "id", STRING, NULL, "TEXT",
         "this candidate's participant id, shown as the leader (default HOSTNAME:PID)", 0, 255,

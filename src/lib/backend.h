@@ -39,7 +39,8 @@ typedef struct ik__recipe_ops ik__recipe_ops; /* recipe.h */
 
 /* Every backend's handle struct starts with this. hz: the verdicts of its store
  * hazard checks (hazard.h), initialised by its open (ik__hazards_init) where it
- * has checks; coord.c reads them for ik_coord_hazards. */
+ * has checks and freed by its close after its last write or read (a freed verdict
+ * answers "safe"); coord.c reads them for ik_coord_hazards. */
 struct ik__backend {
     const ik__backend_ops *ops;
     ik__hazards hz;
@@ -54,13 +55,24 @@ typedef struct ik__slot_request {
                               max of this and the record it finds) */
 } ik__slot_request;
 
+/* What an acknowledged slot write proves: the store keeps the slot ours for at
+ * least term_ms from when that write was sent (the lease TTL, or the ZooKeeper
+ * session timeout the server granted, which runs from the request at the latest).
+ * The backend reports these two facts only; core/lease.c derives from them the
+ * window in which the lease may issue, once for every backend (2/3 of the term,
+ * counted from the send time: docs/architecture.md, "Lease ⇄ backend"). */
+typedef struct ik__lease_proof {
+    int64_t sent_mono_ns; /* ik__mono_ns when the proving write was sent */
+    int64_t term_ms;      /* IK_FOREVER: the slot never lapses while held (local:) */
+} ik__lease_proof;
+
 typedef struct ik__slot_grant {
     uint32_t worker;
-    int64_t old_record_ms;       /* the record found (0: none): the floor */
-    int64_t record_ms;           /* the record now written: the first ceiling */
-    int64_t since_ms;            /* Unix ms the slot was taken */
-    int64_t valid_until_mono_ns; /* lease proven until (IK_FOREVER on local) */
-    void *handle;                /* backend's per-slot state */
+    int64_t old_record_ms; /* the record found (0: none): the floor */
+    int64_t record_ms;     /* the record now written: the first ceiling */
+    int64_t since_ms;      /* Unix ms the slot was taken */
+    ik__lease_proof proof; /* what the take proves */
+    void *handle;          /* backend's per-slot state */
 } ik__slot_grant;
 
 struct ik__backend_ops {
@@ -103,14 +115,14 @@ struct ik__backend_ops {
 
     /* Writes record_ms as the slot's time record, only if the slot is still ours.
      * 0: a write was acknowledged: *written_ms = the record it wrote (record_ms, or
-     * on a slow store an earlier, lower record whose answer came late), and
-     * *valid_until_mono_ns = until when that write proves the lease (from when it
-     * was sent). IK_EINDOUBT: no answer (connection trouble); the lease is unproven
+     * on a slow store an earlier, lower record whose answer came late), and *proof
+     * = that write's send time and the lease's term (never a window: lease.c
+     * derives it). IK_EINDOUBT: no answer (connection trouble); the lease is unproven
      * but may still be ours. IK_ELOST: the slot is no longer ours. IK_EUNSAFE: a
      * store hazard is refused (hazard.h): nothing was sent, and the lease must stop
      * issuing at once. */
-    int (*slot_persist)(ik__backend *b, void *handle, int64_t record_ms,
-                        int64_t *valid_until_mono_ns, int64_t *written_ms);
+    int (*slot_persist)(ik__backend *b, void *handle, int64_t record_ms, ik__lease_proof *proof,
+                        int64_t *written_ms);
 
     /* Writes record_ms and frees the slot. Frees handle whatever happens. */
     int (*slot_release)(ik__backend *b, void *handle, int64_t record_ms);
@@ -146,6 +158,28 @@ struct ik__backend_ops {
      * without checks. */
     int (*hazards_check)(ik__backend *b, char *why, size_t why_len);
 
+    /* ---- the stop (docs/guarantees.md promise 13) ------------------------------ */
+
+    /* Settles or logs every open doubt of the backend's counters (a tag advance
+     * whose answer was lost), by deadline_mono_ns: one read each, or a gap line of
+     * unknown place ("first=?", why=maybe_recorded) for each it cannot place. With
+     * refused non-NULL (coord.c: the checks refuse the store, or the stop's deadline
+     * passed),
+     * it touches nothing and logs each doubt with that reason: a doubt is never
+     * settled through a store its checks refuse. A settled or logged doubt is
+     * forgotten (close logs only what is left). No tag advance runs meanwhile. NULL:
+     * a backend whose writes are never in doubt. */
+    void (*settle)(ik__backend *b, int64_t deadline_mono_ns, const char *refused);
+    /* How many doubts are open now, for settle (no I/O). With settle, or NULL. */
+    int (*doubts)(ik__backend *b);
+
+    /* Cuts the backend for a bounded stop (coord.c calls it once, at the stop's
+     * deadline, from a thread of its own): every call blocked on the store returns
+     * at once as one that got no answer (a blocked socket is shut, a wait ended),
+     * and every later call fails without waiting on the store. close still frees
+     * everything. NULL: a backend whose calls never wait on another process. */
+    void (*cut)(ik__backend *b);
+
     /* The client library this backend talks through, "NAME VERSION" into buf (the
      * version it reports at run time where it can), for `idkeeper version`. Any
      * thread, no I/O. */
@@ -170,6 +204,10 @@ struct ik__backend_ops {
     int (*tag_advance)(ik__backend *b, const char *app, const char *name, ik_tag_kind kind,
                        int64_t delta, int64_t *first);
 };
+
+/* How long ik_coord_settle (and so close) gives the doubts where no stop bound is
+ * set (ik_coord_stop_within). */
+#define IK__SETTLE_MS 2000
 
 /* coord.c: the registry's backends, in order; *n = how many. For tests. */
 const ik__backend_ops *const *ik__coord_backends(size_t *n);

@@ -6,12 +6,24 @@
 #include "backend.h"
 #include "internal.h"
 
+#include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 struct ik_coord {
     ik__backend *be;
     int test_write_delay_ms; /* IDKEEPER_TEST_WRITE_DELAY_MS at open (tests only) */
+
+    /* The stop's bound (ik_coord_stop_within): a watchdog thread cuts the backend
+     * (ops->cut) at stop_by_ns, unless close came first. Guarded by mu. */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int watching; /* the watchdog runs */
+    int closing;  /* close has begun: the watchdog ends */
+    int cut;      /* the backend was cut */
+    int64_t stop_by_ns;
+    pthread_t watchdog;
 };
 
 /* The registry. Each backend lives in its folder, src/lib/backends/NAME/, built
@@ -200,8 +212,12 @@ int ik_coord_open(const char *uri, const ik_coord_options *o, ik_coord **out, ch
     const char *delay = getenv("IDKEEPER_TEST_WRITE_DELAY_MS");
     long ms = delay ? strtol(delay, NULL, 10) : 0;
     c->test_write_delay_ms = ms > 0 && ms <= 600000 ? (int)ms : 0;
+    pthread_mutex_init(&c->mu, NULL);
+    ik__cond_init_mono(&c->cv);
     rc = ops->open(uri, &opts, &c->be, why, why_len);
     if (rc) {
+        pthread_cond_destroy(&c->cv);
+        pthread_mutex_destroy(&c->mu);
         free(c);
         return rc;
     }
@@ -209,13 +225,97 @@ int ik_coord_open(const char *uri, const ik_coord_options *o, ik_coord **out, ch
     return IK_OK;
 }
 
+/* The watchdog of ik_coord_stop_within: cuts the backend at stop_by_ns, unless
+ * close begins first. */
+static void *watchdog(void *arg)
+{
+    ik_coord *c = arg;
+    pthread_mutex_lock(&c->mu);
+    for (;;) {
+        int64_t left_ms = (c->stop_by_ns - ik__mono_ns() + 999999) / 1000000;
+        if (c->closing || left_ms <= 0) break;
+        struct timespec ts;
+        ik__deadline_ts(&ts, left_ms);
+        pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+    }
+    int cut = !c->closing;
+    if (cut) c->cut = 1;
+    pthread_mutex_unlock(&c->mu);
+    if (cut) {
+        ik__logf("the stop's deadline passed: calls still waiting on the store are cut "
+                 "(docs/guarantees.md promise 13)");
+        if (c->be->ops->cut) c->be->ops->cut(c->be);
+    }
+    return NULL;
+}
+
+int ik_coord_stop_within(ik_coord *c, int64_t timeout_ms)
+{
+    if (!c || timeout_ms < 0) return IK_EINVAL;
+    pthread_mutex_lock(&c->mu);
+    int rc = c->watching ? IK_EINVAL : IK_OK;
+    if (rc == IK_OK) {
+        c->stop_by_ns = ik__mono_ns() + timeout_ms * INT64_C(1000000);
+        if (pthread_create(&c->watchdog, NULL, watchdog, c))
+            rc = IK_ESYS(EAGAIN);
+        else
+            c->watching = 1;
+    }
+    pthread_mutex_unlock(&c->mu);
+    return rc;
+}
+
+/* The settle's deadline: the stop's, where one is set, else the settle's own
+ * budget from now. */
+static int64_t settle_by(ik_coord *c)
+{
+    pthread_mutex_lock(&c->mu);
+    int64_t by = c->watching ? c->stop_by_ns : ik__mono_ns() + IK__SETTLE_MS * INT64_C(1000000);
+    pthread_mutex_unlock(&c->mu);
+    return by;
+}
+
+void ik_coord_settle(ik_coord *c)
+{
+    if (!c || !c->be->ops->settle || !c->be->ops->doubts(c->be)) return;
+    ik__backend *be = c->be;
+    pthread_mutex_lock(&c->mu);
+    int cut = c->cut;
+    pthread_mutex_unlock(&c->mu);
+    if (cut) {
+        be->ops->settle(be, 0, "the stop's deadline had passed");
+        return;
+    }
+    /* The checks once more, now: a doubt is never settled through a store they
+     * refuse, and a setting turned unsafe since the last check must not slip
+     * through (docs/hazards.md). A store that cannot be asked now is left to the
+     * backend's own gate, which checks every connection it makes before using it. */
+    char why[300] = "";
+    if (be->ops->hazards_check) be->ops->hazards_check(be, why, sizeof why);
+    if (ik__hazards_refused(&be->hz, why, sizeof why) == IK_EUNSAFE) {
+        char refused[360];
+        snprintf(refused, sizeof refused, "the store's checks refuse it: %s", why);
+        be->ops->settle(be, 0, refused);
+        return;
+    }
+    be->ops->settle(be, settle_by(c), NULL);
+}
+
 void ik_coord_close(ik_coord *c)
 {
     if (!c) return;
-    if (c->be) {
-        ik__hazards_free(&c->be->hz);
-        c->be->ops->close(c->be);
-    }
+    /* the doubts first, while the hazards still answer (a freed verdict would
+     * answer "safe") */
+    ik_coord_settle(c);
+    pthread_mutex_lock(&c->mu);
+    c->closing = 1;
+    pthread_cond_broadcast(&c->cv);
+    int watching = c->watching;
+    pthread_mutex_unlock(&c->mu);
+    if (watching) pthread_join(c->watchdog, NULL);
+    if (c->be) c->be->ops->close(c->be); /* frees the hazards last (backend.h) */
+    pthread_cond_destroy(&c->cv);
+    pthread_mutex_destroy(&c->mu);
     free(c);
 }
 

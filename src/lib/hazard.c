@@ -74,16 +74,30 @@ static void log_change(const ik__hazards *h, const ik_hazard *r, int was)
         ik__logf("store hazard cleared: %s: %s is %s now", h->where, r->check, r->value);
 }
 
-static int refused_locked(const ik__hazards *h, char *why, size_t why_len)
+/* IK_EUNSAFE with why naming the first refused row of rows[n], or 0 if none is. */
+static int first_refused(const ik__hazards *h, const ik_hazard *rows, size_t n, char *why,
+                         size_t why_len)
 {
-    if (!h->refused) return IK_OK;
-    for (size_t i = 0; i < h->n; i++) {
-        const ik_hazard *r = &h->rows[i];
+    for (size_t i = 0; i < n; i++) {
+        const ik_hazard *r = &rows[i];
         if (r->verdict == IK_VERDICT_REFUSED)
             return ik__fail(IK_EUNSAFE, why, why_len, "%s is %s (%s): %s", r->check, r->value,
                             h->where, r->fix);
     }
-    return IK_EUNSAFE; /* not reached: refused counts refused rows */
+    return IK_OK;
+}
+
+static int refused_locked(const ik__hazards *h, char *why, size_t why_len)
+{
+    if (!h->refused) return IK_OK;
+    int rc = first_refused(h, h->rows, h->n, why, why_len);
+    return rc ? rc : IK_EUNSAFE; /* refused counts refused rows: never 0 here */
+}
+
+int ik__hazards_proof(ik__hazards *h, const ik_hazard *rows, size_t n, char *why, size_t why_len)
+{
+    if (!h->ready) return IK_OK;
+    return first_refused(h, rows, n, why, why_len);
 }
 
 int ik__hazards_update(ik__hazards *h, const ik_hazard *rows, size_t n, char *why, size_t why_len)

@@ -18,6 +18,9 @@
  *        IK_VERDICT_RISK itself.)
  *   HZ3. While refused, every ask is due (ik__hazards_due): a store made safe again
  *        is found so at the next write, not an interval later.
+ *   HZ4. A write whose own round trip carried evidence (a backend's proof) is
+ *        trusted only on that evidence's verdict (ik__hazards_proof), not on the
+ *        rows installed now: those may be older than the write.
  *
  * Threads: every call is thread-safe (one mutex); init and free belong to the
  * backend's open and close.
@@ -60,6 +63,13 @@ void ik__hazard_row(const ik__hazards *h, ik_hazard *r, const char *check, const
  * it; new names are added), logs each change of verdict (HZ2), and answers as
  * ik__hazards_refused. */
 int ik__hazards_update(ik__hazards *h, const ik_hazard *rows, size_t n, char *why, size_t why_len);
+
+/* The verdict of one write's own evidence (docs/hazards.md, "Proof with every write"):
+ * IK_EUNSAFE with why naming the first refused row of rows[n] ("CHECK is VALUE
+ * (WHERE): FIX"), else 0, whatever the installed rows say (a slower check may install
+ * its rows after a write's, HZ4). No I/O, no install: the caller installs the same
+ * rows with ik__hazards_update, so that a change is logged (HZ2). */
+int ik__hazards_proof(ik__hazards *h, const ik_hazard *rows, size_t n, char *why, size_t why_len);
 
 /* 0 if no row is refused; else IK_EUNSAFE with why naming the first refused row:
  * "CHECK is VALUE (WHERE): FIX". No I/O. */

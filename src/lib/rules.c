@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 /* ---- ISO 8601 ------------------------------------------------------------------ */
 
@@ -177,6 +178,17 @@ long ik__pct_decode(const char *s, size_t n, char *out, size_t cap)
     return (long)o;
 }
 
+const char *ik__uri_query_password(const char *item, size_t len)
+{
+    const char *eq = memchr(item, '=', len);
+    if (!eq) return NULL;
+    size_t kl = (size_t)(eq - item);
+    char key[32];
+    if (kl >= sizeof key) return NULL; /* "password", each byte escaped, is 24 */
+    if (ik__pct_decode(item, kl, key, sizeof key) < 0) return memchr(item, '%', kl) ? eq + 1 : NULL;
+    return strcasecmp(key, "password") == 0 ? eq + 1 : NULL;
+}
+
 char *ik__uri_redact(const char *uri, char *out, size_t out_len)
 {
     if (!out || !out_len) return out;
@@ -210,8 +222,10 @@ char *ik__uri_redact(const char *uri, char *out, size_t out_len)
         put(out, out_len, &used, s, (size_t)(q - s));
         while (*q) {
             size_t pn = strcspn(q, "&#");
-            if (pn >= 9 && strncmp(q, "password=", 9) == 0) {
-                put(out, out_len, &used, "password=***", 12);
+            const char *v = ik__uri_query_password(q, pn);
+            if (v) {
+                put(out, out_len, &used, q, (size_t)(v - q));
+                put(out, out_len, &used, "***", 3);
             } else {
                 put(out, out_len, &used, q, pn);
             }

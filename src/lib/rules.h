@@ -88,6 +88,13 @@ int ik__hexval(int c);
  * result that does not fit. */
 long ik__pct_decode(const char *s, size_t n, char *out, size_t cap);
 
+/* If the query item item[0..len) ("KEY=VALUE", without its '&') gives a password,
+ * its value (inside item); else NULL. Its key is percent-decoded before it is
+ * compared, case aside, with "password", as libpq decodes it ("%70assword=x" is a
+ * password); a key holding a '%' that does not decode counts as one too. The one
+ * rule of every reading and every redaction of a password in a query. */
+const char *ik__uri_query_password(const char *item, size_t len);
+
 /* Copies uri into out (out_len bytes, truncated and NUL-terminated) with every
  * password it carries replaced by "***", so that a message, a log line or a status
  * answer can show it:
@@ -97,8 +104,8 @@ long ik__pct_decode(const char *s, size_t n, char *out, size_t cap);
  *   - in a URI with no userinfo by that rule but an '@' before its query (a
  *     password holding a '/', which the parsers refuse), everything from "://" to
  *     that '@';
- *   - the value of every "password=" query parameter ("...?password=x&...", libpq
- *     accepts it).
+ *   - the value of every password query parameter ("...?password=x&...", libpq
+ *     accepts it; its key decoded first: ik__uri_query_password).
  *
  * A URI without either is copied as it is. Never fails; returns out. The one rule
  * for every URI the library, the daemon and the CLI show (docs/guarantees.md promise 26: passwords

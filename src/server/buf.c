@@ -189,7 +189,7 @@ void ik__buf_append_i64(ik__buf *b, int64_t v)
 
 int ik__parse_u32(const char *s, size_t n, uint32_t max, uint32_t *out)
 {
-    if (n == 0 || n > 10) return -1;
+    if (n == 0 || n > 10 || (n > 1 && s[0] == '0')) return -1;
     uint64_t v = 0;
     for (size_t i = 0; i < n; i++) {
         if (s[i] < '0' || s[i] > '9') return -1;

@@ -64,8 +64,8 @@ typedef struct ik__span {
 
 /* ---- numbers and words in ----------------------------------------------------- */
 
-/* Strict decimal of 1 to 10 digits, no sign, no spaces, value <= max. Returns 0 and
- * sets *out, or -1. Leading zeros are accepted ("007"). */
+/* Strict decimal of 1 to 10 digits, no sign, no spaces, no leading zero ("0" alone
+ * is zero; as ik__parse_i64), value <= max. Returns 0 and sets *out, or -1. */
 int ik__parse_u32(const char *s, size_t n, uint32_t max, uint32_t *out);
 
 /* Strict decimal int64: optional '-', digits without leading zeros (except "0"),

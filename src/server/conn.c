@@ -49,6 +49,7 @@ static void drop(ik__conn *c, int why)
     }
     c->pend_head = c->pend_tail = NULL;
     c->npend = 0;
+    c->charged = 0;
     c->gate = NULL;
 }
 
@@ -76,17 +77,6 @@ static int peer_gone(ik__conn *c)
     struct pollfd pf = {.fd = fd, .events = POLLIN | POLLRDHUP};
     if (poll(&pf, 1, 0) != 1) return 0;
     return (pf.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
-}
-
-int ik__conn_answer_gone(ik__conn *c, ik__pend *p)
-{
-    if (p->op != IK_OP_SEQUENCE || p->rc != 0 || !p->nids || !peer_gone(c)) return 0;
-    ik__worker *w = c->w;
-    close_why(c, IK_GONE_CLIENT); /* detaches p, with the connection's other answers */
-    ik__pend_orphaned(w, p);      /* the range: a gap, logged and counted */
-    ik__pend_free(p);
-    ik__worker_maybe_end(w);
-    return 1;
 }
 
 static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
@@ -131,6 +121,11 @@ static void push(ik__conn *c, ik__pend *p)
 
 void ik__conn_push(ik__conn *c, ik__pend *p)
 {
+    if (!p->charge) {
+        uint64_t b = IK_ANSWER_BYTES + (uint64_t)IK_ID_BYTES * p->n;
+        p->charge = b < UINT32_MAX ? (uint32_t)b : UINT32_MAX;
+    }
+    c->charged += p->charge;
     push(c, p);
 }
 
@@ -161,14 +156,20 @@ void ik__conn_ready_done(ik__conn *c, const ik__buf *dst, size_t before)
 
 int ik__conn_full(const ik__conn *c)
 {
-    return c->out.len + c->held >= IK_OUT_HIGH || c->npend >= IK_PIPE_MAX || c->gate;
+    return c->out.len + c->held + c->charged >= IK_OUT_HIGH || c->npend >= IK_PIPE_MAX || c->gate;
+}
+
+static void flush_later(ik__conn *c);
+static void on_idle(uv_idle_t *h)
+{
+    (void)h; /* its being active is the point: the loop polls without waiting */
 }
 
 void ik__conn_answered(ik__conn *c, ik__pend *p)
 {
     p->done = 1;
     c->last_active = loop_now(c);
-    ik__conn_flush(c);
+    flush_later(c);
 }
 
 /* ---- writing ----------------------------------------------------------------------------- */
@@ -255,6 +256,7 @@ void ik__conn_flush(ik__conn *c)
             ik__pend *p = c->pend_head;
             ik__buf_append(&c->out, p->out.p, p->out.len);
             if (p->op == IK_OP_HELD) c->held -= p->out.len;
+            c->charged -= p->charge;
             c->pend_head = p->next;
             if (!c->pend_head) c->pend_tail = NULL;
             c->npend--;
@@ -264,6 +266,16 @@ void ik__conn_flush(ik__conn *c)
             } else {
                 ik__pend_free(p);
             }
+        }
+        if (c->unsent && peer_gone(c)) {
+            /* Sequence ranges about to be written to a client that has gone (an
+             * answer that came back while it was still there, held behind one that
+             * came later; a server stalled past the client's timeout; the shutdown
+             * deadline's flush): written, they would count as delivered. Instead
+             * they are gaps, logged and counted (docs/guarantees.md promise 4). */
+            close_why(c, IK_GONE_CLIENT);
+            ik__worker_maybe_end(w);
+            return;
         }
         if (c->out.len) {
             ssize_t r = try_write(c);
@@ -319,17 +331,22 @@ void ik__conn_flush(ik__conn *c)
 
 /* ---- the end of a turn ------------------------------------------------------------------- */
 
-/* After a read: c's answers are written when the loop's turn has read from every
- * connection that was ready (on_turn), not one connection at a time. With many
- * clients the loop then writes its answers together and the clients send their next
- * requests together, so that one epoll_wait finds many connections ready, instead of
- * the loop waking for each (docs/BENCHMARKS.md, "RESP -P 16"). */
+/* After a read or an answer: c's answers are written when the loop's turn has read
+ * from every connection that was ready and rendered every answer that came back
+ * (on_turn), not one connection, or one answer, at a time. With many clients the
+ * loop then writes its answers together and the clients send their next requests
+ * together, so that one epoll_wait finds many connections ready, instead of the loop
+ * waking for each (docs/BENCHMARKS.md, "RESP -P 16"); a sequence write's answers
+ * leave in one write a connection, not one an answer. The idle handle keeps a turn
+ * whose answer came from a timer from sleeping in epoll_wait before its check. */
 static void flush_later(ik__conn *c)
 {
     if (c->queued) return;
     c->queued = 1;
-    c->wnext = c->w->turn.head;
-    c->w->turn.head = c;
+    ik__turn *t = &c->w->turn;
+    if (!t->head) uv_idle_start(&t->idle, on_idle);
+    c->wnext = t->head;
+    t->head = c;
 }
 
 static void on_turn(uv_check_t *h)
@@ -341,6 +358,7 @@ static void on_turn(uv_check_t *h)
         c->queued = 0;
         ik__conn_flush(c);
     }
+    uv_idle_stop(&w->turn.idle);
 }
 
 int ik__turn_init(ik__worker *w)
@@ -351,6 +369,8 @@ int ik__turn_init(ik__worker *w)
     w->turn.check.data = w;
     if ((r = uv_check_start(&w->turn.check, on_turn)) != 0) return r;
     uv_unref((uv_handle_t *)&w->turn.check); /* the loop ends without waiting for it */
+    if ((r = uv_idle_init(&w->loop, &w->turn.idle)) != 0) return r;
+    uv_unref((uv_handle_t *)&w->turn.idle);
     return 0;
 }
 
@@ -456,13 +476,13 @@ static void on_connection(uv_stream_t *server, int status)
     }
     c->fd = fd;
     ik__count(&w->m.accepted);
-    if (open > srv->cfg->max_connections || w->draining) {
+    if (open > srv->cfg->max_connections || w->draining ||
+        (c->proto->admit && c->proto->admit(c) != 0)) {
         if (c->proto->refused) c->proto->refused(c, w->draining);
         ik__count(&w->m.rejected);
         conn_close(c);
         return;
     }
-    if (c->proto->accepted) c->proto->accepted(c);
     uv_tcp_nodelay(&c->tcp, 1);
     c->last_active = uv_now(&w->loop);
     read_start(c);
@@ -515,6 +535,7 @@ static void fail_pending(ik__conn *c)
             c->pend_head = q;
         }
         if (c->pend_tail == p) c->pend_tail = q;
+        c->charged -= p->charge;
         ik__pend_detach(w, p, IK_GONE_SHUTDOWN);
         prev = q;
     }
@@ -530,7 +551,7 @@ void ik__conn_sweep(ik__worker *w, uint64_t now)
     for (ik__conn *c = w->conns; c; c = next) {
         next = c->next;
         if (c->closing) continue;
-        uint64_t started;
+        uint64_t started, due;
         if (w->draining && now >= w->drain_deadline) {
             if (c->pend_head && !c->writing) fail_pending(c);
             close_why(c, IK_GONE_SHUTDOWN);
@@ -554,7 +575,9 @@ void ik__conn_sweep(ik__worker *w, uint64_t now)
             /* waiting for the store, or for our own output: not idle */
         } else if (w->draining) {
             conn_close(c);
-        } else if (now - c->last_active >= ito) {
+        } else if (now - c->last_active >= ito ||
+                   (c->proto->deadline && (due = c->proto->deadline(c)) && now >= due)) {
+            /* idle, or past the protocol's deadline (RESP: not authenticated in time) */
             ik__count(&w->m.timeouts);
             conn_close(c);
         }

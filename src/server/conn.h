@@ -18,8 +18,10 @@
  *   WAITING (a pending answer at the head of c->pend_head): reads go on, later
  *   requests queue behind it, nothing is written until the head's answer comes back
  *   (ik__pend_complete -> proto->answer -> ik__conn_answered).
- *   After a read, ik__conn_flush runs at the end of the loop's turn (ik__turn), once
- *   every connection that was ready has been read: the turn's answers leave together.
+ *   After a read, and after an answer comes back from the store, ik__conn_flush runs
+ *   at the end of the loop's turn (ik__turn), once every connection that was ready has
+ *   been read and every answer that came back has been rendered: the turn's answers
+ *   leave together, one write a connection.
  *   final answer (error, close asked, draining) --> LINGERING: shutdown(WR), read and
  *   discard until EOF or IK_LINGER_MS --> closed
  *   EOF between requests: answer what was read, then close. EOF inside a request,
@@ -42,9 +44,15 @@
  *   nothing is queued before it; else into a held ik__pend behind the pending ones
  *   (ik__conn_ready; RESP appends to the last held one, HTTP holds each answer in
  *   its own). Finished answers move from the head of the queue into c->out.
- * - Back-pressure: above IK_OUT_HIGH bytes of output (in c->out or held) or
- *   IK_PIPE_MAX queued answers, or while a gate answer is out (ik__conn_full), the
- *   protocol stops parsing and the unparsed rest of the read waits in c->stash.
+ * - Back-pressure: above IK_OUT_HIGH bytes of output (in c->out, held, or charged
+ *   for the answers still pending) or IK_PIPE_MAX queued answers, or while a gate
+ *   answer is out (ik__conn_full), the protocol stops parsing and the unparsed rest
+ *   of the read waits in c->stash; reads stop.
+ * - Charge: a pending answer is charged, from its queuing until it moves into
+ *   c->out, the memory its answer may take (its ID array and rendered output:
+ *   IK_ANSWER_BYTES + IK_ID_BYTES per ID, unless its protocol set a smaller one), so
+ *   that a client that pipelines large requests and never reads holds at most
+ *   IK_OUT_HIGH plus one answer's worth (docs/resp.md, docs/http.md).
  * - After an answer that closes the connection (c->close_after) nothing more is
  *   parsed.
  * - The hot path (one request answered at once) allocates nothing: c->out starts on
@@ -61,7 +69,9 @@
 #define IK_OUT_HIGH (256 * 1024) /* pause pipelined parsing above this much output */
 #define IK_LINGER_MS 2000        /* drain input this long after a final answer */
 #define IK_CONN_OUT_INLINE 512
-#define IK_PIPE_MAX 64 /* answers queued on one connection; parsing pauses beyond */
+#define IK_PIPE_MAX 64      /* answers queued on one connection; parsing pauses beyond */
+#define IK_ANSWER_BYTES 256 /* charged for a pending answer, beside its IDs */
+#define IK_ID_BYTES 32      /* charged per ID of a pending answer: 8 held, 24 rendered */
 
 /* A protocol on the connection core. Every hook runs on the connection's loop. */
 typedef struct ik__proto {
@@ -73,8 +83,9 @@ typedef struct ik__proto {
     void (*init)(ik__conn *c);
     /* Frees what init allocated. */
     void (*free_conn)(ik__conn *c);
-    /* Admitted: after accept, within max-connections. NULL: nothing to do. */
-    void (*accepted)(ik__conn *c);
+    /* After accept, within max-connections: returns 0 to admit c, or 1 to refuse it
+     * (a protocol's own share of the limit; refused is then called). NULL: admitted. */
+    int (*admit)(ik__conn *c);
     /* Refused (max-connections, or the server drains): may write its last words
      * before the close. NULL: closed in silence. */
     void (*refused)(ik__conn *c, int draining);
@@ -87,6 +98,11 @@ typedef struct ik__proto {
     /* Loop ms at which the request being read began (at least 1); 0 between
      * requests. Drives the read timeout, and EOF or draining inside a request. */
     uint64_t (*started)(const ik__conn *c);
+    /* Loop ms by which the client must have done what the protocol asks first
+     * (RESP with a token: authenticate); 0 if nothing is due. Past it the sweep
+     * closes c as it closes an idle one (counted as a timeout; a request being
+     * read or an answer being written has its own timeouts). NULL: never. */
+    uint64_t (*deadline)(const ik__conn *c);
     /* Answer p (c's, come back from the store, p->rc set) is to be rendered into
      * p->out; then ik__conn_answered(c, p), unless it was asked again (in flight). */
     void (*answer)(ik__conn *c, ik__pend *p);
@@ -114,6 +130,7 @@ struct ik__conn {
     ik__pend *pend_head, *pend_tail; /* answers not yet in c->out, in request order */
     int npend;
     size_t held;      /* bytes in held (ready) answers of the queue */
+    size_t charged;   /* bytes charged for the queue's pending answers (p->charge) */
     ik__pend *gate;   /* an answer out that parsing waits for (RESP: INCR finding its
                          tag's kind), or NULL */
     ik__pend *unsent; /* sequence answers in c->out not yet written whole (see drop) */
@@ -129,6 +146,7 @@ struct ik__conn {
  * done (a uv_check handle: after the turn's I/O callbacks, before it polls again). */
 typedef struct ik__turn {
     uv_check_t check; /* its data is the worker */
+    uv_idle_t idle;   /* active while head is not empty: the turn does not sleep first */
     ik__conn *head;   /* by wnext */
     int ready;        /* check initialized (closed by the loop's teardown) */
 } ik__turn;
@@ -155,23 +173,19 @@ void ik__listener_close(ik__listener *l);
  * length it had before. */
 ik__buf *ik__conn_ready(ik__conn *c);
 void ik__conn_ready_done(ik__conn *c, const ik__buf *dst, size_t before);
-/* Queues p, a pending answer (its protocol renders it when it comes back). */
+/* Queues p, a pending answer (its protocol renders it when it comes back), charged
+ * p->charge, or if that is 0 IK_ANSWER_BYTES + IK_ID_BYTES * p->n (see "Charge"). */
 void ik__conn_push(ik__conn *c, ik__pend *p);
 /* 1 if the protocol must stop parsing now (see "Back-pressure"). */
 int ik__conn_full(const ik__conn *c);
-/* A protocol's answer hook asks this first. A sequence range p brought back for c,
- * whose client has gone while the write ran: an EOF, a hang-up or a reset already
- * waiting on the socket that this loop has not read yet (a server stalled past the
- * client's timeout: a stop, a VM pause, a starved CPU). Written now, the answer would
- * count as delivered; instead c closes as a client gone and the range is a gap,
- * logged and counted, and p is freed: 1 (the hook returns at once). Else 0
- * (docs/sequence.md, "Clients that give up"). */
-int ik__conn_answer_gone(ik__conn *c, ik__pend *p);
 /* p is rendered (p->out): moves the connection on. */
 void ik__conn_answered(ik__conn *c, ik__pend *p);
 /* Moves the connection on after new output, a finished write or an answer that
  * came back: finished answers into c->out, c->out to the socket, then waits, closes,
- * parses kept input, or reads again. */
+ * parses kept input, or reads again. Before output that holds a sequence range is
+ * written, a peer that has hung up (an EOF, hang-up or reset waiting unread) closes
+ * c as a client gone: the ranges are gaps, logged and counted (docs/sequence.md,
+ * "Clients that give up"). */
 void ik__conn_flush(ik__conn *c);
 /* Stops reading from c (the protocol's final answer is coming). */
 void ik__conn_read_stop(ik__conn *c);

@@ -167,7 +167,6 @@ static uint64_t http_started(const ik__conn *c)
 /* A pending answer came back: the route renders it (ik__pend_render). */
 static void http_answer(ik__conn *c, ik__pend *p)
 {
-    if (ik__conn_answer_gone(c, p)) return;
     ik__worker *w = c->w;
     w->body.len = 0;
     ik__http_reply rs;

@@ -79,6 +79,37 @@ int ik__path_match(const char *pattern, const char *path, size_t plen, ik__span 
     return i == plen ? np : -1;
 }
 
+long ik__query_value(const char *q, size_t qlen, const char *name, char *out, size_t cap,
+                     ik__span *raw)
+{
+    const char *v;
+    size_t vl;
+    if (cap) out[0] = '\0';
+    if (!q || !ik__query_get(q, qlen, name, &v, &vl)) return -1;
+    if (raw) {
+        raw->p = v;
+        raw->n = vl;
+    }
+    long k = ik__pct_decode(v, vl, out, cap);
+    if (k < 0) {
+        if (cap) out[0] = '\0';
+        return -2;
+    }
+    return k;
+}
+
+int ik__query_uint(const char *q, size_t qlen, const char *name, uint32_t min, uint32_t max,
+                   uint32_t *v, ik__span *raw)
+{
+    char d[16];
+    uint32_t got;
+    long k = ik__query_value(q, qlen, name, d, sizeof d, raw);
+    if (k == -1) return 0;
+    if (k < 0 || ik__parse_u32(d, (size_t)k, max, &got) != 0 || got < min) return -1;
+    *v = got;
+    return 1;
+}
+
 /* Index of the first case-insensitive occurrence of lit (lower case) in s, or -1. */
 static long ifind(const char *s, size_t n, const char *lit)
 {
@@ -90,13 +121,11 @@ static long ifind(const char *s, size_t n, const char *lit)
 
 int ik__negotiate(const char *query, size_t qlen, const char *accept, size_t alen)
 {
-    const char *v;
-    size_t vl;
-    if (query && ik__query_get(query, qlen, "format", &v, &vl)) {
-        if (ik__ieq(v, vl, "json")) return IK_FMT_JSON;
-        if (ik__ieq(v, vl, "text")) return IK_FMT_TEXT;
-        return -1;
-    }
+    char v[8];
+    long vl = ik__query_value(query, qlen, "format", v, sizeof v, NULL);
+    if (vl >= 0 && ik__ieq(v, (size_t)vl, "json")) return IK_FMT_JSON;
+    if (vl >= 0 && ik__ieq(v, (size_t)vl, "text")) return IK_FMT_TEXT;
+    if (vl != -1) return -1;
     if (!accept || !alen) return IK_FMT_JSON;
     long t = ifind(accept, alen, "text/plain");
     if (t < 0) return IK_FMT_JSON;
@@ -128,18 +157,8 @@ size_t ik__route_find(const ik__route_key *keys, size_t n, unsigned method, cons
 
 int ik__count_param(const char *q, size_t qlen, uint32_t max, uint32_t *n, ik__span *raw)
 {
-    const char *v;
-    size_t vl;
     *n = 1;
-    if (!q || !ik__query_get(q, qlen, "count", &v, &vl)) return 0;
-    uint32_t got;
-    if (ik__parse_u32(v, vl, UINT32_MAX, &got) != 0 || got < 1 || got > max) {
-        raw->p = v;
-        raw->n = vl;
-        return -1;
-    }
-    *n = got;
-    return 0;
+    return ik__query_uint(q, qlen, "count", 1, max, n, raw) < 0 ? -1 : 0;
 }
 
 int ik__tag_param(ik__span seg, char out[IK_TAG_NAME_MAX + 1], char *why, size_t why_len)

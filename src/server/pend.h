@@ -76,12 +76,14 @@ typedef struct ik__pend {
     uint8_t fmt;  /* HTTP: IK_FMT_* */
     uint8_t leaf; /* HTTP: a Leaf route: one ID, no newline */
     uint8_t keep, http10, done;
-    uint8_t gone;   /* IK_GONE_*: why its connection dropped it (loop thread only) */
-    uint16_t route; /* row of the route table (RESP: of the command table), for the metrics */
-    uint8_t rshape; /* RESP: the answer's shape (resp_cmds.c) */
-    uint8_t rproto; /* RESP: protocol version of the connection when asked (2 or 3) */
-    uint8_t rflip;  /* RESP INCR/INCRBY: may be asked again of the other kind once */
-    uint32_t n;     /* IDs asked for */
+    uint8_t gone;    /* IK_GONE_*: why its connection dropped it (loop thread only) */
+    uint16_t route;  /* row of the route table (RESP: of the command table), for the metrics */
+    uint8_t rshape;  /* RESP: the answer's shape (resp_cmds.c) */
+    uint8_t rproto;  /* RESP: protocol version of the connection when asked (2 or 3) */
+    uint8_t rflip;   /* RESP INCR/INCRBY: may be asked again of the other kind once */
+    uint32_t n;      /* IDs asked for */
+    uint32_t charge; /* bytes charged against its connection's output limit while it
+                        is queued (conn.c; a protocol may set it before queuing) */
     char tag[IK_TAG_NAME_MAX + 1];
     /* set by the callback, read by the loop after the done queue hand-over: */
     int rc;        /* 0 or the library's error */

@@ -485,3 +485,8 @@ void ik__resp_quote(char *out, const char *s, size_t n)
     out[k++] = '\'';
     out[k] = 0;
 }
+
+int ik__resp_cross_protocol(const char *name, size_t n)
+{
+    return ik__ieq(name, n, "post") || ik__ieq(name, n, "host:");
+}

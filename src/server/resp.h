@@ -102,6 +102,12 @@ void ik__resp_null(ik__buf *b, int proto);               /* $-1 or _ */
 void ik__resp_array(ik__buf *b, size_t n);               /* *n */
 void ik__resp_map(ik__buf *b, size_t n, int proto);      /* %n, or *2n in RESP2 */
 
+/* 1 if a command named name[0..n-1] is a line of an HTTP request, not RESP: the
+ * request line of a POST ("POST / HTTP/1.1" read inline) or a Host: header, as
+ * redis-server takes them (a browser made to post a form to this port); 0 if not.
+ * The connection is then closed, nothing more in it run (docs/resp.md, "Errors"). */
+int ik__resp_cross_protocol(const char *name, size_t n);
+
 /* Quotes s[0..n-1] for an error message the way Redis does ('...', at most 128
  * bytes, CR and LF as blanks) into out (at least 140 bytes). */
 void ik__resp_quote(char *out, const char *s, size_t n);

@@ -293,6 +293,14 @@ static void put_ids(ik__buf *out, const int64_t *ids, int64_t first, size_t n, i
         ik__resp_int(out, ids ? ids[i] : first + (int64_t)i);
 }
 
+/* What a pending answer of n IDs in shape is charged against its connection's output
+ * limit (conn.h, "Charge"): one integer answers hold at most the ID array while
+ * pending; 0 lets the core charge an array's worth. */
+static uint32_t charge_of(uint32_t n, int shape)
+{
+    return shape == SH_LAST ? IK_ANSWER_BYTES + 8u * n : 0;
+}
+
 static void count_cmd(ik__worker *w, size_t row, int ok)
 {
     ik__count(&w->m.resp_cmds[row][ok ? 0 : 1]);
@@ -316,6 +324,7 @@ static void issue(ik__rcall *c, int op, const char *tag, uint32_t n, int shape, 
             p->rshape = (uint8_t)shape;
             p->rproto = c->s->proto;
             p->rflip = (uint8_t)flip;
+            p->charge = charge_of(n, shape);
             c->pend = p;
             return;
         }
@@ -424,6 +433,7 @@ static void c_snowflake(ik__rcall *c)
     if (rc == IK_PENDING) {
         p->rshape = (uint8_t)(array ? SH_ARRAY : SH_LAST);
         p->rproto = c->s->proto;
+        p->charge = charge_of(n, p->rshape);
         c->pend = p;
     } else if (rc != 0) {
         put_gen_error(w, c->out, rc);
@@ -856,6 +866,25 @@ static void c_reset(ik__rcall *c)
 /* ---- dispatch ----------------------------------------------------------------------------------
  */
 
+/* A command named POST or Host: (ik__resp_cross_protocol): an HTTP request on this
+ * port, a browser made to post a form here, whose next lines must not run. As
+ * redis-server: nothing answered, the connection closes (quit), logged at most once
+ * a minute per loop (docs/resp.md, "Errors"). Off the hot path: only for names not
+ * in the table. */
+static void cross_protocol(ik__rcall *c, const char *name, size_t n)
+{
+    ik__worker *w = c->w;
+    uint64_t now = uv_now(&w->loop);
+    if (w->attack_logged_ms == 0 || now - w->attack_logged_ms >= 60000) {
+        w->attack_logged_ms = now;
+        ik__log("Possible SECURITY ATTACK detected: a %s line from %s on the RESP port, an "
+                "HTTP request (a web page can make a browser send one); connection closed, "
+                "nothing in it run",
+                n == 4 ? "POST" : "Host:", c->s->peer);
+    }
+    c->s->quit = 1;
+}
+
 void ik__resp_dispatch(ik__rcall *c)
 {
     ik__worker *w = c->w;
@@ -874,6 +903,11 @@ void ik__resp_dispatch(ik__rcall *c)
     }
     size_t before = c->out->len;
     c->pend = NULL;
+    if (!r && ik__resp_cross_protocol(name, n)) {
+        cross_protocol(c, name, n);
+        count_cmd(w, NCMDS, 0);
+        return;
+    }
     if (!r) {
         char q[140], args[600];
         size_t k = 0;

@@ -16,7 +16,7 @@ typedef struct ik__rsess {
     uint64_t id;      /* CLIENT ID: unique within the process */
     uint8_t proto;    /* 2, or 3 after HELLO 3 */
     uint8_t authed;   /* AUTH passed, or no token configured */
-    uint8_t quit;     /* QUIT: close after this answer */
+    uint8_t quit;     /* QUIT, or a cross-protocol line: close after this answer */
     char name[64];    /* CLIENT SETNAME ("" none) */
     char lib[64];     /* CLIENT SETINFO lib-name lib-ver */
     char peer[64];    /* "ip:port" */

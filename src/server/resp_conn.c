@@ -22,12 +22,15 @@
 #include <string.h>
 
 #define IK_RESP_MAX_ARGS 256 /* arguments of one command */
+#define IK_RESP_AUTH_MS 5000 /* with a token: a connection must authenticate this soon */
 
 typedef struct resp_conn {
     ik__conn c; /* first: the core's part */
     ik__respp rp;
     ik__rsess s;
     uint64_t started; /* loop ms the current partial command began (0: none) */
+    uint64_t auth_by; /* loop ms by which it must authenticate (0: it has, or no token) */
+    int counted;      /* counted in srv->unauthed */
     char arg_inline[256];
 } resp_conn;
 
@@ -49,6 +52,47 @@ static void rconn_fail(resp_conn *r, const char *msg)
     ik__count(&c->w->m.resp_cmds[ik__resp_ncmds][1]);
     c->close_after = 1;
     r->started = 0;
+}
+
+/* ---- connections that have not authenticated --------------------------------------------
+ *
+ * With a token set, a RESP connection that has not authenticated (since accept, or
+ * since a RESET) is counted in srv->unauthed: at most half of --max-connections
+ * such connections are admitted (the rest are refused as over the limit), and each
+ * must authenticate within IK_RESP_AUTH_MS (or the idle timeout, if shorter) or be
+ * closed. So clients that never authenticate cannot hold every connection the
+ * server allows, and the HTTP API and its health checks stay reachable
+ * (docs/resp.md, "Limits, timeouts, shutdown"). */
+
+static int unauthed_max(const ik__server *srv)
+{
+    int half = srv->cfg->max_connections / 2;
+    return half > 0 ? half : 1;
+}
+
+/* Brings r's count in srv->unauthed and its deadline in line with r->s.authed;
+ * returns 1 if that would go over the share (nothing counted then). */
+static int unauthed_track(resp_conn *r)
+{
+    ik__server *srv = r->c.w->srv;
+    int want = !r->s.authed;
+    if (want == r->counted) return 0;
+    if (want) {
+        int n = atomic_fetch_add_explicit(&srv->unauthed, 1, memory_order_relaxed) + 1;
+        if (n > unauthed_max(srv)) {
+            atomic_fetch_sub_explicit(&srv->unauthed, 1, memory_order_relaxed);
+            return 1;
+        }
+        uint64_t ms = (uint64_t)srv->idle_timeout_ms < IK_RESP_AUTH_MS
+                          ? (uint64_t)srv->idle_timeout_ms
+                          : IK_RESP_AUTH_MS;
+        r->auth_by = uv_now(&r->c.w->loop) + ms;
+    } else {
+        atomic_fetch_sub_explicit(&srv->unauthed, 1, memory_order_relaxed);
+        r->auth_by = 0;
+    }
+    r->counted = want;
+    return 0;
 }
 
 /* Runs the complete command in the parser. */
@@ -82,6 +126,14 @@ static void run_command(resp_conn *r)
         if (call.pend->rflip == IK_RFLIP_GUESS) c->gate = call.pend;
     }
     if (r->s.quit) c->close_after = 1;
+    if (r->counted == !r->s.authed) return; /* the hot path: nothing changed */
+    if (unauthed_track(r)) {                /* RESET past the share: as if refused now */
+        ik__buf *dst = ik__conn_ready(c);
+        size_t before = dst->len;
+        ik__resp_error(dst, "ERR max number of clients reached");
+        ik__conn_ready_done(c, dst, before);
+        c->close_after = 1;
+    }
 }
 
 /* ---- the protocol's hooks ------------------------------------------------------------------ */
@@ -100,7 +152,10 @@ static void resp_init(ik__conn *c)
 
 static void resp_free(ik__conn *c)
 {
-    ik__respp_free(&resp_of(c)->rp);
+    resp_conn *r = resp_of(c);
+    if (r->counted) atomic_fetch_sub_explicit(&c->w->srv->unauthed, 1, memory_order_relaxed);
+    r->counted = 0;
+    ik__respp_free(&r->rp);
 }
 
 static void addr_text(const struct sockaddr_storage *ss, char *out, size_t len)
@@ -119,10 +174,12 @@ static void addr_text(const struct sockaddr_storage *ss, char *out, size_t len)
     snprintf(out, len, "%s:%d", host, port);
 }
 
-/* CLIENT INFO's addresses. */
-static void resp_accepted(ik__conn *c)
+/* Admits c within the unauthenticated share (above), and notes CLIENT INFO's
+ * addresses. */
+static int resp_admit(ik__conn *c)
 {
     resp_conn *r = resp_of(c);
+    if (unauthed_track(r)) return 1;
     struct sockaddr_storage ss;
     int sl = sizeof ss;
     memset(&ss, 0, sizeof ss);
@@ -131,6 +188,7 @@ static void resp_accepted(ik__conn *c)
     sl = sizeof ss;
     if (uv_tcp_getsockname(&c->tcp, (struct sockaddr *)&ss, &sl) == 0)
         addr_text(&ss, r->s.local, sizeof r->s.local);
+    return 0;
 }
 
 /* As Redis: say why, then close. */
@@ -178,10 +236,14 @@ static uint64_t resp_started(const ik__conn *c)
     return ((const resp_conn *)c)->started;
 }
 
+static uint64_t resp_deadline(const ik__conn *c)
+{
+    return ((const resp_conn *)c)->auth_by;
+}
+
 /* A pending answer came back: the command renders it (it may ask again). */
 static void resp_answer(ik__conn *c, ik__pend *p)
 {
-    if (ik__conn_answer_gone(c, p)) return;
     if (ik__resp_render(c->w, c->w->rkinds, p) == IK_PENDING) return; /* asked again */
     if (c->gate == p) c->gate = NULL;
     ik__conn_answered(c, p);
@@ -207,10 +269,11 @@ static const ik__proto resp_proto = {
     .hold_each = 0,
     .init = resp_init,
     .free_conn = resp_free,
-    .accepted = resp_accepted,
+    .admit = resp_admit,
     .refused = resp_refused,
     .feed = resp_feed,
     .started = resp_started,
+    .deadline = resp_deadline,
     .answer = resp_answer,
     .timeout = resp_timeout,
     .shutdown_answer = resp_shutdown_answer,

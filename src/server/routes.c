@@ -105,14 +105,14 @@ static int get_format(ik__ctx *x)
                         QUOTE(s));
         return -1;
     }
-    if (ik__query_get(rq->query.p, rq->query.n, "ids", &v, &vl)) {
-        if (ik__ieq(v, vl, "number")) return f == IK_FMT_JSON ? IK_FMT_JSON_NUM : f;
-        if (!ik__ieq(v, vl, "string")) {
-            ik__span s = {v, vl};
-            ik__reply_error(x->rs, 400, "bad_format", "ids must be string or number; got '%.*s'",
-                            QUOTE(s));
-            return -1;
-        }
+    char ids[8];
+    ik__span raw;
+    long k = ik__query_value(rq->query.p, rq->query.n, "ids", ids, sizeof ids, &raw);
+    if (k >= 0 && ik__ieq(ids, (size_t)k, "number")) return f == IK_FMT_JSON ? IK_FMT_JSON_NUM : f;
+    if (k != -1 && !(k >= 0 && ik__ieq(ids, (size_t)k, "string"))) {
+        ik__reply_error(x->rs, 400, "bad_format", "ids must be string or number; got '%.*s'",
+                        QUOTE(raw));
+        return -1;
     }
     return f;
 }
@@ -424,17 +424,15 @@ static void h_workers(ik__ctx *x)
  * slots and tags (page.c renders; docs/http.md, "The status page"). */
 static void h_page(ik__ctx *x)
 {
-    const char *v;
-    size_t vl;
     ik__pend *p = tag_pend(x, IK_OP_PAGE);
     if (!p) return;
-    if (ik__query_get(x->rq->query.p, x->rq->query.n, "decode", &v, &vl)) {
-        char *d = p->tagop->decode;
-        long k = ik__pct_decode(v, vl, d, sizeof p->tagop->decode - 1);
-        if (k < 0) { /* malformed or too long: shown (escaped) as it came, cut */
-            k = (long)(vl < sizeof p->tagop->decode - 1 ? vl : sizeof p->tagop->decode - 1);
-            memcpy(d, v, (size_t)k);
-        }
+    char *d = p->tagop->decode;
+    ik__span raw;
+    long k =
+        ik__query_value(x->rq->query.p, x->rq->query.n, "decode", d, sizeof p->tagop->decode, &raw);
+    if (k == -2) { /* malformed or too long: shown (escaped) as it came, cut */
+        k = (long)(raw.n < sizeof p->tagop->decode - 1 ? raw.n : sizeof p->tagop->decode - 1);
+        memcpy(d, raw.p, (size_t)k);
         d[k] = 0;
     }
     tag_queue(x, p);
@@ -752,24 +750,16 @@ static void h_status(ik__ctx *x)
  * 600), from the recent past the daemon keeps (history.c). */
 static void h_history(ik__ctx *x)
 {
-    const char *v;
-    size_t vl;
-    int seconds = IK_HIST_SECONDS;
-    if (ik__query_get(x->rq->query.p, x->rq->query.n, "seconds", &v, &vl)) {
-        char *end;
-        char num[8] = "";
-        if (vl < sizeof num) memcpy(num, v, vl), num[vl] = 0;
-        long n = strtol(num, &end, 10);
-        if (!num[0] || *end || n < 1 || n > IK_HIST_SECONDS) {
-            ik__span s = {v, vl};
-            ik__reply_error(x->rs, 400, "bad_seconds",
-                            "seconds must be a whole number from 1 to %d; got '%.*s'",
-                            IK_HIST_SECONDS, QUOTE(s));
-            return;
-        }
-        seconds = (int)n;
+    uint32_t seconds = IK_HIST_SECONDS;
+    ik__span raw;
+    if (ik__query_uint(x->rq->query.p, x->rq->query.n, "seconds", 1, IK_HIST_SECONDS, &seconds,
+                       &raw) < 0) {
+        ik__reply_error(x->rs, 400, "bad_seconds",
+                        "seconds must be a whole number from 1 to %d; got '%.*s'", IK_HIST_SECONDS,
+                        QUOTE(raw));
+        return;
     }
-    ik__history_render(x->srv, seconds, x->rs->body);
+    ik__history_render(x->srv, (int)seconds, x->rs->body);
     x->rs->ctype = CT_JSON;
 }
 

@@ -21,8 +21,12 @@
  *       shutting_down, written while the connections last)
  *     join (a loop ends when its last connection has closed, at shutdown_timeout_ms
  *       at the latest, and nothing is in flight)
+ *       -> ik_coord_settle (open counter doubts settled, or logged first=?)
  *       -> ik_slot_lease_release (persists the time record, frees the slot)
  *       -> ik_snowflake_destroy -> ik_coord_close -> return 0
+ *     every step after the signal is bounded by ik_coord_stop_within(shutdown_timeout_ms),
+ *       armed at the signal: at that deadline whatever waits on the store is cut, so
+ *       the process exits within the shutdown timeout plus about a second
  *
  * What it deliberately does not do: daemonize, write a pid file, reload its
  * configuration, or serve on more than one address. A supervisor does the first
@@ -694,7 +698,14 @@ int ik_server_run(const ik_server_config *cfg)
         notify("STOPPING=1");
         ik__log("%s: stopping: no new connections, finishing requests in flight",
                 sig == SIGINT ? "SIGINT" : "SIGTERM");
+        /* The bound of every step below (docs/guarantees.md promise 13): at the
+         * shutdown timeout, whatever still waits on the store is cut. */
+        if (ik_coord_stop_within(srv->coord, srv->shutdown_timeout_ms) != 0)
+            ik__log("the stop has no bound: no thread for its deadline");
         server_stop(srv);
+        /* the doubts before the slot: a stop that outlives its supervisor's patience
+         * must not die with a doubt unlogged */
+        ik_coord_settle(srv->coord);
         ik_lease_info li;
         ik_slot_lease_get_info(srv->lease, &li);
         int rel = ik_slot_lease_release(srv->lease);

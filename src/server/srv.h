@@ -162,6 +162,7 @@ typedef struct ik__server {
     int nworkers;
     ik__worker **workers;
     atomic_int connections;  /* open connections, all loops */
+    atomic_int unauthed;     /* of which RESP connections not yet authenticated (resp_conn.c) */
     pthread_mutex_t gaps_mu; /* guards gaps */
     ik__gap_count *gaps;     /* sequence gaps seen, for /metrics (ik__gap_add) */
     size_t ngaps, gaps_cap;
@@ -193,6 +194,7 @@ struct ik__worker {
     struct ik__pend *sf_head, *sf_tail; /* snowflake requests waiting, FIFO by qnext */
     uint64_t sweep_ms;
     uint64_t accept_logged_ms; /* last "accept failed" line, uv_now ms (0: none) */
+    uint64_t attack_logged_ms; /* last cross-protocol line on RESP, uv_now ms (0: none) */
     uv_async_t done;           /* library threads -> loop: answers ready (the done queue) */
     pthread_mutex_t done_mu;
     struct ik__pend *done_head, *done_tail; /* guarded by done_mu */

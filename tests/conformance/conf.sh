@@ -52,9 +52,24 @@
 #                             to be applied, and then the store to answer nothing on
 #                             any connection (a store frozen right after it; "proxy
 #                             unmute" ends it)
+#   conf_unsafe_on URI        (optional) turns one setting of the server behind URI
+#                             that loses acknowledged writes unsafe, at run time,
+#                             and returns once the server applies it; prints the
+#                             setting's name (as idkeeper's hazard rows name it) on
+#                             stdout (redis: appendonly, to no). Only ever called
+#                             on a server of the test's own (CONF_OWN_STORE below)
+#   conf_unsafe_off URI       (optional) puts that setting back, and returns once the
+#                             server keeps writes again (redis: appendonly yes, and
+#                             its first rewrite of the append-only file ended)
 #   conf_counters_store       (optional, nothing if absent) what
 #                             tests/tools/counters.sh needs of the store beyond its
 #                             URI (zk: counter_raw)
+#
+# A group sets CONF_OWN_STORE=1 before conf_store_start when it changes the store
+# server's own settings (proof: conf_unsafe_on): conf_store_start then starts a
+# server of this test's own instead of using the shared fixture's, which the other
+# tests of the stage use at the same time. A store file whose server is always the
+# test's own (zk's standalone, local:) may ignore it.
 #
 # conf.sh's own, the same on every store:
 #   conf_counters             sets the store of tests/tools/counters.sh (DATA,
@@ -76,7 +91,8 @@ _conf_store=$IK_SRC/tests/conformance/stores/$IK_STORE.sh
 
 # The optional hooks, until the store's file defines them.
 for _h in conf_lock_free_ms conf_lock_waiters conf_elect_nodes conf_elect_args conf_slow_args \
-  conf_release_bound_ms conf_fault_answer_lost conf_fault_freeze_after_write; do
+  conf_release_bound_ms conf_fault_answer_lost conf_fault_freeze_after_write conf_unsafe_on \
+  conf_unsafe_off; do
   eval "$_h() { fail \"conf.sh: no $_h on $IK_STORE (tests/conformance/stores/$IK_STORE.sh)\"; }"
 done
 conf_counters_store() { :; }

@@ -288,3 +288,101 @@ case_elect_one_leader() {
   for ((i = 1; i <= n; i++)); do kill -TERM "${ELECT_PID[c$i]}" 2>/dev/null || true; done
   for ((i = 1; i <= n; i++)); do wait "${ELECT_PID[c$i]}" 2>/dev/null || true; done
 }
+
+# case_tree TOOL HOW SHAPE: the process tree of a holder's CMD ends before the next
+# holder's CMD starts (docs/recipes.md, "CMD's process tree"). TOOL: lock or elect.
+# HOW: kill9 (idkeeper killed -9), term (SIGTERM to idkeeper), or exit (CMD =
+# bash -c 'WORKER & sleep 0.3; exit 0': CMD exits by itself, its worker left
+# running). SHAPE: the worker under CMD = bash -c 'WORKER; true' (bash stays, the
+# worker is its child, so a signal to CMD alone misses it):
+#   grandchild  the worker, which finishes gracefully over 3 s after a SIGTERM
+#   setsid      the same worker started by setsid(1): it leaves CMD's process group
+#   deaf        a worker that ignores SIGTERM
+#   daemon      the graceful worker double-forked out of the group, as a daemon
+#               starts: (setsid WORKER &) -- its parent exits at once, so it is
+#               orphaned and reparented (to the guardian, a subreaper, not to init);
+#               CMD is then bash -c '(setsid WORKER &); sleep 30'
+# Every worker appends "A PID EPOCHREALTIME" to one file every 20 ms; the next
+# holder's CMD (B, started right after the kill or the SIGTERM, waiting for the
+# grant) appends "B PID EPOCHREALTIME" to the same file (O_APPEND: the file's order
+# is the order of the writes), holds for 1 s and exits. No line of A may follow
+# B's, and no process of A's may be left once B is done.
+tree_worker() {
+  cat >"$T/worker" <<'SH'
+#!/usr/bin/env bash
+# worker NAME MODE FILE: a heartbeat line every 20 ms. MODE graceful: after a
+# SIGTERM, 3 s more; deaf: SIGTERM ignored.
+enable -f /usr/lib/bash/sleep sleep 2>/dev/null || true
+name=$1 mode=$2 out=$3 stop=
+case $mode in
+  graceful) trap 'stop=$((SECONDS + 3))' TERM ;;
+  deaf) trap '' TERM ;;
+esac
+while [ -z "$stop" ] || ((SECONDS < stop)); do
+  echo "$name $$ $EPOCHREALTIME" >>"$out"
+  sleep 0.02
+done
+SH
+  chmod +x "$T/worker"
+}
+
+case_tree() {
+  local tool=$1 how=$2 shape=$3
+  local hb="$T/tree.$tool.$how.$shape" path="/tree-$tool-$how-$shape" inner a b rc
+  [ -x "$T/worker" ] || tree_worker
+  : >"$hb"
+  case $shape in
+    grandchild) inner="$T/worker A graceful $hb" ;;
+    setsid) inner="setsid $T/worker A graceful $hb" ;;
+    deaf) inner="$T/worker A deaf $hb" ;;
+    daemon) inner="(setsid $T/worker A graceful $hb &)" ;;
+  esac
+  local b_cmd='echo "B $$ $EPOCHREALTIME" >>"$0"; sleep 1' a_cmd="$inner; true"
+  [ "$shape" = daemon ] && a_cmd="$inner; sleep 30"
+  [ "$how" = exit ] && a_cmd="$inner & sleep 0.3; exit 0"
+  if [ "$tool" = lock ]; then
+    "${IK_LOCK[@]}" "$path" -- bash -c "$a_cmd" 2>"$hb.a.err" &
+  else
+    "${IK_ELECT[@]}" --id A "$path" -- bash -c "$a_cmd" 2>"$hb.a.err" &
+  fi
+  a=$!
+  IK_PIDS+=($a)
+  wait_until 20 grepq '^A ' "$hb" || fail "$tool: A's worker never ran: $(tail -n 3 "$hb.a.err")"
+  case $how in
+    kill9) kill -KILL $a ;;
+    term) kill -TERM $a ;;
+  esac
+  if [ "$tool" = lock ]; then
+    "${IK_LOCK[@]}" "$path" -- bash -c "$b_cmd" "$hb" 2>>"$T/tree.err" &
+  else
+    "${IK_ELECT[@]}" --once --id B "$path" -- bash -c "$b_cmd" "$hb" 2>>"$T/tree.err" &
+  fi
+  b=$!
+  IK_PIDS+=($b)
+  wait_until 60 not alive $b || fail "$tool: B did not end within 60 s"
+  wait $b || fail "$tool: B exited $?: $(tail -n 3 "$T/tree.err")"
+  rc=0
+  wait $a || rc=$?
+  # A's processes: any left is a failure (below); killed here so none outlives the test
+  local pids p left=()
+  pids=$(awk '$1 == "A" { print $2 }' "$hb" | sort -u)
+  for p in $pids; do
+    if alive "$p"; then
+      left+=("$p")
+      kill -KILL "$p" 2>/dev/null
+    fi
+  done
+  local after
+  after=$(awk '$1 == "B" { b = $3; next } b != "" && $1 == "A" { n++; last = $3 }
+               END { if (n) printf "%d heartbeats of A after B started, the last %.0f ms after", n, (last - b) * 1000 }' "$hb")
+  [ -z "$after" ] || fail "$tool, $how, $shape: $after (A's processes left: ${left[*]:-none})"
+  ((${#left[@]} == 0)) || fail "$tool, $how, $shape: A's processes ${left[*]} still ran after B ended"
+  grepq '^B ' "$hb" || fail "$tool, $how, $shape: B's CMD never ran"
+  # each worker outlasts the grace after a SIGTERM (3 s, or for ever) or CMD's exit:
+  # A says it killed what was left
+  if [ "$how" != kill9 ]; then
+    grepq -E 'did not end within the grace|still ran when the grace ended' "$hb.a.err" ||
+      fail "$tool, $how, $shape: A did not say it killed its tree: $(cat "$hb.a.err")"
+  fi
+  pass "$tool, $how, $shape: A's tree gone before B's CMD started (A exited $rc)"
+}

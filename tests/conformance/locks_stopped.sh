@@ -3,8 +3,6 @@
 # not-on: redis: no locks or elections on Redis, which cannot fence them under failover (docs/redis.md); t_redis_bad_input checks that idkeeper lock and elect refuse, saying why
 # timeout: 120
 # not-on: local: a lock is an flock(2) that a stopped process keeps: nobody can take it over, so there is no loss to see
-# not-on: postgresql: an advisory lock belongs to the holder's connection, which a stopped process keeps open (its kernel answers for it): nobody can take the lock over, so there is no loss to see
-# not-on: mysql: a GET_LOCK lock belongs to the holder's connection, which a stopped process keeps open (its kernel answers for it): nobody can take the lock over, so there is no loss to see
 # Loss of a lock (docs/guarantees.md promise 21): a holder frozen with SIGSTOP past its lease (on zk:// its
 # session timeout): another process gets the lock meanwhile; when the first wakes,
 # it learns it lost the lock, its CMD gets SIGTERM and `idkeeper lock` exits with

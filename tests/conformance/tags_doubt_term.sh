@@ -24,38 +24,11 @@
 source "$(dirname "$0")/../integration/lib.sh"
 source "$(dirname "$0")/conf.sh"
 conf_store_start
-conf_counters
-source "$IK_SRC/tests/tools/counters.sh"
-
-conf_proxy_start || fail "no proxy in front of $IK_STORE"
-VIA=$(conf_proxy_coord data)
-
-PORT[s0]=$(free_port)
-start_server s0 "${PORT[s0]}" --coord "$DATA" --threads 1 --quiet "${SERVE_ARGS[@]}"
-wait_ready "${PORT[s0]}" || fail "s0 not ready: $(tail -n 5 "$T/s0.log")"
-add_tag s0 orders sequence ',"start":1'
-stop_clean s0
-
-: >"$T/ids"
-# get NAME COUNT: one request; its IDs appended to $T/ids (0), or 1
-get() {
-  local body
-  body=$(curl -fsS -m 120 "$(url "$1")/v1/sequence/orders?count=$2&format=text" 2>/dev/null) || return 1
-  echo "$body" | sed '/^$/d' >>"$T/ids"
-}
-# stored N: the store's max_id for the tag is N (read around the proxy)
-stored() { [ "$(conf_counter_raw "$DATA" orders)" = "$1" ]; }
-
-# serve NAME: a server through the proxy, 5 IDs answered one at a time. Patient
-# (conf_patient_args: a long session or lease), so that it does not reconnect past
-# a held answer, and settle its write within the call, before the proxy goes down.
-serve() {
-  PORT[$1]=$(free_port)
-  # shellcheck disable=SC2046 # the options' words
-  start_server "$1" "${PORT[$1]}" --coord "$VIA" --threads 1 "${SERVE_ARGS[@]}" $(conf_patient_args)
-  wait_ready "${PORT[$1]}" 60 || fail "$1 not ready: $(tail -n 5 "$T/$1.log")"
-  for i in 1 2 3 4 5; do get "$1" 1 || fail "$1: request $i failed before any fault"; done
-}
+source "$(dirname "$0")/doubt_cases.sh"
+doubt_setup
+get() { doubt_get "$@"; }
+stored() { doubt_stored "$@"; }
+serve() { doubt_serve "$1"; }
 
 # term NAME: SIGTERM; it exits 0 (a slot release the store cannot confirm or be sent
 # is logged and still exits 0: docs/http.md, "Shutdown"), with a gap logged; the gap

@@ -15,8 +15,11 @@
  * parameters lie within the path; an accepted count is 1..max; an accepted tag name
  * passes ik_tag_name_check; an accepted POST /v1/tags body obeys ik_tag_create's
  * rules; decoded JSON strings hold no NUL; an Authorization value decodes as
- * base64 (Basic) within its buffer; the page's ?decode= percent-decodes within its
- * buffer. Under ASan/UBSan: no crash, no leak.
+ * base64 (Basic) within its buffer; every query parameter the routes read
+ * (count, seconds, format, ids, decode) goes through the one decoder and number
+ * rule (check_query). The corpus holds long pipelines of large counts (a client
+ * that never reads) and RESP commands sent to the HTTP port. Under ASan/UBSan: no
+ * crash, no leak.
  */
 /* clang-format off */
 /* fuzz-sources: src/server/reqparse.c src/server/httputil.c src/server/buf.c src/server/json.c src/server/token.c */
@@ -29,6 +32,7 @@
 #include "token.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -63,6 +67,38 @@ static void check_tag(ik__span seg)
         check(ik_tag_name_check(tag, NULL, 0) == 0);
     } else {
         check(why[0] != '\0');
+    }
+}
+
+/* The one query decoder and number rule (httputil.h), on every parameter the routes
+ * read: a value is decoded within its buffer, or refused; an accepted number is in
+ * range and its decoded text is its plain decimal (no sign, no leading zero, no
+ * space): the same rule for count and seconds. */
+static void check_query(const ik__span *q)
+{
+    static const char *const words[] = {"format", "ids", "decode"};
+    static const char *const nums[] = {"count", "seconds"};
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
+        char d[24];
+        ik__span raw = {NULL, 0};
+        long k = ik__query_value(q->p, q->n, words[i], d, sizeof d, &raw);
+        check(k >= -2 && k < (long)sizeof d);
+        if (k >= 0) check(strlen(d) == (size_t)k);
+        if (k != -1) check(raw.p >= q->p && raw.p + raw.n <= q->p + q->n);
+    }
+    for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
+        uint32_t v = 0;
+        ik__span raw = {NULL, 0};
+        int r = ik__query_uint(q->p, q->n, nums[i], 1, MAX_COUNT, &v, &raw);
+        check(r >= -1 && r <= 1);
+        if (r == 0) continue;
+        check(raw.p >= q->p && raw.p + raw.n <= q->p + q->n);
+        if (r < 0) continue;
+        check(v >= 1 && v <= MAX_COUNT);
+        char d[24], canon[16];
+        long k = ik__query_value(q->p, q->n, nums[i], d, sizeof d, NULL);
+        snprintf(canon, sizeof canon, "%u", (unsigned)v);
+        check(k == (long)strlen(canon) && strcmp(d, canon) == 0);
     }
 }
 
@@ -143,13 +179,7 @@ static void on_request(ik__reqp *rp, void *ctx)
         long pl = ik__base64_decode(rq.auth.p + 6, rq.auth.n - 6, plain, sizeof plain);
         check(pl >= -1 && pl <= (long)sizeof plain);
     }
-    const char *v;
-    size_t vl;
-    if (ik__query_get(rq.query.p, rq.query.n, "decode", &v, &vl)) {
-        char d[24];
-        long k = ik__pct_decode(v, vl, d, sizeof d - 1);
-        check(k < (long)sizeof d - 1 && (k < 0 || strlen(d) == (size_t)k));
-    }
+    check_query(&rq.query);
     if (st->requests % 3 == 0) ik__reqp_pause(rp);
 }
 

@@ -11,7 +11,12 @@
  * max_bytes bytes in all, each NUL-terminated; the commands and the error (if any)
  * do not depend on how the stream was cut (a second parser reads it whole); after
  * an error the parser stays failed; replies written from the arguments are
- * well-formed RESP. Under ASan/UBSan: no crash, no leak.
+ * well-formed RESP. Cross-protocol input: a stream whose first line is an HTTP
+ * POST request line or that holds a Host: header line read inline is recognized
+ * (ik__resp_cross_protocol) at that line, and, as in the daemon, nothing after it
+ * is taken as a command (the digest stops there, whatever the cut). Pipelined
+ * input that is never read (the corpus's long runs of ID commands) is parsed
+ * command by command, each within the limits. Under ASan/UBSan: no crash, no leak.
  */
 /* fuzz-sources: src/server/resp.c src/server/buf.c */
 #include "fuzz.h"
@@ -59,11 +64,22 @@ static void digest(const ik__respp *p, ik__buf *out, uint32_t max_args, uint32_t
     ik__buf_reset(&r);
 }
 
-/* Parses data[0..size-1] cut into reads of `cut` bytes (0: whole) into a digest of
- * every command, then the error if any. */
-static void parse_all(const char *data, size_t size, size_t cut, uint32_t max_args,
-                      uint32_t max_bytes, ik__buf *out)
+/* 1 if data[0..size-1] begins with an inline line whose first word is POST (a
+ * browser's form sent to this port): the parser must read it as a command that
+ * ik__resp_cross_protocol recognizes, unless the line breaks the limits. */
+static int starts_as_post(const char *data, size_t size)
 {
+    return size >= 5 && memcmp(data, "POST ", 5) == 0 && memchr(data, '\n', size) != NULL;
+}
+
+/* Parses data[0..size-1] cut into reads of `cut` bytes (0: whole) into a digest of
+ * every command up to the first cross-protocol one (the daemon closes there), then
+ * the error if any. Sets *cross to the index of that command (-1: none). */
+static void parse_all(const char *data, size_t size, size_t cut, uint32_t max_args,
+                      uint32_t max_bytes, ik__buf *out, long *cross)
+{
+    long ncmd = 0;
+    *cross = -1;
     ik__respp p;
     char inline_store[64];
     ik__respp_init(&p, inline_store, sizeof inline_store, max_args, max_bytes);
@@ -90,6 +106,16 @@ static void parse_all(const char *data, size_t size, size_t cut, uint32_t max_ar
                 break;
             }
             digest(&p, out, max_args, max_bytes);
+            const char *a;
+            size_t n;
+            ik__respp_arg(&p, 0, &a, &n);
+            if (ik__resp_cross_protocol(a, n)) { /* closed here: nothing more runs */
+                *cross = ncmd;
+                ik__buf_puts(out, "CROSS");
+                failed = 1;
+                break;
+            }
+            ncmd++;
         }
         off = end;
     }
@@ -107,9 +133,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ik__buf a, b;
     ik__buf_init(&a, NULL, 0);
     ik__buf_init(&b, NULL, 0);
-    parse_all(s, size, cut, max_args, max_bytes, &a);
-    parse_all(s, size, 0, max_args, max_bytes, &b);
+    long ca, cb;
+    parse_all(s, size, cut, max_args, max_bytes, &a, &ca);
+    parse_all(s, size, 0, max_args, max_bytes, &b, &cb);
     check(a.len == b.len && (a.len == 0 || memcmp(a.p, b.p, a.len) == 0));
+    check(ca == cb);
+    /* a POST line read inline is the first command and is recognized, unless the
+     * parser refused the stream first (a line over the limits) */
+    if (starts_as_post(s, size) && ca != 0) check(a.len >= 6 && memcmp(a.p, "ERROR:", 6) == 0);
     ik__buf_reset(&a);
     ik__buf_reset(&b);
     return 0;

@@ -72,6 +72,13 @@ done
 dpkg-deb -f "$T/deb/idkeeper_${version}_${arch}.deb" Conffiles 2>/dev/null | grepq /etc/idkeeper/idkeeper.conf ||
   dpkg-deb --ctrl-tarfile "$T/deb/idkeeper_${version}_${arch}.deb" | tar -xO ./conffiles | grepq -x /etc/idkeeper/idkeeper.conf ||
   fail "/etc/idkeeper/idkeeper.conf is not a conffile"
+# A stop exits within --shutdown-timeout + 1 s (docs/guarantees.md promise 13): the
+# unit's stop timeout must leave it that, or systemd's kill lands before the doubts'
+# lines.
+stop_s=$(sed -n 's/^TimeoutStopSec=\([0-9]*\)s\{0,1\}$/\1/p' "$UNIT")
+shut_ms=$(sed -n 's/^;\{0,1\}shutdown-timeout = \([0-9]*\)$/\1/p' "$CONF")
+[ -n "$stop_s" ] && [ -n "$shut_ms" ] || fail "no TimeoutStopSec in the unit ($stop_s) or shutdown-timeout in the config ($shut_ms)"
+((stop_s * 1000 > shut_ms + 1000)) || fail "TimeoutStopSec=${stop_s}s is not above --shutdown-timeout $shut_ms ms + 1 s"
 
 # ---- B: one version everywhere ------------------------------------------------------
 got=$(LD_LIBRARY_PATH=$LIBDIR "$BIN" version | head -n 2 | tr '\n' ' ')

@@ -24,9 +24,9 @@ redis_start
 "$IK_BIN" check --coord "$(redis_uri fx)" >"$T/check-fx.out" 2>&1 ||
   fail "idkeeper check on the fixture's Redis: $(cat "$T/check-fx.out")"
 "$IK_BIN" check --json --coord "$(redis_uri fx)" >"$T/check-fx.json"
-jq -e '.ok and ([.checks[].check] | sort) == (["appendfsync","appendonly","maxmemory-policy","no-appendfsync-on-rewrite","role"]) and all(.checks[]; .verdict == "ok")' "$T/check-fx.json" >/dev/null ||
+jq -e '.ok and ([.checks[].check] | sort) == (["aof-last-write","aof-rewrite","appendfsync","appendonly","cluster-enabled","maxmemory-policy","no-appendfsync-on-rewrite","role"]) and all(.checks[]; .verdict == "ok")' "$T/check-fx.json" >/dev/null ||
   fail "idkeeper check --json on the fixture: $(cat "$T/check-fx.json")"
-pass "idkeeper check on the fixture's Redis: exit 0, 5 rows, all ok"
+pass "idkeeper check on the fixture's Redis: exit 0, 8 rows, all ok"
 
 # ---- no-appendfsync-on-rewrite yes at start ------------------------------------------
 REDIS_PREFIX=ik-$$/

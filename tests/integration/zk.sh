@@ -17,10 +17,11 @@
 # that needs them does not declare the fixture and gets a server of its own.
 #
 #   zk_start_standalone          one server; sets ZK_CONNECT ("127.0.0.1:PORT")
-#   zk_start_ensemble N          N servers (N=3 for a quorum); waits for a leader
+#   zk_start_ensemble N [O]      N servers (N=3 for a quorum), the last O of them
+#                                observers (peerType=observer); waits for a leader
 #   zk_stop I [SIGNAL]           stops server I (default SIGKILL) and waits for it
 #   zk_start I                   starts server I again on its data (same ports)
-#   zk_wait_serving I [SECS]     until server I serves (standalone, leader or follower)
+#   zk_wait_serving I [SECS]     until server I serves (standalone, leader, follower, observer)
 #   zk_wait_quorum [SECS]        until one leader and every running server serves
 #   zk_leader                    prints the index of the leading server
 #   zk_4lw I WORD                a four-letter word (ruok, srvr, mntr...) to server I
@@ -107,7 +108,7 @@ zk_wait_serving() {
     if [ -n "${ZK_PID[$i]:-}" ] && ! kill -0 "${ZK_PID[$i]}" 2>/dev/null; then
       fail "zk: server $i exited while starting (see $T/zk$i.log)"
     fi
-    zk_4lw "$i" srvr | grepq -E '^Mode: (standalone|leader|follower)' && return 0
+    zk_4lw "$i" srvr | grepq -E '^Mode: (standalone|leader|follower|observer)' && return 0
     sleep 0.1
   done
   fail "zk: server $i does not serve after ${limit}s (see $T/zk$i.log)"
@@ -130,7 +131,7 @@ zk_wait_quorum() {
     ok=1
     for ((i = 1; i <= ZK_N; i++)); do
       [ -n "${ZK_PID[$i]:-}" ] || continue
-      zk_4lw "$i" srvr | grepq -E '^Mode: (standalone|leader|follower)' || { ok=0; break; }
+      zk_4lw "$i" srvr | grepq -E '^Mode: (standalone|leader|follower|observer)' || { ok=0; break; }
     done
     if ((ok)) && zk_leader >/dev/null; then return 0; fi
     sleep 0.1
@@ -192,18 +193,25 @@ PY
 }
 
 zk_start_ensemble() {
-  local n=${1:-3} i
+  local n=${1:-3} observers=${2:-0} i role
   _zk_not_shared "zk_start_ensemble"
   ((ZK_N == 0)) || fail "zk_start_ensemble: ZooKeeper runs already"
+  ((observers < n)) || fail "zk_start_ensemble: $observers observers of $n servers leave no voter"
   ZK_N=$n
   local servers=()
   for ((i = 1; i <= n; i++)); do
     ZK_CPORT[$i]=$(_zk_port)
-    servers+=("server.$i=127.0.0.1:$(_zk_port):$(_zk_port)")
+    role=
+    ((i > n - observers)) && role=:observer
+    servers+=("server.$i=127.0.0.1:$(_zk_port):$(_zk_port)$role")
   done
   ZK_CONNECT=
   for ((i = 1; i <= n; i++)); do
-    _zk_write_cfg "$i" "${ZK_CPORT[$i]}" "${servers[@]}"
+    if ((i > n - observers)); then
+      _zk_write_cfg "$i" "${ZK_CPORT[$i]}" "${servers[@]}" peerType=observer
+    else
+      _zk_write_cfg "$i" "${ZK_CPORT[$i]}" "${servers[@]}"
+    fi
     echo "$i" >"$T/zk$i/data/myid"
     ZK_CONNECT+="${ZK_CONNECT:+,}127.0.0.1:${ZK_CPORT[$i]}"
   done

@@ -233,8 +233,14 @@ def pump_down(s, c, flags, sender):
             sender.put(data)
     except OSError:
         pass
+    # the sender closes the client's side once it has delivered what came before the
+    # server's close: a server that answers and closes at once (a four-letter word)
+    # must not lose its answer to a race between the two threads
     sender.close()
-    close_pair(c, s)
+    try:
+        s.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
 
 
 def accept_loop(ls):

@@ -24,6 +24,11 @@
 #      sql/).
 #   7. docs/architecture.md's tree names every file under src/, and every file or
 #      folder under src/ it names exists (tests/tools/folders.py tree).
+#   8. the docs that restate the code agree with it (tests/tools/docs_code.py): the
+#      man page's route list is the HTTP route table; docs/testing.md's table of
+#      conformance groups has a row per group, a column per backend that runs the
+#      suite (local: and cmake/backends.cmake's), "-" where a group is skipped, and
+#      cites current promise numbers of docs/guarantees.md.
 # Prints every finding and exits 1 if there is one.
 set -uo pipefail
 build=$(cd "${1:?usage: structure.sh BUILD_DIR}" && pwd)
@@ -80,5 +85,8 @@ $hits"
 /usr/bin/python3 "$src/tests/tools/folders.py" tree "$src" ||
   no "docs/architecture.md's tree and src/ disagree (above)"
 
-((bad == 0)) && echo "structure: no call cycle in src/lib or src/server, no src/lib file over 1,100 lines, no C file but src/server/reqparse.* names http_parser, every multi through zk_session.c, the folder rules kept, the tree of docs/architecture.md complete"
+/usr/bin/python3 "$src/tests/tools/docs_code.py" "$src" ||
+  no "docs that restate the code disagree with it (above)"
+
+((bad == 0)) && echo "structure: no call cycle in src/lib or src/server, no src/lib file over 1,100 lines, no C file but src/server/reqparse.* names http_parser, every multi through zk_session.c, the folder rules kept, the tree of docs/architecture.md complete, the man page's routes and testing.md's group table current"
 exit $bad

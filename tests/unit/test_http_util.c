@@ -74,6 +74,39 @@ static void test_query_get(void **state)
     assert_int_equal(ik__query_get("a=1&count=2", 3, "count", &v, &n), 0);
 }
 
+/* One decoder and one number rule for every query parameter (docs/http.md, "Query
+ * parameters"). */
+static void test_query_value_uint(void **state)
+{
+    (void)state;
+    char d[8];
+    ik__span raw;
+    uint32_t v = 99;
+    const char *q = "count=%31&seconds=%2B5&format=%74ext&bad=%3&long=123456789&z=0007&e=";
+    size_t ql = strlen(q);
+    assert_int_equal(ik__query_value(q, ql, "format", d, sizeof d, &raw), 4);
+    assert_string_equal(d, "text");
+    assert_int_equal(raw.n, 6);
+    assert_int_equal(ik__query_value(q, ql, "bad", d, sizeof d, &raw), -2);
+    assert_int_equal(ik__query_value(q, ql, "long", d, sizeof d, &raw), -2);
+    assert_int_equal(ik__query_value(q, ql, "none", d, sizeof d, &raw), -1);
+    assert_int_equal(ik__query_value(q, ql, "e", d, sizeof d, &raw), 0);
+    assert_int_equal(ik__query_value(NULL, 0, "e", d, sizeof d, NULL), -1);
+    assert_int_equal(ik__query_uint(q, ql, "count", 1, 10, &v, &raw), 1);
+    assert_int_equal(v, 1);
+    v = 99;
+    assert_int_equal(ik__query_uint(q, ql, "seconds", 1, 600, &v, &raw), -1); /* "+5" */
+    assert_int_equal(ik__query_uint(q, ql, "z", 1, 600, &v, &raw), -1);       /* "0007" */
+    assert_int_equal(ik__query_uint(q, ql, "e", 1, 600, &v, &raw), -1);       /* "" */
+    assert_int_equal(ik__query_uint(q, ql, "bad", 1, 600, &v, &raw), -1);
+    assert_int_equal(ik__query_uint(q, ql, "long", 1, 600, &v, &raw), -1); /* above max */
+    assert_int_equal(ik__query_uint(q, ql, "none", 1, 600, &v, &raw), 0);
+    assert_int_equal(v, 99);
+    assert_int_equal(ik__query_uint("n=0", 3, "n", 1, 600, &v, &raw), -1); /* below min */
+    assert_int_equal(ik__query_uint("n=0", 3, "n", 0, 600, &v, &raw), 1);
+    assert_int_equal(v, 0);
+}
+
 static void test_parse_u32(void **state)
 {
     uint32_t v = 99;
@@ -92,6 +125,8 @@ static void test_parse_u32(void **state)
     assert_int_equal(ik__parse_u32("-1", 2, 10, &v), -1);
     assert_int_equal(ik__parse_u32(" 1", 2, 10, &v), -1);
     assert_int_equal(ik__parse_u32("+1", 2, 10, &v), -1);
+    assert_int_equal(ik__parse_u32("007", 3, 10, &v), -1); /* no leading zero */
+    assert_int_equal(ik__parse_u32("00", 2, 10, &v), -1);
 }
 
 static void test_parse_listen(void **state)
@@ -491,6 +526,7 @@ int main(void)
         cmocka_unit_test(test_path_match),
         cmocka_unit_test(test_query_get),
         cmocka_unit_test(test_parse_u32),
+        cmocka_unit_test(test_query_value_uint),
         cmocka_unit_test(test_parse_listen),
         cmocka_unit_test(test_negotiate),
         cmocka_unit_test(test_buf),

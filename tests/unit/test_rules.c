@@ -186,6 +186,12 @@ static void uri_redact(void **state)
         {"local:./data", "local:./data"},
         {"local:/x?password=y", "local:/x?password=***"},
         {"x://h/p?password=#frag", "x://h/p?password=***#frag"},
+        /* the key percent-decoded first, as libpq reads it, case aside */
+        {"postgresql://h/db?%70assword=s3cret", "postgresql://h/db?%70assword=***"},
+        {"postgresql://h/db?a=1&pass%77ord=s3&b=2", "postgresql://h/db?a=1&pass%77ord=***&b=2"},
+        {"postgresql://h/db?PassWord=s3", "postgresql://h/db?PassWord=***"},
+        {"postgresql://h/db?%zzassword=s3", "postgresql://h/db?%zzassword=***"}, /* undecodable */
+        {"postgresql://h/db?passwords=x&passfile=y", "postgresql://h/db?passwords=x&passfile=y"},
         /* one rule with the parsers (ik__uri_userinfo): '#', '?' and '@' in a password */
         {"postgresql://ik:pa#ss@h/db", "postgresql://ik:***@h/db"},
         {"redis://:pa?ss@h:1/0", "redis://:***@h:1/0"},

@@ -2,11 +2,11 @@
  *
  * A lease holds one slot and drives one generator. Its thread writes the slot's
  * time record every persist_interval/2 (start to start) as max(record, now + ahead), where ahead is
- * the persist interval or, if longer, the window the backend's last answer proved
- * the lease for (2/3 of the ZooKeeper session timeout), so that a lease in doubt can
- * issue for its whole safe window, not only until the record runs out; and,
- * once the write is acknowledged, extends the generator's grant: the ceiling to the
- * new record, the deadline to when the backend says the lease is proven until.
+ * the persist interval or, if longer, the safe window of the backend's last answer
+ * (L5), so that a lease in doubt can issue for its whole safe window, not only
+ * until the record runs out; and, once the write is acknowledged, extends the
+ * generator's grant: the ceiling to the new record, the deadline to the end of that
+ * write's safe window.
  *
  * Invariants
  *   L1. The generator never issues a tick above ticks_at(record persisted in the
@@ -20,6 +20,13 @@
  *       issuing by itself, without this thread having to run.
  *   L4. The record written at a clean release is never below the record found at
  *       acquisition, nor below the start of the last tick issued.
+ *   L5. The safe window, for every backend alike (safe_until): a write the store
+ *       acknowledged proves the slot ours for the lease's term (the TTL, or the
+ *       ZooKeeper session timeout) from when it was sent; the lease issues for 2/3
+ *       of the term from that send time, by its own BOOTTIME clock. The third left
+ *       absorbs clock rates that differ by up to a third and the time a frozen
+ *       holder needs to notice (docs/guarantees.md promise 10). A backend reports
+ *       the send time and the term (ik__lease_proof), never a window.
  *
  * States and the functions that take each edge:
  *
@@ -130,14 +137,23 @@ static void set_state(ik_slot_lease *l, ik_lease_state s, const char *why)
     if (changed && l->on_state) l->on_state(l->ctx, s, worker, why ? why : "");
 }
 
-/* How far ahead of now to write the record: the persist interval, or the window a
- * backend answer sent at sent_mono proved the lease until, if longer. A new holder
- * takes the slot only after the session expired (longer than that window), so the
- * record ahead costs it no wait; at a clean release the record comes down again. */
-static int64_t ahead_of(const ik_slot_lease *l, int64_t valid_until, int64_t sent_mono)
+/* L5: until when (mono ns) the write p describes lets the lease issue: 2/3 of the
+ * lease's term after its send time; IK_FOREVER for a term without end. */
+static int64_t safe_until(const ik__lease_proof *p)
 {
-    if (valid_until == IK_FOREVER || valid_until <= sent_mono) return l->interval_ms;
-    int64_t w = (valid_until - sent_mono) / 1000000;
+    if (p->term_ms == IK_FOREVER) return IK_FOREVER;
+    return p->sent_mono_ns + p->term_ms * 2 / 3 * INT64_C(1000000);
+}
+
+/* How far ahead of now to write the record: the persist interval, or the safe
+ * window (L5) of the write p describes, if longer. A new holder takes the slot only
+ * after the session or TTL expired (longer than that window), so the record ahead
+ * costs it no wait; at a clean release the record comes down again. */
+static int64_t ahead_of(const ik_slot_lease *l, const ik__lease_proof *p)
+{
+    int64_t until = safe_until(p);
+    if (until == IK_FOREVER || until <= p->sent_mono_ns) return l->interval_ms;
+    int64_t w = (until - p->sent_mono_ns) / 1000000;
     return w > l->interval_ms ? w : l->interval_ms;
 }
 
@@ -156,8 +172,9 @@ static int acquire(ik_slot_lease *l, char *why, size_t why_len)
     memset(&gr, 0, sizeof gr);
     int rc = l->be->ops->slot_acquire(l->be, &req, &gr, why, why_len);
     if (rc) return rc;
+    int64_t until = safe_until(&gr.proof);
     rc = ik_snowflake_grant(l->g, gr.worker, floor_tick_of(l->g, gr.old_record_ms),
-                            floor_tick_of(l->g, gr.record_ms), gr.valid_until_mono_ns);
+                            floor_tick_of(l->g, gr.record_ms), until);
     if (rc) {
         l->be->ops->slot_release(l->be, gr.handle, gr.record_ms);
         return ik__fail(rc, why, why_len, "slot %u is outside the layout's worker range",
@@ -169,8 +186,8 @@ static int acquire(ik_slot_lease *l, char *why, size_t why_len)
     l->since_ms = gr.since_ms;
     l->found_record_ms = gr.old_record_ms;
     l->record_ms = gr.record_ms;
-    l->valid_until = gr.valid_until_mono_ns;
-    l->ahead_ms = ahead_of(l, gr.valid_until_mono_ns, ik__mono_ns());
+    l->valid_until = until;
+    l->ahead_ms = ahead_of(l, &gr.proof);
     l->acquisitions++;
     pthread_mutex_unlock(&l->mu);
     return IK_OK;
@@ -324,13 +341,15 @@ static void *lease_thread(void *arg)
         int64_t want = ik__wall_ms() + l->ahead_ms;
         if (want > rec) rec = want;
 
-        int64_t until = 0, written = 0, sent = ik__mono_ns();
-        int rc = l->be->ops->slot_persist(l->be, h, rec, &until, &written);
+        ik__lease_proof proof = {0, 0};
+        int64_t written = 0, sent = ik__mono_ns();
+        int rc = l->be->ops->slot_persist(l->be, h, rec, &proof, &written);
         took_ms = (ik__mono_ns() - sent) / 1000000;
         if (rc == 0) {
+            int64_t until = safe_until(&proof);
             /* written may be an earlier write's record, answered late (L1: the
              * ceiling is what the store acknowledged, not what we asked for) */
-            if (written == rec) l->ahead_ms = ahead_of(l, until, sent);
+            if (written == rec) l->ahead_ms = ahead_of(l, &proof);
             pthread_mutex_lock(&l->mu);
             if (written > l->record_ms) l->record_ms = written;
             if (until > l->valid_until) l->valid_until = until;

@@ -8,7 +8,13 @@
 source "$IK_SRC/tests/integration/redis.sh"
 
 conf_store_start() {
-  redis_start # the shared fixture's, under a key prefix of this test's own
+  if [ -n "${CONF_OWN_STORE:-}" ]; then # a server of this test's own (conf.sh)
+    redis_own own
+    REDIS_PORT=${REDIS_PORT_OF[own]}
+    REDIS_PREFIX=ik-$$/
+  else
+    redis_start # the shared fixture's, under a key prefix of this test's own
+  fi
   CONF_SERVE_ARGS=(--lease-ttl "$CONF_SESSION_MS")
 }
 
@@ -48,3 +54,28 @@ conf_release_bound_ms() {
 conf_fault_answer_lost() { proxy hold-after 1 "tagw/${1:-orders}/"; }
 
 conf_fault_freeze_after_write() { proxy mute-after 1 "tagw/${1:-orders}/"; }
+
+# _conf_redis_port URI: the port a redis://127.0.0.1:PORT/... URI names
+_conf_redis_port() {
+  local p=${1#redis://127.0.0.1:}
+  echo "${p%%/*}"
+}
+
+# appendonly no: Redis applies a CONFIG SET before it answers it
+conf_unsafe_on() {
+  local p
+  p=$(_conf_redis_port "$1")
+  [ "$(rcli "$p" CONFIG SET appendonly no)" = OK ] || return 1
+  [ "$(rcli "$p" CONFIG GET appendonly | tail -n 1)" = no ] || return 1
+  echo appendonly
+}
+
+# appendonly yes, and until its first rewrite ended (docs/hazards.md, Redis:
+# aof-rewrite): only then does Redis keep a write again
+conf_unsafe_off() {
+  local p
+  p=$(_conf_redis_port "$1")
+  [ "$(rcli "$p" CONFIG SET appendonly yes)" = OK ] || return 1
+  _conf_rewriting() { rcli "$p" INFO persistence | grep -q '^aof_rewrite_in_progress:1'; }
+  wait_until 30 not _conf_rewriting
+}

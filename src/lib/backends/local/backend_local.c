@@ -135,6 +135,7 @@ static void local_close(ik__backend *be)
 {
     local_backend *b = (local_backend *)be;
     ik__local_tags_close(b);
+    ik__hazards_free(&b->base.hz);
     pthread_mutex_destroy(&b->db_mu);
     free(b->dir);
     free(b->uri);
@@ -373,7 +374,7 @@ static int local_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__
     out->old_record_ms = found;
     out->record_ms = nr.record_ms;
     out->since_ms = nr.since_ms;
-    out->valid_until_mono_ns = IK_FOREVER;
+    out->proof = (ik__lease_proof){ik__mono_ns(), IK_FOREVER};
     out->handle = s;
     return IK_OK;
 }
@@ -391,14 +392,14 @@ static int store_record(local_slot *s, int64_t record_ms, int64_t since_ms)
 }
 
 static int local_slot_persist(ik__backend *be, void *handle, int64_t record_ms,
-                              int64_t *valid_until_mono_ns, int64_t *written_ms)
+                              ik__lease_proof *proof, int64_t *written_ms)
 {
     local_slot *s = handle;
     int rc = ik__local_hazards_gate((local_backend *)be);
     if (rc) return rc;
     rc = store_record(s, record_ms, s->since_ms);
     if (rc) return IK_EINDOUBT; /* the flock is still ours; only the write failed */
-    *valid_until_mono_ns = IK_FOREVER;
+    *proof = (ik__lease_proof){ik__mono_ns(), IK_FOREVER};
     *written_ms = record_ms;
     return IK_OK;
 }

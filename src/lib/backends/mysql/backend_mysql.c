@@ -186,6 +186,7 @@ struct ik__sql_conn {
     int holds;       /* connected for a session lock (ik__sql_target.holds) */
     long wait_s;     /* the session's wait_timeout, s (session_setup) */
     int64_t used_ms; /* ik__mono_ms when its last statement ended (my_stale) */
+    const int *cut;  /* ik__sql_target.cut */
     ik__sql_conn_hz hz;
 };
 
@@ -230,6 +231,7 @@ static int wait_io(ik__sql_conn *c, int status, int64_t deadline, const volatile
             *canceled = 1;
             return 0;
         }
+        if (c->cut && __atomic_load_n(c->cut, __ATOMIC_ACQUIRE)) return 0; /* as at the deadline */
         int64_t left = deadline - ik__mono_ms();
         if (left <= 0) return 0;
         int slice = left > 100 ? 100 : (int)left;
@@ -571,8 +573,8 @@ static int my_run(ik__sql_conn *c, const char *sql, char *why, size_t why_len)
     return rc;
 }
 
-static int connect_to(const ik__mysql_uri *u, const char *password, MYSQL **out, char *why,
-                      size_t why_len)
+static int connect_to(const ik__mysql_uri *u, const char *password, const int *cut, MYSQL **out,
+                      char *why, size_t why_len)
 {
     pthread_once(&lib_once, lib_init);
     if (lib_rc) return ik__fail(IK__SQL_EGONE, why, why_len, "MariaDB Connector/C did not start");
@@ -588,8 +590,25 @@ static int connect_to(const ik__mysql_uri *u, const char *password, MYSQL **out,
     mysql_optionsv(m, MYSQL_INIT_COMMAND, "SET SESSION time_zone = '+00:00'");
     mysql_optionsv(m, MYSQL_INIT_COMMAND, "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
     mysql_optionsv(m, MYSQL_OPT_NONBLOCK, 0);
-    if (mysql_real_connect(m, u->host, u->user, password ? password : "", u->db, u->port, NULL,
-                           CLIENT_FOUND_ROWS /* M3 */ | CLIENT_MULTI_STATEMENTS /* M6 */)) {
+    /* non-blocking, so that a cut (ik__sql_target.cut) ends a connect under way */
+    MYSQL *ok = NULL;
+    ik__sql_conn w = {.m = m, .cut = cut};
+    int64_t deadline = ik__mono_ms() + IK__SQL_IO_MS;
+    int st = mysql_real_connect_start(
+        &ok, m, u->host, u->user, password ? password : "", u->db, u->port, NULL,
+        CLIENT_FOUND_ROWS /* M3 */ | CLIENT_MULTI_STATEMENTS /* M6 */);
+    while (st) {
+        int got = wait_io(&w, st, deadline, NULL, NULL);
+        if (!got) {
+            int fd = (int)mysql_get_socket(m);
+            if (fd >= 0) shutdown(fd, SHUT_RDWR);
+            mysql_close(m);
+            return ik__fail(IK__SQL_EGONE, why, why_len,
+                            "cannot reach MySQL at %s:%u: no answer in time", u->host, u->port);
+        }
+        st = mysql_real_connect_cont(&ok, m, got);
+    }
+    if (ok) {
         *out = m;
         return 0;
     }
@@ -635,18 +654,26 @@ static long session_wait_s(int64_t ttl_ms)
     return s < 2 ? 2 : s;
 }
 
+/* The statement time limit of c's server: MariaDB's max_statement_time (s), MySQL's
+ * max_execution_time (ms, SELECTs only: GET_LOCK is one). */
+static const char *stmt_limit(const ik__sql_conn *c)
+{
+    return c->mariadb ? "max_statement_time" : "max_execution_time";
+}
+
 /* Sets the session state our statements rely on, whatever the server's globals
  * (docs/sql.md, "Session settings"): autocommit on (with a global autocommit=0,
  * every renewal would sit in a transaction that never commits), sql_mode (strict,
  * and no silent engine substitution: a table that is not InnoDB has no
- * transactions), the row lock wait, MariaDB's idle-in-transaction bound, and
- * wait_timeout. The isolation level and time zone are init commands.
+ * transactions), the row lock wait, MariaDB's idle-in-transaction bound, on a
+ * lock's session no statement time limit, and wait_timeout. The isolation level
+ * and time zone are init commands.
  * my_hazards reads them back. 0 or a class. */
 static int session_setup(ik__sql_conn *c, int64_t ttl_ms, char *why, size_t why_len)
 {
     const char *info = mysql_get_server_info(c->m);
     c->mariadb = info && strstr(info, "MariaDB") != NULL;
-    char q[320];
+    char q[384];
     int n = snprintf(q, sizeof q,
                      "SET SESSION autocommit = 1, SESSION sql_mode = '" SQL_MODE "', "
                      "SESSION innodb_lock_wait_timeout = %d",
@@ -654,6 +681,8 @@ static int session_setup(ik__sql_conn *c, int64_t ttl_ms, char *why, size_t why_
     if (c->mariadb)
         n += snprintf(q + n, sizeof q - (size_t)n, ", SESSION idle_transaction_timeout = %d",
                       IDLE_TX_S);
+    if (c->holds) /* a user's or the server's limit would end GET_LOCK's wait */
+        n += snprintf(q + n, sizeof q - (size_t)n, ", SESSION %s = 0", stmt_limit(c));
     c->wait_s = session_wait_s(ttl_ms);
     snprintf(q + n, sizeof q - (size_t)n,
              ", SESSION wait_timeout = %ld, SESSION interactive_timeout = %ld", c->wait_s,
@@ -680,7 +709,8 @@ static int my_connect(const ik__sql_target *t, ik__sql_conn **out, char *why, si
         free(c);
         return IK_ENOMEM;
     }
-    rc = connect_to(&c->u, c->password, &c->m, why, why_len);
+    c->cut = t->cut;
+    rc = connect_to(&c->u, c->password, c->cut, &c->m, why, why_len);
     if (rc) {
         free(c->password);
         free(c);
@@ -777,7 +807,7 @@ static void lock_interrupt(ik__sql_conn *c)
 {
     MYSQL *k = NULL;
     char why[256];
-    if (connect_to(&c->u, c->password, &k, why, sizeof why) == 0) {
+    if (connect_to(&c->u, c->password, c->cut, &k, why, sizeof why) == 0) {
         char q[64];
         snprintf(q, sizeof q, "KILL QUERY %lu", mysql_thread_id(c->m));
         int ok = mysql_query(k, q) == 0; /* bounded by the read timeout */
@@ -878,20 +908,21 @@ static int my_hazards(ik__sql_conn *c, const ik__hazards *h, ik_hazard *rows, si
     snprintf(q, sizeof q,
              "SELECT @@GLOBAL.innodb_flush_log_at_trx_commit, IF(@@GLOBAL.log_bin, 1, 0), "
              "@@GLOBAL.sync_binlog, @@SESSION.autocommit, @@SESSION.%s, @@SESSION.sql_mode, "
-             "@@SESSION.innodb_lock_wait_timeout, %s, %s, " DB_MS,
+             "@@SESSION.innodb_lock_wait_timeout, %s, %s, " DB_MS ", @@SESSION.%s",
              c->mariadb ? "tx_isolation" : "transaction_isolation",
-             c->mariadb ? "@@SESSION.idle_transaction_timeout" : "NULL", "@@SESSION.wait_timeout");
+             c->mariadb ? "@@SESSION.idle_transaction_timeout" : "NULL", "@@SESSION.wait_timeout",
+             stmt_limit(c));
     MYSQL_RES *r = NULL;
     int64_t affected = 0;
     int rc = run(c, q, strlen(q), ik__mono_ms() + IK__SQL_IO_MS, &r, &affected, why, why_len);
     if (rc) return rc;
     MYSQL_ROW row = r ? mysql_fetch_row(r) : NULL;
-    if (!row || mysql_num_fields(r) != 10) {
+    if (!row || mysql_num_fields(r) != 11) {
         mysql_free_result(r);
         return ik__fail(IK__SQL_EDEFINITE, why, why_len, "MySQL: no settings row");
     }
-    const char *v[10];
-    for (int i = 0; i < 10; i++)
+    const char *v[11];
+    for (int i = 0; i < 11; i++)
         v[i] = row[i] ? row[i] : "";
     size_t k = 0;
     char val[96];
@@ -946,6 +977,16 @@ static int my_hazards(ik__sql_conn *c, const ik__hazards *h, ik_hazard *rows, si
                        "vanished host's sessions would stay for hours); connect to MySQL "
                        "directly",
                        c->wait_s);
+    if (c->holds) {
+        snprintf(val, sizeof val, "%s", v[10]);
+        ik__hazard_row(h, &rows[k++],
+                       c->mariadb ? "lock session max_statement_time"
+                                  : "lock session max_execution_time",
+                       val, strtod(v[10], NULL) != 0,
+                       "the lock's session did not keep %s = 0 as idkeeper set it (a lock "
+                       "wait would end before its --timeout); connect to MySQL directly",
+                       stmt_limit(c));
+    }
     *db_ms = strtoll(v[9], NULL, 10);
     *n = k;
     mysql_free_result(r);

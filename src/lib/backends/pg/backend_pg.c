@@ -37,8 +37,31 @@ struct ik__sql_conn {
     int holds;        /* connected for a session lock (ik__sql_target.holds) */
     /* the session limits set (session_setup), ms; keepalives in s */
     long keep_idle_s, keep_intvl_s, keep_count, user_timeout_ms, idle_session_ms;
+    /* the proof of session (proof_check): the server session's pid as connect read
+     * it, this connection's mark (MARK_GUC, 32 hex digits), and 1 if connect found
+     * another connection's mark already in that session */
+    int server_pid, shared;
+    char mark[33];
+    const int *cut; /* ik__sql_target.cut */
     ik__sql_conn_hz hz;
 };
+
+/* The proof of session that rides with every write and lock grant (docs/hazards.md,
+ * "PostgreSQL"): the server session's pid, and a setting of our own that connect
+ * sets to a random mark for this connection alone. A direct connection's pid is the
+ * one libpq was told at login (PQbackendPID); PgBouncer gives its clients a random
+ * one of its own (its cancel key), so behind it the pid is compared with the one
+ * connect read. In session mode both stay ours; in transaction mode another
+ * client's statements run in the same server session, which then shows its mark,
+ * or ours runs in another session (another pid). */
+#define MARK_GUC "idkeeper.session"
+#define PROOF_COLS "pg_backend_pid(), current_setting('" MARK_GUC "', true)"
+#define PROOF_SQL "SELECT " PROOF_COLS
+#define PROOF_CHECK "server session"
+#define PROOF_FIX                                                                                  \
+    "a pooler in transaction mode shares server sessions between clients, where a session "        \
+    "lock is granted twice: connect to PostgreSQL directly, or through PgBouncer in "              \
+    "pool_mode = session"
 
 /* A transaction of ours waits only for the server's answers, so one idle this long
  * (ms) has a frozen or vanished client: the server ends it and frees its row locks
@@ -170,6 +193,16 @@ static const char *const pg_stmt[IK__SQL_NSTMT] = {
                                              "'ExclusiveLock' LIMIT 1",
 };
 
+/* The statements that write (the generic layer's slot, tag, fence and leader
+ * writes): each goes out with the proof of session in its round trip (pg_exec),
+ * as every pipeline does (pg_exec_pipeline). */
+static const unsigned char pg_writes[IK__SQL_NSTMT] = {
+    [IK__SQL_LEAF_UPDATE] = 1,  [IK__SQL_LEAF_UPDATE_STEP] = 1, [IK__SQL_TAG_INSERT] = 1,
+    [IK__SQL_MARK_SET] = 1,     [IK__SQL_SLOT_INSERT] = 1,      [IK__SQL_SLOT_TAKE] = 1,
+    [IK__SQL_SLOT_RENEW] = 1,   [IK__SQL_SLOT_RELEASE] = 1,     [IK__SQL_FENCE_BUMP] = 1,
+    [IK__SQL_FENCE_INSERT] = 1, [IK__SQL_HOLDER_SET] = 1,
+};
+
 /* One line of libpq's message into why: newlines and runs of spaces as one
  * space, "ERROR:  " and the like kept. */
 static void one_line(const char *msg, char *why, size_t why_len)
@@ -204,6 +237,7 @@ static int wait_ready(ik__sql_conn *c, int64_t until_ms)
         if (!PQisBusy(c->pg)) return 0;
         int64_t left = until_ms - now_ms();
         if (left <= 0) return IK__SQL_ETIMEOUT;
+        if (c->cut && __atomic_load_n(c->cut, __ATOMIC_ACQUIRE)) return IK__SQL_ETIMEOUT;
         struct pollfd pfd = {.fd = PQsocket(c->pg), .events = POLLIN};
         int n = poll(&pfd, 1, left > 100 ? 100 : (int)left);
         if (n < 0 && errno != EINTR) return IK__SQL_EGONE;
@@ -291,6 +325,31 @@ static int fill(const PGresult *r, ik__sql_res *res)
     return 0;
 }
 
+/* The verdict of a proof of session (PROOF_COLS) that read pid and mark on c: 0 if
+ * it ran in c's own server session; else 1 with value saying what it showed. */
+static int proof_bad(const ik__sql_conn *c, const char *pid, const char *mark, char *value,
+                     size_t len)
+{
+    long got = strtol(pid, NULL, 10);
+    if (c->shared)
+        snprintf(value, len, "pid %ld, which another connection had used (its mark was there)",
+                 got);
+    else if (got != c->server_pid)
+        snprintf(value, len, "pid %ld, not this connection's (pid %d)", got, c->server_pid);
+    else if (strcmp(mark, c->mark) != 0)
+        snprintf(value, len, "pid %ld, its mark %s", got,
+                 *mark ? "another connection's" : "gone (the session was reset)");
+    else
+        return 0;
+    return 1;
+}
+
+/* The proof that rode with a write or a grant on c (docs/hazards.md, "PostgreSQL"):
+ * 0 if it shows c's own session; else IK__SQL_EFOREIGN with c's hz state describing
+ * it and c dead (whatever the write did is rolled back if it can be). */
+static int proof_check(ik__sql_conn *c, const char *pid, const char *mark, char *why,
+                       size_t why_len);
+
 /* Sends sql with params and waits for its answer up to until_ms. */
 static int request(ik__sql_conn *c, const char *sql, const char *const *params, int n,
                    int64_t until_ms, ik__sql_res *res, char *why, size_t why_len)
@@ -318,16 +377,47 @@ static int request(ik__sql_conn *c, const char *sql, const char *const *params, 
     return rc;
 }
 
+static int proof_check(ik__sql_conn *c, const char *pid, const char *mark, char *why,
+                       size_t why_len)
+{
+    if (!proof_bad(c, pid, mark, c->hz.foreign_value, sizeof c->hz.foreign_value)) return 0;
+    c->hz.foreign = 1;
+    c->hz.foreign_check = PROOF_CHECK;
+    c->hz.foreign_fix = PROOF_FIX;
+    /* a transaction's writes are not committed (an autocommit one is, elsewhere) */
+    request(c, "ROLLBACK", NULL, 0, now_ms() + IK__SQL_IO_MS, NULL, NULL, 0);
+    c->dead = 1;
+    if (why && why_len)
+        snprintf(why, why_len, "%s is %s: %s", PROOF_CHECK, c->hz.foreign_value, PROOF_FIX);
+    return IK__SQL_EFOREIGN;
+}
+
+static int pg_exec_pipeline(ik__sql_conn *c, const ik__sql_call *calls, int n, ik__sql_res *res,
+                            int *ran, char *why, size_t why_len);
+
+/* A write goes out as a pipeline of one, which carries the proof of session. */
 static int pg_exec(ik__sql_conn *c, ik__sql_stmt id, const char *const *params, int n,
                    ik__sql_res *res, char *why, size_t why_len)
 {
     if ((unsigned)id >= IK__SQL_NSTMT || !pg_stmt[id]) return IK__SQL_EDEFINITE;
-    return request(c, pg_stmt[id], params, n, now_ms() + IK__SQL_IO_MS, res, why, why_len);
+    if (!pg_writes[id])
+        return request(c, pg_stmt[id], params, n, now_ms() + IK__SQL_IO_MS, res, why, why_len);
+    ik__sql_call call = {id, params, n};
+    ik__sql_res one;
+    int ran = 0;
+    memset(&one, 0, sizeof one);
+    int rc = pg_exec_pipeline(c, &call, 1, &one, &ran, why, why_len);
+    if (rc == 0 && res)
+        *res = one;
+    else
+        ik__sql_res_clear(&one);
+    return rc;
 }
 
 /* The pipeline of sql_driver.h's exec_pipeline, in libpq's pipeline mode: every
  * statement (extended protocol, parameters apart) and one Sync go out in one
- * write, and the answers are read in order, all by one deadline. After a failure
+ * write, then the proof of session (PROOF_SQL) in the same transaction, and the
+ * answers are read in order, all by one deadline. After a failure
  * PostgreSQL skips the rest up to the Sync (PGRES_PIPELINE_ABORTED); a failed
  * transaction stays open, aborted, for the caller's ROLLBACK. */
 static int pg_exec_pipeline(ik__sql_conn *c, const ik__sql_call *calls, int n, ik__sql_res *res,
@@ -363,19 +453,27 @@ static int pg_exec_pipeline(ik__sql_conn *c, const ik__sql_call *calls, int n, i
             one_line(PQerrorMessage(c->pg), why, why_len);
             return i ? IK__SQL_EDOUBT : IK__SQL_EGONE;
         }
-    if (!PQpipelineSync(c->pg)) {
+    /* the proof of session, in the same implicit or explicit transaction */
+    if (!PQsendQueryParams(c->pg, PROOF_SQL, 0, NULL, NULL, NULL, NULL, 0) ||
+        !PQpipelineSync(c->pg)) {
         c->dead = 1;
         one_line(PQerrorMessage(c->pg), why, why_len);
         return IK__SQL_EDOUBT;
     }
     int rc = 0;
-    for (int i = 0; i < n; i++) { /* each statement's results, ended by a NULL */
+    ik__sql_res proof;
+    memset(&proof, 0, sizeof proof);
+    for (int i = 0; i <= n; i++) { /* each statement's results, ended by a NULL */
         PGresult *r = NULL;
+        ik__sql_res *into = i < n ? &res[i] : &proof;
         int q = collect(c, until, &r, rc ? NULL : why, rc ? 0 : why_len);
-        if (q == 0 && rc == 0 && fill(r, &res[i]) != 0) q = IK__SQL_EDEFINITE;
+        if (q == 0 && rc == 0 && fill(r, into) != 0) q = IK__SQL_EDEFINITE;
         PQclear(r);
-        if (c->dead) return rc ? rc : q; /* the answers are lost with it */
-        if (q == 0 && rc == 0)
+        if (c->dead) {
+            ik__sql_res_clear(&proof);
+            return rc ? rc : q; /* the answers are lost with it */
+        }
+        if (q == 0 && rc == 0 && i < n)
             (*ran)++;
         else if (rc == 0)
             rc = q;
@@ -384,6 +482,7 @@ static int pg_exec_pipeline(ik__sql_conn *c, const ik__sql_call *calls, int n, i
         if (wait_ready(c, until) != 0) {
             c->dead = 1;
             one_line("no answer in time", rc ? NULL : why, rc ? 0 : why_len);
+            ik__sql_res_clear(&proof);
             return rc ? rc : IK__SQL_EDOUBT;
         }
         PGresult *r = PQgetResult(c->pg);
@@ -392,14 +491,19 @@ static int pg_exec_pipeline(ik__sql_conn *c, const ik__sql_call *calls, int n, i
         if (st == PGRES_PIPELINE_SYNC) break;
         if (!r || PQstatus(c->pg) == CONNECTION_BAD) {
             c->dead = 1;
+            ik__sql_res_clear(&proof);
             return rc ? rc : IK__SQL_EDOUBT;
         }
     }
     if (!PQexitPipelineMode(c->pg)) {
         c->dead = 1;
         one_line(PQerrorMessage(c->pg), rc ? NULL : why, rc ? 0 : why_len);
+        ik__sql_res_clear(&proof);
         return rc ? rc : IK__SQL_EDOUBT;
     }
+    if (rc == 0)
+        rc = proof_check(c, ik__sql_cell(&proof, 0, 0), ik__sql_cell(&proof, 0, 1), why, why_len);
+    ik__sql_res_clear(&proof);
     return rc;
 }
 
@@ -418,10 +522,14 @@ static void no_notice(void *arg, const char *message)
 
 /* Sets the session state our statements rely on and the session limits, derived
  * from the lease TTL (docs/sql.md, "Session settings"); pg_hazards reads them back.
+ * First the proof of session's start: the server pid, and this connection's mark
+ * (PROOF_COLS), noting a mark that was there before (c->shared).
  *   every session: READ COMMITTED; idle_in_transaction_session_timeout (a frozen
  *     server's transaction ends, and with it a tag's row lock); the server's TCP
  *     keepalives and tcp_user_timeout (a vanished host's session ends);
  *   not a lock holder: lock_timeout;
+ *   a lock holder: statement_timeout = 0 (a role's or database's own would end the
+ *     wait in pg_advisory_lock: a waiter would give up while the holder holds);
  *   a lock holder (PostgreSQL 14+): idle_session_timeout = the TTL: its monitor
  *     pings every half second, so only a frozen or vanished holder is idle that
  *     long. Pooled connections get none: they may idle for hours, holding nothing.
@@ -436,23 +544,39 @@ static int session_setup(ik__sql_conn *c, int64_t ttl_ms, char *why, size_t why_
     c->keep_count = 3;
     c->user_timeout_ms = ver >= 120000 ? (long)(ttl_ms < 2000 ? 2000 : ttl_ms) : 0;
     c->idle_session_ms = c->holds && ver >= 140000 ? (long)(ttl_ms < 2000 ? 2000 : ttl_ms) : 0;
-    char q[1024];
+    unsigned char rnd[16];
+    if (ik__random_bytes(rnd, sizeof rnd) != 0)
+        return ik__fail(IK__SQL_EGONE, why, why_len, "no randomness for the session's mark");
+    for (int i = 0; i < 16; i++)
+        snprintf(c->mark + 2 * i, 3, "%02x", rnd[i]);
+    char q[1200];
+    /* the pid and a mark found in the session (another connection's: a pooler shares
+     * the session) before ours is set: the target list is evaluated in order */
     int n = snprintf(q, sizeof q,
-                     "SELECT set_config('default_transaction_isolation', 'read committed', "
+                     "SELECT " PROOF_COLS ", set_config('" MARK_GUC "', '%s', false), "
+                     "set_config('default_transaction_isolation', 'read committed', "
                      "false), set_config('idle_in_transaction_session_timeout', '%d', false), "
                      "set_config('lock_timeout', '%d', false), "
                      "set_config('tcp_keepalives_idle', '%ld', false), "
                      "set_config('tcp_keepalives_interval', '%ld', false), "
                      "set_config('tcp_keepalives_count', '%ld', false)",
-                     IDLE_TX_MS, c->holds ? 0 : LOCK_WAIT_MS, c->keep_idle_s, c->keep_intvl_s,
-                     c->keep_count);
+                     c->mark, IDLE_TX_MS, c->holds ? 0 : LOCK_WAIT_MS, c->keep_idle_s,
+                     c->keep_intvl_s, c->keep_count);
     if (c->user_timeout_ms)
         n += snprintf(q + n, sizeof q - (size_t)n, ", set_config('tcp_user_timeout', '%ld', false)",
                       c->user_timeout_ms);
     if (c->idle_session_ms)
-        snprintf(q + n, sizeof q - (size_t)n, ", set_config('idle_session_timeout', '%ld', false)",
-                 c->idle_session_ms);
-    return request(c, q, NULL, 0, now_ms() + IK__SQL_IO_MS, NULL, why, why_len);
+        n += snprintf(q + n, sizeof q - (size_t)n,
+                      ", set_config('idle_session_timeout', '%ld', false)", c->idle_session_ms);
+    if (c->holds) /* a role's statement_timeout would end pg_advisory_lock's wait */
+        snprintf(q + n, sizeof q - (size_t)n, ", set_config('statement_timeout', '0', false)");
+    ik__sql_res r;
+    int rc = request(c, q, NULL, 0, now_ms() + IK__SQL_IO_MS, &r, why, why_len);
+    if (rc) return rc;
+    c->server_pid = (int)ik__sql_int(&r, 0, 0);
+    c->shared = *ik__sql_cell(&r, 0, 1) != '\0';
+    ik__sql_res_clear(&r);
+    return 0;
 }
 
 static int pg_connect(const ik__sql_target *t, ik__sql_conn **out, char *why, size_t why_len)
@@ -471,13 +595,30 @@ static int pg_connect(const ik__sql_target *t, ik__sql_conn **out, char *why, si
                           NULL};
     const char *vals[] = {"5", "5", "2", "3", "idkeeper", t->uri, t->password, NULL};
     if (!t->password) keys[6] = NULL;
-    c->pg = PQconnectdbParams(keys, vals, 1);
+    c->cut = t->cut;
+    /* non-blocking, so that a cut (ik__sql_target.cut) ends a connect under way;
+     * libpq leaves connect_timeout to us then: IK__SQL_IO_MS in all */
+    c->pg = PQconnectStartParams(keys, vals, 1);
     if (!c->pg) {
         free(c);
         return IK_ENOMEM;
     }
+    int64_t until = now_ms() + IK__SQL_IO_MS;
+    PostgresPollingStatusType ps = PGRES_POLLING_WRITING;
+    while (PQstatus(c->pg) != CONNECTION_BAD && ps != PGRES_POLLING_OK &&
+           ps != PGRES_POLLING_FAILED) {
+        int64_t left = until - now_ms();
+        if (left <= 0 || (c->cut && __atomic_load_n(c->cut, __ATOMIC_ACQUIRE))) break;
+        struct pollfd pfd = {.fd = PQsocket(c->pg),
+                             .events = ps == PGRES_POLLING_READING ? POLLIN : POLLOUT};
+        int n = poll(&pfd, 1, left > 100 ? 100 : (int)left);
+        if (n > 0) ps = PQconnectPoll(c->pg);
+    }
     if (PQstatus(c->pg) != CONNECTION_OK) {
-        const char *msg = PQerrorMessage(c->pg);
+        const char *msg = ps == PGRES_POLLING_OK || ps == PGRES_POLLING_FAILED ||
+                                  PQstatus(c->pg) == CONNECTION_BAD
+                              ? PQerrorMessage(c->pg)
+                              : "no answer in time";
         one_line(msg, why, why_len);
         int refused = strstr(msg, "authentication failed") || strstr(msg, "does not exist") ||
                       strstr(msg, "no password supplied") || strstr(msg, "no pg_hba.conf");
@@ -508,7 +649,7 @@ static int pg_ping(ik__sql_conn *c, int timeout_ms)
 {
     if (!c || c->dead || PQstatus(c->pg) != CONNECTION_OK) return IK__SQL_EGONE;
     if (!c->ping_pending) {
-        if (!PQsendQuery(c->pg, "SELECT 1")) {
+        if (!PQsendQuery(c->pg, PROOF_SQL)) {
             c->dead = 1;
             return IK__SQL_EGONE;
         }
@@ -522,8 +663,15 @@ static int pg_ping(ik__sql_conn *c, int timeout_ms)
     }
     PGresult *r = NULL;
     int rc = collect(c, now_ms() + IK__SQL_IO_MS, &r, NULL, 0);
+    ik__sql_res p;
+    memset(&p, 0, sizeof p);
+    if (rc == 0 && fill(r, &p) != 0) rc = IK__SQL_EGONE;
     PQclear(r);
     c->ping_pending = 0;
+    /* the proof of session: a held lock's session is still ours (SL6 in recipe_sql.c) */
+    if (rc == 0) rc = proof_check(c, ik__sql_cell(&p, 0, 0), ik__sql_cell(&p, 0, 1), NULL, 0);
+    ik__sql_res_clear(&p);
+    if (rc == IK__SQL_EFOREIGN) return rc;
     if (rc || PQstatus(c->pg) != CONNECTION_OK) {
         c->dead = 1;
         return IK__SQL_EGONE;
@@ -603,6 +751,21 @@ static int cancel_bounded(ik__sql_conn *c, int ms)
     return done;
 }
 
+static int pg_unlock(ik__sql_conn *c, ik__lock_kind kind, const char *key);
+
+/* A grant's proof of session (SL6 in recipe_sql.c), its cells pid and mark from
+ * col: 1 held, or IK__SQL_EFOREIGN after giving back what the grant added to the
+ * session it ran in (another client's: the lock is re-entrant there). */
+static int grant_proof(ik__sql_conn *c, ik__lock_kind kind, const char *key, const ik__sql_res *g,
+                       size_t col, char *why, size_t why_len)
+{
+    char value[96];
+    const char *pid = ik__sql_cell(g, 0, col), *mark = ik__sql_cell(g, 0, col + 1);
+    if (!proof_bad(c, pid, mark, value, sizeof value)) return 1;
+    pg_unlock(c, kind, key);
+    return proof_check(c, pid, mark, why, why_len);
+}
+
 static int pg_lock(ik__sql_conn *c, ik__lock_kind kind, const char *key, int64_t deadline_ms,
                    const volatile int *cancel, char *why, size_t why_len)
 {
@@ -610,21 +773,24 @@ static int pg_lock(ik__sql_conn *c, ik__lock_kind kind, const char *key, int64_t
     const char *params[] = {key};
     if (deadline_ms == 0) {
         ik__sql_res r;
-        int rc = request(c,
-                         shared ? "SELECT pg_try_advisory_lock_shared(" LOCK_KEY("$1::text") ")"
-                                : "SELECT pg_try_advisory_lock(" LOCK_KEY("$1::text") ")",
-                         params, 1, now_ms() + IK__SQL_IO_MS, &r, why, why_len);
+        int rc = request(
+            c,
+            shared ? "SELECT pg_try_advisory_lock_shared(" LOCK_KEY("$1::text") "), " PROOF_COLS
+                   : "SELECT pg_try_advisory_lock(" LOCK_KEY("$1::text") "), " PROOF_COLS,
+            params, 1, now_ms() + IK__SQL_IO_MS, &r, why, why_len);
         if (rc) return rc;
         int got = ik__sql_bool(&r, 0, 0);
+        if (got) got = grant_proof(c, kind, key, &r, 1, why, why_len);
         ik__sql_res_clear(&r);
         return got;
     }
     if (!c || c->dead || PQstatus(c->pg) != CONNECTION_OK) return IK__SQL_EGONE;
     /* the blocking call: we wait in the server's queue, in arrival order */
-    if (!PQsendQueryParams(c->pg,
-                           shared ? "SELECT pg_advisory_lock_shared(" LOCK_KEY("$1::text") ")"
-                                  : "SELECT pg_advisory_lock(" LOCK_KEY("$1::text") ")",
-                           1, NULL, params, NULL, NULL, 0)) {
+    if (!PQsendQueryParams(
+            c->pg,
+            shared ? "SELECT pg_advisory_lock_shared(" LOCK_KEY("$1::text") "), " PROOF_COLS
+                   : "SELECT pg_advisory_lock(" LOCK_KEY("$1::text") "), " PROOF_COLS,
+            1, NULL, params, NULL, NULL, 0)) {
         c->dead = 1;
         one_line(PQerrorMessage(c->pg), why, why_len);
         return IK__SQL_EGONE;
@@ -659,7 +825,15 @@ static int pg_lock(ik__sql_conn *c, ik__lock_kind kind, const char *key, int64_t
     }
     PGresult *r = NULL;
     int rc = collect(c, now_ms() + IK__SQL_IO_MS, &r, why, why_len);
+    ik__sql_res g;
+    memset(&g, 0, sizeof g);
+    if (rc == 0 && !stopped && fill(r, &g) != 0) rc = IK__SQL_EDEFINITE;
     PQclear(r);
+    if (rc == 0 && !stopped) { /* the grant's proof of session (SL6 in recipe_sql.c) */
+        rc = grant_proof(c, kind, key, &g, 1, why, why_len);
+        ik__sql_res_clear(&g);
+        return rc;
+    }
     if (rc == IK__SQL_EDEFINITE && stopped)
         rc = 0;                    /* canceled in the queue: not held */
     else if (rc == 0 && stopped) { /* granted as we gave up: give it back */
@@ -667,8 +841,6 @@ static int pg_lock(ik__sql_conn *c, ik__lock_kind kind, const char *key, int64_t
                 shared ? "SELECT pg_advisory_unlock_shared(" LOCK_KEY("$1::text") ")"
                        : "SELECT pg_advisory_unlock(" LOCK_KEY("$1::text") ")",
                 params, 1, now_ms() + IK__SQL_IO_MS, NULL, NULL, 0);
-    } else if (rc == 0) {
-        return 1;
     }
     if (rc) return rc;
     return stopped == 2 ? IK__SQL_ECANCELED : 0;
@@ -687,8 +859,9 @@ static int pg_unlock(ik__sql_conn *c, ik__lock_kind kind, const char *key)
 /* The store hazards of c (sql_driver.h: hazards; docs/hazards.md, "PostgreSQL"):
  * fsync, full_page_writes and synchronous_commit as this session sees them (a
  * role's or database's own synchronous_commit = off shows here), and the session
- * state that session_setup set, read back (a pooler in transaction mode between
- * us and the server shows here: it would also break the session locks). */
+ * state that session_setup set, read back; the proof of session (a pooler in
+ * transaction mode between us and the server shows here, as with every write) and
+ * whether the server is a standby (its writes fail: the row says why). */
 static int pg_hazards(ik__sql_conn *c, const ik__hazards *h, ik_hazard *rows, size_t *n,
                       int64_t *db_ms, char *why, size_t why_len)
 {
@@ -702,10 +875,11 @@ static int pg_hazards(ik__sql_conn *c, const ik__hazards *h, ik_hazard *rows, si
                      "(SELECT setting FROM pg_settings WHERE name = 'lock_timeout'), "
                      "(SELECT setting FROM pg_settings WHERE name = 'tcp_keepalives_idle'), "
                      "(SELECT setting FROM pg_settings WHERE name = 'idle_session_timeout'), "
-                     "inet_server_addr() IS NULL, " NOW_MS,
+                     "inet_server_addr() IS NULL, " NOW_MS ", " PROOF_COLS ", pg_is_in_recovery(), "
+                     "(SELECT setting FROM pg_settings WHERE name = 'statement_timeout')",
                      NULL, 0, now_ms() + IK__SQL_IO_MS, &r, why, why_len);
     if (rc) return rc;
-    if (r.nrows != 1 || r.ncols != 10) {
+    if (r.nrows != 1 || r.ncols != 14) {
         ik__sql_res_clear(&r);
         return ik__fail(IK__SQL_EDEFINITE, why, why_len, "PostgreSQL: no settings row");
     }
@@ -749,6 +923,14 @@ static int pg_hazards(ik__sql_conn *c, const ik__hazards *h, ik_hazard *rows, si
                        "PostgreSQL directly",
                        c->keep_idle_s);
     }
+    if (c->holds) {
+        snprintf(val, sizeof val, "%s ms", ik__sql_cell(&r, 0, 13));
+        ik__hazard_row(h, &rows[k++], "lock session statement_timeout", val,
+                       ik__sql_int(&r, 0, 13) != 0,
+                       "the lock's session did not keep statement_timeout = 0 as idkeeper set "
+                       "it (a lock wait would end before its --timeout); connect to "
+                       "PostgreSQL directly");
+    }
     if (c->idle_session_ms) {
         snprintf(val, sizeof val, "%s ms", ik__sql_cell(&r, 0, 7));
         ik__hazard_row(h, &rows[k++], "lock session idle_session_timeout", val,
@@ -757,6 +939,17 @@ static int pg_hazards(ik__sql_conn *c, const ik__hazards *h, ik_hazard *rows, si
                        "idkeeper set it; connect to PostgreSQL directly",
                        c->idle_session_ms);
     }
+    int foreign = proof_bad(c, ik__sql_cell(&r, 0, 10), ik__sql_cell(&r, 0, 11), val, sizeof val);
+    if (!foreign) /* behind PgBouncer, PQbackendPID is its own random cancel key */
+        snprintf(val, sizeof val, "pid %d, %s", c->server_pid,
+                 PQbackendPID(c->pg) == c->server_pid ? "this connection's"
+                                                      : "kept by a pooler in session mode");
+    ik__hazard_row(h, &rows[k++], PROOF_CHECK, val, foreign, "%s", PROOF_FIX);
+    int standby = ik__sql_bool(&r, 0, 12);
+    ik__hazard_row(h, &rows[k++], "pg_is_in_recovery()", standby ? "true (a standby)" : "false",
+                   standby,
+                   "this server is a standby in recovery: it refuses every write (a slot's, a "
+                   "counter's, a lock's fence); point idkeeper at the primary");
     *db_ms = ik__sql_int(&r, 0, 9);
     *n = k;
     ik__sql_res_clear(&r);

@@ -76,6 +76,11 @@ static int redis_hazards_check(ik__backend *be, char *why, size_t why_len)
     return e;
 }
 
+static void redis_cut(ik__backend *be)
+{
+    ik__redis_client_cut(&ik__redis_backend_of(be)->rc);
+}
+
 static void redis_client_version(char *buf, size_t len)
 {
     /* hiredis has no run-time call: the version built against */
@@ -90,7 +95,8 @@ static void redis_client_version(char *buf, size_t len)
         .slot_release = ik__redis_slot_release, .slot_forget = ik__redis_slot_forget,              \
         .recover = NULL, .slots_list = ik__redis_slots_list,                                       \
         .slot_free_ms = ik__redis_slot_free_ms, .session = ik__redis_session_desc,                 \
-        .hazards_check = redis_hazards_check, .client_version = redis_client_version,              \
+        .hazards_check = redis_hazards_check, .settle = ik__redis_settle,                          \
+        .doubts = ik__redis_doubts, .cut = redis_cut, .client_version = redis_client_version,      \
         .tag_create = ik__redis_tag_create, .tag_get = ik__redis_tag_get,                          \
         .tag_list = ik__redis_tag_list, .tag_advance = ik__redis_tag_advance,                      \
     }

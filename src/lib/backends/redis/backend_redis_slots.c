@@ -10,9 +10,10 @@
  *       holder's first ceiling) in the same atomic step, before anything is issued.
  *   R2. slot_persist reports success only for a renewal whose answer was read: the
  *       key then lives until at least the server's time of running it + TTL, which
- *       is after our send time, so the lease is proven until the monotonic send time
- *       + 2/3 of the TTL (the third left over absorbs clock rate differences and the
- *       time a stopped process needs to notice; docs/redis.md, "The safe window").
+ *       is after our send time, so it reports the monotonic send time and the TTL
+ *       as the lease's proof; core/lease.c claims 2/3 of the TTL from the send (the
+ *       third left over absorbs clock rate differences and the time a stopped
+ *       process needs to notice; docs/redis.md, "The safe window").
  *   R3. A renewal or release whose token no longer matches writes nothing: a holder
  *       that lost its slot never touches the next holder's record.
  *   R4. An answer lost (timeout, connection dropped) is IK_EINDOUBT: the lease keeps
@@ -20,6 +21,11 @@
  *   R5. Take, renewal and release go out only on a hazard-checked connection while
  *       no store hazard is refused (ik__redis_get_write); else IK_EUNSAFE, nothing
  *       sent, and the lease stops issuing at once (docs/hazards.md).
+ *   R6. Each of them carries its own evidence (ik__redis_script's proof): a take
+ *       answered with unsafe evidence is released at once and never granted
+ *       (give_back), a renewal answered so extends nothing and is IK_EUNSAFE, so
+ *       the lease stops issuing at once (docs/hazards.md, "What rides with each
+ *       write").
  *
  * Threads: any; each call takes its own connection from the pool (redis_conn.c).
  */
@@ -58,11 +64,6 @@ static int64_t take_wait_ms(const ik__redis_client *rc)
 {
     int64_t w = answer_wait_ms(rc);
     return w < 2000 ? 2000 : w;
-}
-
-static int64_t proven_until(const ik__redis_client *rc, int64_t sent_ns)
-{
-    return sent_ns + rc->lease_ttl_ms * 2 / 3 * 1000000;
 }
 
 /* Strict decimal int64 from a reply string; 0 if absent or malformed. */
@@ -208,6 +209,35 @@ static void describe_holders(ik__redis_client *rc, const ik__slot_request *req, 
     free(v);
 }
 
+/* R6: a take answered with unsafe evidence (r, the acquire script's answer, freed
+ * here): if it took a slot, releases it on ctx at once, its record left at the
+ * take's (nothing was issued under it, and a record never goes below one a take
+ * wrote). A release that fails leaves the key to lapse at its TTL. */
+static void give_back(ik__redis_client *rc, redisContext *ctx, const char *app, redis_slot *s,
+                      redisReply *r)
+{
+    if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
+        r->element[0]->type == REDIS_REPLY_INTEGER && r->element[0]->integer >= 0 &&
+        r->element[2]->type == REDIS_REPLY_STRING && !ctx->err) {
+        char sub[32], sk[KEY_MAX], rk[KEY_MAX], why[300];
+        snprintf(sub, sizeof sub, "slot/%lld", r->element[0]->integer);
+        ik__redis_key(rc, app, sub, sk, sizeof sk);
+        snprintf(sub, sizeof sub, "record/%lld", r->element[0]->integer);
+        ik__redis_key(rc, app, sub, rk, sizeof rk);
+        const char *keys[] = {sk, rk};
+        const char *args[] = {s->token, r->element[2]->str};
+        redisReply *rr = NULL;
+        int e = ik__redis_script(rc, ctx, IK__RS_RELEASE, 2, keys, 2, args, 0, &rr, NULL, why,
+                                 sizeof why);
+        ik__logf("worker slot %lld of app %s was taken under an unsafe store setting: %s, never "
+                 "granted (docs/hazards.md, Redis)",
+                 r->element[0]->integer, app,
+                 e == IK_OK || e == IK_EUNSAFE ? "released" : "left to lapse at its TTL");
+        if (rr) freeReplyObject(rr);
+    }
+    if (r) freeReplyObject(r);
+}
+
 int ik__redis_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__slot_grant *out,
                            char *why, size_t why_len)
 {
@@ -247,6 +277,12 @@ int ik__redis_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__slo
     int64_t sent = ik__mono_ns();
     redisReply *r = NULL;
     e = ik__redis_script(rc, ctx, IK__RS_ACQUIRE, 0, NULL, 11, args, 0, &r, NULL, why, why_len);
+    if (e == IK_EUNSAFE) { /* R6: taken under unsafe evidence: released, never granted */
+        give_back(rc, ctx, req->app, s, r);
+        ik__redis_put(rc, ctx, 0);
+        free(s);
+        return e;
+    }
     ik__redis_put(rc, ctx, e == IK_EINDOUBT);
     if (e == IK_EINDOUBT) /* maybe taken: the key expires by itself after the TTL */
         e = ik__fail(IK_ESTORE, why, why_len, "no answer to a slot take (it lapses by itself)");
@@ -278,7 +314,7 @@ int ik__redis_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__slo
     out->old_record_ms = num_of(r->element[1]->str);
     out->record_ms = num_of(r->element[2]->str);
     out->since_ms = since_ms;
-    out->valid_until_mono_ns = proven_until(rc, sent);
+    out->proof = (ik__lease_proof){sent, rc->lease_ttl_ms};
     out->handle = s;
     freeReplyObject(r);
     pthread_mutex_lock(&rc->mu);
@@ -298,8 +334,8 @@ void ik__redis_session_desc(ik__backend *be, char *buf, size_t len)
     pthread_mutex_unlock(&rc->mu);
 }
 
-int ik__redis_slot_persist(ik__backend *be, void *handle, int64_t record_ms,
-                           int64_t *valid_until_mono_ns, int64_t *written_ms)
+int ik__redis_slot_persist(ik__backend *be, void *handle, int64_t record_ms, ik__lease_proof *proof,
+                           int64_t *written_ms)
 {
     ik__redis_client *rc = &ik__redis_backend_of(be)->rc;
     redis_slot *s = handle;
@@ -315,16 +351,17 @@ int ik__redis_slot_persist(ik__backend *be, void *handle, int64_t record_ms,
     redisReply *r = NULL;
     e = ik__redis_script(rc, ctx, IK__RS_RENEW, 2, keys, 3, args, 0, &r, NULL, why, sizeof why);
     ik__redis_put(rc, ctx, e == IK_EINDOUBT);
-    if (e) {
+    if (e && e != IK_EUNSAFE) {
         if (r) freeReplyObject(r);
         return IK_EINDOUBT; /* R4 */
     }
     int64_t got = r->type == REDIS_REPLY_INTEGER ? r->integer : 0;
     freeReplyObject(r);
     if (got < 0) return IK_ELOST; /* R3: expired, or someone else's now */
+    if (e) return e;              /* R6: proves nothing; the lease stops at once */
     if (got == 0) return IK_EINDOUBT;
     *written_ms = got;
-    *valid_until_mono_ns = proven_until(rc, sent);
+    *proof = (ik__lease_proof){sent, rc->lease_ttl_ms};
     return IK_OK;
 }
 
@@ -347,6 +384,7 @@ int ik__redis_slot_release(ik__backend *be, void *handle, int64_t record_ms)
         e = ik__redis_script(rc, ctx, IK__RS_RELEASE, 2, keys, 2, args, 0, &r, NULL, why,
                              sizeof why);
         ik__redis_put(rc, ctx, e == IK_EINDOUBT);
+        if (e == IK_EUNSAFE) e = IK_OK; /* it ran: a lost release lapses at the TTL */
         if (!e && r->type == REDIS_REPLY_INTEGER && r->integer < 0) e = IK_ELOST;
         if (r) freeReplyObject(r);
     }

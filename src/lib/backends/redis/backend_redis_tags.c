@@ -38,16 +38,25 @@
  *       cannot be placed and is logged "tag gap tag=T first=? count=K", as is the
  *       oldest doubt of a tag and lane that would hold more than TAG_KEPT. No
  *       doubt ends without a line.
- *   RT5. At close no later advance will carry the doubts still kept, so the close
- *       settles them (ik__redis_tags_close): per tag and lane one script,
+ *   RT5. At close no later advance will carry the doubts still kept, so the stop
+ *       settles them (ik__redis_settle, the seam's settle: ik_coord_settle, and
+ *       close for what is left): per tag and lane one script,
  *       TAG_SETTLE, that raises the writer key's "last" to a SEQ above every one
  *       sent (so a write still on its way can no longer run: RT3's refusal) and
  *       reads each doubt's SEQ in the ring, settled as in RT4. A tag whose script
- *       gets no answer within IK__REDIS_SETTLE_MS of the close's start, or is not
- *       sent (a store hazard refused: the fence is a write), logs each doubt as
+ *       gets no answer by the settle's deadline, or is not sent (the checks refuse
+ *       the store: the fence is a write, and coord.c runs them once more first), logs
+ *       each doubt as
  *       "tag gap tag=T first=? count=K why=maybe_recorded", before the close
  *       returns (the daemon's last step after SIGTERM, so before the process
  *       exits).
+ *
+ *   RT6. Each create and advance carries its own evidence (ik__redis_script's
+ *       proof). An advance that ran under unsafe evidence hands nothing out: its
+ *       exact range is logged "tag gap ... why=store_unsafe" and the call answers
+ *       IK_EUNSAFE (503, -TRYAGAIN). A counter key with a TTL is refused at create
+ *       and at every advance, before anything is written: it would expire and an
+ *       app's INCR would start it again at 1.
  *
  * A doubt's life (edges name the functions):
  *
@@ -55,8 +64,8 @@
  *     CARRIED --script ran (code 0): settle--> logged: a gap, settled, or first=?
  *        |--script not run, or its answer lost: keep_doubts--> KEPT
  *   KEPT --a tag's TAG_KEPT+1-th doubt, or no memory: keep_doubts--> logged first=?
- *   KEPT --close: ik__redis_tags_close, TAG_SETTLE answered--> logged as by settle
- *        |--no answer by the deadline--> logged first=? (maybe_recorded)
+ *   KEPT --stop: ik__redis_settle, TAG_SETTLE answered--> logged as by settle
+ *        |--no answer by the deadline, or the store refused--> logged first=?
  *
  * Threads: any; each call takes its own connection from the pool (redis_conn.c);
  * the doubts are under t->mu.
@@ -218,6 +227,13 @@ int ik__redis_tag_create(ik__backend *be, const char *app, const ik_tag_info *t,
     if (e == IK_EINDOUBT)
         e = ik__fail(IK_ESTORE, why, why_len, "tag %s: no answer from redis (it may exist now)",
                      t->name);
+    if (e == IK_EUNSAFE) { /* RT6: it ran, but Redis may lose it */
+        char inner[400];
+        snprintf(inner, sizeof inner, "%s", why);
+        e = ik__fail(IK_EUNSAFE, why, why_len,
+                     "tag %s: written under a setting that can lose it (it may exist now): %s",
+                     t->name, inner);
+    }
     if (e) {
         if (r) freeReplyObject(r);
         return e;
@@ -239,6 +255,11 @@ int ik__redis_tag_create(ik__backend *be, const char *app, const ik_tag_info *t,
     else if (code == -3)
         e = ik__fail(IK_ESTORE, why, why_len,
                      "tag %s: the key %s holds a string that is not an integer", t->name, counter);
+    else if (code == -4)
+        e = ik__fail(IK_ESTORE, why, why_len,
+                     "tag %s: the key %s has a TTL: when it expires, an INCR starts it again "
+                     "at 1 and IDs repeat; PERSIST it first (docs/redis.md, Adopting a key)",
+                     t->name, counter);
     else if (code != 0)
         e = ik__fail(IK_ESTORE, why, why_len, "tag %s: the create script answered oddly", t->name);
     freeReplyObject(r);
@@ -503,7 +524,7 @@ static int advance_on(ik__redis_backend *b, const char *app, const char *name, i
                          sizeof why);
     ik__redis_put(rc, ctx, e == IK_EINDOUBT);
     long long code = -100;
-    if (!e && r && r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
+    if ((!e || e == IK_EUNSAFE) && r && r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
         r->element[0]->type == REDIS_REPLY_INTEGER)
         code = r->element[0]->integer;
     if (code == 0) { /* RT4: it ran, so every doubt it carried is settled */
@@ -516,6 +537,17 @@ static int advance_on(ik__redis_backend *b, const char *app, const char *name, i
                    now_ns);
     } else {
         keep_doubts(b->tags, app, name, lane, carried, nc); /* not settled yet */
+    }
+    if (e == IK_EUNSAFE) { /* RT6: ran under unsafe evidence: never handed out */
+        int64_t v;
+        if (code == 0 && r->elements >= 2 && r->element[1]->type == REDIS_REPLY_STRING &&
+            !parse_i64(r->element[1]->str, &v))
+            ik__tag_gap(app, name, kind, v - delta + 1, delta, "store_unsafe", "%s", why);
+        else if (code == 0)
+            log_unplaced(app, name, &own, "recorded under unsafe store settings");
+        ik__redis_log_limited(rc, "tag %s: %s", name, why);
+        freeReplyObject(r);
+        return IK_EUNSAFE;
     }
     if (e == IK_EINDOUBT || (code == 0 && waited < rc->wait_replicas)) {
         /* RT2: maybe (or surely, but not replicated) recorded: never handed out */
@@ -583,6 +615,14 @@ static int advance_on(ik__redis_backend *b, const char *app, const char *name, i
                                   : "a string");
         e = IK_ESTORE;
         break;
+    case -8:
+        ik__redis_log_limited(rc,
+                              "tag %s: its counter key %s has a TTL: not issuing, since when "
+                              "it expires INCR starts it again at 1 and IDs repeat; PERSIST it "
+                              "(docs/redis.md, Adopting a key)",
+                              name, counter);
+        e = IK_ESTORE;
+        break;
     default: /* -7: an advance of this object with a later seq ran first; this one did not */
         e = IK_ESTORE;
         break;
@@ -591,12 +631,16 @@ static int advance_on(ik__redis_backend *b, const char *app, const char *name, i
     return e;
 }
 
-/* RT5: one tag's doubts by one lane at close, settled by TAG_SETTLE within the close's deadline
- * (mono ns), or logged as gaps of unknown place. */
-static void settle_at_close(ik__redis_backend *b, const tag_doubts *g, int64_t deadline_ns)
+/* RT5: one tag's doubts by one lane at close, settled by TAG_SETTLE by deadline_ns
+ * (mono ns), or logged as gaps of unknown place; with refused set (the checks refuse
+ * the store, or could not ask it: backend.h's settle), logged without a word to the
+ * store. */
+static void settle_at_close(ik__redis_backend *b, const tag_doubts *g, int64_t deadline_ns,
+                            const char *refused)
 {
     ik__redis_client *rc = &b->rc;
-    char writer[KEY_MAX], why[400] = "the deadline had passed";
+    char writer[KEY_MAX], why[400];
+    snprintf(why, sizeof why, "%s", refused ? refused : "the deadline had passed");
     writer_key(rc, b->tags, g->app, g->tag, g->lane, writer);
     char seqs[24], doubts[TAG_KEPT * 22 + 1] = "", ring[8], ttl[16];
     snprintf(seqs, sizeof seqs, "%" PRIu64, ++b->tags->seq); /* above every one sent */
@@ -609,7 +653,7 @@ static void settle_at_close(ik__redis_backend *b, const tag_doubts *g, int64_t d
     const char *args[] = {seqs, doubts, ring, ttl};
     redisReply *r = NULL;
     int64_t left_ms = (deadline_ns - ik__mono_ns()) / 1000000;
-    if (left_ms > 0) {
+    if (!refused && left_ms > 0) {
         int e = IK_OK;
         /* a write (the fence): nothing is sent while a store hazard is refused */
         redisContext *ctx = ik__redis_get_write(rc, left_ms, &e, why, sizeof why);
@@ -632,8 +676,7 @@ static void settle_at_close(ik__redis_backend *b, const tag_doubts *g, int64_t d
     if (!r) {
         char line[600];
         snprintf(line, sizeof line,
-                 MAYBE_RECORDED "and it was still open at close, not settled within %d ms (%s)",
-                 IK__REDIS_SETTLE_MS, why);
+                 MAYBE_RECORDED "and it was still open at close, not settled (%s)", why);
         for (int i = 0; i < g->n; i++)
             log_unplaced(g->app, g->tag, &g->d[i], line);
         return;
@@ -646,12 +689,38 @@ static void settle_at_close(ik__redis_backend *b, const tag_doubts *g, int64_t d
     freeReplyObject(r);
 }
 
+void ik__redis_settle(ik__backend *be, int64_t deadline_ns, const char *refused)
+{
+    ik__redis_backend *b = ik__redis_backend_of(be);
+    if (!b->tags) return;
+    pthread_mutex_lock(&b->tags->mu);
+    tag_doubts *all = b->tags->doubts; /* RT5: no other call runs now */
+    b->tags->doubts = NULL;
+    pthread_mutex_unlock(&b->tags->mu);
+    while (all) {
+        tag_doubts *g = all;
+        all = g->next;
+        settle_at_close(b, g, deadline_ns, refused);
+        free(g);
+    }
+}
+
+int ik__redis_doubts(ik__backend *be)
+{
+    ik__redis_backend *b = ik__redis_backend_of(be);
+    if (!b->tags) return 0;
+    int n = 0;
+    pthread_mutex_lock(&b->tags->mu);
+    for (tag_doubts *g = b->tags->doubts; g; g = g->next)
+        n += g->n;
+    pthread_mutex_unlock(&b->tags->mu);
+    return n;
+}
+
 void ik__redis_tags_close(ik__redis_backend *b)
 {
     if (!b->tags) return;
-    int64_t deadline_ns = ik__mono_ns() + (int64_t)IK__REDIS_SETTLE_MS * 1000000;
-    for (tag_doubts *g = b->tags->doubts; g; g = g->next)
-        settle_at_close(b, g, deadline_ns); /* RT5: no other call runs now */
+    ik__redis_settle(&b->base, ik__mono_ns() + (int64_t)IK__SETTLE_MS * 1000000, NULL);
     tags_free(b->tags);
     b->tags = NULL;
 }

@@ -4,7 +4,8 @@
  * Redis: at open, on every new connection, and before a write on a connection whose
  * last check is older than the hazard interval), the Lua scripts and the one way to
  * run them (EVALSHA, EVAL when the server lost its script cache), and what a reply
- * means. backend_redis_slots.c and
+ * means (every script inside MULTI with the checks' evidence: the proof that rides
+ * with each write). backend_redis_slots.c and
  * backend_redis_tags.c sit on it; backend_redis.c (the ops table) sits on those.
  * Nothing in here calls up. Not a public API. docs/redis.md has the key layout.
  *
@@ -71,6 +72,7 @@ extern const char *const ik__redis_lua[IK__RS_COUNT];
 
 #define IK__REDIS_POOL 8    /* idle connections kept */
 #define IK__REDIS_STAMPS 64 /* connections whose last hazard check is remembered */
+#define IK__REDIS_LIVE 128  /* connections out of the pool, for the cut */
 
 struct redisContext;
 struct redisReply;
@@ -99,6 +101,21 @@ typedef struct ik__redis_client {
         int64_t ns;
     } stamp[IK__REDIS_STAMPS];
     uint64_t checks_begun, checks_installed;
+    /* connections out of the pool (in a call, or connecting), whose sockets
+     * ik__redis_client_cut shuts; cut: no call waits on Redis any more */
+    struct redisContext *live[IK__REDIS_LIVE];
+    int cut;
+    int aof_trusted;    /* the AOF was seen complete since it was last seen off (or never) */
+    int blind;          /* the latest evidence had an unreadable row: writes carry none */
+    int one_get;        /* the server reads several settings in one CONFIG GET (Redis 7) */
+    char *ev_cmd[2][2]; /* the evidence's commands, formatted at open, by [one_get][info] */
+    int ev_len[2][2];
+    struct ik__redis_judged { /* the last evidence installed, and its verdict */
+        void *raw;            /* its answer as read (redis_conn.c), NULL: none yet */
+        int trusted_in;       /* aof_trusted before it */
+        int unsafe;           /* its own verdict was IK_EUNSAFE, why: */
+        char why[400];
+    } judged;
 } ik__redis_client;
 
 /* Reads the URI and the options (password, lease TTL, wait replicas), initialises
@@ -109,6 +126,10 @@ typedef struct ik__redis_client {
 int ik__redis_client_open(ik__redis_client *rc, const char *uri, const ik_coord_options *o,
                           ik__hazards *hz, char *why, size_t why_len);
 void ik__redis_client_close(ik__redis_client *rc);
+/* The seam's cut (backend.h): every socket of rc is shut (a call blocked on one
+ * fails at once, as one whose answer was lost) and every later get fails with
+ * IK_ESTORE without connecting. Any thread. */
+void ik__redis_client_cut(ik__redis_client *rc);
 
 /* A connection for one call, its reads and writes timing out after timeout_ms:
  * an idle one, or a new one (AUTH, SELECT). NULL with IK_ESTORE and why if none
@@ -118,13 +139,19 @@ struct redisContext *ik__redis_get(ik__redis_client *rc, int64_t timeout_ms, int
                                    size_t why_len);
 void ik__redis_put(ik__redis_client *rc, struct redisContext *ctx, int broken);
 
-/* The hazard checks of Redis (docs/hazards.md) on ctx, now, in one round trip:
- * CONFIG GET appendonly, appendfsync, no-appendfsync-on-rewrite, maxmemory,
- * maxmemory-policy, and ROLE. A setting CONFIG GET (or ROLE) cannot read is
+/* The hazard checks of Redis (docs/hazards.md) on ctx, now, in one round trip: the
+ * evidence that also rides with every write (ik__redis_script): CONFIG GET
+ * appendonly, appendfsync, no-appendfsync-on-rewrite, maxmemory, maxmemory-policy,
+ * cluster-enabled, ROLE and INFO persistence. A setting CONFIG GET (or ROLE) cannot read is
  * unverifiable: refused, or a risk under --allow-unsafe-store. Installs the verdicts
  * in rc->hz (ik__hazards_update) and stamps ctx as checked. 0, IK_EUNSAFE (why names
  * the first refused setting), or IK_ESTORE (no answer: put ctx with broken = 1). */
 int ik__redis_hazards(ik__redis_client *rc, struct redisContext *ctx, char *why, size_t why_len);
+
+/* The value of field name ("NAME:VALUE" at the start of a line) in the text of an
+ * INFO answer into val, cut to len - 1 bytes, without its line end; "" if absent.
+ * Pure (tests/fuzz/fuzz_redis_info.c). */
+void ik__redis_info_field(const char *info, const char *name, char *val, size_t len);
 
 /* ik__redis_get for a write (a slot take, renewal or release, a counter create or
  * advance): on a connection whose last hazard check is due (ik__hazards_due) the
@@ -134,12 +161,18 @@ struct redisContext *ik__redis_get_write(ik__redis_client *rc, int64_t timeout_m
                                          char *why, size_t why_len);
 
 /* Runs script id with nk keys then na arguments (keys[], args[] NUL-terminated
- * strings), by EVALSHA, by EVAL if the server answers NOSCRIPT; with wait (and the
- * client's wait_replicas > 0) it then sends WAIT N, in the same round trip.
- * 0 and *out (freed with freeReplyObject) once the script answered; *waited = the
- * replicas WAIT counted (wait_replicas when not asked). IK_EINDOUBT if it was sent
- * and its answer is not known (the connection is broken: put it with broken = 1);
- * IK_ESTORE if it was certainly not run (nothing sent). why says what happened. */
+ * strings), by EVALSHA, by EVAL if the server answers NOSCRIPT, inside MULTI ... EXEC
+ * with the evidence of ik__redis_hazards (the proof: docs/hazards.md, "What rides
+ * with each write"); with wait (and the client's wait_replicas > 0) it then sends
+ * WAIT N, in the same round trip. 0 and *out (freed with freeReplyObject) once the
+ * script answered under safe evidence; IK_EUNSAFE and *out when it ran but its
+ * evidence is unsafe (why names the setting; the verdicts are installed): the caller
+ * must not trust that write (a take is released, a renewal proves nothing, an
+ * advance's range is a gap). *waited = the replicas WAIT counted (wait_replicas when
+ * not asked). IK_EINDOUBT if it was sent and its answer is not known (the connection
+ * is broken: put it with broken = 1); IK_ESTORE if it certainly did not run. why says
+ * what happened. Where the evidence cannot be read (an ACL without CONFIG, accepted
+ * with --allow-unsafe-store) the script goes alone. */
 int ik__redis_script(ik__redis_client *rc, struct redisContext *ctx, int id, int nk,
                      const char *const *keys, int na, const char *const *args, int wait,
                      struct redisReply **out, int *waited, char *why, size_t why_len);
@@ -176,17 +209,19 @@ void ik__redis_session_desc(ik__backend *be, char *buf, size_t len);
 
 int ik__redis_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__slot_grant *out,
                            char *why, size_t why_len);
-int ik__redis_slot_persist(ik__backend *be, void *handle, int64_t record_ms,
-                           int64_t *valid_until_mono_ns, int64_t *written_ms);
+int ik__redis_slot_persist(ik__backend *be, void *handle, int64_t record_ms, ik__lease_proof *proof,
+                           int64_t *written_ms);
 int ik__redis_slot_release(ik__backend *be, void *handle, int64_t record_ms);
 void ik__redis_slot_forget(ik__backend *be, void *handle);
 int ik__redis_slots_list(ik__backend *be, const char *app, ik_slot_info **out, size_t *n);
 
 int ik__redis_tags_new(struct ik__redis_tags **out);
-/* The close's part of the tags, before the client closes: settles every doubt still
- * open (RT5 in backend_redis_tags.c: one fenced read of each tag's writer key, all
- * within IK__REDIS_SETTLE_MS), each one logged, then frees b->tags. */
-#define IK__REDIS_SETTLE_MS 2000
+/* The seam's settle and doubts (backend.h): every doubt still open settled (RT5 in
+ * backend_redis_tags.c: one fenced read of each tag's writer key) or logged. */
+void ik__redis_settle(ik__backend *be, int64_t deadline_ns, const char *refused);
+int ik__redis_doubts(ik__backend *be);
+/* The close's part of the tags, before the client closes: settles what is left
+ * (within IK__SETTLE_MS), then frees b->tags. */
 void ik__redis_tags_close(ik__redis_backend *b);
 int ik__redis_tag_create(ik__backend *be, const char *app, const ik_tag_info *t, char *why,
                          size_t why_len);

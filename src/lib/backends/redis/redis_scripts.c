@@ -95,7 +95,8 @@ static const char release[] =
 
 /* TAG_CREATE. KEYS: meta, counter, index. ARGV: NAME, KIND, START, STEP, DESC, NOW,
  * START-1. {-1}: the tag exists; {-2, TYPE}: the counter key holds another type;
- * {-3}: it holds a string that is no integer; {0, VALUE}: made. An existing
+ * {-3}: it holds a string that is no integer; {-4}: it has a TTL (it would expire,
+ * and an app's INCR start it again at 1); {0, VALUE}: made. An existing
  * integer counter is adopted: it only ever goes up (to START-1 if below). */
 static const char tag_create[] =
     LUA_LT "if redis.call('EXISTS', KEYS[1]) == 1 then return {-1} end\n"
@@ -103,6 +104,7 @@ static const char tag_create[] =
            "if t ~= 'none' and t ~= 'string' then return {-2, t} end\n"
            "local cur = redis.call('GET', KEYS[2])\n"
            "if cur and not string.match(cur, '^%-?%d+$') then return {-3} end\n"
+           "if cur and redis.call('PTTL', KEYS[2]) >= 0 then return {-4} end\n"
            "if not cur or lt(cur, ARGV[7]) then redis.call('SET', KEYS[2], ARGV[7]) end\n"
            "redis.call('HSET', KEYS[1], 'kind', ARGV[2], 'start', ARGV[3], 'step', ARGV[4],\n"
            "           'description', ARGV[5], 'update_time', ARGV[6])\n"
@@ -117,6 +119,7 @@ static const char tag_create[] =
  * such tag; {-2}: of the other kind; {-3}: past LIMIT; {-4}: the counter key is
  * gone; {-5, TYPE}: it holds another type; {-6}: not an integer; {-7, LAST}: SEQ is
  * not above the last advance of this nonce (a late or overtaken write: not run);
+ * {-8}: the counter key has a TTL (nothing written);
  * {0, VALUE, FLOOR, R1, ..., Rk}: advanced by INCRBY to VALUE and recorded as "SEQ
  * VALUE" in the writer key's ring; FLOOR is the ring's floor before ("0": none), and
  * Ri the VALUE the i-th SEQ of DOUBTS recorded, or "" if the ring does not hold it
@@ -135,6 +138,7 @@ static const char tag_advance[] = LUA_LT
     "if t ~= 'string' then return {-5, t} end\n"
     "local cur = redis.call('GET', KEYS[2])\n"
     "if not string.match(cur, '^%-?%d+$') then return {-6} end\n"
+    "if redis.call('PTTL', KEYS[2]) >= 0 then return {-8} end\n"
     "if lt(ARGV[4], cur) then return {-3} end\n"
     "local ring = tonumber(ARGV[7])\n"
     "local out = {0, '', redis.call('HGET', w, 'floor') or '0'}\n"

@@ -22,6 +22,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 int ik__sql_error(int rc)
 {
@@ -32,6 +33,8 @@ int ik__sql_error(int rc)
         return IK_EINDOUBT;
     case IK__SQL_EDUPLICATE:
         return IK_EEXIST;
+    case IK__SQL_EFOREIGN:
+        return IK_EUNSAFE;
     default:
         return rc < 0 && rc >= IK__SQL_EREFUSED ? IK_ESTORE : rc;
     }
@@ -75,17 +78,55 @@ static int connect_as(ik__sql_backend *b, const ik__sql_target *t, ik__sql_conn 
                       size_t why_len)
 {
     char inner[256] = "";
-    int rc = b->d->connect(t, c, inner, sizeof inner);
+    pthread_mutex_lock(&b->mu);
+    int cut = b->cut;
+    pthread_mutex_unlock(&b->mu);
+    if (cut) return ik__fail(IK__SQL_EGONE, why, why_len, "the stop's deadline passed");
+    ik__sql_target tc = *t;
+    tc.cut = &b->cut;
+    int rc = b->d->connect(&tc, c, inner, sizeof inner);
     if (rc) return ik__fail(rc, why, why_len, "cannot connect: %s", inner);
+    pthread_mutex_lock(&b->mu);
+    for (int i = 0; i < IK__SQL_LIVE; i++)
+        if (!b->live[i]) {
+            b->live[i] = *c;
+            break;
+        }
+    int fd = b->cut && b->d->socket ? b->d->socket(*c) : -1;
+    if (fd >= 0) shutdown(fd, SHUT_RDWR); /* cut while it connected */
+    pthread_mutex_unlock(&b->mu);
     if (b->opening) return 0; /* open checks it, and fails without a log line */
     rc = ik__sql_hazards_run(b, *c, inner, sizeof inner);
     if (rc && rc != IK_EUNSAFE) {
-        b->d->close(*c);
+        ik__sql_conn_close(b, *c);
         *c = NULL;
         return ik__fail(rc < 0 && rc >= IK__SQL_EREFUSED ? rc : IK__SQL_EGONE, why, why_len,
                         "cannot connect: %s", inner);
     }
     return 0;
+}
+
+void ik__sql_conn_close(ik__sql_backend *b, ik__sql_conn *c)
+{
+    if (!c) return;
+    pthread_mutex_lock(&b->mu);
+    for (int i = 0; i < IK__SQL_LIVE; i++)
+        if (b->live[i] == c) b->live[i] = NULL;
+    pthread_mutex_unlock(&b->mu);
+    b->d->close(c);
+}
+
+void ik__sql_cut(ik__backend *be)
+{
+    ik__sql_backend *b = ik__sql_of(be);
+    pthread_mutex_lock(&b->mu);
+    __atomic_store_n(&b->cut, 1, __ATOMIC_RELEASE); /* the drivers' waits read it */
+    for (int i = 0; i < IK__SQL_LIVE; i++) {
+        int fd = b->live[i] && b->d->socket ? b->d->socket(b->live[i]) : -1;
+        if (fd >= 0) shutdown(fd, SHUT_RDWR);
+    }
+    pthread_cond_broadcast(&b->cv);
+    pthread_mutex_unlock(&b->mu);
 }
 
 int ik__sql_connect(ik__sql_backend *b, ik__sql_conn **c, char *why, size_t why_len)
@@ -138,7 +179,7 @@ int ik__sql_get(ik__sql_backend *b, int *idx, ik__sql_conn **c, char *why, size_
     pthread_mutex_unlock(&b->mu);
     int rc = 0;
     if (have && !ik__sql_reusable(b->d, have)) { /* ended while idle: a new one */
-        b->d->close(have);
+        ik__sql_conn_close(b, have);
         have = NULL;
     }
     if (!have) {
@@ -168,7 +209,10 @@ void ik__sql_put(ik__sql_backend *b, int idx, int rc)
     b->busy[idx] = 0;
     pthread_cond_signal(&b->cv);
     pthread_mutex_unlock(&b->mu);
-    if (dead) b->d->close(dead);
+    if (dead) {
+        ik__sql_hazards_foreign(b, dead, rc);
+        ik__sql_conn_close(b, dead);
+    }
 }
 
 /* Creates the schema (CREATE ... IF NOT EXISTS) and checks leaf_alloc's columns, on
@@ -223,7 +267,7 @@ void ik__sql_close(ik__backend *be)
     ik__sql_backend *b = ik__sql_of(be);
     if (!b) return;
     for (int i = 0; i < IK__SQL_POOL; i++)
-        if (b->pool[i]) b->d->close(b->pool[i]);
+        if (b->pool[i]) ik__sql_conn_close(b, b->pool[i]);
     pthread_cond_destroy(&b->cv);
     pthread_cond_destroy(&b->lane_cv);
     pthread_mutex_destroy(&b->mu);

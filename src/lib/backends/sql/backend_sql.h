@@ -14,6 +14,7 @@
 #define IK__SQL_POOL 4      /* pooled connections for tags and slot scans */
 #define IK__SQL_BIZ_MAX 128 /* leaf_alloc.biz_tag is varchar(128) */
 #define IK__SQL_DOUBTS 32   /* sequence commits in doubt at once, at most */
+#define IK__SQL_LIVE 128    /* connections whose sockets a cut shuts, at most */
 
 typedef struct ik__sql_backend {
     ik__backend base;
@@ -52,7 +53,12 @@ typedef struct ik__sql_backend {
      * lane L writes idk_commit_mark's row (writer + L in 2 hex digits, tag) */
     uint64_t lanes_busy;
     pthread_cond_t lane_cv;
-    int opened;          /* the open succeeded: the close settles and cleans up */
+    int opened;    /* the open succeeded: the close settles and cleans up */
+    int open_left; /* doubts logged unsettled: the close keeps our marks */
+    /* every connection made and not yet closed (ik__sql_conn_close), whose sockets
+     * ik__sql_cut shuts; cut: no call waits on the database any more (under mu) */
+    ik__sql_conn *live[IK__SQL_LIVE];
+    int cut;
     int64_t doubts_kept; /* doubts kept past their call, since open (under mu) */
     struct ik__sql_doubt {
         char biz[IK__SQL_BIZ_MAX + 1], name[IK_TAG_NAME_MAX + 1], app[IK__APP_NAME_MAX + 1];
@@ -64,18 +70,17 @@ typedef struct ik__sql_backend {
     } doubt[IK__SQL_DOUBTS];
 } ik__sql_backend;
 
-#define IK__SQL_LANES 64       /* sequence advances in progress at once, at most */
-#define IK__SQL_SETTLE_MS 2000 /* the close settles open doubts within this */
+#define IK__SQL_LANES 64 /* sequence advances in progress at once, at most */
 
 static inline ik__sql_backend *ik__sql_of(ik__backend *be)
 {
     return (ik__sql_backend *)be;
 }
 
-/* 1 for the classes after which a connection is dead (EDOUBT, EGONE). */
+/* 1 for the classes after which a connection is dead (EDOUBT, EGONE, EFOREIGN). */
 static inline int ik__sql_dead(int rc)
 {
-    return rc == IK__SQL_EDOUBT || rc == IK__SQL_EGONE;
+    return rc == IK__SQL_EDOUBT || rc == IK__SQL_EGONE || rc == IK__SQL_EFOREIGN;
 }
 
 /* A connection of the pool, connected if need be (and again if the server ended
@@ -87,6 +92,9 @@ int ik__sql_get(ik__sql_backend *b, int *idx, ik__sql_conn **c, char *why, size_
 void ik__sql_put(ik__sql_backend *b, int idx, int rc);
 /* A new connection of its own (slots, locks). 0 or a driver class with why. */
 int ik__sql_connect(ik__sql_backend *b, ik__sql_conn **c, char *why, size_t why_len);
+/* Closes a connection made by ik__sql_connect or the pool (every close goes here,
+ * so that a cut never shuts a socket number used again since). */
+void ik__sql_conn_close(ik__sql_backend *b, ik__sql_conn *c);
 /* 1 if the idle connection c may be used again (backend_sql.c): 0 if the database
  * ended it while it was idle, or may end it any moment (the driver's stale). */
 int ik__sql_reusable(const ik__sql_driver *d, ik__sql_conn *c);
@@ -103,12 +111,18 @@ int ik__sql_hazards_read(ik__sql_backend *b, ik__sql_conn *c, ik_hazard *rows, s
  * nothing is refused, IK_EUNSAFE (nothing may be sent), or IK_ESTORE with *cls the
  * class c's failed check left (c dead: give it back with it). */
 int ik__sql_hazards_gate(ik__sql_backend *b, ik__sql_conn *c, int *cls, char *why, size_t why_len);
+/* After a driver call on c answered rc: if rc is IK__SQL_EFOREIGN (the proof that
+ * rode with a write or a grant shows another server session), installs the refused
+ * row the driver described in c's hz state (docs/hazards.md, "Proof with every
+ * write"), which logs it and stops every write until a check finds a connection of
+ * our own again. Call before c is closed. rc unchanged. */
+int ik__sql_hazards_foreign(ik__sql_backend *b, ik__sql_conn *c, int rc);
 /* A new connection that will hold a session lock (recipe_sql.c): connected with
  * the session limits of a holder (docs/sql.md, "Session settings"). */
 int ik__sql_connect_holder(ik__sql_backend *b, ik__sql_conn **c, char *why, size_t why_len);
 
 /* The ik_error of a driver class: EDOUBT -> IK_EINDOUBT, EDUPLICATE -> IK_EEXIST,
- * the others IK_ESTORE. */
+ * EFOREIGN -> IK_EUNSAFE, the others IK_ESTORE. */
 int ik__sql_error(int rc);
 
 /* Runs a statement with up to 8 int64/text parameters given as strings. */

@@ -117,3 +117,14 @@ int ik__sql_hazards_gate(ik__sql_backend *b, ik__sql_conn *c, int *cls, char *wh
     }
     return ik__hazards_refused(&b->base.hz, why, why_len);
 }
+
+int ik__sql_hazards_foreign(ik__sql_backend *b, ik__sql_conn *c, int rc)
+{
+    ik__sql_conn_hz *st = c && rc == IK__SQL_EFOREIGN ? b->d->hz_state(c) : NULL;
+    if (!st || !st->foreign) return rc;
+    ik_hazard row;
+    ik__hazard_row(&b->base.hz, &row, st->foreign_check, st->foreign_value, 1, "%s",
+                   st->foreign_fix);
+    ik__hazards_update(&b->base.hz, &row, 1, NULL, 0);
+    return rc;
+}

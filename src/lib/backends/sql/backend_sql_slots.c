@@ -14,8 +14,9 @@
  *       database's clock, under the row's lock; a renewal needs the token and the
  *       row unexpired, so a holder whose row expired (even if nobody took it)
  *       learns IK_ELOST and takes a slot again, with the floor from the record.
- *   SSL2. A holder proves its lease only until SAFE(ttl) after the *send* time of its
- *       last acknowledged renewal (or take), by its own BOOTTIME clock: the row's
+ *   SSL2. A holder proves its lease only for 2/3 of the TTL (core/lease.c's window)
+ *       after the *send* time of its last acknowledged renewal (or take), which is
+ *       what it reports, by its own BOOTTIME clock: the row's
  *       expiry was set by the database after that send, ttl later, so with clocks
  *       that run at rates within a third of each other the holder stops before any
  *       other can take the row.
@@ -34,9 +35,6 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* The part of the TTL a holder issues for after its last renewal was sent (SSL2). */
-#define SAFE_NS(ttl_ms) ((int64_t)(ttl_ms)*2 / 3 * 1000000)
 
 typedef struct sql_slot {
     ik__sql_conn *c; /* our own connection; NULL after it died */
@@ -94,7 +92,7 @@ static int take(ik__sql_backend *b, ik__sql_conn *c, const ik__slot_request *req
     out->old_record_ms = old;
     out->record_ms = old > req->new_record_ms ? old : req->new_record_ms;
     out->since_ms = ik__wall_ms();
-    out->valid_until_mono_ns = sent + SAFE_NS(b->ttl_ms);
+    out->proof = (ik__lease_proof){sent, b->ttl_ms};
     return 0;
 abort:
     if (!ik__sql_dead(rc)) {
@@ -230,7 +228,7 @@ int ik__sql_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__slot_
         int cls = 0;
         rc = ik__sql_hazards_gate(b, s->c, &cls, why, why_len); /* nothing sent while refused */
         if (rc) {
-            b->d->close(s->c);
+            ik__sql_conn_close(b, s->c);
             free(s);
             return rc;
         }
@@ -241,12 +239,13 @@ int ik__sql_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__slot_
                      inner);
         else if (rc)
             snprintf(why, why_len, "%s", inner);
+        ik__sql_hazards_foreign(b, s->c, rc);
         rc = rc > 0 ? IK_ENOSLOT : ik__sql_error(rc);
     } else {
         rc = ik__sql_error(rc);
     }
     if (rc) {
-        b->d->close(s->c);
+        ik__sql_conn_close(b, s->c);
         free(s);
         return rc;
     }
@@ -260,13 +259,13 @@ int ik__sql_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__slot_
     return IK_OK;
 }
 
-int ik__sql_slot_persist(ik__backend *be, void *handle, int64_t record_ms,
-                         int64_t *valid_until_mono_ns, int64_t *written_ms)
+int ik__sql_slot_persist(ik__backend *be, void *handle, int64_t record_ms, ik__lease_proof *proof,
+                         int64_t *written_ms)
 {
     ik__sql_backend *b = ik__sql_of(be);
     sql_slot *s = handle;
     if (s->c && !ik__sql_reusable(b->d, s->c)) { /* ended while idle, or about to be */
-        b->d->close(s->c);
+        ik__sql_conn_close(b, s->c);
         s->c = NULL;
     }
     if (!s->c && ik__sql_connect(b, &s->c, NULL, 0) != 0) {
@@ -277,7 +276,7 @@ int ik__sql_slot_persist(ik__backend *be, void *handle, int64_t record_ms,
     int cls = 0;
     int rc = ik__sql_hazards_gate(b, s->c, &cls, NULL, 0);
     if (ik__sql_dead(cls)) {
-        b->d->close(s->c);
+        ik__sql_conn_close(b, s->c);
         s->c = NULL;
     }
     if (rc == IK_EUNSAFE) return rc;
@@ -293,12 +292,14 @@ int ik__sql_slot_persist(ik__backend *be, void *handle, int64_t record_ms,
     int64_t affected = r.affected;
     ik__sql_res_clear(&r);
     if (ik__sql_dead(rc)) {
-        b->d->close(s->c);
+        ik__sql_hazards_foreign(b, s->c, rc);
+        ik__sql_conn_close(b, s->c);
         s->c = NULL;
     }
+    if (rc == IK__SQL_EFOREIGN) return IK_EUNSAFE; /* not extended: in doubt at once */
     if (rc) return IK_EINDOUBT;
     if (affected != 1) return IK_ELOST;
-    *valid_until_mono_ns = sent + SAFE_NS(b->ttl_ms);
+    *proof = (ik__lease_proof){sent, b->ttl_ms};
     *written_ms = record_ms;
     return IK_OK;
 }
@@ -310,7 +311,7 @@ int ik__sql_slot_release(ik__backend *be, void *handle, int64_t record_ms)
     if (!s) return IK_OK;
     int rc = IK_OK;
     if (s->c && !ik__sql_reusable(b->d, s->c)) {
-        b->d->close(s->c);
+        ik__sql_conn_close(b, s->c);
         s->c = NULL;
     }
     if (!s->c && ik__sql_connect(b, &s->c, NULL, 0) != 0) s->c = NULL;
@@ -323,7 +324,7 @@ int ik__sql_slot_release(ik__backend *be, void *handle, int64_t record_ms)
     } else {
         rc = IK_ESTORE; /* the row expires by itself */
     }
-    b->d->close(s->c);
+    ik__sql_conn_close(b, s->c);
     free(s);
     return rc;
 }
@@ -333,7 +334,7 @@ void ik__sql_slot_forget(ik__backend *be, void *handle)
     ik__sql_backend *b = ik__sql_of(be);
     sql_slot *s = handle;
     if (!s) return;
-    b->d->close(s->c);
+    ik__sql_conn_close(b, s->c);
     free(s);
 }
 

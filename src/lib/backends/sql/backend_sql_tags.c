@@ -52,7 +52,7 @@
  *       settled as "did not apply" but logged as maybe_recorded.
  *   ST9. No doubt ends without a line: settled in the call (handed out, or nothing
  *       to log since nothing applied), by a later advance of its tag, or at close
- *       (ik__sql_tags_close: one read each within IK__SQL_SETTLE_MS; what is not
+ *       (ik__sql_settle, the seam's settle: one read each by its deadline; what is not
  *       read by then is logged "tag gap ... why=maybe_recorded" and goes through
  *       the gap hook before the close returns).
  */
@@ -315,7 +315,8 @@ static int advance_on(ik__sql_backend *b, ik__sql_conn *c, const char *app, cons
     for (int i = 0; i < n; i++)
         ik__sql_res_clear(&res[i]);
     if (err) return *cls = abort_tx(b, c, rc), err; /* nothing of it committed */
-    if (rc) return *cls = abort_tx(b, c, rc), IK_ESTORE;
+    if (rc)
+        return *cls = abort_tx(b, c, rc), ik__sql_error(rc) == IK_EUNSAFE ? IK_EUNSAFE : IK_ESTORE;
     if (nrows != 1 || now_max != max_id + delta) { /* cannot be, under the row lock */
         ik__logf("tag %s: leaf_alloc.max_id went from %" PRId64 " to %" PRId64
                  " in a transaction that added %" PRId64 ": not used",
@@ -499,21 +500,30 @@ void ik__sql_marks_prune(ik__backend *be)
         ik__logf("could not prune the old commit marks: %s", inner);
 }
 
-void ik__sql_tags_close(ik__backend *be)
+int ik__sql_doubts(ik__backend *be)
 {
     ik__sql_backend *b = ik__sql_of(be);
-    if (!b) return;
-    if (!b->opened) return;
-    cycle_log(b);
-    int64_t deadline = ik__mono_ms() + IK__SQL_SETTLE_MS;
-    int open_left = 0;
+    int n = 0;
+    pthread_mutex_lock(&b->mu);
+    for (int i = 0; i < IK__SQL_DOUBTS; i++)
+        n += b->doubt[i].write_no != 0;
+    pthread_mutex_unlock(&b->mu);
+    return n;
+}
+
+void ik__sql_settle(ik__backend *be, int64_t deadline_ns, const char *refused)
+{
+    ik__sql_backend *b = ik__sql_of(be);
+    int64_t deadline = deadline_ns / 1000000; /* ik__mono_ms */
+    char hz[300]; /* a refusal found meanwhile (the connections' own checks) */
     for (int i = 0; i < IK__SQL_DOUBTS; i++) { /* ST9: no other call runs now */
         struct ik__sql_doubt g = b->doubt[i];
         if (!g.write_no) continue;
         b->doubt[i].write_no = 0;
         int got = IK__SQL_EGONE, no_row = 0, idx;
         ik__sql_conn *c;
-        if (ik__mono_ms() < deadline && ik__sql_get(b, &idx, &c, NULL, 0) == 0) {
+        if (!refused && ik__hazards_refused(&b->base.hz, hz, sizeof hz)) refused = hz;
+        if (!refused && ik__mono_ms() < deadline && ik__sql_get(b, &idx, &c, NULL, 0) == 0) {
             got = committed(b, c, g.biz, g.lane, g.write_no, &no_row);
             ik__sql_put(b, idx, got < 0 ? got : 0);
             if (ik__mono_ms() > deadline + IK__SQL_IO_MS) got = IK__SQL_EGONE; /* late */
@@ -522,15 +532,25 @@ void ik__sql_tags_close(ik__backend *be)
             settle_log(&g, got, no_row);
             continue;
         }
-        char what[160];
+        char what[400];
         snprintf(what, sizeof what,
-                 "may have committed, and was still open at close, not settled within %d ms",
-                 IK__SQL_SETTLE_MS);
+                 "may have committed, and was still open at close, not settled (%s)",
+                 refused ? refused : "no answer by the deadline");
         log_gap(&g, "maybe_recorded", what);
-        open_left++;
+        b->open_left++;
     }
+}
+
+void ik__sql_tags_close(ik__backend *be)
+{
+    ik__sql_backend *b = ik__sql_of(be);
+    if (!b) return;
+    if (!b->opened) return;
+    cycle_log(b);
+    int64_t deadline = ik__mono_ms() + IK__SETTLE_MS;
+    ik__sql_settle(be, deadline * 1000000, NULL); /* what ik_coord_settle left */
     /* our marks serve no one once our doubts are settled (ST8) */
-    if (b->writes == 0 || open_left || ik__mono_ms() >= deadline) return;
+    if (b->writes == 0 || b->open_left || b->cut || ik__mono_ms() >= deadline) return;
     char pattern[40];
     snprintf(pattern, sizeof pattern, "%.30s%%", b->writer);
     const char *p[] = {pattern};
@@ -599,7 +619,10 @@ static int advance_lane(ik__sql_backend *b, const char *app, const char *name, i
                 return IK_ESTORE;
             }
         }
-        if (ik__mono_ms() >= until) break;
+        pthread_mutex_lock(&b->mu);
+        int cut = b->cut; /* a bounded stop's deadline passed: no more tries */
+        pthread_mutex_unlock(&b->mu);
+        if (cut || ik__mono_ms() >= until) break;
         struct timespec ts = {0, 200 * 1000000L};
         nanosleep(&ts, NULL);
     }

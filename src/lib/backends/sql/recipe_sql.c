@@ -24,8 +24,8 @@
  *   WAITING --timeout / cancel (connection closed)--> IDLE
  *   HELD --ping: no answer in PING_WAIT_MS (monitor)--> IN_DOUBT        callback
  *   IN_DOUBT --ping answered (monitor)--> HELD                          callback
- *   HELD, IN_DOUBT --session dead, or in doubt for 2/3 of the lease TTL
- *                    (monitor)--> LOST                                  callback
+ *   HELD, IN_DOUBT --session dead, a ping's proof of another session (SL6), or in
+ *                    doubt for 2/3 of the lease TTL (monitor)--> LOST   callback
  *   HELD, IN_DOUBT, LOST --sql_release (monitor joined, unlock, close)--> IDLE
  *
  * Invariants
@@ -39,6 +39,12 @@
  *   SL5. The spare is a connection whose unlock of the key the database answered:
  *       it holds nothing; any other connection of the lock is closed, which frees
  *       what its session held.
+ *   SL6. A grant counts only if the proof that rode with it (driver->lock, and the
+ *       fence's and leader's writes) shows the connection's own server session: a
+ *       pooler in transaction mode would run it in a session another client shares,
+ *       where a session lock is re-entrant (docs/hazards.md, "PostgreSQL"). One
+ *       that does not is IK__SQL_EFOREIGN: the connection is closed, the acquire
+ *       fails IK_EUNSAFE and the hazard row is installed.
  */
 #include "backend_sql.h"
 #include "internal.h"
@@ -138,6 +144,11 @@ static void *monitor_thread(void *arg)
                 now = IK_HOLD_IN_DOUBT;
                 why = "no answer from the database: the lock may have been lost";
             }
+        } else if (rc == IK__SQL_EFOREIGN) { /* SL6 */
+            ik__sql_hazards_foreign(b, c, rc);
+            now = IK_HOLD_LOST;
+            why = "the lock's server session is not this connection's own (a pooler in "
+                  "transaction mode): the lock may be another's";
         } else {
             now = IK_HOLD_LOST;
             why = "the database session ended: the database freed the lock";
@@ -207,7 +218,7 @@ static void drop(sql_lock *lk, int unlock)
         if (!lk->spare) lk->spare = c, c = NULL;
         pthread_mutex_unlock(&lk->mu);
     }
-    b->d->close(c);
+    ik__sql_conn_close(b, c);
 }
 
 int ik__sql_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
@@ -231,7 +242,7 @@ int ik__sql_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
     lk->spare = NULL;
     pthread_mutex_unlock(&lk->mu);
     if (c && b->d->ping(c, PING_WAIT_MS) != 0) { /* ended while idle: a new one */
-        b->d->close(c);
+        ik__sql_conn_close(b, c);
         c = NULL;
     }
     char why[256] = "";
@@ -254,11 +265,18 @@ int ik__sql_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
             b->d->unlock(c, base->kind, lk->key);
     }
     if (rc != 1) {
-        b->d->close(c);
+        if (rc == IK__SQL_EFOREIGN) { /* granted in a session not ours: SL6 */
+            const ik__sql_conn_hz *hz = b->d->hz_state(c);
+            snprintf(why, sizeof why, "%s is %s: %s", hz->foreign_check, hz->foreign_value,
+                     hz->foreign_fix);
+            ik__sql_hazards_foreign(b, c, rc);
+        }
+        ik__sql_conn_close(b, c);
         if (rc == IK__SQL_ECANCELED) __atomic_store_n(&lk->cancel, 0, __ATOMIC_SEQ_CST);
         set_state(lk, IK_HOLD_IDLE, rc == 0 ? "timed out" : why);
         return rc == 0                   ? (timeout_ms == 0 ? IK_EBUSY : IK_ETIMEDOUT)
                : rc == IK__SQL_ECANCELED ? IK_ECLOSED
+               : rc == IK__SQL_EFOREIGN  ? IK_EUNSAFE
                                          : IK_ESTORE;
     }
     pthread_mutex_lock(&lk->mu);
@@ -324,7 +342,7 @@ void ik__sql_lock_fini(ik_lock *base)
     pthread_mutex_unlock(&lk->mu);
     if (st == IK_HOLD_HELD || st == IK_HOLD_IN_DOUBT || st == IK_HOLD_LOST)
         drop(lk, st != IK_HOLD_LOST);
-    ik__sql_of(base->be)->d->close(lk->spare);
+    ik__sql_conn_close(ik__sql_of(base->be), lk->spare);
     lk->spare = NULL;
     pthread_cond_destroy(&lk->cv);
     pthread_mutex_destroy(&lk->mu);

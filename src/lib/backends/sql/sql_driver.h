@@ -66,6 +66,14 @@ enum {
     /* connect: refused for good (wrong password, no such database or user): the
      * same request will fail again. why says which. */
     IK__SQL_EREFUSED = -7,
+    /* A write, or a lock's grant, whose proof of session (the evidence that rides
+     * in its round trip, docs/hazards.md "PostgreSQL") shows that it ran in a
+     * server session that is not this connection's own: a pooler in transaction
+     * mode between us and the database. The connection is dead (the driver rolled
+     * back what it could and closed it); a transaction's statements are not
+     * committed; an autocommit statement may have applied, in that other session.
+     * The connection's hz state says what the proof showed (ik__sql_conn_hz). */
+    IK__SQL_EFOREIGN = -8,
 };
 
 /* The longest a statement, connect or commit waits for its answer before it is
@@ -186,6 +194,10 @@ typedef struct ik__sql_target {
      * must free soon after its holder's host vanishes; 0: a pooled or slot
      * connection, which holds nothing between its transactions */
     int holds;
+    /* The backend's cut (backend.h), read atomically: once nonzero, the driver's
+     * waits on this connection (its connect included) end as if their deadline had
+     * passed. NULL: never cut. */
+    const int *cut;
 } ik__sql_target;
 
 typedef struct ik__sql_conn ik__sql_conn; /* the driver's connection */
@@ -203,6 +215,12 @@ typedef struct ik__sql_call {
  * gives it out through hz_state. */
 typedef struct ik__sql_conn_hz {
     int64_t checked_ns; /* ik__mono_ns of its last check (0: never) */
+    /* set by the driver with IK__SQL_EFOREIGN: the hazard row it makes
+     * (ik__sql_hazards_foreign): the check's name, the value the proof showed, and
+     * what to change (a static string) */
+    int foreign;
+    const char *foreign_check, *foreign_fix;
+    char foreign_value[96];
 } ik__sql_conn_hz;
 
 /* At most this many rows from one driver's hazard check. */
@@ -242,7 +260,8 @@ typedef struct ik__sql_driver {
                          int *ran, char *why, size_t why_len);
     /* Proves the session alive: sends a ping unless one is out already, and waits
      * up to timeout_ms for its answer. 0, IK__SQL_ETIMEOUT (still out: the next
-     * call waits for it), IK__SQL_EGONE (the session is dead). */
+     * call waits for it), IK__SQL_EGONE (the session is dead), IK__SQL_EFOREIGN
+     * (the ping's proof of session shows another session: the connection is dead). */
     int (*ping)(ik__sql_conn *c, int timeout_ms);
     /* Takes the session lock of `key` (a lock path with its kind: "lock:/a/b"),
      * shared for IK__LOCK_READ, exclusive otherwise, waiting in the database's own
@@ -300,18 +319,22 @@ void ik__sql_close(ik__backend *be);
 /* backend_sql_tags.c, called by the ops table's open and close (IK__SQL_BACKEND in
  * sql_driver.h, above both this file and backend_sql.c): at open (after
  * ik__sql_open), deletes the commit marks older than a day; at close (before
- * ik__sql_close), settles every open doubt with one read each within
- * IK__SQL_SETTLE_MS, logging each one (a gap, settled, or maybe_recorded), then
+ * ik__sql_close), settles what doubts ik_coord_settle left with one read each
+ * within IK__SETTLE_MS, logging each one (a gap, settled, or maybe_recorded), then
  * deletes this backend's own marks. */
 void ik__sql_marks_prune(ik__backend *be);
 void ik__sql_tags_close(ik__backend *be);
+/* The seam's settle, doubts (backend_sql_tags.c) and cut (backend_sql.c). */
+void ik__sql_settle(ik__backend *be, int64_t deadline_ns, const char *refused);
+int ik__sql_doubts(ik__backend *be);
+void ik__sql_cut(ik__backend *be);
 const char *ik__sql_uri(const ik__backend *be);
 void ik__sql_session(ik__backend *be, char *buf, size_t len);
 int64_t ik__sql_slot_free_ms(ik__backend *be);
 int ik__sql_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__slot_grant *out,
                          char *why, size_t why_len);
-int ik__sql_slot_persist(ik__backend *be, void *handle, int64_t record_ms,
-                         int64_t *valid_until_mono_ns, int64_t *written_ms);
+int ik__sql_slot_persist(ik__backend *be, void *handle, int64_t record_ms, ik__lease_proof *proof,
+                         int64_t *written_ms);
 int ik__sql_slot_release(ik__backend *be, void *handle, int64_t record_ms);
 void ik__sql_slot_forget(ik__backend *be, void *handle);
 int ik__sql_slots_list(ik__backend *be, const char *app, ik_slot_info **out, size_t *n);
@@ -374,6 +397,9 @@ int ik__sql_leader(ik__backend *be, const char *path, char **id);
         .slots_list = ik__sql_slots_list,                                                          \
         .slot_free_ms = ik__sql_slot_free_ms,                                                      \
         .session = ik__sql_session,                                                                \
+        .settle = ik__sql_settle,                                                                  \
+        .doubts = ik__sql_doubts,                                                                  \
+        .cut = ik__sql_cut,                                                                        \
         .client_version = (CLIENT_VERSION),                                                        \
         .tag_create = ik__sql_tag_create,                                                          \
         .tag_get = ik__sql_tag_get,                                                                \
@@ -394,7 +420,8 @@ int ik__sql_bool(const ik__sql_res *r, size_t row, size_t col);
  * IK_EURI with a reason that never quotes the password. Drivers whose syntax is
  * wider check the rest themselves. */
 int ik__sql_uri_check(const char *uri, const char *scheme, char *why, size_t why_len);
-/* uri with ":PASSWORD" of its user part and any "password=" query item removed,
+/* uri with ":PASSWORD" of its user part and any password query item removed
+ * (ik__uri_query_password: its key decoded first),
  * malloc'd (NULL: out of memory). *password (if not NULL) gets the password the
  * URI carried, percent-decoded as psql does, malloc'd, or NULL. The user part is
  * found by rules.h's ik__uri_userinfo, the rule of every URI idkeeper reads and of

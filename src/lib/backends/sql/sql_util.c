@@ -173,7 +173,7 @@ char *ik__sql_uri_redact(const char *uri, char **password)
         memcpy(out, uri, (size_t)(slash - uri));
         o = (size_t)(slash - uri);
     }
-    /* the path and query, without password=... items */
+    /* the path and query, without its password items */
     const char *p = slash;
     const char *q = strchr(p, '?');
     size_t pl = q ? (size_t)(q - p) : strlen(p);
@@ -185,8 +185,9 @@ char *ik__sql_uri_redact(const char *uri, char **password)
         for (;;) {
             const char *amp = strchr(item, '&');
             size_t il = amp ? (size_t)(amp - item) : strlen(item);
-            if (il >= 9 && strncmp(item, "password=", 9) == 0) {
-                if (password && !*password) *password = decoded(item + 9, il - 9);
+            const char *v = ik__uri_query_password(item, il); /* its key decoded */
+            if (v) {
+                if (password && !*password) *password = decoded(v, il - (size_t)(v - item));
             } else if (il > 0) {
                 out[o++] = first ? '?' : '&';
                 memcpy(out + o, item, il);

@@ -28,14 +28,15 @@ static void zk_close(ik__backend *be)
 {
     ik__zk_backend *b = ik__zk_backend_of(be);
     if (!b) return;
-    ik__zk_hazards_close(be);  /* it stops listening to the client */
-    ik__hazards_free(&be->hz); /* if open failed (coord.c frees it otherwise) */
-    /* open tag doubts first, while the session still works */
-    if (b->zc.conn) ik__zk_tags_settle_open(be);
+    ik__zk_hazards_close(be); /* it stops listening to the client */
+    /* what doubts ik_coord_settle left, while the session still works */
+    if (b->zc.conn)
+        ik__zk_tags_settle_open(be, ik__mono_ns() + IK__SETTLE_MS * INT64_C(1000000), NULL);
     ik__zk_client_close(&b->zc); /* then no completion runs after this */
     ik__zk_slots_free(b->slots);
     ik__zk_tags_free(b->tags);
     free(b->leaf);
+    ik__hazards_free(&be->hz); /* last: a freed verdict answers "safe" (backend.h) */
     free(b);
 }
 
@@ -65,6 +66,18 @@ static int zk_open(const char *uri, const ik_coord_options *o, ik__backend **out
     return IK_OK;
 }
 
+/* The seam's settle (backend.h): the tags' doubts, while the session works. */
+static void zk_settle(ik__backend *be, int64_t deadline_ns, const char *refused)
+{
+    ik__zk_backend *b = ik__zk_backend_of(be);
+    if (b->zc.conn) ik__zk_tags_settle_open(be, deadline_ns, refused);
+}
+
+static void zk_cut(ik__backend *be)
+{
+    ik__zk_client_cut(&ik__zk_backend_of(be)->zc);
+}
+
 static void zk_client_version(char *buf, size_t len)
 {
     snprintf(buf, len, "zookeeper %s", ZOO_VERSION); /* the C client has no run-time call */
@@ -88,6 +101,9 @@ const ik__backend_ops ik__backend_zk_ops = {
     .slot_free_ms = ik__zk_slot_free_ms,
     .session = ik__zk_session_desc,
     .hazards_check = ik__zk_hazards_check,
+    .settle = zk_settle,
+    .doubts = ik__zk_tags_doubts,
+    .cut = zk_cut,
     .client_version = zk_client_version,
     .tag_create = ik__zk_tag_create,
     .tag_get = ik__zk_tag_get,

@@ -105,8 +105,9 @@ struct ik__slot_request;
 struct ik__slot_grant;
 int ik__zk_slot_acquire(struct ik__backend *be, const struct ik__slot_request *req,
                         struct ik__slot_grant *out, char *why, size_t why_len);
+struct ik__lease_proof; /* backend.h */
 int ik__zk_slot_persist(struct ik__backend *be, void *handle, int64_t record_ms,
-                        int64_t *valid_until_mono_ns, int64_t *written_ms);
+                        struct ik__lease_proof *proof, int64_t *written_ms);
 int ik__zk_slot_release(struct ik__backend *be, void *handle, int64_t record_ms);
 void ik__zk_slot_forget(struct ik__backend *be, void *handle);
 
@@ -133,7 +134,8 @@ int ik__zk_tags_new(ik__zk_tags **out, char *why, size_t why_len);
 void ik__zk_tags_free(ik__zk_tags *t);
 /* Settles, or logs as possible gaps, the doubts still open: the first step of
  * zk_close, while the session still works (docs/zookeeper.md, "A doubt at close"). */
-void ik__zk_tags_settle_open(struct ik__backend *be);
+void ik__zk_tags_settle_open(struct ik__backend *be, int64_t deadline_ns, const char *refused);
+int ik__zk_tags_doubts(struct ik__backend *be);
 
 int ik__zk_tag_create(struct ik__backend *be, const char *app, const ik_tag_info *t, char *why,
                       size_t why_len);

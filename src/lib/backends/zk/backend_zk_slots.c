@@ -24,10 +24,10 @@
  *       write, and every holder writes it when it takes the slot. So "our last
  *       version still matches" proves nobody took the slot since.
  *   ZSL2. slot_persist reports success only for a write the server acknowledged on
- *       the current session; the lease is then proven until the monotonic time the
- *       request was sent plus 2/3 of the negotiated session timeout (the server
- *       cannot expire the session before send + timeout), however late the answer
- *       came: a write parked unanswered by one call proves, with its own record,
+ *       the current session, and reports the monotonic time the request was sent
+ *       with the negotiated session timeout (the server cannot expire the session
+ *       before send + timeout; core/lease.c claims only its safe part), however
+ *       late the answer came: a write parked unanswered by one call proves, with its own record,
  *       when the next call finds it acknowledged.
  *   ZSL3. A write whose answer was lost (connection loss) leaves the slot "in doubt":
  *       its version is unknown. The next write that meets ZBADVERSION reads the
@@ -100,10 +100,10 @@ struct zk_slot {
     int64_t found_ms;  /* record found at acquisition (the floor) */
     int64_t record_ms; /* highest record we know is written */
     int64_t since_ms;
-    int in_doubt;            /* a write's outcome is unknown (ZSL3) */
-    int64_t proven_until_ns; /* set by the take: its send time + the safe window */
-    zk_wait *pending;        /* a persist sent, not yet answered */
-    int leaf;                /* a Leaf fleet's node (backend_zk_leaf.c): Leaf's data */
+    int in_doubt;          /* a write's outcome is unknown (ZSL3) */
+    ik__lease_proof taken; /* set by the take: its send time, the session timeout */
+    zk_wait *pending;      /* a persist sent, not yet answered */
+    int leaf;              /* a Leaf fleet's node (backend_zk_leaf.c): Leaf's data */
 };
 
 /* An owner node this session may still hold without a handle (remember_orphan). */
@@ -174,13 +174,12 @@ static int wait_all(zk_conn *c, zk_wait *w, int64_t ms)
     return ik__zk_wait_until(w, c->zh, ik__mono_ns() + ms * 1000000);
 }
 
-/* The part of the negotiated session timeout during which a lease proven by an
- * answered request stays valid, counted from when that request was sent: 2/3 of it
- * (see docs/zookeeper.md, "The safe window"). */
-static int64_t safe_window_ns(zk_conn *c)
+/* What a request answered on c's session proves (ZSL2): the session cannot
+ * expire before its send time + the negotiated session timeout; the lease
+ * (core/lease.c) claims its safe part (docs/zookeeper.md, "The safe window"). */
+static ik__lease_proof proof_of(zk_conn *c, int64_t sent_ns)
 {
-    int t = ik__zk_conn_timeout_ms(c);
-    return (int64_t)t * 2 / 3 * 1000000;
+    return (ik__lease_proof){sent_ns, ik__zk_conn_timeout_ms(c)};
 }
 
 /* How long one slot_persist waits for answers before parking its write and
@@ -502,7 +501,7 @@ static int try_take(zk_backend *b, zk_conn *c, const ik__slot_request *req, uint
     s->since_ms = since;
     s->in_doubt = 0;
     s->pending = NULL;
-    s->proven_until_ns = sent + safe_window_ns(c);
+    s->taken = proof_of(c, sent);
     return TAKE_OK;
 }
 
@@ -657,7 +656,7 @@ static int leaf_pass(zk_backend *b, zk_conn *c, const ik__slot_request *req, zk_
     s->found_ms = t.found_ms;
     s->record_ms = t.record_ms;
     s->since_ms = t.since_ms;
-    s->proven_until_ns = t.sent_ns + safe_window_ns(c);
+    s->taken = proof_of(c, t.sent_ns);
     return IK_OK;
 }
 
@@ -730,7 +729,7 @@ int ik__zk_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__slot_g
         out->old_record_ms = s->found_ms;
         out->record_ms = s->record_ms;
         out->since_ms = s->since_ms;
-        out->valid_until_mono_ns = s->proven_until_ns;
+        out->proof = s->taken;
         out->handle = s;
         pthread_mutex_lock(&b->slots->mu);
         s->next = b->slots->list;
@@ -846,10 +845,11 @@ static int slot_session_check(zk_backend *b, zk_conn *c, const zk_slot *s)
     return rc;
 }
 
-/* What an acknowledged write proves (ZSL2): the lease until until_ns (its send time
- * + the safe window), and that the store holds record_ms. until_ns 0: nothing. */
+/* What an acknowledged write proves (ZSL2): the lease (its send time and the
+ * session timeout), and that the store holds record_ms. lease.sent_mono_ns 0:
+ * nothing. */
 typedef struct zk_proof {
-    int64_t until_ns;
+    ik__lease_proof lease;
     int64_t record_ms;
 } zk_proof;
 
@@ -859,9 +859,9 @@ static int settle_proof(zk_conn *c, zk_slot *s, const zk_item *it, zk_proof *p)
     int rc = settle(c, s, it);
     if (rc == IK_OK) {
         /* ZSL2: the server answered on this session, so it cannot expire before
-         * sent + timeout; we claim only 2/3 of it. */
+         * sent + timeout (the lease claims only its safe part). */
         const zk_write *x = it->ext;
-        p->until_ns = x->sent_ns + safe_window_ns(c);
+        p->lease = proof_of(c, x->sent_ns);
         p->record_ms = x->record_ms;
     }
     return rc;
@@ -886,9 +886,9 @@ static int settle_pending(zk_conn *c, zk_slot *s, int64_t ms, zk_proof *p)
  * unanswered then is parked, settled by the next call. It reports the newest
  * proof it got, the parked write's if its own is not answered yet. */
 static int persist_locked(zk_backend *b, zk_conn *c, zk_slot *s, int64_t record_ms,
-                          int64_t *valid_until, int64_t *written_ms)
+                          ik__lease_proof *lease, int64_t *written_ms)
 {
-    zk_proof proof = {0, 0};
+    zk_proof proof = {{0, 0}, 0};
     int64_t deadline = ik__mono_ns() + answer_wait_ms(c) * 1000000;
     int rc = slot_session_check(b, c, s);
     if (rc == IK_ELOST) return rc;
@@ -911,20 +911,20 @@ static int persist_locked(zk_backend *b, zk_conn *c, zk_slot *s, int64_t record_
             if (src != SETTLE_RETRY) break; /* IK_OK (proof), or IK_EINDOUBT */
         }
     }
-    if (!proof.until_ns) return IK_EINDOUBT;
-    if (valid_until) *valid_until = proof.until_ns;
+    if (!proof.lease.sent_mono_ns) return IK_EINDOUBT;
+    if (lease) *lease = proof.lease;
     if (written_ms) *written_ms = proof.record_ms;
     return IK_OK;
 }
 
-int ik__zk_slot_persist(ik__backend *be, void *handle, int64_t record_ms,
-                        int64_t *valid_until_mono_ns, int64_t *written_ms)
+int ik__zk_slot_persist(ik__backend *be, void *handle, int64_t record_ms, ik__lease_proof *proof,
+                        int64_t *written_ms)
 {
     zk_backend *b = (zk_backend *)be;
     zk_slot *s = handle;
     if (!s) return IK_ELOST;
     pthread_rwlock_rdlock(&b->zc.life);
-    int rc = persist_locked(b, b->zc.conn, s, record_ms, valid_until_mono_ns, written_ms);
+    int rc = persist_locked(b, b->zc.conn, s, record_ms, proof, written_ms);
     pthread_rwlock_unlock(&b->zc.life);
     return rc;
 }

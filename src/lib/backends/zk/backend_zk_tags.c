@@ -894,14 +894,29 @@ static int advance_locked(ik__backend *be, ik__zk_tags *zt, zt_tag *g, ik_tag_ki
  * of them within the connection wait of a call (2 s at most): landed, a gap
  * (answer_lost); did not land, a settled line; anything else, or no answer in
  * time, a possible gap (maybe_recorded). Every open doubt ends in a line (ZT3). */
-void ik__zk_tags_settle_open(ik__backend *be)
+int ik__zk_tags_doubts(ik__backend *be)
+{
+    ik__zk_backend *zb = ik__zk_backend_of(be);
+    ik__zk_tags *zt = zb ? zb->tags : NULL;
+    int n = 0;
+    for (int i = 0; zt && i < STRIPES; i++) {
+        pthread_mutex_lock(&zt->stripe[i].mu);
+        zt_tag *tags = zt->stripe[i].tags;
+        pthread_mutex_unlock(&zt->stripe[i].mu);
+        for (zt_tag *g = tags; g; g = g->next) { /* entries are freed only at close */
+            pthread_mutex_lock(&g->mu);
+            n += g->doubt.open != 0;
+            pthread_mutex_unlock(&g->mu);
+        }
+    }
+    return n;
+}
+
+void ik__zk_tags_settle_open(ik__backend *be, int64_t deadline, const char *refused)
 {
     ik__zk_backend *zb = ik__zk_backend_of(be);
     ik__zk_tags *zt = zb ? zb->tags : NULL;
     if (!zt) return;
-    int64_t connect_ms;
-    session_budget_ms(be, &connect_ms);
-    int64_t deadline = ik__mono_ns() + connect_ms * 1000000;
     for (int i = 0; i < STRIPES; i++) {
         pthread_mutex_lock(&zt->stripe[i].mu);
         zt_tag *tags = zt->stripe[i].tags;
@@ -918,7 +933,8 @@ void ik__zk_tags_settle_open(ik__backend *be)
             ik__zk_session ses;
             int zrc = ZOPERATIONTIMEOUT;
             ik__zk_counter n;
-            if (ik__mono_ns() < deadline && session_connected(be, &ses, deadline) == IK_OK) {
+            if (!refused && ik__mono_ns() < deadline &&
+                session_connected(be, &ses, deadline) == IK_OK) {
                 zt_meta m;
                 zrc = read_tag(&ses, g->app, g->name, 0, &n, &m, deadline);
                 ik__zk_session_put(be);
@@ -931,10 +947,12 @@ void ik__zk_tags_settle_open(ik__backend *be)
                 log_settled(g, d, d->w[d->n - 1].delta, n.version,
                             "did not land (settled at close)");
             } else {
-                doubt_unknown(g, d,
-                              zrc == ZOK ? "may have been recorded (open at close, cannot tell)"
-                                         : "may have been recorded (open at close, not settled "
-                                           "before the deadline)");
+                char why[400];
+                snprintf(why, sizeof why, "may have been recorded (open at close, %s)",
+                         refused      ? refused
+                         : zrc == ZOK ? "cannot tell"
+                                      : "not settled before the deadline");
+                doubt_unknown(g, d, why);
             }
             d->open = 0;
             pthread_mutex_unlock(&g->mu);

@@ -8,7 +8,9 @@
  *                    acknowledges writes that a power cut loses. Refused. No
  *                    four-letter word shows the setting itself; the counters start
  *                    at 0 with the JVM, and the probe below makes sure the server
- *                    has logged a write of ours before they are read.
+ *                    has logged a write of ours before they are read. On an
+ *                    observer the row is a risk whatever its own fsync: it does
+ *                    not vote, and the voters log and commit our writes.
  *   quorum           /zookeeper/config (voting members) and srvr's Mode: a
  *                    standalone server or one voter is a quorum of one, where a lost
  *                    disk loses every slot record and counter. A risk.
@@ -26,10 +28,22 @@
  * A four-letter word that is not in 4lw.commands.whitelist leaves its check
  * unverifiable: a risk, not a refusal (many fleets leave the default whitelist).
  *
+ * Whose word: each four-letter word goes on a connection of its own to the address
+ * the session is connected to, and behind a TCP load balancer that connection may
+ * reach another member. So an answer counts only when `cons` on that address lists
+ * our session id, asked twice before the first word (a round-robin balancer sends
+ * one of the two elsewhere) and once after each word (member_of_session, ask).
+ * Otherwise the rows those words judge read "?": risks, never ok or refused on
+ * another member's word.
+ *
  * When: all of them at open, and before a slot take, a slot renewal or a counter
  * advance whenever the session connected again since the last check (a session
  * event: a reconnect, to another member or to a restarted server, is a new
  * connection), the connected server is another one, or a check is refused now.
+ * A full check in which mntr, srvr, isro or cons went unanswered (or the server
+ * had logged no write yet) leaves the connection due: the interval's thread runs
+ * the full check again, not the light one, until they have answered (never in
+ * front of a write, which a silent server would hold back by the words' deadline).
  * Every hazard interval (hazard.h: a third of the negotiated session timeout, at
  * most 10 s) a thread of its own re-checks the connection lightly: what can
  * change on a server without a restart (its voting members);
@@ -62,9 +76,15 @@ typedef struct ik__zk_hz {
     atomic_uint epoch;      /* CONNECTED session events heard (the listener) */
     unsigned checked_epoch; /* epoch when the last check began */
     int64_t checked_ns;     /* mono ns of the last check (0: none) */
-    char host[80];          /* the server it judged */
-    int64_t probe_session;  /* the session whose probe node exists */
-    int asked_ms;           /* the session timeout we asked for */
+    int complete;           /* every word of the last check answered (run_locked) */
+    /* set while the thread asks a connection judged already again because a word
+     * went unanswered (hz_thread): a write on that connection (epoch unchanged)
+     * does not wait behind it (gate) */
+    atomic_int again;
+    atomic_uint again_epoch;
+    char host[80];         /* the server it judged */
+    int64_t probe_session; /* the session whose probe node exists */
+    int asked_ms;          /* the session timeout we asked for */
     int listening;
     /* the interval's re-check runs on a thread of its own (hz_thread): a write
      * never waits behind it */
@@ -138,42 +158,94 @@ static int wait_fd(int fd, short ev, int64_t deadline_ns)
     }
 }
 
+/* A connection to ss that has sent word, or -1 if it could not by the deadline. */
+static int word_fd(const struct sockaddr_storage *ss, socklen_t sl, const char *word,
+                   int64_t deadline_ns)
+{
+    int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) return -1;
+    int err = 0;
+    socklen_t el = sizeof err;
+    if ((connect(fd, (const struct sockaddr *)ss, sl) != 0 &&
+         (errno != EINPROGRESS || wait_fd(fd, POLLOUT, deadline_ns) != 0 ||
+          getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) != 0 || err != 0)) ||
+        send(fd, word, strlen(word), MSG_NOSIGNAL) != (ssize_t)strlen(word)) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Reads into buf[*n..cap) until the server closes or fails the connection (1), cap
+ * is full (1), or the deadline passes (0). */
+static int read_some(int fd, char *buf, size_t *n, size_t cap, int64_t deadline_ns)
+{
+    while (*n < cap) {
+        if (wait_fd(fd, POLLIN, deadline_ns) != 0) return 0;
+        ssize_t r = recv(fd, buf + *n, cap - *n, 0);
+        if (r == 0 || (r < 0 && errno != EINTR && errno != EAGAIN)) return 1;
+        if (r > 0) *n += (size_t)r;
+    }
+    return 1;
+}
+
 /* The server's answer to word (malloc'd, NUL-terminated), or NULL if it did not
  * answer by the deadline. */
 static char *four_letters(const struct sockaddr_storage *ss, socklen_t sl, const char *word,
                           int64_t deadline_ns)
 {
-    int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    int fd = word_fd(ss, sl, word, deadline_ns);
     if (fd < 0) return NULL;
-    char *buf = NULL;
     size_t n = 0;
-    int err = 0;
-    socklen_t el = sizeof err;
-    if (connect(fd, (const struct sockaddr *)ss, sl) != 0 &&
-        (errno != EINPROGRESS || wait_fd(fd, POLLOUT, deadline_ns) != 0 ||
-         getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) != 0 || err != 0))
-        goto out;
-    if (send(fd, word, strlen(word), MSG_NOSIGNAL) != (ssize_t)strlen(word)) goto out;
-    if (!(buf = malloc(HZ_4LW_MAX + 1))) goto out;
-    for (;;) {
-        if (wait_fd(fd, POLLIN, deadline_ns) != 0) {
-            free(buf);
-            buf = NULL;
-            goto out;
-        }
-        ssize_t r = recv(fd, buf + n, HZ_4LW_MAX - n, 0);
-        if (r == 0 || (r < 0 && errno != EINTR && errno != EAGAIN)) break;
-        if (r > 0) n += (size_t)r;
-        if (n == HZ_4LW_MAX) break;
-    }
-    buf[n] = '\0';
-    if (n == 0) { /* closed without a word: not a server that answers them */
-        free(buf);
+    char *buf = malloc(HZ_4LW_MAX + 1);
+    if (buf && (!read_some(fd, buf, &n, HZ_4LW_MAX, deadline_ns) || n == 0)) {
+        free(buf); /* late, or closed without a word: not a server that answers them */
         buf = NULL;
     }
-out:
+    if (buf) buf[n] = '\0';
     close(fd);
     return buf;
+}
+
+/* Does the member answering on ss hold session sid? `cons` lists every connection
+ * of a member with the id of its session ("sid=0x...,"), and only the member the
+ * session is connected to has it. Read in pieces, since a member with thousands of
+ * connections answers megabytes. HZ_OURS, HZ_OTHER (it answered without our
+ * session: another member, as behind a load balancer), HZ_CLOSED (cons is not in
+ * 4lw.commands.whitelist) or HZ_SILENT (no answer by the deadline). */
+enum { HZ_OURS, HZ_OTHER, HZ_CLOSED, HZ_SILENT };
+static int member_of_session(const struct sockaddr_storage *ss, socklen_t sl, int64_t sid,
+                             int64_t deadline_ns)
+{
+    char needle[40], buf[8192 + 1];
+    int nl = snprintf(needle, sizeof needle, "sid=0x%" PRIx64 ",", (uint64_t)sid);
+    int fd = word_fd(ss, sl, "cons", deadline_ns);
+    if (fd < 0) return HZ_SILENT;
+    size_t n = 0, seen = 0;
+    int verdict = HZ_SILENT;
+    for (;;) {
+        int done = read_some(fd, buf, &n, sizeof buf - 1, deadline_ns);
+        seen += n;
+        buf[n] = '\0';
+        if (strstr(buf, needle)) {
+            verdict = HZ_OURS;
+            break;
+        }
+        if (ik__zk_4lw_closed(buf)) {
+            verdict = HZ_CLOSED;
+            break;
+        }
+        if (!done || n < sizeof buf - 1) { /* late, failed, or the whole answer read */
+            verdict = done && seen ? HZ_OTHER : HZ_SILENT;
+            break;
+        }
+        /* keep the tail that may hold the start of the needle */
+        memmove(buf, buf + n - (size_t)nl, (size_t)nl);
+        n = (size_t)nl;
+        seen -= (size_t)nl;
+    }
+    close(fd);
+    return verdict;
 }
 
 /* ------------------------------------------------------------------------------
@@ -293,63 +365,119 @@ static void risk_row(const ik__hazards *h, ik_hazard *r, const char *check, cons
     r->verdict = IK_VERDICT_RISK;
 }
 
-static void forcesync_row(const ik__hazards *h, ik_hazard *r, const char *host,
-                          const struct sockaddr_storage *ss, socklen_t sl, int64_t deadline_ns)
-{
-    char v[96];
-    int unsynced = 0;
-    for (int i = 0; i < HZ_MNTR_TRIES; i++) {
-        char *m = four_letters(ss, sl, "mntr", deadline_ns);
-        if (!m) {
-            snprintf(v, sizeof v, "? (no answer to mntr from %s)", host);
-            risk_row(h, r, "forceSync", v,
-                     "make the server answer the four-letter word mntr, so that idkeeper can "
-                     "see whether it fsyncs its log");
-            return;
-        }
-        int closed = ik__zk_4lw_closed(m);
-        long fsyncs = num(m, "zk_cnt_fsynctime"),
-             flushes = num(m, "zk_cnt_sync_processor_batch_size");
-        free(m);
-        if (closed || fsyncs < 0 || flushes < 0) {
-            snprintf(v, sizeof v, "? (%s: mntr %s)", host,
-                     closed ? "not in 4lw.commands.whitelist" : "has no fsync counters");
-            risk_row(h, r, "forceSync", v,
-                     "add mntr to 4lw.commands.whitelist on every server, so that idkeeper can "
-                     "see whether it fsyncs its log (forceSync)");
-            return;
-        }
-        if (fsyncs > 0) {
-            snprintf(v, sizeof v, "yes (%s: %ld fsyncs)", host, fsyncs);
-            ik__hazard_row(h, r, "forceSync", v, 0, NULL);
-            return;
-        }
-        /* flushed but not fsynced: a server with forceSync=yes counts the flush
-         * before its fsync, so only a count that stays 0 says no */
-        if (flushes > 0 && ++unsynced >= 3) {
-            snprintf(v, sizeof v, "no (%s: %ld log flushes, 0 fsyncs)", host, flushes);
-            ik__hazard_row(h, r, "forceSync", v, 1,
-                           "set forceSync=yes (drop -Dzookeeper.forceSync=no) on %s and restart "
-                           "it: it acknowledges writes it has not fsynced, and a power cut "
-                           "loses slot records and counters",
-                           host);
-            return;
-        }
-        if (i + 1 < HZ_MNTR_TRIES) usleep(100 * 1000); /* a follower logs a bit later */
-    }
-    snprintf(v, sizeof v, "? (%s has %s)", host,
-             unsynced ? "not fsynced its log yet" : "logged no write yet");
-    risk_row(h, r, "forceSync", v, "check again once the server has logged a write");
-}
-
-/* A session to check on: taken with ik__zk_session_get, and the server it is
- * connected to. */
+/* A session to check on: taken with ik__zk_session_get, the server it is connected
+ * to, and what its four-letter words have shown so far. */
 typedef struct hz_conn {
     ik__zk_session s;
     struct sockaddr_storage ss;
     socklen_t sl;
     char host[80];
+    int member;   /* HZ_OURS while every cons so far listed our session, else the first
+                     other answer (member_of_session) */
+    int answered; /* every word answered (a word not in the whitelist answers so) */
 } hz_conn;
+
+/* One more cons on c's address (none once one did not list our session). */
+static void confirm(hz_conn *c, int64_t deadline_ns)
+{
+    if (c->member != HZ_OURS) return;
+    c->member = member_of_session(&c->ss, c->sl, c->s.id, deadline_ns);
+    if (c->member == HZ_SILENT) c->answered = 0;
+}
+
+/* A four-letter word to c's server (its answer, malloc'd, or NULL: no answer), then
+ * a cons: the answer is the session's server's only while c->member is still
+ * HZ_OURS after it. */
+static char *ask(hz_conn *c, const char *word, int64_t deadline_ns)
+{
+    char *m = four_letters(&c->ss, c->sl, word, deadline_ns);
+    if (!m) c->answered = 0;
+    confirm(c, deadline_ns);
+    return m;
+}
+
+/* A row's value when c's answers are not known to be its session's server's (into
+ * out), or NULL when they are. */
+static const char *not_ours(const hz_conn *c, const char *word, char *out, size_t len)
+{
+    static const char *const why[] = {
+        [HZ_OTHER] = "answered by another member",
+        [HZ_CLOSED] = "not confirmed: cons closed",
+        [HZ_SILENT] = "not confirmed: no answer to cons",
+    };
+    if (c->member == HZ_OURS) return NULL;
+    snprintf(out, len, "? (%s: %s %s)", c->host, word, why[c->member]);
+    return out;
+}
+
+#define MEMBER_FIX                                                                                 \
+    "connect to the members themselves, not through a load balancer, and add cons to "             \
+    "4lw.commands.whitelist: a four-letter word is trusted only when cons shows that the member "  \
+    "answering holds idkeeper's session"
+
+/* The forceSync row: 1 when it is settled, 0 when a later full check should ask
+ * again (mntr unanswered, or no write logged yet). */
+static int forcesync_row(const ik__hazards *h, ik_hazard *r, hz_conn *c, int observer,
+                         int64_t deadline_ns)
+{
+    char v[96];
+    if (observer) {
+        snprintf(v, sizeof v, "? (%s is an observer)", c->host);
+        risk_row(h, r, "forceSync", v,
+                 "run idkeeper check --coord zk://VOTER:PORT once per voting member: an "
+                 "observer does not vote, so its own forceSync says nothing of the voters that "
+                 "log and commit idkeeper's writes");
+        return 1;
+    }
+    int unsynced = 0;
+    for (int i = 0; i < HZ_MNTR_TRIES; i++) {
+        char *m = ask(c, "mntr", deadline_ns);
+        if (!m) {
+            snprintf(v, sizeof v, "? (no answer to mntr from %s)", c->host);
+            risk_row(h, r, "forceSync", v,
+                     "make the server answer the four-letter word mntr, so that idkeeper can "
+                     "see whether it fsyncs its log");
+            return 0;
+        }
+        int closed = ik__zk_4lw_closed(m);
+        long fsyncs = num(m, "zk_cnt_fsynctime"),
+             flushes = num(m, "zk_cnt_sync_processor_batch_size");
+        free(m);
+        if (closed || fsyncs < 0 || flushes < 0) { /* a risk whoever answered */
+            snprintf(v, sizeof v, "? (%s: mntr %s)", c->host,
+                     closed ? "not in 4lw.commands.whitelist" : "has no fsync counters");
+            risk_row(h, r, "forceSync", v,
+                     "add mntr to 4lw.commands.whitelist on every server, so that idkeeper can "
+                     "see whether it fsyncs its log (forceSync)");
+            return 1;
+        }
+        if (not_ours(c, "mntr", v, sizeof v)) {
+            risk_row(h, r, "forceSync", v, MEMBER_FIX);
+            return 1;
+        }
+        if (fsyncs > 0) {
+            snprintf(v, sizeof v, "yes (%s: %ld fsyncs)", c->host, fsyncs);
+            ik__hazard_row(h, r, "forceSync", v, 0, NULL);
+            return 1;
+        }
+        /* flushed but not fsynced: a server with forceSync=yes counts the flush
+         * before its fsync, so only a count that stays 0 says no */
+        if (flushes > 0 && ++unsynced >= 3) {
+            snprintf(v, sizeof v, "no (%s: %ld log flushes, 0 fsyncs)", c->host, flushes);
+            ik__hazard_row(h, r, "forceSync", v, 1,
+                           "set forceSync=yes (drop -Dzookeeper.forceSync=no) on %s and restart "
+                           "it: it acknowledges writes it has not fsynced, and a power cut "
+                           "loses slot records and counters",
+                           c->host);
+            return 1;
+        }
+        if (i + 1 < HZ_MNTR_TRIES) usleep(100 * 1000); /* a follower logs a bit later */
+    }
+    snprintf(v, sizeof v, "? (%s has %s)", c->host,
+             unsynced ? "not fsynced its log yet" : "logged no write yet");
+    risk_row(h, r, "forceSync", v, "check again once the server has logged a write");
+    return 0;
+}
 
 /* Takes the session and the address of its server. 0: the caller checks on it and
  * then puts the session (ik__zk_session_put); IK_ESTORE: not connected (the session
@@ -357,6 +485,8 @@ typedef struct hz_conn {
 static int hz_connect(ik__backend *be, hz_conn *c, char *why, size_t why_len)
 {
     ik__zk_session_get(be, &c->s);
+    c->member = HZ_OURS;
+    c->answered = 1;
     if (c->s.connected && server_of(c->s.zh, &c->ss, &c->sl, c->host, sizeof c->host) == 0)
         return 0;
     ik__zk_session_put(be);
@@ -417,15 +547,23 @@ static int run_locked(ik__backend *be, zk_hz *z, char *why, size_t why_len)
     int voters = read_voters(&c.s, deadline);
     ik__zk_session_put(be); /* the rest asks the server on connections of its own */
 
-    char *srvr = four_letters(&c.ss, c.sl, "srvr", deadline);
-    char *conf = four_letters(&c.ss, c.sl, "conf", deadline);
-    char *isro = four_letters(&c.ss, c.sl, "isro", deadline);
+    /* two cons first: behind a round-robin balancer one of them reaches another
+     * member, then one after each word (ask) */
+    confirm(&c, deadline);
+    confirm(&c, deadline);
+    char *srvr = ask(&c, "srvr", deadline);
+    int srvr_ours = c.member == HZ_OURS;
+    char *conf = ask(&c, "conf", deadline);
+    int conf_ours = c.member == HZ_OURS;
+    char *isro = ask(&c, "isro", deadline);
+    int isro_ours = c.member == HZ_OURS;
     ik_hazard rows[5];
     size_t n = 0;
     char v[96], mode[32] = "";
-    if (srvr && !ik__zk_4lw_closed(srvr)) ik__zk_4lw_value(srvr, "Mode", mode, sizeof mode);
+    if (srvr && srvr_ours && !ik__zk_4lw_closed(srvr))
+        ik__zk_4lw_value(srvr, "Mode", mode, sizeof mode);
 
-    forcesync_row(h, &rows[n++], c.host, &c.ss, c.sl, deadline);
+    int settled = forcesync_row(h, &rows[n++], &c, strcmp(mode, "observer") == 0, deadline);
 
     if (strcmp(mode, "standalone") == 0 || voters == 0)
         snprintf(v, sizeof v, "standalone (%s)", c.host);
@@ -451,7 +589,11 @@ static int run_locked(ik__backend *be, zk_hz *z, char *why, size_t why_len)
                  "let idkeeper create nodes under CHROOT/idkeeper, so that it can check that "
                  "ACLs are enforced");
 
-    if (isro && !ik__zk_4lw_closed(isro) && strncmp(isro, "ro", 2) == 0) {
+    if (isro && !ik__zk_4lw_closed(isro) && !isro_ours) {
+        if (!not_ours(&c, "isro", v, sizeof v)) /* ours then, another member since */
+            snprintf(v, sizeof v, "? (%s: isro answered by another member)", c.host);
+        risk_row(h, &rows[n++], "read-only", v, MEMBER_FIX);
+    } else if (isro && !ik__zk_4lw_closed(isro) && strncmp(isro, "ro", 2) == 0) {
         snprintf(v, sizeof v, "ro (%s)", c.host);
         ik__hazard_row(h, &rows[n++], "read-only", v, 1, RO_FIX, c.host);
     } else {
@@ -461,8 +603,9 @@ static int run_locked(ik__backend *be, zk_hz *z, char *why, size_t why_len)
         ik__hazard_row(h, &rows[n++], "read-only", v, 0, NULL);
     }
 
-    long lo = conf && !ik__zk_4lw_closed(conf) ? num(conf, "minSessionTimeout") : -1;
-    long hi = conf && !ik__zk_4lw_closed(conf) ? num(conf, "maxSessionTimeout") : -1;
+    int bounds = conf && conf_ours && !ik__zk_4lw_closed(conf);
+    long lo = bounds ? num(conf, "minSessionTimeout") : -1;
+    long hi = bounds ? num(conf, "maxSessionTimeout") : -1;
     if (lo >= 0 && hi >= 0)
         snprintf(v, sizeof v, "%d ms (asked %d; server allows %ld-%ld)", timeout_ms, z->asked_ms,
                  lo, hi);
@@ -473,6 +616,9 @@ static int run_locked(ik__backend *be, zk_hz *z, char *why, size_t why_len)
     free(srvr);
     free(conf);
     free(isro);
+    /* judged only once mntr, srvr and isro (and cons) have answered: until then the
+     * interval's check runs the full one again (hz_thread) */
+    z->complete = settled && c.answered;
     z->checked_epoch = epoch;
     z->checked_ns = ik__mono_ns();
     atomic_store(&z->light_ns, z->checked_ns);
@@ -504,7 +650,14 @@ static int gate(ik__backend *be)
 {
     zk_hz *z = hz_of(be);
     if (!z) return IK_OK;
-    pthread_mutex_lock(&z->run);
+    if (pthread_mutex_trylock(&z->run) != 0) {
+        /* the thread asks its words again on the connection already judged: a server
+         * that does not answer them would hold every renewal back by their deadline
+         * (t_zk_slow); the rows it has stand meanwhile */
+        if (atomic_load(&z->again) && atomic_load(&z->epoch) == atomic_load(&z->again_epoch))
+            return ik__hazards_refused(&be->hz, NULL, 0);
+        pthread_mutex_lock(&z->run);
+    }
     int rc = due_locked(be, z) ? run_locked(be, z, NULL, 0) : IK_OK;
     pthread_mutex_unlock(&z->run);
     if (rc && rc != IK_EUNSAFE) return rc;
@@ -526,8 +679,13 @@ static void *hz_thread(void *arg)
         pthread_mutex_unlock(&z->tmu);
         if (ik__hazards_due(&be->hz, atomic_load(&z->light_ns)) &&
             pthread_mutex_trylock(&z->run) == 0) { /* else a full check runs now */
-            int full = due_locked(be, z);
+            int due = due_locked(be, z), full = due || !z->complete;
+            if (!due && full) { /* only a word unanswered: writes need not wait */
+                atomic_store(&z->again_epoch, z->checked_epoch);
+                atomic_store(&z->again, 1);
+            }
             if (full) run_locked(be, z, NULL, 0);
+            atomic_store(&z->again, 0);
             pthread_mutex_unlock(&z->run);
             if (!full) light_check(be, z, NULL, 0);
         }
@@ -615,13 +773,13 @@ int ik__zk_gated_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__
 }
 
 int ik__zk_gated_slot_persist(ik__backend *be, void *handle, int64_t record_ms,
-                              int64_t *valid_until_mono_ns, int64_t *written_ms)
+                              ik__lease_proof *proof, int64_t *written_ms)
 {
     /* not connected (IK_ESTORE): the renewal sends nothing on a handle that is not
      * connected either, and settles what an earlier one left */
     int rc = gate(be);
     if (rc == IK_EUNSAFE) return rc;
-    return ik__zk_slot_persist(be, handle, record_ms, valid_until_mono_ns, written_ms);
+    return ik__zk_slot_persist(be, handle, record_ms, proof, written_ms);
 }
 
 int ik__zk_gated_tag_advance(ik__backend *be, const char *app, const char *name, ik_tag_kind kind,

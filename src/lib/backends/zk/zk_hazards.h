@@ -27,7 +27,7 @@ int ik__zk_hazards_check(ik__backend *be, char *why, size_t why_len);
 int ik__zk_gated_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__slot_grant *out,
                               char *why, size_t why_len);
 int ik__zk_gated_slot_persist(ik__backend *be, void *handle, int64_t record_ms,
-                              int64_t *valid_until_mono_ns, int64_t *written_ms);
+                              ik__lease_proof *proof, int64_t *written_ms);
 int ik__zk_gated_tag_advance(ik__backend *be, const char *app, const char *name, ik_tag_kind kind,
                              int64_t delta, int64_t *first);
 

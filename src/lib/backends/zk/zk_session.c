@@ -277,9 +277,20 @@ void ik__zk_issued(ik__zk_req *r, int zrc)
 /* How often a wait looks whether its handle died (ZS5). */
 #define ZS_DEATH_POLL_MS 50
 
+/* 1 if c's session is known dead, or its client was cut (ik__zk_client_cut): no
+ * answer is waited for on it any longer. */
 static int conn_dead_now(const ik__zk_conn *c)
 {
-    return c && __atomic_load_n(&c->dead, __ATOMIC_ACQUIRE) != 0;
+    return c && (__atomic_load_n(&c->dead, __ATOMIC_ACQUIRE) != 0 ||
+                 __atomic_load_n(&c->zc->cut, __ATOMIC_ACQUIRE) != 0);
+}
+
+void ik__zk_client_cut(ik__zk_client *zc)
+{
+    pthread_mutex_lock(&zc->mu);
+    __atomic_store_n(&zc->cut, 1, __ATOMIC_RELEASE);
+    pthread_cond_broadcast(&zc->cv);
+    pthread_mutex_unlock(&zc->mu);
 }
 
 int ik__zk_wait_until(ik__zk_wait *w, zhandle_t *zh, int64_t deadline_ns)
@@ -585,11 +596,11 @@ int ik__zk_conn_wait(ik__zk_client *zc, ik__zk_conn *c, int64_t ms)
     ik__deadline_ts(&ts, ms);
     pthread_mutex_lock(&zc->mu);
     for (;;) {
-        if (c->dead) break;
+        if (c->dead || zc->cut) break;
         if (c->state == ZOO_CONNECTED_STATE) break;
         if (pthread_cond_timedwait(&zc->cv, &zc->mu, &ts) == ETIMEDOUT) break;
     }
-    int rc = c->dead ? IK_ELOST : c->state == ZOO_CONNECTED_STATE ? IK_OK : IK_ESTORE;
+    int rc = c->dead ? IK_ELOST : c->state == ZOO_CONNECTED_STATE && !zc->cut ? IK_OK : IK_ESTORE;
     pthread_mutex_unlock(&zc->mu);
     return rc;
 }
@@ -761,7 +772,7 @@ void ik__zk_session_get(ik__backend *be, ik__zk_session *s)
         s->zh = c->zh;
         s->gen = c->gen;
         s->id = c->session;
-        s->connected = c->state == ZOO_CONNECTED_STATE && !c->dead;
+        s->connected = c->state == ZOO_CONNECTED_STATE && !c->dead && !zc->cut; /* cut: none */
         s->dead = c->dead != 0;
     } else {
         s->dead = 1;

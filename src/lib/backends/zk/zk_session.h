@@ -54,6 +54,7 @@ struct ik__zk_client {
     pthread_rwlock_t life; /* read: a call uses conn->zh; write: swap or close it */
     pthread_mutex_t mu;    /* guards conn's fields and gen */
     pthread_cond_t cv;     /* broadcast on every session event */
+    int cut;               /* ik__zk_client_cut: no answer is waited for any more */
     ik__zk_conn *conn;
     ik__zk_conn *retired; /* dead handles replaced, freed once closed (ZS5) */
     unsigned gen;
@@ -94,6 +95,11 @@ int ik__zk_client_open(ik__zk_client *zc, const char *uri, const ik_coord_option
 /* Closes the handle (pending completions run with ZCLOSING), forgets the
  * listeners, frees what init and open made. */
 void ik__zk_client_close(ik__zk_client *zc);
+
+/* The seam's cut (backend.h), for a bounded stop: every wait for an answer or a
+ * connection on zc ends now (as one that got none) and every later one at once.
+ * Any thread. */
+void ik__zk_client_cut(ik__zk_client *zc);
 
 /* Waits up to ms for c to be connected. 0: connected; IK_ELOST: the session is
  * dead; IK_ESTORE: not connected in time. Caller holds life (read or write). */

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# labels: counters hazards
+# timeout: 240
+# not-on: local: the store is SQLite inside the server's own process: no write is left in doubt for a stop to settle
+# not-on: zk: no setting the ZooKeeper checks refuse can change under an open session (forceSync, skipACL and the session bounds are read at the server's start, and a read-only server is refused at connect): its store cannot turn unsafe while a doubt is open
+# A doubt, the store turned unsafe, then SIGTERM (docs/guarantees.md promise 13,
+# docs/hazards.md): the stop never settles the doubt through a store whose checks
+# refuse (a settling write or read there proves nothing the store will keep); the
+# doubt is logged as a gap of unknown place, why=maybe_recorded, before the exit.
+#
+#   1. a server through the fault proxy, patient (a long lease), a sequence tag;
+#   2. a write lands and its answer is lost (conf_fault_answer_lost); the proxy goes
+#      down, so the request fails (503) with its doubt kept for the stop;
+#   3. the store is turned unsafe (below, per store), the proxy comes up again, and
+#      the server's checks see it (/v1/status: store.safe false);
+#   4. SIGTERM: exit 0, and the doubt is logged "tag gap tag=orders ...
+#      why=maybe_recorded" (first=? where the backend cannot know the range),
+#      never why=answer_lost nor "tag doubt settled" (either means the stop read or
+#      wrote through the unsafe store).
+# Before the fix (coord.c freed the hazards before the backend's close, which then
+# answered "safe"; the SQL close did not ask them at all), every backend logged
+# "why=answer_lost": settled through the store its checks refused.
+source "$(dirname "$0")/../integration/lib.sh"
+source "$(dirname "$0")/conf.sh"
+
+# The store turned unsafe for this test alone: on a store of the test's own where
+# the setting is the server's (Redis, MariaDB), on this test's database where it is
+# the database's (PostgreSQL: the new connections after "proxy up" see it).
+case $IK_STORE in
+  redis) unset IK_FIXTURE_REDIS ;;      # redis_start: a Redis of its own
+  mysql) unset IK_FIXTURE_MARIADB ;;    # my_start: a MariaDB of its own
+esac
+conf_store_start
+source "$(dirname "$0")/doubt_cases.sh"
+doubt_setup
+
+unsafe_on() {
+  case $IK_STORE in
+    redis) rcli CONFIG SET maxmemory 1gb maxmemory-policy volatile-lru >/dev/null ;;
+    mysql) my_sql -e 'SET GLOBAL innodb_flush_log_at_trx_commit = 2' ;;
+    # shellcheck disable=SC2153 # PG_SHARED_PORT: stores/postgresql.sh sets it
+    postgresql) pg_psql "$PG_SHARED_PORT" postgres \
+      "ALTER DATABASE $(conf_pg_db data) SET synchronous_commit = off" >/dev/null ;;
+    *) fail "close_refused: no means to turn $IK_STORE unsafe" ;;
+  esac
+}
+
+unsafe_seen() { [ "$(status_of "${PORT[s1]}" .store.safe)" = false ]; }
+
+doubt_serve s1
+
+conf_fault_answer_lost
+doubt_get s1 10 &
+g=$!
+wait_until 60 doubt_stored 16 || fail "the write whose answer is lost never reached the store: max_id $(conf_counter_raw "$DATA" orders)"
+proxy down
+wait $g && fail "s1 answered 10 IDs whose answer the store never sent"
+log "the request failed; its write is in the store (max_id 16)"
+
+unsafe_on
+proxy up
+wait_until 60 unsafe_seen || fail "s1 never saw the store turn unsafe: $(status_of "${PORT[s1]}" .store)"
+log "s1 refuses the store: $(status_of "${PORT[s1]}" .store.why)"
+
+rc=0
+kill -TERM "${SERVER_PID[s1]}"
+wait "${SERVER_PID[s1]}" || rc=$?
+((rc == 0)) || fail "s1 exited $rc after SIGTERM: $(tail -n 8 "$T/s1.log")"
+grep -qE 'runtime error|Sanitizer' "$T/s1.log" && fail "sanitizer report: $(cat "$T/s1.log")"
+grep 'tag gap tag=orders\|tag doubt settled' "$T/s1.log" >"$T/gap" || true
+[ -s "$T/gap" ] || fail "the doubt ended without a line: $(grep 'tag \|SIGTERM\|bye' "$T/s1.log")"
+grep -q 'tag doubt settled' "$T/gap" && fail "the doubt was settled through the store its checks refuse: $(cat "$T/gap")"
+grep -q 'why=maybe_recorded' "$T/gap" || fail "the doubt was settled through the store its checks refuse: $(cat "$T/gap")"
+pass "logged, not settled: $(cat "$T/gap")"

@@ -1,0 +1,116 @@
+"""docs_code.py SRC: the reference docs that restate the code, checked against it
+(part of the test structure, tests/tools/structure.sh). Run with /usr/bin/python3.
+
+  routes   man/idkeeper.1.scd.in's route list ("The routes: ..." of serve) names
+           every route of the HTTP route table (IK_ROUTE_TABLE's R(METHOD, "PATH",
+           ...) rows under src/server), and no other: the same METHOD PATH pairs,
+           a {param} of the table written *PREFIX*_PARAM_ in the man page, GET
+           unless the page says the method.
+  groups   docs/testing.md's table of conformance groups ("### Groups"):
+           - one row per group script (tests/conformance/*.sh but conf.sh and
+             *_cases.sh), and no other;
+           - its backend columns are the backends that run the suite, in order:
+             local, then the SCHEME of each ik_backend() line of
+             cmake/backends.cmake (on or off in a given build);
+           - a row's "-" marks exactly the backends its group skips (its
+             "# not-on: BACKEND:" headers);
+           - each row cites the promises it checks as its cell's last
+             parenthesis, "(N)", "(N, M)" or "(N; more words)", and each N is a
+             promise of docs/guarantees.md ("### N. ...").
+
+Prints every finding and exits 1 if there is one.
+"""
+import glob
+import os
+import re
+import sys
+
+src = sys.argv[1]
+bad = []
+
+
+def read(path):
+    with open(os.path.join(src, path), encoding="utf-8") as f:
+        return f.read()
+
+
+# ------------------------------------------------------------------ routes
+table = set()
+for path in sorted(glob.glob(os.path.join(src, "src/server/**/*.[ch]"), recursive=True)):
+    text = open(path, encoding="utf-8").read()
+    for method, route in re.findall(r'\bR\(\s*IK_HTTP_([A-Z]+),\s*"([^"]+)"', text):
+        table.add((method, re.sub(r"\{[a-z_]+\}", "{}", route)))
+if not table:
+    bad.append("no route table (R(IK_HTTP_..., \"PATH\", ...) rows) found under src/server")
+
+man = read("man/idkeeper.1.scd.in")
+m = re.search(r"^The routes:(.*?)(?:\.\s|\n\n)", man, re.S | re.M)
+if not m:
+    bad.append("man/idkeeper.1.scd.in has no paragraph \"The routes: ...\"")
+else:
+    listed = set()
+    for method, route, param in re.findall(r"\*(?:([A-Z]+) )?(/[^*\s]*)\*(_[A-Z]+_)?", m.group(1)):
+        listed.add((method or "GET", route + ("{}" if param else "")))
+    for method, route in sorted(table - listed):
+        bad.append("the route %s %s (src/server's route table) is not in the man page's route "
+                   "list (man/idkeeper.1.scd.in, \"The routes:\")" % (method, route))
+    for method, route in sorted(listed - table):
+        bad.append("the man page lists %s %s, which the route table does not have" % (method, route))
+
+# ------------------------------------------------------------------ groups
+promises = set(re.findall(r"^### ([0-9]+)\. ", read("docs/guarantees.md"), re.M))
+# local: and every ik_backend() of cmake/backends.cmake, in its order, on or off in
+# this build: the table describes the tree, not one build
+backends = ["local"] + re.findall(r"^ik_backend\([A-Z0-9_]+ SCHEME ([a-z0-9]+)",
+                                  read("cmake/backends.cmake"), re.M)
+
+groups = {}
+for path in sorted(glob.glob(os.path.join(src, "tests/conformance/*.sh"))):
+    g = os.path.basename(path)[:-3]
+    if g == "conf" or g.endswith("_cases"):
+        continue
+    groups[g] = set(re.findall(r"^# not-on: ([a-z0-9]+):", open(path, encoding="utf-8").read(), re.M))
+
+testing = read("docs/testing.md")
+sec = re.search(r"^### Groups\n(.*?)(?=^#)", testing, re.S | re.M)
+rows = [l for l in (sec.group(1).splitlines() if sec else []) if l.startswith("|")]
+if len(rows) < 3:
+    bad.append("docs/testing.md has no table under \"### Groups\"")
+else:
+    head = [c.strip() for c in rows[0].strip().strip("|").split("|")]
+    if head[2:] != backends:
+        bad.append("docs/testing.md's group table has the columns %s after the group and what "
+                   "it checks; the backends that run the suite are %s (local and "
+                   "cmake/backends.cmake's)" % (", ".join(head[2:]) or "none", ", ".join(backends)))
+    seen = set()
+    for row in rows[2:]:
+        cells = [c.strip() for c in row.strip().strip("|").split("|")]
+        g = cells[0].strip("`")
+        seen.add(g)
+        if g not in groups:
+            bad.append("docs/testing.md's group table has a row %s, which is no group script" % g)
+            continue
+        cite = re.search(r"\(([^()]*)\)$", cells[1])
+        if not cite:
+            bad.append("group %s cites no promise: its cell must end in \"(N)\" (docs/guarantees.md)" % g)
+        else:
+            nums = re.split(r",\s*", cite.group(1).split(";")[0])
+            wrong = [n for n in nums if n not in promises]
+            if wrong:
+                bad.append("group %s cites (%s): %s not a promise of docs/guarantees.md, which "
+                           "numbers them 1-%d" % (g, cite.group(1), ", ".join(wrong),
+                                                  max(map(int, promises)) if promises else 0))
+        for b, cell in zip(head[2:], cells[2:]):
+            if b in backends and (cell == "-") != (b in groups[g]):
+                bad.append("group %s on %s: the table says %r, but the group %s there (its "
+                           "'# not-on:' headers)" % (g, b, cell, "is skipped" if b in groups[g]
+                                                     else "runs"))
+    for g in sorted(set(groups) - seen):
+        bad.append("group %s (tests/conformance/%s.sh) has no row in docs/testing.md's group table" % (g, g))
+
+for b in bad:
+    print("docs_code: " + b, file=sys.stderr)
+if not bad:
+    print("docs_code: the man page's routes are the route table's; testing.md's groups, "
+          "columns (%s) and promise numbers are current" % ", ".join(backends))
+sys.exit(1 if bad else 0)
