@@ -131,7 +131,7 @@ endmacro()
 # ZooKeeper: THREADED selects the client's multithreaded API; libcrypto is for the
 # SHA-1 of digest ACLs. libpq's .pc names static libraries Debian does not ship
 # (-lpgcommon -lpgport), so a static link takes the shared libpq through -lpq.
-ik_backend(ZK SCHEME zk DIRS zk FIXTURE zk TESTS "test_zk_.*|test_recipe_names"
+ik_backend(ZK SCHEME zk DIRS zk FIXTURE zk TESTS "test_zk_.*|test_recipe_names|fuzz_zk_leaf"
   LIB zookeeper_mt zookeeper/zookeeper.h DEFINES THREADED DEPS PkgConfig::CRYPTO PC_REQUIRES libcrypto)
 ik_backend(REDIS SCHEME redis DIRS redis FIXTURE redis TESTS "fuzz_redis_uri" PKG hiredis)
 ik_backend(PG SCHEME postgresql DIRS pg sql FIXTURE postgres TESTS "fuzz_sql_uri" PKG libpq PC_LIBS -lpq)

@@ -324,6 +324,12 @@ typedef struct ik_coord_options {
      * slot and counter write with IK_EUNSAFE while a setting is refused. Default 0:
      * ik_coord_open fails with IK_EUNSAFE, naming the setting. */
     int check_only;
+    /* Since 0.5.0, zk:// only: the leaf.name of a Meituan Leaf snowflake fleet to join
+     * (docs/migration-from-leaf.md). Worker slots are then Leaf's own nodes,
+     * /snowflake/NAME/forever/IP:PORT-NNNNNNNNNN, fenced by an ephemeral node of ours;
+     * the identity must be Leaf's IP:PORT. NULL (the default): idkeeper's own slots.
+     * Another scheme with it set fails with IK_EINVAL. Copied by ik_coord_open. */
+    const char *leaf_name;
 } ik_coord_options;
 
 IK_EXTERN void ik_coord_options_init(ik_coord_options *o);

@@ -21,11 +21,12 @@
      IK_B(EPOCH) | IK_B(SLOT_CHOICE) | IK_B(SLOT_WAIT) | IK_B(MAX_BATCH) | IK_B(MAX_BACKWARD) |    \
      IK_B(THREADS) | IK_B(MAX_HEADER_BYTES) | IK_B(IDLE_TIMEOUT) | IK_B(READ_TIMEOUT) |            \
      IK_B(MAX_CONNECTIONS) | IK_B(HTTP_TOKEN_FILE) | IK_B(OPEN_LEAF_ROUTES) | IK_B(OPEN_METRICS) | \
-     IK_B(QUIET) | IK_B(SHUTDOWN_TIMEOUT) | IK_B(RESP) | IK_B(LOG_SEQUENCE_COMMITS))
+     IK_B(QUIET) | IK_B(SHUTDOWN_TIMEOUT) | IK_B(RESP) | IK_B(LOG_SEQUENCE_COMMITS) |              \
+     IK_B(LEAF_NAME))
 #define IK_OPTS_NEXT                                                                               \
     (IK_B(CONFIG) | IK_B(SERVER) | IK_B(COUNT) | IK_B(BATCH) | IK_B(HTTP_TOKEN_FILE))
 #define IK_OPTS_DECODE (IK_B(CONFIG) | IK_B(LAYOUT) | IK_B(EPOCH) | IK_B(JSON) | IK_B(EXPIRY))
-#define IK_OPTS_WORKERS (IK_COORD_OPTS | IK_B(JSON))
+#define IK_OPTS_WORKERS (IK_COORD_OPTS | IK_B(JSON) | IK_B(LEAF_NAME))
 #define IK_OPTS_TAGS                                                                               \
     (IK_COORD_OPTS | IK_B(KIND) | IK_B(START) | IK_B(STEP) | IK_B(DESCRIPTION) | IK_B(JSON))
 #define IK_OPTS_LOCK (IK_STORE_OPTS | IK_B(TIMEOUT) | IK_B(GRACE))

@@ -144,6 +144,11 @@ const ik_cli_option ik__cli_options[IK_OPT__COUNT] = {
         "redis://: each counter write waits until N replicas have it (WAIT); one not confirmed "
         "in time is in doubt and never handed out",
         0, 100, NULL),
+    ROW(LEAF_NAME, "leaf-name", APP, NULL, "NAME",
+        "zk:// only: join the Meituan Leaf snowflake fleet of this leaf.name, on its own "
+        "ZooKeeper nodes (docs/migration-from-leaf.md); the identity is then Leaf's IP:PORT "
+        "(default: this host's first non-loopback IPv4 address and the HTTP port)",
+        0, 0, NULL),
 };
 
 #undef ROW

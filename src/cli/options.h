@@ -71,6 +71,7 @@ typedef enum ik_cli_opt_id {
     IK_OPT_LEASE_TTL,
     IK_OPT_ALLOW_UNSAFE_STORE,
     IK_OPT_REDIS_WAIT_REPLICAS,
+    IK_OPT_LEAF_NAME,
     IK_OPT__COUNT
 } ik_cli_opt_id;
 

@@ -58,6 +58,7 @@ int ik__cli_coord_options(const ik_cli_opts *o, ik_coord_options *co, char *pass
     co->lease_ttl_ms = (int)o->v[IK_OPT_LEASE_TTL].n;
     co->allow_unsafe_store = o->v[IK_OPT_ALLOW_UNSAFE_STORE].n != 0;
     co->redis_wait_replicas = (int)o->v[IK_OPT_REDIS_WAIT_REPLICAS].n;
+    co->leaf_name = o->v[IK_OPT_LEAF_NAME].text;
     const char *file = o->v[IK_OPT_PASSWORD_FILE].text;
     if (file && *file) {
         if (ik__cli_read_secret(file, "password", password, password_len, why, why_len) != 0)

@@ -92,6 +92,10 @@ struct ik__backend_ops {
      * (ik_coord_locks_check's answer). NULL: a generic reason. */
     const char *no_locks;
 
+    /* 1 if open takes ik_coord_options.leaf_name (joins a Leaf snowflake fleet's
+     * worker nodes); coord.c refuses the option for a backend without it. */
+    int leaf_fleet;
+
     /* The schema a DBA creates by hand (`idkeeper schema`): SQL statements,
      * NULL-terminated; NULL for a backend without one. */
     const char *const *schema;

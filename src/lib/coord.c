@@ -201,6 +201,10 @@ int ik_coord_open(const char *uri, const ik_coord_options *o, ik_coord **out, ch
     if (o && (rc = ik__options_copy(&opts, sizeof opts, o, "ik_coord_options", why, why_len)))
         return rc;
     const ik__backend_ops *ops = backend_of(uri); /* found: the check passed */
+    if (opts.leaf_name && !ops->leaf_fleet)
+        return ik__fail(IK_EINVAL, why, why_len,
+                        "a Leaf fleet (leaf name '%.64s') lives on ZooKeeper: use a zk:// coord",
+                        opts.leaf_name);
     ik_coord *c = calloc(1, sizeof *c);
     if (!c) return IK_ENOMEM;
     /* test-only: every counter write sleeps this long first (docs/segment.md,

@@ -35,7 +35,9 @@
 #include "srv.h"
 #include "../lib/rules.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <ifaddrs.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <sched.h>
@@ -274,6 +276,23 @@ static int bind_all(ik__server *srv)
         return -1;
     if (srv->cfg->identity && *srv->cfg->identity) {
         snprintf(srv->identity, sizeof srv->identity, "%s", srv->cfg->identity);
+    } else if (srv->cfg->coord.leaf_name) {
+        /* A Leaf fleet names a server IP:PORT, the IP the first non-loopback IPv4
+         * address of the host's interfaces (Leaf's Utils.getIp), the port its own
+         * (docs/migration-from-leaf.md) */
+        char ip[INET_ADDRSTRLEN] = "127.0.0.1";
+        struct ifaddrs *ifs = NULL;
+        if (getifaddrs(&ifs) == 0) {
+            for (struct ifaddrs *i = ifs; i; i = i->ifa_next) {
+                if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET) continue;
+                const struct sockaddr_in *a = (const struct sockaddr_in *)i->ifa_addr;
+                if ((ntohl(a->sin_addr.s_addr) >> 24) == 127) continue;
+                inet_ntop(AF_INET, &a->sin_addr, ip, sizeof ip);
+                break;
+            }
+            freeifaddrs(ifs);
+        }
+        snprintf(srv->identity, sizeof srv->identity, "%s:%d", ip, port);
     } else {
         char hn[256];
         if (gethostname(hn, sizeof hn) != 0) snprintf(hn, sizeof hn, "localhost");
@@ -451,6 +470,15 @@ static int server_start(ik__server *srv, const ik_server_config *cfg)
         srv->workers[i] = w;
     }
     if (bind_all(srv) != 0) return -1;
+    if (cfg->coord.leaf_name && (cfg->layout.epoch_ms != IK_DEFAULT_EPOCH_MS ||
+                                 cfg->layout.unit_ms != 1 || cfg->layout.time_bits != 41 ||
+                                 cfg->layout.worker_bits != 10 || cfg->layout.seq_bits != 12)) {
+        /* one number space with the Leaf servers: their IDs and ours must be one
+         * layout (docs/migration-from-leaf.md) */
+        ik__log("--leaf-name: the layout must be Leaf's (bits=41/10/12, unit=1ms, epoch "
+                "1288834974657), as the fleet's Leaf servers issue under it");
+        return -1;
+    }
 
     if ((rc = ik_coord_open(cfg->coord_uri, &cfg->coord, &srv->coord, why, sizeof why)) != 0) {
         char shown[512];

@@ -27,24 +27,8 @@ amax=$(ids_time_max "$T/ids.a")
 (( amax <= rec )) || fail "a's last ID ($amax) is above the record it left ($rec)"
 log "a left slot 9 with record $rec (its last ID at $amax)"
 
-# b: the same slot, a clock 10 s behind: libfaketime preloaded straight into the
-# daemon (the faketime wrapper would fork, and the test would lose the daemon's
-# pid). Monotonic is shifted too: libfaketime 0.9.10 with
-# FAKETIME_DONT_FAKE_MONOTONIC=1 makes timed waits on CLOCK_MONOTONIC condition
-# variables return at once; a constant shift of both clocks is harmless. An ASan
-# build must tolerate the preload ahead of its runtime.
-LIBFAKETIME=
-for f in /usr/lib/*/faketime/libfaketime.so.1 /usr/lib/faketime/libfaketime.so.1; do
-  [ -f "$f" ] && { LIBFAKETIME=$f; break; }
-done
-[ -n "$LIBFAKETIME" ] || fail "libfaketime.so.1 not found (apt-get install libfaketime)"
-cat >"$T/ik-behind" <<SH
-#!/bin/sh
-export ASAN_OPTIONS="\${ASAN_OPTIONS:+\$ASAN_OPTIONS:}verify_asan_link_order=0"
-export LD_PRELOAD="$LIBFAKETIME" FAKETIME="-$((BEHIND_MS / 1000))s"
-exec "$IK_BIN" "\$@"
-SH
-chmod +x "$T/ik-behind"
+# b: the same slot, a clock 10 s behind (libfaketime: faketime_bin, lib.sh)
+faketime_bin "$T/ik-behind" "-$((BEHIND_MS / 1000))s"
 pb=$(free_port)
 t_start=$(date +%s%3N)
 IK_BIN=$T/ik-behind start_server b "$pb" "${S[@]}"

@@ -475,6 +475,28 @@ import sys
 print(max(((int(l) >> 22) + 1288834974657 for l in open(sys.argv[1]) if l.strip()), default=0))' "$1"
 }
 
+# faketime_bin FILE FAKETIME: writes FILE, an idkeeper wrapper with libfaketime
+# preloaded and FAKETIME set ("-10s": a clock 10 s behind), to run as IK_BIN. The
+# preload goes straight into the daemon (the faketime wrapper would fork, and the
+# test would lose the daemon's pid). Monotonic is shifted too: libfaketime 0.9.10
+# with FAKETIME_DONT_FAKE_MONOTONIC=1 makes timed waits on CLOCK_MONOTONIC condition
+# variables return at once; a constant shift of both clocks is harmless. An ASan
+# build must tolerate the preload ahead of its runtime.
+faketime_bin() {
+  local f lib=
+  for f in /usr/lib/*/faketime/libfaketime.so.1 /usr/lib/faketime/libfaketime.so.1; do
+    [ -f "$f" ] && { lib=$f; break; }
+  done
+  [ -n "$lib" ] || fail "libfaketime.so.1 not found (apt-get install libfaketime)"
+  cat >"$1" <<SH
+#!/bin/sh
+export ASAN_OPTIONS="\${ASAN_OPTIONS:+\$ASAN_OPTIONS:}verify_asan_link_order=0"
+export LD_PRELOAD="$lib" FAKETIME="$2"
+exec "$IK_BIN" "\$@"
+SH
+  chmod +x "$1"
+}
+
 # grepq [GREP ARGS...]: `grep -q` that reads its input to the end. Under pipefail,
 # `producer | grep -q PATTERN` fails at random: grep exits at the first match and a
 # producer still writing dies of SIGPIPE (ldd, zcat, curl, redis-cli...).

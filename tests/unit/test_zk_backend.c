@@ -1,5 +1,6 @@
 /* test_zk_backend.c: the pure parts of the ZooKeeper backend (no server needed):
- * digest ACL ids, node data, slot names, the free-slot arithmetic. Everything that
+ * digest ACL ids, node data, slot names, the free-slot arithmetic, a Leaf fleet's
+ * node names and data. Everything that
  * talks to ZooKeeper is tested against a real one (tests/integration/t_zk_*.sh). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -158,6 +159,61 @@ static void nth_free_skips_taken_slots(void **st)
     free(s.v);
 }
 
+/* A Leaf fleet's nodes (backend_zk_leaf.c): the data as Leaf's Jackson writes it,
+ * read by key in any order; names IP:PORT-NNNNNNNNNN. */
+static void leaf_nodes_read_as_leaf_writes_them(void **st)
+{
+    (void)st;
+    ik__zk_leaf_data d;
+    char buf[256];
+    int n = ik__zk_leaf_format(buf, sizeof buf, "10.0.0.1:8080", 1700000000123);
+    assert_string_equal(buf, "{\"ip\":\"10.0.0.1\",\"port\":\"8080\",\"timestamp\":1700000000123}");
+    assert_int_equal(ik__zk_leaf_parse_data(buf, n, &d), 0);
+    assert_string_equal(d.ip, "10.0.0.1");
+    assert_string_equal(d.port, "8080");
+    assert_int_equal(d.timestamp_ms, 1700000000123);
+    static const char *const reordered =
+        " {\"timestamp\" : 5, \"port\": 80, \"x\":\"y\", \"ip\":\"a\"}\n";
+    assert_int_equal(ik__zk_leaf_parse_data(reordered, (int)strlen(reordered), &d), 0);
+    assert_int_equal(d.timestamp_ms, 5);
+    assert_string_equal(d.port, "80");
+    static const char *const bad[] = {
+        "not json",
+        "{}",
+        "{\"ip\":\"a\",\"port\":\"1\"}",
+        "{\"timestamp\":\"5\"}",
+        "{\"timestamp\":-5}",
+        "{\"timestamp\":5",
+        "{\"timestamp\":5}x",
+        "{\"timestamp\":99999999999999999999}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        assert_int_equal(ik__zk_leaf_parse_data(bad[i], (int)strlen(bad[i]), &d), -1);
+
+    char ident[64];
+    uint32_t seq;
+    assert_int_equal(ik__zk_leaf_parse_name("10.0.0.1:8080-0000000042", ident, sizeof ident, &seq),
+                     0);
+    assert_string_equal(ident, "10.0.0.1:8080");
+    assert_int_equal(seq, 42);
+    static const char *const bad_names[] = {
+        "garbage",
+        "10.0.0.1:8080-42",
+        "a-b:1-0000000001",
+        "10.0.0.1-0000000001",
+        "10.0.0.1:8080-00000000x1",
+        "10.0.0.1:8080-9999999999",
+        "10.0.0.1:8080_0000000001",
+    };
+    for (size_t i = 0; i < sizeof bad_names / sizeof bad_names[0]; i++)
+        assert_int_equal(ik__zk_leaf_parse_name(bad_names[i], ident, sizeof ident, &seq), -1);
+    assert_int_equal(ik__zk_leaf_identity_check("10.0.0.1:8080", NULL, 0), 0);
+    static const char *const bad_ids[] = {"host-1:8080", "10.0.0.1",     "10.0.0.1:",      ":8080",
+                                          "a:b:8080",    "10.0.0.1:80x", "10.0.0.1:123456"};
+    for (size_t i = 0; i < sizeof bad_ids / sizeof bad_ids[0]; i++)
+        assert_int_equal(ik__zk_leaf_identity_check(bad_ids[i], NULL, 0), -10001);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -167,6 +223,7 @@ int main(void)
         cmocka_unit_test(slot_names_are_canonical),
         cmocka_unit_test(identity_names_are_safe_node_names),
         cmocka_unit_test(nth_free_skips_taken_slots),
+        cmocka_unit_test(leaf_nodes_read_as_leaf_writes_them),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,6 +3,7 @@
  * parts. The work is done below, each part in a file of its own:
  *
  *   backend_zk_slots.c   worker slots: ephemeral owner nodes, versioned records
+ *   backend_zk_leaf.c    worker slots on a Meituan Leaf fleet's own nodes
  *   backend_zk_scan.c    reading many slots at once (slots_list, refusals)
  *   backend_zk_tags.c    tags: version-checked counter nodes with a writer table
  *   backend_zk_data.c    the pure parts: node data, names, worker sets, doubts
@@ -21,6 +22,7 @@
 #include "zk_session.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 static void zk_close(ik__backend *be)
 {
@@ -33,6 +35,7 @@ static void zk_close(ik__backend *be)
     ik__zk_client_close(&b->zc); /* then no completion runs after this */
     ik__zk_slots_free(b->slots);
     ik__zk_tags_free(b->tags);
+    free(b->leaf);
     ik__hazards_free(&be->hz); /* last: a freed verdict answers "safe" (backend.h) */
     free(b);
 }
@@ -45,6 +48,10 @@ static int zk_open(const char *uri, const ik_coord_options *o, ik__backend **out
     b->base.ops = &ik__backend_zk_ops;
     ik__zk_client_init(&b->zc);
     int rc = IK_ENOMEM;
+    if (o && o->leaf_name && !(b->leaf = strdup(o->leaf_name))) {
+        zk_close(&b->base);
+        return IK_ENOMEM;
+    }
     if ((b->slots = ik__zk_slots_new()) && (rc = ik__zk_tags_new(&b->tags, why, why_len)) == IK_OK)
         rc = ik__zk_client_open(&b->zc, uri, o, why, why_len);
     if (rc == IK_OK) {
@@ -81,6 +88,7 @@ const ik__backend_ops ik__backend_zk_ops = {
     .uri_form = "zk://HOST:PORT[,HOST:PORT...][/CHROOT]",
     .uri_check = ik__zk_uri_check,
     .recipe = &ik__recipe_zk_ops,
+    .leaf_fleet = 1,
     .open = zk_open,
     .close = zk_close,
     .uri = ik__zk_uri,

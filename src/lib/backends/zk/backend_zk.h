@@ -66,6 +66,31 @@ void ik__zk_app_path(const char *chroot, const char *app, const char *sub, char 
 void ik__zk_worker_path(const char *chroot, const char *app, const char *sub, uint32_t w, char *out,
                         size_t len);
 
+/* A Meituan Leaf snowflake fleet's nodes (backend_zk_leaf.c, docs/zookeeper.md "A
+ * Leaf fleet"). Leaf writes its heartbeat every HEARTBEAT_MS; a node written less
+ * than HEARTBEAT_MS + SKEW_MS ago by this clock may have a live server. */
+#define IK__ZK_LEAF_HEARTBEAT_MS 3000
+#define IK__ZK_LEAF_SKEW_MS 2000
+
+/* A Leaf node's data, {"ip":"...","port":"...","timestamp":MS}, keys in any order. */
+typedef struct ik__zk_leaf_data {
+    char ip[64], port[16];
+    int64_t timestamp_ms;
+} ik__zk_leaf_data;
+
+/* 0 and *out if data is a JSON object with a numeric timestamp (ip and port, strings
+ * or a numeric port, filled if there; other keys skipped if their value is a string
+ * or a number); -1 otherwise. */
+int ik__zk_leaf_parse_data(const char *data, int len, ik__zk_leaf_data *out);
+/* Leaf's data for identity IP:PORT, as Leaf writes it: its length, or -1 if it does
+ * not fit or the identity has no ':'. */
+int ik__zk_leaf_format(char *buf, size_t len, const char *identity, int64_t timestamp_ms);
+/* A Leaf node name IP:PORT-NNNNNNNNNN (IP:PORT without '-', '/' or spaces): 0, the
+ * identity into ident and the number into *seq; -1 otherwise. */
+int ik__zk_leaf_parse_name(const char *name, char *ident, size_t ident_len, uint32_t *seq);
+/* 0 if identity can name a Leaf node, else IK_EINVAL with why. */
+int ik__zk_leaf_identity_check(const char *identity, char *why, size_t why_len);
+
 /* ------------------------------------------------------------------------------
  * Slots on ZooKeeper (backend_zk_slots.c): the seam's slot_* calls (backend.h) and
  * their per-backend state, made by zk_open and freed by zk_close.

@@ -9,6 +9,7 @@
  */
 #include "backend.h"
 #include "backend_zk.h"
+#include "backend_zk_leaf.h"
 #include "internal.h"
 #include "zk_session.h"
 
@@ -210,6 +211,11 @@ int ik__zk_slots_list(ik__backend *be, const char *app, ik_slot_info **out, size
     } else if (rc) {
         pthread_rwlock_unlock(&b->zc.life);
         return IK_ESTORE;
+    }
+    if (b->leaf) { /* a Leaf fleet's nodes, whatever the app */
+        rc = ik__zk_leaf_list(b, c, b->leaf, out, n_out);
+        pthread_rwlock_unlock(&b->zc.life);
+        return rc == IK_ELOST ? IK_ESTORE : rc;
     }
     zk_node *nodes = NULL;
     size_t n = 0;

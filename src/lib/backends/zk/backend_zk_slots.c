@@ -53,6 +53,7 @@
  */
 #include "backend.h"
 #include "backend_zk.h"
+#include "backend_zk_leaf.h"
 #include "internal.h"
 #include "zk_session.h"
 
@@ -102,6 +103,7 @@ struct zk_slot {
     int in_doubt;          /* a write's outcome is unknown (ZSL3) */
     ik__lease_proof taken; /* set by the take: its send time, the session timeout */
     zk_wait *pending;      /* a persist sent, not yet answered */
+    int leaf;              /* a Leaf fleet's node (backend_zk_leaf.c): Leaf's data */
 };
 
 /* An owner node this session may still hold without a handle (remember_orphan). */
@@ -625,6 +627,39 @@ static int acquire_pass(zk_backend *b, zk_conn *c, const ik__slot_request *req, 
     return rc;
 }
 
+/* slot_is_live for backend_zk_leaf.c, taking the lock. */
+static int leaf_live(zk_backend *b, const char *app, uint32_t worker)
+{
+    pthread_mutex_lock(&b->slots->mu);
+    int live = slot_is_live(b, app, worker);
+    pthread_mutex_unlock(&b->slots->mu);
+    return live;
+}
+
+/* One pass of slot_acquire on a Leaf fleet's nodes: backend_zk_leaf.c takes the
+ * number, and s becomes a handle that slot_persist and slot_release write as any
+ * other, in Leaf's data. Same answers as acquire_pass. */
+static int leaf_pass(zk_backend *b, zk_conn *c, const ik__slot_request *req, zk_slot *s, char *why,
+                     size_t why_len)
+{
+    ik__zk_leaf_taken t;
+    int rc = ik__zk_leaf_take(b, c, b->leaf, req, leaf_live, &t, why, why_len);
+    if (rc) return rc;
+    s->leaf = 1;
+    s->worker = t.worker;
+    snprintf(s->slot_path, sizeof s->slot_path, "%s", t.node_path);
+    snprintf(s->owner_path, sizeof s->owner_path, "%s", t.owner_path);
+    s->gen = c->gen;
+    s->session = ik__zk_conn_session(&b->zc, c);
+    s->version = t.version;
+    s->czxid = t.czxid;
+    s->found_ms = t.found_ms;
+    s->record_ms = t.record_ms;
+    s->since_ms = t.since_ms;
+    s->taken = proof_of(c, t.sent_ns);
+    return IK_OK;
+}
+
 int ik__zk_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__slot_grant *out,
                         char *why, size_t why_len)
 {
@@ -679,14 +714,16 @@ int ik__zk_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__slot_g
             ik__fail(rc, why, why_len, "ZooKeeper at %s is unreachable", b->zc.hosts);
             goto out;
         }
-        rc = acquire_pass(b, c, req, id, s, &busy, why, why_len);
+        rc = b->leaf ? leaf_pass(b, c, req, s, why, why_len)
+                     : acquire_pass(b, c, req, id, s, &busy, why, why_len);
         if (rc != IK_EINDOUBT) break;
         if (ik__mono_ns() / 1000000 >= deadline) {
             rc = IK_ESTORE; /* why says what did not answer */
             goto out;
         }
     }
-    if (rc == IK_ENOSLOT) ik__zk_describe_holders(b->zc.chroot, c->zh, req, range, why, why_len);
+    if (rc == IK_ENOSLOT && !b->leaf)
+        ik__zk_describe_holders(b->zc.chroot, c->zh, req, range, why, why_len);
     if (rc == IK_OK) {
         out->worker = s->worker;
         out->old_record_ms = s->found_ms;
@@ -698,7 +735,7 @@ int ik__zk_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__slot_g
         s->next = b->slots->list;
         b->slots->list = s;
         pthread_mutex_unlock(&b->slots->mu);
-        release_orphans(b, c, req->app, s->session, req->worker_min, req->worker_max);
+        if (!s->leaf) release_orphans(b, c, req->app, s->session, req->worker_min, req->worker_max);
     }
 out:
     pthread_rwlock_unlock(&b->zc.life);
@@ -726,8 +763,9 @@ static int send_write(zk_conn *c, zk_slot *s, int64_t record_ms, int release, zk
     if (!w) return IK_ENOMEM;
     zk_item *it = &w->r[0];
     zk_write *x = it->ext;
-    x->buf_len =
-        ik__zk_format_slot(x->buf, sizeof x->buf, record_ms, s->since_ms, s->session, s->identity);
+    x->buf_len = s->leaf ? ik__zk_leaf_format(x->buf, sizeof x->buf, s->identity, record_ms)
+                         : ik__zk_format_slot(x->buf, sizeof x->buf, record_ms, s->since_ms,
+                                              s->session, s->identity);
     if (x->buf_len < 0) {
         ik__zk_wait_put(w);
         return IK_EINVAL;
@@ -752,6 +790,9 @@ static int send_write(zk_conn *c, zk_slot *s, int64_t record_ms, int release, zk
  * when adopted, else IK_ELOST or IK_EINDOUBT. */
 static int reconcile(zk_conn *c, zk_slot *s)
 {
+    /* A Leaf node's data does not say who wrote it (a Leaf heartbeat may have): the
+     * slot is given up, and taken again by the rules of a take (ZLF4). */
+    if (s->leaf) return IK_ELOST;
     char buf[ZK_DATA_MAX];
     int len = sizeof buf - 1;
     struct Stat st;
@@ -923,6 +964,9 @@ int ik__zk_slot_release(ik__backend *be, void *handle, int64_t record_ms)
     if (rc == IK_OK) rc = settle_pending(c, s, left_ms(until), &unused);
     /* backend.h: a release may lower the record, never below what it found */
     if (record_ms < s->found_ms) record_ms = s->found_ms;
+    /* ZLF5: a Leaf server on this identity starts once its clock is not below the
+     * record, so the record names the first ms after our last tick */
+    if (s->leaf) record_ms += 1;
     for (int attempt = 0; attempt < 2 && rc == IK_OK; attempt++) {
         zk_wait *w;
         rc = send_write(c, s, record_ms, 1, &w);

@@ -74,6 +74,7 @@ typedef struct ik__zk_backend {
     struct ik__zk_slots *slots; /* backend_zk_slots.c */
     struct ik__zk_tags *tags;   /* backend_zk_tags.c */
     struct ik__zk_hz *hzs;      /* zk_hazards.c */
+    char *leaf; /* the Leaf fleet whose nodes are the worker slots (backend_zk_leaf.c), or NULL */
 } ik__zk_backend;
 
 static inline ik__zk_backend *ik__zk_backend_of(ik__backend *be)

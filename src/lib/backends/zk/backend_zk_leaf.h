@@ -1,0 +1,41 @@
+/* backend_zk_leaf.h: worker slots on a Meituan Leaf snowflake fleet's nodes
+ * (backend_zk_leaf.c), for backend_zk_slots.c, which holds, writes and releases
+ * what these calls take. The pure parts (names, data) are in backend_zk.h. */
+#ifndef IK_BACKEND_ZK_LEAF_H
+#define IK_BACKEND_ZK_LEAF_H
+
+#include "backend_zk.h"
+#include "zk_session.h"
+
+/* What a take found and wrote: backend_zk_slots.c makes its slot handle of it. */
+typedef struct ik__zk_leaf_taken {
+    uint32_t worker;
+    char node_path[512];  /* Leaf's node: the time record */
+    char owner_path[512]; /* our ephemeral owner node */
+    int version;          /* of the Leaf node after the take's write */
+    int64_t czxid;
+    int64_t found_ms;  /* the floor (ZLF4), 0 for a new number */
+    int64_t record_ms; /* the record the take wrote */
+    int64_t since_ms;
+    int64_t sent_ns; /* when the take's multi was sent */
+} ik__zk_leaf_taken;
+
+/* Takes this identity's number in the Leaf fleet leaf on connected handle c (life
+ * held): IK_OK and *t; IK_ENOSLOT while the number is held or may be (why says by
+ * whom; the lease's slot wait applies); IK_ESTORE for nodes it refuses (why names
+ * the node); IK_EINVAL for an identity that is not IP:PORT; IK_EINDOUBT or
+ * IK_ELOST on connection trouble. live(b, app, worker): 1 if this backend has a
+ * handle on that number. */
+int ik__zk_leaf_take(ik__zk_backend *b, ik__zk_conn *c, const char *leaf,
+                     const ik__slot_request *req,
+                     int (*live)(ik__zk_backend *, const char *, uint32_t), ik__zk_leaf_taken *t,
+                     char *why, size_t why_len);
+
+/* Every node of the Leaf fleet leaf, by number: holder the identity, record_ms the
+ * timestamp, held if our owner node exists or the heartbeat is fresh (ZLF4's
+ * rule), detail which. A malformed name is listed with worker UINT32_MAX. *out
+ * freed with ik_free. */
+int ik__zk_leaf_list(ik__zk_backend *b, ik__zk_conn *c, const char *leaf, ik_slot_info **out,
+                     size_t *n_out);
+
+#endif
