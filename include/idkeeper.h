@@ -64,7 +64,7 @@ extern "C" {
  * three lines (the project version, the .so name, idkeeper.pc, the man pages), and
  * tests/integration/t_version.sh holds debian/changelog and NEWS to them. */
 #define IK_VERSION_MAJOR 0
-#define IK_VERSION_MINOR 4
+#define IK_VERSION_MINOR 5
 #define IK_VERSION_PATCH 0
 #define IK_VERSION__STR(x) #x
 #define IK_VERSION__XSTR(x) IK_VERSION__STR(x)
