@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# redis_sequence.sh BUILD_DIR: sequence IDs on redis:// next to the counter they
+# replace, on one durable Redis (appendonly yes, appendfsync always), same run, same
+# client count: redis-benchmark's clients calling INCR on Redis directly (one INCR,
+# one fsync'd AOF append, per ID), against the same clients calling INCR on a
+# sequence tag through idkeeper's RESP door (`serve --coord redis://... --resp`),
+# which group-commits: one INCRBY, in MULTI with its proof (docs/hazards.md), per
+# batch. Goal: idkeeper at least 1.0 of the direct INCR. Both at -P 1 and -P 16,
+# pinned and unpinned (docs/BENCHMARKS.md, "Why two wall-clock figures"); at the end
+# the tag's next ID checks that every INCR answered one ID.
+# Settings: MODES ("unpinned pinned"), N (requests per run, default 100000),
+# CLIENTS (50), SERVER_THREADS, SERVER_CPU (0), LOAD_CPU (1). Redis is started here on
+# a loopback port with a temp dir and always stopped on exit.
+set -euo pipefail
+build=${1:-build}
+bin=${IK_BIN:-$build/idkeeper}
+n=${N:-100000}
+clients=${CLIENTS:-50}
+# shellcheck source-path=SCRIPTDIR
+source "$(dirname "$0")/lib.sh"
+bench_scratch
+pids=()
+stop_servers() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
+  pids=()
+  return 0
+}
+
+base=$((10000 + RANDOM % 20000))
+http=$base rport=$((base + 1)) redis=$((base + 2))
+
+up() { # up PORT: until it answers PING
+  local i
+  for i in $(seq 200); do [ "$(redis-cli -p "$1" PING 2>/dev/null)" = PONG ] && return 0; sleep 0.05; done
+  echo "port $1 did not come up" >&2
+  exit 1
+}
+
+start_servers() {
+  pin_mode "$1"
+  rm -rf "$T/r"
+  mkdir -p "$T/r"
+  "${pin_srv[@]}" redis-server --bind 127.0.0.1 --port $redis --dir "$T/r" --save '' --appendonly yes \
+    --appendfsync always --daemonize no --logfile "$T/r/log" &
+  pids+=($!)
+  up $redis
+  local coord=redis://127.0.0.1:$redis/0
+  "$bin" tags add seq --kind sequence --coord "$coord" >/dev/null
+  "${pin_srv[@]}" "$bin" serve --coord "$coord" --http 127.0.0.1:$http --resp 127.0.0.1:$rport \
+    --threads "$sthreads" --quiet 2>"$T/ik.log" &
+  pids+=($!)
+  up $rport
+}
+
+rps() { # rps PORT PIPELINE CMD...: requests per second of one run, after a warm-up
+  local port=$1 pipe=$2
+  shift 2
+  "${pin_load[@]}" redis-benchmark -p "$port" -c "$clients" -P "$pipe" -n $((n / 10)) -q "$@" >/dev/null 2>&1
+  "${pin_load[@]}" redis-benchmark -p "$port" -c "$clients" -P "$pipe" -n "$n" -q "$@" >"$T/out" 2>&1
+  if grep -qi 'error' "$T/out"; then echo "error from redis-benchmark $*:" >&2; cat "$T/out" >&2; exit 1; fi
+  tr '\r' '\n' <"$T/out" | awk '/requests per second/ {for (i = 1; i <= NF; i++) if ($(i+1) == "requests") v = $i} END {print v}'
+}
+ratio() { echo "$1 / $2" | bc -l | xargs printf '%.2f'; }
+
+bench_stamp
+for mode in ${MODES:-unpinned pinned}; do
+  start_servers "$mode"
+  echo "[$mode] redis-benchmark -c $clients -q; idkeeper $($bin version | head -1 | awk '{print $2}') on redis://; $(redis-server --version | awk '{print $1, $2, $3}') appendfsync always"
+  for pipe in 1 16; do
+    d=$(rps $redis $pipe INCR counter)
+    q=$(rps $rport $pipe INCR seq)
+    printf -- '[%s] -P %-2s n=%-7s redis-server INCR (durable, direct)        %12s req/s\n' "$mode" $pipe "$n" "$d"
+    printf -- '[%s] -P %-2s n=%-7s idkeeper INCR seq (sequence on redis://) %12s req/s  ratio %s (goal >= 1.00)\n' \
+      "$mode" $pipe "$n" "$q" "$(ratio "$q" "$d")"
+  done
+  # redis-benchmark sends whole pipelines, a few more than -n at -P 16: the direct
+  # counter, driven with the same runs, counts what was really sent
+  last=$(redis-cli -p $rport INCR seq)
+  want=$(($(redis-cli -p $redis GET counter) + 1))
+  echo "[$mode] sequence check: the next ID is $last (want $want, one more than the direct counter: every INCR seq answered one ID, no gap)"
+  stop_servers
+done
