@@ -15,27 +15,13 @@ set -euo pipefail
 build=${1:-build}
 bin=${IK_BIN:-$build/idkeeper}
 n=${N:-100000}
-clients=${CLIENTS:-50}
+clients=${CLIENTS:-50} # resp_rps reads CLIENTS
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/lib.sh"
 bench_scratch
-pids=()
-stop_servers() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
-  pids=()
-  return 0
-}
 
 base=$((10000 + RANDOM % 20000))
 http=$base rport=$((base + 1)) redis=$((base + 2))
-
-up() { # up PORT: until it answers PING
-  local i
-  for i in $(seq 200); do [ "$(redis-cli -p "$1" PING 2>/dev/null)" = PONG ] && return 0; sleep 0.05; done
-  echo "port $1 did not come up" >&2
-  exit 1
-}
 
 start_servers() {
   pin_mode "$1"
@@ -44,32 +30,23 @@ start_servers() {
   "${pin_srv[@]}" redis-server --bind 127.0.0.1 --port $redis --dir "$T/r" --save '' --appendonly yes \
     --appendfsync always --daemonize no --logfile "$T/r/log" &
   pids+=($!)
-  up $redis
+  resp_up $redis
   local coord=redis://127.0.0.1:$redis/0
   "$bin" tags add seq --kind sequence --coord "$coord" >/dev/null
   "${pin_srv[@]}" "$bin" serve --coord "$coord" --http 127.0.0.1:$http --resp 127.0.0.1:$rport \
     --threads "$sthreads" --quiet 2>"$T/ik.log" &
   pids+=($!)
-  up $rport
+  resp_up $rport
 }
 
-rps() { # rps PORT PIPELINE CMD...: requests per second of one run, after a warm-up
-  local port=$1 pipe=$2
-  shift 2
-  "${pin_load[@]}" redis-benchmark -p "$port" -c "$clients" -P "$pipe" -n $((n / 10)) -q "$@" >/dev/null 2>&1
-  "${pin_load[@]}" redis-benchmark -p "$port" -c "$clients" -P "$pipe" -n "$n" -q "$@" >"$T/out" 2>&1
-  if grep -qi 'error' "$T/out"; then echo "error from redis-benchmark $*:" >&2; cat "$T/out" >&2; exit 1; fi
-  tr '\r' '\n' <"$T/out" | awk '/requests per second/ {for (i = 1; i <= NF; i++) if ($(i+1) == "requests") v = $i} END {print v}'
-}
-ratio() { echo "$1 / $2" | bc -l | xargs printf '%.2f'; }
 
 bench_stamp
 for mode in ${MODES:-unpinned pinned}; do
   start_servers "$mode"
   echo "[$mode] redis-benchmark -c $clients -q; idkeeper $($bin version | head -1 | awk '{print $2}') on redis://; $(redis-server --version | awk '{print $1, $2, $3}') appendfsync always"
   for pipe in 1 16; do
-    d=$(rps $redis $pipe INCR counter)
-    q=$(rps $rport $pipe INCR seq)
+    d=$(resp_rps $redis "$n" $pipe INCR counter)
+    q=$(resp_rps $rport "$n" $pipe INCR seq)
     printf -- '[%s] -P %-2s n=%-7s redis-server INCR (durable, direct)        %12s req/s\n' "$mode" $pipe "$n" "$d"
     printf -- '[%s] -P %-2s n=%-7s idkeeper INCR seq (sequence on redis://) %12s req/s  ratio %s (goal >= 1.00)\n' \
       "$mode" $pipe "$n" "$q" "$(ratio "$q" "$d")"

@@ -24,13 +24,6 @@ seq_n=${SEQ_N:-100000}
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/lib.sh"
 bench_scratch
-pids=()
-stop_servers() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
-  pids=()
-  return 0
-}
 
 base=$(( 10000 + RANDOM % 20000 )) # below the ephemeral range
 http=$base rport=$((base + 1)) redis=$((base + 2)) redis_aof=$((base + 3))
@@ -53,22 +46,9 @@ start_servers() {
   "${pin_srv[@]}" redis-server --bind 127.0.0.1 --port $redis_aof --dir "$T/r2" --save '' --appendonly yes \
     --appendfsync always --daemonize no --logfile "$T/r2/log" &
   pids+=($!)
-  for p in $rport $redis $redis_aof; do
-    for i in $(seq 200); do [ "$(redis-cli -p $p PING 2>/dev/null)" = PONG ] && break; sleep 0.05; done
-    [ "$(redis-cli -p $p PING 2>/dev/null)" = PONG ] || { echo "port $p did not come up" >&2; exit 1; }
-  done
+  for p in $rport $redis $redis_aof; do resp_up $p; done
 }
 
-# rps PORT N PIPELINE CMD...: requests per second of one redis-benchmark run (after
-# a short warm-up); fails on any error line.
-rps() {
-  local port=$1 count=$2 pipe=$3; shift 3
-  "${pin_load[@]}" redis-benchmark -p "$port" -c 50 -P "$pipe" -n $((count / 10)) -q "$@" >/dev/null 2>&1
-  "${pin_load[@]}" redis-benchmark -p "$port" -c 50 -P "$pipe" -n "$count" -q "$@" >"$T/out" 2>&1
-  if grep -qi 'error' "$T/out"; then echo "error from redis-benchmark $*:" >&2; cat "$T/out" >&2; exit 1; fi
-  tr '\r' '\n' <"$T/out" | awk '/requests per second/ {for (i = 1; i <= NF; i++) if ($(i+1) == "requests") v = $i} END {print v}'
-}
-ratio() { echo "$1 / $2" | bc -l | xargs printf '%.2f'; }
 
 bench_stamp
 for mode in ${MODES:-unpinned pinned}; do
@@ -81,15 +61,15 @@ for mode in ${MODES:-unpinned pinned}; do
   echo "[$mode] redis-benchmark -c 50 -q; idkeeper $($bin version | head -1 | awk '{print $2}'); $(redis-server --version | awk '{print $1, $2, $3}') (one thread); $desc"
   for pipe in 1 16; do
     count=$([ $pipe = 1 ] && echo $n || echo $((n * 10)))
-    r=$(rps $redis $count $pipe INCR counter)
-    s=$(rps $rport $count $pipe INCR seg)
-    f=$(rps $rport $count $pipe IDK.SNOWFLAKE)
+    r=$(resp_rps $redis $count $pipe INCR counter)
+    s=$(resp_rps $rport $count $pipe INCR seg)
+    f=$(resp_rps $rport $count $pipe IDK.SNOWFLAKE)
     printf -- '[%s] -P %-2s n=%-8s redis-server INCR %12s req/s\n' "$mode" $pipe $count "$r"
     printf -- '[%s] -P %-2s n=%-8s idkeeper INCR seg (segment) %12s req/s  ratio %s (goal >= 1.00)\n' "$mode" $pipe $count "$s" "$(ratio "$s" "$r")"
     printf -- '[%s] -P %-2s n=%-8s idkeeper IDK.SNOWFLAKE %12s req/s  ratio %s (goal >= 1.00)\n' "$mode" $pipe $count "$f" "$(ratio "$f" "$r")"
   done
-  a=$(rps $redis_aof $seq_n 16 INCR counter)
-  q=$(rps $rport $seq_n 16 INCR seq)
+  a=$(resp_rps $redis_aof $seq_n 16 INCR counter)
+  q=$(resp_rps $rport $seq_n 16 INCR seq)
   printf -- '[%s] -P 16 n=%-8s redis-server appendfsync always INCR %12s req/s\n' "$mode" $seq_n "$a"
   printf -- '[%s] -P 16 n=%-8s idkeeper INCR seq (sequence, local: SQLite) %12s req/s  ratio %s\n' "$mode" $seq_n "$q" "$(ratio "$q" "$a")"
   last=$(redis-cli -p $rport INCR seq)
