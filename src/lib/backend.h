@@ -179,6 +179,10 @@ struct ik__backend_ops {
      * and every later call fails without waiting on the store. close still frees
      * everything. NULL: a backend whose calls never wait on another process. */
     void (*cut)(ik__backend *b);
+    /* The longest close may still wait on the store after a cut, in ms (a client
+     * library's own bounded wait that a cut cannot end): the stop cuts this much
+     * before its deadline, so that close ends by it. 0: close does not wait. */
+    int64_t close_after_cut_ms;
 
     /* The client library this backend talks through, "NAME VERSION" into buf (the
      * version it reports at run time where it can), for `idkeeper version`. Any

@@ -255,7 +255,10 @@ int ik_coord_stop_within(ik_coord *c, int64_t timeout_ms)
     pthread_mutex_lock(&c->mu);
     int rc = c->watching ? IK_EINVAL : IK_OK;
     if (rc == IK_OK) {
-        c->stop_by_ns = ik__mono_ns() + timeout_ms * INT64_C(1000000);
+        /* the cut comes early by what close may still wait after it (backend.h) */
+        int64_t lead_ms = c->be->ops->close_after_cut_ms;
+        int64_t cut_ms = timeout_ms > lead_ms ? timeout_ms - lead_ms : 0;
+        c->stop_by_ns = ik__mono_ns() + cut_ms * INT64_C(1000000);
         if (pthread_create(&c->watchdog, NULL, watchdog, c))
             rc = IK_ESYS(EAGAIN);
         else

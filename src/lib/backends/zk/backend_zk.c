@@ -104,6 +104,9 @@ const ik__backend_ops ik__backend_zk_ops = {
     .settle = zk_settle,
     .doubts = ik__zk_tags_doubts,
     .cut = zk_cut,
+    /* zookeeper_close sends the session's close and waits up to 1.5 s for the
+     * server to end it (the C client's own bound), cut or not */
+    .close_after_cut_ms = 1500,
     .client_version = zk_client_version,
     .tag_create = ik__zk_tag_create,
     .tag_get = ik__zk_tag_get,

@@ -146,11 +146,20 @@ int ik__zk_config_voters(const char *config, int len)
 /* ------------------------------------------------------------------------------
  * Four-letter words, on a connection of their own to the session's server
  */
+/* On the hazard thread (hz_thread): its stop flag, which ends a word's wait at once
+ * (within HZ_STOP_SLICE_MS), so that a close never waits out a slow member's answer
+ * (docs/guarantees.md promise 13: the stop's bound). NULL on other threads, whose
+ * waits end at their deadline. */
+static __thread const int *hz_stop;
+#define HZ_STOP_SLICE_MS 50
+
 static int wait_fd(int fd, short ev, int64_t deadline_ns)
 {
     for (;;) {
         int64_t left = (deadline_ns - ik__mono_ns()) / 1000000;
         if (left <= 0) return -1;
+        if (hz_stop && __atomic_load_n(hz_stop, __ATOMIC_ACQUIRE)) return -1;
+        if (hz_stop && left > HZ_STOP_SLICE_MS) left = HZ_STOP_SLICE_MS;
         struct pollfd p = {fd, ev, 0};
         int r = poll(&p, 1, (int)left);
         if (r > 0) return 0;
@@ -670,6 +679,7 @@ static void *hz_thread(void *arg)
 {
     ik__backend *be = arg;
     zk_hz *z = ik__zk_backend_of(be)->hzs;
+    hz_stop = &z->stop;
     pthread_mutex_lock(&z->tmu);
     while (!z->stop) {
         struct timespec ts;
@@ -743,7 +753,7 @@ void ik__zk_hazards_close(ik__backend *be)
     if (!z) return;
     if (z->thread_started) {
         pthread_mutex_lock(&z->tmu);
-        z->stop = 1;
+        __atomic_store_n(&z->stop, 1, __ATOMIC_RELEASE); /* also read by wait_fd */
         pthread_cond_broadcast(&z->tcv);
         pthread_mutex_unlock(&z->tmu);
         pthread_join(z->thread, NULL);
