@@ -159,7 +159,7 @@ int ik__conn_full(const ik__conn *c)
     return c->out.len + c->held + c->charged >= IK_OUT_HIGH || c->npend >= IK_PIPE_MAX || c->gate;
 }
 
-static void flush_later(ik__conn *c);
+static void flush_later(ik__conn *c, int wake);
 static void on_idle(uv_idle_t *h)
 {
     (void)h; /* its being active is the point: the loop polls without waiting */
@@ -169,7 +169,7 @@ void ik__conn_answered(ik__conn *c, ik__pend *p)
 {
     p->done = 1;
     c->last_active = loop_now(c);
-    flush_later(c);
+    flush_later(c, 1); /* from the done queue, or a timer: maybe before the poll */
 }
 
 /* ---- writing ----------------------------------------------------------------------------- */
@@ -339,12 +339,15 @@ void ik__conn_flush(ik__conn *c)
  * waking for each (docs/BENCHMARKS.md, "RESP -P 16"); a sequence write's answers
  * leave in one write a connection, not one an answer. The idle handle keeps a turn
  * whose answer came from a timer from sleeping in epoll_wait before its check. */
-static void flush_later(ik__conn *c)
+static void flush_later(ik__conn *c, int wake)
 {
+    ik__turn *t = &c->w->turn;
+    if (wake && !t->waking) { /* a read needs none: it runs in the poll, before the check */
+        t->waking = 1;
+        uv_idle_start(&t->idle, on_idle);
+    }
     if (c->queued) return;
     c->queued = 1;
-    ik__turn *t = &c->w->turn;
-    if (!t->head) uv_idle_start(&t->idle, on_idle);
     c->wnext = t->head;
     t->head = c;
 }
@@ -358,7 +361,10 @@ static void on_turn(uv_check_t *h)
         c->queued = 0;
         ik__conn_flush(c);
     }
-    uv_idle_stop(&w->turn.idle);
+    if (w->turn.waking) {
+        w->turn.waking = 0;
+        uv_idle_stop(&w->turn.idle);
+    }
 }
 
 int ik__turn_init(ik__worker *w)
@@ -400,7 +406,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         ik__conn_read_stop(c);
         ik__buf_append(&c->stash, buf->base + used, (size_t)nread - used);
     }
-    flush_later(c);
+    flush_later(c, 0);
 }
 
 /* ---- accepting and closing --------------------------------------------------------------- */

@@ -146,7 +146,8 @@ struct ik__conn {
  * done (a uv_check handle: after the turn's I/O callbacks, before it polls again). */
 typedef struct ik__turn {
     uv_check_t check; /* its data is the worker */
-    uv_idle_t idle;   /* active while head is not empty: the turn does not sleep first */
+    uv_idle_t idle;   /* active while waking: the turn does not sleep before its check */
+    int waking;       /* an answer (not a read) queued a flush this turn */
     ik__conn *head;   /* by wnext */
     int ready;        /* check initialized (closed by the loop's teardown) */
 } ik__turn;
