@@ -207,20 +207,13 @@ int ik__mysql_hazards(ik__sql_conn *c, const ik__hazards *h, ik_hazard *rows, si
                        IDLE_TX_S);
     }
     snprintf(val, sizeof val, "%s s", s[5]);
-    if (c->holds)
-        ik__hazard_row(h, &rows[k++], "lock session wait_timeout", val,
-                       strtol(s[5], NULL, 10) != c->wait_s,
-                       "the lock's session did not keep wait_timeout = %ld as idkeeper set it "
-                       "(a vanished holder would keep its lock for hours); connect to MySQL "
-                       "directly",
-                       c->wait_s);
-    else
-        ik__hazard_row(h, &rows[k++], "session wait_timeout", val,
-                       strtol(s[5], NULL, 10) != c->wait_s,
-                       "the session did not keep wait_timeout = %ld as idkeeper set it (a "
-                       "vanished host's sessions would stay for hours); connect to MySQL "
-                       "directly",
-                       c->wait_s);
+    ik__hazard_row(h, &rows[k++], c->holds ? "lock session wait_timeout" : "session wait_timeout",
+                   val, strtol(s[5], NULL, 10) != c->wait_s,
+                   "the %s did not keep wait_timeout = %ld as idkeeper set it (%s); connect to "
+                   "MySQL directly",
+                   c->holds ? "lock's session" : "session", c->wait_s,
+                   c->holds ? "a vanished holder would keep its lock for hours"
+                            : "a vanished host's sessions would stay for hours");
     if (c->holds) {
         snprintf(val, sizeof val, "%s", s[11]);
         ik__hazard_row(h, &rows[k++],
