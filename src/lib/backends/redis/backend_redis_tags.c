@@ -476,8 +476,9 @@ static int advance_on(ik__redis_backend *b, const char *app, const char *name, i
                       int64_t delta, int lane, int64_t *first);
 
 int ik__redis_tag_advance(ik__backend *be, const char *app, const char *name, ik_tag_kind kind,
-                          int64_t delta, int64_t *first)
+                          ik__tag_write *w, int64_t *first)
 {
+    int64_t delta = w->own.delta;
     ik__redis_backend *b = ik__redis_backend_of(be);
     int lane = lane_get(b->tags, app, name); /* RT3a */
     int e = advance_on(b, app, name, kind, delta, lane, first);

@@ -228,7 +228,7 @@ int ik__redis_tag_create(ik__backend *be, const char *app, const ik_tag_info *t,
 int ik__redis_tag_get(ik__backend *be, const char *app, const char *name, ik_tag_info *out);
 int ik__redis_tag_list(ik__backend *be, const char *app, ik_tag_info **out, size_t *n);
 int ik__redis_tag_advance(ik__backend *be, const char *app, const char *name, ik_tag_kind kind,
-                          int64_t delta, int64_t *first);
+                          ik__tag_write *w, int64_t *first);
 
 /* The tag's counter key: PREFIX + TAG for the app "default" (so that an existing
  * INCR key of that name is the tag's counter, docs/redis.md "Adopting a key"),
