@@ -1,4 +1,4 @@
-/* issue.c: what the two front doors (HTTP routes.c, RESP resp_cmds.c) share below
+/* issue.c: what the two front doors (HTTP http_routes.c, RESP resp_cmds.c) share below
  * them: issuing N segment or sequence IDs of a tag, answered now or later, and the
  * words for the library's refusals. Neither front door calls the other.
  *

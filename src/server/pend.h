@@ -25,7 +25,7 @@
 #ifndef IK_PEND_H
 #define IK_PEND_H
 
-#include "httputil.h"
+#include "http_util.h"
 #include "json.h"
 
 #include <uv.h>

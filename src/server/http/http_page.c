@@ -1,6 +1,6 @@
-/* page.c: the status page (GET /, docs/http.md) and the app's slots (GET /v1/workers).
+/* http_page.c: the status page (GET /, docs/http.md) and the app's slots (GET /v1/workers).
  *
- * The page is src/server/page.html, embedded in the binary at build time
+ * The page is src/server/http/http_page.html, embedded in the binary at build time
  * (cmake/embed.cmake). Its one marker, <!--IK:SNAPSHOT-->, is replaced by a snapshot
  * rendered here: this server, its lease (safe window, last proof, time record), the
  * store's hazard checks, the worker range as a grid of cells, the last events, the
@@ -17,7 +17,7 @@
  * HTML) by the script. The page loads nothing from elsewhere.
  *
  * Runs on a loop thread, after the thread pool has listed the slots and the tags
- * (routes.c, h_page and h_workers).
+ * (http_routes.c, h_page and h_workers).
  */
 #include "srv.h"
 
@@ -119,7 +119,7 @@ static void put_server(ik__server *srv, ik__buf *b)
 /* ---- the lease, the range, the rates, the events (docs/operations.md) ---------------- */
 
 /* The words of the lease panel's rows: the safe window, the last proof, the time
- * record against the clock. The script writes the same words (page.html). */
+ * record against the clock. The script writes the same words (http_page.html). */
 static void lease_words(ik__server *srv, char window[96], char proof[96], char record[96])
 {
     ik_lease_info li;

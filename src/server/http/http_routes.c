@@ -1,4 +1,4 @@
-/* routes.c: the HTTP route table (docs/http.md, rows in routes.h) and its handlers.
+/* http_routes.c: the HTTP route table (docs/http.md, rows in http_routes.h) and its handlers.
  *
  * ik__dispatch finds the row (ik__route_find: in table order, the hot Leaf routes
  * first). A path that matches a row with another method answers 405 with the Allow
@@ -413,7 +413,7 @@ static void h_tag_list(ik__ctx *x)
     if (p) tag_queue(x, p);
 }
 
-/* GET /v1/workers: the app's slots, listed in the thread pool (page.c renders). */
+/* GET /v1/workers: the app's slots, listed in the thread pool (http_page.c renders). */
 static void h_workers(ik__ctx *x)
 {
     ik__pend *p = tag_pend(x, IK_OP_WORKERS);
@@ -421,7 +421,7 @@ static void h_workers(ik__ctx *x)
 }
 
 /* GET /[?decode=ID]: the status page, once the thread pool has listed the app's
- * slots and tags (page.c renders; docs/http.md, "The status page"). */
+ * slots and tags (http_page.c renders; docs/http.md, "The status page"). */
 static void h_page(ik__ctx *x)
 {
     ik__pend *p = tag_pend(x, IK_OP_PAGE);
