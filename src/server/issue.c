@@ -71,6 +71,17 @@ int ik__issue_into(ik__worker *w, ik__pend *p, ik__op op, int64_t *ids)
     return rc;
 }
 
+void ik__issue_count(ik__worker *w, const ik__pend *p)
+{
+    if (p->op == IK_OP_SEQUENCE) {
+        ik__count_n(&w->m.sequence_ids, p->nids);
+        ik__count(&w->m.sequence_ranges);
+        ik__history_add(w->srv, p->tag, p->nids);
+    } else {
+        ik__count_n(&w->m.segment_ids, p->nids);
+    }
+}
+
 int ik__issue(ik__worker *w, ik__op op, const char *tag, uint32_t n, int64_t *ids, ik__pend **pend)
 {
     *pend = NULL;

@@ -336,6 +336,11 @@ void ik__ids_scratch_trim(ik__worker *w);
  * answer comes back through ik__pend_complete), or the library's error
  * (IK_ECLOSED once the loop has closed its use of the allocators). Loop thread. */
 int ik__issue(ik__worker *w, ik__op op, const char *tag, uint32_t n, int64_t *ids, ik__pend **pend);
+/* Counts the IDs of a segment or sequence answer that came back from the library
+ * (p->op, p->nids; a sequence's also in p->tag's series of the recent past), as
+ * both front doors do for each such answer they render: the one place for it. (An
+ * answer at once is counted by ik__issue itself.) Loop thread. */
+void ik__issue_count(ik__worker *w, const ik__pend *p);
 /* Asks again with an ik__pend that came back (p->tag, p->n kept), for op: as
  * ik__issue, except that on IK_PENDING the caller counts it in flight
  * (ik__pend_submitted) and on any other result p stays the caller's. */

@@ -533,13 +533,7 @@ void ik__pend_render(ik__worker *w, ik__pend *p, ik__http_reply *rs)
             reply_store_error(w, rs, p->op, p->rc, p->tag);
             return;
         }
-        if (p->op == IK_OP_SEQUENCE) {
-            ik__count_n(&w->m.sequence_ids, p->nids);
-            ik__count(&w->m.sequence_ranges);
-            ik__history_add(w->srv, p->tag, p->nids);
-        } else {
-            ik__count_n(&w->m.segment_ids, p->nids);
-        }
+        ik__issue_count(w, p);
         if (put_ids(rs, p->ids, p->first, p->nids, p->fmt, p->leaf) != 0 &&
             p->op == IK_OP_SEQUENCE) { /* committed, refused: a gap like a client gone */
             p->gone = IK_GONE_TOO_LARGE;
