@@ -80,7 +80,7 @@
 #include <stdatomic.h>
 #include <uv.h>
 
-#define IK_TAG_OPS_MAX 32 /* tag routes in the thread pool at once, per loop */
+#define IK_POOL_CALLS_MAX 32 /* calls in the thread pool at once (ik__pool_call), per loop */
 
 /* ---- metrics ------------------------------------------------------------------ */
 
@@ -200,7 +200,7 @@ struct ik__worker {
     pthread_mutex_t done_mu;
     struct ik__pend *done_head, *done_tail; /* guarded by done_mu */
     int64_t inflight;                       /* ik__pends out with the library or the thread pool */
-    int tag_ops;                            /* of which tag routes in the thread pool */
+    int pool_calls;                         /* of which calls in the thread pool (ik__pool_call) */
     int stores_closed;                      /* phase 2 seen: no more calls into the allocators */
     atomic_int stores_acked;                /* stores_closed, for the main thread */
     atomic_int drained;                     /* draining, no connection, nothing in flight */
@@ -260,7 +260,7 @@ void ik__pend_render(ik__worker *w, ik__pend *p, ik__http_reply *rs);
  * server's counts. Any thread. */
 void ik__gap_add(ik__server *srv, const char *tag, const char *why, uint64_t n);
 
-/* Renders the status page (http_page.c) from what the thread pool listed into p->tagop
+/* Renders the status page (http_page.c) from what the thread pool listed into p->pool
  * and the server's own state. Loop thread. */
 void ik__page_render(ik__worker *w, const ik__pend *p, ik__http_reply *rs);
 
