@@ -11,7 +11,7 @@
  * Below both front doors, above the pending answers (pend.c): it calls neither
  * front door, nor the connection core.
  */
-#include "srv.h"
+#include "server_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>

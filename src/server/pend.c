@@ -5,7 +5,7 @@
  * Calls go down only (log.c, metrics.c, the library). A pending answer reaches its
  * connection through the protocol's answer hook (conn.h), set by the protocol.
  */
-#include "srv.h"
+#include "server_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>

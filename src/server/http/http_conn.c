@@ -9,7 +9,7 @@
  * every answer says "Connection: close", and the last one of a connection between
  * requests closes it.
  */
-#include "srv.h"
+#include "server_internal.h"
 
 #include <stdio.h>
 #include <string.h>

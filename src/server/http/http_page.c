@@ -19,7 +19,7 @@
  * Runs on a loop thread, after the thread pool has listed the slots and the tags
  * (http_routes.c, h_page and h_workers).
  */
-#include "srv.h"
+#include "server_internal.h"
 
 #include <string.h>
 

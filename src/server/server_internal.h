@@ -1,4 +1,5 @@
-/* srv.h: the daemon's internal structures and the calls between its files.
+/* server_internal.h: the daemon's internal structures and the calls between its
+ * files; server.h is the little the CLI sees (ik_server_config, ik_server_run).
  *
  * The daemon's files in layers; calls go down only (no file calls one above it or
  * beside it in a cycle; tests/tools/callcycles.py checks the built objects). Each
@@ -63,8 +64,8 @@
  *   (stores_closed), and has no connection and nothing in flight (inflight == 0): no
  *   callback can then reach it.
  */
-#ifndef IK_SRV_H
-#define IK_SRV_H
+#ifndef IK_SERVER_INTERNAL_H
+#define IK_SERVER_INTERNAL_H
 
 #include "conn.h"
 #include "history.h"
