@@ -2,6 +2,7 @@
 """folders.py: the folder rules of src/lib, and the tree of docs/architecture.md.
 
   folders.py calls SRC BUILD   the calls between the folders of src/lib
+  folders.py server SRC BUILD  the folders of src/server: its doors apart
   folders.py tree SRC          docs/architecture.md's tree against src/
 
 calls: among the objects of the library's sources this build compiles (BUILD/
@@ -16,6 +17,19 @@ defined in B (as callcycles.py reads them). The rules (docs/architecture.md,
      backends/Y only if every backend whose folders (cmake/backends.cmake, DIRS;
      BUILD/ik_backends.txt) include X include Y too. So backends/pg may call
      backends/sql (PG's folders are pg and sql), and nothing may call backends/pg.
+
+server: the daemon's front doors, each a folder of src/server (http/, resp/),
+beside the loops, the connection core and what both share at the top
+(docs/architecture.md's tree). Among the objects of src/server's sources (BUILD/
+CMakeFiles/idkeeper.dir), as for calls:
+  1. no door's folder calls another's: what both need is at the top (issue.c);
+  2. of the top, only server.c and loop.c call into a door's folder (they wire
+     the doors to the core, and label the metrics by their tables); the core and
+     the shared files reach a protocol only through the pointers it set (conn.h's
+     ik__proto).
+And by name: every file of a door's folder begins with the folder's name (http_,
+resp), and no file name repeats under src/ (the daemon, its tests and its fuzz
+drivers have all its folders on their include path, as the library's have its).
 
 tree: every file under src/ is named in the tree at the top of
 docs/architecture.md, and every file or folder under src/ that the tree names
@@ -99,6 +113,74 @@ def calls(src, build):
     return bad
 
 
+SERVER = "src/server"
+
+
+def server(src, build):
+    try:
+        files = subprocess.run(["git", "-C", src, "ls-files", "--cached", "--others",
+                                "--exclude-standard", "src"], check=True,
+                               capture_output=True, text=True).stdout.split()
+    except (OSError, subprocess.CalledProcessError):
+        files = [os.path.relpath(os.path.join(d, f), src)
+                 for d, _, fs in os.walk(os.path.join(src, "src")) for f in fs]
+    files = [f for f in files if os.path.exists(os.path.join(src, f))]
+    bad = 0
+    by_name = {}
+    for f in files:
+        if f.endswith((".c", ".h")):
+            by_name.setdefault(os.path.basename(f), []).append(f)
+    for n, fs in sorted(by_name.items()):
+        if len(fs) > 1:
+            print("folders: %s is the name of %s: a file name under src/ says one file "
+                  "(the include paths hold every folder)" % (n, ", ".join(sorted(fs))))
+            bad = 1
+    doors = sorted(set(f.split("/")[2] for f in files
+                       if f.startswith(SERVER + "/") and f.count("/") == 3))
+    for f in sorted(files):
+        parts = f.split("/")
+        if f.startswith(SERVER + "/") and len(parts) == 4 and not parts[3].startswith(parts[2]):
+            print("folders: %s: its name does not begin with %s (every file of a door's "
+                  "folder is named for its door)" % (f, parts[2]))
+            bad = 1
+    sources = [f for f in files if f.startswith(SERVER + "/") and f.endswith(".c")]
+    objdir = os.path.join(build, "CMakeFiles", "idkeeper.dir")
+    objs = {os.path.join(objdir, s + ".o"): s for s in sources}
+    missing = [o for o in objs if not os.path.exists(o)]
+    if missing:
+        for o in missing:
+            print("folders: no object %s (build first)" % o)
+        return 1
+    syms = symbols(sorted(objs))
+    owner = {}
+    for o, (defined, _) in syms.items():
+        for s in defined:
+            owner.setdefault(s, objs[o])
+    wiring = {SERVER + "/server.c", SERVER + "/loop.c"}
+    seen = set()
+    for o, (_, undefined) in sorted(syms.items()):
+        a = objs[o]
+        for s in sorted(undefined):
+            b = owner.get(s)
+            if not b or folder(a) == folder(b) or folder(b) == SERVER or (a, b) in seen:
+                continue
+            if folder(a) != SERVER:
+                why = "no door's folder calls another's: what both need goes at the top"
+            elif a not in wiring:
+                why = ("of the top of %s only server.c and loop.c call into a door's "
+                       "folder; the rest reach a protocol through its ik__proto" % SERVER)
+            else:
+                continue
+            seen.add((a, b))
+            print("folders: %s calls %s (%s): %s" % (a, b, s, why))
+            bad = 1
+    if not bad:
+        print("folders: %d files of %s, doors %s: no call between doors, none into one "
+              "from the top but server.c's and loop.c's; every door's file named for it, "
+              "no file name twice under src/" % (len(sources), SERVER, ", ".join(doors)))
+    return bad
+
+
 def tree_paths(text):
     """The paths the first code block of text names, folders ending in /."""
     block = text.split("```", 2)[1].split("\n")[1:]
@@ -158,6 +240,8 @@ def tree(src):
 def main():
     if len(sys.argv) == 4 and sys.argv[1] == "calls":
         return calls(sys.argv[2], sys.argv[3])
+    if len(sys.argv) == 4 and sys.argv[1] == "server":
+        return server(sys.argv[2], sys.argv[3])
     if len(sys.argv) == 3 and sys.argv[1] == "tree":
         return tree(sys.argv[2])
     print(__doc__, file=sys.stderr)

@@ -23,9 +23,13 @@
 #      (coord.c), so core/ and counters/ call none; and no calls between backend
 #      folders, but into a shared layer built with the caller's (pg/ and mysql/ into
 #      sql/).
-#   7. docs/architecture.md's tree names every file under src/, and every file or
+#   7. the folders of src/server (tests/tools/folders.py server): no call between the
+#      front doors' folders (http/, resp/), none into one from the top of src/server
+#      but server.c's and loop.c's, every file of a door's folder named for its
+#      door, and no file name twice under src/.
+#   8. docs/architecture.md's tree names every file under src/, and every file or
 #      folder under src/ it names exists (tests/tools/folders.py tree).
-#   8. the docs that restate the code agree with it (tests/tools/docs_code.py): the
+#   9. the docs that restate the code agree with it (tests/tools/docs_code.py): the
 #      man page's route list is the HTTP route table; docs/testing.md's table of
 #      conformance groups has a row per group, a column per backend that runs the
 #      suite (local: and cmake/backends.cmake's), "-" where a group is skipped, and
@@ -83,11 +87,13 @@ $hits"
 
 /usr/bin/python3 "$src/tests/tools/folders.py" calls "$src" "$build" ||
   no "calls into a backend folder from outside it (above; docs/architecture.md, \"Folders\")"
+/usr/bin/python3 "$src/tests/tools/folders.py" server "$src" "$build" ||
+  no "the front doors' folders of src/server mixed (above; docs/architecture.md's tree)"
 /usr/bin/python3 "$src/tests/tools/folders.py" tree "$src" ||
   no "docs/architecture.md's tree and src/ disagree (above)"
 
 /usr/bin/python3 "$src/tests/tools/docs_code.py" "$src" ||
   no "docs that restate the code disagree with it (above)"
 
-((bad == 0)) && echo "structure: no call cycle in src/lib or src/server, no src/lib file over 1,100 lines, no C file but src/server/http/http_framing.* names http_parser, every multi through zk_session.c, the folder rules kept, the tree of docs/architecture.md complete, the man page's routes and testing.md's group table current"
+((bad == 0)) && echo "structure: no call cycle in src/lib or src/server, no src/lib file over 1,100 lines, no C file but src/server/http/http_framing.* names http_parser, every multi through zk_session.c, the folder rules of src/lib and src/server kept, the tree of docs/architecture.md complete, the man page's routes and testing.md's group table current"
 exit $bad
