@@ -107,11 +107,36 @@ static const ik__backend_ops *backend_of(const char *uri)
     return NULL;
 }
 
+/* The backend's options taken out of uri (ops->options, store_options.c), then the
+ * rest judged by the backend's own check: *stripped (NULL: uri itself) is what its
+ * open gets. With o, *list gets every option's value for open. */
+static int resolve(const ik__backend_ops *ops, const char *uri, const ik_coord_options *o,
+                   char **stripped, char ***list, char *why, size_t why_len)
+{
+    int rc = ik__store_options_resolve(ops->options, ops->uri_query, ops->scheme, uri, o,
+                                       stripped, list, why, why_len);
+    if (!rc) rc = ops->uri_check(*stripped ? *stripped : uri, why, why_len);
+    if (rc) {
+        ik__store_uri_free(*stripped);
+        *stripped = NULL;
+        if (list) {
+            ik__store_options_free(*list);
+            *list = NULL;
+        }
+    }
+    return rc;
+}
+
 int ik_coord_uri_check(const char *uri, char *why, size_t why_len)
 {
     if (!uri) return ik__fail(IK_EURI, why, why_len, "no coordination URI");
     const ik__backend_ops *ops = backend_of(uri);
-    if (ops) return ops->uri_check(uri, why, why_len);
+    if (ops) {
+        char *stripped = NULL;
+        int rc = resolve(ops, uri, NULL, &stripped, NULL, why, why_len);
+        ik__store_uri_free(stripped);
+        return rc;
+    }
     for (size_t i = 0; left_out[i].scheme; i++)
         if (has_scheme(uri, left_out[i].scheme))
             return ik__fail(IK_EURI, why, why_len, "this build has no %s backend",
@@ -160,6 +185,27 @@ void ik__coord_uri_forms(char *buf, size_t len)
                                  backends[i]->uri_form);
 }
 
+const ik__store_option *ik__coord_store_option(size_t i)
+{
+    for (size_t b = 0; b < NBACKENDS; b++) {
+        const ik__store_option *t = backends[b]->options;
+        int seen = 0; /* a table two schemes share counts once, at the first */
+        for (size_t e = 0; e < b && !seen; e++)
+            seen = backends[e]->options == t;
+        for (size_t r = 0; t && !seen && t[r].name; r++)
+            if (i-- == 0) return &t[r];
+    }
+    return NULL;
+}
+
+int ik__coord_store_option_of(const char *uri, const ik__store_option *op)
+{
+    const ik__backend_ops *ops = uri ? backend_of(uri) : NULL;
+    for (size_t r = 0; ops && ops->options && ops->options[r].name; r++)
+        if (&ops->options[r] == op) return 1;
+    return 0;
+}
+
 const ik__backend_ops *const *ik__coord_backends(size_t *n)
 {
     *n = NBACKENDS;
@@ -205,8 +251,15 @@ int ik_coord_open(const char *uri, const ik_coord_options *o, ik_coord **out, ch
         return ik__fail(IK_EINVAL, why, why_len,
                         "a Leaf fleet (leaf name '%.64s') lives on ZooKeeper: use a zk:// coord",
                         opts.leaf_name);
+    char *stripped = NULL, **list = NULL; /* the backend's URI and options */
+    if ((rc = resolve(ops, uri, &opts, &stripped, &list, why, why_len))) return rc;
+    opts.store_options = (const char *const *)list;
     ik_coord *c = calloc(1, sizeof *c);
-    if (!c) return IK_ENOMEM;
+    if (!c) {
+        ik__store_uri_free(stripped);
+        ik__store_options_free(list);
+        return IK_ENOMEM;
+    }
     /* test-only: every counter write sleeps this long first (docs/segment.md,
      * "Test hooks"); read once, here, so that no hot path calls getenv */
     const char *delay = getenv("IDKEEPER_TEST_WRITE_DELAY_MS");
@@ -214,7 +267,9 @@ int ik_coord_open(const char *uri, const ik_coord_options *o, ik_coord **out, ch
     c->test_write_delay_ms = ms > 0 && ms <= 600000 ? (int)ms : 0;
     pthread_mutex_init(&c->mu, NULL);
     ik__cond_init_mono(&c->cv);
-    rc = ops->open(uri, &opts, &c->be, why, why_len);
+    rc = ops->open(stripped ? stripped : uri, &opts, &c->be, why, why_len);
+    ik__store_uri_free(stripped);
+    ik__store_options_free(list);
     if (rc) {
         pthread_cond_destroy(&c->cv);
         pthread_mutex_destroy(&c->mu);
