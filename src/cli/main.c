@@ -197,8 +197,8 @@ void ik__cli_print_command_help(const ik_cli_command *cmd, FILE *f)
     if (!cmd->options) return;
     fprintf(f, "\nOptions (each also IDKEEPER_<NAME> in the environment, or a config key):\n");
     for (int i = 0; i < IK_OPT__COUNT; i++) {
-        if (!(cmd->options & IK_OPT_BIT(i))) continue;
         const ik_cli_option *op = &ik__cli_options[i];
+        if (!(cmd->options & IK_OPT_BIT(i)) || !op->name) continue; /* an empty store slot */
         char head[64];
         snprintf(head, sizeof head, "--%s%s%s", op->name, op->metavar ? " " : "",
                  op->metavar ? op->metavar : "");
