@@ -100,10 +100,10 @@ struct ik__backend_ops {
      * o->store_options, read with ik__store_opt: open never reads them elsewhere. With
      * a table, a '?' in the URI starts its query. */
     const ik__store_option *options;
-    /* 1 if the URI has query keys of the backend's own besides the table's (redis://
-     * db=): coord.c leaves those in the URI for uri_check to judge. 0: a key that is
-     * no row's is refused, naming the rows. */
-    int uri_query;
+    /* The URI's own query keys besides the table's, "db, prefix, user" (redis://), or
+     * "*" for any: coord.c leaves those in the URI for uri_check to judge. NULL: none.
+     * Any other key is refused, naming both. */
+    const char *uri_keys;
 
     /* 1 if open takes ik_coord_options.leaf_name (joins a Leaf snowflake fleet's
      * worker nodes); coord.c refuses the option for a backend without it. */
@@ -223,14 +223,14 @@ struct ik__backend_ops {
 };
 
 /* store_options.c: for coord.c. Takes table t's items out of uri's query (a key that
- * is no row's: IK_EURI unless uri_query) into one list with o->store_options (NULL o:
+ * is neither a row's nor one of uri_keys, as backend.h's uri_keys: IK_EURI) into one list with o->store_options (NULL o:
  * the URI alone) and the deprecated fields t's rows name, each value checked by its
  * row: *uri_out = uri without those items (NULL: uri as it is; freed with
  * ik__store_uri_free), *list_out (if list_out) = "NAME=VALUE" for every row with a
  * value or a default, NULL-terminated, freed with ik__store_options_free. scheme names
  * the backend in messages. 0, IK_EURI (the URI's items), IK_EINVAL (o's) or
  * IK_ENOMEM. */
-int ik__store_options_resolve(const ik__store_option *t, int uri_query, const char *scheme,
+int ik__store_options_resolve(const ik__store_option *t, const char *uri_keys, const char *scheme,
                               const char *uri, const ik_coord_options *o, char **uri_out,
                               char ***list_out, char *why, size_t why_len);
 void ik__store_options_free(char **list); /* wipes each value; NULL is fine */

@@ -85,20 +85,41 @@ static long row_of(const ik__store_option *t, const char *name, size_t len)
     return -1;
 }
 
-/* "the zk backend has no option 'x' (its options: a, b)" into why; returns err. */
-static int no_such(int err, const char *scheme, const ik__store_option *t, const char *name,
-                   size_t len, char *why, size_t why_len)
+/* 1 if name[0..len) is one of keys ("db, prefix, user"; "*": any). */
+static int own_key(const char *keys, const char *name, size_t len)
+{
+    if (!keys) return 0;
+    if (!strcmp(keys, "*")) return 1;
+    for (const char *k = keys; *k;) {
+        size_t kl = strcspn(k, ", ");
+        if (kl == len && !memcmp(k, name, len)) return 1;
+        k += kl;
+        k += strspn(k, ", ");
+    }
+    return 0;
+}
+
+/* "the zk backend has no option 'x' (its options: a, b)" into why (with the URI's
+ * own keys where uri_keys); returns err. */
+static int no_such(int err, const char *scheme, const ik__store_option *t, const char *uri_keys,
+                   const char *name, size_t len, char *why, size_t why_len)
 {
     char names[256] = "";
     size_t used = 0;
     for (size_t i = 0; t && t[i].name && used < sizeof names; i++)
         used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "",
                                  t[i].name);
+    int n = (int)(len > 64 ? 64 : len);
     if (!t || !t->name)
         return ik__fail(err, why, why_len, "the %s backend takes no store options ('%.*s')",
-                        scheme, (int)(len > 64 ? 64 : len), name);
+                        scheme, n, name);
+    if (uri_keys)
+        return ik__fail(err, why, why_len,
+                        "the %s backend has no option '%.*s' (its options: %s; its URI's own "
+                        "keys: %s)",
+                        scheme, n, name, names, uri_keys);
     return ik__fail(err, why, why_len, "the %s backend has no option '%.*s' (its options: %s)",
-                    scheme, (int)(len > 64 ? 64 : len), name, names);
+                    scheme, n, name, names);
 }
 
 static void wipe_free(char *s)
@@ -120,9 +141,9 @@ void ik__store_options_free(char **list)
     free(list);
 }
 
-/* Takes the table's items out of uri's query into f[]; the rest of the query (only
- * where uri_query) stays in *uri_out (NULL: uri as it is). */
-static int split_query(const ik__store_option *t, int uri_query, const char *scheme,
+/* Takes the table's items out of uri's query into f[]; the rest of the query (the
+ * URI's own keys, uri_keys) stays in *uri_out (NULL: uri as it is). */
+static int split_query(const ik__store_option *t, const char *uri_keys, const char *scheme,
                        const char *uri, found *f, char **uri_out, char *why, size_t why_len)
 {
     const char *colon, *at = ik__uri_userinfo(uri, &colon);
@@ -138,9 +159,10 @@ static int split_query(const ik__store_option *t, int uri_query, const char *sch
     for (const char *p = q + 1; *p;) {
         size_t n = strcspn(p, "&");
         const char *eq = memchr(p, '=', n);
-        long r = eq ? row_of(t, p, (size_t)(eq - p)) : -1;
-        if (r < 0 && !uri_query) {
-            int rc = eq ? no_such(IK_EURI, scheme, t, p, (size_t)(eq - p), why, why_len)
+        size_t kl = eq ? (size_t)(eq - p) : n;
+        long r = eq ? row_of(t, p, kl) : -1;
+        if (r < 0 && !own_key(uri_keys, p, kl)) {
+            int rc = eq ? no_such(IK_EURI, scheme, t, uri_keys, p, kl, why, why_len)
                         : ik__fail(IK_EURI, why, why_len,
                                    "a %s URI's query holds NAME=VALUE items, not '%.*s'", scheme,
                                    (int)(n > 64 ? 64 : n), p);
@@ -203,7 +225,7 @@ static const char *legacy_value(const ik__store_option *op, const ik_coord_optio
     return s && *s ? s : NULL;
 }
 
-int ik__store_options_resolve(const ik__store_option *t, int uri_query, const char *scheme,
+int ik__store_options_resolve(const ik__store_option *t, const char *uri_keys, const char *scheme,
                               const char *uri, const ik_coord_options *o, char **uri_out,
                               char ***list_out, char *why, size_t why_len)
 {
@@ -214,7 +236,7 @@ int ik__store_options_resolve(const ik__store_option *t, int uri_query, const ch
     *uri_out = NULL;
     if (list_out) *list_out = NULL;
     int rc = IK_OK;
-    if (n) rc = split_query(t, uri_query, scheme, uri, f, uri_out, why, why_len);
+    if (n) rc = split_query(t, uri_keys, scheme, uri, f, uri_out, why, why_len);
     for (const char *const *e = o ? o->store_options : NULL; !rc && e && *e; e++) {
         const char *eq = strchr(*e, '=');
         long r = eq ? row_of(t, *e, (size_t)(eq - *e)) : -1;
@@ -223,7 +245,7 @@ int ik__store_options_resolve(const ik__store_option *t, int uri_query, const ch
             rc = ik__fail(IK_EINVAL, why, why_len, "a store option is NAME=VALUE, not '%.64s'",
                           *e);
         else if (r < 0)
-            rc = no_such(IK_EINVAL, scheme, t, *e, (size_t)(eq - *e), why, why_len);
+            rc = no_such(IK_EINVAL, scheme, t, NULL, *e, (size_t)(eq - *e), why, why_len);
         else if (f[r].list_val)
             rc = ik__fail(IK_EINVAL, why, why_len, "the store option %s is given twice",
                           t[r].name);
