@@ -78,6 +78,12 @@ int ik__cli_coord_options(const ik_cli_opts *o, ik_coord_options *co, ik__cli_st
                           char *why, size_t why_len);
 void ik__cli_store_args_wipe(ik__cli_store_args *a);
 
+/* store_flags.c: `idkeeper help store-options`: what they are, then each of this
+ * build's, "--NAME METAVAR (VARIABLE)" and one line (a tab first) saying its scheme,
+ * query key, help, range and default; an empty line before each. commands: those
+ * that take them ("serve, workers"). man/backends.cmake reads this form. */
+void ik__cli_print_store_options(FILE *f, const char *commands);
+
 /* store_flags.c: the store options given in o (not their defaults) that belong to
  * uri's backend, as "NAME=VALUE" into list (cap entries, the NULL included; the
  * texts in buf). 0, or -1 if they do not fit. */

@@ -98,8 +98,8 @@ static const ik__store_option redis_options[] = {
      .max = 100,
      .def = "0",
      .metavar = "N",
-     .help = "Redis: each counter write waits until N replicas have it (WAIT); one not "
-             "confirmed in time is in doubt and never handed out",
+     .help = "each counter write waits until N replicas have it (WAIT); one not confirmed in "
+             "time is in doubt and never handed out",
      .legacy = offsetof(ik_coord_options, redis_wait_replicas)},
     {.name = NULL},
 };
