@@ -5,7 +5,8 @@
 #            [PKG <pkg-config module>] [LIB <library> <header>] [PC_LIBS <flag>...]
 #            [DEFINES <definition>...] [DEPS <target>...] [PC_REQUIRES <module>...])
 #
-# Each backend NAME gets a cache option IK_WITH_<NAME> (default ON), the one switch
+# Each backend NAME gets a cache option IK_WITH_<NAME> (default IK_BACKENDS_DEFAULT:
+# ON), the one switch
 # that builds it or not. DIRS are its folders under src/lib/backends/: its own, and
 # a shared layer it is built on (backends/sql, under both SQL drivers). A folder is
 # built when one backend naming it is on, and left out whole otherwise: no file of
@@ -52,12 +53,16 @@ set(IK_BACKEND_DEPS "")
 set(IK_BACKEND_SCHEMES "")
 file(WRITE ${CMAKE_BINARY_DIR}/ik_backends.txt "LOCAL ON local\n")
 
+# The default of every switch: -DIK_BACKENDS_DEFAULT=OFF builds local: alone (the
+# Makefile's tsan-mt), without naming each backend; a switch given still wins.
+option(IK_BACKENDS_DEFAULT "Default of each IK_WITH_NAME switch" ON)
+
 function(ik_backend name)
   cmake_parse_arguments(B "" "SCHEME;FIXTURE;PKG" "DIRS;TESTS;LIB;PC_LIBS;DEFINES;DEPS;PC_REQUIRES" ${ARGN})
   if(B_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "ik_backend(${name}): unknown arguments ${B_UNPARSED_ARGUMENTS}")
   endif()
-  option(IK_WITH_${name} "Build the ${B_SCHEME}:// backend" ON)
+  option(IK_WITH_${name} "Build the ${B_SCHEME}:// backend" ${IK_BACKENDS_DEFAULT})
   string(JOIN " " dirs ${B_DIRS})
   if(NOT IK_WITH_${name})
     file(APPEND ${CMAKE_BINARY_DIR}/ik_backends.txt "${name} OFF ${dirs}\n")
