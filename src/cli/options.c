@@ -400,14 +400,6 @@ static int check_value(ik_cli_opt_id id, const char *text, int64_t *n, int64_t *
         ik__cli_why(why, why_len, "'%s' is not one of %s", text, op->choices);
         return -1;
     }
-    case IK_KIND_USERPASS: {
-        const char *colon = strchr(text, ':');
-        if (!colon || colon == text) {
-            ik__cli_why(why, why_len, "must be USER:PASSWORD");
-            return -1;
-        }
-        return 0;
-    }
     case IK_KIND_STORE:
         return ik__store_option_check(op->store, text, why, why_len);
     }

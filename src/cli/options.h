@@ -99,7 +99,6 @@ typedef enum ik_cli_kind {
     IK_KIND_LAYOUT,   /* ik_layout_parse syntax */
     IK_KIND_EPOCH,    /* UNIX_MS or YYYY-MM-DD (ik_layout_parse "epoch=") */
     IK_KIND_CHOICE,   /* one of the '|'-separated choices; n = its index */
-    IK_KIND_USERPASS, /* USER:PASSWORD with a non-empty user */
     IK_KIND_STORE,    /* a backend's store option: checked by its row (rules.h) */
 } ik_cli_kind;
 

@@ -27,62 +27,34 @@ struct ik_coord {
 };
 
 /* The registry. Each backend lives in its folder, src/lib/backends/NAME/, built
- * when cmake/backends.cmake's switch IK_WITH_NAME is on (IK_HAVE_NAME); its ops
- * table is named here and nowhere else. A new backend is one arm of each of the
- * three lists below (docs/architecture.md, "Adding a backend"). */
+ * when cmake/backends.cmake's switch IK_WITH_NAME is on; its ops tables are named
+ * here and nowhere else. The lists come from backends.cmake's ik_backend() lines,
+ * through the header it writes (ik_backends.h: IK__BACKENDS_ON, IK__BACKENDS_OFF),
+ * so that a new backend is one line there (docs/architecture.md, "Adding a
+ * backend"). */
+#include "ik_backends.h"
+
+#define IK__DECLARE(ops) extern const ik__backend_ops ik__backend_##ops##_ops;
 extern const ik__backend_ops ik__backend_local_ops;
-#ifdef IK_HAVE_ZK
-extern const ik__backend_ops ik__backend_zk_ops;
-#endif
-#ifdef IK_HAVE_PG
-extern const ik__backend_ops ik__backend_pg_ops;
-#endif
-#ifdef IK_HAVE_REDIS
-extern const ik__backend_ops ik__backend_redis_ops, ik__backend_redis_unix_ops;
-#endif
-#ifdef IK_HAVE_MYSQL
-extern const ik__backend_ops ik__backend_mysql_ops;
-#endif
+IK__BACKENDS_ON(IK__DECLARE)
+#undef IK__DECLARE
 
 /* The backends of this build, in the order the "unknown URI" message, `serve
- * --help`, the man pages and `idkeeper version` name them (ik__coord_uri_forms). */
-static const ik__backend_ops *const backends[] = {
-    &ik__backend_local_ops,
-#ifdef IK_HAVE_ZK
-    &ik__backend_zk_ops,
-#endif
-#ifdef IK_HAVE_PG
-    &ik__backend_pg_ops,
-#endif
-#ifdef IK_HAVE_REDIS
-    &ik__backend_redis_ops, &ik__backend_redis_unix_ops,
-#endif
-#ifdef IK_HAVE_MYSQL
-    &ik__backend_mysql_ops,
-#endif
-};
+ * --help`, the man pages and `idkeeper version` name them (ik__coord_uri_forms):
+ * local: first, then backends.cmake's. */
+#define IK__ENTRY(ops) &ik__backend_##ops##_ops,
+static const ik__backend_ops *const backends[] = {&ik__backend_local_ops,
+                                                  IK__BACKENDS_ON(IK__ENTRY)};
+#undef IK__ENTRY
 #define NBACKENDS (sizeof backends / sizeof backends[0])
 
 /* Schemes a build can leave out (CMake's IK_WITH_ZK=OFF), so that their URIs get a
  * clear answer rather than "unknown". Ends with {NULL}. */
+#define IK__LEFT_OUT(scheme, title) {scheme, title},
 static const struct {
     const char *scheme, *what;
-} left_out[] = {
-#ifndef IK_HAVE_ZK
-    {"zk", "ZooKeeper"},
-#endif
-#ifndef IK_HAVE_PG
-    {"postgresql", "PostgreSQL"},
-#endif
-#ifndef IK_HAVE_REDIS
-    {"redis", "Redis"},
-    {"redis+unix", "Redis"},
-#endif
-#ifndef IK_HAVE_MYSQL
-    {"mysql", "MySQL"},
-#endif
-    {NULL, NULL},
-};
+} left_out[] = {IK__BACKENDS_OFF(IK__LEFT_OUT){NULL, NULL}};
+#undef IK__LEFT_OUT
 
 void ik_coord_options_init(ik_coord_options *o)
 {
