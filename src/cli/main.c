@@ -205,7 +205,7 @@ void ik__cli_print_command_help(const ik_cli_command *cmd, FILE *f)
                  op->metavar ? op->metavar : "");
         char help[1024];
         if (op->kind == IK_KIND_STORE) /* a backend's own: which one */
-            snprintf(help, sizeof help, "%s://: %s", op->store->family, op->help);
+            snprintf(help, sizeof help, "the %s backend's: %s", op->store->family, op->help);
         else
             snprintf(help, sizeof help, "%s", op->help);
         if (i == IK_OPT_COORD) { /* the row's text ends in ':', the registry's list follows */

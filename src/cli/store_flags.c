@@ -78,7 +78,7 @@ int ik__cli_store_options(const ik_cli_opts *o, const char *uri, const char **li
  * its default, one line. */
 static void entry_body(FILE *f, const ik__store_option *r)
 {
-    fprintf(f, "\t%s://, or ?%s= in its URI: %s", r->family, r->name, r->help);
+    fprintf(f, "\tThe %s backend's, or ?%s= in its URI: %s", r->family, r->name, r->help);
     if (r->shape == IK__STORE_INT) fprintf(f, "; %lld to %lld", (long long)r->min, (long long)r->max);
     if (r->def) fprintf(f, ". Default %s", r->def);
     fprintf(f, ".\n");

@@ -130,8 +130,9 @@ def c_value(v):
 def store_options():
     """Every row of every backend's store options table, in the registry's order
     (the folders of cmake/backends.cmake's ik_backend lines, local: first)."""
-    folders = ["local"] + re.findall(r"^ik_backend\([A-Z0-9_]+ SCHEME [a-z0-9+]+ DIRS ([a-z0-9_]+)",
-                                     read("cmake/backends.cmake"), re.M)
+    folders = ["local"] + [re.search(r"\bDIRS\s+([a-z0-9_]+)", line).group(1) for line in
+                           re.findall(r"^ik_backend\((.*?)\)$", read("cmake/backends.cmake"),
+                                      re.M | re.S)]
     rows = []
     for folder in folders:
         for path in sorted(glob.glob(os.path.join(src, "src/lib/backends", folder, "*.c"))):
@@ -146,15 +147,15 @@ def store_options():
 
 
 def option_rows(rows):
-    out = ["| option | environment | in the URI | value | default | what |",
-           "|---|---|---|---|---|---|"]
+    out = ["| option | environment | backend | in its URI | value | default | what |",
+           "|---|---|---|---|---|---|---|"]
     for r in rows:
         flag = "%s-%s" % (r["family"], r["name"])
         value = r["metavar"]
         if r["shape"] == "IK__STORE_INT":
             value = "%s, %s..%s" % (r["metavar"], r["min"], r["max"])
         default = "`%s`" % r["def"] if r.get("def") and r["def"] != "NULL" else "none"
-        out.append("| `--%s` | `IDKEEPER_%s` | `%s://...?%s=` | %s | %s | %s (`%s`) |" % (
+        out.append("| `--%s` | `IDKEEPER_%s` | %s | `?%s=` | %s | %s | %s (`%s`) |" % (
             flag, flag.upper().replace("-", "_"), r["family"], r["name"], value, default,
             r["help"].replace("|", "\\|"), r["where"]))
     return "\n".join(out) + "\n"
