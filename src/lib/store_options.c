@@ -151,7 +151,7 @@ static int split_query(const ik__store_option *t, const char *uri_keys, const ch
     *uri_out = NULL;
     if (!q) return IK_OK;
     size_t ulen = strlen(uri);
-    char *out = malloc(ulen + 1);
+    char *out = calloc(1, ulen + 1); /* zeroed: wipe_free's strlen stays inside */
     if (!out) return IK_ENOMEM;
     size_t o = (size_t)(q - uri);
     memcpy(out, uri, o);
@@ -176,7 +176,7 @@ static int split_query(const ik__store_option *t, const char *uri_keys, const ch
             first = 0;
         } else {
             const ik__store_option *op = &t[r];
-            char *v = malloc(n + 1), vwhy[200] = "";
+            char *v = calloc(1, n + 1), vwhy[200] = "";
             if (!v) {
                 wipe_free(out);
                 return IK_ENOMEM;
