@@ -298,7 +298,7 @@ IK_EXTERN const ik_layout *ik_snowflake_layout(const ik_snowflake *g);
 typedef struct ik_coord ik_coord;
 
 typedef struct ik_coord_options {
-    size_t size;               /* set by ik_coord_options_init ("Options structs" above) */
+    size_t size; /* set by ik_coord_options_init ("Options structs" above) */
     /* Deprecated since 0.5.0 (kept for the layout): zk://'s session-timeout and auth
      * store options (store_options below, which wins). */
     int zk_session_timeout_ms; /* default 10000 */

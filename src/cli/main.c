@@ -113,8 +113,7 @@ static const ik_cli_command commands[] = {
      IK_OPTS_CHECK},
     {"version", ik__cmd_version, "print the versions of idkeeper and of its libraries", "version",
      NULL, IK_OPTS_VERSION},
-    {"help", cmd_help, "explain idkeeper or one of its commands",
-     "help [COMMAND | store-options]",
+    {"help", cmd_help, "explain idkeeper or one of its commands", "help [COMMAND | store-options]",
      "store-options: every backend's own options (--zk-auth, ...) of this build.", IK_OPTS_HELP},
 };
 

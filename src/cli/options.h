@@ -79,27 +79,26 @@ typedef enum ik_cli_opt_id {
 
 #define IK_OPT_BIT(id) (UINT64_C(1) << (id))
 /* Every store option's slot, for a command's option set. */
-#define IK_OPT_STORE_BITS                                                                          \
-    ((IK_OPT_BIT(IK_OPT_STORE_LAST) << 1) - IK_OPT_BIT(IK_OPT_STORE_FIRST))
+#define IK_OPT_STORE_BITS ((IK_OPT_BIT(IK_OPT_STORE_LAST) << 1) - IK_OPT_BIT(IK_OPT_STORE_FIRST))
 
 /* A command's option set is one uint64_t. */
 _Static_assert(IK_OPT__COUNT <= 64, "more options than bits in an option set");
 
 /* What a value must look like; the parser checks it and fills n/n2. */
 typedef enum ik_cli_kind {
-    IK_KIND_FLAG,     /* no value on the command line; else true|false|yes|no|on|off|1|0; n */
-    IK_KIND_STRING,   /* non-empty text without control characters; at most max bytes
-                         if max > 0 */
-    IK_KIND_INT,      /* decimal in [min, max]; n */
-    IK_KIND_COORD,    /* a coordination URI (ik_coord_uri_check) */
-    IK_KIND_APP,      /* an app name (ik__app_name_check, src/lib/rules.h) */
-    IK_KIND_ADDR,     /* a listen address (ik__parse_listen, src/lib/rules.h); n = port */
-    IK_KIND_URL,      /* http://HOST[:PORT][/PREFIX]; n = port */
-    IK_KIND_RANGE,    /* A-B with min <= A <= B <= max; n = A, n2 = B */
-    IK_KIND_LAYOUT,   /* ik_layout_parse syntax */
-    IK_KIND_EPOCH,    /* UNIX_MS or YYYY-MM-DD (ik_layout_parse "epoch=") */
-    IK_KIND_CHOICE,   /* one of the '|'-separated choices; n = its index */
-    IK_KIND_STORE,    /* a backend's store option: checked by its row (rules.h) */
+    IK_KIND_FLAG,   /* no value on the command line; else true|false|yes|no|on|off|1|0; n */
+    IK_KIND_STRING, /* non-empty text without control characters; at most max bytes
+                       if max > 0 */
+    IK_KIND_INT,    /* decimal in [min, max]; n */
+    IK_KIND_COORD,  /* a coordination URI (ik_coord_uri_check) */
+    IK_KIND_APP,    /* an app name (ik__app_name_check, src/lib/rules.h) */
+    IK_KIND_ADDR,   /* a listen address (ik__parse_listen, src/lib/rules.h); n = port */
+    IK_KIND_URL,    /* http://HOST[:PORT][/PREFIX]; n = port */
+    IK_KIND_RANGE,  /* A-B with min <= A <= B <= max; n = A, n2 = B */
+    IK_KIND_LAYOUT, /* ik_layout_parse syntax */
+    IK_KIND_EPOCH,  /* UNIX_MS or YYYY-MM-DD (ik_layout_parse "epoch=") */
+    IK_KIND_CHOICE, /* one of the '|'-separated choices; n = its index */
+    IK_KIND_STORE,  /* a backend's store option: checked by its row (rules.h) */
 } ik_cli_kind;
 
 /* One row of the option table. */

@@ -79,19 +79,21 @@ int ik__cli_store_options(const ik_cli_opts *o, const char *uri, const char **li
 static void entry_body(FILE *f, const ik__store_option *r)
 {
     fprintf(f, "\tThe %s backend's, or ?%s= in its URI: %s", r->family, r->name, r->help);
-    if (r->shape == IK__STORE_INT) fprintf(f, "; %lld to %lld", (long long)r->min, (long long)r->max);
+    if (r->shape == IK__STORE_INT)
+        fprintf(f, "; %lld to %lld", (long long)r->min, (long long)r->max);
     if (r->def) fprintf(f, ". Default %s", r->def);
     fprintf(f, ".\n");
 }
 
 void ik__cli_print_store_options(FILE *f, const char *commands)
 {
-    fprintf(f, "Store options: a backend's own settings. Each is --FAMILY-NAME VALUE, the\n"
-               "variable IDKEEPER_FAMILY_NAME, the config key FAMILY-NAME, or NAME=VALUE in\n"
-               "the query of the backend's URI (docs/configuration.md, \"Store options\"). One\n"
-               "for another backend than --coord's is checked, then not used.\n"
-               "Taken by: %s.\n"
-               "This build's:\n",
+    fprintf(f,
+            "Store options: a backend's own settings. Each is --FAMILY-NAME VALUE, the\n"
+            "variable IDKEEPER_FAMILY_NAME, the config key FAMILY-NAME, or NAME=VALUE in\n"
+            "the query of the backend's URI (docs/configuration.md, \"Store options\"). One\n"
+            "for another backend than --coord's is checked, then not used.\n"
+            "Taken by: %s.\n"
+            "This build's:\n",
             commands);
     for (int id = IK_OPT_STORE_FIRST; id <= IK_OPT_STORE_LAST; id++) {
         const ik_cli_option *op = &ik__cli_options[id];

@@ -223,9 +223,9 @@ struct ik__backend_ops {
 };
 
 /* store_options.c: for coord.c. Takes table t's items out of uri's query (a key that
- * is neither a row's nor one of uri_keys, as backend.h's uri_keys: IK_EURI) into one list with o->store_options (NULL o:
- * the URI alone) and the deprecated fields t's rows name, each value checked by its
- * row: *uri_out = uri without those items (NULL: uri as it is; freed with
+ * is neither a row's nor one of uri_keys, as backend.h's uri_keys: IK_EURI) into one list with
+ * o->store_options (NULL o: the URI alone) and the deprecated fields t's rows name, each value
+ * checked by its row: *uri_out = uri without those items (NULL: uri as it is; freed with
  * ik__store_uri_free), *list_out (if list_out) = "NAME=VALUE" for every row with a
  * value or a default, NULL-terminated, freed with ik__store_options_free. scheme names
  * the backend in messages. 0, IK_EURI (the URI's items), IK_EINVAL (o's) or

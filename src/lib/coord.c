@@ -85,8 +85,8 @@ static const ik__backend_ops *backend_of(const char *uri)
 static int resolve(const ik__backend_ops *ops, const char *uri, const ik_coord_options *o,
                    char **stripped, char ***list, char *why, size_t why_len)
 {
-    int rc = ik__store_options_resolve(ops->options, ops->uri_keys, ops->scheme, uri, o,
-                                       stripped, list, why, why_len);
+    int rc = ik__store_options_resolve(ops->options, ops->uri_keys, ops->scheme, uri, o, stripped,
+                                       list, why, why_len);
     if (!rc) rc = ops->uri_check(*stripped ? *stripped : uri, why, why_len);
     if (rc) {
         ik__store_uri_free(*stripped);

@@ -144,8 +144,8 @@ typedef enum ik__store_shape {
 } ik__store_shape;
 
 typedef struct ik__store_option {
-    const char *family;  /* the CLI's prefix, "zk", "redis" (both redis schemes share it) */
-    const char *name;    /* "session-timeout": the query key, and the CLI's --FAMILY-NAME */
+    const char *family; /* the CLI's prefix, "zk", "redis" (both redis schemes share it) */
+    const char *name;   /* "session-timeout": the query key, and the CLI's --FAMILY-NAME */
     ik__store_shape shape;
     int64_t min, max;    /* IK__STORE_INT's bounds */
     const char *def;     /* the default as text (the backend applies it), NULL: none */
@@ -157,8 +157,7 @@ typedef struct ik__store_option {
 
 /* Checks text as a value of op: 0, or -1 with a one-line reason in why that never
  * holds a secret's text (store_options.c). */
-int ik__store_option_check(const ik__store_option *op, const char *text, char *why,
-                           size_t why_len);
+int ik__store_option_check(const ik__store_option *op, const char *text, char *why, size_t why_len);
 
 /* coord.c: the store options of this build's backends, each row once (two schemes
  * may share a table), in the registry's order: the i-th, NULL past the last. */

@@ -20,8 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-int ik__store_option_check(const ik__store_option *op, const char *text, char *why,
-                           size_t why_len)
+int ik__store_option_check(const ik__store_option *op, const char *text, char *why, size_t why_len)
 {
     size_t len = strlen(text);
     switch (op->shape) {
@@ -50,8 +49,9 @@ int ik__store_option_check(const ik__store_option *op, const char *text, char *w
         for (size_t i = 0; i < len; i++)
             ctl |= (unsigned char)text[i] < ' ' || text[i] == 0x7f;
         if (!colon || colon == text || ctl) {
-            ik__fail(IK_EINVAL, why, why_len, "must be USER:PASSWORD (a user, then ':'), "
-                                              "without control characters");
+            ik__fail(IK_EINVAL, why, why_len,
+                     "must be USER:PASSWORD (a user, then ':'), "
+                     "without control characters");
             return -1;
         }
         return 0;
@@ -107,12 +107,12 @@ static int no_such(int err, const char *scheme, const ik__store_option *t, const
     char names[256] = "";
     size_t used = 0;
     for (size_t i = 0; t && t[i].name && used < sizeof names; i++)
-        used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "",
-                                 t[i].name);
+        used +=
+            (size_t)snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "", t[i].name);
     int n = (int)(len > 64 ? 64 : len);
     if (!t || !t->name)
-        return ik__fail(err, why, why_len, "the %s backend takes no store options ('%.*s')",
-                        scheme, n, name);
+        return ik__fail(err, why, why_len, "the %s backend takes no store options ('%.*s')", scheme,
+                        n, name);
     if (uri_keys)
         return ik__fail(err, why, why_len,
                         "the %s backend has no option '%.*s' (its options: %s; its URI's own "
@@ -186,11 +186,11 @@ static int split_query(const ik__store_option *t, const char *uri_keys, const ch
                 ik__fail(IK_EURI, why, why_len, "the %s URI gives %s twice", scheme, op->name);
             else if (ik__pct_decode(eq + 1, (size_t)(p + n - eq - 1), v, n + 1) < 0)
                 bad = ik__fail(IK_EURI, why, why_len,
-                               "%s in the %s URI: a bad %%-escape (%%XX, two hex digits)",
-                               op->name, scheme);
+                               "%s in the %s URI: a bad %%-escape (%%XX, two hex digits)", op->name,
+                               scheme);
             else if (ik__store_option_check(op, v, vwhy, sizeof vwhy) != 0)
-                bad = ik__fail(IK_EURI, why, why_len, "%s in the %s URI: %s", op->name, scheme,
-                               vwhy);
+                bad =
+                    ik__fail(IK_EURI, why, why_len, "%s in the %s URI: %s", op->name, scheme, vwhy);
             if (bad) {
                 wipe_free(v);
                 wipe_free(out);
@@ -242,13 +242,11 @@ int ik__store_options_resolve(const ik__store_option *t, const char *uri_keys, c
         long r = eq ? row_of(t, *e, (size_t)(eq - *e)) : -1;
         char vwhy[200] = "";
         if (!eq)
-            rc = ik__fail(IK_EINVAL, why, why_len, "a store option is NAME=VALUE, not '%.64s'",
-                          *e);
+            rc = ik__fail(IK_EINVAL, why, why_len, "a store option is NAME=VALUE, not '%.64s'", *e);
         else if (r < 0)
             rc = no_such(IK_EINVAL, scheme, t, NULL, *e, (size_t)(eq - *e), why, why_len);
         else if (f[r].list_val)
-            rc = ik__fail(IK_EINVAL, why, why_len, "the store option %s is given twice",
-                          t[r].name);
+            rc = ik__fail(IK_EINVAL, why, why_len, "the store option %s is given twice", t[r].name);
         else if (ik__store_option_check(&t[r], eq + 1, vwhy, sizeof vwhy) != 0)
             rc = ik__fail(IK_EINVAL, why, why_len, "store option %s: %s", t[r].name, vwhy);
         else if (f[r].uri_val && strcmp(f[r].uri_val, eq + 1) != 0)
@@ -265,8 +263,8 @@ int ik__store_options_resolve(const ik__store_option *t, const char *uri_keys, c
         const char *v = f[i].list_val ? f[i].list_val : f[i].uri_val;
         if (!v && (v = legacy_value(&t[i], o, buf, sizeof buf)) &&
             ik__store_option_check(&t[i], v, vwhy, sizeof vwhy) != 0)
-            rc = ik__fail(IK_EINVAL, why, why_len, "store option %s (its old field): %s",
-                          t[i].name, vwhy);
+            rc = ik__fail(IK_EINVAL, why, why_len, "store option %s (its old field): %s", t[i].name,
+                          vwhy);
         if (!v) v = t[i].def;
         if (rc || !v) continue;
         size_t len = strlen(t[i].name) + strlen(v) + 2;

@@ -228,12 +228,11 @@ static void good_values_of_each_kind(void **state)
 {
     fake f = {0};
     ik_cli_opts o;
-    assert_int_equal(
-        parse(&o, &f,
-              ARGS("--worker-range", "3-17", "--slot-choice", "lowest", "--coord", "local:/tmp/x",
-                   "--epoch", "2020-01-01", "--layout", "bits=39/8/16,unit=10ms", "--app",
-                   "A.b_c-1")),
-        0);
+    assert_int_equal(parse(&o, &f,
+                           ARGS("--worker-range", "3-17", "--slot-choice", "lowest", "--coord",
+                                "local:/tmp/x", "--epoch", "2020-01-01", "--layout",
+                                "bits=39/8/16,unit=10ms", "--app", "A.b_c-1")),
+                     0);
     assert_int_equal(o.v[IK_OPT_WORKER_RANGE].n, 3);
     assert_int_equal(o.v[IK_OPT_WORKER_RANGE].n2, 17);
     assert_int_equal(o.v[IK_OPT_SLOT_CHOICE].n, 1);

@@ -49,8 +49,8 @@ typedef struct resolved {
 static resolved resolve(const char *keys, const char *uri, const ik_coord_options *o)
 {
     resolved r = {0};
-    r.rc = ik__store_options_resolve(table, keys, "t", uri, o, &r.uri, &r.list, r.why,
-                                     sizeof r.why);
+    r.rc =
+        ik__store_options_resolve(table, keys, "t", uri, o, &r.uri, &r.list, r.why, sizeof r.why);
     return r;
 }
 
@@ -202,7 +202,8 @@ static void a_secret_is_never_shown(void **st)
         if (strstr(r.why, "s3cret")) fail_msg("the secret shown: %s", r.why);
         done(&r);
         char uri[96];
-        snprintf(uri, sizeof uri, "t://h/a?auth=%s", bad[i][0] == 'u' ? "u%01s3cret-Horse" : bad[i]);
+        snprintf(uri, sizeof uri, "t://h/a?auth=%s",
+                 bad[i][0] == 'u' ? "u%01s3cret-Horse" : bad[i]);
         r = resolve(NULL, uri, NULL);
         assert_int_equal(r.rc, IK_EURI);
         if (strstr(r.why, "s3cret")) fail_msg("the secret shown: %s", r.why);
@@ -287,10 +288,11 @@ static void the_backends_tables_are_well_formed(void **st)
         int owned = 0;
         for (size_t k = 0; k < nb; k++)
             for (size_t x = 0; b[k]->options && b[k]->options[x].name; x++)
-                owned |= &b[k]->options[x] == r && !strncmp(b[k]->scheme, r->family,
-                                                           strlen(r->family));
-        if (!owned) fail_msg("option %s-%s: no backend of scheme %s... has it", r->family, r->name,
-                             r->family);
+                owned |=
+                    &b[k]->options[x] == r && !strncmp(b[k]->scheme, r->family, strlen(r->family));
+        if (!owned)
+            fail_msg("option %s-%s: no backend of scheme %s... has it", r->family, r->name,
+                     r->family);
     }
     (void)rows;
 }

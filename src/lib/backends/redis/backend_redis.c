@@ -107,7 +107,8 @@ static const ik__store_option redis_options[] = {
 #define REDIS_OPS(SCHEME, FORM)                                                                    \
     {                                                                                              \
         .scheme = (SCHEME), .uri_form = (FORM), .uri_check = ik__redis_uri_check, .recipe = NULL,  \
-        .no_locks = NO_LOCKS, .options = redis_options, .uri_keys = "db, prefix, user", .open = redis_open, .close = redis_close, .uri = ik__redis_uri,      \
+        .no_locks = NO_LOCKS, .options = redis_options, .uri_keys = "db, prefix, user",            \
+        .open = redis_open, .close = redis_close, .uri = ik__redis_uri,                            \
         .slot_acquire = ik__redis_slot_acquire, .slot_persist = ik__redis_slot_persist,            \
         .slot_release = ik__redis_slot_release, .slot_forget = ik__redis_slot_forget,              \
         .recover = NULL, .slots_list = ik__redis_slots_list,                                       \
