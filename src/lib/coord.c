@@ -4,6 +4,7 @@
  * makes the handle, and its ops table carries everything else (slots, tags, and
  * through ->recipe its lock protocol), so no other file names a backend. */
 #include "backend.h"
+#include "doubt.h"
 #include "internal.h"
 
 #include <errno.h>
@@ -13,6 +14,7 @@
 
 struct ik_coord {
     ik__backend *be;
+    ik__doubts *doubts;      /* the doubt engine, where the backend's writes can be in doubt */
     int test_write_delay_ms; /* IDKEEPER_TEST_WRITE_DELAY_MS at open (tests only) */
 
     /* The stop's bound (ik_coord_stop_within): a watchdog thread cuts the backend
@@ -239,10 +241,13 @@ int ik_coord_open(const char *uri, const ik_coord_options *o, ik_coord **out, ch
     c->test_write_delay_ms = ms > 0 && ms <= 600000 ? (int)ms : 0;
     pthread_mutex_init(&c->mu, NULL);
     ik__cond_init_mono(&c->cv);
-    rc = ops->open(stripped ? stripped : uri, &opts, &c->be, why, why_len);
+    rc = ops->tag_settle ? ik__doubts_new(&c->doubts) : IK_OK;
+    if (rc) ik__fail(rc, why, why_len, "no randomness from the kernel for the counters' writer id");
+    if (!rc) rc = ops->open(stripped ? stripped : uri, &opts, &c->be, why, why_len);
     ik__store_uri_free(stripped);
     ik__store_options_free(list);
     if (rc) {
+        ik__doubts_free(c->doubts);
         pthread_cond_destroy(&c->cv);
         pthread_mutex_destroy(&c->mu);
         free(c);
@@ -305,15 +310,25 @@ static int64_t settle_by(ik_coord *c)
     return by;
 }
 
+/* Settles or logs the doubts through the doubt engine, or the backend's own. */
+static void settle(ik_coord *c, int64_t deadline_ns, const char *refused)
+{
+    if (c->doubts)
+        ik__doubts_settle(c->doubts, c->be, deadline_ns, refused);
+    else
+        c->be->ops->settle(c->be, deadline_ns, refused);
+}
+
 void ik_coord_settle(ik_coord *c)
 {
-    if (!c || !c->be->ops->settle || !c->be->ops->doubts(c->be)) return;
+    if (!c) return;
     ik__backend *be = c->be;
+    if (c->doubts ? !ik__doubts_open(c->doubts) : !be->ops->settle || !be->ops->doubts(be)) return;
     pthread_mutex_lock(&c->mu);
     int cut = c->cut;
     pthread_mutex_unlock(&c->mu);
     if (cut) {
-        be->ops->settle(be, 0, "the stop's deadline had passed");
+        settle(c, 0, "the stop's deadline had passed");
         return;
     }
     /* The checks once more, now: a doubt is never settled through a store they
@@ -325,10 +340,10 @@ void ik_coord_settle(ik_coord *c)
     if (ik__hazards_refused(&be->hz, why, sizeof why) == IK_EUNSAFE) {
         char refused[360];
         snprintf(refused, sizeof refused, "the store's checks refuse it: %s", why);
-        be->ops->settle(be, 0, refused);
+        settle(c, 0, refused);
         return;
     }
-    be->ops->settle(be, settle_by(c), NULL);
+    settle(c, settle_by(c), NULL);
 }
 
 void ik_coord_close(ik_coord *c)
@@ -343,6 +358,7 @@ void ik_coord_close(ik_coord *c)
     int watching = c->watching;
     pthread_mutex_unlock(&c->mu);
     if (watching) pthread_join(c->watchdog, NULL);
+    ik__doubts_free(c->doubts);          /* logs what the settle could not reach */
     if (c->be) c->be->ops->close(c->be); /* frees the hazards last (backend.h) */
     pthread_cond_destroy(&c->cv);
     pthread_mutex_destroy(&c->mu);
@@ -382,6 +398,11 @@ int ik_coord_hazards(ik_coord *c, ik_hazard **out, size_t *n, char *why, size_t 
         if (rc) return rc;
     }
     return ik__hazards_refused(&c->be->hz, why, why_len);
+}
+
+ik__doubts *ik__coord_doubts(ik_coord *c)
+{
+    return c->doubts;
 }
 
 ik__backend *ik__coord_backend(ik_coord *c)
