@@ -224,6 +224,7 @@ char *ik__uri_redact(const char *uri, char *out, size_t out_len)
         while (*q) {
             size_t pn = strcspn(q, "&#");
             const char *v = ik__uri_query_password(q, pn);
+            if (v) pn = strcspn(q, "&"); /* a password may hold '#': hidden to its end */
             if (v) {
                 put(out, out_len, &used, q, (size_t)(v - q));
                 put(out, out_len, &used, "***", 3);

@@ -106,7 +106,8 @@ const char *ik__uri_query_password(const char *item, size_t len);
  *     password holding a '/', which the parsers refuse), everything from "://" to
  *     that '@';
  *   - the value of every password query parameter ("...?password=x&...", libpq
- *     accepts it; its key decoded first: ik__uri_query_password).
+ *     accepts it; its key decoded first: ik__uri_query_password), to the next '&'
+ *     or the end, a '#' in it included.
  *
  * A URI without either is copied as it is. Never fails; returns out. The one rule
  * for every URI the library, the daemon and the CLI show (docs/guarantees.md promise 26: passwords

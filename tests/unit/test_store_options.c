@@ -213,6 +213,15 @@ static void a_secret_is_never_shown(void **st)
     char shown[128];
     ik__uri_redact("zk://h:2181/app?session-timeout=4000&auth=u:s3cret-Horse", shown, sizeof shown);
     assert_string_equal(shown, "zk://h:2181/app?session-timeout=4000&auth=***");
+    /* a '#' in it is not a fragment there: the store option reads it as the
+     * password's, and so does the redaction */
+    ik__uri_redact("zk://h:2181/app?auth=u:Pw#26x@y&session-timeout=4000", shown, sizeof shown);
+    assert_string_equal(shown, "zk://h:2181/app?auth=***&session-timeout=4000");
+    resolved r = resolve(NULL, "t://h/a?auth=u:Pw#26x@y", NULL);
+    assert_int_equal(r.rc, 0);
+    char buf[128];
+    assert_string_equal(joined(r.list, buf, sizeof buf), "session-timeout=10000 auth=u:Pw#26x@y");
+    done(&r);
 }
 
 /* The old fields: honoured where neither the URI nor the list gives the option;
