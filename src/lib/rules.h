@@ -8,7 +8,9 @@
  *   - app names (every library entry point that takes an app, the CLI's --app);
  *   - listen addresses (the daemon's --http/--resp, checked early by the CLI);
  *   - the password taken out of a URI before anything shows it;
- *   - the client libraries of the build's stores (`idkeeper version`).
+ *   - the client libraries of the build's stores (`idkeeper version`);
+ *   - a backend's store options: their row and its check (the library takes them
+ *     from URIs and options, the CLI makes them its --FAMILY-NAME options).
  *
  * This is the only header of src/lib that src/server and src/cli include (as
  * "../lib/rules.h"); everything else they use is include/idkeeper.h. Pure functions:
