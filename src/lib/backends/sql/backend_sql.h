@@ -13,7 +13,6 @@
 
 #define IK__SQL_POOL 4      /* pooled connections for tags and slot scans */
 #define IK__SQL_BIZ_MAX 128 /* leaf_alloc.biz_tag is varchar(128) */
-#define IK__SQL_DOUBTS 32   /* sequence commits in doubt at once, at most */
 #define IK__SQL_LIVE 128    /* connections whose sockets a cut shuts, at most */
 
 typedef struct ik__sql_backend {
@@ -51,31 +50,18 @@ typedef struct ik__sql_backend {
     int64_t clock_db_ms, clock_at_ns, clock_rtt_ns;
     int opening; /* in ik__sql_open: its first connection is checked by open itself */
 
-    /* sequence commits whose answer was lost (backend_sql_tags.c), under mu */
-    char writer[31]; /* this backend's random id: 30 hex digits */
-    uint64_t writes; /* write numbers given out */
-    /* the writer identities (lanes) of the sequence advances in progress, one each:
-     * lane L writes idk_commit_mark's row (writer + L in 2 hex digits, tag) */
-    uint64_t lanes_busy;
-    pthread_cond_t lane_cv;
-    int opened;    /* the open succeeded: the close settles and cleans up */
-    int open_left; /* doubts logged unsettled: the close keeps our marks */
+    /* the commit marks (backend_sql_tags.c, ST5-ST8), under mu: the first 30 hex
+     * digits of the doubt engine's writer ids, this coord's own ("": no advance
+     * yet), and the doubts the engine was left to keep and has not handed back
+     * decided (above 0: the close keeps our marks) */
+    char writer[31];
+    int doubts_left;
+    int opened; /* the open succeeded: the close cleans up */
     /* every connection made and not yet closed (ik__sql_conn_close), whose sockets
      * ik__sql_cut shuts; cut: no call waits on the database any more (under mu) */
     ik__sql_conn *live[IK__SQL_LIVE];
     int cut;
-    int64_t doubts_kept; /* doubts kept past their call, since open (under mu) */
-    struct ik__sql_doubt {
-        char biz[IK__SQL_BIZ_MAX + 1], name[IK_TAG_NAME_MAX + 1], app[IK__APP_NAME_MAX + 1];
-        int64_t first, count;
-        uint64_t write_no; /* 0: the slot is free */
-        int lane;          /* the writer identity that wrote it */
-        int settling;      /* a call is settling it now */
-        int64_t since_ms;  /* ik__mono_ms when the write was sent */
-    } doubt[IK__SQL_DOUBTS];
 } ik__sql_backend;
-
-#define IK__SQL_LANES 64 /* sequence advances in progress at once, at most */
 
 static inline ik__sql_backend *ik__sql_of(ik__backend *be)
 {
