@@ -40,6 +40,13 @@ int ik__sql_error(int rc)
     }
 }
 
+int ik__sql_abort(const ik__sql_driver *d, ik__sql_conn *c, int rc)
+{
+    if (ik__sql_dead(rc)) return rc;
+    int rb = d->exec(c, IK__SQL_ROLLBACK, NULL, 0, NULL, NULL, 0);
+    return ik__sql_dead(rb) ? rb : rc;
+}
+
 int ik__sql_exec(const ik__sql_driver *d, ik__sql_conn *c, ik__sql_stmt id,
                  const char *const *params, int n, ik__sql_res *res, char *why, size_t why_len)
 {

@@ -34,33 +34,10 @@
  * leaves nothing done (IK_ESTORE); a COMMIT without an answer may have applied
  * (IK_EINDOUBT: the caller never hands that range out).
  *
- * Doubts (docs/architecture.md, "Doubts ⇄ backend"): the doubt engine above the seam
- * (counters/doubt.c) keeps, carries, logs and settles the writes whose COMMIT answer
- * was lost; this file gives it only what is the store's:
- *
- *   ST5. The mark. Every write, of either kind, upserts in its own transaction the row
- *       (its writer, biz_tag) of idk_commit_mark with its write id: the engine's
- *       writer of the advance's lane and w->own.wid. A lane is one advance at a time
- *       (doubt.c's D3), so a row's write ids only ever come from one write after
- *       another, in increasing order, and the row holds the id of the lane's last
- *       write that committed.
- *   ST6. The read (read_mark): the lane's row, under the tag's row lock, so that a
- *       COMMIT still in progress on a dead connection has ended one way or the other.
- *       Its id equal to a doubt's: that write applied; below it: it did not, and
- *       never will (its transaction held the row lock we now hold).
- *   ST7. A write of a lane goes out only once every doubt the lane carries is decided
- *       by that read (settle_carried; a lane that cannot read sends nothing), so a
- *       lane holds at most one open doubt, and a mark above a carried doubt's id
- *       cannot be: were it seen, the doubt is logged as of unknown place.
- *   ST8. Marks are pruned at open when older than a day (ik__sql_marks_prune), and a
- *       backend that closes with every doubt it left settled deletes its own
- *       (ik__sql_tags_close). A doubt older than IK__SQL_MARK_TRUST_MS whose lane has
- *       no row at all is therefore not settled as "did not apply" but logged as of
- *       unknown place.
- *   ST9. Within the call (settle_in_call), a lost COMMIT answer is read again for
- *       IK__SQL_IO_MS: applied, the range is handed out ("tag doubt settled ...
- *       handed out"); not applied, the call fails as nothing done ("tag doubt
- *       settled ... did not apply"); unread, the engine keeps it (IK_EINDOUBT).
+ * Doubts: every advance carries its commit mark, and a lost COMMIT answer is
+ * settled by reading it (backend_sql_marks.c): before the write, for the doubts the
+ * doubt engine hands it (counters/doubt.c), within the call for its own, and at the
+ * stop (ik__sql_tag_settle).
  */
 #include "backend_sql.h"
 #include "internal.h"
@@ -71,8 +48,6 @@
 #include <time.h>
 
 #define BIZ_TAG_MAX IK__SQL_BIZ_MAX
-/* ST8: half the marks' pruning age (a day), for the difference of clock rates */
-#define IK__SQL_MARK_TRUST_MS (12 * 3600 * 1000LL)
 
 /* The biz_tag of app's tag name into out: 0, or IK_EINVAL if over 128 bytes. */
 static int biz_tag(const char *app, const char *name, char *out, size_t len, char *why,
@@ -86,7 +61,6 @@ static int biz_tag(const char *app, const char *name, char *out, size_t len, cha
                         BIZ_TAG_MAX);
     return 0;
 }
-
 
 /* 1 if a row whose side columns say (kind, side_app) belongs to app. */
 static int of_app(const char *app, const char *kind, const char *side_app)
@@ -109,15 +83,6 @@ static void row_to_info(const ik__sql_res *r, size_t i, const char *name, ik_tag
     t->kind = IK_TAG_SEGMENT;
     if (*kind) ik_tag_kind_parse(kind, &t->kind);
     t->start = *kind ? ik__sql_int(r, i, 8) : 1; /* Leaf's max_id starts at 1 */
-}
-
-
-/* Rolls back after a failure rc (unless the connection died, which did it). */
-static int abort_tx(ik__sql_backend *b, ik__sql_conn *c, int rc)
-{
-    if (ik__sql_dead(rc)) return rc;
-    int rb = b->d->exec(c, IK__SQL_ROLLBACK, NULL, 0, NULL, NULL, 0);
-    return ik__sql_dead(rb) ? rb : rc;
 }
 
 int ik__sql_tag_create(ik__backend *be, const char *app, const ik_tag_info *t, char *why,
@@ -147,7 +112,7 @@ int ik__sql_tag_create(ik__backend *be, const char *app, const ik_tag_info *t, c
     if (rc == 0)
         rc = b->d->exec(c, IK__SQL_COMMIT, NULL, 0, NULL, inner, sizeof inner);
     else
-        rc = abort_tx(b, c, rc);
+        rc = ik__sql_abort(b->d, c, rc);
     ik__sql_put(b, idx, rc);
     if (rc == IK__SQL_EDUPLICATE)
         return ik__fail(IK_EEXIST, why, why_len, "tag %s exists already", t->name);
@@ -244,7 +209,8 @@ static void cycle_log(ik__sql_backend *b)
              us[3], us[4]);
 }
 
-/* Leaf's transaction on c (see the top), carrying w's mark (ST5). 0 and *first, or
+/* Leaf's transaction on c (see the top), carrying w's commit mark (SM1 of
+ * backend_sql_marks.c). 0 and *first, or
  * an ik_error (IK_EINDOUBT: w->own.first is the range's start if the COMMIT did
  * apply); *cls the driver class of the last call, for the pool.
  *
@@ -270,8 +236,8 @@ static int advance_on(ik__sql_backend *b, ik__sql_conn *c, const char *app, cons
     ik__sql_call calls[5];
     int n = 0;
     calls[n++] = (ik__sql_call){IK__SQL_BEGIN, NULL, 0};
-    calls[n++] = (ik__sql_call){IK__SQL_TAG_LOCK, p, 1}; /* step, kind, app, name, start, max_id */
-    calls[n++] = (ik__sql_call){IK__SQL_MARK_SET, mp, 3}; /* our mark (ST5) */
+    calls[n++] = (ik__sql_call){IK__SQL_TAG_LOCK, p, 1};  /* step, kind, app, name, start, max_id */
+    calls[n++] = (ik__sql_call){IK__SQL_MARK_SET, mp, 3}; /* our mark */
     int up = n;
     /* Leaf's updateMaxIdByCustomStep for every delta: the same as its step UPDATE
      * when delta is the step read under the row lock */
@@ -318,14 +284,15 @@ static int advance_on(ik__sql_backend *b, ik__sql_conn *c, const char *app, cons
     }
     for (int i = 0; i < n; i++)
         ik__sql_res_clear(&res[i]);
-    if (err) return *cls = abort_tx(b, c, rc), err; /* nothing of it committed */
+    if (err) return *cls = ik__sql_abort(d, c, rc), err; /* nothing of it committed */
     if (rc)
-        return *cls = abort_tx(b, c, rc), ik__sql_error(rc) == IK_EUNSAFE ? IK_EUNSAFE : IK_ESTORE;
+        return *cls = ik__sql_abort(d, c, rc),
+               ik__sql_error(rc) == IK_EUNSAFE ? IK_EUNSAFE : IK_ESTORE;
     if (nrows != 1 || now_max != max_id + delta) { /* cannot be, under the row lock */
         ik__logf("tag %s: leaf_alloc.max_id went from %" PRId64 " to %" PRId64
                  " in a transaction that added %" PRId64 ": not used",
                  biz, max_id, now_max, delta);
-        return *cls = abort_tx(b, c, 0), IK_ESTORE;
+        return *cls = ik__sql_abort(d, c, 0), IK_ESTORE;
     }
     w->own.first = max_id;         /* the range the commit takes: a doubt of it keeps it */
     if (b->test_commit_pause_ms) { /* tests only: widens the window, the row lock held */
@@ -361,119 +328,6 @@ static int advance_on(ik__sql_backend *b, ik__sql_conn *c, const char *app, cons
     return IK_OK;
 }
 
-/* The mark of writer on biz, read under the tag's row lock (ST6): 0 with *seen (its
- * write id; 0 and *no_row = 1: the writer has no mark of biz), or a driver class. */
-static int read_mark(ik__sql_backend *b, ik__sql_conn *c, const char *biz, const char *writer,
-                     uint64_t *seen, int *no_row)
-{
-    const ik__sql_driver *d = b->d;
-    const char *p[] = {biz};
-    const char *mp[] = {writer, biz};
-    ik__sql_res r;
-    int rc = d->exec(c, IK__SQL_BEGIN, NULL, 0, NULL, NULL, 0);
-    if (rc) return rc;
-    rc = ik__sql_exec(d, c, IK__SQL_TAG_LOCK, p, 1, &r, NULL, 0);
-    if (rc == 0) {
-        ik__sql_res_clear(&r);
-        rc = ik__sql_exec(d, c, IK__SQL_MARK_GET, mp, 2, &r, NULL, 0);
-    }
-    *no_row = rc == 0 && r.nrows == 0;
-    *seen = rc == 0 && r.nrows == 1 ? (uint64_t)ik__sql_int(&r, 0, 0) : 0;
-    if (rc == 0) ik__sql_res_clear(&r);
-    int rb = abort_tx(b, c, rc);
-    return rc ? rb : 0;
-}
-
-/* The fate of doubt x by its lane's mark (ST6-ST8). */
-static void judge(const ik__doubt *x, uint64_t seen, int no_row, ik__doubt_verdict *v)
-{
-    memset(v, 0, sizeof *v);
-    v->first = x->first;
-    if (!no_row && seen == x->wid) {
-        v->fate = IK__DOUBT_LANDED;
-        snprintf(v->why, sizeof v->why, "a commit whose answer was lost did commit");
-    } else if (seen > x->wid || (no_row && ik__mono_ns() - x->sent_ns >
-                                               IK__SQL_MARK_TRUST_MS * INT64_C(1000000))) {
-        v->fate = IK__DOUBT_UNKNOWN; /* ST7 (cannot be), ST8 (a pruned mark) */
-        v->first = -1;
-        snprintf(v->why, sizeof v->why,
-                 "a commit whose answer was lost may have committed: %s",
-                 no_row ? "its writer has no mark, and the doubt is older than the marks' "
-                          "pruning allows to trust"
-                        : "its writer's mark is of a later write");
-    } else {
-        v->fate = IK__DOUBT_NOT_LANDED;
-        snprintf(v->why, sizeof v->why, "the commit whose answer was lost did not apply");
-    }
-}
-
-/* ST7: decides every doubt w carries by one read on c: 0, or a driver class (each
- * left OPEN: nothing may be sent). */
-static int settle_carried(ik__sql_backend *b, ik__sql_conn *c, const char *biz, ik__tag_write *w)
-{
-    if (w->n_carried == 0) return 0;
-    uint64_t seen = 0;
-    int no_row = 0;
-    int rc = read_mark(b, c, biz, w->writer, &seen, &no_row);
-    if (rc) return rc;
-    for (int i = 0; i < w->n_carried; i++)
-        judge(&w->carried[i], seen, no_row, &w->fate[i]);
-    pthread_mutex_lock(&b->mu);
-    b->doubts_left -= w->n_carried; /* decided, one way or another (ST8's close) */
-    pthread_mutex_unlock(&b->mu);
-    return 0;
-}
-
-/* ST9: reads w's own write again after its COMMIT answer was lost, for up to
- * IK__SQL_IO_MS: 0 (applied: handed out), IK_ESTORE (did not apply), or IK_EINDOUBT
- * (unread, or applied at an unknown place: w->own_fate), logged as each says. */
-static int settle_in_call(ik__sql_backend *b, const char *app, const char *name, const char *biz,
-                          ik__tag_write *w, int64_t *first)
-{
-    int64_t until = ik__mono_ms() + IK__SQL_IO_MS;
-    for (;;) {
-        ik__sql_conn *c;
-        int idx;
-        uint64_t seen = 0;
-        int no_row = 0;
-        int rc = ik__sql_get(b, &idx, &c, NULL, 0);
-        if (rc == 0) {
-            rc = read_mark(b, c, biz, w->writer, &seen, &no_row);
-            ik__sql_put(b, idx, rc);
-        }
-        if (rc == 0) {
-            ik__doubt_verdict v;
-            judge(&w->own, seen, no_row, &v);
-            if (v.fate == IK__DOUBT_UNKNOWN) {
-                w->own_fate = v;
-                return IK_EINDOUBT;
-            }
-            ik__logf("tag doubt settled tag=%s first=%" PRId64 " count=%" PRId64
-                     " (app %s): the commit whose answer was lost %s",
-                     name, w->own.first, w->own.delta, app,
-                     v.fate == IK__DOUBT_LANDED ? "did apply: handed out" : "did not apply");
-            if (v.fate == IK__DOUBT_LANDED) *first = w->own.first;
-            return v.fate == IK__DOUBT_LANDED ? IK_OK : IK_ESTORE;
-        }
-        /* a bounded stop's deadline passed: no more tries */
-        if (__atomic_load_n(&b->cut, __ATOMIC_ACQUIRE) || ik__mono_ms() >= until) break;
-        struct timespec ts = {0, 200 * 1000000L};
-        nanosleep(&ts, NULL);
-    }
-    pthread_mutex_lock(&b->mu);
-    b->doubts_left++; /* the engine keeps it (ST8's close) */
-    pthread_mutex_unlock(&b->mu);
-    return IK_EINDOUBT;
-}
-
-/* Keeps the writer's first 30 hex digits, the coord's own (ST8's close). */
-static void note_writer(ik__sql_backend *b, const ik__tag_write *w)
-{
-    pthread_mutex_lock(&b->mu);
-    memcpy(b->writer, w->writer, sizeof b->writer - 1);
-    pthread_mutex_unlock(&b->mu);
-}
-
 int ik__sql_tag_advance(ik__backend *be, const char *app, const char *name, ik_tag_kind kind,
                         ik__tag_write *w, int64_t *first)
 {
@@ -481,18 +335,17 @@ int ik__sql_tag_advance(ik__backend *be, const char *app, const char *name, ik_t
     char biz[BIZ_TAG_MAX * 3];
     if (w->own.delta <= 0) return IK_EINVAL;
     if (biz_tag(app, name, biz, sizeof biz, NULL, 0)) return IK_ENOTFOUND;
-    note_writer(b, w);
     ik__sql_conn *c;
     int idx;
     int rc = ik__sql_get(b, &idx, &c, NULL, 0);
     if (rc) return IK_ESTORE; /* nothing sent */
     int cls = 0; /* the store's hazards (backend_sql_hazards.c): nothing sent if refused */
     rc = ik__sql_hazards_gate(b, c, &cls, NULL, 0);
-    if (rc == 0 && (cls = settle_carried(b, c, biz, w)) != 0) rc = IK_ESTORE;
+    if (rc == 0 && (cls = ik__sql_marks_settle(b, c, biz, w)) != 0) rc = IK_ESTORE;
     if (rc == 0) rc = advance_on(b, c, app, biz, kind, w, first, &cls);
     ik__sql_put(b, idx, cls);
     if (rc != IK_EINDOUBT) return rc;
-    return settle_in_call(b, app, name, biz, w, first);
+    return ik__sql_marks_reread(b, app, name, biz, w, first);
 }
 
 void ik__sql_tag_settle(ik__backend *be, const char *app, const char *name, ik__tag_write *w,
@@ -506,39 +359,13 @@ void ik__sql_tag_settle(ik__backend *be, const char *app, const char *name, ik__
     /* after the deadline's cut every call fails at once: no read starts past it */
     if (__atomic_load_n(&b->cut, __ATOMIC_ACQUIRE) || ik__mono_ns() >= deadline_mono_ns) return;
     if (ik__sql_get(b, &idx, &c, NULL, 0) != 0) return;
-    ik__sql_put(b, idx, settle_carried(b, c, biz, w));
-}
-
-void ik__sql_marks_prune(ik__backend *be)
-{
-    ik__sql_backend *b = ik__sql_of(be);
-    char inner[256] = "";
-    int idx;
-    ik__sql_conn *c;
-    int rc = ik__sql_get(b, &idx, &c, inner, sizeof inner);
-    if (rc == 0) {
-        rc = b->d->exec(c, IK__SQL_MARK_PRUNE, NULL, 0, NULL, inner, sizeof inner);
-        ik__sql_put(b, idx, rc);
-    }
-    if (rc) /* harmless: the next open prunes them */
-        ik__logf("could not prune the old commit marks: %s", inner);
+    ik__sql_put(b, idx, ik__sql_marks_settle(b, c, biz, w));
 }
 
 void ik__sql_tags_close(ik__backend *be)
 {
     ik__sql_backend *b = ik__sql_of(be);
-    if (!b) return;
-    if (!b->opened) return;
+    if (!b || !b->opened) return;
     cycle_log(b);
-    /* ST8: our marks serve no one once every doubt we left is settled (the engine
-     * settled or logged them all before this close) */
-    if (!b->writer[0] || b->doubts_left > 0 || __atomic_load_n(&b->cut, __ATOMIC_ACQUIRE)) return;
-    char pattern[40];
-    snprintf(pattern, sizeof pattern, "%.30s%%", b->writer);
-    const char *p[] = {pattern};
-    int idx;
-    ik__sql_conn *c;
-    if (ik__sql_get(b, &idx, &c, NULL, 0) != 0) return;
-    int rc = b->d->exec(c, IK__SQL_MARK_DROP, p, 1, NULL, NULL, 0);
-    ik__sql_put(b, idx, rc);
+    ik__sql_marks_drop(b);
 }
