@@ -43,7 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define KEPT 16   /* doubts of one tag's lane (D4) */
+#define KEPT 16    /* doubts of one tag's lane (D4) */
 #define BUCKETS 64 /* of the tag table */
 
 /* The open doubts of one lane of one tag, oldest (lowest wid) first. */
@@ -124,8 +124,10 @@ static void log_fate(const char *app, const char *tag, const ik__doubt *x,
     switch (v->fate) {
     case IK__DOUBT_LANDED:
         ik__tag_gap(app, tag, x->kind, first, x->delta,
-                    v->code ? v->code : first >= 0 ? "answer_lost" : "maybe_recorded", "%s",
-                    v->why[0] ? v->why : "a write whose answer was lost was recorded");
+                    v->code      ? v->code
+                    : first >= 0 ? "answer_lost"
+                                 : "maybe_recorded",
+                    "%s", v->why[0] ? v->why : "a write whose answer was lost was recorded");
         break;
     case IK__DOUBT_NOT_LANDED:
         ik__logf("tag doubt settled tag=%s count=%" PRId64 " (app %s): %s", tag, x->delta, app,
