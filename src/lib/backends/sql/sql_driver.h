@@ -117,9 +117,9 @@ typedef enum ik__sql_stmt {
     /* no parameters -> the columns of IK__SQL_TAG_GET, every leaf_alloc row,
      * ordered by biz_tag */
     IK__SQL_TAG_LIST,
-    /* $1 writer (a lane of this backend's random id), $2 biz_tag, $3 write number: records,
-     * in a sequence tag's advance, which write of this writer last committed (an
-     * upsert of one row per writer and tag, its time = db now) */
+    /* $1 writer (the doubt engine's writer id of the advance's lane), $2 biz_tag, $3
+     * write id: records, in every tag advance, which write of this writer last
+     * committed (an upsert of one row per writer and tag, its time = db now) */
     IK__SQL_MARK_SET,
     /* $1 writer, $2 biz_tag -> write number (no row: none committed) */
     IK__SQL_MARK_GET,
