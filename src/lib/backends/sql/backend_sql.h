@@ -50,7 +50,7 @@ typedef struct ik__sql_backend {
     int64_t clock_db_ms, clock_at_ns, clock_rtt_ns;
     int opening; /* in ik__sql_open: its first connection is checked by open itself */
 
-    /* the commit marks (backend_sql_tags.c, ST5-ST8), under mu: the first 30 hex
+    /* the commit marks (backend_sql_marks.c, SM1-SM4), under mu: the first 30 hex
      * digits of the doubt engine's writer ids, this coord's own ("": no advance
      * yet), and the doubts the engine was left to keep and has not handed back
      * decided (above 0: the close keeps our marks) */
