@@ -21,17 +21,8 @@
 source "$(dirname "$0")/lib.sh"
 source "$IK_SRC/tests/conformance/conf.sh"
 conf_store_start
-conf_counters
-source "$IK_SRC/tests/tools/counters.sh"
-
-conf_proxy_start || fail "no proxy in front of $IK_STORE"
-VIA=$(conf_proxy_coord data)
-PORT[s0]=$(free_port)
-start_server s0 "${PORT[s0]}" --coord "$DATA" --threads 1 --quiet "${SERVE_ARGS[@]}"
-wait_ready "${PORT[s0]}" || fail "s0 not ready: $(tail -n 5 "$T/s0.log")"
-add_tag s0 clicks segment ',"start":1,"step":100'
-stop_clean s0
-: >"$T/ids"
+source "$IK_SRC/tests/conformance/doubt_cases.sh"
+doubt_setup clicks segment ',"start":1,"step":100'
 
 get() { # get COUNT: COUNT segment IDs from s1, appended to $T/ids
   local body
