@@ -147,7 +147,7 @@ lint-rules:
 	promtool check rules dist/prometheus/idkeeper.rules.yml
 
 lint-cppcheck:
-	cppcheck -j$(JOBS) --quiet --enable=warning,performance,portability --inline-suppr --error-exitcode=1 -Iinclude $(addprefix -I,$(shell find src/lib -type d)) src include
+	cppcheck -j$(JOBS) --quiet --enable=warning,performance,portability --inline-suppr --error-exitcode=1 -Iinclude $(addprefix -I,$(shell find src/lib src/server -type d)) src include
 
 lint-tidy: $(BUILD)/CMakeCache.txt
 	@files=$$(git ls-files 'src/*.c') && [ -n "$$files" ] || { echo "lint: no tracked C files (not a git checkout?)"; exit 1; }; \

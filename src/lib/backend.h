@@ -12,9 +12,9 @@
  * Layers (docs/architecture.md, "Folders"; the test structure checks them): the
  * dispatch (coord.c, core/, counters/, recipes/recipe.c) over the implementations
  * (backends/NAME/, reached only through the ops tables coord.c names) over what
- * they share (tag_names.c, lock_notify.c, hazard.c, errors.c, clock.c). An
- * implementation never calls up into coord.c, tags.c or recipe.c, nor into
- * another backend's folder.
+ * they share (tag_names.c, lock_notify.c, hazard.c, errors.c, log_sink.c, alloc.c,
+ * clock.c). An implementation never calls up into coord.c, tags.c or recipe.c, nor
+ * into another backend's folder.
  *
  * Time records. Every slot has a time record: a Unix-ms value that is an upper
  * bound of the time of any ID ever issued under that slot. A holder never issues a

@@ -126,7 +126,7 @@ void ik__coord_client_versions(char *buf, size_t len);
 
 /* Makes room for one more element in a growable array: if n == *cap, doubles *cap
  * (at least `first`) and reallocates *v. 0, or IK_ENOMEM with *v unchanged. The one
- * growth step of the tree (errors.c): the library answers IK_ENOMEM, the daemon
+ * growth step of the tree (alloc.c): the library answers IK_ENOMEM, the daemon
  * aborts (ik__oom), the CLI says "out of memory". */
 int ik__grow(void **v, size_t *cap, size_t n, size_t elem, size_t first);
 
