@@ -129,11 +129,15 @@ static void log_fate(const char *app, const char *tag, const ik__doubt *x,
                                  : "maybe_recorded",
                     "%s", v->why[0] ? v->why : "a write whose answer was lost was recorded");
         break;
-    case IK__DOUBT_NOT_LANDED:
-        ik__logf("tag doubt settled tag=%s count=%" PRId64 " (app %s): %s", tag, x->delta, app,
+    case IK__DOUBT_NOT_LANDED: {
+        char at[40] = ""; /* where it would have been, where the write fixed it */
+        if (x->first >= 0) snprintf(at, sizeof at, " first=%" PRId64, x->first);
+        ik__logf("tag doubt settled tag=%s%s count=%" PRId64 " (app %s): %s", tag, at, x->delta,
+                 app,
                  v->why[0] ? v->why
                            : "the write whose answer was lost was not recorded and never will be");
         break;
+    }
     case IK__DOUBT_UNKNOWN:
         ik__tag_gap(app, tag, x->kind, -1, x->delta, v->code ? v->code : "maybe_recorded", "%s",
                     v->why[0] ? v->why : "a write whose answer was lost may have recorded them");
