@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "backend.h"
 #include "backend_zk.h"
 
 #include <string.h>
@@ -27,6 +28,18 @@ static void reread(const ik__zk_counter *in, int version, int64_t mtime, int64_t
     out->version = version;
     out->mtime = mtime;
     out->czxid = czxid;
+}
+
+/* Adds to d the write of delta IDs, write id wid, made at node n: the doubt engine's
+ * record of it, with the notes the backend gives it before sending. */
+static int add(ik__zk_doubt *d, const ik__zk_counter *n, int64_t delta, uint64_t wid)
+{
+    ik__doubt x;
+    memset(&x, 0, sizeof x);
+    x.wid = wid;
+    x.delta = delta;
+    ik__zk_note(&x, n);
+    return ik__zk_doubt_add(d, &x);
 }
 
 static void encoding_is_curators_then_the_table(void **st)
@@ -127,8 +140,9 @@ static void a_lost_answer_is_settled_by_the_table(void **st)
     v7.has_table = 1;
     ik__zk_doubt d;
     memset(&d, 0, sizeof d);
-    assert_int_equal(ik__zk_doubt_add(&d, &v7, 20, 11), 0);
-    assert_true(d.open && d.version == 7 && d.first == 500 && d.n == 1 && d.w[0].this_call);
+    assert_int_equal(add(&d, &v7, 20, 11), 0);
+    assert_true(d.version == 7 && d.first == 500 && d.czxid == 77 && d.mtime == 100 * MIN &&
+                d.n == 1 && d.w[0].count == 11 && d.w[0].delta == 20);
     int which = -1;
 
     /* still at 7: not applied yet, a write at 7 fences it */
@@ -162,13 +176,17 @@ static void a_lost_answer_is_settled_by_the_table(void **st)
     assert_int_equal(ik__zk_doubt_resolve(&d, &read, NONCE_A, &which), IK__ZK_NOT_APPLIED);
 
     /* two writes in doubt at 7 (the second fenced the first): either may be found */
-    assert_int_equal(ik__zk_doubt_add(&d, &v7, 20, 12), 0);
+    assert_int_equal(add(&d, &v7, 20, 12), 0);
     ik__zk_counter_next(&v7, NONCE_A, 12, 20, &a8);
     reread(&a8, 8, 101 * MIN, 77, &read);
     assert_int_equal(ik__zk_doubt_resolve(&d, &read, NONCE_A, &which), IK__ZK_APPLIED);
     assert_int_equal(which, 1);
-    /* but not a write at another version */
-    assert_int_equal(ik__zk_doubt_add(&d, &read, 20, 13), -1);
+    /* but not a write at another version, nor one of another node at that version */
+    assert_int_equal(add(&d, &read, 20, 13), -1);
+    ik__zk_counter again = v7;
+    again.czxid = 78;
+    assert_int_equal(add(&d, &again, 20, 13), -1);
+    assert_int_equal(d.n, 2);
 }
 
 /* The leader's clock runs an hour ahead while A's write (lost answer) lands at 8, so
@@ -189,7 +207,7 @@ static void a_clock_step_back_cannot_hide_a_landed_write(void **st)
     v7.has_table = 1;
     ik__zk_doubt d;
     memset(&d, 0, sizeof d);
-    assert_int_equal(ik__zk_doubt_add(&d, &v7, 20, 11), 0);
+    assert_int_equal(add(&d, &v7, 20, 11), 0);
     ik__zk_counter_next(&v7, NONCE_A, 11, 20, &a8);
     reread(&a8, 8, 160 * MIN, 77, &a8); /* the leader's clock an hour ahead */
     ik__zk_counter_next(&a8, NONCE_B, 1, 5, &b9);
@@ -216,7 +234,7 @@ static void what_cannot_be_told_is_unknown(void **st)
     v7.has_table = 1;
     ik__zk_doubt d;
     memset(&d, 0, sizeof d);
-    ik__zk_doubt_add(&d, &v7, 20, 11);
+    add(&d, &v7, 20, 11);
     int which;
 
     /* Curator wrote since (8 bytes, no table) */
@@ -242,10 +260,10 @@ static void what_cannot_be_told_is_unknown(void **st)
     n.czxid = 77;
     n.version = 6;
     assert_int_equal(ik__zk_doubt_resolve(&d, &n, NONCE_A, &which), IK__ZK_UNKNOWN);
-    /* no more than IK__ZK_DOUBT_WRITES at once */
-    for (int i = 1; i < IK__ZK_DOUBT_WRITES; i++)
-        assert_int_equal(ik__zk_doubt_add(&d, &v7, 20, 12 + (uint64_t)i), 0);
-    assert_int_equal(ik__zk_doubt_add(&d, &v7, 20, 99), -1);
+    /* no more than IK__ZK_DOUBT_WRITES carried at once, and the call's own */
+    for (int i = 1; i <= IK__ZK_DOUBT_WRITES; i++)
+        assert_int_equal(add(&d, &v7, 20, 12 + (uint64_t)i), 0);
+    assert_int_equal(add(&d, &v7, 20, 99), -1);
 }
 
 int main(void)
