@@ -135,7 +135,7 @@ void ik__zk_describe_holders(const char *chroot, struct _zhandle *zh,
 #define IK__ZK_WRITERS_MAX 64
 #define IK__ZK_PRUNE_MS (10 * 60 * 1000) /* table lines older than this go */
 #define IK__ZK_TRUST_MS (9 * 60 * 1000)  /* a doubt older than this cannot be settled */
-#define IK__ZK_DOUBT_WRITES 8            /* writes in doubt at one version, at most */
+#define IK__ZK_DOUBT_WRITES 8            /* carried doubts one read decides, at most */
 
 typedef struct ik__zk_writer {
     uint64_t nonce, count;
