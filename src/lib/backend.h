@@ -12,9 +12,9 @@
  * Layers (docs/architecture.md, "Folders"; the test structure checks them): the
  * dispatch (coord.c, core/, counters/, recipes/recipe.c) over the implementations
  * (backends/NAME/, reached only through the ops tables coord.c names) over what
- * they share (tag_names.c, lock_notify.c, hazard.c, errors.c, clock.c). An
- * implementation never calls up into coord.c, tags.c or recipe.c, nor into
- * another backend's folder.
+ * they share (tag_names.c, lock_notify.c, hazard.c, errors.c, log_sink.c, alloc.c,
+ * clock.c). An implementation never calls up into coord.c, tags.c or recipe.c, nor
+ * into another backend's folder.
  *
  * Time records. Every slot has a time record: a Unix-ms value that is an upper
  * bound of the time of any ID ever issued under that slot. A holder never issues a
@@ -32,6 +32,7 @@
 
 #include "hazard.h"
 #include "idkeeper.h"
+#include "rules.h" /* ik__store_option */
 
 typedef struct ik__backend ik__backend;
 typedef struct ik__backend_ops ik__backend_ops;
@@ -153,6 +154,18 @@ struct ik__backend_ops {
     /* Where recipe is NULL: why this backend has no locks and which to use instead
      * (ik_coord_locks_check's answer). NULL: a generic reason. */
     const char *no_locks;
+
+    /* The backend's own options (rules.h, "store options"), ended by a row whose name
+     * is NULL; NULL: none. coord.c takes them out of the URI's query and from
+     * ik_coord_options.store_options, checks them by their rows, and hands open every
+     * row's value (given, else its old field's, else its default) in
+     * o->store_options, read with ik__store_opt: open never reads them elsewhere. With
+     * a table, a '?' in the URI starts its query. */
+    const ik__store_option *options;
+    /* The URI's own query keys besides the table's, "db, prefix, user" (redis://), or
+     * "*" for any: coord.c leaves those in the URI for uri_check to judge. NULL: none.
+     * Any other key is refused, naming both. */
+    const char *uri_keys;
 
     /* 1 if open takes ik_coord_options.leaf_name (joins a Leaf snowflake fleet's
      * worker nodes); coord.c refuses the option for a backend without it. */
@@ -280,6 +293,25 @@ struct ik__backend_ops {
      * own (its writer id), and a lane's writes reach the store one after another. */
     int tag_lanes;
 };
+
+/* store_options.c: for coord.c. Takes table t's items out of uri's query (a key that
+ * is neither a row's nor one of uri_keys, as backend.h's uri_keys: IK_EURI) into one list with
+ * o->store_options (NULL o: the URI alone) and the deprecated fields t's rows name, each value
+ * checked by its row: *uri_out = uri without those items (NULL: uri as it is; freed with
+ * ik__store_uri_free), *list_out (if list_out) = "NAME=VALUE" for every row with a
+ * value or a default, NULL-terminated, freed with ik__store_options_free. scheme names
+ * the backend in messages. 0, IK_EURI (the URI's items), IK_EINVAL (o's) or
+ * IK_ENOMEM. */
+int ik__store_options_resolve(const ik__store_option *t, const char *uri_keys, const char *scheme,
+                              const char *uri, const ik_coord_options *o, char **uri_out,
+                              char ***list_out, char *why, size_t why_len);
+void ik__store_options_free(char **list); /* wipes each value; NULL is fine */
+void ik__store_uri_free(char *uri);       /* wipes it (it may hold a password) */
+
+/* store_options.c: for a backend's open: the value of its option name in what coord.c
+ * handed it (o->store_options), or NULL / none where the row has no value. */
+const char *ik__store_opt(const ik_coord_options *o, const char *name);
+int64_t ik__store_opt_int(const ik_coord_options *o, const char *name, int64_t none);
 
 /* How long ik_coord_settle (and so close) gives the doubts where no stop bound is
  * set (ik_coord_stop_within). */
