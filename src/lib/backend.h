@@ -91,8 +91,11 @@ typedef struct ik__slot_grant {
 typedef struct ik__doubt {
     uint64_t wid;     /* the write id it carried (increasing, per coord) */
     int64_t delta;    /* the IDs it asked for */
-    int64_t first;    /* its range's first ID if it landed; -1: known only from the store */
+    int64_t first;    /* its range's first ID if it landed; -1: known only from the store
+                       * (a gap it may be is logged there, else "first=?") */
     int64_t aux;      /* the backend's own note (zk: the node version it was written at) */
+    int64_t aux2[2];  /* more of it, where one is not enough (zk: that node's czxid and
+                       * that version's mtime: a node made again, a table too old) */
     int64_t sent_ns;  /* ik__mono_ns() before it was first sent */
     ik_tag_kind kind; /* of the advance */
 } ik__doubt;

@@ -21,16 +21,18 @@
  *       other's writes for their own. A free lane with doubts of the tag is taken
  *       first: its advance carries them to the store, which settles them.
  *   D4. The table. A tag's lane keeps at most KEPT doubts, oldest first; the oldest
- *       of one more is logged as a gap of unknown place ("first=?") and forgotten.
+ *       of one more is logged as a possible gap (D5) and forgotten.
  *   D5. Every fate is logged here, and only here: landed, a gap at its exact range
  *       ("tag gap tag=T first=A count=K why=answer_lost", through ik__tag_gap, which
  *       also counts it for the metrics); not landed, "tag doubt settled"; unknown, a
- *       gap "first=?". No doubt ends without a line.
+ *       gap "why=maybe_recorded", at the place it would have where the write fixed
+ *       it (the doubt's first: a version-checked write), else "first=?". No doubt
+ *       ends without a line.
  *   D6. The stop (ik__doubts_settle): the advances in flight end first (by the stop's
  *       deadline, when the coord's cut ends them), then each tag's lane with doubts
  *       gets one tag_settle, unless the store's checks refuse it or the deadline has
- *       passed: then each doubt is logged "first=?" with that reason, and nothing is
- *       sent. What is still open after it is logged the same way.
+ *       passed: then each doubt is logged as a possible gap with that reason, and
+ *       nothing is sent. What is still open after it is logged the same way.
  *
  * Threads: any. One mutex guards the table; no I/O is done under it.
  */
@@ -138,8 +140,9 @@ static void log_fate(const char *app, const char *tag, const ik__doubt *x,
                            : "the write whose answer was lost was not recorded and never will be");
         break;
     }
-    case IK__DOUBT_UNKNOWN:
-        ik__tag_gap(app, tag, x->kind, -1, x->delta, v->code ? v->code : "maybe_recorded", "%s",
+    case IK__DOUBT_UNKNOWN: /* at the place it would have, where the write fixed it */
+        ik__tag_gap(app, tag, x->kind, x->first, x->delta, v->code ? v->code : "maybe_recorded",
+                    "%s",
                     v->why[0] ? v->why : "a write whose answer was lost may have recorded them");
         break;
     case IK__DOUBT_OPEN:
