@@ -235,13 +235,6 @@ struct ik__backend_ops {
 
     /* ---- the stop (docs/guarantees.md promise 13) ------------------------------ */
 
-    /* A backend not yet on the doubt engine (tag_settle NULL) settles its own doubts:
-     * settle settles or logs each by deadline_mono_ns, or with refused non-NULL
-     * logs each with that reason without a word to the store; doubts counts them.
-     * Both go once every backend is on the engine. */
-    void (*settle)(ik__backend *b, int64_t deadline_mono_ns, const char *refused);
-    int (*doubts)(ik__backend *b);
-
     /* Cuts the backend for a bounded stop (coord.c calls it once, at the stop's
      * deadline, from a thread of its own): every call blocked on the store returns
      * at once as one that got no answer (a blocked socket is shut, a wait ended),
@@ -321,7 +314,7 @@ int64_t ik__store_opt_int(const ik_coord_options *o, const char *name, int64_t n
 const ik__backend_ops *const *ik__coord_backends(size_t *n);
 
 /* coord.c: the doubt engine of a coord handle (counters/doubt.h); NULL for a backend
- * whose writes are never in doubt, or one that still keeps its own. */
+ * whose writes are never in doubt (no tag_settle). */
 struct ik__doubts *ik__coord_doubts(ik_coord *c);
 /* coord.c: the backend behind a coord handle. */
 ik__backend *ik__coord_backend(ik_coord *c);

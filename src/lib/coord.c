@@ -310,25 +310,16 @@ static int64_t settle_by(ik_coord *c)
     return by;
 }
 
-/* Settles or logs the doubts through the doubt engine, or the backend's own. */
-static void settle(ik_coord *c, int64_t deadline_ns, const char *refused)
-{
-    if (c->doubts)
-        ik__doubts_settle(c->doubts, c->be, deadline_ns, refused);
-    else
-        c->be->ops->settle(c->be, deadline_ns, refused);
-}
-
 void ik_coord_settle(ik_coord *c)
 {
     if (!c) return;
     ik__backend *be = c->be;
-    if (c->doubts ? !ik__doubts_open(c->doubts) : !be->ops->settle || !be->ops->doubts(be)) return;
+    if (!c->doubts || !ik__doubts_open(c->doubts)) return; /* never in doubt, or none open */
     pthread_mutex_lock(&c->mu);
     int cut = c->cut;
     pthread_mutex_unlock(&c->mu);
     if (cut) {
-        settle(c, 0, "the stop's deadline had passed");
+        ik__doubts_settle(c->doubts, be, 0, "the stop's deadline had passed");
         return;
     }
     /* The checks once more, now: a doubt is never settled through a store they
@@ -340,10 +331,10 @@ void ik_coord_settle(ik_coord *c)
     if (ik__hazards_refused(&be->hz, why, sizeof why) == IK_EUNSAFE) {
         char refused[360];
         snprintf(refused, sizeof refused, "the store's checks refuse it: %s", why);
-        settle(c, 0, refused);
+        ik__doubts_settle(c->doubts, be, 0, refused);
         return;
     }
-    settle(c, settle_by(c), NULL);
+    ik__doubts_settle(c->doubts, be, settle_by(c), NULL);
 }
 
 void ik_coord_close(ik_coord *c)
