@@ -91,21 +91,10 @@ int ik__doubts_new(ik__doubts **out)
     return IK_OK;
 }
 
-static unsigned bucket_of(const char *app, const char *tag)
-{
-    unsigned h = 2166136261u;
-    for (const char *p = app; *p; p++)
-        h = (h ^ (unsigned char)*p) * 16777619u;
-    h = (h ^ '/') * 16777619u;
-    for (const char *p = tag; *p; p++)
-        h = (h ^ (unsigned char)*p) * 16777619u;
-    return h % BUCKETS;
-}
-
 /* The entry of (app, tag), made if absent (NULL: no memory). Caller holds mu. */
 static tag_entry *entry_of(ik__doubts *d, const char *app, const char *tag)
 {
-    tag_entry **head = &d->bucket[bucket_of(app, tag)];
+    tag_entry **head = &d->bucket[ik__tag_hash(app, tag) % BUCKETS];
     for (tag_entry *e = *head; e; e = e->next)
         if (!strcmp(e->tag, tag) && !strcmp(e->app, app)) return e;
     tag_entry *e = calloc(1, sizeof *e);

@@ -126,21 +126,10 @@ static uint64_t rnd(ik__zk_tags *t)
     return z ^ (z >> 31);
 }
 
-static unsigned stripe_of(const char *app, const char *name)
-{
-    uint32_t h = 2166136261u;
-    for (const char *s = app; *s; s++)
-        h = (h ^ (unsigned char)*s) * 16777619u;
-    h = (h ^ '/') * 16777619u;
-    for (const char *s = name; *s; s++)
-        h = (h ^ (unsigned char)*s) * 16777619u;
-    return h % IK__ZK_TAG_STRIPES;
-}
-
 /* The entry of (app, name), made if need be, with one more reference. */
 static zt_tag *tag_ref(ik__zk_tags *t, const char *app, const char *name)
 {
-    unsigned k = stripe_of(app, name);
+    unsigned k = ik__tag_hash(app, name) % IK__ZK_TAG_STRIPES;
     pthread_mutex_lock(&t->stripe[k].mu);
     zt_tag *g;
     for (g = t->stripe[k].tags; g; g = g->next)
@@ -161,7 +150,7 @@ static zt_tag *tag_ref(ik__zk_tags *t, const char *app, const char *name)
  * unused: names that are not tags cost no memory. */
 static void tag_unref(ik__zk_tags *t, zt_tag *g, int forget)
 {
-    unsigned k = stripe_of(g->app, g->name);
+    unsigned k = ik__tag_hash(g->app, g->name) % IK__ZK_TAG_STRIPES;
     pthread_mutex_lock(&t->stripe[k].mu);
     if (--g->refs == 0 && forget) {
         for (zt_tag **pp = &t->stripe[k].tags; *pp; pp = &(*pp)->next)
