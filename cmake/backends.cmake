@@ -137,4 +137,7 @@ ik_backend(REDIS SCHEME redis DIRS redis FIXTURE redis TESTS "fuzz_redis_uri" PK
 ik_backend(PG SCHEME postgresql DIRS pg sql FIXTURE postgres TESTS "fuzz_sql_uri" PKG libpq PC_LIBS -lpq)
 ik_backend(MYSQL SCHEME mysql DIRS mysql sql FIXTURE mariadb PKG libmariadb
   TESTS "test_mysql_.*" "fuzz_sql_uri")
+# etcd: its v3 JSON gateway over libcurl, the answers read with jansson (etcd_gateway.c).
+ik_backend(ETCD SCHEME etcd DIRS etcd FIXTURE etcd TESTS "fuzz_etcd_.*" PKG libcurl
+  DEPS PkgConfig::JANSSON PC_REQUIRES jansson)
 ik_backends_done()

@@ -43,6 +43,9 @@ extern const ik__backend_ops ik__backend_redis_ops, ik__backend_redis_unix_ops;
 #ifdef IK_HAVE_MYSQL
 extern const ik__backend_ops ik__backend_mysql_ops;
 #endif
+#ifdef IK_HAVE_ETCD
+extern const ik__backend_ops ik__backend_etcd_ops, ik__backend_etcds_ops;
+#endif
 
 /* The backends of this build, in the order the "unknown URI" message, `serve
  * --help`, the man pages and `idkeeper version` name them (ik__coord_uri_forms). */
@@ -59,6 +62,9 @@ static const ik__backend_ops *const backends[] = {
 #endif
 #ifdef IK_HAVE_MYSQL
     &ik__backend_mysql_ops,
+#endif
+#ifdef IK_HAVE_ETCD
+    &ik__backend_etcd_ops, &ik__backend_etcds_ops,
 #endif
 };
 #define NBACKENDS (sizeof backends / sizeof backends[0])
@@ -80,6 +86,10 @@ static const struct {
 #endif
 #ifndef IK_HAVE_MYSQL
     {"mysql", "MySQL"},
+#endif
+#ifndef IK_HAVE_ETCD
+    {"etcd", "etcd"},
+    {"etcds", "etcd"},
 #endif
     {NULL, NULL},
 };
