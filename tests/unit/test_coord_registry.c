@@ -40,10 +40,20 @@ static void each_backend_check_is_reached_through_coord(void **st)
 {
     (void)st;
     static const char *const samples[] = {
-        "local:",          "local:/tmp/x", "local:/a\tb",
-        "zk://",           "zk://h:1/",    "zk://h:0",
-        "zk:h:1",          "zk://h:1,",    "zk://[::1]:2181/a/../b",
-        "zk://h:2181/a/b", "etcd://", "etcd://h:1,h:2/p", "etcds://h?user=a", "etcd://h/a//b",
+        "local:",
+        "local:/tmp/x",
+        "local:/a\tb",
+        "zk://",
+        "zk://h:1/",
+        "zk://h:0",
+        "zk:h:1",
+        "zk://h:1,",
+        "zk://[::1]:2181/a/../b",
+        "zk://h:2181/a/b",
+        "etcd://",
+        "etcd://h:1,h:2/p",
+        "etcds://h?user=a",
+        "etcd://h/a//b",
     };
     size_t n = 0;
     const ik__backend_ops *const *v = ik__coord_backends(&n);
