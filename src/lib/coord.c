@@ -64,7 +64,7 @@ static const ik__backend_ops *const backends[] = {
     &ik__backend_mysql_ops,
 #endif
 #ifdef IK_HAVE_ETCD
-    &ik__backend_etcd_ops, &ik__backend_etcds_ops,
+    &ik__backend_etcd_ops,  &ik__backend_etcds_ops,
 #endif
 };
 #define NBACKENDS (sizeof backends / sizeof backends[0])
