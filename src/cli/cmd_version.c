@@ -6,7 +6,7 @@
 #include "cli.h"
 
 #include "idkeeper.h"
-#include "reqparse.h"
+#include "http_framing.h"
 
 #include "../lib/rules.h"
 

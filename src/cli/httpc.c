@@ -1,9 +1,9 @@
 /* httpc.c: a minimal keep-alive HTTP/1.1 GET client over a plain socket, with the
- * daemon's response parser (src/server/reqparse.h, ik__httpresp_*) reading the
+ * daemon's response parser (src/server/http/http_framing.h, ik__httpresp_*) reading the
  * answers (see httpc.h for what it does not do). */
 #include "httpc.h"
 #include "options.h"
-#include "reqparse.h"
+#include "http_framing.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,6 +1,6 @@
 /* httpc.h: a minimal HTTP/1.1 client for `idkeeper next`: GET requests, one after
  * another, over one keep-alive connection; responses parsed by
- * src/server/reqparse.c (ik__httpresp_*).
+ * src/server/http/http_framing.c (ik__httpresp_*).
  *
  * What it deliberately does not do: TLS, redirects, proxies, pipelining, request
  * bodies. It reconnects when the server closes the connection between requests,

@@ -12,9 +12,9 @@
  * Layers (docs/architecture.md, "Folders"; the test structure checks them): the
  * dispatch (coord.c, core/, counters/, recipes/recipe.c) over the implementations
  * (backends/NAME/, reached only through the ops tables coord.c names) over what
- * they share (tag_names.c, lock_notify.c, hazard.c, errors.c, clock.c). An
- * implementation never calls up into coord.c, tags.c or recipe.c, nor into
- * another backend's folder.
+ * they share (tag_names.c, lock_notify.c, hazard.c, errors.c, log_sink.c, alloc.c,
+ * clock.c). An implementation never calls up into coord.c, tags.c or recipe.c, nor
+ * into another backend's folder.
  *
  * Time records. Every slot has a time record: a Unix-ms value that is an upper
  * bound of the time of any ID ever issued under that slot. A holder never issues a
@@ -32,6 +32,7 @@
 
 #include "hazard.h"
 #include "idkeeper.h"
+#include "rules.h" /* ik__store_option */
 
 typedef struct ik__backend ik__backend;
 typedef struct ik__backend_ops ik__backend_ops;
@@ -75,6 +76,65 @@ typedef struct ik__slot_grant {
     void *handle;          /* backend's per-slot state */
 } ik__slot_grant;
 
+/* ---- doubts (counters/doubt.c, docs/architecture.md "Doubts") -----------------
+ *
+ * A counter write whose answer was lost may have landed; its range is never handed
+ * out, and its fate is decided later by what the store holds. The doubt engine above
+ * the seam keeps the table of such writes, picks each advance's writer (a lane), logs
+ * every fate (a gap at its exact range, a gap "first=?", or settled) and settles what
+ * is open at the stop. A backend supplies only what is its own: a fenced write that
+ * carries a writer and a write id (tag_advance), a read that says whether given write
+ * ids landed (tag_advance's carried doubts, and tag_settle at the stop), and the proof
+ * that rides with each write. */
+
+/* One write whose answer was lost. */
+typedef struct ik__doubt {
+    uint64_t wid;     /* the write id it carried (increasing, per coord) */
+    int64_t delta;    /* the IDs it asked for */
+    int64_t first;    /* its range's first ID if it landed; -1: known only from the store */
+    int64_t aux;      /* the backend's own note (zk: the node version it was written at) */
+    int64_t sent_ns;  /* ik__mono_ns() before it was first sent */
+    ik_tag_kind kind; /* of the advance */
+} ik__doubt;
+
+typedef enum ik__doubt_fate {
+    IK__DOUBT_OPEN = 0,   /* not decided: kept for a later read */
+    IK__DOUBT_LANDED,     /* recorded, and never handed out: a gap at `first` */
+    IK__DOUBT_NOT_LANDED, /* not recorded, and never will be: settled */
+    IK__DOUBT_UNKNOWN,    /* cannot be decided any more: a gap "first=?" */
+} ik__doubt_fate;
+
+/* What the store showed of a write. */
+typedef struct ik__doubt_verdict {
+    ik__doubt_fate fate;
+    int64_t first;    /* LANDED: its first ID (-1: landed, but where is not known) */
+    const char *code; /* LANDED: the gap's why= (NULL: answer_lost; store_unsafe, ...) */
+    char why[240];    /* what the store showed, for the log line ("" for the default) */
+} ik__doubt_verdict;
+
+/* One advance's write, as the doubt engine hands it to tag_advance. */
+typedef struct ik__tag_write {
+    char writer[33]; /* the lane's writer id: 30 random hex digits of the coord, 2 of the
+                      * lane; one advance at a time writes as it */
+    int lane;        /* 0 .. tag_lanes - 1 */
+    /* This call's write: wid, delta, kind and sent_ns set by the engine, which has
+     * recorded it as a doubt before the call; first and aux set by the backend
+     * before each send, as it learns them (a doubt of it keeps them). */
+    ik__doubt own;
+    /* A write of this call that landed but is not handed out (the evidence that rode
+     * with it was refused, or too few replicas have it): the backend sets fate
+     * LANDED (or UNKNOWN) here and returns IK_EUNSAFE or IK_EINDOUBT; the engine logs
+     * the gap and keeps no doubt. OPEN: nothing to say. */
+    ik__doubt_verdict own_fate;
+    /* The lane's open doubts of this tag, oldest first: the write reads whether they
+     * landed where the store can tell in the same round trip (or before the write,
+     * which then is not sent if it cannot tell), and sets fate[i]; one left OPEN is
+     * kept. */
+    const ik__doubt *carried;
+    int n_carried;
+    ik__doubt_verdict *fate;
+} ik__tag_write;
+
 struct ik__backend_ops {
     const char *scheme;   /* "local", "zk": coord.c gives it every URI "SCHEME:..." */
     const char *uri_form; /* the URI's shape, for messages: "local:DIR" */
@@ -91,6 +151,18 @@ struct ik__backend_ops {
     /* Where recipe is NULL: why this backend has no locks and which to use instead
      * (ik_coord_locks_check's answer). NULL: a generic reason. */
     const char *no_locks;
+
+    /* The backend's own options (rules.h, "store options"), ended by a row whose name
+     * is NULL; NULL: none. coord.c takes them out of the URI's query and from
+     * ik_coord_options.store_options, checks them by their rows, and hands open every
+     * row's value (given, else its old field's, else its default) in
+     * o->store_options, read with ik__store_opt: open never reads them elsewhere. With
+     * a table, a '?' in the URI starts its query. */
+    const ik__store_option *options;
+    /* The URI's own query keys besides the table's, "db, prefix, user" (redis://), or
+     * "*" for any: coord.c leaves those in the URI for uri_check to judge. NULL: none.
+     * Any other key is refused, naming both. */
+    const char *uri_keys;
 
     /* 1 if open takes ik_coord_options.leaf_name (joins a Leaf snowflake fleet's
      * worker nodes); coord.c refuses the option for a backend without it. */
@@ -160,17 +232,11 @@ struct ik__backend_ops {
 
     /* ---- the stop (docs/guarantees.md promise 13) ------------------------------ */
 
-    /* Settles or logs every open doubt of the backend's counters (a tag advance
-     * whose answer was lost), by deadline_mono_ns: one read each, or a gap line of
-     * unknown place ("first=?", why=maybe_recorded) for each it cannot place. With
-     * refused non-NULL (coord.c: the checks refuse the store, or the stop's deadline
-     * passed),
-     * it touches nothing and logs each doubt with that reason: a doubt is never
-     * settled through a store its checks refuse. A settled or logged doubt is
-     * forgotten (close logs only what is left). No tag advance runs meanwhile. NULL:
-     * a backend whose writes are never in doubt. */
+    /* A backend not yet on the doubt engine (tag_settle NULL) settles its own doubts:
+     * settle settles or logs each by deadline_mono_ns, or with refused non-NULL
+     * logs each with that reason without a word to the store; doubts counts them.
+     * Both go once every backend is on the engine. */
     void (*settle)(ik__backend *b, int64_t deadline_mono_ns, const char *refused);
-    /* How many doubts are open now, for settle (no I/O). With settle, or NULL. */
     int (*doubts)(ik__backend *b);
 
     /* Cuts the backend for a bounded stop (coord.c calls it once, at the stop's
@@ -199,15 +265,50 @@ struct ik__backend_ops {
     int (*tag_get)(ik__backend *b, const char *app, const char *name, ik_tag_info *out);
     /* All tags of app, ordered by name; *out freed with ik_free. */
     int (*tag_list)(ik__backend *b, const char *app, ik_tag_info **out, size_t *n);
-    /* Advances the tag's max_id by delta > 0 if the tag is of `kind`; *first = the
-     * old max_id, and the caller alone owns [first, first + delta). Returns 0 only
-     * once the store durably recorded the advance. IK_ENOTFOUND, IK_EKIND, IK_ERANGE
-     * (past INT64_MAX), IK_ESTORE or IK_EUNSAFE (certainly not done: unreachable, or
-     * a store hazard refused), IK_EINDOUBT (may have been done: the caller must
-     * never hand out that range). */
+    /* Advances the tag's max_id by w->own.delta > 0 if the tag is of `kind`; *first =
+     * the old max_id, and the caller alone owns [first, first + delta). Returns 0
+     * only once the store durably recorded the advance. IK_ENOTFOUND, IK_EKIND,
+     * IK_ERANGE (past INT64_MAX), IK_ESTORE or IK_EUNSAFE (certainly not done:
+     * unreachable, or a store hazard refused), IK_EINDOUBT (may have been done: the
+     * caller never hands out that range, and the doubt engine keeps it). The write
+     * carries w's writer and write id, and settles w's carried doubts where it can
+     * (ik__tag_write, below). */
     int (*tag_advance)(ik__backend *b, const char *app, const char *name, ik_tag_kind kind,
-                       int64_t delta, int64_t *first);
+                       ik__tag_write *w, int64_t *first);
+
+    /* ---- doubts: counter writes whose answer was lost (counters/doubt.c) --------- */
+
+    /* Settles w's carried doubts of (app, name) by one read (and where the store
+     * needs it, one fencing write carrying w->own.wid, so that none of them can still
+     * land after it), by deadline_mono_ns: a fate for each (OPEN: no answer in time).
+     * Called at the stop, after the checks passed, with no advance of the tag
+     * running. NULL: a backend whose writes are never in doubt (local:); the doubt
+     * engine is then not used. */
+    void (*tag_settle)(ik__backend *b, const char *app, const char *name, ik__tag_write *w,
+                       int64_t deadline_mono_ns);
+    /* Writers of one tag that may advance it at once (1 to 64): each is a lane of its
+     * own (its writer id), and a lane's writes reach the store one after another. */
+    int tag_lanes;
 };
+
+/* store_options.c: for coord.c. Takes table t's items out of uri's query (a key that
+ * is neither a row's nor one of uri_keys, as backend.h's uri_keys: IK_EURI) into one list with
+ * o->store_options (NULL o: the URI alone) and the deprecated fields t's rows name, each value
+ * checked by its row: *uri_out = uri without those items (NULL: uri as it is; freed with
+ * ik__store_uri_free), *list_out (if list_out) = "NAME=VALUE" for every row with a
+ * value or a default, NULL-terminated, freed with ik__store_options_free. scheme names
+ * the backend in messages. 0, IK_EURI (the URI's items), IK_EINVAL (o's) or
+ * IK_ENOMEM. */
+int ik__store_options_resolve(const ik__store_option *t, const char *uri_keys, const char *scheme,
+                              const char *uri, const ik_coord_options *o, char **uri_out,
+                              char ***list_out, char *why, size_t why_len);
+void ik__store_options_free(char **list); /* wipes each value; NULL is fine */
+void ik__store_uri_free(char *uri);       /* wipes it (it may hold a password) */
+
+/* store_options.c: for a backend's open: the value of its option name in what coord.c
+ * handed it (o->store_options), or NULL / none where the row has no value. */
+const char *ik__store_opt(const ik_coord_options *o, const char *name);
+int64_t ik__store_opt_int(const ik_coord_options *o, const char *name, int64_t none);
 
 /* How long ik_coord_settle (and so close) gives the doubts where no stop bound is
  * set (ik_coord_stop_within). */
@@ -216,6 +317,9 @@ struct ik__backend_ops {
 /* coord.c: the registry's backends, in order; *n = how many. For tests. */
 const ik__backend_ops *const *ik__coord_backends(size_t *n);
 
+/* coord.c: the doubt engine of a coord handle (counters/doubt.h); NULL for a backend
+ * whose writes are never in doubt, or one that still keeps its own. */
+struct ik__doubts *ik__coord_doubts(ik_coord *c);
 /* coord.c: the backend behind a coord handle. */
 ik__backend *ik__coord_backend(ik_coord *c);
 /* coord.c: IDKEEPER_TEST_WRITE_DELAY_MS as it was when c was opened (0: none). */

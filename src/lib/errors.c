@@ -1,11 +1,9 @@
-/* errors.c: the error enum's names and descriptions, and small shared helpers. */
+/* errors.c: the error enum's names and descriptions (ik_strerror, ik_errname), and
+ * ik__fail, the library's one way to return an error with its reason. */
 #include "internal.h"
 
-#include <inttypes.h>
 #include <stdarg.h>
-#include <stdatomic.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #ifdef IK_HAVE_ZK
@@ -71,16 +69,6 @@ const char *ik_errname(int err)
     return "IK_EUNKNOWN";
 }
 
-void ik_free(void *p)
-{
-    free(p);
-}
-
-const char *ik_version(void)
-{
-    return IK_VERSION_STRING;
-}
-
 int ik__fail(int err, char *why, size_t why_len, const char *fmt, ...)
 {
     if (why && why_len > 0) {
@@ -90,83 +78,4 @@ int ik__fail(int err, char *why, size_t why_len, const char *fmt, ...)
         va_end(ap);
     }
     return err;
-}
-
-int ik__valid_name(const char *s, size_t max)
-{
-    size_t n = 0;
-    if (!s) return 0;
-    for (; s[n]; n++) {
-        char c = s[n];
-        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                 c == '.' || c == '_' || c == ':' || c == '-';
-        if (!ok || n >= max) return 0;
-    }
-    return n > 0;
-}
-
-int ik__grow(void **v, size_t *cap, size_t n, size_t elem, size_t first)
-{
-    if (n < *cap) return IK_OK;
-    size_t nc = *cap ? *cap * 2 : first;
-    void *nv = realloc(*v, nc * elem);
-    if (!nv) return IK_ENOMEM;
-    *v = nv;
-    *cap = nc;
-    return IK_OK;
-}
-
-/* ---- the log sink ------------------------------------------------------------ */
-
-static _Atomic(ik_log_fn) log_fn;
-static void *_Atomic log_ctx;
-
-void ik_set_log(ik_log_fn fn, void *ctx)
-{
-    atomic_store(&log_ctx, ctx);
-    atomic_store(&log_fn, fn);
-}
-
-/* ---- the gap hook (ik_set_gap_hook) -------------------------------------------- */
-
-static _Atomic(ik_gap_fn) gap_fn;
-static void *_Atomic gap_ctx;
-
-void ik_set_gap_hook(ik_gap_fn fn, void *ctx)
-{
-    atomic_store(&gap_ctx, ctx);
-    atomic_store(&gap_fn, fn);
-}
-
-void ik__tag_gap(const char *app, const char *tag, ik_tag_kind kind, int64_t first, int64_t count,
-                 const char *why, const char *fmt, ...)
-{
-    char detail[512], at[24];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(detail, sizeof detail, fmt, ap);
-    va_end(ap);
-    if (first >= 0)
-        snprintf(at, sizeof at, "%" PRId64, first);
-    else
-        snprintf(at, sizeof at, "?");
-    ik__logf("tag gap tag=%s first=%s count=%" PRId64 " why=%s (app %s, %s: %s; these IDs are "
-             "never handed out)",
-             tag, at, count, why, app, kind == IK_TAG_SEQUENCE ? "sequence" : "segment", detail);
-    ik_gap_fn fn = atomic_load(&gap_fn);
-    if (fn) fn(atomic_load(&gap_ctx), app, tag, kind, first, count, why);
-}
-
-void ik__logf(const char *fmt, ...)
-{
-    char line[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    ik_log_fn fn = atomic_load(&log_fn);
-    if (fn)
-        fn(atomic_load(&log_ctx), line);
-    else
-        fprintf(stderr, "idkeeper: %s\n", line);
 }

@@ -37,7 +37,7 @@ void ik__deadline_ts(struct timespec *ts, int64_t ms);
 #include <pthread.h>
 void ik__cond_init_mono(pthread_cond_t *cv);
 
-/* The size rule of the public options structs (options.c). full (full_size bytes,
+/* The size rule of the public options structs (options_size.c). full (full_size bytes,
  * this library's struct) holds the defaults, as its *_options_init left them;
  * given is the caller's struct, whose first member is its size. Copies the fields
  * that lie within both sizes over the defaults, so fields beyond the caller's size

@@ -1,7 +1,7 @@
 /* buf.h: the bytes under both front doors: allocation that aborts on ENOMEM,
  * growable buffers, spans, numbers in and out, and case-insensitive compare.
  *
- * The RESP parser and writers (resp.c), the HTTP helpers (httputil.c) and the JSON
+ * The RESP parser and writers (resp.c), the HTTP helpers (http_util.c) and the JSON
  * code (json.c) are all above this file; it needs none of them. Nothing here touches
  * a socket, a loop or a global. Safe from any thread on distinct objects.
  */

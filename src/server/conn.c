@@ -5,7 +5,7 @@
  *
  * Calls go down only: pend.c (dropping and detaching answers), metrics and log.
  */
-#include "srv.h"
+#include "server_internal.h"
 
 #include <errno.h>
 #include <poll.h>

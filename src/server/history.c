@@ -13,7 +13,7 @@
  * Below the routes, the page, the pending answers and the server's start-up, which
  * call it; it calls only the library and the pure helpers (buf.c, json.c, log.c).
  */
-#include "srv.h"
+#include "server_internal.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* issue.c: what the two front doors (HTTP routes.c, RESP resp_cmds.c) share below
+/* issue.c: what the two front doors (HTTP http_routes.c, RESP resp_cmds.c) share below
  * them: issuing N segment or sequence IDs of a tag, answered now or later, and the
  * words for the library's refusals. Neither front door calls the other.
  *
@@ -11,7 +11,7 @@
  * Below both front doors, above the pending answers (pend.c): it calls neither
  * front door, nor the connection core.
  */
-#include "srv.h"
+#include "server_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,6 +69,17 @@ int ik__issue_into(ik__worker *w, ik__pend *p, ik__op op, int64_t *ids)
     int rc = ik_segment_next(srv->seg, p->tag, p->n, ids, ik__pend_on_ids, p);
     if (rc == IK_OK) ik__count_n(&w->m.segment_ids, p->n);
     return rc;
+}
+
+void ik__issue_count(ik__worker *w, const ik__pend *p)
+{
+    if (p->op == IK_OP_SEQUENCE) {
+        ik__count_n(&w->m.sequence_ids, p->nids);
+        ik__count(&w->m.sequence_ranges);
+        ik__history_add(w->srv, p->tag, p->nids);
+    } else {
+        ik__count_n(&w->m.segment_ids, p->nids);
+    }
 }
 
 int ik__issue(ik__worker *w, ik__op op, const char *tag, uint32_t n, int64_t *ids, ik__pend **pend)

@@ -5,7 +5,7 @@
  *
  * Below every other file of the daemon: it calls nothing of theirs.
  */
-#include "srv.h"
+#include "server_internal.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -8,7 +8,7 @@
  * srv->route_labels and srv->resp_labels at start. It calls nothing of the daemon but
  * the recent past's range count (history.c); readiness comes from its caller.
  */
-#include "srv.h"
+#include "server_internal.h"
 
 #include <stddef.h>
 #include <stdio.h>

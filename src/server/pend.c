@@ -5,7 +5,7 @@
  * Calls go down only (log.c, metrics.c, the library). A pending answer reaches its
  * connection through the protocol's answer hook (conn.h), set by the protocol.
  */
-#include "srv.h"
+#include "server_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,10 +24,10 @@ void ik__pend_free(ik__pend *p)
 {
     if (!p) return;
     if (p->ids && p->ids != p->ids_inline) free(p->ids);
-    if (p->tagop) {
-        ik_free(p->tagop->list);
-        ik_free(p->tagop->slots);
-        free(p->tagop);
+    if (p->pool) {
+        ik_free(p->pool->list);
+        ik_free(p->pool->slots);
+        free(p->pool);
     }
     ik__buf_reset(&p->out);
     free(p);

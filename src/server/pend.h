@@ -25,7 +25,7 @@
 #ifndef IK_PEND_H
 #define IK_PEND_H
 
-#include "httputil.h"
+#include "http_util.h"
 #include "json.h"
 
 #include <uv.h>
@@ -46,8 +46,9 @@ typedef enum ik__op {
     IK_OP_SNOWFLAKE /* a snowflake request the generator asked to retry (IK_AGAIN) */
 } ik__op;
 
-/* The tag routes' work in the thread pool: inputs and results. */
-typedef struct ik__tagop {
+/* A route's call to the store in libuv's thread pool, its inputs and results: the
+ * tag routes', GET /v1/workers' (the app's slots) and the status page's (both). */
+typedef struct ik__pool_call {
     uv_work_t work;
     ik__tag_body body; /* create: the request */
     ik_tag_info info;  /* create: the tag read back (or the one in the way); get */
@@ -60,7 +61,7 @@ typedef struct ik__tagop {
     int slots_rc;    /* page: the slots list's result */
     char decode[24]; /* page: the ?decode= ID asked for, "" if none */
     char why[256];   /* create: the library's reason */
-} ik__tagop;
+} ik__pool_call;
 
 /* Why a pending answer lost its connection (ik__pend.gone); names in ik__gone_text
  * (log lines) and ik__gone_label (metric labels), metrics.c. */
@@ -91,7 +92,7 @@ typedef struct ik__pend {
     int64_t *ids;  /* else the IDs (ids_inline or malloc'ed) */
     size_t nids;
     int64_t ids_inline[4];
-    ik__tagop *tagop;
+    ik__pool_call *pool; /* a call in the thread pool (HTTP: tags, slots, the page) */
     ik_snowflake_try sf; /* IK_OP_SNOWFLAKE: the request's state; IDs in ids[0..n-1] */
     ik__buf out;         /* the serialized answer, once done */
     char out_inline[256];

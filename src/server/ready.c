@@ -6,7 +6,7 @@
  * Reads the lease's and the generator's state (thread-safe library calls) and the
  * clocks; changes nothing. Any thread.
  */
-#include "srv.h"
+#include "server_internal.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -32,7 +32,7 @@
  * configuration, or serve on more than one address. A supervisor does the first
  * three; SO_REUSEPORT lets a second process share the port during a hand-over.
  */
-#include "srv.h"
+#include "server_internal.h"
 #include "../lib/rules.h"
 
 #include <arpa/inet.h>

@@ -1,6 +1,7 @@
-/* server.h: the idkeeper daemon (`idkeeper serve`), an HTTP/1.1 front end over
- * libidkeeper. The CLI fills an ik_server_config from flags, environment and the
- * config file, and calls ik_server_run(). */
+/* server.h: the idkeeper daemon (`idkeeper serve`: HTTP/1.1, and the Redis protocol
+ * with --resp, over libidkeeper) as the CLI sees it, and all it sees: the CLI fills
+ * an ik_server_config from flags, environment and the config file, and calls
+ * ik_server_run(). The daemon's own files share server_internal.h. */
 #ifndef IK_SERVER_H
 #define IK_SERVER_H
 

@@ -18,7 +18,7 @@ function(ik_add_fuzz_driver name src libfuzzer)
     add_executable(${name}_replay ${srcs} ${CMAKE_SOURCE_DIR}/tests/fuzz/replay.c)
     set(name ${name}_replay)
   endif()
-  target_include_directories(${name} PRIVATE ${IK_LIB_INCLUDES} ${CMAKE_SOURCE_DIR}/src/server
+  target_include_directories(${name} PRIVATE ${IK_LIB_INCLUDES} ${IK_SERVER_INCLUDES}
     ${CMAKE_SOURCE_DIR}/src/cli ${HTTP_PARSER_INCLUDE})
   target_link_libraries(${name} PRIVATE idkeeper_static ${HTTP_PARSER_LIB} PkgConfig::INIH PkgConfig::UV
     PkgConfig::JANSSON PkgConfig::CRYPTO m)

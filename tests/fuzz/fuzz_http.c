@@ -1,7 +1,7 @@
 /* fuzz_http.c: the daemon's request layer without sockets: HTTP/1.x framing
- * (reqparse.c: the HTTP parser with the daemon's limits, keep-alive, pipelining, chunked
+ * (http_framing.c: the HTTP parser with the daemon's limits, keep-alive, pipelining, chunked
  * bodies), the request target (path, query), route matching over the daemon's own
- * route table (routes.h), and each route's input parsing: count, format, tag names
+ * route table (http_routes.h), and each route's input parsing: count, format, tag names
  * in the path (percent-decoded), IDs, and the JSON body of POST /v1/tags.
  *
  * Input: byte 0 picks how the stream is cut into reads (1 to 63 bytes each, or all
@@ -22,13 +22,13 @@
  * crash, no leak.
  */
 /* clang-format off */
-/* fuzz-sources: src/server/reqparse.c src/server/httputil.c src/server/buf.c src/server/json.c src/server/token.c */
+/* fuzz-sources: src/server/http/http_framing.c src/server/http/http_util.c src/server/buf.c src/server/json.c src/server/token.c */
 /* clang-format on */
 #include "fuzz.h"
 #include "idkeeper.h"
 #include "json.h"
-#include "reqparse.h"
-#include "routes.h"
+#include "http_framing.h"
+#include "http_routes.h"
 #include "token.h"
 
 #include <stdint.h>
@@ -70,7 +70,7 @@ static void check_tag(ik__span seg)
     }
 }
 
-/* The one query decoder and number rule (httputil.h), on every parameter the routes
+/* The one query decoder and number rule (http_util.h), on every parameter the routes
  * read: a value is decoded within its buffer, or refused; an accepted number is in
  * range and its decoded text is its plain decimal (no sign, no leading zero, no
  * space): the same rule for count and seconds. */
@@ -174,7 +174,7 @@ static void on_request(ik__reqp *rp, void *ctx)
         if (ik_parse_id(rq.params[0].p, rq.params[0].n, &id) == 0) check(id >= 0);
     }
     if (rq.method == IK_HTTP_POST) check_body(&rq.body);
-    if (rq.auth.n > 6) { /* as routes.c's authorized() reads "Basic <base64>" */
+    if (rq.auth.n > 6) { /* as http_routes.c's authorized() reads "Basic <base64>" */
         char plain[768];
         long pl = ik__base64_decode(rq.auth.p + 6, rq.auth.n - 6, plain, sizeof plain);
         check(pl >= -1 && pl <= (long)sizeof plain);

@@ -18,7 +18,7 @@
  * input that is never read (the corpus's long runs of ID commands) is parsed
  * command by command, each within the limits. Under ASan/UBSan: no crash, no leak.
  */
-/* fuzz-sources: src/server/resp.c src/server/buf.c */
+/* fuzz-sources: src/server/resp/resp.c src/server/buf.c */
 #include "fuzz.h"
 #include "resp.h"
 

@@ -40,7 +40,7 @@
  *
  * What it deliberately does not do: HTTPS, pipelining, redirects, bodies.
  */
-#include "reqparse.h"
+#include "http_framing.h"
 
 #include <uv.h>
 

@@ -6,10 +6,11 @@
 #      against the others' defined ones). Only the objects of the sources in the tree
 #      now count, never a stale one left in the build directory by a removed file.
 #   2. no file in src/lib over 1,100 lines.
-#   3. http_parser named only in src/server/reqparse.* among all the C files of the
-#      tree (git's tracked *.c and *.h; outside git, those under src, tests and
+#   3. http_parser named only in src/server/http/http_framing.* among all the C files
+#      of the tree (git's tracked *.c and *.h; outside git, those under src, tests and
 #      bench): the daemon, the CLI's HTTP client, the fuzz drivers and the test tools
-#      reach the parser through reqparse.h, so a move to llhttp touches one file pair.
+#      reach the parser through http_framing.h, so a move to llhttp touches one file
+#      pair.
 #   4. zoo_multi and zoo_amulti called only in src/lib/backends/zk/zk_session.c: every multi of
 #      the product goes through ik__zk_multi / ik__zk_amulti, which send none on a
 #      handle whose session the client knows is dead (zk_session.c, invariant ZS4:
@@ -22,9 +23,13 @@
 #      (coord.c), so core/ and counters/ call none; and no calls between backend
 #      folders, but into a shared layer built with the caller's (pg/ and mysql/ into
 #      sql/).
-#   7. docs/architecture.md's tree names every file under src/, and every file or
+#   7. the folders of src/server (tests/tools/folders.py server): no call between the
+#      front doors' folders (http/, resp/), none into one from the top of src/server
+#      but server.c's and loop.c's, every file of a door's folder named for its
+#      door, and no file name twice under src/.
+#   8. docs/architecture.md's tree names every file under src/, and every file or
 #      folder under src/ it names exists (tests/tools/folders.py tree).
-#   8. the docs that restate the code agree with it (tests/tools/docs_code.py): the
+#   9. the docs that restate the code agree with it (tests/tools/docs_code.py): the
 #      man page's route list is the HTTP route table; docs/testing.md's table of
 #      conformance groups has a row per group, a column per backend that runs the
 #      suite (local: and cmake/backends.cmake's), "-" where a group is skipped, and
@@ -56,7 +61,7 @@ layer() {
 [ -r "$build/ik_lib_sources.txt" ] || no "no $build/ik_lib_sources.txt (configure first)"
 mapfile -t libsrc < <(grep . "$build/ik_lib_sources.txt" 2>/dev/null)
 layer lib "$build/CMakeFiles/ik_obj.dir" "${libsrc[@]}"
-layer server "$build/CMakeFiles/idkeeper.dir" $(cd "$src" && ls src/server/*.c)
+layer server "$build/CMakeFiles/idkeeper.dir" $(cd "$src" && find src/server -name '*.c' | sort)
 /usr/bin/python3 "$src/tests/tools/callcycles.py" "$tmp/lib" "$tmp/server" ||
   no "call cycles among the objects of src/lib or src/server (above)"
 
@@ -70,8 +75,8 @@ if git -C "$src" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
 else
   cfiles=$(cd "$src" && find src tests bench -name '*.[ch]' | sort)
 fi
-hits=$(cd "$src" && echo "$cfiles" | grep -v '^src/server/reqparse\.[ch]$' | xargs -r grep -l 'http_parser' --)
-[ -z "$hits" ] || no "http_parser named outside src/server/reqparse.* (use reqparse.h's ik__reqp_*, ik__httpresp_*, ik__http_lib_version): $(echo $hits)"
+hits=$(cd "$src" && echo "$cfiles" | grep -v '^src/server/http/http_framing\.[ch]$' | xargs -r grep -l 'http_parser' --)
+[ -z "$hits" ] || no "http_parser named outside src/server/http/http_framing.* (use http_framing.h's ik__reqp_*, ik__httpresp_*, ik__http_lib_version): $(echo $hits)"
 
 hits=$(cd "$src" && echo "$cfiles" | grep '^src/' | grep -v '^src/lib/backends/zk/zk_session\.c$' | xargs -r grep -lE '\<zoo_a?multi[[:space:]]*\(' --)
 [ -z "$hits" ] || no "zoo_multi/zoo_amulti called outside src/lib/backends/zk/zk_session.c (use ik__zk_multi / ik__zk_amulti: invariant ZS4): $(echo $hits)"
@@ -82,11 +87,13 @@ $hits"
 
 /usr/bin/python3 "$src/tests/tools/folders.py" calls "$src" "$build" ||
   no "calls into a backend folder from outside it (above; docs/architecture.md, \"Folders\")"
+/usr/bin/python3 "$src/tests/tools/folders.py" server "$src" "$build" ||
+  no "the front doors' folders of src/server mixed (above; docs/architecture.md's tree)"
 /usr/bin/python3 "$src/tests/tools/folders.py" tree "$src" ||
   no "docs/architecture.md's tree and src/ disagree (above)"
 
 /usr/bin/python3 "$src/tests/tools/docs_code.py" "$src" ||
   no "docs that restate the code disagree with it (above)"
 
-((bad == 0)) && echo "structure: no call cycle in src/lib or src/server, no src/lib file over 1,100 lines, no C file but src/server/reqparse.* names http_parser, every multi through zk_session.c, the folder rules kept, the tree of docs/architecture.md complete, the man page's routes and testing.md's group table current"
+((bad == 0)) && echo "structure: no call cycle in src/lib or src/server, no src/lib file over 1,100 lines, no C file but src/server/http/http_framing.* names http_parser, every multi through zk_session.c, the folder rules of src/lib and src/server kept, the tree of docs/architecture.md complete, the man page's routes and testing.md's group table current"
 exit $bad

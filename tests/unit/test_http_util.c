@@ -1,14 +1,14 @@
-/* test_http_util.c: the daemon's pure helpers (src/server/httputil.c): route
+/* test_http_util.c: the daemon's pure helpers (src/server/http/http_util.c): route
  * patterns, query strings, numbers, listen addresses, content negotiation, buffers,
- * JSON strings and dates; the request framing (reqparse.c) with its header names and
- * request targets cut at every byte, and the serialized answer (httpreply.c). The
+ * JSON strings and dates; the request framing (http_framing.c) with its header names and
+ * request targets cut at every byte, and the serialized answer (http_reply.c). The
  * helpers touch no socket, so the files are compiled in directly; the test links
  * libidkeeper and the HTTP parser. */
 #include "buf.c"
-#include "httpreply.c"
-#include "httputil.c"
+#include "http_reply.c"
+#include "http_util.c"
 #include "json.c"
-#include "reqparse.c"
+#include "http_framing.c"
 #include "token.c"
 
 #include <setjmp.h>
@@ -287,7 +287,7 @@ static void test_misc(void **state)
     }
 }
 
-/* ---- request framing (reqparse.c) --------------------------------------------------- */
+/* ---- request framing (http_framing.c) --------------------------------------------------- */
 
 typedef struct seen {
     int n;
@@ -367,7 +367,7 @@ static void seen_eq(const seen *a, const seen *b)
     }
 }
 
-static void test_reqparse_headers(void **state)
+static void test_framing_headers(void **state)
 {
     size_t n = sizeof stream - 1;
     char storage[64];
@@ -533,7 +533,7 @@ int main(void)
         cmocka_unit_test(test_json_str),
         cmocka_unit_test(test_dates),
         cmocka_unit_test(test_misc),
-        cmocka_unit_test(test_reqparse_headers),
+        cmocka_unit_test(test_framing_headers),
         cmocka_unit_test(test_header_names),
         cmocka_unit_test(test_split_target),
         cmocka_unit_test(test_reply_serialize),

@@ -1,7 +1,7 @@
-/* test_resp.c: the RESP parser and reply writers (src/server/resp.c), which touch no
+/* test_resp.c: the RESP parser and reply writers (src/server/resp/resp.c), which touch no
  * socket: multibulk and inline commands cut into reads anywhere, Redis's inline
  * quoting, empty commands, every protocol error and limit, and the RESP2/RESP3
- * reply shapes. resp.c and httputil.c are compiled in directly. */
+ * reply shapes. resp.c and http_util.c are compiled in directly. */
 #include "buf.c"
 #include "resp.c"
 

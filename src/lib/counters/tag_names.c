@@ -5,6 +5,19 @@
 
 #include <string.h>
 
+int ik__valid_name(const char *s, size_t max)
+{
+    size_t n = 0;
+    if (!s) return 0;
+    for (; s[n]; n++) {
+        char c = s[n];
+        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                 c == '.' || c == '_' || c == ':' || c == '-';
+        if (!ok || n >= max) return 0;
+    }
+    return n > 0;
+}
+
 int ik_tag_name_check(const char *name, char *why, size_t why_len)
 {
     if (!name || !*name) return ik__fail(IK_EINVAL, why, why_len, "tag name is empty");

@@ -2,6 +2,7 @@
  * The name and kind rules live below it, in tag_names.c, where the backends' tag
  * stores use them too without calling up into this file. */
 #include "backend.h"
+#include "doubt.h"
 #include "internal.h"
 
 #include <inttypes.h>
@@ -79,5 +80,13 @@ int ik__tag_advance(ik_coord *c, const char *app, const char *name, ik_tag_kind 
         struct timespec ts = {delay / 1000, (long)(delay % 1000) * 1000000};
         nanosleep(&ts, NULL);
     }
-    return be->ops->tag_advance(be, app, name, kind, delta, first);
+    ik__doubts *d = ik__coord_doubts(c);
+    if (d) return ik__doubts_advance(d, be, app, name, kind, delta, first);
+    ik__tag_write w; /* a backend whose writes are never in doubt, or one with a table of
+                        its own (backend.h) */
+    memset(&w, 0, sizeof w);
+    w.own.delta = delta;
+    w.own.kind = kind;
+    w.own.first = -1;
+    return be->ops->tag_advance(be, app, name, kind, &w, first);
 }

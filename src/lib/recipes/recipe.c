@@ -106,7 +106,7 @@ void ik_election_options_init(ik_election_options *o)
 }
 
 /* The caller's lock options as far as their size goes, defaults beyond, into
- * *opts: 0, or IK_EINVAL (options.c's rule). */
+ * *opts: 0, or IK_EINVAL (options_size.c's rule). */
 static int lock_options(const ik_lock_options *o, ik_lock_options *opts)
 {
     ik_lock_options_init(opts);

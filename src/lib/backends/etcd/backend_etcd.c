@@ -121,13 +121,13 @@ static void etcd_client_version(char *buf, size_t len)
 #define ETCD_OPS(SCHEME, FORM)                                                                     \
     {                                                                                              \
         .scheme = (SCHEME), .uri_form = (FORM), .uri_check = ik__etcd_uri_check,                   \
-        .recipe = &ik__recipe_etcd_ops, .open = etcd_open, .close = etcd_close, .uri = etcd_uri,   \
-        .slot_acquire = ik__etcd_slot_acquire, .slot_persist = ik__etcd_slot_persist,              \
-        .slot_release = ik__etcd_slot_release, .slot_forget = ik__etcd_slot_forget,                \
-        .recover = NULL, .slots_list = ik__etcd_slots_list, .slot_free_ms = etcd_slot_free_ms,     \
-        .session = etcd_session, .hazards_check = ik__etcd_hazards_check, .settle = NULL,          \
-        .doubts = NULL, .cut = etcd_cut, .close_after_cut_ms = 0,                                  \
-        .client_version = etcd_client_version,                                                     \
+        .recipe = &ik__recipe_etcd_ops, .uri_keys = "cacert, cert, key, user", .open = etcd_open,  \
+        .close = etcd_close, .uri = etcd_uri, .slot_acquire = ik__etcd_slot_acquire,               \
+        .slot_persist = ik__etcd_slot_persist, .slot_release = ik__etcd_slot_release,              \
+        .slot_forget = ik__etcd_slot_forget, .recover = NULL, .slots_list = ik__etcd_slots_list,   \
+        .slot_free_ms = etcd_slot_free_ms, .session = etcd_session,                                \
+        .hazards_check = ik__etcd_hazards_check, .settle = NULL, .doubts = NULL, .cut = etcd_cut,  \
+        .close_after_cut_ms = 0, .client_version = etcd_client_version,                            \
     }
 
 const ik__backend_ops ik__backend_etcd_ops = ETCD_OPS("etcd", "etcd://HOST:PORT[,...][/PREFIX]");

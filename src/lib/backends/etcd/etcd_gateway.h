@@ -1,7 +1,7 @@
 /* etcd_gateway.h: the etcd client under every etcd:// file of the library: typed
  * calls on etcd's v3 JSON gateway (POST /v3/kv/range, /v3/kv/txn, /v3/lease/...,
  * /v3/watch), made with libcurl and read with jansson, both sealed in
- * etcd_gateway.c as http_parser is behind reqparse.c: no other file names either.
+ * etcd_gateway.c (no other file names either), as the daemon seals its HTTP parser.
  *
  * What the gateway's JSON is, once (etcd 3.4, 3.5 and 3.6 serve the same paths):
  * keys and values are base64; 64-bit integers are JSON strings; a field at its

@@ -29,7 +29,7 @@ int ik__local_tag_create(ik__backend *be, const char *app, const ik_tag_info *t,
 int ik__local_tag_get(ik__backend *be, const char *app, const char *name, ik_tag_info *out);
 int ik__local_tag_list(ik__backend *be, const char *app, ik_tag_info **out, size_t *n);
 int ik__local_tag_advance(ik__backend *be, const char *app, const char *name, ik_tag_kind kind,
-                          int64_t delta, int64_t *first);
+                          ik__tag_write *w, int64_t *first);
 void ik__local_tags_close(local_backend *b);
 
 /* backend_local.c: the ops table, named by the registry (coord.c); recipe_local.c:

@@ -172,8 +172,9 @@ int ik__local_tag_list(ik__backend *be, const char *app, ik_tag_info **out, size
 }
 
 int ik__local_tag_advance(ik__backend *be, const char *app, const char *name, ik_tag_kind kind,
-                          int64_t delta, int64_t *first)
+                          ik__tag_write *w, int64_t *first)
 {
+    int64_t delta = w->own.delta;
     local_backend *b = (local_backend *)be;
     int rc = ik__local_hazards_gate(b);
     if (rc) return rc;

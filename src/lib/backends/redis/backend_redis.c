@@ -18,6 +18,7 @@
 #include "internal.h"
 #include "redis_conn.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -27,7 +28,6 @@ static void redis_close(ik__backend *be)
 {
     ik__redis_backend *b = ik__redis_backend_of(be);
     if (!b) return;
-    ik__redis_tags_close(b); /* first: it may settle doubts on the client */
     ik__redis_client_close(&b->rc);
     ik__hazards_free(&b->base.hz);
     free(b);
@@ -39,8 +39,7 @@ static int redis_open(const char *uri, const ik_coord_options *o, ik__backend **
     ik__redis_backend *b = calloc(1, sizeof *b);
     if (!b) return IK_ENOMEM;
     b->base.ops = &ik__backend_redis_ops;
-    int rc = ik__redis_tags_new(&b->tags);
-    if (rc == IK_OK) rc = ik__redis_client_open(&b->rc, uri, o, &b->base.hz, why, why_len);
+    int rc = ik__redis_client_open(&b->rc, uri, o, &b->base.hz, why, why_len);
     if (rc) {
         redis_close(&b->base);
         return rc;
@@ -87,18 +86,35 @@ static void redis_client_version(char *buf, size_t len)
     snprintf(buf, len, "hiredis %d.%d.%d", HIREDIS_MAJOR, HIREDIS_MINOR, HIREDIS_PATCH);
 }
 
+/* Its options (rules.h, "store options"), one table for both schemes: --redis-NAME,
+ * or ?NAME= in the URI beside its own keys (db, prefix, user). */
+static const ik__store_option redis_options[] = {
+    {.family = "redis",
+     .name = "wait-replicas",
+     .shape = IK__STORE_INT,
+     .min = 0,
+     .max = 100,
+     .def = "0",
+     .metavar = "N",
+     .help = "each counter write waits until N replicas have it (WAIT); one not confirmed in "
+             "time is in doubt and never handed out",
+     .legacy = offsetof(ik_coord_options, redis_wait_replicas)},
+    {.name = NULL},
+};
+
 #define REDIS_OPS(SCHEME, FORM)                                                                    \
     {                                                                                              \
         .scheme = (SCHEME), .uri_form = (FORM), .uri_check = ik__redis_uri_check, .recipe = NULL,  \
-        .no_locks = NO_LOCKS, .open = redis_open, .close = redis_close, .uri = ik__redis_uri,      \
+        .no_locks = NO_LOCKS, .options = redis_options, .uri_keys = "db, prefix, user",            \
+        .open = redis_open, .close = redis_close, .uri = ik__redis_uri,                            \
         .slot_acquire = ik__redis_slot_acquire, .slot_persist = ik__redis_slot_persist,            \
         .slot_release = ik__redis_slot_release, .slot_forget = ik__redis_slot_forget,              \
         .recover = NULL, .slots_list = ik__redis_slots_list,                                       \
         .slot_free_ms = ik__redis_slot_free_ms, .session = ik__redis_session_desc,                 \
-        .hazards_check = redis_hazards_check, .settle = ik__redis_settle,                          \
-        .doubts = ik__redis_doubts, .cut = redis_cut, .client_version = redis_client_version,      \
-        .tag_create = ik__redis_tag_create, .tag_get = ik__redis_tag_get,                          \
-        .tag_list = ik__redis_tag_list, .tag_advance = ik__redis_tag_advance,                      \
+        .hazards_check = redis_hazards_check, .cut = redis_cut,                                    \
+        .client_version = redis_client_version, .tag_create = ik__redis_tag_create,                \
+        .tag_get = ik__redis_tag_get, .tag_list = ik__redis_tag_list,                              \
+        .tag_advance = ik__redis_tag_advance, .tag_settle = ik__redis_tag_settle, .tag_lanes = 64, \
     }
 
 const ik__backend_ops ik__backend_redis_ops = REDIS_OPS("redis", "redis://HOST[:PORT][/DB]");

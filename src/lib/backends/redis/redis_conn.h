@@ -187,11 +187,9 @@ void ik__redis_log_limited(ik__redis_client *rc, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 /* A redis:// backend object: what backend_redis.c allocates. */
-struct ik__redis_tags;
 typedef struct ik__redis_backend {
     ik__backend base;
     ik__redis_client rc;
-    struct ik__redis_tags *tags; /* backend_redis_tags.c */
 } ik__redis_backend;
 
 static inline ik__redis_backend *ik__redis_backend_of(ik__backend *be)
@@ -215,20 +213,22 @@ int ik__redis_slot_release(ik__backend *be, void *handle, int64_t record_ms);
 void ik__redis_slot_forget(ik__backend *be, void *handle);
 int ik__redis_slots_list(ik__backend *be, const char *app, ik_slot_info **out, size_t *n);
 
-int ik__redis_tags_new(struct ik__redis_tags **out);
-/* The seam's settle and doubts (backend.h): every doubt still open settled (RT5 in
- * backend_redis_tags.c: one fenced read of each tag's writer key) or logged. */
-void ik__redis_settle(ik__backend *be, int64_t deadline_ns, const char *refused);
-int ik__redis_doubts(ik__backend *be);
-/* The close's part of the tags, before the client closes: settles what is left
- * (within IK__SETTLE_MS), then frees b->tags. */
-void ik__redis_tags_close(ik__redis_backend *b);
+#define IK__REDIS_KEY_MAX 512
+#define IK__REDIS_TAG_TIMEOUT_MS 5000 /* one counter call waits this long for its answer */
+/* backend_redis_tagmeta.c: a tag's hash key and counter key into meta and counter
+ * (IK__REDIS_KEY_MAX each); a decimal int64 from s (0, or -1). */
+void ik__redis_tag_keys(ik__redis_client *rc, const char *app, const char *name, char *meta,
+                        char *counter);
+int ik__redis_parse_i64(const char *s, int64_t *v);
 int ik__redis_tag_create(ik__backend *be, const char *app, const ik_tag_info *t, char *why,
                          size_t why_len);
 int ik__redis_tag_get(ik__backend *be, const char *app, const char *name, ik_tag_info *out);
 int ik__redis_tag_list(ik__backend *be, const char *app, ik_tag_info **out, size_t *n);
 int ik__redis_tag_advance(ik__backend *be, const char *app, const char *name, ik_tag_kind kind,
-                          int64_t delta, int64_t *first);
+                          ik__tag_write *w, int64_t *first);
+/* The stop's settle of one writer's doubts of a tag (backend_redis_tags.c, RT5). */
+void ik__redis_tag_settle(ik__backend *be, const char *app, const char *name, ik__tag_write *w,
+                          int64_t deadline_ns);
 
 /* The tag's counter key: PREFIX + TAG for the app "default" (so that an existing
  * INCR key of that name is the tag's counter, docs/redis.md "Adopting a key"),

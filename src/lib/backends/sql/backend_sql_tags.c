@@ -657,8 +657,9 @@ static int advance_lane(ik__sql_backend *b, const char *app, const char *name, i
 }
 
 int ik__sql_tag_advance(ik__backend *be, const char *app, const char *name, ik_tag_kind kind,
-                        int64_t delta, int64_t *first)
+                        ik__tag_write *w, int64_t *first)
 {
+    int64_t delta = w->own.delta;
     ik__sql_backend *b = ik__sql_of(be);
     char biz[BIZ_TAG_MAX * 3];
     if (delta <= 0) return IK_EINVAL;

@@ -366,7 +366,7 @@ int ik__sql_tag_create(ik__backend *be, const char *app, const ik_tag_info *t, c
 int ik__sql_tag_get(ik__backend *be, const char *app, const char *name, ik_tag_info *out);
 int ik__sql_tag_list(ik__backend *be, const char *app, ik_tag_info **out, size_t *n);
 int ik__sql_tag_advance(ik__backend *be, const char *app, const char *name, ik_tag_kind kind,
-                        int64_t delta, int64_t *first);
+                        ik__tag_write *w, int64_t *first);
 int ik__sql_hazards_check(ik__backend *be, char *why, size_t why_len);
 int ik__sql_lock_init(ik_lock *lk);
 void ik__sql_lock_fini(ik_lock *lk);

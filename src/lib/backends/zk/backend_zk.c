@@ -21,6 +21,7 @@
 #include "zk_hazards.h"
 #include "zk_session.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -83,11 +84,33 @@ static void zk_client_version(char *buf, size_t len)
     snprintf(buf, len, "zookeeper %s", ZOO_VERSION); /* the C client has no run-time call */
 }
 
+/* Its options (rules.h, "store options"): --zk-NAME, or ?NAME= in the URI. */
+static const ik__store_option zk_options[] = {
+    {.family = "zk",
+     .name = "session-timeout",
+     .shape = IK__STORE_INT,
+     .min = 100,
+     .max = 3600000,
+     .def = "10000",
+     .metavar = "MS",
+     .help = "ZooKeeper session timeout: a dead holder's slot frees after it",
+     .legacy = offsetof(ik_coord_options, zk_session_timeout_ms)},
+    {.family = "zk",
+     .name = "auth",
+     .shape = IK__STORE_USERPASS,
+     .metavar = "USER:PASSWORD",
+     .help = "ZooKeeper digest auth, and ACLs on every node made (prefer the environment or the "
+             "config file)",
+     .legacy = offsetof(ik_coord_options, zk_auth)},
+    {.name = NULL},
+};
+
 const ik__backend_ops ik__backend_zk_ops = {
     .scheme = "zk",
     .uri_form = "zk://HOST:PORT[,HOST:PORT...][/CHROOT]",
     .uri_check = ik__zk_uri_check,
     .recipe = &ik__recipe_zk_ops,
+    .options = zk_options,
     .leaf_fleet = 1,
     .open = zk_open,
     .close = zk_close,

@@ -793,8 +793,9 @@ int ik__zk_gated_slot_persist(ik__backend *be, void *handle, int64_t record_ms,
 }
 
 int ik__zk_gated_tag_advance(ik__backend *be, const char *app, const char *name, ik_tag_kind kind,
-                             int64_t delta, int64_t *first)
+                             ik__tag_write *w, int64_t *first)
 {
+    int64_t delta = w->own.delta;
     /* the connection wait the advance would make (up to 2 s), made here, so that
      * the advance sends on a connection judged first: one that is still down
      * answers now (certainly not done), not after a second wait of its own that a

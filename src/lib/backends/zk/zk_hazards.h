@@ -29,7 +29,7 @@ int ik__zk_gated_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__
 int ik__zk_gated_slot_persist(ik__backend *be, void *handle, int64_t record_ms,
                               ik__lease_proof *proof, int64_t *written_ms);
 int ik__zk_gated_tag_advance(ik__backend *be, const char *app, const char *name, ik_tag_kind kind,
-                             int64_t delta, int64_t *first);
+                             ik__tag_write *w, int64_t *first);
 
 /* The pure parts, for tests/unit/test_zk_hazards.c. */
 /* A four-letter word's answer that says the word is not in 4lw.commands.whitelist. */

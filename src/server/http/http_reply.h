@@ -1,4 +1,4 @@
-/* httpreply.h: an HTTP answer before it is written (ik__http_reply), the JSON error body
+/* http_reply.h: an HTTP answer before it is written (ik__http_reply), the JSON error body
  * every route and the connection layer answer with, extra header lines, and the
  * serialized response (status line, headers, body).
  *
@@ -6,8 +6,8 @@
  * write answers this way; nothing here touches a socket or a loop. Safe from any
  * thread on distinct objects.
  */
-#ifndef IK_HTTPREPLY_H
-#define IK_HTTPREPLY_H
+#ifndef IK_HTTP_REPLY_H
+#define IK_HTTP_REPLY_H
 
 #include "buf.h"
 

@@ -1,4 +1,4 @@
-/* httputil.h: HTTP request values: query strings, route patterns and the lookup of
+/* http_util.h: HTTP request values: query strings, route patterns and the lookup of
  * a route table, content negotiation, tag names in paths, the Date line. Buffers,
  * numbers and spans are buf.h's; JSON is json.h's; the token's checks are token.h's.
  *
@@ -6,10 +6,10 @@
  * memory it is given, so unit tests (tests/unit/test_http_util.c) and fuzzers call
  * them directly. Safe from any thread on distinct objects.
  */
-#ifndef IK_HTTPUTIL_H
-#define IK_HTTPUTIL_H
+#ifndef IK_HTTP_UTIL_H
+#define IK_HTTP_UTIL_H
 
-#include "../lib/rules.h" /* ik__fmt_iso8601, ik__parse_listen: shared with lib and CLI */
+#include "../../lib/rules.h" /* ik__fmt_iso8601, ik__parse_listen: shared with lib and CLI */
 #include "buf.h"
 #include "idkeeper.h"
 
@@ -53,7 +53,7 @@ int ik__query_uint(const char *q, size_t qlen, const char *name, uint32_t min, u
  * of parameters (>= 0) on a match, -1 otherwise. */
 int ik__path_match(const char *pattern, const char *path, size_t plen, ik__span *params);
 
-/* The key of one row of a route table: an HTTP method (IK_HTTP_* of reqparse.h) and a
+/* The key of one row of a route table: an HTTP method (IK_HTTP_* of http_framing.h) and a
  * path pattern (see ik__path_match). */
 typedef struct ik__route_key {
     unsigned method;

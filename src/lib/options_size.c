@@ -1,4 +1,4 @@
-/* options.c: the size rule of the public options structs (include/idkeeper.h,
+/* options_size.c: the size rule of the public options structs (include/idkeeper.h,
  * "Options structs"): how the library reads a caller's struct that may be older
  * (smaller) or newer (larger) than its own. Pure. */
 #include "internal.h"

@@ -1,15 +1,15 @@
-/* routes.h: the HTTP route table (docs/http.md), one row per route like nginx's
+/* http_routes.h: the HTTP route table (docs/http.md), one row per route like nginx's
  * ngx_command_t: method, path pattern, handler, flags, help (shown by GET /).
  *
- * Rows are walked in order (the hot Leaf route first). routes.c expands the table
+ * Rows are walked in order (the hot Leaf route first). http_routes.c expands the table
  * into ik__route_keys (method, pattern: what ik__route_find matches) and ik__routes
  * (handler, flags, help), at the same indices; tests/fuzz/fuzz_http.c expands it into
  * the keys alone, so the fuzzer routes exactly what the daemon routes.
  *
  * R(method, pattern, handler, flags, help)
  */
-#ifndef IK_ROUTES_H
-#define IK_ROUTES_H
+#ifndef IK_HTTP_ROUTES_H
+#define IK_HTTP_ROUTES_H
 
 /* With a token configured (--http-token-file), a route flagged AUTH needs it, unless
  * it is also flagged LEAF and --open-leaf-routes is on, or METRICS and --open-metrics

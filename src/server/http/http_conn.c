@@ -1,6 +1,6 @@
-/* http_conn.c: HTTP/1.1 on the connection core (conn.h): framing with reqparse.c
+/* http_conn.c: HTTP/1.1 on the connection core (conn.h): framing with http_framing.c
  * (keep-alive, pipelining, the request limits), dispatch into the route table
- * (routes.c), the answers that come back, and the words of the connection layer's
+ * (http_routes.c), the answers that come back, and the words of the connection layer's
  * refusals (malformed, too large, too slow: a JSON error and "Connection: close").
  *
  * Each request is answered in order: at once into the connection's output, or
@@ -9,7 +9,7 @@
  * every answer says "Connection: close", and the last one of a connection between
  * requests closes it.
  */
-#include "srv.h"
+#include "server_internal.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -381,13 +381,7 @@ int ik__resp_render(ik__worker *w, ik__rkinds *kinds, ik__pend *p)
         return 0;
     }
     if (p->route <= 1) kind_put(kinds, p->tag, p->op); /* INCR, INCRBY */
-    if (p->op == IK_OP_SEQUENCE) {
-        ik__count_n(&w->m.sequence_ids, p->nids);
-        ik__count(&w->m.sequence_ranges);
-        ik__history_add(w->srv, p->tag, p->nids);
-    } else {
-        ik__count_n(&w->m.segment_ids, p->nids);
-    }
+    ik__issue_count(w, p);
     put_ids(out, p->ids, p->first, p->nids, p->rshape);
     count_cmd(w, p->route, 1);
     return 0;

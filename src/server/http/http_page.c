@@ -1,6 +1,6 @@
-/* page.c: the status page (GET /, docs/http.md) and the app's slots (GET /v1/workers).
+/* http_page.c: the status page (GET /, docs/http.md) and the app's slots (GET /v1/workers).
  *
- * The page is src/server/page.html, embedded in the binary at build time
+ * The page is src/server/http/http_page.html, embedded in the binary at build time
  * (cmake/embed.cmake). Its one marker, <!--IK:SNAPSHOT-->, is replaced by a snapshot
  * rendered here: this server, its lease (safe window, last proof, time record), the
  * store's hazard checks, the worker range as a grid of cells, the last events, the
@@ -17,9 +17,9 @@
  * HTML) by the script. The page loads nothing from elsewhere.
  *
  * Runs on a loop thread, after the thread pool has listed the slots and the tags
- * (routes.c, h_page and h_workers).
+ * (http_routes.c, h_page and h_workers).
  */
-#include "srv.h"
+#include "server_internal.h"
 
 #include <string.h>
 
@@ -119,7 +119,7 @@ static void put_server(ik__server *srv, ik__buf *b)
 /* ---- the lease, the range, the rates, the events (docs/operations.md) ---------------- */
 
 /* The words of the lease panel's rows: the safe window, the last proof, the time
- * record against the clock. The script writes the same words (page.html). */
+ * record against the clock. The script writes the same words (http_page.html). */
 static void lease_words(ik__server *srv, char window[96], char proof[96], char record[96])
 {
     ik_lease_info li;
@@ -189,7 +189,7 @@ static void put_cell(ik__buf *b, uint32_t worker, const ik_slot_info *s, const i
 }
 
 /* The worker range as a grid of cells, 32 a row, each row led by its first worker. */
-static void put_range(ik__server *srv, const ik__tagop *t, ik__buf *b)
+static void put_range(ik__server *srv, const ik__pool_call *t, ik__buf *b)
 {
     ik_lease_info li;
     ik_slot_lease_get_info(srv->lease, &li);
@@ -276,7 +276,7 @@ static void put_hazards(ik__server *srv, ik__buf *b)
 }
 
 /* The worker slots table's rows; the row this server holds is marked. */
-static void put_workers(ik__server *srv, const ik__tagop *t, ik__buf *b)
+static void put_workers(ik__server *srv, const ik__pool_call *t, ik__buf *b)
 {
     ik_lease_info li;
     ik_slot_lease_get_info(srv->lease, &li);
@@ -305,7 +305,7 @@ static void put_workers(ik__server *srv, const ik__tagop *t, ik__buf *b)
 }
 
 /* The tags table: the app's tags, and this server's blocks of its segment tags. */
-static void put_tags(ik__worker *w, const ik__tagop *t, ik__buf *b)
+static void put_tags(ik__worker *w, const ik__pool_call *t, ik__buf *b)
 {
     ik_segment_tag_status *st = NULL;
     size_t nst = 0;
@@ -346,7 +346,7 @@ static void put_tags(ik__worker *w, const ik__tagop *t, ik__buf *b)
 }
 
 /* The decode box, with the answer for ?decode=ID when one was asked. */
-static void put_decode(ik__server *srv, const ik__tagop *t, ik__buf *b)
+static void put_decode(ik__server *srv, const ik__pool_call *t, ik__buf *b)
 {
     ik__buf_puts(b, "<section id=\"decode\"><h2>Decode an ID</h2>"
                     "<form id=\"decode-form\" method=\"get\" action=\"/\">"
@@ -386,12 +386,12 @@ void ik__page_render(ik__worker *w, const ik__pend *p, ik__http_reply *rs)
     put_server(w->srv, b);
     put_lease(w->srv, b);
     put_hazards(w->srv, b);
-    put_range(w->srv, p->tagop, b);
+    put_range(w->srv, p->pool, b);
     put_rates(b);
     put_events(w->srv, b);
-    put_workers(w->srv, p->tagop, b);
-    put_tags(w, p->tagop, b);
-    put_decode(w->srv, p->tagop, b);
+    put_workers(w->srv, p->pool, b);
+    put_tags(w, p->pool, b);
+    put_decode(w->srv, p->pool, b);
     const char *rest = mark + sizeof MARKER - 1;
     ik__buf_append(b, rest, (size_t)(html + ik__page_html_len - rest));
     rs->ctype = "text/html; charset=utf-8";
@@ -405,7 +405,7 @@ void ik__page_render(ik__worker *w, const ik__pend *p, ik__http_reply *rs)
 void ik__workers_render(ik__worker *w, const ik__pend *p, ik__http_reply *rs)
 {
     ik__server *srv = w->srv;
-    const ik__tagop *t = p->tagop;
+    const ik__pool_call *t = p->pool;
     ik_lease_info li;
     ik_slot_lease_get_info(srv->lease, &li);
     ik__buf *b = rs->body;

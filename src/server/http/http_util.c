@@ -1,7 +1,7 @@
-/* httputil.c: HTTP request values: query strings, route patterns and the route
+/* http_util.c: HTTP request values: query strings, route patterns and the route
  * table's lookup, content negotiation, tag names in paths, the Date line; see
- * httputil.h. No sockets, no loops, no globals. */
-#include "httputil.h"
+ * http_util.h. No sockets, no loops, no globals. */
+#include "http_util.h"
 
 #include <stdio.h>
 #include <string.h>

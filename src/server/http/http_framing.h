@@ -1,9 +1,9 @@
-/* reqparse.h: HTTP/1.x request framing without sockets: http_parser plus the
+/* http_framing.h: HTTP/1.x request framing without sockets: http_parser plus the
  * daemon's limits, collecting of each request what a handler needs (method, target,
  * Accept, Authorization, body) into one buffer. Also the response side for the
  * clients (the CLI's src/cli/httpc.c, tests/tools/hammer.c): ik__httpresp_*.
  *
- * The seal: reqparse.h and reqparse.c are the only files of the tree (src, tests,
+ * The seal: http_framing.h and http_framing.c are the only files of the tree (src, tests,
  * bench; tests/tools/structure.sh checks) that name http_parser. Everything else sees
  * methods as IK_HTTP_* numbers, their names through ik__http_method_name, the
  * parser's state through the ik__reqp_* and ik__httpresp_* calls below and its
@@ -20,17 +20,17 @@
  * major version 1 only (505). A refused request stops the parser: ik__reqp_feed
  * reports it and the caller answers with ik__reqp_error_status.
  */
-#ifndef IK_REQPARSE_H
-#define IK_REQPARSE_H
+#ifndef IK_HTTP_FRAMING_H
+#define IK_HTTP_FRAMING_H
 
-#include "httputil.h"
+#include "http_util.h"
 
 #include <http_parser.h>
 
 #define IK_MAX_BODY (64 * 1024) /* bodies: only on POST, at most this */
 
 /* The methods the route table names (http_parser's and llhttp's numbers for them;
- * reqparse.c checks). Any other method keeps its parser number in ik__req.method. */
+ * http_framing.c checks). Any other method keeps its parser number in ik__req.method. */
 #define IK_HTTP_GET 1u
 #define IK_HTTP_POST 3u
 

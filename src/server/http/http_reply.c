@@ -1,6 +1,6 @@
-/* httpreply.c: HTTP answers: the error body, extra headers and the serialized
- * response (httpreply.h). */
-#include "httpreply.h"
+/* http_reply.c: HTTP answers: the error body, extra headers and the serialized
+ * response (http_reply.h). */
+#include "http_reply.h"
 
 #include "json.h"
 

@@ -1,23 +1,25 @@
-/* srv.h: the daemon's internal structures and the calls between its files.
+/* server_internal.h: the daemon's internal structures and the calls between its
+ * files; server.h is the little the CLI sees (ik_server_config, ik_server_run).
  *
  * The daemon's files in layers; calls go down only (no file calls one above it or
- * beside it in a cycle; tests/tools/callcycles.py checks the built objects):
+ * beside it in a cycle; tests/tools/callcycles.py checks the built objects). Each
+ * front door is a folder of its own (http/, resp/), beside the core at the top:
  *
- *   server.c                 start-up, signals, shutdown, the metric labels
- *   loop.c                   the event loops: listeners, timers, the done queue
- *   http_conn.c resp_conn.c  HTTP and RESP on the connection core (ik__proto)
- *   routes.c resp_cmds.c     the HTTP route table, the RESP command table
- *   page.c                   the status page and /v1/workers (for routes.c)
- *   issue.c                  what both front doors share: issuing IDs, the refusals
- *   conn.c                   the connection core (conn.h)
- *   pend.c                   pending answers (pend.h) and the end of a loop
- *   httpreply.c ready.c metrics.c log.c
- *                            HTTP answers; readiness; the metrics registry; the log
- *   reqparse.c resp.c httputil.c json.c token.c
- *                            pure: HTTP framing (the only user of the HTTP parser library), the
- *                            RESP parser and writers, HTTP request values and routing, JSON,
- *                            the token's checks
- *   buf.c                    pure, under all of them: buffers, numbers, abort on ENOMEM
+ *   server.c                    start-up, signals, shutdown, the metric labels
+ *   loop.c                      the event loops: listeners, timers, the done queue
+ *   http_conn.c resp_conn.c     HTTP and RESP on the connection core (ik__proto)
+ *   http_routes.c resp_cmds.c   the HTTP route table, the RESP command table
+ *   http_page.c                 the status page and /v1/workers (for http_routes.c)
+ *   issue.c                     what both front doors share: issuing IDs, the refusals
+ *   conn.c                      the connection core (conn.h)
+ *   pend.c                      pending answers (pend.h) and the end of a loop
+ *   http_reply.c ready.c metrics.c log.c
+ *                               HTTP answers; readiness; the metrics registry; the log
+ *   http_framing.c resp.c http_util.c json.c token.c
+ *                               pure: HTTP framing (the only user of the HTTP parser
+ *                               library), the RESP parser and writers, HTTP request
+ *                               values and routing, JSON, the token's checks
+ *   buf.c                       pure, under all of them: buffers, numbers, abort on ENOMEM
  *
  * Where a lower file must reach a higher one it does so through a function pointer
  * the higher one set: the core reaches a protocol through its ik__proto, a pending
@@ -62,24 +64,24 @@
  *   (stores_closed), and has no connection and nothing in flight (inflight == 0): no
  *   callback can then reach it.
  */
-#ifndef IK_SRV_H
-#define IK_SRV_H
+#ifndef IK_SERVER_INTERNAL_H
+#define IK_SERVER_INTERNAL_H
 
 #include "conn.h"
 #include "history.h"
-#include "httpreply.h"
-#include "httputil.h"
+#include "http_reply.h"
+#include "http_util.h"
 #include "json.h"
 #include "pend.h"
-#include "reqparse.h"
-#include "routes.h"
+#include "http_framing.h"
+#include "http_routes.h"
 #include "server.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <uv.h>
 
-#define IK_TAG_OPS_MAX 32 /* tag routes in the thread pool at once, per loop */
+#define IK_POOL_CALLS_MAX 32 /* calls in the thread pool at once (ik__pool_call), per loop */
 
 /* ---- metrics ------------------------------------------------------------------ */
 
@@ -199,7 +201,7 @@ struct ik__worker {
     pthread_mutex_t done_mu;
     struct ik__pend *done_head, *done_tail; /* guarded by done_mu */
     int64_t inflight;                       /* ik__pends out with the library or the thread pool */
-    int tag_ops;                            /* of which tag routes in the thread pool */
+    int pool_calls;                         /* of which calls in the thread pool (ik__pool_call) */
     int stores_closed;                      /* phase 2 seen: no more calls into the allocators */
     atomic_int stores_acked;                /* stores_closed, for the main thread */
     atomic_int drained;                     /* draining, no connection, nothing in flight */
@@ -234,7 +236,7 @@ typedef struct ik__ctx {
 } ik__ctx;
 
 typedef void (*ik__handler)(ik__ctx *x);
-/* One row of the route table (routes.h) beyond its key. */
+/* One row of the route table (http_routes.h) beyond its key. */
 typedef struct ik__route {
     ik__handler fn;
     unsigned flags;
@@ -259,11 +261,11 @@ void ik__pend_render(ik__worker *w, ik__pend *p, ik__http_reply *rs);
  * server's counts. Any thread. */
 void ik__gap_add(ik__server *srv, const char *tag, const char *why, uint64_t n);
 
-/* Renders the status page (page.c) from what the thread pool listed into p->tagop
+/* Renders the status page (http_page.c) from what the thread pool listed into p->pool
  * and the server's own state. Loop thread. */
 void ik__page_render(ik__worker *w, const ik__pend *p, ik__http_reply *rs);
 
-/* Renders GET /v1/workers (page.c): the app's slots as JSON. Loop thread. */
+/* Renders GET /v1/workers (http_page.c): the app's slots as JSON. Loop thread. */
 void ik__workers_render(ik__worker *w, const ik__pend *p, ik__http_reply *rs);
 
 /* Renders every metric in Prometheus text format into b; ready: whether a snowflake
@@ -335,6 +337,11 @@ void ik__ids_scratch_trim(ik__worker *w);
  * answer comes back through ik__pend_complete), or the library's error
  * (IK_ECLOSED once the loop has closed its use of the allocators). Loop thread. */
 int ik__issue(ik__worker *w, ik__op op, const char *tag, uint32_t n, int64_t *ids, ik__pend **pend);
+/* Counts the IDs of a segment or sequence answer that came back from the library
+ * (p->op, p->nids; a sequence's also in p->tag's series of the recent past), as
+ * both front doors do for each such answer they render: the one place for it. (An
+ * answer at once is counted by ik__issue itself.) Loop thread. */
+void ik__issue_count(ik__worker *w, const ik__pend *p);
 /* Asks again with an ik__pend that came back (p->tag, p->n kept), for op: as
  * ik__issue, except that on IK_PENDING the caller counts it in flight
  * (ik__pend_submitted) and on any other result p stays the caller's. */

@@ -1,5 +1,5 @@
-/* reqparse.c: HTTP/1.x request framing with http_parser and the daemon's limits;
- * see reqparse.h. No sockets, no loops, no globals.
+/* http_framing.c: HTTP/1.x request framing with http_parser and the daemon's limits;
+ * see http_framing.h. No sockets, no loops, no globals.
  *
  * Invariant: nothing points into the bytes being fed after ik__reqp_feed returns.
  * What a handler needs (URL, Accept, Authorization, body) stays where the parser
@@ -7,7 +7,7 @@
  * a value in pieces, and at the end of a feed whatever the request still needs, is
  * copied into rp->req, so a request split over many reads needs no read buffer kept.
  */
-#include "reqparse.h"
+#include "http_framing.h"
 
 #include <limits.h>
 #include <stdio.h>

@@ -9,7 +9,7 @@
 #define IK_RESP_CMDS_H
 
 #include "resp.h"
-#include "srv.h"
+#include "server_internal.h"
 
 /* What one RESP connection is, as its commands see and change it. */
 typedef struct ik__rsess {

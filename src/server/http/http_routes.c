@@ -1,4 +1,4 @@
-/* routes.c: the HTTP route table (docs/http.md, rows in routes.h) and its handlers.
+/* http_routes.c: the HTTP route table (docs/http.md, rows in http_routes.h) and its handlers.
  *
  * ik__dispatch finds the row (ik__route_find: in table order, the hot Leaf routes
  * first). A path that matches a row with another method answers 405 with the Allow
@@ -9,12 +9,12 @@
  * the store: a handler that needs it hands an ik__pend to the library (segment,
  * sequence: the callback on_ids runs on a library thread) or to the thread pool
  * (tags), returns it in rs->pend, and ik__pend_render writes the answer when it
- * comes back (srv.h, "Pending answers"). They never sleep either: a snowflake
+ * comes back (server_internal.h, "Pending answers"). They never sleep either: a snowflake
  * request the generator asks to wait (one tick, a small step back of the clock, or
  * up to 50 ms for a lease extension) is retried on a timer of its loop
  * (IK_OP_SNOWFLAKE), and they never return an ID the library refused.
  */
-#include "srv.h"
+#include "server_internal.h"
 #include "token.h"
 
 #include <stdio.h>
@@ -310,11 +310,11 @@ static void put_tag_json(ik__buf *b, const ik_tag_info *t)
     ik__buf_puts(b, "}");
 }
 
-/* Thread pool: the tag route's library call (it may wait for the store). */
-static void tag_work(uv_work_t *req)
+/* Thread pool: the route's library call (it may wait for the store). */
+static void pool_run(uv_work_t *req)
 {
     ik__pend *p = req->data;
-    ik__tagop *t = p->tagop;
+    ik__pool_call *t = p->pool;
     ik__server *srv = p->w->srv;
     const char *app = srv->cfg->app;
     switch (p->op) {
@@ -341,39 +341,39 @@ static void tag_work(uv_work_t *req)
     }
 }
 
-/* Loop thread, after tag_work. */
-static void tag_after(uv_work_t *req, int status)
+/* Loop thread, after pool_run. */
+static void pool_after(uv_work_t *req, int status)
 {
     ik__pend *p = req->data;
-    p->w->tag_ops--;
+    p->w->pool_calls--;
     if (status != 0) p->rc = IK_ECLOSED;
     ik__pend_complete(p->w, p);
 }
 
-/* A new ik__pend for a tag route, or NULL with 503 answered when this loop has too
- * many in the thread pool. */
-static ik__pend *tag_pend(ik__ctx *x, ik__op op)
+/* A new ik__pend for a route that calls the store in the thread pool (tags, slots,
+ * the page), or NULL with 503 answered when this loop has too many there. */
+static ik__pend *pool_pend(ik__ctx *x, ik__op op)
 {
-    if (x->w->tag_ops >= IK_TAG_OPS_MAX) {
+    if (x->w->pool_calls >= IK_POOL_CALLS_MAX) {
         ik__reply_error(x->rs, 503, "busy", "too many tag requests in flight; retry shortly");
         return NULL;
     }
     ik__pend *p = ik__pend_new(x->w);
     p->op = (uint8_t)op;
-    p->tagop = ik__xcalloc(1, sizeof *p->tagop);
+    p->pool = ik__xcalloc(1, sizeof *p->pool);
     return p;
 }
 
-static void tag_queue(ik__ctx *x, ik__pend *p)
+static void pool_queue(ik__ctx *x, ik__pend *p)
 {
-    p->tagop->work.data = p;
-    int r = uv_queue_work(&x->w->loop, &p->tagop->work, tag_work, tag_after);
+    p->pool->work.data = p;
+    int r = uv_queue_work(&x->w->loop, &p->pool->work, pool_run, pool_after);
     if (r != 0) {
         ik__pend_free(p);
         ik__reply_error(x->rs, 500, "internal", "cannot queue the tag request: %s", uv_strerror(r));
         return;
     }
-    x->w->tag_ops++;
+    x->w->pool_calls++;
     pend_submit(x, p);
 }
 
@@ -388,11 +388,11 @@ static void h_tag_create(ik__ctx *x)
         ik__reply_error(x->rs, 400, code, "%s", why);
         return;
     }
-    ik__pend *p = tag_pend(x, IK_OP_TAG_CREATE);
+    ik__pend *p = pool_pend(x, IK_OP_TAG_CREATE);
     if (!p) return;
-    p->tagop->body = body;
+    p->pool->body = body;
     memcpy(p->tag, body.tag, strlen(body.tag) + 1);
-    tag_queue(x, p);
+    pool_queue(x, p);
 }
 
 /* GET /v1/tags/{tag} */
@@ -400,48 +400,48 @@ static void h_tag_get(ik__ctx *x)
 {
     char tag[IK_TAG_NAME_MAX + 1];
     if (get_tag(x, tag) != 0) return;
-    ik__pend *p = tag_pend(x, IK_OP_TAG_GET);
+    ik__pend *p = pool_pend(x, IK_OP_TAG_GET);
     if (!p) return;
     memcpy(p->tag, tag, strlen(tag) + 1);
-    tag_queue(x, p);
+    pool_queue(x, p);
 }
 
 /* GET /v1/tags */
 static void h_tag_list(ik__ctx *x)
 {
-    ik__pend *p = tag_pend(x, IK_OP_TAG_LIST);
-    if (p) tag_queue(x, p);
+    ik__pend *p = pool_pend(x, IK_OP_TAG_LIST);
+    if (p) pool_queue(x, p);
 }
 
-/* GET /v1/workers: the app's slots, listed in the thread pool (page.c renders). */
+/* GET /v1/workers: the app's slots, listed in the thread pool (http_page.c renders). */
 static void h_workers(ik__ctx *x)
 {
-    ik__pend *p = tag_pend(x, IK_OP_WORKERS);
-    if (p) tag_queue(x, p);
+    ik__pend *p = pool_pend(x, IK_OP_WORKERS);
+    if (p) pool_queue(x, p);
 }
 
 /* GET /[?decode=ID]: the status page, once the thread pool has listed the app's
- * slots and tags (page.c renders; docs/http.md, "The status page"). */
+ * slots and tags (http_page.c renders; docs/http.md, "The status page"). */
 static void h_page(ik__ctx *x)
 {
-    ik__pend *p = tag_pend(x, IK_OP_PAGE);
+    ik__pend *p = pool_pend(x, IK_OP_PAGE);
     if (!p) return;
-    char *d = p->tagop->decode;
+    char *d = p->pool->decode;
     ik__span raw;
     long k =
-        ik__query_value(x->rq->query.p, x->rq->query.n, "decode", d, sizeof p->tagop->decode, &raw);
+        ik__query_value(x->rq->query.p, x->rq->query.n, "decode", d, sizeof p->pool->decode, &raw);
     if (k == -2) { /* malformed or too long: shown (escaped) as it came, cut */
-        k = (long)(raw.n < sizeof p->tagop->decode - 1 ? raw.n : sizeof p->tagop->decode - 1);
+        k = (long)(raw.n < sizeof p->pool->decode - 1 ? raw.n : sizeof p->pool->decode - 1);
         memcpy(d, raw.p, (size_t)k);
         d[k] = 0;
     }
-    tag_queue(x, p);
+    pool_queue(x, p);
 }
 
 /* The answer of a tag route that came back. */
 static void render_tag(ik__worker *w, ik__pend *p, ik__http_reply *rs)
 {
-    ik__tagop *t = p->tagop;
+    ik__pool_call *t = p->pool;
     ik__buf *b = rs->body;
     if (p->op == IK_OP_TAG_CREATE && p->rc == IK_EEXIST) {
         if (t->have_info)
@@ -533,13 +533,7 @@ void ik__pend_render(ik__worker *w, ik__pend *p, ik__http_reply *rs)
             reply_store_error(w, rs, p->op, p->rc, p->tag);
             return;
         }
-        if (p->op == IK_OP_SEQUENCE) {
-            ik__count_n(&w->m.sequence_ids, p->nids);
-            ik__count(&w->m.sequence_ranges);
-            ik__history_add(w->srv, p->tag, p->nids);
-        } else {
-            ik__count_n(&w->m.segment_ids, p->nids);
-        }
+        ik__issue_count(w, p);
         if (put_ids(rs, p->ids, p->first, p->nids, p->fmt, p->leaf) != 0 &&
             p->op == IK_OP_SEQUENCE) { /* committed, refused: a gap like a client gone */
             p->gone = IK_GONE_TOO_LARGE;
