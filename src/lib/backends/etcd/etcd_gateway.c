@@ -377,7 +377,7 @@ static size_t on_data(char *p, size_t sz, size_t nm, void *ctx)
     char *nl;
     while ((nl = memchr(x->body, '\n', x->len))) {
         size_t line = (size_t)(nl - x->body);
-        ik__etcd_answer a;
+        ik__etcd_answer a = {0};
         char why[120];
         if (line > 0) {
             if (ik__etcd_answer_parse(x->body, line, &a, why, sizeof why) == 0) {
@@ -659,7 +659,7 @@ static int authenticate(ik__etcd_gw *g, int64_t timeout_ms, char *why, size_t wh
     pthread_mutex_lock(&g->mu);
     g->token[0] = '\0';
     pthread_mutex_unlock(&g->mu);
-    ik__etcd_answer a;
+    ik__etcd_answer a = {0};
     int e = call_as(g, "/v3/auth/authenticate", post, timeout_ms, 0, &a, why, why_len);
     memset(post, 0, strlen(post)); /* EG4 */
     free(post);
@@ -708,7 +708,7 @@ int ik__etcd_gw_new(const ik__etcd_gw_config *c, ik__etcd_gw **out, char *why, s
     if ((c->cacert && !g->cacert) || (c->cert && !g->cert) || (c->key && !g->key) ||
         (c->user && !g->user) || (c->password && !g->password))
         e = IK_ENOMEM;
-    ik__etcd_answer a;
+    ik__etcd_answer a = {0};
     /* the hello: a status (any user may ask; a learner answers it too, so that the
      * checks can refuse it by name), then the login, which a learner refuses */
     if (!e) e = ik__etcd_status(g, 5000, &a, why, why_len);
@@ -981,15 +981,13 @@ int ik__etcd_auth_enabled(ik__etcd_gw *g, int64_t timeout_ms, char *why, size_t 
     if (!b) return IK_ENOMEM;
     json_object_set_new(b, "name", json_string(""));
     json_object_set_new(b, "password", json_string(""));
-    ik__etcd_answer a;
+    ik__etcd_answer a = {0};
     char w[300];
     int e = call_json(g, "/v3/auth/authenticate", b, timeout_ms, &a, w, sizeof w);
     int on;
-    if (e == IK_OK)
-        on = 1;
-    else if (a.err_code == 9 && strstr(a.err, "not enabled"))
+    if (a.err_code == 9 && strstr(a.err, "not enabled"))
         on = 0;
-    else if (a.err_code)
+    else if (e == IK_OK || a.err_code)
         on = 1;
     else
         on = ik__fail(e == IK_EINDOUBT ? IK_ESTORE : e, why, why_len, "%s", w);

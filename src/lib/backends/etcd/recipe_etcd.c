@@ -100,7 +100,7 @@ static void *keeper(void *arg)
         int64_t id = lk->lease;
         pthread_mutex_unlock(&lk->mu);
         if (stop) break;
-        ik__etcd_answer a;
+        ik__etcd_answer a = {0};
         char why[300];
         int64_t sent = ik__mono_ns();
         int e = ik__etcd_lease_keepalive(b->gw, id, lk->ttl_ms / 3, &a, why, sizeof why);
@@ -157,7 +157,7 @@ static void drop(etcd_lock *lk)
     lk->gone = 0;
     pthread_mutex_unlock(&lk->mu);
     if (id) {
-        ik__etcd_answer a;
+        ik__etcd_answer a = {0};
         char why[300];
         int e = ik__etcd_lease_revoke(b->gw, id, b->wait_ms, &a, why, sizeof why);
         ik__etcd_answer_free(&a);
@@ -173,7 +173,7 @@ static void drop(etcd_lock *lk)
 static int older(ik__etcd_backend *b, etcd_lock *lk, int64_t rev, char *older_key, size_t len,
                  int64_t *at, char *why, size_t why_len)
 {
-    ik__etcd_answer a;
+    ik__etcd_answer a = {0};
     int e = ik__etcd_range(b->gw, lk->pfx, 1, -1, rev - 1, 1, b->wait_ms * 3, &a, why, why_len);
     if (e) return e;
     int found = a.n_kvs > 0;
@@ -202,7 +202,7 @@ static int etcd_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
     char why[400] = "";
     set_state(lk, IK_HOLD_WAITING, "waiting");
     /* our lease, and its keeper from now on (a wait may outlast a TTL) */
-    ik__etcd_answer a;
+    ik__etcd_answer a = {0};
     int64_t sent = ik__mono_ns();
     int e = ik__etcd_lease_grant(b->gw, b->ttl_ms / 1000, b->wait_ms * 3, &a, why, sizeof why);
     if (e) {
@@ -352,7 +352,7 @@ static int etcd_leader(ik__backend *be, const char *path, char **id)
     ik__etcd_backend *b = ik__etcd_of(be);
     char pfx[IK__RECIPE_PATH_MAX + IK__ETCD_PREFIX_MAX + 8];
     snprintf(pfx, sizeof pfx, "%s%s/", b->prefix, path + 1);
-    ik__etcd_answer a;
+    ik__etcd_answer a = {0};
     char why[300];
     int e = ik__etcd_range(b->gw, pfx, 1, 1, 0, 1, b->wait_ms * 3, &a, why, sizeof why);
     if (e) return IK_ESTORE;
