@@ -125,16 +125,19 @@ etcd_restart() {
   _etcd_wait "$1"
 }
 
-# etcd_leader: the name of the member that leads now (of those ETCD_PORT_OF knows)
-etcd_leader() {
+# etcd_leader: the name of the member that leads now (of those ETCD_PORT_OF knows),
+# waiting up to 10 s for one; from each member's own status through the gateway,
+# whose ids are strings (etcdctl's JSON has them as numbers, which jq rounds)
+_etcd_leader_now() {
   local n
   for n in "${!ETCD_PORT_OF[@]}"; do
     alive "${ETCD_PID_OF[$n]:-}" || continue
-    ectl --endpoints="127.0.0.1:${ETCD_PORT_OF[$n]}" endpoint status -w json 2>/dev/null |
-      jq -e '.[0].Status | .leader == .header.member_id' >/dev/null && { echo "$n"; return 0; }
+    curl -fsS -m 2 -X POST "http://127.0.0.1:${ETCD_PORT_OF[$n]}/v3/maintenance/status" -d '{}' 2>/dev/null |
+      jq -e '.leader == .header.member_id' >/dev/null && { echo "$n"; return 0; }
   done
   return 1
 }
+etcd_leader() { wait_until 10 _etcd_leader_now; }
 
 etcd_uri() {
   echo "etcd://${2:-127.0.0.1:$ETCD_PORT}/$ETCD_PREFIX/$1"
