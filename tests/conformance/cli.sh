@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # labels: cli tags
 # timeout: 180
-# not-on: etcd: no counters on etcd:// yet: they come with the shared doubt engine, which settles a lost answer above the seam (docs/etcd.md, "Counters")
 # The CLI on the backend, as an operator uses it (docs/cli.md):
 #   tags       idkeeper tags add/show/list on the store directly: text and JSON, apps
 #              as namespaces, exit 3 for a duplicate (nothing changed), 4 for a missing

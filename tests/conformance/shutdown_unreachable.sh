@@ -2,7 +2,6 @@
 # labels: counters release
 # timeout: 180
 # not-on: local: the store is SQLite inside the server's own process: there is no store server to freeze apart from the server
-# not-on: etcd: no counters on etcd:// yet: they come with the shared doubt engine, which settles a lost answer above the seam (docs/etcd.md, "Counters")
 # A doubt, the store frozen, then SIGTERM with --shutdown-timeout 5 (docs/guarantees.md
 # promise 13): the process logs the doubt before it waits on anything and exits 0
 # within the shutdown timeout plus a second, whatever the store does: it never waits

@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # labels: counters http
 # timeout: 300
-# not-on: etcd: no counters on etcd:// yet: they come with the shared doubt engine, which settles a lost answer above the seam (docs/etcd.md, "Counters")
 # Bad input on the tag routes (docs/guarantees.md promises 5, 15): an unknown tag 404
 # unknown_tag; a tag used as the other kind 409 wrong_kind; step 0, a negative start,
 # a name over 128 bytes or with characters outside [A-Za-z0-9._:-] 400; a duplicate

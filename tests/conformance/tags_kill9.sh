@@ -2,7 +2,6 @@
 # labels: counters release
 # timeout.local: 180
 # timeout.zk: 240
-# not-on: etcd: no counters on etcd:// yet: they come with the shared doubt engine, which settles a lost answer above the seam (docs/etcd.md, "Counters")
 # fixtures.zk: zk
 # Sequence IDs across 4 servers on local: or zk:// (IK_STORE) with one killed -9 in
 # the middle (docs/guarantees.md promises 3, 4): no duplicate, and every gap lies in IDs the dead

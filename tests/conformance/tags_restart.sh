@@ -2,7 +2,6 @@
 # labels: counters
 # timeout.local: 180
 # timeout.zk: 180
-# not-on: etcd: no counters on etcd:// yet: they come with the shared doubt engine, which settles a lost answer above the seam (docs/etcd.md, "Counters")
 # fixtures.zk: zk
 # A restarted server never hands out an ID at or below one handed out before the
 # restart (docs/guarantees.md promises 3, 4), for segment and sequence tags on local: or zk://

@@ -2,7 +2,6 @@
 # labels: counters
 # timeout.local: 240
 # timeout.zk: 300
-# not-on: etcd: no counters on etcd:// yet: they come with the shared doubt engine, which settles a lost answer above the seam (docs/etcd.md, "Counters")
 # fixtures.zk: zk
 # Segment IDs across 4 servers on one store (docs/guarantees.md promise 3), local: (one data
 # directory) or zk:// (one ZooKeeper), from IK_STORE: 4 daemons serve one segment

@@ -2,7 +2,6 @@
 # labels: counters
 # timeout.local: 180
 # timeout.zk: 240
-# not-on: etcd: no counters on etcd:// yet: they come with the shared doubt engine, which settles a lost answer above the seam (docs/etcd.md, "Counters")
 # fixtures.zk: zk
 # Sequence IDs across 4 servers on one store (docs/guarantees.md promise 4), local: (one data
 # directory) or zk:// (one ZooKeeper), from IK_STORE: 4 daemons, 32 keep-alive

@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # labels: counters
 # timeout: 180
-# not-on: etcd: no counters on etcd:// yet: they come with the shared doubt engine, which settles a lost answer above the seam (docs/etcd.md, "Counters")
 # Two sequences on one coord (include/idkeeper.h allows any number of ik_sequence
 # on an ik_coord): tests/tools/twoseq draws one tag through two ik_sequence of one
 # ik_coord, and no ID may come out twice, nor go missing without a logged gap.

@@ -70,3 +70,11 @@ conf_release_bound_ms() {
   # the lease's revoke: each waits at most a third of the TTL (docs/etcd.md)
   echo $(($1 * 4))
 }
+
+# A tag's advance is the one txn whose compare is on a key's mod_revision once the
+# slot is taken (the slot's renewals compare create_revision; backend_etcd_tags.c),
+# so the proxy holds or freezes after the next request that holds that compare
+# (TAG is not in it: the keys are base64).
+conf_fault_answer_lost() { proxy hold-after 1 '"target":"MOD"'; }
+
+conf_fault_freeze_after_write() { proxy mute-after 1 '"target":"MOD"'; }

@@ -4,14 +4,14 @@
  * own:
  *
  *   backend_etcd_slots.c  worker slots: keys on the server's lease, time records
+ *   backend_etcd_tags.c   tags: revision-checked keys, a writer key per doubt lane
  *   recipe_etcd.c         locks and elections by etcd's own concurrency recipe
  *   etcd_hazards.c        the store hazard checks (docs/hazards.md, etcd)
  *   etcd_lease.c          the server's one etcd lease and its keepalive thread
  *   etcd_gateway.c        the client: typed calls on the v3 JSON gateway (libcurl)
  *   etcd_uri.c            the URI syntax (pure)
  *
- * No counters yet: tag_* are NULL, and the tag calls answer that this store keeps
- * none (docs/etcd.md). Calls go one way: coord.c -> this file -> slots, recipe,
+ * Calls go one way: coord.c -> this file -> slots, recipe,
  * hazards -> lease -> gateway. docs/etcd.md has the key layout and the failure
  * model.
  */
@@ -128,6 +128,9 @@ static void etcd_client_version(char *buf, size_t len)
         .slot_free_ms = etcd_slot_free_ms, .session = etcd_session,                                \
         .hazards_check = ik__etcd_hazards_check, .settle = NULL, .doubts = NULL, .cut = etcd_cut,  \
         .close_after_cut_ms = 0, .client_version = etcd_client_version,                            \
+        .tag_create = ik__etcd_tag_create, .tag_get = ik__etcd_tag_get,                            \
+        .tag_list = ik__etcd_tag_list, .tag_advance = ik__etcd_tag_advance,                        \
+        .tag_settle = ik__etcd_tag_settle, .tag_lanes = 2,                                         \
     }
 
 const ik__backend_ops ik__backend_etcd_ops = ETCD_OPS("etcd", "etcd://HOST:PORT[,...][/PREFIX]");

@@ -7,6 +7,9 @@
  * Key layout (PREFIX: the URI's, "" or "a/b/" with its '/'):
  *   PREFIX idkeeper/APP/slot/W     "SINCE_MS PID HOST IDENTITY", on the lease
  *   PREFIX idkeeper/APP/record/W   "RECORD_MS SINCE_MS IDENTITY", no lease
+ *   PREFIX idkeeper/APP/tag/NAME   "MAX_ID KIND START STEP UPDATE_MS DESC", no lease
+ *   PREFIX idkeeper/APP/tagw/NAME/WRITER  a doubt engine lane's last advances, on
+ *                                  the lease (backend_etcd_tags.c)
  *   PREFIX NAME/LEASEHEX           a lock or election contender on the lock's own
  *                                  lease (etcd's concurrency recipe)
  */
@@ -93,6 +96,16 @@ int ik__etcd_slot_persist(ik__backend *be, void *handle, int64_t record_ms, ik__
 int ik__etcd_slot_release(ik__backend *be, void *handle, int64_t record_ms);
 void ik__etcd_slot_forget(ik__backend *be, void *handle);
 int ik__etcd_slots_list(ik__backend *be, const char *app, ik_slot_info **out, size_t *n);
+
+/* backend_etcd_tags.c */
+int ik__etcd_tag_create(ik__backend *be, const char *app, const ik_tag_info *t, char *why,
+                        size_t why_len);
+int ik__etcd_tag_get(ik__backend *be, const char *app, const char *name, ik_tag_info *out);
+int ik__etcd_tag_list(ik__backend *be, const char *app, ik_tag_info **out, size_t *n);
+int ik__etcd_tag_advance(ik__backend *be, const char *app, const char *name, ik_tag_kind kind,
+                         ik__tag_write *w, int64_t *first);
+void ik__etcd_tag_settle(ik__backend *be, const char *app, const char *name, ik__tag_write *w,
+                         int64_t deadline_mono_ns);
 
 /* recipe_etcd.c */
 extern const ik__recipe_ops ik__recipe_etcd_ops;
