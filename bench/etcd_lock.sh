@@ -26,6 +26,7 @@ source "$here/../tests/integration/lib.sh"
 source "$here/../tests/integration/etcd.sh"
 export ZK_JAVA_OPTS="" ZK_FORCE_SYNC=yes
 source "$here/../tests/integration/zk.sh"
+source "$here/../tests/interop/build.sh"
 SECS=${SECS:-3}
 RUNS=${RUNS:-3}
 K=${K:-50}
@@ -33,23 +34,7 @@ K=${K:-50}
 etcd_own one
 ETCD_PORT=${ETCD_PORT_OF[one]}
 zk_start_standalone
-# tests/interop/ik_interop.c against this build's libidkeeper.a, as
-# tests/interop/build.sh builds it, less the static-only link flags of libcurl's
-# pkg-config file whose libraries this host has no development link for (-lldap,
-# -lzstd...: the shared libcurl the linker picks brings its own)
-deps=
-for w in $(PKG_CONFIG_PATH=$build pkg-config --static --libs idkeeper); do
-  case $w in
-    -L* | -lidkeeper) continue ;;
-    -l*) [ "$(cc -print-file-name="lib${w#-l}.so")" != "lib${w#-l}.so" ] ||
-      [ "$(cc -print-file-name="lib${w#-l}.a")" != "lib${w#-l}.a" ] || continue ;;
-  esac
-  deps+=" $w"
-done
-# shellcheck disable=SC2086 # the linker's words
-cc -std=c11 -D_GNU_SOURCE -O2 -I"$IK_SRC/include" "$IK_SRC/tests/interop/ik_interop.c" \
-  "$build/libidkeeper.a" $deps -o "$T/ik_interop" 2>"$T/cc.log" || { cat "$T/cc.log" >&2; exit 1; }
-IK_INTEROP=("$T/ik_interop")
+interop_build_c
 E="etcd://127.0.0.1:$ETCD_PORT"
 Z=$(zk_uri bench)
 

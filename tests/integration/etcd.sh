@@ -12,6 +12,8 @@
 #   etcd_cluster3 NAME        a 3-member cluster of this test's own, members NAME0..2
 #                             (ETCD_PORT_OF, ETCD_PID_OF, ETCD_PEER_OF); sets
 #                             ETCD_ENDPOINTS (h:p,h:p,h:p); waits for a leader
+#   etcd_learner NAME BASE    a learner added to the cluster etcd_cluster3 BASE made
+#                             (etcdctl member add --learner), started as member NAME
 #   etcd_kill NAME / etcd_restart NAME
 #                             kill -9, and start again on the same ports and data
 #   etcd_leader               the member NAME of etcd_cluster3 that leads now
@@ -21,7 +23,7 @@
 ETCD_PORT=
 ETCD_PREFIX=
 ETCD_ENDPOINTS=
-declare -A ETCD_PORT_OF ETCD_PID_OF ETCD_PEER_OF ETCD_CLUSTER_OF
+declare -A ETCD_PORT_OF ETCD_PID_OF ETCD_PEER_OF ETCD_CLUSTER_OF ETCD_STATE_OF
 # shellcheck source=../fixtures/etcd_member.sh
 source "$IK_SRC/tests/fixtures/etcd_member.sh"
 
@@ -46,7 +48,7 @@ _etcd_launch() {
   local name=$1 d=$T/etcd-$1
   # shellcheck disable=SC2046 # the member's flags, one word each
   etcd $(etcd_member_flags "$name" "$d/data" "${ETCD_PORT_OF[$name]}" "${ETCD_PEER_OF[$name]}" \
-    "${ETCD_CLUSTER_OF[$name]}") >>"$T/etcd-$name.log" 2>&1 &
+    "${ETCD_CLUSTER_OF[$name]}" "${ETCD_STATE_OF[$name]:-new}") >>"$T/etcd-$name.log" 2>&1 &
   ETCD_PID_OF[$name]=$!
   IK_PIDS+=($!)
 }
@@ -89,6 +91,28 @@ etcd_cluster3() {
   for i in 0 1 2; do _etcd_wait "$base$i"; done
   ETCD_PORT=${ETCD_PORT_OF[${base}0]}
   ETCD_PREFIX=ik-$$
+}
+
+etcd_learner() {
+  local name=$1 base=$2
+  mkdir -p "$T/etcd-$name"
+  ETCD_PORT_OF[$name]=$(ik_free_port "$T/.ports")
+  ETCD_PEER_OF[$name]=$(ik_free_port "$T/.ports")
+  # etcd refuses a member add ("unhealthy cluster") until its members have been
+  # connected for its health interval (5 s)
+  wait_until 20 ectl --endpoints="127.0.0.1:${ETCD_PORT_OF[${base}0]}" member add "$name" --learner \
+    --peer-urls="http://127.0.0.1:${ETCD_PEER_OF[$name]}" >"$T/etcd-$name.add" 2>&1 ||
+    fail "etcd: member add --learner $name: $(tail -n 1 "$T/etcd-$name.add")"
+  ETCD_CLUSTER_OF[$name]="${ETCD_CLUSTER_OF[${base}0]},$name=http://127.0.0.1:${ETCD_PEER_OF[$name]}"
+  ETCD_STATE_OF[$name]=existing
+  _etcd_launch "$name"
+  local i
+  for ((i = 0; i < 300; i++)); do # a learner answers a status, not a linearizable range
+    curl -fsS -m 2 -X POST "http://127.0.0.1:${ETCD_PORT_OF[$name]}/v3/maintenance/status" -d '{}' 2>/dev/null |
+      grep -q '"cluster_id"' && return 0
+    sleep 0.1
+  done
+  fail "etcd learner $name did not serve"
 }
 
 etcd_kill() {

@@ -20,8 +20,11 @@
 #include "etcd_gateway.h"
 #include "etcd_uri.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 /* The server's one etcd lease (etcd_lease.c). Every slot key of the handle is
  * attached to it (a lock has a lease of its own, recipe_etcd.c, as each etcdctl
@@ -109,6 +112,30 @@ void ik__etcd_tag_settle(ik__backend *be, const char *app, const char *name, ik_
 
 /* recipe_etcd.c */
 extern const ik__recipe_ops ik__recipe_etcd_ops;
+
+/* The values' words (backend_etcd.h's key layout), read strictly: a decimal
+ * integer at *p (a '-' allowed), ended by a space, sep or the end, *p moved past
+ * it and one sep or space after it. 0, or -1 (nothing moved). */
+static inline int ik__etcd_next_i64(const char **p, char sep, int64_t *out)
+{
+    const char *s = *p;
+    char *e;
+    errno = 0;
+    long long v = strtoll(s, &e, 10);
+    if (e == s || errno || (*e && *e != ' ' && *e != sep) || (*s != '-' && (*s < '0' || *s > '9')))
+        return -1;
+    *out = (int64_t)v;
+    *p = *e ? e + 1 : e;
+    return 0;
+}
+/* A word (no space) at *p into out (cut to len - 1), *p moved past it and one space. */
+static inline void ik__etcd_next_word(const char **p, char *out, size_t len)
+{
+    size_t n = strcspn(*p, " ");
+    snprintf(out, len, "%.*s", (int)n, *p);
+    *p += n;
+    if (**p == ' ') (*p)++;
+}
 
 /* PREFIX + idkeeper/APP/ + sub into out. */
 static inline void ik__etcd_key(const ik__etcd_backend *b, const char *app, const char *sub,

@@ -96,7 +96,7 @@ static int scan(ik__etcd_backend *b, const char *app, slot_view **out, size_t *n
         ik__etcd_txn_free(t);
         return IK_ENOMEM;
     }
-    ik__etcd_answer a;
+    ik__etcd_answer a = {0};
     int e = ik__etcd_txn_run(b->gw, t, b->wait_ms * 3, &a, why, why_len);
     ik__etcd_txn_free(t);
     if (e) return e == IK_EINDOUBT ? IK_ESTORE : e; /* a read applies nothing */
@@ -114,10 +114,12 @@ static int scan(ik__etcd_backend *b, const char *app, slot_view **out, size_t *n
         }
         if (rec) {
             char ident[256] = "";
-            long long r = 0, since = 0;
-            int off = 0;
-            if (sscanf(kv->value, "%lld %lld %n", &r, &since, &off) >= 2 && off > 0)
-                snprintf(ident, sizeof ident, "%s", kv->value + off);
+            int64_t r = 0, since = 0;
+            const char *p = kv->value;
+            if (ik__etcd_next_i64(&p, ' ', &r) == 0 && ik__etcd_next_i64(&p, ' ', &since) == 0)
+                snprintf(ident, sizeof ident, "%s", p);
+            else
+                r = since = 0;
             s->have_record = 1;
             s->record_mod = kv->mod_revision;
             s->record_ms = r;
@@ -148,11 +150,12 @@ static int scan(ik__etcd_backend *b, const char *app, slot_view **out, size_t *n
 static void split_value(const char *val, int64_t *since, char *ident, size_t il, char *detail,
                         size_t dl)
 {
-    long long s = 0;
+    int64_t s = 0;
     char pid[32] = "", host[128] = "";
-    int off = 0;
-    if (sscanf(val, "%lld %31s %127s %n", &s, pid, host, &off) >= 3 && off > 0) {
-        snprintf(ident, il, "%s", val + off);
+    const char *p = val;
+    if (ik__etcd_next_i64(&p, ' ', &s) == 0 && (ik__etcd_next_word(&p, pid, sizeof pid), *pid) &&
+        (ik__etcd_next_word(&p, host, sizeof host), *host) && *p) {
+        snprintf(ident, il, "%s", p);
         if (detail) snprintf(detail, dl, "pid %s, host %s", pid, host);
         *since = s;
     } else {
@@ -219,7 +222,7 @@ static void undo(ik__etcd_backend *b, etcd_slot *s)
     int e = IK_ENOMEM;
     if (t && !ik__etcd_txn_cmp(t, s->slot_key, "LEASE", "EQUAL", s->lease, NULL) &&
         !ik__etcd_txn_del(t, 1, s->slot_key)) {
-        ik__etcd_answer a;
+        ik__etcd_answer a = {0};
         e = ik__etcd_txn_run(b->gw, t, b->wait_ms * 3, &a, why, sizeof why);
         ik__etcd_answer_free(&a);
     }
@@ -261,7 +264,7 @@ static int take(ik__etcd_backend *b, const ik__slot_request *req, const slot_vie
         ik__etcd_txn_free(t);
         return e;
     }
-    ik__etcd_answer a;
+    ik__etcd_answer a = {0};
     e = ik__etcd_txn_run(b->gw, t, b->wait_ms * 3, &a, why, why_len);
     ik__etcd_txn_free(t);
     if (e == IK_EINDOUBT) { /* maybe taken: dropped if it was (our lease outlives it) */
@@ -365,7 +368,7 @@ int ik__etcd_slot_persist(ik__backend *be, void *handle, int64_t record_ms, ik__
         ik__etcd_txn_free(t);
         return IK_EINDOUBT;
     }
-    ik__etcd_answer a;
+    ik__etcd_answer a = {0};
     e = ik__etcd_txn_run(b->gw, t, b->wait_ms, &a, why, sizeof why);
     ik__etcd_txn_free(t);
     if (e == IK_EUNSAFE) {
@@ -399,7 +402,7 @@ int ik__etcd_slot_release(ik__backend *be, void *handle, int64_t record_ms)
             ik__etcd_txn_put(t, 1, s->record_key, rec, 0) || ik__etcd_txn_del(t, 1, s->slot_key)) {
             e = IK_ENOMEM;
         } else {
-            ik__etcd_answer a;
+            ik__etcd_answer a = {0};
             e = ik__etcd_txn_run(b->gw, t, b->wait_ms, &a, why, sizeof why);
             if (!e && !a.succeeded) e = IK_ELOST;
             ik__etcd_answer_free(&a);

@@ -69,20 +69,18 @@ static void writer_key(const ik__etcd_backend *b, const char *app, const char *n
 /* 0, or -1 if v is not a tag's value (a key of the wrong shape under the prefix). */
 static int parse_val(const char *v, tag_val *t)
 {
-    long long m, s, st, u;
+    int64_t m, s, st, u;
     char kind[16];
-    int off = 0;
     memset(t, 0, sizeof *t);
-    if (sscanf(v, "%lld %15s %lld %lld %lld%n", &m, kind, &s, &st, &u, &off) != 5 || off <= 0)
+    const char *p = v;
+    if (ik__etcd_next_i64(&p, ' ', &m)) return -1;
+    ik__etcd_next_word(&p, kind, sizeof kind);
+    if (ik__etcd_next_i64(&p, ' ', &s) || ik__etcd_next_i64(&p, ' ', &st) ||
+        ik__etcd_next_i64(&p, ' ', &u))
         return -1;
     if (ik_tag_kind_parse(kind, &t->kind) || m < 0 || st < 1) return -1;
     t->max_id = m, t->start = s, t->step = st, t->update_ms = u;
-    const char *d = v + off;
-    if (*d == ' ')
-        d++;
-    else if (*d)
-        return -1;
-    snprintf(t->desc, sizeof t->desc, "%s", d);
+    snprintf(t->desc, sizeof t->desc, "%s", p);
     return 0;
 }
 
@@ -104,15 +102,10 @@ static void parse_ring(const char *v, ring *r)
 {
     r->n = 0;
     while (*v && r->n < RING) {
-        unsigned long long w;
-        long long f;
-        int off = 0;
-        if (sscanf(v, "%llu:%lld%n", &w, &f, &off) != 2 || off <= 0) break;
-        r->wid[r->n] = w;
+        int64_t w, f;
+        if (ik__etcd_next_i64(&v, ':', &w) || w < 0 || ik__etcd_next_i64(&v, ':', &f)) break;
+        r->wid[r->n] = (uint64_t)w;
         r->first[r->n++] = f;
-        v += off;
-        while (*v == ' ')
-            v++;
     }
 }
 
@@ -164,7 +157,7 @@ static int read_view(ik__etcd_backend *b, const char *tk, const char *wk, view *
         ik__etcd_txn_free(t);
         return IK_ENOMEM;
     }
-    ik__etcd_answer a;
+    ik__etcd_answer a = {0};
     int e = ik__etcd_txn_run(b->gw, t, b->wait_ms * 3, &a, why, why_len);
     ik__etcd_txn_free(t);
     if (!e) e = view_of(&a, tk, v, why, why_len);
@@ -259,7 +252,7 @@ int ik__etcd_tag_advance(ik__backend *be, const char *app, const char *name, ik_
         if (!e) e = ik__etcd_txn_put(t, 1, wk, rv, lease);
         if (!e) e = ik__etcd_txn_get(t, 0, tk, 0); /* a lost race reads what won it */
         if (!e) e = ik__etcd_txn_get(t, 0, wk, 0);
-        ik__etcd_answer a;
+        ik__etcd_answer a = {0};
         if (!e) e = ik__etcd_txn_run(b->gw, t, b->wait_ms * 3, &a, why, sizeof why);
         ik__etcd_txn_free(t);
         if (e == IK_EINDOUBT) { /* ET2: the engine keeps it, with M in aux */
@@ -308,7 +301,7 @@ void ik__etcd_tag_settle(ik__backend *be, const char *app, const char *name, ik_
         char val[600];
         format_val(&v.t, val, sizeof val);
         ik__etcd_txn *t = ik__etcd_txn_new();
-        ik__etcd_answer a;
+        ik__etcd_answer a = {0};
         int e = t ? ik__etcd_txn_cmp(t, tk, "MOD", "EQUAL", v.tag_mod, NULL) : IK_ENOMEM;
         if (!e) e = ik__etcd_txn_put(t, 1, tk, val, 0);
         if (!e) e = ik__etcd_txn_run(b->gw, t, b->wait_ms * 3, &a, why, sizeof why);
@@ -341,7 +334,7 @@ int ik__etcd_tag_create(ik__backend *be, const char *app, const ik_tag_info *ti,
     snprintf(t.desc, sizeof t.desc, "%s", ti->description);
     format_val(&t, val, sizeof val);
     ik__etcd_txn *x = ik__etcd_txn_new();
-    ik__etcd_answer a;
+    ik__etcd_answer a = {0};
     e = x ? ik__etcd_txn_cmp(x, tk, "CREATE", "EQUAL", 0, NULL) : IK_ENOMEM;
     if (!e) e = ik__etcd_txn_put(x, 1, tk, val, 0);
     if (!e) e = ik__etcd_txn_run(b->gw, x, b->wait_ms * 3, &a, why, why_len);
@@ -385,7 +378,7 @@ int ik__etcd_tag_list(ik__backend *be, const char *app, ik_tag_info **out, size_
     ik__etcd_backend *b = ik__etcd_of(be);
     char pfx[KEY_MAX], why[500];
     ik__etcd_key(b, app, "tag/", pfx, sizeof pfx);
-    ik__etcd_answer a;
+    ik__etcd_answer a = {0};
     int e = ik__etcd_range(b->gw, pfx, 1, 0, 0, 0, b->wait_ms * 3, &a, why, sizeof why);
     if (e) return e == IK_EINDOUBT ? IK_ESTORE : e;
     ik_tag_info *o = a.n_kvs ? calloc(a.n_kvs, sizeof *o) : NULL;

@@ -278,12 +278,12 @@ int ik__etcd_answer_parse(const char *buf, size_t len, ik__etcd_answer *a, char 
         goto out;
     }
     int64_t code = 0;
-    json_t *ej = json_object_get(body, "error");
-    if (get_i64(body, "code", &code) || code < 0 || code > 99) {
+    if (get_i64(body, "code", &code) || (!code && get_i64(body, "grpc_code", &code)) || code < 0 ||
+        code > 99) {
         ik__fail(-1, why, why_len, "a malformed error code");
         goto out;
     }
-    if (code || (ej && json_is_string(ej))) {
+    if (code || body == err) { /* etcd's errors carry a gRPC code; a streamed one is an object */
         a->err_code = code ? (int)code : 2;
         get_str(body, "message", a->err, sizeof a->err);
         if (!a->err[0]) get_str(body, "error", a->err, sizeof a->err);
@@ -377,7 +377,7 @@ static size_t on_data(char *p, size_t sz, size_t nm, void *ctx)
     char *nl;
     while ((nl = memchr(x->body, '\n', x->len))) {
         size_t line = (size_t)(nl - x->body);
-        ik__etcd_answer a;
+        ik__etcd_answer a = {0};
         char why[120];
         if (line > 0) {
             if (ik__etcd_answer_parse(x->body, line, &a, why, sizeof why) == 0) {
@@ -547,6 +547,13 @@ static int call_as(ik__etcd_gw *g, const char *path, const char *post, int64_t t
                             "etcd's client port?",
                             g->base[ep], http, pwhy);
         }
+        if (!a->has_header && !a->err_code) { /* every answer of etcd's has a header */
+            ik__etcd_answer_free(a);
+            return ik__fail(IK_ESTORE, why, why_len,
+                            "%s answered HTTP %ld without etcd's header, not as etcd's v3 JSON "
+                            "gateway: is it etcd's client port?",
+                            g->base[ep], http);
+        }
         if (a->has_header && g->cluster_id && a->cluster_id != g->cluster_id) { /* EG1 */
             uint64_t got = a->cluster_id;
             ik__etcd_answer_free(a);
@@ -652,7 +659,7 @@ static int authenticate(ik__etcd_gw *g, int64_t timeout_ms, char *why, size_t wh
     pthread_mutex_lock(&g->mu);
     g->token[0] = '\0';
     pthread_mutex_unlock(&g->mu);
-    ik__etcd_answer a;
+    ik__etcd_answer a = {0};
     int e = call_as(g, "/v3/auth/authenticate", post, timeout_ms, 0, &a, why, why_len);
     memset(post, 0, strlen(post)); /* EG4 */
     free(post);
@@ -701,21 +708,27 @@ int ik__etcd_gw_new(const ik__etcd_gw_config *c, ik__etcd_gw **out, char *why, s
     if ((c->cacert && !g->cacert) || (c->cert && !g->cert) || (c->key && !g->key) ||
         (c->user && !g->user) || (c->password && !g->password))
         e = IK_ENOMEM;
-    if (!e && g->user) e = authenticate(g, 5000, why, why_len);
-    ik__etcd_answer a;
-    if (!e)
-        e = ik__etcd_range(g,
-                           "\xff"
-                           "idkeeper-hello",
-                           0, 0, 0, 1, 5000, &a, why, why_len);
+    ik__etcd_answer a = {0};
+    /* the hello: a status (any user may ask; a learner answers it too, so that the
+     * checks can refuse it by name), then the login, which a learner refuses */
+    if (!e) e = ik__etcd_status(g, 5000, &a, why, why_len);
+    if (e && a.err_code && strstr(a.err, "learner")) /* 3.4's gateway: no call on a learner */
+        e = ik__fail(IK_EUNSAFE, why, why_len,
+                     "%s is a learner (%s): it does not vote, so it is not part of the quorum "
+                     "that keeps writes; point the URI at voting members (docs/hazards.md, etcd)",
+                     g->base[g->cur], a.err);
+    if (e) ik__etcd_answer_free(&a);
+    int learner = 0;
     if (!e) {
         if (!a.has_header || !a.cluster_id)
             e = ik__fail(IK_ESTORE, why, why_len,
                          "%s answered without a cluster id: not etcd's v3 JSON gateway",
                          g->base[g->cur]);
         g->cluster_id = a.cluster_id;
+        learner = a.is_learner;
         ik__etcd_answer_free(&a);
     }
+    if (!e && g->user && !learner) e = authenticate(g, 5000, why, why_len);
     if (!e && !g->user) {
         int on = ik__etcd_auth_enabled(g, 5000, why, why_len);
         if (on < 0) e = on;
@@ -968,15 +981,13 @@ int ik__etcd_auth_enabled(ik__etcd_gw *g, int64_t timeout_ms, char *why, size_t 
     if (!b) return IK_ENOMEM;
     json_object_set_new(b, "name", json_string(""));
     json_object_set_new(b, "password", json_string(""));
-    ik__etcd_answer a;
+    ik__etcd_answer a = {0};
     char w[300];
     int e = call_json(g, "/v3/auth/authenticate", b, timeout_ms, &a, w, sizeof w);
     int on;
-    if (e == IK_OK)
-        on = 1;
-    else if (a.err_code == 9 && strstr(a.err, "not enabled"))
+    if (a.err_code == 9 && strstr(a.err, "not enabled"))
         on = 0;
-    else if (a.err_code)
+    else if (e == IK_OK || a.err_code)
         on = 1;
     else
         on = ik__fail(e == IK_EINDOUBT ? IK_ESTORE : e, why, why_len, "%s", w);

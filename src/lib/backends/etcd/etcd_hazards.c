@@ -36,16 +36,26 @@ static void risk_row(const ik__hazards *h, ik_hazard *r, const char *check, cons
 static int light_rows(ik__etcd_backend *b, ik_hazard *rows, size_t *n, char *why, size_t why_len)
 {
     ik__hazards *h = &b->base.hz;
-    ik__etcd_answer st, ml;
+    ik__etcd_answer st = {0}, ml = {0};
     int e = ik__etcd_status(b->gw, b->wait_ms * 2, &st, why, why_len);
     if (e) return e == IK_EINDOUBT ? IK_ESTORE : e;
+    char v[96], ep[280];
+    ik__etcd_gw_endpoint(b->gw, ep, sizeof ep);
     e = ik__etcd_members(b->gw, b->wait_ms * 2, &ml, why, why_len);
+    if (e && (st.is_learner || (ml.err_code && strstr(ml.err, "learner")))) {
+        /* etcd 3.4's gateway answers a learner's status, and no member list there */
+        ik__etcd_answer_free(&ml);
+        ik__etcd_answer_free(&st);
+        snprintf(v, sizeof v, "%s is a learner", ep);
+        ik__hazard_row(h, &rows[(*n)++], "members", v, 1,
+                       "promote the learner (etcdctl member promote) or name voting members");
+        return IK_OK;
+    }
     if (e) {
+        ik__etcd_answer_free(&ml);
         ik__etcd_answer_free(&st);
         return e == IK_EINDOUBT ? IK_ESTORE : e;
     }
-    char v[96], ep[280];
-    ik__etcd_gw_endpoint(b->gw, ep, sizeof ep);
     size_t voters = 0;
     int found = 0, learner = st.is_learner;
     for (size_t i = 0; i < ml.n_members; i++) {
@@ -101,7 +111,7 @@ static void fsync_row(ik__etcd_backend *b, ik_hazard *r)
         return;
     }
     ik__etcd_key(b, "-", "fsync-probe", key, sizeof key);
-    ik__etcd_answer a;
+    ik__etcd_answer a = {0};
     char val[32];
     snprintf(val, sizeof val, "%" PRId64, ik__wall_ms());
     if (ik__etcd_put(b->gw, key, val, 0, b->wait_ms * 2, &a, w, sizeof w)) {

@@ -24,7 +24,7 @@
 /* One keepalive of id: 0 and the proof, IK_ELOST (gone: EL2) or IK_EINDOUBT. */
 static int keepalive(ik__etcd_backend *b, int64_t id, ik__lease_proof *p)
 {
-    ik__etcd_answer a;
+    ik__etcd_answer a = {0};
     char why[300];
     int64_t sent = ik__mono_ns();
     int e = ik__etcd_lease_keepalive(b->gw, id, b->wait_ms, &a, why, sizeof why);
@@ -95,7 +95,7 @@ int ik__etcd_lease_get(ik__etcd_backend *b, int64_t *id, ik__lease_proof *proof,
         return IK_OK;
     }
     pthread_mutex_unlock(&l->mu);
-    ik__etcd_answer a;
+    ik__etcd_answer a = {0};
     int64_t sent = ik__mono_ns();
     int e = ik__etcd_lease_grant(b->gw, b->ttl_ms / 1000, b->wait_ms * 3, &a, why, why_len);
     if (e) return e == IK_EINDOUBT ? IK_ESTORE : e; /* an unanswered grant lapses by itself */
@@ -109,7 +109,7 @@ int ik__etcd_lease_get(ik__etcd_backend *b, int64_t *id, ik__lease_proof *proof,
         *id = l->id;
         *proof = l->proof;
         pthread_mutex_unlock(&l->mu);
-        ik__etcd_answer r;
+        ik__etcd_answer r = {0};
         char w[200];
         if (ik__etcd_lease_revoke(b->gw, got, b->wait_ms, &r, w, sizeof w) == IK_OK)
             ik__etcd_answer_free(&r);
@@ -178,7 +178,7 @@ void ik__etcd_lease_stop(ik__etcd_backend *b, int revoke)
     pthread_mutex_unlock(&l->mu);
     if (on) pthread_join(l->thread, NULL);
     if (revoke && id) { /* every key on it goes at once, not at the TTL */
-        ik__etcd_answer a;
+        ik__etcd_answer a = {0};
         char why[200];
         if (ik__etcd_lease_revoke(b->gw, id, b->wait_ms, &a, why, sizeof why) == IK_OK)
             ik__etcd_answer_free(&a);

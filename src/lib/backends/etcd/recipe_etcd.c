@@ -100,7 +100,7 @@ static void *keeper(void *arg)
         int64_t id = lk->lease;
         pthread_mutex_unlock(&lk->mu);
         if (stop) break;
-        ik__etcd_answer a;
+        ik__etcd_answer a = {0};
         char why[300];
         int64_t sent = ik__mono_ns();
         int e = ik__etcd_lease_keepalive(b->gw, id, lk->ttl_ms / 3, &a, why, sizeof why);
@@ -157,7 +157,7 @@ static void drop(etcd_lock *lk)
     lk->gone = 0;
     pthread_mutex_unlock(&lk->mu);
     if (id) {
-        ik__etcd_answer a;
+        ik__etcd_answer a = {0};
         char why[300];
         int e = ik__etcd_lease_revoke(b->gw, id, b->wait_ms, &a, why, sizeof why);
         ik__etcd_answer_free(&a);
@@ -173,7 +173,7 @@ static void drop(etcd_lock *lk)
 static int older(ik__etcd_backend *b, etcd_lock *lk, int64_t rev, char *older_key, size_t len,
                  int64_t *at, char *why, size_t why_len)
 {
-    ik__etcd_answer a;
+    ik__etcd_answer a = {0};
     int e = ik__etcd_range(b->gw, lk->pfx, 1, -1, rev - 1, 1, b->wait_ms * 3, &a, why, why_len);
     if (e) return e;
     int found = a.n_kvs > 0;
@@ -202,7 +202,7 @@ static int etcd_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
     char why[400] = "";
     set_state(lk, IK_HOLD_WAITING, "waiting");
     /* our lease, and its keeper from now on (a wait may outlast a TTL) */
-    ik__etcd_answer a;
+    ik__etcd_answer a = {0};
     int64_t sent = ik__mono_ns();
     int e = ik__etcd_lease_grant(b->gw, b->ttl_ms / 1000, b->wait_ms * 3, &a, why, sizeof why);
     if (e) {
@@ -225,18 +225,28 @@ static int etcd_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
     e = t ? IK_OK : IK_ENOMEM;
     if (!e) e = ik__etcd_txn_cmp(t, lk->key, "CREATE", "EQUAL", 0, NULL);
     if (!e) e = ik__etcd_txn_put(t, 1, lk->key, val, lk->lease);
+    if (!e) e = ik__etcd_txn_get(t, 1, lk->pfx, 1); /* every contender, after ours */
     if (!e) e = ik__etcd_txn_get(t, 0, lk->key, 0);
+    if (!e) e = ik__etcd_txn_get(t, 0, lk->pfx, 1);
     if (!e) e = ik__etcd_txn_run(b->gw, t, b->wait_ms * 3, &a, why, sizeof why);
     ik__etcd_txn_free(t);
     int64_t rev = 0;
+    int waited = 0, first = 0;
     if (!e) {
-        rev = a.succeeded ? a.revision : a.n_kvs ? a.kvs[0].create_revision : 0;
+        /* success: [put, range of the prefix]; failure: [our key, range of the prefix] */
+        if (a.succeeded) rev = a.revision;
+        for (size_t i = 0; i < a.n_kvs && !a.succeeded; i++)
+            if (a.kvs[i].resp == 0) rev = a.kvs[i].create_revision;
+        first = rev != 0;
+        for (size_t i = 0; i < a.n_kvs; i++)
+            if (a.kvs[i].resp == 1 && a.kvs[i].create_revision < rev) first = 0;
         ik__etcd_answer_free(&a);
         if (!rev)
             e = ik__fail(IK_ESTORE, why, sizeof why, "etcd showed no revision of %s", lk->key);
     }
-    /* wait for every older contender to go (etcd's waitDeletes) */
-    while (!e) {
+    /* wait for every older contender to go (etcd's waitDeletes); none older in the
+     * txn's own read (RE2, made after our key existed): held at once */
+    while (!e && !first) {
         char prev[sizeof lk->key];
         int64_t at = 0;
         int o = older(b, lk, rev, prev, sizeof prev, &at, why, sizeof why);
@@ -245,6 +255,7 @@ static int etcd_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
             break;
         }
         if (o == 0) break;
+        waited = 1;
         int64_t left = deadline == INT64_MAX ? 3600000 : deadline - ik__mono_ms();
         if (left <= 0) {
             e = timeout_ms == 0 ? IK_EBUSY : IK_ETIMEDOUT;
@@ -266,7 +277,7 @@ static int etcd_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
         }
         if (e == IK_ETIMEDOUT && timeout_ms == 0) e = IK_EBUSY;
     }
-    if (!e) { /* RE2: ours is still there (the lease did not lapse while we waited) */
+    if (!e && waited) { /* RE2: ours is still there (the lease did not lapse while we waited) */
         e = ik__etcd_range(b->gw, lk->key, 0, 0, 0, 1, b->wait_ms * 3, &a, why, sizeof why);
         if (!e) {
             int there = a.n_kvs == 1 && a.kvs[0].create_revision == rev;
@@ -352,7 +363,7 @@ static int etcd_leader(ik__backend *be, const char *path, char **id)
     ik__etcd_backend *b = ik__etcd_of(be);
     char pfx[IK__RECIPE_PATH_MAX + IK__ETCD_PREFIX_MAX + 8];
     snprintf(pfx, sizeof pfx, "%s%s/", b->prefix, path + 1);
-    ik__etcd_answer a;
+    ik__etcd_answer a = {0};
     char why[300];
     int e = ik__etcd_range(b->gw, pfx, 1, 1, 0, 1, b->wait_ms * 3, &a, why, sizeof why);
     if (e) return IK_ESTORE;
