@@ -933,31 +933,32 @@ int ik__etcd_delete(ik__etcd_gw *g, const char *key, int64_t timeout_ms, ik__etc
     return call_json(g, "/v3/kv/deleterange", b, timeout_ms, a, why, why_len);
 }
 
-int ik__etcd_lease_grant(ik__etcd_gw *g, int64_t ttl_s, int64_t timeout_ms, ik__etcd_answer *a,
-                         char *why, size_t why_len)
+/* A lease call: path with the one number field {"NAME": "N"}. */
+static int lease_call(ik__etcd_gw *g, const char *path, const char *name, int64_t n,
+                      int64_t timeout_ms, ik__etcd_answer *a, char *why, size_t why_len)
 {
     json_t *b = json_object();
     if (!b) return IK_ENOMEM;
-    json_object_set_new(b, "TTL", str_i64(ttl_s));
-    return call_json(g, "/v3/lease/grant", b, timeout_ms, a, why, why_len);
+    json_object_set_new(b, name, str_i64(n));
+    return call_json(g, path, b, timeout_ms, a, why, why_len);
+}
+
+int ik__etcd_lease_grant(ik__etcd_gw *g, int64_t ttl_s, int64_t timeout_ms, ik__etcd_answer *a,
+                         char *why, size_t why_len)
+{
+    return lease_call(g, "/v3/lease/grant", "TTL", ttl_s, timeout_ms, a, why, why_len);
 }
 
 int ik__etcd_lease_keepalive(ik__etcd_gw *g, int64_t id, int64_t timeout_ms, ik__etcd_answer *a,
                              char *why, size_t why_len)
 {
-    json_t *b = json_object();
-    if (!b) return IK_ENOMEM;
-    json_object_set_new(b, "ID", str_i64(id));
-    return call_json(g, "/v3/lease/keepalive", b, timeout_ms, a, why, why_len);
+    return lease_call(g, "/v3/lease/keepalive", "ID", id, timeout_ms, a, why, why_len);
 }
 
 int ik__etcd_lease_revoke(ik__etcd_gw *g, int64_t id, int64_t timeout_ms, ik__etcd_answer *a,
                           char *why, size_t why_len)
 {
-    json_t *b = json_object();
-    if (!b) return IK_ENOMEM;
-    json_object_set_new(b, "ID", str_i64(id));
-    return call_json(g, "/v3/lease/revoke", b, timeout_ms, a, why, why_len);
+    return lease_call(g, "/v3/lease/revoke", "ID", id, timeout_ms, a, why, why_len);
 }
 
 int ik__etcd_status(ik__etcd_gw *g, int64_t timeout_ms, ik__etcd_answer *a, char *why,
