@@ -1,69 +1,90 @@
 #!/usr/bin/env bash
-# etcd_lock.sh [BUILD_DIR]: lock acquire + release cycles per second on one etcd
-# (a one-member cluster on loopback, Debian's etcd 3.4), one client alone and 4
-# contending for one name, next to in the same run:
-#   - python3-etcd3's Lock (Debian's client: acquire, release in a loop, one
-#     client per process),
-#   - `etcdctl lock NAME -- true` (a process per grant, as a shell script takes it),
-#   - zk:// (a standalone ZooKeeper, forceSync=yes), through the same libidkeeper
-#     loop (tests/interop/ik_interop.c bench-lock).
-# idkeeper's cycle on etcd: a lease grant, a txn (our key), a read of the older
-# contenders, a read of our key, and the revoke (which deletes it).
+# etcd_lock.sh [BUILD_DIR]: lock acquire + release on etcd:// next to its peers on
+# the same etcd in the same run, and next to zk:// (Debian's etcd 3.4, one member of
+# its own on loopback, its WAL fsynced on every write; ZooKeeper 3.8 standalone,
+# forceSync=yes):
+#   - in one process, one client, as fast as it goes for SECS s (the median of RUNS
+#     runs, alternating): idkeeper's lock through libidkeeper
+#     (tests/interop/ik_interop.c bench-lock: etcd's concurrency recipe, a lease of
+#     the lock's own, the key NAME/LEASEHEX, docs/etcd.md) against Debian's
+#     python3-etcd3 client's Lock (a key /locks/NAME put if absent on a lease, over
+#     gRPC: not etcd's concurrency recipe, so it does not exclude etcdctl) and
+#     against idkeeper's lock on zk://;
+#   - a process per grant, K grants in a row: `idkeeper lock NAME -- true` against
+#     `etcdctl lock NAME true` (etcd-client, the Go client's concurrency.Mutex) on
+#     the same name, and `idkeeper lock` on zk://.
+# Prints each figure next to its peers' and the ratios. Settings: SECS (3), RUNS (3),
+# K (50).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=$(cd "${1:-$here/../build}" && pwd)
-export IK_BIN=${IK_BIN:-$build/idkeeper} IK_BUILD=$build IK_SRC=$(cd "$here/.." && pwd)
+IK_BIN=${IK_BIN:-$build/idkeeper}
+IK_BUILD=$build
+IK_SRC=$(cd "$here/.." && pwd)
+export IK_BIN IK_BUILD IK_SRC
 source "$here/../tests/integration/lib.sh"
-ZK_JAVA_OPTS="" ZK_FORCE_SYNC=yes
-source "$here/../tests/integration/zk.sh"
 source "$here/../tests/integration/etcd.sh"
+export ZK_JAVA_OPTS="" ZK_FORCE_SYNC=yes
+source "$here/../tests/integration/zk.sh"
 source "$here/../tests/interop/build.sh"
-SECS=${SECS:-5}
-zk_start_standalone
+SECS=${SECS:-3}
+RUNS=${RUNS:-3}
+K=${K:-50}
+
 etcd_own one
+ETCD_PORT=${ETCD_PORT_OF[one]}
+zk_start_standalone
 interop_build_c
-euri=etcd://127.0.0.1:${ETCD_PORT_OF[one]}
-zuri=$(zk_uri bench)
+E="etcd://127.0.0.1:$ETCD_PORT"
+Z=$(zk_uri bench)
+
+# the python3-etcd3 peer: "cycles_per_s N"
 cat >"$T/py_lock.py" <<'PY'
-import sys, time, etcd3
+import sys, time
+import etcd3
 port, name, secs = int(sys.argv[1]), sys.argv[2], float(sys.argv[3])
 c = etcd3.client(host="127.0.0.1", port=port)
-n, bad, end = 0, 0, time.monotonic() + secs
-while time.monotonic() < end:
-    lk = c.lock(name, ttl=10)
-    try:
-        # Debian's python3-etcd3 0.12 and its tenacity disagree on the retry's wait
-        # (TypeError) when the lock is taken: such an acquire counts as failed
-        if lk.acquire(timeout=10):
-            lk.release()
-            n += 1
-        else:
-            bad += 1
-    except TypeError:
-        bad += 1
-print(n, bad)
+lock = c.lock(name, ttl=10)
+for _ in range(20):  # the channel, warm
+    lock.acquire(); lock.release()
+n, t0 = 0, time.monotonic()
+while time.monotonic() - t0 < secs:
+    lock.acquire()
+    lock.release()
+    n += 1
+print("cycles_per_s %.0f" % (n / (time.monotonic() - t0)))
 PY
-py() { # py CLIENTS: cycles a second, CLIENTS processes on one name
-  local i
-  for ((i = 0; i < $1; i++)); do python3 "$T/py_lock.py" "${ETCD_PORT_OF[one]}" "py$1" "$SECS" >"$T/py$i" & done
-  wait
-  echo "$(cut -d' ' -f1 "$T"/py? | paste -sd+ | bc) / $SECS" | bc -l | xargs printf '%.0f'
-  printf ' (%s failed)' "$(cut -d' ' -f2 "$T"/py? | paste -sd+ | bc)"
-}
-ctl() { # ctl CLIENTS: etcdctl lock -- true, a process per grant
-  local i
-  for ((i = 0; i < $1; i++)); do
-    (n=0; end=$((SECONDS + SECS)); while ((SECONDS < end)); do
-      ETCDCTL_API=3 etcdctl --endpoints="127.0.0.1:${ETCD_PORT_OF[one]}" lock "ctl$1" -- true >/dev/null && n=$((n + 1))
-    done; echo $n >"$T/ctl$i") &
-  done
-  wait
-  echo "$(cat "$T"/ctl? | paste -sd+ | bc) / $SECS" | bc -l | xargs printf '%.0f'
-}
-ik() { "${IK_INTEROP[@]}" bench-lock "$1" "/ik$2" "$2" "$SECS" | awk '{printf "%.0f", $2}'; }
-echo "etcd $(etcd --version | sed -n 's/etcd Version: //p') one member, ZooKeeper standalone (forceSync=yes), loopback; load $(cut -d' ' -f1-3 /proc/loadavg); acquire+release cycles a second over ${SECS} s"
-for c in 1 4; do
-  a=$(ik "$euri" $c); b=$(py $c); d=$(ctl $c); z=$(ik "$zuri" $c)
-  printf 'clients %d: idkeeper etcd:// %s   python3-etcd3 %s (x%s)   etcdctl lock %s (x%s)   idkeeper zk:// %s\n' \
-    "$c" "$a" "$b" "$(echo "scale=2; $a / ${b%% *}" | bc)" "$d" "$(echo "scale=2; $a / $d" | bc)" "$z"
+median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+ik_rate() { "${IK_INTEROP[@]}" bench-lock "$1" "$2" 1 "$SECS" | awk '{ print $2 }'; }
+py_rate() { /usr/bin/python3 "$T/py_lock.py" "$ETCD_PORT" "$1" "$SECS" | awk '{ print $2 }'; }
+
+ik_rate "$E" /warm >/dev/null
+ik_rate "$Z" /warm >/dev/null
+echo "etcd $(etcd --version | sed -n 's/^etcd Version: //p') one member and ZooKeeper $(zk_4lw 1 srvr | sed -n 's/^Zookeeper version: \([^-,]*\).*/\1/p') standalone (forceSync=yes) on loopback, data on $(df -P "$T" | awk 'NR == 2 {print $1}'); $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+: >"$T/ie"
+: >"$T/py"
+: >"$T/iz"
+for ((r = 0; r < RUNS; r++)); do
+  ik_rate "$E" "/b$r" >>"$T/ie"
+  py_rate "b$r" >>"$T/py"
+  ik_rate "$Z" "/b$r" >>"$T/iz"
 done
+ie=$(median <"$T/ie") py=$(median <"$T/py") iz=$(median <"$T/iz")
+printf 'lock acquire+release in one process, 1 client (median of %d runs of %s s): idkeeper etcd:// %s/s  python3-etcd3 Lock %s/s  idkeeper zk:// %s/s  ratio idkeeper etcd / python3-etcd3 %s, etcd / zk %s  (runs: %s| %s| %s)\n' \
+  "$RUNS" "$SECS" "$ie" "$py" "$iz" "$(ratio "$ie" "$py")" "$(ratio "$ie" "$iz")" \
+  "$(tr '\n' ' ' <"$T/ie")" "$(tr '\n' ' ' <"$T/py")" "$(tr '\n' ' ' <"$T/iz")"
+
+# a process per grant: K grants in a row, ms per grant (start, take, run, release, exit)
+per_grant() { # CMD...: ms per grant of K runs of CMD
+  local t0 t1 i
+  t0=$(mono_ms)
+  for ((i = 0; i < K; i++)); do "$@" >/dev/null 2>&1 || { echo "failed: $*" >&2; return 1; }; done
+  t1=$(mono_ms)
+  awk -v d=$((t1 - t0)) -v k="$K" 'BEGIN { printf "%.1f", d / k }'
+}
+pe=$(per_grant "$IK_BIN" lock --coord "$E" pg -- true)
+pc=$(per_grant env ETCDCTL_API=3 etcdctl --endpoints="127.0.0.1:$ETCD_PORT" lock pg true)
+pz=$(per_grant "$IK_BIN" lock --coord "$Z" /pg -- true)
+printf 'lock, a process per grant (%d in a row, start to exit): idkeeper lock etcd:// %s ms  etcdctl lock %s ms  idkeeper lock zk:// %s ms  ratio idkeeper etcd / etcdctl %s, etcd / zk %s\n' \
+  "$K" "$pe" "$pc" "$pz" "$(ratio "$pe" "$pc")" "$(ratio "$pe" "$pz")"
