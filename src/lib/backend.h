@@ -132,13 +132,6 @@ typedef struct ik__tag_write {
     const ik__doubt *carried;
     int n_carried;
     ik__doubt_verdict *fate;
-    /* Called by tag_advance at most once, on its own thread, as soon as this write's
-     * place among the tag's writes is fixed, before it is durable: a write of the tag
-     * sent from then on lands after it or not at all (SQL: the locking read answered,
-     * the row lock held). NULL: nobody waits for it. A backend that never calls it
-     * places the write when it returns (docs/sequence.md, "Two writes in flight"). */
-    void (*placed)(void *arg);
-    void *placed_arg;
 } ik__tag_write;
 
 struct ik__backend_ops {
@@ -283,11 +276,6 @@ struct ik__backend_ops {
     /* Writers of one tag that may advance it at once (1 to 64): each is a lane of its
      * own (its writer id), and a lane's writes reach the store one after another. */
     int tag_lanes;
-    /* Sequence writes of one tag a committer keeps in flight at once, each sent once
-     * the one before is placed (ik__tag_write's placed): 2 where tag_advance places a
-     * write before its commit, so that the next write's first round trip overlaps
-     * that commit; 0 or 1: one at a time (docs/sequence.md, "Two writes in flight"). */
-    int tag_in_flight;
 };
 
 /* How long ik_coord_settle (and so close) gives the doubts where no stop bound is
@@ -305,9 +293,8 @@ ik__backend *ik__coord_backend(ik_coord *c);
 /* coord.c: IDKEEPER_TEST_WRITE_DELAY_MS as it was when c was opened (0: none). */
 int ik__coord_test_write_delay_ms(const ik_coord *c);
 
-/* tags.c: advances a tag through c's backend, after the test write delay; placed
- * (NULL: none) is ik__tag_write's, called with placed_arg. */
+/* tags.c: advances a tag through c's backend, after the test write delay. */
 int ik__tag_advance(ik_coord *c, const char *app, const char *name, ik_tag_kind kind, int64_t delta,
-                    void (*placed)(void *), void *placed_arg, int64_t *first);
+                    int64_t *first);
 
 #endif

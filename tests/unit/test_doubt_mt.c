@@ -117,7 +117,7 @@ static int teardown(void **st)
 static int advance(ik__doubts *d, const char *tag, int64_t delta)
 {
     int64_t first;
-    return ik__doubts_advance(d, &be, "default", tag, IK_TAG_SEQUENCE, delta, NULL, NULL, &first);
+    return ik__doubts_advance(d, &be, "default", tag, IK_TAG_SEQUENCE, delta, &first);
 }
 
 /* ---- the tests ---------------------------------------------------------------------- */

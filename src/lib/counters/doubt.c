@@ -272,8 +272,7 @@ static void put_back(ik__doubts *d, tag_entry *e, const ik__tag_write *w, const 
 }
 
 int ik__doubts_advance(ik__doubts *d, ik__backend *be, const char *app, const char *name,
-                       ik_tag_kind kind, int64_t delta, void (*placed)(void *), void *placed_arg,
-                       int64_t *first)
+                       ik_tag_kind kind, int64_t delta, int64_t *first)
 {
     ik__doubt carried[KEPT], keep[KEPT + 1];
     ik__doubt_verdict fate[KEPT];
@@ -292,8 +291,6 @@ int ik__doubts_advance(ik__doubts *d, ik__backend *be, const char *app, const ch
     memset(fate, 0, sizeof fate);
     w.carried = carried;
     w.fate = fate;
-    w.placed = placed;
-    w.placed_arg = placed_arg;
     w.own.sent_ns = ik__mono_ns(); /* D2: described before it is sent */
     int rc = be->ops->tag_advance(be, app, name, kind, &w, first);
     int own_kept = 0;

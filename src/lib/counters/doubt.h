@@ -16,11 +16,9 @@ int ik__doubts_new(ik__doubts **out);
 void ik__doubts_free(ik__doubts *d);
 
 /* One advance of (app, name) through be, on a lane of its own, carrying the lane's
- * doubts of the tag: backend.h's tag_advance, with the same answers; placed and
- * placed_arg go to ik__tag_write's. */
+ * doubts of the tag: backend.h's tag_advance, with the same answers. */
 int ik__doubts_advance(ik__doubts *d, ik__backend *be, const char *app, const char *name,
-                       ik_tag_kind kind, int64_t delta, void (*placed)(void *), void *placed_arg,
-                       int64_t *first);
+                       ik_tag_kind kind, int64_t delta, int64_t *first);
 
 /* Doubts kept, plus advances in flight (which may add one). */
 int ik__doubts_open(ik__doubts *d);

@@ -387,7 +387,7 @@ static void load_one(ik_segment *s, seg_tag *t, int64_t *backoff_ms)
         pthread_mutex_lock(&t->mu);
         step = next_step(s, t, now);
         pthread_mutex_unlock(&t->mu);
-        rc = ik__tag_advance(s->c, s->app, t->name, IK_TAG_SEGMENT, step, NULL, NULL, &first);
+        rc = ik__tag_advance(s->c, s->app, t->name, IK_TAG_SEGMENT, step, &first);
         now = mono_ns();
     }
     int store_down = rc == IK_ESTORE || rc == IK_EINDOUBT || rc == IK_ETIMEDOUT;

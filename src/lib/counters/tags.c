@@ -70,7 +70,7 @@ int ik_tags_list(ik_coord *c, const char *app, ik_tag_info **out, size_t *n)
 }
 
 int ik__tag_advance(ik_coord *c, const char *app, const char *name, ik_tag_kind kind, int64_t delta,
-                    void (*placed)(void *), void *placed_arg, int64_t *first)
+                    int64_t *first)
 {
     ik__backend *be = ik__coord_backend(c);
     if (!be->ops->tag_advance) return IK_ESTORE;
@@ -81,14 +81,12 @@ int ik__tag_advance(ik_coord *c, const char *app, const char *name, ik_tag_kind 
         nanosleep(&ts, NULL);
     }
     ik__doubts *d = ik__coord_doubts(c);
-    if (d) return ik__doubts_advance(d, be, app, name, kind, delta, placed, placed_arg, first);
+    if (d) return ik__doubts_advance(d, be, app, name, kind, delta, first);
     ik__tag_write w; /* a backend whose writes are never in doubt, or one with a table of
                         its own (backend.h) */
     memset(&w, 0, sizeof w);
     w.own.delta = delta;
     w.own.kind = kind;
     w.own.first = -1;
-    w.placed = placed;
-    w.placed_arg = placed_arg;
     return be->ops->tag_advance(be, app, name, kind, &w, first);
 }

@@ -252,8 +252,8 @@ static void cycle_log(ik__sql_backend *b)
              us[3], us[4]);
 }
 
-/* Leaf's transaction on c (see the top), with our mark if write_no (sequence tags);
- * w->placed once the row lock is held and the COMMIT is next. 0 and *first, or an ik_error (IK_EINDOUBT: *first is the range's start if the
+/* Leaf's transaction on c (see the top), with our mark if write_no (sequence tags).
+ * 0 and *first, or an ik_error (IK_EINDOUBT: *first is the range's start if the
  * COMMIT did apply); *cls the driver class of the last call, for the pool.
  *
  * Two round trips (docs/sql.md, "Tags"): BEGIN, the locking read, the mark and the
@@ -264,8 +264,8 @@ static void cycle_log(ik__sql_backend *b)
  * doubt's settlement waits for that lock), and every other failure leaves nothing
  * committed (ST1). */
 static int advance_on(ik__sql_backend *b, ik__sql_conn *c, const char *app, const char *biz,
-                      ik_tag_kind kind, int64_t delta, int lane, uint64_t write_no,
-                      const ik__tag_write *w, int64_t *first, int *cls)
+                      ik_tag_kind kind, int64_t delta, int lane, uint64_t write_no, int64_t *first,
+                      int *cls)
 {
     const ik__sql_driver *d = b->d;
     char inner[256] = "";
@@ -337,10 +337,7 @@ static int advance_on(ik__sql_backend *b, ik__sql_conn *c, const char *app, cons
                  biz, max_id, now_max, delta);
         return *cls = abort_tx(b, c, 0), IK_ESTORE;
     }
-    *first = max_id; /* also on a doubt: the range the commit would have taken */
-    /* the row lock is ours: a write of the tag sent from now on waits for this one's
-     * end and lands after it (docs/sequence.md, "Two writes in flight") */
-    if (w->placed) w->placed(w->placed_arg);
+    *first = max_id;               /* also on a doubt: the range the commit would have taken */
     if (b->test_commit_pause_ms) { /* tests only: widens the window, the row lock held */
         struct timespec ts = {b->test_commit_pause_ms / 1000,
                               (b->test_commit_pause_ms % 1000) * 1000000L};
@@ -593,9 +590,8 @@ void ik__sql_tags_close(ik__backend *be)
 /* The advance of ik__sql_tag_advance, its marks written as lane (-1: a segment
  * write, no mark). */
 static int advance_lane(ik__sql_backend *b, const char *app, const char *name, ik_tag_kind kind,
-                        const char *biz, const ik__tag_write *w, int lane, int64_t *first)
+                        const char *biz, int64_t delta, int lane, int64_t *first)
 {
-    int64_t delta = w->own.delta;
     ik__sql_conn *c;
     int idx;
     int rc = ik__sql_get(b, &idx, &c, NULL, 0);
@@ -619,7 +615,7 @@ static int advance_lane(ik__sql_backend *b, const char *app, const char *name, i
     }
     int cls = 0;
     int64_t sent_ms = ik__mono_ms();
-    rc = advance_on(b, c, app, biz, kind, delta, lane, write_no, w, first, &cls);
+    rc = advance_on(b, c, app, biz, kind, delta, lane, write_no, first, &cls);
     ik__sql_put(b, idx, cls);
     if (rc != IK_EINDOUBT || !write_no) return rc;
     /* the COMMIT's answer was lost: settle it now if the database is back soon */
@@ -671,7 +667,7 @@ int ik__sql_tag_advance(ik__backend *be, const char *app, const char *name, ik_t
     /* a sequence write carries a mark of its lane, so that a lost COMMIT answer is
      * settled (ST5, ST6) */
     int lane = kind == IK_TAG_SEQUENCE ? lane_get(b) : -1;
-    int rc = advance_lane(b, app, name, kind, biz, w, lane, first);
+    int rc = advance_lane(b, app, name, kind, biz, delta, lane, first);
     if (lane >= 0) lane_release(b, lane);
     return rc;
 }

@@ -428,7 +428,6 @@ int ik__sql_leader(ik__backend *be, const char *path, char **id);
         .tag_get = ik__sql_tag_get,                                                                \
         .tag_list = ik__sql_tag_list,                                                              \
         .tag_advance = ik__sql_tag_advance,                                                        \
-        .tag_in_flight = 2, /* placed under the row lock, before the COMMIT */                     \
         .hazards_check = ik__sql_hazards_check,                                                    \
     }
 
