@@ -3,9 +3,16 @@
 #
 # ik_backend(NAME SCHEME <scheme> DIRS <folder>... [FIXTURE <fixture>] [TESTS <regex>]
 #            [PKG <pkg-config module>] [LIB <library> <header>] [PC_LIBS <flag>...]
-#            [DEFINES <definition>...] [DEPS <target>...] [PC_REQUIRES <module>...])
+#            [DEFINES <definition>...] [DEPS <target>...] [PC_REQUIRES <module>...]
+#            [OPS <ops>...] [TITLE <name>] [MORE_SCHEMES <scheme>...])
 #
-# Each backend NAME gets a cache option IK_WITH_<NAME> (default ON), the one switch
+# The registry (src/lib/coord.c) takes its list from these lines: a backend that is
+# on puts its ops tables, ik__backend_OPS_ops (OPS, default: NAME in lower case), in
+# the registry in this file's order; one that is off gets its schemes (SCHEME and
+# MORE_SCHEMES) a clear "this build has no TITLE backend" (TITLE, default NAME).
+#
+# Each backend NAME gets a cache option IK_WITH_<NAME> (default IK_BACKENDS_DEFAULT:
+# ON), the one switch
 # that builds it or not. DIRS are its folders under src/lib/backends/: its own, and
 # a shared layer it is built on (backends/sql, under both SQL drivers). A folder is
 # built when one backend naming it is on, and left out whole otherwise: no file of
@@ -50,16 +57,35 @@ set(IK_BACKEND_DEFS "")
 set(IK_BACKEND_INCLUDES "")
 set(IK_BACKEND_DEPS "")
 set(IK_BACKEND_SCHEMES "")
+set(IK_REGISTRY_ON "")
+set(IK_REGISTRY_OFF "")
 file(WRITE ${CMAKE_BINARY_DIR}/ik_backends.txt "LOCAL ON local\n")
 
+# The default of every switch: -DIK_BACKENDS_DEFAULT=OFF builds local: alone (the
+# Makefile's tsan-mt), without naming each backend; a switch given still wins.
+option(IK_BACKENDS_DEFAULT "Default of each IK_WITH_NAME switch" ON)
+
 function(ik_backend name)
-  cmake_parse_arguments(B "" "SCHEME;FIXTURE;PKG" "DIRS;TESTS;LIB;PC_LIBS;DEFINES;DEPS;PC_REQUIRES" ${ARGN})
+  cmake_parse_arguments(B "" "SCHEME;FIXTURE;PKG;TITLE"
+    "DIRS;TESTS;LIB;PC_LIBS;DEFINES;DEPS;PC_REQUIRES;OPS;MORE_SCHEMES" ${ARGN})
   if(B_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "ik_backend(${name}): unknown arguments ${B_UNPARSED_ARGUMENTS}")
   endif()
-  option(IK_WITH_${name} "Build the ${B_SCHEME}:// backend" ON)
+  option(IK_WITH_${name} "Build the ${B_SCHEME}:// backend" ${IK_BACKENDS_DEFAULT})
   string(JOIN " " dirs ${B_DIRS})
+  # the registry's lines (ik_backends.h): its ops tables, or its schemes left out
+  string(TOLOWER ${name} lower)
+  if(NOT B_OPS)
+    set(B_OPS ${lower})
+  endif()
+  if(NOT B_TITLE)
+    set(B_TITLE ${name})
+  endif()
   if(NOT IK_WITH_${name})
+    foreach(s ${B_SCHEME} ${B_MORE_SCHEMES})
+      string(APPEND IK_REGISTRY_OFF " X(\"${s}\", \"${B_TITLE}\")")
+    endforeach()
+    set(IK_REGISTRY_OFF "${IK_REGISTRY_OFF}" PARENT_SCOPE)
     file(APPEND ${CMAKE_BINARY_DIR}/ik_backends.txt "${name} OFF ${dirs}\n")
     list(GET B_DIRS 0 own)
     list(APPEND IK_TESTS_OFF ${B_TESTS})
@@ -73,6 +99,10 @@ function(ik_backend name)
     return()
   endif()
   file(APPEND ${CMAKE_BINARY_DIR}/ik_backends.txt "${name} ON ${dirs}\n")
+  foreach(o ${B_OPS})
+    string(APPEND IK_REGISTRY_ON " X(${o})")
+  endforeach()
+  set(IK_REGISTRY_ON "${IK_REGISTRY_ON}" PARENT_SCOPE)
   list(APPEND IK_BACKEND_DIRS ${B_DIRS})
   list(APPEND IK_TESTS_ON ${B_TESTS})
   set(defs IK_HAVE_${name} ${B_DEFINES})
@@ -116,8 +146,17 @@ endfunction()
 
 
 # ik_backends_done(): after the last ik_backend line: the folders and tests of the
-# backends that are off, less those a backend that is on needs too.
+# backends that are off, less those a backend that is on needs too; and the
+# registry's list, ${CMAKE_BINARY_DIR}/ik_backends.h, which src/lib/coord.c includes:
+#   IK__BACKENDS_ON(X)   X(OPS) for each ops table ik__backend_OPS_ops built, in order
+#   IK__BACKENDS_OFF(X)  X("SCHEME", "TITLE") for each scheme this build leaves out
 macro(ik_backends_done)
+  file(WRITE ${CMAKE_BINARY_DIR}/ik_backends.h.new
+    "/* ik_backends.h: the backends of this build, written by cmake/backends.cmake\n"
+    " * from its ik_backend() lines, for the registry (src/lib/coord.c). */\n"
+    "#define IK__BACKENDS_ON(X)${IK_REGISTRY_ON}\n"
+    "#define IK__BACKENDS_OFF(X)${IK_REGISTRY_OFF}\n")
+  configure_file(${CMAKE_BINARY_DIR}/ik_backends.h.new ${CMAKE_BINARY_DIR}/ik_backends.h COPYONLY)
   list(REMOVE_DUPLICATES IK_BACKEND_DIRS)
   set(IK_TEST_EXCLUDE "")
   foreach(t ${IK_TESTS_OFF})
@@ -131,10 +170,13 @@ endmacro()
 # ZooKeeper: THREADED selects the client's multithreaded API; libcrypto is for the
 # SHA-1 of digest ACLs. libpq's .pc names static libraries Debian does not ship
 # (-lpgcommon -lpgport), so a static link takes the shared libpq through -lpq.
-ik_backend(ZK SCHEME zk DIRS zk FIXTURE zk TESTS "test_zk_.*|test_recipe_names|fuzz_zk_leaf"
+ik_backend(ZK SCHEME zk TITLE ZooKeeper DIRS zk FIXTURE zk
+  TESTS "test_zk_.*|test_recipe_names|fuzz_zk_leaf"
   LIB zookeeper_mt zookeeper/zookeeper.h DEFINES THREADED DEPS PkgConfig::CRYPTO PC_REQUIRES libcrypto)
-ik_backend(REDIS SCHEME redis DIRS redis FIXTURE redis TESTS "fuzz_redis_uri" PKG hiredis)
-ik_backend(PG SCHEME postgresql DIRS pg sql FIXTURE postgres TESTS "fuzz_sql_uri" PKG libpq PC_LIBS -lpq)
-ik_backend(MYSQL SCHEME mysql DIRS mysql sql FIXTURE mariadb PKG libmariadb
+ik_backend(REDIS SCHEME redis MORE_SCHEMES redis+unix OPS redis redis_unix TITLE Redis DIRS redis
+  FIXTURE redis TESTS "fuzz_redis_uri" PKG hiredis)
+ik_backend(PG SCHEME postgresql TITLE PostgreSQL DIRS pg sql FIXTURE postgres TESTS "fuzz_sql_uri"
+  PKG libpq PC_LIBS -lpq)
+ik_backend(MYSQL SCHEME mysql TITLE MySQL DIRS mysql sql FIXTURE mariadb PKG libmariadb
   TESTS "test_mysql_.*" "fuzz_sql_uri")
 ik_backends_done()

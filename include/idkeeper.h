@@ -298,7 +298,9 @@ IK_EXTERN const ik_layout *ik_snowflake_layout(const ik_snowflake *g);
 typedef struct ik_coord ik_coord;
 
 typedef struct ik_coord_options {
-    size_t size;               /* set by ik_coord_options_init ("Options structs" above) */
+    size_t size; /* set by ik_coord_options_init ("Options structs" above) */
+    /* Deprecated since 0.5.0 (kept for the layout): zk://'s session-timeout and auth
+     * store options (store_options below, which wins). */
     int zk_session_timeout_ms; /* default 10000 */
     const char *zk_auth;       /* "user:password" for digest auth, or NULL */
     /* Since 0.3.0, for the stores that log in with one (mysql://, postgresql://,
@@ -315,7 +317,9 @@ typedef struct ik_coord_options {
      * an acknowledged write or a lease: each such setting is then a logged "risk"
      * rather than a refusal (docs/hazards.md); default 0. */
     int allow_unsafe_store;
-    /* Since 0.3.0, redis:// only: each counter write waits (WAIT) until this many
+    /* Deprecated since 0.5.0 (kept for the layout): redis://'s wait-replicas store
+     * option (store_options below, which wins).
+     * Since 0.3.0, redis:// only: each counter write waits (WAIT) until this many
      * replicas have it; one not confirmed in time is in doubt and its range is never
      * handed out (docs/redis.md). Default 0: no WAIT. */
     int redis_wait_replicas;
@@ -330,6 +334,16 @@ typedef struct ik_coord_options {
      * the identity must be Leaf's IP:PORT. NULL (the default): idkeeper's own slots.
      * Another scheme with it set fails with IK_EINVAL. Copied by ik_coord_open. */
     const char *leaf_name;
+    /* Since 0.5.0: the store's own options, "NAME=VALUE" each, NULL-terminated (NULL:
+     * none). NAME is one of the backend's (its note, and docs/configuration.md, "Store
+     * options"): the same names its URI's query takes ("zk://h:2181/app?session-timeout=
+     * 4000" is {"session-timeout=4000", NULL}). A name the backend has not, a bad value,
+     * or a name given here and in the URI with two values: IK_EINVAL, naming the
+     * options that exist. Copied by ik_coord_open. The fields zk_session_timeout_ms,
+     * zk_auth and redis_wait_replicas above are deprecated: each is still honoured by
+     * its backend (as session-timeout, auth, wait-replicas) where neither this list nor
+     * the URI gives that option, and ignored by the other backends. */
+    const char *const *store_options;
 } ik_coord_options;
 
 IK_EXTERN void ik_coord_options_init(ik_coord_options *o);

@@ -59,13 +59,36 @@ void ik__cli_print_command_help(const ik_cli_command *cmd, FILE *f);
 int ik__cli_read_secret(const char *path, const char *what, char *out, size_t cap, char *why,
                         size_t why_len);
 
+/* What ik_coord_options points into besides the parsed options: the password read
+ * from --password-file, and the store options' "NAME=VALUE" list. Wipe it
+ * (ik__cli_store_args_wipe) once the coord is open (it may hold a password). */
+typedef struct ik__cli_store_args {
+    char password[1024];
+    const char *list[16];
+    char text[2048];
+} ik__cli_store_args;
+
 /* Fills *co from the store options of o (IK_STORE_OPTS in commands.h): defaults,
- * then the session, auth, lease TTL and unsafe-store values, and the password of
- * --password-file (read into password, password_len bytes), else of --password.
- * Returns 0, or -1 with why set when the password file cannot be read. *co points
- * into o and password: use it while both live. */
-int ik__cli_coord_options(const ik_cli_opts *o, ik_coord_options *co, char *password,
-                          size_t password_len, char *why, size_t why_len);
+ * then the lease TTL, unsafe-store and Leaf values, the store options of --coord's
+ * backend that were given (store_flags.c), and the password of --password-file
+ * (read into a->password), else of --password. Returns 0, or -1 with why set when
+ * the password file cannot be read. *co points into o and *a: use it while both
+ * live. */
+int ik__cli_coord_options(const ik_cli_opts *o, ik_coord_options *co, ik__cli_store_args *a,
+                          char *why, size_t why_len);
+void ik__cli_store_args_wipe(ik__cli_store_args *a);
+
+/* store_flags.c: `idkeeper help store-options`: what they are, then each of this
+ * build's, "--NAME METAVAR (VARIABLE)" and one line (a tab first) saying its scheme,
+ * query key, help, range and default; an empty line before each. commands: those
+ * that take them ("serve, workers"). man/backends.cmake reads this form. */
+void ik__cli_print_store_options(FILE *f, const char *commands);
+
+/* store_flags.c: the store options given in o (not their defaults) that belong to
+ * uri's backend, as "NAME=VALUE" into list (cap entries, the NULL included; the
+ * texts in buf). 0, or -1 if they do not fit. */
+int ik__cli_store_options(const ik_cli_opts *o, const char *uri, const char **list, size_t cap,
+                          char *buf, size_t buf_len);
 
 /* Opens the store of --coord with ik__cli_coord_options. Returns 0, or prints
  * "cannot open URI: why" (the URI without its password) and returns

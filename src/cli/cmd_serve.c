@@ -54,9 +54,9 @@ int ik__cmd_serve(const ik_cli_command *cmd, ik_cli_opts *o)
     if (given(o, IK_OPT_SLOT_WAIT)) c.slot_wait_ms = o->v[IK_OPT_SLOT_WAIT].n;
     if (given(o, IK_OPT_MAX_BATCH)) c.max_batch = (uint32_t)o->v[IK_OPT_MAX_BATCH].n;
     if (given(o, IK_OPT_MAX_BACKWARD)) c.max_backward_ms = o->v[IK_OPT_MAX_BACKWARD].n;
-    char password[1024]; /* lives as long as the server: c.coord.password points here */
-    if (ik__cli_coord_options(o, &c.coord, password, sizeof password, why, sizeof why) != 0) {
-        ik__cli_fail(cmd, "--password-file: %s", why);
+    ik__cli_store_args args; /* lives as long as the server: c.coord points into it */
+    if (ik__cli_coord_options(o, &c.coord, &args, why, sizeof why) != 0) {
+        ik__cli_fail(cmd, "%s", why);
         return IK_EXIT_USAGE;
     }
     if (given(o, IK_OPT_THREADS)) c.threads = (int)o->v[IK_OPT_THREADS].n;

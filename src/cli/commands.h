@@ -9,10 +9,10 @@
 #define IK_B(id) IK_OPT_BIT(IK_OPT_##id)
 
 /* Options every command that opens the backend takes (ik__cli_coord_options reads
- * them). */
+ * them), the backends' store options among them. */
 #define IK_STORE_OPTS                                                                              \
-    (IK_B(CONFIG) | IK_B(COORD) | IK_B(ZK_SESSION_TIMEOUT) | IK_B(ZK_AUTH) | IK_B(PASSWORD) |      \
-     IK_B(PASSWORD_FILE) | IK_B(LEASE_TTL) | IK_B(ALLOW_UNSAFE_STORE) | IK_B(REDIS_WAIT_REPLICAS))
+    (IK_B(CONFIG) | IK_B(COORD) | IK_B(PASSWORD) | IK_B(PASSWORD_FILE) | IK_B(LEASE_TTL) |         \
+     IK_B(ALLOW_UNSAFE_STORE) | IK_OPT_STORE_BITS)
 /* ... and those of the commands that work in one app. */
 #define IK_COORD_OPTS (IK_STORE_OPTS | IK_B(APP))
 

@@ -113,8 +113,8 @@ static const ik_cli_command commands[] = {
      IK_OPTS_CHECK},
     {"version", ik__cmd_version, "print the versions of idkeeper and of its libraries", "version",
      NULL, IK_OPTS_VERSION},
-    {"help", cmd_help, "explain idkeeper or one of its commands", "help [COMMAND]", NULL,
-     IK_OPTS_HELP},
+    {"help", cmd_help, "explain idkeeper or one of its commands", "help [COMMAND | store-options]",
+     "store-options: every backend's own options (--zk-auth, ...) of this build.", IK_OPTS_HELP},
 };
 
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
@@ -197,13 +197,16 @@ void ik__cli_print_command_help(const ik_cli_command *cmd, FILE *f)
     if (!cmd->options) return;
     fprintf(f, "\nOptions (each also IDKEEPER_<NAME> in the environment, or a config key):\n");
     for (int i = 0; i < IK_OPT__COUNT; i++) {
-        if (!(cmd->options & IK_OPT_BIT(i))) continue;
         const ik_cli_option *op = &ik__cli_options[i];
+        if (!(cmd->options & IK_OPT_BIT(i)) || !op->name) continue; /* an empty store slot */
         char head[64];
         snprintf(head, sizeof head, "--%s%s%s", op->name, op->metavar ? " " : "",
                  op->metavar ? op->metavar : "");
         char help[1024];
-        snprintf(help, sizeof help, "%s", op->help);
+        if (op->kind == IK_KIND_STORE) /* a backend's own: which one */
+            snprintf(help, sizeof help, "the %s backend's: %s", op->store->family, op->help);
+        else
+            snprintf(help, sizeof help, "%s", op->help);
         if (i == IK_OPT_COORD) { /* the row's text ends in ':', the registry's list follows */
             char forms[512];
             ik__coord_uri_forms(forms, sizeof forms);
@@ -227,6 +230,16 @@ static int cmd_help(const ik_cli_command *cmd, ik_cli_opts *o)
     if (o->nargs > 1) {
         ik__cli_fail(cmd, "unexpected argument '%s' (usage: idkeeper %s)", o->args[1], cmd->usage);
         return IK_EXIT_USAGE;
+    }
+    if (strcmp(o->args[0], "store-options") == 0) {
+        char names[256] = ""; /* the commands that take them */
+        size_t used = 0;
+        for (size_t i = 0; i < NCOMMANDS && used < sizeof names; i++)
+            if (commands[i].options & IK_OPT_BIT(IK_OPT_STORE_FIRST))
+                used += (size_t)snprintf(names + used, sizeof names - used, "%s%s",
+                                         used ? ", " : "", commands[i].name);
+        ik__cli_print_store_options(stdout, names);
+        return IK_EXIT_OK;
     }
     const ik_cli_command *c = find_command(o->args[0]);
     if (!c) {

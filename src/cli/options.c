@@ -23,7 +23,7 @@
 #define ROW(id, name, kind, def, meta, help, min, max, choices)                                    \
     [IK_OPT_##id] = {name, "IDKEEPER_" #id, IK_KIND_##kind, def, meta, help, min, max, choices}
 
-const ik_cli_option ik__cli_options[IK_OPT__COUNT] = {
+ik_cli_option ik__cli_options[IK_OPT__COUNT] = {
     ROW(CONFIG, "config", STRING, NULL, "FILE",
         "read options from this INI file (keys are option names)", 0, 0, NULL),
     ROW(COORD, "coord", COORD, "local:./idkeeper-data", "URI",
@@ -57,10 +57,6 @@ const ik_cli_option ik__cli_options[IK_OPT__COUNT] = {
         NULL),
     ROW(MAX_BACKWARD, "max-backward", INT, "5", "MS",
         "a clock that goes back up to this is waited for; more is refused", 0, 10000, NULL),
-    ROW(ZK_SESSION_TIMEOUT, "zk-session-timeout", INT, "10000", "MS",
-        "ZooKeeper session timeout: a dead holder's slot frees after it", 100, 3600000, NULL),
-    ROW(ZK_AUTH, "zk-auth", USERPASS, NULL, "USER:PASSWORD",
-        "ZooKeeper digest auth (prefer the environment or the config file)", 0, 0, NULL),
     ROW(THREADS, "threads", INT, "0", "N", "event-loop threads (0: one per core)", 0, 256, NULL),
     ROW(MAX_HEADER_BYTES, "max-header-bytes", INT, "8192", "N",
         "largest request line plus headers (else 431)", 1024, 1048576, NULL),
@@ -140,10 +136,6 @@ const ik_cli_option ik__cli_options[IK_OPT__COUNT] = {
         "serve counters on a store whose settings can lose an acknowledged write (the refusal "
         "names them): a crash of the store can then repeat IDs",
         0, 0, NULL),
-    ROW(REDIS_WAIT_REPLICAS, "redis-wait-replicas", INT, "0", "N",
-        "redis://: each counter write waits until N replicas have it (WAIT); one not confirmed "
-        "in time is in doubt and never handed out",
-        0, 100, NULL),
     ROW(LEAF_NAME, "leaf-name", APP, NULL, "NAME",
         "zk:// only: join the Meituan Leaf snowflake fleet of this leaf.name, on its own "
         "ZooKeeper nodes (docs/migration-from-leaf.md); the identity is then Leaf's IP:PORT "
@@ -195,7 +187,7 @@ int ik__cli_option_find(const char *name, size_t len)
 {
     for (int i = 0; i < IK_OPT__COUNT; i++) {
         const char *n = ik__cli_options[i].name;
-        if (strlen(n) == len && memcmp(n, name, len) == 0) return i;
+        if (n && strlen(n) == len && memcmp(n, name, len) == 0) return i;
     }
     return -1;
 }
@@ -408,14 +400,8 @@ static int check_value(ik_cli_opt_id id, const char *text, int64_t *n, int64_t *
         ik__cli_why(why, why_len, "'%s' is not one of %s", text, op->choices);
         return -1;
     }
-    case IK_KIND_USERPASS: {
-        const char *colon = strchr(text, ':');
-        if (!colon || colon == text) {
-            ik__cli_why(why, why_len, "must be USER:PASSWORD");
-            return -1;
-        }
-        return 0;
-    }
+    case IK_KIND_STORE:
+        return ik__store_option_check(op->store, text, why, why_len);
     }
     ik__cli_why(why, why_len, "unknown kind of option");
     return -1;
@@ -649,6 +635,10 @@ int ik__cli_parse(ik_cli_opts *o, const ik_cli_spec *spec, int argc, char **argv
 {
     memset(o, 0, sizeof *o);
     o->rest = -1;
+    if (ik__cli_store_rows() != 0) {
+        fail(o, "the backends have more store options than the CLI has slots");
+        return 2;
+    }
     o->args = calloc((size_t)argc + 1, sizeof *o->args);
     if (!o->args) {
         fail(o, "out of memory");
@@ -668,7 +658,7 @@ int ik__cli_parse(ik_cli_opts *o, const ik_cli_spec *spec, int argc, char **argv
     }
     if (parse_argv(o, spec, argc, argv) != 0) return 2;
     for (int i = 0; env && env->get && i < IK_OPT__COUNT; i++) {
-        if (!(spec->allowed & IK_OPT_BIT(i))) continue;
+        if (!(spec->allowed & IK_OPT_BIT(i)) || !ik__cli_options[i].name) continue;
         const char *val = env->get(env->ctx, ik__cli_options[i].env);
         if (val && *val && set_value(o, (ik_cli_opt_id)i, val, IK_SRC_ENV, 0) != 0) return 2;
     }

@@ -39,8 +39,6 @@ typedef enum ik_cli_opt_id {
     IK_OPT_SLOT_WAIT,
     IK_OPT_MAX_BATCH,
     IK_OPT_MAX_BACKWARD,
-    IK_OPT_ZK_SESSION_TIMEOUT,
-    IK_OPT_ZK_AUTH,
     IK_OPT_THREADS,
     IK_OPT_MAX_HEADER_BYTES,
     IK_OPT_IDLE_TIMEOUT,
@@ -70,31 +68,37 @@ typedef enum ik_cli_opt_id {
     IK_OPT_PASSWORD_FILE,
     IK_OPT_LEASE_TTL,
     IK_OPT_ALLOW_UNSAFE_STORE,
-    IK_OPT_REDIS_WAIT_REPLICAS,
     IK_OPT_LEAF_NAME,
+    /* The store options of the registry's backends (--zk-auth, --redis-wait-replicas):
+     * rows filled at run time from the backends' tables (store_flags.c), in these
+     * slots; a slot no backend fills has no name and is no option. */
+    IK_OPT_STORE_FIRST,
+    IK_OPT_STORE_LAST = IK_OPT_STORE_FIRST + 11,
     IK_OPT__COUNT
 } ik_cli_opt_id;
 
 #define IK_OPT_BIT(id) (UINT64_C(1) << (id))
+/* Every store option's slot, for a command's option set. */
+#define IK_OPT_STORE_BITS ((IK_OPT_BIT(IK_OPT_STORE_LAST) << 1) - IK_OPT_BIT(IK_OPT_STORE_FIRST))
 
 /* A command's option set is one uint64_t. */
 _Static_assert(IK_OPT__COUNT <= 64, "more options than bits in an option set");
 
 /* What a value must look like; the parser checks it and fills n/n2. */
 typedef enum ik_cli_kind {
-    IK_KIND_FLAG,     /* no value on the command line; else true|false|yes|no|on|off|1|0; n */
-    IK_KIND_STRING,   /* non-empty text without control characters; at most max bytes
-                         if max > 0 */
-    IK_KIND_INT,      /* decimal in [min, max]; n */
-    IK_KIND_COORD,    /* a coordination URI (ik_coord_uri_check) */
-    IK_KIND_APP,      /* an app name (ik__app_name_check, src/lib/rules.h) */
-    IK_KIND_ADDR,     /* a listen address (ik__parse_listen, src/lib/rules.h); n = port */
-    IK_KIND_URL,      /* http://HOST[:PORT][/PREFIX]; n = port */
-    IK_KIND_RANGE,    /* A-B with min <= A <= B <= max; n = A, n2 = B */
-    IK_KIND_LAYOUT,   /* ik_layout_parse syntax */
-    IK_KIND_EPOCH,    /* UNIX_MS or YYYY-MM-DD (ik_layout_parse "epoch=") */
-    IK_KIND_CHOICE,   /* one of the '|'-separated choices; n = its index */
-    IK_KIND_USERPASS, /* USER:PASSWORD with a non-empty user */
+    IK_KIND_FLAG,   /* no value on the command line; else true|false|yes|no|on|off|1|0; n */
+    IK_KIND_STRING, /* non-empty text without control characters; at most max bytes
+                       if max > 0 */
+    IK_KIND_INT,    /* decimal in [min, max]; n */
+    IK_KIND_COORD,  /* a coordination URI (ik_coord_uri_check) */
+    IK_KIND_APP,    /* an app name (ik__app_name_check, src/lib/rules.h) */
+    IK_KIND_ADDR,   /* a listen address (ik__parse_listen, src/lib/rules.h); n = port */
+    IK_KIND_URL,    /* http://HOST[:PORT][/PREFIX]; n = port */
+    IK_KIND_RANGE,  /* A-B with min <= A <= B <= max; n = A, n2 = B */
+    IK_KIND_LAYOUT, /* ik_layout_parse syntax */
+    IK_KIND_EPOCH,  /* UNIX_MS or YYYY-MM-DD (ik_layout_parse "epoch=") */
+    IK_KIND_CHOICE, /* one of the '|'-separated choices; n = its index */
+    IK_KIND_STORE,  /* a backend's store option: checked by its row (rules.h) */
 } ik_cli_kind;
 
 /* One row of the option table. */
@@ -108,6 +112,7 @@ typedef struct ik_cli_option {
     int64_t min, max;    /* IK_KIND_INT and IK_KIND_RANGE bounds; IK_KIND_STRING: max
                             length in bytes (0: any) */
     const char *choices; /* IK_KIND_CHOICE: "random|lowest" */
+    const struct ik__store_option *store; /* IK_KIND_STORE: the backend's row */
 } ik_cli_option;
 
 /* Where a value came from, lowest precedence first. */
@@ -149,8 +154,16 @@ typedef struct ik_cli_env {
     void *ctx;
 } ik_cli_env;
 
-/* The option table, IK_OPT__COUNT rows in ik_cli_opt_id order. */
-extern const ik_cli_option ik__cli_options[IK_OPT__COUNT];
+/* The option table, IK_OPT__COUNT rows in ik_cli_opt_id order; the store slots are
+ * filled by ik__cli_store_rows (which ik__cli_parse calls first). */
+extern ik_cli_option ik__cli_options[IK_OPT__COUNT];
+
+/* store_flags.c: fills the store slots of the table from the registry's backends
+ * (ik__coord_store_option): row --FAMILY-NAME, variable IDKEEPER_FAMILY_NAME, the
+ * backend's metavar, default and help. Idempotent; not thread-safe (the CLI is one
+ * thread). 0, or -1 if the backends have more options than the slots (a unit test
+ * holds them within). */
+int ik__cli_store_rows(void);
 
 /* The process environment: getenv() and a plain file read. */
 extern const ik_cli_env ik__cli_env_process;

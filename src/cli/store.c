@@ -1,6 +1,7 @@
-/* store.c: how every command that opens the store reads its options: the ZooKeeper
- * session and auth, the password of the SQL and Redis stores (from --password-file,
- * else --password / IDKEEPER_PASSWORD), the lease TTL and --allow-unsafe-store, and
+/* store.c: how every command that opens the store reads its options: the store
+ * options of --coord's backend (store_flags.c), the password of the SQL and Redis
+ * stores (from --password-file, else --password / IDKEEPER_PASSWORD), the lease TTL
+ * and --allow-unsafe-store, and
  * the one open of --coord with its failure message. The first line of a file as a
  * secret (the password, the HTTP bearer token) is read here too.
  *
@@ -49,25 +50,37 @@ int ik__cli_read_secret(const char *path, const char *what, char *out, size_t ca
     return 0;
 }
 
-int ik__cli_coord_options(const ik_cli_opts *o, ik_coord_options *co, char *password,
-                          size_t password_len, char *why, size_t why_len)
+int ik__cli_coord_options(const ik_cli_opts *o, ik_coord_options *co, ik__cli_store_args *a,
+                          char *why, size_t why_len)
 {
     ik_coord_options_init(co);
-    co->zk_session_timeout_ms = (int)o->v[IK_OPT_ZK_SESSION_TIMEOUT].n;
-    co->zk_auth = o->v[IK_OPT_ZK_AUTH].text;
     co->lease_ttl_ms = (int)o->v[IK_OPT_LEASE_TTL].n;
     co->allow_unsafe_store = o->v[IK_OPT_ALLOW_UNSAFE_STORE].n != 0;
-    co->redis_wait_replicas = (int)o->v[IK_OPT_REDIS_WAIT_REPLICAS].n;
     co->leaf_name = o->v[IK_OPT_LEAF_NAME].text;
+    if (ik__cli_store_options(o, o->v[IK_OPT_COORD].text, a->list,
+                              sizeof a->list / sizeof a->list[0], a->text, sizeof a->text) != 0) {
+        ik__cli_why(why, why_len, "too many or too long store options");
+        return -1;
+    }
+    co->store_options = a->list;
     const char *file = o->v[IK_OPT_PASSWORD_FILE].text;
     if (file && *file) {
-        if (ik__cli_read_secret(file, "password", password, password_len, why, why_len) != 0)
+        char file_why[400] = "";
+        if (ik__cli_read_secret(file, "password", a->password, sizeof a->password, file_why,
+                                sizeof file_why) != 0) {
+            ik__cli_why(why, why_len, "--password-file: %s", file_why);
             return -1;
-        co->password = password;
+        }
+        co->password = a->password;
     } else if (o->v[IK_OPT_PASSWORD].text && *o->v[IK_OPT_PASSWORD].text) {
         co->password = o->v[IK_OPT_PASSWORD].text;
     }
     return 0;
+}
+
+void ik__cli_store_args_wipe(ik__cli_store_args *a)
+{
+    memset(a, 0, sizeof *a);
 }
 
 int ik__cli_open_coord(const ik_cli_command *cmd, const ik_cli_opts *o, ik_coord **c)
@@ -79,16 +92,18 @@ int ik__cli_open_coord_as(const ik_cli_command *cmd, const ik_cli_opts *o, int c
                           ik_coord **c)
 {
     ik_coord_options co;
-    char password[1024], why[512] = "", shown[512];
+    ik__cli_store_args args;
+    char why[512] = "", shown[512];
     const char *uri = o->v[IK_OPT_COORD].text;
     ik__uri_redact(uri, shown, sizeof shown);
-    if (ik__cli_coord_options(o, &co, password, sizeof password, why, sizeof why) != 0) {
-        ik__cli_fail(cmd, "--password-file: %s", why);
+    if (ik__cli_coord_options(o, &co, &args, why, sizeof why) != 0) {
+        ik__cli_store_args_wipe(&args);
+        ik__cli_fail(cmd, "%s", why);
         return IK_EXIT_USAGE;
     }
     co.check_only = check_only;
     int err = ik_coord_open(uri, &co, c, why, sizeof why);
-    memset(password, 0, sizeof password);
+    ik__cli_store_args_wipe(&args);
     if (err) {
         ik__cli_fail(cmd, "cannot open %s: %s", shown, why[0] ? why : ik_strerror(err));
         return err == IK_EURI ? IK_EXIT_USAGE : IK_EXIT_FAIL;

@@ -32,6 +32,7 @@
 
 #include "hazard.h"
 #include "idkeeper.h"
+#include "rules.h" /* ik__store_option */
 
 typedef struct ik__backend ik__backend;
 typedef struct ik__backend_ops ik__backend_ops;
@@ -90,8 +91,11 @@ typedef struct ik__slot_grant {
 typedef struct ik__doubt {
     uint64_t wid;     /* the write id it carried (increasing, per coord) */
     int64_t delta;    /* the IDs it asked for */
-    int64_t first;    /* its range's first ID if it landed; -1: known only from the store */
+    int64_t first;    /* its range's first ID if it landed; -1: known only from the store
+                       * (a gap it may be is logged there, else "first=?") */
     int64_t aux;      /* the backend's own note (zk: the node version it was written at) */
+    int64_t aux2[2];  /* more of it, where one is not enough (zk: that node's czxid and
+                       * that version's mtime: a node made again, a table too old) */
     int64_t sent_ns;  /* ik__mono_ns() before it was first sent */
     ik_tag_kind kind; /* of the advance */
 } ik__doubt;
@@ -150,6 +154,18 @@ struct ik__backend_ops {
     /* Where recipe is NULL: why this backend has no locks and which to use instead
      * (ik_coord_locks_check's answer). NULL: a generic reason. */
     const char *no_locks;
+
+    /* The backend's own options (rules.h, "store options"), ended by a row whose name
+     * is NULL; NULL: none. coord.c takes them out of the URI's query and from
+     * ik_coord_options.store_options, checks them by their rows, and hands open every
+     * row's value (given, else its old field's, else its default) in
+     * o->store_options, read with ik__store_opt: open never reads them elsewhere. With
+     * a table, a '?' in the URI starts its query. */
+    const ik__store_option *options;
+    /* The URI's own query keys besides the table's, "db, prefix, user" (redis://), or
+     * "*" for any: coord.c leaves those in the URI for uri_check to judge. NULL: none.
+     * Any other key is refused, naming both. */
+    const char *uri_keys;
 
     /* 1 if open takes ik_coord_options.leaf_name (joins a Leaf snowflake fleet's
      * worker nodes); coord.c refuses the option for a backend without it. */
@@ -219,13 +235,6 @@ struct ik__backend_ops {
 
     /* ---- the stop (docs/guarantees.md promise 13) ------------------------------ */
 
-    /* A backend not yet on the doubt engine (tag_settle NULL) settles its own doubts:
-     * settle settles or logs each by deadline_mono_ns, or with refused non-NULL
-     * logs each with that reason without a word to the store; doubts counts them.
-     * Both go once every backend is on the engine. */
-    void (*settle)(ik__backend *b, int64_t deadline_mono_ns, const char *refused);
-    int (*doubts)(ik__backend *b);
-
     /* Cuts the backend for a bounded stop (coord.c calls it once, at the stop's
      * deadline, from a thread of its own): every call blocked on the store returns
      * at once as one that got no answer (a blocked socket is shut, a wait ended),
@@ -278,6 +287,25 @@ struct ik__backend_ops {
     int tag_lanes;
 };
 
+/* store_options.c: for coord.c. Takes table t's items out of uri's query (a key that
+ * is neither a row's nor one of uri_keys, as backend.h's uri_keys: IK_EURI) into one list with
+ * o->store_options (NULL o: the URI alone) and the deprecated fields t's rows name, each value
+ * checked by its row: *uri_out = uri without those items (NULL: uri as it is; freed with
+ * ik__store_uri_free), *list_out (if list_out) = "NAME=VALUE" for every row with a
+ * value or a default, NULL-terminated, freed with ik__store_options_free. scheme names
+ * the backend in messages. 0, IK_EURI (the URI's items), IK_EINVAL (o's) or
+ * IK_ENOMEM. */
+int ik__store_options_resolve(const ik__store_option *t, const char *uri_keys, const char *scheme,
+                              const char *uri, const ik_coord_options *o, char **uri_out,
+                              char ***list_out, char *why, size_t why_len);
+void ik__store_options_free(char **list); /* wipes each value; NULL is fine */
+void ik__store_uri_free(char *uri);       /* wipes it (it may hold a password) */
+
+/* store_options.c: for a backend's open: the value of its option name in what coord.c
+ * handed it (o->store_options), or NULL / none where the row has no value. */
+const char *ik__store_opt(const ik_coord_options *o, const char *name);
+int64_t ik__store_opt_int(const ik_coord_options *o, const char *name, int64_t none);
+
 /* How long ik_coord_settle (and so close) gives the doubts where no stop bound is
  * set (ik_coord_stop_within). */
 #define IK__SETTLE_MS 2000
@@ -286,7 +314,7 @@ struct ik__backend_ops {
 const ik__backend_ops *const *ik__coord_backends(size_t *n);
 
 /* coord.c: the doubt engine of a coord handle (counters/doubt.h); NULL for a backend
- * whose writes are never in doubt, or one that still keeps its own. */
+ * whose writes are never in doubt (no tag_settle). */
 struct ik__doubts *ik__coord_doubts(ik_coord *c);
 /* coord.c: the backend behind a coord handle. */
 ik__backend *ik__coord_backend(ik_coord *c);

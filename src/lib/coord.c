@@ -29,62 +29,34 @@ struct ik_coord {
 };
 
 /* The registry. Each backend lives in its folder, src/lib/backends/NAME/, built
- * when cmake/backends.cmake's switch IK_WITH_NAME is on (IK_HAVE_NAME); its ops
- * table is named here and nowhere else. A new backend is one arm of each of the
- * three lists below (docs/architecture.md, "Adding a backend"). */
+ * when cmake/backends.cmake's switch IK_WITH_NAME is on; its ops tables are named
+ * here and nowhere else. The lists come from backends.cmake's ik_backend() lines,
+ * through the header it writes (ik_backends.h: IK__BACKENDS_ON, IK__BACKENDS_OFF),
+ * so that a new backend is one line there (docs/architecture.md, "Adding a
+ * backend"). */
+#include "ik_backends.h"
+
+#define IK__DECLARE(ops) extern const ik__backend_ops ik__backend_##ops##_ops;
 extern const ik__backend_ops ik__backend_local_ops;
-#ifdef IK_HAVE_ZK
-extern const ik__backend_ops ik__backend_zk_ops;
-#endif
-#ifdef IK_HAVE_PG
-extern const ik__backend_ops ik__backend_pg_ops;
-#endif
-#ifdef IK_HAVE_REDIS
-extern const ik__backend_ops ik__backend_redis_ops, ik__backend_redis_unix_ops;
-#endif
-#ifdef IK_HAVE_MYSQL
-extern const ik__backend_ops ik__backend_mysql_ops;
-#endif
+IK__BACKENDS_ON(IK__DECLARE)
+#undef IK__DECLARE
 
 /* The backends of this build, in the order the "unknown URI" message, `serve
- * --help`, the man pages and `idkeeper version` name them (ik__coord_uri_forms). */
-static const ik__backend_ops *const backends[] = {
-    &ik__backend_local_ops,
-#ifdef IK_HAVE_ZK
-    &ik__backend_zk_ops,
-#endif
-#ifdef IK_HAVE_PG
-    &ik__backend_pg_ops,
-#endif
-#ifdef IK_HAVE_REDIS
-    &ik__backend_redis_ops, &ik__backend_redis_unix_ops,
-#endif
-#ifdef IK_HAVE_MYSQL
-    &ik__backend_mysql_ops,
-#endif
-};
+ * --help`, the man pages and `idkeeper version` name them (ik__coord_uri_forms):
+ * local: first, then backends.cmake's. */
+#define IK__ENTRY(ops) &ik__backend_##ops##_ops,
+static const ik__backend_ops *const backends[] = {&ik__backend_local_ops,
+                                                  IK__BACKENDS_ON(IK__ENTRY)};
+#undef IK__ENTRY
 #define NBACKENDS (sizeof backends / sizeof backends[0])
 
 /* Schemes a build can leave out (CMake's IK_WITH_ZK=OFF), so that their URIs get a
  * clear answer rather than "unknown". Ends with {NULL}. */
+#define IK__LEFT_OUT(scheme, title) {scheme, title},
 static const struct {
     const char *scheme, *what;
-} left_out[] = {
-#ifndef IK_HAVE_ZK
-    {"zk", "ZooKeeper"},
-#endif
-#ifndef IK_HAVE_PG
-    {"postgresql", "PostgreSQL"},
-#endif
-#ifndef IK_HAVE_REDIS
-    {"redis", "Redis"},
-    {"redis+unix", "Redis"},
-#endif
-#ifndef IK_HAVE_MYSQL
-    {"mysql", "MySQL"},
-#endif
-    {NULL, NULL},
-};
+} left_out[] = {IK__BACKENDS_OFF(IK__LEFT_OUT){NULL, NULL}};
+#undef IK__LEFT_OUT
 
 void ik_coord_options_init(ik_coord_options *o)
 {
@@ -109,11 +81,36 @@ static const ik__backend_ops *backend_of(const char *uri)
     return NULL;
 }
 
+/* The backend's options taken out of uri (ops->options, store_options.c), then the
+ * rest judged by the backend's own check: *stripped (NULL: uri itself) is what its
+ * open gets. With o, *list gets every option's value for open. */
+static int resolve(const ik__backend_ops *ops, const char *uri, const ik_coord_options *o,
+                   char **stripped, char ***list, char *why, size_t why_len)
+{
+    int rc = ik__store_options_resolve(ops->options, ops->uri_keys, ops->scheme, uri, o, stripped,
+                                       list, why, why_len);
+    if (!rc) rc = ops->uri_check(*stripped ? *stripped : uri, why, why_len);
+    if (rc) {
+        ik__store_uri_free(*stripped);
+        *stripped = NULL;
+        if (list) {
+            ik__store_options_free(*list);
+            *list = NULL;
+        }
+    }
+    return rc;
+}
+
 int ik_coord_uri_check(const char *uri, char *why, size_t why_len)
 {
     if (!uri) return ik__fail(IK_EURI, why, why_len, "no coordination URI");
     const ik__backend_ops *ops = backend_of(uri);
-    if (ops) return ops->uri_check(uri, why, why_len);
+    if (ops) {
+        char *stripped = NULL;
+        int rc = resolve(ops, uri, NULL, &stripped, NULL, why, why_len);
+        ik__store_uri_free(stripped);
+        return rc;
+    }
     for (size_t i = 0; left_out[i].scheme; i++)
         if (has_scheme(uri, left_out[i].scheme))
             return ik__fail(IK_EURI, why, why_len, "this build has no %s backend",
@@ -162,6 +159,27 @@ void ik__coord_uri_forms(char *buf, size_t len)
                                  backends[i]->uri_form);
 }
 
+const ik__store_option *ik__coord_store_option(size_t i)
+{
+    for (size_t b = 0; b < NBACKENDS; b++) {
+        const ik__store_option *t = backends[b]->options;
+        int seen = 0; /* a table two schemes share counts once, at the first */
+        for (size_t e = 0; e < b && !seen; e++)
+            seen = backends[e]->options == t;
+        for (size_t r = 0; t && !seen && t[r].name; r++)
+            if (i-- == 0) return &t[r];
+    }
+    return NULL;
+}
+
+int ik__coord_store_option_of(const char *uri, const ik__store_option *op)
+{
+    const ik__backend_ops *ops = uri ? backend_of(uri) : NULL;
+    for (size_t r = 0; ops && ops->options && ops->options[r].name; r++)
+        if (&ops->options[r] == op) return 1;
+    return 0;
+}
+
 const ik__backend_ops *const *ik__coord_backends(size_t *n)
 {
     *n = NBACKENDS;
@@ -207,8 +225,15 @@ int ik_coord_open(const char *uri, const ik_coord_options *o, ik_coord **out, ch
         return ik__fail(IK_EINVAL, why, why_len,
                         "a Leaf fleet (leaf name '%.64s') lives on ZooKeeper: use a zk:// coord",
                         opts.leaf_name);
+    char *stripped = NULL, **list = NULL; /* the backend's URI and options */
+    if ((rc = resolve(ops, uri, &opts, &stripped, &list, why, why_len))) return rc;
+    opts.store_options = (const char *const *)list;
     ik_coord *c = calloc(1, sizeof *c);
-    if (!c) return IK_ENOMEM;
+    if (!c) {
+        ik__store_uri_free(stripped);
+        ik__store_options_free(list);
+        return IK_ENOMEM;
+    }
     /* test-only: every counter write sleeps this long first (docs/segment.md,
      * "Test hooks"); read once, here, so that no hot path calls getenv */
     const char *delay = getenv("IDKEEPER_TEST_WRITE_DELAY_MS");
@@ -218,7 +243,9 @@ int ik_coord_open(const char *uri, const ik_coord_options *o, ik_coord **out, ch
     ik__cond_init_mono(&c->cv);
     rc = ops->tag_settle ? ik__doubts_new(&c->doubts) : IK_OK;
     if (rc) ik__fail(rc, why, why_len, "no randomness from the kernel for the counters' writer id");
-    if (!rc) rc = ops->open(uri, &opts, &c->be, why, why_len);
+    if (!rc) rc = ops->open(stripped ? stripped : uri, &opts, &c->be, why, why_len);
+    ik__store_uri_free(stripped);
+    ik__store_options_free(list);
     if (rc) {
         ik__doubts_free(c->doubts);
         pthread_cond_destroy(&c->cv);
@@ -283,25 +310,16 @@ static int64_t settle_by(ik_coord *c)
     return by;
 }
 
-/* Settles or logs the doubts through the doubt engine, or the backend's own. */
-static void settle(ik_coord *c, int64_t deadline_ns, const char *refused)
-{
-    if (c->doubts)
-        ik__doubts_settle(c->doubts, c->be, deadline_ns, refused);
-    else
-        c->be->ops->settle(c->be, deadline_ns, refused);
-}
-
 void ik_coord_settle(ik_coord *c)
 {
     if (!c) return;
     ik__backend *be = c->be;
-    if (c->doubts ? !ik__doubts_open(c->doubts) : !be->ops->settle || !be->ops->doubts(be)) return;
+    if (!c->doubts || !ik__doubts_open(c->doubts)) return; /* never in doubt, or none open */
     pthread_mutex_lock(&c->mu);
     int cut = c->cut;
     pthread_mutex_unlock(&c->mu);
     if (cut) {
-        settle(c, 0, "the stop's deadline had passed");
+        ik__doubts_settle(c->doubts, be, 0, "the stop's deadline had passed");
         return;
     }
     /* The checks once more, now: a doubt is never settled through a store they
@@ -313,10 +331,10 @@ void ik_coord_settle(ik_coord *c)
     if (ik__hazards_refused(&be->hz, why, sizeof why) == IK_EUNSAFE) {
         char refused[360];
         snprintf(refused, sizeof refused, "the store's checks refuse it: %s", why);
-        settle(c, 0, refused);
+        ik__doubts_settle(c->doubts, be, 0, refused);
         return;
     }
-    settle(c, settle_by(c), NULL);
+    ik__doubts_settle(c->doubts, be, settle_by(c), NULL);
 }
 
 void ik_coord_close(ik_coord *c)

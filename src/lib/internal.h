@@ -25,6 +25,10 @@ void ik__logf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * why one of the causes the header names): logs "tag gap tag=T first=A count=K
  * why=W (app, kind: DETAIL; ...)" with DETAIL from fmt, then calls the hook. Every
  * backend reports its gaps through this, and only through this. */
+/* tag_names.c: a hash of (app, tag name), for the tables of tags above and below the
+ * seam. */
+uint32_t ik__tag_hash(const char *app, const char *name);
+
 void ik__tag_gap(const char *app, const char *tag, ik_tag_kind kind, int64_t first, int64_t count,
                  const char *why, const char *fmt, ...) __attribute__((format(printf, 7, 8)));
 

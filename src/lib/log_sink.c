@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <string.h>
 
 /* ---- the log sink ------------------------------------------------------------ */
 
@@ -44,9 +45,14 @@ void ik__tag_gap(const char *app, const char *tag, ik_tag_kind kind, int64_t fir
         snprintf(at, sizeof at, "%" PRId64, first);
     else
         snprintf(at, sizeof at, "?");
-    ik__logf("tag gap tag=%s first=%s count=%" PRId64 " why=%s (app %s, %s: %s; these IDs are "
-             "never handed out)",
-             tag, at, count, why, app, kind == IK_TAG_SEQUENCE ? "sequence" : "segment", detail);
+    /* a possible gap at a place the write fixed (zk://, SQL) may not have landed: then a
+     * later write hands those IDs out, and the line must not say otherwise */
+    int maybe = first >= 0 && !strcmp(why, "maybe_recorded");
+    ik__logf("tag gap tag=%s first=%s count=%" PRId64 " why=%s (app %s, %s: %s; %s)", tag, at,
+             count, why, app, kind == IK_TAG_SEQUENCE ? "sequence" : "segment", detail,
+             maybe ? "if it was recorded, these IDs are never handed out; if not, a later write "
+                     "hands them out"
+                   : "these IDs are never handed out");
     ik_gap_fn fn = atomic_load(&gap_fn);
     if (fn) fn(atomic_load(&gap_ctx), app, tag, kind, first, count, why);
 }

@@ -186,7 +186,8 @@ const char *ik__uri_query_password(const char *item, size_t len)
     char key[32];
     if (kl >= sizeof key) return NULL; /* "password", each byte escaped, is 24 */
     if (ik__pct_decode(item, kl, key, sizeof key) < 0) return memchr(item, '%', kl) ? eq + 1 : NULL;
-    return strcasecmp(key, "password") == 0 ? eq + 1 : NULL;
+    /* "auth": a store option of the shape USER:PASSWORD (zk://'s), given in a query */
+    return strcasecmp(key, "password") == 0 || strcasecmp(key, "auth") == 0 ? eq + 1 : NULL;
 }
 
 char *ik__uri_redact(const char *uri, char *out, size_t out_len)
@@ -223,6 +224,7 @@ char *ik__uri_redact(const char *uri, char *out, size_t out_len)
         while (*q) {
             size_t pn = strcspn(q, "&#");
             const char *v = ik__uri_query_password(q, pn);
+            if (v) pn = strcspn(q, "&"); /* a password may hold '#': hidden to its end */
             if (v) {
                 put(out, out_len, &used, q, (size_t)(v - q));
                 put(out, out_len, &used, "***", 3);

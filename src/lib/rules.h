@@ -8,7 +8,9 @@
  *   - app names (every library entry point that takes an app, the CLI's --app);
  *   - listen addresses (the daemon's --http/--resp, checked early by the CLI);
  *   - the password taken out of a URI before anything shows it;
- *   - the client libraries of the build's stores (`idkeeper version`).
+ *   - the client libraries of the build's stores (`idkeeper version`);
+ *   - a backend's store options: their row and its check (the library takes them
+ *     from URIs and options, the CLI makes them its --FAMILY-NAME options).
  *
  * This is the only header of src/lib that src/server and src/cli include (as
  * "../lib/rules.h"); everything else they use is include/idkeeper.h. Pure functions:
@@ -91,7 +93,8 @@ long ik__pct_decode(const char *s, size_t n, char *out, size_t cap);
 /* If the query item item[0..len) ("KEY=VALUE", without its '&') gives a password,
  * its value (inside item); else NULL. Its key is percent-decoded before it is
  * compared, case aside, with "password", as libpq decodes it ("%70assword=x" is a
- * password); a key holding a '%' that does not decode counts as one too. The one
+ * password), or "auth" (the name of every USER:PASSWORD store option, below); a key
+ * holding a '%' that does not decode counts as one too. The one
  * rule of every reading and every redaction of a password in a query. */
 const char *ik__uri_query_password(const char *item, size_t len);
 
@@ -105,7 +108,8 @@ const char *ik__uri_query_password(const char *item, size_t len);
  *     password holding a '/', which the parsers refuse), everything from "://" to
  *     that '@';
  *   - the value of every password query parameter ("...?password=x&...", libpq
- *     accepts it; its key decoded first: ik__uri_query_password).
+ *     accepts it; its key decoded first: ik__uri_query_password), to the next '&'
+ *     or the end, a '#' in it included.
  *
  * A URI without either is copied as it is. Never fails; returns out. The one rule
  * for every URI the library, the daemon and the CLI show (docs/guarantees.md promise 26: passwords
@@ -123,6 +127,46 @@ void ik__coord_uri_forms(char *buf, size_t len);
  * (each once: two schemes can share one), into buf, from each backend's ops table.
  * Truncated at a line's end if buf is short. */
 void ik__coord_client_versions(char *buf, size_t len);
+
+/* ---- store options (docs/configuration.md, "Store options") ------------------------
+ *
+ * A backend's own settings (a ZooKeeper session timeout, a Redis WAIT count) are rows
+ * of one table in its ops table (backend.h), not fields of the public options: coord.c
+ * reads them from the URI's query ("zk://h:2181/app?session-timeout=4000") or from
+ * ik_coord_options.store_options ("session-timeout=4000"), checks them by the row and
+ * hands them to the backend's open; the CLI makes each row an option --FAMILY-NAME
+ * (IDKEEPER_FAMILY_NAME, config key FAMILY-NAME) and prints its help from it; and
+ * tests/tools/docs_code.py writes the rows of the man pages and configuration.md from
+ * the tables in the source. A new backend's options touch nothing outside its folder. */
+
+/* What a value looks like. A new shape is a case of ik__store_option_check. */
+typedef enum ik__store_shape {
+    IK__STORE_INT,      /* decimal digits (no sign) in [min, max] */
+    IK__STORE_USERPASS, /* USER:PASSWORD with a non-empty user: a secret, never shown; in
+                           a URI's query its key must be one ik__uri_query_password knows */
+} ik__store_shape;
+
+typedef struct ik__store_option {
+    const char *family; /* the CLI's prefix, "zk", "redis" (both redis schemes share it) */
+    const char *name;   /* "session-timeout": the query key, and the CLI's --FAMILY-NAME */
+    ik__store_shape shape;
+    int64_t min, max;    /* IK__STORE_INT's bounds */
+    const char *def;     /* the default as text (the backend applies it), NULL: none */
+    const char *metavar; /* "MS", "N", "USER:PASSWORD" */
+    const char *help;    /* one line, for help, the man pages and configuration.md */
+    size_t legacy;       /* offsetof the deprecated ik_coord_options field it was (still
+                            honoured where the option is not given otherwise), or 0 */
+} ik__store_option;
+
+/* Checks text as a value of op: 0, or -1 with a one-line reason in why that never
+ * holds a secret's text (store_options.c). */
+int ik__store_option_check(const ik__store_option *op, const char *text, char *why, size_t why_len);
+
+/* coord.c: the store options of this build's backends, each row once (two schemes
+ * may share a table), in the registry's order: the i-th, NULL past the last. */
+const ik__store_option *ik__coord_store_option(size_t i);
+/* coord.c: 1 if op is an option of the backend that uri's scheme names, else 0. */
+int ik__coord_store_option_of(const char *uri, const ik__store_option *op);
 
 /* Makes room for one more element in a growable array: if n == *cap, doubles *cap
  * (at least `first`) and reallocates *v. 0, or IK_ENOMEM with *v unchanged. The one

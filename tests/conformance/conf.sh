@@ -52,6 +52,12 @@
 #                             to be applied, and then the store to answer nothing on
 #                             any connection (a store frozen right after it; "proxy
 #                             unmute" ends it)
+#   conf_fault_race_lost TAG  (optional; without it tags_two_sequences skips its
+#                             "lost" part) tells the fault proxy to lose X's write of
+#                             TAG while Y's, queued behind it, goes on, in the way
+#                             the store's settle must tell apart from Y's (SQL: the
+#                             COMMIT after a commit mark's INSERT never arrives;
+#                             redis: X's script runs and its answer is held)
 #   conf_unsafe_on URI        (optional) turns one setting of the server behind URI
 #                             that loses acknowledged writes unsafe, at run time,
 #                             and returns once the server applies it; prints the

@@ -3,9 +3,11 @@
 # conformance groups tags_doubt_term, close_refused and shutdown_unreachable
 # (sourced after lib.sh and conf.sh, once conf_store_start ran).
 #
-#   doubt_setup               the fault proxy in front of the counters' store
-#                             (VIA: the same store through it), and the sequence
-#                             tag orders from 1, made by a server s0 that then stops
+#   doubt_setup [TAG KIND JSON]  the fault proxy in front of the counters' store
+#                             (VIA: the same store through it), and the tag (by
+#                             default the sequence tag orders from 1; JSON: the
+#                             tag's other fields, as add_tag takes them), made by a
+#                             server s0 that then stops
 #   doubt_get NAME COUNT      one request; its IDs appended to $T/ids (0), or 1
 #   doubt_stored N            the store's max_id for orders is N (read around the proxy)
 #   doubt_serve NAME [ARGS]   a server through the proxy with ARGS, 5 IDs answered
@@ -26,7 +28,7 @@ doubt_setup() {
   PORT[s0]=$(free_port)
   start_server s0 "${PORT[s0]}" --coord "$DATA" --threads 1 --quiet "${SERVE_ARGS[@]}"
   wait_ready "${PORT[s0]}" || fail "s0 not ready: $(tail -n 5 "$T/s0.log")"
-  add_tag s0 orders sequence ',"start":1'
+  add_tag s0 "${1:-orders}" "${2:-sequence}" "${3:-,\"start\":1}"
   stop_clean s0
   : >"$T/ids"
 }

@@ -9,7 +9,7 @@
  * (ik__cli_json_text) print as JSON that reads back to a string. Under ASan/LSan:
  * no crash, no leak.
  */
-/* fuzz-sources: src/cli/output.c src/cli/options.c */
+/* fuzz-sources: src/cli/output.c src/cli/options.c src/cli/store_flags.c */
 #include "fuzz.h"
 #include "output.h"
 

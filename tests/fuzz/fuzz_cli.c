@@ -12,7 +12,7 @@
  * and every value kept parses again, alone, as --name=VALUE, to the same numbers.
  * Under ASan/LSan: no crash, no leak.
  */
-/* fuzz-sources: src/cli/options.c */
+/* fuzz-sources: src/cli/options.c src/cli/store_flags.c */
 #include "fuzz.h"
 #include "fuzz_cli_specs.h"
 #include "options.h"

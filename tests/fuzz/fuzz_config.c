@@ -10,7 +10,7 @@
  * value on an option the command does not take, and every value from the file names
  * a line the file has. Under ASan/LSan: no crash, no leak.
  */
-/* fuzz-sources: src/cli/options.c */
+/* fuzz-sources: src/cli/options.c src/cli/store_flags.c */
 #include "fuzz.h"
 #include "fuzz_cli_specs.h"
 #include "options.h"

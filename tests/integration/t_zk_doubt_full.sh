@@ -1,16 +1,22 @@
 #!/usr/bin/env bash
 # labels: zk counters
-# timeout: 240
-# More writes in doubt at one version than the doubt table holds
-# (IK__ZK_DOUBT_WRITES, 8; docs/zookeeper.md, "A write whose answer is lost"). A
-# fault proxy between the server and ZooKeeper loses 8 sequence writes in a row
-# before they reach ZooKeeper (each a connection loss: each is in doubt, all at one
-# version), then the answer of the next one (it lands). Before the fix the ninth
-# write was sent and never recorded: a later advance settled the doubt as "did
-# not land", and its IDs were a gap nobody logged (IDs 1-30, a 503, then 41-70).
-# Now a write is recorded before it is sent, and one that does not fit is not
-# sent. At the end, the IDs answered plus the logged gaps are exactly one run from
-# the tag's start to the store's max_id, and the server serves again.
+# timeout: 300
+# Writes in doubt at one version, more than one read decides (IK__ZK_DOUBT_WRITES,
+# 8; docs/zookeeper.md, "A write whose answer is lost"), through a fault proxy
+# between the server and ZooKeeper:
+#   1. one request: 8 sends of its sequence write are lost before they reach
+#      ZooKeeper (each a connection loss, the node still at its version), then the
+#      answer of the next one (it lands). The call sends its one write again as it
+#      was each time, and its read finds it landed: handed out. (Before the doubt
+#      engine, the ninth write was sent and never recorded: a later advance settled
+#      the doubt as "did not land", and its IDs were a gap nobody logged.)
+#   2. 8 requests each fail in doubt (every send lost for the call's whole budget):
+#      8 doubts kept at one version. Then the answer of the next send is lost: the
+#      next request carries the 8, sends the newest again as it was (not a new
+#      write), and its read finds that one landed: one gap (why=answer_lost), 7
+#      "settled", and the request is answered.
+# After each, the IDs answered plus the logged gaps are exactly one run from the
+# tag's start to the store's max_id, and the server serves again.
 source "$(dirname "$0")/lib.sh"
 IK_STORE=zk
 source "$IK_SRC/tests/tools/counters.sh"
@@ -23,10 +29,10 @@ wait_ready "${PORT[s1]}" || fail "s1 not ready: $(tail -n 5 "$T/s1.log")"
 add_tag s1 orders sequence ',"start":1'
 
 : >"$T/ids"
-# get: one request for 10 IDs; 0 and the IDs appended to $T/ids, or 1
+# get [NAME]: one request for 10 IDs (to s1); 0 and the IDs appended to $T/ids, or 1
 get() {
   local body
-  body=$(curl -fsS -m 60 "$(url s1)/v1/sequence/orders?count=10&format=text" 2>/dev/null) || return 1
+  body=$(curl -fsS -m 60 "$(url "${1:-s1}")/v1/sequence/orders?count=10&format=text" 2>/dev/null) || return 1
   echo "$body" | tr -s ' ,\n' '\n' | sed '/^$/d' >>"$T/ids"
 }
 for i in 1 2 3; do get || fail "request $i failed before any fault"; done
@@ -46,12 +52,48 @@ while ((ok < 3)); do
   if get; then ok=$((ok + 1)); else sleep 0.2; fi
 done
 
-end=$(counter_raw orders | cut -d' ' -f1)
-{ grep -ho 'tag gap tag=orders first=[0-9]* count=[0-9]*' "$T/s1.log" || true; } |
-  sed 's/.*first=\([0-9]*\) count=\([0-9]*\)/\1 \2/' | while read -r a n; do seq "$a" $((a + n - 1)); done >"$T/gap.ids"
-grep -h 'tag doubt\|tag gap' "$T/s1.log" >&2 || true
-"${IDCHECK[@]}" contiguous 1 "$end" "$T/ids" "$T/gap.ids" >&2 ||
-  fail "answered IDs ($(wc -l <"$T/ids")) and logged gaps ($(wc -l <"$T/gap.ids")) are not exactly 1..$((end - 1))"
-pass "$(wc -l <"$T/ids") IDs answered and $(wc -l <"$T/gap.ids") in logged gaps are exactly 1..$((end - 1)) after 8 lost requests and a lost answer"
+# one_run WHAT: the IDs answered plus the gaps logged are exactly 1..max_id-1
+one_run() {
+  local end
+  end=$(counter_raw orders | cut -d' ' -f1)
+  { grep -ho 'tag gap tag=orders first=[0-9]* count=[0-9]*' "$T"/s*.log || true; } |
+    sed 's/.*first=\([0-9]*\) count=\([0-9]*\)/\1 \2/' | while read -r a n; do seq "$a" $((a + n - 1)); done >"$T/gap.ids"
+  grep -h 'tag doubt\|tag gap' "$T"/s*.log >&2 || true
+  "${IDCHECK[@]}" contiguous 1 "$end" "$T/ids" "$T/gap.ids" >&2 ||
+    fail "$1: answered IDs ($(wc -l <"$T/ids")) and logged gaps ($(wc -l <"$T/gap.ids")) are not exactly 1..$((end - 1))"
+  pass "$1: $(wc -l <"$T/ids") IDs answered and $(wc -l <"$T/gap.ids") in logged gaps are exactly 1..$((end - 1))"
+}
+one_run "8 lost requests and a lost answer in one call"
+
 stop_clean s1
+
+# 2. eight requests in doubt, each past its call's budget (3 to 6 s: a short session)
+PORT[s2]=$(free_port)
+start_server s2 "${PORT[s2]}" --coord "zk://127.0.0.1:$PP/$ZK_CHROOT" --threads 1 --quiet \
+  --zk-session-timeout 3000
+wait_ready "${PORT[s2]}" || fail "s2 not ready: $(tail -n 5 "$T/s2.log")"
+get s2 || fail "s2: a request failed before any fault"
+proxy request-lost 100000 since=
+doubts=0
+t0=$SECONDS
+while ((doubts < 8)); do
+  ((SECONDS - t0 < 150)) || fail "only $doubts requests failed in doubt in 150 s"
+  code=$(curl -sS -m 60 -o "$T/body" -w '%{http_code}' "$(url s2)/v1/sequence/orders?count=10&format=text" 2>/dev/null) || true
+  [[ $code == 200 ]] && fail "a request was answered while every write is lost: $(cat "$T/body")"
+  if [[ $code == 503 ]] && grep -q 'may or may not have recorded' "$T/body"; then doubts=$((doubts + 1)); fi
+done
+grep -q 'tag gap\|tag doubt settled tag=orders ' "$T/s2.log" &&
+  fail "a doubt was decided while every write was lost: $(grep 'tag ' "$T/s2.log" | tail -n 3)"
+log "8 requests failed in doubt, all at one version"
+proxy answer-lost 1 since=
+get s2 || fail "the request carrying 8 doubts failed: $(grep 'tag ' "$T/s2.log" | tail -n 3)"
+grep -q '^answer-lost' <(tail -n 1 "$T/proxy.log") || fail "no answer was lost: $(tail -n 3 "$T/proxy.log")"
+gaps=$(grep -c 'tag gap tag=orders first=[0-9]* count=10 why=answer_lost' "$T/s2.log" || true)
+settled=$(grep -c 'tag doubt settled tag=orders first=[0-9]* count=10 .*did not land' "$T/s2.log" || true)
+((gaps == 1 && settled == 7)) ||
+  fail "the 8 doubts at one version: $gaps gaps and $settled settled, not 1 and 7: $(grep 'tag ' "$T/s2.log")"
+grep -q 'first=?' "$T/s2.log" && fail "a doubt was logged without its place: $(grep 'first=?' "$T/s2.log")"
+for i in 1 2; do get s2 || fail "request $i after the faults failed"; done
+one_run "8 requests in doubt, then a lost answer"
+stop_clean s2
 pass "clean exit"

@@ -1,5 +1,7 @@
 """docs_code.py SRC: the reference docs that restate the code, checked against it
 (part of the test structure, tests/tools/structure.sh). Run with /usr/bin/python3.
+docs_code.py --write SRC writes what it can write (the store options' rows) instead
+of checking them (`make docs`).
 
   routes   man/idkeeper.1.scd.in's route list ("The routes: ..." of serve) names
            every route of the HTTP route table (IK_ROUTE_TABLE's R(METHOD, "PATH",
@@ -18,6 +20,13 @@
              parenthesis, "(N)", "(N, M)" or "(N; more words)", and each N is a
              promise of docs/guarantees.md ("### N. ...").
 
+  options  docs/configuration.md's table of store options (between its lines
+           "<!-- store options -->" and "<!-- end of store options -->") is the
+           one the backends' tables make: every `ik__store_option NAME[] = {...}`
+           of src/lib/backends/*/*.c, in cmake/backends.cmake's order, a row each
+           (as --write writes it). The man pages get the same rows at build time
+           from the binary (man/backends.cmake); this is the page of the tree.
+
 Prints every finding and exits 1 if there is one.
 """
 import glob
@@ -25,7 +34,8 @@ import os
 import re
 import sys
 
-src = sys.argv[1]
+write = sys.argv[1] == "--write"
+src = sys.argv[2 if write else 1]
 bad = []
 
 
@@ -108,9 +118,74 @@ else:
     for g in sorted(set(groups) - seen):
         bad.append("group %s (tests/conformance/%s.sh) has no row in docs/testing.md's group table" % (g, g))
 
+# ------------------------------------------------------------------ options
+def c_value(v):
+    """A C initializer's value: adjacent string literals joined, or the text."""
+    lits = re.findall(r'"((?:[^"\\]|\\.)*)"', v)
+    if lits:
+        return "".join(lits).replace('\\"', '"').replace("\\\\", "\\")
+    return v.strip()
+
+
+def store_options():
+    """Every row of every backend's store options table, in the registry's order
+    (the folders of cmake/backends.cmake's ik_backend lines, local: first)."""
+    folders = ["local"] + [re.search(r"\bDIRS\s+([a-z0-9_]+)", line).group(1) for line in
+                           re.findall(r"^ik_backend\((.*?)\)$", read("cmake/backends.cmake"),
+                                      re.M | re.S)]
+    rows = []
+    for folder in folders:
+        for path in sorted(glob.glob(os.path.join(src, "src/lib/backends", folder, "*.c"))):
+            text = open(path, encoding="utf-8").read()
+            for body in re.findall(r"\bik__store_option\s+\w+\[\]\s*=\s*\{(.*?)\n\};", text, re.S):
+                for entry in re.findall(r"\{(\s*\.family.*?)\}\s*,", body, re.S):
+                    f = {k: c_value(v) for k, v in re.findall(
+                        r'\.(\w+)\s*=\s*((?:"(?:[^"\\]|\\.)*"\s*)+|[^,]+)', entry)}
+                    f["where"] = os.path.relpath(path, src)
+                    rows.append(f)
+    return rows
+
+
+def option_rows(rows):
+    out = ["| option | environment | backend | in its URI | value | default | what |",
+           "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        flag = "%s-%s" % (r["family"], r["name"])
+        value = r["metavar"]
+        if r["shape"] == "IK__STORE_INT":
+            value = "%s, %s..%s" % (r["metavar"], r["min"], r["max"])
+        default = "`%s`" % r["def"] if r.get("def") and r["def"] != "NULL" else "none"
+        out.append("| `--%s` | `IDKEEPER_%s` | %s | `?%s=` | %s | %s | %s (`%s`) |" % (
+            flag, flag.upper().replace("-", "_"), r["family"], r["name"], value, default,
+            r["help"].replace("|", "\\|"), r["where"]))
+    return "\n".join(out) + "\n"
+
+
+BEGIN, END = "<!-- store options -->\n", "<!-- end of store options -->\n"
+conf_path = os.path.join(src, "docs/configuration.md")
+conf = read("docs/configuration.md")
+rows = store_options()
+if not rows:
+    bad.append("no store options found in src/lib/backends/*/*.c (ik__store_option NAME[] = {...})")
+elif BEGIN not in conf or END not in conf:
+    bad.append("docs/configuration.md has no lines %s and %s around the store options' table"
+               % (BEGIN.strip(), END.strip()))
+else:
+    head, rest = conf.split(BEGIN, 1)
+    now, tail = rest.split(END, 1)
+    want = option_rows(rows)
+    if write:
+        with open(conf_path, "w", encoding="utf-8") as f:
+            f.write(head + BEGIN + want + END + tail)
+        print("docs_code: wrote the %d store options into docs/configuration.md" % len(rows))
+    elif now != want:
+        bad.append("docs/configuration.md's store options are not the backends' tables' (%d "
+                   "rows): run `make docs` (tests/tools/docs_code.py --write)" % len(rows))
+
 for b in bad:
     print("docs_code: " + b, file=sys.stderr)
 if not bad:
     print("docs_code: the man page's routes are the route table's; testing.md's groups, "
-          "columns (%s) and promise numbers are current" % ", ".join(backends))
+          "columns (%s) and promise numbers are current; configuration.md's %d store "
+          "options are the backends' tables'" % (", ".join(backends), len(rows)))
 sys.exit(1 if bad else 0)

@@ -50,7 +50,7 @@ static const char *const sections[] = {"serve", "next", "decode", "workers", "ta
      IK_OPT_BIT(IK_OPT_HTTP) | IK_OPT_BIT(IK_OPT_IDENTITY) | IK_OPT_BIT(IK_OPT_WORKER_RANGE) |     \
      IK_OPT_BIT(IK_OPT_LAYOUT) | IK_OPT_BIT(IK_OPT_EPOCH) | IK_OPT_BIT(IK_OPT_SLOT_CHOICE) |       \
      IK_OPT_BIT(IK_OPT_MAX_BATCH) | IK_OPT_BIT(IK_OPT_MAX_BACKWARD) | IK_OPT_BIT(IK_OPT_QUIET) |   \
-     IK_OPT_BIT(IK_OPT_ZK_AUTH))
+     IK_OPT_STORE_BITS)
 
 /* Parses argv (NULL-terminated) as `serve` would, in the world f. */
 static int parse(ik_cli_opts *o, fake *f, const char *const *argv)
@@ -228,16 +228,20 @@ static void good_values_of_each_kind(void **state)
 {
     fake f = {0};
     ik_cli_opts o;
-    assert_int_equal(
-        parse(&o, &f,
-              ARGS("--worker-range", "3-17", "--slot-choice", "lowest", "--coord", "local:/tmp/x",
-                   "--epoch", "2020-01-01", "--layout", "bits=39/8/16,unit=10ms", "--zk-auth",
-                   "u:p:w", "--app", "A.b_c-1")),
-        0);
+    assert_int_equal(parse(&o, &f,
+                           ARGS("--worker-range", "3-17", "--slot-choice", "lowest", "--coord",
+                                "local:/tmp/x", "--epoch", "2020-01-01", "--layout",
+                                "bits=39/8/16,unit=10ms", "--app", "A.b_c-1")),
+                     0);
     assert_int_equal(o.v[IK_OPT_WORKER_RANGE].n, 3);
     assert_int_equal(o.v[IK_OPT_WORKER_RANGE].n2, 17);
     assert_int_equal(o.v[IK_OPT_SLOT_CHOICE].n, 1);
     ik__cli_opts_free(&o);
+    /* a store option, checked by its backend's row, where this build has zk:// */
+    if (ik__cli_option_find("zk-auth", 7) >= 0) {
+        assert_int_equal(parse(&o, &f, ARGS("--zk-auth", "u:p:w")), 0);
+        ik__cli_opts_free(&o);
+    }
 }
 
 /* The listen address and the app name follow the library's rules (rules.h): the
@@ -393,8 +397,11 @@ static void help_wins(void **state)
 
 static void table_is_consistent(void **state)
 {
+    /* the backends' store options fit the slots, and fill them from the first */
+    assert_int_equal(ik__cli_store_rows(), 0);
     for (int i = 0; i < IK_OPT__COUNT; i++) {
         const ik_cli_option *op = &ik__cli_options[i];
+        if (i >= IK_OPT_STORE_FIRST && !op->name) continue; /* an empty store slot */
         assert_non_null(op->name);
         assert_non_null(op->help);
         char env[64] = "IDKEEPER_";

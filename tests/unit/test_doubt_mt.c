@@ -22,17 +22,17 @@
 
 static struct {
     pthread_mutex_t mu;
-    int answer;                    /* what tag_advance returns */
-    ik__doubt_fate fate;           /* what it says of every carried doubt */
-    int64_t landed_first;          /* for LANDED */
-    ik__doubt_verdict own_fate;    /* copied into w->own_fate */
-    int calls, settles;            /* tag_advance, tag_settle calls */
-    int n_carried;                 /* of the last call */
-    uint64_t carried[32];          /* their write ids */
-    uint64_t wid;                  /* the last call's own write id */
-    char writer[33];               /* the last call's writer */
-    int in_call, most_in_call;     /* advances of one tag at once */
-    int hold_us;                   /* each advance sleeps this long */
+    int answer;                 /* what tag_advance returns */
+    ik__doubt_fate fate;        /* what it says of every carried doubt */
+    int64_t landed_first;       /* for LANDED */
+    ik__doubt_verdict own_fate; /* copied into w->own_fate */
+    int calls, settles;         /* tag_advance, tag_settle calls */
+    int n_carried;              /* of the last call */
+    uint64_t carried[32];       /* their write ids */
+    uint64_t wid;               /* the last call's own write id */
+    char writer[33];            /* the last call's writer */
+    int in_call, most_in_call;  /* advances of one tag at once */
+    int hold_us;                /* each advance sleeps this long */
     char log[64][400];
     int nlog;
 } S;
@@ -273,8 +273,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(every_fate_is_one_line, setup, teardown),
         cmocka_unit_test_setup_teardown(the_table_is_bounded_and_logs_what_it_drops, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(the_stop_settles_or_logs_without_a_word_to_the_store,
-                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(the_stop_settles_or_logs_without_a_word_to_the_store, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(lanes_bound_the_writers_of_a_tag, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

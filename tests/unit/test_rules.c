@@ -185,7 +185,11 @@ static void uri_redact(void **state)
         {"zk://h1:2181,h2:2181/ik", "zk://h1:2181,h2:2181/ik"}, /* ':' without '@' is a port */
         {"local:./data", "local:./data"},
         {"local:/x?password=y", "local:/x?password=***"},
-        {"x://h/p?password=#frag", "x://h/p?password=***#frag"},
+        /* a password may hold '#', as in a userinfo: hidden to the next '&' (zk://'s
+         * auth= reads "u:pa#ss" whole; a '#' ending the hiding showed "#ss") */
+        {"x://h/p?password=#frag", "x://h/p?password=***"},
+        {"zk://h:1/a?auth=u:pa#ss&session-timeout=4000",
+         "zk://h:1/a?auth=***&session-timeout=4000"},
         /* the key percent-decoded first, as libpq reads it, case aside */
         {"postgresql://h/db?%70assword=s3cret", "postgresql://h/db?%70assword=***"},
         {"postgresql://h/db?a=1&pass%77ord=s3&b=2", "postgresql://h/db?a=1&pass%77ord=***&b=2"},

@@ -1,13 +1,16 @@
-/* test_zk_tags.c: the pure parts of the ZooKeeper tag store (backend_zk_tags.c): the
- * counter node's encoding, the writer table a write carries forward, and how a write
- * whose answer was lost is settled from the node read afterwards. The calls that talk
- * to ZooKeeper are tested against a real one (tests/integration/t_zk_counters_*.sh). */
+/* test_zk_tags.c: the pure parts of the ZooKeeper tag store (backend_zk_data.c, for
+ * backend_zk_tags.c): the counter node's encoding, the writer table a write carries
+ * forward, how a write whose answer was lost is settled from the node read
+ * afterwards, and what one advance decides of the doubt engine's writes. The calls
+ * that talk to ZooKeeper are tested against a real one
+ * (tests/integration/t_zk_counters_*.sh, t_zk_doubt_*.sh). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "backend.h"
 #include "backend_zk.h"
 
 #include <string.h>
@@ -27,6 +30,25 @@ static void reread(const ik__zk_counter *in, int version, int64_t mtime, int64_t
     out->version = version;
     out->mtime = mtime;
     out->czxid = czxid;
+}
+
+/* A write of delta IDs, write id wid, made at node n, as the doubt engine keeps it. */
+static ik__doubt made_at(const ik__zk_counter *n, int64_t delta, uint64_t wid)
+{
+    ik__doubt x;
+    memset(&x, 0, sizeof x);
+    x.wid = wid;
+    x.delta = delta;
+    ik__zk_note(&x, n);
+    return x;
+}
+
+/* Adds to d the write of delta IDs, write id wid, made at node n: the doubt engine's
+ * record of it, with the notes the backend gives it before sending (made_at). */
+static int add(ik__zk_doubt *d, const ik__zk_counter *n, int64_t delta, uint64_t wid)
+{
+    ik__doubt x = made_at(n, delta, wid);
+    return ik__zk_doubt_add(d, &x);
 }
 
 static void encoding_is_curators_then_the_table(void **st)
@@ -127,8 +149,9 @@ static void a_lost_answer_is_settled_by_the_table(void **st)
     v7.has_table = 1;
     ik__zk_doubt d;
     memset(&d, 0, sizeof d);
-    assert_int_equal(ik__zk_doubt_add(&d, &v7, 20, 11), 0);
-    assert_true(d.open && d.version == 7 && d.first == 500 && d.n == 1 && d.w[0].this_call);
+    assert_int_equal(add(&d, &v7, 20, 11), 0);
+    assert_true(d.version == 7 && d.first == 500 && d.czxid == 77 && d.mtime == 100 * MIN &&
+                d.n == 1 && d.w[0].count == 11 && d.w[0].delta == 20);
     int which = -1;
 
     /* still at 7: not applied yet, a write at 7 fences it */
@@ -162,13 +185,17 @@ static void a_lost_answer_is_settled_by_the_table(void **st)
     assert_int_equal(ik__zk_doubt_resolve(&d, &read, NONCE_A, &which), IK__ZK_NOT_APPLIED);
 
     /* two writes in doubt at 7 (the second fenced the first): either may be found */
-    assert_int_equal(ik__zk_doubt_add(&d, &v7, 20, 12), 0);
+    assert_int_equal(add(&d, &v7, 20, 12), 0);
     ik__zk_counter_next(&v7, NONCE_A, 12, 20, &a8);
     reread(&a8, 8, 101 * MIN, 77, &read);
     assert_int_equal(ik__zk_doubt_resolve(&d, &read, NONCE_A, &which), IK__ZK_APPLIED);
     assert_int_equal(which, 1);
-    /* but not a write at another version */
-    assert_int_equal(ik__zk_doubt_add(&d, &read, 20, 13), -1);
+    /* but not a write at another version, nor one of another node at that version */
+    assert_int_equal(add(&d, &read, 20, 13), -1);
+    ik__zk_counter again = v7;
+    again.czxid = 78;
+    assert_int_equal(add(&d, &again, 20, 13), -1);
+    assert_int_equal(d.n, 2);
 }
 
 /* The leader's clock runs an hour ahead while A's write (lost answer) lands at 8, so
@@ -189,7 +216,7 @@ static void a_clock_step_back_cannot_hide_a_landed_write(void **st)
     v7.has_table = 1;
     ik__zk_doubt d;
     memset(&d, 0, sizeof d);
-    assert_int_equal(ik__zk_doubt_add(&d, &v7, 20, 11), 0);
+    assert_int_equal(add(&d, &v7, 20, 11), 0);
     ik__zk_counter_next(&v7, NONCE_A, 11, 20, &a8);
     reread(&a8, 8, 160 * MIN, 77, &a8); /* the leader's clock an hour ahead */
     ik__zk_counter_next(&a8, NONCE_B, 1, 5, &b9);
@@ -216,7 +243,7 @@ static void what_cannot_be_told_is_unknown(void **st)
     v7.has_table = 1;
     ik__zk_doubt d;
     memset(&d, 0, sizeof d);
-    ik__zk_doubt_add(&d, &v7, 20, 11);
+    add(&d, &v7, 20, 11);
     int which;
 
     /* Curator wrote since (8 bytes, no table) */
@@ -242,10 +269,95 @@ static void what_cannot_be_told_is_unknown(void **st)
     n.czxid = 77;
     n.version = 6;
     assert_int_equal(ik__zk_doubt_resolve(&d, &n, NONCE_A, &which), IK__ZK_UNKNOWN);
-    /* no more than IK__ZK_DOUBT_WRITES at once */
-    for (int i = 1; i < IK__ZK_DOUBT_WRITES; i++)
-        assert_int_equal(ik__zk_doubt_add(&d, &v7, 20, 12 + (uint64_t)i), 0);
-    assert_int_equal(ik__zk_doubt_add(&d, &v7, 20, 99), -1);
+    /* no more than IK__ZK_DOUBT_WRITES carried at once, and the call's own */
+    for (int i = 1; i <= IK__ZK_DOUBT_WRITES; i++)
+        assert_int_equal(add(&d, &v7, 20, 12 + (uint64_t)i), 0);
+    assert_int_equal(add(&d, &v7, 20, 99), -1);
+}
+
+/* What one call decides from a read (ik__zk_call_read), for the doubt engine: the
+ * carried doubts' fates, and whether the call's own write landed, did not, or
+ * cannot be told. */
+static void a_read_decides_a_calls_doubts(void **st)
+{
+    (void)st;
+    ik__zk_counter v7, v9, read;
+    memset(&v7, 0, sizeof v7);
+    v7.max_id = 500;
+    v7.version = 7;
+    v7.czxid = 77;
+    v7.mtime = 100 * MIN;
+    v7.has_table = 1;
+    ik__doubt carried[2] = {made_at(&v7, 10, 11), made_at(&v7, 20, 12)};
+    ik__doubt_verdict fate[2];
+    ik__tag_write w;
+    memset(&w, 0, sizeof w);
+    memset(fate, 0, sizeof fate);
+    w.carried = carried;
+    w.n_carried = 2;
+    w.fate = fate;
+    w.own = made_at(&v7, 5, 20);
+    ik__zk_call c = {.w = &w, .carried_open = 1};
+
+    /* still at 7: nothing decided, write on (at 7: it fences them) */
+    reread(&v7, 7, v7.mtime, 77, &read);
+    assert_int_equal(ik__zk_call_read(&c, &read, NONCE_A), IK__ZK_GO);
+    assert_true(c.carried_open && fate[0].fate == IK__DOUBT_OPEN && fate[1].fate == IK__DOUBT_OPEN);
+
+    /* the second carried write landed: a gap at its place, the first never will */
+    ik__zk_counter_next(&v7, NONCE_A, 12, 20, &read);
+    reread(&read, 8, 101 * MIN, 77, &read);
+    assert_int_equal(ik__zk_call_read(&c, &read, NONCE_A), IK__ZK_GO);
+    assert_true(!c.carried_open && fate[0].fate == IK__DOUBT_NOT_LANDED &&
+                fate[1].fate == IK__DOUBT_LANDED && fate[1].first == 500);
+
+    /* the call's own write open with them: it landed, handed out; they did not */
+    memset(fate, 0, sizeof fate);
+    c = (ik__zk_call){.w = &w, .carried_open = 1, .own_open = 1};
+    ik__zk_counter_next(&v7, NONCE_A, 20, 5, &read);
+    reread(&read, 8, 101 * MIN, 77, &read);
+    assert_int_equal(ik__zk_call_read(&c, &read, NONCE_A), IK__ZK_MINE);
+    assert_true(!c.own_open && fate[0].fate == IK__DOUBT_NOT_LANDED &&
+                fate[1].fate == IK__DOUBT_NOT_LANDED && w.own_fate.fate == IK__DOUBT_OPEN);
+
+    /* a carried one landed instead: the own write never will, its id is free again */
+    memset(fate, 0, sizeof fate);
+    c = (ik__zk_call){.w = &w, .carried_open = 1, .own_open = 1};
+    ik__zk_counter_next(&v7, NONCE_A, 11, 10, &read);
+    reread(&read, 8, 101 * MIN, 77, &read);
+    assert_int_equal(ik__zk_call_read(&c, &read, NONCE_A), IK__ZK_GO);
+    assert_true(!c.own_open && fate[0].fate == IK__DOUBT_LANDED &&
+                fate[1].fate == IK__DOUBT_NOT_LANDED);
+
+    /* the table cannot tell: all of them unknown, the own write too (the call: 503) */
+    memset(fate, 0, sizeof fate);
+    c = (ik__zk_call){.w = &w, .carried_open = 1, .own_open = 1};
+    read.since = 8;
+    assert_int_equal(ik__zk_call_read(&c, &read, NONCE_A), IK__ZK_LOST);
+    assert_true(fate[0].fate == IK__DOUBT_UNKNOWN && fate[1].fate == IK__DOUBT_UNKNOWN &&
+                w.own_fate.fate == IK__DOUBT_UNKNOWN && !c.own_open);
+
+    /* doubts of two versions (cannot happen: ZT2) decide nothing but UNKNOWN */
+    memset(&v9, 0, sizeof v9);
+    v9 = v7;
+    v9.version = 9;
+    v9.max_id = 700;
+    carried[1] = made_at(&v9, 20, 12);
+    memset(fate, 0, sizeof fate);
+    memset(&w.own_fate, 0, sizeof w.own_fate);
+    c = (ik__zk_call){.w = &w, .carried_open = 1};
+    ik__zk_counter_next(&v9, NONCE_A, 12, 20, &read);
+    reread(&read, 10, 101 * MIN, 77, &read);
+    assert_int_equal(ik__zk_call_read(&c, &read, NONCE_A), IK__ZK_GO);
+    assert_true(fate[0].fate == IK__DOUBT_UNKNOWN && fate[1].fate == IK__DOUBT_UNKNOWN);
+
+    /* an acknowledged write at their version: the one sent again landed, the rest not */
+    carried[1] = made_at(&v7, 20, 12);
+    memset(fate, 0, sizeof fate);
+    c = (ik__zk_call){.w = &w, .carried_open = 1};
+    ik__zk_call_fenced(&c, 1, 7);
+    assert_true(!c.carried_open && fate[0].fate == IK__DOUBT_NOT_LANDED &&
+                fate[1].fate == IK__DOUBT_LANDED && fate[1].first == 500);
 }
 
 int main(void)
@@ -256,6 +368,7 @@ int main(void)
         cmocka_unit_test(a_lost_answer_is_settled_by_the_table),
         cmocka_unit_test(a_clock_step_back_cannot_hide_a_landed_write),
         cmocka_unit_test(what_cannot_be_told_is_unknown),
+        cmocka_unit_test(a_read_decides_a_calls_doubts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -21,16 +21,18 @@
  *       other's writes for their own. A free lane with doubts of the tag is taken
  *       first: its advance carries them to the store, which settles them.
  *   D4. The table. A tag's lane keeps at most KEPT doubts, oldest first; the oldest
- *       of one more is logged as a gap of unknown place ("first=?") and forgotten.
+ *       of one more is logged as a possible gap (D5) and forgotten.
  *   D5. Every fate is logged here, and only here: landed, a gap at its exact range
  *       ("tag gap tag=T first=A count=K why=answer_lost", through ik__tag_gap, which
  *       also counts it for the metrics); not landed, "tag doubt settled"; unknown, a
- *       gap "first=?". No doubt ends without a line.
+ *       gap "why=maybe_recorded", at the place it would have where the write fixed
+ *       it (the doubt's first: a version-checked write), else "first=?". No doubt
+ *       ends without a line.
  *   D6. The stop (ik__doubts_settle): the advances in flight end first (by the stop's
  *       deadline, when the coord's cut ends them), then each tag's lane with doubts
  *       gets one tag_settle, unless the store's checks refuse it or the deadline has
- *       passed: then each doubt is logged "first=?" with that reason, and nothing is
- *       sent. What is still open after it is logged the same way.
+ *       passed: then each doubt is logged as a possible gap with that reason, and
+ *       nothing is sent. What is still open after it is logged the same way.
  *
  * Threads: any. One mutex guards the table; no I/O is done under it.
  */
@@ -89,21 +91,10 @@ int ik__doubts_new(ik__doubts **out)
     return IK_OK;
 }
 
-static unsigned bucket_of(const char *app, const char *tag)
-{
-    unsigned h = 2166136261u;
-    for (const char *p = app; *p; p++)
-        h = (h ^ (unsigned char)*p) * 16777619u;
-    h = (h ^ '/') * 16777619u;
-    for (const char *p = tag; *p; p++)
-        h = (h ^ (unsigned char)*p) * 16777619u;
-    return h % BUCKETS;
-}
-
 /* The entry of (app, tag), made if absent (NULL: no memory). Caller holds mu. */
 static tag_entry *entry_of(ik__doubts *d, const char *app, const char *tag)
 {
-    tag_entry **head = &d->bucket[bucket_of(app, tag)];
+    tag_entry **head = &d->bucket[ik__tag_hash(app, tag) % BUCKETS];
     for (tag_entry *e = *head; e; e = e->next)
         if (!strcmp(e->tag, tag) && !strcmp(e->app, app)) return e;
     tag_entry *e = calloc(1, sizeof *e);
@@ -129,13 +120,18 @@ static void log_fate(const char *app, const char *tag, const ik__doubt *x,
                                  : "maybe_recorded",
                     "%s", v->why[0] ? v->why : "a write whose answer was lost was recorded");
         break;
-    case IK__DOUBT_NOT_LANDED:
-        ik__logf("tag doubt settled tag=%s count=%" PRId64 " (app %s): %s", tag, x->delta, app,
+    case IK__DOUBT_NOT_LANDED: {
+        char at[40] = ""; /* where it would have been, where the write fixed it */
+        if (x->first >= 0) snprintf(at, sizeof at, " first=%" PRId64, x->first);
+        ik__logf("tag doubt settled tag=%s%s count=%" PRId64 " (app %s): %s", tag, at, x->delta,
+                 app,
                  v->why[0] ? v->why
                            : "the write whose answer was lost was not recorded and never will be");
         break;
-    case IK__DOUBT_UNKNOWN:
-        ik__tag_gap(app, tag, x->kind, -1, x->delta, v->code ? v->code : "maybe_recorded", "%s",
+    }
+    case IK__DOUBT_UNKNOWN: /* at the place it would have, where the write fixed it */
+        ik__tag_gap(app, tag, x->kind, x->first, x->delta, v->code ? v->code : "maybe_recorded",
+                    "%s",
                     v->why[0] ? v->why : "a write whose answer was lost may have recorded them");
         break;
     case IK__DOUBT_OPEN:

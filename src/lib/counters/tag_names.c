@@ -48,3 +48,14 @@ int ik_tag_kind_parse(const char *text, ik_tag_kind *out)
         return IK_EINVAL;
     return IK_OK;
 }
+
+uint32_t ik__tag_hash(const char *app, const char *name)
+{
+    uint32_t h = 2166136261u; /* FNV-1a over "APP/NAME" */
+    for (const char *s = app; *s; s++)
+        h = (h ^ (unsigned char)*s) * 16777619u;
+    h = (h ^ '/') * 16777619u;
+    for (const char *s = name; *s; s++)
+        h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
+}

@@ -82,8 +82,7 @@ int ik__tag_advance(ik_coord *c, const char *app, const char *name, ik_tag_kind 
     }
     ik__doubts *d = ik__coord_doubts(c);
     if (d) return ik__doubts_advance(d, be, app, name, kind, delta, first);
-    ik__tag_write w; /* a backend whose writes are never in doubt, or one with a table of
-                        its own (backend.h) */
+    ik__tag_write w; /* a backend whose writes are never in doubt (backend.h) */
     memset(&w, 0, sizeof w);
     w.own.delta = delta;
     w.own.kind = kind;

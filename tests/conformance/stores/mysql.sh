@@ -60,6 +60,10 @@ conf_fault_answer_lost() { proxy hold-after 1 COMMIT INSERT INTO idk_commit_mark
 
 conf_fault_freeze_after_write() { proxy mute-after 1 COMMIT INSERT INTO idk_commit_mark; }
 
+# tags_two_sequences: the next COMMIT sent after a commit mark's INSERT on its
+# connection, X's, never arrives
+conf_fault_race_lost() { proxy request-lost 1 COMMIT INSERT INTO idk_commit_mark; }
+
 conf_slow_args() { echo --lease-ttl $(($1 * 4)); } # the lease proves 2/3 TTL past a send
 
 conf_release_bound_ms() {

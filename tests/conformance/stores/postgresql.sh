@@ -66,6 +66,10 @@ conf_fault_answer_lost() { proxy hold-after 1 COMMIT "${1:-orders}"; }
 
 conf_fault_freeze_after_write() { proxy mute-after 1 COMMIT "${1:-orders}"; }
 
+# tags_two_sequences: the next COMMIT sent on a connection that sent TAG's batch,
+# X's, never arrives
+conf_fault_race_lost() { proxy request-lost 1 COMMIT "$1"; }
+
 conf_slow_args() { echo --lease-ttl $(($1 * 4)); } # the lease proves 2/3 TTL past a send
 
 conf_release_bound_ms() {

@@ -55,6 +55,11 @@ conf_fault_answer_lost() { proxy hold-after 1 "tagw/${1:-orders}/"; }
 
 conf_fault_freeze_after_write() { proxy mute-after 1 "tagw/${1:-orders}/"; }
 
+# tags_two_sequences: X's script runs and its answer is held (X's call gives up: in
+# doubt) while Y's write, on a lane of its own, runs; X's next write, on X's lane,
+# settles the doubt: its range logged as a gap (docs/redis.md, "Counters")
+conf_fault_race_lost() { proxy hold-after 1 "tagw/$1/"; }
+
 # _conf_redis_port URI: the port a redis://127.0.0.1:PORT/... URI names
 _conf_redis_port() {
   local p=${1#redis://127.0.0.1:}

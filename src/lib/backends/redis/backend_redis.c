@@ -18,6 +18,7 @@
 #include "internal.h"
 #include "redis_conn.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -85,10 +86,27 @@ static void redis_client_version(char *buf, size_t len)
     snprintf(buf, len, "hiredis %d.%d.%d", HIREDIS_MAJOR, HIREDIS_MINOR, HIREDIS_PATCH);
 }
 
+/* Its options (rules.h, "store options"), one table for both schemes: --redis-NAME,
+ * or ?NAME= in the URI beside its own keys (db, prefix, user). */
+static const ik__store_option redis_options[] = {
+    {.family = "redis",
+     .name = "wait-replicas",
+     .shape = IK__STORE_INT,
+     .min = 0,
+     .max = 100,
+     .def = "0",
+     .metavar = "N",
+     .help = "each counter write waits until N replicas have it (WAIT); one not confirmed in "
+             "time is in doubt and never handed out",
+     .legacy = offsetof(ik_coord_options, redis_wait_replicas)},
+    {.name = NULL},
+};
+
 #define REDIS_OPS(SCHEME, FORM)                                                                    \
     {                                                                                              \
         .scheme = (SCHEME), .uri_form = (FORM), .uri_check = ik__redis_uri_check, .recipe = NULL,  \
-        .no_locks = NO_LOCKS, .open = redis_open, .close = redis_close, .uri = ik__redis_uri,      \
+        .no_locks = NO_LOCKS, .options = redis_options, .uri_keys = "db, prefix, user",            \
+        .open = redis_open, .close = redis_close, .uri = ik__redis_uri,                            \
         .slot_acquire = ik__redis_slot_acquire, .slot_persist = ik__redis_slot_persist,            \
         .slot_release = ik__redis_slot_release, .slot_forget = ik__redis_slot_forget,              \
         .recover = NULL, .slots_list = ik__redis_slots_list,                                       \

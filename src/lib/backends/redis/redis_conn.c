@@ -862,9 +862,8 @@ int ik__redis_client_open(ik__redis_client *rc, const char *uri, const ik_coord_
     rc->lease_ttl_ms = o->lease_ttl_ms > 0 ? o->lease_ttl_ms : 10000;
     if (rc->lease_ttl_ms < 300 || rc->lease_ttl_ms > 3600000)
         return ik__fail(IK_EINVAL, why, why_len, "lease TTL must be 300 to 3600000 ms");
-    rc->wait_replicas = o->redis_wait_replicas;
-    if (rc->wait_replicas < 0 || rc->wait_replicas > 100)
-        return ik__fail(IK_EINVAL, why, why_len, "redis wait replicas must be 0 to 100");
+    /* a store option, checked by its row (backend_redis.c) */
+    rc->wait_replicas = (int)ik__store_opt_int(o, "wait-replicas", 0);
     ik__hazards_init(hz, o, rc->lease_ttl_ms, rc->uri);
     rc->hz = hz;
     int64_t t = rc->lease_ttl_ms / 3 > 2000 ? rc->lease_ttl_ms / 3 : 2000;

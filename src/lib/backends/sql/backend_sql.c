@@ -40,6 +40,13 @@ int ik__sql_error(int rc)
     }
 }
 
+int ik__sql_abort(const ik__sql_driver *d, ik__sql_conn *c, int rc)
+{
+    if (ik__sql_dead(rc)) return rc;
+    int rb = d->exec(c, IK__SQL_ROLLBACK, NULL, 0, NULL, NULL, 0);
+    return ik__sql_dead(rb) ? rb : rc;
+}
+
 int ik__sql_exec(const ik__sql_driver *d, ik__sql_conn *c, ik__sql_stmt id,
                  const char *const *params, int n, ik__sql_res *res, char *why, size_t why_len)
 {
@@ -269,7 +276,6 @@ void ik__sql_close(ik__backend *be)
     for (int i = 0; i < IK__SQL_POOL; i++)
         if (b->pool[i]) ik__sql_conn_close(b, b->pool[i]);
     pthread_cond_destroy(&b->cv);
-    pthread_cond_destroy(&b->lane_cv);
     pthread_mutex_destroy(&b->mu);
     if (b->password) {
         memset(b->password, 0, strlen(b->password));
@@ -308,7 +314,6 @@ int ik__sql_open(const ik__sql_driver *d, const ik__backend_ops *ops, const char
     }
     pthread_mutex_init(&b->mu, NULL);
     pthread_cond_init(&b->cv, NULL);
-    pthread_cond_init(&b->lane_cv, NULL);
     char *uri_password = NULL;
     b->uri = ik__sql_uri_redact(uri, &uri_password); /* for the driver: no password */
     size_t shown_len = strlen(uri) + 8;
@@ -329,17 +334,9 @@ int ik__sql_open(const ik__sql_driver *d, const ik__backend_ops *ops, const char
     b->t.password = b->password;
     b->t.ttl_ms = b->ttl_ms;
     ik__hazards_init(&b->base.hz, o, b->ttl_ms, b->shown);
-    unsigned char rnd[15];
-    int rc = ik__random_bytes(rnd, sizeof rnd);
-    if (rc) {
-        ik__sql_close(&b->base);
-        return ik__fail(rc, why, why_len, "no randomness for a writer id");
-    }
-    for (int i = 0; i < 15; i++)
-        snprintf(b->writer + 2 * i, 3, "%02x", rnd[i]);
     ik__sql_conn *c = NULL;
     b->opening = 1;
-    rc = ik__sql_connect(b, &c, why, why_len);
+    int rc = ik__sql_connect(b, &c, why, why_len);
     b->opening = 0;
     if (rc) {
         ik__sql_close(&b->base);

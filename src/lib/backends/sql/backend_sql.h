@@ -13,7 +13,6 @@
 
 #define IK__SQL_POOL 4      /* pooled connections for tags and slot scans */
 #define IK__SQL_BIZ_MAX 128 /* leaf_alloc.biz_tag is varchar(128) */
-#define IK__SQL_DOUBTS 32   /* sequence commits in doubt at once, at most */
 #define IK__SQL_LIVE 128    /* connections whose sockets a cut shuts, at most */
 
 typedef struct ik__sql_backend {
@@ -51,31 +50,18 @@ typedef struct ik__sql_backend {
     int64_t clock_db_ms, clock_at_ns, clock_rtt_ns;
     int opening; /* in ik__sql_open: its first connection is checked by open itself */
 
-    /* sequence commits whose answer was lost (backend_sql_tags.c), under mu */
-    char writer[31]; /* this backend's random id: 30 hex digits */
-    uint64_t writes; /* write numbers given out */
-    /* the writer identities (lanes) of the sequence advances in progress, one each:
-     * lane L writes idk_commit_mark's row (writer + L in 2 hex digits, tag) */
-    uint64_t lanes_busy;
-    pthread_cond_t lane_cv;
-    int opened;    /* the open succeeded: the close settles and cleans up */
-    int open_left; /* doubts logged unsettled: the close keeps our marks */
+    /* the commit marks (backend_sql_marks.c, SM1-SM4), under mu: the first 30 hex
+     * digits of the doubt engine's writer ids, this coord's own ("": no advance
+     * yet), and the doubts the engine was left to keep and has not handed back
+     * decided (above 0: the close keeps our marks) */
+    char writer[31];
+    int doubts_left;
+    int opened; /* the open succeeded: the close cleans up */
     /* every connection made and not yet closed (ik__sql_conn_close), whose sockets
      * ik__sql_cut shuts; cut: no call waits on the database any more (under mu) */
     ik__sql_conn *live[IK__SQL_LIVE];
     int cut;
-    int64_t doubts_kept; /* doubts kept past their call, since open (under mu) */
-    struct ik__sql_doubt {
-        char biz[IK__SQL_BIZ_MAX + 1], name[IK_TAG_NAME_MAX + 1], app[IK__APP_NAME_MAX + 1];
-        int64_t first, count;
-        uint64_t write_no; /* 0: the slot is free */
-        int lane;          /* the writer identity that wrote it */
-        int settling;      /* a call is settling it now */
-        int64_t since_ms;  /* ik__mono_ms when the write was sent */
-    } doubt[IK__SQL_DOUBTS];
 } ik__sql_backend;
-
-#define IK__SQL_LANES 64 /* sequence advances in progress at once, at most */
 
 static inline ik__sql_backend *ik__sql_of(ik__backend *be)
 {
@@ -139,6 +125,10 @@ int ik__sql_connect_holder(ik__sql_backend *b, ik__sql_conn **c, char *why, size
  * EFOREIGN -> IK_EUNSAFE, the others IK_ESTORE. */
 int ik__sql_error(int rc);
 
+/* Rolls back c's transaction after a failure rc (unless rc left c dead, which
+ * ended it): rc, or the rollback's class if that left c dead. */
+int ik__sql_abort(const ik__sql_driver *d, ik__sql_conn *c, int rc);
+
 /* Runs a statement with up to 8 int64/text parameters given as strings. */
 int ik__sql_exec(const ik__sql_driver *d, ik__sql_conn *c, ik__sql_stmt id,
                  const char *const *params, int n, ik__sql_res *res, char *why, size_t why_len);
@@ -152,5 +142,20 @@ int ik__sql_exec_pipeline(const ik__sql_driver *d, ik__sql_conn *c, const ik__sq
  * each call took into ns[0..n-1]. */
 int ik__sql_exec_serial(const ik__sql_driver *d, ik__sql_conn *c, const ik__sql_call *calls, int n,
                         ik__sql_res *res, int *ran, int64_t *ns, char *why, size_t why_len);
+
+/* backend_sql_marks.c: the commit marks (its SM1-SM5), for backend_sql_tags.c.
+ *
+ * Decides each doubt w carries (its fate[i]) by one read of w's writer's mark of biz
+ * on c, under the tag's row lock, and notes w's writer for the close: 0, or the
+ * driver's class (each left OPEN: the advance sends nothing). */
+int ik__sql_marks_settle(ik__sql_backend *b, ik__sql_conn *c, const char *biz, ik__tag_write *w);
+/* After w's COMMIT answer was lost: reads its mark again for up to IK__SQL_IO_MS: 0
+ * and *first (it applied: handed out), IK_ESTORE (it did not), or IK_EINDOUBT (no
+ * answer: the doubt engine keeps it; or w->own_fate says it is of unknown place). */
+int ik__sql_marks_reread(ik__sql_backend *b, const char *app, const char *name, const char *biz,
+                         ik__tag_write *w, int64_t *first);
+/* At close: deletes this backend's own marks, unless a doubt it left may still need
+ * one, or the backend was cut. */
+void ik__sql_marks_drop(ik__sql_backend *b);
 
 #endif

@@ -134,11 +134,7 @@ static int take(ik__sql_backend *b, ik__sql_conn *c, const ik__slot_request *req
     out->proof = (ik__lease_proof){sent, b->ttl_ms};
     return 0;
 abort:
-    if (!ik__sql_dead(rc)) {
-        int rb = ik__sql_exec(d, c, IK__SQL_ROLLBACK, NULL, 0, NULL, NULL, 0);
-        if (ik__sql_dead(rb)) return rb;
-    }
-    return rc;
+    return ik__sql_abort(d, c, rc);
 }
 
 static int cmp_u32(const void *a, const void *b)

@@ -117,9 +117,9 @@ typedef enum ik__sql_stmt {
     /* no parameters -> the columns of IK__SQL_TAG_GET, every leaf_alloc row,
      * ordered by biz_tag */
     IK__SQL_TAG_LIST,
-    /* $1 writer (a lane of this backend's random id), $2 biz_tag, $3 write number: records,
-     * in a sequence tag's advance, which write of this writer last committed (an
-     * upsert of one row per writer and tag, its time = db now) */
+    /* $1 writer (the doubt engine's writer id of the advance's lane), $2 biz_tag, $3
+     * write id: records, in every tag advance, which write of this writer last
+     * committed (an upsert of one row per writer and tag, its time = db now) */
     IK__SQL_MARK_SET,
     /* $1 writer, $2 biz_tag -> write number (no row: none committed) */
     IK__SQL_MARK_GET,
@@ -342,14 +342,13 @@ void ik__sql_close(ik__backend *be);
 /* backend_sql_tags.c, called by the ops table's open and close (IK__SQL_BACKEND in
  * sql_driver.h, above both this file and backend_sql.c): at open (after
  * ik__sql_open), deletes the commit marks older than a day; at close (before
- * ik__sql_close), settles what doubts ik_coord_settle left with one read each
- * within IK__SETTLE_MS, logging each one (a gap, settled, or maybe_recorded), then
- * deletes this backend's own marks. */
+ * ik__sql_close), deletes this backend's own marks if every doubt it left to the
+ * doubt engine was settled (its ST8). */
 void ik__sql_marks_prune(ik__backend *be);
 void ik__sql_tags_close(ik__backend *be);
-/* The seam's settle, doubts (backend_sql_tags.c) and cut (backend_sql.c). */
-void ik__sql_settle(ik__backend *be, int64_t deadline_ns, const char *refused);
-int ik__sql_doubts(ik__backend *be);
+/* The seam's tag_settle (backend_sql_tags.c) and cut (backend_sql.c). */
+void ik__sql_tag_settle(ik__backend *be, const char *app, const char *name, ik__tag_write *w,
+                        int64_t deadline_mono_ns);
 void ik__sql_cut(ik__backend *be);
 const char *ik__sql_uri(const ik__backend *be);
 void ik__sql_session(ik__backend *be, char *buf, size_t len);
@@ -400,7 +399,7 @@ int ik__sql_leader(ik__backend *be, const char *path, char **id);
     }                                                                                              \
     static void NAME##_be_close(ik__backend *be)                                                   \
     {                                                                                              \
-        ik__sql_tags_close(be); /* first: it may settle doubts on the pool */                      \
+        ik__sql_tags_close(be); /* first: it uses the pool */                                      \
         ik__sql_close(be);                                                                         \
     }                                                                                              \
     const ik__backend_ops ik__backend_##NAME##_ops = {                                             \
@@ -420,14 +419,14 @@ int ik__sql_leader(ik__backend *be, const char *path, char **id);
         .slots_list = ik__sql_slots_list,                                                          \
         .slot_free_ms = ik__sql_slot_free_ms,                                                      \
         .session = ik__sql_session,                                                                \
-        .settle = ik__sql_settle,                                                                  \
-        .doubts = ik__sql_doubts,                                                                  \
         .cut = ik__sql_cut,                                                                        \
         .client_version = (CLIENT_VERSION),                                                        \
         .tag_create = ik__sql_tag_create,                                                          \
         .tag_get = ik__sql_tag_get,                                                                \
         .tag_list = ik__sql_tag_list,                                                              \
         .tag_advance = ik__sql_tag_advance,                                                        \
+        .tag_settle = ik__sql_tag_settle,                                                          \
+        .tag_lanes = 64,                                                                           \
         .hazards_check = ik__sql_hazards_check,                                                    \
     }
 

@@ -5,14 +5,16 @@
  *   backend_zk_slots.c   worker slots: ephemeral owner nodes, versioned records
  *   backend_zk_leaf.c    worker slots on a Meituan Leaf fleet's own nodes
  *   backend_zk_scan.c    reading many slots at once (slots_list, refusals)
- *   backend_zk_tags.c    tags: version-checked counter nodes with a writer table
+ *   backend_zk_tags.c    tags advanced: version-checked counter nodes with a
+ *                        writer table that decides the doubt engine's writes
+ *   backend_zk_tagread.c tags made and read (create, get, list)
  *   backend_zk_data.c    the pure parts: node data, names, worker sets, doubts
  *   zk_session.c         the session all of them (and recipe_zk*.c) run on
  *   zk_hazards.c         the store hazard checks (docs/hazards.md): at open, and
  *                        before slot takes, renewals and counter advances (the
  *                        ops table sends those through its gated calls)
  *
- * Calls go one way: coord.c -> this file -> slots, scan, tags -> zk_session.c.
+ * Calls go one way: coord.c -> this file -> slots, scan, tags -> tagread -> zk_session.c.
  * docs/zookeeper.md has the node layout and the invariants.
  */
 #include "backend.h"
@@ -21,6 +23,7 @@
 #include "zk_hazards.h"
 #include "zk_session.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,10 +31,7 @@ static void zk_close(ik__backend *be)
 {
     ik__zk_backend *b = ik__zk_backend_of(be);
     if (!b) return;
-    ik__zk_hazards_close(be); /* it stops listening to the client */
-    /* what doubts ik_coord_settle left, while the session still works */
-    if (b->zc.conn)
-        ik__zk_tags_settle_open(be, ik__mono_ns() + IK__SETTLE_MS * INT64_C(1000000), NULL);
+    ik__zk_hazards_close(be);    /* it stops listening to the client */
     ik__zk_client_close(&b->zc); /* then no completion runs after this */
     ik__zk_slots_free(b->slots);
     ik__zk_tags_free(b->tags);
@@ -66,13 +66,6 @@ static int zk_open(const char *uri, const ik_coord_options *o, ik__backend **out
     return IK_OK;
 }
 
-/* The seam's settle (backend.h): the tags' doubts, while the session works. */
-static void zk_settle(ik__backend *be, int64_t deadline_ns, const char *refused)
-{
-    ik__zk_backend *b = ik__zk_backend_of(be);
-    if (b->zc.conn) ik__zk_tags_settle_open(be, deadline_ns, refused);
-}
-
 static void zk_cut(ik__backend *be)
 {
     ik__zk_client_cut(&ik__zk_backend_of(be)->zc);
@@ -83,11 +76,33 @@ static void zk_client_version(char *buf, size_t len)
     snprintf(buf, len, "zookeeper %s", ZOO_VERSION); /* the C client has no run-time call */
 }
 
+/* Its options (rules.h, "store options"): --zk-NAME, or ?NAME= in the URI. */
+static const ik__store_option zk_options[] = {
+    {.family = "zk",
+     .name = "session-timeout",
+     .shape = IK__STORE_INT,
+     .min = 100,
+     .max = 3600000,
+     .def = "10000",
+     .metavar = "MS",
+     .help = "ZooKeeper session timeout: a dead holder's slot frees after it",
+     .legacy = offsetof(ik_coord_options, zk_session_timeout_ms)},
+    {.family = "zk",
+     .name = "auth",
+     .shape = IK__STORE_USERPASS,
+     .metavar = "USER:PASSWORD",
+     .help = "ZooKeeper digest auth, and ACLs on every node made (prefer the environment or the "
+             "config file)",
+     .legacy = offsetof(ik_coord_options, zk_auth)},
+    {.name = NULL},
+};
+
 const ik__backend_ops ik__backend_zk_ops = {
     .scheme = "zk",
     .uri_form = "zk://HOST:PORT[,HOST:PORT...][/CHROOT]",
     .uri_check = ik__zk_uri_check,
     .recipe = &ik__recipe_zk_ops,
+    .options = zk_options,
     .leaf_fleet = 1,
     .open = zk_open,
     .close = zk_close,
@@ -101,8 +116,6 @@ const ik__backend_ops ik__backend_zk_ops = {
     .slot_free_ms = ik__zk_slot_free_ms,
     .session = ik__zk_session_desc,
     .hazards_check = ik__zk_hazards_check,
-    .settle = zk_settle,
-    .doubts = ik__zk_tags_doubts,
     .cut = zk_cut,
     /* zookeeper_close sends the session's close and waits up to 1.5 s for the
      * server to end it (the C client's own bound), cut or not */
@@ -112,4 +125,6 @@ const ik__backend_ops ik__backend_zk_ops = {
     .tag_get = ik__zk_tag_get,
     .tag_list = ik__zk_tag_list,
     .tag_advance = ik__zk_gated_tag_advance,
+    .tag_settle = ik__zk_tag_settle,
+    .tag_lanes = 1, /* one advance of a tag at a time: ZT2 (backend_zk_tags.c) */
 };

@@ -6,6 +6,8 @@
 #ifndef IK_BACKEND_ZK_H
 #define IK_BACKEND_ZK_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -125,32 +127,15 @@ void ik__zk_describe_holders(const char *chroot, struct _zhandle *zh,
                              size_t why_len);
 
 /* ------------------------------------------------------------------------------
- * Tags on ZooKeeper (backend_zk_tags.c): the seam's tag_* calls (backend.h) and
- * their per-backend state, made by zk_open and freed by zk_close.
+ * Tags on ZooKeeper: the pure parts (backend_zk_data.c), for
+ * tests/unit/test_zk_tags.c. A counter node's data: bytes 0-7 max_id big-endian,
+ * then "since=V" and "w=NONCE:COUNT:MS" lines (the writer table: docs/zookeeper.md,
+ * "Tags").
  */
-typedef struct ik__zk_tags ik__zk_tags;
-
-int ik__zk_tags_new(ik__zk_tags **out, char *why, size_t why_len);
-void ik__zk_tags_free(ik__zk_tags *t);
-/* Settles, or logs as possible gaps, the doubts still open: the first step of
- * zk_close, while the session still works (docs/zookeeper.md, "A doubt at close"). */
-void ik__zk_tags_settle_open(struct ik__backend *be, int64_t deadline_ns, const char *refused);
-int ik__zk_tags_doubts(struct ik__backend *be);
-
-int ik__zk_tag_create(struct ik__backend *be, const char *app, const ik_tag_info *t, char *why,
-                      size_t why_len);
-int ik__zk_tag_get(struct ik__backend *be, const char *app, const char *name, ik_tag_info *out);
-int ik__zk_tag_list(struct ik__backend *be, const char *app, ik_tag_info **out, size_t *n);
-int ik__zk_tag_advance(struct ik__backend *be, const char *app, const char *name, ik_tag_kind kind,
-                       int64_t delta, int64_t *first);
-
-/* The pure parts, for tests/unit/test_zk_tags.c. A counter node's data: bytes 0-7
- * max_id big-endian, then "since=V" and "w=NONCE:COUNT:MS" lines (the writer table:
- * docs/zookeeper.md, "Tags"). */
 #define IK__ZK_WRITERS_MAX 64
 #define IK__ZK_PRUNE_MS (10 * 60 * 1000) /* table lines older than this go */
 #define IK__ZK_TRUST_MS (9 * 60 * 1000)  /* a doubt older than this cannot be settled */
-#define IK__ZK_DOUBT_WRITES 8            /* writes in doubt at one version, at most */
+#define IK__ZK_DOUBT_WRITES 8            /* carried doubts one read decides, at most */
 
 typedef struct ik__zk_writer {
     uint64_t nonce, count;
@@ -178,25 +163,48 @@ int ik__zk_counter_format(char *buf, size_t cap, const ik__zk_counter *n);
 void ik__zk_counter_next(const ik__zk_counter *old, uint64_t nonce, uint64_t count, int64_t delta,
                          ik__zk_counter *out);
 
-/* Writes whose answers were lost, all made at one version V, so that at most one of
- * them can have applied, and each would have recorded [first, first + delta). */
+/* A tag's meta node: key=value lines, the description last (the rest of the data).
+ * made_by: the nonce and count of the create that made it. */
+typedef struct ik__zk_meta {
+    int has_kind, has_start, has_step;
+    ik_tag_kind kind;
+    int64_t start, step, created_ms;
+    uint64_t made_nonce, made_count;
+    char description[256];
+} ik__zk_meta;
+
+/* t's meta, made by the create nonce:count, into buf: its length, or -1 if it does
+ * not fit. */
+int ik__zk_meta_format(char *buf, size_t cap, const ik_tag_info *t, uint64_t nonce, uint64_t count);
+void ik__zk_meta_parse(const char *d, int len, ik__zk_meta *m);
+/* 1 if m is an idkeeper tag's meta (kind, start and step read). */
+int ik__zk_meta_ok(const ik__zk_meta *m);
+
+/* Writes whose answers were lost, all made at one version V of one node, so that
+ * at most one of them can have applied, and each would have recorded [first, first +
+ * delta): the input of the rule below, built for one read from the doubt engine's
+ * writes (backend.h's ik__doubt, whose notes say where each was made: ik__zk_note),
+ * never kept. */
 typedef struct ik__zk_doubt {
-    int open;
     int version;   /* V */
     int64_t czxid; /* of the node they were made on */
     int64_t mtime; /* mtime of version V */
     int64_t first; /* max_id at V */
     int n;
     struct {
-        uint64_t count;
+        uint64_t count; /* the COUNT it wrote in the writer table: its write id */
         int64_t delta;
-        int this_call; /* made by the advance running now (applied: hand it out) */
-    } w[IK__ZK_DOUBT_WRITES];
+    } w[IK__ZK_DOUBT_WRITES + 1];
 } ik__zk_doubt;
 
-/* Records one more write made at n that got no answer: 0, or -1 if it does not fit
- * (full, or n is not the version the others were made at). */
-int ik__zk_doubt_add(ik__zk_doubt *d, const ik__zk_counter *n, int64_t delta, uint64_t count);
+struct ik__doubt; /* backend.h */
+/* Notes in x where a write made at node n is made: first = n's max_id, aux = its
+ * version, aux2 = its czxid and mtime. */
+void ik__zk_note(struct ik__doubt *x, const ik__zk_counter *n);
+/* Adds the write x (its notes set by ik__zk_note) to d (all zero before the first):
+ * 0, or -1 if it was made at another version or node than the others, or d is
+ * full; d then decides nothing (the caller takes it as IK__ZK_UNKNOWN). */
+int ik__zk_doubt_add(ik__zk_doubt *d, const struct ik__doubt *x);
 
 enum { IK__ZK_APPLIED, IK__ZK_NOT_APPLIED, IK__ZK_PENDING, IK__ZK_UNKNOWN };
 /* What became of the writes of d, given the node n read now by the writer nonce:
@@ -204,5 +212,85 @@ enum { IK__ZK_APPLIED, IK__ZK_NOT_APPLIED, IK__ZK_PENDING, IK__ZK_UNKNOWN };
  * IK__ZK_PENDING (n is still at V: a write at V fences them) or IK__ZK_UNKNOWN. */
 int ik__zk_doubt_resolve(const ik__zk_doubt *d, const ik__zk_counter *n, uint64_t nonce,
                          int *which);
+
+/* The doubts of one advance, or of the stop's settle, as the doubt engine hands them
+ * (backend.h's ik__tag_write): the carried ones, all made at one version (ZT2 in
+ * backend_zk_tags.c), and the call's own write while a send of it may still land.
+ * The calls below decide them into w->fate and w->own_fate. */
+typedef struct ik__zk_call {
+    struct ik__tag_write *w;
+    int carried_open; /* the carried doubts are not decided yet */
+    int own_open;     /* a send of w->own may still land */
+} ik__zk_call;
+
+#define IK__ZK_GONE "a write whose answer was lost may have recorded them before the tag went"
+
+enum { IK__ZK_GO, IK__ZK_MINE, IK__ZK_LOST };
+/* What the node n, read now, tells of c's doubts (nonce: this backend's).
+ * IK__ZK_GO: write on (the own write is decided as not landed, or the node is still
+ * at their version: PENDING); IK__ZK_MINE: the own write landed (hand it out);
+ * IK__ZK_LOST: whether it landed cannot be told (own_fate UNKNOWN: IK_EINDOUBT). */
+int ik__zk_call_read(ik__zk_call *c, const ik__zk_counter *n, uint64_t nonce);
+/* A write of ours at version v was acknowledged: of the carried doubts (made at v),
+ * the one at index landed (that write, sent again; -1: none) is LANDED, the others
+ * NOT_LANDED. */
+void ik__zk_call_fenced(ik__zk_call *c, int landed, int v);
+/* Every open doubt of c, the own write's too, is UNKNOWN, why why: 1 if the own
+ * write was open (the call then answers IK_EINDOUBT). */
+int ik__zk_call_unknown(ik__zk_call *c, const char *why);
+
+/* ------------------------------------------------------------------------------
+ * Tags on ZooKeeper: the seam's tag_* calls (backend.h). The advance and the
+ * stop's settle (backend_zk_tags.c) over the reads and the create
+ * (backend_zk_tagread.c).
+ */
+
+/* The tags' per-backend state, made by zk_open and freed by zk_close
+ * (backend_zk_tags.c). nonce: this backend's mark in a counter's writer table and
+ * in the made_by of the tags it creates, random, never 0 (docs/zookeeper.md). */
+#define IK__ZK_TAG_STRIPES 64
+struct ik__zk_tag; /* one tag's cached node (backend_zk_tags.c) */
+typedef struct ik__zk_tags {
+    uint64_t nonce;
+    _Atomic uint64_t made; /* the creates' count (made_by) */
+    _Atomic uint64_t rng;  /* the conflicts' jitter */
+    struct {
+        pthread_mutex_t mu;
+        struct ik__zk_tag *tags;
+    } stripe[IK__ZK_TAG_STRIPES];
+} ik__zk_tags;
+
+int ik__zk_tags_new(ik__zk_tags **out, char *why, size_t why_len);
+void ik__zk_tags_free(ik__zk_tags *t);
+
+struct ik__tag_write; /* backend.h */
+int ik__zk_tag_advance(struct ik__backend *be, const char *app, const char *name, ik_tag_kind kind,
+                       struct ik__tag_write *w, int64_t *first);
+void ik__zk_tag_settle(struct ik__backend *be, const char *app, const char *name,
+                       struct ik__tag_write *w, int64_t deadline_ns);
+
+int ik__zk_tag_create(struct ik__backend *be, const char *app, const ik_tag_info *t, char *why,
+                      size_t why_len);
+int ik__zk_tag_get(struct ik__backend *be, const char *app, const char *name, ik_tag_info *out);
+int ik__zk_tag_list(struct ik__backend *be, const char *app, ik_tag_info **out, size_t *n);
+
+/* What the advance shares with the reads (backend_zk_tagread.c). A call's budget:
+ * the negotiated session timeout, 2 to 10 s; *connect_ms: how long it waits for a
+ * connection with nothing of its own in doubt. */
+struct ik__zk_session; /* zk_session.h */
+int64_t ik__zk_tag_budget_ms(struct ik__backend *be, int64_t *connect_ms);
+/* Borrows a connected session, waiting for it (and making a new one if the old one
+ * is dead) until the monotonic deadline: 0 with s borrowed (ik__zk_session_put
+ * after), or IK_ESTORE (nothing borrowed). */
+int ik__zk_tag_session(struct ik__backend *be, struct ik__zk_session *s, int64_t deadline_ns);
+/* sub NULL: BASE/tags; "": BASE/tags/NAME; "meta": BASE/tags/NAME/meta. */
+void ik__zk_tag_path(const struct ik__zk_session *s, const char *app, const char *name,
+                     const char *sub, char *out, size_t len);
+/* Reads the counter (and meta if want_meta) of name on s, pipelined, until the
+ * deadline: ZOK with n (and m) filled (ik__zk_meta_ok tells a tag's meta); ZNONODE;
+ * a doubtful code if no answer came in time; ZAPIERROR if the counter is not a
+ * counter (under 8 bytes); ZSYSTEMERROR without memory. */
+int ik__zk_tag_read(const struct ik__zk_session *s, const char *app, const char *name,
+                    int want_meta, ik__zk_counter *n, ik__zk_meta *m, int64_t deadline_ns);
 
 #endif

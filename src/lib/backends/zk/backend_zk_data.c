@@ -1,13 +1,14 @@
 /* backend_zk_data.c: the pure parts of the zk:// backend, no ZooKeeper handle
  * involved: what the slot, owner and counter nodes hold and how it is written and
- * read, the nodes' names, sets of workers, and the rule that settles a counter
- * write whose answer was lost (docs/zookeeper.md). backend_zk_slots.c and
- * backend_zk_tags.c use them; tests/unit/test_zk_backend.c and test_zk_tags.c
- * hold them to their contracts (backend_zk.h).
+ * read, the nodes' names, sets of workers, a tag's meta, and the rule that settles
+ * a counter write whose answer was lost (docs/zookeeper.md). backend_zk_slots.c,
+ * backend_zk_tags.c and backend_zk_tagread.c use them; tests/unit/test_zk_backend.c and
+ * test_zk_tags.c hold them to their contracts (backend_zk.h).
  *
  * What it deliberately does not do: no I/O, no locks, no allocation but the
  * worker sets' array.
  */
+#include "backend.h"
 #include "backend_zk.h"
 #include "internal.h"
 #include "zk_session.h"
@@ -225,7 +226,7 @@ uint32_t ik__zk_wset_nth_free(const ik__zk_wset *s, uint32_t lo, uint64_t k)
 }
 
 /* ------------------------------------------------------------------------------
- * Counter nodes (backend_zk_tags.c: the writer table, the doubts)
+ * Counter nodes (backend_zk_tags.c: the writer table, the doubts' rule)
  */
 static void put_be64(unsigned char *p, int64_t v)
 {
@@ -323,8 +324,8 @@ void ik__zk_counter_next(const ik__zk_counter *old, uint64_t nonce, uint64_t cou
     }
 }
 
-/* What became of the writes in doubt, given the node read now (top of the file);
- * IK__ZK_APPLIED with *which, the one that did. */
+/* What became of the writes in doubt, given the node read now (docs/zookeeper.md,
+ * "A write whose answer is lost"); IK__ZK_APPLIED with *which, the one that did. */
 int ik__zk_doubt_resolve(const ik__zk_doubt *d, const ik__zk_counter *n, uint64_t nonce, int *which)
 {
     if (n->czxid != d->czxid || n->version < d->version) return IK__ZK_UNKNOWN;
@@ -343,24 +344,191 @@ int ik__zk_doubt_resolve(const ik__zk_doubt *d, const ik__zk_counter *n, uint64_
     return IK__ZK_NOT_APPLIED;
 }
 
-/* Records a write made at node n (version V) that got no answer. 0, or -1 if no
- * more fit (the caller gives up: IK_EINDOUBT). */
-int ik__zk_doubt_add(ik__zk_doubt *d, const ik__zk_counter *n, int64_t delta, uint64_t count)
+void ik__zk_note(ik__doubt *x, const ik__zk_counter *n)
 {
-    if (d->open && (d->version != n->version || d->czxid != n->czxid))
-        return -1; /* cannot happen (ZT2): a doubt is settled before another version */
-    if (!d->open) {
-        memset(d, 0, sizeof *d);
-        d->open = 1;
-        d->version = n->version;
-        d->czxid = n->czxid;
-        d->mtime = n->mtime;
-        d->first = n->max_id;
+    x->first = n->max_id;
+    x->aux = n->version;
+    x->aux2[0] = n->czxid;
+    x->aux2[1] = n->mtime;
+}
+
+/* All of d's writes were made at one version of one node (ZT2 in
+ * backend_zk_tags.c); one that was not is refused, and the caller decides nothing
+ * from d (IK__ZK_UNKNOWN). */
+int ik__zk_doubt_add(ik__zk_doubt *d, const ik__doubt *x)
+{
+    if (d->n == (int)(sizeof d->w / sizeof d->w[0])) return -1;
+    if (d->n == 0) {
+        d->version = (int)x->aux;
+        d->czxid = x->aux2[0];
+        d->mtime = x->aux2[1];
+        d->first = x->first;
+    } else if (d->version != x->aux || d->czxid != x->aux2[0] || d->mtime != x->aux2[1] ||
+               d->first != x->first) {
+        return -1;
     }
-    if (d->n == IK__ZK_DOUBT_WRITES) return -1;
-    d->w[d->n].count = count;
-    d->w[d->n].delta = delta;
-    d->w[d->n].this_call = 1;
+    d->w[d->n].count = x->wid;
+    d->w[d->n].delta = x->delta;
     d->n++;
     return 0;
+}
+
+/* ------------------------------------------------------------------------------
+ * The doubts of one advance (backend_zk_tags.c): which of them a read of the node, or
+ * an acknowledged write, decides, and how (docs/zookeeper.md, "A write whose answer
+ * is lost"). A read of the node at version W, the doubts made at version V:
+ *
+ *   W == V     not applied yet: the next write at V fences them (of the writes at
+ *              V, at most one can apply); PENDING
+ *   W > V, our line's COUNT is one of theirs
+ *              that one applied (LANDED), the others did not
+ *   W > V, it is not, since <= V, and W's mtime is less than 9 minutes after V's
+ *              none applied, and none ever will (NOT_LANDED)
+ *   otherwise  (a node made again, a table restarted or pruned) UNKNOWN
+ */
+/* Decides every carried doubt: the one at index landed (-1: none) LANDED, why
+ * why_landed, the others `fate`, why why. */
+static void decide_carried(ik__zk_call *c, int landed, ik__doubt_fate fate, const char *why,
+                           const char *why_landed)
+{
+    for (int i = 0; c->carried_open && i < c->w->n_carried; i++) {
+        ik__doubt_verdict *x = &c->w->fate[i];
+        x->fate = i == landed ? IK__DOUBT_LANDED : fate;
+        x->first = c->w->carried[i].first;
+        snprintf(x->why, sizeof x->why, "%s", i == landed ? why_landed : why);
+    }
+    c->carried_open = 0;
+}
+
+/* Every doubt of the call cannot be told any more (UNKNOWN), the call's own too:
+ * 1 if that was open (the call then answers IK_EINDOUBT). */
+int ik__zk_call_unknown(ik__zk_call *c, const char *why)
+{
+    decide_carried(c, -1, IK__DOUBT_UNKNOWN, why, why);
+    if (!c->own_open) return 0;
+    c->own_open = 0;
+    c->w->own_fate.fate = IK__DOUBT_UNKNOWN;
+    snprintf(c->w->own_fate.why, sizeof c->w->own_fate.why, "%s", why);
+    return 1;
+}
+
+/* What the node n, read now, tells of the writes in doubt. IK__ZK_GO: write on (the
+ * call's own write is decided as not landed, or the node is still at their
+ * version: PENDING); IK__ZK_MINE: the call's own write landed (hand it out); IK__ZK_LOST:
+ * whether it landed cannot be told (own_fate set: IK_EINDOUBT). */
+int ik__zk_call_read(ik__zk_call *c, const ik__zk_counter *n, uint64_t nonce)
+{
+    ik__tag_write *w = c->w;
+    if (!c->carried_open && !c->own_open) return IK__ZK_GO;
+    ik__zk_doubt d;
+    memset(&d, 0, sizeof d);
+    int bad = 0, which = -1;
+    for (int i = 0; c->carried_open && i < w->n_carried; i++)
+        bad |= ik__zk_doubt_add(&d, &w->carried[i]);
+    if (c->own_open) bad |= ik__zk_doubt_add(&d, &w->own);
+    int r = bad ? IK__ZK_UNKNOWN : ik__zk_doubt_resolve(&d, n, nonce, &which);
+    if (r == IK__ZK_PENDING) return IK__ZK_GO;
+    char why[200], landed[200];
+    if (r == IK__ZK_UNKNOWN) {
+        snprintf(why, sizeof why,
+                 "a write whose answer was lost may have recorded them (written at version %d, "
+                 "now %d: the node was made again, or its writer table cannot tell)",
+                 d.version, n->version);
+        return ik__zk_call_unknown(c, why) ? IK__ZK_LOST : IK__ZK_GO;
+    }
+    snprintf(why, sizeof why,
+             "the write whose answer was lost did not land, and never will (written at "
+             "version %d, now %d)",
+             d.version, n->version);
+    snprintf(landed, sizeof landed,
+             "a write whose answer was lost was recorded (written at version %d, now %d)",
+             d.version, n->version);
+    int mine = r == IK__ZK_APPLIED && c->own_open && which == (c->carried_open ? w->n_carried : 0);
+    decide_carried(c, r == IK__ZK_APPLIED ? which : -1, IK__DOUBT_NOT_LANDED, why, landed);
+    c->own_open = 0; /* it landed (mine), or never will: its write id is free again */
+    return mine ? IK__ZK_MINE : IK__ZK_GO;
+}
+
+/* A write of ours at version v was acknowledged: of the carried doubts (all made at
+ * v), the one at index landed (it was that write, sent again; -1: none) is recorded,
+ * and the others never will be. */
+void ik__zk_call_fenced(ik__zk_call *c, int landed, int v)
+{
+    char why[200], rec[200];
+    snprintf(why, sizeof why,
+             "the write whose answer was lost did not land, and never will (written at "
+             "version %d: a later write of ours at that version landed)",
+             v);
+    snprintf(rec, sizeof rec,
+             "a write whose answer was lost was recorded (written at version %d, and sent "
+             "again as it was)",
+             v);
+    decide_carried(c, landed, IK__DOUBT_NOT_LANDED, why, rec);
+}
+
+/* ------------------------------------------------------------------------------
+ * Meta nodes: key=value lines, the description last (it takes the rest of the data)
+ */
+int ik__zk_meta_format(char *buf, size_t cap, const ik_tag_info *t, uint64_t nonce, uint64_t count)
+{
+    int k = snprintf(buf, cap,
+                     "kind=%s\nstart=%" PRId64 "\nstep=%" PRId64 "\ncreated_ms=%" PRId64
+                     "\nmade_by=%016" PRIx64 ":%" PRIu64 "\ndescription=%s",
+                     ik_tag_kind_name(t->kind), t->start, t->step, t->update_time_ms, nonce, count,
+                     t->description);
+    return k < 0 || (size_t)k >= cap ? -1 : k;
+}
+
+void ik__zk_meta_parse(const char *d, int len, ik__zk_meta *m)
+{
+    memset(m, 0, sizeof *m);
+    const char *p = d, *end = d + len;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *le = nl ? nl : end;
+        const char *eq = memchr(p, '=', (size_t)(le - p));
+        if (!eq) {
+            p = nl ? nl + 1 : end;
+            continue;
+        }
+        size_t kl = (size_t)(eq - p), vl = (size_t)(le - eq - 1);
+        const char *v = eq + 1;
+        uint64_t u;
+        if (kl == 11 && !memcmp(p, "description", 11)) {
+            size_t dl = (size_t)(end - v);
+            if (dl >= sizeof m->description) dl = sizeof m->description - 1;
+            memcpy(m->description, v, dl);
+            m->description[dl] = '\0';
+            return;
+        }
+        if (kl == 4 && !memcmp(p, "kind", 4)) {
+            char k[16];
+            if (vl < sizeof k) {
+                memcpy(k, v, vl);
+                k[vl] = '\0';
+                m->has_kind = ik_tag_kind_parse(k, &m->kind) == 0;
+            }
+        } else if (kl == 5 && !memcmp(p, "start", 5) && ik__zk_parse_u64(v, vl, 10, &u) == 0 &&
+                   u <= INT64_MAX) {
+            m->start = (int64_t)u;
+            m->has_start = 1;
+        } else if (kl == 4 && !memcmp(p, "step", 4) && ik__zk_parse_u64(v, vl, 10, &u) == 0 &&
+                   u >= 1 && u <= INT64_MAX) {
+            m->step = (int64_t)u;
+            m->has_step = 1;
+        } else if (kl == 10 && !memcmp(p, "created_ms", 10) &&
+                   ik__zk_parse_u64(v, vl, 10, &u) == 0 && u <= INT64_MAX) {
+            m->created_ms = (int64_t)u;
+        } else if (kl == 7 && !memcmp(p, "made_by", 7)) {
+            const char *c = memchr(v, ':', vl);
+            if (c && ik__zk_parse_u64(v, (size_t)(c - v), 16, &m->made_nonce) == 0)
+                ik__zk_parse_u64(c + 1, (size_t)(le - c - 1), 10, &m->made_count);
+        }
+        p = nl ? nl + 1 : end;
+    }
+}
+
+int ik__zk_meta_ok(const ik__zk_meta *m)
+{
+    return m->has_kind && m->has_start && m->has_step;
 }

@@ -795,7 +795,6 @@ int ik__zk_gated_slot_persist(ik__backend *be, void *handle, int64_t record_ms,
 int ik__zk_gated_tag_advance(ik__backend *be, const char *app, const char *name, ik_tag_kind kind,
                              ik__tag_write *w, int64_t *first)
 {
-    int64_t delta = w->own.delta;
     /* the connection wait the advance would make (up to 2 s), made here, so that
      * the advance sends on a connection judged first: one that is still down
      * answers now (certainly not done), not after a second wait of its own that a
@@ -806,5 +805,5 @@ int ik__zk_gated_tag_advance(ik__backend *be, const char *app, const char *name,
     int rc = gate(be);
     if (rc == IK_EUNSAFE) return rc;
     if (rc) return IK_ESTORE; /* certainly not done */
-    return ik__zk_tag_advance(be, app, name, kind, delta, first);
+    return ik__zk_tag_advance(be, app, name, kind, w, first);
 }

@@ -646,11 +646,10 @@ int ik__zk_client_open(ik__zk_client *zc, const char *uri, const ik_coord_option
 {
     int rc = parse_uri(uri, &zc->hosts, &zc->chroot, why, why_len);
     if (rc) return rc;
-    zc->timeout_ms = o && o->zk_session_timeout_ms ? o->zk_session_timeout_ms : 10000;
-    if (zc->timeout_ms < 100 || zc->timeout_ms > 3600000)
-        return ik__fail(IK_EINVAL, why, why_len,
-                        "ZooKeeper session timeout must be 100 to 3600000 ms");
-    if (o && o->zk_auth && *o->zk_auth && !(zc->auth = strdup(o->zk_auth))) return IK_ENOMEM;
+    /* the backend's store options, checked by their rows (backend_zk.c) */
+    zc->timeout_ms = (int)ik__store_opt_int(o, "session-timeout", 10000);
+    const char *auth = ik__store_opt(o, "auth");
+    if (auth && !(zc->auth = strdup(auth))) return IK_ENOMEM;
     rc = setup_acls(zc, why, why_len);
     if (rc) return rc;
     size_t ul = strlen(zc->hosts) + strlen(zc->chroot) + 6;
