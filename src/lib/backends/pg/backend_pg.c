@@ -42,10 +42,8 @@ struct ik__sql_conn {
      * another connection's mark already in that session */
     int server_pid, shared;
     char mark[33];
-    /* the pipeline's statements prepared in this session (bit: the ik__sql_stmt, and
-     * IK__SQL_NSTMT for PROOF_SQL), under names of generation gen (prepared_name) */
-    uint64_t prepared;
-    unsigned gen;
+    uint64_t named; /* bit id: statement id (IK__SQL_NSTMT: the proof) parsed (send_named) */
+    unsigned gen;   /* of the names: a failed pipeline forgets them all for new ones */
     const int *cut; /* ik__sql_target.cut */
     ik__sql_conn_hz hz;
 };
@@ -406,8 +404,6 @@ static int proof_check(ik__sql_conn *c, const char *pid, const char *mark, char 
 
 static int pg_exec_pipeline(ik__sql_conn *c, const ik__sql_call *calls, int n, ik__sql_res *res,
                             int *ran, char *why, size_t why_len);
-static int pg_pipeline_run(ik__sql_conn *c, const ik__sql_call *calls, int n, ik__sql_res *res,
-                           int *ran, char *why, size_t why_len);
 
 /* A write goes out as a pipeline of one, which carries the proof of session. */
 static int pg_exec(ik__sql_conn *c, ik__sql_stmt id, const char *const *params, int n,
@@ -428,26 +424,29 @@ static int pg_exec(ik__sql_conn *c, ik__sql_stmt id, const char *const *params, 
     return rc;
 }
 
-/* The session's name of the pipeline's statement id (IK__SQL_NSTMT: PROOF_SQL):
- * this connection's mark, so that no other client's statement in a shared session
- * (a pooler) answers to it, and its generation, so that a name whose Parse may or
- * may not have happened is never parsed again. */
-static void prepared_name(const ik__sql_conn *c, int id, char out[64])
+/* Queues calls[0..n) and the proof (IK__SQL_NSTMT) as named statements, the
+ * session's name "ik<mark>_<gen>_<id>" (no other client's in a shared session):
+ * first a Parse of each the session has not had (*parsed, *np), then each one's
+ * Bind and Execute, then the Sync. -1, or how many were queued when libpq refused. */
+static int send_named(ik__sql_conn *c, const ik__sql_call *calls, int n, uint64_t *parsed, int *np)
 {
-    snprintf(out, 64, "ik%.32s_%u_%d", c->mark, c->gen, id);
-}
-
-/* Queues statement id (IK__SQL_NSTMT: PROOF_SQL) on c's pipeline as a named
- * statement, with its Parse first if this session has not had it; *parsed: 1 if a
- * Parse was queued (its answer comes first). 0, or 1 if libpq refused. */
-static int send_prepared(ik__sql_conn *c, int id, const char *const *params, int n, int *parsed)
-{
+    int queued = 0;
     char name[64];
-    prepared_name(c, id, name);
-    const char *sql = id == IK__SQL_NSTMT ? PROOF_SQL : pg_stmt[id];
-    *parsed = !(c->prepared >> id & 1);
-    if (*parsed && !PQsendPrepare(c->pg, name, sql, n, NULL)) return 1;
-    return !PQsendQueryPrepared(c->pg, name, n, params, NULL, NULL, 0);
+    *parsed = 0, *np = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i <= n; i++) {
+            int id = i < n ? (int)calls[i].id : IK__SQL_NSTMT, k = i < n ? calls[i].nparams : 0;
+            snprintf(name, sizeof name, "ik%.32s_%u_%d", c->mark, c->gen, id);
+            if (pass == 0 && ((c->named | *parsed) >> id & 1)) continue;
+            const char *sql = id == IK__SQL_NSTMT ? PROOF_SQL : pg_stmt[id];
+            if (pass == 0 ? !PQsendPrepare(c->pg, name, sql, k, NULL)
+                          : !PQsendQueryPrepared(c->pg, name, k, k ? calls[i].params : NULL, NULL,
+                                                 NULL, 0))
+                return queued;
+            queued++;
+            if (pass == 0) *parsed |= (uint64_t)1 << id, (*np)++;
+        }
+    return PQpipelineSync(c->pg) ? -1 : queued;
 }
 
 /* The pipeline of sql_driver.h's exec_pipeline, in libpq's pipeline mode: every
@@ -455,25 +454,11 @@ static int send_prepared(ik__sql_conn *c, int id, const char *const *params, int
  * write, then the proof of session (PROOF_SQL) in the same transaction, and the
  * answers are read in order, all by one deadline. After a failure
  * PostgreSQL skips the rest up to the Sync (PGRES_PIPELINE_ABORTED); a failed
- * transaction stays open, aborted, for the caller's ROLLBACK.
- *
- * The statements are named and parsed once a session (send_prepared): a batch's
- * statements parsed and planned each time cost PostgreSQL about three times the
- * CPU (docs/sql.md, "Tags"). A pipeline that fails forgets them all: the next one
- * parses them again under new names. */
+ * transaction stays open, aborted, for the caller's ROLLBACK. The statements are
+ * named, parsed once a session (send_named): parsed at every batch they cost the
+ * database three times the CPU (docs/sql.md, "Tags"). */
 static int pg_exec_pipeline(ik__sql_conn *c, const ik__sql_call *calls, int n, ik__sql_res *res,
                             int *ran, char *why, size_t why_len)
-{
-    int rc = pg_pipeline_run(c, calls, n, res, ran, why, why_len);
-    if (rc) {
-        c->prepared = 0;
-        c->gen++;
-    }
-    return rc;
-}
-
-static int pg_pipeline_run(ik__sql_conn *c, const ik__sql_call *calls, int n, ik__sql_res *res,
-                           int *ran, char *why, size_t why_len)
 {
     int64_t until = now_ms() + IK__SQL_IO_MS;
     *ran = 0;
@@ -498,39 +483,20 @@ static int pg_pipeline_run(ik__sql_conn *c, const ik__sql_call *calls, int n, ik
         one_line(PQerrorMessage(c->pg), why, why_len);
         return IK__SQL_EGONE;
     }
-    uint64_t parsed = 0; /* bit i: statement i (n: the proof) has its Parse queued */
-    for (int i = 0; i <= n; i++) {
-        /* the proof of session last, in the same implicit or explicit transaction */
-        int id = i < n ? (int)calls[i].id : IK__SQL_NSTMT, p = 0;
-        if (send_prepared(c, id, i < n ? calls[i].params : NULL, i < n ? calls[i].nparams : 0,
-                          &p) ||
-            (i == n && !PQpipelineSync(c->pg))) {
-            c->dead = 1; /* what was queued may have gone out: the caller rolls back */
-            one_line(PQerrorMessage(c->pg), why, why_len);
-            return i ? IK__SQL_EDOUBT : IK__SQL_EGONE;
-        }
-        parsed |= (uint64_t)p << i;
+    uint64_t parsed;
+    int np, queued = send_named(c, calls, n, &parsed, &np);
+    if (queued >= 0) {
+        c->dead = 1; /* what was queued may have gone out: the caller rolls back */
+        one_line(PQerrorMessage(c->pg), why, why_len);
+        return queued ? IK__SQL_EDOUBT : IK__SQL_EGONE;
     }
     int rc = 0;
     ik__sql_res proof;
     memset(&proof, 0, sizeof proof);
-    for (int i = 0; i <= n; i++) { /* each statement's results, ended by a NULL */
+    for (int i = -np; i <= n; i++) { /* the Parses', then each statement's results */
         PGresult *r = NULL;
-        ik__sql_res *into = i < n ? &res[i] : &proof;
-        int q = 0;
-        if (parsed >> i & 1) { /* its Parse's answer first */
-            q = collect(c, until, &r, rc ? NULL : why, rc ? 0 : why_len);
-            PQclear(r);
-            r = NULL;
-            if (c->dead) {
-                ik__sql_res_clear(&proof);
-                return rc ? rc : q;
-            }
-            if (q == 0 && rc == 0)
-                c->prepared |= (uint64_t)1 << (i < n ? (int)calls[i].id : IK__SQL_NSTMT);
-        }
-        int e = collect(c, until, &r, rc || q ? NULL : why, rc || q ? 0 : why_len);
-        if (q == 0) q = e;
+        ik__sql_res *into = i < 0 ? NULL : i < n ? &res[i] : &proof;
+        int q = collect(c, until, &r, rc ? NULL : why, rc ? 0 : why_len);
         if (q == 0 && rc == 0 && fill(r, into) != 0) q = IK__SQL_EDEFINITE;
         PQclear(r);
         if (c->dead) {
@@ -538,7 +504,7 @@ static int pg_pipeline_run(ik__sql_conn *c, const ik__sql_call *calls, int n, ik
             return rc ? rc : q; /* the answers are lost with it */
         }
         if (q == 0 && rc == 0 && i < n)
-            (*ran)++;
+            *ran += i >= 0;
         else if (rc == 0)
             rc = q;
     }
@@ -568,6 +534,8 @@ static int pg_pipeline_run(ik__sql_conn *c, const ik__sql_call *calls, int n, ik
     if (rc == 0)
         rc = proof_check(c, ik__sql_cell(&proof, 0, 0), ik__sql_cell(&proof, 0, 1), why, why_len);
     ik__sql_res_clear(&proof);
+    c->named = rc ? 0 : c->named | parsed; /* a name whose Parse is in doubt is never reused */
+    c->gen += rc != 0;
     return rc;
 }
 
