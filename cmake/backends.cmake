@@ -179,4 +179,10 @@ ik_backend(PG SCHEME postgresql TITLE PostgreSQL DIRS pg sql FIXTURE postgres TE
   PKG libpq PC_LIBS -lpq)
 ik_backend(MYSQL SCHEME mysql TITLE MySQL DIRS mysql sql FIXTURE mariadb PKG libmariadb
   TESTS "test_mysql_.*" "fuzz_sql_uri")
+# etcd: its v3 JSON gateway over libcurl, the answers read with jansson (etcd_gateway.c).
+# libcurl's .pc names, for a static link, libraries whose -dev packages Debian's
+# libcurl4-openssl-dev does not pull in (libssh2, libpsl, ldap...): a static link of
+# libidkeeper takes the shared libcurl through -lcurl, as for libpq.
+ik_backend(ETCD SCHEME etcd MORE_SCHEMES etcds OPS etcd etcds TITLE etcd DIRS etcd FIXTURE etcd
+  TESTS "fuzz_etcd_.*" PKG libcurl PC_LIBS -lcurl DEPS PkgConfig::JANSSON PC_REQUIRES jansson)
 ik_backends_done()

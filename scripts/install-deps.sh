@@ -36,6 +36,7 @@ build_pkgs=(
   libzookeeper-mt-dev # ZooKeeper C client for zk://
   libpq-dev           # PostgreSQL's libpq for postgresql://
   libhiredis-dev      # Redis C client for redis://
+  libcurl4-openssl-dev # HTTP(S) to etcd's v3 JSON gateway for etcd:// (with jansson)
   libmariadb-dev      # MariaDB Connector/C for mysql://
   libssl-dev          # libcrypto's SHA-1 for ZooKeeper digest ACLs
   libsystemd-dev      # sd_notify: ready only once the worker slot is held
@@ -70,6 +71,8 @@ test_pkgs=(
   pgbouncer           # a pooler in front of PostgreSQL (t_pg_pgbouncer: transaction mode refused, session mode served)
   redis-server        # the RESP benchmark's peer, and the real Redis of the redis:// tests
   mariadb-server python3-pymysql # mysql://: a throwaway MariaDB (tests/fixtures/mariadb.sh), Leaf's statements from Python
+  etcd-server etcd-client # etcd://: a throwaway etcd (tests/fixtures/etcd.sh) and etcdctl, for interop
+  python3-etcd3       # etcd://: the Python client's lock, a peer of the lock benchmark
   prometheus          # promtool checks the shipped alert rules; a real Prometheus runs them (t_prometheus_alerts)
 )
 bench_pkgs=(
@@ -130,7 +133,8 @@ echo "install-deps: installing ${missing[*]}" >&2
 SUDO=
 [ "$(id -u)" -ne 0 ] && SUDO=sudo
 export DEBIAN_FRONTEND=noninteractive
-# Installing a server package (zookeeper, nginx, redis-server, mariadb, postgresql, pgbouncer, prometheus)
+# Installing a server package (zookeeper, nginx, redis-server, mariadb, postgresql, pgbouncer, prometheus,
+# etcd-server)
 # must not start the system's own service: the tests start their own, on loopback
 # ports with fresh data. Where no policy-rc.d is in place, one that refuses every
 # start stands for the length of the install.

@@ -129,8 +129,8 @@ ik_cli_option ik__cli_options[IK_OPT__COUNT] = {
     ROW(PASSWORD_FILE, "password-file", STRING, NULL, "FILE",
         "read the store's password from the file's first line (wins over --password)", 0, 0, NULL),
     ROW(LEASE_TTL, "lease-ttl", INT, "10000", "MS",
-        "mysql://, postgresql://, redis://: a worker slot's lease; a dead holder's slot frees "
-        "after it",
+        "mysql://, postgresql://, redis://, etcd://: a worker slot's lease; a dead holder's "
+        "slot frees after it",
         1000, 3600000, NULL),
     ROW(ALLOW_UNSAFE_STORE, "allow-unsafe-store", FLAG, "false", NULL,
         "serve counters on a store whose settings can lose an acknowledged write (the refusal "

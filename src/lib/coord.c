@@ -115,7 +115,7 @@ int ik_coord_uri_check(const char *uri, char *why, size_t why_len)
         if (has_scheme(uri, left_out[i].scheme))
             return ik__fail(IK_EURI, why, why_len, "this build has no %s backend",
                             left_out[i].what);
-    char forms[256];
+    char forms[512];
     ik__coord_uri_forms(forms, sizeof forms);
     char shown[128];
     return ik__fail(IK_EURI, why, why_len, "unknown coordination URI '%.64s' (use %s)",

@@ -2,6 +2,7 @@
 # labels: hazards
 # timeout: 180
 # not-on: zk: the stage's ZooKeeper is one standalone server, a quorum of one, which `idkeeper check` reports as a risk (docs/hazards.md), so it cannot exit 0 there; t_zk_hazards_ensemble checks exit 0 and the same table on a 3-server ensemble with forceSync=yes, and t_zk_hazards the standalone server's risk and its refusals
+# not-on: etcd: the stage's etcd is one member without auth, both risks (docs/hazards.md, etcd), so `idkeeper check` cannot exit 0 there; t_etcd_hazards checks exit 0 on a 3-member cluster with auth, and each risk and refusal
 # Store hazards on the backend, as an operator meets them (docs/hazards.md): the
 # stage's store is configured as a fleet should configure it, so
 #   - `idkeeper check` exits 0, its table names at least one check and every verdict

@@ -3,6 +3,7 @@
 # timeout: 240
 # not-on: local: the store is SQLite inside the server's own process: no write is left in doubt for a stop to settle
 # not-on: zk: no setting the ZooKeeper checks refuse can change under an open session (forceSync, skipACL and the session bounds are read at the server's start, and a read-only server is refused at connect): its store cannot turn unsafe while a doubt is open
+# not-on: etcd: no setting the etcd checks refuse can be turned unsafe while a member runs (--unsafe-no-fsync is a start flag, and a member is a learner or leaves the list only through a membership change, which a one-member stage cluster cannot make); t_etcd_hazards tries each refusal on a cluster of its own
 # A doubt, the store turned unsafe, then SIGTERM (docs/guarantees.md promise 13,
 # docs/hazards.md): the stop never settles the doubt through a store whose checks
 # refuse (a settling write or read there proves nothing the store will keep); the

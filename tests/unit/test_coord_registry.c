@@ -22,8 +22,8 @@ static void unknown_scheme_lists_every_backend(void **st)
 {
     (void)st;
     char why[512] = "";
-    assert_int_equal(ik_coord_uri_check("etcd://h:2379", why, sizeof why), IK_EURI);
-    assert_non_null(strstr(why, "unknown coordination URI 'etcd://h:2379'"));
+    assert_int_equal(ik_coord_uri_check("consul://h:8500", why, sizeof why), IK_EURI);
+    assert_non_null(strstr(why, "unknown coordination URI 'consul://h:8500'"));
     size_t n = 0;
     for (const ik__backend_ops *const *b = ik__coord_backends(&n); n--; b++) {
         assert_non_null((*b)->uri_form);
@@ -40,10 +40,20 @@ static void each_backend_check_is_reached_through_coord(void **st)
 {
     (void)st;
     static const char *const samples[] = {
-        "local:",          "local:/tmp/x", "local:/a\tb",
-        "zk://",           "zk://h:1/",    "zk://h:0",
-        "zk:h:1",          "zk://h:1,",    "zk://[::1]:2181/a/../b",
+        "local:",
+        "local:/tmp/x",
+        "local:/a\tb",
+        "zk://",
+        "zk://h:1/",
+        "zk://h:0",
+        "zk:h:1",
+        "zk://h:1,",
+        "zk://[::1]:2181/a/../b",
         "zk://h:2181/a/b",
+        "etcd://",
+        "etcd://h:1,h:2/p",
+        "etcds://h?user=a",
+        "etcd://h/a//b",
     };
     size_t n = 0;
     const ik__backend_ops *const *v = ik__coord_backends(&n);
