@@ -25,13 +25,15 @@ TWOSEQ=$IK_BUILD/tests/tools/twoseq
 IDCHECK=(python3 "$IK_SRC/tests/tools/idcheck.py")
 
 # check NAME URI: twoseq's output $T/NAME.out against the store's max_id of tag t
+# check NAME URI [TAG]: twoseq NAME's IDs and logged gaps make up TAG's run (t)
 check() {
+  local tag=${3:-t}
   grep -q '^done$' "$T/$1.out" || fail "$1: twoseq did not finish: $(tail -n 5 "$T/$1.out")"
   grep -qE 'runtime error|Sanitizer' "$T/$1.out" && fail "$1: sanitizer report: $(cat "$T/$1.out")"
   awk '$1 == "ids" { for (i = 3; i <= NF; i++) print $i }' "$T/$1.out" >"$T/$1.ids"
   local end
-  end=$(conf_counter_raw "$2" t)
-  "${IDCHECK[@]}" gaps 1 "$end" t "$T/$1.ids" "$T/$1.out" >"$T/$1.check" ||
+  end=$(conf_counter_raw "$2" "$tag")
+  "${IDCHECK[@]}" gaps 1 "$end" "$tag" "$T/$1.ids" "$T/$1.out" >"$T/$1.check" ||
     fail "$1: the IDs and the logged gaps disagree ($(grep -c . "$T/$1.ids") IDs, max_id $end): $(grep -E '^(err|ids [XY] [0-9]+ )|tag gap|doubt' "$T/$1.out" | head -n 20)"
   pass "$1: $(cat "$T/$1.check")"
 }
@@ -55,13 +57,14 @@ fi
 conf_proxy_start || fail "no proxy in front of $IK_STORE"
 conf_coord lost >/dev/null
 VIA=$(conf_proxy_coord lost)
-"$IK_BIN" tags add t --kind sequence --start 1 --coord "$(conf_coord lost)" "${CONF_SERVE_ARGS[@]}" >"$T/add.out" 2>&1 || fail "tags add failed: $(cat "$T/add.out")"
-IDKEEPER_TEST_SQL_COMMIT_PAUSE_MS=1500 timeout 120 "$TWOSEQ" "$VIA" t lost "$T/go" >"$T/lost.out" 2>&1 &
+# a tag name no other byte of the protocol holds: the SQL proxy finds X's write by it
+"$IK_BIN" tags add twolost --kind sequence --start 1 --coord "$(conf_coord lost)" "${CONF_SERVE_ARGS[@]}" >"$T/add.out" 2>&1 || fail "tags add failed: $(cat "$T/add.out")"
+IDKEEPER_TEST_SQL_COMMIT_PAUSE_MS=1500 timeout 120 "$TWOSEQ" "$VIA" twolost lost "$T/go" >"$T/lost.out" 2>&1 &
 tw=$!
 IK_PIDS+=("$tw")
 wait_until 60 grep -q '^warm$' "$T/lost.out" || fail "lost: twoseq did not warm up: $(tail -n 5 "$T/lost.out")"
-conf_fault_race_lost t
+conf_fault_race_lost twolost
 touch "$T/go"
 wait $tw || fail "twoseq lost exited non-zero: $(tail -n 5 "$T/lost.out")"
 grep -qE 'request-lost|hold-after' "$T/proxy.log" || fail "lost: the proxy never lost a COMMIT nor held an answer"
-check lost "$(conf_coord lost)"
+check lost "$(conf_coord lost)" twolost

@@ -59,15 +59,16 @@ conf_counter_raw() { # docs/sql.md: the default app's tag is its biz_tag, anothe
 
 conf_store_port() { echo "$PG_SHARED_PORT"; }
 
-# SQL writes a tag in a transaction: the COMMIT that follows the commit mark's
-# INSERT (docs/sql.md) is the request that applies it.
-conf_fault_answer_lost() { proxy hold-after 1 COMMIT INSERT INTO idk_commit_mark; }
+# SQL writes a tag in a transaction: the COMMIT that follows the batch's pipeline
+# (docs/sql.md) is the request that applies it. The statements are named once a
+# session, so the pipeline is found by the tag's name among its parameters.
+conf_fault_answer_lost() { proxy hold-after 1 COMMIT "${1:-orders}"; }
 
-conf_fault_freeze_after_write() { proxy mute-after 1 COMMIT INSERT INTO idk_commit_mark; }
+conf_fault_freeze_after_write() { proxy mute-after 1 COMMIT "${1:-orders}"; }
 
-# tags_two_sequences: the next COMMIT sent after a commit mark's INSERT on its
-# connection, X's, never arrives
-conf_fault_race_lost() { proxy request-lost 1 COMMIT INSERT INTO idk_commit_mark; }
+# tags_two_sequences: the next COMMIT sent on a connection that sent TAG's batch,
+# X's, never arrives
+conf_fault_race_lost() { proxy request-lost 1 COMMIT "$1"; }
 
 conf_slow_args() { echo --lease-ttl $(($1 * 4)); } # the lease proves 2/3 TTL past a send
 

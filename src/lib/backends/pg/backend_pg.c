@@ -42,6 +42,8 @@ struct ik__sql_conn {
      * another connection's mark already in that session */
     int server_pid, shared;
     char mark[33];
+    uint64_t named; /* bit id: statement id (IK__SQL_NSTMT: the proof) parsed (send_named) */
+    unsigned gen;   /* of the names: a failed pipeline forgets them all for new ones */
     const int *cut; /* ik__sql_target.cut */
     ik__sql_conn_hz hz;
 };
@@ -422,12 +424,39 @@ static int pg_exec(ik__sql_conn *c, ik__sql_stmt id, const char *const *params, 
     return rc;
 }
 
+/* Queues calls[0..n) and the proof (IK__SQL_NSTMT) as named statements, the
+ * session's name "ik<mark>_<gen>_<id>" (no other client's in a shared session):
+ * first a Parse of each the session has not had (*parsed, *np), then each one's
+ * Bind and Execute, then the Sync. -1, or how many were queued when libpq refused. */
+static int send_named(ik__sql_conn *c, const ik__sql_call *calls, int n, uint64_t *parsed, int *np)
+{
+    int queued = 0;
+    char name[64];
+    *parsed = 0, *np = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i <= n; i++) {
+            int id = i < n ? (int)calls[i].id : IK__SQL_NSTMT, k = i < n ? calls[i].nparams : 0;
+            snprintf(name, sizeof name, "ik%.32s_%u_%d", c->mark, c->gen, id);
+            if (pass == 0 && ((c->named | *parsed) >> id & 1)) continue;
+            const char *sql = id == IK__SQL_NSTMT ? PROOF_SQL : pg_stmt[id];
+            if (pass == 0 ? !PQsendPrepare(c->pg, name, sql, k, NULL)
+                          : !PQsendQueryPrepared(c->pg, name, k, k ? calls[i].params : NULL, NULL,
+                                                 NULL, 0))
+                return queued;
+            queued++;
+            if (pass == 0) *parsed |= (uint64_t)1 << id, (*np)++;
+        }
+    return PQpipelineSync(c->pg) ? -1 : queued;
+}
+
 /* The pipeline of sql_driver.h's exec_pipeline, in libpq's pipeline mode: every
  * statement (extended protocol, parameters apart) and one Sync go out in one
  * write, then the proof of session (PROOF_SQL) in the same transaction, and the
  * answers are read in order, all by one deadline. After a failure
  * PostgreSQL skips the rest up to the Sync (PGRES_PIPELINE_ABORTED); a failed
- * transaction stays open, aborted, for the caller's ROLLBACK. */
+ * transaction stays open, aborted, for the caller's ROLLBACK. The statements are
+ * named, parsed once a session (send_named): parsed at every batch they cost the
+ * database three times the CPU (docs/sql.md, "Tags"). */
 static int pg_exec_pipeline(ik__sql_conn *c, const ik__sql_call *calls, int n, ik__sql_res *res,
                             int *ran, char *why, size_t why_len)
 {
@@ -454,26 +483,19 @@ static int pg_exec_pipeline(ik__sql_conn *c, const ik__sql_call *calls, int n, i
         one_line(PQerrorMessage(c->pg), why, why_len);
         return IK__SQL_EGONE;
     }
-    for (int i = 0; i < n; i++)
-        if (!PQsendQueryParams(c->pg, pg_stmt[calls[i].id], calls[i].nparams, NULL, calls[i].params,
-                               NULL, NULL, 0)) {
-            c->dead = 1; /* what was queued may have gone out: the caller rolls back */
-            one_line(PQerrorMessage(c->pg), why, why_len);
-            return i ? IK__SQL_EDOUBT : IK__SQL_EGONE;
-        }
-    /* the proof of session, in the same implicit or explicit transaction */
-    if (!PQsendQueryParams(c->pg, PROOF_SQL, 0, NULL, NULL, NULL, NULL, 0) ||
-        !PQpipelineSync(c->pg)) {
-        c->dead = 1;
+    uint64_t parsed;
+    int np, queued = send_named(c, calls, n, &parsed, &np);
+    if (queued >= 0) {
+        c->dead = 1; /* what was queued may have gone out: the caller rolls back */
         one_line(PQerrorMessage(c->pg), why, why_len);
-        return IK__SQL_EDOUBT;
+        return queued ? IK__SQL_EDOUBT : IK__SQL_EGONE;
     }
     int rc = 0;
     ik__sql_res proof;
     memset(&proof, 0, sizeof proof);
-    for (int i = 0; i <= n; i++) { /* each statement's results, ended by a NULL */
+    for (int i = -np; i <= n; i++) { /* the Parses', then each statement's results */
         PGresult *r = NULL;
-        ik__sql_res *into = i < n ? &res[i] : &proof;
+        ik__sql_res *into = i < 0 ? NULL : i < n ? &res[i] : &proof;
         int q = collect(c, until, &r, rc ? NULL : why, rc ? 0 : why_len);
         if (q == 0 && rc == 0 && fill(r, into) != 0) q = IK__SQL_EDEFINITE;
         PQclear(r);
@@ -482,7 +504,7 @@ static int pg_exec_pipeline(ik__sql_conn *c, const ik__sql_call *calls, int n, i
             return rc ? rc : q; /* the answers are lost with it */
         }
         if (q == 0 && rc == 0 && i < n)
-            (*ran)++;
+            *ran += i >= 0;
         else if (rc == 0)
             rc = q;
     }
@@ -512,6 +534,8 @@ static int pg_exec_pipeline(ik__sql_conn *c, const ik__sql_call *calls, int n, i
     if (rc == 0)
         rc = proof_check(c, ik__sql_cell(&proof, 0, 0), ik__sql_cell(&proof, 0, 1), why, why_len);
     ik__sql_res_clear(&proof);
+    c->named = rc ? 0 : c->named | parsed; /* a name whose Parse is in doubt is never reused */
+    c->gen += rc != 0;
     return rc;
 }
 
