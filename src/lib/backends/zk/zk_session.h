@@ -216,7 +216,8 @@ int ik__zk_fail(int zrc, char *why, size_t why_len, const char *what);
  * still write into the results; the last reference frees it.
  *
  *   w = ik__zk_wait_new(n, extra);
- *   ik__zk_arm(&w->r[i], zh); ik__zk_issued(&w->r[i], zoo_aget(zh, p, 0, ik__zk_on_data, &w->r[i]));
+ *   ik__zk_arm(&w->r[i], zh);
+ *   ik__zk_issued(&w->r[i], zoo_aget(zh, p, 0, ik__zk_on_data, &w->r[i]));
  *   if (ik__zk_wait_until(w, zh, deadline_ns)) ... w->r[i].rc ...
  *   ik__zk_wait_put(w);
  */
