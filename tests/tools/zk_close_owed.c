@@ -32,7 +32,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: zk_close_owed URI GO_FILE N [LINGER_MS]\n");
         return 2;
     }
-    int n = atoi(argv[3]);
+    int n = (int)strtol(argv[3], NULL, 10);
     ik_coord_options o;
     ik_coord_options_init(&o);
     o.zk_session_timeout_ms = 10000; /* the client keeps the muted connection 6.7 s */
@@ -65,7 +65,7 @@ int main(int argc, char **argv)
     ik_coord_close(c);
     printf("closed %d\n", sent);
     fflush(stdout);
-    long linger = argc == 5 ? atol(argv[4]) : 0;
+    long linger = argc == 5 ? strtol(argv[4], NULL, 10) : 0;
     struct timespec ts = {linger / 1000, (linger % 1000) * 1000000L};
     nanosleep(&ts, NULL);
     int threads = 0;

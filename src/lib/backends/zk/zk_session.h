@@ -96,8 +96,10 @@ void ik__zk_client_init(ik__zk_client *zc);
 int ik__zk_client_open(ik__zk_client *zc, const char *uri, const ik_coord_options *o, char *why,
                        size_t why_len);
 
-/* Closes the handle (pending completions run with ZCLOSING), forgets the
- * listeners, frees what init and open made. */
+/* Closes the handle (pending completions run with ZCLOSING; a live handle that
+ * still owes answers is left to its completion thread, which closes it with the
+ * last of them, ZS6), forgets the listeners, frees what init and open made. After
+ * it, no completion touches zc. */
 void ik__zk_client_close(ik__zk_client *zc);
 
 /* The seam's cut (backend.h), for a bounded stop: every wait for an answer or a
