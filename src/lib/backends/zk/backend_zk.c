@@ -32,7 +32,8 @@ static void zk_close(ik__backend *be)
     ik__zk_backend *b = ik__zk_backend_of(be);
     if (!b) return;
     ik__zk_hazards_close(be);    /* it stops listening to the client */
-    ik__zk_client_close(&b->zc); /* then no completion runs after this */
+    ik__zk_client_close(&b->zc); /* then no completion touches b (ZS6: a handle left
+                                    to its thread pays only its requests' waits) */
     ik__zk_slots_free(b->slots);
     ik__zk_tags_free(b->tags);
     free(b->leaf);

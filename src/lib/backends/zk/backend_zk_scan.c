@@ -99,7 +99,7 @@ static int scan_slots(const char *chroot, zhandle_t *zh, const char *app, uint32
             }
             ik__zk_worker_path(chroot, app, round ? "owners" : "slots", nodes[i].worker, path,
                                sizeof path);
-            ik__zk_arm(it);
+            ik__zk_arm(it, zh);
             ik__zk_issued(it, zoo_aget(zh, path, 0, ik__zk_on_data, it));
         }
         if (!ik__zk_wait_until(w, zh, ik__mono_ns() + wait_ms * 1000000)) {

@@ -778,7 +778,7 @@ static int send_write(zk_conn *c, zk_slot *s, int64_t record_ms, int release, zk
         zoo_check_op_init(&it->ops[0], s->owner_path, -1);
         zoo_set_op_init(&it->ops[1], s->slot_path, x->buf, x->buf_len, s->version, &it->op_st);
     }
-    ik__zk_arm(it);
+    ik__zk_arm(it, c->zh);
     x->sent_ns = ik__mono_ns();
     ik__zk_issued(it, ik__zk_amulti(c->zh, 2, it->ops, it->res, ik__zk_on_void, it));
     *out = w;

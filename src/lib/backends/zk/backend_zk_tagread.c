@@ -87,7 +87,7 @@ int ik__zk_tag_read(const ik__zk_session *s, const char *app, const char *name, 
     int k = want_meta ? 2 : 1;
     for (int i = 0; i < k; i++) {
         ik__zk_tag_path(s, app, name, i ? "meta" : "", path, sizeof path);
-        ik__zk_arm(&b->r[i]);
+        ik__zk_arm(&b->r[i], s->zh);
         ik__zk_issued(&b->r[i], zoo_aget(s->zh, path, 0, ik__zk_on_data, &b->r[i]));
     }
     int zrc;
@@ -171,7 +171,7 @@ static int list_pass(const ik__zk_session *s, const char *app, ik_tag_info **out
     ik__zk_tag_path(s, app, NULL, NULL, path, sizeof path);
     ik__zk_wait *kb = ik__zk_wait_new(1, 0);
     if (!kb) return ZSYSTEMERROR;
-    ik__zk_arm(&kb->r[0]);
+    ik__zk_arm(&kb->r[0], s->zh);
     ik__zk_issued(&kb->r[0], zoo_aget_children(s->zh, path, 0, ik__zk_on_kids, &kb->r[0]));
     if (!ik__zk_wait_until(kb, s->zh, deadline)) {
         ik__zk_wait_put(kb);
@@ -207,7 +207,7 @@ static int list_pass(const ik__zk_session *s, const char *app, ik_tag_info **out
                 continue;
             }
             ik__zk_tag_path(s, app, kids->data[i], j ? "meta" : "", path, sizeof path);
-            ik__zk_arm(r);
+            ik__zk_arm(r, s->zh);
             ik__zk_issued(r, zoo_aget(s->zh, path, 0, ik__zk_on_data, r));
         }
     }
@@ -332,7 +332,7 @@ int ik__zk_tag_create(ik__backend *be, const char *app, const ik_tag_info *t, ch
             zoo_create_op_init(&r->ops[0], cpath, counter, clen, s.app_acl, ZOO_PERSISTENT, NULL,
                                0);
             zoo_create_op_init(&r->ops[1], mpath, meta, mlen, s.app_acl, ZOO_PERSISTENT, NULL, 0);
-            ik__zk_arm(r);
+            ik__zk_arm(r, s.zh);
             ik__zk_issued(r, ik__zk_amulti(s.zh, 2, r->ops, r->res, ik__zk_on_void, r));
             zrc = ik__zk_wait_until(b, s.zh, deadline) ? r->rc : ZOPERATIONTIMEOUT;
             if (zrc != ZOK && !ik__zk_doubtful(zrc)) zrc = ik__zk_multi_error(r);

@@ -277,7 +277,7 @@ static int advance_locked(ik__backend *be, ik__zk_tags *zt, zt_tag *g, ik_tag_ki
         char path[ZT_PATH_MAX];
         ik__zk_tag_path(&s, g->app, g->name, "", path, sizeof path);
         ik__zk_req *r = &b->r[0];
-        ik__zk_arm(r);
+        ik__zk_arm(r, s.zh);
         int sent = zoo_aset(s.zh, path, buf, len, cur->version, ik__zk_on_stat, r);
         ik__zk_issued(r, sent);
         free(buf); /* the client copied it into its send queue */

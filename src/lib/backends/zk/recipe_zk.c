@@ -202,7 +202,7 @@ static int prove_session(zk_lock *lk, const ik__zk_session *s, int64_t *sent)
     ik__zk_wait *w = ik__zk_wait_new(1, 0);
     if (!w) return ZSYSTEMERROR;
     *sent = ik__mono_ms();
-    ik__zk_arm(&w->r[0]);
+    ik__zk_arm(&w->r[0], s->zh);
     ik__zk_issued(&w->r[0], zoo_async(s->zh, lk->dir, ik__zk_on_synced, &w->r[0]));
     int zrc = ik__zk_wait_until(w, s->zh, ik__mono_ns() + (int64_t)s->timeout_ms / 3 * 1000000)
                   ? w->r[0].rc
@@ -275,11 +275,11 @@ static ik__zk_wait *create_and_list(zk_lock *lk, const ik__zk_session *s, const 
     if (!w) return NULL;
     char path[ZPATH_MAX];
     snprintf(path, sizeof path, "%s/_c_%s-%s", lk->dir, uuid, lk->name_part);
-    ik__zk_arm(&w->r[0]);
+    ik__zk_arm(&w->r[0], s->zh);
     ik__zk_issued(&w->r[0], zoo_acreate2(s->zh, path, lk->base.data, (int)strlen(lk->base.data),
                                          &lk->node_aclv, ZOO_EPHEMERAL_SEQUENTIAL,
                                          ik__zk_on_created, &w->r[0]));
-    ik__zk_arm(&w->r[1]);
+    ik__zk_arm(&w->r[1], s->zh);
     ik__zk_issued(&w->r[1], zoo_aget_children(s->zh, lk->dir, 0, ik__zk_on_kids, &w->r[1]));
     *answered = ik__zk_wait_until(w, s->zh, ik__mono_ns() + 2 * (int64_t)s->timeout_ms * 1000000);
     return w;
@@ -644,7 +644,7 @@ static next step_watch(acquire *a)
     }
     a->watched = ik__mono_ms();
     for (int i = 0; i < n; i++) {
-        ik__zk_arm(&w->r[i]);
+        ik__zk_arm(&w->r[i], a->s.zh);
         ik__zk_issued(&w->r[i], zoo_awget(a->s.zh, i == 0 ? a->pred : a->node, ik__zk_lock_on_watch,
                                           (void *)(uintptr_t)lk->reg, ik__zk_on_data, &w->r[i]));
     }

@@ -282,7 +282,7 @@ static int probe_acl(zk_hz *z, const ik__zk_session *s, int64_t deadline_ns, cha
         for (int attempt = 0; attempt < 2; attempt++) {
             ik__zk_wait *w = ik__zk_wait_new(1, 0);
             if (!w) return snprintf(msg, len, "out of memory"), -1;
-            ik__zk_arm(&w->r[0]);
+            ik__zk_arm(&w->r[0], s->zh);
             zrc = call_wait(w, s->zh,
                             zoo_acreate2(s->zh, path, NULL, -1, &acl, ZOO_EPHEMERAL,
                                          ik__zk_on_created, &w->r[0]),
@@ -301,7 +301,7 @@ static int probe_acl(zk_hz *z, const ik__zk_session *s, int64_t deadline_ns, cha
     }
     ik__zk_wait *w = ik__zk_wait_new(1, 0);
     if (!w) return snprintf(msg, len, "out of memory"), -1;
-    ik__zk_arm(&w->r[0]);
+    ik__zk_arm(&w->r[0], s->zh);
     zrc = call_wait(w, s->zh, zoo_aset(s->zh, path, "1", 1, -1, ik__zk_on_stat, &w->r[0]),
                     deadline_ns);
     ik__zk_wait_put(w);
@@ -317,7 +317,7 @@ static int read_voters(const ik__zk_session *s, int64_t deadline_ns)
 {
     ik__zk_wait *w = ik__zk_wait_new(1, 0);
     if (!w) return -1;
-    ik__zk_arm(&w->r[0]);
+    ik__zk_arm(&w->r[0], s->zh);
     int zrc = call_wait(w, s->zh, zoo_aget(s->zh, ZOO_CONFIG_NODE, 0, ik__zk_on_data, &w->r[0]),
                         deadline_ns);
     int voters = zrc == ZOK       ? ik__zk_config_voters(w->r[0].data, w->r[0].len)

@@ -36,6 +36,23 @@
  *       instead of at its deadline, and recover is not held up by it. A handle
  *       still alive is closed by ik__zk_client_close on the caller's thread: a
  *       session that dies during that close is the one race left.
+ *   ZS6. A handle is never closed from another thread while it owes us an answer.
+ *       There, zookeeper_close fakes the answers owed (ZCLOSING) onto the queue of
+ *       a completion thread that quits as soon as it sees the close requested: in
+ *       libzookeeper_mt 3.8 the answers it has not taken by then are never
+ *       completed and never freed (the request's ik__zk_wait and the client's own
+ *       entry leak; LeakSanitizer fails the stop). Closed on its own completion
+ *       thread, the same close runs every one of them before the thread ends. So
+ *       every request armed on a handle (ik__zk_arm) counts as owed until its
+ *       completion runs (req_finish), and ik__zk_client_close closes a live handle
+ *       itself only when it owes nothing; otherwise it leaves the handle to its
+ *       completion thread, which closes it as it pays the last answer (conn_paid:
+ *       when the server answers, or at the latest when the client gives the
+ *       connection up, 2/3 of the session timeout after the server's last byte,
+ *       with ZCONNECTIONLOSS). A left handle outlives its client: its watcher
+ *       touches nothing of it (wmu), and its ik__zk_conn is kept, never freed, on
+ *       a list of its own (one per close that had to leave one). A process that
+ *       exits first ends the session by its timeout, as a killed one would.
  *
  * The session of the current handle, and the functions taking each edge:
  *
@@ -68,6 +85,11 @@
 
 #define ZS_PATH_MAX 512        /* the slot nodes' paths: the chroot leaves room for them */
 #define ZS_CLOSE_WAIT_MS 10000 /* how long a client close waits for dead handles (ZS5) */
+
+/* ZS6: guards every handle's owed and left (a leaf lock: nothing is taken under it),
+ * and the handles left to their completion threads, kept here for good. */
+static pthread_mutex_t owed_mu = PTHREAD_MUTEX_INITIALIZER;
+static ik__zk_conn *left_handles;
 
 struct ik__zk_listener {
     ik__zk_listener *next;
@@ -250,23 +272,43 @@ void ik__zk_wait_put(ik__zk_wait *w)
     wait_unref_unlock(w);
 }
 
-void ik__zk_arm(ik__zk_req *r)
+void ik__zk_arm(ik__zk_req *r, zhandle_t *zh)
 {
     pthread_mutex_lock(&r->w->mu);
     r->w->refs++;
     r->w->left++;
     pthread_mutex_unlock(&r->w->mu);
+    r->conn = zh ? (ik__zk_conn *)zoo_get_context(zh) : NULL; /* conn_open made it */
+    if (r->conn) { /* ZS6: owed until its completion runs */
+        pthread_mutex_lock(&owed_mu);
+        r->conn->owed++;
+        pthread_mutex_unlock(&owed_mu);
+    }
+}
+
+/* ZS6: one answer c owed is paid (on c's completion thread, or on the caller's for a
+ * request that failed at once). The last one of a handle that ik__zk_client_close
+ * left closes it here, on its own completion thread: the answers that close fakes
+ * run on this thread before it ends. */
+static void conn_paid(ik__zk_conn *c)
+{
+    pthread_mutex_lock(&owed_mu);
+    int close_now = --c->owed == 0 && c->left;
+    pthread_mutex_unlock(&owed_mu);
+    if (close_now) zookeeper_close(c->zh); /* c itself stays on left_handles */
 }
 
 static void req_finish(ik__zk_req *r, int rc)
 {
     ik__zk_wait *w = r->w;
+    ik__zk_conn *c = r->conn; /* before the last reference frees r with w */
     pthread_mutex_lock(&w->mu);
     r->rc = rc;
     r->done = 1;
     w->left--;
     pthread_cond_broadcast(&w->cv);
     wait_unref_unlock(w);
+    if (c) conn_paid(c);
 }
 
 void ik__zk_issued(ik__zk_req *r, int zrc)
@@ -446,6 +488,14 @@ static void conn_watcher(zhandle_t *zh, int type, int state, const char *path, v
     (void)path;
     ik__zk_conn *c = ctx;
     if (type != ZOO_SESSION_EVENT || !c) return;
+    /* ZS6: a handle left to this thread may outlive its client: wmu keeps the
+     * client's close from leaving it while this runs, and then nothing of the
+     * client is touched */
+    pthread_mutex_lock(&c->wmu);
+    if (c->left) {
+        pthread_mutex_unlock(&c->wmu);
+        return;
+    }
     ik__zk_client *zc = c->zc;
     int died = 0;
     pthread_mutex_lock(&zc->mu);
@@ -454,7 +504,8 @@ static void conn_watcher(zhandle_t *zh, int type, int state, const char *path, v
         const clientid_t *id = zoo_client_id(zh);
         if (id) c->session = id->client_id;
     } else if (state == ZOO_EXPIRED_SESSION_STATE || state == ZOO_AUTH_FAILED_STATE) {
-        died = !c->dead;
+        /* closing: ik__zk_client_close has it already (ZS6), not close_when_retired */
+        died = !c->dead && !c->closing;
         __atomic_store_n(&c->dead, state, __ATOMIC_RELEASE);
     }
     pthread_cond_broadcast(&zc->cv);
@@ -465,6 +516,7 @@ static void conn_watcher(zhandle_t *zh, int type, int state, const char *path, v
     for (ik__zk_listener *l = zc->listeners; l; l = l->next)
         l->fn(l->ctx, c->gen, state);
     pthread_mutex_unlock(&zc->lmu);
+    pthread_mutex_unlock(&c->wmu); /* not held while it waits to be retired */
     if (died) close_when_retired(c);
 }
 
@@ -508,6 +560,7 @@ static int conn_open(ik__zk_client *zc, ik__zk_conn **out, char *why, size_t why
     ik__zk_conn *c = calloc(1, sizeof *c);
     if (!c) return IK_ENOMEM;
     c->zc = zc;
+    pthread_mutex_init(&c->wmu, NULL);
     pthread_mutex_lock(&zc->mu);
     c->gen = ++zc->gen;
     pthread_mutex_unlock(&zc->mu);
@@ -515,6 +568,7 @@ static int conn_open(ik__zk_client *zc, ik__zk_conn **out, char *why, size_t why
     c->zh = zookeeper_init2(zc->hosts, conn_watcher, zc->timeout_ms, NULL, c, 0, client_log);
     if (!c->zh) {
         int e = errno;
+        pthread_mutex_destroy(&c->wmu);
         free(c);
         return ik__fail(e == EINVAL ? IK_EURI : IK_ESTORE, why, why_len,
                         "cannot start a ZooKeeper client for %s: %s", zc->hosts,
@@ -530,6 +584,7 @@ static int conn_open(ik__zk_client *zc, ik__zk_conn **out, char *why, size_t why
         int zrc = zoo_add_auth(c->zh, "digest", zc->auth, (int)strlen(zc->auth), NULL, NULL);
         if (zrc != ZOK) {
             zookeeper_close(c->zh);
+            pthread_mutex_destroy(&c->wmu);
             free(c);
             return ik__fail(IK_ESTORE, why, why_len, "zoo_add_auth: %s", zerror(zrc));
         }
@@ -539,9 +594,10 @@ static int conn_open(ik__zk_client *zc, ik__zk_conn **out, char *why, size_t why
 }
 
 /* Takes c out of use (caller holds life for writing, or took c out of zc->conn
- * under it): a dead handle is retired, for
- * its own watcher to close (ZS5); a live one is closed here, on this thread (its
- * pending completions run with ZCLOSING; its threads are joined) and freed. */
+ * under it): a dead handle is retired, for its own watcher to close (ZS5); a live
+ * one that owes no answer is closed here, on this thread (its threads are joined)
+ * and freed; a live one that still owes answers is left to its completion thread,
+ * which closes it with the last of them (ZS6). */
 static void conn_close(ik__zk_client *zc, ik__zk_conn *c)
 {
     if (!c) return;
@@ -558,8 +614,31 @@ static void conn_close(ik__zk_client *zc, ik__zk_conn *c)
     }
     pthread_mutex_unlock(&zc->mu);
     if (dead) return;
+    pthread_mutex_lock(&c->wmu); /* a session event running now ends first (ZS6) */
+    pthread_mutex_lock(&owed_mu);
+    int owed = c->owed;
+    if (owed) {
+        c->left = 1;
+        c->next = left_handles;
+        left_handles = c;
+    }
+    pthread_mutex_unlock(&owed_mu);
+    pthread_mutex_unlock(&c->wmu);
+    if (owed) return;
     zookeeper_close(c->zh);
+    pthread_mutex_destroy(&c->wmu);
     free(c);
+}
+
+/* A retired handle that may be freed: its watcher closed it, and the answers that
+ * close faked have all run (ZS6: they run on its thread after the watcher). Caller
+ * holds zc->mu. */
+static int retired_done(ik__zk_conn *r)
+{
+    pthread_mutex_lock(&owed_mu);
+    int done = r->closed && r->owed == 0;
+    pthread_mutex_unlock(&owed_mu);
+    return done;
 }
 
 /* Frees the retired handles whose watcher has closed them; with wait_ms > 0, first
@@ -568,20 +647,24 @@ static void conn_close(ik__zk_client *zc, ik__zk_conn *c)
  * writing, or is the client's closer. */
 static void free_closed(ik__zk_client *zc, int64_t wait_ms)
 {
-    struct timespec ts;
-    ik__deadline_ts(&ts, wait_ms > 0 ? wait_ms : 0);
+    int64_t until = ik__mono_ns() + (wait_ms > 0 ? wait_ms : 0) * 1000000;
     pthread_mutex_lock(&zc->mu);
     for (;;) {
         int open = 0;
         for (ik__zk_conn *r = zc->retired; r; r = r->next)
-            open += !r->closed;
-        if (!open || wait_ms <= 0) break;
-        if (pthread_cond_timedwait(&zc->cv, &zc->mu, &ts) == ETIMEDOUT) break;
+            open += !retired_done(r);
+        int64_t left_ms = (until - ik__mono_ns()) / 1000000;
+        if (!open || left_ms <= 0) break;
+        /* closed is broadcast; the answers paid after it are looked at every poll */
+        struct timespec ts;
+        ik__deadline_ts(&ts, left_ms < ZS_DEATH_POLL_MS ? left_ms : ZS_DEATH_POLL_MS);
+        pthread_cond_timedwait(&zc->cv, &zc->mu, &ts);
     }
     for (ik__zk_conn **pp = &zc->retired; *pp;) {
         ik__zk_conn *r = *pp;
-        if (r->closed) {
+        if (retired_done(r)) {
             *pp = r->next;
+            pthread_mutex_destroy(&r->wmu);
             free(r);
         } else {
             pp = &r->next;

@@ -36,7 +36,11 @@ typedef struct ik__zk_conn {
     int retired;              /* no user holds zh any more: its watcher may close it */
     int closing;              /* closed by ik__zk_client_close while still alive */
     int closed;               /* its watcher's zookeeper_close() returned */
-    struct ik__zk_conn *next; /* the client's list of retired handles */
+    struct ik__zk_conn *next; /* the client's list of retired handles, or of left ones */
+    /* ZS6: the answers owed on zh, and a live handle left to its completion thread */
+    pthread_mutex_t wmu; /* held by the watcher while it runs, and to set `left` */
+    int owed;            /* requests armed on zh whose completion has not run (owed_mu) */
+    int left;            /* closed by its completion thread once owed is 0 (owed_mu) */
 } ik__zk_conn;
 
 typedef struct ik__zk_listener ik__zk_listener;
@@ -92,8 +96,10 @@ void ik__zk_client_init(ik__zk_client *zc);
 int ik__zk_client_open(ik__zk_client *zc, const char *uri, const ik_coord_options *o, char *why,
                        size_t why_len);
 
-/* Closes the handle (pending completions run with ZCLOSING), forgets the
- * listeners, frees what init and open made. */
+/* Closes the handle (pending completions run with ZCLOSING; a live handle that
+ * still owes answers is left to its completion thread, which closes it with the
+ * last of them, ZS6), forgets the listeners, frees what init and open made. After
+ * it, no completion touches zc. */
 void ik__zk_client_close(ik__zk_client *zc);
 
 /* The seam's cut (backend.h), for a bounded stop: every wait for an answer or a
@@ -212,13 +218,15 @@ int ik__zk_fail(int zrc, char *why, size_t why_len, const char *what);
  * still write into the results; the last reference frees it.
  *
  *   w = ik__zk_wait_new(n, extra);
- *   ik__zk_arm(&w->r[i]); ik__zk_issued(&w->r[i], zoo_aget(zh, p, 0, ik__zk_on_data, &w->r[i]));
+ *   ik__zk_arm(&w->r[i], zh);
+ *   ik__zk_issued(&w->r[i], zoo_aget(zh, p, 0, ik__zk_on_data, &w->r[i]));
  *   if (ik__zk_wait_until(w, zh, deadline_ns)) ... w->r[i].rc ...
  *   ik__zk_wait_put(w);
  */
 typedef struct ik__zk_wait ik__zk_wait;
 typedef struct ik__zk_req {
     ik__zk_wait *w;
+    struct ik__zk_conn *conn; /* the handle it was sent on (ik__zk_arm): it owes the answer */
     int done, rc;
     struct Stat st;            /* aget, aset, aexists, acreate2 */
     char *data;                /* aget: a NUL-terminated copy; acreate2: the path made */
@@ -241,9 +249,11 @@ struct ik__zk_wait {
 ik__zk_wait *ik__zk_wait_new(int n, size_t extra);
 /* Drops the caller's reference (NULL: nothing). */
 void ik__zk_wait_put(ik__zk_wait *w);
-/* Call before issuing request r; then ik__zk_issued(r, zrc) with what the call
- * returned: a request that failed synchronously gets no completion. */
-void ik__zk_arm(ik__zk_req *r);
+/* Call before issuing request r on zh (a handle of this layer, from
+ * ik__zk_session_get); then ik__zk_issued(r, zrc) with what the call returned: a
+ * request that failed synchronously gets no completion. Until r's completion runs,
+ * zh owes it an answer, and is not closed from another thread (ZS6). */
+void ik__zk_arm(ik__zk_req *r, zhandle_t *zh);
 void ik__zk_issued(ik__zk_req *r, int zrc);
 /* Waits until every request of w, sent on zh, is answered, the deadline
  * (ik__mono_ns; < 0: none) passes, or zh's session is known dead (its answers then
