@@ -35,6 +35,10 @@ struct ik_coord {
  * so that a new backend is one line there (docs/architecture.md, "Adding a
  * backend"). */
 #include "ik_backends.h"
+#ifndef IK__BACKENDS_ON /* a reader without the build's header (cppcheck): none */
+#define IK__BACKENDS_ON(X)
+#define IK__BACKENDS_OFF(X)
+#endif
 
 #define IK__DECLARE(ops) extern const ik__backend_ops ik__backend_##ops##_ops;
 extern const ik__backend_ops ik__backend_local_ops;
