@@ -2,9 +2,9 @@
 # labels: hazards
 # timeout: 180
 # not-on: zk: the stage's ZooKeeper is one standalone server, a quorum of one, which `idkeeper check` reports as a risk (docs/hazards.md), so it cannot exit 0 there; t_zk_hazards_ensemble checks exit 0 and the same table on a 3-server ensemble with forceSync=yes, and t_zk_hazards the standalone server's risk and its refusals
-# not-on: etcd: the stage's etcd is one member without auth, both risks (docs/hazards.md, etcd), so `idkeeper check` cannot exit 0 there; t_etcd_hazards checks exit 0 on a 3-member cluster with auth, and each risk and refusal
 # Store hazards on the backend, as an operator meets them (docs/hazards.md): the
-# stage's store is configured as a fleet should configure it, so
+# store is configured as a fleet should configure it (the stage's, or where it is
+# not, one of the test's own: CONF_FLEET_STORE in conf.sh), so
 #   - `idkeeper check` exits 0, its table names at least one check and every verdict
 #     is ok; --json says the same (ok true, the same checks and values);
 #   - a server on it is ready, and its /v1/status (store.safe, store.hazards), its
@@ -16,12 +16,15 @@
 source "$(dirname "$0")/../integration/lib.sh"
 source "$(dirname "$0")/conf.sh"
 source "$(dirname "$0")/hazards_cases.sh"
+# a store where the stage's is not configured as a fleet's (etcd: one member without
+# auth), one of this test's own that is (conf.sh)
+CONF_FLEET_STORE=1
 conf_store_start
 A=(--coord "$(conf_coord check)" "${CONF_SERVE_ARGS[@]}")
 
 rc=0
 "$IK_BIN" check "${A[@]}" >"$T/check.out" 2>"$T/check.err" || rc=$?
-[ "$rc" = 0 ] || fail "check exited $rc on the stage's store: $(cat "$T/check.out" "$T/check.err")"
+[ "$rc" = 0 ] || fail "check exited $rc on the store: $(cat "$T/check.out" "$T/check.err")"
 head -n 1 "$T/check.out" | grepq -E '^CHECK +VALUE +VERDICT +WHAT TO CHANGE$' || fail "no table header: $(cat "$T/check.out")"
 n=$(($(wc -l <"$T/check.out") - 1))
 ((n >= 1)) || fail "check ran no check on $IK_STORE"

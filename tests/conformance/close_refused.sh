@@ -3,7 +3,6 @@
 # timeout: 240
 # not-on: local: the store is SQLite inside the server's own process: no write is left in doubt for a stop to settle
 # not-on: zk: no setting the ZooKeeper checks refuse can change under an open session (forceSync, skipACL and the session bounds are read at the server's start, and a read-only server is refused at connect): its store cannot turn unsafe while a doubt is open
-# not-on: etcd: no setting the etcd checks refuse can be turned unsafe while a member runs (--unsafe-no-fsync is a start flag, and a member is a learner or leaves the list only through a membership change, which a one-member stage cluster cannot make); t_etcd_hazards tries each refusal on a cluster of its own
 # A doubt, the store turned unsafe, then SIGTERM (docs/guarantees.md promise 13,
 # docs/hazards.md): the stop never settles the doubt through a store whose checks
 # refuse (a settling write or read there proves nothing the store will keep); the
@@ -25,11 +24,14 @@ source "$(dirname "$0")/../integration/lib.sh"
 source "$(dirname "$0")/conf.sh"
 
 # The store turned unsafe for this test alone: on a store of the test's own where
-# the setting is the server's (Redis, MariaDB), on this test's database where it is
-# the database's (PostgreSQL: the new connections after "proxy up" see it).
+# the setting is the server's (Redis, MariaDB; etcd, whose cluster behind the
+# address is replaced: conf_unsafe_on), on this test's database where it is the
+# database's (PostgreSQL: the new connections after "proxy up" see it).
 case $IK_STORE in
   redis) unset IK_FIXTURE_REDIS ;;      # redis_start: a Redis of its own
   mysql) unset IK_FIXTURE_MARIADB ;;    # my_start: a MariaDB of its own
+  postgresql) ;;                        # the shared server, this test's database
+  *) CONF_OWN_STORE=1 ;;                # conf_store_start: a server of its own
 esac
 conf_store_start
 source "$(dirname "$0")/doubt_cases.sh"
@@ -42,7 +44,7 @@ unsafe_on() {
     # shellcheck disable=SC2153 # PG_SHARED_PORT: stores/postgresql.sh sets it
     postgresql) pg_psql "$PG_SHARED_PORT" postgres \
       "ALTER DATABASE $(conf_pg_db data) SET synchronous_commit = off" >/dev/null ;;
-    *) fail "close_refused: no means to turn $IK_STORE unsafe" ;;
+    *) conf_unsafe_on "$DATA" >/dev/null || fail "conf_unsafe_on failed" ;; # the store's hook (conf.sh)
   esac
 }
 

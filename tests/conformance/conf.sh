@@ -76,6 +76,12 @@
 # server of this test's own instead of using the shared fixture's, which the other
 # tests of the stage use at the same time. A store file whose server is always the
 # test's own (zk's standalone, local:) may ignore it.
+# A group sets CONF_FLEET_STORE=1 before conf_store_start when it needs the store
+# configured as a fleet should configure it (check: `idkeeper check` exits 0): a
+# store file whose shared server is not (etcd: one member without auth, two risks)
+# then starts one of the test's own that is (etcd: 3 members, auth on, a user whose
+# role alone may write the prefix; CONF_SERVE_ARGS carry its password file). The
+# others may ignore it.
 #
 # conf.sh's own, the same on every store:
 #   conf_counters             sets the store of tests/tools/counters.sh (DATA,

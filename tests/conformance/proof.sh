@@ -3,7 +3,6 @@
 # timeout: 180
 # not-on: local: the store is a directory of this host: no setting of it that loses a write can be turned unsafe at run time (a filesystem's type is fixed while it is mounted); the local checks (statfs of DIR at open and every interval) are tried by their own tests
 # not-on: zk: ZooKeeper reads forceSync, and every other setting that loses a write, only at its start: none can be turned unsafe at run time, and a restart is a new connection judged in full before the next write (t_zk_hazards)
-# not-on: etcd: no setting the etcd checks refuse can be turned unsafe while a member runs (--unsafe-no-fsync is a start flag, and a member is a learner or leaves the list only through a membership change, which a one-member stage cluster cannot make); t_etcd_hazards tries each refusal on a cluster of its own
 # Proof with every write (docs/hazards.md, "How the checks run"): the round trip of
 # a counter advance carries the evidence that the store keeps it, so a setting
 # turned unsafe between two writes stops the very next one. A server on a sequence

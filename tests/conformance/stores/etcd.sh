@@ -1,7 +1,8 @@
 # stores/etcd.sh: the hooks of conf.sh for etcd:// (docs/testing.md, "Adding a
 # backend to the suite"; conf.sh says what each hook does). The store: the shared
 # fixture's etcd, under a key prefix of this test's own, or a one-member etcd of
-# this test's own (CONF_OWN_STORE) (tests/integration/etcd.sh). The key layout is
+# this test's own (CONF_OWN_STORE), or a 3-member one with auth (CONF_FLEET_STORE)
+# (tests/integration/etcd.sh). The key layout is
 # docs/etcd.md's: PREFIX/idkeeper/APP/slot/W and .../record/W, a lock or election
 # at PATH is PREFIX/PATH/LEASEHEX (etcd's own concurrency recipe).
 
@@ -9,17 +10,39 @@
 source "$IK_SRC/tests/integration/etcd.sh"
 
 conf_store_start() {
-  if [ -n "${CONF_OWN_STORE:-}" ]; then # a server of this test's own (conf.sh)
+  CONF_SERVE_ARGS=(--lease-ttl "$CONF_SESSION_MS")
+  _CONF_ETCD_QUERY=
+  if [ -n "${CONF_FLEET_STORE:-}" ]; then # configured as a fleet's (conf.sh)
+    _conf_etcd_fleet
+  elif [ -n "${CONF_OWN_STORE:-}" ]; then # a server of this test's own (conf.sh)
     etcd_own own
     ETCD_PORT=${ETCD_PORT_OF[own]}
     ETCD_PREFIX=ik-$$
   else
     etcd_start # the shared fixture's, under a key prefix of this test's own
   fi
-  CONF_SERVE_ARGS=(--lease-ttl "$CONF_SESSION_MS")
 }
 
-conf_coord() { etcd_uri "$1"; }
+# _conf_etcd_fleet: a 3-member cluster of this test's own with auth on, and a user
+# idk whose role alone may write the test's prefix (docs/hazards.md, etcd: the
+# members and auth rows ok; t_etcd_hazards builds the same)
+_conf_etcd_fleet() {
+  local R=(--user root:root-Pw)
+  etcd_cluster3 fleet
+  ectl user add root:root-Pw >/dev/null || fail "etcd: user add root"
+  ectl user grant-role root root >/dev/null || fail "etcd: grant-role root"
+  ectl auth enable >/dev/null || fail "etcd: auth enable"
+  ectl "${R[@]}" user add idk:s3cret-Idk >/dev/null || fail "etcd: user add idk"
+  ectl "${R[@]}" role add idk >/dev/null || fail "etcd: role add idk"
+  ectl "${R[@]}" role grant-permission idk readwrite "$ETCD_PREFIX/" --prefix >/dev/null ||
+    fail "etcd: grant-permission"
+  ectl "${R[@]}" user grant-role idk idk >/dev/null || fail "etcd: grant-role idk"
+  echo s3cret-Idk >"$T/etcd.pw"
+  CONF_SERVE_ARGS+=(--password-file "$T/etcd.pw")
+  _CONF_ETCD_QUERY='?user=idk'
+}
+
+conf_coord() { echo "$(etcd_uri "$1" "${ETCD_ENDPOINTS:-127.0.0.1:$ETCD_PORT}")$_CONF_ETCD_QUERY"; }
 
 # _conf_etcd_prefix URI: the URI's key prefix (its path without the leading '/')
 _conf_etcd_prefix() {
@@ -78,3 +101,61 @@ conf_release_bound_ms() {
 conf_fault_answer_lost() { proxy hold-after 1 '"target":"MOD"'; }
 
 conf_fault_freeze_after_write() { proxy mute-after 1 '"target":"MOD"'; }
+
+# _conf_etcd_member URI: the name (ETCD_PORT_OF) of this test's own member whose
+# client port URI names
+_conf_etcd_member() {
+  local p=${1#etcd://127.0.0.1:} n
+  p=${p%%/*}
+  for n in "${!ETCD_PORT_OF[@]}"; do
+    [ "${ETCD_PORT_OF[$n]}" = "$p" ] && { echo "$n"; return 0; }
+  done
+  fail "stores/etcd.sh: no member of this test's own on port $p ($1)"
+}
+
+# conf_unsafe_on URI: no setting the etcd checks refuse changes while a member runs
+# (docs/hazards.md, etcd); what can change is the cluster behind the address, which
+# every answer's cluster id must match (row cluster). The member behind URI is
+# stopped, its data kept aside, and a fresh cluster started on the same client port:
+# its peers elsewhere, so a new cluster id (t_etcd_cluster_id). Returns once it
+# serves; prints the row's name. Only on a member of the test's own
+# (CONF_OWN_STORE). It may run in a subshell ($(...)): what conf_unsafe_off and the
+# cleanup need is kept in files of $T/etcd-NAME.
+conf_unsafe_on() {
+  local n
+  n=$(_conf_etcd_member "$1")
+  etcd_kill "$n"
+  mv "$T/etcd-$n/data" "$T/etcd-$n/data.first"
+  echo "${ETCD_PEER_OF[$n]}" >"$T/etcd-$n/peer.first"
+  ETCD_PEER_OF[$n]=$(ik_free_port "$T/.ports")
+  ETCD_CLUSTER_OF[$n]="$n=http://127.0.0.1:${ETCD_PEER_OF[$n]}"
+  _etcd_launch "$n"
+  echo "${ETCD_PID_OF[$n]}" >"$T/etcd-$n/other.pid"
+  _etcd_wait "$n" >&2
+  echo cluster
+}
+
+# conf_unsafe_off URI: the other cluster stopped and the first one started again
+# from its data, on its peer port: the cluster id the open saw answers again.
+conf_unsafe_off() {
+  local n
+  n=$(_conf_etcd_member "$1")
+  ETCD_PID_OF[$n]=$(cat "$T/etcd-$n/other.pid")
+  etcd_kill "$n"
+  rm -f "$T/etcd-$n/other.pid"
+  rm -rf "$T/etcd-$n/data"
+  mv "$T/etcd-$n/data.first" "$T/etcd-$n/data"
+  ETCD_PEER_OF[$n]=$(cat "$T/etcd-$n/peer.first")
+  ETCD_CLUSTER_OF[$n]="$n=http://127.0.0.1:${ETCD_PEER_OF[$n]}"
+  etcd_restart "$n" >&2
+}
+
+# the other cluster of a conf_unsafe_on run in a subshell, which IK_PIDS missed
+_conf_etcd_other_stop() {
+  local f
+  for f in "$T"/etcd-*/other.pid; do
+    [ -r "$f" ] && kill -KILL "$(cat "$f")" 2>/dev/null
+  done
+  return 0
+}
+IK_CLEANUPS+=(_conf_etcd_other_stop)
