@@ -31,6 +31,7 @@ struct ik__etcd_gw {
     char *cacert, *cert, *key, *user, *password;
     uint64_t cluster_id; /* EG1: fixed by new */
     int auth_on;
+    int foreign; /* EG1: the last answer came from another cluster (atomic) */
 
     pthread_mutex_t mu; /* guards what follows */
     int cur;            /* the endpoint tried first */
@@ -554,6 +555,8 @@ static int call_as(ik__etcd_gw *g, const char *path, const char *post, int64_t t
                             "gateway: is it etcd's client port?",
                             g->base[ep], http);
         }
+        if (a->has_header && g->cluster_id)
+            __atomic_store_n(&g->foreign, a->cluster_id != g->cluster_id, __ATOMIC_RELEASE);
         if (a->has_header && g->cluster_id && a->cluster_id != g->cluster_id) { /* EG1 */
             uint64_t got = a->cluster_id;
             ik__etcd_answer_free(a);
@@ -771,6 +774,11 @@ void ik__etcd_gw_cut(ik__etcd_gw *g)
 uint64_t ik__etcd_gw_cluster_id(const ik__etcd_gw *g)
 {
     return g->cluster_id;
+}
+
+int ik__etcd_gw_foreign(const ik__etcd_gw *g)
+{
+    return __atomic_load_n(&g->foreign, __ATOMIC_ACQUIRE);
 }
 
 int ik__etcd_gw_auth_on(const ik__etcd_gw *g)

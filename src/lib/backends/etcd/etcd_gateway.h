@@ -101,6 +101,9 @@ int ik__etcd_gw_new(const ik__etcd_gw_config *c, ik__etcd_gw **out, char *why, s
 void ik__etcd_gw_free(ik__etcd_gw *g);
 void ik__etcd_gw_cut(ik__etcd_gw *g);
 uint64_t ik__etcd_gw_cluster_id(const ik__etcd_gw *g);
+/* 1 while the last answer came from another cluster than the open's (EG1): the
+ * hazard checks then run before every write, and show it refused. */
+int ik__etcd_gw_foreign(const ik__etcd_gw *g);
 /* "HOST:PORT" of the endpoint that answered last. */
 void ik__etcd_gw_endpoint(ik__etcd_gw *g, char *buf, size_t len);
 /* 1 if the cluster has auth enabled (seen at new). */

@@ -142,6 +142,18 @@ static int run_checks(ik__etcd_backend *b, int full, char *why, size_t why_len)
     size_t n = 0;
     pthread_mutex_lock(&b->hz_mu);
     int e = light_rows(b, rows, &n, why, why_len);
+    if (e == IK_EUNSAFE) { /* EG1: another cluster answers at the address: refused, and
+                              shown so (an answer of the first clears it) */
+        char v[96];
+        snprintf(v, sizeof v, "another cluster answers, not %" PRIx64 " (the one opened on)",
+                 ik__etcd_gw_cluster_id(b->gw));
+        n = 0;
+        ik__hazard_row(&b->base.hz, &rows[n++], "cluster", v, 1,
+                       "point the URI at the cluster idkeeper opened, or restart idkeeper on "
+                       "this one (its slot records and counters are not there)");
+        char inner[300];
+        ik__hazards_update(&b->base.hz, rows, n, inner, sizeof inner);
+    }
     if (!e && full) fsync_row(b, &rows[n++]);
     if (!e) {
         b->checked_ns = ik__mono_ns();
@@ -161,7 +173,7 @@ int ik__etcd_write_gate(ik__etcd_backend *b, char *why, size_t why_len)
     pthread_mutex_lock(&b->hz_mu);
     int64_t last = b->checked_ns;
     pthread_mutex_unlock(&b->hz_mu);
-    if (ik__hazards_due(&b->base.hz, last)) {
+    if (ik__hazards_due(&b->base.hz, last) || ik__etcd_gw_foreign(b->gw)) {
         int e = run_checks(b, 0, why, why_len);
         if (e == IK_ESTORE) return e;
     }
