@@ -357,15 +357,16 @@ static void info_of(const char *name, const tag_val *t, ik_tag_info *out)
     snprintf(out->description, sizeof out->description, "%s", t->desc);
 }
 
-int ik__etcd_tag_get(ik__backend *be, const char *app, const char *name, ik_tag_info *out)
+int ik__etcd_tag_get(ik__backend *be, const char *app, const char *name, ik_tag_info *out,
+                     char *why, size_t why_len)
 {
     ik__etcd_backend *b = ik__etcd_of(be);
-    char tk[KEY_MAX], why[500];
+    char tk[KEY_MAX], cause[500] = "";
     tag_key(b, app, name, tk);
     view v;
-    int e = read_view(b, tk, NULL, &v, why, sizeof why);
-    if (e) {
-        if (e == IK_ESTORE) ik__logf("tag %s: %s", name, why);
+    int e = read_view(b, tk, NULL, &v, cause, sizeof cause);
+    if (e) { /* the caller says it, once (a CLI's one line, a route's 503) */
+        if (why && why_len) snprintf(why, why_len, "%s", cause);
         return e;
     }
     if (!v.have_tag) return IK_ENOTFOUND;
