@@ -141,6 +141,8 @@ static int scan(ik__etcd_backend *b, const char *app, slot_view **out, size_t *n
                 s->holder[0] = '\0';
                 snprintf(s->record_key, sizeof s->record_key, "%s", kv->key);
                 snprintf(s->record_val, sizeof s->record_val, "%.60s", kv->value);
+                for (char *c = s->record_val; *c; c++) /* shown in one line */
+                    if ((unsigned char)*c < ' ' || *c == 0x7f) *c = '?';
             }
         } else {
             s->held = 1;
