@@ -73,7 +73,7 @@ held=$(curl -fsS -m 5 "${CURL_TLS[@]}" -X POST "https://127.0.0.1:$CP/v3/kv/rang
 pass "etcds:// with ?cacert=&cert=&key=: workers, serve (ID $id), a clean stop released its slot"
 
 # 2. another CA: one line naming the certificate problem; serve never ready
-expect_fail 1 "certificate" "$IK_BIN" workers --coord "$U?cacert=$T/other.pem&$MINE"
+expect_fail 1 "SSL certificate problem" "$IK_BIN" workers --coord "$U?cacert=$T/other.pem&$MINE"
 cp "$T/err" "$T/err.other"
 hp=$(free_port)
 start_server tls2 "$hp" --coord "$U?cacert=$T/other.pem&$MINE" --allow-unsafe-store --lease-ttl 2000
