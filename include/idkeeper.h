@@ -578,6 +578,11 @@ IK_EXTERN int ik_tag_create(ik_coord *c, const char *app, const char *name, ik_t
                             size_t why_len);
 /* IK_ENOTFOUND if there is no such tag. */
 IK_EXTERN int ik_tag_get(ik_coord *c, const char *app, const char *name, ik_tag_info *out);
+/* ik_tag_get, and on a failure other than IK_ENOTFOUND a one-line reason in why (if
+ * why_len > 0; "" when the backend has none), e.g. the store's key that does not
+ * hold a tag's value. Since 0.5.0. */
+IK_EXTERN int ik_tag_read(ik_coord *c, const char *app, const char *name, ik_tag_info *out,
+                          char *why, size_t why_len);
 /* All tags of the app, by name; *out freed with ik_free. */
 IK_EXTERN int ik_tags_list(ik_coord *c, const char *app, ik_tag_info **out, size_t *n);
 

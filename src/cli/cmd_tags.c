@@ -207,13 +207,14 @@ static int tags_show(const ik_cli_command *cmd, const tags_sub *sub, ik_cli_opts
     if (rc != 0) return rc;
     const char *app = o->v[IK_OPT_APP].text;
     ik_tag_info t;
-    int err = ik_tag_get(c, app, tag, &t);
+    char why[512] = "";
+    int err = ik_tag_read(c, app, tag, &t, why, sizeof why);
     if (err == IK_ENOTFOUND) {
         ik__cli_fail(cmd, "no tag '%s' in app '%s' on %s (idkeeper tags add %s --kind ...)", tag,
                      app, ik_coord_uri(c), tag);
     } else if (err != 0) {
         ik__cli_fail(cmd, "cannot read tag '%s' of app '%s' on %s: %s", tag, app, ik_coord_uri(c),
-                     ik_strerror(err));
+                     why[0] ? why : ik_strerror(err));
     } else if (print_tag(o, &t) != 0) {
         ik__cli_fail(cmd, "cannot write the tag to stdout");
         ik_coord_close(c);

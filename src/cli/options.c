@@ -440,7 +440,7 @@ const char *ik__cli_source_name(const ik_cli_opts *o, ik_cli_opt_id id, char *bu
 static int set_value(ik_cli_opts *o, ik_cli_opt_id id, const char *text, ik_cli_source src,
                      int line)
 {
-    char why[256] = "";
+    char why[640] = ""; /* room for the unknown-URI message, which lists every form */
     int64_t n, n2;
     if (check_value(id, text, &n, &n2, why, sizeof why) != 0) {
         char where[300];

@@ -257,8 +257,10 @@ struct ik__backend_ops {
      * the name exists, of either kind. */
     int (*tag_create)(ik__backend *b, const char *app, const ik_tag_info *t, char *why,
                       size_t why_len);
-    /* IK_ENOTFOUND if absent. */
-    int (*tag_get)(ik__backend *b, const char *app, const char *name, ik_tag_info *out);
+    /* IK_ENOTFOUND if absent; on another failure why (if why_len > 0) may say why
+     * in one line, and nothing is logged. */
+    int (*tag_get)(ik__backend *b, const char *app, const char *name, ik_tag_info *out, char *why,
+                   size_t why_len);
     /* All tags of app, ordered by name; *out freed with ik_free. */
     int (*tag_list)(ik__backend *b, const char *app, ik_tag_info **out, size_t *n);
     /* Advances the tag's max_id by w->own.delta > 0 if the tag is of `kind`; *first =

@@ -378,7 +378,9 @@ static void load_one(ik_segment *s, seg_tag *t, int64_t *backoff_ms)
     int rc = IK_OK;
     if (t->probe) {
         ik_tag_info info;
-        rc = ik_tag_get(s->c, s->app, t->name, &info);
+        char why[500] = "";
+        rc = ik_tag_read(s->c, s->app, t->name, &info, why, sizeof why);
+        if (rc == IK_ESTORE && why[0]) ik__logf("tag %s: %s", t->name, why);
         if (rc == 0 && info.kind != IK_TAG_SEGMENT) rc = IK_EKIND;
         if (rc == 0) t->min_step = info.step;
     }

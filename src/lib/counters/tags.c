@@ -53,12 +53,19 @@ int ik_tag_create(ik_coord *c, const char *app, const char *name, ik_tag_kind ki
     return be->ops->tag_create(be, app, &t, why, why_len);
 }
 
-int ik_tag_get(ik_coord *c, const char *app, const char *name, ik_tag_info *out)
+int ik_tag_read(ik_coord *c, const char *app, const char *name, ik_tag_info *out, char *why,
+                size_t why_len)
 {
+    if (why && why_len) why[0] = '\0';
     if (!c || !out || check_app(&app) || ik_tag_name_check(name, NULL, 0)) return IK_EINVAL;
     ik__backend *be = ik__coord_backend(c);
-    if (!be->ops->tag_get) return no_tags(be, NULL, 0);
-    return be->ops->tag_get(be, app, name, out);
+    if (!be->ops->tag_get) return no_tags(be, why, why_len);
+    return be->ops->tag_get(be, app, name, out, why, why_len);
+}
+
+int ik_tag_get(ik_coord *c, const char *app, const char *name, ik_tag_info *out)
+{
+    return ik_tag_read(c, app, name, out, NULL, 0);
 }
 
 int ik_tags_list(ik_coord *c, const char *app, ik_tag_info **out, size_t *n)

@@ -40,6 +40,23 @@ static void etcd_close(ik__backend *be)
     free(b);
 }
 
+/* Without ?user=, one read of the prefix at open: a cluster with auth on refuses it
+ * ("user name is empty"), and the open fails naming that cause, rather than every
+ * later call failing as an unreachable store (docs/etcd.md, "URI and options"). */
+static int read_probe(ik__etcd_backend *b, char *why, size_t why_len)
+{
+    char key[sizeof b->prefix + 16];
+    snprintf(key, sizeof key, "%sidkeeper/", b->prefix);
+    ik__etcd_answer a = {0};
+    char w[400] = "";
+    int e = ik__etcd_range(b->gw, key, 1, 0, 0, 1, b->wait_ms * 3, &a, w, sizeof w);
+    ik__etcd_answer_free(&a);
+    if (!e) return IK_OK;
+    if (e == IK_EINDOUBT) e = IK_ESTORE; /* a read applies nothing */
+    return ik__fail(e, why, why_len,
+                    "cannot read %s (no ?user= given: does etcd require a login?): %s", key, w);
+}
+
 static int etcd_open(const char *uri, const ik_coord_options *o, ik__backend **out, char *why,
                      size_t why_len)
 {
@@ -71,6 +88,7 @@ static int etcd_open(const char *uri, const ik_coord_options *o, ik__backend **o
                          "a password for etcd needs a user: add ?user=NAME to the URI");
         if (!e) e = ik__etcd_gw_new(&c, &b->gw, why, why_len);
     }
+    if (!e && !b->t.user[0]) e = read_probe(b, why, why_len);
     if (!e) {
         e = ik__etcd_hazards_check(&b->base, why, why_len);
         if (e == IK_EUNSAFE && o->check_only) e = IK_OK;

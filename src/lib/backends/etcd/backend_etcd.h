@@ -103,7 +103,8 @@ int ik__etcd_slots_list(ik__backend *be, const char *app, ik_slot_info **out, si
 /* backend_etcd_tags.c */
 int ik__etcd_tag_create(ik__backend *be, const char *app, const ik_tag_info *t, char *why,
                         size_t why_len);
-int ik__etcd_tag_get(ik__backend *be, const char *app, const char *name, ik_tag_info *out);
+int ik__etcd_tag_get(ik__backend *be, const char *app, const char *name, ik_tag_info *out,
+                     char *why, size_t why_len);
 int ik__etcd_tag_list(ik__backend *be, const char *app, ik_tag_info **out, size_t *n);
 int ik__etcd_tag_advance(ik__backend *be, const char *app, const char *name, ik_tag_kind kind,
                          ik__tag_write *w, int64_t *first);

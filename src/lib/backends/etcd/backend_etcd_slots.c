@@ -53,21 +53,41 @@ typedef struct slot_view {
     int64_t record_mod;
     int64_t record_ms, since_ms;
     char holder[256]; /* the record's identity */
+    int unreadable;   /* the record has another shape: the slot is never taken */
+    char record_key[KEY_MAX];
+    char record_val[64]; /* the start of what an unreadable record holds */
 } slot_view;
 
-/* The worker number after "/slot/" or "/record/" at the end of key; -1 if none. */
-static int64_t worker_of(const char *key, const char *kind)
+/* The worker number of a key the scan's range for pfx (".../slot/" or ".../record/")
+ * answered: the key is pfx and then decimal digits, nothing else; -1 if not (not a
+ * key of ours). Read by the exact layout, never by a search for "/slot/" in the key:
+ * the URI prefix and the app name may hold such a segment themselves. */
+static int64_t worker_of(const char *key, const char *pfx)
 {
-    const char *p = strstr(key, kind);
-    if (!p) return -1;
-    p += strlen(kind);
+    size_t pl = strlen(pfx);
+    if (strncmp(key, pfx, pl) != 0) return -1;
+    const char *p = key + pl;
     if (!*p) return -1;
     int64_t w = 0;
     for (; *p; p++) {
         if (*p < '0' || *p > '9' || w > UINT32_MAX) return -1;
         w = w * 10 + (*p - '0');
     }
-    return w;
+    return w > UINT32_MAX ? -1 : w;
+}
+
+/* A time record's value "RECORD_MS SINCE_MS IDENTITY" into s; -1 if it has another
+ * shape (then the slot's floor is unknown: its record is unreadable). */
+static int parse_record(const char *val, slot_view *s)
+{
+    int64_t r, since;
+    const char *p = val;
+    if (ik__etcd_next_i64(&p, ' ', &r) || ik__etcd_next_i64(&p, ' ', &since) || r < 0 || since < 0)
+        return -1;
+    s->record_ms = r;
+    s->since_ms = since;
+    snprintf(s->holder, sizeof s->holder, "%s", p);
+    return 0;
 }
 
 static slot_view *find(slot_view **v, size_t *n, size_t *cap, uint32_t w)
@@ -105,7 +125,7 @@ static int scan(ik__etcd_backend *b, const char *app, slot_view **out, size_t *n
     for (size_t i = 0; i < a.n_kvs && !e; i++) {
         ik__etcd_kv *kv = &a.kvs[i];
         int rec = kv->resp == 1;
-        int64_t w = worker_of(kv->key, rec ? "/record/" : "/slot/");
+        int64_t w = worker_of(kv->key, rec ? rp : sp);
         if (w < 0) continue; /* not a key of ours: ignored (docs/etcd.md) */
         slot_view *s = find(&v, &n, &cap, (uint32_t)w);
         if (!s) {
@@ -113,18 +133,17 @@ static int scan(ik__etcd_backend *b, const char *app, slot_view **out, size_t *n
             break;
         }
         if (rec) {
-            char ident[256] = "";
-            int64_t r = 0, since = 0;
-            const char *p = kv->value;
-            if (ik__etcd_next_i64(&p, ' ', &r) == 0 && ik__etcd_next_i64(&p, ' ', &since) == 0)
-                snprintf(ident, sizeof ident, "%s", p);
-            else
-                r = since = 0;
             s->have_record = 1;
             s->record_mod = kv->mod_revision;
-            s->record_ms = r;
-            s->since_ms = since;
-            snprintf(s->holder, sizeof s->holder, "%s", ident);
+            if (parse_record(kv->value, s)) { /* refused, never read as 0 (promise 11) */
+                s->unreadable = 1;
+                s->record_ms = s->since_ms = 0;
+                s->holder[0] = '\0';
+                snprintf(s->record_key, sizeof s->record_key, "%s", kv->key);
+                snprintf(s->record_val, sizeof s->record_val, "%.60s", kv->value);
+                for (char *c = s->record_val; *c; c++) /* shown in one line */
+                    if ((unsigned char)*c < ' ' || *c == 0x7f) *c = '?';
+            }
         } else {
             s->held = 1;
             snprintf(s->value, sizeof s->value, "%s", kv->value);
@@ -176,11 +195,21 @@ static void describe_holders(const ik__slot_request *req, const slot_view *v, si
                                   range, req->app, req->worker_min, req->worker_max);
     size_t shown = 0;
     for (size_t i = 0; i < n && len < why_len; i++) {
-        if (!v[i].held || v[i].worker < req->worker_min || v[i].worker > req->worker_max) continue;
-        char ident[256], item[320];
+        if ((!v[i].held && !v[i].unreadable) || v[i].worker < req->worker_min ||
+            v[i].worker > req->worker_max)
+            continue;
+        char ident[256], item[1000];
         int64_t since;
-        split_value(v[i].value, &since, ident, sizeof ident, NULL, 0);
-        snprintf(item, sizeof item, "%s%" PRIu32 " by %s", shown ? ", " : ": ", v[i].worker, ident);
+        if (v[i].held) {
+            split_value(v[i].value, &since, ident, sizeof ident, NULL, 0);
+            snprintf(item, sizeof item, "%s%" PRIu32 " by %s", shown ? ", " : ": ", v[i].worker,
+                     ident);
+        } else {
+            snprintf(item, sizeof item,
+                     "%s%" PRIu32 " has an unreadable record (the key %s holds \"%s\", not "
+                     "\"RECORD_MS SINCE_MS IDENTITY\": docs/etcd.md)",
+                     shown ? ", " : ": ", v[i].worker, v[i].record_key, v[i].record_val);
+        }
         size_t il = strlen(item);
         if (len + il + 16 >= why_len) break;
         memcpy(why + len, item, il + 1);
@@ -190,13 +219,15 @@ static void describe_holders(const ik__slot_request *req, const slot_view *v, si
 }
 
 /* The order in which to try the free slots of [lo, hi]: the identity's last one
- * first (if free), then by choice. cand[] gets up to max workers. */
+ * first (if free), then by choice. A slot whose record is unreadable is never one:
+ * its floor is unknown (docs/guarantees.md promise 11). cand[] gets up to max
+ * workers. */
 static size_t candidates(const ik__slot_request *req, const slot_view *v, size_t n, uint32_t *cand,
                          size_t max, uint64_t rnd)
 {
     size_t k = 0;
     for (size_t i = 0; i < n; i++)
-        if (v[i].have_record && !v[i].held && v[i].worker >= req->worker_min &&
+        if (v[i].have_record && !v[i].held && !v[i].unreadable && v[i].worker >= req->worker_min &&
             v[i].worker <= req->worker_max && strcmp(v[i].holder, req->identity) == 0 && k < max)
             cand[k++] = v[i].worker;
     uint64_t range = (uint64_t)req->worker_max - req->worker_min + 1;
@@ -205,7 +236,7 @@ static size_t candidates(const ik__slot_request *req, const slot_view *v, size_t
         uint32_t w = (uint32_t)(req->worker_min + (start + j) % range);
         int held = 0;
         for (size_t i = 0; i < n; i++)
-            if (v[i].worker == w) held = v[i].held;
+            if (v[i].worker == w) held = v[i].held || v[i].unreadable; /* its floor unknown */
         if (!held && (k == 0 || cand[0] != w)) cand[k++] = w;
     }
     return k;
@@ -248,6 +279,9 @@ static int take(ik__etcd_backend *b, const ik__slot_request *req, const slot_vie
     s->since_ms = ik__wall_ms();
     snprintf(value, sizeof value, "%" PRId64 " %d %s %s", s->since_ms, (int)getpid(), host,
              req->identity);
+    if (seen && seen->unreadable) /* never read as a floor of 0 (promise 11) */
+        return ik__fail(IK_ESTORE, why, why_len, "the key %s holds no time record",
+                        seen->record_key);
     int64_t old = seen && seen->have_record ? seen->record_ms : 0;
     int64_t r = req->new_record_ms > old ? req->new_record_ms : old;
     snprintf(rec, sizeof rec, "%" PRId64 " %" PRId64 " %s", r, s->since_ms, req->identity);
@@ -444,6 +478,7 @@ int ik__etcd_slots_list(ik__backend *be, const char *app, ik_slot_info **out, si
         } else {
             snprintf(o[i].holder, sizeof o[i].holder, "%s", v[i].holder);
         }
+        if (v[i].unreadable) snprintf(o[i].detail, sizeof o[i].detail, "unreadable record");
     }
     free(v);
     *out = o;

@@ -98,15 +98,17 @@ typedef struct ring {
     int64_t first[RING + 1];
 } ring;
 
-static void parse_ring(const char *v, ring *r)
+/* 0, or -1 if v is not a ring (r then holds the pairs read before what is not). */
+static int parse_ring(const char *v, ring *r)
 {
     r->n = 0;
     while (*v && r->n < RING) {
         int64_t w, f;
-        if (ik__etcd_next_i64(&v, ':', &w) || w < 0 || ik__etcd_next_i64(&v, ':', &f)) break;
+        if (ik__etcd_next_i64(&v, ':', &w) || w < 0 || ik__etcd_next_i64(&v, ':', &f)) return -1;
         r->wid[r->n] = (uint64_t)w;
         r->first[r->n++] = f;
     }
+    return *v ? -1 : 0;
 }
 
 static void format_ring(const ring *r, char *out, size_t len)
@@ -124,6 +126,7 @@ typedef struct view {
     tag_val t;
     int64_t tag_mod, writer_mod;
     ring r;
+    int ring_bad; /* the writer key holds something that is not a ring */
 } view;
 
 /* The view a txn's answer shows: its response 0 the tag key, 1 the writer key. */
@@ -142,7 +145,7 @@ static int view_of(const ik__etcd_answer *a, const char *tk, view *v, char *why,
         } else {
             v->have_writer = 1;
             v->writer_mod = a->kvs[i].mod_revision;
-            parse_ring(a->kvs[i].value, &v->r);
+            v->ring_bad = parse_ring(a->kvs[i].value, &v->r) != 0;
         }
     }
     return IK_OK;
@@ -187,6 +190,10 @@ static void decide(const ik__tag_write *w, const view *v, int *pending)
         if (found >= 0) {
             set_fate(f, IK__DOUBT_LANDED, v->r.first[found],
                      "its write id is in the lane's writer key");
+        } else if (v->ring_bad) { /* never read as "not there": it may have landed */
+            set_fate(f, IK__DOUBT_UNKNOWN, -1,
+                     "the lane's writer key holds something that is not a ring of write ids: "
+                     "where it landed, if it did, cannot be read");
         } else if (!v->have_writer) {
             set_fate(f, IK__DOUBT_UNKNOWN, -1,
                      "the lane's writer key is gone (its lease lapsed): where it landed, if "
@@ -357,15 +364,16 @@ static void info_of(const char *name, const tag_val *t, ik_tag_info *out)
     snprintf(out->description, sizeof out->description, "%s", t->desc);
 }
 
-int ik__etcd_tag_get(ik__backend *be, const char *app, const char *name, ik_tag_info *out)
+int ik__etcd_tag_get(ik__backend *be, const char *app, const char *name, ik_tag_info *out,
+                     char *why, size_t why_len)
 {
     ik__etcd_backend *b = ik__etcd_of(be);
-    char tk[KEY_MAX], why[500];
+    char tk[KEY_MAX], cause[500] = "";
     tag_key(b, app, name, tk);
     view v;
-    int e = read_view(b, tk, NULL, &v, why, sizeof why);
-    if (e) {
-        if (e == IK_ESTORE) ik__logf("tag %s: %s", name, why);
+    int e = read_view(b, tk, NULL, &v, cause, sizeof cause);
+    if (e) { /* the caller says it, once (a CLI's one line, a route's 503) */
+        if (why && why_len) snprintf(why, why_len, "%s", cause);
         return e;
     }
     if (!v.have_tag) return IK_ENOTFOUND;

@@ -478,6 +478,8 @@ static int perform(ik__etcd_gw *g, int ep, const char *path, const char *post, i
     curl_easy_setopt(h, CURLOPT_CLOSESOCKETDATA, g);
     curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
     curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, g->tls ? "https" : "http");
+    char detail[CURL_ERROR_SIZE] = ""; /* curl's own words: which certificate check failed */
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, detail);
     if (g->tls) {
         if (g->cacert) curl_easy_setopt(h, CURLOPT_CAINFO, g->cacert);
         if (g->cert) curl_easy_setopt(h, CURLOPT_SSLCERT, g->cert);
@@ -492,9 +494,15 @@ static int perform(ik__etcd_gw *g, int ep, const char *path, const char *post, i
     int e = IK_OK;
     if (cc != CURLE_OK && !(x->stream && cc == CURLE_WRITE_ERROR && (x->deletes || x->broken))) {
         *sent = req_size > 0 ? SENT_MAYBE : SENT_NOT;
-        e = ik__fail(IK_ESTORE, why, why_len, "etcd at %s: %s", g->base[ep],
-                     curl_easy_strerror(cc));
+        const char *what = curl_easy_strerror(cc);
+        for (char *c = detail; *c; c++) /* one line */
+            if ((unsigned char)*c < ' ') *c = ' ';
+        if (detail[0] && !strstr(detail, what) && strcmp(detail, what) != 0)
+            e = ik__fail(IK_ESTORE, why, why_len, "etcd at %s: %s (%s)", g->base[ep], what, detail);
+        else
+            e = ik__fail(IK_ESTORE, why, why_len, "etcd at %s: %s", g->base[ep], what);
     }
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, NULL); /* detail goes out of scope */
     handle_put(g, h, e != IK_OK || x->stream);
     return e;
 }

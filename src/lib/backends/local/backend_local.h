@@ -26,7 +26,8 @@ int ik__local_hazards_gate(local_backend *b);
 
 int ik__local_tag_create(ik__backend *be, const char *app, const ik_tag_info *t, char *why,
                          size_t why_len);
-int ik__local_tag_get(ik__backend *be, const char *app, const char *name, ik_tag_info *out);
+int ik__local_tag_get(ik__backend *be, const char *app, const char *name, ik_tag_info *out,
+                      char *why, size_t why_len);
 int ik__local_tag_list(ik__backend *be, const char *app, ik_tag_info **out, size_t *n);
 int ik__local_tag_advance(ik__backend *be, const char *app, const char *name, ik_tag_kind kind,
                           ik__tag_write *w, int64_t *first);

@@ -78,6 +78,7 @@ static void row_to_info(sqlite3_stmt *st, ik_tag_info *t)
 int ik__local_tag_create(ik__backend *be, const char *app, const ik_tag_info *t, char *why,
                          size_t why_len)
 {
+    (void)why, (void)why_len;
     local_backend *b = (local_backend *)be;
     pthread_mutex_lock(&b->db_mu);
     int rc = db_open(b);
@@ -110,7 +111,8 @@ int ik__local_tag_create(ik__backend *be, const char *app, const ik_tag_info *t,
     return rc;
 }
 
-int ik__local_tag_get(ik__backend *be, const char *app, const char *name, ik_tag_info *out)
+int ik__local_tag_get(ik__backend *be, const char *app, const char *name, ik_tag_info *out,
+                      char *why, size_t why_len)
 {
     local_backend *b = (local_backend *)be;
     pthread_mutex_lock(&b->db_mu);
@@ -219,7 +221,7 @@ int ik__local_tag_advance(ik__backend *be, const char *app, const char *name, ik
     pthread_mutex_unlock(&b->db_mu);
     if (rc == IK_ENOTFOUND) {
         ik_tag_info t;
-        int g = ik__local_tag_get(be, app, name, &t);
+        int g = ik__local_tag_get(be, app, name, &t, NULL, 0);
         if (g) return g;
         return t.kind != kind ? IK_EKIND : IK_ERANGE;
     }

@@ -133,12 +133,14 @@ static int read_tag(ik__redis_client *rc, redisContext *ctx, const char *app, co
     return e;
 }
 
-int ik__redis_tag_get(ik__backend *be, const char *app, const char *name, ik_tag_info *out)
+int ik__redis_tag_get(ik__backend *be, const char *app, const char *name, ik_tag_info *out,
+                      char *why, size_t why_len)
 {
     ik__redis_client *rc = &ik__redis_backend_of(be)->rc;
-    char why[300];
+    (void)why, (void)why_len;
+    char cause[300];
     int e = IK_OK;
-    redisContext *ctx = ik__redis_get(rc, IK__REDIS_TAG_TIMEOUT_MS, &e, why, sizeof why);
+    redisContext *ctx = ik__redis_get(rc, IK__REDIS_TAG_TIMEOUT_MS, &e, cause, sizeof cause);
     if (!ctx) return e;
     e = read_tag(rc, ctx, app, name, out);
     ik__redis_put(rc, ctx, e == IK_EINDOUBT);

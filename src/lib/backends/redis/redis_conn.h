@@ -222,7 +222,8 @@ void ik__redis_tag_keys(ik__redis_client *rc, const char *app, const char *name,
 int ik__redis_parse_i64(const char *s, int64_t *v);
 int ik__redis_tag_create(ik__backend *be, const char *app, const ik_tag_info *t, char *why,
                          size_t why_len);
-int ik__redis_tag_get(ik__backend *be, const char *app, const char *name, ik_tag_info *out);
+int ik__redis_tag_get(ik__backend *be, const char *app, const char *name, ik_tag_info *out,
+                      char *why, size_t why_len);
 int ik__redis_tag_list(ik__backend *be, const char *app, ik_tag_info **out, size_t *n);
 int ik__redis_tag_advance(ik__backend *be, const char *app, const char *name, ik_tag_kind kind,
                           ik__tag_write *w, int64_t *first);

@@ -123,8 +123,10 @@ int ik__sql_tag_create(ik__backend *be, const char *app, const ik_tag_info *t, c
     return IK_OK;
 }
 
-int ik__sql_tag_get(ik__backend *be, const char *app, const char *name, ik_tag_info *out)
+int ik__sql_tag_get(ik__backend *be, const char *app, const char *name, ik_tag_info *out, char *why,
+                    size_t why_len)
 {
+    (void)why, (void)why_len;
     ik__sql_backend *b = ik__sql_of(be);
     char biz[BIZ_TAG_MAX * 3];
     if (biz_tag(app, name, biz, sizeof biz, NULL, 0)) return IK_ENOTFOUND;

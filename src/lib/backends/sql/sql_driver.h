@@ -362,7 +362,8 @@ void ik__sql_slot_forget(ik__backend *be, void *handle);
 int ik__sql_slots_list(ik__backend *be, const char *app, ik_slot_info **out, size_t *n);
 int ik__sql_tag_create(ik__backend *be, const char *app, const ik_tag_info *t, char *why,
                        size_t why_len);
-int ik__sql_tag_get(ik__backend *be, const char *app, const char *name, ik_tag_info *out);
+int ik__sql_tag_get(ik__backend *be, const char *app, const char *name, ik_tag_info *out, char *why,
+                    size_t why_len);
 int ik__sql_tag_list(ik__backend *be, const char *app, ik_tag_info **out, size_t *n);
 int ik__sql_tag_advance(ik__backend *be, const char *app, const char *name, ik_tag_kind kind,
                         ik__tag_write *w, int64_t *first);

@@ -271,7 +271,8 @@ void ik__zk_tag_settle(struct ik__backend *be, const char *app, const char *name
 
 int ik__zk_tag_create(struct ik__backend *be, const char *app, const ik_tag_info *t, char *why,
                       size_t why_len);
-int ik__zk_tag_get(struct ik__backend *be, const char *app, const char *name, ik_tag_info *out);
+int ik__zk_tag_get(struct ik__backend *be, const char *app, const char *name, ik_tag_info *out,
+                   char *why, size_t why_len);
 int ik__zk_tag_list(struct ik__backend *be, const char *app, ik_tag_info **out, size_t *n);
 
 /* What the advance shares with the reads (backend_zk_tagread.c). A call's budget:

@@ -126,8 +126,10 @@ static void fill_info(ik_tag_info *out, const char *name, const ik__zk_counter *
     snprintf(out->description, sizeof out->description, "%s", m->description);
 }
 
-int ik__zk_tag_get(ik__backend *be, const char *app, const char *name, ik_tag_info *out)
+int ik__zk_tag_get(ik__backend *be, const char *app, const char *name, ik_tag_info *out, char *why,
+                   size_t why_len)
 {
+    (void)why, (void)why_len;
     if (!ik__zk_app_ok(app) || !name_ok(name) || !out) return IK_EINVAL;
     int64_t connect_ms, budget = ik__zk_tag_budget_ms(be, &connect_ms);
     int64_t t0 = ik__mono_ns();
