@@ -64,7 +64,7 @@ extern "C" {
  * three lines (the project version, the .so name, idkeeper.pc, the man pages), and
  * tests/integration/t_version.sh holds debian/changelog and NEWS to them. */
 #define IK_VERSION_MAJOR 0
-#define IK_VERSION_MINOR 5
+#define IK_VERSION_MINOR 6
 #define IK_VERSION_PATCH 0
 #define IK_VERSION__STR(x) #x
 #define IK_VERSION__XSTR(x) IK_VERSION__STR(x)
@@ -299,7 +299,7 @@ typedef struct ik_coord ik_coord;
 
 typedef struct ik_coord_options {
     size_t size; /* set by ik_coord_options_init ("Options structs" above) */
-    /* Deprecated since 0.5.0 (kept for the layout): zk://'s session-timeout and auth
+    /* Deprecated since 0.6.0 (kept for the layout): zk://'s session-timeout and auth
      * store options (store_options below, which wins). */
     int zk_session_timeout_ms; /* default 10000 */
     const char *zk_auth;       /* "user:password" for digest auth, or NULL */
@@ -317,7 +317,7 @@ typedef struct ik_coord_options {
      * an acknowledged write or a lease: each such setting is then a logged "risk"
      * rather than a refusal (docs/hazards.md); default 0. */
     int allow_unsafe_store;
-    /* Deprecated since 0.5.0 (kept for the layout): redis://'s wait-replicas store
+    /* Deprecated since 0.6.0 (kept for the layout): redis://'s wait-replicas store
      * option (store_options below, which wins).
      * Since 0.3.0, redis:// only: each counter write waits (WAIT) until this many
      * replicas have it; one not confirmed in time is in doubt and its range is never
@@ -334,7 +334,7 @@ typedef struct ik_coord_options {
      * the identity must be Leaf's IP:PORT. NULL (the default): idkeeper's own slots.
      * Another scheme with it set fails with IK_EINVAL. Copied by ik_coord_open. */
     const char *leaf_name;
-    /* Since 0.5.0: the store's own options, "NAME=VALUE" each, NULL-terminated (NULL:
+    /* Since 0.6.0: the store's own options, "NAME=VALUE" each, NULL-terminated (NULL:
      * none). NAME is one of the backend's (its note, and docs/configuration.md, "Store
      * options"): the same names its URI's query takes ("zk://h:2181/app?session-timeout=
      * 4000" is {"session-timeout=4000", NULL}). A name the backend has not, a bad value,
@@ -580,7 +580,7 @@ IK_EXTERN int ik_tag_create(ik_coord *c, const char *app, const char *name, ik_t
 IK_EXTERN int ik_tag_get(ik_coord *c, const char *app, const char *name, ik_tag_info *out);
 /* ik_tag_get, and on a failure other than IK_ENOTFOUND a one-line reason in why (if
  * why_len > 0; "" when the backend has none), e.g. the store's key that does not
- * hold a tag's value. Since 0.5.0. */
+ * hold a tag's value. Since 0.6.0. */
 IK_EXTERN int ik_tag_read(ik_coord *c, const char *app, const char *name, ik_tag_info *out,
                           char *why, size_t why_len);
 /* All tags of the app, by name; *out freed with ik_free. */
