@@ -42,7 +42,7 @@ asking() { while get 20; do :; done; }
 
 # the next block: its COMMIT (after its UPDATE of leaf_alloc) applied, the answer held
 m0=$(stored)
-proxy hold-after 1 COMMIT "UPDATE leaf_alloc"
+proxy hold-after 1 COMMIT clicks # the tag is in every block's statements (postgresql:// names them: their text goes once a session)
 asking &
 a=$!
 IK_PIDS+=("$a")
