@@ -67,6 +67,21 @@ typedef struct ik__lease_proof {
     int64_t term_ms;      /* IK_FOREVER: the slot never lapses while held (local:) */
 } ik__lease_proof;
 
+/* The safe window a proof gives: 2/3 of its term (the lease's L5, docs/guarantees.md
+ * promise 10). One rule for the worker lease (core/lease.c) and for the locks that
+ * keep a lease or session of their own (recipe_*.c): ms of a term, and the mono ns
+ * until which a proof holds (IK_FOREVER for a term without end). */
+static inline int64_t ik__proof_window_ms(int64_t term_ms)
+{
+    return term_ms * 2 / 3;
+}
+
+static inline int64_t ik__proof_until_ns(const ik__lease_proof *p)
+{
+    if (p->term_ms == IK_FOREVER) return IK_FOREVER;
+    return p->sent_mono_ns + ik__proof_window_ms(p->term_ms) * INT64_C(1000000);
+}
+
 typedef struct ik__slot_grant {
     uint32_t worker;
     int64_t old_record_ms; /* the record found (0: none): the floor */

@@ -141,8 +141,7 @@ static void set_state(ik_slot_lease *l, ik_lease_state s, const char *why)
  * lease's term after its send time; IK_FOREVER for a term without end. */
 static int64_t safe_until(const ik__lease_proof *p)
 {
-    if (p->term_ms == IK_FOREVER) return IK_FOREVER;
-    return p->sent_mono_ns + p->term_ms * 2 / 3 * INT64_C(1000000);
+    return ik__proof_until_ns(p);
 }
 
 /* How far ahead of now to write the record: the persist interval, or the safe

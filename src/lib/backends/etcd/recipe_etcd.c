@@ -118,8 +118,7 @@ static void *keeper(void *arg)
             if (was == IK_HOLD_HELD || was == IK_HOLD_IN_DOUBT)
                 now = IK_HOLD_LOST, say = "the lock's etcd lease expired: its key is gone";
         } else if (was == IK_HOLD_HELD || was == IK_HOLD_IN_DOUBT) {
-            if (ik__mono_ns() - lk->proof.sent_mono_ns >=
-                lk->proof.term_ms * 2 / 3 * INT64_C(1000000))
+            if (ik__mono_ns() >= ik__proof_until_ns(&lk->proof))
                 now = IK_HOLD_LOST, say = "no keepalive answered for 2/3 of the lease TTL: the "
                                           "lock may be another's soon";
             else if (was == IK_HOLD_HELD)

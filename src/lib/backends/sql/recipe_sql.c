@@ -116,7 +116,7 @@ static void *monitor_thread(void *arg)
     sql_lock *lk = arg;
     ik__sql_backend *b = ik__sql_of(lk->base.be);
     int64_t doubt_since = 0;
-    int64_t lost_after = b->ttl_ms * 2 / 3;
+    int64_t lost_after = ik__proof_window_ms(b->ttl_ms);
     for (;;) {
         struct timespec ts;
         ik__deadline_ts(&ts, PING_MS);

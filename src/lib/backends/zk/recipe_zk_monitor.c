@@ -370,7 +370,7 @@ void *ik__zk_lock_monitor_thread(void *arg)
         int held = lk->state == IK_HOLD_HELD || lk->state == IK_HOLD_IN_DOUBT;
         int64_t wake = ik__mono_ms() + t / 4; /* idle: look for a new grant now and then */
         if (held) {
-            int64_t lost_at = lk->proven_ms + t * 2 / 3;
+            int64_t lost_at = lk->proven_ms + ik__proof_window_ms(t);
             int64_t probe_at = lk->probe_inflight ? lost_at : lk->probe_sent_ms + t / 4;
             wake = probe_at < lost_at ? probe_at : lost_at;
         }
@@ -415,7 +415,7 @@ void *ik__zk_lock_monitor_thread(void *arg)
         } else if (deleted) {
             next = IK_HOLD_LOST;
             why = "our lock node was deleted";
-        } else if (now >= proven + t * 2 / 3) {
+        } else if (now >= proven + ik__proof_window_ms(t)) {
             next = IK_HOLD_LOST;
             why = "no answer from ZooKeeper for 2/3 of the session timeout: the session may "
                   "expire any moment";
