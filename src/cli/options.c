@@ -21,7 +21,8 @@
  * to that). */
 /* ROW(id, name, kind, default, metavar, help, min, max, choices) */
 #define ROW(id, name, kind, def, meta, help, min, max, choices)                                    \
-    [IK_OPT_##id] = {name, "IDKEEPER_" #id, IK_KIND_##kind, def, meta, help, min, max, choices}
+    [IK_OPT_##                                                                                     \
+        id] = {name, "IDKEEPER_" #id, IK_KIND_##kind, def, meta, help, min, max, choices, NULL}
 
 ik_cli_option ik__cli_options[IK_OPT__COUNT] = {
     ROW(CONFIG, "config", STRING, NULL, "FILE",
