@@ -61,11 +61,6 @@ rnd() { R=$(( $1 + RANDOM % ($2 - $1 + 1) )); }
 
 HAMMER=${IK_BUILD:?IK_BUILD must name the build dir}/tests/tools/hammer
 [ -x "$HAMMER" ] || fail "no $HAMMER"
-LIBFAKETIME=
-for f in /usr/lib/*/faketime/libfaketime.so.1 /usr/lib/faketime/libfaketime.so.1; do
-  [ -f "$f" ] && { LIBFAKETIME=$f; break; }
-done
-[ -n "$LIBFAKETIME" ] || fail "libfaketime.so.1 not found (apt-get install libfaketime)"
 SESSION_MS=4000
 has_kind() { [[ ",$kinds," == *",$1,"* ]]; }
 rnd 5 40
@@ -85,14 +80,7 @@ fi
 
 # A wrapper that starts the daemon with libfaketime reading its offset from a file
 # (cached for 1 s), so the injector can step a running server's clock.
-cat >"$T/ik-clocked" <<SH
-#!/bin/sh
-export ASAN_OPTIONS="\${ASAN_OPTIONS:+\$ASAN_OPTIONS:}verify_asan_link_order=0"
-export LD_PRELOAD="$LIBFAKETIME" FAKETIME_TIMESTAMP_FILE="\$IK_CLOCK_FILE" FAKETIME_CACHE_DURATION=1
-export IDKEEPER_LOG_SEQUENCE_COMMITS=1
-exec "$IK_BIN" "\$@"
-SH
-chmod +x "$T/ik-clocked"
+faketime_bin "$T/ik-clocked" 'FAKETIME_TIMESTAMP_FILE=$IK_CLOCK_FILE' FAKETIME_CACHE_DURATION=1 IDKEEPER_LOG_SEQUENCE_COMMITS=1
 
 declare -A PORT INC PID HPIDS KILLED_LOGS
 declare -A FAULTS=([kill9]=0 [sigstop]=0 [zk]=0 [zkleader]=0 [clock]=0)

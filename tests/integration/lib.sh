@@ -475,26 +475,39 @@ import sys
 print(max(((int(l) >> 22) + 1288834974657 for l in open(sys.argv[1]) if l.strip()), default=0))' "$1"
 }
 
-# faketime_bin FILE FAKETIME: writes FILE, an idkeeper wrapper with libfaketime
-# preloaded and FAKETIME set ("-10s": a clock 10 s behind), to run as IK_BIN. The
-# preload goes straight into the daemon (the faketime wrapper would fork, and the
-# test would lose the daemon's pid). Monotonic is shifted too: libfaketime 0.9.10
-# with FAKETIME_DONT_FAKE_MONOTONIC=1 makes timed waits on CLOCK_MONOTONIC condition
-# variables return at once; a constant shift of both clocks is harmless. An ASan
-# build must tolerate the preload ahead of its runtime.
+# faketime_bin FILE SETTING...: writes FILE, an idkeeper wrapper with libfaketime
+# preloaded, to run as IK_BIN. Each SETTING is VAR=VALUE, exported by the wrapper
+# (VALUE in double quotes there: "\$X" is read when it runs), or a bare FAKETIME
+# ("-10s": a clock 10 s behind). The preload goes straight into the daemon (the
+# faketime wrapper would fork, and the test would lose the daemon's pid). Monotonic
+# is shifted too unless a SETTING says otherwise: libfaketime 0.9.10 with
+# FAKETIME_DONT_FAKE_MONOTONIC=1 makes timed waits on CLOCK_MONOTONIC condition
+# variables return at once; a constant shift of both clocks is harmless.
+#
+# An ASan build runs with the preload ahead of its runtime (verify_asan_link_order=0)
+# and with allocator_release_to_os_interval_ms=-1: by default ASan's allocator reads
+# CLOCK_MONOTONIC when it maps a size class's first region, holding that class's
+# lock; if that is the process's first clock_gettime, libfaketime's hook looks its
+# real functions up with dlsym, whose error path calls malloc, which waits on the
+# same lock forever. Whether a build hit it depended on its layout: a build that
+# differed by one initializer hung at its start in every run.
 faketime_bin() {
-  local f lib=
+  local f lib= out=$1 set
+  shift
   for f in /usr/lib/*/faketime/libfaketime.so.1 /usr/lib/faketime/libfaketime.so.1; do
     [ -f "$f" ] && { lib=$f; break; }
   done
   [ -n "$lib" ] || fail "libfaketime.so.1 not found (apt-get install libfaketime)"
-  cat >"$1" <<SH
-#!/bin/sh
-export ASAN_OPTIONS="\${ASAN_OPTIONS:+\$ASAN_OPTIONS:}verify_asan_link_order=0"
-export LD_PRELOAD="$lib" FAKETIME="$2"
-exec "$IK_BIN" "\$@"
-SH
-  chmod +x "$1"
+  {
+    echo '#!/bin/sh'
+    echo 'export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0:allocator_release_to_os_interval_ms=-1"'
+    echo "export LD_PRELOAD=\"$lib\""
+    for set in "$@"; do
+      case $set in *=*) echo "export ${set%%=*}=\"${set#*=}\"" ;; *) echo "export FAKETIME=\"$set\"" ;; esac
+    done
+    echo "exec \"$IK_BIN\" \"\$@\""
+  } >"$out"
+  chmod +x "$out"
 }
 
 # grepq [GREP ARGS...]: `grep -q` that reads its input to the end. Under pipefail,

@@ -9,19 +9,8 @@
 # slot (FAKETIME_START_AFTER_SECONDS). Both clocks move, as in tests/conformance/slots_time.sh.
 source "$(dirname "$0")/lib.sh"
 
-LIBFAKETIME=
-for f in /usr/lib/*/faketime/libfaketime.so.1 /usr/lib/faketime/libfaketime.so.1; do
-  [ -f "$f" ] && { LIBFAKETIME=$f; break; }
-done
-[ -n "$LIBFAKETIME" ] || fail "libfaketime.so.1 not found (apt-get install libfaketime)"
 AFTER_S=4
-cat >"$T/ik-later" <<SH
-#!/bin/sh
-export ASAN_OPTIONS="\${ASAN_OPTIONS:+\$ASAN_OPTIONS:}verify_asan_link_order=0"
-export LD_PRELOAD="$LIBFAKETIME" FAKETIME="+21900d" FAKETIME_START_AFTER_SECONDS=$AFTER_S
-exec "$IK_BIN" "\$@"
-SH
-chmod +x "$T/ik-later"
+faketime_bin "$T/ik-later" +21900d FAKETIME_START_AFTER_SECONDS=$AFTER_S
 
 end=$("$IK_BIN" decode --expiry --json | jq -r .expires)
 log "the default layout ends: $end"

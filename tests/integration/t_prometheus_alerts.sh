@@ -52,19 +52,8 @@ PORT[l1]=$(zk_free_port)
 zk_serve z1 "${PORT[z1]}" --worker-range 0-7 --threads 1 --http-token-file "$T/token"
 # l1's clock is libfaketime's, offset by what $T/clock says (read at every call), so
 # that step 7 can step it back under the running server
-LIBFAKETIME=
-for f in /usr/lib/*/faketime/libfaketime.so.1 /usr/lib/faketime/libfaketime.so.1; do
-  [ -f "$f" ] && { LIBFAKETIME=$f; break; }
-done
-[ -n "$LIBFAKETIME" ] || fail "libfaketime.so.1 not found (apt-get install libfaketime)"
 echo "+0" >"$T/clock"
-cat >"$T/ik-stepped" <<SH
-#!/bin/sh
-export ASAN_OPTIONS="\${ASAN_OPTIONS:+\$ASAN_OPTIONS:}verify_asan_link_order=0"
-export LD_PRELOAD="$LIBFAKETIME" FAKETIME_TIMESTAMP_FILE="$T/clock" FAKETIME_NO_CACHE=1 FAKETIME_DONT_FAKE_MONOTONIC=1
-exec "$IK_BIN" "\$@"
-SH
-chmod +x "$T/ik-stepped"
+faketime_bin "$T/ik-stepped" FAKETIME_TIMESTAMP_FILE="$T/clock" FAKETIME_NO_CACHE=1 FAKETIME_DONT_FAKE_MONOTONIC=1
 IK_BIN=$T/ik-stepped start_server l1 "${PORT[l1]}" --coord "local:$T/data" --worker-range 0-0 --threads 1
 for n in z1 l1; do wait_ready "${PORT[$n]}" || fail "$n not ready: $(tail -n 5 "$T/$n.log")"; done
 [ "$(http_status "http://127.0.0.1:${PORT[z1]}/metrics")" = 401 ] || fail "z1's /metrics without the token is not 401"
