@@ -60,3 +60,8 @@ sql_cpu_ms() {
 pid_cpu_ms() {
   echo $(($(awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0) * 1000 / $(getconf CLK_TCK)))
 }
+
+# pid_cpu_split PID: the process's user and kernel CPU so far, in ms: "USER KERNEL"
+pid_cpu_split() {
+  awk -v hz="$(getconf CLK_TCK)" '{ printf "%d %d\n", $14 * 1000 / hz, $15 * 1000 / hz }' "/proc/$1/stat" 2>/dev/null || echo "0 0"
+}
