@@ -21,18 +21,6 @@
  *       takes a tag's queue whole under s->mu, so a request is either still queued
  *       (and cancel unlinks it) or in the batch of a write (and cancel does not find
  *       it). A batch left empty by cancels writes nothing.
- *   SQ5. The hold (below) only delays when the committer takes a queue: a request
- *       held is still queued (SQ4), and no write is split, merged or reordered.
- *
- * The hold (group commit's commit delay). With one write in flight per tag, a client
- * that sends its next request when its answer arrives misses the write that is
- * taken as soon as its answer is handed on, and joins the one after: C clients
- * split into two halves that take turns, about C/2 a write. So before it takes a
- * tag's queue, the committer holds it until as many requests have arrived since the
- * last write returned as that write answered (its clients coming back), for at most
- * half that write's time (SEQ_HOLD_MAX_NS at most), and never while another tag is
- * ready or the queue is empty (an empty queue is waited for anyway). One client
- * alone never waits: its return is the request that woke the committer.
  *
  * A request's life (edges name the functions; the arrow under s->mu):
  *
@@ -51,10 +39,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-/* The longest hold before a write (the hold, above). */
-#define SEQ_HOLD_MAX_NS 2000000
 
 typedef struct seq_req seq_req;
 struct seq_req {
@@ -70,13 +54,8 @@ struct seq_tag {
     seq_tag *next; /* s->tags */
     char name[IK_TAG_NAME_MAX + 1];
     seq_req *head, *tail;
-    int ready; /* on s->ready list, or held by the committer */
+    int ready; /* on s->ready list */
     seq_tag *rnext;
-    /* the hold: requests queued so far, their count when the last write returned,
-     * how many that write answered (0: it failed, or none yet) and its time */
-    uint64_t arrived, mark;
-    size_t want;
-    int64_t write_ns;
 };
 
 struct ik_sequence {
@@ -86,14 +65,13 @@ struct ik_sequence {
     pthread_cond_t cv;
     seq_tag *tags; /* tags with queued requests */
     seq_tag *ready_head, *ready_tail;
-    seq_tag *holding; /* the tag the committer holds for its clients' return */
     int stop;
     pthread_t committer;
     /* IDKEEPER_BENCH_CYCLE (benchmarks only, docs/sequence.md): the committer's
      * time, logged at destroy: requests and their ns queued before a batch took
      * them; batches, their ns in the store's write and in the callbacks */
     int timed;
-    int64_t t_reqs, t_wait_ns, t_batches, t_write_ns, t_answer_ns, t_held, t_hold_ns;
+    int64_t t_reqs, t_wait_ns, t_batches, t_write_ns, t_answer_ns;
 };
 
 static void *committer(void *arg);
@@ -110,7 +88,7 @@ int ik_sequence_create(ik_coord *c, const char *app, ik_sequence **out)
     const char *cyc = getenv("IDKEEPER_BENCH_CYCLE"); /* benchmarks only */
     s->timed = cyc && *cyc && strcmp(cyc, "0") != 0;
     pthread_mutex_init(&s->mu, NULL);
-    ik__cond_init_mono(&s->cv);
+    pthread_cond_init(&s->cv, NULL);
     if (pthread_create(&s->committer, NULL, committer, s)) {
         pthread_cond_destroy(&s->cv);
         pthread_mutex_destroy(&s->mu);
@@ -152,8 +130,6 @@ int ik_sequence_next(ik_sequence *s, const char *tag, size_t n, ik_ids_cb cb, vo
     else
         t->head = r;
     t->tail = r;
-    t->arrived++;
-    if (s->holding == t && t->arrived - t->mark >= t->want) pthread_cond_signal(&s->cv);
     if (!t->ready) {
         t->ready = 1;
         t->rnext = NULL;
@@ -214,23 +190,14 @@ static void commit_tag(ik_sequence *s, seq_tag *t)
     pthread_mutex_unlock(&s->mu);
     if (!batch) return;
 
-    int64_t total = 0, t0 = ik__mono_ns();
-    size_t nreq = 0;
+    int64_t total = 0, t0 = s->timed ? ik__mono_ns() : 0;
     for (seq_req *r = batch; r; r = r->next) {
         total += (int64_t)r->n;
-        nreq++;
         if (s->timed) s->t_reqs++, s->t_wait_ns += t0 - r->at_ns;
     }
     int64_t first = 0;
     int rc = ik__tag_advance(s->c, s->app, t->name, IK_TAG_SEQUENCE, total, &first);
-    int64_t t1 = ik__mono_ns();
-    /* the hold's measure, taken before the answers go: a client cannot come back
-     * before it, so every later arrival is a return or a newcomer */
-    pthread_mutex_lock(&s->mu);
-    t->mark = t->arrived;
-    t->want = rc == 0 ? nreq : 0;
-    t->write_ns = t1 - t0;
-    pthread_mutex_unlock(&s->mu);
+    int64_t t1 = s->timed ? ik__mono_ns() : 0;
 
     int64_t *ids = NULL;
     size_t cap = 0;
@@ -263,27 +230,6 @@ static void commit_tag(ik_sequence *s, seq_tag *t)
     }
 }
 
-/* The hold (above), under s->mu: t is off the ready list and still marked ready, so
- * its arrivals queue without requeueing it; one that completes the return, another
- * tag made ready, the stop or the deadline ends it. */
-static void hold_for_returns(ik_sequence *s, seq_tag *t)
-{
-    if (!t->want || !t->head || t->arrived - t->mark >= t->want) return;
-    int64_t hold = t->write_ns / 2;
-    if (hold > SEQ_HOLD_MAX_NS) hold = SEQ_HOLD_MAX_NS;
-    if (hold <= 0) return;
-    int64_t t0 = s->timed ? ik__mono_ns() : 0;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts); /* s->cv's clock (ik__cond_init_mono) */
-    ts.tv_nsec += (long)hold;
-    if (ts.tv_nsec >= 1000000000) ts.tv_sec++, ts.tv_nsec -= 1000000000;
-    s->holding = t;
-    while (!s->stop && !s->ready_head && t->arrived - t->mark < t->want)
-        if (pthread_cond_timedwait(&s->cv, &s->mu, &ts) == ETIMEDOUT) break;
-    s->holding = NULL;
-    if (s->timed) s->t_held++, s->t_hold_ns += ik__mono_ns() - t0;
-}
-
 static void *committer(void *arg)
 {
     ik_sequence *s = arg;
@@ -295,20 +241,12 @@ static void *committer(void *arg)
         seq_tag *t = s->ready_head;
         s->ready_head = t->rnext;
         if (!s->ready_head) s->ready_tail = NULL;
-        hold_for_returns(s, t);
-        if (s->stop) {
-            t->ready = 0;
-            break;
-        }
         t->ready = 0;
         pthread_mutex_unlock(&s->mu);
         commit_tag(s, t);
         pthread_mutex_lock(&s->mu);
-        /* requests that came during the write: the tag is back on the ready list. A
-         * tag whose last write succeeded is kept for the hold's measure (it is a
-         * tag of the store, so they are as many as the store has); one that failed
-         * (a name that is no tag, say) is dropped */
-        if (!t->head && !t->ready && !t->want) drop_tag(s, t);
+        /* requests that came during the write: the tag is back on the ready list */
+        if (!t->head && !t->ready) drop_tag(s, t);
     }
     pthread_mutex_unlock(&s->mu);
     return NULL;
@@ -332,13 +270,11 @@ void ik_sequence_destroy(ik_sequence *s)
     if (s->timed && s->t_batches)
         ik__logf("sequence batches: %" PRId64 " requests in %" PRId64 " batches (%.1f each), "
                  "queued %.0f us before their batch, the store's write %.0f us, the answers "
-                 "handed on %.0f us a batch; %" PRId64 " held for their clients' return, "
-                 "%.0f us each",
+                 "handed on %.0f us a batch",
                  s->t_reqs, s->t_batches, (double)s->t_reqs / (double)s->t_batches,
                  (double)s->t_wait_ns / (double)s->t_reqs / 1000.0,
                  (double)s->t_write_ns / (double)s->t_batches / 1000.0,
-                 (double)s->t_answer_ns / (double)s->t_batches / 1000.0, s->t_held,
-                 s->t_held ? (double)s->t_hold_ns / (double)s->t_held / 1000.0 : 0.0);
+                 (double)s->t_answer_ns / (double)s->t_batches / 1000.0);
     for (seq_tag *t = s->tags, *tn; t; t = tn) {
         tn = t->next;
         for (seq_req *r = t->head, *rn; r; r = rn) {
