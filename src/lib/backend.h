@@ -139,10 +139,15 @@ typedef struct ik__tag_write {
      * recorded it as a doubt before the call; first and aux set by the backend
      * before each send, as it learns them (a doubt of it keeps them). */
     ik__doubt own;
-    /* A write of this call that landed but is not handed out (the evidence that rode
-     * with it was refused, or too few replicas have it): the backend sets fate
-     * LANDED (or UNKNOWN) here and returns IK_EUNSAFE or IK_EINDOUBT; the engine logs
-     * the gap and keeps no doubt. OPEN: nothing to say. */
+    /* What the backend learned of this call's own write, for the engine to log (the
+     * backend logs no fate itself). OPEN: nothing to say. Else, by the call's answer:
+     *   LANDED, 0: its answer was lost and the backend read, within the call, that it
+     *     landed: handed out ("tag doubt settled ... WHY");
+     *   NOT_LANDED, an error: read, within the call, as not done ("tag doubt
+     *     settled ... WHY"), nothing handed out;
+     *   LANDED or UNKNOWN, IK_EUNSAFE or IK_EINDOUBT: it landed (or may have) but is
+     *     not handed out (the evidence that rode with it was refused, or too few
+     *     replicas have it): a gap; the engine keeps no doubt. */
     ik__doubt_verdict own_fate;
     /* The lane's open doubts of this tag, oldest first: the write reads whether they
      * landed where the store can tell in the same round trip (or before the write,

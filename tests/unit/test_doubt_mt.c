@@ -184,6 +184,38 @@ static void every_fate_is_one_line(void **st)
     ik__doubts_free(d);
 }
 
+/* D5, the call's own write: a backend that lost its answer and read back within the
+ * same call whether it landed says so in own_fate, and the engine writes the line:
+ * landed and handed out (0) is "settled" at its range, not a gap; not landed (an
+ * error) is "settled"; neither is kept. No backend logs a fate of its own. */
+static void the_calls_own_reread_is_logged_by_the_engine(void **st)
+{
+    (void)st;
+    ik__doubts *d;
+    assert_int_equal(ik__doubts_new(&d), 0);
+    S.answer = IK_OK;
+    S.own_fate = (ik__doubt_verdict){.fate = IK__DOUBT_LANDED, .first = 40};
+    snprintf(S.own_fate.why, sizeof S.own_fate.why,
+             "the write whose answer was lost landed: handed out (version=3 now=4)");
+    assert_int_equal(advance(d, "r", 5), IK_OK);
+    assert_int_equal(logged("tag doubt settled tag=r first=40 count=5 (app default): the write "
+                            "whose answer was lost landed: handed out (version=3 now=4)"),
+                     1);
+    assert_int_equal(logged("tag gap"), 0);
+    S.answer = IK_ESTORE;
+    S.own_fate = (ik__doubt_verdict){.fate = IK__DOUBT_NOT_LANDED, .first = -1};
+    snprintf(S.own_fate.why, sizeof S.own_fate.why,
+             "the commit whose answer was lost did not apply");
+    assert_int_equal(advance(d, "r", 2), IK_ESTORE);
+    assert_int_equal(logged("tag doubt settled tag=r count=2 (app default): the commit whose "
+                            "answer was lost did not apply"),
+                     1);
+    assert_int_equal(logged("tag gap"), 0);
+    assert_int_equal(S.nlog, 2);
+    assert_int_equal(ik__doubts_open(d), 0);
+    ik__doubts_free(d);
+}
+
 /* D4: a lane keeps 16 doubts; the oldest of the 17th is logged "first=?" at once. */
 static void the_table_is_bounded_and_logs_what_it_drops(void **st)
 {
@@ -271,6 +303,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(doubt_is_carried_by_the_next_advance_of_its_tag, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(every_fate_is_one_line, setup, teardown),
+        cmocka_unit_test_setup_teardown(the_calls_own_reread_is_logged_by_the_engine, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(the_table_is_bounded_and_logs_what_it_drops, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(the_stop_settles_or_logs_without_a_word_to_the_store, setup,

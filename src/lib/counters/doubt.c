@@ -139,6 +139,16 @@ static void log_fate(const char *app, const char *tag, const ik__doubt *x,
     }
 }
 
+/* The own write of an advance, its answer lost, read back within the call as landed
+ * and handed out (ik__tag_write's own_fate). */
+static void log_reread(const char *app, const char *tag, const ik__doubt *x,
+                       const ik__doubt_verdict *v)
+{
+    ik__logf("tag doubt settled tag=%s first=%" PRId64 " count=%" PRId64 " (app %s): %s", tag,
+             v->first >= 0 ? v->first : x->first, x->delta, app,
+             v->why[0] ? v->why : "the write whose answer was lost landed: handed out");
+}
+
 /* A doubt that will never be read again: a gap of unknown place, with why. */
 static void log_unplaced(const char *app, const char *tag, const ik__doubt *x, const char *why)
 {
@@ -290,8 +300,10 @@ int ik__doubts_advance(ik__doubts *d, ik__backend *be, const char *app, const ch
     w.own.sent_ns = ik__mono_ns(); /* D2: described before it is sent */
     int rc = be->ops->tag_advance(be, app, name, kind, &w, first);
     int own_kept = 0;
-    if (w.own_fate.fate != IK__DOUBT_OPEN)
-        log_fate(app, name, &w.own, &w.own_fate); /* landed, never handed out */
+    if (w.own_fate.fate == IK__DOUBT_LANDED && rc == IK_OK)
+        log_reread(app, name, &w.own, &w.own_fate); /* read back, handed out */
+    else if (w.own_fate.fate != IK__DOUBT_OPEN)
+        log_fate(app, name, &w.own, &w.own_fate); /* not done, or never handed out */
     else
         own_kept = rc == IK_EINDOUBT;
     put_back(d, e, &w, keep, sort_fates(app, name, &w, own_kept, keep));

@@ -119,14 +119,11 @@ int ik__sql_marks_reread(ik__sql_backend *b, const char *app, const char *name, 
         if (rc == 0) {
             ik__doubt_verdict v;
             judge(&w->own, seen, no_row, &v);
-            if (v.fate == IK__DOUBT_UNKNOWN) {
-                w->own_fate = v; /* logged by the engine, which keeps nothing */
-                return IK_EINDOUBT;
-            }
-            ik__logf("tag doubt settled tag=%s first=%" PRId64 " count=%" PRId64
-                     " (app %s): the commit whose answer was lost %s",
-                     name, w->own.first, w->own.delta, app,
-                     v.fate == IK__DOUBT_LANDED ? "did apply: handed out" : "did not apply");
+            if (v.fate == IK__DOUBT_LANDED)
+                snprintf(v.why, sizeof v.why,
+                         "the commit whose answer was lost did apply: handed out");
+            w->own_fate = v; /* logged by the engine, which keeps nothing */
+            if (v.fate == IK__DOUBT_UNKNOWN) return IK_EINDOUBT;
             if (v.fate == IK__DOUBT_LANDED) *first = w->own.first;
             return v.fate == IK__DOUBT_LANDED ? IK_OK : IK_ESTORE;
         }

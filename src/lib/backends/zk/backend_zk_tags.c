@@ -231,11 +231,13 @@ static int advance_locked(ik__backend *be, ik__zk_tags *zt, zt_tag *g, ik_tag_ki
             }
             int r = ik__zk_call_read(c, &g->node, zt->nonce);
             if (r == IK__ZK_LOST) return IK_EINDOUBT;
-            if (r == IK__ZK_MINE) { /* ours, its answer lost: still ours */
-                ik__logf("tag doubt settled tag=%s first=%" PRId64 " count=%" PRId64
-                         " version=%" PRId64 " now=%d (app %s): the write whose answer was "
-                         "lost landed: handed out",
-                         g->name, w->own.first, w->own.delta, w->own.aux, g->node.version, g->app);
+            if (r == IK__ZK_MINE) {                  /* ours, its answer lost: still ours */
+                w->own_fate.fate = IK__DOUBT_LANDED; /* logged by the engine */
+                w->own_fate.first = w->own.first;
+                snprintf(w->own_fate.why, sizeof w->own_fate.why,
+                         "the write whose answer was lost landed: handed out; written at "
+                         "version=%" PRId64 " now=%d",
+                         w->own.aux, g->node.version);
                 *first = w->own.first;
                 g->contended = g->node.version != w->own.aux + 1;
                 return IK_OK;
