@@ -2,7 +2,6 @@
 # labels: counters hazards
 # timeout: 240
 # not-on: local: the store is SQLite inside the server's own process: no write is left in doubt for a stop to settle
-# not-on: zk: no setting the ZooKeeper checks refuse can change under an open session (forceSync, skipACL and the session bounds are read at the server's start, and a read-only server is refused at connect): its store cannot turn unsafe while a doubt is open
 # A doubt, the store turned unsafe, then SIGTERM (docs/guarantees.md promise 13,
 # docs/hazards.md): the stop never settles the doubt through a store whose checks
 # refuse (a settling write or read there proves nothing the store will keep); the
@@ -25,8 +24,9 @@ source "$(dirname "$0")/conf.sh"
 
 # The store turned unsafe for this test alone: on a store of the test's own where
 # the setting is the server's (Redis, MariaDB; etcd, whose cluster behind the
-# address is replaced: conf_unsafe_on), on this test's database where it is the
-# database's (PostgreSQL: the new connections after "proxy up" see it).
+# address is replaced, and ZooKeeper, restarted on its data with forceSync=no:
+# conf_unsafe_on), on this test's database where it is the database's (PostgreSQL:
+# the new connections after "proxy up" see it).
 case $IK_STORE in
   redis) unset IK_FIXTURE_REDIS ;;      # redis_start: a Redis of its own
   mysql) unset IK_FIXTURE_MARIADB ;;    # my_start: a MariaDB of its own

@@ -75,7 +75,7 @@
 # server's own settings (proof: conf_unsafe_on): conf_store_start then starts a
 # server of this test's own instead of using the shared fixture's, which the other
 # tests of the stage use at the same time. A store file whose server is always the
-# test's own (zk's standalone, local:) may ignore it.
+# test's own (local:) may ignore it.
 # A group sets CONF_FLEET_STORE=1 before conf_store_start when it needs the store
 # configured as a fleet should configure it (check: `idkeeper check` exits 0): a
 # store file whose shared server is not (etcd: one member without auth, two risks)

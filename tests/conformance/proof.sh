@@ -2,7 +2,6 @@
 # labels: counters hazards
 # timeout: 180
 # not-on: local: the store is a directory of this host: no setting of it that loses a write can be turned unsafe at run time (a filesystem's type is fixed while it is mounted); the local checks (statfs of DIR at open and every interval) are tried by their own tests
-# not-on: zk: ZooKeeper reads forceSync, and every other setting that loses a write, only at its start: none can be turned unsafe at run time, and a restart is a new connection judged in full before the next write (t_zk_hazards)
 # Proof with every write (docs/hazards.md, "How the checks run"): the round trip of
 # a counter advance carries the evidence that the store keeps it, so a setting
 # turned unsafe between two writes stops the very next one. A server on a sequence
@@ -23,22 +22,29 @@ CONF_SESSION_MS=30000
 source "$(dirname "$0")/conf.sh"
 CONF_OWN_STORE=1
 conf_store_start
+conf_counters_store # what conf_counter_raw needs of the store (zk: counter_raw)
 uri=$(conf_coord proof)
 "$IK_BIN" tags add q --kind sequence --coord "$uri" "${CONF_SERVE_ARGS[@]}" >/dev/null ||
   fail "tags add q"
 serve_on s --coord "$uri" "${CONF_SERVE_ARGS[@]}" || fail "serve: $(cat "$T/s.log")"
 base=http://127.0.0.1:$PORT
 
-# the client: one request at a time until $T/stop; a line "START_MS CODE ID" each
-# (START_MS: mono_ms before the request was sent; ID empty unless 200)
+# the client: one request at a time until $T/stop; a line "START_MS CODE ID END_MS"
+# each (START_MS: mono_ms before the request was sent, END_MS once its answer was
+# read; ID "-" unless 200). A request counts as made while the store was unsafe if
+# it was sent after conf_unsafe_on returned and answered before conf_unsafe_off was
+# called: a refusal can take a while (zk: the full check the refused store is due
+# for, about 450 ms), and one sent before the put-back may be answered by the store
+# made safe again, rightly.
 : >"$T/draws"
 (
   while [ ! -e "$T/stop" ]; do
     mono_ms t
     code=$(ik_http "$base/v1/sequence/q?format=text" "$T/draw.body")
-    id=
+    id=-
     [ "$code" = 200 ] && id=$(cat "$T/draw.body")
-    echo "$t $code $id" >>"$T/draws"
+    mono_ms t_end
+    echo "$t $code $id $t_end" >>"$T/draws"
     sleep 0.01
   done
 ) &
@@ -62,11 +68,11 @@ wait_until 30 again || fail "not serving again within 30 s of conf_unsafe_off: $
 touch "$T/stop"
 wait_until 10 not alive "${IK_PIDS[-1]}" || true
 
-bad=$(awk -v a="$t_on" -v b="$t_off" '$1 >= a && $1 < b && $2 == 200' "$T/draws")
+bad=$(awk -v a="$t_on" -v b="$t_off" '$1 >= a && $4 < b && $2 == 200' "$T/draws")
 [ -z "$bad" ] || fail "IDs answered to requests sent after $setting turned unsafe (and before it was put back): $(echo "$bad" | head -n 5 | tr '\n' ';')"
-others=$(awk -v a="$t_on" -v b="$t_off" '$1 >= a && $1 < b && $2 != 503' "$T/draws" | head -n 3)
+others=$(awk -v a="$t_on" -v b="$t_off" '$1 >= a && $4 < b && $2 != 503' "$T/draws" | head -n 3)
 [ -z "$others" ] || fail "requests while unsafe answered other than 503: $others"
-n_unsafe=$(awk -v a="$t_on" -v b="$t_off" '$1 >= a && $1 < b' "$T/draws" | wc -l)
+n_unsafe=$(awk -v a="$t_on" -v b="$t_off" '$1 >= a && $4 < b' "$T/draws" | wc -l)
 pass "$setting unsafe: $n_unsafe requests sent meanwhile, every one 503 (the $n_before before it: IDs); a log line names it"
 
 awk '$2 == 200 {print $3}' "$T/draws" >"$T/answered.ids"

@@ -152,9 +152,10 @@ static void log_reread(const char *app, const char *tag, const ik__doubt *x,
 /* A doubt that will never be read again: a gap of unknown place, with why. */
 static void log_unplaced(const char *app, const char *tag, const ik__doubt *x, const char *why)
 {
-    ik__doubt_verdict v = {.fate = IK__DOUBT_UNKNOWN, .first = -1};
-    snprintf(v.why, sizeof v.why, "a write whose answer was lost may have recorded them, %s", why);
-    log_fate(app, tag, x, &v);
+    /* as log_fate's UNKNOWN, with why whole: a refusal's reason alone can fill a
+     * verdict's why */
+    ik__tag_gap(app, tag, x->kind, x->first, x->delta, "maybe_recorded",
+                "a write whose answer was lost may have recorded them, %s", why);
 }
 
 /* ---- lanes (D3) and the table (D4) ----------------------------------------------- */

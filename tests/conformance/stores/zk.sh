@@ -8,11 +8,50 @@ source "$IK_SRC/tests/integration/zk.sh"
 ZK_SESSION_MS=$CONF_SESSION_MS
 
 conf_store_start() {
+  [ -z "${CONF_OWN_STORE:-}" ] || unset IK_FIXTURE_ZK # a server of this test's own (conf.sh)
   zk_start_standalone
   CONF_SERVE_ARGS=(--zk-session-timeout "$CONF_SESSION_MS")
 }
 
 conf_coord() { zk_uri "$1"; }
+
+# conf_unsafe_on URI: ZooKeeper reads forceSync only at its start, so the server
+# behind URI (the test's own standalone server 1) is restarted on its data with
+# forceSync=no: what a running idkeeper sees is its ensemble come back unsafe, its
+# session (if it outlived the restart) and its nodes intact (t_zk_hazards). Prints
+# the row's name once the server serves. It may run in a subshell ($(...)), whose
+# ZK_PID the caller never sees: the new server's pid is kept in $T/zk-unsafe.pid for
+# conf_unsafe_off and the cleanup.
+conf_unsafe_on() {
+  zk_stop 1
+  ZK_FORCE_SYNC=no zk_start 1
+  echo "${ZK_PID[1]}" >"$T/zk-unsafe.pid"
+  zk_wait_serving 1 >&2
+  echo forceSync
+}
+
+# conf_unsafe_off URI: the same server restarted on its data with forceSync=yes
+conf_unsafe_off() {
+  local pid
+  if [ -r "$T/zk-unsafe.pid" ]; then
+    pid=$(cat "$T/zk-unsafe.pid")
+    kill -KILL "$pid" 2>/dev/null || true
+    wait_until 30 not alive "$pid" || fail "the forceSync=no ZooKeeper ($pid) outlived SIGKILL"
+    rm -f "$T/zk-unsafe.pid"
+    ZK_PID[1]=
+  else
+    zk_stop 1
+  fi
+  ZK_FORCE_SYNC=yes zk_start 1
+  zk_wait_serving 1 >&2
+}
+
+# the forceSync=no server of a conf_unsafe_on run in a subshell, which IK_PIDS missed
+_conf_zk_unsafe_stop() {
+  [ -r "$T/zk-unsafe.pid" ] && kill -KILL "$(cat "$T/zk-unsafe.pid")" 2>/dev/null
+  return 0
+}
+IK_CLEANUPS+=(_conf_zk_unsafe_stop)
 
 conf_slot_free_ms() { echo "$CONF_SESSION_MS"; }
 

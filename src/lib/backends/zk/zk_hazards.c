@@ -51,6 +51,14 @@
  * and a restart is a new connection. So a slow server never delays a renewal
  * behind an interval's check (the renewal's own answer would then come too late
  * for its window).
+ *
+ * After the write: the ZooKeeper client sends a request queued while it reconnects
+ * on the new connection, so a write the gate let through on a connection it judged
+ * can still be answered by a restarted server, or another member, that nobody
+ * judged. The gate returns the epoch it judged; a counter advance or a slot renewal
+ * answered when the epoch has moved is judged again (the connection now, in full)
+ * before it counts: refused, or not connected, an advance's range is not handed out
+ * (a gap at its exact range, which the engine logs) and a renewal does not renew.
  */
 #include "zk_hazards.h"
 #include "backend_zk.h"
@@ -94,6 +102,7 @@ typedef struct ik__zk_hz {
     pthread_cond_t tcv;
     int stop;
     atomic_int_least64_t light_ns; /* mono ns of the latest check, full or light */
+    int test_pause_ms; /* IDKEEPER_TEST_ZK_GATE_PAUSE_MS: tests only (docs/zookeeper.md) */
 } zk_hz;
 
 /* ------------------------------------------------------------------------------
@@ -654,23 +663,61 @@ static int due_locked(ik__backend *be, zk_hz *z)
 }
 
 /* Before a write: 0 (checked, or not due), IK_EUNSAFE (refused now), or IK_ESTORE
- * (due, but the session is not connected: nothing was judged). */
-static int gate(ik__backend *be)
+ * (due, but the session is not connected: nothing was judged). *judged: the epoch of
+ * the connection it judged (for judged_still). */
+static int gate(ik__backend *be, unsigned *judged)
 {
     zk_hz *z = hz_of(be);
+    *judged = 0;
     if (!z) return IK_OK;
     if (pthread_mutex_trylock(&z->run) != 0) {
         /* the thread asks its words again on the connection already judged: a server
          * that does not answer them would hold every renewal back by their deadline
          * (t_zk_slow); the rows it has stand meanwhile */
-        if (atomic_load(&z->again) && atomic_load(&z->epoch) == atomic_load(&z->again_epoch))
+        unsigned again = atomic_load(&z->again_epoch);
+        if (atomic_load(&z->again) && atomic_load(&z->epoch) == again) {
+            *judged = again;
             return ik__hazards_refused(&be->hz, NULL, 0);
+        }
         pthread_mutex_lock(&z->run);
     }
     int rc = due_locked(be, z) ? run_locked(be, z, NULL, 0) : IK_OK;
+    *judged = z->checked_epoch;
     pthread_mutex_unlock(&z->run);
     if (rc && rc != IK_EUNSAFE) return rc;
     return ik__hazards_refused(&be->hz, NULL, 0);
+}
+
+/* After a write the gate let through: 1 if the session has not connected again since
+ * the connection the gate judged (so the write was answered on it: the client hands
+ * a CONNECTED event to the listener before any answer from the new connection). */
+static int judged_still(ik__backend *be, unsigned judged)
+{
+    zk_hz *z = hz_of(be);
+    return !z || atomic_load(&z->epoch) == judged;
+}
+
+/* A write answered after the session connected again (judged_still 0): the gate
+ * again, on the connection now. 0 if it is judged and not refused; else IK_EUNSAFE,
+ * with what to say in why (the refusal, or that nothing could be judged). */
+static int judge_after(ik__backend *be, char *why, size_t why_len)
+{
+    unsigned judged;
+    int rc = gate(be, &judged);
+    if (rc == IK_OK) return IK_OK;
+    if (rc != IK_EUNSAFE || ik__hazards_refused(&be->hz, why, why_len) != IK_EUNSAFE)
+        snprintf(why, why_len, "ZooKeeper is not connected: its settings cannot be checked");
+    return IK_EUNSAFE;
+}
+
+/* IDKEEPER_TEST_ZK_GATE_PAUSE_MS: a counter advance pauses this long after its gate,
+ * before it is sent, so that a test can restart ZooKeeper in between. */
+static void test_pause(const zk_hz *z)
+{
+    if (!z || z->test_pause_ms <= 0) return;
+    struct timespec ts = {z->test_pause_ms / 1000, (long)(z->test_pause_ms % 1000) * 1000000};
+    while (nanosleep(&ts, &ts) != 0) {
+    }
 }
 
 /* The interval's re-check: every hazard interval, the light check of the
@@ -728,6 +775,9 @@ int ik__zk_hazards_open(ik__backend *be, const ik_coord_options *o, char *why, s
     if (!z) return IK_ENOMEM;
     pthread_mutex_init(&z->run, NULL);
     z->asked_ms = b->zc.timeout_ms;
+    const char *pause = getenv("IDKEEPER_TEST_ZK_GATE_PAUSE_MS"); /* tests only */
+    long pause_ms = pause ? strtol(pause, NULL, 10) : 0;
+    z->test_pause_ms = pause_ms > 0 && pause_ms <= 60000 ? (int)pause_ms : 0;
     b->hzs = z;
     /* the interval: a third of the negotiated session timeout, at most 10 s */
     ik__hazards_init(&be->hz, o, ik__zk_slot_free_ms(be), b->zc.uri);
@@ -774,7 +824,8 @@ int ik__zk_gated_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__
 {
     zk_hz *z = hz_of(be);
     if (z) ik__zk_wait_connected(be, ik__zk_connect_wait_ms(ik__zk_slot_free_ms(be)));
-    int rc = gate(be);
+    unsigned judged;
+    int rc = gate(be, &judged);
     if (rc == IK_EUNSAFE) return ik__hazards_refused(&be->hz, why, why_len);
     if (rc)
         return ik__fail(IK_ESTORE, why, why_len,
@@ -787,9 +838,13 @@ int ik__zk_gated_slot_persist(ik__backend *be, void *handle, int64_t record_ms,
 {
     /* not connected (IK_ESTORE): the renewal sends nothing on a handle that is not
      * connected either, and settles what an earlier one left */
-    int rc = gate(be);
+    unsigned judged;
+    int rc = gate(be, &judged);
     if (rc == IK_EUNSAFE) return rc;
-    return ik__zk_slot_persist(be, handle, record_ms, proof, written_ms);
+    rc = ik__zk_slot_persist(be, handle, record_ms, proof, written_ms);
+    if (rc != IK_OK || judged_still(be, judged)) return rc;
+    char why[300];
+    return judge_after(be, why, sizeof why); /* refused: the renewal does not count */
 }
 
 int ik__zk_gated_tag_advance(ik__backend *be, const char *app, const char *name, ik_tag_kind kind,
@@ -802,8 +857,20 @@ int ik__zk_gated_tag_advance(ik__backend *be, const char *app, const char *name,
     if (hz_of(be) &&
         ik__zk_wait_connected(be, ik__zk_connect_wait_ms(ik__zk_slot_free_ms(be))) == IK_ESTORE)
         return IK_ESTORE;
-    int rc = gate(be);
+    unsigned judged;
+    int rc = gate(be, &judged);
     if (rc == IK_EUNSAFE) return rc;
     if (rc) return IK_ESTORE; /* certainly not done */
-    return ik__zk_tag_advance(be, app, name, kind, w, first);
+    test_pause(hz_of(be));
+    rc = ik__zk_tag_advance(be, app, name, kind, w, first);
+    if (rc != IK_OK || judged_still(be, judged)) return rc;
+    char why[300];
+    if (judge_after(be, why, sizeof why) == IK_OK) return IK_OK;
+    /* landed, on a connection that cannot be vouched for: never handed out */
+    w->own_fate.fate = IK__DOUBT_LANDED;
+    w->own_fate.first = *first;
+    w->own_fate.code = "store_unsafe";
+    snprintf(w->own_fate.why, sizeof w->own_fate.why,
+             "its write was answered on a connection made after its check (%s)", why);
+    return IK_EUNSAFE;
 }

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# labels: zk hazards
+# timeout: 180
+# A counter advance whose connection changes between its check and its send
+# (docs/zookeeper.md, "Store hazards"): the ZooKeeper client sends a request queued
+# while it reconnects on the new connection, so the gate's verdict on the old one
+# proves nothing of the server that answers. Here the server is restarted on its
+# data with forceSync=no while an advance waits between its gate and its send
+# (IDKEEPER_TEST_ZK_GATE_PAUSE_MS): the advance lands on the unsafe server, and its
+# range is not handed out: 503 store_unsafe, and a gap at its exact range
+# (why=store_unsafe). Before the check after the write, the request got its ID
+# from a server that acknowledges writes it has not fsynced.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/zk.sh"
+
+PAUSE_MS=10000 # the client reconnects after a third of the session timeout at most
+zk_start_standalone
+URI=$(zk_uri gate)
+"$IK_BIN" tags add seq --kind sequence --coord "$URI" >/dev/null || fail "tags add"
+IDKEEPER_TEST_ZK_GATE_PAUSE_MS=$PAUSE_MS serve_on s --coord "$URI" --zk-session-timeout 12000 \
+  --quiet || fail "serve: $(tail -n 5 "$T/s.log")"
+URL=http://127.0.0.1:$PORT/v1/sequence/seq?count=3
+
+# the advance: its gate judges the connection (safe), then it waits PAUSE_MS
+code_of() { ik_http "$URL" "$T/body" 30 >"$T/code"; }
+code_of &
+req=$!
+sleep 1
+zk_stop 1
+ZK_FORCE_SYNC=no zk_start 1
+zk_wait_serving 1
+wait "$req" || true
+code=$(cat "$T/code")
+[ "$code" != 200 ] || fail "the advance sent after ZooKeeper came back with forceSync=no was handed out: $(cat "$T/body")"
+[ "$code" = 503 ] && grepq '"error":"store_unsafe"' "$T/body" || fail "answered $code, not 503 store_unsafe: $(cat "$T/body")"
+wait_grep 'tag gap tag=seq first=1 count=3 why=store_unsafe' "$T/s.log" 10 ||
+  fail "no gap at the advance's range: $(grep 'tag \|hazard' "$T/s.log" | tail -n 5)"
+pass "503 store_unsafe; $(grep 'tag gap tag=seq' "$T/s.log" | head -n 1)"
