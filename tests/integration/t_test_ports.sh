@@ -9,9 +9,15 @@
 source "$(dirname "$0")/lib.sh"
 
 export IK_PORT_DIR=$T/ports
+# each shell stays alive until all four have picked, as tests do while their servers
+# run: a claim whose shell has ended is free again (below)
 for j in 1 2 3 4; do
-  bash -c 'source "$IK_SRC/tests/tools/ports.sh"; for i in $(seq 400); do ik_free_port; done' >"$T/picks.$j" &
+  bash -c 'source "$IK_SRC/tests/tools/ports.sh"; for i in $(seq 400); do ik_free_port; done >"$1"
+    touch "$1.done"; while [ ! -e "$2" ]; do sleep 0.05; done' picker "$T/picks.$j" "$T/all.done" &
 done
+all_picked() { [ -e "$T/picks.1.done" ] && [ -e "$T/picks.2.done" ] && [ -e "$T/picks.3.done" ] && [ -e "$T/picks.4.done" ]; }
+wait_until 100 all_picked || fail "the four shells did not pick 400 ports each in 100 s"
+touch "$T/all.done"
 wait
 n=$(cat "$T"/picks.* | wc -l)
 [ "$n" = 1600 ] || fail "expected 1,600 picks, got $n"
