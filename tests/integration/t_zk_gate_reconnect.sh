@@ -36,3 +36,28 @@ code=$(cat "$T/code")
 wait_grep 'tag gap tag=seq first=1 count=3 why=store_unsafe' "$T/s.log" 10 ||
   fail "no gap at the advance's range: $(grep 'tag \|hazard' "$T/s.log" | tail -n 5)"
 pass "503 store_unsafe; $(grep 'tag gap tag=seq' "$T/s.log" | head -n 1)"
+
+# A slot take the same way (IDKEEPER_TEST_ZK_ACQUIRE_PAUSE_MS): its gate judges the
+# connection safe at the server's start, ZooKeeper comes back with forceSync=no
+# before the take is sent, and the take is judged again: refused, the server does
+# not start on that slot. Before, it started on it (and stayed up, not ready, its
+# renewals refused).
+zk_stop 1
+ZK_FORCE_SYNC=yes zk_start 1
+zk_wait_serving 1
+P2=$(free_port)
+IDKEEPER_TEST_ZK_ACQUIRE_PAUSE_MS=$PAUSE_MS start_server s2 "$P2" --coord "$URI" \
+  --zk-session-timeout 12000 --quiet
+wait_grep 'quorum is standalone' "$T/s2.log" 30 || fail "s2 never checked ZooKeeper: $(tail -n 5 "$T/s2.log")"
+sleep 0.5 # its take is past its gate now, in the pause
+zk_stop 1
+ZK_FORCE_SYNC=no zk_start 1
+zk_wait_serving 1
+wait_until 40 not alive "${SERVER_PID[s2]}" ||
+  fail "s2 still runs $((PAUSE_MS / 1000 + 40)) s after its slot was taken through a forceSync=no server (ready: $(ik_http "http://127.0.0.1:$P2/readyz"))"
+rc=0
+wait "${SERVER_PID[s2]}" || rc=$?
+((rc != 0)) || fail "s2 exited 0"
+grepq 'taken on a connection made after its check: .*forceSync is no' "$T/s2.log" ||
+  fail "s2's refusal does not say why: $(tail -n 3 "$T/s2.log")"
+pass "the slot take refused (exit $rc): $(grep -o 'the slot was taken on a connection.*' "$T/s2.log" | head -n 1 | cut -c1-160)"

@@ -102,7 +102,9 @@ typedef struct ik__zk_hz {
     pthread_cond_t tcv;
     int stop;
     atomic_int_least64_t light_ns; /* mono ns of the latest check, full or light */
-    int test_pause_ms; /* IDKEEPER_TEST_ZK_GATE_PAUSE_MS: tests only (docs/zookeeper.md) */
+    /* IDKEEPER_TEST_ZK_GATE_PAUSE_MS, IDKEEPER_TEST_ZK_ACQUIRE_PAUSE_MS: tests only
+     * (docs/testing.md, "Test hooks") */
+    int test_pause_ms, test_acquire_pause_ms;
 } zk_hz;
 
 /* ------------------------------------------------------------------------------
@@ -710,14 +712,22 @@ static int judge_after(ik__backend *be, char *why, size_t why_len)
     return IK_EUNSAFE;
 }
 
-/* IDKEEPER_TEST_ZK_GATE_PAUSE_MS: a counter advance pauses this long after its gate,
- * before it is sent, so that a test can restart ZooKeeper in between. */
-static void test_pause(const zk_hz *z)
+/* The test hooks: a counter advance (IDKEEPER_TEST_ZK_GATE_PAUSE_MS) or a slot take
+ * (IDKEEPER_TEST_ZK_ACQUIRE_PAUSE_MS) pauses ms after its gate, before it is sent, so
+ * that a test can restart ZooKeeper in between. */
+static void test_pause(int ms)
 {
-    if (!z || z->test_pause_ms <= 0) return;
-    struct timespec ts = {z->test_pause_ms / 1000, (long)(z->test_pause_ms % 1000) * 1000000};
+    if (ms <= 0) return;
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
     while (nanosleep(&ts, &ts) != 0) {
     }
+}
+
+static int test_ms(const char *var)
+{
+    const char *v = getenv(var); /* tests only */
+    long ms = v ? strtol(v, NULL, 10) : 0;
+    return ms > 0 && ms <= 60000 ? (int)ms : 0;
 }
 
 /* The interval's re-check: every hazard interval, the light check of the
@@ -775,9 +785,8 @@ int ik__zk_hazards_open(ik__backend *be, const ik_coord_options *o, char *why, s
     if (!z) return IK_ENOMEM;
     pthread_mutex_init(&z->run, NULL);
     z->asked_ms = b->zc.timeout_ms;
-    const char *pause = getenv("IDKEEPER_TEST_ZK_GATE_PAUSE_MS"); /* tests only */
-    long pause_ms = pause ? strtol(pause, NULL, 10) : 0;
-    z->test_pause_ms = pause_ms > 0 && pause_ms <= 60000 ? (int)pause_ms : 0;
+    z->test_pause_ms = test_ms("IDKEEPER_TEST_ZK_GATE_PAUSE_MS");
+    z->test_acquire_pause_ms = test_ms("IDKEEPER_TEST_ZK_ACQUIRE_PAUSE_MS");
     b->hzs = z;
     /* the interval: a third of the negotiated session timeout, at most 10 s */
     ik__hazards_init(&be->hz, o, ik__zk_slot_free_ms(be), b->zc.uri);
@@ -830,7 +839,17 @@ int ik__zk_gated_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__
     if (rc)
         return ik__fail(IK_ESTORE, why, why_len,
                         "ZooKeeper is not connected: its settings cannot be checked");
-    return ik__zk_slot_acquire(be, req, out, why, why_len);
+    test_pause(z ? z->test_acquire_pause_ms : 0);
+    rc = ik__zk_slot_acquire(be, req, out, why, why_len);
+    if (rc != IK_OK || judged_still(be, judged)) return rc;
+    char after[300];
+    if (judge_after(be, after, sizeof after) == IK_OK) return IK_OK;
+    /* taken on a connection that cannot be vouched for: not ours to issue from; the
+     * node stays with the session, and the next take finds it ours (slot_forget) */
+    ik__zk_slot_forget(be, out->handle);
+    out->handle = NULL;
+    return ik__fail(IK_EUNSAFE, why, why_len,
+                    "the slot was taken on a connection made after its check: %s", after);
 }
 
 int ik__zk_gated_slot_persist(ik__backend *be, void *handle, int64_t record_ms,
@@ -861,7 +880,7 @@ int ik__zk_gated_tag_advance(ik__backend *be, const char *app, const char *name,
     int rc = gate(be, &judged);
     if (rc == IK_EUNSAFE) return rc;
     if (rc) return IK_ESTORE; /* certainly not done */
-    test_pause(hz_of(be));
+    test_pause(hz_of(be) ? hz_of(be)->test_pause_ms : 0);
     rc = ik__zk_tag_advance(be, app, name, kind, w, first);
     if (rc != IK_OK || judged_still(be, judged)) return rc;
     char why[300];
