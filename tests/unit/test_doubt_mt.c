@@ -184,6 +184,19 @@ static void every_fate_is_one_line(void **st)
     ik__doubts_free(d);
 }
 
+/* One advance whose backend read its own write back within the call: answer and
+ * fate as given, then exactly the line expected and no gap. */
+static void reread(ik__doubts *d, int answer, ik__doubt_fate fate, int64_t first, int64_t delta,
+                   const char *why, const char *line)
+{
+    S.answer = answer;
+    S.own_fate = (ik__doubt_verdict){.fate = fate, .first = first};
+    snprintf(S.own_fate.why, sizeof S.own_fate.why, "%s", why);
+    assert_int_equal(advance(d, "r", delta), answer);
+    assert_int_equal(logged(line), 1);
+    assert_int_equal(logged("tag gap"), 0);
+}
+
 /* D5, the call's own write: a backend that lost its answer and read back within the
  * same call whether it landed says so in own_fate, and the engine writes the line:
  * landed and handed out (0) is "settled" at its range, not a gap; not landed (an
@@ -193,24 +206,14 @@ static void the_calls_own_reread_is_logged_by_the_engine(void **st)
     (void)st;
     ik__doubts *d;
     assert_int_equal(ik__doubts_new(&d), 0);
-    S.answer = IK_OK;
-    S.own_fate = (ik__doubt_verdict){.fate = IK__DOUBT_LANDED, .first = 40};
-    snprintf(S.own_fate.why, sizeof S.own_fate.why,
-             "the write whose answer was lost landed: handed out (version=3 now=4)");
-    assert_int_equal(advance(d, "r", 5), IK_OK);
-    assert_int_equal(logged("tag doubt settled tag=r first=40 count=5 (app default): the write "
-                            "whose answer was lost landed: handed out (version=3 now=4)"),
-                     1);
-    assert_int_equal(logged("tag gap"), 0);
-    S.answer = IK_ESTORE;
-    S.own_fate = (ik__doubt_verdict){.fate = IK__DOUBT_NOT_LANDED, .first = -1};
-    snprintf(S.own_fate.why, sizeof S.own_fate.why,
-             "the commit whose answer was lost did not apply");
-    assert_int_equal(advance(d, "r", 2), IK_ESTORE);
-    assert_int_equal(logged("tag doubt settled tag=r count=2 (app default): the commit whose "
-                            "answer was lost did not apply"),
-                     1);
-    assert_int_equal(logged("tag gap"), 0);
+    reread(d, IK_OK, IK__DOUBT_LANDED, 40, 5,
+           "the write whose answer was lost landed: handed out (version=3 now=4)",
+           "tag doubt settled tag=r first=40 count=5 (app default): the write whose answer was "
+           "lost landed: handed out (version=3 now=4)");
+    reread(d, IK_ESTORE, IK__DOUBT_NOT_LANDED, -1, 2,
+           "the commit whose answer was lost did not apply",
+           "tag doubt settled tag=r count=2 (app default): the commit whose answer was lost did "
+           "not apply");
     assert_int_equal(S.nlog, 2);
     assert_int_equal(ik__doubts_open(d), 0);
     ik__doubts_free(d);
