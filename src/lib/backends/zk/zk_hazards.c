@@ -700,11 +700,14 @@ static int judged_still(ik__backend *be, unsigned judged)
 }
 
 /* A write answered after the session connected again (judged_still 0): the gate
- * again, on the connection now. 0 if it is judged and not refused; else IK_EUNSAFE,
- * with what to say in why (the refusal, or that nothing could be judged). */
-static int judge_after(ik__backend *be, char *why, size_t why_len)
+ * again, on the connection now; with wait, once the session is connected (at most
+ * the connection wait a write makes: a blip between the answer and this judgement
+ * is not a gap). 0 if it is judged and not refused; else IK_EUNSAFE, with what to
+ * say in why (the refusal, or that nothing could be judged). */
+static int judge_after(ik__backend *be, int wait, char *why, size_t why_len)
 {
     unsigned judged;
+    if (wait) ik__zk_wait_connected(be, ik__zk_connect_wait_ms(ik__zk_slot_free_ms(be)));
     int rc = gate(be, &judged);
     if (rc == IK_OK) return IK_OK;
     if (rc != IK_EUNSAFE || ik__hazards_refused(&be->hz, why, why_len) != IK_EUNSAFE)
@@ -843,7 +846,7 @@ int ik__zk_gated_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__
     rc = ik__zk_slot_acquire(be, req, out, why, why_len);
     if (rc != IK_OK || judged_still(be, judged)) return rc;
     char after[300];
-    if (judge_after(be, after, sizeof after) == IK_OK) return IK_OK;
+    if (judge_after(be, 1, after, sizeof after) == IK_OK) return IK_OK;
     /* taken on a connection that cannot be vouched for: not ours to issue from; the
      * node stays with the session, and the next take finds it ours (slot_forget) */
     ik__zk_slot_forget(be, out->handle);
@@ -863,7 +866,9 @@ int ik__zk_gated_slot_persist(ik__backend *be, void *handle, int64_t record_ms,
     rc = ik__zk_slot_persist(be, handle, record_ms, proof, written_ms);
     if (rc != IK_OK || judged_still(be, judged)) return rc;
     char why[300];
-    return judge_after(be, why, sizeof why); /* refused: the renewal does not count */
+    /* no wait: the lease's thread runs the renewals, and one that comes back late is
+     * worth less than the next, 500 ms on while in doubt */
+    return judge_after(be, 0, why, sizeof why); /* refused: the renewal does not count */
 }
 
 int ik__zk_gated_tag_advance(ik__backend *be, const char *app, const char *name, ik_tag_kind kind,
@@ -884,7 +889,7 @@ int ik__zk_gated_tag_advance(ik__backend *be, const char *app, const char *name,
     rc = ik__zk_tag_advance(be, app, name, kind, w, first);
     if (rc != IK_OK || judged_still(be, judged)) return rc;
     char why[300];
-    if (judge_after(be, why, sizeof why) == IK_OK) return IK_OK;
+    if (judge_after(be, 1, why, sizeof why) == IK_OK) return IK_OK;
     /* landed, on a connection that cannot be vouched for: never handed out */
     w->own_fate.fate = IK__DOUBT_LANDED;
     w->own_fate.first = *first;
