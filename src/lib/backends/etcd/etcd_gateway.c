@@ -105,19 +105,32 @@ static char *b64_decode(const char *s, size_t n, size_t *out_len)
 /* ---- reading answers ---------------------------------------------------------- */
 
 /* A 64-bit integer field: a JSON string of digits (the gateway's form) or a number.
- * 0 if absent; -1 if malformed. */
-static int get_i64(json_t *o, const char *name, int64_t *v)
+ * 0 with *num the number, or *s the string (both NULL: absent, or null); -1 if it is
+ * neither, or a string no 64-bit value can be written in. */
+static int int_field(json_t *o, const char *name, json_t **num, const char **s)
 {
     json_t *f = json_object_get(o, name);
-    *v = 0;
+    *num = NULL;
+    *s = NULL;
     if (!f || json_is_null(f)) return 0;
     if (json_is_integer(f)) {
-        *v = (int64_t)json_integer_value(f);
+        *num = f;
         return 0;
     }
     if (!json_is_string(f)) return -1;
-    const char *s = json_string_value(f);
-    if (!*s || strlen(s) > 20) return -1;
+    *s = json_string_value(f);
+    return **s && strlen(*s) <= 20 ? 0 : -1;
+}
+
+/* 0 if absent; -1 if malformed. */
+static int get_i64(json_t *o, const char *name, int64_t *v)
+{
+    json_t *num;
+    const char *s;
+    *v = 0;
+    if (int_field(o, name, &num, &s)) return -1;
+    if (num) *v = (int64_t)json_integer_value(num);
+    if (!s) return 0;
     errno = 0;
     char *e;
     long long x = strtoll(s, &e, 10);
@@ -128,16 +141,13 @@ static int get_i64(json_t *o, const char *name, int64_t *v)
 
 static int get_u64(json_t *o, const char *name, uint64_t *v)
 {
-    json_t *f = json_object_get(o, name);
+    json_t *num;
+    const char *s;
     *v = 0;
-    if (!f || json_is_null(f)) return 0;
-    if (json_is_integer(f)) {
-        *v = (uint64_t)json_integer_value(f);
-        return 0;
-    }
-    if (!json_is_string(f)) return -1;
-    const char *s = json_string_value(f);
-    if (!*s || *s == '-' || strlen(s) > 20) return -1;
+    if (int_field(o, name, &num, &s)) return -1;
+    if (num) *v = (uint64_t)json_integer_value(num);
+    if (!s) return 0;
+    if (*s == '-') return -1;
     errno = 0;
     char *e;
     unsigned long long x = strtoull(s, &e, 10);
