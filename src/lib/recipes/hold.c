@@ -251,8 +251,8 @@ static void *prober_main(void *arg)
             ops->watch(lk, until, &h->probe_stop, &ev);
             pthread_mutex_lock(&h->mu);
             h->watching = 0;
-            if (ev.fact == IK__HOLD_GONE && g == h->grant && h->active) {
-                h->probe_ev = ev;
+            if (ev.fact != IK__HOLD_NO_ANSWER && g == h->grant && h->active) {
+                h->probe_ev = ev; /* said unasked: the end, or a proof after all */
                 h->probe_done = 1;
             }
             pthread_cond_broadcast(&h->cv);

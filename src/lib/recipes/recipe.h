@@ -96,8 +96,9 @@ struct ik__recipe_ops {
                   ik__hold_evidence *out);
     /* Optional: between probes, waits until deadline_ns, or *stop, for the store to
      * say unasked that the grant is gone (a session's end on its connection):
-     * GONE, or NO_ANSWER when nothing was said. On the prober thread. NULL: the
-     * protocol tells such news through ik__hold_tell. */
+     * GONE, NO_ANSWER when nothing was said, or STANDS with a proof where what it
+     * said proved the grant after all. On the prober thread. NULL: the protocol
+     * tells such news through ik__hold_tell. */
     void (*watch)(ik_lock *lk, int64_t deadline_ns, const volatile int *stop,
                   ik__hold_evidence *out);
     /* Optional: work of the protocol that waits on a store event between grants (a

@@ -55,10 +55,13 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define PING_WAIT_MS 1000  /* an idle spare's ping before reuse */
 #define PROBE_SLICE_MS 100 /* a probe looks at its stop this often (SL2) */
@@ -77,9 +80,10 @@ typedef struct sql_lock {
     ik__sql_conn *spare; /* unlocked, kept for the next acquire (SL5) */
     int64_t granted_ns;  /* the grant's proof: its fence's first statement's send */
 
-    pthread_mutex_t cmu; /* SL2: held while a probe or release uses c */
+    pthread_mutex_t cmu; /* SL2: held while a probe, the watch or release uses c */
     int ping_out;        /* under cmu: a ping of c is still out (SL1) ... */
     int64_t ping_sent;   /* ... sent then */
+    int kick[2];         /* a pipe: release wakes the watch at once (-1: none) */
 } sql_lock;
 
 _Static_assert(sizeof(sql_lock) <= IK__SQL_LOCK_SIZE, "IK__SQL_LOCK_SIZE too small");
@@ -107,6 +111,7 @@ int ik__sql_lock_init(ik_lock *base)
     pthread_mutex_init(&lk->cmu, NULL);
     lk->state = IK_HOLD_IDLE;
     lk->spare = NULL;
+    if (pipe2(lk->kick, O_CLOEXEC | O_NONBLOCK) != 0) lk->kick[0] = lk->kick[1] = -1;
     return IK_OK;
 }
 
@@ -199,12 +204,63 @@ static int fence_next(ik__sql_backend *b, ik__sql_conn *c, const char *key, int6
     return IK__SQL_EDEFINITE;
 }
 
+/* Between probes: the session's end as the database tells it unasked (a terminated
+ * session, a restart, its own idle limit): with no request out the database sends
+ * nothing, so the connection's socket turning readable means it ended the session
+ * (sql_driver.h's socket). A ping then says which: the session's end (GONE), or an
+ * answer after all (STANDS). Polled until the deadline, the stop, or a release's
+ * kick; with a ping still out, the next probe waits for it instead. */
+void ik__sql_watch(ik_lock *base, int64_t deadline_ns, const volatile int *stop,
+                   ik__hold_evidence *out)
+{
+    sql_lock *lk = (sql_lock *)base;
+    ik__sql_backend *b = ik__sql_of(base->be);
+    out->fact = IK__HOLD_NO_ANSWER;
+    pthread_mutex_lock(&lk->cmu);
+    pthread_mutex_lock(&lk->mu);
+    ik__sql_conn *c = lk->state == IK_HOLD_HELD ? lk->c : NULL;
+    pthread_mutex_unlock(&lk->mu);
+    int fd = c && !lk->ping_out && b->d->socket ? b->d->socket(c) : -1;
+    int said = 0;
+    while (!*stop && !said) {
+        int64_t left = (deadline_ns - ik__mono_ns()) / 1000000;
+        if (left <= 0) break;
+        struct pollfd p[2] = {{.fd = fd, .events = POLLIN}, {.fd = lk->kick[0], .events = POLLIN}};
+        int n = poll(p, 2, (int)(left < PROBE_SLICE_MS ? left : PROBE_SLICE_MS));
+        if (n > 0 && p[1].revents) { /* a release: drain the kick and yield */
+            char x[16];
+            while (read(lk->kick[0], x, sizeof x) > 0) {
+            }
+            break;
+        }
+        said = n > 0 && fd >= 0 && (p[0].revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL));
+    }
+    if (said) {
+        lk->ping_sent = ik__mono_ns();
+        int rc = b->d->ping(c, PROBE_SLICE_MS);
+        lk->ping_out = rc == IK__SQL_ETIMEOUT;
+        if (rc == 0) {
+            out->fact = IK__HOLD_STANDS;
+            out->proof = (ik__lease_proof){lk->ping_sent, b->ttl_ms};
+        } else if (rc != IK__SQL_ETIMEOUT) {
+            if (rc == IK__SQL_EFOREIGN) ik__sql_hazards_foreign(b, c, rc);
+            out->fact = IK__HOLD_GONE;
+            snprintf(out->why, sizeof out->why,
+                     "the database ended the lock's session (terminated, restarted, or its "
+                     "idle limit): it freed the lock");
+        }
+    }
+    pthread_mutex_unlock(&lk->cmu);
+}
+
 /* Ends a grant: once the probe in flight has yielded (SL2), unlocks where the
  * session answers (the connection then becomes the spare, SL5) and closes it
  * otherwise, which frees what its session held. */
 static void drop(sql_lock *lk)
 {
     ik__sql_backend *b = ik__sql_of(lk->base.be);
+    if (lk->kick[1] >= 0 && write(lk->kick[1], "k", 1) < 0) { /* full: a kick is there */
+    }
     pthread_mutex_lock(&lk->cmu);
     pthread_mutex_lock(&lk->mu);
     ik__sql_conn *c = lk->c;
@@ -336,6 +392,8 @@ void ik__sql_lock_fini(ik_lock *base)
     lk->spare = NULL;
     pthread_mutex_destroy(&lk->cmu);
     pthread_mutex_destroy(&lk->mu);
+    for (int i = 0; i < 2; i++)
+        if (lk->kick[i] >= 0) close(lk->kick[i]);
 }
 
 int ik__sql_leader(ik__backend *be, const char *path, char **id)

@@ -378,6 +378,8 @@ int ik__sql_leader(ik__backend *be, const char *path, char **id);
 void ik__sql_proof_of_grant(ik_lock *lk, ik__hold_evidence *out);
 void ik__sql_probe(ik_lock *lk, int64_t deadline_ns, const volatile int *stop,
                    ik__hold_evidence *out);
+void ik__sql_watch(ik_lock *lk, int64_t deadline_ns, const volatile int *stop,
+                   ik__hold_evidence *out);
 /* The size of recipe_sql.c's lock struct, at least (it checks so at build time). */
 #define IK__SQL_LOCK_SIZE 4096
 
@@ -395,6 +397,7 @@ void ik__sql_probe(ik_lock *lk, int64_t deadline_ns, const volatile int *stop,
         .leader = ik__sql_leader,                                                                  \
         .proof_of_grant = ik__sql_proof_of_grant,                                                  \
         .probe = ik__sql_probe,                                                                    \
+        .watch = ik__sql_watch,                                                                    \
     };                                                                                             \
     static int NAME##_be_open(const char *uri, const ik_coord_options *o, ik__backend **out,       \
                               char *why, size_t why_len)                                           \

@@ -817,6 +817,7 @@ static int zk_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
             rc = acquire_pass(&a);
         while (rc == AGAIN);
         rc = rc == IK_OK ? grant(&a, fence) : give_up(&a, rc);
+        if (rc == IK_OK) ik__zk_lock_watch_own(a.lk);
     }
     return rc;
 }

@@ -99,6 +99,11 @@ void ik__zk_lock_delete_pending(ik__zk_lock *lk);
  * reconnect). 0, or IK_EINDOUBT. */
 int ik__zk_lock_delete_settle(ik__zk_lock *lk, int64_t ms);
 
+/* Sets the watch of our node at once for a new grant, without waiting for its
+ * answer: its deletion (by hand) is then told as it happens, not after the first
+ * probe; already gone, the grant is. */
+void ik__zk_lock_watch_own(ik__zk_lock *lk);
+
 /* The hold monitor's evidence (recipe.h): the grant's proof, a probe, and the
  * release's delete sent again between grants (tend). */
 void ik__zk_lock_proof_of_grant(ik_lock *base, ik__hold_evidence *out);

@@ -182,6 +182,36 @@ static void on_probe(int zrc, const struct Stat *st, const void *data)
     reg_unlock(lk);
 }
 
+/* The answer of the grant's own watch of our node (data: answer_lock's, seq 0): our
+ * node already gone, or another session's, is the grant gone. */
+static void on_own_watch_set(int zrc, const struct Stat *st, const void *data)
+{
+    uint32_t seq;
+    zk_lock *lk = answer_lock(data, &seq);
+    if (!lk) return;
+    int gone = zrc == ZNONODE || (zrc == ZOK && st && st->ephemeralOwner != lk->session);
+    int held = lk->state == IK_HOLD_HELD;
+    if (gone) lk->own_deleted = 1;
+    pthread_cond_broadcast(&lk->cv);
+    reg_unlock(lk);
+    if (gone && held) ik__hold_tell(&lk->base, IK__HOLD_GONE, "our lock node was deleted");
+}
+
+void ik__zk_lock_watch_own(zk_lock *lk)
+{
+    ik__zk_session s;
+    ik__zk_session_get(lk->base.be, &s);
+    pthread_mutex_lock(&lk->mu);
+    char node[ZPATH_MAX];
+    snprintf(node, sizeof node, "%s", lk->node);
+    int ours = node[0] && s.connected && !s.dead && s.gen == lk->gen;
+    pthread_mutex_unlock(&lk->mu);
+    if (ours)
+        zoo_awexists(s.zh, node, ik__zk_lock_on_watch, (void *)(uintptr_t)lk->reg, on_own_watch_set,
+                     (void *)(uintptr_t)(lk->reg << 20));
+    ik__zk_session_put(lk->base.be);
+}
+
 /* The answer of a release's delete (data: answer_lock's). */
 static void on_deleted(int zrc, const void *data)
 {
