@@ -21,7 +21,10 @@
 #           (conf_hold_reset_frees), silent from the start instead;
 #   oneway  A's answers are dropped while its requests arrive (proxy mute): the
 #           store keeps A's grant, so B may hold only after A gave it back;
-#   frozen  the store's server frozen (SIGSTOP) for T + 1.5 s, then continued.
+#   frozen  the store's server frozen (SIGSTOP) for T + 1.5 s, then continued;
+#   keep    (the library, tests/tools/keepelect) an ik_election with keep_on_loss,
+#           cut off one way: after LOST it keeps its node (B does not lead for T/6)
+#           until ik_election_rejoin, which gives it back (B leads after it).
 # In every case but revoke, no line of A may follow B's first (0 overlap), and A
 # must say it lost the grant no later than the window after the fault began (its
 # last proof was sent before that) plus SLACK_MS for a loaded machine; B must run.
@@ -40,7 +43,7 @@ VIA=$(conf_proxy_coord hold)
 TMS=${HOLD_TMS:-4000}                # the session timeout or lease TTL
 REVOKE_TMS=${HOLD_REVOKE_TMS:-15000} # a long T: a probe every T/4 would be too late
 SLACK_MS=${HOLD_SLACK_MS:-600}
-CASES=${HOLD_CASES:-revoke reset oneway frozen}
+CASES=${HOLD_CASES:-revoke reset oneway frozen keep}
 TOOLS=${HOLD_TOOLS:-lock elect}
 
 # hb NAME LINGER_MS FILE: "NAME PID EPOCHREALTIME" every 20 ms; after a SIGTERM,
@@ -155,6 +158,45 @@ run_case() {
   pass "$tool, $case: LOST told $told ms after the fault began (window $w ms); no heartbeat of A after B's first"
 }
 
+# keep_case: keep_on_loss and ik_election_rejoin through the public API
+# (tests/tools/keepelect): A, cut off one way, is told LOST; for T/6 after that B
+# must not lead (the store keeps A's grant while A's requests arrive: only A can give
+# it back); after A's rejoin B leads, and not before it.
+keep_case() {
+  local path=/hold-keep hb="$T/hb.keep" args w=$((TMS * 2 / 3)) t0 lost rejoined b
+  local tool=$IK_BUILD/tests/tools/keepelect
+  [ -x "$tool" ] || fail "no keepelect at $tool (built by tests/tools)"
+  : >"$hb"
+  read -ra args <<<"$(conf_elect_args "$TMS")"
+  coproc KEEP { exec "$tool" "$VIA" "$path" A "$TMS" >"$T/keep.out" 2>"$T/keep.err"; }
+  IK_PIDS+=($KEEP_PID)
+  wait_until 60 grepq ' held ' "$T/keep.out" || fail "keep: A never led: $(cat "$T/keep.err" "$T/keep.out")"
+  "$IK_BIN" elect --coord "$COORD" "${args[@]}" --once --id B "$path" -- "$T/hb" B 0 "$hb" 2>"$hb.b.err" &
+  b=$!
+  IK_PIDS+=($b)
+  wait_until 60 queued elect "$path" 2 || fail "keep: B never queued: $(tail -n 3 "$hb.b.err")"
+  proxy mute
+  t0=$EPOCHREALTIME
+  wait_until $(((w + SLACK_MS + 5000) / 1000)) grepq ' lost ' "$T/keep.out" || fail "keep: A never told LOST: $(cat "$T/keep.out")"
+  lost=$(grep -m 1 ' lost ' "$T/keep.out" | cut -d' ' -f1)
+  wait_ms_past "$lost" $((TMS / 6))
+  ! grepq '^B ' "$hb" || fail "keep: B led $(((${EPOCHREALTIME/./} - ${lost/./}) / 1000)) ms after A's LOST, before A rejoined (its grant was given back at LOST)"
+  local rj=$EPOCHREALTIME first_b
+  echo rejoin >&"${KEEP[1]}"
+  proxy unmute # zk://: the release's delete waits for the session's reconnect
+  wait_until 10 grepq ' rejoin ' "$T/keep.out" || fail "keep: no answer to rejoin: $(cat "$T/keep.out")"
+  rejoined=$(grep -m 1 ' rejoin ' "$T/keep.out")
+  [ "${rejoined##* }" = 0 ] || fail "keep: ik_election_rejoin answered ${rejoined##* }"
+  wait_until $(((TMS + 10000) / 1000)) grepq '^B ' "$hb" || fail "keep: B never led after A rejoined: $(tail -n 3 "$hb.b.err")"
+  first_b=$(grep -m 1 '^B ' "$hb" | cut -d' ' -f3)
+  ((${first_b/./} >= ${rj/./})) || fail "keep: B led before A rejoined"
+  echo quit >&"${KEEP[1]}"
+  wait "$KEEP_PID" 2>/dev/null || true
+  kill -TERM $b 2>/dev/null
+  wait $b 2>/dev/null || true
+  pass "keep: LOST told $(((${lost/./} - ${t0/./}) / 1000)) ms after the outage began; A kept its grant $((TMS / 6)) ms past it; B led $(((${first_b/./} - ${lost/./}) / 1000)) ms after A's LOST, once A rejoined"
+}
+
 reset_reason=$(conf_hold_reset_frees)
 for tool in $TOOLS; do
   for c in $CASES; do
@@ -168,6 +210,7 @@ for tool in $TOOLS; do
           run_case "$tool" reset
         fi
         ;;
+      keep) [ "$tool" = elect ] && keep_case ;;
       *) run_case "$tool" "$c" ;;
     esac
   done
