@@ -101,6 +101,9 @@ typedef enum ik_error {
     IK_EKIND = -10018,      /* the tag exists, but is of the other kind */
     IK_EUNSAFE = -10019,    /* the store's settings can lose an acknowledged write or a
                                lease now (docs/hazards.md): nothing was written */
+    IK_EDENIED = -10020,    /* since 0.7.0: the store refused this client for good (a
+                               wrong password, an unknown user or database): trying
+                               again will not help; ik_coord_open's why says which */
     IK_EZK_BASE = -20000,   /* IK_EZK_BASE + ZooKeeper error code */
 } ik_error;
 

@@ -8,7 +8,8 @@
 # as the store says so. Holder A (`idkeeper lock`, or `idkeeper elect --once`) runs a
 # CMD that appends "A PID EPOCHREALTIME" to one file every 20 ms and, told to stop,
 # goes on for a second (the CLI kills it after its grace); waiter B queues on a direct
-# connection with a CMD that appends "B ..." lines to the same file. Then one fault:
+# connection with a CMD that appends "B ..." lines to the same file. T is 6 s, A's
+# --grace 0.5 s. Then one fault:
 #   revoke  the holder's grant ended by hand, each way the store has (zk: its node
 #           deleted; etcd: its key deleted, its lease revoked; SQL: its session
 #           terminated or killed): the store hands the grant on at that moment, so A
@@ -22,6 +23,9 @@
 #   oneway  A's answers are dropped while its requests arrive (proxy mute): the
 #           store keeps A's grant, so B may hold only after A gave it back;
 #   frozen  the store's server frozen (SIGSTOP) for T + 1.5 s, then continued;
+#   start   the store frozen as `lock --timeout 60000` (or `elect`) starts: it says it
+#           waits for the store, in the store's words, and once the store is
+#           continued it runs its CMD and exits 0 (before: exit 1 at once);
 #   keep    (the library, tests/tools/keepelect) an ik_election with keep_on_loss,
 #           cut off one way: after LOST it keeps its node (B does not lead for T/6)
 #           until ik_election_rejoin, which gives it back (B leads after it).
@@ -40,10 +44,11 @@ conf_store_start
 conf_proxy_start || fail "no fault proxy in front of $IK_STORE"
 COORD=$(conf_coord hold)
 VIA=$(conf_proxy_coord hold)
-TMS=${HOLD_TMS:-4000}                # the session timeout or lease TTL
+TMS=${HOLD_TMS:-6000}                # the session timeout or lease TTL
 REVOKE_TMS=${HOLD_REVOKE_TMS:-15000} # a long T: a probe every T/4 would be too late
-SLACK_MS=${HOLD_SLACK_MS:-600}
-CASES=${HOLD_CASES:-revoke reset oneway frozen keep}
+SLACK_MS=${HOLD_SLACK_MS:-1000} # a loaded machine (2 cores, load 13) told LOST 570 ms late
+GRACE_MS=500                     # A's grace: its tree is gone T/3 - 0.5 s before T
+CASES=${HOLD_CASES:-revoke reset oneway frozen start keep}
 TOOLS=${HOLD_TOOLS:-lock elect}
 
 # hb NAME LINGER_MS FILE: "NAME PID EPOCHREALTIME" every 20 ms; after a SIGTERM,
@@ -92,9 +97,9 @@ run_case() {
   read -ra args <<<"$(conf_elect_args "$tms")"
   local w=$((tms * 2 / 3))
   if [ "$tool" = lock ]; then
-    "$IK_BIN" lock --coord "$via" "${args[@]}" "$path" -- "$T/hb" A "$linger" "$hb" 2> >(stamp >"$hb.a.err") &
+    "$IK_BIN" lock --coord "$via" "${args[@]}" --grace $GRACE_MS "$path" -- "$T/hb" A "$linger" "$hb" 2> >(stamp >"$hb.a.err") &
   else
-    "$IK_BIN" elect --coord "$via" "${args[@]}" --once --id A "$path" -- "$T/hb" A "$linger" "$hb" 2> >(stamp >"$hb.a.err") &
+    "$IK_BIN" elect --coord "$via" "${args[@]}" --grace $GRACE_MS --once --id A "$path" -- "$T/hb" A "$linger" "$hb" 2> >(stamp >"$hb.a.err") &
   fi
   a=$!
   IK_PIDS+=($a)
@@ -158,6 +163,34 @@ run_case() {
   pass "$tool, $case: LOST told $told ms after the fault began (window $w ms); no heartbeat of A after B's first"
 }
 
+# start_case TOOL: the store frozen as the command starts: its open is tried again
+# (lock: within --timeout; elect: for as long as it takes), saying so; continued, it
+# runs CMD.
+start_case() {
+  local tool=$1 path="/hold-start-$1" a rc args
+  read -ra args <<<"$(conf_elect_args "$TMS")"
+  conf_store_freeze
+  if [ "$tool" = lock ]; then
+    "$IK_BIN" lock --coord "$COORD" "${args[@]}" --timeout 60000 "$path" -- touch "$T/start.$tool" 2>"$T/start.$tool.err" &
+  else
+    "$IK_BIN" elect --coord "$COORD" "${args[@]}" --once "$path" -- touch "$T/start.$tool" 2>"$T/start.$tool.err" &
+  fi
+  a=$!
+  IK_PIDS+=($a)
+  wait_grep 'trying again' "$T/start.$tool.err" 60 || {
+    conf_store_thaw
+    fail "$tool start: no word of waiting for the frozen store: $(cat "$T/start.$tool.err")"
+  }
+  alive $a || { conf_store_thaw; fail "$tool start: gave up on the frozen store: $(cat "$T/start.$tool.err")"; }
+  conf_store_thaw
+  wait_until 90 not alive $a || fail "$tool start: did not end within 90 s of the store's return: $(cat "$T/start.$tool.err")"
+  rc=0
+  wait $a || rc=$?
+  [ "$rc" = 0 ] || fail "$tool start: exited $rc: $(cat "$T/start.$tool.err")"
+  [ -e "$T/start.$tool" ] || fail "$tool start: exited 0 without running CMD"
+  pass "$tool, start: waited for the frozen store ($(grep -m 1 'trying again' "$T/start.$tool.err" | cut -c1-200)), then ran CMD"
+}
+
 # keep_case: keep_on_loss and ik_election_rejoin through the public API
 # (tests/tools/keepelect): A, cut off one way, is told LOST; for T/6 after that B
 # must not lead (the store keeps A's grant while A's requests arrive: only A can give
@@ -210,7 +243,8 @@ for tool in $TOOLS; do
           run_case "$tool" reset
         fi
         ;;
-      keep) [ "$tool" = elect ] && keep_case ;;
+      keep) if [ "$tool" = elect ]; then keep_case; fi ;;
+      start) start_case "$tool" ;;
       *) run_case "$tool" "$c" ;;
     esac
   done

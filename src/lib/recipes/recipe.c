@@ -511,6 +511,7 @@ static void *campaign_thread(void *arg)
 {
     ik_election *e = arg;
     int64_t backoff = 50;
+    int failing = 0; /* failed campaigns in a row: told once, in the store's words */
     for (;;) {
         pthread_mutex_lock(&e->mu);
         e->qn = 0; /* notices of an earlier grant, released since: none come later */
@@ -520,14 +521,20 @@ static void *campaign_thread(void *arg)
         int rc = lock_acquire(e->lk, -1, &fence);
         if (rc == IK_ECLOSED) break; /* resign */
         if (rc != 0) {
+            ik_hold_info hi;
+            lock_info(e->lk, &hi);
             char why[160];
-            snprintf(why, sizeof why, "campaigning: %s", ik_strerror(rc));
+            snprintf(why, sizeof why, "campaigning: %s", hi.why[0] ? hi.why : ik_strerror(rc));
+            if (failing++ == 0)
+                ik__logf("election %s: %s (%s); campaigning again", e->lk->path,
+                         hi.why[0] ? hi.why : "no reason given", ik_strerror(rc));
             elect_set(e, IK_HOLD_WAITING, why, 0);
             if (elect_nap(e, backoff)) break;
             if (backoff < 1000) backoff *= 2;
             continue;
         }
         backoff = 50;
+        failing = 0;
         test_grant_delay();
         pthread_mutex_lock(&e->mu);
         if (e->stop) {

@@ -572,7 +572,7 @@ static int call_as(ik__etcd_gw *g, const char *path, const char *post, int64_t t
             int ae = authenticate(g, deadline - ik__mono_ms(), why, why_len);
             if (ae) {
                 a->err_code = 16; /* for the caller: not let in (EG4 keeps the why's words) */
-                return ae;
+                return ae == IK_EDENIED ? IK_ESTORE : ae;
             }
             i--;
             continue;
@@ -672,8 +672,9 @@ static int authenticate(ik__etcd_gw *g, int64_t timeout_ms, char *why, size_t wh
     if (e == IK_EINDOUBT) e = IK_ESTORE; /* a login applies nothing */
     if (e) {
         if (a.err_code == 3)
-            ik__fail(IK_ESTORE, why, why_len,
-                     "etcd refused the login of user %s: wrong user name or password", g->user);
+            e = ik__fail(IK_EDENIED, why, why_len,
+                         "etcd refused the login of user %s: wrong user name or password",
+                         g->user);
         ik__etcd_answer_free(&a);
         return e;
     }
@@ -744,7 +745,7 @@ int ik__etcd_gw_new(const ik__etcd_gw_config *c, ik__etcd_gw **out, char *why, s
     }
     if (e) {
         ik__etcd_gw_free(g);
-        return e;
+        return e == IK_EINDOUBT ? IK_ESTORE : e; /* the hello applies nothing */
     }
     *out = g;
     return IK_OK;

@@ -279,17 +279,14 @@ static void drop(sql_lock *lk)
     ik__sql_conn_close(b, c);
 }
 
-int ik__sql_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
+/* One attempt of WAITING: a connection (the spare, pinged, or a new one), the
+ * session lock in the database's queue until deadline_ms, the fence (SL3) and an
+ * election's holder row. 1 held (*cp, *f, *sent), or the class that ended it (its
+ * connection closed; why in the database's words where it gave some). */
+static int attempt(sql_lock *lk, int64_t deadline_ms, ik__sql_conn **cp, int64_t *f, int64_t *sent,
+                   char *why, size_t why_len)
 {
-    sql_lock *lk = (sql_lock *)base;
-    ik__sql_backend *b = ik__sql_of(base->be);
-    pthread_mutex_lock(&lk->mu);
-    ik_hold_state st = lk->state;
-    pthread_mutex_unlock(&lk->mu);
-    if (st != IK_HOLD_IDLE) return IK_EINVAL;
-    if (__atomic_exchange_n(&lk->cancel, 0, __ATOMIC_SEQ_CST)) return IK_ECLOSED;
-    int64_t deadline = timeout_ms < 0 ? -1 : timeout_ms == 0 ? 0 : ik__mono_ms() + timeout_ms;
-    set_state(lk, IK_HOLD_WAITING, "waiting");
+    ik__sql_backend *b = ik__sql_of(lk->base.be);
     pthread_mutex_lock(&lk->mu);
     ik__sql_conn *c = lk->spare;
     lk->spare = NULL;
@@ -298,34 +295,78 @@ int ik__sql_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
         ik__sql_conn_close(b, c);
         c = NULL;
     }
-    char why[256] = "";
-    int rc = c ? 0 : ik__sql_connect_holder(b, &c, why, sizeof why);
-    if (rc) {
-        set_state(lk, IK_HOLD_IDLE, why);
-        return IK_ESTORE;
-    }
-    rc = b->d->lock(c, base->kind, lk->key, deadline, &lk->cancel, why, sizeof why);
-    int64_t f = 0;
-    int64_t sent = ik__mono_ns(); /* the fence's statements prove the session from here */
+    int rc = c ? 0 : ik__sql_connect_holder(b, &c, why, why_len);
+    if (rc) return rc;
+    rc = b->d->lock(c, lk->base.kind, lk->key, deadline_ms, &lk->cancel, why, why_len);
+    *sent = ik__mono_ns(); /* the fence's statements prove the session from here */
     if (rc == 1) {
-        rc = fence_next(b, c, lk->key, &f);
-        if (rc == 0 && base->kind == IK__LOCK_LATCH) {
-            const char *p[] = {lk->key, base->data ? base->data : ""};
-            rc = b->d->exec(c, IK__SQL_HOLDER_SET, p, 2, NULL, why, sizeof why);
+        rc = fence_next(b, c, lk->key, f);
+        if (rc) snprintf(why, why_len, "the fencing token of %s could not be advanced", lk->key);
+        if (rc == 0 && lk->base.kind == IK__LOCK_LATCH) {
+            const char *p[] = {lk->key, lk->base.data ? lk->base.data : ""};
+            rc = b->d->exec(c, IK__SQL_HOLDER_SET, p, 2, NULL, why, why_len);
         }
         if (rc == 0)
             rc = 1;
         else
-            b->d->unlock(c, base->kind, lk->key);
+            b->d->unlock(c, lk->base.kind, lk->key);
+    }
+    if (rc == IK__SQL_EFOREIGN) { /* granted in a session not ours: SL6 */
+        const ik__sql_conn_hz *hz = b->d->hz_state(c);
+        snprintf(why, why_len, "%s is %s: %s", hz->foreign_check, hz->foreign_value,
+                 hz->foreign_fix);
+        ik__sql_hazards_foreign(b, c, rc);
+    }
+    if (rc == 1)
+        *cp = c;
+    else
+        ik__sql_conn_close(b, c);
+    return rc;
+}
+
+/* Whether an attempt's end is waited out (a waiter rides out what a holder rides
+ * out, docs/recipes.md): the database unreachable, or the connection lost, its
+ * session (and whatever it held) gone with it. */
+static int transient(int rc)
+{
+    return rc == IK__SQL_EGONE || rc == IK__SQL_EDOUBT;
+}
+
+int ik__sql_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
+{
+    sql_lock *lk = (sql_lock *)base;
+    pthread_mutex_lock(&lk->mu);
+    ik_hold_state st = lk->state;
+    pthread_mutex_unlock(&lk->mu);
+    if (st != IK_HOLD_IDLE) return IK_EINVAL;
+    if (__atomic_exchange_n(&lk->cancel, 0, __ATOMIC_SEQ_CST)) return IK_ECLOSED;
+    int64_t deadline = timeout_ms < 0 ? -1 : timeout_ms == 0 ? 0 : ik__mono_ms() + timeout_ms;
+    set_state(lk, IK_HOLD_WAITING, "waiting");
+    char why[256] = "";
+    ik__sql_conn *c = NULL;
+    int64_t f = 0, sent = 0, pause = 50;
+    int rc, failing = 0;
+    for (;;) {
+        rc = attempt(lk, deadline, &c, &f, &sent, why, sizeof why);
+        if (rc == 1 || !transient(rc) || timeout_ms == 0) break;
+        int64_t now = ik__mono_ms();
+        if (deadline >= 0 && now >= deadline) break;
+        if (failing++ == 0)
+            ik__logf("lock %s: the database failed (%s); trying again%s", base->path,
+                     why[0] ? why : "no answer", deadline < 0 ? "" : " until the timeout");
+        int64_t until = now + pause;
+        if (deadline >= 0 && until > deadline) until = deadline;
+        while (ik__mono_ms() < until && !__atomic_load_n(&lk->cancel, __ATOMIC_SEQ_CST)) {
+            struct timespec ts = {0, 20 * 1000000};
+            nanosleep(&ts, NULL);
+        }
+        if (pause < 1000) pause *= 2;
+        if (__atomic_load_n(&lk->cancel, __ATOMIC_SEQ_CST)) {
+            rc = IK__SQL_ECANCELED;
+            break;
+        }
     }
     if (rc != 1) {
-        if (rc == IK__SQL_EFOREIGN) { /* granted in a session not ours: SL6 */
-            const ik__sql_conn_hz *hz = b->d->hz_state(c);
-            snprintf(why, sizeof why, "%s is %s: %s", hz->foreign_check, hz->foreign_value,
-                     hz->foreign_fix);
-            ik__sql_hazards_foreign(b, c, rc);
-        }
-        ik__sql_conn_close(b, c);
         if (rc == IK__SQL_ECANCELED) __atomic_store_n(&lk->cancel, 0, __ATOMIC_SEQ_CST);
         set_state(lk, IK_HOLD_IDLE, rc == 0 ? "timed out" : why);
         return rc == 0                   ? (timeout_ms == 0 ? IK_EBUSY : IK_ETIMEDOUT)
@@ -333,6 +374,7 @@ int ik__sql_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
                : rc == IK__SQL_EFOREIGN  ? IK_EUNSAFE
                                          : IK_ESTORE;
     }
+    ik__sql_backend *b = ik__sql_of(base->be);
     pthread_mutex_lock(&lk->mu);
     lk->c = c;
     lk->fence = f;

@@ -782,9 +782,18 @@ static int give_up(acquire *a, int rc)
     ik__zk_session_put(lk->base.be);
     delete_ours(lk, a->in_doubt ? a->uuid : NULL, wait);
     ik__zk_lock_set_node(lk, "", 0, 0, 0);
-    set_state(lk, IK_HOLD_IDLE, rc == IK_ECLOSED ? "cancelled" : "gave up waiting");
-    if (rc <= IK_EZK_BASE + 1000 && rc > IK_EZK_BASE - 1000) rc = IK_ESTORE;
-    return rc;
+    int zk = rc <= IK_EZK_BASE + 1000 && rc > IK_EZK_BASE - 1000;
+    char why[160];
+    if (zk) /* ZooKeeper's own words for the caller (docs/recipes.md) */
+        snprintf(why, sizeof why, "ZooKeeper refused it: %s (on %s)", zerror(rc - IK_EZK_BASE),
+                 lk->dir);
+    else
+        snprintf(why, sizeof why, "%s",
+                 rc == IK_ECLOSED                       ? "cancelled"
+                 : rc == IK_ETIMEDOUT || rc == IK_EBUSY ? "timed out"
+                                                        : ik_strerror(rc));
+    set_state(lk, IK_HOLD_IDLE, why);
+    return zk ? IK_ESTORE : rc;
 }
 
 /* WAITING --no blocker--> HELD: the grant's proof is the request that proved the
