@@ -673,8 +673,7 @@ static int authenticate(ik__etcd_gw *g, int64_t timeout_ms, char *why, size_t wh
     if (e) {
         if (a.err_code == 3)
             e = ik__fail(IK_EDENIED, why, why_len,
-                         "etcd refused the login of user %s: wrong user name or password",
-                         g->user);
+                         "etcd refused the login of user %s: wrong user name or password", g->user);
         ik__etcd_answer_free(&a);
         return e;
     }
