@@ -131,7 +131,7 @@ static void ask_probe(ik__hold *h, int64_t now)
     if (h->state == IK_HOLD_LOST || h->probe_asked || h->probe_running) return;
     if (now < h->next_probe_ns) return;
     if (h->watching) {
-        h->probe_stop = 1;
+        __atomic_store_n(&h->probe_stop, 1, __ATOMIC_RELEASE);
         return;
     }
     h->probe_asked = 1;
@@ -196,7 +196,8 @@ static void *monitor_main(void *arg)
             continue;
         }
         int64_t wake = window_end(h);
-        if (!h->probe_asked && !h->probe_running && !(h->watching && h->probe_stop) &&
+        if (!h->probe_asked && !h->probe_running &&
+            !(h->watching && __atomic_load_n(&h->probe_stop, __ATOMIC_ACQUIRE)) &&
             h->next_probe_ns < wake)
             wake = h->next_probe_ns;
         wait_until(h, wake);
@@ -229,7 +230,7 @@ static void *prober_main(void *arg)
             int64_t deadline = h->probe_deadline;
             h->probe_asked = 0;
             h->probe_running = 1;
-            h->probe_stop = g != h->grant || !h->active;
+            __atomic_store_n(&h->probe_stop, g != h->grant || !h->active, __ATOMIC_RELEASE);
             pthread_mutex_unlock(&h->mu);
             ops->probe(lk, deadline, &h->probe_stop, &ev);
             pthread_mutex_lock(&h->mu);
@@ -246,7 +247,7 @@ static void *prober_main(void *arg)
             uint64_t g = h->grant;
             int64_t until = h->next_probe_ns;
             h->watching = 1; /* ask_probe stops it when a probe is due */
-            h->probe_stop = 0;
+            __atomic_store_n(&h->probe_stop, 0, __ATOMIC_RELEASE);
             pthread_mutex_unlock(&h->mu);
             ops->watch(lk, until, &h->probe_stop, &ev);
             pthread_mutex_lock(&h->mu);
@@ -279,7 +280,7 @@ void ik__hold_quit(ik_lock *lk)
     ik__hold *h = &lk->hold;
     pthread_mutex_lock(&h->mu);
     h->quit = 1;
-    h->probe_stop = 1;
+    __atomic_store_n(&h->probe_stop, 1, __ATOMIC_RELEASE);
     int on = h->threads;
     h->threads = 0;
     pthread_cond_broadcast(&h->cv);
@@ -359,7 +360,8 @@ ik_hold_state ik__hold_end(ik_lock *lk)
     h->grant++;
     h->probe_asked = 0;
     h->probe_done = 0;
-    h->probe_stop = 1; /* the probe in flight, if any, is of this grant */
+    __atomic_store_n(&h->probe_stop, 1,
+                     __ATOMIC_RELEASE); /* the probe in flight, if any, is of this grant */
     pthread_cond_broadcast(&h->pcv);
     while (h->cb_busy)
         pthread_cond_wait(&h->cv, &h->mu);

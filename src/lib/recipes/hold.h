@@ -82,13 +82,13 @@ typedef struct ik__hold {
     int64_t probe_sent;     /* when it was asked (a doubt it shows began then) */
     int probe_done;         /* probe_ev holds its evidence, for probe_grant */
     ik__hold_evidence probe_ev;
-    volatile int probe_stop; /* the probe or watch in flight is to end: its grant
-                                ended, or (a watch) a probe is due */
-    int watching;            /* the prober is in ops->watch */
-    int tend_asked;          /* ik__hold_poke between grants: ops->tend */
-    int cb_busy;             /* the monitor is calling the owner back */
-    int quit;                /* the threads end (ik__hold_fini) */
-    int threads;             /* monitor and prober started */
+    int probe_stop; /* __atomic: the probe or watch in flight is to end: its grant
+                       ended, or (a watch) a probe is due */
+    int watching;   /* the prober is in ops->watch */
+    int tend_asked; /* ik__hold_poke between grants: ops->tend */
+    int cb_busy;    /* the monitor is calling the owner back */
+    int quit;       /* the threads end (ik__hold_fini) */
+    int threads;    /* monitor and prober started */
     pthread_t monitor, prober;
 } ik__hold;
 

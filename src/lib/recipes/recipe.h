@@ -92,15 +92,13 @@ struct ik__recipe_ops {
      * words) or NO_ANSWER (why). Waits until deadline_ns (ik__mono_ns) at the most,
      * and returns within about 100 ms once *stop is set (the grant was released).
      * On the prober thread, for a grant from its acquire to its release. */
-    void (*probe)(ik_lock *lk, int64_t deadline_ns, const volatile int *stop,
-                  ik__hold_evidence *out);
+    void (*probe)(ik_lock *lk, int64_t deadline_ns, const int *stop, ik__hold_evidence *out);
     /* Optional: between probes, waits until deadline_ns, or *stop, for the store to
      * say unasked that the grant is gone (a session's end on its connection):
      * GONE, NO_ANSWER when nothing was said, or STANDS with a proof where what it
      * said proved the grant after all. On the prober thread. NULL: the protocol
      * tells such news through ik__hold_tell. */
-    void (*watch)(ik_lock *lk, int64_t deadline_ns, const volatile int *stop,
-                  ik__hold_evidence *out);
+    void (*watch)(ik_lock *lk, int64_t deadline_ns, const int *stop, ik__hold_evidence *out);
     /* Optional: work of the protocol that waits on a store event between grants (a
      * release's delete whose answer was lost, sent again once connected), on the
      * prober thread when the protocol asks with ik__hold_poke. */

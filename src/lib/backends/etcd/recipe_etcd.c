@@ -498,8 +498,7 @@ static void etcd_proof_of_grant(ik_lock *base, ik__hold_evidence *out)
 
 /* The probe: one keepalive of the grant's lease (RE1). Its POST is not cut by the
  * stop: it touches nothing a release changes, and ends by the deadline. */
-static void etcd_probe(ik_lock *base, int64_t deadline_ns, const volatile int *stop,
-                       ik__hold_evidence *out)
+static void etcd_probe(ik_lock *base, int64_t deadline_ns, const int *stop, ik__hold_evidence *out)
 {
     etcd_lock *lk = (etcd_lock *)base;
     ik__etcd_backend *b = ik__etcd_of(base->be);
@@ -508,7 +507,7 @@ static void etcd_probe(ik_lock *base, int64_t deadline_ns, const volatile int *s
     pthread_mutex_unlock(&lk->mu);
     int64_t left = (deadline_ns - ik__mono_ns()) / 1000000;
     out->fact = IK__HOLD_NO_ANSWER;
-    if (!id || *stop || left <= 0) {
+    if (!id || __atomic_load_n(stop, __ATOMIC_ACQUIRE) || left <= 0) {
         snprintf(out->why, sizeof out->why, "%s", id ? "no time left" : "released");
         return;
     }

@@ -134,8 +134,7 @@ void ik__sql_proof_of_grant(ik_lock *base, ik__hold_evidence *out)
 
 /* The probe: a ping of the grant's session, waited for in slices until the deadline
  * or the stop (SL1, SL2). */
-void ik__sql_probe(ik_lock *base, int64_t deadline_ns, const volatile int *stop,
-                   ik__hold_evidence *out)
+void ik__sql_probe(ik_lock *base, int64_t deadline_ns, const int *stop, ik__hold_evidence *out)
 {
     sql_lock *lk = (sql_lock *)base;
     ik__sql_backend *b = ik__sql_of(base->be);
@@ -144,7 +143,7 @@ void ik__sql_probe(ik_lock *base, int64_t deadline_ns, const volatile int *stop,
     ik__sql_conn *c = lk->state == IK_HOLD_HELD ? lk->c : NULL;
     pthread_mutex_unlock(&lk->mu);
     int rc = IK__SQL_ETIMEOUT;
-    while (c && !*stop) {
+    while (c && !__atomic_load_n(stop, __ATOMIC_ACQUIRE)) {
         int64_t left = (deadline_ns - ik__mono_ns()) / 1000000;
         if (left <= 0) break;
         if (!lk->ping_out) lk->ping_sent = ik__mono_ns();
@@ -210,8 +209,7 @@ static int fence_next(ik__sql_backend *b, ik__sql_conn *c, const char *key, int6
  * (sql_driver.h's socket). A ping then says which: the session's end (GONE), or an
  * answer after all (STANDS). Polled until the deadline, the stop, or a release's
  * kick; with a ping still out, the next probe waits for it instead. */
-void ik__sql_watch(ik_lock *base, int64_t deadline_ns, const volatile int *stop,
-                   ik__hold_evidence *out)
+void ik__sql_watch(ik_lock *base, int64_t deadline_ns, const int *stop, ik__hold_evidence *out)
 {
     sql_lock *lk = (sql_lock *)base;
     ik__sql_backend *b = ik__sql_of(base->be);
@@ -222,7 +220,7 @@ void ik__sql_watch(ik_lock *base, int64_t deadline_ns, const volatile int *stop,
     pthread_mutex_unlock(&lk->mu);
     int fd = c && !lk->ping_out && b->d->socket ? b->d->socket(c) : -1;
     int said = 0;
-    while (!*stop && !said) {
+    while (!__atomic_load_n(stop, __ATOMIC_ACQUIRE) && !said) {
         int64_t left = (deadline_ns - ik__mono_ns()) / 1000000;
         if (left <= 0) break;
         struct pollfd p[2] = {{.fd = fd, .events = POLLIN}, {.fd = lk->kick[0], .events = POLLIN}};

@@ -376,10 +376,8 @@ void ik__sql_cancel(ik_lock *lk, int on);
 void ik__sql_info(ik_lock *lk, ik_hold_info *out);
 int ik__sql_leader(ik__backend *be, const char *path, char **id);
 void ik__sql_proof_of_grant(ik_lock *lk, ik__hold_evidence *out);
-void ik__sql_probe(ik_lock *lk, int64_t deadline_ns, const volatile int *stop,
-                   ik__hold_evidence *out);
-void ik__sql_watch(ik_lock *lk, int64_t deadline_ns, const volatile int *stop,
-                   ik__hold_evidence *out);
+void ik__sql_probe(ik_lock *lk, int64_t deadline_ns, const int *stop, ik__hold_evidence *out);
+void ik__sql_watch(ik_lock *lk, int64_t deadline_ns, const int *stop, ik__hold_evidence *out);
 /* The size of recipe_sql.c's lock struct, at least (it checks so at build time). */
 #define IK__SQL_LOCK_SIZE 4096
 

@@ -107,8 +107,7 @@ void ik__zk_lock_watch_own(ik__zk_lock *lk);
 /* The hold monitor's evidence (recipe.h): the grant's proof, a probe, and the
  * release's delete sent again between grants (tend). */
 void ik__zk_lock_proof_of_grant(ik_lock *base, ik__hold_evidence *out);
-void ik__zk_lock_probe(ik_lock *base, int64_t deadline_ns, const volatile int *stop,
-                       ik__hold_evidence *out);
+void ik__zk_lock_probe(ik_lock *base, int64_t deadline_ns, const int *stop, ik__hold_evidence *out);
 void ik__zk_lock_tend(ik_lock *base);
 
 #endif

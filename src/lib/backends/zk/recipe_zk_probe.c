@@ -448,8 +448,7 @@ static int probe_send(zk_lock *lk, const ik__zk_session *s, uint32_t *seq)
     return zs != ZOK ? zs : ze;
 }
 
-void ik__zk_lock_probe(ik_lock *base, int64_t deadline_ns, const volatile int *stop,
-                       ik__hold_evidence *out)
+void ik__zk_lock_probe(ik_lock *base, int64_t deadline_ns, const int *stop, ik__hold_evidence *out)
 {
     zk_lock *lk = (zk_lock *)base;
     ik__zk_session s;
@@ -481,7 +480,7 @@ void ik__zk_lock_probe(ik_lock *base, int64_t deadline_ns, const volatile int *s
     /* the answers, our node's deletion, the session's end, the stop, or the deadline */
     pthread_mutex_lock(&lk->mu);
     while (lk->probe_inflight && lk->probe_seq == seq && !lk->own_deleted && !lk->probe_gone &&
-           !*stop) {
+           !__atomic_load_n(stop, __ATOMIC_ACQUIRE)) {
         int64_t left = deadline_ns - ik__mono_ns();
         if (left <= 0) break;
         struct timespec ts;
