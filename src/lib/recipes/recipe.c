@@ -1,13 +1,15 @@
 /* recipe.c: locks, read-write locks and leader election over any backend (docs/guarantees.md
- * promises 19-21): argument checks, the path rule, and the election's campaign thread. The lock
- * protocol is the one the coord's backend carries (ik__backend_ops.recipe): this
+ * promises 19-21): argument checks, the path rule, each grant handed to the hold monitor
+ * (hold.c) and taken back before its release, and the election's campaign thread. The
+ * lock protocol is the one the coord's backend carries (ik__backend_ops.recipe): this
  * file names no backend.
  *
  * An election is a LATCH lock that a campaign thread acquires (waiting forever),
- * holds while it leads, and acquires again after a loss, until resign. The
- * backend tells the lock's state changes through ik__lock_notify on its own
- * thread; the election queues them and its thread delivers them to the caller, so
- * that the election's callbacks come from one thread, in order.
+ * holds while it leads, and acquires again after a loss, until resign. The hold
+ * monitor tells the lock's state changes on its own thread; the election queues them
+ * and its thread delivers them to the caller, so that the election's callbacks come
+ * from one thread, in order. With keep_on_loss a lost grant is kept (its node, key or
+ * session lock stays) until the owner's ik_election_rejoin gives it back.
  *
  * Election states and the functions that take each edge:
  *
@@ -17,7 +19,8 @@
  *   HELD --notify IN_DOUBT--> IN_DOUBT                   (callback IN_DOUBT)
  *   IN_DOUBT --notify HELD--> HELD                       (callback HELD: restored)
  *   HELD, IN_DOUBT --notify LOST--> LOST                 (callback LOST; the lock
- *                   is released, and the thread campaigns again: --> WAITING)
+ *                   is released, and the thread campaigns again: --> WAITING;
+ *                   with keep_on_loss only at ik_election_rejoin: await_rejoin)
  *   any --ik_election_resign--> IDLE                     (cancel, release, join)
  *
  * A grant can be in doubt or lost before the campaign thread has reported it (a
