@@ -56,6 +56,7 @@ SLACK_MS=${HOLD_SLACK_MS:-400} # the monitor's wake and the CLI's line on a busy
 GRACE_MS=500                     # A's grace: its tree is gone T/3 - 0.5 s before T
 CASES=${HOLD_CASES:-revoke reset oneway frozen start keep}
 TOOLS=${HOLD_TOOLS:-lock elect}
+# (HOLD_CASES, HOLD_TOOLS, HOLD_REVOKES: a part of the group, by hand)
 
 # hb NAME LINGER_MS FILE: "NAME PID EPOCHREALTIME" every 20 ms; after a SIGTERM,
 # LINGER_MS more
@@ -249,7 +250,7 @@ reset_reason=$(conf_hold_reset_frees)
 for tool in $TOOLS; do
   for c in $CASES; do
     case $c in
-      revoke) for how in $(conf_hold_revokes); do run_case "$tool" revoke "$how"; done ;;
+      revoke) for how in ${HOLD_REVOKES:-$(conf_hold_revokes)}; do run_case "$tool" revoke "$how"; done ;;
       reset)
         if [ -n "$reset_reason" ]; then
           log "reset: not on $IK_STORE ($reset_reason); silent from the start instead"
