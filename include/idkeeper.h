@@ -22,8 +22,9 @@
  *     ik_ids_cb                  segment: the allocator's loader thread; sequence:
  *                                its committer thread; IK_ECLOSED answers at
  *                                destroy: the thread that calls *_destroy
- *     ik_hold_cb                 lock: its monitor thread (zk:// only; never on
- *                                local:); election: the election's own thread
+ *     ik_hold_cb                 lock: its hold monitor's thread (never on local:);
+ *                                election: the election's own thread
+ *     ik_hold_proof_cb           the lock's (or election's lock's) hold monitor
  *     ik_log_fn, ik_clock        any library thread
  *   An ik_ids_cb never runs inside the ik_*_next call that queued its request, and
  *   a call that fails synchronously never invokes its callback.
@@ -724,6 +725,16 @@ IK_EXTERN const char *ik_hold_state_name(ik_hold_state s);
  * release, resign or destroy the object it is called for (set a flag instead). */
 typedef void (*ik_hold_cb)(void *ctx, ik_hold_state state, const char *why);
 
+/* Called with each proof of a grant that moves the end of its trust window, with the
+ * new end (as ik_lock_trusted_until gives it: CLOCK_MONOTONIC ns). A program that
+ * must stop what a grant guards before anyone else can hold it (`idkeeper lock` and
+ * `elect` hand it to the guardian of CMD's tree) keeps the latest and stops by it,
+ * whatever this process does meanwhile. Thread: the lock's hold monitor (the thread
+ * that probes the grant, docs/recipes.md "The hold monitor"), for every grant of the
+ * lock or election, from its first proof to its release; never on local:, where a
+ * grant cannot lapse. It must not block, and must not call back into the object. */
+typedef void (*ik_hold_proof_cb)(void *ctx, int64_t trusted_until_ns);
+
 /* What a caller learns about a grant. */
 typedef struct ik_hold_info {
     ik_hold_state state;
@@ -741,8 +752,9 @@ typedef struct ik_lock_options {
     size_t size;          /* set by ik_lock_options_init ("Options structs") */
     ik_hold_cb on_change; /* may be NULL */
     void *ctx;
-    const char *data; /* stored in our node or ticket, for people looking at the
-                         contenders; NULL: "pid=PID host=HOST" */
+    const char *data;          /* stored in our node or ticket, for people looking at the
+                                  contenders; NULL: "pid=PID host=HOST" */
+    ik_hold_proof_cb on_proof; /* may be NULL; called with ctx, as on_change */
 } ik_lock_options;
 
 IK_EXTERN void ik_lock_options_init(ik_lock_options *o);
@@ -782,6 +794,14 @@ IK_EXTERN int ik_lock_release(ik_lock *lk);
 IK_EXTERN void ik_lock_cancel(ik_lock *lk);
 IK_EXTERN ik_hold_state ik_lock_state(ik_lock *lk);
 IK_EXTERN void ik_lock_get_info(ik_lock *lk, ik_hold_info *out);
+/* CLOCK_MONOTONIC ns until which the current grant is trusted: the send time of the
+ * last round trip that proved it plus the safe window, 2/3 of the session timeout or
+ * lease TTL (docs/recipes.md, "The hold monitor"); the store cannot hand it to
+ * anyone else before that plus the other third. INT64_MAX where a grant cannot lapse
+ * while this process lives (local:); 0 when nothing is held (idle, waiting, lost).
+ * The value stays what the last proof made it while the grant is in doubt: the
+ * monitor says LOST by it at the latest. Any thread, any time; no I/O. */
+IK_EXTERN int64_t ik_lock_trusted_until(ik_lock *lk);
 
 /* Read-write lock (Curator's InterProcessReadWriteLock: nodes `_c_<uuid>-__READ__<seq>`
  * and `_c_<uuid>-__WRIT__<seq>`). A writer waits for every contender ahead of it; a
@@ -800,7 +820,8 @@ IK_EXTERN ik_lock *ik_rwlock_write(ik_rwlock *rw);
 /* Leader election (Curator's LeaderLatch: nodes `_c_<uuid>-latch-<seq>` holding the
  * participant id; the smallest sequence leads). A campaign runs on the election's
  * own thread: it waits its turn, leads (callback HELD), and after a loss (callback
- * LOST) campaigns again by itself until ik_election_resign. A grant that is in doubt
+ * LOST) campaigns again by itself until ik_election_resign (with keep_on_loss: once
+ * its owner calls ik_election_rejoin). A grant that is in doubt
  * or lost before leadership was reported (the process paused right after its node
  * came first) is reported as such: its first callback is IN_DOUBT or LOST, and HELD
  * comes only once the same session answers again. Threads: every call is safe from
@@ -811,6 +832,13 @@ typedef struct ik_election_options {
     size_t size;          /* set by ik_election_options_init ("Options structs") */
     ik_hold_cb on_change; /* HELD (leading), IN_DOUBT, LOST; may be NULL */
     void *ctx;
+    ik_hold_proof_cb on_proof; /* each proof of a grant; may be NULL; called with ctx */
+    /* 1: after LOST, the election keeps its node (or ticket, or session lock) and does
+     * not campaign again until ik_election_rejoin: its owner first ends what it ran
+     * as leader, and only then gives the grant back (docs/recipes.md, "One order").
+     * 0 (the default): it gives the lost grant back and campaigns again by itself at
+     * once. */
+    int keep_on_loss;
 } ik_election_options;
 
 IK_EXTERN void ik_election_options_init(ik_election_options *o);
@@ -833,11 +861,19 @@ IK_EXTERN int ik_election_await(ik_election *e, int64_t timeout_ms);
  * the removal is sent, as ik_lock_release. No callback. 0, or IK_EINVAL if not
  * campaigning. */
 IK_EXTERN int ik_election_resign(ik_election *e);
+/* With keep_on_loss: gives the lost grant back (our node, ticket or session lock is
+ * removed if it is still there) and campaigns again; returns once the removal is
+ * sent, as ik_election_resign. 0; IK_EINVAL if the election is not waiting to
+ * rejoin (no keep_on_loss, or no grant lost since the last rejoin). Any thread. */
+IK_EXTERN int ik_election_rejoin(ik_election *e);
 /* The election's state, never HELD while its lock's own check knows the session
  * dead (LOST) or cut off (IN_DOUBT), even before that notice has been delivered.
  * fence: a token that strictly increases with each leadership grant on the path. */
 IK_EXTERN ik_hold_state ik_election_state(ik_election *e);
 IK_EXTERN void ik_election_get_info(ik_election *e, ik_hold_info *out);
+/* As ik_lock_trusted_until, for the grant the election leads by (HELD or IN_DOUBT);
+ * 0 otherwise (campaigning, lost, waiting to rejoin). */
+IK_EXTERN int64_t ik_election_trusted_until(ik_election *e);
 
 /* Who leads at path now: *id (freed with ik_free) = the leader's participant id
  * (Curator's too). IK_ENOTFOUND if no one campaigns there. */

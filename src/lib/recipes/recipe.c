@@ -141,8 +141,8 @@ static char *default_data(const char *data)
     return strdup(buf);
 }
 
-static int lock_new(ik_coord *c, const char *path, ik__lock_kind kind, ik_hold_cb cb, void *ctx,
-                    const char *data, ik_lock **out)
+static int lock_new(ik_coord *c, const char *path, ik__lock_kind kind, ik_hold_cb cb,
+                    ik_hold_proof_cb proof_cb, void *ctx, const char *data, ik_lock **out)
 {
     char norm[IK__RECIPE_PATH_MAX + 2];
     if (!c || !out) return IK_EINVAL;
@@ -160,6 +160,7 @@ static int lock_new(ik_coord *c, const char *path, ik__lock_kind kind, ik_hold_c
     lk->path = strdup(norm);
     lk->data = default_data(data);
     lk->on_change = cb;
+    lk->on_proof = proof_cb;
     lk->ctx = ctx;
     rc = (!lk->path || !lk->data) ? IK_ENOMEM : ops->lock_init(lk);
     if (rc) {
@@ -187,7 +188,8 @@ int ik_lock_create(ik_coord *c, const char *path, const ik_lock_options *o, ik_l
 {
     ik_lock_options opts;
     if (lock_options(o, &opts)) return IK_EINVAL;
-    return lock_new(c, path, IK__LOCK_MUTEX, opts.on_change, opts.ctx, opts.data, out);
+    return lock_new(c, path, IK__LOCK_MUTEX, opts.on_change, opts.on_proof, opts.ctx, opts.data,
+                    out);
 }
 
 void ik_lock_destroy(ik_lock *lk)
@@ -208,7 +210,28 @@ int ik_lock_acquire(ik_lock *lk, int64_t timeout_ms, int64_t *fence)
 
 int ik_lock_release(ik_lock *lk)
 {
-    return lk ? lk->ops->release(lk) : IK_EINVAL;
+    if (!lk) return IK_EINVAL;
+    int rc = lk->ops->release(lk);
+    if (rc != IK_EINVAL) __atomic_store_n(&lk->trusted_ns, 0, __ATOMIC_SEQ_CST);
+    return rc;
+}
+
+/* The end of the grant's trust window (ik_lock_trusted_until) of a lock whose state
+ * is s. */
+static int64_t trusted_until(ik_lock *lk, ik_hold_state s)
+{
+    if (s != IK_HOLD_HELD && s != IK_HOLD_IN_DOUBT) return 0;
+    if (!lk->ops->lapses) return INT64_MAX;
+    return ik__lock_public_ns(__atomic_load_n(&lk->trusted_ns, __ATOMIC_SEQ_CST));
+}
+
+int64_t ik_lock_trusted_until(ik_lock *lk)
+{
+    if (!lk) return 0;
+    ik_hold_info hi;
+    memset(&hi, 0, sizeof hi);
+    lk->ops->info(lk, &hi);
+    return trusted_until(lk, hi.state);
 }
 
 void ik_lock_cancel(ik_lock *lk)
@@ -243,10 +266,11 @@ int ik_rwlock_create(ik_coord *c, const char *path, const ik_lock_options *o, ik
     ik_rwlock *rw = calloc(1, sizeof *rw);
     if (!rw) return IK_ENOMEM;
     ik_hold_cb cb = opts.on_change;
+    ik_hold_proof_cb pcb = opts.on_proof;
     void *ctx = opts.ctx;
     const char *data = opts.data;
-    int rc = lock_new(c, path, IK__LOCK_READ, cb, ctx, data, &rw->read);
-    if (rc == 0) rc = lock_new(c, path, IK__LOCK_WRITE, cb, ctx, data, &rw->write);
+    int rc = lock_new(c, path, IK__LOCK_READ, cb, pcb, ctx, data, &rw->read);
+    if (rc == 0) rc = lock_new(c, path, IK__LOCK_WRITE, cb, pcb, ctx, data, &rw->write);
     if (rc) {
         if (rw->read) lock_free(rw->read);
         free(rw);
@@ -284,7 +308,9 @@ struct ik_election {
     ik_lock *lk;
     char *id;
     ik_hold_cb cb;
+    ik_hold_proof_cb proof_cb;
     void *ctx;
+    int keep_on_loss;
 
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -300,7 +326,31 @@ struct ik_election {
         char why[160];
     } q[EVQ];
     int qn;
+    int rejoin_wait; /* keep_on_loss: a lost grant kept until ik_election_rejoin */
+    int rejoin;      /* ik_election_rejoin asked for it */
 };
+
+/* The lock's proofs, from its hold monitor: the caller's on_proof. */
+static void on_lock_proof(void *ctx, int64_t until_ns)
+{
+    ik_election *e = ctx;
+    if (e->proof_cb) e->proof_cb(e->ctx, until_ns);
+}
+
+/* keep_on_loss: LOST --> waits, the grant kept, until ik_election_rejoin (1) or
+ * resign (0). */
+static int await_rejoin(ik_election *e)
+{
+    pthread_mutex_lock(&e->mu);
+    e->rejoin_wait = 1;
+    e->rejoin = 0;
+    pthread_cond_broadcast(&e->cv);
+    while (!e->stop && !e->rejoin)
+        pthread_cond_wait(&e->cv, &e->mu);
+    int go = !e->stop;
+    pthread_mutex_unlock(&e->mu);
+    return go;
+}
 
 /* The lock's state changes, from the backend's thread: queued for the campaign. */
 static void on_lock_change(void *ctx, ik_hold_state state, const char *why)
@@ -430,9 +480,13 @@ static void *campaign_thread(void *arg)
         e->fence = fence;
         pthread_mutex_unlock(&e->mu);
         int stop = lead(e);
+        if (!stop && e->keep_on_loss) stop = !await_rejoin(e);
         e->lk->ops->release(e->lk);
+        __atomic_store_n(&e->lk->trusted_ns, 0, __ATOMIC_SEQ_CST);
         pthread_mutex_lock(&e->mu);
         e->fence = 0;
+        e->rejoin_wait = 0; /* ik_election_rejoin returns: the removal is sent */
+        pthread_cond_broadcast(&e->cv);
         stop = stop || e->stop;
         pthread_mutex_unlock(&e->mu);
         if (stop) break;
@@ -454,12 +508,14 @@ int ik_election_create(ik_coord *c, const char *path, const char *id, const ik_e
     if (!e) return IK_ENOMEM;
     e->id = strdup(id);
     e->cb = opts.on_change;
+    e->proof_cb = opts.on_proof;
     e->ctx = opts.ctx;
+    e->keep_on_loss = opts.keep_on_loss != 0;
     if (!e->id) {
         free(e);
         return IK_ENOMEM;
     }
-    int rc = lock_new(c, path, IK__LOCK_LATCH, on_lock_change, e, id, &e->lk);
+    int rc = lock_new(c, path, IK__LOCK_LATCH, on_lock_change, on_lock_proof, e, id, &e->lk);
     if (rc) {
         free(e->id);
         free(e);
@@ -538,6 +594,30 @@ int ik_election_resign(ik_election *e)
     /* a cancel that the thread did not consume must not cancel the next campaign */
     e->lk->ops->cancel(e->lk, 0);
     return IK_OK;
+}
+
+int ik_election_rejoin(ik_election *e)
+{
+    if (!e) return IK_EINVAL;
+    pthread_mutex_lock(&e->mu);
+    if (!e->running || e->stop || !e->rejoin_wait || e->rejoin) {
+        pthread_mutex_unlock(&e->mu);
+        return IK_EINVAL;
+    }
+    e->rejoin = 1;
+    pthread_cond_broadcast(&e->cv);
+    while (e->rejoin_wait && !e->stop)
+        pthread_cond_wait(&e->cv, &e->mu);
+    pthread_mutex_unlock(&e->mu);
+    return IK_OK;
+}
+
+int64_t ik_election_trusted_until(ik_election *e)
+{
+    if (!e) return 0;
+    ik_hold_info hi;
+    ik_election_get_info(e, &hi);
+    return trusted_until(e->lk, hi.state);
 }
 
 ik_hold_state ik_election_state(ik_election *e)

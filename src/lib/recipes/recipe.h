@@ -35,11 +35,13 @@ struct ik_lock {
     const ik__recipe_ops *ops;
     ik__backend *be;
     ik__lock_kind kind;
-    char *path;           /* normalized: "/a/b" */
-    char *data;           /* contents of our node or ticket */
-    ik_hold_cb on_change; /* may be NULL */
+    char *path;                /* normalized: "/a/b" */
+    char *data;                /* contents of our node or ticket */
+    ik_hold_cb on_change;      /* may be NULL */
+    ik_hold_proof_cb on_proof; /* may be NULL */
     void *ctx;
-    int in_rwlock; /* a half of an ik_rwlock: freed with it */
+    int in_rwlock;      /* a half of an ik_rwlock: freed with it */
+    int64_t trusted_ns; /* __atomic: ik__mono_ns until which the grant is trusted; 0: none */
 };
 
 struct ik__recipe_ops {
@@ -62,10 +64,18 @@ struct ik__recipe_ops {
     /* The data of the first live LATCH contender at path (the leader): *id freed
      * with free(). IK_ENOTFOUND if none. */
     int (*leader)(ik__backend *be, const char *path, char **id);
+    /* 1: a grant can lapse while this process lives (a session or a lease) */
+    int lapses;
 };
 
 /* lock_notify.c: tells the lock's owner (the on_change callback) of a state change. */
 void ik__lock_notify(ik_lock *lk, ik_hold_state state, const char *why);
+/* lock_notify.c: a proof of the grant made it trusted until until_ns (ik__mono_ns);
+ * tells on_proof if that moved the end of the window. 0: the grant ended. */
+void ik__lock_proved(ik_lock *lk, int64_t until_ns);
+/* lock_notify.c: ik__mono_ns ns as CLOCK_MONOTONIC ns (the public clock of
+ * ik_lock_trusted_until): never later than the same instant. */
+int64_t ik__lock_public_ns(int64_t mono_ns);
 
 /* recipe.c: checks and normalizes a recipe path into out ("/a/b"). 0 or IK_EINVAL
  * with a reason in why. */

@@ -131,8 +131,11 @@ static void *keeper(void *arg)
             snprintf(lk->why, sizeof lk->why, "%s", say);
         }
         int end = lk->gone || now == IK_HOLD_LOST;
+        int proved = ttl > 0 && !lk->stop && (now == IK_HOLD_HELD || now == IK_HOLD_IN_DOUBT);
+        int64_t until = ik__proof_until_ns(&lk->proof);
         pthread_mutex_unlock(&lk->mu);
         if (tell) ik__lock_notify(&lk->base, now, say); /* RE3 */
+        if (proved) ik__lock_proved(&lk->base, until);
         if (end) break;
     }
     return NULL;
@@ -297,7 +300,9 @@ static int etcd_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
         lk->state = IK_HOLD_HELD;
         snprintf(lk->why, sizeof lk->why, "granted");
     }
+    int64_t until = ik__proof_until_ns(&lk->proof);
     pthread_mutex_unlock(&lk->mu);
+    if (ok) ik__lock_proved(base, until);
     if (!ok) {
         drop(lk);
         set_state(lk, IK_HOLD_IDLE, "the lock's lease cannot be kept");
@@ -385,4 +390,5 @@ const ik__recipe_ops ik__recipe_etcd_ops = {
     .cancel = etcd_cancel,
     .info = etcd_info,
     .leader = etcd_leader,
+    .lapses = 1,
 };

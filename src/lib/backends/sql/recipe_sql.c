@@ -115,7 +115,8 @@ static void *monitor_thread(void *arg)
 {
     sql_lock *lk = arg;
     ik__sql_backend *b = ik__sql_of(lk->base.be);
-    int64_t doubt_since = 0;
+    int64_t doubt_since = 0, ping_sent = 0;
+    int ping_out = 0;
     int64_t lost_after = ik__proof_window_ms(b->ttl_ms);
     for (;;) {
         struct timespec ts;
@@ -127,7 +128,9 @@ static void *monitor_thread(void *arg)
         ik__sql_conn *c = lk->c;
         pthread_mutex_unlock(&lk->mu);
         if (stop) break;
+        if (!ping_out) ping_sent = ik__mono_ns(); /* else the call waits for the same ping */
         int rc = b->d->ping(c, PING_WAIT_MS);
+        ping_out = rc == IK__SQL_ETIMEOUT;
         ik_hold_state now;
         const char *why;
         if (rc == 0) {
@@ -160,8 +163,12 @@ static void *monitor_thread(void *arg)
             lk->state = now;
             snprintf(lk->why, sizeof lk->why, "%s", why);
         }
+        int proved = rc == 0 && !lk->stop;
         pthread_mutex_unlock(&lk->mu);
         if (tell) ik__lock_notify(&lk->base, now, why);
+        if (proved)
+            ik__lock_proved(&lk->base,
+                            ik__proof_until_ns(&(ik__lease_proof){ping_sent, b->ttl_ms}));
         if (now == IK_HOLD_LOST) break;
     }
     return NULL;
@@ -253,6 +260,7 @@ int ik__sql_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
     }
     rc = b->d->lock(c, base->kind, lk->key, deadline, &lk->cancel, why, sizeof why);
     int64_t f = 0;
+    int64_t sent = ik__mono_ns(); /* the fence's statements prove the session from here */
     if (rc == 1) {
         rc = fence_next(b, c, lk->key, &f);
         if (rc == 0 && base->kind == IK__LOCK_LATCH) {
@@ -294,6 +302,7 @@ int ik__sql_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
         set_state(lk, IK_HOLD_IDLE, "cannot start the monitor thread");
         return IK_ESYS(EAGAIN);
     }
+    ik__lock_proved(base, ik__proof_until_ns(&(ik__lease_proof){sent, b->ttl_ms}));
     if (fence) *fence = f;
     return IK_OK;
 }

@@ -390,6 +390,7 @@ int ik__sql_leader(ik__backend *be, const char *path, char **id);
         .cancel = ik__sql_cancel,                                                                  \
         .info = ik__sql_info,                                                                      \
         .leader = ik__sql_leader,                                                                  \
+        .lapses = 1,                                                                               \
     };                                                                                             \
     static int NAME##_be_open(const char *uri, const ik_coord_options *o, ik__backend **out,       \
                               char *why, size_t why_len)                                           \

@@ -827,7 +827,14 @@ static int grant(acquire *a, int64_t *fence)
         pthread_cond_signal(&lk->mcv);
     }
     pthread_mutex_unlock(&lk->mu);
-    if (on) return IK_OK;
+    if (on) {
+        ik__zk_session s;
+        ik__zk_session_get(lk->base.be, &s);
+        int64_t t = s.timeout_ms;
+        ik__zk_session_put(lk->base.be);
+        ik__lock_proved(&lk->base, (a->asked + ik__proof_window_ms(t)) * INT64_C(1000000));
+        return IK_OK;
+    }
     delete_ours(lk, NULL, 0);
     ik__zk_lock_set_node(lk, "", 0, 0, 0);
     set_state(lk, IK_HOLD_IDLE, "cannot start a thread", 0);
@@ -1008,4 +1015,5 @@ const ik__recipe_ops ik__recipe_zk_ops = {
     .cancel = zk_cancel,
     .info = zk_info,
     .leader = zk_leader,
+    .lapses = 1,
 };

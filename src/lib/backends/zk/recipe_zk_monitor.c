@@ -358,7 +358,7 @@ void *ik__zk_lock_monitor_thread(void *arg)
 {
     zk_lock *lk = arg;
     uint64_t seen = 0, grant = 0;
-    int64_t doubt_since = 0;
+    int64_t doubt_since = 0, told_proven = 0;
     for (;;) {
         ik__zk_session s;
         ik__zk_session_get(lk->base.be, &s);
@@ -391,6 +391,7 @@ void *ik__zk_lock_monitor_thread(void *arg)
         if (held && lk->grant != grant) { /* a new grant */
             grant = lk->grant;
             doubt_since = 0;
+            told_proven = lk->proven_ms; /* the grant's own proof: told by the grant */
         }
         if (held) lk->mon_busy = 1;
         char node[ZPATH_MAX];
@@ -472,6 +473,10 @@ void *ik__zk_lock_monitor_thread(void *arg)
         }
         pthread_mutex_unlock(&lk->mu);
         if (apply) ik__lock_notify(&lk->base, next, why);
+        if (next != IK_HOLD_LOST && proven > told_proven && lk->grant == grant) {
+            ik__lock_proved(&lk->base, (proven + ik__proof_window_ms(t)) * INT64_C(1000000));
+            told_proven = proven;
+        }
         pthread_mutex_lock(&lk->mu);
         lk->mon_busy = 0;
         pthread_cond_broadcast(&lk->cv);
