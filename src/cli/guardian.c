@@ -29,7 +29,6 @@
  * of file--> KILLING (the tree killed: init, cgroup.kill, sweeps) --no child left
  * (G3)--> exit. ENDING --no child left--> exit.
  */
-#define _GNU_SOURCE
 #include "guardian.h"
 
 #include <dirent.h>
@@ -194,10 +193,10 @@ static int probe_ns(int userns, int *step)
     pid_t p = fork();
     if (p == 0) {
         close(rep[0]);
-        close(go[1]);
         pid_t init = clone_ns(userns);
         if (init == 0) { /* pid 1 of the new namespace */
             char c;
+            close(go[1]);
             if (userns && read(go[0], &c, 1) != 1) _exit(1);
             int e = ns_mounts();
             if (e) put_msg(rep[1], IK_GUARD_SETUP, IK_GUARD_STEP_PROC, e);
@@ -207,9 +206,10 @@ static int probe_ns(int userns, int *step)
             put_msg(rep[1], IK_GUARD_SETUP, IK_GUARD_STEP_NS, errno);
             _exit(1);
         }
+        close(go[0]);
         int e = userns ? map_ids(init) : 0;
         if (e) put_msg(rep[1], IK_GUARD_SETUP, IK_GUARD_STEP_NS, e);
-        else if (write(go[1], "g", 1) != 1) e = EPIPE;
+        else if (userns && write(go[1], "g", 1) != 1) e = EPIPE;
         close(go[1]);
         int st;
         while (waitpid(init, &st, 0) < 0 && errno == EINTR) {

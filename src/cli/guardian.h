@@ -50,8 +50,8 @@ typedef enum ik_contain {
     IK_CONTAIN_GUARDIAN = 4,
 } ik_contain;
 
-/* "auto", "pidns", "cgroup", "userns", "guardian": --contain's choices, in this order. */
-#define IK_CONTAIN_CHOICES "auto|pidns|cgroup|userns|guardian"
+/* "auto", "pidns", "cgroup", "userns", "guardian": --contain's choices (options.c),
+ * whose index is the enum's value. */
 const char *ik__contain_name(ik_contain c);
 
 #define IK_TREE_KEEP_MAX 64

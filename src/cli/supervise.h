@@ -129,31 +129,4 @@ int ik__sup_wait_gone(ik_sup *s, int *code);
  * IK_SUP_EXITED comes once CMD exited and the rest of its tree is gone. */
 int ik__sup_next(ik_sup *s, int64_t timeout_ms, ik_sup_event *ev);
 
-/* Shared by lock and elect (cmd_lock.c): checks "PATH -- CMD [ARG...]" (0 or
- * IK_EXIT_USAGE, with the reason printed). */
-int ik__cli_path_and_cmd(const ik_cli_command *cmd, const ik_cli_opts *o);
-
-/* The start both share: "PATH -- CMD" checked, the signals taken (ik__sup_init, so
- * before any thread), the coord opened and its locks offered. 0 with *c open and
- * sup set up, or the exit code with the reason printed and nothing left to undo. */
-int ik__cli_hold_begin(const ik_cli_command *cmd, const ik_cli_opts *o, ik_sup *sup, ik_coord **c);
-
-/* The default grace on local:, where a grant is never lost: the time CMD's tree has
- * to end after a signal passed on, or after CMD itself exited. */
-#define IK_CLI_LOCAL_GRACE_MS 2000
-
-/* The grace between SIGTERM and SIGKILL when a grant on a session of session_ms
- * (ik_hold_info.session_timeout_ms; 0 on local:, where a grant is never lost) is
- * lost, and the time CMD's tree has to end after a signal passed on or after CMD
- * exited: --grace if given, else a sixth of the session timeout
- * (IK_CLI_LOCAL_GRACE_MS on local:). *max: the longest
- * grace that still kills CMD before anyone else can hold the grant (a quarter of
- * the session timeout), -1 on local:. */
-int64_t ik__cli_grace(const ik_cli_opts *o, int64_t session_ms, int64_t *max);
-/* 0, or IK_EXIT_USAGE with the reason printed if --grace is above that longest. */
-int ik__cli_grace_check(const ik_cli_command *cmd, const ik_cli_opts *o, int64_t session_ms);
-/* The grace to use for a grant on a session of session_ms: ik__cli_grace, cut to
- * the longest if a new session's timeout is shorter than the one checked at start. */
-int64_t ik__cli_grace_now(const ik_cli_opts *o, int64_t session_ms);
-
 #endif

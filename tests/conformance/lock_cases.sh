@@ -158,7 +158,8 @@ case_idkeeper_killed() {
   IK_PIDS+=($p)
   wait_until 10 test -s "$T/killed.pid" || true
   local cmd
-  cmd=$(cat "$T/killed.pid")
+  # CMD's pid out here (it may run in a PID namespace of its own, where it is 2)
+  cmd=$(host_pid $p "$(cat "$T/killed.pid")") || fail "CMD $(cat "$T/killed.pid") not found below idkeeper $p"
   kill -KILL $p
   wait $p 2>/dev/null || true
   wait_until 5 not alive "$cmd" || fail "CMD $cmd outlived idkeeper killed -9"
@@ -202,12 +203,14 @@ case_signal_wait() {
 # its pid in $T/lead.ID.
 elect_cmd='echo "$IDKEEPER_ELECT_ID $IDKEEPER_FENCE $(date +%s%N)" >>"$0/starts"; echo $$ >"$0/lead.$IDKEEPER_ELECT_ID"; exec sleep 300'
 
-# Prints the ids whose CMD runs now.
+# Prints the ids whose CMD runs now (the pid it wrote is its own in its PID namespace,
+# if it runs in one: looked up below its idkeeper, ELECT_PID[ID]).
 running_leaders() {
-  local f
+  local f id
   for f in "$T"/lead.*; do
     [ -e "$f" ] || continue
-    alive "$(cat "$f")" && echo "${f##*/lead.}"
+    id=${f##*/lead.}
+    host_pid "${ELECT_PID[$id]}" "$(cat "$f")" >/dev/null && echo "$id"
   done
   return 0
 }
@@ -268,7 +271,7 @@ case_elect_one_leader() {
 
   # the leader's CMD ends: that idkeeper exits with its code and resigns
   local pid t0ns
-  pid=$(cat "$T/lead.$next")
+  pid=$(host_pid "${ELECT_PID[$next]}" "$(cat "$T/lead.$next")") || fail "$next's CMD not found"
   t0ns=$(date +%s%N)
   kill -TERM "$pid"
   local third
@@ -363,14 +366,13 @@ case_tree() {
   wait $b || fail "$tool: B exited $?: $(tail -n 3 "$T/tree.err")"
   rc=0
   wait $a || rc=$?
-  # A's processes: any left is a failure (below); killed here so none outlives the test
-  local pids p left=()
-  pids=$(awk '$1 == "A" { print $2 }' "$hb" | sort -u)
-  for p in $pids; do
-    if alive "$p"; then
-      left+=("$p")
-      kill -KILL "$p" 2>/dev/null
-    fi
+  # A's processes: any left is a failure (below); killed here so none outlives the test.
+  # By their command line, which names this case's file: the pids the workers wrote
+  # are their own in CMD's PID namespace, where there is one.
+  local p left=()
+  for p in $(pgrep -f -- "$T/worker A [a-z]* $hb\$"); do
+    left+=("$p")
+    kill -KILL "$p" 2>/dev/null
   done
   local after
   after=$(awk '$1 == "B" { b = $3; next } b != "" && $1 == "A" { n++; last = $3 }
