@@ -140,9 +140,9 @@ ik_cli_end ik__cli_run_held(const ik_cli_command *cmd, ik_sup *sup, const ik_cli
             *code = IK_EXIT_FAIL;
             return IK_CLI_END_FAILED;
         }
-        if (ev.kind == IK_SUP_EXITED) {
+        if (ev.kind == IK_SUP_EXITED) { /* a lapse may come with the exit (S2) */
             *code = ev.code;
-            return lost ? IK_CLI_END_LOST : IK_CLI_END_EXITED;
+            return lost || sup->lapsed ? IK_CLI_END_LOST : IK_CLI_END_EXITED;
         }
         if (ev.kind == IK_SUP_SIGNAL) {
             if (!*sig) *sig = ev.sig;

@@ -234,6 +234,7 @@ int ik__sup_spawn(ik_sup *s, char *const argv[], const char *const env_add[], in
     pthread_mutex_unlock(&s->ctl_mu);
     s->rep_r = rep[0];
     s->cmd_code = -1;
+    s->lapsed = 0;
     s->cmd = argv[0];
     ik_guard_msg m;
     ssize_t r;
@@ -309,7 +310,7 @@ static int read_reports(ik_sup *s)
             break;
         }
         case IK_GUARD_LAPSED:
-            lapsed = 1;
+            lapsed = s->lapsed = 1;
             break;
         default:
             break;

@@ -61,6 +61,7 @@ typedef struct ik_sup {
     int ctl_w;          /* the guardian's lifeline (guardian.h, G1) */
     int rep_r;          /* the guardian's reports */
     int cmd_code;       /* CMD's code once it came, -1 before */
+    int lapsed;         /* 1 once the guardian said the deadline passed (this CMD) */
     const char *who;    /* the command's name, for stderr ("lock", "elect") */
     const char *cmd;    /* CMD's argv[0] while it runs, for stderr */
     char grant[600];    /* "the lock at /x", for the guardian's own line */
