@@ -700,8 +700,8 @@ static void lapse(guard *gd)
     char line[700];
     cat(line, sizeof line,
         (const char *const[]){"idkeeper: ", g->who, ": no proof that ", g->grant,
-                              " still stands within its safe window (idkeeper frozen or "
-                              "starved): stopping ",
+                              " still stands came within its safe window (the store cut "
+                              "off, or idkeeper frozen or starved): the guardian stops ",
                               g->argv[0], "\n", NULL});
     if (write(2, line, strlen(line)) < 0) { /* nowhere to say it */
     }

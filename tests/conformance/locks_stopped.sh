@@ -67,7 +67,7 @@ case_frozen() {
                END { if (n) printf "%d heartbeats of A after B started, the last %.0f ms after", n, (last - b) * 1000 }' "$hb")
   [ -z "$after" ] || fail "$tool: $after"
   [ -z "$(pgrep -f -- "^bash $T/worker A $hb\$")" ] || fail "$tool: A's CMD still runs while A is frozen"
-  grepq 'still stands within its safe window' "$hb.a.err" ||
+  grepq 'still stands came within its safe window' "$hb.a.err" ||
     fail "$tool: A's guardian did not say why it stopped CMD: $(cat "$hb.a.err")"
 
   kill -CONT $a
