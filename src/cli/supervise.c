@@ -52,8 +52,11 @@ int ik__sup_init(ik_sup *s, const char *who)
     sigaddset(&set, SIGHUP);
     sigaddset(&set, SIGQUIT);
     s->sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-    /* SIGTTOU too (not read): taking the terminal back from CMD's group */
+    /* SIGTTOU too (not read): taking the terminal back from CMD's group; and SIGPIPE:
+     * a deadline the monitor's thread sends after the guardian exited, before it is
+     * reaped, must fail with EPIPE, not end idkeeper (exit 141) */
     sigaddset(&set, SIGTTOU);
+    sigaddset(&set, SIGPIPE);
     if (s->sfd < 0 || pthread_sigmask(SIG_BLOCK, &set, &s->old_mask) != 0) return -1;
     int p[2];
     if (pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0) return -1;

@@ -15,6 +15,10 @@
 #   case_timeout               --timeout gives up with 124, leaves nothing of ours
 #   case_exit_codes            CMD's code passes through; 127/126; signals forwarded
 #   case_idkeeper_killed       idkeeper killed -9: CMD dies with it, the lock is free
+#   case_grace                 a --grace too long for the grant's term is refused
+#                              (exit 2, nothing taken) naming the option that sets
+#                              the term on this store; with a term 4 times as long it
+#                              runs (local: no term, any grace runs)
 #   case_signal_wait           SIGTERM while waiting: exit 143 at once, CMD never ran,
 #                              nothing of ours left
 #   case_elect_one_leader N    N candidates: exactly one CMD runs at a time; the
@@ -49,7 +53,7 @@ case_counter() {
       export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
       while ((r < rounds && SECONDS - t0 < secs)); do
         "${IK_LOCK[@]}" /counter -- sh -c 'n=$(cat "$0"); echo $((n + 1)) >"$0.tmp" && mv "$0.tmp" "$0"; echo "$IDKEEPER_FENCE" >>"$0.fences"' \
-          "$T/counter" || exit 1
+          "$T/counter" || { echo "a lock exited $?" >&2; exit 1; }
         r=$((r + 1))
       done
       echo "$r" >"$T/counter.done.$i"
@@ -152,6 +156,35 @@ case_exit_codes() {
   pass "exit codes: CMD's own, 137, 127, 126, 2; TERM forwarded; environment"
 }
 
+case_grace() {
+  local grace=$((CONF_SESSION_MS / 4 + 1000)) flag=--lease-ttl rc=0
+  [ "$IK_STORE" = zk ] && flag=--zk-session-timeout
+  if [ "$IK_STORE" = local ]; then
+    "${IK_LOCK[@]}" --grace "$grace" /grace -- true || fail "--grace $grace refused on local:"
+    pass "--grace $grace on local: (no term): it runs"
+    return
+  fi
+  for tool in lock elect; do
+    rc=0
+    if [ $tool = lock ]; then
+      "${IK_LOCK[@]}" --grace "$grace" /grace -- touch "$T/grace.ran" >"$T/grace.out" 2>"$T/grace.err" || rc=$?
+    else
+      "${IK_ELECT[@]}" --once --grace "$grace" /grace -- touch "$T/grace.ran" >"$T/grace.out" 2>"$T/grace.err" || rc=$?
+    fi
+    [ $rc = 2 ] || fail "$tool --grace $grace with a term of $CONF_SESSION_MS ms exited $rc, not 2: $(cat "$T/grace.err")"
+    [ ! -e "$T/grace.ran" ] || fail "$tool: CMD ran though --grace was refused"
+    [ "$(wc -l <"$T/grace.err")" = 1 ] || fail "$tool: not one line: $(cat "$T/grace.err")"
+    grepq -- "raise $flag " "$T/grace.err" || fail "$tool: the refusal does not name $flag: $(cat "$T/grace.err")"
+    [ "$flag" = --zk-session-timeout ] || ! grepq -i zookeeper "$T/grace.err" ||
+      fail "$tool: the refusal speaks of ZooKeeper on $IK_STORE: $(cat "$T/grace.err")"
+  done
+  # the flag it names is the one that helps
+  "${IK_LOCK[@]}" "$flag" $((CONF_SESSION_MS * 4)) --grace "$grace" /grace -- touch "$T/grace.ran" 2>"$T/grace.err" ||
+    fail "--grace $grace with $flag $((CONF_SESSION_MS * 4)) failed: $(cat "$T/grace.err")"
+  [ -e "$T/grace.ran" ] || fail "CMD did not run with the longer term"
+  pass "--grace $grace refused with a term of $CONF_SESSION_MS ms, naming $flag; runs with $flag $((CONF_SESSION_MS * 4))"
+}
+
 case_idkeeper_killed() {
   "${IK_LOCK[@]}" /killed -- sh -c 'echo $$ >"$0"; exec sleep 30' "$T/killed.pid" &
   local p=$! i
@@ -159,7 +192,11 @@ case_idkeeper_killed() {
   wait_until 10 test -s "$T/killed.pid" || true
   local cmd
   # CMD's pid out here (it may run in a PID namespace of its own, where it is 2)
-  cmd=$(host_pid $p "$(cat "$T/killed.pid")") || fail "CMD $(cat "$T/killed.pid") not found below idkeeper $p"
+  _killed_cmd() { cmd=$(host_pid $p "$(cat "$T/killed.pid")"); }
+  wait_until 5 _killed_cmd || {
+    ps -eo pid,ppid,stat,comm,args | grep -E "idkeeper|sleep 30" >&2
+    fail "CMD $(cat "$T/killed.pid") not found below idkeeper $p"
+  }
   kill -KILL $p
   wait $p 2>/dev/null || true
   wait_until 5 not alive "$cmd" || fail "CMD $cmd outlived idkeeper killed -9"
