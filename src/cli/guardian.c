@@ -565,11 +565,16 @@ static void to_group(guard *gd, int sig)
     if (sig == SIGTERM) kill(-gd->child, SIGCONT);
 }
 
+/* SIGKILL to the tree at at_ns, unless it is armed sooner. */
+static void arm_at(guard *gd, int64_t at_ns)
+{
+    if (gd->kill_at == 0 || at_ns < gd->kill_at) gd->kill_at = at_ns;
+}
+
 /* SIGKILL to the tree ms from now, unless it is armed sooner. */
 static void arm(guard *gd, int64_t ms)
 {
-    int64_t at = now_ns() + (ms > 0 ? ms : 0) * 1000000;
-    if (gd->kill_at == 0 || at < gd->kill_at) gd->kill_at = at;
+    arm_at(gd, now_ns() + (ms > 0 ? ms : 0) * 1000000);
 }
 
 /* 1 if pid was said unkillable already; else remembers it (0). */
@@ -707,7 +712,9 @@ static void lapse(guard *gd)
     }
     put_msg(g->rep_w, IK_GUARD_LAPSED, 0, 0);
     to_group(gd, SIGTERM);
-    arm(gd, g->grace_ms);
+    /* counted from the deadline, not from this late wake-up: SIGKILL by the deadline
+     * plus the grace, which the store's term leaves room for (hold_run.h) */
+    arm_at(gd, gd->deadline + (g->grace_ms > 0 ? g->grace_ms : 0) * 1000000);
 }
 
 /* One message from idkeeper. */
