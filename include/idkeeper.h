@@ -101,6 +101,9 @@ typedef enum ik_error {
     IK_EKIND = -10018,      /* the tag exists, but is of the other kind */
     IK_EUNSAFE = -10019,    /* the store's settings can lose an acknowledged write or a
                                lease now (docs/hazards.md): nothing was written */
+    IK_EDENIED = -10020,    /* since 0.6.0: the store refused this client for good (a
+                               wrong password, an unknown user or database): trying
+                               again will not help; ik_coord_open's why says which */
     IK_EZK_BASE = -20000,   /* IK_EZK_BASE + ZooKeeper error code */
 } ik_error;
 
@@ -673,8 +676,9 @@ IK_EXTERN int ik_sequence_cancel(ik_sequence *s, const char *tag, ik_ids_cb cb, 
 IK_EXTERN int ik_sequence_next_wait(ik_sequence *s, const char *tag, size_t n, int64_t *ids);
 
 /* ------------------------------------------------------------------------------
- * Locks, read-write locks and leader election (docs/guarantees.md promises 19-22), on local: and
- * zk://. docs/recipes.md has the protocols and the state diagrams.
+ * Locks, read-write locks and leader election (docs/guarantees.md promises 19-22), on local:,
+ * zk://, postgresql://, mysql:// and etcd:// (not redis://: ik_coord_locks_check says why).
+ * docs/recipes.md has the protocols and the state diagrams.
  *
  * A PATH names a lock or an election: '/'-separated segments of printable bytes
  * (no empty segment, no "." or ".."), 1 to 400 bytes; a missing leading '/' is
@@ -692,18 +696,24 @@ IK_EXTERN int ik_sequence_next_wait(ik_sequence *s, const char *tag, size_t n, i
  * The state of a grant (a held lock, or leadership):
  *
  *   IDLE --acquire / campaign--> WAITING --granted--> HELD
- *   HELD --connection lost--> IN_DOUBT --same session back--> HELD
- *   HELD, IN_DOUBT --session expired, our node deleted, or no answer from the
- *                   server for 2/3 of the session timeout--> LOST
+ *   HELD --a probe unanswered, the connection lost--> IN_DOUBT
+ *   IN_DOUBT --a proof sent after the doubt began (same session or lease)--> HELD
+ *   HELD, IN_DOUBT --the store says it is gone (session expired, our node or key
+ *                   deleted, the lease revoked, the database session ended): at
+ *                   once; or no proof for 2/3 of the term T (the session timeout
+ *                   or lease TTL) since the last proof's send--> LOST
  *   any --release / resign--> IDLE
  *
- * IN_DOUBT: the holder may have lost it and must not start anything it guards;
- * someone else may hold it soon (once the session expires). LOST: treat it as
- * gone and stop; it comes at least 1/3 of the session timeout before the server
- * can expire a session it lost contact with, so someone else may hold it soon or
- * already. A lock is never reported HELD on a session that is known dead. On local: a grant cannot
- * be lost while the process lives (the kernel keeps the flock), so IN_DOUBT and LOST never happen
- * there.
+ * One hold monitor decides this for every backend (docs/recipes.md, "The hold
+ * monitor"). IN_DOUBT: the holder may have lost it and must not start anything it
+ * guards; someone else may hold it soon. LOST: treat it as gone and stop; it comes
+ * at least T/3 before the store can hand the grant to anyone else (a grant ended by
+ * hand is handed on as it is told), so someone else may hold it soon or already.
+ * The library never gives a lost grant back by itself: ik_lock_release does (an
+ * election: by itself, or with keep_on_loss at ik_election_rejoin), once what the
+ * grant guarded has stopped. A lock is never reported HELD on a session known to be
+ * dead. On local: a grant cannot be lost while the process lives (the kernel keeps
+ * the flock), so IN_DOUBT and LOST never happen there.
  */
 typedef enum ik_hold_state {
     IK_HOLD_IDLE = 0,     /* neither held nor waited for */
@@ -717,12 +727,13 @@ typedef enum ik_hold_state {
 IK_EXTERN const char *ik_hold_state_name(ik_hold_state s);
 
 /* Called when a grant changes state: IN_DOUBT, HELD (restored after IN_DOUBT, or
- * leadership gained) and LOST; why is a one-line reason, valid during the call.
- * Thread: for an ik_lock (and each half of an ik_rwlock), the lock's monitor thread,
- * which zk:// starts at the first grant (on local: a grant cannot be lost, and the
- * callback is never called); for an ik_election, the election's own thread. One
- * call at a time per object. It must not block for long, and must not
- * release, resign or destroy the object it is called for (set a flag instead). */
+ * leadership gained) and LOST; why is a one-line reason, in the store's words where
+ * it gave some, valid during the call. Thread: for an ik_lock (and each half of an
+ * ik_rwlock), the lock's hold monitor thread, which starts at its first grant (on
+ * local: a grant cannot be lost, and the callback is never called); for an
+ * ik_election, the election's own thread. One call at a time per object. It must not
+ * block for long, and must not release, resign or destroy the object it is called
+ * for (set a flag instead). */
 typedef void (*ik_hold_cb)(void *ctx, ik_hold_state state, const char *why);
 
 /* Called with each proof of a grant that moves the end of its trust window, with the
@@ -740,11 +751,15 @@ typedef struct ik_hold_info {
     ik_hold_state state;
     int64_t fence;    /* fencing token of the current grant (0: none) */
     char node[512];   /* zk://: the full path of our node (chroot included), for
-                         zoo_multi checks; local: the file held; "" if none */
-    char session[64]; /* zk://: the session holding it ("0x..."); local: "" */
-    char why[160];    /* reason of the latest state change */
-    /* zk://: the session timeout the server granted (a LOST notice comes at least a
-     * third of it before anyone else can hold the grant); local: 0 */
+                         zoo_multi checks; etcd://: our key; SQL: the lock's key;
+                         local: the file held; "" if none */
+    char session[64]; /* zk://: the session holding it ("0x..."); etcd://: "lease HEX";
+                         SQL: the database's id of the session; local: "" */
+    char why[160];    /* reason of the latest state change, or of a failed acquire
+                         (in the store's words where it gave some) */
+    /* the grant's term T: zk://, the session timeout the server granted; etcd:// and
+     * SQL, the lease TTL (--lease-ttl). A LOST notice comes at least T/3 before
+     * anyone else can hold the grant. local: 0 */
     int64_t session_timeout_ms;
 } ik_hold_info;
 
@@ -781,7 +796,10 @@ IK_EXTERN void ik_lock_destroy(ik_lock *lk);
  * across a reconnect, which may make the call return up to one session timeout
  * late). IK_ECLOSED: cancelled by ik_lock_cancel. IK_EINVAL: already held or
  * waited for (a LOST grant is cleaned up first, as by ik_lock_release). IK_ESTORE:
- * the backend failed (local: a file could not be made). */
+ * the backend failed for good, or still failed at the deadline (local: a file could
+ * not be made); ik_lock_get_info's why says why, in the store's words. A store that
+ * fails or does not answer for a while (a leader killed, a restart, no connection)
+ * is waited out until the deadline, as a holder waits it out. */
 IK_EXTERN int ik_lock_acquire(ik_lock *lk, int64_t timeout_ms, int64_t *fence);
 /* Gives the lock up: no callback for this grant once it returns. 0; IK_ELOST if the
  * grant was lost before (nothing more to do); IK_EINVAL if not held. On zk:// the

@@ -52,7 +52,10 @@ int ik__cli_hold_begin(const ik_cli_command *cmd, const ik_cli_opts *o, ik_sup *
         return IK_EXIT_USAGE;
     }
     *c = NULL;
-    rc = ik__cli_open_coord(cmd, o, c);
+    /* a store down or frozen as we start is waited out as a waiting lock or elect
+     * waits: within lock's --timeout, or for as long as it takes (docs/recipes.md) */
+    rc = ik__cli_open_coord_waiting(cmd, o, o->v[IK_OPT_TIMEOUT].text ? o->v[IK_OPT_TIMEOUT].n : -1,
+                                    c);
     if (rc == 0) rc = ik__cli_locks_offered(cmd, *c);
     if (rc) ik__sup_fini(sup);
     return rc;

@@ -12,7 +12,7 @@
  * Layers (docs/architecture.md, "Folders"; the test structure checks them): the
  * dispatch (coord.c, core/, counters/, recipes/recipe.c) over the implementations
  * (backends/NAME/, reached only through the ops tables coord.c names) over what
- * they share (tag_names.c, lock_notify.c, hazard.c, errors.c, log_sink.c, alloc.c,
+ * they share (tag_names.c, hold_tell.c, hazard.c, errors.c, log_sink.c, alloc.c,
  * clock.c). An implementation never calls up into coord.c, tags.c or recipe.c, nor
  * into another backend's folder.
  *
