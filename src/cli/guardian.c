@@ -208,8 +208,10 @@ static int probe_ns(int userns, int *step)
         }
         close(go[0]);
         int e = userns ? map_ids(init) : 0;
-        if (e) put_msg(rep[1], IK_GUARD_SETUP, IK_GUARD_STEP_NS, e);
-        else if (userns && write(go[1], "g", 1) != 1) e = EPIPE;
+        if (e)
+            put_msg(rep[1], IK_GUARD_SETUP, IK_GUARD_STEP_NS, e);
+        else if (userns && write(go[1], "g", 1) != 1)
+            e = EPIPE;
         close(go[1]);
         int st;
         while (waitpid(init, &st, 0) < 0 && errno == EINTR) {
@@ -359,8 +361,7 @@ int ik__tree_probe(ik_contain want, ik_tree_cfg *cfg, char *note, size_t note_le
         snprintf(pid_why, sizeof pid_why, "%s: %s",
                  step == IK_GUARD_STEP_PROC ? "its /proc" : "a PID namespace", strerror(e));
         if (want == IK_CONTAIN_PIDNS) {
-            snprintf(note, note_len, "--contain pidns: %s (it needs CAP_SYS_ADMIN: root)",
-                     pid_why);
+            snprintf(note, note_len, "--contain pidns: %s (it needs CAP_SYS_ADMIN: root)", pid_why);
             return -1;
         }
     }
@@ -395,8 +396,10 @@ int ik__tree_probe(ik_contain want, ik_tree_cfg *cfg, char *note, size_t note_le
         snprintf(note, note_len,
                  "--contain guardian: CMD's tree gets no PID namespace or cgroup of its own");
     else
-        snprintf(note, note_len, "this host gives CMD's tree no PID namespace (%s), no cgroup (%s) "
-                 "and no user namespace (%s)", pid_why, cg_why_buf, user_why);
+        snprintf(note, note_len,
+                 "this host gives CMD's tree no PID namespace (%s), no cgroup (%s) "
+                 "and no user namespace (%s)",
+                 pid_why, cg_why_buf, user_why);
     return 0;
 }
 
@@ -536,19 +539,19 @@ static _Noreturn void ns_init(const ik_guard_start *g, int sig_r, int code_w, in
 typedef struct guard {
     const ik_guard_start *g;
     pid_t self;
-    int ns;           /* pidns, userns */
-    pid_t child;      /* pidns, userns: the namespace's init; else CMD */
-    int sig_w;        /* pidns, userns: signals for the init to pass on */
-    int code_r;       /* pidns, userns: CMD's code from the init (-1 once read to end) */
-    char cg[PATH_MAX];/* cgroup: its directory, "" if none */
-    int code;         /* CMD's code, -1 before it came */
-    int64_t deadline; /* G4 */
-    int64_t kill_at;  /* ns: SIGKILL to the tree then; 0: not armed */
-    int killing;      /* the tree was killed; sweeps go on (guardian, cgroup) */
-    int lapsed;       /* the deadline's stop was done */
-    int orphan;       /* idkeeper is gone */
+    int ns;            /* pidns, userns */
+    pid_t child;       /* pidns, userns: the namespace's init; else CMD */
+    int sig_w;         /* pidns, userns: signals for the init to pass on */
+    int code_r;        /* pidns, userns: CMD's code from the init (-1 once read to end) */
+    char cg[PATH_MAX]; /* cgroup: its directory, "" if none */
+    int code;          /* CMD's code, -1 before it came */
+    int64_t deadline;  /* G4 */
+    int64_t kill_at;   /* ns: SIGKILL to the tree then; 0: not armed */
+    int killing;       /* the tree was killed; sweeps go on (guardian, cgroup) */
+    int lapsed;        /* the deadline's stop was done */
+    int orphan;        /* idkeeper is gone */
     int64_t sweep_at, sweep_step_ms; /* the next sweep; its backoff (G5) */
-    pid_t told[64];   /* the processes said unkillable */
+    pid_t told[64];                  /* the processes said unkillable */
     size_t ntold;
 } guard;
 
@@ -702,12 +705,12 @@ static void lapse(guard *gd)
 {
     const ik_guard_start *g = gd->g;
     gd->lapsed = 1;
+    static const char why[] = " still stands came within its safe window (the store cut "
+                              "off, or idkeeper frozen or starved): the guardian stops ";
     char line[700];
     cat(line, sizeof line,
-        (const char *const[]){"idkeeper: ", g->who, ": no proof that ", g->grant,
-                              " still stands came within its safe window (the store cut "
-                              "off, or idkeeper frozen or starved): the guardian stops ",
-                              g->argv[0], "\n", NULL});
+        (const char *const[]){"idkeeper: ", g->who, ": no proof that ", g->grant, why, g->argv[0],
+                              "\n", NULL});
     if (write(2, line, strlen(line)) < 0) { /* nowhere to say it */
     }
     put_msg(g->rep_w, IK_GUARD_LAPSED, 0, 0);

@@ -57,8 +57,8 @@ const char *ik__contain_name(ik_contain c);
 #define IK_TREE_KEEP_MAX 64
 
 typedef struct ik_tree_cfg {
-    ik_contain mode;  /* never AUTO once probed */
-    char cgroup[512]; /* cgroup: the delegated directory each CMD's ik-PID is made in */
+    ik_contain mode;            /* never AUTO once probed */
+    char cgroup[512];           /* cgroup: the delegated directory each CMD's ik-PID is made in */
     int keep[IK_TREE_KEEP_MAX]; /* descriptors CMD inherits, ascending: 0, 1, 2, and those */
     size_t nkeep;               /* idkeeper was started with (not close-on-exec) */
 } ik_tree_cfg;
@@ -84,22 +84,27 @@ typedef struct ik_guard_msg {
 } ik_guard_msg;
 
 /* idkeeper -> guardian, on the lifeline (ctl). End of file: idkeeper is gone. */
-#define IK_GUARD_DEADLINE 'D' /* b: the trust window's new end, CLOCK_MONOTONIC ns;
-                                 0: the grant is lost (stop now) */
-#define IK_GUARD_SIGNAL 'S'   /* a: a signal for CMD's group; the rest of the tree
-                                 then has until the grace to end */
-#define IK_GUARD_STOP 'T'     /* SIGTERM to CMD's group, SIGKILL to the tree b ms later */
-#define IK_GUARD_KILL 'K'     /* SIGKILL to the tree now */
+#define IK_GUARD_DEADLINE                                                                          \
+    'D' /* b: the trust window's new end, CLOCK_MONOTONIC ns;                                      \
+           0: the grant is lost (stop now) */
+#define IK_GUARD_SIGNAL                                                                            \
+    'S'                   /* a: a signal for CMD's group; the rest of the tree                     \
+                             then has until the grace to end */
+#define IK_GUARD_STOP 'T' /* SIGTERM to CMD's group, SIGKILL to the tree b ms later */
+#define IK_GUARD_KILL 'K' /* SIGKILL to the tree now */
 
 /* guardian -> idkeeper (rep) */
-#define IK_GUARD_CODE 'C'    /* a: CMD's exit code (128 + N if signal N ended it) */
-#define IK_GUARD_KILLED 'G'  /* the grace ended with processes of the tree left: a:
-                                1 if CMD itself was still there; they were killed */
-#define IK_GUARD_NO_KILL 'F' /* a: a process of the tree the guardian may not kill, b:
-                                the errno (guardian mode only); it waits for it */
-#define IK_GUARD_LAPSED 'X'  /* the deadline passed: the guardian is stopping CMD */
-#define IK_GUARD_SETUP 'E'   /* CMD could not be started: a: the step (IK_GUARD_STEP_*),
-                                b: the errno */
+#define IK_GUARD_CODE 'C' /* a: CMD's exit code (128 + N if signal N ended it) */
+#define IK_GUARD_KILLED                                                                            \
+    'G' /* the grace ended with processes of the tree left: a:                                     \
+           1 if CMD itself was still there; they were killed */
+#define IK_GUARD_NO_KILL                                                                           \
+    'F'                     /* a: a process of the tree the guardian may not kill, b:              \
+                               the errno (guardian mode only); it waits for it */
+#define IK_GUARD_LAPSED 'X' /* the deadline passed: the guardian is stopping CMD */
+#define IK_GUARD_SETUP                                                                             \
+    'E' /* CMD could not be started: a: the step (IK_GUARD_STEP_*),                                \
+           b: the errno */
 
 enum {
     IK_GUARD_STEP_EXEC = 0,   /* execvp of CMD */

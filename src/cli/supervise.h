@@ -51,20 +51,20 @@ enum {
 };
 
 typedef struct ik_sup {
-    int sfd;            /* signalfd: CHLD, TERM, INT, HUP, QUIT */
-    int note_r, note_w; /* pipe: one byte per note */
-    sigset_t old_mask;  /* restored in CMD */
-    ik_tree_cfg tree;   /* CMD's container and descriptors (guardian.h) */
-    pid_t child;        /* the guardian's pid, 0 if none */
-    int tty;            /* 1 if CMD's group was given the terminal */
+    int sfd;                /* signalfd: CHLD, TERM, INT, HUP, QUIT */
+    int note_r, note_w;     /* pipe: one byte per note */
+    sigset_t old_mask;      /* restored in CMD */
+    ik_tree_cfg tree;       /* CMD's container and descriptors (guardian.h) */
+    pid_t child;            /* the guardian's pid, 0 if none */
+    int tty;                /* 1 if CMD's group was given the terminal */
     pthread_mutex_t ctl_mu; /* guards ctl_w, which the monitor's thread writes to */
-    int ctl_w;          /* the guardian's lifeline (guardian.h, G1) */
-    int rep_r;          /* the guardian's reports */
-    int cmd_code;       /* CMD's code once it came, -1 before */
-    int lapsed;         /* 1 once the guardian said the deadline passed (this CMD) */
-    const char *who;    /* the command's name, for stderr ("lock", "elect") */
-    const char *cmd;    /* CMD's argv[0] while it runs, for stderr */
-    char grant[600];    /* "the lock at /x", for the guardian's own line */
+    int ctl_w;              /* the guardian's lifeline (guardian.h, G1) */
+    int rep_r;              /* the guardian's reports */
+    int cmd_code;           /* CMD's code once it came, -1 before */
+    int lapsed;             /* 1 once the guardian said the deadline passed (this CMD) */
+    const char *who;        /* the command's name, for stderr ("lock", "elect") */
+    const char *cmd;        /* CMD's argv[0] while it runs, for stderr */
+    char grant[600];        /* "the lock at /x", for the guardian's own line */
 } ik_sup;
 
 typedef enum ik_sup_kind {

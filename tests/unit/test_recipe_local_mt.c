@@ -377,8 +377,8 @@ static void test_unlock_without_event(void **st)
     sleep_ms(50); /* the waiter is in its wait on the lock file */
     int other = open(path, O_RDONLY | O_CLOEXEC);
     assert_true(other >= 0);
-    close(other);  /* a close event while the flock still holds */
-    sleep_ms(50);  /* the waiter tried after it, and found the file locked */
+    close(other); /* a close event while the flock still holds */
+    sleep_ms(50); /* the waiter tried after it, and found the file locked */
     int64_t t0 = mono_ms();
     assert_int_equal(flock(fd, LOCK_UN), 0); /* no event: the descriptor stays open */
     pthread_join(t, NULL);
