@@ -193,10 +193,7 @@ case_idkeeper_killed() {
   local cmd
   # CMD's pid out here (it may run in a PID namespace of its own, where it is 2)
   _killed_cmd() { cmd=$(host_pid $p "$(cat "$T/killed.pid")"); }
-  wait_until 5 _killed_cmd || {
-    ps -eo pid,ppid,stat,comm,args | grep -E "idkeeper|sleep 30" >&2
-    fail "CMD $(cat "$T/killed.pid") not found below idkeeper $p"
-  }
+  wait_until 5 _killed_cmd || fail "CMD $(cat "$T/killed.pid") not found below idkeeper $p"
   kill -KILL $p
   wait $p 2>/dev/null || true
   wait_until 5 not alive "$cmd" || fail "CMD $cmd outlived idkeeper killed -9"

@@ -100,7 +100,9 @@ alive() {
 # pid in that namespace (CMD itself is 2), which means another process out here. A
 # process in the host's namespace is PID itself. Prints it, or nothing (status 1).
 host_pid() {
-  grep -E '^(PPid|NSpid|State):' /proc/[0-9]*/status 2>/dev/null |
+  # grep fails (2) when a process exits between the glob and its read: not our
+  # answer's failure, which is awk's (pipefail would make it ours)
+  { grep -E '^(PPid|NSpid|State):' /proc/[0-9]*/status 2>/dev/null || true; } |
     awk -F'[:\t ]+' -v anc="$1" -v want="$2" '
       { split($1, a, "/"); p = a[3] }
       $2 == "State" { st[p] = $3 }
