@@ -120,9 +120,10 @@ ik_cli_end ik__cli_run_held(const ik_cli_command *cmd, ik_sup *sup, const ik_cli
 {
     *sig = 0;
     char why[512];
+    /* INT64_MAX where a grant cannot lapse (local:); 0 (lost meanwhile): the guardian
+     * stops CMD at once */
     int64_t deadline = g->trusted_until(g->h);
-    int rc = ik__sup_spawn(sup, argv, env, grace_ms, deadline > 0 ? deadline : INT64_MAX, g->noun,
-                           why, sizeof why);
+    int rc = ik__sup_spawn(sup, argv, env, grace_ms, deadline, g->noun, why, sizeof why);
     if (rc) {
         ik__cli_fail(cmd, "%s", why);
         *code = rc;
