@@ -31,6 +31,8 @@
     (IK_COORD_OPTS | IK_B(KIND) | IK_B(START) | IK_B(STEP) | IK_B(DESCRIPTION) | IK_B(JSON))
 #define IK_OPTS_LOCK (IK_STORE_OPTS | IK_B(TIMEOUT) | IK_B(GRACE) | IK_B(CONTAIN))
 #define IK_OPTS_ELECT (IK_STORE_OPTS | IK_B(ID) | IK_B(ONCE) | IK_B(GRACE) | IK_B(CONTAIN))
+#define IK_OPTS_SEMAPHORE                                                                          \
+    (IK_OPTS_LOCK | IK_B(MAX) | IK_B(SEMAPHORE_LAYOUT) | IK_B(LIST) | IK_B(JSON))
 #define IK_OPTS_SCHEMA (IK_B(CONFIG) | IK_B(COORD))
 #define IK_OPTS_CHECK (IK_STORE_OPTS | IK_B(JSON))
 #define IK_OPTS_VERSION 0
@@ -45,6 +47,7 @@
     X(tags, IK_OPTS_TAGS)                                                                          \
     X(lock, IK_OPTS_LOCK)                                                                          \
     X(elect, IK_OPTS_ELECT)                                                                        \
+    X(semaphore, IK_OPTS_SEMAPHORE)                                                                \
     X(schema, IK_OPTS_SCHEMA)                                                                      \
     X(check, IK_OPTS_CHECK)                                                                        \
     X(version, IK_OPTS_VERSION)                                                                    \

@@ -38,6 +38,7 @@ static const err_entry api_errors[] = {
     {IK_EKIND, "IK_EKIND", "the tag is of the other kind"},
     {IK_EUNSAFE, "IK_EUNSAFE", "the store's settings can lose an acknowledged write now"},
     {IK_EDENIED, "IK_EDENIED", "the store refused this client (credentials or permissions)"},
+    {IK_ECONFLICT, "IK_ECONFLICT", "it exists with other settings (a semaphore's max)"},
 };
 
 static const err_entry *find_api(int err)
