@@ -178,6 +178,24 @@ conf_hold_revoke() { # URI KIND PATH HOW
 
 conf_hold_reset_frees() { :; } # a reset ends no lease: it lapses a TTL after its last keepalive
 
+# semaphore (tests/conformance/semaphore.sh): the queue's keys PATH/locks/LEASEHEX,
+# the leases' PATH/leases/LEASEHEX (docs/recipes.md, "Semaphores")
+conf_sema_queued() {
+  ectl get --prefix --keys-only "$(_conf_etcd_prefix "$1")$2/locks/" | grep -c . || true
+}
+
+conf_sema_revoke() { # URI PATH HOW: the oldest lease's key deleted, or its etcd lease revoked
+  local key
+  key=$(ectl get --prefix --keys-only --sort-by=CREATE --order=ASCEND "$(_conf_etcd_prefix "$1")$2/leases/" | grep . | head -n 1)
+  [ -n "$key" ] || fail "stores/etcd.sh: no lease at $2"
+  case $3 in
+    delete) ectl del "$key" >/dev/null || fail "etcdctl del $key failed" ;;
+    revoke) ectl lease revoke "${key##*/}" >/dev/null || fail "etcdctl lease revoke ${key##*/} failed" ;;
+    *) fail "stores/etcd.sh: no revoke '$3'" ;;
+  esac
+  echo "$3 of the lease's key $key"
+}
+
 # the store frozen: the test's own member (CONF_OWN_STORE)
 conf_store_freeze() { kill -STOP "${ETCD_PID_OF[own]}"; }
 conf_store_thaw() { kill -CONT "${ETCD_PID_OF[own]}"; }
