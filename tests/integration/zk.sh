@@ -263,6 +263,7 @@ zk_proxy_start() {
 #   set PATH DATA       tries to overwrite PATH without credentials: prints "set" or "noauth"
 #   acl PATH            the ACL of PATH as JSON
 #   ls PATH             the children of PATH
+#   get PATH            the data of PATH, as text
 # With ZK_TOOL_AUTH=user:password the tool authenticates with that digest first.
 zk_tool() {
   ZK_CONNECT=$ZK_CONNECT /usr/bin/python3 "$T/zk_tool.py" "$@"
@@ -339,6 +340,8 @@ try:
     elif cmd == "ls":
         for c in sorted(zk.get_children(args[0])):
             print(c)
+    elif cmd == "get":
+        print(zk.get(args[0])[0].decode("utf-8", "replace"))
     else:
         sys.exit("zk_tool: unknown command " + cmd)
 finally:
