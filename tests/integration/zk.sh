@@ -264,6 +264,7 @@ zk_proxy_start() {
 #   acl PATH            the ACL of PATH as JSON
 #   ls PATH             the children of PATH
 #   get PATH            the data of PATH, as text
+#   owner PATH          the session that owns the ephemeral PATH ("0x..."; 0x0: none)
 # With ZK_TOOL_AUTH=user:password the tool authenticates with that digest first.
 zk_tool() {
   ZK_CONNECT=$ZK_CONNECT /usr/bin/python3 "$T/zk_tool.py" "$@"
@@ -342,6 +343,8 @@ try:
             print(c)
     elif cmd == "get":
         print(zk.get(args[0])[0].decode("utf-8", "replace"))
+    elif cmd == "owner":
+        print(hex(zk.exists(args[0]).ephemeralOwner))
     else:
         sys.exit("zk_tool: unknown command " + cmd)
 finally:
