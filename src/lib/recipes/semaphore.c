@@ -31,7 +31,8 @@
  *        queue key), or the lease is a slot that excludes by itself (SQL's session
  *        locks, local:'s flocks): the max holds even when the queue does not.
  *   SE2. A stored max other than the handle's is refused (IK_ECONFLICT, both named)
- *        before the queue is joined: two limits never count on one semaphore.
+ *        before the queue is joined, at the handle's first acquire that finds one:
+ *        two limits never count on one semaphore.
  */
 #include "internal.h"
 #include "recipe.h"
@@ -45,6 +46,7 @@ struct ik_semaphore {
     ik_lock *queue, *lease;
     int64_t max;
     int acquiring;      /* __atomic: an acquire runs (the state is WAITING) */
+    int max_checked;    /* the acquiring thread's: the stored max was found ours */
     pthread_mutex_t mu; /* guards why */
     char why[200];      /* the last acquire's failure in the store's words, or the max
                            refused */
@@ -106,10 +108,13 @@ static void set_why(ik_semaphore *s, const char *why)
     pthread_mutex_unlock(&s->mu);
 }
 
-/* SE2: the max stored with the semaphore, stored if none is, against ours. 0, or
- * IK_ECONFLICT (both named) or the store's error, with s->why set. */
+/* SE2: the max stored with the semaphore, stored if none is, against ours, once per
+ * handle (as kazoo checks it once per Semaphore: a stored max changes only when
+ * removed by hand, docs/recipes.md). 0, or IK_ECONFLICT (both named) or the store's
+ * error, with s->why set. */
 static int check_max(ik_semaphore *s)
 {
+    if (s->max_checked) return IK_OK;
     char why[200] = "";
     int64_t stored = 0;
     int rc = s->lease->ops->sema_max(s->lease, &stored, why, sizeof why);
@@ -119,7 +124,10 @@ static int check_max(ik_semaphore *s)
         set_why(s, w);
         return rc == IK_ENOMEM ? rc : IK_ESTORE;
     }
-    if (stored == 0 || stored == s->max) return IK_OK;
+    if (stored == 0 || stored == s->max) {
+        s->max_checked = 1;
+        return IK_OK;
+    }
     snprintf(why, sizeof why,
              "the semaphore at %s holds at most %" PRId64 " (the max stored with it), not %" PRId64
              ": every user of a semaphore must give the same max",
