@@ -1,8 +1,7 @@
-/* backend_pg.c: the postgresql:// backend: the PostgreSQL driver of the generic SQL
- * backend (sql_driver.h), through libpq. The schema and every statement in
- * PostgreSQL's dialect, the connection with its timeouts and session settings, the
- * advisory locks, the hazard checks and the class of each failure; the protocols are the generic
- * layer's (backend_sql*.c, recipe_sql.c). docs/sql.md has the schema.
+/* backend_pg.c: the postgresql:// backend: the PostgreSQL driver of the generic SQL backend
+ * (sql_driver.h), through libpq. The schema (docs/sql.md), every statement in PostgreSQL's
+ * dialect, the connection with its timeouts and session settings, the advisory locks, the
+ * hazard checks, each failure's class; the protocols: backend_sql*.c, recipe_sql.c.
  *
  * URI: postgresql://[USER[:PASSWORD]@]HOST[:PORT][,...]/DB[?KEY=VALUE&...], any
  * parameter libpq knows (sslmode, connect_timeout, ...). The password comes apart
@@ -200,8 +199,7 @@ static const char *const pg_stmt[IK__SQL_NSTMT] = {
                            "AND ((l.classid::bigint << 32) | l.objid::bigint) = " LOCK_KEY(
                                "h.lock_key") " WHERE h.lock_key = $1 AND l.mode = "
                                              "'ExclusiveLock' LIMIT 1",
-    [IK__SQL_FENCE_SEED] = "INSERT INTO idk_fence (lock_key, fence) VALUES ($1, $2) "
-                           "ON CONFLICT (lock_key) DO NOTHING",
+    [IK__SQL_FENCE_SEED] = "INSERT INTO idk_fence VALUES ($1, $2) ON CONFLICT DO NOTHING",
     [IK__SQL_PROOF] = "SELECT " PROOF_COLS,
 };
 
