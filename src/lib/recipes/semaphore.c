@@ -82,7 +82,7 @@ int ik_semaphore_create(ik_coord *c, const char *path, const ik_semaphore_option
         rc = ik__lock_new(c, norm, IK__LOCK_SEMA, opts.on_change, opts.on_proof, opts.ctx,
                           opts.data, opts.max, opts.layout, &s->lease);
     if (rc) {
-        ik__lock_free(s->queue);
+        if (s->queue) ik__lock_free(s->queue);
         free(s);
         return rc;
     }
