@@ -154,6 +154,10 @@ ik_cli_option ik__cli_options[IK_OPT__COUNT] = {
         "semaphore: print the leases held at PATH and the stored max, instead of running a "
         "command",
         0, 0, NULL),
+    ROW(SEMAPHORES, "semaphores", STRING, NULL, "[kazoo:]PATH,...",
+        "the semaphores whose leases GET /v1/semaphores and the status page show, at most 16, "
+        "each in Curator's layout or, prefixed kazoo:, in kazoo's (docs/http.md)",
+        0, 4096, NULL),
     ROW(LEAF_NAME, "leaf-name", APP, NULL, "NAME",
         "zk:// only: join the Meituan Leaf snowflake fleet of this leaf.name, on its own "
         "ZooKeeper nodes (docs/migration-from-leaf.md); the identity is then Leaf's IP:PORT "

@@ -27,6 +27,8 @@ void ik__pend_free(ik__pend *p)
     if (p->pool) {
         ik_free(p->pool->list);
         ik_free(p->pool->slots);
+        for (int i = 0; i < IK_SERVER_SEMAPHORES_MAX; i++)
+            ik_free(p->pool->sema[i]);
         free(p->pool);
     }
     ik__buf_reset(&p->out);

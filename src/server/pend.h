@@ -27,6 +27,7 @@
 
 #include "http_util.h"
 #include "json.h"
+#include "server.h" /* IK_SERVER_SEMAPHORES_MAX */
 
 #include <uv.h>
 
@@ -41,7 +42,8 @@ typedef enum ik__op {
     IK_OP_TAG_GET,
     IK_OP_TAG_LIST,
     IK_OP_WORKERS,  /* GET /v1/workers: the app's slots */
-    IK_OP_PAGE,     /* GET /: slots and tags for the status page */
+    IK_OP_PAGE,     /* GET /: slots, tags and semaphores for the status page */
+    IK_OP_SEMAPHORES, /* GET /v1/semaphores: the leases of the semaphores shown */
     IK_OP_HELD,     /* a ready answer held behind a pending one */
     IK_OP_SNOWFLAKE /* a snowflake request the generator asked to retry (IK_AGAIN) */
 } ik__op;
@@ -59,6 +61,12 @@ typedef struct ik__pool_call {
     ik_slot_info *slots; /* workers, page (ik_free) */
     size_t nslots;
     int slots_rc;    /* page: the slots list's result */
+    /* semaphores, page: the leases of each semaphore shown (ik_free), its stored max,
+     * and the listing's result, in the order of the server's config */
+    ik_semaphore_holder *sema[IK_SERVER_SEMAPHORES_MAX];
+    size_t nsema[IK_SERVER_SEMAPHORES_MAX];
+    int64_t sema_max[IK_SERVER_SEMAPHORES_MAX];
+    int sema_rc[IK_SERVER_SEMAPHORES_MAX];
     char decode[24]; /* page: the ?decode= ID asked for, "" if none */
     char why[256];   /* create: the library's reason */
 } ik__pool_call;

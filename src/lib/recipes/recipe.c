@@ -46,39 +46,8 @@
 #include <unistd.h>
 
 /* ------------------------------------------------------------------------------
- * Paths and options
+ * Options (the path rule: rules.c, ik__recipe_path)
  */
-int ik__recipe_path(const char *path, char *out, size_t out_len, char *why, size_t why_len)
-{
-    if (!path || !*path) return ik__fail(IK_EINVAL, why, why_len, "empty lock path");
-    size_t n = strlen(path);
-    size_t need = n + (path[0] != '/') + 1;
-    if (need - 1 > IK__RECIPE_PATH_MAX || need > out_len)
-        return ik__fail(IK_EINVAL, why, why_len, "lock path longer than %d bytes",
-                        IK__RECIPE_PATH_MAX);
-    const char *p = path[0] == '/' ? path + 1 : path;
-    if (!*p) return ik__fail(IK_EINVAL, why, why_len, "lock path '/' names no lock");
-    for (const char *seg = p;;) {
-        const char *se = strchr(seg, '/');
-        size_t sl = se ? (size_t)(se - seg) : strlen(seg);
-        if (sl == 0)
-            return ik__fail(IK_EINVAL, why, why_len, "empty segment in lock path '%.64s'", path);
-        if ((sl == 1 && seg[0] == '.') || (sl == 2 && seg[0] == '.' && seg[1] == '.'))
-            return ik__fail(IK_EINVAL, why, why_len, "'.' or '..' in lock path '%.64s'", path);
-        for (size_t i = 0; i < sl; i++)
-            if ((unsigned char)seg[i] < 0x20 || seg[i] == 0x7f)
-                return ik__fail(IK_EINVAL, why, why_len, "control character in lock path");
-        if (!se) break;
-        seg = se + 1;
-    }
-    /* ZooKeeper's own subtree, refused on every backend so that a path valid on one
-     * backend is valid on all (a lock moves from local: to zk:// unchanged) */
-    if (strcmp(p, "zookeeper") == 0 || strncmp(p, "zookeeper/", 10) == 0)
-        return ik__fail(IK_EINVAL, why, why_len, "/zookeeper is ZooKeeper's own subtree");
-    snprintf(out, out_len, "/%s", p);
-    return IK_OK;
-}
-
 const char *ik_hold_state_name(ik_hold_state s)
 {
     switch (s) {

@@ -32,6 +32,7 @@
 
 #include "backend.h"
 #include "hold.h"
+#include "rules.h"
 
 typedef enum ik__lock_kind {
     IK__LOCK_MUTEX = 0, /* zk: _c_<uuid>-lock-<seq>     local: PATH.lock   */
@@ -150,10 +151,6 @@ int ik__lock_release(ik_lock *lk);
 void ik__lock_info(ik_lock *lk, ik_hold_info *out);
 int64_t ik__lock_trusted_until(ik_lock *lk);
 
-/* recipe.c: checks and normalizes a recipe path into out ("/a/b"). 0 or IK_EINVAL
- * with a reason in why. */
-int ik__recipe_path(const char *path, char *out, size_t out_len, char *why, size_t why_len);
-
-#define IK__RECIPE_PATH_MAX 400
+/* The path rule of every recipe: ik__recipe_path and IK__RECIPE_PATH_MAX, rules.h. */
 
 #endif

@@ -311,6 +311,17 @@ static void put_tag_json(ik__buf *b, const ik_tag_info *t)
 }
 
 /* Thread pool: the route's library call (it may wait for the store). */
+
+/* The leases of each semaphore the server shows (its config's), each listed on its
+ * own: one that cannot be listed says why in its row. */
+static void list_semaphores(ik__server *srv, ik__pool_call *t)
+{
+    for (int i = 0; i < srv->cfg->nsemaphores && i < IK_SERVER_SEMAPHORES_MAX; i++)
+        t->sema_rc[i] = ik_semaphore_holders(srv->coord, srv->cfg->semaphores[i],
+                                             srv->cfg->semaphore_layouts[i], &t->sema_max[i],
+                                             &t->sema[i], &t->nsema[i]);
+}
+
 static void pool_run(uv_work_t *req)
 {
     ik__pend *p = req->data;
@@ -333,6 +344,11 @@ static void pool_run(uv_work_t *req)
     case IK_OP_PAGE: /* the page shows what it could list, and why not the rest */
         t->slots_rc = ik_slots_list(srv->coord, app, &t->slots, &t->nslots);
         t->list_rc = ik_tags_list(srv->coord, app, &t->list, &t->nlist);
+        list_semaphores(srv, t);
+        p->rc = 0;
+        break;
+    case IK_OP_SEMAPHORES:
+        list_semaphores(srv, t);
         p->rc = 0;
         break;
     default:
@@ -417,6 +433,14 @@ static void h_tag_list(ik__ctx *x)
 static void h_workers(ik__ctx *x)
 {
     ik__pend *p = pool_pend(x, IK_OP_WORKERS);
+    if (p) pool_queue(x, p);
+}
+
+/* GET /v1/semaphores: the leases of the semaphores this server shows, listed in the
+ * thread pool (http_page.c renders). */
+static void h_semaphores(ik__ctx *x)
+{
+    ik__pend *p = pool_pend(x, IK_OP_SEMAPHORES);
     if (p) pool_queue(x, p);
 }
 
@@ -517,6 +541,13 @@ void ik__pend_render(ik__worker *w, ik__pend *p, ik__http_reply *rs)
                             ik_strerror(p->rc));
         } else
             ik__workers_render(w, p, rs);
+        return;
+    }
+    if (p->op == IK_OP_SEMAPHORES) {
+        if (p->rc == IK_ECLOSED)
+            reply_shutting_down(rs);
+        else
+            ik__semaphores_render(w, p, rs);
         return;
     }
     if (p->op == IK_OP_SNOWFLAKE) {
