@@ -22,14 +22,15 @@
  *     ik_ids_cb                  segment: the allocator's loader thread; sequence:
  *                                its committer thread; IK_ECLOSED answers at
  *                                destroy: the thread that calls *_destroy
- *     ik_hold_cb                 lock: its hold monitor's thread (never on local:);
- *                                election: the election's own thread
- *     ik_hold_proof_cb           the lock's (or election's lock's) hold monitor
+ *     ik_hold_cb                 lock, semaphore: its hold monitor's thread (never on
+ *                                local:); election: the election's own thread
+ *     ik_hold_proof_cb           the lock's (semaphore's, election's lock's) hold monitor
  *     ik_log_fn, ik_clock        any library thread
  *   An ik_ids_cb never runs inside the ik_*_next call that queued its request, and
  *   a call that fails synchronously never invokes its callback.
  * - Options structs (ik_coord_options, ik_lease_options, ik_segment_options,
- *   ik_lock_options, ik_election_options) can grow without breaking the ABI. Each
+ *   ik_lock_options, ik_election_options, ik_semaphore_options) can grow without
+ *   breaking the ABI. Each
  *   begins with `size_t size`, which its *_options_init sets to the struct's size in
  *   the header the program was built with: always call the init, then set fields.
  *   The library reads only the fields within size; a field beyond it (a program

@@ -64,7 +64,7 @@ int ik__cmd_lock(const ik_cli_command *cmd, ik_cli_opts *o)
     } else {
         char noun[600];
         snprintf(noun, sizeof noun, "the lock at %s", path);
-        ik_cli_taker t = {noun,         "IDKEEPER_LOCK", NULL,      lk,       lock_acquire,
+        ik_cli_taker t = {noun,         "IDKEEPER_LOCK", NULL,      lk,        lock_acquire,
                           lock_release, lock_cancel,     lock_info, lock_until};
         rc = ik__cli_take_and_run(cmd, o, &sup, c, open_ms, &t);
     }

@@ -49,27 +49,25 @@ static int print_json(const ik_cli_opts *o, const char *uri, int64_t max,
     json_t *held = json_array();
     for (size_t i = 0; held && i < n; i++) {
         json_t *one = json_pack("{s:o,s:I,s:o,s:o}", "node", ik__cli_json_text(h[i].node), "fence",
-                                (json_int_t)h[i].fence, "session",
-                                ik__cli_json_text(h[i].session), "data",
-                                ik__cli_json_text(h[i].data));
+                                (json_int_t)h[i].fence, "session", ik__cli_json_text(h[i].session),
+                                "data", ik__cli_json_text(h[i].data));
         if (json_array_append_new(held, one) != 0) {
             json_decref(held);
             held = NULL;
         }
     }
-    return ik__cli_json_print(
-        stdout, json_pack("{s:o,s:o,s:o,s:I,s:o}", "coord", ik__cli_json_text(uri), "path",
-                          ik__cli_json_text(o->args[0]), "layout",
-                          ik__cli_json_text(o->v[IK_OPT_SEMAPHORE_LAYOUT].text),
-                          "max", (json_int_t)max, "held", held));
+    return ik__cli_json_print(stdout,
+                              json_pack("{s:o,s:o,s:o,s:I,s:o}", "coord", ik__cli_json_text(uri),
+                                        "path", ik__cli_json_text(o->args[0]), "layout",
+                                        ik__cli_json_text(o->v[IK_OPT_SEMAPHORE_LAYOUT].text),
+                                        "max", (json_int_t)max, "held", held));
 }
 
 /* --list: the stored max and the leases held, as a table or JSON. */
 static int list(const ik_cli_command *cmd, ik_cli_opts *o)
 {
     if (o->nargs != 1 || o->rest >= 0) {
-        ik__cli_fail(cmd, "--list takes one PATH and no command (usage: idkeeper %s)",
-                     cmd->usage);
+        ik__cli_fail(cmd, "--list takes one PATH and no command (usage: idkeeper %s)", cmd->usage);
         return IK_EXIT_USAGE;
     }
     ik_coord *c = NULL;

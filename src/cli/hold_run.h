@@ -106,7 +106,7 @@ void ik__cli_take_on_proof(void *ctx, int64_t until_ns);
  * it once it says HELD (with PREFIX_PATH, IDKEEPER_FENCE and PREFIX_NODE), and the
  * grant given back once CMD's tree is gone. open_ms: how long the open took (not
  * counted by --timeout, said if it was long). The exit code. */
-int ik__cli_take_and_run(const ik_cli_command *cmd, const ik_cli_opts *o, ik_sup *sup,
-                         ik_coord *c, int64_t open_ms, const ik_cli_taker *t);
+int ik__cli_take_and_run(const ik_cli_command *cmd, const ik_cli_opts *o, ik_sup *sup, ik_coord *c,
+                         int64_t open_ms, const ik_cli_taker *t);
 
 #endif

@@ -138,8 +138,8 @@ static int wait_held(const ik_cli_command *cmd, take_run *r, const char *argv0, 
     }
 }
 
-int ik__cli_take_and_run(const ik_cli_command *cmd, const ik_cli_opts *o, ik_sup *sup,
-                         ik_coord *c, int64_t open_ms, const ik_cli_taker *t)
+int ik__cli_take_and_run(const ik_cli_command *cmd, const ik_cli_opts *o, ik_sup *sup, ik_coord *c,
+                         int64_t open_ms, const ik_cli_taker *t)
 {
     const char *path = o->args[0];
     char *const *argv = &o->args[o->rest];
@@ -158,8 +158,7 @@ int ik__cli_take_and_run(const ik_cli_command *cmd, const ik_cli_opts *o, ik_sup
 
     /* RUNNING */
     char e_path[512 + 64], e_fence[64], e_node[sizeof hi.node + 64];
-    snprintf(e_path, sizeof e_path, "%s_PATH=%s%s", t->env_prefix, path[0] == '/' ? "" : "/",
-             path);
+    snprintf(e_path, sizeof e_path, "%s_PATH=%s%s", t->env_prefix, path[0] == '/' ? "" : "/", path);
     snprintf(e_fence, sizeof e_fence, "IDKEEPER_FENCE=%" PRId64, r.fence);
     snprintf(e_node, sizeof e_node, "%s_NODE=%s", t->env_prefix, hi.node);
     const char *env[] = {e_path, e_fence, e_node, t->env_extra, NULL};

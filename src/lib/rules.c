@@ -109,15 +109,13 @@ int ik__recipe_path(const char *path, char *out, size_t out_len, char *why, size
     size_t n = strlen(path);
     size_t need = n + (path[0] != '/') + 1;
     if (need - 1 > IK__RECIPE_PATH_MAX || need > out_len)
-        return path_bad(why, why_len, "lock path longer than %d bytes",
-                        IK__RECIPE_PATH_MAX);
+        return path_bad(why, why_len, "lock path longer than %d bytes", IK__RECIPE_PATH_MAX);
     const char *p = path[0] == '/' ? path + 1 : path;
     if (!*p) return path_bad(why, why_len, "lock path '/' names no lock");
     for (const char *seg = p;;) {
         const char *se = strchr(seg, '/');
         size_t sl = se ? (size_t)(se - seg) : strlen(seg);
-        if (sl == 0)
-            return path_bad(why, why_len, "empty segment in lock path '%.64s'", path);
+        if (sl == 0) return path_bad(why, why_len, "empty segment in lock path '%.64s'", path);
         if ((sl == 1 && seg[0] == '.') || (sl == 2 && seg[0] == '.' && seg[1] == '.'))
             return path_bad(why, why_len, "'.' or '..' in lock path '%.64s'", path);
         for (size_t i = 0; i < sl; i++)

@@ -41,11 +41,11 @@ typedef enum ik__op {
     IK_OP_TAG_CREATE,
     IK_OP_TAG_GET,
     IK_OP_TAG_LIST,
-    IK_OP_WORKERS,  /* GET /v1/workers: the app's slots */
-    IK_OP_PAGE,     /* GET /: slots, tags and semaphores for the status page */
+    IK_OP_WORKERS,    /* GET /v1/workers: the app's slots */
+    IK_OP_PAGE,       /* GET /: slots, tags and semaphores for the status page */
     IK_OP_SEMAPHORES, /* GET /v1/semaphores: the leases of the semaphores shown */
-    IK_OP_HELD,     /* a ready answer held behind a pending one */
-    IK_OP_SNOWFLAKE /* a snowflake request the generator asked to retry (IK_AGAIN) */
+    IK_OP_HELD,       /* a ready answer held behind a pending one */
+    IK_OP_SNOWFLAKE   /* a snowflake request the generator asked to retry (IK_AGAIN) */
 } ik__op;
 
 /* A route's call to the store in libuv's thread pool, its inputs and results: the
@@ -60,7 +60,7 @@ typedef struct ik__pool_call {
     int list_rc;         /* page: the tags list's result */
     ik_slot_info *slots; /* workers, page (ik_free) */
     size_t nslots;
-    int slots_rc;    /* page: the slots list's result */
+    int slots_rc; /* page: the slots list's result */
     /* semaphores, page: the leases of each semaphore shown (ik_free), its stored max,
      * and the listing's result, in the order of the server's config */
     ik_semaphore_holder *sema[IK_SERVER_SEMAPHORES_MAX];

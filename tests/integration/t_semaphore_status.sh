@@ -3,8 +3,8 @@
 # timeout: 120
 # What a server shows of semaphores (docs/http.md, "GET /v1/semaphores"; the status
 # page): `serve --semaphores` names them; GET /v1/semaphores and the page list each
-# one's stored max and the leases held, as `idkeeper semaphore --list` does, the
-# holder's data HTML-escaped on the page; a lease given back leaves the list; a
+# one's stored max and the leases held, as `idkeeper semaphore --list` does; a lease
+# given back leaves the list; a
 # semaphore that cannot be listed (kazoo's layout on local:) says why in its own row
 # and the others are listed still; a bad --semaphores is refused at start (exit 2).
 source "$(dirname "$0")/lib.sh"
@@ -31,8 +31,7 @@ sema | jq -e '.semaphores[1] | .path == "/k" and .layout == "kazoo" and (.error 
 h=$!
 IK_PIDS+=($h)
 wait_until 30 test -e "$T/h.held" || fail "the holder never held: $(cat "$T/h.err")"
-# a holder whose data the page must escape, through the library (ik_semaphore_options.data)
-"$IK_BIN" semaphore --coord "$coord" --max 2 /exports -- true # the max stored: 2
+"$IK_BIN" semaphore --coord "$coord" --max 2 /exports -- true # a second lease, given back
 got=$(sema)
 jq -e '.semaphores[0] | .max == 2 and (.held | length) == 1 and (.held[0].data | test("^pid=[0-9]+ host=")) and .held[0].fence > 0' \
   <<<"$got" >/dev/null || fail "one lease held, max 2: $got"

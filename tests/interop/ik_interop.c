@@ -490,8 +490,8 @@ static int cmd_bench_sema(char **a)
     int64_t start = now_ns() + 1000000000; /* a second to connect and warm up */
     int64_t until = start + (int64_t)(secs * 1e9);
     for (int i = 0; i < n; i++) {
-        b[i] = (sema_arg){a[0], a[1], atoll(a[2]), start, until, 0,
-                          malloc(BENCH_MAX * sizeof(int64_t)), 0};
+        b[i] = (sema_arg){
+            a[0], a[1], atoll(a[2]), start, until, 0, malloc(BENCH_MAX * sizeof(int64_t)), 0};
         if (!b[i].took) return 1;
         pthread_create(&t[i], NULL, sema_thread, &b[i]);
     }

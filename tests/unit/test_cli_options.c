@@ -512,9 +512,9 @@ static void semaphore_options(void **state)
                           IK_OPT_BIT(IK_OPT_MAX) | IK_OPT_BIT(IK_OPT_SEMAPHORE_LAYOUT) |
                           IK_OPT_BIT(IK_OPT_LIST) | IK_OPT_BIT(IK_OPT_JSON);
     static const char *const secs[] = {"semaphore", "lock", NULL};
-    fake f = {.env = {{"IDKEEPER_SEMAPHORE_LAYOUT", "kazoo"}},
-              .files = {{"s.ini", "[semaphore]\nmax = 7\nlist = yes\n"},
-                        {"l.ini", "[lock]\nmax = 7\n"}}};
+    fake f = {
+        .env = {{"IDKEEPER_SEMAPHORE_LAYOUT", "kazoo"}},
+        .files = {{"s.ini", "[semaphore]\nmax = 7\nlist = yes\n"}, {"l.ini", "[lock]\nmax = 7\n"}}};
     fake none = {0};
     ik_cli_spec spec = {"semaphore", opts, secs};
     ik_cli_env env = {fake_get, fake_read, &none};
@@ -538,7 +538,8 @@ static void semaphore_options(void **state)
         {"--max", "0", "--max: 0 is out of range 1..10000"},
         {"--max", "10001", "--max: 10001 is out of range 1..10000"},
         {"--max", "-3", "--max: '-3' is not a number"},
-        {"--semaphore-layout", "zookeeper", "--semaphore-layout: 'zookeeper' is not one of curator|kazoo"},
+        {"--semaphore-layout", "zookeeper",
+         "--semaphore-layout: 'zookeeper' is not one of curator|kazoo"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char *argv[] = {(char *)bad[i][0], (char *)bad[i][1], NULL};

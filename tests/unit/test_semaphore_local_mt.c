@@ -159,7 +159,7 @@ static void test_full(void **st)
     int64_t fa = 0;
     assert_int_equal(ik_semaphore_acquire(a, -1, &fa), 0);
     assert_int_equal(ik_semaphore_state(a), IK_HOLD_HELD);
-    assert_int_equal(ik_semaphore_trusted_until(a), INT64_MAX); /* local: cannot lapse */
+    assert_int_equal(ik_semaphore_trusted_until(a), INT64_MAX);    /* local: cannot lapse */
     assert_int_equal(ik_semaphore_acquire(a, 0, NULL), IK_EINVAL); /* one lease a handle */
     assert_int_equal(ik_semaphore_acquire(b, 0, NULL), IK_EBUSY);
     int64_t t0 = mono_ms();

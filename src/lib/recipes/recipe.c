@@ -172,8 +172,8 @@ int ik_lock_create(ik_coord *c, const char *path, const ik_lock_options *o, ik_l
 {
     ik_lock_options opts;
     if (lock_options(o, &opts)) return IK_EINVAL;
-    return ik__lock_new(c, path, IK__LOCK_MUTEX, opts.on_change, opts.on_proof, opts.ctx, opts.data, 0,
-                        IK_SEMAPHORE_CURATOR, out);
+    return ik__lock_new(c, path, IK__LOCK_MUTEX, opts.on_change, opts.on_proof, opts.ctx, opts.data,
+                        0, IK_SEMAPHORE_CURATOR, out);
 }
 
 void ik_lock_destroy(ik_lock *lk)

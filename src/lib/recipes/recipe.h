@@ -135,8 +135,8 @@ struct ik__recipe_ops {
     /* The leases held at the semaphore path (normalized) in layout: *out (malloc'd,
      * freed with free; NULL when *n is 0) in grant order, *max the max stored (0:
      * none). 0 or an ik_error. */
-    int (*sema_holders)(ik__backend *be, const char *path, ik_semaphore_layout layout,
-                        int64_t *max, ik_semaphore_holder **out, size_t *n);
+    int (*sema_holders)(ik__backend *be, const char *path, ik_semaphore_layout layout, int64_t *max,
+                        ik_semaphore_holder **out, size_t *n);
 };
 
 /* recipe.c, for semaphore.c: a lock of kind on path (normalized by the caller or

@@ -209,8 +209,7 @@ void ik_semaphore_get_info(ik_semaphore *s, ik_hold_info *out)
     int waiting = __atomic_load_n(&s->acquiring, __ATOMIC_SEQ_CST);
     if (out->state == IK_HOLD_IDLE && waiting) out->state = IK_HOLD_WAITING;
     pthread_mutex_lock(&s->mu);
-    if (out->state == IK_HOLD_IDLE && s->why[0])
-        snprintf(out->why, sizeof out->why, "%s", s->why);
+    if (out->state == IK_HOLD_IDLE && s->why[0]) snprintf(out->why, sizeof out->why, "%s", s->why);
     pthread_mutex_unlock(&s->mu);
 }
 

@@ -52,7 +52,7 @@
     R(IK_HTTP_GET, "/v1/routes", h_routes, IK_ROUTE_AUTH, "this list, text/plain")                 \
     R(IK_HTTP_GET, "/metrics", h_metrics, IK_ROUTE_AUTH | IK_ROUTE_METRICS, "Prometheus metrics")  \
     R(IK_HTTP_GET, "/", h_page, IK_ROUTE_AUTH | IK_ROUTE_PAGE,                                     \
-      "the status page (HTML): this server, the app's worker slots, the tags, the semaphores, an "  \
+      "the status page (HTML): this server, the app's worker slots, the tags, the semaphores, an " \
       "ID decoder")
 
 #endif

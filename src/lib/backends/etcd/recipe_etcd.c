@@ -432,8 +432,7 @@ static int sema_take(acquire *a)
     int64_t keep = a->next_keep / 1000000 - now;
     int64_t slice = left < keep ? left : keep;
     if (slice <= 0) return STEP_AGAIN;
-    e = ik__etcd_watch_delete(a->b->gw, lk->pfx, 1, at + 1, slice, &lk->wait_stop, why,
-                              sizeof why);
+    e = ik__etcd_watch_delete(a->b->gw, lk->pfx, 1, at + 1, slice, &lk->wait_stop, why, sizeof why);
     if (e == IK_ECLOSED) return __atomic_load_n(&lk->cancel, __ATOMIC_SEQ_CST) ? e : STEP_AGAIN;
     if (e == IK_OK || e == IK_ETIMEDOUT || e == IK_ESTORE) return STEP_AGAIN; /* count again */
     return failed(a, e, 0, "watching the semaphore's leases", why);

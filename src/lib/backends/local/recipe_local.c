@@ -524,7 +524,8 @@ static void drop_all(local_lock *l)
 /* Grant order: by fence. */
 static int by_fence(const void *a, const void *b)
 {
-    int64_t x = ((const ik_semaphore_holder *)a)->fence, y = ((const ik_semaphore_holder *)b)->fence;
+    int64_t x = ((const ik_semaphore_holder *)a)->fence,
+            y = ((const ik_semaphore_holder *)b)->fence;
     return x < y ? -1 : x > y;
 }
 

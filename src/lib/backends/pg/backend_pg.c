@@ -210,7 +210,7 @@ static const unsigned char pg_writes[IK__SQL_NSTMT] = {
     [IK__SQL_LEAF_UPDATE] = 1,  [IK__SQL_LEAF_UPDATE_STEP] = 1, [IK__SQL_TAG_INSERT] = 1,
     [IK__SQL_MARK_SET] = 1,     [IK__SQL_SLOT_INSERT] = 1,      [IK__SQL_SLOT_TAKE] = 1,
     [IK__SQL_SLOT_RENEW] = 1,   [IK__SQL_SLOT_RELEASE] = 1,     [IK__SQL_FENCE_BUMP] = 1,
-    [IK__SQL_FENCE_INSERT] = 1, [IK__SQL_HOLDER_SET] = 1,      [IK__SQL_FENCE_SEED] = 1,
+    [IK__SQL_FENCE_INSERT] = 1, [IK__SQL_HOLDER_SET] = 1,       [IK__SQL_FENCE_SEED] = 1,
 };
 
 /* One line of libpq's message into why: newlines and runs of spaces as one

@@ -75,10 +75,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#define PING_WAIT_MS 1000       /* an idle spare's ping before reuse */
-#define SLOT_PAUSE_FIRST_MS 10  /* a semaphore's slots tried again after this ... */
-#define SLOT_PAUSE_MAX_MS 100   /* ... doubling up to this while none is free */
-#define PROBE_SLICE_MS 100 /* a probe looks at its stop this often (SL2) */
+#define PING_WAIT_MS 1000      /* an idle spare's ping before reuse */
+#define SLOT_PAUSE_FIRST_MS 10 /* a semaphore's slots tried again after this ... */
+#define SLOT_PAUSE_MAX_MS 100  /* ... doubling up to this while none is free */
+#define PROBE_SLICE_MS 100     /* a probe looks at its stop this often (SL2) */
 
 typedef struct sql_lock {
     ik_lock base;

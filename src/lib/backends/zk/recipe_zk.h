@@ -110,8 +110,8 @@ void ik__zk_lock_watch_own(ik__zk_lock *lk);
  * its ensure_path makes them; every other recipe's CONTAINER, as Curator's). */
 int ik__zk_sema_acquire(ik__zk_lock *lk, int64_t timeout_ms, int64_t *fence);
 int ik__zk_sema_max(ik_lock *base, int64_t *stored, char *why, size_t why_len);
-int ik__zk_sema_holders(ik__backend *be, const char *path, ik_semaphore_layout layout,
-                        int64_t *max, ik_semaphore_holder **out, size_t *n);
+int ik__zk_sema_holders(ik__backend *be, const char *path, ik_semaphore_layout layout, int64_t *max,
+                        ik_semaphore_holder **out, size_t *n);
 int ik__zk_sema_dir_mode(const ik_lock *base);
 
 /* The hold monitor's evidence (recipe.h): the grant's proof, a probe, and the

@@ -134,7 +134,7 @@ int ik__zk_node_name(ik__lock_kind kind, ik_semaphore_layout layout, const char 
                      size_t name_len, char *prefix, size_t prefix_len)
 {
     static const char *const parts[] = {
-        [IK__LOCK_MUTEX] = "lock-", [IK__LOCK_READ] = "__READ__", [IK__LOCK_WRITE] = "__WRIT__",
+        [IK__LOCK_MUTEX] = "lock-",  [IK__LOCK_READ] = "__READ__", [IK__LOCK_WRITE] = "__WRIT__",
         [IK__LOCK_LATCH] = "latch-", [IK__LOCK_SEMQ] = "lock-",    [IK__LOCK_SEMA] = "lease-",
     };
     int kazoo = layout == IK_SEMAPHORE_KAZOO && (kind == IK__LOCK_SEMQ || kind == IK__LOCK_SEMA);

@@ -85,10 +85,10 @@ typedef struct take {
     int64_t qsession;
     int in_doubt; /* a multi of ours went unanswered on this generation: */
     unsigned doubt_gen;
-    int64_t asked;         /* send time (ik__mono_ms) of the write or sync that proves it */
-    char node[ZPATH_MAX];  /* the lease made, its czxid read once known */
-    int wait;              /* the pass asks for an event before the next */
-    int rc;                /* a pass's end: an ik_error */
+    int64_t asked;        /* send time (ik__mono_ms) of the write or sync that proves it */
+    char node[ZPATH_MAX]; /* the lease made, its czxid read once known */
+    int wait;             /* the pass asks for an event before the next */
+    int rc;               /* a pass's end: an ik_error */
     char why[160];
 } take;
 
@@ -137,9 +137,9 @@ static int list_leases(take *t, const ik__zk_session *s, int *count)
     ik__zk_wait *w = ik__zk_wait_new(1, 0);
     if (!w) return ZSYSTEMERROR;
     ik__zk_arm(&w->r[0], s->zh);
-    ik__zk_issued(&w->r[0], zoo_awget_children(s->zh, lk->dir, ik__zk_lock_on_watch,
-                                               (void *)(uintptr_t)lk->reg, ik__zk_on_kids,
-                                               &w->r[0]));
+    ik__zk_issued(&w->r[0],
+                  zoo_awget_children(s->zh, lk->dir, ik__zk_lock_on_watch,
+                                     (void *)(uintptr_t)lk->reg, ik__zk_on_kids, &w->r[0]));
     int zrc = ik__zk_wait_until(w, s->zh, ik__mono_ns() + 2 * (int64_t)s->timeout_ms * 1000000)
                   ? w->r[0].rc
                   : ZOPERATIONTIMEOUT;
@@ -165,7 +165,8 @@ static int take_lease(take *t, const ik__zk_session *s, int *check_failed)
     char path[ZPATH_MAX];
     snprintf(path, sizeof path, "%s/%s", lk->dir, t->name);
     const char *data = lk->base.data;
-    int flags = lk->base.sema_layout == IK_SEMAPHORE_KAZOO ? ZOO_EPHEMERAL : ZOO_EPHEMERAL_SEQUENTIAL;
+    int flags =
+        lk->base.sema_layout == IK_SEMAPHORE_KAZOO ? ZOO_EPHEMERAL : ZOO_EPHEMERAL_SEQUENTIAL;
     zoo_check_op_init(&r->ops[0], t->qnode, -1);
     zoo_create_op_init(&r->ops[1], path, data, (int)strlen(data), &lk->node_aclv, flags, r->ext,
                        ZPATH_MAX);
@@ -307,7 +308,7 @@ static int sema_pass(take *t, const ik__zk_session *s)
         snprintf(t->why, sizeof t->why, "the queue's node %s is gone", t->qnode);
         return t->rc = IK_ELOST;
     }
-    if (zrc == ZNONODE) return AGAIN; /* the leases' container went: made again */
+    if (zrc == ZNONODE) return AGAIN;                 /* the leases' container went: made again */
     if (zrc == ZNODEEXISTS || ik__zk_doubtful(zrc)) { /* kazoo's name: made before? */
         t->in_doubt = 1;
         t->doubt_gen = s->gen;
@@ -509,12 +510,13 @@ int ik__zk_sema_max(ik_lock *base, int64_t *stored, char *why, size_t why_len)
 
 static int by_czxid(const void *a, const void *b)
 {
-    int64_t x = ((const ik_semaphore_holder *)a)->fence, y = ((const ik_semaphore_holder *)b)->fence;
+    int64_t x = ((const ik_semaphore_holder *)a)->fence,
+            y = ((const ik_semaphore_holder *)b)->fence;
     return x < y ? -1 : x > y;
 }
 
-int ik__zk_sema_holders(ik__backend *be, const char *path, ik_semaphore_layout layout,
-                        int64_t *max, ik_semaphore_holder **out, size_t *n)
+int ik__zk_sema_holders(ik__backend *be, const char *path, ik_semaphore_layout layout, int64_t *max,
+                        ik_semaphore_holder **out, size_t *n)
 {
     ik__zk_session s;
     ik__zk_session_get(be, &s);
