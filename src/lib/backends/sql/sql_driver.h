@@ -4,7 +4,7 @@
  *
  * The generic layer (backend_sql.c, backend_sql_slots.c, backend_sql_tags.c,
  * recipe_sql.c) holds every protocol: Leaf's transaction for tags, the lease
- * table's conditional updates, the fencing counter, the lock monitor. It names no
+ * table's conditional updates, the fencing counter, the lock's probe. It names no
  * database. A driver holds everything that differs between databases:
  *
  *   - the SQL text: the schema (CREATE TABLE IF NOT EXISTS ..., what `idkeeper
