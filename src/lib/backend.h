@@ -76,6 +76,16 @@ static inline int64_t ik__proof_window_ms(int64_t term_ms)
     return term_ms * 2 / 3;
 }
 
+/* The slack a proof leaves: its term less the safe window, a third of the term.
+ * What one answer may take while the proof before it still holds (a renewal or a
+ * keepalive waited for this long, sent this often, still lands inside the window of
+ * the one before it), and what the store's expiry keeps after the window closes.
+ * Every site outside the recipes that spends "a third of the term" names it so. */
+static inline int64_t ik__proof_slack_ms(int64_t term_ms)
+{
+    return term_ms - ik__proof_window_ms(term_ms);
+}
+
 static inline int64_t ik__proof_until_ns(const ik__lease_proof *p)
 {
     if (p->term_ms == IK_FOREVER) return IK_FOREVER;

@@ -866,7 +866,8 @@ int ik__redis_client_open(ik__redis_client *rc, const char *uri, const ik_coord_
     rc->wait_replicas = (int)ik__store_opt_int(o, "wait-replicas", 0);
     ik__hazards_init(hz, o, rc->lease_ttl_ms, rc->uri);
     rc->hz = hz;
-    int64_t t = rc->lease_ttl_ms / 3 > 2000 ? rc->lease_ttl_ms / 3 : 2000;
+    int64_t t = ik__proof_slack_ms(rc->lease_ttl_ms);
+    if (t < 2000) t = 2000;
     redisContext *ctx = connect_one(rc, t, &e, why, why_len); /* checks the hazards */
     if (!ctx) return e;
     char inner[600];

@@ -559,7 +559,8 @@ static int run_locked(ik__backend *be, zk_hz *z, char *why, size_t why_len)
     hz_conn c;
     int rc = hz_connect(be, &c, why, why_len);
     if (rc) return rc;
-    int64_t budget_ms = c.s.timeout_ms / 3 < 2000 ? 2000 : c.s.timeout_ms / 3;
+    int64_t budget_ms = ik__proof_slack_ms(c.s.timeout_ms);
+    if (budget_ms < 2000) budget_ms = 2000;
     int64_t deadline = ik__mono_ns() + budget_ms * 1000000;
     int timeout_ms = c.s.timeout_ms;
     char probe_msg[96] = "";
