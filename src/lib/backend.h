@@ -166,6 +166,10 @@ typedef struct ik__tag_write {
     const ik__doubt *carried;
     int n_carried;
     ik__doubt_verdict *fate;
+    /* Why the call failed, in the store's own words (its error, the refusal it
+     * answered, what it showed), for the caller's answer: the engine keeps the last
+     * of the tag (ik_tag_last_error). "" : nothing to add to the error code. */
+    char why[300];
 } ik__tag_write;
 
 struct ik__backend_ops {

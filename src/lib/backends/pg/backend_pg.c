@@ -46,6 +46,11 @@ struct ik__sql_conn {
     unsigned gen;   /* of the names: a failed pipeline forgets them all for new ones */
     const int *cut; /* ik__sql_target.cut */
     ik__sql_conn_hz hz;
+    /* what the server said besides results (H5 of backend_sql_hazards.c): the first
+     * notice of the statement being read (on_notice), and the first that came with
+     * a write or COMMIT of the last pipeline, or how a COMMIT was answered if not
+     * "COMMIT" (pg_qualified) */
+    char note[240], qual[240];
 };
 
 /* The proof of session that rides with every write and lock grant (docs/hazards.md,
@@ -144,6 +149,21 @@ static const char *const pg_schema[] = {
 #define PROOF_COLS                                                                                 \
     "current_setting('fsync'), current_setting('full_page_writes'), "                              \
     "current_setting('synchronous_commit')"
+/* idkeeper's tables (those our statements name, as the search path finds them)
+ * that are not permanent (relpersistence 'u' UNLOGGED, 't' TEMP), "NAME KIND, ..."
+ * or NULL: the "table persistence" row of a check and of every write's proof (an
+ * ALTER TABLE ... SET UNLOGGED under running servers is seen by the next write). */
+#define UNDURABLE_TABLES                                                                           \
+    "(SELECT string_agg(c.relname || ' ' || CASE c.relpersistence WHEN 'u' THEN 'UNLOGGED' "       \
+    "ELSE 'TEMP' END, ', ' ORDER BY c.relname) FROM pg_class c WHERE c.relkind IN ('r', 'p') "     \
+    "AND c.relpersistence <> 'p' AND pg_table_is_visible(c.oid) AND c.relname IN ('leaf_alloc', "  \
+    "'idk_tag_kind', 'idk_slots', 'idk_commit_mark', 'idk_fence', 'idk_holder'))"
+/* A write's proof (IK__SQL_PROOF), read after its commit point (H4 of
+ * backend_sql_hazards.c): the durability settings, the tables' persistence, and the
+ * proof of session, so that a pipeline that ends with it needs no proof of session
+ * of its own (pg_exec_pipeline). */
+#define WRITE_PROOF_SQL "SELECT " PROOF_COLS ", " UNDURABLE_TABLES ", " SESSION_COLS
+#define WRITE_PROOF_NCOLS 6
 
 static const char *const pg_stmt[IK__SQL_NSTMT] = {
     [IK__SQL_BEGIN] = "BEGIN",
@@ -200,7 +220,7 @@ static const char *const pg_stmt[IK__SQL_NSTMT] = {
                            "AND ((l.classid::bigint << 32) | l.objid::bigint) = " LOCK_KEY(
                                "h.lock_key") " WHERE h.lock_key = $1 AND l.mode = "
                                              "'ExclusiveLock' LIMIT 1",
-    [IK__SQL_PROOF] = "SELECT " PROOF_COLS,
+    [IK__SQL_PROOF] = WRITE_PROOF_SQL,
 };
 
 /* The statements that write (the generic layer's slot, tag, fence and leader
@@ -405,6 +425,26 @@ static int proof_check(ik__sql_conn *c, const char *pid, const char *mark, char 
 static int pg_exec_pipeline(ik__sql_conn *c, const ik__sql_call *calls, int n, ik__sql_res *res,
                             int *ran, char *why, size_t why_len);
 
+/* H5: what came with the answer r of call besides its result: a notice (on_notice)
+ * with any statement but a proof, or a COMMIT answered as something else ("ROLLBACK"
+ * for a transaction that had failed): the pipeline's first such, into c->qual. */
+static void note_write(ik__sql_conn *c, const ik__sql_call *call, const PGresult *r)
+{
+    if (c->qual[0] || call->id == IK__SQL_PROOF) return;
+    const char *tag = r ? PQcmdStatus((PGresult *)r) : "";
+    if (c->note[0])
+        snprintf(c->qual, sizeof c->qual, "%s", c->note);
+    else if (call->id == IK__SQL_COMMIT && strcmp(tag, "COMMIT") != 0)
+        snprintf(c->qual, sizeof c->qual, "%s (not COMMIT)", *tag ? tag : "no command tag");
+}
+
+static int pg_qualified(ik__sql_conn *c, char *words, size_t len)
+{
+    if (!c || !c->qual[0]) return 0;
+    snprintf(words, len, "%s", c->qual);
+    return 1;
+}
+
 /* A write goes out as a pipeline of one, which carries the proof of session. */
 static int pg_exec(ik__sql_conn *c, ik__sql_stmt id, const char *const *params, int n,
                    ik__sql_res *res, char *why, size_t why_len)
@@ -424,22 +464,28 @@ static int pg_exec(ik__sql_conn *c, ik__sql_stmt id, const char *const *params, 
     return rc;
 }
 
-/* Queues calls[0..n) and the proof (IK__SQL_NSTMT) as named statements, the
+/* Queues calls[0..n) and, unless `merged` (the last call is a write's proof, which
+ * carries the proof of session), the proof (IK__SQL_NSTMT) as named statements, the
  * session's name "ik<mark>_<gen>_<id>" (no other client's in a shared session):
  * first a Parse of each the session has not had (*parsed, *np), then each one's
  * Bind and Execute, then the Sync. -1, or how many were queued when libpq refused. */
-static int send_named(ik__sql_conn *c, const ik__sql_call *calls, int n, uint64_t *parsed, int *np)
+static int send_named(ik__sql_conn *c, const ik__sql_call *calls, int n, int merged,
+                      uint64_t *parsed, int *np)
 {
     int queued = 0;
     char name[64];
     *parsed = 0, *np = 0;
     for (int pass = 0; pass < 2; pass++)
-        for (int i = 0; i <= n; i++) {
+        for (int i = 0; i < n + !merged; i++) {
             int id = i < n ? (int)calls[i].id : IK__SQL_NSTMT, k = i < n ? calls[i].nparams : 0;
             snprintf(name, sizeof name, "ik%.32s_%u_%d", c->mark, c->gen, id);
-            if (pass == 0 && ((c->named | *parsed) >> id & 1)) continue;
             const char *sql = id == IK__SQL_NSTMT ? PROOF_SQL : pg_stmt[id];
+            /* a COMMIT goes out as its text, unnamed (it costs no plan): what a
+             * reader of the wire, a pooler or the tests' fault proxy, looks for */
+            int plain = id == IK__SQL_COMMIT;
+            if (pass == 0 && (plain || ((c->named | *parsed) >> id & 1))) continue;
             if (pass == 0 ? !PQsendPrepare(c->pg, name, sql, k, NULL)
+                : plain   ? !PQsendQueryParams(c->pg, sql, 0, NULL, NULL, NULL, NULL, 0)
                           : !PQsendQueryPrepared(c->pg, name, k, k ? calls[i].params : NULL, NULL,
                                                  NULL, 0))
                 return queued;
@@ -451,8 +497,11 @@ static int send_named(ik__sql_conn *c, const ik__sql_call *calls, int n, uint64_
 
 /* The pipeline of sql_driver.h's exec_pipeline, in libpq's pipeline mode: every
  * statement (extended protocol, parameters apart) and one Sync go out in one
- * write, then the proof of session (PROOF_SQL) in the same transaction, and the
- * answers are read in order, all by one deadline. After a failure
+ * write, then the proof of session (PROOF_SQL) in the same transaction (a write's
+ * proof at the end carries it: WRITE_PROOF_SQL), and the answers are read in order,
+ * all by one deadline, each statement's notices with it (H5 of
+ * backend_sql_hazards.c: a notice with a write or a COMMIT, or a COMMIT answered
+ * otherwise, qualifies it: pg_qualified). After a failure
  * PostgreSQL skips the rest up to the Sync (PGRES_PIPELINE_ABORTED); a failed
  * transaction stays open, aborted, for the caller's ROLLBACK. The statements are
  * named, parsed once a session (send_named): parsed at every batch they cost the
@@ -484,7 +533,9 @@ static int pg_exec_pipeline(ik__sql_conn *c, const ik__sql_call *calls, int n, i
         return IK__SQL_EGONE;
     }
     uint64_t parsed;
-    int np, queued = send_named(c, calls, n, &parsed, &np);
+    int merged = n > 0 && calls[n - 1].id == IK__SQL_PROOF;
+    c->qual[0] = '\0';
+    int np, queued = send_named(c, calls, n, merged, &parsed, &np);
     if (queued >= 0) {
         c->dead = 1; /* what was queued may have gone out: the caller rolls back */
         one_line(PQerrorMessage(c->pg), why, why_len);
@@ -493,11 +544,13 @@ static int pg_exec_pipeline(ik__sql_conn *c, const ik__sql_call *calls, int n, i
     int rc = 0;
     ik__sql_res proof;
     memset(&proof, 0, sizeof proof);
-    for (int i = -np; i <= n; i++) { /* the Parses', then each statement's results */
+    for (int i = -np; i < n + !merged; i++) { /* the Parses', then each statement's results */
         PGresult *r = NULL;
         ik__sql_res *into = i < 0 ? NULL : i < n ? &res[i] : &proof;
+        c->note[0] = '\0';
         int q = collect(c, until, &r, rc ? NULL : why, rc ? 0 : why_len);
         if (q == 0 && rc == 0 && fill(r, into) != 0) q = IK__SQL_EDEFINITE;
+        if (q == 0 && rc == 0 && i >= 0 && i < n) note_write(c, &calls[i], r);
         PQclear(r);
         if (c->dead) {
             ik__sql_res_clear(&proof);
@@ -531,7 +584,10 @@ static int pg_exec_pipeline(ik__sql_conn *c, const ik__sql_call *calls, int n, i
         ik__sql_res_clear(&proof);
         return rc ? rc : IK__SQL_EDOUBT;
     }
-    if (rc == 0)
+    if (rc == 0 && merged) /* the write's proof ends with SESSION_COLS */
+        rc = proof_check(c, ik__sql_cell(&res[n - 1], 0, WRITE_PROOF_NCOLS - 2),
+                         ik__sql_cell(&res[n - 1], 0, WRITE_PROOF_NCOLS - 1), why, why_len);
+    else if (rc == 0)
         rc = proof_check(c, ik__sql_cell(&proof, 0, 0), ik__sql_cell(&proof, 0, 1), why, why_len);
     ik__sql_res_clear(&proof);
     c->named = rc ? 0 : c->named | parsed; /* a name whose Parse is in doubt is never reused */
@@ -545,11 +601,13 @@ static int pg_run(ik__sql_conn *c, const char *sql, char *why, size_t why_len)
 }
 
 /* libpq prints NOTICEs ("relation ... already exists, skipping") to stderr by
- * default: they are not the operator's business. */
-static void no_notice(void *arg, const char *message)
+ * default: they are not the operator's business; but one that comes with a write is
+ * part of its evidence (H5 of backend_sql_hazards.c), so the first of each
+ * statement is kept, in one line, for note_write. */
+static void on_notice(void *arg, const PGresult *r)
 {
-    (void)arg;
-    (void)message;
+    ik__sql_conn *c = arg;
+    if (!c->note[0]) one_line(PQresultErrorMessage(r), c->note, sizeof c->note);
 }
 
 /* Sets the session state our statements rely on and the session limits, derived
@@ -658,7 +716,7 @@ static int pg_connect(const ik__sql_target *t, ik__sql_conn **out, char *why, si
         free(c);
         return refused ? IK__SQL_EREFUSED : IK__SQL_EGONE;
     }
-    PQsetNoticeProcessor(c->pg, no_notice, NULL);
+    PQsetNoticeReceiver(c->pg, on_notice, c);
     c->holds = t->holds;
     int rc = session_setup(c, t->ttl_ms, why, why_len);
     if (rc) {
@@ -919,25 +977,29 @@ static void tx_row(ik__sql_conn *c, const ik__hazards *h, ik_hazard *row)
                    "directly, not through a pooler in transaction mode");
 }
 
-/* The proof of a write (sql_driver.h: proof): its PROOF_COLS, and, where the write
- * must have committed, no transaction left open on the session. */
+/* The "table persistence" row: und is UNDURABLE_TABLES's answer. */
+static void persistence_row(const ik__hazards *h, const char *und, ik_hazard *row)
+{
+    ik__hazard_row(h, row, "table persistence", *und ? und : "all logged", *und != '\0',
+                   "these idkeeper tables are UNLOGGED or TEMP: a crash empties an UNLOGGED "
+                   "table (counters and slot records start again), and a TEMP one is this "
+                   "session's alone; ALTER TABLE ... SET LOGGED each of them");
+}
+
+/* The proof of a write (sql_driver.h: proof): its PROOF_COLS and the tables'
+ * persistence, and, where the write must have committed, no transaction left open
+ * on the session. */
 static void pg_proof(ik__sql_conn *c, const ik__hazards *h, const ik__sql_res *r, int in_tx,
                      ik_hazard *rows, size_t *n)
 {
     size_t k = 0;
-    if (r && r->nrows == 1 && r->ncols == 3) durability_rows(h, r, rows, &k);
+    if (r && r->nrows == 1 && r->ncols == WRITE_PROOF_NCOLS) {
+        durability_rows(h, r, rows, &k);
+        persistence_row(h, ik__sql_cell(r, 0, 3), &rows[k++]);
+    }
     if (!in_tx) tx_row(c, h, &rows[k++]);
     *n = k;
 }
-
-/* idkeeper's tables (those our statements name, as the search path finds them)
- * that are not permanent (relpersistence 'u' UNLOGGED, 't' TEMP), "NAME KIND, ..."
- * or NULL: pg_hazards's "table persistence" row. */
-#define UNDURABLE_TABLES                                                                           \
-    "(SELECT string_agg(c.relname || ' ' || CASE c.relpersistence WHEN 'u' THEN 'UNLOGGED' "       \
-    "ELSE 'TEMP' END, ', ' ORDER BY c.relname) FROM pg_class c WHERE c.relkind IN ('r', 'p') "     \
-    "AND c.relpersistence <> 'p' AND pg_table_is_visible(c.oid) AND c.relname IN ('leaf_alloc', "  \
-    "'idk_tag_kind', 'idk_slots', 'idk_commit_mark', 'idk_fence', 'idk_holder'))"
 
 /* The store hazards of c (sql_driver.h: hazards; docs/hazards.md, "PostgreSQL"):
  * fsync, full_page_writes and synchronous_commit as this session sees them (a
@@ -1023,11 +1085,7 @@ static int pg_hazards(ik__sql_conn *c, const ik__hazards *h, ik_hazard *rows, si
                    standby,
                    "this server is a standby in recovery: it refuses every write (a slot's, a "
                    "counter's, a lock's fence); point idkeeper at the primary");
-    const char *und = ik__sql_cell(&r, 0, 14);
-    ik__hazard_row(h, &rows[k++], "table persistence", *und ? und : "all logged", *und != '\0',
-                   "these idkeeper tables are UNLOGGED or TEMP: a crash empties an UNLOGGED "
-                   "table (counters and slot records start again), and a TEMP one is this "
-                   "session's alone; ALTER TABLE ... SET LOGGED each of them");
+    persistence_row(h, ik__sql_cell(&r, 0, 14), &rows[k++]);
     *db_ms = ik__sql_int(&r, 0, 9);
     *n = k;
     ik__sql_res_clear(&r);
@@ -1085,6 +1143,8 @@ const ik__sql_driver ik__sql_pg_driver = {
     .unlock = pg_unlock,
     .hazards = pg_hazards,
     .proof = pg_proof,
+    .qualified = pg_qualified,
+    .returning = 1,
     .hz_state = pg_hz_state,
     .session = pg_session,
     .socket = pg_socket,

@@ -26,6 +26,12 @@
  *       again for IK__SQL_IO_MS: applied, the range is handed out ("tag doubt settled
  *       ... handed out"); not applied, the call fails as nothing done ("tag doubt
  *       settled ... did not apply"); unread, the engine keeps it (IK_EINDOUBT).
+ *   SM6. A range is handed out only on evidence that its commit lasts: the reread
+ *       that finds it applied writes the mark again as it is and commits with the
+ *       proof after its COMMIT (H4, H5 of backend_sql_hazards.c). Its commit comes
+ *       later in the log than the lost one: flushed, or acknowledged by a
+ *       synchronous standby, it carries the lost one with it. A commit seen only on
+ *       the primary, its replication cancelled, is a gap, never handed out.
  *
  * Threads: any; b->mu guards the writer and the count of doubts left.
  */
@@ -40,14 +46,20 @@
 #define MARK_TRUST_MS (12 * 3600 * 1000LL)
 
 /* The mark of writer on biz, read under the tag's row lock (SM2): 0 with *seen (its
- * write id; 0 and *no_row = 1: the writer has no mark of biz), or a driver class. */
+ * write id; 0 and *no_row = 1: the writer has no mark of biz), or a driver class.
+ * prove (SM6): where the mark is that write id, the mark is written again as it is
+ * and the read's transaction committed with its proof after it; *proven = 1 if that
+ * commit and its evidence were clean (else *why says what was not). Otherwise the
+ * read is rolled back. */
 static int read_mark(ik__sql_backend *b, ik__sql_conn *c, const char *biz, const char *writer,
-                     uint64_t *seen, int *no_row)
+                     uint64_t prove, uint64_t *seen, int *no_row, int *proven, char *why,
+                     size_t why_len)
 {
     const ik__sql_driver *d = b->d;
     const char *p[] = {biz};
     const char *mp[] = {writer, biz};
     ik__sql_res r;
+    *proven = 0;
     int rc = d->exec(c, IK__SQL_BEGIN, NULL, 0, NULL, NULL, 0);
     if (rc) return rc;
     rc = ik__sql_exec(d, c, IK__SQL_TAG_LOCK, p, 1, &r, NULL, 0);
@@ -58,6 +70,20 @@ static int read_mark(ik__sql_backend *b, ik__sql_conn *c, const char *biz, const
     *no_row = rc == 0 && r.nrows == 0;
     *seen = rc == 0 && r.nrows == 1 ? (uint64_t)ik__sql_int(&r, 0, 0) : 0;
     if (rc == 0) ik__sql_res_clear(&r);
+    if (rc == 0 && prove && !*no_row && *seen == prove) {
+        char sno[24];
+        snprintf(sno, sizeof sno, "%" PRIu64, prove);
+        const char *sp[] = {writer, biz, sno};
+        rc = d->exec(c, IK__SQL_MARK_SET, sp, 3, NULL, NULL, 0);
+        if (rc == 0) {
+            ik__sql_commit cm;
+            int cls = ik__sql_commit_proved(b, c, (ik__sql_call){IK__SQL_COMMIT, NULL, 0}, NULL, &cm);
+            *proven = cm.state == IK__SQL_COMMITTED;
+            if (!*proven) snprintf(why, why_len, "%s", cm.why);
+            /* the read stands whatever its own commit did: it was made under the lock */
+            return cm.state == IK__SQL_UNANSWERED || cm.state == IK__SQL_NOT_COMMITTED ? cls : 0;
+        }
+    }
     int rb = ik__sql_abort(d, c, rc);
     return rc ? rb : 0;
 }
@@ -91,8 +117,8 @@ int ik__sql_marks_settle(ik__sql_backend *b, ik__sql_conn *c, const char *biz, i
     pthread_mutex_unlock(&b->mu);
     if (w->n_carried == 0) return 0;
     uint64_t seen = 0;
-    int no_row = 0;
-    int rc = read_mark(b, c, biz, w->writer, &seen, &no_row);
+    int no_row = 0, proven = 0;
+    int rc = read_mark(b, c, biz, w->writer, 0, &seen, &no_row, &proven, NULL, 0);
     if (rc) return rc;
     for (int i = 0; i < w->n_carried; i++)
         judge(&w->carried[i], seen, no_row, &w->fate[i]);
@@ -110,15 +136,26 @@ int ik__sql_marks_reread(ik__sql_backend *b, const char *app, const char *name, 
         ik__sql_conn *c;
         int idx;
         uint64_t seen = 0;
-        int no_row = 0;
+        int no_row = 0, proven = 0;
+        char unproven[400] = "";
         int rc = ik__sql_get(b, &idx, &c, NULL, 0);
         if (rc == 0) {
-            rc = read_mark(b, c, biz, w->writer, &seen, &no_row);
+            rc = read_mark(b, c, biz, w->writer, w->own.wid, &seen, &no_row, &proven, unproven,
+                           sizeof unproven);
             ik__sql_put(b, idx, rc);
         }
         if (rc == 0) {
             ik__doubt_verdict v;
             judge(&w->own, seen, no_row, &v);
+            if (v.fate == IK__DOUBT_LANDED && !proven) { /* SM6: never handed out */
+                v.code = "store_unsafe";
+                snprintf(v.why, sizeof v.why,
+                         "the commit whose answer was lost did apply, but what proves it "
+                         "would last did not: %.180s",
+                         unproven);
+                w->own_fate = v;
+                return IK_EINDOUBT;
+            }
             if (v.fate == IK__DOUBT_LANDED)
                 snprintf(v.why, sizeof v.why,
                          "the commit whose answer was lost did apply: handed out");
