@@ -63,6 +63,7 @@ typedef struct tag_entry {
     char tag[IK_TAG_NAME_MAX + 1];
     uint64_t busy; /* bit L: lane L is held by an advance or the stop (D3) */
     lane_doubts *open;
+    char why[300]; /* the store's words of its last advance, if that failed */
 } tag_entry;
 
 struct ik__doubts {
@@ -307,8 +308,24 @@ int ik__doubts_advance(ik__doubts *d, ik__backend *be, const char *app, const ch
         log_fate(app, name, &w.own, &w.own_fate); /* not done, or never handed out */
     else
         own_kept = rc == IK_EINDOUBT;
+    pthread_mutex_lock(&d->mu);
+    snprintf(e->why, sizeof e->why, "%s", rc == IK_OK ? "" : w.why);
+    pthread_mutex_unlock(&d->mu);
     put_back(d, e, &w, keep, sort_fates(app, name, &w, own_kept, keep));
     return rc;
+}
+
+int ik__doubts_last_error(ik__doubts *d, const char *app, const char *name, char *why,
+                          size_t why_len)
+{
+    if (why_len) why[0] = '\0';
+    pthread_mutex_lock(&d->mu);
+    tag_entry *e = d->bucket[ik__tag_hash(app, name) % BUCKETS];
+    while (e && (strcmp(e->tag, name) || strcmp(e->app, app)))
+        e = e->next;
+    if (e && why_len) snprintf(why, why_len, "%s", e->why);
+    pthread_mutex_unlock(&d->mu);
+    return why_len && why[0];
 }
 
 int ik__doubts_open(ik__doubts *d)

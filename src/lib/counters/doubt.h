@@ -20,6 +20,11 @@ void ik__doubts_free(ik__doubts *d);
 int ik__doubts_advance(ik__doubts *d, ik__backend *be, const char *app, const char *name,
                        ik_tag_kind kind, int64_t delta, int64_t *first);
 
+/* The store's words of the last advance of (app, name) if it failed (backend.h's
+ * ik__tag_write why), into why: 1, or 0 if there are none. */
+int ik__doubts_last_error(ik__doubts *d, const char *app, const char *name, char *why,
+                          size_t why_len);
+
 /* Doubts kept, plus advances in flight (which may add one). */
 int ik__doubts_open(ik__doubts *d);
 
