@@ -22,7 +22,11 @@
 #     at its exact place (why=store_unsafe);
 #   - no ID is answered twice, across the crash;
 #   - every ID of the store's run that was not answered is in a logged gap.
+# IK_COMMIT_POINT_PARTS (default "advance fence") runs only the parts it names: to
+# see one part fail on an older binary (docs/testing.md, "a new test on older code").
+PARTS=" ${IK_COMMIT_POINT_PARTS:-advance fence} "
 "$IK_BIN" tags add q --kind sequence --coord "$URI" >/dev/null || fail "tags add q"
+if [[ $PARTS == *" advance "* ]]; then
 PA=$(free_port)
 HOLD=$T/hold
 IDKEEPER_TEST_SQL_COMMIT_HOLD=$HOLD start_server a "$PA" --coord "$URI" --lease-ttl 30000
@@ -66,3 +70,46 @@ max=$(max_id)
 missing=$(seq 1 $((max - 1)) | sort | comm -23 - <(sort -u "$T/answered.ids" "$T/gaps.ids") | sort -n | head -n 5)
 [ -z "$missing" ] || fail "IDs of the store's run 1..$((max - 1)) neither answered nor in a logged gap: $missing"
 pass "$UNSAFE_NAME between an advance's round trips, then a crash: the request 503, its range logged ($gap), $(wc -l <"$T/answered.ids") IDs answered across the crash, none twice, the rest of 1..$((max - 1)) in logged gaps"
+kill -TERM "${SERVER_PID[a]}" 2>/dev/null || true
+wait "${SERVER_PID[a]}" 2>/dev/null || true
+fi
+[[ $PARTS == *" fence "* ]] || exit 0
+
+# ---- a lock's fence: a write like any other ------------------------------------------
+# H holds lock /f (fence 1); A waits for it; the setting turns unsafe during A's wait;
+# H lets go, and A's grant advances the fence in a transaction whose COMMIT runs under
+# the unsafe setting; the database is crashed as soon as A is done. Before, the fence
+# was committed with no hazard gate and no proof: A was granted fence 2, the crash
+# took it back, and C was granted fence 2 as well. Now A's fence is not trusted: A is
+# not granted (it exits 1 naming the setting), and every fence granted is above the
+# ones before. The caller sets lock_waiters (prints how many wait for /f).
+LOCK=(lock --coord "$URI" --lease-ttl 30000)
+"$IK_BIN" "${LOCK[@]}" /f -- bash -c "echo \$IDKEEPER_FENCE >'$T/h.fence'; while [ ! -e '$T/h.go' ]; do sleep 0.05; done" \
+  >"$T/h.out" 2>&1 &
+hpid=$!
+IK_PIDS+=("$hpid")
+wait_until 30 test -s "$T/h.fence" || fail "H was not granted /f: $(cat "$T/h.out")"
+"$IK_BIN" "${LOCK[@]}" /f -- bash -c "echo \$IDKEEPER_FENCE >'$T/a.fence'" >"$T/a.out" 2>&1 &
+apid=$!
+IK_PIDS+=("$apid")
+waiting() { [ "$(lock_waiters)" -ge 1 ]; }
+wait_until 30 waiting || fail "A never waited for /f: $(cat "$T/a.out")"
+unsafe_set
+touch "$T/h.go"
+arc=0
+wait "$apid" || arc=$?
+store_crash
+wait "$hpid" || true
+log "A exited $arc, fence $(cat "$T/a.fence" 2>/dev/null || echo none): $(tail -n 2 "$T/a.out" | tr '\n' ' ')"
+store_restart
+"$IK_BIN" "${LOCK[@]}" /f -- bash -c "echo \$IDKEEPER_FENCE >'$T/c.fence'" >"$T/c.out" 2>&1 || fail "C was not granted /f: $(cat "$T/c.out")"
+h=$(cat "$T/h.fence") c=$(cat "$T/c.fence")
+if [ -s "$T/a.fence" ]; then
+  a=$(cat "$T/a.fence")
+  ((a > h && c > a)) || fail "fences granted out of order across the crash: H $h, A $a, C $c"
+  fail "A was granted fence $a, committed under $UNSAFE_NAME (C then got $c)"
+fi
+((arc != 0)) || fail "A exited 0 without its command's fence file"
+grep -q "$UNSAFE_NAME" "$T/a.out" || fail "A's refusal does not name $UNSAFE_NAME: $(cat "$T/a.out")"
+((c > h)) || fail "C's fence $c is not above H's $h"
+pass "$UNSAFE_NAME during a lock wait, then a crash: A not granted (exit $arc, naming it), fences H $h, C $c"

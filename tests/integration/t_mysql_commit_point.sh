@@ -22,4 +22,5 @@ unsafe_set() {
 store_crash() { my_kill KILL; }
 store_restart() { my_restart --innodb-flush-log-at-timeout=30; } # the setting back at 1 (mdb_exec)
 max_id() { my_sql -e "SELECT max_id FROM \`$DB\`.leaf_alloc WHERE biz_tag = 'q'"; }
+lock_waiters() { my_sql -e "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'SELECT GET_LOCK(%'"; }
 source "$(dirname "$0")/sql_commit_point.sh"

@@ -35,4 +35,5 @@ store_restart() {
   wait_until 5 sync_shows on || fail "synchronous_commit did not turn on after the reload"
 }
 max_id() { pg_psql "$PG_PORT" commitpoint "SELECT max_id FROM leaf_alloc WHERE biz_tag = 'q'"; }
+lock_waiters() { pg_psql "$PG_PORT" commitpoint "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"; }
 source "$(dirname "$0")/sql_commit_point.sh"
