@@ -137,7 +137,7 @@ typedef struct ik__doubt_verdict {
     ik__doubt_fate fate;
     int64_t first;    /* LANDED: its first ID (-1: landed, but where is not known) */
     const char *code; /* LANDED: the gap's why= (NULL: answer_lost; store_unsafe, ...) */
-    char why[240];    /* what the store showed, for the log line ("" for the default) */
+    char why[480];    /* what the store showed, for the log line ("" for the default) */
 } ik__doubt_verdict;
 
 /* One advance's write, as the doubt engine hands it to tag_advance. */

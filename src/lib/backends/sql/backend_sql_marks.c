@@ -150,8 +150,8 @@ int ik__sql_marks_reread(ik__sql_backend *b, const char *app, const char *name, 
             if (v.fate == IK__DOUBT_LANDED && !proven) { /* SM6: never handed out */
                 v.code = "store_unsafe";
                 snprintf(v.why, sizeof v.why,
-                         "the commit whose answer was lost did apply, but what proves it "
-                         "would last did not: %.180s",
+                         "the commit whose answer was lost did apply, but nothing proves it "
+                         "lasts: %s",
                          unproven);
                 w->own_fate = v;
                 return IK_EINDOUBT;

@@ -369,7 +369,9 @@ int ik__sql_tag_advance(ik__backend *be, const char *app, const char *name, ik_t
     if (rc == 0 && (cls = ik__sql_marks_settle(b, c, biz, w)) != 0) rc = IK_ESTORE;
     if (rc == 0) rc = advance_on(b, c, app, biz, kind, w, first, &cls);
     ik__sql_put(b, idx, cls);
-    if (rc != IK_EINDOUBT) return rc;
+    /* a COMMIT without an answer is read back (SM5); one answered, but untrusted,
+     * is decided already */
+    if (rc != IK_EINDOUBT || w->own_fate.fate != IK__DOUBT_OPEN) return rc;
     return ik__sql_marks_reread(b, app, name, biz, w, first);
 }
 
