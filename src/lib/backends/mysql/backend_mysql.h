@@ -58,7 +58,7 @@ struct ik__sql_conn {
     int64_t used_ms; /* ik__mono_ms when its last statement ended (my_stale) */
     const int *cut;  /* ik__sql_target.cut */
     ik__sql_conn_hz hz;
-    /* H5 of backend_sql_hazards.c: the first warning count that came with a write or
+    /* SP2 of backend_sql_proof.c: the first warning count that came with a write or
      * a COMMIT of the last pipeline, said in words ("": none; my_qualified) */
     char qual[160];
 };

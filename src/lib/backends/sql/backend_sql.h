@@ -130,7 +130,7 @@ typedef struct ik__sql_commit {
     char why[400];    /* what the store showed, in its words */
 } ik__sql_commit;
 
-/* The commit point of a write on c (H4, H5 of backend_sql_hazards.c): runs `commit`
+/* The commit point of a write on c (SP1, SP2 of backend_sql_proof.c): runs `commit`
  * (a COMMIT, or a write in autocommit) with the driver's proof after it in the same
  * round trip, so that the evidence is read at or after the commit; judges it as a
  * check's rows (installed, and a change logged) together with what the store said of
@@ -139,8 +139,8 @@ typedef struct ik__sql_commit {
  * driver class, for the pool (0 when all answered). */
 int ik__sql_commit_proved(ik__sql_backend *b, ik__sql_conn *c, ik__sql_call commit,
                           ik__sql_res *res, ik__sql_commit *out);
-/* The proof r read inside a write's transaction, before its COMMIT (H6 of
- * backend_sql_hazards.c), judged and installed as a check's rows: 0, or IK_EUNSAFE
+/* The proof r read inside a write's transaction, before its COMMIT (SP3 of
+ * backend_sql_proof.c), judged and installed as a check's rows: 0, or IK_EUNSAFE
  * (a row refused, why names it): the caller rolls the write back. Not its evidence:
  * that is read after the COMMIT (ik__sql_commit_proved). */
 int ik__sql_proof_early(ik__sql_backend *b, ik__sql_conn *c, const ik__sql_res *r, char *why,

@@ -28,7 +28,7 @@
  *       settled ... did not apply"); unread, the engine keeps it (IK_EINDOUBT).
  *   SM6. A range is handed out only on evidence that its commit lasts: the reread
  *       that finds it applied writes the mark again as it is and commits with the
- *       proof after its COMMIT (H4, H5 of backend_sql_hazards.c). Its commit comes
+ *       proof after its COMMIT (SP1, SP2 of backend_sql_proof.c). Its commit comes
  *       later in the log than the lost one: flushed, or acknowledged by a
  *       synchronous standby, it carries the lost one with it. A commit seen only on
  *       the primary, its replication cancelled, is a gap, never handed out.

@@ -56,7 +56,7 @@ typedef struct scan_row {
 } scan_row;
 
 /* Runs the write call on c, inside our open transaction, with the driver's proof in
- * the same round trip where it has one (H6 of backend_sql_hazards.c), else alone:
+ * the same round trip where it has one (SP3 of backend_sql_proof.c), else alone:
  * the write's class (*affected its affected rows, if asked), and *unsafe 1 if the
  * write ran and the proof has a refused row (why names it): the caller rolls back. */
 static int write_early(ik__sql_backend *b, ik__sql_conn *c, ik__sql_call call, int64_t *affected,
@@ -112,17 +112,17 @@ static int take(ik__sql_backend *b, ik__sql_conn *c, const ik__slot_request *req
         if (rc == 0 && affected != 1) rc = 1;
     }
     ik__sql_res_clear(&r);
-    if (rc == 0 && unsafe) rc = IK_EUNSAFE; /* H6: nothing committed */
+    if (rc == 0 && unsafe) rc = IK_EUNSAFE; /* SP3: nothing committed */
     if (rc) goto abort;
     if (b->test_before_take_commit) d->run(c, b->test_before_take_commit, NULL, 0); /* tests */
     ik__test_hold(b->test_commit_hold);
-    ik__sql_commit cm; /* H4: the evidence read after the COMMIT, in its round trip */
+    ik__sql_commit cm; /* SP1: the evidence read after the COMMIT, in its round trip */
     rc = ik__sql_commit_proved(b, c, (ik__sql_call){IK__SQL_COMMIT, NULL, 0}, NULL, &cm);
     if (cm.state == IK__SQL_UNANSWERED || cm.state == IK__SQL_NOT_COMMITTED)
         return ik__fail(rc ? rc : IK__SQL_EDEFINITE, why, why_len, "%s", cm.why);
     int64_t record = old > req->new_record_ms ? old : req->new_record_ms;
     if (cm.state == IK__SQL_UNTRUSTED) {
-        /* H3: committed, but not to be trusted: released, never granted (the release
+        /* SP4: committed, but not to be trusted: released, never granted (the release
          * commits whatever mode the session is in); on a dead connection the row
          * expires by itself */
         const char *rp[] = {I64(srec, record), req->app, sw, token};
@@ -328,7 +328,7 @@ int ik__sql_slot_persist(ik__backend *be, void *handle, int64_t record_ms, ik__l
     I64(sw, s->worker);
     const char *p[] = {sttl, srec, s->app, sw, s->token};
     ik__sql_res r;
-    ik__sql_commit cm; /* H4: autocommitted, the evidence read after it */
+    ik__sql_commit cm; /* SP1: autocommitted, the evidence read after it */
     rc = ik__sql_commit_proved(b, s->c, (ik__sql_call){IK__SQL_SLOT_RENEW, p, 5}, &r, &cm);
     int64_t affected = r.affected;
     ik__sql_res_clear(&r);
@@ -338,7 +338,7 @@ int ik__sql_slot_persist(ik__backend *be, void *handle, int64_t record_ms, ik__l
     }
     if (cm.state == IK__SQL_UNANSWERED || cm.state == IK__SQL_NOT_COMMITTED) return IK_EINDOUBT;
     if (affected != 1 && cm.state == IK__SQL_COMMITTED) return IK_ELOST;
-    if (cm.state == IK__SQL_UNTRUSTED) { /* H3: the safe window is not extended */
+    if (cm.state == IK__SQL_UNTRUSTED) { /* SP4: the safe window is not extended */
         ik__logf("worker %" PRIu32 ": a renewal was not trusted: %s", s->worker, cm.why);
         /* a refused proof, or another server session (a pooler): in doubt at once */
         return cm.refused || rc == IK__SQL_EFOREIGN ? IK_EUNSAFE : IK_EINDOUBT;

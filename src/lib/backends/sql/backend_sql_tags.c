@@ -20,14 +20,14 @@
  *   the commit mark                              | kind, step, app, max_id)
  *   UPDATE leaf_alloc SET max_id = max_id + ? WHERE biz_tag = ?   |  (Leaf's custom step)
  *   [Leaf's SELECT of the row]                   |
- *   [the driver's proof]                         /  (H6 of backend_sql_hazards.c)
+ *   [the driver's proof]                         /  (SP3 of backend_sql_proof.c)
  *     (what the store stored: on PostgreSQL the UPDATE's RETURNING biz_tag, max_id,
  *     step; on MariaDB, which has no UPDATE ... RETURNING, Leaf's own SELECT after
  *     it, in the same transaction: one row, at the max_id read plus delta, or
  *     nothing is used (a trigger that rewrites max_id shows here))
  *   COMMIT, after the first round trip answered (else ROLLBACK), with the driver's
  *     proof after it in the same round trip: the evidence read at the commit point
- *     (H4 of backend_sql_hazards.c), and what the store said of the COMMIT (H5). A
+ *     (SP1 of backend_sql_proof.c), and what the store said of the COMMIT (SP2). A
  *     COMMIT whose evidence is refused, lost or qualified: the range is a gap
  * and the caller owns [max_id - delta, max_id), as a Leaf server owns
  * [max_id - step, max_id) after its own.
@@ -254,7 +254,7 @@ static void before_commit(ik__sql_backend *b, ik__sql_conn *c)
  * as one pipeline, since none of them depends on what another answers; the answers
  * then decide, the row lock held, between COMMIT and ROLLBACK. The COMMIT goes out
  * only after the UPDATE answered, with the proof after it in its own round trip
- * (H4 of backend_sql_hazards.c: the evidence read at the commit point), so a COMMIT
+ * (SP1 of backend_sql_proof.c: the evidence read at the commit point), so a COMMIT
  * whose answer is lost was sent by a transaction that held the row lock (the
  * doubt's settlement waits for that lock), and every other failure leaves nothing
  * committed (ST1). */
@@ -281,7 +281,7 @@ static int advance_on(ik__sql_backend *b, ik__sql_conn *c, const char *app, cons
     calls[n++] = (ik__sql_call){IK__SQL_LEAF_UPDATE_STEP, sp, 2};
     int back = up; /* the row the UPDATE stored: its RETURNING, or Leaf's SELECT after it */
     if (!d->returning) calls[back = n++] = (ik__sql_call){IK__SQL_LEAF_SELECT, p, 1};
-    int pr = -1; /* H6 of backend_sql_hazards.c: a setting already unsafe rolls it back */
+    int pr = -1; /* SP3 of backend_sql_proof.c: a setting already unsafe rolls it back */
     if (ik__sql_has_proof(d)) calls[pr = n++] = (ik__sql_call){IK__SQL_PROOF, NULL, 0};
     ik__sql_res res[6];
     int ran = 0;
@@ -334,7 +334,7 @@ static int advance_on(ik__sql_backend *b, ik__sql_conn *c, const char *app, cons
         *first = max_id;
         return IK_OK;
     case IK__SQL_UNTRUSTED:
-        /* H3: committed, but its evidence refused, lost or qualified: never handed
+        /* SP4: committed, but its evidence refused, lost or qualified: never handed
          * out, a gap at its exact range (the engine logs it); the session is dropped
          * where the evidence showed it is not as our writes need it */
         w->own_fate.fate = IK__DOUBT_LANDED;

@@ -191,7 +191,7 @@ static int fence_write(const ik__sql_driver *d, ik__sql_conn *c, const char *key
 /* Advances the key's fence on c in one transaction, a write like any other (SL3;
  * docs/hazards.md, "Proof with every write"): the hazard gate first (nothing is sent
  * while a check is refused), and the COMMIT with the proof read after it in its round
- * trip (H4 of backend_sql_hazards.c). 0 and *fence; IK_EUNSAFE (the gate refused, or
+ * trip (SP1 of backend_sql_proof.c). 0 and *fence; IK_EUNSAFE (the gate refused, or
  * the fence's evidence was refused or qualified: not granted; why says which); or a
  * class. */
 static int fence_next(ik__sql_backend *b, ik__sql_conn *c, const char *key, int64_t *fence,

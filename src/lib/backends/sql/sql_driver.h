@@ -310,7 +310,7 @@ typedef struct ik__sql_driver {
     void (*proof)(ik__sql_conn *c, const ik__hazards *h, const ik__sql_res *r, int in_tx,
                   ik_hazard *rows, size_t *n);
     /* What the store said of the writes of c's last exec_pipeline besides their
-     * results (H5 of backend_sql_hazards.c): 1 if it qualified one (a notice or a
+     * results (SP2 of backend_sql_proof.c): 1 if it qualified one (a notice or a
      * warning with a COMMIT or an autocommitted write, or a COMMIT answered as
      * something else: PostgreSQL's "might not have been replicated" after a
      * cancelled synchronous-replication wait), its words into words; 0 if none did.
