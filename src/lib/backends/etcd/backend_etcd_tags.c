@@ -232,6 +232,7 @@ int ik__etcd_tag_advance(ik__backend *be, const char *app, const char *name, ik_
         if (!have_view) e = read_view(b, tk, wk, &v, why, sizeof why);
         if (e) {
             ik__logf("tag %s: %s", name, why);
+            snprintf(w->why, sizeof w->why, "%s", why);
             return e;
         }
         if (!v.have_tag) return IK_ENOTFOUND;
@@ -262,6 +263,7 @@ int ik__etcd_tag_advance(ik__backend *be, const char *app, const char *name, ik_
         ik__etcd_answer a = {0};
         if (!e) e = ik__etcd_txn_run(b->gw, t, b->wait_ms * 3, &a, why, sizeof why);
         ik__etcd_txn_free(t);
+        if (e) snprintf(w->why, sizeof w->why, "%s", why); /* the store's words */
         if (e == IK_EINDOUBT) { /* ET2: the engine keeps it, with M in aux */
             ik__logf("tag %s: an advance is in doubt: %s", name, why);
             return IK_EINDOUBT;

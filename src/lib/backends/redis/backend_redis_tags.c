@@ -172,12 +172,14 @@ int ik__redis_tag_advance(ik__backend *be, const char *app, const char *name, ik
     redisContext *ctx = ik__redis_get_write(rc, IK__REDIS_TAG_TIMEOUT_MS, &e, why, sizeof why);
     if (!ctx) {
         ik__redis_log_limited(rc, "tag %s: %s", name, why);
+        snprintf(w->why, sizeof w->why, "%s", why);
         return e;
     }
     redisReply *r = NULL;
     e = ik__redis_script(rc, ctx, IK__RS_TAG_ADVANCE, 3, keys, 8, args, 1, &r, &waited, why,
                          sizeof why);
     ik__redis_put(rc, ctx, e == IK_EINDOUBT);
+    if (e) snprintf(w->why, sizeof w->why, "%s", why); /* the store's words */
     long long code = -100;
     if ((!e || e == IK_EUNSAFE) && r && r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
         r->element[0]->type == REDIS_REPLY_INTEGER)
