@@ -173,17 +173,16 @@ int ik__sql_exec_pipeline(const ik__sql_driver *d, ik__sql_conn *c, const ik__sq
 int ik__sql_exec_serial(const ik__sql_driver *d, ik__sql_conn *c, const ik__sql_call *calls, int n,
                         ik__sql_res *res, int *ran, int64_t *ns, char *why, size_t why_len);
 
-/* backend_sql_marks.c: the commit marks (its SM1-SM5), for backend_sql_tags.c.
+/* backend_sql_marks.c: the commit marks (its SM1-SM6), for backend_sql_tags.c.
  *
- * Decides each doubt w carries (its fate[i]) by one read of w's writer's mark of biz
- * on c, under the tag's row lock, and notes w's writer for the close: 0, or the
- * driver's class (each left OPEN: the advance sends nothing). */
+ * Reports what the store holds of each doubt w carries (its ev[i]) by one read of w's
+ * writer's mark of biz on c, under the tag's row lock, and notes w's writer for the
+ * close: 0, or the driver's class (nothing read: the advance sends nothing). */
 int ik__sql_marks_settle(ik__sql_backend *b, ik__sql_conn *c, const char *biz, ik__tag_write *w);
-/* After w's COMMIT answer was lost: reads its mark again for up to IK__SQL_IO_MS: 0
- * and *first (it applied: handed out), IK_ESTORE (it did not), or IK_EINDOUBT (no
- * answer: the doubt engine keeps it; or w->own_fate says it is of unknown place). */
-int ik__sql_marks_reread(ik__sql_backend *b, const char *app, const char *name, const char *biz,
-                         ik__tag_write *w, int64_t *first);
+/* After w's COMMIT answer was lost: reads its mark again for up to IK__SQL_IO_MS, into
+ * w->own_ev (SM5, SM6), and answers IK_EINDOUBT: the doubt engine decides (hands it
+ * out, fails the call, or keeps it where nothing was read). */
+int ik__sql_marks_reread(ik__sql_backend *b, const char *biz, ik__tag_write *w);
 /* At close: deletes this backend's own marks, unless a doubt it left may still need
  * one, or the backend was cut. */
 void ik__sql_marks_drop(ik__sql_backend *b);

@@ -38,10 +38,10 @@
  * leaves nothing done (IK_ESTORE); a COMMIT without an answer may have applied
  * (IK_EINDOUBT: the caller never hands that range out).
  *
- * Doubts: every advance carries its commit mark, and a lost COMMIT answer is
- * settled by reading it (backend_sql_marks.c): before the write, for the doubts the
- * doubt engine hands it (counters/doubt.c), within the call for its own, and at the
- * stop (ik__sql_tag_settle).
+ * Doubts: every advance carries its commit mark, and a lost COMMIT answer is read
+ * back from it (backend_sql_marks.c), the evidence the doubt engine decides by
+ * (counters/doubt.c): before the write, for the doubts the engine hands it, within
+ * the call for its own, and at the stop (ik__sql_tag_settle).
  */
 #include "backend_sql.h"
 #include "internal.h"
@@ -337,10 +337,10 @@ static int advance_on(ik__sql_backend *b, ik__sql_conn *c, const char *app, cons
         /* SP4: committed, but its evidence refused, lost or qualified: never handed
          * out, a gap at its exact range (the engine logs it); the session is dropped
          * where the evidence showed it is not as our writes need it */
-        w->own_fate.fate = IK__DOUBT_LANDED;
-        w->own_fate.first = max_id;
-        w->own_fate.code = out.code;
-        snprintf(w->own_fate.why, sizeof w->own_fate.why, "%s (%s)", out.why, b->shown);
+        w->own_ev.read = w->own_ev.held = 1; /* the COMMIT's own answer: it ran */
+        w->own_ev.first = max_id;
+        w->own_ev.code = out.code;
+        snprintf(w->own_ev.what, sizeof w->own_ev.what, "%s (%s)", out.why, b->shown);
         snprintf(w->why, sizeof w->why, "%s", out.why);
         if (out.refused) *cls = IK__SQL_EGONE;
         return out.refused ? IK_EUNSAFE : IK_EINDOUBT;
@@ -370,9 +370,9 @@ int ik__sql_tag_advance(ik__backend *be, const char *app, const char *name, ik_t
     if (rc == 0) rc = advance_on(b, c, app, biz, kind, w, first, &cls);
     ik__sql_put(b, idx, cls);
     /* a COMMIT without an answer is read back (SM5); one answered, but untrusted,
-     * is decided already */
-    if (rc != IK_EINDOUBT || w->own_fate.fate != IK__DOUBT_OPEN) return rc;
-    return ik__sql_marks_reread(b, app, name, biz, w, first);
+     * has its evidence already */
+    if (rc != IK_EINDOUBT || w->own_ev.read) return rc;
+    return ik__sql_marks_reread(b, biz, w);
 }
 
 void ik__sql_tag_settle(ik__backend *be, const char *app, const char *name, ik__tag_write *w,
