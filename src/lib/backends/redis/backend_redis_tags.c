@@ -171,6 +171,7 @@ int ik__redis_tag_advance(ik__backend *be, const char *app, const char *name, ik
         return e;
     }
     redisReply *r = NULL;
+    ik__test_hold(rc->test_hold); /* tests only: the write began, its evidence not read */
     e = ik__redis_script(rc, ctx, IK__RS_TAG_ADVANCE, 3, keys, 8, args, 1, &r, &waited, why,
                          sizeof why);
     ik__redis_put(rc, ctx, e == IK_EINDOUBT);
