@@ -27,8 +27,9 @@
 #define OUR_TABLES                                                                                 \
     "'leaf_alloc', 'idk_tag_kind', 'idk_slots', 'idk_commit_mark', 'idk_fence', 'idk_holder'"
 /* Those of them in an engine without transactions, "TABLE ENGINE, ..." or NULL: the
- * "table engines" row of a check and of every write's proof (an ALTER TABLE ...
- * ENGINE under running servers is seen by the next write). */
+ * "table engines" row of a check (a write reads its own table's engine alone:
+ * IK__SQL_TABLE_PROOF, so an ALTER TABLE ... ENGINE under running servers is seen
+ * by the next write). */
 #define ENGINES_COL                                                                                \
     "(SELECT GROUP_CONCAT(CONCAT(t.TABLE_NAME, ' ', COALESCE(t.ENGINE, t.TABLE_TYPE)) "            \
     "ORDER BY t.TABLE_NAME SEPARATOR ', ') FROM information_schema.TABLES t "                      \
@@ -96,5 +97,9 @@ void ik__mysql_proof(ik__sql_conn *c, const ik__hazards *h, const ik__sql_res *r
                      ik_hazard *rows, size_t *n);
 /* The "table engines" row from ENGINES_COL's answer v. */
 void ik__mysql_engines_row(const ik__hazards *h, const char *v, ik_hazard *row);
+/* sql_driver.h's table_row: one table's engine (IK__SQL_TABLE_PROOF), refused if it
+ * is not one with transactions (InnoDB, RocksDB). */
+int ik__mysql_table_row(ik__sql_conn *c, const ik__hazards *h, const char *table,
+                        const ik__sql_res *r, ik_hazard *row);
 
 #endif

@@ -140,6 +140,7 @@ static const char *const pg_stmt[IK__SQL_NSTMT] = {
                                "h.lock_key") " WHERE h.lock_key = $1 AND l.mode = "
                                              "'ExclusiveLock' LIMIT 1",
     [IK__SQL_PROOF] = WRITE_PROOF_SQL,
+    [IK__SQL_TABLE_PROOF] = "SELECT relpersistence FROM pg_class WHERE oid = to_regclass($1)",
 };
 
 /* The statements that write (the generic layer's slot, tag, fence and leader
@@ -160,7 +161,7 @@ static int pg_exec_pipeline(ik__sql_conn *c, const ik__sql_call *calls, int n, i
  * for a transaction that had failed): the pipeline's first such, into c->qual. */
 static void note_write(ik__sql_conn *c, const ik__sql_call *call, const PGresult *r)
 {
-    if (c->qual[0] || call->id == IK__SQL_PROOF) return;
+    if (c->qual[0] || call->id == IK__SQL_PROOF || call->id == IK__SQL_TABLE_PROOF) return;
     const char *tag = r ? PQcmdStatus((PGresult *)r) : "";
     if (c->note[0])
         snprintf(c->qual, sizeof c->qual, "%s", c->note);
@@ -216,10 +217,12 @@ static int send_named(ik__sql_conn *c, const ik__sql_call *calls, int n, int mer
              * reader of the wire, a pooler or the tests' fault proxy, looks for; and
              * so does the proof after it, which must not fail for a name the session
              * lost once the COMMIT is done (its evidence would be lost with it) */
-            int plain = id == IK__SQL_COMMIT || (id == IK__SQL_PROOF && committing);
+            int plain = id == IK__SQL_COMMIT ||
+                        (committing && (id == IK__SQL_PROOF || id == IK__SQL_TABLE_PROOF));
             if (pass == 0 && (plain || ((c->named | *parsed) >> id & 1))) continue;
             if (pass == 0 ? !PQsendPrepare(c->pg, name, sql, k, NULL)
-                : plain   ? !PQsendQueryParams(c->pg, sql, 0, NULL, NULL, NULL, NULL, 0)
+                : plain   ? !PQsendQueryParams(c->pg, sql, k, NULL, k ? calls[i].params : NULL, NULL,
+                                               NULL, 0)
                           : !PQsendQueryPrepared(c->pg, name, k, k ? calls[i].params : NULL, NULL,
                                                  NULL, 0))
                 return queued;
@@ -596,6 +599,7 @@ const ik__sql_driver ik__sql_pg_driver = {
     .unlock = pg_unlock,
     .hazards = ik__pg_hazards,
     .proof = ik__pg_proof,
+    .table_row = ik__pg_table_row,
     .qualified = pg_qualified,
     .returning = 1,
     .hz_state = pg_hz_state,

@@ -74,19 +74,20 @@ struct ik__sql_conn {
     "current_setting('synchronous_commit')"
 /* idkeeper's tables (those our statements name, as the search path finds them)
  * that are not permanent (relpersistence 'u' UNLOGGED, 't' TEMP), "NAME KIND, ..."
- * or NULL: the "table persistence" row of a check and of every write's proof (an
- * ALTER TABLE ... SET UNLOGGED under running servers is seen by the next write). */
+ * or NULL: the "table persistence" row of a check (a write reads its own table's
+ * alone: IK__SQL_TABLE_PROOF, so an ALTER TABLE ... SET UNLOGGED under running
+ * servers is seen by the next write). */
 #define UNDURABLE_TABLES                                                                           \
     "(SELECT string_agg(c.relname || ' ' || CASE c.relpersistence WHEN 'u' THEN 'UNLOGGED' "       \
     "ELSE 'TEMP' END, ', ' ORDER BY c.relname) FROM pg_class c WHERE c.relkind IN ('r', 'p') "     \
     "AND c.relpersistence <> 'p' AND pg_table_is_visible(c.oid) AND c.relname IN ('leaf_alloc', "  \
     "'idk_tag_kind', 'idk_slots', 'idk_commit_mark', 'idk_fence', 'idk_holder'))"
 /* A write's proof (IK__SQL_PROOF), read after its commit point (SP1 of
- * backend_sql_proof.c): the durability settings, the tables' persistence, and the
- * proof of session, so that a pipeline that ends with it needs no proof of session
- * of its own (pg_exec_pipeline). */
-#define WRITE_PROOF_SQL "SELECT " PROOF_COLS ", " UNDURABLE_TABLES ", " SESSION_COLS
-#define WRITE_PROOF_NCOLS 6
+ * backend_sql_proof.c): the durability settings and the proof of session, so that a
+ * pipeline that ends with it needs no proof of session of its own
+ * (pg_exec_pipeline). */
+#define WRITE_PROOF_SQL "SELECT " PROOF_COLS ", " SESSION_COLS
+#define WRITE_PROOF_NCOLS 5
 
 /* pg_conn.c, the session layer (each function's contract is at its definition). */
 void ik__pg_one_line(const char *msg, char *why, size_t why_len);
@@ -105,7 +106,9 @@ int ik__pg_request(ik__sql_conn *c, const char *sql, const char *const *params, 
 int ik__pg_connect(const ik__sql_target *t, ik__sql_conn **out, char *why, size_t why_len);
 void ik__pg_close(ik__sql_conn *c);
 
-/* pg_hazards.c: the driver's hazards and proof calls (sql_driver.h). */
+/* pg_hazards.c: the driver's hazards, proof and table_row calls (sql_driver.h). */
+int ik__pg_table_row(ik__sql_conn *c, const ik__hazards *h, const char *table,
+                     const ik__sql_res *r, ik_hazard *row);
 int ik__pg_hazards(ik__sql_conn *c, const ik__hazards *h, ik_hazard *rows, size_t *n,
                    int64_t *db_ms, char *why, size_t why_len);
 void ik__pg_proof(ik__sql_conn *c, const ik__hazards *h, const ik__sql_res *r, int in_tx,

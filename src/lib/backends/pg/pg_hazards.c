@@ -46,17 +46,26 @@ static void persistence_row(const ik__hazards *h, const char *und, ik_hazard *ro
                    "session's alone; ALTER TABLE ... SET LOGGED each of them");
 }
 
-/* The proof of a write (sql_driver.h: proof): its PROOF_COLS and the tables'
- * persistence, and, where the write must have committed, no transaction left open
- * on the session. */
+int ik__pg_table_row(ik__sql_conn *c, const ik__hazards *h, const char *table,
+                     const ik__sql_res *r, ik_hazard *row)
+{
+    (void)c;
+    const char *p = ik__sql_cell(r, 0, 0);
+    if (r->nrows == 1 && !strcmp(p, "p")) return 0; /* permanent */
+    char v[96];
+    snprintf(v, sizeof v, "%.60s %s", table,
+             r->nrows != 1 ? "(no such table)" : !strcmp(p, "u") ? "UNLOGGED" : "TEMP");
+    persistence_row(h, v, row);
+    return 1;
+}
+
+/* The proof of a write (sql_driver.h: proof): its PROOF_COLS, and, where the write
+ * must have committed, no transaction left open on the session. */
 void ik__pg_proof(ik__sql_conn *c, const ik__hazards *h, const ik__sql_res *r, int in_tx,
                      ik_hazard *rows, size_t *n)
 {
     size_t k = 0;
-    if (r && r->nrows == 1 && r->ncols == WRITE_PROOF_NCOLS) {
-        durability_rows(h, r, rows, &k);
-        persistence_row(h, ik__sql_cell(r, 0, 3), &rows[k++]);
-    }
+    if (r && r->nrows == 1 && r->ncols == WRITE_PROOF_NCOLS) durability_rows(h, r, rows, &k);
     if (!in_tx) tx_row(c, h, &rows[k++]);
     *n = k;
 }

@@ -132,13 +132,15 @@ typedef struct ik__sql_commit {
 
 /* The commit point of a write on c (SP1, SP2 of backend_sql_proof.c): runs `commit`
  * (a COMMIT, or a write in autocommit) with the driver's proof after it in the same
- * round trip, so that the evidence is read at or after the commit; judges it as a
- * check's rows (installed, and a change logged) together with what the store said of
- * the commit itself (the driver's qualified). *out says what became of it; *res (if
- * not NULL) the commit call's result, freed by the caller. Returns the round trip's
- * driver class, for the pool (0 when all answered). */
+ * round trip, and the table proof of `table` (the one the write's value lives in:
+ * leaf_alloc, idk_slots, idk_fence), so that the evidence is read at or after the
+ * commit; judges it as a check's rows (installed, and a change logged) together
+ * with what the store said of the commit itself (the driver's qualified). *out says
+ * what became of it; *res (if not NULL) the commit call's result, freed by the
+ * caller. Returns the round trip's driver class, for the pool (0 when all
+ * answered). */
 int ik__sql_commit_proved(ik__sql_backend *b, ik__sql_conn *c, ik__sql_call commit,
-                          ik__sql_res *res, ik__sql_commit *out);
+                          const char *table, ik__sql_res *res, ik__sql_commit *out);
 /* The proof r read inside a write's transaction, before its COMMIT (SP3 of
  * backend_sql_proof.c), judged and installed as a check's rows: 0, or IK_EUNSAFE
  * (a row refused, why names it): the caller rolls the write back. Not its evidence:

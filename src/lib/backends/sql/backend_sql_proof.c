@@ -50,23 +50,28 @@ int ik__sql_proof_early(ik__sql_backend *b, ik__sql_conn *c, const ik__sql_res *
 }
 
 int ik__sql_commit_proved(ik__sql_backend *b, ik__sql_conn *c, ik__sql_call commit,
-                          ik__sql_res *res, ik__sql_commit *out)
+                          const char *table, ik__sql_res *res, ik__sql_commit *out)
 {
     const ik__sql_driver *d = b->d;
-    int proof = ik__sql_has_proof(d);
-    ik__sql_call calls[2] = {commit, {IK__SQL_PROOF, NULL, 0}};
-    ik__sql_res r[2];
+    const char *tp[] = {table};
+    ik__sql_call calls[3];
+    int n = 0, tr = -1, pr = -1;
+    calls[n++] = commit;
+    if (table && d->table_row && d->stmt[IK__SQL_TABLE_PROOF])
+        calls[tr = n++] = (ik__sql_call){IK__SQL_TABLE_PROOF, tp, 1};
+    if (ik__sql_has_proof(d)) calls[pr = n++] = (ik__sql_call){IK__SQL_PROOF, NULL, 0};
+    ik__sql_res r[3];
     int ran = 0;
     char inner[300] = "";
     memset(out, 0, sizeof *out);
     memset(r, 0, sizeof r);
-    int rc = ik__sql_exec_pipeline(d, c, calls, proof ? 2 : 1, r, &ran, inner, sizeof inner);
+    int rc = ik__sql_exec_pipeline(d, c, calls, n, r, &ran, inner, sizeof inner);
     if (res) {
         *res = r[0];
         memset(&r[0], 0, sizeof r[0]);
     }
     if (ran == 0) { /* SP1: the commit point's own answer */
-        out->state = rc == IK__SQL_EDOUBT   ? IK__SQL_UNANSWERED
+        out->state = rc == IK__SQL_EDOUBT     ? IK__SQL_UNANSWERED
                      : rc == IK__SQL_EFOREIGN ? IK__SQL_UNTRUSTED /* ran in another session */
                                               : IK__SQL_NOT_COMMITTED;
         out->code = "store_unsafe";
@@ -75,16 +80,18 @@ int ik__sql_commit_proved(ik__sql_backend *b, ik__sql_conn *c, ik__sql_call comm
     } else if (rc) { /* committed; its evidence lost or refused with the connection */
         out->state = IK__SQL_UNTRUSTED;
         out->code = rc == IK__SQL_EFOREIGN ? "store_unsafe" : "answer_lost";
-        snprintf(out->why, sizeof out->why, "its commit was answered, but not the evidence read after it: %s", inner);
+        snprintf(out->why, sizeof out->why,
+                 "its commit was answered, but not the evidence read after it: %s", inner);
         ik__sql_hazards_foreign(b, c, rc);
     } else {
         char words[240] = "";
-        ik_hazard rows[IK__SQL_PROOF_MAX];
-        size_t n = 0;
-        d->proof(c, &b->base.hz, proof ? &r[1] : NULL, 0, rows, &n);
-        if (n > IK__SQL_PROOF_MAX) n = IK__SQL_PROOF_MAX;
+        ik_hazard rows[IK__SQL_PROOF_MAX + 1];
+        size_t k = 0;
+        d->proof(c, &b->base.hz, pr >= 0 ? &r[pr] : NULL, 0, rows, &k);
+        if (k > IK__SQL_PROOF_MAX) k = IK__SQL_PROOF_MAX;
+        if (tr >= 0 && d->table_row(c, &b->base.hz, table, &r[tr], &rows[k])) k++;
         char hz[300] = "";
-        int refused = ik__hazards_update(&b->base.hz, rows, n, hz, sizeof hz) == IK_EUNSAFE;
+        int refused = ik__hazards_update(&b->base.hz, rows, k, hz, sizeof hz) == IK_EUNSAFE;
         if (refused) {
             out->state = IK__SQL_UNTRUSTED;
             out->refused = 1;
@@ -99,7 +106,7 @@ int ik__sql_commit_proved(ik__sql_backend *b, ik__sql_conn *c, ik__sql_call comm
             out->state = IK__SQL_COMMITTED;
         }
     }
-    ik__sql_res_clear(&r[0]);
-    ik__sql_res_clear(&r[1]);
+    for (int i = 0; i < n; i++)
+        ik__sql_res_clear(&r[i]);
     return rc;
 }

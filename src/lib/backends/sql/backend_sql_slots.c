@@ -117,7 +117,8 @@ static int take(ik__sql_backend *b, ik__sql_conn *c, const ik__slot_request *req
     if (b->test_before_take_commit) d->run(c, b->test_before_take_commit, NULL, 0); /* tests */
     ik__test_hold(b->test_commit_hold);
     ik__sql_commit cm; /* SP1: the evidence read after the COMMIT, in its round trip */
-    rc = ik__sql_commit_proved(b, c, (ik__sql_call){IK__SQL_COMMIT, NULL, 0}, NULL, &cm);
+    rc = ik__sql_commit_proved(b, c, (ik__sql_call){IK__SQL_COMMIT, NULL, 0}, "idk_slots", NULL,
+                               &cm);
     if (cm.state == IK__SQL_UNANSWERED || cm.state == IK__SQL_NOT_COMMITTED)
         return ik__fail(rc ? rc : IK__SQL_EDEFINITE, why, why_len, "%s", cm.why);
     int64_t record = old > req->new_record_ms ? old : req->new_record_ms;
@@ -329,7 +330,8 @@ int ik__sql_slot_persist(ik__backend *be, void *handle, int64_t record_ms, ik__l
     const char *p[] = {sttl, srec, s->app, sw, s->token};
     ik__sql_res r;
     ik__sql_commit cm; /* SP1: autocommitted, the evidence read after it */
-    rc = ik__sql_commit_proved(b, s->c, (ik__sql_call){IK__SQL_SLOT_RENEW, p, 5}, &r, &cm);
+    rc = ik__sql_commit_proved(b, s->c, (ik__sql_call){IK__SQL_SLOT_RENEW, p, 5}, "idk_slots", &r,
+                               &cm);
     int64_t affected = r.affected;
     ik__sql_res_clear(&r);
     if (ik__sql_dead(rc)) {

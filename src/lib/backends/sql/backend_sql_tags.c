@@ -324,7 +324,8 @@ static int advance_on(ik__sql_backend *b, ik__sql_conn *c, const char *app, cons
     before_commit(b, c);
     int64_t t1 = b->cycle ? ik__mono_ns() : 0;
     ik__sql_commit out;
-    *cls = ik__sql_commit_proved(b, c, (ik__sql_call){IK__SQL_COMMIT, NULL, 0}, NULL, &out);
+    *cls = ik__sql_commit_proved(b, c, (ik__sql_call){IK__SQL_COMMIT, NULL, 0}, "leaf_alloc", NULL,
+                                 &out);
     switch (out.state) {
     case IK__SQL_COMMITTED:
         if (b->cycle) {

@@ -208,7 +208,8 @@ static int fence_next(ik__sql_backend *b, ik__sql_conn *c, const char *key, int6
         if (rc) return rc;
         ik__test_hold(b->test_commit_hold);
         ik__sql_commit cm;
-        rc = ik__sql_commit_proved(b, c, (ik__sql_call){IK__SQL_COMMIT, NULL, 0}, NULL, &cm);
+        rc = ik__sql_commit_proved(b, c, (ik__sql_call){IK__SQL_COMMIT, NULL, 0}, "idk_fence", NULL,
+                                   &cm);
         if (cm.state == IK__SQL_UNTRUSTED) {
             ik__fail(0, why, why_len, "fence %" PRId64 " of %s was not trusted: %s", f, key, cm.why);
             return rc == IK__SQL_EFOREIGN ? rc : IK_EUNSAFE;

@@ -178,6 +178,13 @@ typedef enum ik__sql_stmt {
      * commit and costs no round trip of its own. NULL: the driver has none; its
      * writes are judged by the interval's check alone */
     IK__SQL_PROOF,
+    /* $1 one of our tables -> one row: what keeps that table's writes (MySQL: its
+     * engine; PostgreSQL: its persistence). Sent in the round trip of the commit
+     * point of a write to that table (ik__sql_commit_proved), judged by table_row:
+     * a table changed at run time (ALTER TABLE ... ENGINE = MyISAM, SET UNLOGGED) is
+     * seen by the next write. A write's own statements hold the table's lock until
+     * its commit, so no ALTER lands between them. NULL: none. */
+    IK__SQL_TABLE_PROOF,
 
     IK__SQL_NSTMT
 } ik__sql_stmt;
@@ -309,6 +316,13 @@ typedef struct ik__sql_driver {
      * driver has no proof. */
     void (*proof)(ik__sql_conn *c, const ik__hazards *h, const ik__sql_res *r, int in_tx,
                   ik_hazard *rows, size_t *n);
+    /* The verdict of an IK__SQL_TABLE_PROOF result r for table, no I/O: 1 with row
+     * refused, under the check's row name for the tables ("table engines", "table
+     * persistence", its value naming table), where table cannot keep a write (no
+     * transactions, or not crash-safe); 0 (no row: the check's row stands) where it
+     * can. NULL: none. */
+    int (*table_row)(ik__sql_conn *c, const ik__hazards *h, const char *table,
+                     const ik__sql_res *r, ik_hazard *row);
     /* What the store said of the writes of c's last exec_pipeline besides their
      * results (SP2 of backend_sql_proof.c): 1 if it qualified one (a notice or a
      * warning with a COMMIT or an autocommitted write, or a COMMIT answered as
