@@ -203,22 +203,20 @@ static int pg_exec(ik__sql_conn *c, ik__sql_stmt id, const char *const *params, 
 static int send_named(ik__sql_conn *c, const ik__sql_call *calls, int n, int merged,
                       uint64_t *parsed, int *np)
 {
-    int queued = 0, committing = 0;
+    int queued = 0;
     char name[64];
     *parsed = 0, *np = 0;
-    for (int i = 0; i < n; i++)
-        committing |= calls[i].id == IK__SQL_COMMIT;
     for (int pass = 0; pass < 2; pass++)
         for (int i = 0; i < n + !merged; i++) {
             int id = i < n ? (int)calls[i].id : IK__SQL_NSTMT, k = i < n ? calls[i].nparams : 0;
             snprintf(name, sizeof name, "ik%.32s_%u_%d", c->mark, c->gen, id);
             const char *sql = id == IK__SQL_NSTMT ? PROOF_SQL : pg_stmt[id];
             /* a COMMIT goes out as its text, unnamed (it costs no plan): what a
-             * reader of the wire, a pooler or the tests' fault proxy, looks for; and
-             * so does the proof after it, which must not fail for a name the session
-             * lost once the COMMIT is done (its evidence would be lost with it) */
-            int plain = id == IK__SQL_COMMIT ||
-                        (committing && (id == IK__SQL_PROOF || id == IK__SQL_TABLE_PROOF));
+             * reader of the wire, a pooler or the tests' fault proxy, looks for. The
+             * proof after it stays named (parsed each time, it cost a third more CPU
+             * an advance); one that fails for a name the session lost is read again
+             * under new names (ik__sql_commit_proved) */
+            int plain = id == IK__SQL_COMMIT;
             if (pass == 0 && (plain || ((c->named | *parsed) >> id & 1))) continue;
             if (pass == 0 ? !PQsendPrepare(c->pg, name, sql, k, NULL)
                 : plain   ? !PQsendQueryParams(c->pg, sql, k, NULL, k ? calls[i].params : NULL, NULL,
