@@ -153,24 +153,24 @@ typedef enum ik__doubt_fate {
 /* What a backend's read shows of one write in doubt: its evidence, facts about the
  * store only (no verdict: the engine decides). All zero: nothing was read. */
 typedef struct ik__doubt_evidence {
-    int read;        /* the store's record of the writer's writes was read: the rest
-                      * says what it holds (else nothing is known: the doubt stays) */
-    int held;        /* the write's (write id, first ID) pair is among those it holds;
-                      * for an own write, also: its own answer said it ran */
-    int64_t first;   /* held: the first ID paired with it (-1: the write's own first) */
-    int intact;      /* the record is whole: where it is not, an absence proves nothing */
-    int reaches;     /* the record reaches back to the write: had it landed, its pair
-                      * would be there (not pushed out, pruned, or the node made again) */
-    int64_t age_ms;  /* how long ago the write was made, by the store's clock (0: the
-                      * store gives no clock; the engine counts on ours too) */
-    int moved;       /* the version it was made at has moved on, or a lock or a fence
-                      * of the store's own ends any send of it still on its way: it can
-                      * no longer land */
-    int fenced;      /* a write of ours made at that same version landed: of the writes
-                      * at one version one lands, so this one never will */
+    int read;         /* the store's record of the writer's writes was read: the rest
+                       * says what it holds (else nothing is known: the doubt stays) */
+    int held;         /* the write's (write id, first ID) pair is among those it holds;
+                       * for an own write, also: its own answer said it ran */
+    int64_t first;    /* held: the first ID paired with it (-1: the write's own first) */
+    int intact;       /* the record is whole: where it is not, an absence proves nothing */
+    int reaches;      /* the record reaches back to the write: had it landed, its pair
+                       * would be there (not pushed out, pruned, or the node made again) */
+    int64_t age_ms;   /* how long ago the write was made, by the store's clock (0: the
+                       * store gives no clock; the engine counts on ours too) */
+    int moved;        /* the version it was made at has moved on, or a lock or a fence
+                       * of the store's own ends any send of it still on its way: it can
+                       * no longer land */
+    int fenced;       /* a write of ours made at that same version landed: of the writes
+                       * at one version one lands, so this one never will */
     const char *code; /* held, but never to be handed out: the gap's why= (store_unsafe,
                        * not_replicated, answer_lost, maybe_recorded); NULL: trusted */
-    char what[400];  /* what the store showed, in its words, for the log line */
+    char what[400];   /* what the store showed, in its words, for the log line */
 } ik__doubt_evidence;
 
 /* One advance's write, as the doubt engine hands it to tag_advance. */

@@ -23,17 +23,17 @@
 
 static struct {
     pthread_mutex_t mu;
-    int answer;                 /* what tag_advance returns */
-    ik__doubt_fate fate;        /* the fate its evidence of every carried doubt gives */
-    int64_t landed_first;       /* for LANDED */
-    ik__doubt_evidence own_ev;  /* copied into w->own_ev */
-    int calls, settles;         /* tag_advance, tag_settle calls */
-    int n_carried;              /* of the last call */
-    uint64_t carried[32];       /* their write ids */
-    uint64_t wid;               /* the last call's own write id */
-    char writer[33];            /* the last call's writer */
-    int in_call, most_in_call;  /* advances of one tag at once */
-    int hold_us;                /* each advance sleeps this long */
+    int answer;                /* what tag_advance returns */
+    ik__doubt_fate fate;       /* the fate its evidence of every carried doubt gives */
+    int64_t landed_first;      /* for LANDED */
+    ik__doubt_evidence own_ev; /* copied into w->own_ev */
+    int calls, settles;        /* tag_advance, tag_settle calls */
+    int n_carried;             /* of the last call */
+    uint64_t carried[32];      /* their write ids */
+    uint64_t wid;              /* the last call's own write id */
+    char writer[33];           /* the last call's writer */
+    int in_call, most_in_call; /* advances of one tag at once */
+    int hold_us;               /* each advance sleeps this long */
     char log[64][400];
     int nlog;
 } S;
@@ -251,16 +251,16 @@ static void one_rule_decides_every_fate(void **st)
     ik__doubt_evidence fenced = pending, torn = absent;
     fenced.fenced = 1;
     torn.intact = 0;
-    assert_int_equal(rule(none, 0, 0), IK__DOUBT_OPEN);       /* nothing read: kept */
-    assert_int_equal(rule(held, 0, 0), IK__DOUBT_LANDED);     /* its pair held */
+    assert_int_equal(rule(none, 0, 0), IK__DOUBT_OPEN);                    /* nothing read: kept */
+    assert_int_equal(rule(held, 0, 0), IK__DOUBT_LANDED);                  /* its pair held */
     assert_int_equal(rule(held, IK__DOUBT_TRUST_MS, 0), IK__DOUBT_LANDED); /* held: no horizon */
     assert_int_equal(rule(absent, 0, 0), IK__DOUBT_NOT_LANDED);
     assert_int_equal(rule(absent, IK__DOUBT_TRUST_MS, 0), IK__DOUBT_UNKNOWN); /* our clock */
     absent.age_ms = IK__DOUBT_TRUST_MS; /* the store's clock */
     assert_int_equal(rule(absent, 0, 0), IK__DOUBT_UNKNOWN);
-    assert_int_equal(rule(gone, 0, 0), IK__DOUBT_UNKNOWN); /* out of the record's reach */
-    assert_int_equal(rule(torn, 0, 0), IK__DOUBT_UNKNOWN); /* a record not whole */
-    assert_int_equal(rule(pending, 0, 0), IK__DOUBT_OPEN); /* pending until fenced */
+    assert_int_equal(rule(gone, 0, 0), IK__DOUBT_UNKNOWN);    /* out of the record's reach */
+    assert_int_equal(rule(torn, 0, 0), IK__DOUBT_UNKNOWN);    /* a record not whole */
+    assert_int_equal(rule(pending, 0, 0), IK__DOUBT_OPEN);    /* pending until fenced */
     assert_int_equal(rule(pending, 0, 1), IK__DOUBT_UNKNOWN); /* the stop fences nothing */
     assert_int_equal(rule(fenced, IK__DOUBT_TRUST_MS, 1), IK__DOUBT_NOT_LANDED);
     ik__doubt x = {.wid = 5, .delta = 3, .first = 10, .sent_ns = ik__mono_ns()};

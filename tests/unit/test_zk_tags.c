@@ -145,8 +145,8 @@ static ik__doubt_fate fate_of(const ik__zk_doubt *d, const ik__zk_counter *n, in
 {
     ik__doubt_evidence e;
     ik__zk_evidence(d, n, NONCE_A, j, &e);
-    ik__doubt x = {.wid = d->w[j].count, .delta = d->w[j].delta, .first = d->first,
-                   .sent_ns = ik__mono_ns()};
+    ik__doubt x = {
+        .wid = d->w[j].count, .delta = d->w[j].delta, .first = d->first, .sent_ns = ik__mono_ns()};
     ik__doubt_verdict v;
     ik__doubt_judge(&x, &e, ik__mono_ns(), 0, &v);
     return v.fate;

@@ -57,7 +57,7 @@
 #include <string.h>
 
 #define KEPT IK__DOUBT_LANE_MAX /* doubts of one tag's lane (D4) */
-#define BUCKETS 64 /* of the tag table */
+#define BUCKETS 64              /* of the tag table */
 
 /* The open doubts of one lane of one tag, oldest (lowest wid) first. */
 typedef struct lane_doubts {
@@ -135,7 +135,8 @@ void ik__doubt_judge(const ik__doubt *x, const ik__doubt_evidence *e, int64_t no
         v->fate = IK__DOUBT_LANDED;
         v->first = e->first >= 0 ? e->first : x->first;
         v->code = e->code;
-        snprintf(v->why, sizeof v->why, "%s%s", e->code ? "" : "the write whose answer was lost landed: ",
+        snprintf(v->why, sizeof v->why, "%s%s",
+                 e->code ? "" : "the write whose answer was lost landed: ",
                  *what ? what : "its write id is in the store's record");
     } else if (e->fenced) {
         v->fate = IK__DOUBT_NOT_LANDED;
@@ -153,16 +154,16 @@ void ik__doubt_judge(const ik__doubt *x, const ik__doubt_evidence *e, int64_t no
                  MAYBE "it may land yet, and nothing fences it at the stop (%s)", what);
     } else if (!e->reaches) {
         v->fate = IK__DOUBT_UNKNOWN;
-        snprintf(v->why, sizeof v->why, MAYBE "the store's record no longer reaches back to it (%s)",
-                 what);
+        snprintf(v->why, sizeof v->why,
+                 MAYBE "the store's record no longer reaches back to it (%s)", what);
     } else if (ours_ms >= IK__DOUBT_TRUST_MS || e->age_ms >= IK__DOUBT_TRUST_MS) {
         v->fate = IK__DOUBT_UNKNOWN;
         snprintf(v->why, sizeof v->why,
                  MAYBE "it is older than the store is trusted to keep its record (%s)", what);
     } else {
         v->fate = IK__DOUBT_NOT_LANDED;
-        snprintf(v->why, sizeof v->why, "the write whose answer was lost did not land, and never will (%s)",
-                 what);
+        snprintf(v->why, sizeof v->why,
+                 "the write whose answer was lost did not land, and never will (%s)", what);
     }
 }
 

@@ -180,12 +180,13 @@ static void evidence_of(const ik__tag_write *w, const view *v, int *pending)
         e->reaches = v->have_writer && !(v->r.n >= RING && d->wid < v->r.wid[0]);
         e->moved = d->aux != v->tag_mod;
         pending[i] = !e->moved;
-        snprintf(e->what, sizeof e->what, "%s; made at revision %" PRId64 " of the tag key, now %" PRId64,
-                 e->held             ? "its write id is in the lane's writer key"
-                 : !v->have_writer   ? "the lane's writer key is gone (its lease lapsed)"
-                 : v->ring_bad       ? "the lane's writer key holds something that is not a ring"
-                 : !e->reaches       ? "the writer key's ring has moved past it"
-                                     : "its write id is not in the lane's writer key",
+        snprintf(e->what, sizeof e->what,
+                 "%s; made at revision %" PRId64 " of the tag key, now %" PRId64,
+                 e->held           ? "its write id is in the lane's writer key"
+                 : !v->have_writer ? "the lane's writer key is gone (its lease lapsed)"
+                 : v->ring_bad     ? "the lane's writer key holds something that is not a ring"
+                 : !e->reaches     ? "the writer key's ring has moved past it"
+                                   : "its write id is not in the lane's writer key",
                  d->aux, v->tag_mod);
     }
 }

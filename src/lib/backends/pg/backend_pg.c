@@ -182,7 +182,8 @@ static int pg_exec(ik__sql_conn *c, ik__sql_stmt id, const char *const *params, 
 {
     if ((unsigned)id >= IK__SQL_NSTMT || !pg_stmt[id]) return IK__SQL_EDEFINITE;
     if (!pg_writes[id])
-        return ik__pg_request(c, pg_stmt[id], params, n, ik__mono_ms() + IK__SQL_IO_MS, res, why, why_len);
+        return ik__pg_request(c, pg_stmt[id], params, n, ik__mono_ms() + IK__SQL_IO_MS, res, why,
+                              why_len);
     ik__sql_call call = {id, params, n};
     ik__sql_res one;
     int ran = 0;
@@ -219,10 +220,10 @@ static int send_named(ik__sql_conn *c, const ik__sql_call *calls, int n, int mer
             int plain = id == IK__SQL_COMMIT;
             if (pass == 0 && (plain || ((c->named | *parsed) >> id & 1))) continue;
             if (pass == 0 ? !PQsendPrepare(c->pg, name, sql, k, NULL)
-                : plain   ? !PQsendQueryParams(c->pg, sql, k, NULL, k ? calls[i].params : NULL, NULL,
-                                               NULL, 0)
-                          : !PQsendQueryPrepared(c->pg, name, k, k ? calls[i].params : NULL, NULL,
-                                                 NULL, 0))
+                : plain ? !PQsendQueryParams(c->pg, sql, k, NULL, k ? calls[i].params : NULL, NULL,
+                                             NULL, 0)
+                        : !PQsendQueryPrepared(c->pg, name, k, k ? calls[i].params : NULL, NULL,
+                                               NULL, 0))
                 return queued;
             queued++;
             if (pass == 0) *parsed |= (uint64_t)1 << id, (*np)++;
@@ -321,9 +322,10 @@ static int pg_exec_pipeline(ik__sql_conn *c, const ik__sql_call *calls, int n, i
     }
     if (rc == 0 && merged) /* the write's proof ends with SESSION_COLS */
         rc = ik__pg_proof_check(c, ik__sql_cell(&res[n - 1], 0, WRITE_PROOF_NCOLS - 2),
-                         ik__sql_cell(&res[n - 1], 0, WRITE_PROOF_NCOLS - 1), why, why_len);
+                                ik__sql_cell(&res[n - 1], 0, WRITE_PROOF_NCOLS - 1), why, why_len);
     else if (rc == 0)
-        rc = ik__pg_proof_check(c, ik__sql_cell(&proof, 0, 0), ik__sql_cell(&proof, 0, 1), why, why_len);
+        rc = ik__pg_proof_check(c, ik__sql_cell(&proof, 0, 0), ik__sql_cell(&proof, 0, 1), why,
+                                why_len);
     ik__sql_res_clear(&proof);
     c->named = rc ? 0 : c->named | parsed; /* a name whose Parse is in doubt is never reused */
     c->gen += rc != 0;
@@ -359,7 +361,8 @@ static int pg_ping(ik__sql_conn *c, int timeout_ms)
     PQclear(r);
     c->ping_pending = 0;
     /* the proof of session: a held lock's session is still ours (SL6 in recipe_sql.c) */
-    if (rc == 0) rc = ik__pg_proof_check(c, ik__sql_cell(&p, 0, 0), ik__sql_cell(&p, 0, 1), NULL, 0);
+    if (rc == 0)
+        rc = ik__pg_proof_check(c, ik__sql_cell(&p, 0, 0), ik__sql_cell(&p, 0, 1), NULL, 0);
     ik__sql_res_clear(&p);
     if (rc == IK__SQL_EFOREIGN) return rc;
     if (rc || PQstatus(c->pg) != CONNECTION_OK) {
@@ -507,9 +510,10 @@ static int pg_lock(ik__sql_conn *c, ik__lock_kind kind, const char *key, int64_t
              * whose client is gone frees a grant as soon as it gets one (docs/sql.md,
              * "Locks and elections") */
             c->dead = 1;
-            ik__pg_one_line("the cancel request got no answer from the postmaster: the connection is "
-                     "abandoned",
-                     why, why_len);
+            ik__pg_one_line(
+                "the cancel request got no answer from the postmaster: the connection is "
+                "abandoned",
+                why, why_len);
             return stopped == 2 ? IK__SQL_ECANCELED : 0;
         }
     }
@@ -528,9 +532,9 @@ static int pg_lock(ik__sql_conn *c, ik__lock_kind kind, const char *key, int64_t
         rc = 0;                    /* canceled in the queue: not held */
     else if (rc == 0 && stopped) { /* granted as we gave up: give it back */
         ik__pg_request(c,
-                shared ? "SELECT pg_advisory_unlock_shared(" LOCK_KEY("$1::text") ")"
-                       : "SELECT pg_advisory_unlock(" LOCK_KEY("$1::text") ")",
-                params, 1, ik__mono_ms() + IK__SQL_IO_MS, NULL, NULL, 0);
+                       shared ? "SELECT pg_advisory_unlock_shared(" LOCK_KEY("$1::text") ")"
+                              : "SELECT pg_advisory_unlock(" LOCK_KEY("$1::text") ")",
+                       params, 1, ik__mono_ms() + IK__SQL_IO_MS, NULL, NULL, 0);
     }
     if (rc) return rc;
     return stopped == 2 ? IK__SQL_ECANCELED : 0;
@@ -540,10 +544,10 @@ static int pg_unlock(ik__sql_conn *c, ik__lock_kind kind, const char *key)
 {
     const char *params[] = {key};
     return ik__pg_request(c,
-                   kind == IK__LOCK_READ
-                       ? "SELECT pg_advisory_unlock_shared(" LOCK_KEY("$1::text") ")"
-                       : "SELECT pg_advisory_unlock(" LOCK_KEY("$1::text") ")",
-                   params, 1, ik__mono_ms() + IK__SQL_IO_MS, NULL, NULL, 0);
+                          kind == IK__LOCK_READ
+                              ? "SELECT pg_advisory_unlock_shared(" LOCK_KEY("$1::text") ")"
+                              : "SELECT pg_advisory_unlock(" LOCK_KEY("$1::text") ")",
+                          params, 1, ik__mono_ms() + IK__SQL_IO_MS, NULL, NULL, 0);
 }
 
 static ik__sql_conn_hz *pg_hz_state(ik__sql_conn *c)

@@ -24,9 +24,9 @@ struct ik__sql_conn {
      * another connection's mark already in that session */
     int server_pid, shared;
     char mark[33];
-    uint64_t named; /* bit id: statement id (IK__SQL_NSTMT: the proof) parsed (send_named) */
-    unsigned gen;   /* of the names: a failed pipeline forgets them all for new ones */
-    const int *cut; /* ik__sql_target.cut */
+    uint64_t named;   /* bit id: statement id (IK__SQL_NSTMT: the proof) parsed (send_named) */
+    unsigned gen;     /* of the names: a failed pipeline forgets them all for new ones */
+    const int *cut;   /* ik__sql_target.cut */
     ik__sql_target t; /* what it connected with (its strings the backend's), for the
                        * second connection that proves a pooler's mode (pg_hazards.c) */
     ik__sql_conn_hz hz;
@@ -107,8 +107,8 @@ int ik__pg_connect(const ik__sql_target *t, ik__sql_conn **out, char *why, size_
 void ik__pg_close(ik__sql_conn *c);
 
 /* pg_hazards.c: the driver's hazards, proof and table_row calls (sql_driver.h). */
-int ik__pg_table_row(ik__sql_conn *c, const ik__hazards *h, const char *table,
-                     const ik__sql_res *r, ik_hazard *row);
+int ik__pg_table_row(ik__sql_conn *c, const ik__hazards *h, const char *table, const ik__sql_res *r,
+                     ik_hazard *row);
 int ik__pg_hazards(ik__sql_conn *c, const ik__hazards *h, ik_hazard *rows, size_t *n,
                    int64_t *db_ms, char *why, size_t why_len);
 void ik__pg_proof(ik__sql_conn *c, const ik__hazards *h, const ik__sql_res *r, int in_tx,

@@ -76,8 +76,8 @@ int ik__pg_collect(ik__sql_conn *c, int64_t until_ms, PGresult **out, char *why,
         if (w) {
             c->dead = 1;
             PQclear(keep);
-            ik__pg_one_line(w == IK__SQL_ETIMEOUT ? "no answer in time" : PQerrorMessage(c->pg), why,
-                     why_len);
+            ik__pg_one_line(w == IK__SQL_ETIMEOUT ? "no answer in time" : PQerrorMessage(c->pg),
+                            why, why_len);
             return IK__SQL_EDOUBT;
         }
         PGresult *r = PQgetResult(c->pg);

@@ -46,15 +46,17 @@ static void persistence_row(const ik__hazards *h, const char *und, ik_hazard *ro
                    "session's alone; ALTER TABLE ... SET LOGGED each of them");
 }
 
-int ik__pg_table_row(ik__sql_conn *c, const ik__hazards *h, const char *table,
-                     const ik__sql_res *r, ik_hazard *row)
+int ik__pg_table_row(ik__sql_conn *c, const ik__hazards *h, const char *table, const ik__sql_res *r,
+                     ik_hazard *row)
 {
     (void)c;
     const char *p = ik__sql_cell(r, 0, 0);
     if (r->nrows == 1 && !strcmp(p, "p")) return 0; /* permanent */
     char v[96];
     snprintf(v, sizeof v, "%.60s %s", table,
-             r->nrows != 1 ? "(no such table)" : !strcmp(p, "u") ? "UNLOGGED" : "TEMP");
+             r->nrows != 1     ? "(no such table)"
+             : !strcmp(p, "u") ? "UNLOGGED"
+                               : "TEMP");
     persistence_row(h, v, row);
     return 1;
 }
@@ -62,7 +64,7 @@ int ik__pg_table_row(ik__sql_conn *c, const ik__hazards *h, const char *table,
 /* The proof of a write (sql_driver.h: proof): its PROOF_COLS, and, where the write
  * must have committed, no transaction left open on the session. */
 void ik__pg_proof(ik__sql_conn *c, const ik__hazards *h, const ik__sql_res *r, int in_tx,
-                     ik_hazard *rows, size_t *n)
+                  ik_hazard *rows, size_t *n)
 {
     size_t k = 0;
     if (r && r->nrows == 1 && r->ncols == WRITE_PROOF_NCOLS) durability_rows(h, r, rows, &k);
@@ -97,7 +99,8 @@ static int pooler_mode(ik__sql_conn *c, char *value, size_t len)
     ik__sql_conn *c2 = NULL;
     char inner[160] = "";
     if (ik__pg_connect(&c->t, &c2, inner, sizeof inner) != 0) {
-        snprintf(value, len, "pid %d behind a pooler, its mode unproven (a second connection: %.60s)",
+        snprintf(value, len,
+                 "pid %d behind a pooler, its mode unproven (a second connection: %.60s)",
                  c->server_pid, inner);
         return -1;
     }
@@ -106,11 +109,13 @@ static int pooler_mode(ik__sql_conn *c, char *value, size_t len)
     int moved2 = shared || moved ? 0 : session_moved(c2);
     ik__pg_close(c2);
     if (moved < 0 || moved2 < 0) {
-        snprintf(value, len, "pid %d behind a pooler, its mode unproven (no answer)", c->server_pid);
+        snprintf(value, len, "pid %d behind a pooler, its mode unproven (no answer)",
+                 c->server_pid);
         return -1;
     }
     if (shared || moved || moved2) {
-        snprintf(value, len, "pid %d, shared by two of our connections (a pooler in transaction mode)",
+        snprintf(value, len,
+                 "pid %d, shared by two of our connections (a pooler in transaction mode)",
                  c->server_pid);
         return 0;
     }
@@ -127,7 +132,7 @@ static int pooler_mode(ik__sql_conn *c, char *value, size_t len)
  * whether the server is a standby (its writes fail: the row says why), and whether
  * any of our tables is UNLOGGED or TEMP. */
 int ik__pg_hazards(ik__sql_conn *c, const ik__hazards *h, ik_hazard *rows, size_t *n,
-                      int64_t *db_ms, char *why, size_t why_len)
+                   int64_t *db_ms, char *why, size_t why_len)
 {
     ik__sql_res r;
     int rc = ik__pg_request(
@@ -192,7 +197,8 @@ int ik__pg_hazards(ik__sql_conn *c, const ik__hazards *h, ik_hazard *rows, size_
                        "idkeeper set it; connect to PostgreSQL directly",
                        c->idle_session_ms);
     }
-    int foreign = ik__pg_proof_bad(c, ik__sql_cell(&r, 0, 10), ik__sql_cell(&r, 0, 11), val, sizeof val);
+    int foreign =
+        ik__pg_proof_bad(c, ik__sql_cell(&r, 0, 10), ik__sql_cell(&r, 0, 11), val, sizeof val);
     int pooled = !foreign && PQbackendPID(c->pg) != c->server_pid, mode = 1;
     if (!foreign && !pooled)
         snprintf(val, sizeof val, "pid %d, this connection's", c->server_pid);

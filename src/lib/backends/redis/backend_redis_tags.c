@@ -98,8 +98,9 @@ static void evidence_of(const ik__doubt *d, const redisReply *found, uint64_t fl
         e->intact = 1;
         e->reaches = d->wid > floor;
         snprintf(e->what, sizeof e->what,
-                 e->reaches ? "its SEQ is not in the writer key's ring"
-                            : "later writes of the tag pushed its SEQ out of the writer key's ring");
+                 e->reaches
+                     ? "its SEQ is not in the writer key's ring"
+                     : "later writes of the tag pushed its SEQ out of the writer key's ring");
     }
 }
 
@@ -111,8 +112,8 @@ static void evidence_all(ik__tag_write *w, const redisReply *r, size_t at)
     if (r->elements > at && r->element[at]->type == REDIS_REPLY_STRING)
         floor = strtoull(r->element[at]->str, NULL, 10);
     for (size_t i = 0; i < (size_t)w->n_carried; i++)
-        evidence_of(&w->carried[i], at + 1 + i < r->elements ? r->element[at + 1 + i] : NULL,
-                    floor, &w->ev[i]);
+        evidence_of(&w->carried[i], at + 1 + i < r->elements ? r->element[at + 1 + i] : NULL, floor,
+                    &w->ev[i]);
 }
 
 /* The write ids of w's carried doubts, space-separated, into out (RING * 22). */
@@ -181,7 +182,7 @@ int ik__redis_tag_advance(ik__backend *be, const char *app, const char *name, ik
         r->element[0]->type == REDIS_REPLY_INTEGER)
         code = r->element[0]->integer;
     if (code == 0) evidence_all(w, r, 2); /* RT4: it ran, so it read every doubt it carried */
-    if (e == IK_EUNSAFE) {            /* RT6: ran under unsafe evidence: never handed out */
+    if (e == IK_EUNSAFE) {                /* RT6: ran under unsafe evidence: never handed out */
         if (code == 0) own_landed(w, r, "store_unsafe", "%s", why);
         ik__redis_log_limited(rc, "tag %s: %s", name, why);
         if (r) freeReplyObject(r);

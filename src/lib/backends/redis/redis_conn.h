@@ -86,7 +86,7 @@ typedef struct ik__redis_client {
     /* IDKEEPER_TEST_REDIS_WRITE_HOLD at open (tests only; NULL: none): the path of
      * ik__test_hold, between a tag advance's gate and its script (docs/testing.md) */
     char *test_hold;
-    ik__hazards *hz;   /* the backend's verdicts (backend.h): installed by every check */
+    ik__hazards *hz; /* the backend's verdicts (backend.h): installed by every check */
 
     pthread_mutex_t mu; /* guards what follows */
     struct redisContext *idle[IK__REDIS_POOL];

@@ -73,8 +73,8 @@ static int read_mark(ik__sql_backend *b, ik__sql_conn *c, const char *biz, const
         rc = d->exec(c, IK__SQL_MARK_SET, sp, 3, NULL, NULL, 0);
         if (rc == 0) {
             ik__sql_commit cm;
-            int cls = ik__sql_commit_proved(b, c, (ik__sql_call){IK__SQL_COMMIT, NULL, 0}, "idk_commit_mark", NULL,
-                                            &cm);
+            int cls = ik__sql_commit_proved(b, c, (ik__sql_call){IK__SQL_COMMIT, NULL, 0},
+                                            "idk_commit_mark", NULL, &cm);
             *proven = cm.state == IK__SQL_COMMITTED;
             if (!*proven) snprintf(why, why_len, "%s", cm.why);
             /* the read stands whatever its own commit did: it was made under the lock */

@@ -297,13 +297,14 @@ static int advance_on(ik__sql_backend *b, ik__sql_conn *c, const char *app, cons
         /* what the store says it stored: the row after the UPDATE, read in the same
          * transaction under the row lock (one row, max_id read plus delta) */
         now_max = res[up].affected == 1 && res[back].nrows == 1 ? ik__sql_int(&res[back], 0, 1)
-                                                               : INT64_MIN;
+                                                                : INT64_MIN;
         if (now_max != max_id + delta) {
             snprintf(w->why, sizeof w->why,
                      "%s stored leaf_alloc.max_id %s for tag %s, not %" PRId64 " + %" PRId64
                      " as written: something on the table rewrites its writes (a trigger or a "
                      "rule); nothing used",
-                     d->name, now_max == INT64_MIN ? "in no single row" : ik__sql_cell(&res[back], 0, 1),
+                     d->name,
+                     now_max == INT64_MIN ? "in no single row" : ik__sql_cell(&res[back], 0, 1),
                      biz, max_id, delta);
             ik__logf("tag %s: %s", biz, w->why);
             err = IK_ESTORE;

@@ -211,7 +211,8 @@ static int fence_next(ik__sql_backend *b, ik__sql_conn *c, const char *key, int6
         rc = ik__sql_commit_proved(b, c, (ik__sql_call){IK__SQL_COMMIT, NULL, 0}, "idk_fence", NULL,
                                    &cm);
         if (cm.state == IK__SQL_UNTRUSTED) {
-            ik__fail(0, why, why_len, "fence %" PRId64 " of %s was not trusted: %s", f, key, cm.why);
+            ik__fail(0, why, why_len, "fence %" PRId64 " of %s was not trusted: %s", f, key,
+                     cm.why);
             return rc == IK__SQL_EFOREIGN ? rc : IK_EUNSAFE;
         }
         if (cm.state != IK__SQL_COMMITTED) return rc ? rc : IK__SQL_EDEFINITE;
@@ -303,7 +304,7 @@ int ik__sql_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
         return rc == 0                   ? (timeout_ms == 0 ? IK_EBUSY : IK_ETIMEDOUT)
                : rc == IK__SQL_ECANCELED ? IK_ECLOSED
                : rc == IK__SQL_EFOREIGN || rc == IK_EUNSAFE ? IK_EUNSAFE
-                                                           : IK_ESTORE;
+                                                            : IK_ESTORE;
     }
     pthread_mutex_lock(&lk->mu);
     lk->c = c;

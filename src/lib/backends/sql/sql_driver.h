@@ -321,8 +321,8 @@ typedef struct ik__sql_driver {
      * persistence", its value naming table), where table cannot keep a write (no
      * transactions, or not crash-safe); 0 (no row: the check's row stands) where it
      * can. NULL: none. */
-    int (*table_row)(ik__sql_conn *c, const ik__hazards *h, const char *table,
-                     const ik__sql_res *r, ik_hazard *row);
+    int (*table_row)(ik__sql_conn *c, const ik__hazards *h, const char *table, const ik__sql_res *r,
+                     ik_hazard *row);
     /* What the store said of the writes of c's last exec_pipeline besides their
      * results (SP2 of backend_sql_proof.c): 1 if it qualified one (a notice or a
      * warning with a COMMIT or an autocommitted write, or a COMMIT answered as

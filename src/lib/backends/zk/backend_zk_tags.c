@@ -253,7 +253,7 @@ static int advance_locked(ik__backend *be, ik__zk_tags *zt, zt_tag *g, ik_tag_ki
         if (!c->own_open && c->carried_open && w->n_carried >= IK__DOUBT_LANE_MAX)
             x = &w->carried[w->n_carried - 1];
         else if (!c->own_open)
-            ik__zk_note(&w->own, cur); /* where it is made, before it is sent */
+            ik__zk_note(&w->own, cur);    /* where it is made, before it is sent */
         if (!c->own_open && x == &w->own) /* a new send of it: what was read of it is past */
             memset(&w->own_ev, 0, sizeof w->own_ev);
         int resend = x != &w->own;
