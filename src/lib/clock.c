@@ -91,6 +91,7 @@ void ik__test_hold(const char *path)
     FILE *f = fopen(path, "r+");
     if (!f) return; /* not armed */
     int empty = fgetc(f) == EOF;
+    rewind(f); /* a read, then a write: a positioning call between */
     if (empty) fputs("held\n", f);
     fclose(f);
     if (!empty) return; /* another write holds it */

@@ -389,35 +389,32 @@ int ik__zk_doubt_add(ik__zk_doubt *d, const ik__doubt *x)
  *
  * The doubt engine's rule decides each (w->judge, and after the call the engine).
  */
-/* The evidence of every carried doubt: e, or where `landed` names one (it was that
- * write, sent again and acknowledged), that one held and the others fenced. */
+/* The evidence node n gives of every carried doubt still open (d: them, and the own
+ * write last). */
 static void carried_evidence(ik__zk_call *c, const ik__zk_doubt *d, const ik__zk_counter *n,
-                             uint64_t nonce, const char *why)
+                             uint64_t nonce)
 {
-    for (int i = 0; c->carried_open && i < c->w->n_carried; i++) {
-        ik__doubt_evidence *e = &c->w->ev[i];
-        if (d)
-            ik__zk_evidence(d, n, nonce, i, e);
-        else { /* no record reaches them any more */
-            memset(e, 0, sizeof *e);
-            e->read = e->intact = e->moved = 1;
-            e->first = -1;
-            snprintf(e->what, sizeof e->what, "%s", why);
-        }
-    }
+    for (int i = 0; c->carried_open && i < c->w->n_carried; i++)
+        ik__zk_evidence(d, n, nonce, i, &c->w->ev[i]);
+}
+
+/* e: a write no record reaches any more, why why. */
+static void out_of_reach(ik__doubt_evidence *e, const char *why)
+{
+    memset(e, 0, sizeof *e);
+    e->read = e->intact = e->moved = 1;
+    e->first = -1;
+    snprintf(e->what, sizeof e->what, "%s", why);
 }
 
 int ik__zk_call_unknown(ik__zk_call *c, const char *why)
 {
-    carried_evidence(c, NULL, NULL, 0, why);
+    for (int i = 0; c->carried_open && i < c->w->n_carried; i++)
+        out_of_reach(&c->w->ev[i], why);
     c->carried_open = 0;
     if (!c->own_open) return 0;
     c->own_open = 0;
-    ik__doubt_evidence *e = &c->w->own_ev;
-    memset(e, 0, sizeof *e);
-    e->read = e->intact = e->moved = 1; /* no record reaches it any more */
-    e->first = -1;
-    snprintf(e->what, sizeof e->what, "%s", why);
+    out_of_reach(&c->w->own_ev, why);
     return 1;
 }
 
@@ -435,7 +432,7 @@ int ik__zk_call_read(ik__zk_call *c, const ik__zk_counter *n, uint64_t nonce)
         return ik__zk_call_unknown(c, "written at versions the table cannot tell apart")
                    ? IK__ZK_LOST
                    : IK__ZK_GO;
-    carried_evidence(c, &d, n, nonce, NULL);
+    carried_evidence(c, &d, n, nonce);
     /* all made at V: the read decides them all, or leaves them all pending */
     if (c->carried_open && w->n_carried > 0 &&
         w->judge(&w->carried[0], &w->ev[0]) != IK__DOUBT_OPEN)
