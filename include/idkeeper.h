@@ -588,7 +588,7 @@ IK_EXTERN int ik_tag_read(ik_coord *c, const char *app, const char *name, ik_tag
  * when used memory > 'maxmemory'", "etcdserver: mvcc: database space exceeded"),
  * into why: 1 if the store said something, 0 if not (why ""), or if the last advance
  * succeeded. For an answer that names the cause: an advance's own status is only
- * its code. Any thread. Since 0.7.0. */
+ * its code. Any thread. Since 0.6.0. */
 IK_EXTERN int ik_tag_last_error(ik_coord *c, const char *app, const char *name, char *why,
                                 size_t why_len);
 /* All tags of the app, by name; *out freed with ik_free. */
