@@ -340,6 +340,9 @@ const ik__backend_ops *const *ik__coord_backends(size_t *n);
 struct ik__doubts *ik__coord_doubts(ik_coord *c);
 /* coord.c: the backend behind a coord handle. */
 ik__backend *ik__coord_backend(ik_coord *c);
+/* coord.c: 1 if c was opened before this process's fork() (fork.c): the parent's,
+ * refused in the child (IK_EFORKED). */
+int ik__coord_forked(const ik_coord *c);
 /* coord.c: IDKEEPER_TEST_WRITE_DELAY_MS as it was when c was opened (0: none). */
 int ik__coord_test_write_delay_ms(const ik_coord *c);
 
