@@ -7,13 +7,24 @@
  * slot; a fork()'s child closes its copies at once (held_child), so it never holds
  * one of its parent's either, and the slot frees when the parent dies.
  *
- * A slot is the inode the holder flocks, not its name (invariant LS1): a file
- * removed or replaced under its holder (a backup restore, an rsync, a hand) is a
- * new slot to the next taker, so the holder checks that the path still names its
- * inode after its flock (try_slot) and before every renewal (local_slot_persist),
- * and stops (IK_ELOST) once it does not. Between the change and that renewal, half
- * a persist interval at most, a newcomer on the new file can issue under the same
- * worker: docs/local.md, "A slot file removed or replaced".
+ * A file can be removed or replaced under its holder (a backup restore, an rsync, a
+ * hand): the next taker then flocks another inode under the same name. Two rules
+ * keep one holder per worker all the same (docs/local.md, "A slot file removed or
+ * replaced"):
+ *   LS1. A slot is the inode its holder flocks, not the file's name: the holder
+ *        checks that the path still names its inode after its flock (try_slot) and
+ *        after every renewal (local_slot_persist), and stops (IK_ELOST) once it does
+ *        not; its lease then takes a slot again, on the file the path names now, so
+ *        the time record lives on where the next holder reads it.
+ *   LS2. A holder also binds the slot's name in the kernel's abstract socket
+ *        namespace, "@idkeeper/slot/DEV/INO/W" (the slots directory's device and
+ *        inode, the worker): no change to a file takes that name away, and the
+ *        kernel frees it when the holder dies, as it drops a flock. A taker that
+ *        finds it bound treats the slot as held, so no second process takes a
+ *        worker whose holder lives while that holder has not yet seen the change.
+ *        Where the holders do not share a network namespace (the name's scope) or
+ *        the slots directory itself was replaced, LS1 alone stops the old holder,
+ *        at its next renewal: half a persist interval at most.
  *
  * Each file holds one fixed-size (512-byte) text record, rewritten in place with a
  * single pwrite + fdatasync, so a reader never sees a mix of two versions and a
@@ -48,8 +59,11 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stddef.h>
 #include <sys/file.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -58,7 +72,8 @@
 
 typedef struct local_slot local_slot;
 struct local_slot {
-    int fd; /* -1 in a fork's child (held_child) */
+    int fd;      /* -1 in a fork's child (held_child) */
+    int name_fd; /* the socket bound to the slot's name (LS2); -1: none */
     uint32_t worker;
     char identity[256];
     int64_t since_ms;
@@ -90,7 +105,8 @@ static void held_child(void)
 {
     for (local_slot *s = held_slots; s; s = s->hnext) {
         close(s->fd);
-        s->fd = -1;
+        if (s->name_fd >= 0) close(s->name_fd);
+        s->fd = s->name_fd = -1;
     }
     held_slots = NULL;
     pthread_mutex_unlock(&held_mu);
@@ -333,13 +349,39 @@ static int names_inode(const char *path, int fd)
     return a.st_ino == b.st_ino && a.st_dev == b.st_dev;
 }
 
+/* LS2: binds slot w's name (its slots directory, by device and inode, and w) to a
+ * socket of its own. 0 with *fd_out the socket, or -1 where this process can make
+ * no such socket (a sandbox without AF_UNIX: LS1 alone); IK_EBUSY: the name is
+ * bound, by a live holder. */
+static int bind_name(const char *slots_dir, uint32_t w, int *fd_out)
+{
+    *fd_out = -1;
+    struct stat st;
+    if (stat(slots_dir, &st) != 0) return IK_ESYS(errno);
+    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return IK_OK;
+    struct sockaddr_un a;
+    memset(&a, 0, sizeof a);
+    a.sun_family = AF_UNIX;
+    int n = snprintf(a.sun_path + 1, sizeof a.sun_path - 1, "idkeeper/slot/%llx/%llx/%" PRIu32,
+                     (unsigned long long)st.st_dev, (unsigned long long)st.st_ino, w);
+    socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+    if (bind(fd, (struct sockaddr *)&a, len) != 0) {
+        int e = errno;
+        close(fd);
+        return e == EADDRINUSE ? IK_EBUSY : IK_OK;
+    }
+    *fd_out = fd;
+    return IK_OK;
+}
+
 /* Tries to take slot w. 0: taken (*fd_out holds the lock on the file the path
- * names, LS1; *rec its record, or all zero for a file never written: new, whose
- * name is not durable yet); IK_EBUSY: held by a live holder; IK_ESTORE: its record
- * cannot be read (its floor is unknown); a negated errno: the file cannot be made,
- * opened or locked (*err_path says which). */
+ * names, LS1, and *name_fd its name, LS2; *rec its record, or all zero for a file
+ * never written: new, whose name is not durable yet); IK_EBUSY: held by a live
+ * holder; IK_ESTORE: its record cannot be read (its floor is unknown); a negated
+ * errno: the file cannot be made, opened or locked (path names it). */
 static int try_slot(const local_backend *b, const char *app, uint32_t w, int *fd_out,
-                    slot_record *rec, char *path, size_t path_len)
+                    int *name_fd, slot_record *rec, char *path, size_t path_len)
 {
     slot_path(b, app, w, path, path_len);
     for (;;) {
@@ -356,10 +398,14 @@ static int try_slot(const local_backend *b, const char *app, uint32_t w, int *fd
             if (same < 0) return same;
             continue; /* removed or replaced since our open: take the file it names now */
         }
-        int r = read_record(fd, rec);
-        if (r < 0) {
-            close(fd); /* unknown floor: never take it */
-            return IK_ESTORE;
+        char dir[PATH_MAX];
+        snprintf(dir, sizeof dir, "%s/%s/slots", b->dir, app);
+        int r = bind_name(dir, w, name_fd);
+        if (r == 0 && read_record(fd, rec) < 0) r = IK_ESTORE; /* unknown floor: never */
+        if (r) {
+            if (*name_fd >= 0) close(*name_fd);
+            close(fd);
+            return r;
         }
         *fd_out = fd;
         return IK_OK;
@@ -434,7 +480,7 @@ static int local_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__
         }
     }
 
-    int fd = -1;
+    int fd = -1, name_fd = -1;
     uint32_t got = 0, failed = 0; /* slots of the last pass that could not be tried */
     slot_record rec;
     char path[PATH_MAX], failed_path[PATH_MAX] = "";
@@ -443,7 +489,7 @@ static int local_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__
         if (pass) usleep(20000);
         failed = 0;
         for (size_t i = 0; i < n && fd < 0; i++) {
-            int r = try_slot(b, req->app, order[i], &fd, &rec, path, sizeof path);
+            int r = try_slot(b, req->app, order[i], &fd, &name_fd, &rec, path, sizeof path);
             if (r == 0) got = order[i];
             if (i >= rest && r != 0 && r != IK_EBUSY && r != IK_ESTORE) { /* once a slot */
                 failed++;
@@ -491,6 +537,7 @@ static int local_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__
     if (!rc && fresh) rc = sync_slot_dirs(b, req->app);
     if (rc) {
         close(fd);
+        if (name_fd >= 0) close(name_fd);
         char cause[600];
         if (rc < 0 && rc > -4096)
             ik__local_cause(b, -rc, path, cause, sizeof cause);
@@ -501,9 +548,11 @@ static int local_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__
     local_slot *s = calloc(1, sizeof *s);
     if (!s) {
         close(fd);
+        if (name_fd >= 0) close(name_fd);
         return IK_ENOMEM;
     }
     s->fd = fd;
+    s->name_fd = name_fd;
     s->worker = got;
     s->since_ms = nr.since_ms;
     snprintf(s->identity, sizeof s->identity, "%s", req->identity);
@@ -578,6 +627,7 @@ static int local_slot_release(ik__backend *be, void *handle, int64_t record_ms)
     held_del(s);
     int rc = store_record(s, record_ms, 0);
     close(s->fd); /* drops the flock */
+    if (s->name_fd >= 0) close(s->name_fd);
     free(s);
     return rc;
 }
@@ -590,6 +640,7 @@ static void local_slot_forget(ik__backend *be, void *handle)
     if (!s) return;
     held_del(s);
     close(s->fd);
+    if (s->name_fd >= 0) close(s->name_fd); /* the generator was revoked first */
     free(s);
 }
 
