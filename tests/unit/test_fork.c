@@ -192,6 +192,7 @@ static size_t common(int64_t *a, size_t n, int64_t *b, size_t m)
 
 typedef struct report {
     int stage;                         /* 1: copies drawn; 2: their other calls; 3: done */
+    pid_t pid;                         /* the process that wrote it */
     int copy_snow, copy_seg, copy_seq; /* what the first call on each copy answered */
     int copy_other;                    /* calls on the copies that were not refused */
     int copy_ids;                      /* IDs the copies handed out anyway */
@@ -295,21 +296,27 @@ static void child_never_issues_the_parents_ids(void **st)
         static report r;
         memset(&r, 0, sizeof r);
         int64_t id = 0;
-        /* the copies first: each must refuse, never hand out an ID */
+        /* the copies first: each must refuse, never hand out an ID; and the child
+         * keeps drawing from them, as a pre-fork worker that never checks would.
+         * The report is written after each kind: a copy whose loader or committer
+         * is not in this process may hang the next call. */
         r.copy_snow = ik_snowflake_next(p.g, &id);
         if (r.copy_snow == 0) r.snow[r.n_snow++] = id;
-        r.copy_seg = seg_one(p.seg, &id);
-        if (r.copy_seg == 0) r.seg[r.n_seg++] = id;
-        r.copy_seq = seq_one(p.seq, &id);
-        if (r.copy_seq == 0) r.seq[r.n_seq++] = id;
-        /* and keep drawing from them, as a pre-fork worker that never checks would */
         for (int i = 0; i < SNOW_N; i++)
             if (ik_snowflake_next(p.g, &id) == 0) r.snow[r.n_snow++] = id;
+        r.copy_ids = r.n_snow;
+        write_report(rpath, &r);
+        r.copy_seg = seg_one(p.seg, &id);
+        if (r.copy_seg == 0) r.seg[r.n_seg++] = id;
         for (int i = 0; i < SEG_N; i++)
             if (ik_segment_next(p.seg, "seg", 1, &id, answer_cb, NULL) == 0) r.seg[r.n_seg++] = id;
+        r.copy_ids = r.n_snow + r.n_seg;
+        write_report(rpath, &r);
+        r.copy_seq = seq_one(p.seq, &id);
+        if (r.copy_seq == 0) r.seq[r.n_seq++] = id;
         r.copy_ids = r.n_snow + r.n_seg + r.n_seq;
         r.stage = 1;
-        write_report(rpath, &r); /* what the parent reads if the rest hangs */
+        write_report(rpath, &r);
         r.copy_other = other_calls_refused(&p);
         r.stage = 2;
         write_report(rpath, &r);
@@ -415,6 +422,7 @@ static void daemon_after_the_lease(void **st)
         if (r.copy_snow == 0) r.snow[r.n_snow++] = id;
         r.copy_ids = r.n_snow;
         r.stage = 1;
+        r.pid = getpid();
         write_report(post, &r); /* what the test reads if the rest hangs */
         ik_lease_info li;
         ik_slot_lease_get_info(k.l, &li);
@@ -458,6 +466,7 @@ static void daemon_after_the_lease(void **st)
     fclose(f);
     static report r;
     read_report(post, &r);
+    if (!finished && r.pid > 0) kill(r.pid, SIGKILL); /* hung in a call on a copy */
     if (r.copy_snow != IK_EFORKED)
         fail_msg("the daemon's first draw on its parent's generator: %s, not IK_EFORKED",
                  ik_errname(r.copy_snow));

@@ -100,6 +100,7 @@ struct ik_slot_lease {
 
 void ik_lease_options_init(ik_lease_options *o)
 {
+    if (!o) return;
     memset(o, 0, sizeof *o);
     o->size = sizeof *o;
     o->app = "default";
