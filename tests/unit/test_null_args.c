@@ -257,8 +257,10 @@ static void lease(void **st)
     ik_slot_info *slots = NULL;
     size_t n = 0;
     VOID(ik_lease_options_init, "o", ik_lease_options_init(NULL));
-    RC(ik_slot_lease_start, "c", ik_slot_lease_start(NULL, F.g, &o, &l, why, sizeof why), IK_EINVAL);
-    RC(ik_slot_lease_start, "g", ik_slot_lease_start(F.c, NULL, &o, &l, why, sizeof why), IK_EINVAL);
+    RC(ik_slot_lease_start, "c", ik_slot_lease_start(NULL, F.g, &o, &l, why, sizeof why),
+       IK_EINVAL);
+    RC(ik_slot_lease_start, "g", ik_slot_lease_start(F.c, NULL, &o, &l, why, sizeof why),
+       IK_EINVAL);
     /* no options: no identity, which is required */
     RC(ik_slot_lease_start, "o", ik_slot_lease_start(F.c, F.g, NULL, &l, why, sizeof why),
        IK_EINVAL);
@@ -267,8 +269,10 @@ static void lease(void **st)
     o.identity = NULL; /* refused before anything is taken */
     RC(ik_slot_lease_start, "why", ik_slot_lease_start(F.c, F.g, &o, &l, NULL, 64), IK_EINVAL);
     o.identity = "other";
-    RC(ik_slot_lease_begin, "c", ik_slot_lease_begin(NULL, F.g, &o, &l, why, sizeof why), IK_EINVAL);
-    RC(ik_slot_lease_begin, "g", ik_slot_lease_begin(F.c, NULL, &o, &l, why, sizeof why), IK_EINVAL);
+    RC(ik_slot_lease_begin, "c", ik_slot_lease_begin(NULL, F.g, &o, &l, why, sizeof why),
+       IK_EINVAL);
+    RC(ik_slot_lease_begin, "g", ik_slot_lease_begin(F.c, NULL, &o, &l, why, sizeof why),
+       IK_EINVAL);
     RC(ik_slot_lease_begin, "o", ik_slot_lease_begin(F.c, F.g, NULL, &l, why, sizeof why),
        IK_EINVAL);
     RC(ik_slot_lease_begin, "out", ik_slot_lease_begin(F.c, F.g, &o, NULL, why, sizeof why),
@@ -300,15 +304,16 @@ static void tags(void **st)
     RC(ik_tag_kind_parse, "text", ik_tag_kind_parse(NULL, &k), IK_EINVAL);
     RC(ik_tag_kind_parse, "out", ik_tag_kind_parse("segment", NULL), IK_EINVAL);
     RC(ik_tag_create, "c",
-       ik_tag_create(NULL, "default", "t1", IK_TAG_SEGMENT, 0, 1, NULL, why, sizeof why), IK_EINVAL);
+       ik_tag_create(NULL, "default", "t1", IK_TAG_SEGMENT, 0, 1, NULL, why, sizeof why),
+       IK_EINVAL);
     RC(ik_tag_create, "app", /* "default" */
        ik_tag_create(F.c, NULL, "t2", IK_TAG_SEGMENT, 0, 1, "d", why, sizeof why), IK_OK);
     RC(ik_tag_create, "name",
        ik_tag_create(F.c, "default", NULL, IK_TAG_SEGMENT, 0, 1, NULL, why, sizeof why), IK_EINVAL);
     RC(ik_tag_create, "description",
        ik_tag_create(F.c, "default", "t3", IK_TAG_SEGMENT, 0, 1, NULL, why, sizeof why), IK_OK);
-    RC(ik_tag_create, "why", ik_tag_create(F.c, "default", "t4", IK_TAG_SEGMENT, 0, 1, NULL, NULL, 64),
-       IK_OK);
+    RC(ik_tag_create, "why",
+       ik_tag_create(F.c, "default", "t4", IK_TAG_SEGMENT, 0, 1, NULL, NULL, 64), IK_OK);
     RC(ik_tag_get, "c", ik_tag_get(NULL, "default", "t2", &ti), IK_EINVAL);
     RC(ik_tag_get, "app", ik_tag_get(F.c, NULL, "t2", &ti), IK_OK);
     RC(ik_tag_get, "name", ik_tag_get(F.c, "default", NULL, &ti), IK_EINVAL);
