@@ -90,7 +90,8 @@ typedef enum ik_error {
     IK_ETIMEDOUT = -10008,  /* gave up waiting */
     IK_EURI = -10009,       /* the coordination URI is malformed or unsupported */
     IK_ESTORE = -10010,     /* the backend store is unreachable or failed */
-    IK_EINDOUBT = -10011,   /* the backend may or may not have done it (connection lost) */
+    IK_EINDOUBT = -10011,   /* the backend may or may not have done it (its answer was
+                               lost: a connection, or on local: an I/O error in a commit) */
     IK_ELOST = -10012,      /* the slot (or session) is no longer ours */
     IK_ECLOSED = -10013,    /* the handle is shutting down */
     IK_ERANGE = -10014,     /* a value lies outside what the layout can hold */

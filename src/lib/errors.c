@@ -28,7 +28,7 @@ static const err_entry api_errors[] = {
     {IK_ETIMEDOUT, "IK_ETIMEDOUT", "timed out"},
     {IK_EURI, "IK_EURI", "malformed or unsupported coordination URI"},
     {IK_ESTORE, "IK_ESTORE", "coordination store unreachable or failed"},
-    {IK_EINDOUBT, "IK_EINDOUBT", "outcome unknown: connection to the store lost"},
+    {IK_EINDOUBT, "IK_EINDOUBT", "outcome unknown: the store's answer was lost"},
     {IK_ELOST, "IK_ELOST", "slot or session lost"},
     {IK_ECLOSED, "IK_ECLOSED", "handle is closing"},
     {IK_ERANGE, "IK_ERANGE", "value out of range"},

@@ -447,7 +447,11 @@ static int local_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__
     if (rc) return ik__hazards_refused(&b->base.hz, why, why_len);
     snprintf(dir, sizeof dir, "%s/%s/slots", b->dir, req->app);
     rc = mkdirs(dir);
-    if (rc) return ik__fail(IK_ESTORE, why, why_len, "cannot create %s: %s", dir, ik_strerror(rc));
+    if (rc) {
+        char cause[600];
+        ik__local_cause(b, -rc, dir, cause, sizeof cause);
+        return ik__fail(IK_ESTORE, why, why_len, "cannot create the slots directory: %s", cause);
+    }
 
     uint32_t count = req->worker_max - req->worker_min + 1;
     uint32_t *order = malloc(sizeof *order * (count + 1));

@@ -29,7 +29,9 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static const char *SCHEMA = "PRAGMA journal_mode=WAL;"
                             "PRAGMA synchronous=FULL;"
@@ -59,16 +61,23 @@ static void db_why(const local_backend *b, sqlite3 *db, int rc, const char *doin
     db_path(b, path, sizeof path);
     int e = db ? sqlite3_system_errno(db) : 0;
     int code = (db ? sqlite3_extended_errcode(db) : rc) & 0xff;
-    if (code == SQLITE_FULL && !e) e = ENOSPC;
-    if (e && code != SQLITE_CORRUPT && code != SQLITE_NOTADB)
-        ik__local_cause(b, e, path, cause, sizeof cause);
     const char *said = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
-    if (code == SQLITE_CORRUPT || code == SQLITE_NOTADB)
+    if (code == SQLITE_CORRUPT || code == SQLITE_NOTADB) {
         snprintf(buf, len,
                  "%s is damaged (SQLite, %s: %s): nothing is read or written there; recover it "
                  "as docs/local.md says, never by removing it (its counters would start again)",
                  path, doing, said);
-    else if (cause[0])
+        return;
+    }
+    if (code == SQLITE_FULL && !e) e = ENOSPC;
+    /* SQLite makes idkeeper.db-wal and -shm beside the file: a DIR it cannot write
+     * fails it with the errno of its last try (often ENOENT), so DIR's own is told */
+    if ((code == SQLITE_CANTOPEN || code == SQLITE_READONLY) &&
+        faccessat(AT_FDCWD, b->dir, W_OK, AT_EACCESS) != 0)
+        ik__local_cause(b, errno, b->dir, cause, sizeof cause);
+    else if (e)
+        ik__local_cause(b, e, path, cause, sizeof cause);
+    if (cause[0])
         snprintf(buf, len, "cannot use %s (SQLite, %s: %s): %s", path, doing, said, cause);
     else
         snprintf(buf, len, "cannot use %s (SQLite, %s: %s)", path, doing, said);
