@@ -286,9 +286,10 @@ struct ik__backend_ops {
     /* Advances the tag's max_id by w->own.delta > 0 if the tag is of `kind`; *first =
      * the old max_id, and the caller alone owns [first, first + delta). Returns 0
      * only once the store durably recorded the advance. IK_ENOTFOUND, IK_EKIND,
-     * IK_ERANGE (past INT64_MAX), IK_ESTORE or IK_EUNSAFE (certainly not done:
-     * unreachable, or a store hazard refused), IK_EINDOUBT (may have been done: the
-     * caller never hands out that range, and the doubt engine keeps it). The write
+     * IK_ERANGE (past INT64_MAX), IK_ESTORE, IK_EUNSAFE or a negated errno (certainly
+     * not done: unreachable, a store hazard refused, local:'s disk full), IK_EINDOUBT
+     * (may have been done: the caller never hands out that range, and the doubt
+     * engine keeps it; where there is none, tags.c logs the gap it may be). The write
      * carries w's writer and write id, and settles w's carried doubts where it can
      * (ik__tag_write, below). */
     int (*tag_advance)(ik__backend *b, const char *app, const char *name, ik_tag_kind kind,
