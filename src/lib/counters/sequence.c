@@ -205,7 +205,7 @@ static void commit_tag(ik_sequence *s, seq_tag *t)
     if (!batch) return;
 
     int64_t total = 0, t0 = s->timed ? ik__mono_ns() : 0;
-    size_t most = 0;
+    size_t most = 1; /* every request asks for 1 or more */
     for (seq_req *r = batch; r; r = r->next) {
         total += (int64_t)r->n;
         if (r->n > most) most = r->n;

@@ -252,11 +252,12 @@ int ik__local_tag_get(ik__backend *be, const char *app, const char *name, ik_tag
         sqlite3_bind_text(st, 1, app, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
         s = sqlite3_step(st);
-        if (s == SQLITE_ROW) row_to_info(st, out);
     }
-    if (rc == 0 && s == SQLITE_DONE)
+    if (rc == 0 && s == SQLITE_ROW) {
+        row_to_info(st, out);
+    } else if (rc == 0 && s == SQLITE_DONE) {
         rc = IK_ENOTFOUND;
-    else if (rc == 0 && s != SQLITE_ROW) {
+    } else if (rc == 0) {
         db_why(b, b->db, s, "reading a tag", line, sizeof line);
         rc = db_rc(b->db, s);
     }
@@ -348,6 +349,7 @@ int ik__local_tag_advance(ik__backend *be, const char *app, const char *name, ik
     pthread_mutex_unlock(&b->db_mu);
     if (rc == IK_ENOTFOUND) {
         ik_tag_info t;
+        memset(&t, 0, sizeof t);
         int g = ik__local_tag_get(be, app, name, &t, NULL, 0);
         if (g) return g;
         return t.kind != kind ? IK_EKIND : IK_ERANGE;
