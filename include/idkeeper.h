@@ -51,7 +51,8 @@
  *   ik_slot_lease_release(NULL) is IK_OK. An argument documented as optional keeps
  *   its meaning when NULL: options (o), clock, why (whatever why_len), fence,
  *   description, ctx, app ("default"), the log and gap hooks (none: the defaults),
- *   and ik_coord_hazards' out and n. tests/unit/test_null_args.c holds every
+ *   and ik_coord_hazards' out and n (ik_coord_last_error's why is its out-parameter,
+ *   never optional). tests/unit/test_null_args.c holds every
  *   function of this header to it.
  * - fork(): a child made by fork() without exec (a pre-fork server, daemon(3))
  *   never issues an ID on its parent's lease or blocks. Every handle made before the
@@ -66,10 +67,10 @@
  *   child never keeps the parent's slot held. Safe in the child: every call that
  *   takes no handle made before the fork (ik_strerror, ik_layout_*, ik_parse_id,
  *   ik_tag_name_check, the *_options_init ...), ik_snowflake_get_info and
- *   ik_slot_lease_get_info (state lost, why saying so), and opening new handles: ik_coord_open, ik_snowflake_create, then a lease, a segment or a
- *   sequence on the new coord, which take a slot and blocks of the child's own
- *   (docs/local.md, "fork()"). Locks, read-write locks and elections made before
- *   the fork must not be used in the child (their files, nodes and threads are the
+ *   ik_slot_lease_get_info (state lost, why saying so), and opening new handles: ik_coord_open,
+ * ik_snowflake_create, then a lease, a segment or a sequence on the new coord, which take a slot
+ * and blocks of the child's own (docs/local.md, "fork()"). Locks, read-write locks and elections
+ * made before the fork must not be used in the child (their files, nodes and threads are the
  *   parent's); one cannot be made there on a coord opened before it (IK_EFORKED).
  *   Only forks made through libc are seen (fork, daemon, system): not a raw
  *   clone(2), nor vfork, whose child may only exec.
@@ -461,6 +462,15 @@ IK_EXTERN int ik_coord_hazards(ik_coord *c, ik_hazard **out, size_t *n, char *wh
 /* 0 if c's backend offers locks and elections; else IK_EURI with why saying why not
  * and which backends do (redis:// cannot fence them). */
 IK_EXTERN int ik_coord_locks_check(const ik_coord *c, char *why, size_t why_len);
+
+/* Since 0.6.0: why c's store failed last, in one line (the path, the errno or the
+ * store's own words, and what to change), for a call that failed with IK_ESTORE or
+ * a system error and has no why of its own (ik_tags_list, ik_slots_list,
+ * ik_lock_acquire ...), or a cause the open found that later calls will meet (on
+ * local:, a DIR this user cannot write). 0 with why filled, or IK_ENOTFOUND (why "")
+ * where the backend has nothing to say. The latest reason stays until another
+ * replaces it: read it right after the call that failed. Any thread; no I/O. */
+IK_EXTERN int ik_coord_last_error(const ik_coord *c, char *why, size_t why_len);
 
 /* ------------------------------------------------------------------------------
  * Worker slot lease (docs/guarantees.md promises 6-13). Holds one slot of the app's range and

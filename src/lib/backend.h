@@ -266,6 +266,11 @@ struct ik__backend_ops {
      * before its deadline, so that close ends by it. 0: close does not wait. */
     int64_t close_after_cut_ms;
 
+    /* The latest failure's reason, one line into buf ("" if none), for the calls
+     * whose signature has no why (ik_coord_last_error); a cause open found that later
+     * calls will meet counts too. Any thread, no I/O. NULL: never one. */
+    void (*last_error)(ik__backend *b, char *buf, size_t len);
+
     /* The client library this backend talks through, "NAME VERSION" into buf (the
      * version it reports at run time where it can), for `idkeeper version`. Any
      * thread, no I/O. */

@@ -427,6 +427,16 @@ int ik__coord_test_write_delay_ms(const ik_coord *c)
     return c->test_write_delay_ms;
 }
 
+int ik_coord_last_error(const ik_coord *c, char *why, size_t why_len)
+{
+    if (!c || !why || !why_len) return IK_EINVAL;
+    why[0] = '\0';
+    if (ik__forked(c->fork_gen))
+        return ik__fail(IK_EFORKED, why, why_len, "%s", ik_strerror(IK_EFORKED));
+    if (c->be->ops->last_error) c->be->ops->last_error(c->be, why, why_len);
+    return why[0] ? IK_OK : IK_ENOTFOUND;
+}
+
 int ik_slots_list(ik_coord *c, const char *app, ik_slot_info **out, size_t *n)
 {
     if (!c || !out || !n) return IK_EINVAL;

@@ -243,6 +243,9 @@ static void coord(void **st)
     RC(ik_coord_hazards, "why", ik_coord_hazards(F.c, NULL, NULL, NULL, 64), IK_OK);
     RC(ik_coord_locks_check, "c", ik_coord_locks_check(NULL, why, sizeof why), IK_EINVAL);
     RC(ik_coord_locks_check, "why", ik_coord_locks_check(F.c, NULL, 64), IK_OK);
+    RC(ik_coord_last_error, "c", ik_coord_last_error(NULL, why, sizeof why), IK_EINVAL);
+    /* here why is what the call is for: its out-parameter */
+    RC(ik_coord_last_error, "why", ik_coord_last_error(F.c, NULL, 64), IK_EINVAL);
 }
 
 static void lease(void **st)

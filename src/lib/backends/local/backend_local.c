@@ -198,10 +198,14 @@ static int local_open(const char *uri, const ik_coord_options *o, ik__backend **
     char abs[PATH_MAX];
     if (!realpath(dir, abs))
         return ik__fail(IK_ESTORE, why, why_len, "cannot resolve %s: %s", dir, strerror(errno));
+    struct stat st;
+    if (stat(abs, &st) != 0 || !S_ISDIR(st.st_mode))
+        return ik__fail(IK_ESTORE, why, why_len, "%s is not a directory", abs);
     local_backend *b = calloc(1, sizeof *b);
     if (!b) return IK_ENOMEM;
     b->base.ops = &ik__backend_local_ops;
     pthread_mutex_init(&b->db_mu, NULL);
+    pthread_mutex_init(&b->said_mu, NULL);
     b->dir = strdup(abs);
     size_t ul = strlen(abs) + 8;
     b->uri = malloc(ul);
@@ -221,18 +225,21 @@ static int local_open(const char *uri, const ik_coord_options *o, ik__backend **
     if (!rc && !o->check_only) rc = ik__local_db_check(b, 0, why, why_len);
     if (rc && !(rc == IK_EUNSAFE && o->check_only)) {
         ik__hazards_free(&b->base.hz);
+        pthread_mutex_destroy(&b->said_mu);
         pthread_mutex_destroy(&b->db_mu);
         free(b->dir);
         free(b->uri);
         free(b);
         return rc;
     }
-    /* Slots, locks and counters are all written in DIR: say now why they will fail,
-     * once, rather than let each call fail on its own (a listing still works) */
+    /* Slots, locks and counters are all written in DIR: a DIR this user cannot write
+     * is the reason of every write's failure to come, whichever call meets it (a
+     * listing still works, so nothing is refused or logged here) */
     if (faccessat(AT_FDCWD, b->dir, W_OK, AT_EACCESS) != 0) {
-        char cause[600];
+        char cause[600], line[700];
         ik__local_cause(b, errno, b->dir, cause, sizeof cause);
-        ik__logf("%s: cannot write in the data directory: %s", b->uri, cause);
+        snprintf(line, sizeof line, "cannot write in the data directory: %s", cause);
+        ik__local_say(b, 0, line);
     }
     *out = &b->base;
     return IK_OK;
@@ -243,10 +250,19 @@ static void local_close(ik__backend *be)
     local_backend *b = (local_backend *)be;
     ik__local_tags_close(b);
     ik__hazards_free(&b->base.hz);
+    pthread_mutex_destroy(&b->said_mu);
     pthread_mutex_destroy(&b->db_mu);
     free(b->dir);
     free(b->uri);
     free(b);
+}
+
+static void local_last_error(ik__backend *be, char *buf, size_t len)
+{
+    local_backend *b = (local_backend *)be;
+    pthread_mutex_lock(&b->said_mu);
+    snprintf(buf, len, "%s", b->said);
+    pthread_mutex_unlock(&b->said_mu);
 }
 
 static const char *local_uri(const ik__backend *be)
@@ -380,8 +396,8 @@ static int bind_name(const char *slots_dir, uint32_t w, int *fd_out)
  * never written: new, whose name is not durable yet); IK_EBUSY: held by a live
  * holder; IK_ESTORE: its record cannot be read (its floor is unknown); a negated
  * errno: the file cannot be made, opened or locked (path names it). */
-static int try_slot(const local_backend *b, const char *app, uint32_t w, int *fd_out,
-                    int *name_fd, slot_record *rec, char *path, size_t path_len)
+static int try_slot(const local_backend *b, const char *app, uint32_t w, int *fd_out, int *name_fd,
+                    slot_record *rec, char *path, size_t path_len)
 {
     slot_path(b, app, w, path, path_len);
     for (;;) {
@@ -601,6 +617,9 @@ static int local_slot_persist(ik__backend *be, void *handle, int64_t record_ms,
                  "its holder: this lease stops issuing under it and takes a slot again "
                  "(docs/local.md)",
                  b->uri, s->worker, s->path);
+        /* a path that names another file may be another filesystem mounted over DIR:
+         * judged now, before the lease takes a slot on it, not at the next interval */
+        ik__local_hazards(b, NULL, 0);
         return IK_ELOST;
     }
     if (!rc && same < 0) rc = same;
@@ -729,6 +748,7 @@ const ik__backend_ops ik__backend_local_ops = {
     .session = NULL,
     .hazards_check = local_hazards_check,
     .client_version = local_client_version,
+    .last_error = local_last_error,
     .tag_create = ik__local_tag_create,
     .tag_get = ik__local_tag_get,
     .tag_list = ik__local_tag_list,

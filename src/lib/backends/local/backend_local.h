@@ -15,8 +15,10 @@ typedef struct local_backend {
     pthread_mutex_t db_mu;      /* guards db and its statements */
     sqlite3 *db;                /* DIR/idkeeper.db, opened on first use */
     _Atomic int64_t checked_ns; /* mono ns of the last hazard check (ik__local_hazards) */
-    char said[320];             /* the latest store failure logged (db_mu), and when: */
-    int64_t said_ns;            /* the same one is logged again after 10 s at most */
+    pthread_mutex_t said_mu;    /* guards the three below (ik__local_say) */
+    char said[700];             /* the latest failure's reason (ik_coord_last_error) */
+    char logged[700];           /* the latest one logged, and when: the same line is */
+    int64_t logged_ns;          /* logged again after 10 s at most */
 } local_backend;
 
 /* The hazard checks of local: (docs/hazards.md) on DIR, now: its filesystem must
@@ -29,6 +31,9 @@ int ik__local_hazards_gate(local_backend *b);
  * TEXT (ENAME)", and for a cause DIR itself has (not writable by this user, a
  * read-only or a full filesystem) what to change, into buf. */
 void ik__local_cause(const local_backend *b, int err, const char *path, char *buf, size_t len);
+/* Records line as b's latest failure (ik_coord_last_error) and, where log, writes it
+ * to the library's log too, the same line at most every 10 s. Any thread. */
+void ik__local_say(local_backend *b, int log, const char *line);
 /* Writes, fsyncs and removes a small file in DIR, as a slot or a counter write
  * would: 0, or IK_ESTORE with why saying why DIR cannot be written
  * (ik__local_cause). For `idkeeper check`. */

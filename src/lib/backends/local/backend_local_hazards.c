@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/vfs.h>
@@ -118,4 +119,18 @@ int ik__local_dir_probe(const local_backend *b, char *why, size_t why_len)
     char cause[600];
     ik__local_cause(b, e, path, cause, sizeof cause);
     return ik__fail(IK_ESTORE, why, why_len, "cannot write in %s: %s", b->dir, cause);
+}
+
+void ik__local_say(local_backend *b, int log, const char *line)
+{
+    pthread_mutex_lock(&b->said_mu);
+    snprintf(b->said, sizeof b->said, "%s", line);
+    int64_t now = ik__mono_ns();
+    log = log && (strcmp(line, b->logged) != 0 || now - b->logged_ns >= INT64_C(10000000000));
+    if (log) {
+        snprintf(b->logged, sizeof b->logged, "%s", line);
+        b->logged_ns = now;
+    }
+    pthread_mutex_unlock(&b->said_mu);
+    if (log) ik__logf("%s: %s", b->uri, line);
 }

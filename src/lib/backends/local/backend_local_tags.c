@@ -16,8 +16,10 @@
  *
  * Failures say what SQLite said (docs/local.md, "When the data directory fails"):
  * the file, SQLite's words and, where the cause is DIR's (not writable, read-only,
- * full), what to change (ik__local_cause). A call with a why gets it there; one
- * without (an advance, a listing) logs it, at most every 10 s while it repeats. A
+ * full), what to change (ik__local_cause). A call with a why gets it there, and every
+ * failure is the backend's latest (ik_coord_last_error); an advance's is also logged
+ * (a server's counters: the log is where an operator looks), at most every 10 s
+ * while it repeats. A
  * full disk is IK_ESYS(ENOSPC), not a doubt: SQLite rolls back a transaction whose
  * write found no room, and nothing of it is committed. A file that fails SQLite's
  * own check (ik__local_db_check) is refused at open, before it can answer 503s.
@@ -89,17 +91,6 @@ static int db_rc(sqlite3 *db, int rc)
 {
     int code = (db ? sqlite3_extended_errcode(db) : rc) & 0xff;
     return code == SQLITE_FULL ? IK_ESYS(ENOSPC) : IK_ESTORE;
-}
-
-/* Logs a failure of a call that has no why: the same line at most every 10 s.
- * Caller holds db_mu. */
-static void db_say(local_backend *b, const char *line)
-{
-    int64_t now = ik__mono_ns();
-    if (!strcmp(line, b->said) && now - b->said_ns < INT64_C(10000000000)) return;
-    snprintf(b->said, sizeof b->said, "%s", line);
-    b->said_ns = now;
-    ik__logf("%s: %s", b->uri, line);
 }
 
 /* Opens the database on first use. Caller holds db_mu. 0, or an error with why. */
@@ -179,28 +170,25 @@ static void row_to_info(sqlite3_stmt *st, ik_tag_info *t)
 
 #define COLUMNS "biz_tag, kind, start, max_id, step, description, update_time"
 
-/* The answer to a failed SQLite call on b->db (rc its result), with db_why's line in
- * why, or logged (db_say) where the caller has no why. Caller holds db_mu. */
-static int failed(local_backend *b, int rc, const char *doing, char *why, size_t why_len)
+/* The answer to a failed SQLite call on b->db (rc its result): db_why's line in why
+ * (if why_len > 0), and as b's latest failure (ik__local_say), logged where log.
+ * Caller holds db_mu. */
+static int failed(local_backend *b, int rc, const char *doing, int log, char *why, size_t why_len)
 {
     char line[sizeof b->said];
     db_why(b, b->db, rc, doing, line, sizeof line);
-    if (why && why_len)
-        snprintf(why, why_len, "%s", line);
-    else
-        db_say(b, line);
+    if (why && why_len) snprintf(why, why_len, "%s", line);
+    ik__local_say(b, log, line);
     return db_rc(b->db, rc);
 }
 
-/* db_open, its failure logged where the caller has no why. Caller holds db_mu. */
-static int db_ready(local_backend *b, char *why, size_t why_len)
+/* db_open, its failure told as failed() tells one. Caller holds db_mu. */
+static int db_ready(local_backend *b, int log, char *why, size_t why_len)
 {
     char line[sizeof b->said] = "";
     int rc = db_open(b, line, sizeof line);
-    if (rc && why && why_len)
-        snprintf(why, why_len, "%s", line);
-    else if (rc)
-        db_say(b, line);
+    if (rc && why && why_len) snprintf(why, why_len, "%s", line);
+    if (rc) ik__local_say(b, log, line);
     return rc;
 }
 
@@ -209,7 +197,7 @@ int ik__local_tag_create(ik__backend *be, const char *app, const ik_tag_info *t,
 {
     local_backend *b = (local_backend *)be;
     pthread_mutex_lock(&b->db_mu);
-    int rc = db_ready(b, why, why_len);
+    int rc = db_ready(b, 0, why, why_len);
     sqlite3_stmt *st = NULL;
     int s = rc ? SQLITE_OK
                : sqlite3_prepare_v2(b->db,
@@ -230,7 +218,7 @@ int ik__local_tag_create(ik__backend *be, const char *app, const ik_tag_info *t,
     if (rc == 0 && s == SQLITE_CONSTRAINT)
         rc = ik__fail(IK_EEXIST, why, why_len, "tag %s exists already", t->name);
     else if (rc == 0 && s != SQLITE_DONE)
-        rc = failed(b, s, "storing a tag", why, why_len);
+        rc = failed(b, s, "storing a tag", 0, why, why_len);
     sqlite3_finalize(st);
     pthread_mutex_unlock(&b->db_mu);
     return rc;
@@ -240,9 +228,8 @@ int ik__local_tag_get(ik__backend *be, const char *app, const char *name, ik_tag
                       char *why, size_t why_len)
 {
     local_backend *b = (local_backend *)be;
-    char line[sizeof b->said] = ""; /* tag_get logs nothing (backend.h) */
     pthread_mutex_lock(&b->db_mu);
-    int rc = db_open(b, line, sizeof line);
+    int rc = db_ready(b, 0, why, why_len); /* tag_get logs nothing (backend.h) */
     sqlite3_stmt *st = NULL;
     int s = rc ? SQLITE_OK
                : sqlite3_prepare_v2(
@@ -258,12 +245,10 @@ int ik__local_tag_get(ik__backend *be, const char *app, const char *name, ik_tag
     } else if (rc == 0 && s == SQLITE_DONE) {
         rc = IK_ENOTFOUND;
     } else if (rc == 0) {
-        db_why(b, b->db, s, "reading a tag", line, sizeof line);
-        rc = db_rc(b->db, s);
+        rc = failed(b, s, "reading a tag", 0, why, why_len);
     }
     sqlite3_finalize(st);
     pthread_mutex_unlock(&b->db_mu);
-    if (rc && rc != IK_ENOTFOUND && why && why_len) snprintf(why, why_len, "%s", line);
     return rc;
 }
 
@@ -273,7 +258,7 @@ int ik__local_tag_list(ik__backend *be, const char *app, ik_tag_info **out, size
     *out = NULL;
     *n_out = 0;
     pthread_mutex_lock(&b->db_mu);
-    int rc = db_ready(b, NULL, 0);
+    int rc = db_ready(b, 0, NULL, 0); /* its caller reads ik_coord_last_error */
     sqlite3_stmt *st = NULL;
     int s = rc ? SQLITE_OK
                : sqlite3_prepare_v2(
@@ -291,7 +276,7 @@ int ik__local_tag_list(ik__backend *be, const char *app, ik_tag_info **out, size
             row_to_info(st, &v[n++]);
         }
     }
-    if (rc == 0 && s != SQLITE_DONE) rc = failed(b, s, "listing the tags", NULL, 0);
+    if (rc == 0 && s != SQLITE_DONE) rc = failed(b, s, "listing the tags", 0, NULL, 0);
     sqlite3_finalize(st);
     pthread_mutex_unlock(&b->db_mu);
     if (rc) {
@@ -311,7 +296,7 @@ int ik__local_tag_advance(ik__backend *be, const char *app, const char *name, ik
     int rc = ik__local_hazards_gate(b);
     if (rc) return rc;
     pthread_mutex_lock(&b->db_mu);
-    rc = db_ready(b, NULL, 0);
+    rc = db_ready(b, 1, NULL, 0); /* a server's counters: the log is where it is read */
     sqlite3_stmt *st = NULL;
     /* one statement, one transaction: the row is advanced and read atomically */
     int s =
@@ -342,7 +327,7 @@ int ik__local_tag_advance(ik__backend *be, const char *app, const char *name, ik
     if (rc == 0 && s == SQLITE_DONE && !have) {
         rc = IK_ENOTFOUND; /* refined below */
     } else if (rc == 0 && s != SQLITE_DONE) {
-        rc = failed(b, s, "advancing a tag", NULL, 0);
+        rc = failed(b, s, "advancing a tag", 1, NULL, 0);
         if (maybe) rc = IK_EINDOUBT;
     }
     sqlite3_finalize(st);
