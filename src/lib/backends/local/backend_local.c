@@ -446,8 +446,11 @@ static void describe_holders(const local_backend *b, const ik__slot_request *req
             snprintf(buf + used, len - used, ", ...");
             break;
         }
+        /* a record never written: taken this instant, or its file replaced under a
+         * holder that still has the slot's name (LS2) */
+        const char *who = rr < 0 ? "record" : rr > 0 ? "a holder whose file is new" : r.holder;
         int n = snprintf(buf + used, len - used, "%s%" PRIu32 " %s %s", shown ? ", " : "", w,
-                         rr < 0 ? "unreadable" : "by", rr < 0 ? "record" : r.holder);
+                         rr < 0 ? "unreadable" : "by", who);
         if (n > 0) used += (size_t)n < len - used ? (size_t)n : len - used - 1;
         shown++;
         if (w == UINT32_MAX) break;
