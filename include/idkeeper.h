@@ -136,7 +136,7 @@ typedef enum ik_error {
     IK_EKIND = -10018,      /* the tag exists, but is of the other kind */
     IK_EUNSAFE = -10019,    /* the store's settings can lose an acknowledged write or a
                                lease now (docs/hazards.md): nothing was written */
-    IK_EFORKED = -10020,    /* the handle was made before this process's fork(): it is
+    IK_EFORKED = -10021,    /* since 0.6.0: the handle was made before this fork(): it is
                                the parent's ("fork()" above); nothing was done */
     IK_EZK_BASE = -20000,   /* IK_EZK_BASE + ZooKeeper error code */
 } ik_error;
