@@ -260,7 +260,7 @@ int ik__store_error(ik__worker *w, int op, int rc, const char *tag, const char *
         ik__count(&w->m.store_errors[store_op]);
         *code = "store_unavailable";
         snprintf(msg, len,
-                 "the tag store may or may not have recorded this write (connection "
+                 "the tag store may or may not have recorded this write (its answer was "
                  "lost); its IDs are never handed out; retry");
         return 503;
     case IK_EUNSAFE: {
@@ -291,6 +291,15 @@ int ik__store_error(ik__worker *w, int op, int rc, const char *tag, const char *
         snprintf(msg, len, "the library refused the request: %s", ik_strerror(rc));
         return 400;
     default:
+        if (rc < 0 && rc > -4096) { /* the store's own system error: local:'s full disk */
+            ik__count(&w->m.store_errors[store_op]);
+            *code = "store_unavailable";
+            snprintf(msg, len,
+                     "the tag store failed: %s; nothing was recorded (the server's log names the "
+                     "file); retry once it is fixed",
+                     ik_strerror(rc));
+            return 503;
+        }
         *code = "internal";
         snprintf(msg, len, "%s: %s", op_kind(op), ik_strerror(rc));
         return 500;
