@@ -314,6 +314,11 @@ struct ik__backend_ops {
      * before its deadline, so that close ends by it. 0: close does not wait. */
     int64_t close_after_cut_ms;
 
+    /* The latest failure's reason, one line into buf ("" if none), for the calls
+     * whose signature has no why (ik_coord_last_error); a cause open found that later
+     * calls will meet counts too. Any thread, no I/O. NULL: never one. */
+    void (*last_error)(ik__backend *b, char *buf, size_t len);
+
     /* The client library this backend talks through, "NAME VERSION" into buf (the
      * version it reports at run time where it can), for `idkeeper version`. Any
      * thread, no I/O. */
@@ -334,9 +339,10 @@ struct ik__backend_ops {
     /* Advances the tag's max_id by w->own.delta > 0 if the tag is of `kind`; *first =
      * the old max_id, and the caller alone owns [first, first + delta). Returns 0
      * only once the store durably recorded the advance. IK_ENOTFOUND, IK_EKIND,
-     * IK_ERANGE (past INT64_MAX), IK_ESTORE or IK_EUNSAFE (certainly not done:
-     * unreachable, or a store hazard refused), IK_EINDOUBT (may have been done: the
-     * caller never hands out that range, and the doubt engine keeps it). The write
+     * IK_ERANGE (past INT64_MAX), IK_ESTORE, IK_EUNSAFE or a negated errno (certainly
+     * not done: unreachable, a store hazard refused, local:'s disk full), IK_EINDOUBT
+     * (may have been done: the caller never hands out that range, and the doubt
+     * engine keeps it; where there is none, tags.c logs the gap it may be). The write
      * carries w's writer and write id, and reports what the store holds of w's
      * carried doubts where it can tell (ik__tag_write, above). */
     int (*tag_advance)(ik__backend *b, const char *app, const char *name, ik_tag_kind kind,
@@ -389,6 +395,9 @@ const ik__backend_ops *const *ik__coord_backends(size_t *n);
 struct ik__doubts *ik__coord_doubts(ik_coord *c);
 /* coord.c: the backend behind a coord handle. */
 ik__backend *ik__coord_backend(ik_coord *c);
+/* coord.c: 1 if c was opened before this process's fork() (fork.c): the parent's,
+ * refused in the child (IK_EFORKED). */
+int ik__coord_forked(const ik_coord *c);
 /* coord.c: IDKEEPER_TEST_WRITE_DELAY_MS as it was when c was opened (0: none). */
 int ik__coord_test_write_delay_ms(const ik_coord *c);
 

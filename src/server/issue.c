@@ -234,7 +234,7 @@ int ik__gen_error(ik__worker *w, int rc, const char **code, char *msg, size_t le
 static int store_words(ik__worker *w, int op, const char *tag, char *words, size_t len)
 {
     if (op != IK_OP_SEGMENT && op != IK_OP_SEQUENCE) return 0;
-    return ik_tag_last_error(w->srv->coord, w->srv->cfg->app, tag, words, len);
+    return ik_tag_last_error(w->srv->coord, w->srv->cfg->app, tag, words, len) > 0;
 }
 
 int ik__store_error(ik__worker *w, int op, int rc, const char *tag, const char **code, char *msg,
@@ -279,7 +279,7 @@ int ik__store_error(ik__worker *w, int op, int rc, const char *tag, const char *
                      words);
         else
             snprintf(msg, len,
-                     "the tag store may or may not have recorded this write (connection "
+                     "the tag store may or may not have recorded this write (its answer was "
                      "lost); its IDs are never handed out; retry");
         return 503;
     case IK_EUNSAFE: {
@@ -310,6 +310,15 @@ int ik__store_error(ik__worker *w, int op, int rc, const char *tag, const char *
         snprintf(msg, len, "the library refused the request: %s", ik_strerror(rc));
         return 400;
     default:
+        if (rc < 0 && rc > -4096) { /* the store's own system error: local:'s full disk */
+            ik__count(&w->m.store_errors[store_op]);
+            *code = "store_unavailable";
+            snprintf(msg, len,
+                     "the tag store failed: %s; nothing was recorded (the server's log names the "
+                     "file); retry once it is fixed",
+                     ik_strerror(rc));
+            return 503;
+        }
         *code = "internal";
         snprintf(msg, len, "%s: %s", op_kind(op), ik_strerror(rc));
         return 500;
