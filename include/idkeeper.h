@@ -630,6 +630,15 @@ IK_EXTERN int ik_tag_get(ik_coord *c, const char *app, const char *name, ik_tag_
  * hold a tag's value. Since 0.6.0. */
 IK_EXTERN int ik_tag_read(ik_coord *c, const char *app, const char *name, ik_tag_info *out,
                           char *why, size_t why_len);
+/* Why the last advance of the app's tag through c failed, in the store's own words
+ * (what it refused and why: a trigger that rewrote max_id, "OOM command not allowed
+ * when used memory > 'maxmemory'", "etcdserver: mvcc: database space exceeded"),
+ * into why (its out-parameter, never optional): 1 if the store said something, 0 if
+ * not (why ""), or if the last advance succeeded; IK_EINVAL for a NULL c, name or
+ * why. For an answer that names the cause: an advance's own status is only its code.
+ * Any thread. Since 0.6.0. */
+IK_EXTERN int ik_tag_last_error(ik_coord *c, const char *app, const char *name, char *why,
+                                size_t why_len);
 /* All tags of the app, by name; *out freed with ik_free. */
 IK_EXTERN int ik_tags_list(ik_coord *c, const char *app, ik_tag_info **out, size_t *n);
 

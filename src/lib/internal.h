@@ -32,6 +32,12 @@ int64_t ik__mono_ns(void);
 int64_t ik__mono_ms(void);
 int64_t ik__wall_ms(void);
 
+/* Tests only (docs/testing.md, "Test hooks"): holds a write between its two halves
+ * (clock.c). path is a hook variable's value (NULL or "": none). Where path names an
+ * empty file, writes "held" into it and waits until the file is gone (60 s at
+ * most): the test changes the store meanwhile. Otherwise returns at once. */
+void ik__test_hold(const char *path);
+
 /* One log line through the sink of ik_set_log (printf format, no newline). */
 void ik__logf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

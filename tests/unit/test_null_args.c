@@ -326,6 +326,12 @@ static void tags(void **st)
     RC(ik_tag_read, "name", ik_tag_read(F.c, "default", NULL, &ti, why, sizeof why), IK_EINVAL);
     RC(ik_tag_read, "out", ik_tag_read(F.c, "default", "t2", NULL, why, sizeof why), IK_EINVAL);
     RC(ik_tag_read, "why", ik_tag_read(F.c, "default", "t2", &ti, NULL, 64), IK_OK);
+    RC(ik_tag_last_error, "c", ik_tag_last_error(NULL, "default", "t2", why, sizeof why),
+       IK_EINVAL);
+    RC(ik_tag_last_error, "app", ik_tag_last_error(F.c, NULL, "t2", why, sizeof why), 0);
+    RC(ik_tag_last_error, "name", ik_tag_last_error(F.c, "default", NULL, why, sizeof why),
+       IK_EINVAL);
+    RC(ik_tag_last_error, "why", ik_tag_last_error(F.c, "default", "t2", NULL, 64), IK_EINVAL);
     RC(ik_tags_list, "c", ik_tags_list(NULL, "default", &tv, &n), IK_EINVAL);
     RC(ik_tags_list, "app", ik_tags_list(F.c, NULL, &tv, &n), IK_OK);
     ik_free(tv);

@@ -72,6 +72,15 @@ int ik_tag_get(ik_coord *c, const char *app, const char *name, ik_tag_info *out)
     return ik_tag_read(c, app, name, out, NULL, 0);
 }
 
+int ik_tag_last_error(ik_coord *c, const char *app, const char *name, char *why, size_t why_len)
+{
+    if (why && why_len) why[0] = '\0';
+    if (!c || !why || !name) return IK_EINVAL;
+    if (!why_len || check_app(&app) || ik_tag_name_check(name, NULL, 0)) return 0;
+    ik__doubts *d = ik__coord_doubts(c);
+    return d ? ik__doubts_last_error(d, app, name, why, why_len) : 0;
+}
+
 int ik_tags_list(ik_coord *c, const char *app, ik_tag_info **out, size_t *n)
 {
     if (!c || !out || !n || check_app(&app)) return IK_EINVAL;
