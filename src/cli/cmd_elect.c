@@ -77,11 +77,20 @@ static int64_t grant_until(void *h)
 }
 
 /* A lost grant given back (keep_on_loss), and the campaign on: 0, or the exit code
- * with the reason printed. */
+ * with the reason printed. The election may not have called the grant lost (the
+ * guardian stopped CMD at the end of the trust window, and a late proof came): it
+ * is given back all the same, by resigning, and the campaign starts anew, so that
+ * CMD starts again only on a leadership won after its tree was gone. */
 static int rejoin(const ik_cli_command *cmd, elect_run *r, const char *path)
 {
     int err = ik_election_rejoin(r->e);
-    if (err && err != IK_EINVAL) { /* EINVAL: not waiting to rejoin (given back already) */
+    if (err == IK_EINVAL && ik_election_state(r->e) != IK_HOLD_WAITING) {
+        ik_election_resign(r->e);
+        err = ik_election_campaign(r->e);
+    } else if (err == IK_EINVAL) {
+        err = 0; /* campaigning already */
+    }
+    if (err) {
         ik__cli_fail(cmd, "cannot campaign again at %s: %s", path, ik_strerror(err));
         return IK_EXIT_FAIL;
     }
@@ -184,7 +193,7 @@ int ik__cmd_elect(const ik_cli_command *cmd, ik_cli_opts *o)
         if (ev.kind != IK_SUP_NOTE && ev.kind != IK_SUP_TIMEOUT) continue;
         /* 'H' or a recheck: run CMD if we lead */
         ik_election_get_info(r.e, &hi);
-        recheck = hi.state == IK_HOLD_IN_DOUBT || (recheck && hi.state == IK_HOLD_HELD);
+        recheck = hi.state == IK_HOLD_IN_DOUBT;
         if (hi.state != IK_HOLD_HELD) continue;
         snprintf(e_fence, sizeof e_fence, "IDKEEPER_FENCE=%" PRId64, hi.fence);
         int64_t grace = ik__cli_grace_now(o, hi.session_timeout_ms);
@@ -204,9 +213,7 @@ int ik__cmd_elect(const ik_cli_command *cmd, ik_cli_opts *o)
             break;
         }
         fprintf(stderr, "idkeeper: elect: %s stopped; campaigning again at %s\n", argv[0], path);
-        /* a lapse the library has not called a loss (yet): if the grant is proved
-         * again it leads on, and the recheck starts CMD anew */
-        recheck = 1;
+        recheck = 0;
         if ((rc = rejoin(cmd, &r, path))) break;
     }
 out:

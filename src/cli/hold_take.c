@@ -96,8 +96,9 @@ static int wait_granted(const ik_cli_command *cmd, take_run *r, ik_coord *c, int
         ik__cli_fail(cmd, "%s", hi.why);
         return IK_EXIT_USAGE;
     }
+    char why[700];
     ik__cli_fail(cmd, "cannot take %s on %s: %s", t->noun, ik_coord_uri(c),
-                 hi.why[0] ? hi.why : ik_strerror(r->rc));
+                 hi.why[0] ? hi.why : ik__cli_store_why(c, r->rc, why, sizeof why));
     return IK_EXIT_FAIL;
 }
 

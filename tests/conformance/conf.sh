@@ -86,6 +86,13 @@
 #   conf_sema_revoke URI PATH HOW  (optional) ends one lease of the semaphore PATH by
 #                             hand, as an operator would, each way conf_hold_revokes
 #                             names; prints what it did
+#   conf_write_hold_var       (optional) the name of the test hook (docs/testing.md)
+#                             that holds a counter write after it began and before
+#                             its commit point, where the evidence that rides with it
+#                             is read (SQL: between the advance's two round trips, its
+#                             row lock held; redis: between its gate and its script);
+#                             absent where the store has no setting to change while a
+#                             write is under way (proof then says so)
 #   conf_counters_store       (optional, nothing if absent) what
 #                             tests/tools/counters.sh needs of the store beyond its
 #                             URI (zk: counter_raw)

@@ -41,6 +41,7 @@ cat >"$T/worker" <<'SH'
 # SIGTERM, 3 s more; deaf: SIGTERM ignored.
 enable -f /usr/lib/bash/sleep sleep 2>/dev/null || true
 name=$1 mode=$2 out=$3 stop=
+[ ! -w "$out.user" ] || id -un >"$out.user" # who it runs as, where the test asks
 case $mode in
   graceful) trap 'stop=$((SECONDS + 3))' TERM ;;
   deaf) trap '' TERM ;;
@@ -139,7 +140,8 @@ case_uid() {
   [[ $COORD != local:* ]] || { mkdir -p "${COORD#local:}" && chown daemon "${COORD#local:}"; }
   : >"$hb"
   : >"$hb.cgroup"
-  chmod 666 "$hb" "$hb.cgroup"
+  : >"$hb.user"
+  chmod 666 "$hb" "$hb.cgroup" "$hb.user"
   inner='cat /proc/self/cgroup >"$1.cgroup"; '"$AS_NOBODY"' "$0" A deaf "$1" &'
   if [ "$how" = exit ]; then inner="$inner sleep 0.3; exit 0"; else inner="$inner sleep 300"; fi
   (
@@ -153,9 +155,7 @@ case_uid() {
   wait_until 20 grepq '^A ' "$hb" || fail "$name: A's worker never ran: $(tail -n 3 "$hb.a.err")"
   A=$(cat "$hb.a.pid")
   IK_PIDS+=($A)
-  local w
-  w=$(pgrep -f -- "$T/worker A deaf $hb\$" | head -n 1)
-  [ "$(stat -c %U "/proc/$w")" = nobody ] || fail "$name: the worker runs as $(stat -c %U "/proc/$w"), not nobody"
+  [ "$(cat "$hb.user")" = nobody ] || fail "$name: the worker runs as '$(cat "$hb.user")', not nobody"
   [ "$how" = kill9 ] && kill -KILL "$A"
   start_b "$tool" /uid "$hb"
   wait_b "$name"

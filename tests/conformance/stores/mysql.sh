@@ -148,3 +148,6 @@ conf_sema_revoke() { # URI PATH HOW: the connection of the lowest slot held kill
 # the store frozen: the test's own server (CONF_OWN_STORE)
 conf_store_freeze() { kill -STOP "$MY_PID"; }
 conf_store_thaw() { kill -CONT "$MY_PID"; }
+# proof's second case: the write held between its round trips (a setting changed
+# after the write began, before its commit point read the evidence)
+conf_write_hold_var() { echo IDKEEPER_TEST_SQL_COMMIT_HOLD; }

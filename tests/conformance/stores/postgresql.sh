@@ -159,3 +159,6 @@ _conf_pg_signal() {
 }
 conf_store_freeze() { _conf_pg_signal STOP; }
 conf_store_thaw() { _conf_pg_signal CONT; }
+# proof's second case: the write held between its round trips (a setting changed
+# after the write began, before its commit point read the evidence)
+conf_write_hold_var() { echo IDKEEPER_TEST_SQL_COMMIT_HOLD; }
