@@ -1012,8 +1012,9 @@ typedef struct ik_semaphore_options {
 IK_EXTERN void ik_semaphore_options_init(ik_semaphore_options *o);
 
 /* Makes a semaphore handle for path (the rules of a lock PATH, at most 390 bytes); no
- * lease is taken yet. IK_EINVAL for a bad path or options; IK_EURI if the coord's
- * backend has no locks, or not the layout asked for (kazoo's is zk:// only). */
+ * lease is taken yet. o is required (it carries the max). IK_EINVAL for a bad path or
+ * options (o NULL included); IK_EURI if the coord's backend has no locks, or not the
+ * layout asked for (kazoo's is zk:// only). */
 IK_EXTERN int ik_semaphore_create(ik_coord *c, const char *path, const ik_semaphore_options *o,
                                   ik_semaphore **out);
 /* Gives the lease back if held and frees s, as ik_lock_destroy. Accepts NULL. */

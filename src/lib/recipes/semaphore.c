@@ -54,6 +54,7 @@ struct ik_semaphore {
 
 void ik_semaphore_options_init(ik_semaphore_options *o)
 {
+    if (!o) return;
     memset(o, 0, sizeof *o);
     o->size = sizeof *o;
 }
@@ -203,6 +204,7 @@ void ik_semaphore_cancel(ik_semaphore *s)
 
 void ik_semaphore_get_info(ik_semaphore *s, ik_hold_info *out)
 {
+    if (!out) return;
     memset(out, 0, sizeof *out);
     if (!s) return;
     ik__lock_info(s->lease, out);
