@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# labels: zk
+# timeout: 420
+# Two idkeeper servers started together on a new identity of a Meituan Leaf fleet,
+# through a slow ZooKeeper (docs/zookeeper.md, "A Leaf fleet": the number). Each
+# round: tests/interop/fault_proxy.py delivers every answer DELAY ms late, server a
+# starts, server b GAP ms later, both on the round's new identity with a long
+# --slot-wait. Then: one node for the identity in Leaf's forever path, one server
+# issuing on its number, the other waiting and saying it waits for the first's
+# session. Both stop (SIGTERM), and a third server on the identity takes the same
+# number: the identity stays usable. Rounds: GAP 0, 100, 200, 300 ms at DELAY 200
+# ms, and GAP 0 at DELAY 300 ms. Its own ZooKeeper: the proxy sits in front of it.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/zk.sh"
+
+ZK_SESSION_MS=10000 # the proxy's delay must stay far from the session's timeouts
+zk_start_standalone
+zk_proxy_start
+URI="zk://127.0.0.1:$PP/t"
+
+# start NAME PORT ID: serve in fleet "race" through the proxy
+start() {
+  start_server "$1" "$2" --coord "$URI" --zk-session-timeout "$ZK_SESSION_MS" \
+    --leaf-name race --identity "$3" --slot-wait 120000
+}
+
+# nodes_of ID: the names of the forever path's nodes for identity ID, one a line
+nodes_of() { zk_tool ls /t/snowflake/race/forever | grep -F "$1-" || true; }
+
+# one_held PA PB: exactly one of the two servers holds its number and is ready
+one_held() {
+  local a b
+  a=$(status_of "$1" .lease.state 2>/dev/null || true)
+  b=$(status_of "$2" .lease.state 2>/dev/null || true)
+  [ "$a" = held ] || [ "$b" = held ]
+}
+
+# waits_for PORT SESSION: the server's lease is acquiring and its reason names SESSION
+waits_for() {
+  [ "$(status_of "$1" .lease.state 2>/dev/null)" = acquiring ] &&
+    status_of "$1" .lease.why 2>/dev/null | grepq -F "$2"
+}
+
+r=0
+for round in "200 0" "200 100" "200 200" "200 300" "300 0"; do
+  read -r delay gap <<<"$round"
+  r=$((r + 1))
+  id=10.2.0.$r:9000
+  proxy delay "$delay"
+  pa=$(zk_free_port)
+  pb=$(zk_free_port)
+  start a$r "$pa" "$id"
+  sleep "$(printf '0.%03d' "$gap")" # the gap between the starts is the test's input
+  start b$r "$pb" "$id"
+  wait_until 90 one_held "$pa" "$pb" || fail "round $r: neither a$r nor b$r holds a number: $(tail -n 2 "$T/a$r.log") / $(tail -n 2 "$T/b$r.log")"
+  if [ "$(status_of "$pa" .lease.state)" = held ]; then win=a$r pw=$pa lose=b$r pl=$pb; else win=b$r pw=$pb lose=a$r pl=$pa; fi
+  sess=$(status_of "$pw" .lease.session)
+  w=$(status_of "$pw" .lease.worker)
+  # the other waits, naming the first's session (and never holds meanwhile)
+  wait_until 30 waits_for "$pl" "$sess" ||
+    fail "round $r (delay $delay, gap $gap): $lose is $(status_of "$pl" .lease.state 2>/dev/null || echo gone) ($(status_of "$pl" .lease.why 2>/dev/null)), not waiting for $win's session $sess; nodes: $(nodes_of "$id" | tr '\n' ' ')"
+  n=$(nodes_of "$id" | wc -l)
+  ((n == 1)) || fail "round $r (delay $delay, gap $gap): $n nodes for $id: $(nodes_of "$id" | tr '\n' ' ')"
+  one=$(nodes_of "$id")
+  ((10#${one##*-} == w)) || fail "round $r: $win issues on $w, the node is $one"
+  fetch_ids "$pw" 2000 "$T/$win.ids" || fail "round $r: $win refused IDs"
+  [ "$(ids_workers "$T/$win.ids")" = "$w" ] || fail "round $r: $win's IDs carry workers $(ids_workers "$T/$win.ids" | tr '\n' ' ')"
+  [ "$(status_of "$pl" .lease.state)" = acquiring ] || fail "round $r: $lose is $(status_of "$pl" .lease.state) beside $win"
+  pass "round $r (delay $delay ms, gap $gap ms): one node $one, $win issues on $w, $lose waits: $(status_of "$pl" .lease.why | cut -c1-150)"
+
+  kill -TERM "${SERVER_PID[$win]}" "${SERVER_PID[$lose]}"
+  wait "${SERVER_PID[$win]}" || true
+  wait "${SERVER_PID[$lose]}" || true
+  proxy delay 0
+  pc=$(zk_free_port)
+  start c$r "$pc" "$id"
+  wait_held "$pc" 40 || fail "round $r: a restart on $id did not take its number: $(grep -m1 -E 'cannot|no worker slot' "$T/c$r.log" || tail -n 2 "$T/c$r.log")"
+  [ "$(status_of "$pc" .lease.worker)" = "$w" ] || fail "round $r: the restart took $(status_of "$pc" .lease.worker), not $w"
+  kill -TERM "${SERVER_PID[c$r]}"
+  wait "${SERVER_PID[c$r]}" || true
+  pass "round $r: both stopped, a restart on $id took number $w again"
+done
