@@ -41,8 +41,11 @@ waits_for() {
     status_of "$1" .lease.why 2>/dev/null | grepq -F "$2"
 }
 
+# LEAF_RACE_ROUNDS="DELAY GAP,DELAY GAP,...": other rounds (to chase one)
+ROUNDS=("200 0" "200 100" "200 200" "200 300" "300 0")
+[ -z "${LEAF_RACE_ROUNDS:-}" ] || IFS=, read -ra ROUNDS <<<"$LEAF_RACE_ROUNDS"
 r=0
-for round in "200 0" "200 100" "200 200" "200 300" "300 0"; do
+for round in "${ROUNDS[@]}"; do
   read -r delay gap <<<"$round"
   r=$((r + 1))
   id=10.2.0.$r:9000
@@ -52,7 +55,8 @@ for round in "200 0" "200 100" "200 200" "200 300" "300 0"; do
   start a$r "$pa" "$id"
   sleep "$(printf '0.%03d' "$gap")" # the gap between the starts is the test's input
   start b$r "$pb" "$id"
-  wait_until 90 one_held "$pa" "$pb" || fail "round $r: neither a$r nor b$r holds a number: $(tail -n 2 "$T/a$r.log") / $(tail -n 2 "$T/b$r.log")"
+  wait_until 90 one_held "$pa" "$pb" ||
+    fail "round $r: neither a$r nor b$r holds a number: a$r $(status_of "$pa" .lease.why 2>/dev/null || tail -n 1 "$T/a$r.log"); b$r $(status_of "$pb" .lease.why 2>/dev/null || tail -n 1 "$T/b$r.log")"
   if [ "$(status_of "$pa" .lease.state)" = held ]; then win=a$r pw=$pa lose=b$r pl=$pb; else win=b$r pw=$pb lose=a$r pl=$pa; fi
   sess=$(status_of "$pw" .lease.session)
   w=$(status_of "$pw" .lease.worker)
@@ -63,7 +67,8 @@ for round in "200 0" "200 100" "200 200" "200 300" "300 0"; do
   ((n == 1)) || fail "round $r (delay $delay, gap $gap): $n nodes for $id: $(nodes_of "$id" | tr '\n' ' ')"
   one=$(nodes_of "$id")
   ((10#${one##*-} == w)) || fail "round $r: $win issues on $w, the node is $one"
-  fetch_ids "$pw" 2000 "$T/$win.ids" || fail "round $r: $win refused IDs"
+  wait_held "$pw" 30 || fail "round $r: $win holds $w but is not ready"
+  fetch_ids "$pw" 2000 "$T/$win.ids" || fail "round $r: $win refused IDs ($IK_HTTP_CODE)"
   [ "$(ids_workers "$T/$win.ids")" = "$w" ] || fail "round $r: $win's IDs carry workers $(ids_workers "$T/$win.ids" | tr '\n' ' ')"
   [ "$(status_of "$pl" .lease.state)" = acquiring ] || fail "round $r: $lose is $(status_of "$pl" .lease.state) beside $win"
   pass "round $r (delay $delay ms, gap $gap ms): one node $one, $win issues on $w, $lose waits: $(status_of "$pl" .lease.why | cut -c1-150)"
