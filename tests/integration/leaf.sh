@@ -15,6 +15,7 @@
 #   leaf_stop_after_beat NAME  waits for the helper's next heartbeat, then SIGSTOPs it
 #   leaf_tool put|seq ARGS...   raw writes of leaf_helper.py (bad-input cases)
 #   leaf_serve NAME PORT FLEET IP:PORT [ARGS...]   idkeeper serve in the fleet
+#   ids_at_least FILE N         FILE has N lines (IDs) or more
 #   ids_apart FILE...           the IDs of each file (an issuer's) decoded: no two files
 #                               issue on one worker number in overlapping times (a
 #                               duplicate needs the same ms and sequence too, so this
@@ -70,6 +71,8 @@ leaf_serve() {
   shift 4
   zk_serve "$name" "$port" --leaf-name "$fleet" --identity "$id" "$@"
 }
+
+ids_at_least() { [ -f "$1" ] && (($(wc -l <"$1") >= $2)); }
 
 ids_apart() {
   /usr/bin/python3 - "$@" <<'PY' || fail "IDs of two issuers on one worker number at the same time"

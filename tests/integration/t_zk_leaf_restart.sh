@@ -36,9 +36,6 @@ zk_start_standalone
 source "$(dirname "$0")/leaf.sh"
 URI=$(zk_uri "$ZK_CHROOT")
 
-# ids_at_least FILE N: FILE has N lines or more
-ids_at_least() { [ -f "$1" ] && (($(wc -l <"$1") >= $2)); }
-
 # outcome NAME PORT SECS: waits until the server NAME has exited ("exited") or holds
 # its number and is ready ("held"); prints which ("none" after SECS)
 outcome() {
@@ -97,10 +94,10 @@ leaf_gone la
 mv "$T/la.ids" "$T/la2.ids"
 ids_apart "$T/la1.ids" "$T/la2.ids" "$T/s1.ids"
 [ "$o" = exited ] || fail "s1 on a Leaf server's identity: $o, not refused ($(tail -n 2 "$T/s1.log"))"
-grepq -E "Leaf node /.*/snowflake/fleet/forever/10\.1\.0\.1:8080-0*$n1 .*--leaf-takeover 10\.1\.0\.1:8080" "$T/s1.log" ||
+grepq -E "Leaf number $n1 is a Leaf server's \(node /.*/snowflake/fleet/forever/10\.1\.0\.1:8080-0*$n1 .*--leaf-takeover 10\.1\.0\.1:8080" "$T/s1.log" ||
   fail "s1's refusal does not name the node and the flag: $(grep -m1 cannot "$T/s1.log")"
 grepq '^worker [0-9]* /' "$T/la.log" || fail "la did not restart by its node: $(cat "$T/la.log")"
-pass "a Leaf server's identity is refused by default ($(grep -m1 -o 'Leaf node .*' "$T/s1.log" | cut -c1-120)...); the Leaf server restarted on $n1, no ID twice"
+pass "a Leaf server's identity is refused by default ($(grep -m1 -o 'Leaf number .*' "$T/s1.log" | cut -c1-120)...); the Leaf server restarted on $n1, no ID twice"
 
 p2=$(zk_free_port)
 leaf_serve s2 "$p2" fleet 10.1.0.2:8080
@@ -142,7 +139,7 @@ fetch_stop
 leaf_gone lb
 ids_apart "$T/la1.ids" "$T/la2.ids" "$T/s1.ids" "$T/s2.ids" "$T/lr.ids" "$T/lb1.ids" "$T/lb.ids" "$T/s3.ids"
 [ "$o" = exited ] || fail "s3 on a number a Leaf server took: $o, not refused ($(tail -n 2 "$T/s3.log"))"
-grepq -E "Leaf node /.*10\.1\.0\.2:8080-0*$n2 .*--leaf-takeover 10\.1\.0\.2:8080" "$T/s3.log" ||
+grepq -E "Leaf number $n2 is a Leaf server's \(node /.*10\.1\.0\.2:8080-0*$n2 .*--leaf-takeover 10\.1\.0\.2:8080" "$T/s3.log" ||
   fail "s3's refusal does not name the node and the flag: $(grep -m1 cannot "$T/s3.log")"
 pass "a number a Leaf server took from idkeeper is refused again by default; the Leaf server restarted has $n2 alone, no ID twice"
 

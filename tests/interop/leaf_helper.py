@@ -74,6 +74,13 @@ def java_split_dash(s):
     return parts
 
 
+def java_index(parts, i):
+    """nodeKey[i] (ZH:70, ZH:89): past the end throws."""
+    if i >= len(parts):
+        raise IndexError("ArrayIndexOutOfBoundsException: %d" % i)
+    return parts[i]
+
+
 def build_data(ip, port):
     # ZH:171-176: Jackson writes Endpoint's fields in declaration order (ZH:231-233),
     # the port a String
@@ -206,7 +213,7 @@ class Holder:
             for key in self.zk.get_children(self.forever):  # ZH:66-71
                 parts = java_split_dash(key)
                 real_node[parts[0]] = key  # the last of an IP:PORT in the list wins
-                node_map[parts[0]] = java_parse_int(parts[1] if len(parts) > 1 else None)
+                node_map[parts[0]] = java_parse_int(java_index(parts, 1))
             if self.listen in node_map:  # ZH:72-83
                 self.node = self.forever + "/" + real_node[self.listen]
                 self.worker = node_map[self.listen]  # ZH:76: before the check
@@ -220,7 +227,7 @@ class Holder:
                 self.node = new_node
                 # ZH:88-89: the whole path split at '-' (a leaf.name with a '-' fails here)
                 parts = java_split_dash(new_node)
-                self.worker = java_parse_int(parts[1] if len(parts) > 1 else None)
+                self.worker = java_parse_int(java_index(parts, 1))
                 self.scheduled = True  # ZH:90
                 update_local_worker_id(self.prop, self.worker)  # ZH:91
         except Exception as e:  # ZH:95-106

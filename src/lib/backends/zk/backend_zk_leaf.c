@@ -515,11 +515,11 @@ static int judge(ik__zk_backend *b, ik__zk_conn *c, const ik__slot_request *req,
 {
     if (!l->ours && (!b->leaf_takeover || strcmp(b->leaf_takeover, req->identity) != 0))
         return ik__fail(IK_ESTORE, why, why_len,
-                        "Leaf node %s (number %" PRIu32 ") was written by a Leaf server, which "
-                        "may restart on it from its workerID.properties: use a fresh identity, "
-                        "or --leaf-takeover %s once its cache is gone "
+                        "Leaf number %" PRIu32 " is a Leaf server's (node %s was written by one, "
+                        "which may restart on it from its workerID.properties): use a fresh "
+                        "identity, or --leaf-takeover %s once its cache is gone "
                         "(docs/migration-from-leaf.md)",
-                        k->node, k->seq, req->identity);
+                        k->seq, k->node, req->identity);
     if (k->seq == 0 && l->ours) { /* ZLF2: ours, made and left by a pass that died */
         int zrc = zoo_delete(c->zh, k->node, l->st.version);
         if (zrc != ZOK && zrc != ZNONODE && zrc != ZBADVERSION)
@@ -653,10 +653,10 @@ int ik__zk_leaf_take(ik__zk_backend *b, ik__zk_conn *c, const char *leaf,
     }
     if (sc.n > 1)
         return ik__fail(IK_ESTORE, why, why_len,
-                        "Leaf nodes %s/%s and %s/%s both name identity %s: which number it "
-                        "holds is unclear (a Leaf server restarting on it picks either); remove "
-                        "the one no server uses",
-                        dir, sc.v[0].name, dir, sc.v[1].name, req->identity);
+                        "identity %s has two Leaf nodes, %s/%s and %s/%s: which number it holds "
+                        "is unclear (a Leaf server restarting on it picks either); remove the "
+                        "one no server uses",
+                        req->identity, dir, sc.v[0].name, dir, sc.v[1].name);
     snprintf(t->node_path, sizeof t->node_path, "%s/%s", dir, sc.v[0].name);
     owner_path(b, leaf, sc.v[0].seq, t->owner_path, sizeof t->owner_path);
     leaf_claim k = {t->node_path, t->mark_path, t->owner_path, sc.v[0].seq, 0};
@@ -752,19 +752,25 @@ static int describe(ik__zk_backend *b, ik__zk_conn *c, const char *leaf, const c
     return ZOK;
 }
 
-/* The row after the nodes: the number the next node gets (ZooKeeper's counter for
- * forever, which only grows: deleted nodes used numbers too) and how many are left
- * below Leaf's 1024. */
-static void next_number(const struct Stat *fst, ik_slot_info *s)
+/* The row after the nodes: the lowest number a new node can get, one above the
+ * highest in use (ZooKeeper's counter only grows, and nodes deleted above it, ZLF6,
+ * used numbers too), and how many are left below Leaf's 1024 at most. */
+static void next_number(const ik_slot_info *v, size_t n, ik_slot_info *s)
 {
+    uint32_t top = 0;
+    for (size_t i = 0; i < n; i++)
+        if (v[i].worker != UINT32_MAX && v[i].worker > top) top = v[i].worker;
     memset(s, 0, sizeof *s);
-    s->worker = (uint32_t)fst->cversion;
-    if (fst->cversion <= 1023)
-        snprintf(s->detail, sizeof s->detail, "leaf: the next node's number; %d left to 1023",
-                 1024 - fst->cversion);
+    s->worker = n ? top + 1 : 0;
+    if (s->worker <= 1023)
+        snprintf(s->detail, sizeof s->detail,
+                 "leaf: a new node gets this number or a higher one; at most %" PRIu32
+                 " left to 1023",
+                 1024 - s->worker);
     else
         snprintf(s->detail, sizeof s->detail,
-                 "leaf: the next node's number; none left to 1023 (Leaf refuses above)");
+                 "leaf: a new node gets this number or a higher one; none left to 1023 (Leaf "
+                 "refuses above)");
 }
 
 int ik__zk_leaf_list(ik__zk_backend *b, ik__zk_conn *c, const char *leaf, ik_slot_info **out,
@@ -773,10 +779,9 @@ int ik__zk_leaf_list(ik__zk_backend *b, ik__zk_conn *c, const char *leaf, ik_slo
     char dir[LEAF_PATH_MAX];
     forever_path(b, leaf, dir, sizeof dir);
     struct String_vector kids = {0, NULL};
-    struct Stat fst;
     *out = NULL;
     *n_out = 0;
-    int zrc = zoo_get_children2(c->zh, dir, 0, &kids, &fst);
+    int zrc = zoo_get_children(c->zh, dir, 0, &kids);
     if (zrc == ZNONODE) return IK_OK;
     if (zrc != ZOK) return ik__zk_fail(zrc, NULL, 0, dir);
     ik_slot_info *v = calloc((size_t)kids.count + 1, sizeof *v);
@@ -814,7 +819,8 @@ int ik__zk_leaf_list(ik__zk_backend *b, ik__zk_conn *c, const char *leaf, ik_slo
         return rc;
     }
     qsort(v, n, sizeof *v, by_worker);
-    next_number(&fst, &v[n++]);
+    next_number(v, n, &v[n]);
+    n++;
     *out = v;
     *n_out = n;
     return IK_OK;
