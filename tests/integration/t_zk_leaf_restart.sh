@@ -74,7 +74,7 @@ leaf_tool seq /snowflake/fleet/forever/10.9.9.9:1- "{\"ip\":\"10.9.9.9\",\"port\
 leaf_start la fleet 10.1.0.1:8080 A
 n1=$(leaf_worker la) || fail "la did not start: $(cat "$T/la.log")"
 leaf_from_cache la && fail "la started from a cache on its first start"
-[ -f "$(leaf_cache_file fleet 8080 A)" ] || fail "la wrote no workerID.properties"
+[ "$(cat "$(leaf_cache_file fleet 8080 A)")" = "workerID=$n1" ] || fail "la's workerID.properties: $(cat "$(leaf_cache_file fleet 8080 A)")"
 wait_until 10 ids_at_least "$T/la.ids" 2000 || fail "la issued too few IDs"
 leaf_gone la
 mv "$T/la.ids" "$T/la1.ids"
@@ -166,6 +166,8 @@ fetch_stop
 ids_time_check "$T/s4.ids" "$(ids_time_max "$T/lc1.ids")"
 kill -TERM "${SERVER_PID[s4]}"
 wait "${SERVER_PID[s4]}" || fail "s4 did not stop cleanly"
+"$IK_BIN" workers --coord "$URI" --leaf-name fleet | grepq -E "^$n3 +free +10\.1\.0\.3:8080 .*idkeeper's, no holder" ||
+  fail "workers does not show $n3 as idkeeper's without a holder: $("$IK_BIN" workers --coord "$URI" --leaf-name fleet)"
 p5=$(zk_free_port)
 leaf_serve s5 "$p5" fleet 10.1.0.3:8080
 wait_held "$p5" 20 || fail "s5 (no flag) did not take back its own number: $(tail -n 3 "$T/s5.log")"
