@@ -463,8 +463,7 @@ int ik_slot_lease_wait_held(ik_slot_lease *l, int64_t timeout_ms, char *why, siz
             break;
     }
     int rc = l->started ? l->start_rc : IK_ETIMEDOUT;
-    if (rc && why && why_len)
-        snprintf(why, why_len, "%s", l->started ? l->start_why : l->wait_why);
+    if (rc && why && why_len) snprintf(why, why_len, "%s", l->started ? l->start_why : l->wait_why);
     pthread_mutex_unlock(&l->mu);
     return rc;
 }

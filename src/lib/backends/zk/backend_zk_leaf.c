@@ -510,8 +510,8 @@ typedef struct leaf_claim {
 
 /* Decides whether the node found may be claimed, and its floor: idkeeper's node at
  * once (ZLF4), a Leaf server's only taken over (ZLF5, ZLF7). */
-static int judge(ik__zk_backend *b, ik__zk_conn *c, const ik__slot_request *req,
-                 const leaf_look *l, int created, leaf_claim *k, char *why, size_t why_len)
+static int judge(ik__zk_backend *b, ik__zk_conn *c, const ik__slot_request *req, const leaf_look *l,
+                 int created, leaf_claim *k, char *why, size_t why_len)
 {
     if (!l->ours && (!b->leaf_takeover || strcmp(b->leaf_takeover, req->identity) != 0))
         return ik__fail(IK_ESTORE, why, why_len,
@@ -571,9 +571,8 @@ static int owner_free(ik__zk_backend *b, ik__zk_conn *c, const ik__slot_request 
 
 /* The take's zoo_multi [set node at the version looked at, set (create) the mark at
  * its version, create the owner node]. IK_OK and *t. */
-static int claim(ik__zk_backend *b, ik__zk_conn *c, const ik__slot_request *req,
-                 const leaf_look *l, const leaf_claim *k, ik__zk_leaf_taken *t, char *why,
-                 size_t why_len)
+static int claim(ik__zk_backend *b, ik__zk_conn *c, const ik__slot_request *req, const leaf_look *l,
+                 const leaf_claim *k, ik__zk_leaf_taken *t, char *why, size_t why_len)
 {
     char data[LEAF_DATA_MAX], owner[LEAF_DATA_MAX];
     int64_t session = ik__zk_conn_session(&b->zc, c);

@@ -104,8 +104,10 @@ struct zk_slot {
     ik__lease_proof taken; /* set by the take: its send time, the session timeout */
     zk_wait *pending;      /* a persist sent, not yet answered */
     int leaf;              /* a Leaf fleet's node (backend_zk_leaf.c): Leaf's data */
-    char mark_path[ZK_PATH_MAX]; /* leaf: the identity's mark, written with the node */
-    unsigned leaf_seen;          /* leaf: for ik__zk_leaf_recheck */
+
+    /* a Leaf fleet's node only */
+    char mark_path[ZK_PATH_MAX]; /* the identity's mark, written with the node */
+    unsigned leaf_seen;          /* for ik__zk_leaf_recheck */
 };
 
 /* An owner node this session may still hold without a handle (remember_orphan). */
@@ -784,8 +786,7 @@ static int send_write(zk_conn *c, zk_slot *s, int64_t record_ms, int release, zk
         zoo_set_op_init(&it->ops[1], s->slot_path, x->buf, x->buf_len, s->version, &it->op_st);
     }
     if (s->leaf)
-        zoo_set_op_init(&it->ops[2], s->mark_path, s->identity, (int)strlen(s->identity), -1,
-                        NULL);
+        zoo_set_op_init(&it->ops[2], s->mark_path, s->identity, (int)strlen(s->identity), -1, NULL);
     ik__zk_arm(it, c->zh);
     x->sent_ns = ik__mono_ns();
     ik__zk_issued(it, ik__zk_amulti(c->zh, s->leaf ? 3 : 2, it->ops, it->res, ik__zk_on_void, it));
@@ -908,7 +909,7 @@ static int persist_locked(zk_backend *b, zk_conn *c, zk_slot *s, int64_t record_
         ik__zk_leaf_recheck(b, c, b->leaf, s->identity, s->slot_path, &s->leaf_seen,
                             answer_wait_ms(c)) == IK_ELOST)
         return IK_ELOST;
-    if (rc == IK_OK) {   /* not connected: do not queue writes behind a dead socket */
+    if (rc == IK_OK) { /* not connected: do not queue writes behind a dead socket */
         if (record_ms < s->record_ms) record_ms = s->record_ms; /* records only grow */
         for (int attempt = 0; attempt < 2; attempt++) {
             zk_wait *w;
