@@ -8,6 +8,8 @@
 #                               java.io.tmpdir, $T/host-HOST (default: the IP; it
 #                               holds Leaf's cache, leaf_cache_file); its IDs go to
 #                               $T/NAME.ids, its log to $T/NAME.log; sets LEAF_PID[NAME]
+#                               (LEAF_FAKETIME=OFFSET: with its clock that far off,
+#                               "+3s", by libfaketime)
 #   leaf_worker NAME [SECS]     waits for the helper to start; prints its number
 #   leaf_from_cache NAME        0 if the helper started on its cached number (no
 #                               heartbeat: Leaf's catch in SnowflakeZookeeperHolder.init)
@@ -25,9 +27,15 @@ LEAF_HOSTS="$ZK_CONNECT/$ZK_CHROOT"
 declare -A LEAF_PID=()
 
 leaf_start() {
-  local name=$1 fleet=$2 id=$3 host=${4:-${3%:*}}
+  local name=$1 fleet=$2 id=$3 host=${4:-${3%:*}} f pre=()
   mkdir -p "$T/host-$host"
-  /usr/bin/python3 "$IK_SRC/tests/interop/leaf_helper.py" serve "$LEAF_HOSTS" "$fleet" \
+  if [ -n "${LEAF_FAKETIME:-}" ]; then
+    for f in /usr/lib/*/faketime/libfaketime.so.1 /usr/lib/faketime/libfaketime.so.1; do
+      [ -f "$f" ] && pre=(env LD_PRELOAD="$f" FAKETIME="$LEAF_FAKETIME")
+    done
+    ((${#pre[@]})) || fail "libfaketime.so.1 not found (apt-get install libfaketime)"
+  fi
+  "${pre[@]}" /usr/bin/python3 "$IK_SRC/tests/interop/leaf_helper.py" serve "$LEAF_HOSTS" "$fleet" \
     "${id%:*}" "${id##*:}" "$T/$name.ids" "$T/host-$host" >"$T/$name.log" 2>&1 &
   LEAF_PID[$name]=$!
   IK_PIDS+=($!)

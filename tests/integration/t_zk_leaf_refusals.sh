@@ -11,7 +11,8 @@
 #      waiting while the helper, resumed, heartbeats again, and takes the number
 #      only once the helper is stopped for good and its cache removed: no ID twice.
 #      A Leaf helper then started on the identity it holds without a cache refuses
-#      to start (its node's timestamp, our record, is ahead of the clock); one with
+#      to start (its node's timestamp, our record, is ahead of the clock; by 5 s at
+#      least: one whose clock is 3 s ahead refuses too); one with
 #      a cache (a host that ran Leaf on port 8080 before) starts on its cached number
 #      and writes nothing: the idkeeper server keeps issuing, no ID twice. A twin
 #      idkeeper server on the held identity waits, naming the holder's session.
@@ -94,6 +95,12 @@ leaf_start l4 fleet 10.1.0.1:8080
 wait_until 30 not alive "${LEAF_PID[l4]}" || fail "l4 runs beside s2: $(head -n 2 "$T/l4.log")"
 grepq '^refused: .*init timestamp check error' "$T/l4.log" || fail "l4 did not refuse as Leaf does: $(head -n 2 "$T/l4.log")"
 pass "a Leaf server on the identity s2 holds, without a cache, refuses to start: $(head -n 1 "$T/l4.log" | cut -c1-120)"
+# ... even with its clock 3 s ahead: the node stays 5 s ahead of s2's clock (ZLF8),
+# whatever the session's safe window (2.7 s here)
+LEAF_FAKETIME=+3s leaf_start l4f fleet 10.1.0.1:8080 F
+wait_until 30 not alive "${LEAF_PID[l4f]}" || fail "l4f (clock 3 s ahead) runs beside s2: $(head -n 2 "$T/l4f.log")"
+grepq '^refused: .*init timestamp check error' "$T/l4f.log" || fail "l4f (clock 3 s ahead) did not refuse: $(head -n 2 "$T/l4f.log")"
+pass "a Leaf server on s2's identity with its clock 3 s ahead refuses to start too"
 # ... and with one (host X ran Leaf as 10.1.0.9:8080 before), it starts on its
 # cached number without a heartbeat, beside s2
 leaf_start l5 fleet 10.1.0.9:8080 X

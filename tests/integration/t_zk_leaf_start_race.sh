@@ -9,7 +9,14 @@
 # issuing on its number, the other waiting and saying it waits for the first's
 # session. Both stop (SIGTERM), and a third server on the identity takes the same
 # number: the identity stays usable. Rounds: GAP 0, 100, 200, 300 ms at DELAY 200
-# ms, and GAP 0 at DELAY 300 ms. Its own ZooKeeper: the proxy sits in front of it.
+# ms, and GAP 0 at DELAY 300 ms. Then a Leaf server (tests/interop/leaf_helper.py,
+# through the same proxy, on a host without a cache) and an idkeeper server started
+# together on a new identity: the Leaf server first by 0, 150, 300 ms; the idkeeper
+# server first by 0 ms; the Leaf server started the moment the idkeeper server's node
+# appears (before its take has written the record). Whoever gets the number, no two
+# issuers on one number at once (the idkeeper server's node is ahead of the clock
+# from its creation; a Leaf node beside its own stops it).
+# Its own ZooKeeper: the proxy sits in front of it.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/zk.sh"
 
@@ -17,6 +24,8 @@ ZK_SESSION_MS=10000 # the proxy's delay must stay far from the session's timeout
 zk_start_standalone
 zk_proxy_start
 URI="zk://127.0.0.1:$PP/t"
+source "$(dirname "$0")/leaf.sh"
+LEAF_HOSTS="127.0.0.1:$PP/t" # the Leaf helpers through the slow proxy too
 
 # start NAME PORT ID: serve in fleet "race" through the proxy
 start() {
@@ -84,4 +93,39 @@ for round in "${ROUNDS[@]}"; do
   kill -TERM "${SERVER_PID[c$r]}"
   wait "${SERVER_PID[c$r]}" || true
   pass "round $r: both stopped, a restart on $id took number $w again"
+done
+
+# ---- a Leaf server and an idkeeper server together on a new identity ----------
+proxy delay 200
+r=0
+has_node() { [ -n "$(nodes_of "$1")" ]; }
+for round in "leaf 0" "leaf 150" "leaf 300" "idk 0" "idk node"; do
+  read -r first gap <<<"$round"
+  r=$((r + 1))
+  id=10.3.0.$r:9000
+  pk=$(zk_free_port)
+  if [ "$first" = leaf ]; then leaf_start l$r race "$id" fresh$r; else start k$r "$pk" "$id"; fi
+  if [ "$gap" = node ]; then
+    wait_until 60 has_node "$id" || fail "round L$r: k$r made no node: $(status_of "$pk" .lease.why)"
+  else
+    sleep "$(printf '0.%03d' "$gap")" # the gap between the starts is the test's input
+  fi
+  if [ "$first" = leaf ]; then start k$r "$pk" "$id"; else leaf_start l$r race "$id" fresh$r; fi
+  decided() { grepq -E '^(worker|refused)' "$T/l$r.log"; }
+  wait_until 60 decided || fail "round L$r: the Leaf helper neither started nor refused: $(cat "$T/l$r.log")"
+  settled() { ! alive "${SERVER_PID[k$r]}" || [ "$(status_of "$pk" .lease.state 2>/dev/null)" = held ]; }
+  wait_until 90 settled || fail "round L$r: k$r neither holds nor exits: $(status_of "$pk" .lease.why)"
+  : >"$T/k$r.ids"
+  : >>"$T/l$r.ids"
+  if alive "${SERVER_PID[k$r]}"; then
+    wait_held "$pk" 30 || fail "round L$r: k$r holds but is not ready"
+    fetch_ids "$pk" 2000 "$T/k$r.ids" || fail "round L$r: k$r refused IDs ($IK_HTTP_CODE)"
+  fi
+  if alive "${LEAF_PID[l$r]}"; then wait_until 10 ids_at_least "$T/l$r.ids" 2000 || fail "round L$r: l$r issued too few IDs"; fi
+  ids_apart "$T/k$r.ids" "$T/l$r.ids"
+  pass "round L$r ($first first, $([ "$gap" = node ] && echo "the Leaf server as k$r's node appeared" || echo "gap $gap ms")): idkeeper $(alive "${SERVER_PID[k$r]}" && echo "issues on $(status_of "$pk" .lease.worker)" || echo "refused: $(grep -m1 -o 'cannot take a worker slot: .\{0,60\}' "$T/k$r.log")"); Leaf $(head -n 1 "$T/l$r.log" | cut -c1-80); nodes: $(nodes_of "$id" | tr '\n' ' ')"
+  kill -TERM "${LEAF_PID[l$r]}" 2>/dev/null || true
+  kill -TERM "${SERVER_PID[k$r]}" 2>/dev/null || true
+  wait "${LEAF_PID[l$r]}" || true
+  wait "${SERVER_PID[k$r]}" || true
 done

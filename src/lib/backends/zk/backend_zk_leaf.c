@@ -56,10 +56,13 @@
  *       writes it every 3 s while it runs), and the floor is that timestamp plus
  *       the same: a Leaf server issues IDs up to its next heartbeat, not only up to
  *       its last one.
- *   ZLF8. The time record is the node's `timestamp`, as Leaf writes it. While held it
- *       is ahead of the clock, so a Leaf server started on the identity fails its
- *       start-up check and starts, if at all, on its own cached number (ZLF5: never
- *       this one).
+ *   ZLF8. The time record is the node's `timestamp`, as Leaf writes it. Every write
+ *       of it but a release's, from the node's creation on, puts it at least
+ *       IK__ZK_LEAF_HEARTBEAT_MS + IK__ZK_LEAF_SKEW_MS ahead of this clock (or at the
+ *       lease's record, if later: ik__zk_leaf_stamp), so a Leaf server started on the
+ *       identity, its clock within the skew margin, fails its start-up check and
+ *       starts, if at all, on its own cached number (ZLF5: never this one). A release
+ *       lowers it to the first ms after the last ID.
  *
  * The take (ik__zk_leaf_take), one pass; IK_ENOSLOT passes are tried again by the
  * lease within its slot wait:
@@ -372,16 +375,18 @@ static int mark_version_of(ik__zk_conn *c, const char *mark, int *version, char 
 
 /* Makes identity's node and writes its mark in one zoo_multi, the mark at
  * mark_version (read before the scan that found no node; -1: created); a suffix 0 is
- * deleted and made again (ZLF2). IK_OK and *made; IK_ENOSLOT if the mark moved (a
- * node was made since: another idkeeper server's); IK_EINDOUBT without an answer
- * (the next pass's scan finds what landed). */
+ * deleted and made again (ZLF2). The node's timestamp is stamp_ms, ahead of the
+ * clock from the start (ZLF8): a Leaf server that finds the node before the claim
+ * fails its check too. IK_OK and *made; IK_ENOSLOT
+ * if the mark moved (a node was made since: another idkeeper server's);
+ * IK_EINDOUBT without an answer (the next pass's scan finds what landed). */
 static int make_node(ik__zk_backend *b, ik__zk_conn *c, const char *dir, const char *mark,
-                     int mark_version, const char *identity, leaf_node *made, char *why,
-                     size_t why_len)
+                     int mark_version, const char *identity, int64_t stamp_ms, leaf_node *made,
+                     char *why, size_t why_len)
 {
     char prefix[LEAF_PATH_MAX], data[LEAF_DATA_MAX], path[LEAF_PATH_MAX];
     snprintf(prefix, sizeof prefix, "%s/%s-", dir, identity);
-    int dl = ik__zk_leaf_format(data, sizeof data, identity, ik__wall_ms());
+    int dl = ik__zk_leaf_format(data, sizeof data, identity, stamp_ms);
     if (dl < 0) return ik__fail(IK_EINVAL, why, why_len, "identity too long");
     int zrc, il = (int)strlen(identity);
     for (int attempt = 0; attempt < 2; attempt++) {
@@ -580,7 +585,7 @@ static int claim(ik__zk_backend *b, ik__zk_conn *c, const ik__slot_request *req,
     t->record_ms = req->new_record_ms > k->floor_ms ? req->new_record_ms : k->floor_ms;
     t->since_ms = ik__wall_ms();
     t->worker = k->seq;
-    int dl = ik__zk_leaf_format(data, sizeof data, req->identity, t->record_ms);
+    int dl = ik__zk_leaf_format(data, sizeof data, req->identity, ik__zk_leaf_stamp(t->record_ms));
     int ol = format_owner(owner, sizeof owner, session, req->identity);
     int il = (int)strlen(req->identity);
     if (dl < 0 || ol < 0) return ik__fail(IK_EINVAL, why, why_len, "identity too long");
@@ -618,6 +623,12 @@ static int claim(ik__zk_backend *b, ik__zk_conn *c, const ik__slot_request *req,
 /* ------------------------------------------------------------------------------
  * Taking a number
  */
+int64_t ik__zk_leaf_stamp(int64_t record_ms)
+{
+    int64_t lead = ik__wall_ms() + IK__ZK_LEAF_HEARTBEAT_MS + IK__ZK_LEAF_SKEW_MS;
+    return record_ms > lead ? record_ms : lead;
+}
+
 int ik__zk_leaf_take(ik__zk_backend *b, ik__zk_conn *c, const char *leaf,
                      const ik__slot_request *req,
                      int (*live)(ik__zk_backend *, const char *, uint32_t), ik__zk_leaf_taken *t,
@@ -642,8 +653,8 @@ int ik__zk_leaf_take(ik__zk_backend *b, ik__zk_conn *c, const char *leaf,
         (rc = scan(c, dir, req->identity, &sc, why, why_len)))
         return rc;
     if (sc.n == 0) {
-        if ((rc = make_node(b, c, dir, t->mark_path, mark_version, req->identity, &made, why,
-                            why_len)))
+        if ((rc = make_node(b, c, dir, t->mark_path, mark_version, req->identity,
+                            ik__zk_leaf_stamp(req->new_record_ms), &made, why, why_len)))
             return rc;
         created = 1;
         if ((rc = scan(c, dir, req->identity, &sc, why, why_len))) return rc;

@@ -34,6 +34,11 @@ int ik__zk_leaf_take(ik__zk_backend *b, ik__zk_conn *c, const char *leaf,
                      int (*live)(ik__zk_backend *, const char *, uint32_t), ik__zk_leaf_taken *t,
                      char *why, size_t why_len);
 
+/* The timestamp to write into a held (or new) Leaf node for the record record_ms:
+ * at least IK__ZK_LEAF_HEARTBEAT_MS + IK__ZK_LEAF_SKEW_MS ahead of this clock (ZLF8).
+ * Not for a release, which lowers it. */
+int64_t ik__zk_leaf_stamp(int64_t record_ms);
+
 /* Between two writes of a held number (backend_zk_slots.c, on handle c, life held):
  * IK_ELOST once a node other than node_path names identity (ZLF6: a Leaf server made
  * one), logged; else IK_OK. Lists forever only when its watch fired since *seen

@@ -770,7 +770,9 @@ static int send_write(zk_conn *c, zk_slot *s, int64_t record_ms, int release, zk
     if (!w) return IK_ENOMEM;
     zk_item *it = &w->r[0];
     zk_write *x = it->ext;
-    x->buf_len = s->leaf ? ik__zk_leaf_format(x->buf, sizeof x->buf, s->identity, record_ms)
+    /* a held Leaf node's timestamp stays well ahead of the clock (ZLF8) */
+    x->buf_len = s->leaf ? ik__zk_leaf_format(x->buf, sizeof x->buf, s->identity,
+                                              release ? record_ms : ik__zk_leaf_stamp(record_ms))
                          : ik__zk_format_slot(x->buf, sizeof x->buf, record_ms, s->since_ms,
                                               s->session, s->identity);
     if (x->buf_len < 0) {
