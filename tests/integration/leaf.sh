@@ -35,8 +35,9 @@ leaf_start() {
     done
     ((${#pre[@]})) || fail "libfaketime.so.1 not found (apt-get install libfaketime)"
   fi
+  : >"$T/$name.log" # now, not in the background: a name started again has a new log at once
   "${pre[@]}" /usr/bin/python3 "$IK_SRC/tests/interop/leaf_helper.py" serve "$LEAF_HOSTS" "$fleet" \
-    "${id%:*}" "${id##*:}" "$T/$name.ids" "$T/host-$host" >"$T/$name.log" 2>&1 &
+    "${id%:*}" "${id##*:}" "$T/$name.ids" "$T/host-$host" >>"$T/$name.log" 2>&1 &
   LEAF_PID[$name]=$!
   IK_PIDS+=($!)
 }

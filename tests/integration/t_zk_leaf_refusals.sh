@@ -19,9 +19,9 @@
 #   2. A second writer, each stopping an idkeeper server that holds its own number
 #      and keeping it stopped: a write to its node by another (a Leaf heartbeat); a
 #      second node for its identity.
-#   3. Bad nodes, each refused naming the node: a malformed node name (a Leaf server
-#      fails on that path too, unless it has a cache: then it starts on it); data
-#      that is not JSON; a timestamp in the future; a number above the worker range;
+#   3. Bad nodes, each refused naming the node: a malformed node name, data that is
+#      not JSON (a Leaf server fails on each too, unless it has a cache: then it
+#      starts on it); a timestamp in the future; a number above the worker range;
 #      an identity Leaf cannot name; --leaf-takeover of another identity, or without
 #      --leaf-name; --leaf-name on a store that is not ZooKeeper; a layout other
 #      than Leaf's. `workers` on a node whose timestamp is INT64_MAX says it is
@@ -177,6 +177,15 @@ n=$(leaf_tool seq /snowflake/bad2/forever/10.2.0.2:8080- "not json")
 p=$(zk_free_port)
 leaf_serve b2 "$p" bad2 10.2.0.2:8080 --leaf-takeover 10.2.0.2:8080 --slot-wait 1000
 refused b2 "Leaf node /.*$n: its data is not Leaf's JSON" "data that is not JSON"
+leaf_start lj bad2 10.2.0.2:8080 J # Leaf's own start fails there too: no cache, no start
+wait_until 30 not alive "${LEAF_PID[lj]}" || fail "lj started on a node that is not JSON: $(cat "$T/lj.log")"
+grepq '^refused' "$T/lj.log" || fail "lj did not refuse: $(cat "$T/lj.log")"
+mkdir -p "$(dirname "$(leaf_cache_file bad2 8080 J)")"
+printf 'workerID=%d' "$((10#${n##*-}))" >"$(leaf_cache_file bad2 8080 J)"
+leaf_start lj bad2 10.2.0.2:8080 J # ... and with a cache, it starts on it, no heartbeat
+[ "$(leaf_worker lj)" = "$((10#${n##*-}))" ] && leaf_from_cache lj || fail "lj did not start on its cache: $(cat "$T/lj.log")"
+kill -TERM "${LEAF_PID[lj]}"
+pass "a Leaf server on that node fails without a cache, starts on its cached number with one"
 
 # a timestamp an hour ahead
 leaf_tool seq /snowflake/bad3/forever/10.9.9.9:1- "$good" >/dev/null
