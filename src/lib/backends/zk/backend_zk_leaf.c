@@ -377,9 +377,9 @@ static int mark_version_of(ik__zk_conn *c, const char *mark, int *version, char 
  * mark_version (read before the scan that found no node; -1: created); a suffix 0 is
  * deleted and made again (ZLF2). The node's timestamp is stamp_ms, ahead of the
  * clock from the start (ZLF8): a Leaf server that finds the node before the claim
- * fails its check too. IK_OK and *made; IK_ENOSLOT
- * if the mark moved (a node was made since: another idkeeper server's);
- * IK_EINDOUBT without an answer (the next pass's scan finds what landed). */
+ * fails its check too. IK_OK and *made; IK_ENOSLOT if the mark moved (a node was
+ * made since: another idkeeper server's); IK_EINDOUBT without an answer (the next
+ * pass's scan finds what landed). */
 static int make_node(ik__zk_backend *b, ik__zk_conn *c, const char *dir, const char *mark,
                      int mark_version, const char *identity, int64_t stamp_ms, leaf_node *made,
                      char *why, size_t why_len)
