@@ -30,7 +30,7 @@
  * - The main thread (ik_server_run) owns the ik__server: it opens the backend,
  *   creates the generator, the segment and sequence allocators, starts the slot
  *   lease, binds the sockets, starts one ik__worker thread per event loop, then waits
- *   for SIGTERM/SIGINT.
+ *   for a stop signal (SIGTERM, SIGINT, SIGHUP).
  * - Each ik__worker runs its own uv_loop on its own thread, with its own listening
  *   sockets (SO_REUSEPORT: the kernel spreads connections). A connection (ik__conn)
  *   lives and dies on the loop that accepted it; nothing about it is shared.

@@ -527,7 +527,12 @@ int ik_slot_lease_release(ik_slot_lease *l)
         rc = l->be->ops->slot_release(l->be, l->handle, rec);
         l->handle = NULL;
     }
-    set_state(l, IK_LEASE_RELEASED, "released");
+    /* the line says what became of the slot, as the release answered (backend.h) */
+    set_state(l, IK_LEASE_RELEASED,
+              rc == IK_OK         ? "released"
+              : rc == IK_EINDOUBT ? "release in doubt: the store did not confirm it"
+              : rc == IK_ELOST    ? "lost before its release"
+                                  : "release not sent");
     pthread_cond_destroy(&l->cv);
     pthread_mutex_destroy(&l->mu);
     free(l->app);

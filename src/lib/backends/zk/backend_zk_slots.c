@@ -240,7 +240,7 @@ static int ensure_parents(zk_backend *b, zk_conn *c, const char *app, char *why,
     char base[ZK_PATH_MAX], path[ZK_PATH_MAX];
     static const char *const subs[] = {"slots", "owners", "identities"};
     ik__zk_app_path(b->zc.chroot, app, "identities", path, sizeof path);
-    int zrc = zoo_exists(c->zh, path, 0, NULL);
+    int zrc = ik__zk_sync_exists(c->zh, path, NULL);
     if (zrc == ZOK) return IK_OK;
     if (zrc != ZNONODE) goto fail;
     ik__zk_app_path(b->zc.chroot, app, NULL, base, sizeof base);
@@ -248,7 +248,7 @@ static int ensure_parents(zk_backend *b, zk_conn *c, const char *app, char *why,
                              &b->zc.app_acl, ZOO_PERSISTENT, path, sizeof path);
     for (size_t i = 0; i < sizeof subs / sizeof subs[0] && zrc == ZOK; i++) {
         ik__zk_app_path(b->zc.chroot, app, subs[i], path, sizeof path);
-        zrc = zoo_create(c->zh, path, NULL, -1, &b->zc.app_acl, ZOO_PERSISTENT, NULL, 0);
+        zrc = ik__zk_sync_create(c->zh, path, NULL, -1, &b->zc.app_acl, ZOO_PERSISTENT);
         if (zrc == ZNODEEXISTS) zrc = ZOK;
     }
     if (zrc == ZOK) return IK_OK;
@@ -357,8 +357,9 @@ static void release_orphans(zk_backend *b, zk_conn *c, const char *app, int64_t 
         pthread_mutex_unlock(&b->slots->mu);
         if (live) continue;
         ik__zk_worker_path(b->zc.chroot, app, "owners", ws[i], path, sizeof path);
-        int zrc = zoo_exists(c->zh, path, 0, &ost);
-        if (zrc == ZOK && ost.ephemeralOwner == session) zrc = zoo_delete(c->zh, path, ost.version);
+        int zrc = ik__zk_sync_exists(c->zh, path, &ost);
+        if (zrc == ZOK && ost.ephemeralOwner == session)
+            zrc = ik__zk_sync_delete(c->zh, path, ost.version);
         if (ik__zk_doubtful(zrc)) remember_orphan(b, app, ws[i], session);
     }
 }
@@ -390,7 +391,7 @@ static int try_take(zk_backend *b, zk_conn *c, const ik__slot_request *req, uint
 
     struct Stat st;
     int blen = sizeof buf - 1;
-    int zrc = zoo_get(c->zh, s->slot_path, 0, buf, &blen, &st);
+    int zrc = ik__zk_sync_get(c->zh, s->slot_path, buf, &blen, &st);
     int exists = zrc == ZOK;
     ik__zk_fields f = {0};
     if (zrc == ZOK) {
@@ -449,7 +450,7 @@ static int try_take(zk_backend *b, zk_conn *c, const ik__slot_request *req, uint
          * owner node of this session is ever left without a handle (ZSL5). */
         struct Stat ost;
         int erc = ik__zk_conn_wait(&b->zc, c, ik__zk_connect_wait_ms(b->zc.timeout_ms)) == IK_OK
-                      ? zoo_exists(c->zh, s->owner_path, 0, &ost)
+                      ? ik__zk_sync_exists(c->zh, s->owner_path, &ost)
                       : ZCONNECTIONLOSS;
         if (erc == ZNONODE || (erc == ZOK && ost.ephemeralOwner != session)) return TAKE_CONFLICT;
         remember_orphan(b, req->app, w, session); /* ours, or maybe ours */
@@ -458,7 +459,7 @@ static int try_take(zk_backend *b, zk_conn *c, const ik__slot_request *req, uint
                             "ZooKeeper connection lost while taking slot %" PRIu32 ": %s", w,
                             zerror(erc));
         blen = sizeof buf - 1;
-        zrc = zoo_get(c->zh, s->slot_path, 0, buf, &blen, &wst);
+        zrc = ik__zk_sync_get(c->zh, s->slot_path, buf, &blen, &wst);
         if (zrc != ZOK)
             return ik__fail(ik__zk_doubtful(zrc) ? IK_EINDOUBT : IK_ELOST, why, why_len,
                             "ZooKeeper connection lost while taking slot %" PRIu32 ": %s", w,
@@ -472,7 +473,7 @@ static int try_take(zk_backend *b, zk_conn *c, const ik__slot_request *req, uint
         record = f.record_ms;
         zrc = ZOK;
     } else if (zrc == ZOK && !exists) {
-        if (zoo_exists(c->zh, s->slot_path, 0, &wst) != ZOK) wst.czxid = 0;
+        if (ik__zk_sync_exists(c->zh, s->slot_path, &wst) != ZOK) wst.czxid = 0;
         wst.version = 0;
     }
     switch (zrc) {
@@ -512,7 +513,7 @@ static int read_ident(zk_conn *c, zk_ident *id, char *why, size_t why_len)
     int blen = sizeof buf - 1;
     id->exists = 0;
     id->worker = -1;
-    int zrc = zoo_get(c->zh, id->path, 0, buf, &blen, NULL);
+    int zrc = ik__zk_sync_get(c->zh, id->path, buf, &blen, NULL);
     if (zrc == ZNONODE) return IK_OK;
     if (zrc != ZOK) return ik__zk_fail(zrc, why, why_len, id->path);
     id->exists = 1;
@@ -560,7 +561,7 @@ static int acquire_pass(zk_backend *b, zk_conn *c, const ik__slot_request *req, 
         }
         ik__zk_worker_path(b->zc.chroot, req->app, "owners", w, s->owner_path,
                            sizeof s->owner_path);
-        int erc = zoo_exists(c->zh, s->owner_path, 0, &ost);
+        int erc = ik__zk_sync_exists(c->zh, s->owner_path, &ost);
         if (erc != ZOK && erc != ZNONODE) {
             remember_orphan(b, req->app, w, session); /* still maybe ours */
             rc = ik__zk_fail(erc, why, why_len, s->owner_path);
@@ -796,7 +797,7 @@ static int reconcile(zk_conn *c, zk_slot *s)
     char buf[ZK_DATA_MAX];
     int len = sizeof buf - 1;
     struct Stat st;
-    int zrc = zoo_get(c->zh, s->slot_path, 0, buf, &len, &st);
+    int zrc = ik__zk_sync_get(c->zh, s->slot_path, buf, &len, &st);
     if (zrc != ZOK) return ik__zk_doubtful(zrc) ? IK_EINDOUBT : IK_ELOST;
     if (len < 0) len = 0;
     ik__zk_fields f;

@@ -268,10 +268,27 @@ void ik__zk_on_kids(int rc, const struct String_vector *v, const void *data);
 void ik__zk_on_created(int rc, const char *value, const struct Stat *st, const void *data);
 void ik__zk_on_synced(int rc, const char *value, const void *data); /* zoo_async (sync) */
 
+/* The synchronous reads and creates of the zk:// modules, each bounded: the
+ * client's own zoo_get_children, zoo_get, zoo_exists, zoo_create and zoo_delete wait for
+ * their answer with no deadline (until the client gives the connection up, 2/3 of
+ * the session timeout after the server's last byte), and no cut reaches them; so
+ * a stop could not outlast them (docs/guarantees.md promise 13). These send the
+ * asynchronous form and wait as ik__zk_wait_until does, until the session timeout
+ * plus a second, the handle's death, or the client's cut (ik__zk_client_cut):
+ * ZOPERATIONTIMEOUT then (no answer: a create may still land). Arguments and
+ * answers otherwise as the client's calls (no watches). Any thread. */
+int ik__zk_sync_children(zhandle_t *zh, const char *path, struct String_vector *out);
+int ik__zk_sync_get(zhandle_t *zh, const char *path, char *buf, int *buf_len, struct Stat *st);
+int ik__zk_sync_exists(zhandle_t *zh, const char *path, struct Stat *st);
+int ik__zk_sync_create(zhandle_t *zh, const char *path, const char *value, int value_len,
+                       const struct ACL_vector *acl, int mode);
+int ik__zk_sync_delete(zhandle_t *zh, const char *path, int version);
+
 /* zoo_amulti and zoo_multi, sent only while the client says it is connected
  * (zoo_state() at the call): ZCONNECTIONLOSS while it is not (nothing was sent),
  * ZINVALIDSTATE once its session is dead. Every multi of the zk:// modules goes
- * through these (invariant ZS4), never through the client's own. */
+ * through these (invariant ZS4), never through the client's own. ik__zk_multi is
+ * bounded as the synchronous calls above are (ZOPERATIONTIMEOUT: no answer). */
 int ik__zk_amulti(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_result_t *results,
                   void_completion_t completion, const void *data);
 int ik__zk_multi(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_result_t *results);
