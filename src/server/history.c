@@ -236,7 +236,7 @@ static void sample_lease_clock(ik__server *srv, int64_t now_ms)
     ik__history *h = &srv->hist;
     ik_lease_info li;
     ik_snowflake_info gi;
-    ik_slot_lease_get_info(srv->lease, &li);
+    ik__lease_info(srv, &li);
     ik_snowflake_get_info(srv->gen, &gi);
     pthread_mutex_lock(&h->mu);
     if (li.record_ms > 0 && li.record_ms != h->record_seen_ms) {

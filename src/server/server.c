@@ -21,16 +21,20 @@
  *     phase 2, ik__worker_close_stores each loop: no more allocator calls (503)
  *     ik_segment_destroy, ik_sequence_destroy: what is still pending fails (503
  *       shutting_down, written while the connections last)
+ *       (server_quiesce)
  *     ik_coord_settle (open counter doubts settled, or logged first=?), before any
  *       wait on the loops
- *     join (a loop ends when its last connection has closed, at shutdown_timeout_ms
- *       at the latest, and nothing is in flight: a thread-pool call on the store
- *       ends at the stop's cut at the latest)
- *       -> ik_slot_lease_release (persists the time record, frees the slot)
+ *     stop_release: ik_slot_lease_release (persists the time record, frees the
+ *       slot), before the join: the loops see the lease released (ik__lease_info)
+ *     server_join (a loop ends when its last connection has closed, at
+ *       shutdown_timeout_ms at the latest, and nothing is in flight: a thread-pool
+ *       call on the store ends at the stop's cut at the latest)
  *       -> ik_snowflake_destroy -> ik_coord_close -> return 0
  *     every step after the signal is bounded by ik_coord_stop_within(shutdown_timeout_ms),
- *       armed at the signal: at that deadline whatever waits on the store is cut, so
- *       the process exits within the shutdown timeout plus about a second
+ *       armed at the signal (from then on the slot's renewals wait for no answer,
+ *       and the release gets the rest of the budget): at that deadline whatever
+ *       waits on the store is cut, so the process exits within the shutdown timeout
+ *       plus about a second
  *
  * What it deliberately does not do: daemonize, write a pid file, reload its
  * configuration, or serve on more than one address. A supervisor does the first
@@ -388,7 +392,7 @@ static void server_free(ik__server *srv)
     }
     free(srv->workers);
     srv->workers = NULL;
-    if (srv->lease) {
+    if (srv->lease) { /* a start that failed: no loop runs */
         int rc = ik_slot_lease_release(srv->lease);
         if (rc != 0) ik__log("releasing the worker slot failed: %s", ik_strerror(rc));
         srv->lease = NULL;
@@ -409,6 +413,7 @@ static void server_free(ik__server *srv)
     free(srv->gaps);
     srv->gaps = NULL;
     pthread_mutex_destroy(&srv->gaps_mu);
+    pthread_mutex_destroy(&srv->lease_mu);
     ik__history_destroy(srv);
 }
 
@@ -501,7 +506,8 @@ static int server_start(ik__server *srv, const ik_server_config *cfg, const sigs
     char why[512];
     int rc;
     srv->cfg = cfg;
-    pthread_mutex_init(&srv->gaps_mu, NULL); /* first: server_free destroys it */
+    pthread_mutex_init(&srv->gaps_mu, NULL); /* first: server_free destroys them */
+    pthread_mutex_init(&srv->lease_mu, NULL);
     ik__history_init(srv);
     srv->started_ms = ik__now_ms();
     srv->read_timeout_ms = cfg->read_timeout_ms;
@@ -698,10 +704,10 @@ static int wait_for_signal(ik__server *srv, const sigset_t *sigs)
     return sig;
 }
 
-/* Stops every started loop and joins its thread (see the diagram at the top):
- * drain, wait for pending answers while time allows, then close the allocators
- * (what is still pending fails), then join. */
-static void server_stop(ik__server *srv)
+/* Everything of the stop before the slot's release (see the diagram at the top):
+ * drain, wait for pending answers while time allows, close the allocators (what is
+ * still pending fails), then settle the counters' doubts. */
+static void server_quiesce(ik__server *srv)
 {
     atomic_store(&srv->phase, 1);
     for (int i = 0; i < srv->nworkers; i++)
@@ -730,16 +736,66 @@ static void server_stop(ik__server *srv)
     srv->seg = NULL;
     ik_sequence_destroy(srv->seq);
     srv->seq = NULL;
-    /* No counter advance runs now: the doubts are settled or logged before the join,
-     * which may wait for a thread-pool call (a listing, a tag read) until the stop's
-     * cut ends it, so that no wait comes between a doubt and its line */
+    /* No counter advance runs now: the doubts are settled or logged before the
+     * release and the join, which may wait on the store (the join for a thread-pool
+     * call, a listing or a tag read, until the stop's cut ends it), so that no wait
+     * comes between a doubt and its line */
     ik_coord_settle(srv->coord);
+}
+
+/* Joins every started loop thread: a loop ends when its last connection has closed
+ * and nothing is in flight, its thread-pool calls included. */
+static void server_join(ik__server *srv)
+{
     for (int i = 0; i < srv->nworkers; i++) {
         ik__worker *w = srv->workers[i];
         if (!w->thread_started) continue;
         pthread_join(w->thread, NULL);
         w->thread_started = 0;
     }
+}
+
+/* Releases the slot lease, before the loops are joined: a thread-pool call still
+ * waiting on a slow store (the history's listing of the range, a /v1/workers) must
+ * not eat the release's time. The loops see it released from here on
+ * (ik__lease_info), and issue nothing under it: the release revokes the generator's
+ * grant first. Logs what became of the slot, saying first what the release waits
+ * on. 0, or -1 on a failure that is not the store's (out of memory). */
+static int stop_release(ik__server *srv, int64_t stop_by)
+{
+    ik_lease_info li;
+    ik__lease_info(srv, &li);
+    pthread_mutex_lock(&srv->lease_mu);
+    ik_slot_lease *lease = srv->lease;
+    srv->lease = NULL;
+    pthread_mutex_unlock(&srv->lease_mu);
+    int64_t left = stop_by - mono_ms();
+    if (li.worker >= 0)
+        ik__log("releasing worker %d: its time record written and its slot freed in one write; "
+                "waiting for the store's answer at most %lld ms (the stop's deadline)",
+                li.worker, (long long)(left > 0 ? left : 0));
+    int rel = ik_slot_lease_release(lease);
+    if (rel == IK_EINDOUBT) { /* docs/http.md, "Shutdown": not a failure */
+        ik__log("release of worker %d in doubt: the store did not confirm it in time; "
+                "the slot frees when its session or lease ends; bye",
+                li.worker);
+    } else if (rel == IK_ESTORE || rel == IK_ETIMEDOUT || rel == IK_EUNSAFE) {
+        ik__log("release of worker %d not sent: %s; the slot frees when its session or "
+                "lease ends; bye",
+                li.worker, ik_strerror(rel));
+    } else if (rel == IK_ELOST) {
+        ik__log("worker %d was lost before its release (session or lease ended, or the "
+                "slot taken over): nothing to release; bye",
+                li.worker);
+    } else if (rel != 0) {
+        ik__log("releasing worker %d failed: %s", li.worker, ik_strerror(rel));
+        return -1;
+    } else if (li.worker >= 0) {
+        ik__log("released worker %d; bye", li.worker);
+    } else {
+        ik__log("held no worker slot; bye");
+    }
+    return 0;
 }
 
 int ik_server_run(const ik_server_config *cfg)
@@ -769,36 +825,16 @@ int ik_server_run(const ik_server_config *cfg)
                 stop_signal_name(sig));
         /* The bound of every step below (docs/guarantees.md promise 13): at the
          * shutdown timeout, whatever still waits on the store is cut. */
+        int64_t stop_by = mono_ms() + srv->shutdown_timeout_ms;
         if (ik_coord_stop_within(srv->coord, srv->shutdown_timeout_ms) != 0)
             ik__log("the stop has no bound: no thread for its deadline");
-        server_stop(srv); /* settles the doubts before the slot: a stop that outlives its
-                             supervisor's patience must not die with a doubt unlogged */
-        ik_lease_info li;
-        ik_slot_lease_get_info(srv->lease, &li);
-        int rel = ik_slot_lease_release(srv->lease);
-        srv->lease = NULL;
-        if (rel == IK_EINDOUBT) { /* docs/http.md, "Shutdown": not a failure */
-            ik__log("release of worker %d in doubt: the store did not confirm it in time; "
-                    "the slot frees when its session or lease ends; bye",
-                    li.worker);
-        } else if (rel == IK_ESTORE || rel == IK_ETIMEDOUT || rel == IK_EUNSAFE) {
-            ik__log("release of worker %d not sent: %s; the slot frees when its session or "
-                    "lease ends; bye",
-                    li.worker, ik_strerror(rel));
-        } else if (rel == IK_ELOST) {
-            ik__log("worker %d was lost before its release (session or lease ended, or the "
-                    "slot taken over): nothing to release; bye",
-                    li.worker);
-        } else if (rel != 0) {
-            ik__log("releasing worker %d failed: %s", li.worker, ik_strerror(rel));
-            rc = -1;
-        } else if (li.worker >= 0) {
-            ik__log("released worker %d; bye", li.worker);
-        } else {
-            ik__log("held no worker slot; bye");
-        }
+        server_quiesce(srv); /* settles the doubts before the slot: a stop that outlives its
+                                supervisor's patience must not die with a doubt unlogged */
+        if (stop_release(srv, stop_by) != 0) rc = -1;
+        server_join(srv);
     } else {
-        server_stop(srv);
+        server_quiesce(srv);
+        server_join(srv);
     }
     server_free(srv);
     free(srv);

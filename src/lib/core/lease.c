@@ -359,6 +359,8 @@ static void *lease_thread(void *arg)
             else
                 ik_snowflake_extend(l->g, floor_tick_of(l->g, written), until);
             if (was != IK_LEASE_HELD) set_state(l, IK_LEASE_HELD, "store answers again");
+        } else if (rc == IK_ECLOSED) {
+            /* a stop has begun: the release settles this write (backend.h) */
         } else if (rc == IK_EUNSAFE) {
             suspend(l);
         } else if (rc == IK_ELOST) {

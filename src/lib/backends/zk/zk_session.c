@@ -336,11 +336,18 @@ void ik__zk_client_cut(ik__zk_client *zc)
     pthread_mutex_unlock(&zc->mu);
 }
 
-int ik__zk_wait_until(ik__zk_wait *w, zhandle_t *zh, int64_t deadline_ns)
+void ik__zk_client_stopping(ik__zk_client *zc)
+{
+    __atomic_store_n(&zc->stopping, 1, __ATOMIC_RELEASE); /* the waits look every poll */
+}
+
+/* ik__zk_wait_until, and with renewal set ik__zk_wait_renewal. */
+static int wait_for(ik__zk_wait *w, zhandle_t *zh, int64_t deadline_ns, int renewal)
 {
     const ik__zk_conn *c = zh ? zoo_get_context(zh) : NULL;
     pthread_mutex_lock(&w->mu);
-    while (w->left > 0 && !conn_dead_now(c)) {
+    while (w->left > 0 && !conn_dead_now(c) &&
+           !(renewal && c && __atomic_load_n(&c->zc->stopping, __ATOMIC_ACQUIRE))) {
         int64_t ms = ZS_DEATH_POLL_MS;
         if (deadline_ns >= 0) {
             int64_t left = (deadline_ns - ik__mono_ns() + 999999) / 1000000;
@@ -357,6 +364,16 @@ int ik__zk_wait_until(ik__zk_wait *w, zhandle_t *zh, int64_t deadline_ns)
     int all = w->left == 0;
     pthread_mutex_unlock(&w->mu);
     return all;
+}
+
+int ik__zk_wait_until(ik__zk_wait *w, zhandle_t *zh, int64_t deadline_ns)
+{
+    return wait_for(w, zh, deadline_ns, 0);
+}
+
+int ik__zk_wait_renewal(ik__zk_wait *w, zhandle_t *zh, int64_t deadline_ns)
+{
+    return wait_for(w, zh, deadline_ns, 1);
 }
 
 void ik__zk_on_void(int rc, const void *data)
@@ -725,11 +742,23 @@ static int conn_open(ik__zk_client *zc, ik__zk_conn **out, char *why, size_t why
     return IK_OK;
 }
 
+/* The close of a live handle left after the stop's cut (conn_close): on a thread
+ * of its own, for zookeeper_close waits up to 1.5 s for the server to end the
+ * session, which the stop's bound leaves no time for. A process that exits first
+ * ends the session by its timeout, as a killed one would; c stays on left_handles. */
+static void *close_left(void *arg)
+{
+    ik__zk_conn *c = arg;
+    zookeeper_close(c->zh);
+    return NULL;
+}
+
 /* Takes c out of use (caller holds life for writing, or took c out of zc->conn
  * under it): a dead handle is retired, for its own watcher to close (ZS5); a live
  * one that owes no answer is closed here, on this thread (its threads are joined)
- * and freed; a live one that still owes answers is left to its completion thread,
- * which closes it with the last of them (ZS6). */
+ * and freed, or after the stop's cut on a thread of its own (close_left); a live
+ * one that still owes answers is left to its completion thread, which closes it
+ * with the last of them (ZS6). */
 static void conn_close(ik__zk_client *zc, ik__zk_conn *c)
 {
     if (!c) return;
@@ -746,10 +775,11 @@ static void conn_close(ik__zk_client *zc, ik__zk_conn *c)
     }
     pthread_mutex_unlock(&zc->mu);
     if (dead) return;
+    int cut = __atomic_load_n(&zc->cut, __ATOMIC_ACQUIRE);
     pthread_mutex_lock(&c->wmu); /* a session event running now ends first (ZS6) */
     pthread_mutex_lock(&owed_mu);
     int owed = c->owed;
-    if (owed) {
+    if (owed || cut) {
         c->left = 1;
         c->next = left_handles;
         left_handles = c;
@@ -757,6 +787,18 @@ static void conn_close(ik__zk_client *zc, ik__zk_conn *c)
     pthread_mutex_unlock(&owed_mu);
     pthread_mutex_unlock(&c->wmu);
     if (owed) return;
+    pthread_t t;
+    pthread_attr_t a;
+    if (cut && pthread_attr_init(&a) == 0) {
+        pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+        int made = pthread_create(&t, &a, close_left, c) == 0;
+        pthread_attr_destroy(&a);
+        if (made) return;
+    }
+    if (cut) { /* no thread for it: closed here after all, and kept (left_handles) */
+        zookeeper_close(c->zh);
+        return;
+    }
     zookeeper_close(c->zh);
     pthread_mutex_destroy(&c->wmu);
     free(c);

@@ -59,6 +59,7 @@ struct ik__zk_client {
     pthread_mutex_t mu;    /* guards conn's fields and gen */
     pthread_cond_t cv;     /* broadcast on every session event */
     int cut;               /* ik__zk_client_cut: no answer is waited for any more */
+    int stopping;          /* ik__zk_client_stopping: a renewal's answer is not waited for */
     ik__zk_conn *conn;
     ik__zk_conn *retired; /* dead handles replaced, freed once closed (ZS5) */
     unsigned gen;
@@ -106,6 +107,11 @@ void ik__zk_client_close(ik__zk_client *zc);
  * connection on zc ends now (as one that got none) and every later one at once.
  * Any thread. */
 void ik__zk_client_cut(ik__zk_client *zc);
+
+/* The seam's stop_begin (backend.h): a stop has begun, so the slot renewals wait
+ * for no answer any more (ik__zk_wait_renewal); the release sends itself right
+ * behind one still unanswered (backend_zk_slots.c, ZSL6). Any thread. */
+void ik__zk_client_stopping(ik__zk_client *zc);
 
 /* Waits up to ms for c to be connected. 0: connected; IK_ELOST: the session is
  * dead; IK_ESTORE: not connected in time. Caller holds life (read or write). */
@@ -259,6 +265,9 @@ void ik__zk_issued(ik__zk_req *r, int zrc);
  * (ik__mono_ns; < 0: none) passes, or zh's session is known dead (its answers then
  * wait behind the handle's close, ZS5). 1: all answered. */
 int ik__zk_wait_until(ik__zk_wait *w, zhandle_t *zh, int64_t deadline_ns);
+/* The same for a slot renewal: it also ends (0) once the client is stopping
+ * (ik__zk_client_stopping). */
+int ik__zk_wait_renewal(ik__zk_wait *w, zhandle_t *zh, int64_t deadline_ns);
 
 /* Completions; data is the ik__zk_req. */
 void ik__zk_on_void(int rc, const void *data);
