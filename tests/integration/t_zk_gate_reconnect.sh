@@ -25,7 +25,7 @@ URL=http://127.0.0.1:$PORT/v1/sequence/seq?count=3
 code_of() { ik_http "$URL" "$T/body" 30 >"$T/code"; }
 code_of &
 req=$!
-sleep 1
+wait_grep 'test hook: pausing' "$T/s.log" 30 || fail "the advance never reached its pause: $(tail -n 3 "$T/s.log")"
 zk_stop 1
 ZK_FORCE_SYNC=no zk_start 1
 zk_wait_serving 1
@@ -48,8 +48,7 @@ zk_wait_serving 1
 P2=$(free_port)
 IDKEEPER_TEST_ZK_ACQUIRE_PAUSE_MS=$PAUSE_MS start_server s2 "$P2" --coord "$URI" \
   --zk-session-timeout 12000 --quiet
-wait_grep 'quorum is standalone' "$T/s2.log" 30 || fail "s2 never checked ZooKeeper: $(tail -n 5 "$T/s2.log")"
-sleep 0.5 # its take is past its gate now, in the pause
+wait_grep 'test hook: pausing' "$T/s2.log" 30 || fail "s2's take never reached its pause: $(tail -n 5 "$T/s2.log")"
 zk_stop 1
 ZK_FORCE_SYNC=no zk_start 1
 zk_wait_serving 1

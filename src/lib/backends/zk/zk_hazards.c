@@ -717,10 +717,11 @@ static int judge_after(ik__backend *be, int wait, char *why, size_t why_len)
 
 /* The test hooks: a counter advance (IDKEEPER_TEST_ZK_GATE_PAUSE_MS) or a slot take
  * (IDKEEPER_TEST_ZK_ACQUIRE_PAUSE_MS) pauses ms after its gate, before it is sent, so
- * that a test can restart ZooKeeper in between. */
+ * that a test can restart ZooKeeper in between; the line tells the test it is there. */
 static void test_pause(int ms)
 {
     if (ms <= 0) return;
+    ik__logf("test hook: pausing %d ms between the check and the write", ms);
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
     while (nanosleep(&ts, &ts) != 0) {
     }
