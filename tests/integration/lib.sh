@@ -288,10 +288,10 @@ poll() { /usr/bin/python3 "$IK_SRC/tests/integration/poll.py" "$@"; }
 # $T/NAME.ids and $T/NAME.st. Run it in the background.
 probe() { poll "$T/$1.ids" "$T/$1.st" "$2" "$3" "$4" 15 mono_ms; }
 
-# metric PORT NAME: the value of NAME (its line "NAME VALUE" of the server's
+# metric_of PORT NAME: the value of NAME (its line "NAME VALUE" of the server's
 # /metrics), or nothing (no answer, no such line). metric_at_least PORT NAME N: it is
 # at least N (a condition for wait_until: "the servers have answered traffic").
-metric() {
+metric_of() {
   local f=$T/.metrics.$BASHPID
   ik_http "http://127.0.0.1:$1/metrics" "$f" 3 >/dev/null
   awk -v m="$2" '$1 == m { print $2; exit }' "$f" 2>/dev/null || true
@@ -299,7 +299,7 @@ metric() {
 }
 metric_at_least() {
   local v
-  v=$(metric "$1" "$2")
+  v=$(metric_of "$1" "$2")
   [ -n "$v" ] && ((${v%.*} >= $3))
 }
 

@@ -71,9 +71,9 @@ wait_file "$T/inflight.ready"
 wait_file "$T/idle.ready"
 pid=${SERVER_PID[same]}
 kill -TERM "$pid"
-sleep 0.2
+refusing() { ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; }
+wait_until 5 refusing || fail "still accepting after SIGTERM"
 kill -0 "$pid" 2>/dev/null || fail "exited before the request in flight was answered"
-(exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null && fail "still accepting after SIGTERM"
 touch "$T/go"
 rc=0; wait "$pid" || rc=$?
 [ $rc -eq 0 ] || fail "exit code $rc after SIGTERM"

@@ -66,7 +66,7 @@ wait "$w1" || rc=$?
 [ "$rc" = 143 ] || fail "A: the first waiter exited $rc, not 143 (gave up on SIGTERM) (see $T/w1.log)"
 [ ! -e "$T/w1.ran" ] || fail "A: the waiter that gave up ran its command"
 wait_until 30 test "$(nkids /a)" -le 2 || fail "A: the first waiter's node stayed ($(nkids /a) contenders)"
-sleep 0.5 # a waiter that took that deletion for the holder's would hold now
+sleep 0.5 # let time pass: a waiter that took that deletion for the holder's would hold now
 touch "$T/h.release"
 wait "$h" || fail "A: the holder failed (see $T/h.log)"
 wait "$w2" || fail "A: the second waiter failed (see $T/w2.log)"
@@ -122,16 +122,18 @@ pass "B: $RES"
 
 # --- C: the same through a ZooKeeper killed -9 and restarted, then frozen
 contest c 20
-sleep 3
+# contending: two or more contenders queued on /c (the holder and a waiter)
+contending() { (($(nkids /c) >= 2)); }
+wait_until 30 contending || fail "C: no contention on /c"
 zk_stop 1 KILL
 log "C: ZooKeeper killed"
-sleep 1
+sleep 1 # let time pass: the outage's length
 zk_start 1
 zk_wait_serving 1 60
 log "C: ZooKeeper serves again"
-sleep 3
+wait_until 30 contending || fail "C: no contention on /c once ZooKeeper is back"
 kill -STOP "${ZK_PID[1]}"
-sleep 1.5
+sleep 1.5 # let time pass: the freeze's length
 kill -CONT "${ZK_PID[1]}"
 log "C: ZooKeeper frozen for 1.5 s"
 check c

@@ -42,7 +42,7 @@ for s in s1 s2; do
 done
 # flowing [SINCE...]: each server has answered 50 more IDs of each kind than SINCE
 # (its counts, kept by the caller)
-counts() { local s m; for s in s1 s2; do for m in ik_ids_issued_total ik_segment_ids_total ik_sequence_ids_total; do metric "${P[$s]}" $m; done; done; }
+counts() { local s m; for s in s1 s2; do for m in ik_ids_issued_total ik_segment_ids_total ik_sequence_ids_total; do metric_of "${P[$s]}" $m; done; done; }
 flowing() {
   local now i=0 v
   read -ra now <<<"$(counts | tr '\n' ' ')"

@@ -24,7 +24,7 @@ unlock() { sqlite_unlock; }
 # pending: a request waits on the (hung) store; accepting: a new connection is served
 pending() { metric_at_least "$PORT" ik_pending_requests 1; }
 accepting() { [ "$(rcli PING 2>/dev/null)" = PONG ]; }
-withdrawn() { metric "$PORT" ik_sequence_requests_withdrawn_total; }
+withdrawn() { metric_of "$PORT" ik_sequence_requests_withdrawn_total; }
 
 # client NAME BYTES: a background raw client: sends BYTES (printf escapes), writes
 # $T/NAME.sent, then reads until the server closes (or 40 s), into $T/NAME.out.

@@ -86,7 +86,7 @@ serves_again() {
 answered_mark() {
   local s
   for s in s1 s2; do
-    MARK[$s]=$(metric "${PORT[$s]}" ik_sequence_ids_total)
+    MARK[$s]=$(metric_of "${PORT[$s]}" ik_sequence_ids_total)
     ERR[$s]=$(store_errors "$s")
   done
 }

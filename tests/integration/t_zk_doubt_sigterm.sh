@@ -34,10 +34,13 @@ doubt_then_term() {
     --zk-session-timeout 4000
   wait_ready "${PORT[$name]}" || fail "$name not ready: $(tail -n 5 "$T/$name.log")"
   for i in 1 2 3 4 5; do get "$name" 1 || fail "$name: request $i failed before any fault"; done
+  local before
+  before=$(counter_raw orders | cut -d' ' -f1)
+  stored() { [ "$(counter_raw orders | cut -d' ' -f1)" = "$1" ]; }
   proxy blackhole # the commit lands, its answer is lost
   get "$name" 10 &
   local g=$!
-  sleep 1
+  wait_until 30 stored $((before + 10)) || fail "$name: the write never reached ZooKeeper: $(counter_raw orders)"
   proxy down # and the reconnect cannot settle it within the call's budget: 503
   wait $g && fail "$name answered 10 IDs through a blackhole and an outage"
   [ -z "$(grep 'tag gap' "$T/$name.log")" ] || fail "$name logged a gap before its stop"
