@@ -556,22 +556,30 @@ static int op_is_create(const zoo_op_t *op)
 
 int ik__zk_multi(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_result_t *results)
 {
+    if (count <= 0) return ZBADARGUMENTS;
     int zrc = multi_refusal(zh);
     if (zrc != ZOK) return zrc;
     /* Bounded as the other synchronous calls are (zk_session.h). The client writes
      * the answers where the ops point (a set's Stat, a create's path buffer) and
      * into the results, whenever they come: a wait that ends first must leave
      * nothing pointing at the caller's memory, so the request goes out with copies
-     * in the wait's own memory, and the caller's get the answer once it is in. */
+     * in memory the wait owns (its last reference frees it), and the caller's get
+     * the answer once it is in. */
     size_t bufs = 0;
     for (int i = 0; i < count; i++)
         if (op_is_create(&ops[i])) bufs += (size_t)ops[i].create_op.buflen;
     size_t head =
         (size_t)count * (sizeof(zoo_op_t) + sizeof(zoo_op_result_t) + sizeof(struct Stat));
-    ik__zk_wait *w = ik__zk_wait_new(1, head + bufs);
-    if (!w) return ZSYSTEMERROR;
+    ik__zk_wait *w = ik__zk_wait_new(1, 0);
+    char *mem = calloc(1, head + bufs);
+    if (!w || !mem) {
+        free(mem);
+        ik__zk_wait_put(w);
+        return ZSYSTEMERROR;
+    }
     ik__zk_req *r = &w->r[0];
-    zoo_op_t *op = r->ext;
+    r->data = mem; /* freed with the wait, by its last reference */
+    zoo_op_t *op = (zoo_op_t *)mem;
     zoo_op_result_t *res = (zoo_op_result_t *)(op + count);
     struct Stat *st = (struct Stat *)(res + count);
     char *buf = (char *)(st + count);
