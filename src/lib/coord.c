@@ -13,6 +13,7 @@
 #include <string.h>
 
 struct ik_coord {
+    unsigned fork_gen; /* the process generation it was opened in (fork.c) */
     ik__backend *be;
     ik__doubts *doubts;      /* the doubt engine, where the backend's writes can be in doubt */
     int test_write_delay_ms; /* IDKEEPER_TEST_WRITE_DELAY_MS at open (tests only) */
@@ -65,6 +66,7 @@ static const struct {
 
 void ik_coord_options_init(ik_coord_options *o)
 {
+    if (!o) return;
     memset(o, 0, sizeof *o);
     o->size = sizeof *o;
     o->zk_session_timeout_ms = 10000;
@@ -244,6 +246,7 @@ int ik_coord_open(const char *uri, const ik_coord_options *o, ik_coord **out, ch
     const char *delay = getenv("IDKEEPER_TEST_WRITE_DELAY_MS");
     long ms = delay ? strtol(delay, NULL, 10) : 0;
     c->test_write_delay_ms = ms > 0 && ms <= 600000 ? (int)ms : 0;
+    c->fork_gen = ik__fork_gen();
     pthread_mutex_init(&c->mu, NULL);
     ik__cond_init_mono(&c->cv);
     rc = ops->tag_settle ? ik__doubts_new(&c->doubts) : IK_OK;
@@ -297,6 +300,7 @@ static void *watchdog(void *arg)
 int ik_coord_stop_within(ik_coord *c, int64_t timeout_ms)
 {
     if (!c || timeout_ms < 0) return IK_EINVAL;
+    if (ik__forked(c->fork_gen)) return IK_EFORKED;
     pthread_mutex_lock(&c->mu);
     int rc = c->watching ? IK_EINVAL : IK_OK;
     if (rc == IK_OK && c->be->ops->stop_begin) c->be->ops->stop_begin(c->be);
@@ -323,7 +327,7 @@ static int64_t settle_by(ik_coord *c)
 
 void ik_coord_settle(ik_coord *c)
 {
-    if (!c) return;
+    if (!c || ik__forked(c->fork_gen)) return; /* a fork's child settles none of the parent's */
     ik__backend *be = c->be;
     if (!c->doubts || !ik__doubts_open(c->doubts)) return; /* never in doubt, or none open */
     pthread_mutex_lock(&c->mu);
@@ -351,6 +355,10 @@ void ik_coord_settle(ik_coord *c)
 void ik_coord_close(ik_coord *c)
 {
     if (!c) return;
+    /* In a fork's child the backend is the parent's: its threads are not here, a
+     * mutex of theirs may be held for ever, its session and files go on serving the
+     * parent. Nothing of it is touched; the child's copy is left as it is. */
+    if (ik__forked(c->fork_gen)) return;
     /* the doubts first, while the hazards still answer (a freed verdict would
      * answer "safe") */
     ik_coord_settle(c);
@@ -374,12 +382,12 @@ void ik_coord_close(ik_coord *c)
 
 const char *ik_coord_uri(const ik_coord *c)
 {
-    return c->be->ops->uri(c->be);
+    return c ? c->be->ops->uri(c->be) : NULL;
 }
 
 int ik_coord_locks_check(const ik_coord *c, char *why, size_t why_len)
 {
-    if (!c) return IK_EINVAL;
+    if (!c) return ik__fail(IK_EINVAL, why, why_len, "no coord");
     const ik__backend_ops *ops = c->be->ops;
     if (ops->recipe) return IK_OK;
     return ik__fail(IK_EURI, why, why_len, "%s",
@@ -389,6 +397,8 @@ int ik_coord_locks_check(const ik_coord *c, char *why, size_t why_len)
 int ik_coord_check(ik_coord *c, ik_hazard **out, size_t *n, char *why, size_t why_len)
 {
     if (!c || !out || !n) return IK_EINVAL;
+    if (ik__forked(c->fork_gen))
+        return ik__fail(IK_EFORKED, why, why_len, "%s", ik_strerror(IK_EFORKED));
     ik__backend *be = c->be;
     if (be->ops->hazards_check) {
         int rc = be->ops->hazards_check(be, why, why_len);
@@ -400,6 +410,8 @@ int ik_coord_check(ik_coord *c, ik_hazard **out, size_t *n, char *why, size_t wh
 int ik_coord_hazards(ik_coord *c, ik_hazard **out, size_t *n, char *why, size_t why_len)
 {
     if (!c) return IK_EINVAL;
+    if (ik__forked(c->fork_gen))
+        return ik__fail(IK_EFORKED, why, why_len, "%s", ik_strerror(IK_EFORKED));
     if (out && n) {
         int rc = ik__hazards_copy(&c->be->hz, out, n);
         if (rc) return rc;
@@ -417,14 +429,30 @@ ik__backend *ik__coord_backend(ik_coord *c)
     return c->be;
 }
 
+int ik__coord_forked(const ik_coord *c)
+{
+    return ik__forked(c->fork_gen);
+}
+
 int ik__coord_test_write_delay_ms(const ik_coord *c)
 {
     return c->test_write_delay_ms;
 }
 
+int ik_coord_last_error(const ik_coord *c, char *why, size_t why_len)
+{
+    if (!c || !why || !why_len) return IK_EINVAL;
+    why[0] = '\0';
+    if (ik__forked(c->fork_gen))
+        return ik__fail(IK_EFORKED, why, why_len, "%s", ik_strerror(IK_EFORKED));
+    if (c->be->ops->last_error) c->be->ops->last_error(c->be, why, why_len);
+    return why[0] ? IK_OK : IK_ENOTFOUND;
+}
+
 int ik_slots_list(ik_coord *c, const char *app, ik_slot_info **out, size_t *n)
 {
     if (!c || !out || !n) return IK_EINVAL;
+    if (ik__forked(c->fork_gen)) return IK_EFORKED;
     if (!app) app = "default";
     if (ik__app_name_check(app, NULL, 0) != 0) return IK_EINVAL;
     return c->be->ops->slots_list(c->be, app, out, n);

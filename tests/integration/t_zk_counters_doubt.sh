@@ -88,7 +88,7 @@ done
 log "s1: $landed"
 [[ $landed =~ ^20[0-9-]+T[0-9:.]+Z\ idkeeper\[[0-9]+\]:\ tag\ doubt ]] ||
   fail "the library's line is not in the daemon's log format (ik_set_log): $landed"
-v=$(sed 's/.* version=\([0-9]*\) now=\([0-9]*\).*/\1 \2/' <<<"$landed")
+v=$(sed 's/.*written at version \([0-9]*\), now \([0-9]*\).*/\1 \2/' <<<"$landed")
 read -r made now <<<"$v"
 ((now > made + 1)) || fail "s2 did not write while s1 was cut off (version $made, now $now)"
 pass "round 1: s1's write at version $made landed with its answer lost; at version $now the writer table said it was s1's: handed out, no 503, no gap"

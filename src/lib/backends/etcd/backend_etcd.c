@@ -73,7 +73,8 @@ static int etcd_open(const char *uri, const ik_coord_options *o, ik__backend **o
     if (!e && (ttl < 1000 || ttl > 3600000))
         e = ik__fail(IK_EINVAL, why, why_len, "--lease-ttl must be 1000-3600000 ms on etcd");
     b->ttl_ms = (ttl + 999) / 1000 * 1000; /* etcd's leases count whole seconds */
-    b->wait_ms = b->ttl_ms / 3 > 300 ? b->ttl_ms / 3 : 300;
+    b->wait_ms = ik__proof_slack_ms(b->ttl_ms);
+    if (b->wait_ms < 300) b->wait_ms = 300;
     ik__hazards_init(&b->base.hz, o, b->ttl_ms, b->uri);
     if (!e) {
         ik__etcd_gw_config c = {.tls = b->t.tls, .n_endpoints = b->t.n};

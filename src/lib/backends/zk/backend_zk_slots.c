@@ -212,8 +212,7 @@ static ik__lease_proof proof_of(zk_conn *c, int64_t sent_ns)
  * is a slow ZooKeeper, not a lost one. */
 static int64_t answer_wait_ms(zk_conn *c)
 {
-    int t = ik__zk_conn_timeout_ms(c);
-    int64_t w = t / 3;
+    int64_t w = ik__proof_slack_ms(ik__zk_conn_timeout_ms(c));
     return w < 100 ? 100 : w;
 }
 

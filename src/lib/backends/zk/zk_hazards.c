@@ -560,7 +560,8 @@ static int run_locked(ik__backend *be, zk_hz *z, char *why, size_t why_len)
     hz_conn c;
     int rc = hz_connect(be, &c, why, why_len);
     if (rc) return rc;
-    int64_t budget_ms = c.s.timeout_ms / 3 < 2000 ? 2000 : c.s.timeout_ms / 3;
+    int64_t budget_ms = ik__proof_slack_ms(c.s.timeout_ms);
+    if (budget_ms < 2000) budget_ms = 2000;
     int64_t deadline = ik__mono_ns() + budget_ms * 1000000;
     int timeout_ms = c.s.timeout_ms;
     char probe_msg[96] = "";
@@ -894,14 +895,16 @@ int ik__zk_gated_tag_advance(ik__backend *be, const char *app, const char *name,
     if (rc) return IK_ESTORE; /* certainly not done */
     if (hz_of(be)) test_pause(hz_of(be), hz_of(be)->test_pause_ms);
     rc = ik__zk_tag_advance(be, app, name, kind, w, first);
-    if (rc != IK_OK || judged_still(be, judged)) return rc;
+    /* answered, or read back as landed (the engine would hand it out) */
+    int ran = rc == IK_OK || (rc == IK_EINDOUBT && w->own_ev.held && !w->own_ev.code);
+    if (!ran || judged_still(be, judged)) return rc;
     char why[300];
-    if (judge_after(be, 1, why, sizeof why) == IK_OK) return IK_OK;
+    if (judge_after(be, 1, why, sizeof why) == IK_OK) return rc;
     /* landed, on a connection that cannot be vouched for: never handed out */
-    w->own_fate.fate = IK__DOUBT_LANDED;
-    w->own_fate.first = *first;
-    w->own_fate.code = "store_unsafe";
-    snprintf(w->own_fate.why, sizeof w->own_fate.why,
+    if (rc == IK_OK) w->own_ev.first = *first;
+    w->own_ev.read = w->own_ev.held = 1;
+    w->own_ev.code = "store_unsafe";
+    snprintf(w->own_ev.what, sizeof w->own_ev.what,
              "its write was answered on a connection made after its check (%s)", why);
     return IK_EUNSAFE;
 }
