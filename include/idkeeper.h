@@ -399,8 +399,9 @@ IK_EXTERN void ik_coord_close(ik_coord *c);
  * call, every call of c still blocked on the store is cut (its socket shut, its wait
  * ended: it fails as a store that did not answer) and every later one fails without
  * waiting on the store, so that ik_coord_settle, ik_slot_lease_release and
- * ik_coord_close end within about that time whatever the store does. 0, or
- * IK_EINVAL (negative timeout, or called twice). Any thread. */
+ * ik_coord_close end within about that time whatever the store does. From the call
+ * on, a slot lease's renewals wait for no answer (the release, which should follow,
+ * settles them). 0, or IK_EINVAL (negative timeout, or called twice). Any thread. */
 IK_EXTERN int ik_coord_stop_within(ik_coord *c, int64_t timeout_ms);
 
 /* Settles every open doubt of c's counters (a tag advance whose answer was lost)

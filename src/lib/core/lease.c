@@ -367,6 +367,8 @@ static void *lease_thread(void *arg)
             else
                 ik_snowflake_extend(l->g, floor_tick_of(l->g, written), until);
             if (was != IK_LEASE_HELD) set_state(l, IK_LEASE_HELD, "store answers again");
+        } else if (rc == IK_ECLOSED) {
+            /* a stop has begun: the release settles this write (backend.h) */
         } else if (rc == IK_EUNSAFE) {
             suspend(l);
         } else if (rc == IK_ELOST) {
@@ -554,7 +556,12 @@ int ik_slot_lease_release(ik_slot_lease *l)
         rc = l->be->ops->slot_release(l->be, l->handle, rec);
         l->handle = NULL;
     }
-    set_state(l, IK_LEASE_RELEASED, "released");
+    /* the line says what became of the slot, as the release answered (backend.h) */
+    set_state(l, IK_LEASE_RELEASED,
+              rc == IK_OK         ? "released"
+              : rc == IK_EINDOUBT ? "release in doubt: the store did not confirm it"
+              : rc == IK_ELOST    ? "lost before its release"
+                                  : "release not sent");
     pthread_cond_destroy(&l->cv);
     pthread_mutex_destroy(&l->mu);
     free(l->app);
