@@ -189,8 +189,9 @@ int ik__cmd_lock(const ik_cli_command *cmd, ik_cli_opts *o)
         } else if (r.rc == IK_ECLOSED) {
             rc = 128 + sig;
         } else {
+            char why[700];
             ik__cli_fail(cmd, "cannot take the lock at %s on %s: %s", path, ik_coord_uri(c),
-                         ik_strerror(r.rc));
+                         ik__cli_store_why(c, r.rc, why, sizeof why));
             rc = IK_EXIT_FAIL;
         }
         goto out;

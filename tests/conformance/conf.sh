@@ -67,6 +67,13 @@
 #   conf_unsafe_off URI       (optional) puts that setting back, and returns once the
 #                             server keeps writes again (redis: appendonly yes, and
 #                             its first rewrite of the append-only file ended)
+#   conf_write_hold_var       (optional) the name of the test hook (docs/testing.md)
+#                             that holds a counter write after it began and before
+#                             its commit point, where the evidence that rides with it
+#                             is read (SQL: between the advance's two round trips, its
+#                             row lock held; redis: between its gate and its script);
+#                             absent where the store has no setting to change while a
+#                             write is under way (proof then says so)
 #   conf_counters_store       (optional, nothing if absent) what
 #                             tests/tools/counters.sh needs of the store beyond its
 #                             URI (zk: counter_raw)

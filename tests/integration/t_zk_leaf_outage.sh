@@ -33,12 +33,12 @@ leaf_serve s "$p" fleet "127.0.0.1:$p" --slot-wait 60000
 wait_held "$p" 30 || fail "s not ready: $(tail -n 3 "$T/s.log")"
 ws=$(status_of "$p" .lease.worker)
 fetch_loop "$p" "$T/s.ids"
-sleep 1
+wait_until 30 fetched "$T/s.ids" 10 || fail "s serves no IDs"
 
 zk_stop 1
 now_ms t_stop
 l_before=$(wc -l <"$T/l.ids")
-sleep $(((WIN + 2500) / 1000)).5
+sleep $(((WIN + 2500) / 1000)).5 # let time pass: past s's safe window, the Leaf server issuing on
 now_ms t_end
 st_check "$T/s.ids.st" "$((t_stop + WIN + 200))" "$t_end" down
 l_after=$(wc -l <"$T/l.ids")
@@ -64,7 +64,7 @@ wait_held "$p" 40 || fail "s does not serve again after ZooKeeper came back: $(t
 now_ms t_held
 [ "$(status_of "$p" .lease.worker)" = "$ws" ] || fail "s took number $(status_of "$p" .lease.worker), not its own $ws"
 grepq 'may still be alive' "$T/s.log" && fail "s waited for a heartbeat to age on its own node: $(grep -m1 'may still be alive' "$T/s.log")"
-wait_until 10 ids_at_least "$T/s.ids" "$(($(wc -l <"$T/s.ids") + 500))" || fail "s does not issue again"
+wait_until 30 fetched "$T/s.ids" 10 "$t_held" || fail "s serves no IDs once it holds again"
 fetch_stop
 kill -TERM "${LEAF_PID[l]}" "${LEAF_PID[lh]}"
 wait "${LEAF_PID[l]}" || true

@@ -62,7 +62,7 @@ for round in "${ROUNDS[@]}"; do
   pa=$(zk_free_port)
   pb=$(zk_free_port)
   start a$r "$pa" "$id"
-  sleep "$(printf '0.%03d' "$gap")" # the gap between the starts is the test's input
+  sleep "$(printf '0.%03d' "$gap")" # let time pass: the gap between the starts is the test's input
   start b$r "$pb" "$id"
   wait_until 90 one_held "$pa" "$pb" ||
     fail "round $r: neither a$r nor b$r holds a number: a$r $(status_of "$pa" .lease.why 2>/dev/null || tail -n 1 "$T/a$r.log"); b$r $(status_of "$pb" .lease.why 2>/dev/null || tail -n 1 "$T/b$r.log")"
@@ -108,7 +108,7 @@ for round in "leaf 0" "leaf 150" "leaf 300" "idk 0" "idk node"; do
   if [ "$gap" = node ]; then
     wait_until 60 has_node "$id" || fail "round L$r: k$r made no node: $(status_of "$pk" .lease.why)"
   else
-    sleep "$(printf '0.%03d' "$gap")" # the gap between the starts is the test's input
+    sleep "$(printf '0.%03d' "$gap")" # let time pass: the gap between the starts is the test's input
   fi
   if [ "$first" = leaf ]; then start k$r "$pk" "$id"; else leaf_start l$r race "$id" fresh$r; fi
   decided() { grepq -E '^(worker|refused)' "$T/l$r.log"; }

@@ -95,12 +95,14 @@ const char *ik_hold_state_name(ik_hold_state s)
 
 void ik_lock_options_init(ik_lock_options *o)
 {
+    if (!o) return;
     memset(o, 0, sizeof *o);
     o->size = sizeof *o;
 }
 
 void ik_election_options_init(ik_election_options *o)
 {
+    if (!o) return;
     memset(o, 0, sizeof *o);
     o->size = sizeof *o;
 }
@@ -146,6 +148,7 @@ static int lock_new(ik_coord *c, const char *path, ik__lock_kind kind, ik_hold_c
 {
     char norm[IK__RECIPE_PATH_MAX + 2];
     if (!c || !out) return IK_EINVAL;
+    if (ik__coord_forked(c)) return IK_EFORKED; /* the parent's coord (fork.c) */
     int rc = ik__recipe_path(path, norm, sizeof norm, NULL, 0);
     if (rc) return rc;
     if (data && strlen(data) > 1024) return IK_EINVAL;
@@ -225,6 +228,7 @@ ik_hold_state ik_lock_state(ik_lock *lk)
 
 void ik_lock_get_info(ik_lock *lk, ik_hold_info *out)
 {
+    if (!out) return;
     memset(out, 0, sizeof *out);
     if (lk) lk->ops->info(lk, out);
 }
@@ -549,6 +553,7 @@ ik_hold_state ik_election_state(ik_election *e)
 
 void ik_election_get_info(ik_election *e, ik_hold_info *out)
 {
+    if (!out) return;
     memset(out, 0, sizeof *out);
     if (!e) return;
     ik_hold_info lk;
@@ -592,6 +597,7 @@ int ik_election_leader(ik_coord *c, const char *path, char **id)
 {
     char norm[IK__RECIPE_PATH_MAX + 2];
     if (!c || !id) return IK_EINVAL;
+    if (ik__coord_forked(c)) return IK_EFORKED;
     int rc = ik__recipe_path(path, norm, sizeof norm, NULL, 0);
     if (rc) return rc;
     ik__backend *be = ik__coord_backend(c);

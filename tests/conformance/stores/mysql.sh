@@ -89,3 +89,7 @@ conf_unsafe_off() {
   my_sql -e 'SET GLOBAL innodb_flush_log_at_trx_commit = 1' || fail "SET GLOBAL innodb_flush_log_at_trx_commit = 1 failed"
   [ "$(my_sql -e 'SELECT @@GLOBAL.innodb_flush_log_at_trx_commit')" = 1 ] || fail "innodb_flush_log_at_trx_commit did not turn 1"
 }
+
+# proof's second case: the write held between its round trips (a setting changed
+# after the write began, before its commit point read the evidence)
+conf_write_hold_var() { echo IDKEEPER_TEST_SQL_COMMIT_HOLD; }

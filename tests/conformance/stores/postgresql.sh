@@ -108,3 +108,7 @@ conf_unsafe_off() {
   done
   fail "synchronous_commit did not turn on within 5 s of pg_reload_conf()"
 }
+
+# proof's second case: the write held between its round trips (a setting changed
+# after the write began, before its commit point read the evidence)
+conf_write_hold_var() { echo IDKEEPER_TEST_SQL_COMMIT_HOLD; }

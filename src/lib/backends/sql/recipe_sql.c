@@ -34,7 +34,9 @@
  *   SL2. Only the monitor uses the connection while the lock is held; release
  *       joins it first, so one thread at a time uses a connection.
  *   SL3. The fence only grows: it is advanced after the grant, under the lock, in
- *       a committed transaction; a fence in doubt fails the acquire.
+ *       a committed transaction that passed the hazard gate and whose evidence, read
+ *       after its COMMIT, is safe (fence_next); a fence in doubt or untrusted fails
+ *       the acquire.
  *   SL4. No callback is made while lk->mu is held.
  *   SL5. The spare is a connection whose unlock of the key the database answered:
  *       it holds nothing; any other connection of the lock is closed, which frees
@@ -167,28 +169,53 @@ static void *monitor_thread(void *arg)
     return NULL;
 }
 
-/* Advances the key's fence on c in one transaction: 0 and *fence, or a class. */
-static int fence_next(ik__sql_backend *b, ik__sql_conn *c, const char *key, int64_t *fence)
+/* The fence's transaction on c, up to its COMMIT (BEGIN, the bump, or the first
+ * row, and the read of the new value): 0 and *f, or a class (IK__SQL_EDUPLICATE: a
+ * first grant raced us; the transaction is rolled back on every failure). */
+static int fence_write(const ik__sql_driver *d, ik__sql_conn *c, const char *key, int64_t *f)
+{
+    const char *p[] = {key};
+    ik__sql_res r;
+    int rc = d->exec(c, IK__SQL_BEGIN, NULL, 0, NULL, NULL, 0);
+    if (rc) return rc;
+    rc = ik__sql_exec(d, c, IK__SQL_FENCE_BUMP, p, 1, &r, NULL, 0);
+    int64_t affected = r.affected;
+    ik__sql_res_clear(&r);
+    if (rc == 0 && affected == 0) rc = d->exec(c, IK__SQL_FENCE_INSERT, p, 1, NULL, NULL, 0);
+    if (rc == 0) rc = ik__sql_exec(d, c, IK__SQL_FENCE_GET, p, 1, &r, NULL, 0);
+    *f = rc == 0 && r.nrows == 1 ? ik__sql_int(&r, 0, 0) : 0;
+    if (rc == 0) ik__sql_res_clear(&r);
+    return rc ? ik__sql_abort(d, c, rc) : 0;
+}
+
+/* Advances the key's fence on c in one transaction, a write like any other (SL3;
+ * docs/hazards.md, "Proof with every write"): the hazard gate first (nothing is sent
+ * while a check is refused), and the COMMIT with the proof read after it in its round
+ * trip (SP1 of backend_sql_proof.c). 0 and *fence; IK_EUNSAFE (the gate refused, or
+ * the fence's evidence was refused or qualified: not granted; why says which); or a
+ * class. */
+static int fence_next(ik__sql_backend *b, ik__sql_conn *c, const char *key, int64_t *fence,
+                      char *why, size_t why_len)
 {
     const ik__sql_driver *d = b->d;
-    const char *p[] = {key};
+    int cls = 0;
+    int rc = ik__sql_hazards_gate(b, c, &cls, why, why_len);
+    if (rc) return rc == IK_EUNSAFE ? rc : cls ? cls : IK__SQL_EGONE;
     for (int attempt = 0; attempt < 3; attempt++) {
-        ik__sql_res r;
-        int rc = d->exec(c, IK__SQL_BEGIN, NULL, 0, NULL, NULL, 0);
-        if (rc) return rc;
-        rc = ik__sql_exec(d, c, IK__SQL_FENCE_BUMP, p, 1, &r, NULL, 0);
-        int64_t affected = r.affected;
-        ik__sql_res_clear(&r);
-        if (rc == 0 && affected == 0) rc = d->exec(c, IK__SQL_FENCE_INSERT, p, 1, NULL, NULL, 0);
-        if (rc == 0) rc = ik__sql_exec(d, c, IK__SQL_FENCE_GET, p, 1, &r, NULL, 0);
-        int64_t f = rc == 0 && r.nrows == 1 ? ik__sql_int(&r, 0, 0) : 0;
-        if (rc == 0) ik__sql_res_clear(&r);
-        if (rc == 0)
-            rc = d->exec(c, IK__SQL_COMMIT, NULL, 0, NULL, NULL, 0);
-        else if (!ik__sql_dead(rc))
-            d->exec(c, IK__SQL_ROLLBACK, NULL, 0, NULL, NULL, 0);
+        int64_t f = 0;
+        rc = fence_write(d, c, key, &f);
         if (rc == IK__SQL_EDUPLICATE) continue; /* a first grant raced us: bump again */
         if (rc) return rc;
+        ik__test_hold(b->test_commit_hold);
+        ik__sql_commit cm;
+        rc = ik__sql_commit_proved(b, c, (ik__sql_call){IK__SQL_COMMIT, NULL, 0}, "idk_fence", NULL,
+                                   &cm);
+        if (cm.state == IK__SQL_UNTRUSTED) {
+            ik__fail(0, why, why_len, "fence %" PRId64 " of %s was not trusted: %s", f, key,
+                     cm.why);
+            return rc == IK__SQL_EFOREIGN ? rc : IK_EUNSAFE;
+        }
+        if (cm.state != IK__SQL_COMMITTED) return rc ? rc : IK__SQL_EDEFINITE;
         if (f <= 0) return IK__SQL_EDEFINITE;
         *fence = f;
         return 0;
@@ -254,7 +281,7 @@ int ik__sql_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
     rc = b->d->lock(c, base->kind, lk->key, deadline, &lk->cancel, why, sizeof why);
     int64_t f = 0;
     if (rc == 1) {
-        rc = fence_next(b, c, lk->key, &f);
+        rc = fence_next(b, c, lk->key, &f, why, sizeof why);
         if (rc == 0 && base->kind == IK__LOCK_LATCH) {
             const char *p[] = {lk->key, base->data ? base->data : ""};
             rc = b->d->exec(c, IK__SQL_HOLDER_SET, p, 2, NULL, why, sizeof why);
@@ -276,8 +303,8 @@ int ik__sql_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
         set_state(lk, IK_HOLD_IDLE, rc == 0 ? "timed out" : why);
         return rc == 0                   ? (timeout_ms == 0 ? IK_EBUSY : IK_ETIMEDOUT)
                : rc == IK__SQL_ECANCELED ? IK_ECLOSED
-               : rc == IK__SQL_EFOREIGN  ? IK_EUNSAFE
-                                         : IK_ESTORE;
+               : rc == IK__SQL_EFOREIGN || rc == IK_EUNSAFE ? IK_EUNSAFE
+                                                            : IK_ESTORE;
     }
     pthread_mutex_lock(&lk->mu);
     lk->c = c;

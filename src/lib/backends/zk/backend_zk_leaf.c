@@ -272,13 +272,13 @@ static int ensure_paths(ik__zk_backend *b, ik__zk_conn *c, const char *leaf, cha
     static const char *const ours[] = {"owners", "marks"};
     char path[LEAF_PATH_MAX], failed[LEAF_PATH_MAX] = "";
     forever_path(b, leaf, path, sizeof path);
-    int zrc = zoo_exists(c->zh, path, 0, NULL);
+    int zrc = ik__zk_sync_exists(c->zh, path, NULL);
     if (zrc == ZNONODE)
         zrc = ik__zk_create_path(c->zh, path, strlen(b->zc.chroot), &b->zc.shared_acl,
                                  &ZOO_OPEN_ACL_UNSAFE, ZOO_PERSISTENT, failed, sizeof failed);
     for (size_t i = 0; i < sizeof ours / sizeof ours[0] && zrc == ZOK; i++) {
         snprintf(path, sizeof path, "%s/idkeeper/leaf/%s/%s", b->zc.chroot, leaf, ours[i]);
-        zrc = zoo_exists(c->zh, path, 0, NULL);
+        zrc = ik__zk_sync_exists(c->zh, path, NULL);
         if (zrc == ZNONODE)
             zrc = ik__zk_create_path(c->zh, path, strlen(b->zc.chroot) + strlen("/idkeeper"),
                                      &b->zc.shared_acl, &b->zc.app_acl, ZOO_PERSISTENT, failed,
@@ -342,12 +342,34 @@ static int find_identity(const struct String_vector *kids, const char *dir, cons
     return IK_OK;
 }
 
+/* Lists dir (forever) and arms the watch on its children (ZLF6), waiting up to
+ * wait_ms for the answer (bounded as zk_session.h's synchronous calls are; the client
+ * has no bounded call with a watch): its code, ZOPERATIONTIMEOUT without one, and
+ * the children into *kids (the caller deallocates them). */
+static int list_watched(ik__zk_conn *c, const char *dir, int64_t wait_ms,
+                        struct String_vector *kids)
+{
+    ik__zk_wait *w = ik__zk_wait_new(1, 0);
+    if (!w) return ZSYSTEMERROR;
+    ik__zk_req *r = &w->r[0];
+    ik__zk_arm(r, c->zh);
+    ik__zk_issued(r, zoo_awget_children(c->zh, dir, on_forever, NULL, ik__zk_on_kids, r));
+    int zrc =
+        ik__zk_wait_until(w, c->zh, ik__mono_ns() + wait_ms * 1000000) ? r->rc : ZOPERATIONTIMEOUT;
+    if (zrc == ZOK) { /* answered: the copy is the caller's now */
+        *kids = r->kids;
+        r->kids = (struct String_vector){0, NULL};
+    }
+    ik__zk_wait_put(w);
+    return zrc;
+}
+
 /* Lists forever, arming the watch (ZLF6), and finds identity's nodes. */
 static int scan(ik__zk_conn *c, const char *dir, const char *identity, leaf_scan *out, char *why,
                 size_t why_len)
 {
     struct String_vector kids = {0, NULL};
-    int zrc = zoo_wget_children(c->zh, dir, on_forever, NULL, &kids);
+    int zrc = list_watched(c, dir, (int64_t)zoo_recv_timeout(c->zh) + 1000, &kids);
     if (zrc != ZOK) {
         memset(out, 0, sizeof *out);
         return zrc == ZNONODE ? IK_OK : ik__zk_fail(zrc, why, why_len, dir);
@@ -367,7 +389,7 @@ static int mark_version_of(ik__zk_conn *c, const char *mark, int *version, char 
                            size_t why_len)
 {
     struct Stat mst;
-    int zrc = zoo_exists(c->zh, mark, 0, &mst);
+    int zrc = ik__zk_sync_exists(c->zh, mark, &mst);
     if (zrc != ZOK && zrc != ZNONODE) return ik__zk_fail(zrc, why, why_len, mark);
     *version = zrc == ZOK ? mst.version : -1;
     return IK_OK;
@@ -417,7 +439,7 @@ static int make_node(ik__zk_backend *b, ik__zk_conn *c, const char *dir, const c
         if (made->seq != 0) return IK_OK;
         /* ZLF2: the forever path was new, and a Leaf server starting now may use 0
          * whatever suffix it gets. Ours goes; the next suffix is ours. */
-        zrc = zoo_delete(c->zh, path, -1);
+        zrc = ik__zk_sync_delete(c->zh, path, -1);
         if (zrc != ZOK && zrc != ZNONODE) return ik__zk_fail(zrc, why, why_len, path);
         mark_version = mark_version < 0 ? 0 : mark_version + 1;
     }
@@ -432,7 +454,7 @@ static int unmake(ik__zk_conn *c, const char *dir, const leaf_node *ours, const 
     const leaf_node *other = strcmp(sc->v[0].name, ours->name) ? &sc->v[0] : &sc->v[1];
     char path[LEAF_PATH_MAX];
     snprintf(path, sizeof path, "%s/%s", dir, ours->name);
-    int zrc = zoo_delete(c->zh, path, -1);
+    int zrc = ik__zk_sync_delete(c->zh, path, -1);
     if (zrc != ZOK && zrc != ZNONODE) return ik__zk_fail(zrc, why, why_len, path);
     return ik__fail(IK_ENOSLOT, why, why_len,
                     "Leaf node %s/%s appeared beside the one this server made (%s, deleted "
@@ -464,9 +486,10 @@ static int look(ik__zk_conn *c, const char *node, const char *mark, leaf_look *l
     for (int attempt = 0; attempt < 3; attempt++) {
         struct Stat mst, again;
         int blen = sizeof buf - 1;
-        int zrc = zoo_get(c->zh, node, 0, buf, &blen, &l->st);
-        int mrc = zrc == ZOK ? zoo_exists(c->zh, mark, 0, &mst) : ZOK;
-        if (zrc == ZOK && (mrc == ZOK || mrc == ZNONODE)) zrc = zoo_exists(c->zh, node, 0, &again);
+        int zrc = ik__zk_sync_get(c->zh, node, buf, &blen, &l->st);
+        int mrc = zrc == ZOK ? ik__zk_sync_exists(c->zh, mark, &mst) : ZOK;
+        if (zrc == ZOK && (mrc == ZOK || mrc == ZNONODE))
+            zrc = ik__zk_sync_exists(c->zh, node, &again);
         if (zrc == ZNONODE) /* deleted since the scan: its maker's ZLF2 or ZLF6 */
             return ik__fail(IK_ENOSLOT, why, why_len, "Leaf node %s went: looking again", node);
         if (zrc != ZOK) return ik__zk_fail(zrc, why, why_len, node);
@@ -526,7 +549,7 @@ static int judge(ik__zk_backend *b, ik__zk_conn *c, const ik__slot_request *req,
                         "(docs/migration-from-leaf.md)",
                         k->seq, k->node, req->identity);
     if (k->seq == 0 && l->ours) { /* ZLF2: ours, made and left by a pass that died */
-        int zrc = zoo_delete(c->zh, k->node, l->st.version);
+        int zrc = ik__zk_sync_delete(c->zh, k->node, l->st.version);
         if (zrc != ZOK && zrc != ZNONODE && zrc != ZBADVERSION)
             return ik__zk_fail(zrc, why, why_len, k->node);
         return ik__fail(IK_ENOSLOT, why, why_len, "Leaf node %s: number 0, deleted", k->node);
@@ -563,9 +586,9 @@ static int owner_free(ik__zk_backend *b, ik__zk_conn *c, const ik__slot_request 
 {
     struct Stat ost;
     int64_t session = ik__zk_conn_session(&b->zc, c);
-    int zrc = zoo_exists(c->zh, k->owner, 0, &ost);
+    int zrc = ik__zk_sync_exists(c->zh, k->owner, &ost);
     if (zrc == ZOK && ost.ephemeralOwner == session && !live(b, req->app, k->seq))
-        zrc = zoo_delete(c->zh, k->owner, ost.version) == ZOK ? ZNONODE : ZOK;
+        zrc = ik__zk_sync_delete(c->zh, k->owner, ost.version) == ZOK ? ZNONODE : ZOK;
     if (zrc == ZOK)
         return ik__fail(IK_ENOSLOT, why, why_len,
                         "held by idkeeper session 0x%" PRIx64 ": Leaf number %" PRIu32
@@ -688,17 +711,13 @@ int ik__zk_leaf_recheck(ik__zk_backend *b, ik__zk_conn *c, const char *leaf, con
     if (ev == *seen) return IK_OK;
     char dir[LEAF_PATH_MAX];
     forever_path(b, leaf, dir, sizeof dir);
-    ik__zk_wait *w = ik__zk_wait_new(1, 0);
-    if (!w) return IK_OK; /* looked at next time */
-    ik__zk_arm(&w->r[0], c->zh);
-    ik__zk_issued(&w->r[0],
-                  zoo_awget_children(c->zh, dir, on_forever, NULL, ik__zk_on_kids, &w->r[0]));
+    struct String_vector kids = {0, NULL};
     int rc = IK_OK;
-    if (ik__zk_wait_until(w, c->zh, ik__mono_ns() + wait_ms * 1000000) && w->r[0].rc == ZOK) {
+    if (list_watched(c, dir, wait_ms, &kids) == ZOK) { /* else: looked at next time */
         leaf_scan sc;
         const char *mine = strrchr(node_path, '/');
         mine = mine ? mine + 1 : node_path;
-        find_identity(&w->r[0].kids, dir, identity, 0, &sc, NULL, 0);
+        find_identity(&kids, dir, identity, 0, &sc, NULL, 0);
         if (sc.n > 1 || (sc.n == 1 && strcmp(sc.v[0].name, mine) != 0)) {
             const leaf_node *other = strcmp(sc.v[0].name, mine) ? &sc.v[0] : &sc.v[1];
             ik__logf("Leaf node %s/%s names identity %s beside ours (%s): a Leaf server made "
@@ -708,7 +727,7 @@ int ik__zk_leaf_recheck(ik__zk_backend *b, ik__zk_conn *c, const char *leaf, con
         }
         *seen = ev;
     }
-    ik__zk_wait_put(w);
+    deallocate_String_vector(&kids);
     return rc;
 }
 
@@ -728,15 +747,15 @@ static int describe(ik__zk_backend *b, ik__zk_conn *c, const char *leaf, const c
     char buf[LEAF_DATA_MAX], opath[LEAF_PATH_MAX], mpath[LEAF_PATH_MAX];
     struct Stat st, ost, mst;
     int blen = sizeof buf - 1;
-    int zrc = zoo_get(c->zh, path, 0, buf, &blen, &st);
+    int zrc = ik__zk_sync_get(c->zh, path, buf, &blen, &st);
     if (zrc != ZOK) return zrc;
     ik__zk_leaf_data d;
     int ok = ik__zk_leaf_parse_data(buf, blen < 0 ? 0 : blen, &d) == 0;
     s->record_ms = ok ? d.timestamp_ms : 0;
     owner_path(b, leaf, s->worker, opath, sizeof opath);
     mark_path(b, leaf, s->holder, mpath, sizeof mpath);
-    int orc = zoo_exists(c->zh, opath, 0, &ost);
-    int mrc = orc == ZOK || orc == ZNONODE ? zoo_exists(c->zh, mpath, 0, &mst) : orc;
+    int orc = ik__zk_sync_exists(c->zh, opath, &ost);
+    int mrc = orc == ZOK || orc == ZNONODE ? ik__zk_sync_exists(c->zh, mpath, &mst) : orc;
     if (orc != ZOK && orc != ZNONODE) return orc;
     if (mrc != ZOK && mrc != ZNONODE) return mrc;
     int64_t now = ik__wall_ms();
@@ -791,7 +810,7 @@ int ik__zk_leaf_list(ik__zk_backend *b, ik__zk_conn *c, const char *leaf, ik_slo
     struct String_vector kids = {0, NULL};
     *out = NULL;
     *n_out = 0;
-    int zrc = zoo_get_children(c->zh, dir, 0, &kids);
+    int zrc = ik__zk_sync_children(c->zh, dir, &kids);
     if (zrc == ZNONODE) return IK_OK;
     if (zrc != ZOK) return ik__zk_fail(zrc, NULL, 0, dir);
     ik_slot_info *v = calloc((size_t)kids.count + 1, sizeof *v);
