@@ -263,7 +263,9 @@ struct ik__backend_ops {
      * derives it). IK_EINDOUBT: no answer (connection trouble); the lease is unproven
      * but may still be ours. IK_ELOST: the slot is no longer ours. IK_EUNSAFE: a
      * store hazard is refused (hazard.h): nothing was sent, and the lease must stop
-     * issuing at once. */
+     * issuing at once. IK_ECLOSED: a stop has begun (stop_begin) and the write's
+     * answer was not waited for: the lease changes nothing, and the release settles
+     * it. */
     int (*slot_persist)(ik__backend *b, void *handle, int64_t record_ms, ik__lease_proof *proof,
                         int64_t *written_ms);
 
@@ -309,10 +311,17 @@ struct ik__backend_ops {
      * and every later call fails without waiting on the store. close still frees
      * everything. NULL: a backend whose calls never wait on another process. */
     void (*cut)(ik__backend *b);
-    /* The longest close may still wait on the store after a cut, in ms (a client
-     * library's own bounded wait that a cut cannot end): the stop cuts this much
-     * before its deadline, so that close ends by it. 0: close does not wait. */
-    int64_t close_after_cut_ms;
+    /* A stop has begun (coord.c calls it once, from ik_coord_stop_within, before the
+     * deadline is armed): the slot's release comes next, within the stop's bound,
+     * so a renewal need not wait for its answer any more (it may answer IK_ECLOSED,
+     * its write left for the release to settle). NULL: nothing changes. */
+    void (*stop_begin)(ik__backend *b);
+    /* The longest close waits on the store when it was not cut, in ms (a client
+     * library's own bounded wait: ZooKeeper's for the end of the session): a close
+     * that begins nearer than this to the stop's deadline cuts first, and a close
+     * after a cut waits for nothing (it may leave that wait to a thread of its own),
+     * so that close ends by the deadline. 0: close does not wait. */
+    int64_t close_wait_ms;
 
     /* The latest failure's reason, one line into buf ("" if none), for the calls
      * whose signature has no why (ik_coord_last_error); a cause open found that later

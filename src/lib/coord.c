@@ -19,7 +19,8 @@ struct ik_coord {
     int test_write_delay_ms; /* IDKEEPER_TEST_WRITE_DELAY_MS at open (tests only) */
 
     /* The stop's bound (ik_coord_stop_within): a watchdog thread cuts the backend
-     * (ops->cut) at stop_by_ns, unless close came first. Guarded by mu. */
+     * (ops->cut) at stop_by_ns, unless close came first; a close that begins nearer
+     * to stop_by_ns than the backend's close_wait_ms cuts first. Guarded by mu. */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int watching; /* the watchdog runs */
@@ -231,6 +232,11 @@ int ik_coord_open(const char *uri, const ik_coord_options *o, ik_coord **out, ch
         return ik__fail(IK_EINVAL, why, why_len,
                         "a Leaf fleet (leaf name '%.64s') lives on ZooKeeper: use a zk:// coord",
                         opts.leaf_name);
+    if (opts.leaf_takeover && !opts.leaf_name)
+        return ik__fail(IK_EINVAL, why, why_len,
+                        "a Leaf take-over (%.64s) is of a Leaf fleet's number: it needs a leaf "
+                        "name (--leaf-name)",
+                        opts.leaf_takeover);
     char *stripped = NULL, **list = NULL; /* the backend's URI and options */
     if ((rc = resolve(ops, uri, &opts, &stripped, &list, why, why_len))) return rc;
     opts.store_options = (const char *const *)list;
@@ -264,6 +270,18 @@ int ik_coord_open(const char *uri, const ik_coord_options *o, ik_coord **out, ch
     return IK_OK;
 }
 
+/* Cuts the backend (once; caller holds mu, which it releases): what waits on the
+ * store now returns, and nothing waits on it any more. */
+static void cut_unlock(ik_coord *c, const char *why)
+{
+    int cut = !c->cut;
+    c->cut = 1;
+    pthread_mutex_unlock(&c->mu);
+    if (!cut) return;
+    ik__logf("%s: calls still waiting on the store are cut (docs/guarantees.md promise 13)", why);
+    if (c->be->ops->cut) c->be->ops->cut(c->be);
+}
+
 /* The watchdog of ik_coord_stop_within: cuts the backend at stop_by_ns, unless
  * close begins first. */
 static void *watchdog(void *arg)
@@ -277,14 +295,10 @@ static void *watchdog(void *arg)
         ik__deadline_ts(&ts, left_ms);
         pthread_cond_timedwait(&c->cv, &c->mu, &ts);
     }
-    int cut = !c->closing;
-    if (cut) c->cut = 1;
-    pthread_mutex_unlock(&c->mu);
-    if (cut) {
-        ik__logf("the stop's deadline passed: calls still waiting on the store are cut "
-                 "(docs/guarantees.md promise 13)");
-        if (c->be->ops->cut) c->be->ops->cut(c->be);
-    }
+    if (c->closing)
+        pthread_mutex_unlock(&c->mu);
+    else
+        cut_unlock(c, "the stop's deadline passed");
     return NULL;
 }
 
@@ -294,11 +308,9 @@ int ik_coord_stop_within(ik_coord *c, int64_t timeout_ms)
     if (ik__forked(c->fork_gen)) return IK_EFORKED;
     pthread_mutex_lock(&c->mu);
     int rc = c->watching ? IK_EINVAL : IK_OK;
+    if (rc == IK_OK && c->be->ops->stop_begin) c->be->ops->stop_begin(c->be);
     if (rc == IK_OK) {
-        /* the cut comes early by what close may still wait after it (backend.h) */
-        int64_t lead_ms = c->be->ops->close_after_cut_ms;
-        int64_t cut_ms = timeout_ms > lead_ms ? timeout_ms - lead_ms : 0;
-        c->stop_by_ns = ik__mono_ns() + cut_ms * INT64_C(1000000);
+        c->stop_by_ns = ik__mono_ns() + timeout_ms * INT64_C(1000000);
         if (pthread_create(&c->watchdog, NULL, watchdog, c))
             rc = IK_ESYS(EAGAIN);
         else
@@ -359,7 +371,12 @@ void ik_coord_close(ik_coord *c)
     c->closing = 1;
     pthread_cond_broadcast(&c->cv);
     int watching = c->watching;
-    pthread_mutex_unlock(&c->mu);
+    /* the close's own wait must end by the stop's deadline (backend.h) */
+    int64_t close_ns = c->be->ops->close_wait_ms * INT64_C(1000000);
+    if (watching && !c->cut && close_ns > 0 && ik__mono_ns() + close_ns > c->stop_by_ns)
+        cut_unlock(c, "the stop's deadline is nearer than the store's close may take");
+    else
+        pthread_mutex_unlock(&c->mu);
     if (watching) pthread_join(c->watchdog, NULL);
     ik__doubts_free(c->doubts);          /* logs what the settle could not reach */
     if (c->be) c->be->ops->close(c->be); /* frees the hazards last (backend.h) */

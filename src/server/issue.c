@@ -188,7 +188,7 @@ int ik__gen_error(ik__worker *w, int rc, const char **code, char *msg, size_t le
     switch (rc) {
     case IK_ENOLEASE: {
         ik_lease_info li;
-        ik_slot_lease_get_info(srv->lease, &li);
+        ik__lease_info(srv, &li);
         *code = "no_lease";
         snprintf(msg, len,
                  "this server holds no valid worker lease now (lease %s%s%s); retry "

@@ -23,10 +23,8 @@ cat >"$T/sema-hb" <<'SH'
 enable -f /usr/lib/bash/sleep sleep 2>/dev/null || true
 name=$1 out=$2 ms=$3
 end=$((${EPOCHREALTIME/./} + ms * 1000))
-while :; do
-  echo "$name ${EPOCHREALTIME/./}" >>"$out"
+while echo "$name ${EPOCHREALTIME/./}" >>"$out" && ((${EPOCHREALTIME/./} + 20000 < end)); do
   sleep 0.02
-  ((${EPOCHREALTIME/./} < end)) || break
 done
 SH
 chmod +x "$T/sema-hb"

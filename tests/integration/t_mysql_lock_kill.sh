@@ -33,7 +33,7 @@ acmd=$(host_pid $a "$(cat "$T/a.pid")") || fail "a's CMD not found"
 "${LOCK[@]}" /res -- sh -c 'echo "$IDKEEPER_FENCE" >"$0/b.fence"' "$T" 2>"$T/b.err" &
 b=$!
 IK_PIDS+=($b)
-sleep 0.5
+wait_until 10 my_lock_waiting "${U##*/}" lock:/res || fail "b never waited for /res: $(cat "$T/b.err")"
 [ ! -e "$T/b.fence" ] || fail "b got the lock while a holds it"
 
 th=$(holder_thread lock:/res)

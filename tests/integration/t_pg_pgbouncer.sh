@@ -116,7 +116,7 @@ grep -q "server session" "$T/serve-tx.out" || fail "serve (exit $rc) does not na
 "$IK_BIN" tags add inv --kind sequence --coord "$(uri "$SESS")" >/dev/null 2>"$T/add.err" || fail "tags add: $(cat "$T/add.err")"
 serve_on s --coord "$(uri "$SESS")" --lease-ttl 3000 || fail "serve through session mode not ready: $(tail -n 5 "$T/s.log")"
 curl -fsS "http://127.0.0.1:$PORT/v1/sequence/inv?count=5&format=text" >"$T/seq1" || fail "no sequence IDs through session mode: $(tail -n 3 "$T/s.log")"
-sleep 2 # renewals (every 0.5 s) and a hazard interval (1 s) pass
+sleep 2 # let time pass: renewals (every 0.5 s) and a hazard interval (1 s) pass
 curl -fsS "http://127.0.0.1:$PORT/v1/sequence/inv?count=5&format=text" >"$T/seq2" || fail "no sequence IDs after 2 s: $(tail -n 3 "$T/s.log")"
 curl -fsS "http://127.0.0.1:$PORT/v1/snowflake?count=3&format=text" >/dev/null || fail "no snowflake IDs through session mode: $(tail -n 3 "$T/s.log")"
 [ "$(cat "$T/seq1" "$T/seq2" | sort -u | wc -l)" = 10 ] || fail "sequence IDs not distinct: $(cat "$T/seq1" "$T/seq2" | tr '\n' ' ')"

@@ -37,6 +37,7 @@ static void zk_close(ik__backend *be)
     ik__zk_slots_free(b->slots);
     ik__zk_tags_free(b->tags);
     free(b->leaf);
+    free(b->leaf_takeover);
     ik__hazards_free(&be->hz); /* last: a freed verdict answers "safe" (backend.h) */
     free(b);
 }
@@ -49,7 +50,8 @@ static int zk_open(const char *uri, const ik_coord_options *o, ik__backend **out
     b->base.ops = &ik__backend_zk_ops;
     ik__zk_client_init(&b->zc);
     int rc = IK_ENOMEM;
-    if (o && o->leaf_name && !(b->leaf = strdup(o->leaf_name))) {
+    if (o && ((o->leaf_name && !(b->leaf = strdup(o->leaf_name))) ||
+              (o->leaf_takeover && !(b->leaf_takeover = strdup(o->leaf_takeover))))) {
         zk_close(&b->base);
         return IK_ENOMEM;
     }
@@ -70,6 +72,11 @@ static int zk_open(const char *uri, const ik_coord_options *o, ik__backend **out
 static void zk_cut(ik__backend *be)
 {
     ik__zk_client_cut(&ik__zk_backend_of(be)->zc);
+}
+
+static void zk_stop_begin(ik__backend *be)
+{
+    ik__zk_client_stopping(&ik__zk_backend_of(be)->zc);
 }
 
 static void zk_client_version(char *buf, size_t len)
@@ -118,9 +125,11 @@ const ik__backend_ops ik__backend_zk_ops = {
     .session = ik__zk_session_desc,
     .hazards_check = ik__zk_hazards_check,
     .cut = zk_cut,
+    .stop_begin = zk_stop_begin,
     /* zookeeper_close sends the session's close and waits up to 1.5 s for the
-     * server to end it (the C client's own bound), cut or not */
-    .close_after_cut_ms = 1500,
+     * server to end it (the C client's own bound); after a cut, on a thread of its
+     * own (zk_session.c, conn_close) */
+    .close_wait_ms = 1500,
     .client_version = zk_client_version,
     .tag_create = ik__zk_tag_create,
     .tag_get = ik__zk_tag_get,
