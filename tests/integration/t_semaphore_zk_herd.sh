@@ -10,7 +10,8 @@
 # leases go to the waiters in the order they queued. (A server of the test's own:
 # the counts are the server's.) (Curator's InterProcessSemaphoreV2 watches
 # the leases from the queue's holder too, but wakes every thread of that JVM that
-# waits on the semaphore object: notifyAll, InterProcessSemaphoreV2.java:87.)
+# waits on the semaphore object: InterProcessSemaphoreV2.java:87-92 (Curator 5.4.0)
+# posts CuratorFramework.java:346-350's notifyAll.)
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/zk.sh"
 

@@ -272,6 +272,10 @@ public class CuratorHelper {
         return t.getEpochSecond() * 1000000L + t.getNano() / 1000;
     }
 
+    // The real InterProcessSemaphoreV2 (Debian's Curator 5.4.0): acquire() (:210) takes
+    // the mutex PATH/locks (:129, :345-353), creates its lease under PATH/leases
+    // (:360-361), waits while more than MAX are there (:379-419) and releases the mutex
+    // (:435); returnLease (:196) deletes the lease node (:456).
     static void sema(String[] a) throws Exception {
         String connect = a[1], path = a[2];
         int max = Integer.parseInt(a[3]), n = Integer.parseInt(a[4]);

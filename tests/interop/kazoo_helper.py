@@ -59,6 +59,11 @@ def lock(connect, path, rounds, out, hold_us, start):
     zk.close()
 
 
+# The real kazoo Semaphore (Debian's python3-kazoo 2.8.0, kazoo/recipe/lock.py):
+# acquire (:572) stores or checks the max as PATH's data (:546-565), takes the Lock
+# PATH-__lock__ (:625-627), creates its lease PATH/<hex> while fewer than max_leases
+# children are there (:666-672), waits on the children watch otherwise (:637-645) and
+# releases the Lock (:649); release (:697) deletes the lease (:705).
 def sema(connect, path, max_leases, clients, seconds, out):
     session = int(os.environ.get("IK_INTEROP_SESSION_MS", "4000")) / 1000.0
     until = time.monotonic() + float(seconds)

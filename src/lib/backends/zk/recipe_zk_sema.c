@@ -8,12 +8,12 @@
  * them (Curator 5.4.0, curator-recipes/.../locks/InterProcessSemaphoreV2.java;
  * kazoo 2.8.0, kazoo/recipe/lock.py):
  *
- *   Curator  PATH/locks    the queue, an InterProcessMutex (LOCK_PARENT, :94, made at
- *                          :120): nodes _c_<uuid>-lock-<seq>, CONTAINER parents
+ *   Curator  PATH/locks    the queue, an InterProcessMutex (LOCK_PARENT, :97, made at
+ *                          :129): nodes _c_<uuid>-lock-<seq>, CONTAINER parents
  *            PATH/leases   the leases: _c_<uuid>-lease-<seq>, EPHEMERAL_SEQUENTIAL
  *                          with Curator's protection prefix (:360-361)
  *            PATH's data   the max, where idkeeper keeps it: Curator keeps none (its
- *                          max is "a convention maintained by the users", :65-67)
+ *                          max is "a convention maintained by the users", :59-60)
  *   kazoo    PATH-__lock__ the queue, a kazoo Lock (lock_path, :540; taken at :625-627):
  *                          nodes <hex>__lock__<seq> (Lock's prefix, :127)
  *            PATH/<hex>    the leases, EPHEMERAL, not sequential (create_path, :539;
@@ -51,7 +51,8 @@
  *   ZS_1. A lease node is created only in a multi that checks the queue node this
  *         process holds (SE1).
  *   ZS_2. Only the queue's holder watches the leases: a lease given back wakes one
- *         waiter (the herd of Curator's V2, whose waiters in one JVM all wake at
+ *         waiter (the herd of Curator's V2, whose watcher wakes every thread of the
+ *         JVM waiting on the semaphore, :87-92 and CuratorFramework.java:346-350's
  *         notifyAll, is not ours).
  */
 #include "internal.h"
