@@ -95,8 +95,8 @@ static const ik_cli_command commands[] = {
      "resigns, campaigns again or dies.",
      IK_OPTS_ELECT},
     {"semaphore", ik__cmd_semaphore, "run a command while holding one of N leases",
-     "semaphore [--coord URI] --max N [--timeout MS] [--grace MS] PATH -- CMD [ARG...] |\n"
-     "       semaphore [--coord URI] --list PATH",
+     "semaphore [--coord URI] --max N [--timeout MS] [--grace MS] PATH -- CMD [ARG...] | "
+     "--list PATH",
      "Waits for a lease of the semaphore at PATH, of which at most --max N are held at once\n"
      "(first come, first served; a lease given back wakes the one waiter at the head of\n"
      "the queue), runs CMD with IDKEEPER_SEMAPHORE_PATH, IDKEEPER_SEMAPHORE_NODE (the lease\n"
