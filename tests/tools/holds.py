@@ -34,14 +34,16 @@ def main():
     events = []
     for name in first:
         events.append((first[name], 1, name))
-        events.append((last[name], -1, name))
-    # at one instant an end counts before a start: touching intervals do not overlap
+        # a hold of one heartbeat ends after it starts, at the same instant
+        events.append((last[name], -1 if last[name] > first[name] else 2, name))
+    # at one instant an end counts before a start (touching intervals do not
+    # overlap), but a hold's own start comes before its end
     events.sort(key=lambda e: (e[0], e[1]))
     now, most, at_most_us, since, worst = set(), 0, 0, None, None
     for t, d, name in events:
         if len(now) == most and since is not None:
             at_most_us += t - since
-        if d > 0:
+        if d == 1:
             now.add(name)
         else:
             now.discard(name)
