@@ -293,6 +293,25 @@ static int keep_lease(acquire *a)
     return STEP_AGAIN;
 }
 
+/* WAITING: a deletion of key (of a key with the prefix key, prefix = 1) from
+ * revision from on watched, until it comes, the lease's next keepalive is due, the
+ * deadline, or a cancel: STEP_AGAIN (look again), IK_ECLOSED, or STEP_FAILED. */
+static int watch_slice(acquire *a, const char *key, int prefix, int64_t from, const char *what)
+{
+    etcd_lock *lk = a->lk;
+    int64_t now = ik__mono_ms();
+    int64_t left = a->deadline == INT64_MAX ? INT64_MAX : a->deadline - now;
+    int64_t keep = a->next_keep / 1000000 - now;
+    int64_t slice = left < keep ? left : keep;
+    if (slice <= 0) return STEP_AGAIN;
+    char why[300] = "";
+    int e = ik__etcd_watch_delete(a->b->gw, key, prefix, from, slice, &lk->wait_stop, why,
+                                  sizeof why);
+    if (e == IK_ECLOSED) return __atomic_load_n(&lk->cancel, __ATOMIC_SEQ_CST) ? e : STEP_AGAIN;
+    if (e == IK_OK || e == IK_ETIMEDOUT || e == IK_ESTORE) return STEP_AGAIN; /* look again */
+    return failed(a, e, 0, what, why);
+}
+
 /* WAITING: whether our turn came (RE2: no older key, ours still there, both seen in
  * linearizable reads made after ours existed); else the deletion of the newest
  * older key watched, until it goes or the lease's next keepalive is due. Our key
@@ -332,15 +351,7 @@ static int wait_turn(acquire *a)
         snprintf(a->why, sizeof a->why, "held by another");
         return IK_EBUSY;
     }
-    int64_t now = ik__mono_ms();
-    int64_t left = a->deadline == INT64_MAX ? INT64_MAX : a->deadline - now;
-    int64_t keep = a->next_keep / 1000000 - now;
-    int64_t slice = left < keep ? left : keep;
-    if (slice <= 0) return STEP_AGAIN;
-    e = ik__etcd_watch_delete(a->b->gw, prev, 0, at, slice, &lk->wait_stop, why, sizeof why);
-    if (e == IK_ECLOSED) return __atomic_load_n(&lk->cancel, __ATOMIC_SEQ_CST) ? e : STEP_AGAIN;
-    if (e == IK_OK || e == IK_ETIMEDOUT || e == IK_ESTORE) return STEP_AGAIN; /* look again */
-    return failed(a, e, 0, "watching the contender ahead", why);
+    return watch_slice(a, prev, 0, at, "watching the contender ahead");
 }
 
 /* ------------------------------------------------------------------------------
@@ -427,15 +438,7 @@ static int sema_take(acquire *a)
         snprintf(a->why, sizeof a->why, "all %" PRId64 " leases are held", lk->base.sema_max);
         return IK_EBUSY;
     }
-    int64_t now = ik__mono_ms();
-    int64_t left = a->deadline == INT64_MAX ? INT64_MAX : a->deadline - now;
-    int64_t keep = a->next_keep / 1000000 - now;
-    int64_t slice = left < keep ? left : keep;
-    if (slice <= 0) return STEP_AGAIN;
-    e = ik__etcd_watch_delete(a->b->gw, lk->pfx, 1, at + 1, slice, &lk->wait_stop, why, sizeof why);
-    if (e == IK_ECLOSED) return __atomic_load_n(&lk->cancel, __ATOMIC_SEQ_CST) ? e : STEP_AGAIN;
-    if (e == IK_OK || e == IK_ETIMEDOUT || e == IK_ESTORE) return STEP_AGAIN; /* count again */
-    return failed(a, e, 0, "watching the semaphore's leases", why);
+    return watch_slice(a, lk->pfx, 1, at + 1, "watching the semaphore's leases");
 }
 
 /* The max stored with the semaphore: its own key, PREFIX PATH (no lease), put with

@@ -339,6 +339,32 @@ static void drain(int fd)
     }
 }
 
+#define RETRY_FIRST_MS 2
+#define RETRY_MAX_MS 128
+/* One bounded sleep of a wait (F4): until deadline_ms (-1: none), a cancel, an
+ * inotify event of the instance (when wd >= 0), or *step ms (10 ms without a
+ * watch), whichever comes first; *step starts again at RETRY_FIRST_MS after an event
+ * and doubles up to RETRY_MAX_MS while nothing happens. 0 (try again), IK_ETIMEDOUT,
+ * IK_ECLOSED (cancel pending) or an error. */
+static int nap(const local_lock *l, int wd, int64_t deadline_ms, int *step)
+{
+    int64_t left = deadline_ms < 0 ? -1 : deadline_ms - ik__mono_ms();
+    if (deadline_ms >= 0 && left <= 0) return IK_ETIMEDOUT;
+    int cap = wd < 0 ? 10 : *step;
+    if (left < 0 || left > cap) left = cap;
+    struct pollfd pf[2] = {{l->cancel_fd, POLLIN, 0}, {l->ino, POLLIN, 0}};
+    int pr = poll(pf, wd >= 0 ? 2 : 1, (int)left);
+    if (pr < 0 && errno != EINTR) return IK_ESYS(errno);
+    if (pr > 0 && (pf[0].revents & POLLIN)) return IK_ECLOSED;
+    if (pr > 0 && wd >= 0 && (pf[1].revents & POLLIN)) {
+        drain(l->ino);
+        *step = RETRY_FIRST_MS;
+    } else if (*step < RETRY_MAX_MS) {
+        *step *= 2;
+    }
+    return 0;
+}
+
 /* Waits until flock(fd, op | LOCK_NB) succeeds (op: LOCK_SH or LOCK_EX), sleeping on
  * inotify close events of fd's file. deadline_ms: monotonic ms, -1 for none.
  * 0 (the flock is taken), IK_ETIMEDOUT, IK_ECLOSED (cancel pending) or an error.
@@ -351,8 +377,6 @@ static void drain(int fd)
  * locked with no event left to come; and flock(1)'s `flock -u` with its descriptor
  * kept open makes no event at all. So each sleep is bounded: RETRY_FIRST_MS after
  * an event, doubling up to RETRY_MAX_MS while nothing happens. */
-#define RETRY_FIRST_MS 2
-#define RETRY_MAX_MS 128
 static int wait_flock(const local_lock *l, int fd, int op, int64_t deadline_ms)
 {
     if (flock(fd, op | LOCK_NB) == 0) return IK_OK;
@@ -375,29 +399,8 @@ static int wait_flock(const local_lock *l, int fd, int op, int64_t deadline_ms)
             rc = IK_ESYS(errno);
             break;
         }
-        int64_t left = deadline_ms < 0 ? -1 : deadline_ms - ik__mono_ms();
-        if (deadline_ms >= 0 && left <= 0) {
-            rc = IK_ETIMEDOUT;
-            break;
-        }
-        int cap = wd < 0 ? 10 : step;
-        if (left < 0 || left > cap) left = cap;
-        struct pollfd pf[2] = {{l->cancel_fd, POLLIN, 0}, {l->ino, POLLIN, 0}};
-        int pr = poll(pf, wd >= 0 ? 2 : 1, (int)left);
-        if (pr < 0 && errno != EINTR) {
-            rc = IK_ESYS(errno);
-            break;
-        }
-        if (pr > 0 && (pf[0].revents & POLLIN)) {
-            rc = IK_ECLOSED;
-            break;
-        }
-        if (pr > 0 && wd >= 0 && (pf[1].revents & POLLIN)) {
-            drain(l->ino);
-            step = RETRY_FIRST_MS;
-        } else if (step < RETRY_MAX_MS) {
-            step *= 2;
-        }
+        rc = nap(l, wd, deadline_ms, &step);
+        if (rc) break;
     }
     if (wd >= 0) inotify_rm_watch(l->ino, wd);
     return rc;
@@ -600,27 +603,7 @@ static int sema_acquire(local_lock *l, int64_t timeout_ms, int64_t deadline, int
             break;
         }
         if (wd >= 0) drain(l->ino); /* our own tries' closes */
-        if (timeout_ms == 0) {
-            rc = IK_EBUSY;
-            break;
-        }
-        int64_t left = deadline < 0 ? -1 : deadline - ik__mono_ms();
-        if (deadline >= 0 && left <= 0) {
-            rc = IK_ETIMEDOUT;
-            break;
-        }
-        int cap = wd < 0 ? 10 : step;
-        if (left < 0 || left > cap) left = cap;
-        struct pollfd pf[2] = {{l->cancel_fd, POLLIN, 0}, {l->ino, POLLIN, 0}};
-        int pr = poll(pf, wd >= 0 ? 2 : 1, (int)left);
-        if (pr < 0 && errno != EINTR) {
-            rc = IK_ESYS(errno);
-        } else if (pr > 0 && wd >= 0 && (pf[1].revents & POLLIN)) {
-            drain(l->ino); /* a lease given back, maybe: try at once */
-            step = RETRY_FIRST_MS;
-        } else if (step < RETRY_MAX_MS) {
-            step *= 2;
-        }
+        rc = timeout_ms == 0 ? IK_EBUSY : nap(l, wd, deadline, &step);
     }
     if (wd >= 0) inotify_rm_watch(l->ino, wd);
     int64_t f = 0;

@@ -809,18 +809,7 @@ static int give_up(acquire *a, int rc)
  * as for a grant held since. */
 static int grant(acquire *a, int64_t *fence)
 {
-    zk_lock *lk = a->lk;
-    pthread_mutex_lock(&lk->mu);
-    lk->state = IK_HOLD_HELD;
-    snprintf(lk->why, sizeof lk->why, "held");
-    *fence = lk->fence;
-    /* own_deleted stays: it is of this node (ik__zk_lock_set_node cleared it when
-     * the node became ours), and set, the first probe finds the grant gone */
-    lk->probe_gone = 0;
-    lk->probe_seq++; /* a late answer to an earlier grant's probe is not ours */
-    lk->probe_inflight = 0;
-    lk->granted_ms = a->asked;
-    pthread_mutex_unlock(&lk->mu);
+    *fence = ik__zk_lock_granted(a->lk, a->asked);
     return IK_OK;
 }
 

@@ -99,6 +99,11 @@ void ik__zk_lock_delete_pending(ik__zk_lock *lk);
  * reconnect). 0, or IK_EINDOUBT. */
 int ik__zk_lock_delete_settle(ik__zk_lock *lk, int64_t ms);
 
+/* WAITING --granted--> HELD, the grant proven by a request sent at asked_ms
+ * (ik__mono_ms): the lock's state, and its probes made new (a late answer to an
+ * earlier grant's probe is not this one's). Returns the fence (our node's czxid). */
+int64_t ik__zk_lock_granted(ik__zk_lock *lk, int64_t asked_ms);
+
 /* Sets the watch of our node at once for a new grant, without waiting for its
  * answer: its deletion (by hand) is then told as it happens, not after the first
  * probe; already gone, the grant is. */

@@ -411,15 +411,7 @@ int ik__zk_sema_acquire(zk_lock *lk, int64_t timeout_ms, int64_t *fence)
     }
     if (rc != IK_OK) return give_up(&t, rc);
     /* HELD: the proof is the multi's (or the sync's) send; the hold monitor takes over */
-    pthread_mutex_lock(&lk->mu);
-    lk->state = IK_HOLD_HELD;
-    snprintf(lk->why, sizeof lk->why, "held");
-    *fence = lk->fence;
-    lk->probe_gone = 0;
-    lk->probe_seq++; /* a late answer to an earlier grant's probe is not ours */
-    lk->probe_inflight = 0;
-    lk->granted_ms = t.asked;
-    pthread_mutex_unlock(&lk->mu);
+    *fence = ik__zk_lock_granted(lk, t.asked);
     return IK_OK;
 }
 
