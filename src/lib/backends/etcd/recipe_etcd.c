@@ -305,8 +305,8 @@ static int watch_slice(acquire *a, const char *key, int prefix, int64_t from, co
     int64_t slice = left < keep ? left : keep;
     if (slice <= 0) return STEP_AGAIN;
     char why[300] = "";
-    int e = ik__etcd_watch_delete(a->b->gw, key, prefix, from, slice, &lk->wait_stop, why,
-                                  sizeof why);
+    int e =
+        ik__etcd_watch_delete(a->b->gw, key, prefix, from, slice, &lk->wait_stop, why, sizeof why);
     if (e == IK_ECLOSED) return __atomic_load_n(&lk->cancel, __ATOMIC_SEQ_CST) ? e : STEP_AGAIN;
     if (e == IK_OK || e == IK_ETIMEDOUT || e == IK_ESTORE) return STEP_AGAIN; /* look again */
     return failed(a, e, 0, what, why);
