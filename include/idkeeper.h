@@ -41,6 +41,41 @@
  *   size of 0 (a struct never given to its init) is IK_EINVAL. The other structs
  *   (ik_layout, the *_info results, ik_clock) are fixed for this .so version.
  *
+ * - NULL arguments: every function checks its pointer arguments the same way. A NULL
+ *   where a call needs an object (a handle, a struct to read or fill, a name, an
+ *   out-parameter) is IK_EINVAL for a call that returns an int or an int64_t (and it
+ *   changes nothing); a call that returns nothing then does nothing (a destroy,
+ *   close, free, init or *_get_info: an info struct given with a NULL handle is
+ *   zeroed, its worker -1); one that returns a pointer returns NULL; ik_lock_state
+ *   and ik_election_state return IK_HOLD_IDLE. The exceptions say so where they are
+ *   declared: a NULL URI is IK_EURI, a NULL layout text IK_ELAYOUT, and
+ *   ik_slot_lease_release(NULL) is IK_OK. An argument documented as optional keeps
+ *   its meaning when NULL: options (o), clock, why (whatever why_len), fence,
+ *   description, ctx, app ("default"), the log and gap hooks (none: the defaults),
+ *   and ik_coord_hazards' out and n (ik_coord_last_error's why is its out-parameter,
+ *   never optional). tests/unit/test_null_args.c holds every
+ *   function of this header to it.
+ * - fork(): a child made by fork() without exec (a pre-fork server, daemon(3))
+ *   never issues an ID on its parent's lease or blocks. Every handle made before the
+ *   fork (coord, generator, lease, segment, sequence) refuses every call in the
+ *   child with IK_EFORKED and touches nothing of the parent's: no store, no lock, no
+ *   thread (the child has none of the library's threads, and a mutex one of them
+ *   held at the fork stays held). Its destroy, close and release return at once
+ *   and leave the copy as it is (ik_slot_lease_release answers IK_EFORKED, and
+ *   ik_snowflake_destroy frees the generator, which has no thread): none settles,
+ *   writes or releases anything, since the parent goes on using them. The child's
+ *   copies of the parent's slot descriptors (local:) are closed at the fork, so the
+ *   child never keeps the parent's slot held. Safe in the child: every call that
+ *   takes no handle made before the fork (ik_strerror, ik_layout_*, ik_parse_id,
+ *   ik_tag_name_check, the *_options_init ...), ik_snowflake_get_info and
+ *   ik_slot_lease_get_info (state lost, why saying so), and opening new handles: ik_coord_open,
+ * ik_snowflake_create, then a lease, a segment or a sequence on the new coord, which take a slot
+ * and blocks of the child's own (docs/local.md, "fork()"). Locks, read-write locks and elections
+ * made before the fork must not be used in the child (their files, nodes and threads are the
+ *   parent's); one cannot be made there on a coord opened before it (IK_EFORKED).
+ *   Only forks made through libc are seen (fork, daemon, system): not a raw
+ *   clone(2), nor vfork, whose child may only exec.
+ *
  * What this library deliberately does not do: it never issues an ID it cannot prove
  * unique. When in doubt (no lease, clock behind, time record not yet past) it
  * returns an error and the caller answers "try again later".
@@ -91,7 +126,8 @@ typedef enum ik_error {
     IK_ETIMEDOUT = -10008,  /* gave up waiting */
     IK_EURI = -10009,       /* the coordination URI is malformed or unsupported */
     IK_ESTORE = -10010,     /* the backend store is unreachable or failed */
-    IK_EINDOUBT = -10011,   /* the backend may or may not have done it (connection lost) */
+    IK_EINDOUBT = -10011,   /* the backend may or may not have done it (its answer was
+                               lost: a connection, or on local: an I/O error in a commit) */
     IK_ELOST = -10012,      /* the slot (or session) is no longer ours */
     IK_ECLOSED = -10013,    /* the handle is shutting down */
     IK_ERANGE = -10014,     /* a value lies outside what the layout can hold */
@@ -104,6 +140,8 @@ typedef enum ik_error {
     IK_EDENIED = -10020,    /* since 0.6.0: the store refused this client for good (a
                                wrong password, an unknown user or database): trying
                                again will not help; ik_coord_open's why says which */
+    IK_EFORKED = -10021,    /* since 0.6.0: the handle was made before this fork(): it is
+                               the parent's ("fork()" above); nothing was done */
     IK_EZK_BASE = -20000,   /* IK_EZK_BASE + ZooKeeper error code */
 } ik_error;
 
@@ -365,8 +403,9 @@ IK_EXTERN void ik_coord_close(ik_coord *c);
  * call, every call of c still blocked on the store is cut (its socket shut, its wait
  * ended: it fails as a store that did not answer) and every later one fails without
  * waiting on the store, so that ik_coord_settle, ik_slot_lease_release and
- * ik_coord_close end within about that time whatever the store does. 0, or
- * IK_EINVAL (negative timeout, or called twice). Any thread. */
+ * ik_coord_close end within about that time whatever the store does. From the call
+ * on, a slot lease's renewals wait for no answer (the release, which should follow,
+ * settles them). 0, or IK_EINVAL (negative timeout, or called twice). Any thread. */
 IK_EXTERN int ik_coord_stop_within(ik_coord *c, int64_t timeout_ms);
 
 /* Settles every open doubt of c's counters (a tag advance whose answer was lost)
@@ -428,6 +467,15 @@ IK_EXTERN int ik_coord_hazards(ik_coord *c, ik_hazard **out, size_t *n, char *wh
 /* 0 if c's backend offers locks and elections; else IK_EURI with why saying why not
  * and which backends do (redis:// cannot fence them). */
 IK_EXTERN int ik_coord_locks_check(const ik_coord *c, char *why, size_t why_len);
+
+/* Since 0.6.0: why c's store failed last, in one line (the path, the errno or the
+ * store's own words, and what to change), for a call that failed with IK_ESTORE or
+ * a system error and has no why of its own (ik_tags_list, ik_slots_list,
+ * ik_lock_acquire ...), or a cause the open found that later calls will meet (on
+ * local:, a DIR this user cannot write). 0 with why filled, or IK_ENOTFOUND (why "")
+ * where the backend has nothing to say. The latest reason stays until another
+ * replaces it: read it right after the call that failed. Any thread; no I/O. */
+IK_EXTERN int ik_coord_last_error(const ik_coord *c, char *why, size_t why_len);
 
 /* ------------------------------------------------------------------------------
  * Worker slot lease (docs/guarantees.md promises 6-13). Holds one slot of the app's range and
@@ -587,6 +635,15 @@ IK_EXTERN int ik_tag_get(ik_coord *c, const char *app, const char *name, ik_tag_
  * hold a tag's value. Since 0.6.0. */
 IK_EXTERN int ik_tag_read(ik_coord *c, const char *app, const char *name, ik_tag_info *out,
                           char *why, size_t why_len);
+/* Why the last advance of the app's tag through c failed, in the store's own words
+ * (what it refused and why: a trigger that rewrote max_id, "OOM command not allowed
+ * when used memory > 'maxmemory'", "etcdserver: mvcc: database space exceeded"),
+ * into why (its out-parameter, never optional): 1 if the store said something, 0 if
+ * not (why ""), or if the last advance succeeded; IK_EINVAL for a NULL c, name or
+ * why. For an answer that names the cause: an advance's own status is only its code.
+ * Any thread. Since 0.6.0. */
+IK_EXTERN int ik_tag_last_error(ik_coord *c, const char *app, const char *name, char *why,
+                                size_t why_len);
 /* All tags of the app, by name; *out freed with ik_free. */
 IK_EXTERN int ik_tags_list(ik_coord *c, const char *app, ik_tag_info **out, size_t *n);
 
@@ -626,8 +683,10 @@ IK_EXTERN void ik_segment_destroy(ik_segment *s);
 
 /* n IDs of tag, increasing. IK_OK: ids[0..n-1] filled now, cb not called.
  * IK_PENDING: both blocks are empty; cb gets the IDs (or an error) later. Else an
- * error (IK_EINVAL for a bad name or n), and cb is not called. Errors through cb:
- * IK_ENOTFOUND, IK_EKIND, IK_ESTORE or IK_ETIMEDOUT (store unreachable), IK_ECLOSED. */
+ * error (IK_EINVAL for a bad name or n, or a NULL cb, even when the IDs are at
+ * hand), and cb is not called. Errors through cb: IK_ENOTFOUND, IK_EKIND, IK_ESTORE
+ * or IK_ETIMEDOUT (store unreachable), IK_ECLOSED, or a system error of the store
+ * (IK_ESYS(ENOSPC): local:'s disk full; nothing was taken). */
 IK_EXTERN int ik_segment_next(ik_segment *s, const char *tag, size_t n, int64_t *ids, ik_ids_cb cb,
                               void *ctx);
 /* The same, waiting for a pending answer. */
@@ -659,8 +718,10 @@ IK_EXTERN int ik_sequence_create(ik_coord *c, const char *app, ik_sequence **out
 IK_EXTERN void ik_sequence_destroy(ik_sequence *s);
 /* Queues a request for n consecutive IDs of tag: IK_PENDING and cb later, or an
  * error now (cb not called). Errors through cb: IK_ENOTFOUND, IK_EKIND, IK_ESTORE,
- * IK_EINDOUBT (the store may have recorded the IDs; they are never handed out),
- * IK_ECLOSED. */
+ * IK_EINDOUBT (the store may have recorded the IDs; they are never handed out, and
+ * the gap they may be is logged), IK_ENOMEM (nothing was committed), IK_ECLOSED, or a
+ * system error of the store (IK_ESYS(ENOSPC): local:'s disk full; nothing was
+ * committed). */
 IK_EXTERN int ik_sequence_next(ik_sequence *s, const char *tag, size_t n, ik_ids_cb cb, void *ctx);
 /* Withdraws the request that ik_sequence_next(s, tag, n, cb, ctx) queued, if its
  * write has not begun: IK_OK, nothing was or will be committed for it, and cb is
@@ -818,7 +879,8 @@ IK_EXTERN void ik_lock_get_info(ik_lock *lk, ik_hold_info *out);
  * anyone else before that plus the other third. INT64_MAX where a grant cannot lapse
  * while this process lives (local:); 0 when nothing is held (idle, waiting, lost).
  * The value stays what the last proof made it while the grant is in doubt: the
- * monitor says LOST by it at the latest. Any thread, any time; no I/O. */
+ * monitor says LOST by it at the latest. IK_EINVAL (negative: long past) for a NULL
+ * lk. Any thread, any time; no I/O. */
 IK_EXTERN int64_t ik_lock_trusted_until(ik_lock *lk);
 
 /* Read-write lock (Curator's InterProcessReadWriteLock: nodes `_c_<uuid>-__READ__<seq>`

@@ -20,6 +20,10 @@
 # none of them needs those packages (docs/testing.md has the figures).
 # An install is always waited for, even after a failure: an apt-get cut short leaves
 # dpkg half-way, and the next run to repair.
+# IK_TEST_LOAD=N (make test-under-load: one per core): N busy processes run beside
+# the whole run, from its first step to its end, so that a test that waits on time
+# rather than on its condition fails here rather than on a busy CI machine
+# (docs/testing.md, "A busy machine").
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 make=("${MAKE:-make}" --no-print-directory)
@@ -70,7 +74,22 @@ fetch_group() {
     echo "make test: the download ahead of the install failed; the install downloads"
   touch "$fetched"
 }
-trap 'bg_wait cppcheck; bg_wait fetch; bg_wait install; rm -rf "$work"' EXIT
+hogs=()
+# stop_hogs: ends the busy processes of IK_TEST_LOAD (by their pids)
+stop_hogs() {
+  local p
+  for p in "${hogs[@]}"; do kill "$p" 2>/dev/null; done
+  for p in "${hogs[@]}"; do wait "$p" 2>/dev/null; done
+  hogs=()
+}
+trap 'bg_wait cppcheck; bg_wait fetch; bg_wait install; stop_hogs; rm -rf "$work"' EXIT
+if [ "${IK_TEST_LOAD:-0}" -gt 0 ]; then
+  for ((i = 0; i < IK_TEST_LOAD; i++)); do
+    bash -c 'while :; do :; done' &
+    hogs+=($!)
+  done
+  echo "make test: under load: ${#hogs[@]} busy processes beside the run (pids ${hogs[*]})" >&2
+fi
 
 step() {
   local name=$1

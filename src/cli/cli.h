@@ -105,6 +105,12 @@ int ik__cli_open_coord_as(const ik_cli_command *cmd, const ik_cli_opts *o, int c
 int ik__cli_open_coord_waiting(const ik_cli_command *cmd, const ik_cli_opts *o, int64_t wait_ms,
                                ik_coord **c);
 
+/* The reason of a call on c that failed with err and has no why of its own: the
+ * store's own (ik_coord_last_error: the path, the errno, what to change) where err
+ * is a store failure and the store has one, else ik_strerror(err). Into buf; returns
+ * buf. */
+const char *ik__cli_store_why(const ik_coord *c, int err, char *buf, size_t len);
+
 /* For lock and elect: 0 if c's backend offers locks; else prints the backend's
  * reason (redis://: no fencing under failover, which backends to use), closes c
  * and returns IK_EXIT_FAIL. */

@@ -191,10 +191,11 @@ int ik__cmd_lock(const ik_cli_command *cmd, ik_cli_opts *o)
             rc = IK_EXIT_LOCK_TIMEOUT;
         } else if (r.rc == IK_ECLOSED) {
             rc = 128 + sig;
-        } else { /* in the store's words where it gave some */
+        } else { /* in the store's words where it gave some: the lock's, or the coord's */
+            char why[700];
             ik_lock_get_info(r.lk, &hi);
             ik__cli_fail(cmd, "cannot take the lock at %s on %s: %s", path, ik_coord_uri(c),
-                         hi.why[0] ? hi.why : ik_strerror(r.rc));
+                         hi.why[0] ? hi.why : ik__cli_store_why(c, r.rc, why, sizeof why));
             rc = IK_EXIT_FAIL;
         }
         goto out;

@@ -151,8 +151,9 @@ static int tags_list(const ik_cli_command *cmd, const tags_sub *sub, ik_cli_opts
     size_t n = 0;
     int err = ik_tags_list(c, app, &t, &n);
     if (err != 0) {
+        char why[700];
         ik__cli_fail(cmd, "cannot list the tags of app '%s' on %s: %s", app, ik_coord_uri(c),
-                     ik_strerror(err));
+                     ik__cli_store_why(c, err, why, sizeof why));
         ik_coord_close(c);
         return exit_for(err) == IK_EXIT_USAGE ? IK_EXIT_USAGE : IK_EXIT_FAIL;
     }

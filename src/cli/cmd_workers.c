@@ -74,8 +74,9 @@ int ik__cmd_workers(const ik_cli_command *cmd, ik_cli_opts *o)
     size_t n = 0;
     err = ik_slots_list(c, o->v[IK_OPT_APP].text, &slots, &n);
     if (err != 0) {
+        char why[700];
         ik__cli_fail(cmd, "cannot list the slots of app '%s' on %s: %s", o->v[IK_OPT_APP].text,
-                     ik_coord_uri(c), ik_strerror(err));
+                     ik_coord_uri(c), ik__cli_store_why(c, err, why, sizeof why));
         ik_coord_close(c);
         return IK_EXIT_FAIL;
     }

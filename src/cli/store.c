@@ -155,6 +155,13 @@ int ik__cli_open_coord_waiting(const ik_cli_command *cmd, const ik_cli_opts *o, 
     }
 }
 
+const char *ik__cli_store_why(const ik_coord *c, int err, char *buf, size_t len)
+{
+    int store = err == IK_ESTORE || (err < 0 && err > -4096);
+    if (!store || ik_coord_last_error(c, buf, len) != 0) snprintf(buf, len, "%s", ik_strerror(err));
+    return buf;
+}
+
 int ik__cli_locks_offered(const ik_cli_command *cmd, ik_coord *c)
 {
     char why[512] = "";

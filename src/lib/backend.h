@@ -76,6 +76,16 @@ static inline int64_t ik__proof_window_ms(int64_t term_ms)
     return term_ms * 2 / 3;
 }
 
+/* The slack a proof leaves: its term less the safe window, a third of the term.
+ * What one answer may take while the proof before it still holds (a renewal or a
+ * keepalive waited for this long, sent this often, still lands inside the window of
+ * the one before it), and what the store's expiry keeps after the window closes.
+ * Every site outside the recipes that spends "a third of the term" names it so. */
+static inline int64_t ik__proof_slack_ms(int64_t term_ms)
+{
+    return term_ms - ik__proof_window_ms(term_ms);
+}
+
 static inline int64_t ik__proof_until_ns(const ik__lease_proof *p)
 {
     if (p->term_ms == IK_FOREVER) return IK_FOREVER;
@@ -91,16 +101,33 @@ typedef struct ik__slot_grant {
     void *handle;          /* backend's per-slot state */
 } ik__slot_grant;
 
-/* ---- doubts (counters/doubt.c, docs/architecture.md "Doubts") -----------------
+/* ---- doubts (counters/doubt.c, docs/architecture.md "Doubts ⇄ backend") -------
  *
  * A counter write whose answer was lost may have landed; its range is never handed
  * out, and its fate is decided later by what the store holds. The doubt engine above
- * the seam keeps the table of such writes, picks each advance's writer (a lane), logs
- * every fate (a gap at its exact range, a gap "first=?", or settled) and settles what
- * is open at the stop. A backend supplies only what is its own: a fenced write that
- * carries a writer and a write id (tag_advance), a read that says whether given write
- * ids landed (tag_advance's carried doubts, and tag_settle at the stop), and the proof
- * that rides with each write. */
+ * the seam keeps the table of such writes, picks each advance's writer (a lane), and
+ * decides and logs every fate by one rule (ik__doubt_judge in doubt.c): landed, not
+ * landed, unknown, or pending until a write fences it. A backend supplies what is its
+ * own and reports, as SQLite's VFS says what is on disk and the pager decides whether
+ * the journal is hot: a fenced write that carries a writer and a write id
+ * (tag_advance), the read that says what the store holds of given write ids (its
+ * evidence, below: in tag_advance for the doubts it carries and for its own write,
+ * and in tag_settle at the stop), and the proof that rides with each write. No
+ * backend decides a fate, keeps a trust horizon or restates the limits below (the
+ * test structure checks it). */
+
+/* The trust horizon, one for every store: a store keeps its record of a writer's
+ * writes (Redis and etcd: the writer key, by its TTL or the lease; ZooKeeper: a line
+ * of the writer table; SQL: a commit mark, pruned after a day) at least
+ * IK__DOUBT_KEPT_MS after the write that made it. The engine takes a write's absence
+ * from that record as "not landed" only within IK__DOUBT_TRUST_MS of the write, by
+ * our clock and by the store's where it gives one: a tenth spares the clocks' rates. */
+#define IK__DOUBT_KEPT_MS (10 * 60 * 1000)
+#define IK__DOUBT_TRUST_MS (IK__DOUBT_KEPT_MS / 10 * 9)
+/* The engine keeps at most this many doubts of one tag's lane (the oldest of one more
+ * is logged as a possible gap); a store's record of a writer holds at least its last
+ * IK__DOUBT_LANE_MAX writes, so a carried doubt is in it or below where it reaches. */
+#define IK__DOUBT_LANE_MAX 16
 
 /* One write whose answer was lost. */
 typedef struct ik__doubt {
@@ -108,7 +135,7 @@ typedef struct ik__doubt {
     int64_t delta;    /* the IDs it asked for */
     int64_t first;    /* its range's first ID if it landed; -1: known only from the store
                        * (a gap it may be is logged there, else "first=?") */
-    int64_t aux;      /* the backend's own note (zk: the node version it was written at) */
+    int64_t aux;      /* the backend's own note (zk, etcd: the version it was made at) */
     int64_t aux2[2];  /* more of it, where one is not enough (zk: that node's czxid and
                        * that version's mtime: a node made again, a table too old) */
     int64_t sent_ns;  /* ik__mono_ns() before it was first sent */
@@ -116,19 +143,35 @@ typedef struct ik__doubt {
 } ik__doubt;
 
 typedef enum ik__doubt_fate {
-    IK__DOUBT_OPEN = 0,   /* not decided: kept for a later read */
-    IK__DOUBT_LANDED,     /* recorded, and never handed out: a gap at `first` */
+    IK__DOUBT_OPEN = 0,   /* not decided: kept for a later read (or pending until fenced) */
+    IK__DOUBT_LANDED,     /* recorded, and never handed out: a gap at `first` (an own
+                           * write read back within its call: handed out) */
     IK__DOUBT_NOT_LANDED, /* not recorded, and never will be: settled */
     IK__DOUBT_UNKNOWN,    /* cannot be decided any more: a gap "first=?" */
 } ik__doubt_fate;
 
-/* What the store showed of a write. */
-typedef struct ik__doubt_verdict {
-    ik__doubt_fate fate;
-    int64_t first;    /* LANDED: its first ID (-1: landed, but where is not known) */
-    const char *code; /* LANDED: the gap's why= (NULL: answer_lost; store_unsafe, ...) */
-    char why[240];    /* what the store showed, for the log line ("" for the default) */
-} ik__doubt_verdict;
+/* What a backend's read shows of one write in doubt: its evidence, facts about the
+ * store only (no verdict: the engine decides). All zero: nothing was read. */
+typedef struct ik__doubt_evidence {
+    int read;         /* the store's record of the writer's writes was read: the rest
+                       * says what it holds (else nothing is known: the doubt stays) */
+    int held;         /* the write's (write id, first ID) pair is among those it holds;
+                       * for an own write, also: its own answer said it ran */
+    int64_t first;    /* held: the first ID paired with it (-1: the write's own first) */
+    int intact;       /* the record is whole: where it is not, an absence proves nothing */
+    int reaches;      /* the record reaches back to the write: had it landed, its pair
+                       * would be there (not pushed out, pruned, or the node made again) */
+    int64_t age_ms;   /* how long ago the write was made, by the store's clock (0: the
+                       * store gives no clock; the engine counts on ours too) */
+    int moved;        /* the version it was made at has moved on, or a lock or a fence
+                       * of the store's own ends any send of it still on its way: it can
+                       * no longer land */
+    int fenced;       /* a write of ours made at that same version landed: of the writes
+                       * at one version one lands, so this one never will */
+    const char *code; /* held, but never to be handed out: the gap's why= (store_unsafe,
+                       * not_replicated, answer_lost, maybe_recorded); NULL: trusted */
+    char what[400];   /* what the store showed, in its words, for the log line */
+} ik__doubt_evidence;
 
 /* One advance's write, as the doubt engine hands it to tag_advance. */
 typedef struct ik__tag_write {
@@ -139,23 +182,28 @@ typedef struct ik__tag_write {
      * recorded it as a doubt before the call; first and aux set by the backend
      * before each send, as it learns them (a doubt of it keeps them). */
     ik__doubt own;
-    /* What the backend learned of this call's own write, for the engine to log (the
-     * backend logs no fate itself). OPEN: nothing to say. Else, by the call's answer:
-     *   LANDED, 0: its answer was lost and the backend read, within the call, that it
-     *     landed: handed out ("tag doubt settled ... WHY");
-     *   NOT_LANDED, an error: read, within the call, as not done ("tag doubt
-     *     settled ... WHY"), nothing handed out;
-     *   LANDED or UNKNOWN, IK_EUNSAFE or IK_EINDOUBT: it landed (or may have) but is
-     *     not handed out (the evidence that rode with it was refused, or too few
-     *     replicas have it): a gap; the engine keeps no doubt. */
-    ik__doubt_verdict own_fate;
-    /* The lane's open doubts of this tag, oldest first: the write reads whether they
-     * landed where the store can tell in the same round trip (or before the write,
-     * which then is not sent if it cannot tell), and sets fate[i]; one left OPEN is
-     * kept. */
+    /* What the backend learned of its own write beyond its answer: read back within
+     * the call after its answer was lost (IK_EINDOUBT: the engine hands it out if the
+     * evidence says it landed and is trusted, fails the call as not done if it says
+     * it never will, and keeps it if it says nothing), or answered as run but not to
+     * be trusted (held, with code: a gap; IK_EUNSAFE or IK_EINDOUBT). Cleared by a
+     * backend that sends the same write again. */
+    ik__doubt_evidence own_ev;
+    /* The lane's open doubts of this tag, oldest first (at most IK__DOUBT_LANE_MAX):
+     * the write reads what the store holds of them where it can tell in the same
+     * round trip (or before the write, which then is not sent if it cannot tell), into
+     * ev[i]. */
     const ik__doubt *carried;
     int n_carried;
-    ik__doubt_verdict *fate;
+    ik__doubt_evidence *ev;
+    /* The engine's rule, for a backend whose next step within the call hangs on it
+     * (zk://: send its own write again, or not): the fate evidence e gives write x
+     * now. The engine decides and logs every fate itself, after the call. */
+    ik__doubt_fate (*judge)(const ik__doubt *x, const ik__doubt_evidence *e);
+    /* Why the call failed, in the store's own words (its error, the refusal it
+     * answered, what it showed), for the caller's answer: the engine keeps the last
+     * of the tag (ik_tag_last_error). "" : nothing to add to the error code. */
+    char why[300];
 } ik__tag_write;
 
 struct ik__backend_ops {
@@ -215,7 +263,9 @@ struct ik__backend_ops {
      * derives it). IK_EINDOUBT: no answer (connection trouble); the lease is unproven
      * but may still be ours. IK_ELOST: the slot is no longer ours. IK_EUNSAFE: a
      * store hazard is refused (hazard.h): nothing was sent, and the lease must stop
-     * issuing at once. */
+     * issuing at once. IK_ECLOSED: a stop has begun (stop_begin) and the write's
+     * answer was not waited for: the lease changes nothing, and the release settles
+     * it. */
     int (*slot_persist)(ik__backend *b, void *handle, int64_t record_ms, ik__lease_proof *proof,
                         int64_t *written_ms);
 
@@ -261,10 +311,22 @@ struct ik__backend_ops {
      * and every later call fails without waiting on the store. close still frees
      * everything. NULL: a backend whose calls never wait on another process. */
     void (*cut)(ik__backend *b);
-    /* The longest close may still wait on the store after a cut, in ms (a client
-     * library's own bounded wait that a cut cannot end): the stop cuts this much
-     * before its deadline, so that close ends by it. 0: close does not wait. */
-    int64_t close_after_cut_ms;
+    /* A stop has begun (coord.c calls it once, from ik_coord_stop_within, before the
+     * deadline is armed): the slot's release comes next, within the stop's bound,
+     * so a renewal need not wait for its answer any more (it may answer IK_ECLOSED,
+     * its write left for the release to settle). NULL: nothing changes. */
+    void (*stop_begin)(ik__backend *b);
+    /* The longest close waits on the store when it was not cut, in ms (a client
+     * library's own bounded wait: ZooKeeper's for the end of the session): a close
+     * that begins nearer than this to the stop's deadline cuts first, and a close
+     * after a cut waits for nothing (it may leave that wait to a thread of its own),
+     * so that close ends by the deadline. 0: close does not wait. */
+    int64_t close_wait_ms;
+
+    /* The latest failure's reason, one line into buf ("" if none), for the calls
+     * whose signature has no why (ik_coord_last_error); a cause open found that later
+     * calls will meet counts too. Any thread, no I/O. NULL: never one. */
+    void (*last_error)(ik__backend *b, char *buf, size_t len);
 
     /* The client library this backend talks through, "NAME VERSION" into buf (the
      * version it reports at run time where it can), for `idkeeper version`. Any
@@ -286,19 +348,21 @@ struct ik__backend_ops {
     /* Advances the tag's max_id by w->own.delta > 0 if the tag is of `kind`; *first =
      * the old max_id, and the caller alone owns [first, first + delta). Returns 0
      * only once the store durably recorded the advance. IK_ENOTFOUND, IK_EKIND,
-     * IK_ERANGE (past INT64_MAX), IK_ESTORE or IK_EUNSAFE (certainly not done:
-     * unreachable, or a store hazard refused), IK_EINDOUBT (may have been done: the
-     * caller never hands out that range, and the doubt engine keeps it). The write
-     * carries w's writer and write id, and settles w's carried doubts where it can
-     * (ik__tag_write, below). */
+     * IK_ERANGE (past INT64_MAX), IK_ESTORE, IK_EUNSAFE or a negated errno (certainly
+     * not done: unreachable, a store hazard refused, local:'s disk full), IK_EINDOUBT
+     * (may have been done: the caller never hands out that range, and the doubt
+     * engine keeps it; where there is none, tags.c logs the gap it may be). The write
+     * carries w's writer and write id, and reports what the store holds of w's
+     * carried doubts where it can tell (ik__tag_write, above). */
     int (*tag_advance)(ik__backend *b, const char *app, const char *name, ik_tag_kind kind,
                        ik__tag_write *w, int64_t *first);
 
     /* ---- doubts: counter writes whose answer was lost (counters/doubt.c) --------- */
 
-    /* Settles w's carried doubts of (app, name) by one read (and where the store
-     * needs it, one fencing write carrying w->own.wid, so that none of them can still
-     * land after it), by deadline_mono_ns: a fate for each (OPEN: no answer in time).
+    /* Reads what the store holds of w's carried doubts of (app, name), into w->ev[i],
+     * by one read (and where the store needs it, one fencing write carrying
+     * w->own.wid, so that none of them can still land after it: ev[i].fenced), by
+     * deadline_mono_ns (nothing read: no answer in time).
      * Called at the stop, after the checks passed, with no advance of the tag
      * running. NULL: a backend whose writes are never in doubt (local:); the doubt
      * engine is then not used. */
@@ -340,6 +404,9 @@ const ik__backend_ops *const *ik__coord_backends(size_t *n);
 struct ik__doubts *ik__coord_doubts(ik_coord *c);
 /* coord.c: the backend behind a coord handle. */
 ik__backend *ik__coord_backend(ik_coord *c);
+/* coord.c: 1 if c was opened before this process's fork() (fork.c): the parent's,
+ * refused in the child (IK_EFORKED). */
+int ik__coord_forked(const ik_coord *c);
 /* coord.c: IDKEEPER_TEST_WRITE_DELAY_MS as it was when c was opened (0: none). */
 int ik__coord_test_write_delay_ms(const ik_coord *c);
 

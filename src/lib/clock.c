@@ -11,7 +11,9 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <time.h>
+#include <unistd.h>
 
 static int64_t ts_ns(clockid_t id)
 {
@@ -81,4 +83,20 @@ void ik__cond_init_mono(pthread_cond_t *cv)
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(cv, &ca);
     pthread_condattr_destroy(&ca);
+}
+
+void ik__test_hold(const char *path)
+{
+    if (!path || !*path) return;
+    FILE *f = fopen(path, "r+");
+    if (!f) return; /* not armed */
+    int empty = fgetc(f) == EOF;
+    rewind(f); /* a read, then a write: a positioning call between */
+    if (empty) fputs("held\n", f);
+    fclose(f);
+    if (!empty) return; /* another write holds it */
+    int64_t until = ik__mono_ns() + INT64_C(60) * 1000000000;
+    struct timespec ts = {0, 10 * 1000000};
+    while (access(path, F_OK) == 0 && ik__mono_ns() < until)
+        nanosleep(&ts, NULL);
 }

@@ -13,12 +13,14 @@
 #include <string.h>
 
 struct ik_coord {
+    unsigned fork_gen; /* the process generation it was opened in (fork.c) */
     ik__backend *be;
     ik__doubts *doubts;      /* the doubt engine, where the backend's writes can be in doubt */
     int test_write_delay_ms; /* IDKEEPER_TEST_WRITE_DELAY_MS at open (tests only) */
 
     /* The stop's bound (ik_coord_stop_within): a watchdog thread cuts the backend
-     * (ops->cut) at stop_by_ns, unless close came first. Guarded by mu. */
+     * (ops->cut) at stop_by_ns, unless close came first; a close that begins nearer
+     * to stop_by_ns than the backend's close_wait_ms cuts first. Guarded by mu. */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int watching; /* the watchdog runs */
@@ -64,6 +66,7 @@ static const struct {
 
 void ik_coord_options_init(ik_coord_options *o)
 {
+    if (!o) return;
     memset(o, 0, sizeof *o);
     o->size = sizeof *o;
     o->zk_session_timeout_ms = 10000;
@@ -243,6 +246,7 @@ int ik_coord_open(const char *uri, const ik_coord_options *o, ik_coord **out, ch
     const char *delay = getenv("IDKEEPER_TEST_WRITE_DELAY_MS");
     long ms = delay ? strtol(delay, NULL, 10) : 0;
     c->test_write_delay_ms = ms > 0 && ms <= 600000 ? (int)ms : 0;
+    c->fork_gen = ik__fork_gen();
     pthread_mutex_init(&c->mu, NULL);
     ik__cond_init_mono(&c->cv);
     rc = ops->tag_settle ? ik__doubts_new(&c->doubts) : IK_OK;
@@ -261,6 +265,18 @@ int ik_coord_open(const char *uri, const ik_coord_options *o, ik_coord **out, ch
     return IK_OK;
 }
 
+/* Cuts the backend (once; caller holds mu, which it releases): what waits on the
+ * store now returns, and nothing waits on it any more. */
+static void cut_unlock(ik_coord *c, const char *why)
+{
+    int cut = !c->cut;
+    c->cut = 1;
+    pthread_mutex_unlock(&c->mu);
+    if (!cut) return;
+    ik__logf("%s: calls still waiting on the store are cut (docs/guarantees.md promise 13)", why);
+    if (c->be->ops->cut) c->be->ops->cut(c->be);
+}
+
 /* The watchdog of ik_coord_stop_within: cuts the backend at stop_by_ns, unless
  * close begins first. */
 static void *watchdog(void *arg)
@@ -274,27 +290,22 @@ static void *watchdog(void *arg)
         ik__deadline_ts(&ts, left_ms);
         pthread_cond_timedwait(&c->cv, &c->mu, &ts);
     }
-    int cut = !c->closing;
-    if (cut) c->cut = 1;
-    pthread_mutex_unlock(&c->mu);
-    if (cut) {
-        ik__logf("the stop's deadline passed: calls still waiting on the store are cut "
-                 "(docs/guarantees.md promise 13)");
-        if (c->be->ops->cut) c->be->ops->cut(c->be);
-    }
+    if (c->closing)
+        pthread_mutex_unlock(&c->mu);
+    else
+        cut_unlock(c, "the stop's deadline passed");
     return NULL;
 }
 
 int ik_coord_stop_within(ik_coord *c, int64_t timeout_ms)
 {
     if (!c || timeout_ms < 0) return IK_EINVAL;
+    if (ik__forked(c->fork_gen)) return IK_EFORKED;
     pthread_mutex_lock(&c->mu);
     int rc = c->watching ? IK_EINVAL : IK_OK;
+    if (rc == IK_OK && c->be->ops->stop_begin) c->be->ops->stop_begin(c->be);
     if (rc == IK_OK) {
-        /* the cut comes early by what close may still wait after it (backend.h) */
-        int64_t lead_ms = c->be->ops->close_after_cut_ms;
-        int64_t cut_ms = timeout_ms > lead_ms ? timeout_ms - lead_ms : 0;
-        c->stop_by_ns = ik__mono_ns() + cut_ms * INT64_C(1000000);
+        c->stop_by_ns = ik__mono_ns() + timeout_ms * INT64_C(1000000);
         if (pthread_create(&c->watchdog, NULL, watchdog, c))
             rc = IK_ESYS(EAGAIN);
         else
@@ -316,7 +327,7 @@ static int64_t settle_by(ik_coord *c)
 
 void ik_coord_settle(ik_coord *c)
 {
-    if (!c) return;
+    if (!c || ik__forked(c->fork_gen)) return; /* a fork's child settles none of the parent's */
     ik__backend *be = c->be;
     if (!c->doubts || !ik__doubts_open(c->doubts)) return; /* never in doubt, or none open */
     pthread_mutex_lock(&c->mu);
@@ -344,6 +355,10 @@ void ik_coord_settle(ik_coord *c)
 void ik_coord_close(ik_coord *c)
 {
     if (!c) return;
+    /* In a fork's child the backend is the parent's: its threads are not here, a
+     * mutex of theirs may be held for ever, its session and files go on serving the
+     * parent. Nothing of it is touched; the child's copy is left as it is. */
+    if (ik__forked(c->fork_gen)) return;
     /* the doubts first, while the hazards still answer (a freed verdict would
      * answer "safe") */
     ik_coord_settle(c);
@@ -351,7 +366,12 @@ void ik_coord_close(ik_coord *c)
     c->closing = 1;
     pthread_cond_broadcast(&c->cv);
     int watching = c->watching;
-    pthread_mutex_unlock(&c->mu);
+    /* the close's own wait must end by the stop's deadline (backend.h) */
+    int64_t close_ns = c->be->ops->close_wait_ms * INT64_C(1000000);
+    if (watching && !c->cut && close_ns > 0 && ik__mono_ns() + close_ns > c->stop_by_ns)
+        cut_unlock(c, "the stop's deadline is nearer than the store's close may take");
+    else
+        pthread_mutex_unlock(&c->mu);
     if (watching) pthread_join(c->watchdog, NULL);
     ik__doubts_free(c->doubts);          /* logs what the settle could not reach */
     if (c->be) c->be->ops->close(c->be); /* frees the hazards last (backend.h) */
@@ -362,12 +382,12 @@ void ik_coord_close(ik_coord *c)
 
 const char *ik_coord_uri(const ik_coord *c)
 {
-    return c->be->ops->uri(c->be);
+    return c ? c->be->ops->uri(c->be) : NULL;
 }
 
 int ik_coord_locks_check(const ik_coord *c, char *why, size_t why_len)
 {
-    if (!c) return IK_EINVAL;
+    if (!c) return ik__fail(IK_EINVAL, why, why_len, "no coord");
     const ik__backend_ops *ops = c->be->ops;
     if (ops->recipe) return IK_OK;
     return ik__fail(IK_EURI, why, why_len, "%s",
@@ -377,6 +397,8 @@ int ik_coord_locks_check(const ik_coord *c, char *why, size_t why_len)
 int ik_coord_check(ik_coord *c, ik_hazard **out, size_t *n, char *why, size_t why_len)
 {
     if (!c || !out || !n) return IK_EINVAL;
+    if (ik__forked(c->fork_gen))
+        return ik__fail(IK_EFORKED, why, why_len, "%s", ik_strerror(IK_EFORKED));
     ik__backend *be = c->be;
     if (be->ops->hazards_check) {
         int rc = be->ops->hazards_check(be, why, why_len);
@@ -388,6 +410,8 @@ int ik_coord_check(ik_coord *c, ik_hazard **out, size_t *n, char *why, size_t wh
 int ik_coord_hazards(ik_coord *c, ik_hazard **out, size_t *n, char *why, size_t why_len)
 {
     if (!c) return IK_EINVAL;
+    if (ik__forked(c->fork_gen))
+        return ik__fail(IK_EFORKED, why, why_len, "%s", ik_strerror(IK_EFORKED));
     if (out && n) {
         int rc = ik__hazards_copy(&c->be->hz, out, n);
         if (rc) return rc;
@@ -405,14 +429,30 @@ ik__backend *ik__coord_backend(ik_coord *c)
     return c->be;
 }
 
+int ik__coord_forked(const ik_coord *c)
+{
+    return ik__forked(c->fork_gen);
+}
+
 int ik__coord_test_write_delay_ms(const ik_coord *c)
 {
     return c->test_write_delay_ms;
 }
 
+int ik_coord_last_error(const ik_coord *c, char *why, size_t why_len)
+{
+    if (!c || !why || !why_len) return IK_EINVAL;
+    why[0] = '\0';
+    if (ik__forked(c->fork_gen))
+        return ik__fail(IK_EFORKED, why, why_len, "%s", ik_strerror(IK_EFORKED));
+    if (c->be->ops->last_error) c->be->ops->last_error(c->be, why, why_len);
+    return why[0] ? IK_OK : IK_ENOTFOUND;
+}
+
 int ik_slots_list(ik_coord *c, const char *app, ik_slot_info **out, size_t *n)
 {
     if (!c || !out || !n) return IK_EINVAL;
+    if (ik__forked(c->fork_gen)) return IK_EFORKED;
     if (!app) app = "default";
     if (ik__app_name_check(app, NULL, 0) != 0) return IK_EINVAL;
     return c->be->ops->slots_list(c->be, app, out, n);

@@ -28,7 +28,7 @@ static const err_entry api_errors[] = {
     {IK_ETIMEDOUT, "IK_ETIMEDOUT", "timed out"},
     {IK_EURI, "IK_EURI", "malformed or unsupported coordination URI"},
     {IK_ESTORE, "IK_ESTORE", "coordination store unreachable or failed"},
-    {IK_EINDOUBT, "IK_EINDOUBT", "outcome unknown: connection to the store lost"},
+    {IK_EINDOUBT, "IK_EINDOUBT", "outcome unknown: the store's answer was lost"},
     {IK_ELOST, "IK_ELOST", "slot or session lost"},
     {IK_ECLOSED, "IK_ECLOSED", "handle is closing"},
     {IK_ERANGE, "IK_ERANGE", "value out of range"},
@@ -38,6 +38,11 @@ static const err_entry api_errors[] = {
     {IK_EKIND, "IK_EKIND", "the tag is of the other kind"},
     {IK_EUNSAFE, "IK_EUNSAFE", "the store's settings can lose an acknowledged write now"},
     {IK_EDENIED, "IK_EDENIED", "the store refused this client (credentials or permissions)"},
+    {IK_EFORKED, "IK_EFORKED",
+     "the handle belongs to the parent of this fork(): open a new one in this process"},
+    /* not errors, but answers of the API all the same (idkeeper.h) */
+    {IK_PENDING, "IK_PENDING", "pending: the answer comes through the callback"},
+    {IK_AGAIN, "IK_AGAIN", "not yet: call again later"},
 };
 
 static const err_entry *find_api(int err)

@@ -6,17 +6,37 @@
 #include "rules.h" /* ISO 8601 text, app names, listen addresses */
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 
 /* Writes a formatted one-line reason into why (if why_len > 0) and returns err. */
 int ik__fail(int err, char *why, size_t why_len, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* fork.c: the process's fork generation, counted up in the child of every fork
+ * (FK1). A handle keeps ik__fork_gen() from when it was made; ik__forked(gen) is 1
+ * in a child of that process, where the handle is the parent's copy (IK_EFORKED). */
+extern _Atomic unsigned ik__fork_generation;
+static inline unsigned ik__fork_gen(void)
+{
+    return atomic_load_explicit(&ik__fork_generation, memory_order_relaxed);
+}
+static inline int ik__forked(unsigned gen)
+{
+    return ik__fork_gen() != gen;
+}
+
 /* Elapsed time (CLOCK_BOOTTIME: never goes back, counts a suspend; every deadline
  * of the library is on it) and wall time, bypassing any ik_clock. */
 int64_t ik__mono_ns(void);
 int64_t ik__mono_ms(void);
 int64_t ik__wall_ms(void);
+
+/* Tests only (docs/testing.md, "Test hooks"): holds a write between its two halves
+ * (clock.c). path is a hook variable's value (NULL or "": none). Where path names an
+ * empty file, writes "held" into it and waits until the file is gone (60 s at
+ * most): the test changes the store meanwhile. Otherwise returns at once. */
+void ik__test_hold(const char *path);
 
 /* One log line through the sink of ik_set_log (printf format, no newline). */
 void ik__logf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -17,6 +17,7 @@
 
 void ik_layout_default(ik_layout *l)
 {
+    if (!l) return;
     l->epoch_ms = IK_DEFAULT_EPOCH_MS;
     l->unit_ms = 1;
     l->time_bits = 41;
@@ -29,6 +30,7 @@ void ik_layout_default(ik_layout *l)
 
 int64_t ik_layout_end_ms(const ik_layout *l)
 {
+    if (!l) return IK_EINVAL;
     if (l->time_bits >= 63) return INT64_MAX;
     uint64_t span = UINT64_C(1) << l->time_bits;
     if (l->unit_ms <= 0 || span > (uint64_t)(INT64_MAX - l->epoch_ms) / (uint64_t)l->unit_ms)
@@ -38,6 +40,7 @@ int64_t ik_layout_end_ms(const ik_layout *l)
 
 int64_t ik_layout_ticks_at(const ik_layout *l, int64_t wall_ms)
 {
+    if (!l) return IK_EINVAL;
     int64_t rel = wall_ms - l->epoch_ms;
     if (rel >= 0) return rel / l->unit_ms;
     return -((-rel + l->unit_ms - 1) / l->unit_ms);
@@ -45,6 +48,7 @@ int64_t ik_layout_ticks_at(const ik_layout *l, int64_t wall_ms)
 
 int ik_layout_check(const ik_layout *l, int64_t now_ms, char *why, size_t why_len)
 {
+    if (!l) return ik__fail(IK_EINVAL, why, why_len, "no layout given");
     if (l->unit_ms != 1 && l->unit_ms != 10 && l->unit_ms != 1000)
         return ik__fail(IK_ELAYOUT, why, why_len,
                         "time unit must be 1ms, 10ms or 1s, not %" PRId64 "ms", l->unit_ms);
@@ -96,6 +100,7 @@ int ik_layout_check(const ik_layout *l, int64_t now_ms, char *why, size_t why_le
 int ik_layout_compose(const ik_layout *l, uint64_t ticks, uint32_t worker, uint32_t sequence,
                       int64_t *id)
 {
+    if (!l || !id) return IK_EINVAL;
     if (l->time_bits >= 64 || ticks >> l->time_bits || (uint64_t)worker >> l->worker_bits ||
         (uint64_t)sequence >> l->seq_bits)
         return IK_ERANGE;
@@ -106,6 +111,7 @@ int ik_layout_compose(const ik_layout *l, uint64_t ticks, uint32_t worker, uint3
 
 int ik_layout_decode(const ik_layout *l, int64_t id, ik_id_parts *out)
 {
+    if (!l || !out) return IK_EINVAL;
     if (id < 0) return IK_ERANGE;
     uint64_t u = (uint64_t)id;
     unsigned low = l->worker_bits + l->seq_bits;
@@ -127,7 +133,7 @@ int ik_layout_decode(const ik_layout *l, int64_t id, ik_id_parts *out)
 
 int ik_parse_id(const char *text, size_t len, int64_t *out)
 {
-    if (!text || len == 0 || len > 19) return IK_EINVAL;
+    if (!text || !out || len == 0 || len > 19) return IK_EINVAL;
     if (len > 1 && text[0] == '0') return IK_EINVAL;
     uint64_t v = 0;
     for (size_t i = 0; i < len; i++) {
@@ -283,6 +289,7 @@ int ik_layout_parse(ik_layout *l, const char *text, char *why, size_t why_len)
 
 int ik_layout_format(const ik_layout *l, char *buf, size_t len)
 {
+    if (!l || (!buf && len)) return IK_EINVAL;
     const char *unit = l->unit_ms == 1000 ? "1s" : l->unit_ms == 10 ? "10ms" : "1ms";
     char seq[32];
     if (l->seq_random_bound)

@@ -34,6 +34,12 @@ void ik__history_init(ik__server *srv)
     h->lease_worker = -1;
     atomic_init(&h->range_held, -1);
     atomic_init(&h->range_at_ms, 0);
+    /* test-only: list the range at every tick the sampler makes (once a second), so
+     * that a test can find a listing waiting on a frozen store at its stop
+     * (docs/testing.md, "Test hooks") */
+    const char *every = getenv("IDKEEPER_TEST_RANGE_LIST_MS");
+    long ms = every ? strtol(every, NULL, 10) : 0;
+    h->list_every_ms = ms > 0 && ms < IK_RANGE_LIST_MS ? ms : IK_RANGE_LIST_MS;
 }
 
 void ik__history_set_range(ik__server *srv, uint32_t min, uint32_t max)
@@ -236,7 +242,7 @@ static void sample_lease_clock(ik__server *srv, int64_t now_ms)
     ik__history *h = &srv->hist;
     ik_lease_info li;
     ik_snowflake_info gi;
-    ik_slot_lease_get_info(srv->lease, &li);
+    ik__lease_info(srv, &li);
     ik_snowflake_get_info(srv->gen, &gi);
     pthread_mutex_lock(&h->mu);
     if (li.record_ms > 0 && li.record_ms != h->record_seen_ms) {
@@ -299,7 +305,7 @@ void ik__history_tick(ik__worker *w)
     sample_lease_clock(srv, now_ms);
 
     if (!h->listing && !w->draining && now_ms >= h->list_due_ms) {
-        h->list_due_ms = now_ms + IK_RANGE_LIST_MS;
+        h->list_due_ms = now_ms + h->list_every_ms;
         h->list_work.data = srv;
         h->listing = uv_queue_work(&w->loop, &h->list_work, list_work, list_after) == 0;
     }

@@ -75,6 +75,7 @@ typedef struct ik__history {
     _Atomic int64_t range_at_ms; /* when it was listed (Unix ms) */
     int listing;                 /* a listing is in the thread pool (loop 0 only) */
     int64_t list_due_ms;
+    int64_t list_every_ms; /* IK_RANGE_LIST_MS, or IDKEEPER_TEST_RANGE_LIST_MS (tests only) */
     uv_work_t list_work;
     int list_rc;
     int list_held;

@@ -188,7 +188,7 @@ int ik__gen_error(ik__worker *w, int rc, const char **code, char *msg, size_t le
     switch (rc) {
     case IK_ENOLEASE: {
         ik_lease_info li;
-        ik_slot_lease_get_info(srv->lease, &li);
+        ik__lease_info(srv, &li);
         *code = "no_lease";
         snprintf(msg, len,
                  "this server holds no valid worker lease now (lease %s%s%s); retry "
@@ -229,9 +229,18 @@ int ik__gen_error(ik__worker *w, int rc, const char **code, char *msg, size_t le
     }
 }
 
+/* The store's words for the last failed advance of tag (ik_tag_last_error): 1 and
+ * words, or 0 (not an advance, or nothing said). */
+static int store_words(ik__worker *w, int op, const char *tag, char *words, size_t len)
+{
+    if (op != IK_OP_SEGMENT && op != IK_OP_SEQUENCE) return 0;
+    return ik_tag_last_error(w->srv->coord, w->srv->cfg->app, tag, words, len) > 0;
+}
+
 int ik__store_error(ik__worker *w, int op, int rc, const char *tag, const char **code, char *msg,
                     size_t len)
 {
+    char words[300];
     int store_op = op == IK_OP_SEGMENT    ? IK_STORE_OP_SEGMENT
                    : op == IK_OP_SEQUENCE ? IK_STORE_OP_SEQUENCE
                                           : IK_STORE_OP_TAGS;
@@ -253,15 +262,25 @@ int ik__store_error(ik__worker *w, int op, int rc, const char *tag, const char *
     case IK_ETIMEDOUT:
         ik__count(&w->m.store_errors[store_op]);
         *code = "store_unavailable";
-        snprintf(msg, len, "the tag store is unreachable or timed out (%s); retry shortly",
-                 ik_strerror(rc));
+        if (store_words(w, op, tag, words, sizeof words))
+            snprintf(msg, len, "the tag store did not take the write: %s; retry once that is fixed",
+                     words);
+        else
+            snprintf(msg, len, "the tag store is unreachable or timed out (%s); retry shortly",
+                     ik_strerror(rc));
         return 503;
     case IK_EINDOUBT:
         ik__count(&w->m.store_errors[store_op]);
         *code = "store_unavailable";
-        snprintf(msg, len,
-                 "the tag store may or may not have recorded this write (connection "
-                 "lost); its IDs are never handed out; retry");
+        if (store_words(w, op, tag, words, sizeof words))
+            snprintf(msg, len,
+                     "the tag store may or may not have recorded this write, or it did and "
+                     "cannot be trusted: %s; its IDs are never handed out; retry",
+                     words);
+        else
+            snprintf(msg, len,
+                     "the tag store may or may not have recorded this write (its answer was "
+                     "lost); its IDs are never handed out; retry");
         return 503;
     case IK_EUNSAFE: {
         ik__count(&w->m.store_errors[store_op]);
@@ -291,6 +310,15 @@ int ik__store_error(ik__worker *w, int op, int rc, const char *tag, const char *
         snprintf(msg, len, "the library refused the request: %s", ik_strerror(rc));
         return 400;
     default:
+        if (rc < 0 && rc > -4096) { /* the store's own system error: local:'s full disk */
+            ik__count(&w->m.store_errors[store_op]);
+            *code = "store_unavailable";
+            snprintf(msg, len,
+                     "the tag store failed: %s; nothing was recorded (the server's log names the "
+                     "file); retry once it is fixed",
+                     ik_strerror(rc));
+            return 503;
+        }
         *code = "internal";
         snprintf(msg, len, "%s: %s", op_kind(op), ik_strerror(rc));
         return 500;

@@ -89,7 +89,7 @@ void ik__metrics_render(ik__server *srv, int ready, ik__buf *b)
     ik_snowflake_info gi;
     ik_lease_info li;
     ik_snowflake_get_info(srv->gen, &gi);
-    ik_slot_lease_get_info(srv->lease, &li);
+    ik__lease_info(srv, &li);
 
     counter(b, "ik_ids_issued_total", "Snowflake IDs issued by this server.", gi.issued);
     counter(b, "ik_segment_ids_total", "Segment IDs answered by this server.",

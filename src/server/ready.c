@@ -30,6 +30,19 @@ void ik__layout_end_why(const ik__server *srv, char *why, size_t len)
              end);
 }
 
+void ik__lease_info(ik__server *srv, ik_lease_info *li)
+{
+    pthread_mutex_lock(&srv->lease_mu);
+    if (srv->lease) {
+        ik_slot_lease_get_info(srv->lease, li);
+    } else {
+        memset(li, 0, sizeof *li);
+        li->state = IK_LEASE_RELEASED;
+        li->worker = -1;
+    }
+    pthread_mutex_unlock(&srv->lease_mu);
+}
+
 /* Why no snowflake ID can be issued now, into why; 0 if one can. Lease held (or in
  * doubt within its safe window), a live grant, the clock past the slot's time
  * record found at acquisition (the floor) and not past the record persisted since
@@ -38,7 +51,7 @@ int ik__not_ready(ik__server *srv, char *why, size_t len)
 {
     ik_lease_info li;
     ik_snowflake_info gi;
-    ik_slot_lease_get_info(srv->lease, &li);
+    ik__lease_info(srv, &li);
     ik_snowflake_get_info(srv->gen, &gi);
     const ik_layout *l = srv->layout;
     if (li.state == IK_LEASE_IN_DOUBT && li.valid_for_ms == 0) {

@@ -1,11 +1,13 @@
 /* server.c: the daemon's life: start-up (sockets, backend, generator, slot lease,
- * loop threads), waiting for SIGTERM/SIGINT, and the graceful shutdown
- * (docs/guarantees.md promise 13).
+ * loop threads), waiting for a stop signal (SIGTERM, SIGINT, SIGHUP), and the
+ * graceful shutdown (docs/guarantees.md promise 13).
  *
  *   ik_server_run
- *     block SIGTERM/SIGINT (every thread inherits the mask), ignore SIGPIPE
+ *     block SIGTERM, SIGINT, SIGHUP (every thread inherits the mask), ignore SIGPIPE
  *     bind one SO_REUSEPORT socket per loop   (fails fast: address in use)
- *     ik_coord_open -> ik_snowflake_create -> ik_segment_create, ik_sequence_create
+ *     ik_coord_open, on a thread of its own: a stop signal meanwhile ends the process
+ *       at once (open_store: nothing is held yet)
+ *       -> ik_snowflake_create -> ik_segment_create, ik_sequence_create
  *       -> ik_slot_lease_begin                (the slot is taken in the background)
  *     listen, start the loop threads (/readyz: 503 until the slot is held)
  *     await_slot: ik_slot_lease_wait_held     (range full: waits --slot-wait; no
@@ -19,14 +21,20 @@
  *     phase 2, ik__worker_close_stores each loop: no more allocator calls (503)
  *     ik_segment_destroy, ik_sequence_destroy: what is still pending fails (503
  *       shutting_down, written while the connections last)
- *     join (a loop ends when its last connection has closed, at shutdown_timeout_ms
- *       at the latest, and nothing is in flight)
- *       -> ik_coord_settle (open counter doubts settled, or logged first=?)
- *       -> ik_slot_lease_release (persists the time record, frees the slot)
+ *       (server_quiesce)
+ *     ik_coord_settle (open counter doubts settled, or logged first=?), before any
+ *       wait on the loops
+ *     stop_release: ik_slot_lease_release (persists the time record, frees the
+ *       slot), before the join: the loops see the lease released (ik__lease_info)
+ *     server_join (a loop ends when its last connection has closed, at
+ *       shutdown_timeout_ms at the latest, and nothing is in flight: a thread-pool
+ *       call on the store ends at the stop's cut at the latest)
  *       -> ik_snowflake_destroy -> ik_coord_close -> return 0
  *     every step after the signal is bounded by ik_coord_stop_within(shutdown_timeout_ms),
- *       armed at the signal: at that deadline whatever waits on the store is cut, so
- *       the process exits within the shutdown timeout plus about a second
+ *       armed at the signal (from then on the slot's renewals wait for no answer,
+ *       and the release gets the rest of the budget): at that deadline whatever
+ *       waits on the store is cut, so the process exits within the shutdown timeout
+ *       plus about a second
  *
  * What it deliberately does not do: daemonize, write a pid file, reload its
  * configuration, or serve on more than one address. A supervisor does the first
@@ -306,6 +314,7 @@ static int bind_all(ik__server *srv)
 static void on_lease_state(void *ctx, ik_lease_state state, int worker, const char *why)
 {
     ik__event_lease(ctx, state, worker, why);
+    if (state == IK_LEASE_RELEASED) return; /* the stop's own line says it (ik_server_run) */
     ik__log("lease %s: worker %d%s%s", ik_lease_state_name(state), worker, why && *why ? ": " : "",
             why ? why : "");
 }
@@ -333,6 +342,12 @@ static void banner(ik__server *srv)
 }
 
 /* ---- start and stop ---------------------------------------------------------------------- */
+
+/* The name of a stop signal, for the log. */
+static const char *stop_signal_name(int sig)
+{
+    return sig == SIGINT ? "SIGINT" : sig == SIGHUP ? "SIGHUP" : "SIGTERM";
+}
 
 /* The library's sequence gaps (ik_set_gap_hook), counted beside the server's own
  * in ik_sequence_gap_ids_total; the library has logged them already. Segment tags
@@ -377,7 +392,7 @@ static void server_free(ik__server *srv)
     }
     free(srv->workers);
     srv->workers = NULL;
-    if (srv->lease) {
+    if (srv->lease) { /* a start that failed: no loop runs */
         int rc = ik_slot_lease_release(srv->lease);
         if (rc != 0) ik__log("releasing the worker slot failed: %s", ik_strerror(rc));
         srv->lease = NULL;
@@ -398,6 +413,7 @@ static void server_free(ik__server *srv)
     free(srv->gaps);
     srv->gaps = NULL;
     pthread_mutex_destroy(&srv->gaps_mu);
+    pthread_mutex_destroy(&srv->lease_mu);
     ik__history_destroy(srv);
 }
 
@@ -430,14 +446,68 @@ static void log_store_risks(ik_coord *c)
     ik_free(rows);
 }
 
+/* The store's open, on a thread of its own (open_store). */
+typedef struct ik__opener {
+    const ik_server_config *cfg;
+    ik_coord *coord;
+    int rc;
+    char why[512];
+    atomic_int done;
+} ik__opener;
+
+static void *open_thread(void *arg)
+{
+    ik__opener *o = arg;
+    o->rc = ik_coord_open(o->cfg->coord_uri, &o->cfg->coord, &o->coord, o->why, sizeof o->why);
+    atomic_store(&o->done, 1);
+    return NULL;
+}
+
+/* Opens the store into srv->coord: 0, or the open's error with why. The open may
+ * wait long on a store that does not answer (the ZooKeeper client's connection
+ * wait, a SQL connect), so it runs on a thread of its own while this one watches
+ * for a stop signal: a signal that comes first ends the process at once, exit 0,
+ * the open abandoned. Nothing is held yet (no slot, no counter write: the open
+ * takes none), so this is a clean stop, not a crash (docs/http.md, "Shutdown"). */
+static int open_store(ik__server *srv, const sigset_t *sigs, char *why, size_t why_len)
+{
+    ik__opener *o = ik__xcalloc(1, sizeof *o); /* the thread's until it ends */
+    o->cfg = srv->cfg;
+    atomic_init(&o->done, 0);
+    pthread_t t;
+    if (pthread_create(&t, NULL, open_thread, o) != 0) {
+        open_thread(o);
+    } else {
+        while (!atomic_load(&o->done)) {
+            struct timespec tick = {0, 20 * 1000000};
+            int sig = sigtimedwait(sigs, NULL, &tick);
+            if (sig <= 0) continue;
+            char shown[512];
+            ik__log("%s during start-up, while opening %s: nothing is held yet (no worker "
+                    "slot, no counter write); the open is abandoned; bye",
+                    stop_signal_name(sig),
+                    ik__uri_redact(srv->cfg->coord_uri, shown, sizeof shown));
+            _exit(0);
+        }
+        pthread_join(t, NULL);
+    }
+    int rc = o->rc;
+    srv->coord = o->coord;
+    snprintf(why, why_len, "%s", o->why);
+    free(o);
+    return rc;
+}
+
 /* Everything up to serving. Returns 0, or -1 after logging why (what it set up is
- * freed by server_free). */
-static int server_start(ik__server *srv, const ik_server_config *cfg)
+ * freed by server_free). A stop signal during the store's open ends the process
+ * (open_store). */
+static int server_start(ik__server *srv, const ik_server_config *cfg, const sigset_t *sigs)
 {
     char why[512];
     int rc;
     srv->cfg = cfg;
-    pthread_mutex_init(&srv->gaps_mu, NULL); /* first: server_free destroys it */
+    pthread_mutex_init(&srv->gaps_mu, NULL); /* first: server_free destroys them */
+    pthread_mutex_init(&srv->lease_mu, NULL);
     ik__history_init(srv);
     srv->started_ms = ik__now_ms();
     srv->read_timeout_ms = cfg->read_timeout_ms;
@@ -480,7 +550,7 @@ static int server_start(ik__server *srv, const ik_server_config *cfg)
         return -1;
     }
 
-    if ((rc = ik_coord_open(cfg->coord_uri, &cfg->coord, &srv->coord, why, sizeof why)) != 0) {
+    if ((rc = open_store(srv, sigs, why, sizeof why)) != 0) {
         char shown[512];
         ik__log("cannot open backend %s: %s", ik__uri_redact(cfg->coord_uri, shown, sizeof shown),
                 why[0] ? why : ik_strerror(rc));
@@ -540,7 +610,7 @@ static int server_start(ik__server *srv, const ik_server_config *cfg)
 }
 
 /* Waits for the lease's first slot while the loops answer 503 (docs/guarantees.md promise 9: a
- * full range is waited on for --slot-wait), and for SIGTERM/SIGINT meanwhile.
+ * full range is waited on for --slot-wait), and for a stop signal meanwhile.
  * 0: held, banner printed; 1: a signal came first (*sig); -1: no slot (logged). */
 static int await_slot(ik__server *srv, const sigset_t *sigs, int *sig)
 {
@@ -605,10 +675,10 @@ static int can_issue(ik__server *srv)
     return !ik__not_ready(srv, why, sizeof why);
 }
 
-/* Waits for SIGTERM or SIGINT and returns it. Under a service manager it first
- * looks every 10 ms whether IDs can be issued, and tells READY=1 the first time they
- * can (never before: the manager starts what depends on us then); a signal that
- * comes first ends the wait without READY=1. */
+/* Waits for a stop signal (SIGTERM, SIGINT, SIGHUP) and returns it. Under a service manager it
+ * first looks every 10 ms whether IDs can be issued, and tells READY=1 the first time they can
+ * (never before: the manager starts what depends on us then); a signal that comes first ends the
+ * wait without READY=1. */
 static int wait_for_signal(ik__server *srv, const sigset_t *sigs)
 {
     int sig = 0;
@@ -626,7 +696,7 @@ static int wait_for_signal(ik__server *srv, const sigset_t *sigs)
             }
             struct timespec tick = {0, 10 * 1000000};
             sig = sigtimedwait(sigs, NULL, &tick);
-            if (sig == SIGTERM || sig == SIGINT) return sig;
+            if (sig > 0) return sig;
         }
     }
     while (sigwait(sigs, &sig) != 0) {
@@ -634,10 +704,10 @@ static int wait_for_signal(ik__server *srv, const sigset_t *sigs)
     return sig;
 }
 
-/* Stops every started loop and joins its thread (see the diagram at the top):
- * drain, wait for pending answers while time allows, then close the allocators
- * (what is still pending fails), then join. */
-static void server_stop(ik__server *srv)
+/* Everything of the stop before the slot's release (see the diagram at the top):
+ * drain, wait for pending answers while time allows, close the allocators (what is
+ * still pending fails), then settle the counters' doubts. */
+static void server_quiesce(ik__server *srv)
 {
     atomic_store(&srv->phase, 1);
     for (int i = 0; i < srv->nworkers; i++)
@@ -666,6 +736,17 @@ static void server_stop(ik__server *srv)
     srv->seg = NULL;
     ik_sequence_destroy(srv->seq);
     srv->seq = NULL;
+    /* No counter advance runs now: the doubts are settled or logged before the
+     * release and the join, which may wait on the store (the join for a thread-pool
+     * call, a listing or a tag read, until the stop's cut ends it), so that no wait
+     * comes between a doubt and its line */
+    ik_coord_settle(srv->coord);
+}
+
+/* Joins every started loop thread: a loop ends when its last connection has closed
+ * and nothing is in flight, its thread-pool calls included. */
+static void server_join(ik__server *srv)
+{
     for (int i = 0; i < srv->nworkers; i++) {
         ik__worker *w = srv->workers[i];
         if (!w->thread_started) continue;
@@ -674,12 +755,56 @@ static void server_stop(ik__server *srv)
     }
 }
 
+/* Releases the slot lease, before the loops are joined: a thread-pool call still
+ * waiting on a slow store (the history's listing of the range, a /v1/workers) must
+ * not eat the release's time. The loops see it released from here on
+ * (ik__lease_info), and issue nothing under it: the release revokes the generator's
+ * grant first. Logs what became of the slot, saying first what the release waits
+ * on. 0, or -1 on a failure that is not the store's (out of memory). */
+static int stop_release(ik__server *srv, int64_t stop_by)
+{
+    ik_lease_info li;
+    ik__lease_info(srv, &li);
+    pthread_mutex_lock(&srv->lease_mu);
+    ik_slot_lease *lease = srv->lease;
+    srv->lease = NULL;
+    pthread_mutex_unlock(&srv->lease_mu);
+    int64_t left = stop_by - mono_ms();
+    if (li.worker >= 0)
+        ik__log("releasing worker %d: its time record written and its slot freed in one write; "
+                "waiting for the store's answer at most %lld ms (the stop's deadline)",
+                li.worker, (long long)(left > 0 ? left : 0));
+    int rel = ik_slot_lease_release(lease);
+    if (rel == IK_EINDOUBT) { /* docs/http.md, "Shutdown": not a failure */
+        ik__log("release of worker %d in doubt: the store did not confirm it in time; "
+                "the slot frees when its session or lease ends; bye",
+                li.worker);
+    } else if (rel == IK_ESTORE || rel == IK_ETIMEDOUT || rel == IK_EUNSAFE) {
+        ik__log("release of worker %d not sent: %s; the slot frees when its session or "
+                "lease ends; bye",
+                li.worker, ik_strerror(rel));
+    } else if (rel == IK_ELOST) {
+        ik__log("worker %d was lost before its release (session or lease ended, or the "
+                "slot taken over): nothing to release; bye",
+                li.worker);
+    } else if (rel != 0) {
+        ik__log("releasing worker %d failed: %s", li.worker, ik_strerror(rel));
+        return -1;
+    } else if (li.worker >= 0) {
+        ik__log("released worker %d; bye", li.worker);
+    } else {
+        ik__log("held no worker slot; bye");
+    }
+    return 0;
+}
+
 int ik_server_run(const ik_server_config *cfg)
 {
     sigset_t sigs, old_mask;
     sigemptyset(&sigs);
     sigaddset(&sigs, SIGTERM);
     sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGHUP); /* a closed terminal stops us cleanly, never kills us */
     pthread_sigmask(SIG_BLOCK, &sigs, &old_mask);
     struct sigaction ign, old_pipe;
     memset(&ign, 0, sizeof ign);
@@ -687,7 +812,7 @@ int ik_server_run(const ik_server_config *cfg)
     sigaction(SIGPIPE, &ign, &old_pipe);
 
     ik__server *srv = ik__xcalloc(1, sizeof *srv);
-    int rc = server_start(srv, cfg);
+    int rc = server_start(srv, cfg, &sigs);
     int sig = 0;
     if (rc == 0) {
         int w = await_slot(srv, &sigs, &sig);
@@ -697,41 +822,19 @@ int ik_server_run(const ik_server_config *cfg)
     if (rc == 0) {
         notify("STOPPING=1");
         ik__log("%s: stopping: no new connections, finishing requests in flight",
-                sig == SIGINT ? "SIGINT" : "SIGTERM");
+                stop_signal_name(sig));
         /* The bound of every step below (docs/guarantees.md promise 13): at the
          * shutdown timeout, whatever still waits on the store is cut. */
+        int64_t stop_by = mono_ms() + srv->shutdown_timeout_ms;
         if (ik_coord_stop_within(srv->coord, srv->shutdown_timeout_ms) != 0)
             ik__log("the stop has no bound: no thread for its deadline");
-        server_stop(srv);
-        /* the doubts before the slot: a stop that outlives its supervisor's patience
-         * must not die with a doubt unlogged */
-        ik_coord_settle(srv->coord);
-        ik_lease_info li;
-        ik_slot_lease_get_info(srv->lease, &li);
-        int rel = ik_slot_lease_release(srv->lease);
-        srv->lease = NULL;
-        if (rel == IK_EINDOUBT) { /* docs/http.md, "Shutdown": not a failure */
-            ik__log("release of worker %d in doubt: the store did not confirm it in time; "
-                    "the slot frees when its session or lease ends; bye",
-                    li.worker);
-        } else if (rel == IK_ESTORE || rel == IK_ETIMEDOUT || rel == IK_EUNSAFE) {
-            ik__log("release of worker %d not sent: %s; the slot frees when its session or "
-                    "lease ends; bye",
-                    li.worker, ik_strerror(rel));
-        } else if (rel == IK_ELOST) {
-            ik__log("worker %d was lost before its release (session or lease ended, or the "
-                    "slot taken over): nothing to release; bye",
-                    li.worker);
-        } else if (rel != 0) {
-            ik__log("releasing worker %d failed: %s", li.worker, ik_strerror(rel));
-            rc = -1;
-        } else if (li.worker >= 0) {
-            ik__log("released worker %d; bye", li.worker);
-        } else {
-            ik__log("held no worker slot; bye");
-        }
+        server_quiesce(srv); /* settles the doubts before the slot: a stop that outlives its
+                                supervisor's patience must not die with a doubt unlogged */
+        if (stop_release(srv, stop_by) != 0) rc = -1;
+        server_join(srv);
     } else {
-        server_stop(srv);
+        server_quiesce(srv);
+        server_join(srv);
     }
     server_free(srv);
     free(srv);

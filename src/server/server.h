@@ -41,7 +41,7 @@ typedef struct ik_server_config {
 /* Fills the defaults above. */
 void ik_server_config_init(ik_server_config *c);
 
-/* Runs the daemon until SIGTERM/SIGINT. Returns the process exit code: 0 after a
+/* Runs the daemon until SIGTERM, SIGINT or SIGHUP. Returns the process exit code: 0 after a
  * clean shutdown, non-zero (with a one-line reason on stderr) if it cannot start. */
 int ik_server_run(const ik_server_config *c);
 

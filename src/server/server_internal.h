@@ -30,7 +30,7 @@
  * - The main thread (ik_server_run) owns the ik__server: it opens the backend,
  *   creates the generator, the segment and sequence allocators, starts the slot
  *   lease, binds the sockets, starts one ik__worker thread per event loop, then waits
- *   for SIGTERM/SIGINT.
+ *   for a stop signal (SIGTERM, SIGINT, SIGHUP).
  * - Each ik__worker runs its own uv_loop on its own thread, with its own listening
  *   sockets (SO_REUSEPORT: the kernel spreads connections). A connection (ik__conn)
  *   lives and dies on the loop that accepted it; nothing about it is shared.
@@ -148,7 +148,9 @@ typedef struct ik__server {
     const ik_server_config *cfg;
     ik_coord *coord;
     ik_snowflake *gen;
-    ik_slot_lease *lease;
+    ik_slot_lease *lease; /* under lease_mu: the stop releases it (NULL) while the loops
+                             may still read it; read through ik__lease_info */
+    pthread_mutex_t lease_mu;
     ik_segment *seg;
     ik_sequence *seq;
     int log_sequence;       /* log each sequence range before answering (log_sequence_commits) */
@@ -392,6 +394,9 @@ int64_t ik__now_ms(void);
 
 /* Why no snowflake ID can be issued now, into why; 0 if one can. Any thread. */
 int ik__not_ready(ik__server *srv, char *why, size_t len);
+/* The slot lease's info (ik_slot_lease_get_info); once the stop has released it,
+ * state RELEASED and worker -1. Any thread. */
+void ik__lease_info(ik__server *srv, ik_lease_info *li);
 /* Writes "the layout's time field ran out on DATE ..." into why (truncated to len).
  * Any thread. */
 void ik__layout_end_why(const ik__server *srv, char *why, size_t len);

@@ -78,6 +78,13 @@
 #                             where the store frees it a session or TTL later
 #   conf_store_freeze, conf_store_thaw  (optional) SIGSTOP and SIGCONT of the test's
 #                             own store server (CONF_OWN_STORE), all its processes
+#   conf_write_hold_var       (optional) the name of the test hook (docs/testing.md)
+#                             that holds a counter write after it began and before
+#                             its commit point, where the evidence that rides with it
+#                             is read (SQL: between the advance's two round trips, its
+#                             row lock held; redis: between its gate and its script);
+#                             absent where the store has no setting to change while a
+#                             write is under way (proof then says so)
 #   conf_counters_store       (optional, nothing if absent) what
 #                             tests/tools/counters.sh needs of the store beyond its
 #                             URI (zk: counter_raw)

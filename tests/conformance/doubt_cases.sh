@@ -27,7 +27,7 @@ doubt_setup() {
   VIA=$(conf_proxy_coord data)
   PORT[s0]=$(free_port)
   start_server s0 "${PORT[s0]}" --coord "$DATA" --threads 1 --quiet "${SERVE_ARGS[@]}"
-  wait_ready "${PORT[s0]}" || fail "s0 not ready: $(tail -n 5 "$T/s0.log")"
+  wait_ready "${PORT[s0]}" 60 || fail "s0 not ready in 60 s: $(tail -n 5 "$T/s0.log")"
   add_tag s0 "${1:-orders}" "${2:-sequence}" "${3:-,\"start\":1}"
   stop_clean s0
   : >"$T/ids"

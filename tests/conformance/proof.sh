@@ -14,6 +14,14 @@
 #   - the IDs answered and the gaps logged (tag gap ... first=A count=K) are one run,
 #     1 .. the store's max_id - 1, nothing twice;
 #   - after conf_unsafe_off the server serves again.
+# Then a setting changed after the write began: a server whose next advance is held
+# after it began, before its commit point (conf_write_hold_var: SQL, between its two
+# round trips; redis, between its gate and its script); conf_unsafe_on while it is
+# held, then the write goes on: the request is answered 503 (the evidence read at
+# the commit point refuses it, never the settings read before), and the IDs answered
+# and the gaps logged of its tag are one run. Where a store has no setting to change
+# while a write is under way (zk: forceSync is a start flag; etcd: none), the case
+# says so and is not run.
 # The group runs on a store server of its own (CONF_OWN_STORE): the shared one must
 # never turn unsafe under the other tests.
 source "$(dirname "$0")/../integration/lib.sh"
@@ -86,3 +94,46 @@ sort -n "$T/answered.ids" "$T/gaps.ids" >"$T/run.ids"
 seq 1 $((max - 1)) | cmp -s - "$T/run.ids" ||
   fail "the IDs answered and the gaps logged are not one run 1..$((max - 1)): $(diff <(seq 1 $((max - 1))) "$T/run.ids" | head -n 5 | tr '\n' ' ')"
 pass "$(wc -l <"$T/answered.ids") IDs answered and $(wc -l <"$T/gaps.ids") logged as gaps are one run 1..$((max - 1)); served again after conf_unsafe_off"
+
+# ---- a setting changed after the write began ---------------------------------------
+if ! declare -F conf_write_hold_var >/dev/null; then
+  log "a setting changed after the write began: not on $IK_STORE (no setting of it can change while a write is under way: its stores/$IK_STORE.sh has no conf_write_hold_var)"
+  exit 0
+fi
+kill -TERM "${SERVER_PID[s]}" 2>/dev/null || true
+wait "${SERVER_PID[s]}" 2>/dev/null || true
+"$IK_BIN" tags add held --kind sequence --coord "$uri" "${CONF_SERVE_ARGS[@]}" >/dev/null ||
+  fail "tags add held"
+hold=$T/hold
+env "$(conf_write_hold_var)=$hold" "$IK_BIN" serve --http "127.0.0.1:$(free_port)" --identity h \
+  --coord "$uri" "${CONF_SERVE_ARGS[@]}" >"$T/h.log" 2>&1 &
+SERVER_PID[h]=$!
+IK_PIDS+=($!)
+hport() { sed -n 's/.*serving HTTP on 127.0.0.1:\([0-9]*\).*/\1/p' "$T/h.log" | head -n 1; }
+wait_until 30 eval '[ -n "$(hport)" ] && ready_probe "$(hport)"' || fail "h not ready: $(tail -n 5 "$T/h.log")"
+hbase=http://127.0.0.1:$(hport)
+: >"$T/held.ids"
+for i in 1 2 3; do
+  [ "$(ik_http "$hbase/v1/sequence/held?format=text" "+$T/held.ids")" = 200 ] || fail "h: no ID before the hold"
+done
+: >"$hold"
+ik_http "$hbase/v1/sequence/held?count=3&format=text" "$T/held.body" 30 >"$T/held.code" &
+req=$!
+IK_PIDS+=("$req")
+wait_until 20 grep -q held "$hold" || fail "h's advance never reached its hold: $(tail -n 5 "$T/h.log")"
+setting=$(conf_unsafe_on "$uri") || fail "conf_unsafe_on failed"
+rm -f "$hold"
+wait "$req" || true
+code=$(cat "$T/held.code")
+conf_unsafe_off "$uri" || fail "conf_unsafe_off failed"
+[ "$code" = 503 ] || fail "the write held while $setting turned unsafe was answered $code: $(cat "$T/held.body")"
+again() { [ "$(ik_http "$hbase/v1/sequence/held?format=text" "$T/again.body")" = 200 ] && cat "$T/again.body" >>"$T/held.ids"; }
+wait_until 30 again || fail "h not serving again after conf_unsafe_off: $(cat "$T/again.body")"
+sed -n 's/.*tag gap tag=held first=\([0-9?]*\) count=\([0-9]*\) .*/\1 \2/p' "$T/h.log" >"$T/held.gaps"
+grep -q '^?' "$T/held.gaps" && fail "a gap of unknown place: $(grep 'tag gap' "$T/h.log" | head -n 3)"
+while read -r f c; do seq "$f" $((f + c - 1)); done <"$T/held.gaps" >"$T/held.gap.ids"
+hmax=$(conf_counter_raw "$uri" held)
+sort -n "$T/held.ids" "$T/held.gap.ids" | uniq -d | head -n 3 | grep -q . && fail "answered twice, or answered and logged as a gap: $(sort -n "$T/held.ids" "$T/held.gap.ids" | uniq -d | head -n 3)"
+seq 1 $((hmax - 1)) | cmp -s - <(sort -n "$T/held.ids" "$T/held.gap.ids") ||
+  fail "tag held: the IDs answered and the gaps logged are not one run 1..$((hmax - 1)): $(sort -n "$T/held.ids" "$T/held.gap.ids" | tr '\n' ' ')"
+pass "$setting turned unsafe after the write began: answered 503; $(wc -l <"$T/held.ids") IDs answered and $(wc -l <"$T/held.gap.ids") in logged gaps are one run 1..$((hmax - 1))"

@@ -23,7 +23,7 @@ idle_marks() {
   code=$(_idle_marks_get)
   [ "$code" = 200 ] || fail "the first request answered $code: $(cat "$T/body")"
   for i in 1 2 3; do
-    sleep 4 # longer than the idle limit: the server ends the pooled connection
+    sleep 4 # let time pass: longer than the idle limit: the server ends the pooled connection
     code=$(_idle_marks_get)
     [ "$code" = 200 ] || fail "idle: request $i after 4 s idle answered $code: $(cat "$T/body"); log: $(tail -n 3 "$T/s.log")"
   done

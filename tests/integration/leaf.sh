@@ -8,6 +8,7 @@
 #                               its log to $T/NAME.log; sets LEAF_PID[NAME]
 #   leaf_worker NAME [SECS]     waits for the helper to start; prints its number
 #   leaf_stop_after_beat NAME  waits for the helper's next heartbeat, then SIGSTOPs it
+#   leaf_beats NAME N           (a condition) the helper has written N heartbeats
 #   leaf_tool put|seq ARGS...   raw writes of leaf_helper.py (bad-input cases)
 #   leaf_serve NAME PORT FLEET IP:PORT [ARGS...]   idkeeper serve in the fleet
 LEAF_HOSTS="$ZK_CONNECT/$ZK_CHROOT"
@@ -47,6 +48,8 @@ leaf_stop_after_beat() {
   done
   fail "leaf helper $name wrote no heartbeat in 5 s"
 }
+
+leaf_beats() { (($(grep -c '^beat ' "$T/$1.log" || true) >= $2)); }
 
 leaf_tool() { /usr/bin/python3 "$IK_SRC/tests/interop/leaf_helper.py" "$1" "$LEAF_HOSTS" "${@:2}"; }
 

@@ -288,6 +288,30 @@ poll() { /usr/bin/python3 "$IK_SRC/tests/integration/poll.py" "$@"; }
 # $T/NAME.ids and $T/NAME.st. Run it in the background.
 probe() { poll "$T/$1.ids" "$T/$1.st" "$2" "$3" "$4" 15 mono_ms; }
 
+# metric_of PORT NAME: the value of NAME (its line "NAME VALUE" of the server's
+# /metrics), or nothing (no answer, no such line). metric_at_least PORT NAME N: it is
+# at least N (a condition for wait_until: "the servers have answered traffic").
+metric_of() {
+  local f=$T/.metrics.$BASHPID
+  ik_http "http://127.0.0.1:$1/metrics" "$f" 3 >/dev/null
+  awk -v m="$2" '$1 == m { print $2; exit }' "$f" 2>/dev/null || true
+  rm -f "$f"
+}
+metric_at_least() {
+  local v
+  v=$(metric_of "$1" "$2")
+  [ -n "$v" ] && ((${v%.*} >= $3))
+}
+
+# probe_answered NAME N [SINCE]: probe NAME's requests sent at or after SINCE (mono
+# ms; default: all) include N answered 200. probe_refused NAME SINCE: one of them was
+# not answered 200 (a refusal, or no whole answer). Conditions for wait_until: the
+# traffic a test waits for, rather than a time it would take.
+probe_answered() {
+  (($(awk -v t="${3:-0}" '$1 >= t && $2 == 200 { n++ } END { print n + 0 }' "$T/$1.st" 2>/dev/null || echo 0) >= $2))
+}
+probe_refused() { awk -v t="$2" '$1 >= t && $2 != 200 { f = 1 } END { exit !f }' "$T/$1.st" 2>/dev/null; }
+
 # fetch_ids PORT N OUT: appends N snowflake IDs from the server to OUT (one a line),
 # in requests of at most 10,000 (the default --max-batch); fails (1) at the first
 # answer that is not 200, after appending the IDs of the ones before.

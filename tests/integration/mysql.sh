@@ -11,6 +11,8 @@
 #   my_db NAME            creates database NAME_<pid> (fresh); prints its name
 #   my_uri NAME           creates a fresh database and prints mysql://ik@127.0.0.1:PORT/DB
 #   my_sql [ARGS...]      the mariadb client as root (batch, no column names)
+#   my_lock_waiting DB KEY  (a condition) a session of database DB waits in GET_LOCK
+#                         for the lock KEY ("lock:/x": idkeeper lock /x waits)
 #   my_kill [SIGNAL]      this test's own server: kill (default SIGKILL), wait for it
 #   my_restart [ARGS...]  this test's own server: start again on its data, same port
 #   MY_PID                this test's own server's pid
@@ -72,3 +74,8 @@ my_db() {
 }
 
 my_uri() { echo "mysql://$MDB_USER@127.0.0.1:$MY_PORT/$(my_db "$1")"; }
+
+my_lock_waiting() {
+  [ "$(my_sql -e "SELECT COUNT(*) FROM information_schema.PROCESSLIST
+      WHERE DB = '$1' AND INFO LIKE 'SELECT GET_LOCK(%''$2''%'")" -ge 1 ] 2>/dev/null
+}

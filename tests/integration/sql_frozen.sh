@@ -21,11 +21,12 @@ serve_on b --coord "$URI" || fail "b not ready: $(tail -n 5 "$T/b.log")"
 PB=$PORT
 [ "$(ik_http "http://127.0.0.1:$PB/v1/sequence/t?count=2&format=text" "$T/b0.ids")" = 200 ] || fail "b serves no sequence IDs"
 
-# a's request takes the row lock, then sleeps in the hook: stop a there
+# a's request takes the row lock, then sleeps in the hook: stop a there (trx_open:
+# the including test's, on its database's own view of its sessions)
 ik_http "http://127.0.0.1:$PA/v1/sequence/t?count=2&format=text" "$T/a.ids" 120 >"$T/a.code" &
 areq=$!
 IK_PIDS+=("$areq")
-sleep 1
+wait_until 10 trx_open || fail "a's advance never held the row in a transaction"
 a_cont() { kill -CONT "${SERVER_PID[a]}" 2>/dev/null || true; }
 IK_CLEANUPS+=(a_cont) # a stopped process ignores the cleanup's SIGTERM
 kill -STOP "${SERVER_PID[a]}"
@@ -43,7 +44,7 @@ done
 [ -n "$first" ] || fail "b served nothing on tag t in $((FROZEN_BOUND_MS + 10000)) ms while a was stopped: $(cut -d' ' -f2 "$T/b.st" | sort | uniq -c | tr '\n' ' ')"
 took=$((first - stopped))
 ((took <= FROZEN_BOUND_MS)) || fail "b served tag t again only $took ms after a was stopped (bound $FROZEN_BOUND_MS ms)"
-sleep 2
+wait_until 20 probe_answered b 10 "$first" || fail "b serves tag t no more"
 touch "$T/probe.stop"
 served=$(awk '$2 == 200' "$T/b.st" | wc -l)
 pass "a stopped mid-advance: b served tag t again $took ms later ($served answers), a's stalled transaction ended by the database"

@@ -78,12 +78,12 @@ PB=$(free_port)
 start_server b "$PB" --coord "$URI" --lease-ttl $TTL --worker-range 0-0 --slot-wait 120000
 b_waits() { [ "$(ik_http "http://127.0.0.1:$PB/readyz" "$T/b.readyz")" = 503 ] && grep -q "free slot" "$T/b.readyz"; }
 wait_until 20 b_waits || fail "b does not wait for a slot: $(tail -n 5 "$T/b.log")"
-sleep 2 # b is waiting for worker 0, a's (a's own renewals meanwhile)
+sleep 2 # let time pass: b is waiting for worker 0, a's (a's own renewals meanwhile)
 probe a "$base/v1/snowflake?count=20&format=text" "$T/probe.stop" 0.02 &
 IK_PIDS+=($!)
 probe b "http://127.0.0.1:$PB/v1/snowflake?count=20&format=text" "$T/probe.stop" 0.02 &
 IK_PIDS+=($!)
-sleep 1
+wait_until 20 probe_answered a 5 || fail "a answers its probe nothing before the step"
 echo "+13" >"$DBCLOCK"
 mono_ms stepped
 log "database clock stepped 13 s forward"
@@ -105,7 +105,9 @@ log "a: $(grep -m1 "store hazard: .*database clock" "$T/a.log")"
 # the fleet serves worker 0 again: a, or b
 fleet_ready() { ready_probe "$PA" || ready_probe "$PB"; }
 wait_until 30 fleet_ready || fail "neither a nor b serves 30 s after the step: a: $(tail -n 3 "$T/a.log") b: $(tail -n 3 "$T/b.log")"
-sleep 2
+mono_ms served
+fleet_answers() { probe_answered a 10 "$served" || probe_answered b 10 "$served"; }
+wait_until 20 fleet_answers || fail "the fleet answers its probes nothing after the step"
 touch "$T/probe.stop"
 cat "$T/a.ids" "$T/b.ids" >"$T/all.ids"
 fetch_ids "$PB" 1000 "$T/all.ids" 2>/dev/null || true
@@ -128,7 +130,7 @@ c0=$(grep -c "store hazard cleared: .*database clock" "$T/$HN.log" || true)
 lost0=$(grep -c "lease lost" "$T/$HN.log" || true)
 probe h2 "http://127.0.0.1:$HP/v1/snowflake?count=20&format=text" "$T/probe.stop2" 0.02 &
 IK_PIDS+=($!)
-sleep 1
+wait_until 20 probe_answered h2 5 || fail "$HN answers its probe nothing before the step"
 echo "+15.5" >"$DBCLOCK"
 mono_ms stepped
 log "database clock stepped 2.5 s more, under $HN (the holder)"
@@ -138,7 +140,7 @@ wait_until "$((HZ_LIMIT_MS / 1000))" clock_named "$HP" /dev/null 0 && [ -n "$rzc
   fail "$HN's /readyz did not fail naming the database clock within $HZ_LIMIT_MS ms of a 2.5 s step: $(tail -n 3 "$T/$HN.log")"
 wait_until "$((HZ_LIMIT_MS / 1000))" ready_probe "$HP" || fail "$HN not ready again within $HZ_LIMIT_MS ms of its doubt: $(tail -n 3 "$T/$HN.log")"
 back=$(($(mono_ms) - stepped))
-sleep 1
+wait_until 20 probe_answered h2 5 $((stepped + back)) || fail "$HN answers its probe nothing once ready again"
 touch "$T/probe.stop2"
 (($(grep -c "store hazard: .*database clock" "$T/$HN.log") > n0)) || fail "$HN logged no database clock hazard"
 (($(grep -c "store hazard cleared: .*database clock" "$T/$HN.log") > c0)) || fail "$HN logged no clearing"

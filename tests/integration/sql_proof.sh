@@ -24,7 +24,7 @@ seq_get() {
   echo "$code"
 }
 for i in 1 2 3; do [ "$(seq_get)" = 200 ] || fail "no sequence IDs before the setting: $(cat "$T/seq.body")"; done
-sleep 1 # the pooled connection's last check is fresh: the interval (10 s) is far off
+sleep 1 # let time pass: the pooled connection's last check is fresh: the interval (10 s) is far off
 unsafe_set
 mono_ms t0
 code=$(seq_get)

@@ -94,7 +94,7 @@ vh_run() {
   lsid=$(vh_lock_session)
   [ -n "$lsid" ] || fail "no session from $VH_NS_ADDR holds /vanish: the holder does not reach the database through its namespace"
   log "the holder (pid $holder, fence $fence1) holds /vanish on session $lsid, from $VH_NS_ADDR"
-  sleep 1 # a few of its pings (every 500 ms) pass: its session is idle between them
+  sleep 1 # let time pass: a few of its pings (every 500 ms) pass: its session is idle between them
 
   # the host vanishes: its link goes, then its processes, whose FINs never leave
   ip netns exec "$VH_NS" ip link set "$VH_PEER" down || fail "could not cut the holder's link"

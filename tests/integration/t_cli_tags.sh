@@ -119,9 +119,9 @@ ik tags show "$ok128" --json "${C[@]}" | jq -e --arg n "$ok128" '.tag == $n' >/d
   fail "show of a 128-byte name"
 pass "bad names, step 0, negative start, a step for sequence, missing kind: exit 2, store unchanged"
 
-# a store that cannot be opened: exit 1, one line
+# a store that cannot be opened: exit 1, one line naming why
 : >"$T/not-a-dir"
-expect_fail 1 "cannot list the tags of app 'default' on local:$T/not-a-dir" ik tags list --coord "local:$T/not-a-dir"
+expect_fail 1 "cannot open local:$T/not-a-dir: $T/not-a-dir is not a directory" ik tags list --coord "local:$T/not-a-dir"
 expect_fail 1 "local:$T/not-a-dir" ik tags add x --kind segment --coord "local:$T/not-a-dir"
 pass "an unusable store exits 1"
 

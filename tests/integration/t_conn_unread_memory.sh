@@ -24,7 +24,7 @@ source "$(dirname "$0")/resp.sh"
 settled() {
   local a b
   a=$(rss_kb "$pid")
-  sleep 0.5
+  sleep 0.5 # let time pass: the RSS is compared across half a second
   b=$(rss_kb "$pid")
   [ $((b - a)) -lt 64 ] && [ $((a - b)) -lt 64 ]
 }

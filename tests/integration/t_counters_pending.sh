@@ -30,6 +30,7 @@ DB=$T/data/idkeeper.db
 # lock SECONDS: holds the store's write lock until $T/release exists or SECONDS pass.
 lock() { sqlite_lock "$DB" "$1"; }
 unlock() { sqlite_unlock; }
+pending() { metric_at_least "${PORT[s1]}" ik_pending_requests "$1"; }
 
 # fast WHAT URL: answered 200 within 0.5 s.
 fast() {
@@ -151,9 +152,9 @@ for i in 1 2 3; do
   IK_PIDS+=($!)
   CURLS+=($!)
 done
-sleep 0.5
+wait_until 10 pending 3 || fail "the 3 requests never waited on the store"
 kill -TERM "${SERVER_PID[s1]}"
-sleep 0.3
+wait_grep 'SIGTERM: stopping' "$T/s1.log" 10 || fail "no stop logged" # then the store comes back
 unlock
 rc=0; wait "${SERVER_PID[s1]}" || rc=$?
 [ $rc = 0 ] || fail "exit $rc after SIGTERM with requests pending"
@@ -174,7 +175,7 @@ for i in 1 2; do
   IK_PIDS+=($!)
   CURLS+=($!)
 done
-sleep 0.5
+wait_until 10 pending 2 || fail "the 2 requests never waited on the store"
 t0=$(date +%s%N)
 kill -TERM "${SERVER_PID[s1]}"
 wait "${CURLS[@]}" || true

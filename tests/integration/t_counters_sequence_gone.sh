@@ -135,7 +135,7 @@ queued_phase() {
   (
     exec 3<>"/dev/tcp/127.0.0.1/${PORT[s1]}"
     for _ in 1 2 3; do printf 'GET /v1/sequence/q?count=2&format=text HTTP/1.1\r\nHost: t\r\n\r\n' >&3; done
-    sleep 1
+    sleep 1 # let time pass: the client's patience, a second (as curl's --max-time 1 beside it)
     exec 3>&-
   ) &
   PIPER=$!

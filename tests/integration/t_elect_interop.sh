@@ -68,7 +68,7 @@ start j1
 start c2
 first=$(wait_leader_not none 60) || fail "no leader among c1, j1, c2"
 log "first leader: $first"
-sleep 2 # the JVMs' start-up work is done: hand-over times measure the protocol
+sleep 2 # let time pass: the JVMs' start-up work is done: hand-over times measure the protocol
 
 # resign: the leader resigns, another leads within RESIGN_LIMIT_MS (its lead
 # time minus the resigner's unlead time); the resigner campaigns again

@@ -103,11 +103,18 @@ all_serve_within() {
 
 # quorum: some member answers as leader
 quorum() { etcd_leader >/dev/null; }
+# drawn NAME N: NAME's clients have drawn N IDs of each kind (its metrics)
+drawn() {
+  metric_at_least "${P[$1]}" ik_ids_issued_total "$2" && metric_at_least "${P[$1]}" ik_segment_ids_total "$2" &&
+    metric_at_least "${P[$1]}" ik_sequence_ids_total "$2"
+}
+# waits_for_slot NAME: NAME is not ready, waiting for a free slot (the range is full)
+waits_for_slot() { [ "$(ik_http "http://127.0.0.1:${P[$1]}/readyz" "$T/$1.readyz")" = 503 ] && grep -q "free slot" "$T/$1.readyz"; }
 
 up s1
 up s2
 up s3
-sleep 2
+for n in s1 s2 s3; do wait_until 30 drawn $n 20 || fail "$n's clients draw no IDs"; done
 
 # ---- 1. kill -9 of the leader member ---------------------------------------------
 leader=$(etcd_leader) || fail "no leader"
@@ -118,7 +125,7 @@ t_q=$(mono_ms)
 all_serve_within "$t_q" s1 s2 s3
 pass "leader $leader killed -9: $(etcd_leader) leads $((t_q - t_kill)) ms after (as the test sees it); all three servers serve $BACK_MS ms after that ($((t_q + BACK_MS - t_kill)) ms after the kill)"
 etcd_restart "$leader"
-sleep 1
+wait_until 20 quorum || fail "no leader after $leader came back"
 
 # ---- 2. the quorum lost past the TTL ---------------------------------------------
 leader=$(etcd_leader) || fail "no leader"
@@ -128,7 +135,7 @@ etcd_kill "$leader"
 etcd_kill "$other"
 t_lost=$(mono_ms)
 log "quorum lost: $leader and $other killed -9"
-sleep $(((TTL + 2000) / 1000))
+sleep $(((TTL + 2000) / 1000)) # let time pass: the quorum stays lost past the TTL
 for n in s1 s2 s3; do
   ! unfenced "$n" || fail "$n serves snowflake or sequence IDs $(($(mono_ms) - t_lost)) ms into a quorum loss (TTL $TTL ms)"
 done
@@ -148,8 +155,7 @@ w1=$(status_of "${P[s1]}" .worker)
 # the standby waits for a slot (the range is full), not ready meanwhile
 P[s4]=$(free_port)
 start_server s4 "${P[s4]}" "${S[@]}" --slot-wait 120000
-sleep 1
-! ready_probe "${P[s4]}" || fail "the standby s4 is ready while every slot is held"
+wait_until 30 waits_for_slot s4 || fail "the standby s4 does not wait for a slot while every slot is held: $(tail -n 3 "$T/s4.log")"
 kill -STOP "${SERVER_PID[s1]}"
 t_stop=$(mono_ms)
 curl -s -m 60 -o "$T/queued.body" -w '%{http_code}' "http://127.0.0.1:${P[s1]}/v1/snowflake?count=5&format=text" >"$T/queued.code" &
@@ -160,7 +166,7 @@ t_took=$(mono_ms)
 w4=$(status_of "${P[s4]}" .worker)
 [ "$w4" = "$w1" ] || fail "s4 took worker $w4, not the stopped s1's $w1"
 draw s4
-sleep 1
+wait_until 30 drawn s4 20 || fail "s4's clients draw no IDs"
 kill -CONT "${SERVER_PID[s1]}"
 log "s1 stopped $((t_took - t_stop)) ms before s4 took its worker $w1; woken"
 wait $queued || true
@@ -189,7 +195,7 @@ t_up=$(mono_ms)
 got="$(status_of "${P[s5]}" .worker) $(status_of "${P[s6]}" .worker)"
 [ "$got" = "$w2 $w3" ] || [ "$got" = "$w3 $w2" ] || fail "s5 and s6 took workers $got, not the dead s2's and s3's $w2 $w3"
 pass "s2 and s3 killed -9: s5 and s6 took their workers $w2 and $w3 within $((t_up - t_k)) ms"
-sleep 5
+for n in s5 s6; do wait_until 30 drawn $n 100 || fail "$n's clients draw no IDs"; done
 
 # ---- the IDs -----------------------------------------------------------------------
 for n in "${!HP[@]}"; do kill -TERM "${HP[$n]}" 2>/dev/null || true; done

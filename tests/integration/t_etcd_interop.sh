@@ -92,6 +92,8 @@ pass "30 s of idkeeper and etcdctl contenders: $grants grants ($(grep -c ' ik[12
 
 # ---- 4. elections ------------------------------------------------------------------
 EL=$ETCD_PREFIX-elect
+# candidates N: N keys campaign under the election's prefix (etcd's election recipe)
+candidates() { (($("${E[@]}" get --prefix "$EL/" --keys-only 2>/dev/null | grep -c . || true) >= $1)); }
 ELECT=("$IK_BIN" elect --coord "$URI" --lease-ttl 3000)
 "${ELECT[@]}" --id ik-a "$EL" -- sh -c "echo \$\$ >$T/a.pid; exec sleep 300" 2>"$T/a.err" &
 a=$!
@@ -100,7 +102,7 @@ wait_until 10 test -s "$T/a.pid" || fail "idkeeper's candidate a did not lead: $
 "${E[@]}" elect "$EL" p1 >"$T/p1.out" 2>&1 &
 p1=$!
 IK_PIDS+=($p1)
-sleep 2
+wait_until 10 candidates 2 || fail "etcdctl elect p1 never campaigned: $(cat "$T/p1.out")"
 [ ! -s "$T/p1.out" ] || fail "etcdctl elect leads while idkeeper's candidate does: $(cat "$T/p1.out")"
 pass "etcdctl elect $EL p1 waits while idkeeper elect leads"
 kill -TERM $a
@@ -111,7 +113,7 @@ pass "etcdctl elect leads once idkeeper's leader stopped"
 "${ELECT[@]}" --id ik-b "$EL" -- sh -c "echo \$\$ >$T/b.pid; exec sleep 300" 2>"$T/b.err" &
 b=$!
 IK_PIDS+=($b)
-sleep 2
+wait_until 10 candidates 2 || fail "idkeeper's candidate b never campaigned: $(cat "$T/b.err")"
 [ ! -e "$T/b.pid" ] || fail "idkeeper's candidate b runs its CMD while etcdctl leads"
 kill -INT $p1 # etcdctl resigns: its session's lease is revoked
 wait $p1 || true

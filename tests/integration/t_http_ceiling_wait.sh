@@ -31,7 +31,9 @@ mono_ms t0
 printf '%s' "$all" >&3
 timeout 60 cat <&3 >"$T/a.out" &
 reader=$!
-sleep 0.2
+# A's requests are being served, each after its wait: its first answer came
+a_begun() { grep -q '^HTTP/1.1 ' "$T/a.out" 2>/dev/null; }
+wait_until 10 a_begun || fail "A's pipeline got no answer"
 # B: another connection, while A's requests wait
 b=$(curl -s -m 30 -o "$T/b.out" -w '%{http_code} %{time_total}' "http://127.0.0.1:$PORT/healthz") || true
 mono_ms tb

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # labels: http
 # timeout: 120
-# docs/guarantees.md promise 13: SIGTERM/SIGINT stop accepting, finish the request in flight (its
+# docs/guarantees.md promise 13: SIGTERM/SIGINT/SIGHUP stop accepting, finish the request in flight (its
 # answer says "Connection: close"), close idle keep-alive connections, release the
 # slot and exit 0. The same identity then gets the same worker back, and the slot
 # is free for anyone. A request that never completes does not hold the exit up
@@ -71,9 +71,9 @@ wait_file "$T/inflight.ready"
 wait_file "$T/idle.ready"
 pid=${SERVER_PID[same]}
 kill -TERM "$pid"
-sleep 0.2
+refusing() { ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; }
+wait_until 5 refusing || fail "still accepting after SIGTERM"
 kill -0 "$pid" 2>/dev/null || fail "exited before the request in flight was answered"
-(exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null && fail "still accepting after SIGTERM"
 touch "$T/go"
 rc=0; wait "$pid" || rc=$?
 [ $rc -eq 0 ] || fail "exit code $rc after SIGTERM"
@@ -119,3 +119,14 @@ start_server quick "$port" --coord "$DATA" --quiet
 wait_ready "$port" || fail "quick not ready"
 stop quick TERM 1500
 pass "idle daemon exits promptly on SIGTERM"
+
+# ---- SIGHUP (the terminal of `idkeeper serve ... &` closed) is a stop, as SIGTERM is:
+# before, the default action killed the server at once (exit 129), no slot released
+port=$(free_port)
+start_server hup "$port" --coord "$DATA" --quiet
+wait_ready "$port" || fail "hup not ready"
+wh=$(worker_of "$port")
+stop hup HUP 5000
+grep -q 'SIGHUP: stopping' "$T/hup.log" || fail "SIGHUP not named: $(cat "$T/hup.log")"
+grep -q "released worker $wh; bye" "$T/hup.log" || fail "SIGHUP: worker $wh not released: $(cat "$T/hup.log")"
+pass "SIGHUP stops as SIGTERM does: exit 0, worker $wh released"

@@ -86,12 +86,12 @@ LOCKV=("$IK_BIN" lock --coord "$VIA" --zk-session-timeout 6000)
 b=$!
 IK_PIDS+=($b)
 wait_until 60 test -s "$T/b.pid" || fail "B: CMD never started: $(cat "$T/b.err")"
-sleep 5 # longer than 2/3 of the session timeout: the holder's probes keep it proven
+sleep 5 # let time pass: longer than 2/3 of the session timeout: the holder's probes keep it proven
 proxy down
 t0=$(date +%s%3N)
 wait_grep "in doubt" "$T/b.err" 5 || fail "B: not told in doubt: $(cat "$T/b.err")"
 log "B: in doubt after $(($(date +%s%3N) - t0)) ms"
-sleep 0.3
+sleep 0.3 # let time pass: the blip's length
 proxy up
 wait_grep "held again" "$T/b.err" 10 || fail "B: not told held again: $(cat "$T/b.err")"
 log "B: held again after $(($(date +%s%3N) - t0)) ms"
@@ -118,9 +118,9 @@ b2_round() { n=$(b2_node) && [ -n "$n" ] && [ "$n" != "$1" ]; }
 wait_until 60 b2_round "" || fail "B2: round 1's node never showed"
 first=$n # round 1's node, as b2_round saw it
 wait_until 60 b2_round "$first" || fail "B2: round 2's node never showed (round 1's: $first; see $T/b2.log)"
-sleep 5 # 5 s into round 2: past 2/3 of the session, so only the probes prove it now
+sleep 5 # let time pass: 5 s into round 2: past 2/3 of the session, so only the probes prove it now
 proxy down
-sleep 0.3
+sleep 0.3 # let time pass: the blip's length
 proxy up
 wait $b2 || fail "B2: the second grant did not survive a blip: $(cat "$T/b2.log")"
 pass "B2: a blip 5 s into a lock's second grant: held again (probes prove the session)"
@@ -137,7 +137,7 @@ wait_until 60 test -s "$T/c.fence" || fail "C: CMD never started: $(cat "$T/c.er
   sh -c 'date +%s%N >$0/d.start; echo "$IDKEEPER_FENCE" >$0/d.fence' "$T" 2>"$T/d.err" &
 d=$!
 IK_PIDS+=($d)
-sleep 0.5
+wait_until 60 nchildren /t/faults/lost 2 || fail "C: the next holder never queued: $(cat "$T/d.err")"
 proxy down
 t0=$(date +%s%3N)
 wait_grep "in doubt" "$T/c.err" 5 || fail "C: not told in doubt: $(cat "$T/c.err")"
@@ -188,7 +188,7 @@ pass "D: timeout on a dead connection: exit 124 after the reconnect ($((SECONDS 
 e=$!
 IK_PIDS+=($e)
 wait_until 60 nchildren /t/faults/deleted 1 || fail "E: the holder's node never showed: $(cat "$T/e.err")"
-sleep 1.5 # the holder's first probe (a quarter of the session timeout, 750 ms) sets the watch on its node
+sleep 1.5 # let time pass: the holder's first probe (a quarter of the session timeout, 750 ms) sets the watch on its node
 victim=$(children /t/faults/deleted | cut -d' ' -f1)
 t0=$(date +%s%3N)
 ZK_CONNECT=$ZK_CONNECT /usr/bin/python3 -c '

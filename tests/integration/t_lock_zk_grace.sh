@@ -41,7 +41,7 @@ case_grace() {
     sh -c 'date +%s%N >"$0"' "$T/$n.bstart" 2>"$T/${n}b.err" &
   local b=$!
   IK_PIDS+=($b)
-  sleep 1 # B queued behind A; A's probes running
+  wait_until 30 zk_contenders "/t$path" 2 || fail "$n: B never queued behind A: $(cat "$T/${n}b.err")"
   proxy down
   local t0
   t0=$(date +%s%N)

@@ -75,7 +75,7 @@ for kind in lock elect; do
   IK_PIDS+=($a)
   wait_grep "grant delay" "$T/0a$kind.err" 60 || fail "0: A was not granted /grant/blip: $(cat "$T/0a$kind.err")"
   proxy down
-  sleep 0.3
+  sleep 0.3 # let time pass: the blip's length
   proxy up
   rc=0
   wait $a || rc=$?
@@ -102,7 +102,7 @@ case_one() {
     2>"$T/${n}b.err" &
   b=$!
   IK_PIDS+=($b)
-  sleep 0.3
+  wait_until 30 zk_contenders "/t$path" 2 || fail "$n: B never queued on $path: $(cat "$T/${n}b.err")"
   proxy down
   log "$n: A's connection down inside its window"
   # B holds once A's session expires (S), and runs 10 s: A's window (DELAY) ends

@@ -37,6 +37,9 @@ interop_build_c
 URI=$(zk_uri t)
 I=${IK_INTEROP[0]}
 nkids() { zk_tool ls "/t$1" 2>/dev/null | grep -c -- '-lock-' || true; }
+# kids PATH OP N: a condition on nkids PATH, asked again at each try of wait_until
+# (`wait_until 30 test "$(nkids /a)" = 2` asked it once, before the first try)
+kids() { test "$(nkids "$1")" "$2" "$3"; }
 
 # holder PATH NAME CASE: a holder of PATH whose CMD writes its start time to
 # NAME.start, holds until NAME.release exists, then writes NAME.end; HPID is its pid
@@ -55,18 +58,18 @@ h=$HPID
 "$IK_BIN" lock --coord "$URI" /a -- sh -c "'$I' now >'$T/w1.ran'" >"$T/w1.log" 2>&1 &
 w1=$!
 IK_PIDS+=("$w1")
-wait_until 30 test "$(nkids /a)" = 2 || fail "A: the first waiter did not queue ($(nkids /a) contenders)"
+wait_until 30 kids /a = 2 || fail "A: the first waiter did not queue ($(nkids /a) contenders)"
 "$IK_BIN" lock --coord "$URI" /a -- sh -c "'$I' now >'$T/w2.start'" >"$T/w2.log" 2>&1 &
 w2=$!
 IK_PIDS+=("$w2")
-wait_until 30 test "$(nkids /a)" = 3 || fail "A: the second waiter did not queue ($(nkids /a) contenders)"
+wait_until 30 kids /a = 3 || fail "A: the second waiter did not queue ($(nkids /a) contenders)"
 kill -TERM "$w1" # gives up waiting: its node goes, the holder's stays
 rc=0
 wait "$w1" || rc=$?
 [ "$rc" = 143 ] || fail "A: the first waiter exited $rc, not 143 (gave up on SIGTERM) (see $T/w1.log)"
 [ ! -e "$T/w1.ran" ] || fail "A: the waiter that gave up ran its command"
-wait_until 30 test "$(nkids /a)" -le 2 || fail "A: the first waiter's node stayed ($(nkids /a) contenders)"
-sleep 0.5 # a waiter that took that deletion for the holder's would hold now
+wait_until 30 kids /a -le 2 || fail "A: the first waiter's node stayed ($(nkids /a) contenders)"
+sleep 0.5 # let time pass: a waiter that took that deletion for the holder's would hold now
 touch "$T/h.release"
 wait "$h" || fail "A: the holder failed (see $T/h.log)"
 wait "$w2" || fail "A: the second waiter failed (see $T/w2.log)"
@@ -78,7 +81,16 @@ w2_start=$(cat "$T/w2.start")
 pass "A: the waiter behind one that gave up held only after the holder ended ($(((w2_start - h_end) / 1000000)) ms later)"
 
 # contest PATH SECS: 4 contenders waiting forever (C1-C4) and 2 quitters (Q1, Q2,
-# 2 ms timeouts) for SECS from $T/go.PATH; their intervals in $T/PATH.*.iv
+# 2 ms timeouts) for SECS from $T/go.PATH, or until contest_end PATH removes it;
+# their intervals in $T/PATH.*.iv. grants PATH: how many so far; granted PATH N: N
+# at least (a condition); contest_end PATH N: once N grants were made, or the time
+# is up (a loaded machine grants fewer a second), the contenders stop
+grants() { cat "$T/$1".*.iv 2>/dev/null | wc -l; }
+granted() { (($(grants "$1") >= $2)); }
+contest_end() {
+  wait_until 90 granted "$1" "$2" || log "$1: only $(grants "$1") grants"
+  rm -f "$T/go.$1"
+}
 contest() {
   local p=$1 secs=$2 i
   CONTEST_PIDS=()
@@ -111,27 +123,32 @@ check() {
   held=$(cat "$T/$p".c*.out | awk '{ s += $2 } END { print s + 0 }')
   ((gave >= 20)) || fail "$p: the quitters gave up only $gave times: nothing left the queue mid-way"
   ((held >= 200)) || fail "$p: only $held grants to the patient contenders: no contention to speak of"
-  wait_until 30 test "$(nkids "/$p")" = 0 || fail "$p: nodes left: $(zk_tool ls "/t/$p")"
+  wait_until 30 kids "/$p" = 0 || fail "$p: nodes left: $(zk_tool ls "/t/$p")"
   RES="$RES; quitters gave up $gave times"
 }
 
 # --- B: contention with contenders leaving mid-queue
-contest b 8
+contest b 90
+contest_end b 700
 check b
 pass "B: $RES"
 
 # --- C: the same through a ZooKeeper killed -9 and restarted, then frozen
-contest c 20
-sleep 3
+contest c 30
+wait_until 30 granted c 250 || fail "C: no contention on /c ($(grants c) grants)" # check: 200 at least
 zk_stop 1 KILL
 log "C: ZooKeeper killed"
-sleep 1
+sleep 1 # let time pass: the outage's length
 zk_start 1
 zk_wait_serving 1 60
 log "C: ZooKeeper serves again"
-sleep 3
+# contention again before the freeze, unless the contest (30 s) is over (on a starved
+# machine the contenders may not be back in time: said, not failed)
+contest_over() { local p; for p in "${CONTEST_PIDS[@]}"; do ! alive "$p" || return 1; done; }
+again() { granted c "$1" || contest_over; }
+wait_until 40 again $(($(grants c) + 60)) || log "C: few grants since ZooKeeper came back ($(grants c) in all)"
 kill -STOP "${ZK_PID[1]}"
-sleep 1.5
+sleep 1.5 # let time pass: the freeze's length
 kill -CONT "${ZK_PID[1]}"
 log "C: ZooKeeper frozen for 1.5 s"
 check c
@@ -146,7 +163,7 @@ dh=$HPID
 "$IK_BIN" lock --coord "$URI" /d -- sh -c "$(run_cmd dw)" >"$T/dw.log" 2>&1 &
 dw=$!
 IK_PIDS+=("$dw")
-wait_until 30 test "$(nkids /d)" = 2 || fail "D: the waiter did not queue ($(nkids /d) contenders)"
+wait_until 30 kids /d = 2 || fail "D: the waiter did not queue ($(nkids /d) contenders)"
 wnode=$(zk_tool ls /t/d | awk '{ s = $0; sub(/.*-lock-/, "", s); print s, $0 }' | sort -n | tail -1 | cut -d' ' -f2)
 [ "$(zk_tool delete "/t/d/$wnode")" = deleted ] || fail "D: could not delete the waiter's node $wnode"
 "$IK_BIN" lock --coord "$URI" /d -- sh -c "$(run_cmd dn)" >"$T/dn.log" 2>&1 &

@@ -59,7 +59,8 @@ wait_until 20 test -s "$T/a.fence" || fail "a never held the lock: $(cat "$T/a.e
   sh -c 'date +%s%N >$0/b.start; echo "$IDKEEPER_FENCE" >$0/b.fence' "$T" 2>"$T/b.err" &
 b=$!
 IK_PIDS+=($b)
-sleep 3 # b queues; a's probes prove its session afresh
+ZK_CONNECT=127.0.0.1:${CP[2]} wait_until 30 zk_contenders /t/part 2 || fail "b never queued: $(cat "$T/b.err")"
+sleep 1.5 # let time pass: one more of a's probes (every S/4) proves its session afresh
 proxy partition
 mono_ms t0
 log "server 1 partitioned from the others"

@@ -36,10 +36,19 @@ for s in s1 s2; do
   hammer "seg.$s" "$(url $s)/api/segment/get/seg" 1 30
 done
 
-sleep 4
+# serving_all [SINCE]: every probe has 5 answers (sent since SINCE), the hammers IDs
+serving_all() {
+  local s
+  for s in s1 s2; do
+    probe_answered "seq.$s" 5 "${1:-0}" && probe_answered "snow.$s" 5 "${1:-0}" && [ -s "$T/seg.$s.ids" ] || return 1
+  done
+}
+# outage_seen: both servers' sequence requests fail since the kill
+outage_seen() { probe_refused seq.s1 "$down" && probe_refused seq.s2 "$down"; }
+wait_until 60 serving_all || fail "the traffic does not flow: $(tail -n 2 "$T"/seq.s*.st)"
 my_kill KILL
 mono_ms down
-sleep 4
+wait_until 60 outage_seen || fail "the servers never saw the database down"
 my_restart
 mono_ms up
 log "mariadb down for $((up - down)) ms"
@@ -61,7 +70,7 @@ for s in s1 s2; do
 done
 pass "both servers serve again within 10 s of the database's return"
 
-sleep 3
+wait_until 60 serving_all "$up" || fail "the traffic does not flow again: $(tail -n 2 "$T"/seq.s*.st)"
 touch "$T/probe.stop"
 wait "${probes[@]}"
 hammer_wait seg.s1

@@ -29,7 +29,7 @@ mono_ms t0
 "$IK_BIN" lock --coord "$U" --timeout 3000 /x -- true 2>"$T/b.err" &
 b=$!
 IK_PIDS+=($b)
-sleep 1
+wait_until 10 my_lock_waiting "${U##*/}" lock:/x || fail "b never waited for /x: $(cat "$T/b.err")"
 kill -STOP "$MY_PID"
 log "mariadbd stopped"
 rc=0

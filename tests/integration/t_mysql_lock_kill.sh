@@ -31,7 +31,7 @@ wait_until 20 test -s "$T/a.fence" || fail "a did not get the lock: $(cat "$T/a.
 "${LOCK[@]}" /res -- sh -c 'echo "$IDKEEPER_FENCE" >"$0/b.fence"' "$T" 2>"$T/b.err" &
 b=$!
 IK_PIDS+=($b)
-sleep 0.5
+wait_until 10 my_lock_waiting "${U##*/}" lock:/res || fail "b never waited for /res: $(cat "$T/b.err")"
 [ ! -e "$T/b.fence" ] || fail "b got the lock while a holds it"
 
 th=$(holder_thread lock:/res)

@@ -36,11 +36,13 @@ PA=$PORT
 fetch_ids "$PA" 100 "$T/a.ids" || fail "no IDs from a"
 prev=$(row expires_ms)
 [ -n "$prev" ] || fail "no committed slot row for worker 0"
+# advanced PREV: another session sees the row's expiry past PREV (a renewal committed)
+advanced() { local e; e=$(row expires_ms) && [ -n "$e" ] && ((e > $1)); }
 for i in 1 2 3 4; do
-  sleep 2
+  wait_until 10 advanced "$prev" || true # judged below, with what the row says
   e=$(row expires_ms)
   left=$(row "expires_ms - CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)")
-  ((e > prev)) || fail "completion_type CHAIN, look $i (after $((i * 2)) s): the row's committed expiry did not advance ($prev then $e): renewals do not commit"
+  ((e > prev)) || fail "completion_type CHAIN, look $i: the row's committed expiry did not advance in 10 s ($prev then $e): renewals do not commit"
   ((left > 0)) || fail "completion_type CHAIN, look $i: the row's committed expiry is $left ms away while a is ready"
   prev=$e
 done

@@ -42,7 +42,7 @@ done
 n=$(sessions | wc -l)
 ((n >= 2)) || fail "only $n sessions from $VH_NS_ADDR (want a pooled one and the slot's): $(sessions | tr '\n' ';')"
 log "the host serves from $VH_NS_ADDR with $n sessions: $(sessions | tr '\n' ';')"
-sleep 1 # a few of the slot's renewals (every TTL/3) pass
+sleep 1 # let time pass: a few of the slot's renewals (every TTL/3) pass
 
 ip netns exec "$VH_NS" ip link set "$VH_PEER" down || fail "could not cut the host's link"
 mono_ms cut

@@ -200,7 +200,7 @@ ZK_CPORT[1]=$(_zk_port)
 _zk_write_cfg 1 "${ZK_CPORT[1]}"
 port=$(free_port)
 run_unit zk "$port" --coord "zk://127.0.0.1:${ZK_CPORT[1]}/pkg" --zk-session-timeout 60000
-sleep 4
+sleep 4 # let time pass: a daemon that gave up on ZooKeeper would be gone by now
 alive "$UNIT_PID" || fail "the daemon gave up on ZooKeeper within 4 s: $(tail -n 5 "$T/zk.log")"
 ! grep -q 'READY=1' "$T/zk.notify" || fail "READY=1 sent while ZooKeeper is down: $(cat "$T/zk.notify")"
 [ "$(http_status "http://127.0.0.1:$port/readyz")" != 200 ] || fail "/readyz is 200 while ZooKeeper is down"

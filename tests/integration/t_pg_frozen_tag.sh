@@ -10,4 +10,9 @@ source "$IK_FIXTURE_POSTGRES/env"
 IK_PG_LIB=1 source "$IK_SRC/tests/fixtures/postgres.sh"
 export IDKEEPER_PASSWORD=$PG_PASSWORD
 URI=$(pg_new_db "$PG_SHARED_PORT" tfrozen_$$)
+# trx_open: a session of URI's database is inside a transaction (sql_frozen.sh)
+trx_open() {
+  [ "$(pg_psql "$PG_SHARED_PORT" "${URI##*/}" "SELECT count(*) FROM pg_stat_activity
+      WHERE datname = current_database() AND state = 'idle in transaction'")" -ge 1 ] 2>/dev/null
+}
 source "$(dirname "$0")/sql_frozen.sh"

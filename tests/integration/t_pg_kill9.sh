@@ -43,11 +43,20 @@ for s in s1 s2; do
 done
 IK_PIDS+=("${probes[@]}")
 
-sleep 4
+# serving_all [SINCE]: every probe has 5 answers (sent since SINCE), the hammers IDs
+serving_all() {
+  local s
+  for s in s1 s2; do
+    probe_answered "seq.$s" 5 "${1:-0}" && probe_answered "snow.$s" 5 "${1:-0}" && [ -s "$T/seg.$s.ids" ] || return 1
+  done
+}
+# outage_seen: both servers' sequence requests fail since the kill
+outage_seen() { probe_refused seq.s1 "$down" && probe_refused seq.s2 "$down"; }
+wait_until 60 serving_all || fail "the traffic does not flow: $(tail -n 2 "$T"/seq.s*.st)"
 pg_own_kill "$T/pg"
 mono_ms down
 log "PostgreSQL killed -9"
-sleep 3
+wait_until 60 outage_seen || fail "the servers never saw the database down"
 pg_own_up "$T/pg" "$PG_PORT" || fail "PostgreSQL did not come back"
 mono_ms up
 log "PostgreSQL back after $((up - down)) ms"
@@ -64,7 +73,7 @@ for s in s1 s2; do
   (( b - up <= 10000 )) || fail "$s served again only $((b - up)) ms after the database's return"
   log "$s: sequence IDs again $((b - up)) ms after the database's return"
 done
-sleep 3
+wait_until 60 serving_all "$up" || fail "the traffic does not flow again: $(tail -n 2 "$T"/seq.s*.st)"
 touch "$T/stop"
 for p in "${probes[@]}"; do wait "$p" || true; done
 hammer_wait seg.s1

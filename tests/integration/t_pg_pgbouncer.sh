@@ -7,11 +7,17 @@
 #                transactions run in one server session, where a second
 #                pg_advisory_lock of a key is granted at once (it is re-entrant). Two
 #                `idkeeper lock /x` must never both run their CMD (before the proof
-#                of session, both did): A's open finds a fresh session, but its lock's
-#                connection finds A's first one's mark there, and the proof that rides
-#                with the grant refuses it; B's open finds A's marks and is refused.
-#                Neither runs CMD. `idkeeper check` exits 5 naming the row
+#                of session, both did): A's open proves the pooler's mode with a second
+#                connection, which lands in A's server session (before that proof, A's
+#                open passed and the proof that rode with the grant refused it); B's
+#                open finds A's marks and is refused. Neither runs CMD. `idkeeper check` exits 5 naming the row
 #                "server session";
+#   fresh        pool_mode = transaction, one server connection nobody has used: the
+#                first `idkeeper check` exits 5 naming the row "server session" (before,
+#                it exited 0 calling it "kept by a pooler in session mode": a pid
+#                that is not the server's was taken for session mode whenever no
+#                other connection's mark was seen, which one connection cannot tell
+#                from transaction mode; now a second connection proves the mode);
 #   session      pool_mode = session: each client keeps one server session, so the
 #                lock excludes as on a direct connection: a holder runs, a second
 #                waiter times out (124), `idkeeper check` exits 0;
@@ -24,6 +30,7 @@ export IDKEEPER_PASSWORD=$PG_TEST_PASSWORD
 command -v pgbouncer >/dev/null || fail "pgbouncer not installed (apt-get install pgbouncer)"
 
 own_stop() {
+  pgb_stop "$T/pgb-fresh"
   pgb_stop "$T/pgb-tx"
   pgb_stop "$T/pgb-s"
   pg_own_stop "$T/pg"
@@ -36,6 +43,16 @@ TX=$PGB_PORT
 pgb_start "$T/pgb-s" "$PG_PORT" session 20 || fail "pgbouncer (session mode) did not start"
 SESS=$PGB_PORT
 uri() { echo "postgresql://$PG_TEST_USER@127.0.0.1:$1/bb"; }
+
+# a fresh transaction-mode pooler: the very first check must not pass
+pgb_start "$T/pgb-fresh" "$PG_PORT" transaction 1 || fail "pgbouncer (fresh, transaction mode) did not start"
+rc=0
+"$IK_BIN" check --coord "$(uri "$PGB_PORT")" >"$T/check-fresh.out" 2>&1 || rc=$?
+[ $rc -eq 5 ] || fail "the first idkeeper check through a fresh PgBouncer in transaction mode exited $rc, not 5: $(cat "$T/check-fresh.out")"
+grep "server session" "$T/check-fresh.out" | grep -q refused ||
+  fail "the first check does not refuse the row server session: $(cat "$T/check-fresh.out")"
+pass "fresh transaction mode: the first idkeeper check exits 5: $(grep "server session" "$T/check-fresh.out")"
+pgb_stop "$T/pgb-fresh"
 
 # transaction mode: A takes /x, then B asks for it while A holds
 rm -f "$T/a.held" "$T/b.held"
@@ -53,15 +70,15 @@ fi
 [ -e "$T/b.held" ] && alive $a && fail "B ran CMD while A still runs: $(cat "$T/a.err")"
 grep -q "server session" "$T/b.err" || fail "B (exit $rc) does not name the shared server session: $(cat "$T/b.err")"
 pass "transaction mode: B refused (exit $rc): $(tail -n 1 "$T/b.err")"
-# A opened on a fresh server session, but its lock's own connection found A's first
-# connection's mark in the same session: the grant's proof refuses it
+# A: refused at its open (its second connection met its first's server session) or
+# at the grant (its lock's connection found its first connection's mark)
 rc=0
 wait_until 10 not alive $a || fail "A still runs: $(cat "$T/a.err")"
 wait $a || rc=$?
 [ -e "$T/a.held" ] && fail "A ran CMD in a server session it shares (exit $rc): $(cat "$T/a.err")"
-grep -q "cannot take the lock" "$T/a.err" && grep -q "server session" "$T/a.err" ||
-  fail "A (exit $rc) was not refused at the grant naming the shared server session: $(cat "$T/a.err")"
-pass "transaction mode: A's grant refused (exit $rc): $(tail -n 1 "$T/a.err")"
+grep -q "server session" "$T/a.err" ||
+  fail "A (exit $rc) was not refused naming the shared server session: $(cat "$T/a.err")"
+pass "transaction mode: A refused (exit $rc): $(tail -n 1 "$T/a.err")"
 kill $a 2>/dev/null || true
 wait $a 2>/dev/null || true
 rc=0
@@ -84,7 +101,9 @@ alive $a || fail "session mode: A lost /y: $(cat "$T/sa.err")"
 rc=0
 "$IK_BIN" check --coord "$(uri "$SESS")" >"$T/check-s.out" 2>&1 || rc=$?
 [ $rc -eq 0 ] || fail "idkeeper check through PgBouncer in session mode exited $rc, not 0: $(cat "$T/check-s.out")"
-pass "session mode: A holds /y, B timed out, idkeeper check exits 0"
+grep "server session" "$T/check-s.out" | grep -q 'session mode (proven' ||
+  fail "check does not say session mode was proven: $(grep "server session" "$T/check-s.out")"
+pass "session mode: A holds /y, B timed out, idkeeper check exits 0: $(grep "server session" "$T/check-s.out")"
 kill $a 2>/dev/null || true
 wait $a 2>/dev/null || true
 
@@ -97,7 +116,7 @@ grep -q "server session" "$T/serve-tx.out" || fail "serve (exit $rc) does not na
 "$IK_BIN" tags add inv --kind sequence --coord "$(uri "$SESS")" >/dev/null 2>"$T/add.err" || fail "tags add: $(cat "$T/add.err")"
 serve_on s --coord "$(uri "$SESS")" --lease-ttl 3000 || fail "serve through session mode not ready: $(tail -n 5 "$T/s.log")"
 curl -fsS "http://127.0.0.1:$PORT/v1/sequence/inv?count=5&format=text" >"$T/seq1" || fail "no sequence IDs through session mode: $(tail -n 3 "$T/s.log")"
-sleep 2 # renewals (every 0.5 s) and a hazard interval (1 s) pass
+sleep 2 # let time pass: renewals (every 0.5 s) and a hazard interval (1 s) pass
 curl -fsS "http://127.0.0.1:$PORT/v1/sequence/inv?count=5&format=text" >"$T/seq2" || fail "no sequence IDs after 2 s: $(tail -n 3 "$T/s.log")"
 curl -fsS "http://127.0.0.1:$PORT/v1/snowflake?count=3&format=text" >/dev/null || fail "no snowflake IDs through session mode: $(tail -n 3 "$T/s.log")"
 [ "$(cat "$T/seq1" "$T/seq2" | sort -u | wc -l)" = 10 ] || fail "sequence IDs not distinct: $(cat "$T/seq1" "$T/seq2" | tr '\n' ' ')"

@@ -89,7 +89,7 @@ wait_until 60 curl -fsS -o /dev/null "$PROM/-/ready" || fail "Prometheus not rea
 # Prometheus's answers, read at most about 3 times a second (it evaluates once a
 # second): snap fetches /api/v1/alerts into $T/alerts.json, has reads it.
 snap() {
-  sleep 0.3
+  sleep 0.3 # let time pass: Prometheus is asked at most about 3 times a second
   curl -fsS "$PROM/api/v1/alerts" >"$T/alerts.json.new" && mv "$T/alerts.json.new" "$T/alerts.json"
 }
 # has JOB ALERT [STATE]: 0 if ALERT is active (or in STATE: pending, firing) for JOB.
@@ -100,7 +100,7 @@ has() {
 }
 # both targets scraped and up (z1 with its token)
 targets_up() {
-  sleep 0.3
+  sleep 0.3 # let time pass: Prometheus is asked at most about 3 times a second
   curl -fsS "$PROM/api/v1/targets" | jq -e '[.data.activeTargets[] | select(.health == "up")] | length == 2' >/dev/null
 }
 wait_until 60 targets_up || fail "both targets not up in Prometheus: $(curl -sS "$PROM/api/v1/targets")"
@@ -158,7 +158,7 @@ log "l1's clock stepped back 10 s"
 code=$(http_status "http://127.0.0.1:${PORT[l1]}/v1/snowflake")
 [ "$code" = 503 ] || fail "l1 answered $code, not 503, with its clock 10 s behind its last ID"
 clock_event() {
-  sleep 0.3
+  sleep 0.3 # let time pass: Prometheus is asked at most about 3 times a second
   curl -fsS "http://127.0.0.1:${PORT[l1]}/v1/events" |
     jq -e '[.events[] | select(.kind == "clock" and (.text | test("^clock went back [0-9]+ ms")))] | length > 0' >/dev/null
 }

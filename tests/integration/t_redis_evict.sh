@@ -60,7 +60,7 @@ if serve_on a --coord "$uri" --worker-range 0-0 --lease-ttl 3000; then
   : >"$T/b.ids"
   draw a "$pa" "$T/draw.stop"
   draw b "$pb" "$T/draw.stop"
-  sleep 8
+  sleep 8 # let time pass: both draw on worker 0 (the defect's evidence, duplicates)
   touch "$T/draw.stop" "$T/junk.stop"
   wait "${DRAWS[@]}"
   dups=$(sort "$T/a.ids" "$T/b.ids" | uniq -d | wc -l)

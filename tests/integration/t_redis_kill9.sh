@@ -40,10 +40,20 @@ for s in s1 s2; do
     HP[$n]=$!
   done
 done
-sleep 4
+# flowing [SINCE...]: each server has answered 50 more IDs of each kind than SINCE
+# (its counts, kept by the caller)
+counts() { local s m; for s in s1 s2; do for m in ik_ids_issued_total ik_segment_ids_total ik_sequence_ids_total; do metric_of "${P[$s]}" $m; done; done; }
+flowing() {
+  local now i=0 v
+  read -ra now <<<"$(counts | tr '\n' ' ')"
+  ((${#now[@]} == 6)) || return 1
+  for v in "$@"; do ((${now[i]%.*} >= ${v%.*} + 50)) || return 1; i=$((i + 1)); done
+}
+read -ra c0 <<<"$(counts | tr '\n' ' ')"
+wait_until 30 flowing "${c0[@]}" || fail "the hammers' traffic does not flow: $(counts | tr '\n' ' ')"
 redis_kill main
 log "redis-server killed -9; down for 4 s (past the 3 s TTL)"
-sleep 4
+sleep 4 # let time pass: the outage outlasts the slots' 3 s TTL
 redis_restart main
 mono_ms t0
 log "redis-server restarted from its append-only file"

@@ -136,7 +136,8 @@ serve_on a "${SL[@]}" || fail "serve a: $(cat "$T/a.log")"
 pa=$PORT
 pb=$(free_port)
 start_server b "$pb" "${SL[@]}" --slot-wait 60000
-sleep 1.5 # b has tried at least twice
+b_waits() { [ "$(ik_http "http://127.0.0.1:$pb/readyz" "$T/b.readyz")" = 503 ] && grep -q "free slot" "$T/b.readyz"; }
+wait_until 20 b_waits || fail "b does not wait for worker 0: $(tail -n 3 "$T/b.log")"
 alive "${SERVER_PID[b]}" || fail "b exited while waiting: $(tail -n 3 "$T/b.log")"
 slot_key=${REDIS_PREFIX}r/idkeeper/sl/slot/0
 [ "$(rcli "$port" EXISTS "$slot_key")" = 1 ] || fail "a holds no slot key $slot_key"

@@ -9,6 +9,8 @@
 # before and after).
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/resp.sh"
+# idle_conns: no connection open but the /metrics request asking
+idle_conns() { [ "$(metric_of "$PORT" ik_http_connections)" = 1 ]; }
 
 coord=(--coord "local:$T/data")
 "$IK_BIN" tags add seq --kind sequence "${coord[@]}" >/dev/null
@@ -110,7 +112,8 @@ pass "100,000 PINGs written without reading: all 100,000 answered, in order"
 before=$(rcli INCR seq)
 printf '*2\r\n$4\r\nINCR\r\n$3\r\nse' | raw drop
 printf '*2\r\n$4\r\nINCR\r\n$3\r\nseq\r' | raw drop
-sleep 0.5
+# both closes handled (an INCR completed by its close would be issued before the next)
+wait_until 10 idle_conns || fail "the dropped connections stay open: $(metric_of "$PORT" ik_http_connections)"
 after=$(rcli INCR seq)
 [ "$after" = $((before + 1)) ] || fail "a half-sent INCR issued an ID: $before then $after"
 still_serves "a client gone mid-command"
@@ -121,7 +124,7 @@ for i in $(seq 20); do raw <"$T/garbage" >/dev/null & done
 for i in $(seq 20); do raw pings 20000 >"$T/p.$i" & done
 wait $(jobs -p | grep -v "$pid") 2>/dev/null || true
 for i in $(seq 20); do [ "$(cat "$T/p.$i")" = "pongs 20000 exact True" ] || fail "client $i: $(cat "$T/p.$i")"; done
-sleep 1
+wait_until 10 idle_conns || fail "the crowd's connections stay open: $(metric_of "$PORT" ik_http_connections)"
 rss1=$(rss_kb "$pid")
 log "RSS after: $rss1 KiB (before: $rss0 KiB)"
 # ASan keeps freed memory in quarantine (256 MiB by default): a wider bound there

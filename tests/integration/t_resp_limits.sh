@@ -21,6 +21,10 @@ DB=$T/data/idkeeper.db
 
 lock() { sqlite_lock "$DB" "$1"; }
 unlock() { sqlite_unlock; }
+# pending: a request waits on the (hung) store; accepting: a new connection is served
+pending() { metric_at_least "$PORT" ik_pending_requests 1; }
+accepting() { [ "$(rcli PING 2>/dev/null)" = PONG ]; }
+withdrawn() { metric_of "$PORT" ik_sequence_requests_withdrawn_total; }
 
 # client NAME BYTES: a background raw client: sends BYTES (printf escapes), writes
 # $T/NAME.sent, then reads until the server closes (or 40 s), into $T/NAME.out.
@@ -75,13 +79,13 @@ print(s.recv(200).decode().strip())
 PY
 )
 [ "$out" = "-ERR max number of clients reached" ] || fail "the 7th connection: $out"
-sleep 0.5
+wait_until 10 accepting || fail "the connections of the max-connections case never closed"
 pass "max-connections 6: the 7th connection gets -ERR max number of clients reached"
 
 # --- pipelining while the store hangs -----------------------------------------------------
 lock 60
 client pipe 'INCR q\r\nPING\r\nIDK.SNOWFLAKE\r\nINCR q\r\nECHO x\r\n'
-sleep 1
+wait_until 10 pending || fail "the pipeline's INCR never waited on the store"
 [ ! -s "$T/pipe.out" ] || fail "answers came before the pending INCR's: $(cat "$T/pipe.out")"
 mono_ms t0
 [ "$(rcli PING)" = PONG ] || fail "PING on another connection while the store hangs"
@@ -98,7 +102,7 @@ pass "a pipeline behind a pending sequence commit: nothing early, then all 5 ans
 w0=$(curl -fsS "http://127.0.0.1:$PORT/metrics" | awk '$1 == "ik_sequence_requests_withdrawn_total" {print $2}')
 lock 60
 client patient 'INCR q\r\n'
-sleep 1 # its commit is now waiting for the lock; what comes next is queued behind it
+wait_until 10 pending || fail "the patient INCR never waited on the store" # what comes next queues behind it
 /usr/bin/python3 - "$RPORT" <<'PY'
 import socket, sys, time
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
@@ -106,8 +110,9 @@ s.sendall(b"INCR q\r\nINCR q\r\nIDK.SEQUENCE q COUNT 5\r\n")
 time.sleep(0.5)
 s.close()
 PY
-sleep 0.5
-w1=$(curl -fsS "http://127.0.0.1:$PORT/metrics" | awk '$1 == "ik_sequence_requests_withdrawn_total" {print $2}')
+withdrawn_3() { [ "$(withdrawn)" = $((w0 + 3)) ]; }
+wait_until 10 withdrawn_3 || true # checked below, with what it is
+w1=$(withdrawn)
 unlock
 wait_grep '^:' "$T/patient.out" 20 || fail "the patient client got no answer: $(cat "$T/patient.out")"
 p=$(tr -d '\r:' <"$T/patient.out" | head -1)
@@ -132,9 +137,10 @@ pass "a store that stays locked past SQLite's busy timeout: -TRYAGAIN (HTTP's 50
 # --- SIGTERM answers what it has read -------------------------------------------------------
 lock 60
 client term 'INCR q\r\nPING\r\nINCR q\r\n'
-sleep 0.5
+wait_until 10 pending || fail "the INCR never waited on the store"
 kill -TERM "$pid"
-sleep 1
+wait_grep 'SIGTERM: stopping' "$T/a.log" 10 || fail "no stop logged"
+sleep 0.5 # let time pass: a server that did not wait for its commit in flight would be gone
 alive "$pid" || fail "the server exited with a commit in flight"
 unlock
 wait_grep '<closed>' "$T/term.out" 30 || fail "the client was not answered and closed: $(cat "$T/term.out")"

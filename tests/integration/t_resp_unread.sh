@@ -49,7 +49,9 @@ time.sleep(2)  # the server commits what it parsed and backs up on its output
 s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
 s.close()
 PY
-sleep 1
+# the reset connection closed, and nothing of it in flight any more: its gaps logged
+settled() { [ "$(metric_of "$PORT" ik_http_connections)" = 1 ] && [ "$(metric_of "$PORT" ik_pending_requests)" = 0 ]; }
+wait_until 20 settled || fail "the client's connection or its requests stay: $(curl -sS "http://127.0.0.1:$PORT/metrics" | grep -E 'connections |pending')"
 max=$(curl -fsS "http://127.0.0.1:$PORT/v1/tags/q" | jq -r .max_id)
 committed=$((max - 2)) # IDs after the first INCR's 1 (max_id is the next ID: 2 + issued)
 gaps=$(grep -o 'tag gap tag=q first=[0-9]* count=[0-9]* why=client gone' "$T/a.log" |

@@ -80,24 +80,50 @@ serves_again() {
   done
 }
 
+# answered_more N: each server has answered N more sequence IDs than when
+# answered_mark ran last; pending_both: each has a request waiting on the store;
+# errors_more: each has counted a store error since answered_mark
+answered_mark() {
+  local s
+  for s in s1 s2; do
+    MARK[$s]=$(metric_of "${PORT[$s]}" ik_sequence_ids_total)
+    ERR[$s]=$(store_errors "$s")
+  done
+}
+answered_more() {
+  local s
+  for s in s1 s2; do metric_at_least "${PORT[$s]}" ik_sequence_ids_total $((${MARK[$s]:-0} + $1)) || return 1; done
+}
+pending_both() { metric_at_least "${PORT[s1]}" ik_pending_requests 1 && metric_at_least "${PORT[s2]}" ik_pending_requests 1; }
+store_errors() { curl -fsS -m 3 "$(url "$1")/metrics" | awk '/^ik_store_errors_total/ { n += $2 } END { print n + 0 }'; }
+errors_more() {
+  local s
+  for s in s1 s2; do (($(store_errors "$s") > ${ERR[$s]:-0})) || return 1; done
+}
+declare -A MARK ERR
+
 # 1. the database frozen, then killed, under two servers' batches
+answered_mark
 for s in s1 s2; do
   hammer "a.$s" "$(url $s)/v1/sequence/a?count=2&format=text" 16 40 --reconnect
 done
-sleep 4
+wait_until 30 answered_more 200 || fail "the batches do not flow"
 db_freeze
 log "database frozen (SIGSTOP)"
-sleep 1
+wait_until 30 pending_both || fail "no request waits on the frozen database"
+sleep 0.5 # let time pass: the pipelines and COMMITs sent meanwhile stay unanswered
+answered_mark
 db_kill
 log "database killed -9 while frozen"
-sleep 1
+wait_until 30 errors_more || fail "the servers never saw the database gone"
 db_up
 wait_until 20 serves_again || fail "the servers do not serve tag a 20 s after the database's return"
 log "both serve tag a again"
-sleep 3
+answered_mark
+wait_until 30 answered_more 200 || fail "the batches do not flow again"
 db_kill
 log "database killed -9"
-sleep 1
+wait_until 30 errors_more || fail "the servers never saw the database gone"
 db_up
 wait_until 20 serves_again || fail "the servers do not serve tag a 20 s after the second return"
 for s in s1 s2; do hammer_wait "a.$s"; done
@@ -106,10 +132,11 @@ for s in s1 s2; do
 done
 
 # 2. a server killed -9 while its batches hold the row lock in the pause
+answered_mark
 for s in s1 s2; do
   hammer "b.$s" "$(url $s)/v1/sequence/b?count=1&format=text" 16 8
 done
-sleep 4
+wait_until 30 answered_more 100 || fail "the batches of tag b do not flow"
 kill -KILL "${SERVER_PID[s2]}"
 wait "${SERVER_PID[s2]}" 2>/dev/null || true
 log "s2 killed -9"

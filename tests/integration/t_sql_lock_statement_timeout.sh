@@ -40,7 +40,7 @@ wait_until 30 test -e "$T/a.held" || fail "A did not get /x: $(cat "$T/a.err")"
 "$IK_BIN" lock --coord "$URI" /x -- touch "$T/b.held" >"$T/b.out" 2>"$T/b.err" &
 b=$!
 IK_PIDS+=($b)
-sleep 5 # more than twice the role's limit
+sleep 5 # let time pass: more than twice the role's limit
 if ! alive $b; then
   rc=0
   wait $b || rc=$?

@@ -66,11 +66,14 @@ trickle_stop() {
 # read of s1's instead of a write, or a write that lost its race to s2 (ZBADVERSION,
 # answer lost too: it "did not land", settled just as well): try again, up to 5
 # times, until it catches a write that landed.
+# flowing MARK: s1 has answered 100 sequence IDs more than MARK
+flowing() { metric_at_least "${PORT[s1]}" ik_sequence_ids_total $(($1 + 100)); }
 landed=
 for k in 1 2 3 4 5; do
+  mark=$(metric_of "${PORT[s1]}" ik_sequence_ids_total)
   hammer "h1a$k" "$(url s1)/v1/sequence/orders?count=2&format=text" 16 6
   trickle "a$k" 500
-  sleep 2
+  wait_until 30 flowing "${mark:-0}" || fail "round 1: s1 answers no traffic"
   proxy blackhole
   log "blackhole on s1's connection"
   hammer_wait "h1a$k"
@@ -85,7 +88,7 @@ done
 log "s1: $landed"
 [[ $landed =~ ^20[0-9-]+T[0-9:.]+Z\ idkeeper\[[0-9]+\]:\ tag\ doubt ]] ||
   fail "the library's line is not in the daemon's log format (ik_set_log): $landed"
-v=$(sed 's/.* version=\([0-9]*\) now=\([0-9]*\).*/\1 \2/' <<<"$landed")
+v=$(sed 's/.*written at version \([0-9]*\), now \([0-9]*\).*/\1 \2/' <<<"$landed")
 read -r made now <<<"$v"
 ((now > made + 1)) || fail "s2 did not write while s1 was cut off (version $made, now $now)"
 pass "round 1: s1's write at version $made landed with its answer lost; at version $now the writer table said it was s1's: handed out, no 503, no gap"
@@ -94,14 +97,15 @@ pass "round 1: s1's write at version $made landed with its answer lost; at versi
 # 4 times, until the write caught is one that landed (then reported as a gap)
 gap=
 for k in 1 2 3 4; do
+  mark=$(metric_of "${PORT[s1]}" ik_sequence_ids_total)
   hammer "h1b$k" "$(url s1)/v1/sequence/orders?count=2&format=text" 16 16
   trickle "b$k" 500
-  sleep 2
+  wait_until 30 flowing "${mark:-0}" || fail "round 2: s1 answers no traffic"
   proxy blackhole
-  sleep 1
+  wait_until 10 metric_at_least "${PORT[s1]}" ik_pending_requests 1 || fail "round 2: no write of s1 waits in the blackhole"
   proxy down
   log "s1 cut off from ZooKeeper"
-  sleep 10
+  sleep 10 # let time pass: cut off past the session and the call's budget
   proxy up
   log "proxy up again"
   hammer_wait "h1b$k"

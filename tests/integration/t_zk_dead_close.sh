@@ -28,7 +28,7 @@ s1=$(status_of "$pa" .lease.session)
 
 for round in 1 2; do
   kill -STOP "${SERVER_PID[a]}"
-  sleep 5 # past the 2 s session: ZooKeeper expires it and frees slot 4
+  sleep 5 # let time pass: past the 2 s session: ZooKeeper expires it and frees slot 4
   kill -CONT "${SERVER_PID[a]}"
   mono_ms t0
   while :; do

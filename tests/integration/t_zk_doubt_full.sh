@@ -1,19 +1,19 @@
 #!/usr/bin/env bash
 # labels: zk counters
-# timeout: 300
-# Writes in doubt at one version, more than one read decides (IK__ZK_DOUBT_WRITES,
-# 8; docs/zookeeper.md, "A write whose answer is lost"), through a fault proxy
-# between the server and ZooKeeper:
+# timeout: 420
+# Writes in doubt at one version, as many as the doubt engine keeps of a lane
+# (backend.h's IK__DOUBT_LANE_MAX, 16; docs/zookeeper.md, "A write whose answer is
+# lost"), through a fault proxy between the server and ZooKeeper:
 #   1. one request: 8 sends of its sequence write are lost before they reach
 #      ZooKeeper (each a connection loss, the node still at its version), then the
 #      answer of the next one (it lands). The call sends its one write again as it
 #      was each time, and its read finds it landed: handed out. (Before the doubt
 #      engine, the ninth write was sent and never recorded: a later advance settled
 #      the doubt as "did not land", and its IDs were a gap nobody logged.)
-#   2. 8 requests each fail in doubt (every send lost for the call's whole budget):
-#      8 doubts kept at one version. Then the answer of the next send is lost: the
-#      next request carries the 8, sends the newest again as it was (not a new
-#      write), and its read finds that one landed: one gap (why=answer_lost), 7
+#   2. 16 requests each fail in doubt (every send lost for the call's whole budget):
+#      16 doubts kept at one version. Then the answer of the next send is lost: the
+#      next request carries the 16, sends the newest again as it was (not a new
+#      write), and its read finds that one landed: one gap (why=answer_lost), 15
 #      "settled", and the request is answered.
 # After each, the IDs answered plus the logged gaps are exactly one run from the
 # tag's start to the store's max_id, and the server serves again.
@@ -76,24 +76,24 @@ get s2 || fail "s2: a request failed before any fault"
 proxy request-lost 100000 since=
 doubts=0
 t0=$SECONDS
-while ((doubts < 8)); do
-  ((SECONDS - t0 < 150)) || fail "only $doubts requests failed in doubt in 150 s"
+while ((doubts < 16)); do
+  ((SECONDS - t0 < 240)) || fail "only $doubts requests failed in doubt in 240 s"
   code=$(curl -sS -m 60 -o "$T/body" -w '%{http_code}' "$(url s2)/v1/sequence/orders?count=10&format=text" 2>/dev/null) || true
   [[ $code == 200 ]] && fail "a request was answered while every write is lost: $(cat "$T/body")"
   if [[ $code == 503 ]] && grep -q 'may or may not have recorded' "$T/body"; then doubts=$((doubts + 1)); fi
 done
 grep -q 'tag gap\|tag doubt settled tag=orders ' "$T/s2.log" &&
   fail "a doubt was decided while every write was lost: $(grep 'tag ' "$T/s2.log" | tail -n 3)"
-log "8 requests failed in doubt, all at one version"
+log "16 requests failed in doubt, all at one version"
 proxy answer-lost 1 since=
-get s2 || fail "the request carrying 8 doubts failed: $(grep 'tag ' "$T/s2.log" | tail -n 3)"
+get s2 || fail "the request carrying 16 doubts failed: $(grep 'tag ' "$T/s2.log" | tail -n 3)"
 grep -q '^answer-lost' <(tail -n 1 "$T/proxy.log") || fail "no answer was lost: $(tail -n 3 "$T/proxy.log")"
 gaps=$(grep -c 'tag gap tag=orders first=[0-9]* count=10 why=answer_lost' "$T/s2.log" || true)
 settled=$(grep -c 'tag doubt settled tag=orders first=[0-9]* count=10 .*did not land' "$T/s2.log" || true)
-((gaps == 1 && settled == 7)) ||
-  fail "the 8 doubts at one version: $gaps gaps and $settled settled, not 1 and 7: $(grep 'tag ' "$T/s2.log")"
+((gaps == 1 && settled == 15)) ||
+  fail "the 16 doubts at one version: $gaps gaps and $settled settled, not 1 and 15: $(grep 'tag ' "$T/s2.log")"
 grep -q 'first=?' "$T/s2.log" && fail "a doubt was logged without its place: $(grep 'first=?' "$T/s2.log")"
 for i in 1 2; do get s2 || fail "request $i after the faults failed"; done
-one_run "8 requests in doubt, then a lost answer"
+one_run "16 requests in doubt, then a lost answer"
 stop_clean s2
 pass "clean exit"

@@ -18,7 +18,7 @@ for n in a b c d; do
 done
 for n in a b c d; do wait_ready "${P[$n]}" 30 || fail "$n not ready"; done
 for n in a b c d; do fetch_loop "${P[$n]}" "$T/ids.$n"; done
-sleep 2
+wait_until 30 fetched_all 10 || fail "the fetch loops get no IDs"
 
 for round in 1 2; do
   leader=$(zk_leader) || fail "no leader"
@@ -31,7 +31,7 @@ for round in 1 2; do
     wait_held "${P[$n]}" 20 || fail "$n does not serve after the leader change"
   done
   now_ms t_ready
-  sleep 2
+  wait_until 30 fetched_all 10 "$t_ready" || fail "round $round: the fetch loops get no IDs after the leader change"
   for n in a b c d; do
     # served again: every request since all were ready got IDs
     st_check "$T/ids.$n.st" "$t_ready" "$(now_ms)" ok

@@ -66,7 +66,7 @@ pass "4 issuers for ${LEAF_RUN_S} s, numbers $wa $w1 $wb $w2, $(wc -l <"$T/all.i
 rm -f "$T/l1.ids"
 leaf_start l3 fleet 10.0.0.3:8080
 w3=$(leaf_worker l3) || fail "l3 did not start: $(cat "$T/l3.log")"
-sleep 4 # a heartbeat or two
+wait_until 20 leaf_beats l3 2 || fail "l3 wrote no heartbeat: $(tail -n 3 "$T/l3.log")"
 kill -TERM "${LEAF_PID[l3]}"
 wait "${LEAF_PID[l3]}" || true
 now_ms t_stop

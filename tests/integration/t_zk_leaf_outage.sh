@@ -23,12 +23,12 @@ leaf_serve s "$p" fleet "127.0.0.1:$p" --slot-wait 60000
 wait_held "$p" 30 || fail "s not ready: $(tail -n 3 "$T/s.log")"
 ws=$(status_of "$p" .lease.worker)
 fetch_loop "$p" "$T/s.ids"
-sleep 1
+wait_until 30 fetched "$T/s.ids" 10 || fail "s serves no IDs"
 
 zk_stop 1
 now_ms t_stop
 l_before=$(wc -l <"$T/l.ids")
-sleep $(((WIN + 2500) / 1000)).5
+sleep $(((WIN + 2500) / 1000)).5 # let time pass: past s's safe window, the Leaf server issuing on
 now_ms t_end
 st_check "$T/s.ids.st" "$((t_stop + WIN + 200))" "$t_end" down
 l_after=$(wc -l <"$T/l.ids")
@@ -41,7 +41,7 @@ now_ms t_up
 wait_held "$p" 40 || fail "s does not serve again after ZooKeeper came back: $(tail -n 2 "$T/s.log")"
 now_ms t_held
 [ "$(status_of "$p" .lease.worker)" = "$ws" ] || fail "s took number $(status_of "$p" .lease.worker), not its own $ws"
-sleep 1
+wait_until 30 fetched "$T/s.ids" 10 "$t_held" || fail "s serves no IDs once it holds again"
 fetch_stop
 kill -TERM "${LEAF_PID[l]}"
 wait "${LEAF_PID[l]}" || true

@@ -51,7 +51,7 @@ kill -CONT "${LEAF_PID[l]}"
 p2=$(zk_free_port)
 leaf_stop_after_beat l
 leaf_serve s2 "$p2" fleet 10.1.0.1:8080 --slot-wait 40000
-sleep 1
+sleep 1 # let time pass: a pause of a second, not a death
 kill -CONT "${LEAF_PID[l]}" # resumed: heartbeats again
 mono_ms t0
 while (($(mono_ms) - t0 < 6000)); do # more than the 5 s a heartbeat takes to age

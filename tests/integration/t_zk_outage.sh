@@ -22,7 +22,7 @@ for n in s1 s2 l1 l2; do
   SESSION[$n]=$(status_of "${P[$n]}" .lease.session)
 done
 for n in s1 s2 l1 l2; do fetch_loop "${P[$n]}" "$T/ids.$n"; done
-sleep 1
+wait_until 30 fetched_all 10 || fail "the fetch loops get no IDs"
 
 # Windows are counted from the last write each server sent before ZooKeeper died:
 # at most half the persist interval (500 ms), plus scheduling delays, before the
@@ -34,7 +34,6 @@ sleep 1
 now_ms t_kill
 zk_stop 1
 now_ms t_stop
-sleep 0.5
 zk_start 1
 zk_wait_serving 1
 now_ms t_up
@@ -45,7 +44,6 @@ for n in s1 s2; do
   end=$(( t_up + 1000 < t_kill + WIN[$n] - 1000 ? t_up + 1000 : t_kill + WIN[$n] - 1000 ))
   st_check "$T/ids.$n.st" "$t_kill" "$end" ok
 done
-sleep 1
 for n in s1 s2; do
   # and they carry on, on the same session. (The C client reconnects at once, but a
   # JVM that accepted its connection while still loading may leave the handshake
@@ -55,7 +53,7 @@ for n in s1 s2; do
   s=$(status_of "${P[$n]}" .lease.session)
   [ "$s" = "${SESSION[$n]}" ] || fail "$n changed session over a short outage: ${SESSION[$n]} -> $s"
 done
-sleep 1
+for n in s1 s2; do wait_until 30 fetched "$T/ids.$n" 10 "$t_ok" || fail "$n serves no IDs after the short outage"; done
 for n in s1 s2; do st_check "$T/ids.$n.st" "$t_ok" "$(now_ms)" ok; done
 for n in l1 l2; do
   wait_held "${P[$n]}" 15 || fail "$n does not serve after the short outage"
@@ -67,7 +65,7 @@ pass "short outage ($((t_up - t_stop)) ms): s1, s2 served throughout on their se
 now_ms t_kill
 zk_stop 1
 now_ms t_stop
-sleep 7
+sleep 7 # let time pass: the outage outlasts l1/l2's 3 s sessions and every safe window
 for n in s1 s2 l1 l2; do
   # Requests sent after the safe window (counted from before the stop) get no ID.
   st_check "$T/ids.$n.st" "$((t_stop + WIN[$n]))" "$(now_ms)" down
@@ -89,7 +87,7 @@ log "all serve again $(( $(now_ms) - t_up )) ms after ZooKeeper is back"
 #    sessions (the restart above restored every session from the snapshot instead).
 kill -STOP "${ZK_PID[1]}"
 t_stop=$(now_ms) # the JVM is frozen by now: no answer after this
-sleep 7
+sleep 7 # let time pass: the freeze outlasts l1/l2's 3 s sessions and every safe window
 for n in s1 s2 l1 l2; do
   st_check "$T/ids.$n.st" "$((t_stop + WIN[$n]))" "$(now_ms)" down
 done
@@ -100,7 +98,8 @@ for n in s1 s2 l1 l2; do
 done
 log "all serve again $(( $(now_ms) - t_up )) ms after ZooKeeper woke"
 pass "frozen ZooKeeper: every server stopped within its safe window and serves again"
-sleep 1
+now_ms t_ok
+wait_until 30 fetched_all 10 "$t_ok" || fail "the fetch loops get no IDs after ZooKeeper woke"
 fetch_stop
 declare -A W=()
 for n in s1 s2 l1 l2; do

@@ -29,7 +29,7 @@ done
 log "b waits for a free slot"
 
 proxy down
-sleep 7 # b's session (4 s) expires meanwhile
+sleep 7 # let time pass: b's session (4 s) expires meanwhile
 proxy up
 log "proxy up again after 7 s"
 t0=$SECONDS

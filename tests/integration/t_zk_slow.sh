@@ -23,7 +23,7 @@ for d in 1300 3000; do
   proxy delay "$d"
   now_ms t0
   log "every answer from ZooKeeper now comes ${d} ms late"
-  sleep 16
+  sleep 16 # let time pass: the lease must hold through several of its windows so slowed
   now_ms t1
   # 4 s to settle after the change, then 12 s in which every request is answered
   st_check "$T/ids.st" $((t0 + 4000)) "$t1" ok
@@ -36,7 +36,7 @@ done
 proxy mute
 now_ms tm
 log "ZooKeeper's answers stop"
-sleep 11
+sleep 11 # let time pass: past the safe window (WINDOW_MS), with time to see it stop
 proxy delay 0
 proxy unmute
 now_ms tu
@@ -44,7 +44,8 @@ st_check "$T/ids.st" $((tm + WINDOW_MS + 500)) $((tu - 200)) down
 pass "no answers: a stopped issuing within the safe window (${WINDOW_MS} ms)"
 wait_held "$pa" 30 || fail "a does not serve again once answers come back: $(status_of "$pa" .lease)"
 [ "$(status_of "$pa" .lease.acquisitions)" = 1 ] || fail "a took a slot again: $(status_of "$pa" .lease)"
-sleep 1
+now_ms tb
+wait_until 30 fetched "$T/ids" 10 "$tb" || fail "a serves no IDs once answers come back"
 fetch_stop
 assert_unique "$T/ids"
 assert_increasing "$T/ids"

@@ -252,6 +252,11 @@ zk_proxy_start() {
   fault_proxy_start "$PP" "$(zk_port 1)" || fail "the fault proxy did not start: $(cat "$T/proxy.log")"
 }
 
+# zk_contenders PATH N: the node PATH (as ZK_CONNECT sees it) has at least N
+# contenders: lock (-lock-) or election (latch-) children, as an independent
+# client lists them (a condition for wait_until: "B is queued behind A").
+zk_contenders() { (($(zk_tool ls "$1" 2>/dev/null | grep -cE -- '-lock-|latch-' || true) >= $2)); }
+
 # zk_tool CMD ARGS...: an independent client (python3-kazoo) on ZK_CONNECT.
 #   slot BASE W         JSON of slot W of the app at BASE (/CHROOT/idkeeper/apps/APP):
 #                       record_ms, holder, version, owner (owner node's fields, or null)
@@ -356,10 +361,13 @@ PYEOF
 #   st_check OUT.st FROM TO ok|down  requests sent in [FROM, TO] (Unix ms) all got
 #                                 200 (ok) or none did (down); fails otherwise
 #   fetch_stop                    stops every fetch_loop and waits for them
+#   fetched OUT N [SINCE], fetched_all N [SINCE]  (conditions) N answers 200 since
+#                                 SINCE (Unix ms) in one fetch_loop's OUT, in each
 #   (ids_time_check, ids_workers, ids_time_max: in lib.sh)
 ZK_SESSION_MS=${ZK_SESSION_MS:-4000}
 ZK_CHROOT=${ZK_CHROOT:-t}
 FETCH_PIDS=()
+FETCH_OUTS=()
 
 zk_serve() {
   local name=$1 port=$2
@@ -377,6 +385,18 @@ fetch_loop() {
     poll "$out" "$out.st" "http://127.0.0.1:$port/v1/snowflake?count=50&format=text" "$T/fetch.stop" 0.04 2 now_ms
   ) &
   FETCH_PIDS+=($!)
+  FETCH_OUTS+=("$out")
+}
+
+# fetched OUT N [SINCE]: the fetch_loop into OUT has N answers 200 to requests sent
+# at or after SINCE (Unix ms; default: all): a condition for wait_until
+fetched() {
+  (($(awk -v t="${3:-0}" '$1 >= t && $2 == 200 { n++ } END { print n + 0 }' "$1.st" 2>/dev/null || echo 0) >= $2))
+}
+# fetched_all N [SINCE]: fetched for every OUT of this test's fetch_loops
+fetched_all() {
+  local f
+  for f in "${FETCH_OUTS[@]}"; do fetched "$f" "$@" || return 1; done
 }
 
 _fetch_cleanup() {
@@ -392,6 +412,7 @@ fetch_stop() {
   local p
   for p in "${FETCH_PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
   FETCH_PIDS=()
+  FETCH_OUTS=()
   rm -f "$T/fetch.stop"
 }
 

@@ -10,7 +10,8 @@
  *       enter time, hold HOLD_US, record the exit time, release. OUT gets
  *       "C ENTER_NS EXIT_NS FENCE" a line.
  *   ik_interop contend URI PATH SECONDS OUT HOLD_US TIMEOUT_MS START_FILE
- *       creates OUT, waits for START_FILE, then for SECONDS: acquire (waiting at
+ *       creates OUT, waits for START_FILE, then for SECONDS, or until START_FILE
+ *       is gone (the caller has seen enough grants): acquire (waiting at
  *       most TIMEOUT_MS, -1: forever), record the enter time, hold HOLD_US, record
  *       the exit time and the grant's state then, release. OUT gets
  *       "TAG ENTER_NS EXIT_NS FENCE STATE" a line (TAG: $IK_INTEROP_TAG, else C);
@@ -154,7 +155,7 @@ static int cmd_contend(char **a)
         usleep(1000);
     long held = 0, gave_up = 0, failed = 0;
     int64_t until = now_ns() + (int64_t)(secs * 1e9);
-    while (now_ns() < until) {
+    while (now_ns() < until && access(start, F_OK) == 0) {
         int64_t fence = 0;
         int rc = ik_lock_acquire(lk, timeout, &fence);
         if (rc == IK_ETIMEDOUT || rc == IK_EBUSY) {

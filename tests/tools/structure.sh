@@ -34,6 +34,14 @@
 #      conformance groups has a row per group, a column per backend that runs the
 #      suite (local: and cmake/backends.cmake's), "-" where a group is skipped, and
 #      cites current promise numbers of docs/guarantees.md.
+#  10. the fate of a write in doubt is decided once, above the seam (docs/architecture.md,
+#      "Doubts ⇄ backend"; counters/doubt.c's rule): no file under src/lib/backends
+#      names the engine's verdict (ik__doubt_verdict), sets or returns a fate (a fate
+#      field, "= IK__DOUBT_..." or "return IK__DOUBT_..."; comparing the engine's
+#      answer to one is acting on it), reads a doubt's age (its sent_ns), or keeps a
+#      trust horizon (an identifier with TRUST in it ending _MS, _NS or _S); and every
+#      #define there of a ring, a kept count, a lane or a doubt names the engine's limit
+#      (IK__DOUBT_...), never a number of its own.
 # Prints every finding and exits 1 if there is one.
 set -uo pipefail
 build=$(cd "${1:?usage: structure.sh BUILD_DIR}" && pwd)
@@ -85,6 +93,11 @@ hits=$(cd "$src" && grep -rnE 'SPEC [0-9]' src include tests)
 [ -z "$hits" ] || no "a citation of the outside contract (cite docs/guarantees.md's promise N or the subsystem's doc instead):
 $hits"
 
+hits=$(cd "$src" && grep -rnE 'ik__doubt_verdict|(\.|->)fate\b|\bfate[[:space:]]*=[^=]|[^!=<>]=[[:space:]]*IK__DOUBT_(OPEN|LANDED|NOT_LANDED|UNKNOWN)\b|return[[:space:]]+IK__DOUBT_|(own|carried\[[^]]*\])\.sent_ns\b|\b[A-Z0-9_]*TRUST[A-Z0-9_]*_(MS|NS|S)\b' src/lib/backends)
+hits+=$(cd "$src" && grep -rnE '^#define +[A-Z0-9_]*(RING|KEPT|LANE|DOUBT)[A-Z0-9_]*\b' src/lib/backends | grep -v 'IK__DOUBT_')
+[ -z "$hits" ] || no "a fate decided, a doubt's age read, a trust horizon kept, or the engine's lane limit restated in a backend (report evidence: backend.h's ik__doubt_evidence; counters/doubt.c decides):
+$hits"
+
 /usr/bin/python3 "$src/tests/tools/folders.py" calls "$src" "$build" ||
   no "calls into a backend folder from outside it (above; docs/architecture.md, \"Folders\")"
 /usr/bin/python3 "$src/tests/tools/folders.py" server "$src" "$build" ||
@@ -95,5 +108,5 @@ $hits"
 /usr/bin/python3 "$src/tests/tools/docs_code.py" "$src" ||
   no "docs that restate the code disagree with it (above)"
 
-((bad == 0)) && echo "structure: no call cycle in src/lib or src/server, no src/lib file over 1,100 lines, no C file but src/server/http/http_framing.* names http_parser, every multi through zk_session.c, the folder rules of src/lib and src/server kept, the tree of docs/architecture.md complete, the man page's routes and testing.md's group table current"
+((bad == 0)) && echo "structure: no call cycle in src/lib or src/server, no src/lib file over 1,100 lines, no C file but src/server/http/http_framing.* names http_parser, every multi through zk_session.c, no fate decided or trust horizon kept below the seam, the folder rules of src/lib and src/server kept, the tree of docs/architecture.md complete, the man page's routes and testing.md's group table current"
 exit $bad

@@ -8,6 +8,13 @@
  * begin, wait_held, release), tags on local: (create, get, list), segment and
  * sequence IDs on local:.
  *
+ * And what a failed allocation must never do to a sequence (docs/sequence.md):
+ * commit a range it then cannot hand out, without a gap line. For every N, a
+ * sequence request whose Nth allocation fails leaves the tag's max_id advanced by
+ * exactly the IDs it answered plus those the gap hook reported; and a request of
+ * 10,000,000 IDs whose answer (80 MB) cannot be allocated, the case of a process
+ * whose address space is nearly used, commits nothing.
+ *
  * The library's own calls to malloc, calloc, realloc, free, strdup, strndup and
  * posix_memalign are wrapped at link time (-Wl,--wrap=..., tests/CMakeLists.txt), so
  * only its allocations count and fail; SQLite's and libc's inner ones do not. Each
@@ -50,9 +57,10 @@ int __wrap_posix_memalign(void **p, size_t align, size_t n);
 static pthread_mutex_t live_mu = PTHREAD_MUTEX_INITIALIZER;
 static void *live[LIVE_MAX];
 static long nlive;
-static atomic_long nallocs;  /* allocations asked for since reset */
-static atomic_long fail_at;  /* the allocation number that fails (0: none) */
-static atomic_long failures; /* how many were failed */
+static atomic_long nallocs;     /* allocations asked for since reset */
+static atomic_long fail_at;     /* the allocation number that fails (0: none) */
+static atomic_long failures;    /* how many were failed */
+static atomic_size_t fail_size; /* every allocation of at least this many bytes fails (0: none) */
 
 static size_t slot_of(void *p)
 {
@@ -112,7 +120,8 @@ static int should_fail(void)
 
 void *__wrap_malloc(size_t n)
 {
-    if (should_fail()) return NULL;
+    size_t big = atomic_load(&fail_size);
+    if (should_fail() || (big && n >= big)) return NULL;
     void *p = __real_malloc(n);
     if (p) live_add(p);
     return p;
@@ -120,7 +129,8 @@ void *__wrap_malloc(size_t n)
 
 void *__wrap_calloc(size_t k, size_t n)
 {
-    if (should_fail()) return NULL;
+    size_t big = atomic_load(&fail_size);
+    if (should_fail() || (big && k * n >= big)) return NULL;
     void *p = __real_calloc(k, n);
     if (p) live_add(p);
     return p;
@@ -128,7 +138,8 @@ void *__wrap_calloc(size_t k, size_t n)
 
 void *__wrap_realloc(void *p, size_t n)
 {
-    if (should_fail()) return NULL;
+    size_t big = atomic_load(&fail_size);
+    if (should_fail() || (big && n >= big)) return NULL;
     int ours = p ? live_del(p) : 0;
     void *q = __real_realloc(p, n);
     if (q) {
@@ -345,6 +356,100 @@ static void inject(const char *name, path_fn fn, const char *uri)
                   total, failed_runs);
 }
 
+/* ---- a sequence's accounting under a failed allocation ------------------------------ */
+
+static atomic_llong gap_ids; /* IDs the gap hook reported */
+
+static void count_gap(void *ctx, const char *app, const char *tag, ik_tag_kind kind, int64_t first,
+                      int64_t count, const char *why)
+{
+    (void)ctx, (void)app, (void)tag, (void)kind, (void)first, (void)why;
+    atomic_fetch_add(&gap_ids, count);
+}
+
+/* The tag's max_id, read with nothing armed. */
+static int64_t max_id_of(const char *uri, const char *tag)
+{
+    long armed = atomic_load(&fail_at);
+    size_t big = atomic_load(&fail_size);
+    atomic_store(&fail_at, 0);
+    atomic_store(&fail_size, 0);
+    ik_coord *c;
+    char why[256];
+    ik_tag_info ti;
+    assert_int_equal(ik_coord_open(uri, NULL, &c, why, sizeof why), 0);
+    assert_int_equal(ik_tag_get(c, "alloc", tag, &ti), 0);
+    ik_coord_close(c);
+    atomic_store(&fail_at, armed);
+    atomic_store(&fail_size, big);
+    return ti.max_id;
+}
+
+/* One request of n IDs of tag "seq" through a sequence of its own: its answer. */
+static int draw_sequence(const char *uri, size_t n, int64_t *ids)
+{
+    ik_coord *c = NULL;
+    ik_sequence *q = NULL;
+    char why[256];
+    int rc = ik_coord_open(uri, NULL, &c, why, sizeof why);
+    if (rc == 0) rc = ik_sequence_create(c, "alloc", &q);
+    if (rc == 0) rc = ik_sequence_next_wait(q, "seq", n, ids);
+    ik_sequence_destroy(q);
+    ik_coord_close(c);
+    return rc;
+}
+
+static void sequence_never_commits_what_it_cannot_answer(void **st)
+{
+    char dir[64], uri[80], why[256];
+    local_dir_make(dir, uri, "ik-alloc-seq");
+    ik_coord *c;
+    assert_int_equal(ik_coord_open(uri, NULL, &c, why, sizeof why), 0);
+    assert_int_equal(ik_tag_create(c, "alloc", "seq", IK_TAG_SEQUENCE, 1, 1, "", why, sizeof why),
+                     0);
+    ik_coord_close(c);
+    ik_set_gap_hook(count_gap, NULL);
+    int64_t ids[8];
+    arm(0);
+    assert_int_equal(draw_sequence(uri, 8, ids), 0);
+    long total = atomic_load(&nallocs);
+    for (long n = 1; n <= total + 4; n++) {
+        int64_t before = max_id_of(uri, "seq");
+        atomic_store(&gap_ids, 0);
+        arm(n);
+        int rc = draw_sequence(uri, 8, ids);
+        arm(0);
+        int64_t advanced = max_id_of(uri, "seq") - before;
+        int64_t answered = rc == 0 ? 8 : 0;
+        if (advanced != answered + atomic_load(&gap_ids))
+            fail_msg("allocation %ld of %ld failed (%s): max_id advanced by %lld, %lld IDs "
+                     "answered, %lld reported as a gap",
+                     n, total, ik_errname(rc), (long long)advanced, (long long)answered,
+                     (long long)atomic_load(&gap_ids));
+        assert_int_equal(nlive, 0);
+    }
+
+    /* 10,000,000 IDs whose answer does not fit in what is left of memory */
+    size_t big = 10000000;
+    int64_t *many = __real_malloc(big * sizeof *many);
+    assert_non_null(many);
+    int64_t before = max_id_of(uri, "seq");
+    atomic_store(&gap_ids, 0);
+    atomic_store(&fail_size, (size_t)64 << 20);
+    int rc = draw_sequence(uri, big, many);
+    atomic_store(&fail_size, 0);
+    __real_free(many);
+    assert_int_equal(rc, IK_ENOMEM);
+    int64_t advanced = max_id_of(uri, "seq") - before;
+    if (advanced != atomic_load(&gap_ids))
+        fail_msg("a request of %zu IDs answered IK_ENOMEM, yet max_id advanced by %lld and %lld "
+                 "were reported as a gap",
+                 big, (long long)advanced, (long long)atomic_load(&gap_ids));
+    assert_int_equal(advanced, 0);
+    ik_set_gap_hook(NULL, NULL);
+    local_dir_remove(dir);
+}
+
 static void layout_never_allocates(void **st)
 {
     arm(0);
@@ -414,6 +519,7 @@ int main(void)
         cmocka_unit_test(lease_begin_local),
         cmocka_unit_test(tags_local),
         cmocka_unit_test(counters_local),
+        cmocka_unit_test(sequence_never_commits_what_it_cannot_answer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,7 +1,8 @@
-/* test_doubt_mt.c: the doubt engine's own bookkeeping (counters/doubt.c, D1-D6), on a
- * scripted seam: a backend whose tag_advance answers what each test tells it and
- * records what the engine handed it. The stores' side (whether a write id landed) is
- * tested against real stores: conformance tags_doubt_term, close_refused,
+/* test_doubt_mt.c: the doubt engine's own bookkeeping and its one rule
+ * (counters/doubt.c, D1-D7), on a scripted seam: a backend whose tag_advance answers
+ * what each test tells it, reports the evidence it is told to, and records what the
+ * engine handed it. The stores' side (what a store holds of a write id) is tested
+ * against real stores: conformance tags_doubt_term, close_refused,
  * shutdown_unreachable, t_redis_doubts, t_zk_doubt_full, t_sql_batch_kill9. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -22,20 +23,32 @@
 
 static struct {
     pthread_mutex_t mu;
-    int answer;                 /* what tag_advance returns */
-    ik__doubt_fate fate;        /* what it says of every carried doubt */
-    int64_t landed_first;       /* for LANDED */
-    ik__doubt_verdict own_fate; /* copied into w->own_fate */
-    int calls, settles;         /* tag_advance, tag_settle calls */
-    int n_carried;              /* of the last call */
-    uint64_t carried[32];       /* their write ids */
-    uint64_t wid;               /* the last call's own write id */
-    char writer[33];            /* the last call's writer */
-    int in_call, most_in_call;  /* advances of one tag at once */
-    int hold_us;                /* each advance sleeps this long */
+    int answer;                /* what tag_advance returns */
+    ik__doubt_fate fate;       /* the fate its evidence of every carried doubt gives */
+    int64_t landed_first;      /* for LANDED */
+    ik__doubt_evidence own_ev; /* copied into w->own_ev */
+    int calls, settles;        /* tag_advance, tag_settle calls */
+    int n_carried;             /* of the last call */
+    uint64_t carried[32];      /* their write ids */
+    uint64_t wid;              /* the last call's own write id */
+    char writer[33];           /* the last call's writer */
+    int in_call, most_in_call; /* advances of one tag at once */
+    int hold_us;               /* each advance sleeps this long */
     char log[64][400];
     int nlog;
 } S;
+
+/* Evidence that the rule (D7) decides as fate, for a write made just now. */
+static void evidence_for(ik__doubt_fate fate, int64_t first, ik__doubt_evidence *e)
+{
+    memset(e, 0, sizeof *e);
+    e->first = -1;
+    if (fate == IK__DOUBT_OPEN) return; /* nothing read */
+    e->read = 1;
+    if (fate == IK__DOUBT_LANDED) e->held = 1, e->first = first;
+    if (fate == IK__DOUBT_NOT_LANDED) e->intact = e->reaches = e->moved = 1;
+    /* UNKNOWN: read, a record not whole */
+}
 
 static int fake_advance(ik__backend *b, const char *app, const char *name, ik_tag_kind kind,
                         ik__tag_write *w, int64_t *first)
@@ -47,12 +60,11 @@ static int fake_advance(ik__backend *b, const char *app, const char *name, ik_ta
     S.n_carried = w->n_carried;
     for (int i = 0; i < w->n_carried; i++) {
         S.carried[i] = w->carried[i].wid;
-        w->fate[i].fate = S.fate;
-        w->fate[i].first = S.landed_first;
+        evidence_for(S.fate, S.landed_first, &w->ev[i]);
     }
     S.wid = w->own.wid;
     memcpy(S.writer, w->writer, sizeof S.writer);
-    w->own_fate = S.own_fate;
+    w->own_ev = S.own_ev;
     int rc = S.answer, hold = S.hold_us;
     pthread_mutex_unlock(&S.mu);
     if (hold) usleep((useconds_t)hold);
@@ -69,10 +81,8 @@ static void fake_settle(ik__backend *b, const char *app, const char *name, ik__t
     (void)b, (void)app, (void)name, (void)deadline;
     pthread_mutex_lock(&S.mu);
     S.settles++;
-    for (int i = 0; i < w->n_carried; i++) {
-        w->fate[i].fate = S.fate;
-        w->fate[i].first = S.landed_first;
-    }
+    for (int i = 0; i < w->n_carried; i++)
+        evidence_for(S.fate, S.landed_first, &w->ev[i]);
     pthread_mutex_unlock(&S.mu);
 }
 
@@ -175,8 +185,8 @@ static void every_fate_is_one_line(void **st)
     advance(d, "t", 1);
     assert_int_equal(logged("tag gap tag=t first=? count=6 why=maybe_recorded"), 1);
     S.answer = IK_EUNSAFE;
-    S.own_fate = (ik__doubt_verdict){.fate = IK__DOUBT_LANDED, .first = 7, .code = "store_unsafe"};
-    snprintf(S.own_fate.why, sizeof S.own_fate.why, "its proof was refused");
+    S.own_ev = (ik__doubt_evidence){.read = 1, .held = 1, .first = 7, .code = "store_unsafe"};
+    snprintf(S.own_ev.what, sizeof S.own_ev.what, "its proof was refused");
     assert_int_equal(advance(d, "t", 9), IK_EUNSAFE);
     assert_int_equal(logged("tag gap tag=t first=7 count=9 why=store_unsafe"), 1);
     assert_int_equal(logged("its proof was refused"), 1);
@@ -184,39 +194,80 @@ static void every_fate_is_one_line(void **st)
     ik__doubts_free(d);
 }
 
-/* One advance whose backend read its own write back within the call: answer and
- * fate as given, then exactly the line expected and no gap. */
-static void reread(ik__doubts *d, int answer, ik__doubt_fate fate, int64_t first, int64_t delta,
-                   const char *why, const char *line)
+/* One advance whose backend lost its own answer and read the write back within the
+ * call (IK_EINDOUBT, its evidence as fate gives it): the engine's answer, then
+ * exactly the line expected and no gap. */
+static void reread(ik__doubts *d, ik__doubt_fate fate, int64_t first, int64_t delta,
+                   const char *what, int answer, const char *line)
 {
-    S.answer = answer;
-    S.own_fate = (ik__doubt_verdict){.fate = fate, .first = first};
-    snprintf(S.own_fate.why, sizeof S.own_fate.why, "%s", why);
-    assert_int_equal(advance(d, "r", delta), answer);
+    S.answer = IK_EINDOUBT;
+    evidence_for(fate, first, &S.own_ev);
+    snprintf(S.own_ev.what, sizeof S.own_ev.what, "%s", what);
+    int64_t got = -1;
+    assert_int_equal(ik__doubts_advance(d, &be, "default", "r", IK_TAG_SEQUENCE, delta, &got),
+                     answer);
+    if (answer == IK_OK) assert_int_equal(got, first); /* handed out, by the engine */
     assert_int_equal(logged(line), 1);
     assert_int_equal(logged("tag gap"), 0);
 }
 
-/* D5, the call's own write: a backend that lost its answer and read back within the
- * same call whether it landed says so in own_fate, and the engine writes the line:
- * landed and handed out (0) is "settled" at its range, not a gap; not landed (an
- * error) is "settled"; neither is kept. No backend logs a fate of its own. */
-static void the_calls_own_reread_is_logged_by_the_engine(void **st)
+/* D5, D7, the call's own write: a backend that lost its answer and read back within
+ * the same call what the store holds of it reports its evidence, and the engine
+ * decides and writes the line: landed is handed out (0, at its range) and "settled",
+ * not a gap; not landed fails the call (IK_ESTORE) and is "settled"; neither is kept.
+ * No backend decides or logs a fate of its own. */
+static void the_calls_own_reread_is_decided_by_the_engine(void **st)
 {
     (void)st;
     ik__doubts *d;
     assert_int_equal(ik__doubts_new(&d), 0);
-    reread(d, IK_OK, IK__DOUBT_LANDED, 40, 5,
-           "the write whose answer was lost landed: handed out (version=3 now=4)",
+    reread(d, IK__DOUBT_LANDED, 40, 5, "written at version 3, now 4", IK_OK,
            "tag doubt settled tag=r first=40 count=5 (app default): the write whose answer was "
-           "lost landed: handed out (version=3 now=4)");
-    reread(d, IK_ESTORE, IK__DOUBT_NOT_LANDED, -1, 2,
-           "the commit whose answer was lost did not apply",
-           "tag doubt settled tag=r count=2 (app default): the commit whose answer was lost did "
-           "not apply");
+           "lost landed: handed out (written at version 3, now 4)");
+    reread(d, IK__DOUBT_NOT_LANDED, -1, 2, "its writer's commit mark is of write 1", IK_ESTORE,
+           "tag doubt settled tag=r count=2 (app default): the write whose answer was lost did "
+           "not land, and never will (its writer's commit mark is of write 1)");
     assert_int_equal(S.nlog, 2);
     assert_int_equal(ik__doubts_open(d), 0);
     ik__doubts_free(d);
+}
+
+/* D7: the one rule, branch by branch, for a write made at `sent` and read now. */
+static ik__doubt_fate rule(ik__doubt_evidence e, int64_t age_ms, int at_stop)
+{
+    ik__doubt x = {.wid = 5, .delta = 3, .first = 10, .sent_ns = ik__mono_ns() - age_ms * 1000000};
+    ik__doubt_verdict v;
+    ik__doubt_judge(&x, &e, ik__mono_ns(), at_stop, &v);
+    return v.fate;
+}
+
+static void one_rule_decides_every_fate(void **st)
+{
+    (void)st;
+    ik__doubt_evidence none = {0}, held = {.read = 1, .held = 1, .first = -1};
+    ik__doubt_evidence gone = {.read = 1, .intact = 1, .moved = 1};
+    ik__doubt_evidence absent = {.read = 1, .intact = 1, .moved = 1, .reaches = 1};
+    ik__doubt_evidence pending = {.read = 1, .intact = 1, .reaches = 1};
+    ik__doubt_evidence fenced = pending, torn = absent;
+    fenced.fenced = 1;
+    torn.intact = 0;
+    assert_int_equal(rule(none, 0, 0), IK__DOUBT_OPEN);                    /* nothing read: kept */
+    assert_int_equal(rule(held, 0, 0), IK__DOUBT_LANDED);                  /* its pair held */
+    assert_int_equal(rule(held, IK__DOUBT_TRUST_MS, 0), IK__DOUBT_LANDED); /* held: no horizon */
+    assert_int_equal(rule(absent, 0, 0), IK__DOUBT_NOT_LANDED);
+    assert_int_equal(rule(absent, IK__DOUBT_TRUST_MS, 0), IK__DOUBT_UNKNOWN); /* our clock */
+    absent.age_ms = IK__DOUBT_TRUST_MS; /* the store's clock */
+    assert_int_equal(rule(absent, 0, 0), IK__DOUBT_UNKNOWN);
+    assert_int_equal(rule(gone, 0, 0), IK__DOUBT_UNKNOWN);    /* out of the record's reach */
+    assert_int_equal(rule(torn, 0, 0), IK__DOUBT_UNKNOWN);    /* a record not whole */
+    assert_int_equal(rule(pending, 0, 0), IK__DOUBT_OPEN);    /* pending until fenced */
+    assert_int_equal(rule(pending, 0, 1), IK__DOUBT_UNKNOWN); /* the stop fences nothing */
+    assert_int_equal(rule(fenced, IK__DOUBT_TRUST_MS, 1), IK__DOUBT_NOT_LANDED);
+    ik__doubt x = {.wid = 5, .delta = 3, .first = 10, .sent_ns = ik__mono_ns()};
+    ik__doubt_verdict v;
+    held.code = "store_unsafe";
+    ik__doubt_judge(&x, &held, ik__mono_ns(), 0, &v);
+    assert_true(v.fate == IK__DOUBT_LANDED && v.first == 10 && v.code == held.code);
 }
 
 /* D4: a lane keeps 16 doubts; the oldest of the 17th is logged "first=?" at once. */
@@ -306,8 +357,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(doubt_is_carried_by_the_next_advance_of_its_tag, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(every_fate_is_one_line, setup, teardown),
-        cmocka_unit_test_setup_teardown(the_calls_own_reread_is_logged_by_the_engine, setup,
+        cmocka_unit_test_setup_teardown(the_calls_own_reread_is_decided_by_the_engine, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(one_rule_decides_every_fate, setup, teardown),
         cmocka_unit_test_setup_teardown(the_table_is_bounded_and_logs_what_it_drops, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(the_stop_settles_or_logs_without_a_word_to_the_store, setup,

@@ -1,9 +1,9 @@
 /* test_zk_tags.c: the pure parts of the ZooKeeper tag store (backend_zk_data.c, for
  * backend_zk_tags.c): the counter node's encoding, the writer table a write carries
- * forward, how a write whose answer was lost is settled from the node read
- * afterwards, and what one advance decides of the doubt engine's writes. The calls
- * that talk to ZooKeeper are tested against a real one
- * (tests/integration/t_zk_counters_*.sh, t_zk_doubt_*.sh). */
+ * forward, the evidence a node read afterwards gives of a write whose answer was
+ * lost, as the doubt engine's rule decides it (counters/doubt.c), and what one
+ * advance reports of the engine's writes. The calls that talk to ZooKeeper are tested
+ * against a real one (tests/integration/t_zk_counters_*.sh, t_zk_doubt_*.sh). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,6 +12,8 @@
 
 #include "backend.h"
 #include "backend_zk.h"
+#include "doubt.h"
+#include "internal.h"
 
 #include <string.h>
 
@@ -137,6 +139,27 @@ static void a_write_puts_its_line_first_and_drops_stale_ones(void **st)
 }
 
 /* A writes at version 7 and loses the answer; B writes; what does A read? */
+/* The fate the doubt engine's rule gives write j of d as node n shows it, read now,
+ * the write made just now by our clock. */
+static ik__doubt_fate fate_of(const ik__zk_doubt *d, const ik__zk_counter *n, int j)
+{
+    ik__doubt_evidence e;
+    ik__zk_evidence(d, n, NONCE_A, j, &e);
+    ik__doubt x = {
+        .wid = d->w[j].count, .delta = d->w[j].delta, .first = d->first, .sent_ns = ik__mono_ns()};
+    ik__doubt_verdict v;
+    ik__doubt_judge(&x, &e, ik__mono_ns(), 0, &v);
+    return v.fate;
+}
+
+/* The rule on evidence e of write x, now (what the engine decides after the call). */
+static ik__doubt_fate rule(const ik__doubt *x, const ik__doubt_evidence *e)
+{
+    ik__doubt_verdict v;
+    ik__doubt_judge(x, e, ik__mono_ns(), 0, &v);
+    return v.fate;
+}
+
 static void a_lost_answer_is_settled_by_the_table(void **st)
 {
     (void)st;
@@ -152,11 +175,10 @@ static void a_lost_answer_is_settled_by_the_table(void **st)
     assert_int_equal(add(&d, &v7, 20, 11), 0);
     assert_true(d.version == 7 && d.first == 500 && d.czxid == 77 && d.mtime == 100 * MIN &&
                 d.n == 1 && d.w[0].count == 11 && d.w[0].delta == 20);
-    int which = -1;
 
     /* still at 7: not applied yet, a write at 7 fences it */
     reread(&v7, 7, v7.mtime, 77, &read);
-    assert_int_equal(ik__zk_doubt_resolve(&d, &read, NONCE_A, &which), IK__ZK_PENDING);
+    assert_int_equal(fate_of(&d, &read, 0), IK__DOUBT_OPEN); /* pending */
 
     /* A's write landed (version 8), then B wrote twice: A's line says count 11 */
     ik__zk_counter_next(&v7, NONCE_A, 11, 20, &a8);
@@ -166,15 +188,14 @@ static void a_lost_answer_is_settled_by_the_table(void **st)
     ik__zk_counter b10;
     ik__zk_counter_next(&b9, NONCE_B, 2, 5, &b10);
     reread(&b10, 10, 102 * MIN, 77, &read);
-    assert_int_equal(ik__zk_doubt_resolve(&d, &read, NONCE_A, &which), IK__ZK_APPLIED);
-    assert_int_equal(which, 0);
+    assert_int_equal(fate_of(&d, &read, 0), IK__DOUBT_LANDED);
 
     /* B won version 8 instead: A's write at 7 can never apply */
     ik__zk_counter_next(&v7, NONCE_B, 1, 5, &b8);
     reread(&b8, 8, 101 * MIN, 77, &b8);
     ik__zk_counter_next(&b8, NONCE_B, 2, 5, &b9);
     reread(&b9, 9, 101 * MIN, 77, &read);
-    assert_int_equal(ik__zk_doubt_resolve(&d, &read, NONCE_A, &which), IK__ZK_NOT_APPLIED);
+    assert_int_equal(fate_of(&d, &read, 0), IK__DOUBT_NOT_LANDED);
 
     /* an older line of A's in the table is not that write */
     ik__zk_counter old = v7;
@@ -182,14 +203,14 @@ static void a_lost_answer_is_settled_by_the_table(void **st)
     old.w[0] = (ik__zk_writer){NONCE_A, 10, 99 * MIN};
     ik__zk_counter_next(&old, NONCE_B, 1, 5, &b8);
     reread(&b8, 8, 101 * MIN, 77, &read);
-    assert_int_equal(ik__zk_doubt_resolve(&d, &read, NONCE_A, &which), IK__ZK_NOT_APPLIED);
+    assert_int_equal(fate_of(&d, &read, 0), IK__DOUBT_NOT_LANDED);
 
     /* two writes in doubt at 7 (the second fenced the first): either may be found */
     assert_int_equal(add(&d, &v7, 20, 12), 0);
     ik__zk_counter_next(&v7, NONCE_A, 12, 20, &a8);
     reread(&a8, 8, 101 * MIN, 77, &read);
-    assert_int_equal(ik__zk_doubt_resolve(&d, &read, NONCE_A, &which), IK__ZK_APPLIED);
-    assert_int_equal(which, 1);
+    assert_int_equal(fate_of(&d, &read, 1), IK__DOUBT_LANDED);
+    assert_int_equal(fate_of(&d, &read, 0), IK__DOUBT_NOT_LANDED);
     /* but not a write at another version, nor one of another node at that version */
     assert_int_equal(add(&d, &read, 20, 13), -1);
     ik__zk_counter again = v7;
@@ -223,12 +244,11 @@ static void a_clock_step_back_cannot_hide_a_landed_write(void **st)
     reread(&b9, 9, 160 * MIN, 77, &b9);
     ik__zk_counter_next(&b9, UINT64_C(0xc), 1, 5, &c10);
     reread(&c10, 10, 101 * MIN, 77, &read); /* stepped back */
-    int which = -1;
-    int r = ik__zk_doubt_resolve(&d, &read, NONCE_A, &which);
-    if (r == IK__ZK_NOT_APPLIED)
-        fail_msg("A's landed write (version 8) settled as NOT_APPLIED after a clock step back: "
+    ik__doubt_fate r = fate_of(&d, &read, 0);
+    if (r == IK__DOUBT_NOT_LANDED)
+        fail_msg("A's landed write (version 8) settled as NOT_LANDED after a clock step back: "
                  "an unlogged gap of 20 IDs");
-    assert_true(r == IK__ZK_UNKNOWN || (r == IK__ZK_APPLIED && which == 0));
+    assert_true(r == IK__DOUBT_UNKNOWN || r == IK__DOUBT_LANDED);
 }
 
 static void what_cannot_be_told_is_unknown(void **st)
@@ -244,7 +264,6 @@ static void what_cannot_be_told_is_unknown(void **st)
     ik__zk_doubt d;
     memset(&d, 0, sizeof d);
     add(&d, &v7, 20, 11);
-    int which;
 
     /* Curator wrote since (8 bytes, no table) */
     memset(&n, 0, sizeof n);
@@ -252,33 +271,39 @@ static void what_cannot_be_told_is_unknown(void **st)
     n.version = 9;
     n.czxid = 77;
     n.mtime = 101 * MIN;
-    assert_int_equal(ik__zk_doubt_resolve(&d, &n, NONCE_A, &which), IK__ZK_UNKNOWN);
+    assert_int_equal(fate_of(&d, &n, 0), IK__DOUBT_UNKNOWN);
     /* the table restarted after version 7 (since 8: version 8 may not be listed) */
     n.has_table = 1;
     n.since = 8;
-    assert_int_equal(ik__zk_doubt_resolve(&d, &n, NONCE_A, &which), IK__ZK_UNKNOWN);
+    assert_int_equal(fate_of(&d, &n, 0), IK__DOUBT_UNKNOWN);
     n.since = 7;
-    assert_int_equal(ik__zk_doubt_resolve(&d, &n, NONCE_A, &which), IK__ZK_NOT_APPLIED);
-    /* so long after that our line could have been pruned */
-    n.mtime = 100 * MIN + IK__ZK_TRUST_MS;
-    assert_int_equal(ik__zk_doubt_resolve(&d, &n, NONCE_A, &which), IK__ZK_UNKNOWN);
+    assert_int_equal(fate_of(&d, &n, 0), IK__DOUBT_NOT_LANDED);
+    /* so long after, by ZooKeeper's clock, that our line could have been pruned: the
+     * engine's one trust horizon */
+    n.mtime = 100 * MIN + IK__DOUBT_TRUST_MS;
+    assert_int_equal(fate_of(&d, &n, 0), IK__DOUBT_UNKNOWN);
     /* another node of the same name (deleted and made again) */
     n.mtime = 101 * MIN;
     n.czxid = 78;
-    assert_int_equal(ik__zk_doubt_resolve(&d, &n, NONCE_A, &which), IK__ZK_UNKNOWN);
+    assert_int_equal(fate_of(&d, &n, 0), IK__DOUBT_UNKNOWN);
     n.czxid = 77;
     n.version = 6;
-    assert_int_equal(ik__zk_doubt_resolve(&d, &n, NONCE_A, &which), IK__ZK_UNKNOWN);
-    /* no more than IK__ZK_DOUBT_WRITES carried at once, and the call's own */
-    for (int i = 1; i <= IK__ZK_DOUBT_WRITES; i++)
+    assert_int_equal(fate_of(&d, &n, 0), IK__DOUBT_UNKNOWN);
+    /* no more than IK__DOUBT_LANE_MAX carried at once, and the call's own */
+    for (int i = 1; i <= IK__DOUBT_LANE_MAX; i++)
         assert_int_equal(add(&d, &v7, 20, 12 + (uint64_t)i), 0);
     assert_int_equal(add(&d, &v7, 20, 99), -1);
 }
 
-/* What one call decides from a read (ik__zk_call_read), for the doubt engine: the
- * carried doubts' fates, and whether the call's own write landed, did not, or
- * cannot be told. */
-static void a_read_decides_a_calls_doubts(void **st)
+/* What one call reports from a read (ik__zk_call_read) for the doubt engine, and
+ * what it does next by the engine's rule: the carried doubts' evidence, and whether
+ * the call's own write landed, did not, or cannot be told. */
+static ik__doubt_fate judge_now(const ik__doubt *x, const ik__doubt_evidence *e)
+{
+    return rule(x, e);
+}
+
+static void a_read_reports_a_calls_doubts(void **st)
 {
     (void)st;
     ik__zk_counter v7, v9, read;
@@ -289,53 +314,60 @@ static void a_read_decides_a_calls_doubts(void **st)
     v7.mtime = 100 * MIN;
     v7.has_table = 1;
     ik__doubt carried[2] = {made_at(&v7, 10, 11), made_at(&v7, 20, 12)};
-    ik__doubt_verdict fate[2];
+    carried[0].sent_ns = carried[1].sent_ns = ik__mono_ns();
+    ik__doubt_evidence ev[2];
     ik__tag_write w;
     memset(&w, 0, sizeof w);
-    memset(fate, 0, sizeof fate);
+    memset(ev, 0, sizeof ev);
     w.carried = carried;
     w.n_carried = 2;
-    w.fate = fate;
+    w.ev = ev;
+    w.judge = judge_now;
     w.own = made_at(&v7, 5, 20);
+    w.own.sent_ns = ik__mono_ns();
     ik__zk_call c = {.w = &w, .carried_open = 1};
 
-    /* still at 7: nothing decided, write on (at 7: it fences them) */
+    /* still at 7: pending, write on (at 7: it fences them) */
     reread(&v7, 7, v7.mtime, 77, &read);
     assert_int_equal(ik__zk_call_read(&c, &read, NONCE_A), IK__ZK_GO);
-    assert_true(c.carried_open && fate[0].fate == IK__DOUBT_OPEN && fate[1].fate == IK__DOUBT_OPEN);
+    assert_true(c.carried_open && rule(&carried[0], &ev[0]) == IK__DOUBT_OPEN &&
+                rule(&carried[1], &ev[1]) == IK__DOUBT_OPEN);
 
-    /* the second carried write landed: a gap at its place, the first never will */
+    /* the second carried write landed: held at its place, the first never will */
     ik__zk_counter_next(&v7, NONCE_A, 12, 20, &read);
     reread(&read, 8, 101 * MIN, 77, &read);
     assert_int_equal(ik__zk_call_read(&c, &read, NONCE_A), IK__ZK_GO);
-    assert_true(!c.carried_open && fate[0].fate == IK__DOUBT_NOT_LANDED &&
-                fate[1].fate == IK__DOUBT_LANDED && fate[1].first == 500);
+    assert_true(!c.carried_open && rule(&carried[0], &ev[0]) == IK__DOUBT_NOT_LANDED &&
+                rule(&carried[1], &ev[1]) == IK__DOUBT_LANDED && ev[1].held);
 
-    /* the call's own write open with them: it landed, handed out; they did not */
-    memset(fate, 0, sizeof fate);
+    /* the call's own write open with them: it landed (the engine hands it out); they
+     * did not */
+    memset(ev, 0, sizeof ev);
     c = (ik__zk_call){.w = &w, .carried_open = 1, .own_open = 1};
     ik__zk_counter_next(&v7, NONCE_A, 20, 5, &read);
     reread(&read, 8, 101 * MIN, 77, &read);
     assert_int_equal(ik__zk_call_read(&c, &read, NONCE_A), IK__ZK_MINE);
-    assert_true(!c.own_open && fate[0].fate == IK__DOUBT_NOT_LANDED &&
-                fate[1].fate == IK__DOUBT_NOT_LANDED && w.own_fate.fate == IK__DOUBT_OPEN);
+    assert_true(!c.own_open && rule(&carried[0], &ev[0]) == IK__DOUBT_NOT_LANDED &&
+                rule(&carried[1], &ev[1]) == IK__DOUBT_NOT_LANDED &&
+                rule(&w.own, &w.own_ev) == IK__DOUBT_LANDED);
 
     /* a carried one landed instead: the own write never will, its id is free again */
-    memset(fate, 0, sizeof fate);
+    memset(ev, 0, sizeof ev);
     c = (ik__zk_call){.w = &w, .carried_open = 1, .own_open = 1};
     ik__zk_counter_next(&v7, NONCE_A, 11, 10, &read);
     reread(&read, 8, 101 * MIN, 77, &read);
     assert_int_equal(ik__zk_call_read(&c, &read, NONCE_A), IK__ZK_GO);
-    assert_true(!c.own_open && fate[0].fate == IK__DOUBT_LANDED &&
-                fate[1].fate == IK__DOUBT_NOT_LANDED);
+    assert_true(!c.own_open && rule(&carried[0], &ev[0]) == IK__DOUBT_LANDED &&
+                rule(&carried[1], &ev[1]) == IK__DOUBT_NOT_LANDED && !w.own_ev.read);
 
     /* the table cannot tell: all of them unknown, the own write too (the call: 503) */
-    memset(fate, 0, sizeof fate);
+    memset(ev, 0, sizeof ev);
     c = (ik__zk_call){.w = &w, .carried_open = 1, .own_open = 1};
     read.since = 8;
     assert_int_equal(ik__zk_call_read(&c, &read, NONCE_A), IK__ZK_LOST);
-    assert_true(fate[0].fate == IK__DOUBT_UNKNOWN && fate[1].fate == IK__DOUBT_UNKNOWN &&
-                w.own_fate.fate == IK__DOUBT_UNKNOWN && !c.own_open);
+    assert_true(rule(&carried[0], &ev[0]) == IK__DOUBT_UNKNOWN &&
+                rule(&carried[1], &ev[1]) == IK__DOUBT_UNKNOWN &&
+                rule(&w.own, &w.own_ev) == IK__DOUBT_UNKNOWN && !c.own_open);
 
     /* doubts of two versions (cannot happen: ZT2) decide nothing but UNKNOWN */
     memset(&v9, 0, sizeof v9);
@@ -343,21 +375,26 @@ static void a_read_decides_a_calls_doubts(void **st)
     v9.version = 9;
     v9.max_id = 700;
     carried[1] = made_at(&v9, 20, 12);
-    memset(fate, 0, sizeof fate);
-    memset(&w.own_fate, 0, sizeof w.own_fate);
+    carried[1].sent_ns = ik__mono_ns();
+    memset(ev, 0, sizeof ev);
+    memset(&w.own_ev, 0, sizeof w.own_ev);
     c = (ik__zk_call){.w = &w, .carried_open = 1};
     ik__zk_counter_next(&v9, NONCE_A, 12, 20, &read);
     reread(&read, 10, 101 * MIN, 77, &read);
     assert_int_equal(ik__zk_call_read(&c, &read, NONCE_A), IK__ZK_GO);
-    assert_true(fate[0].fate == IK__DOUBT_UNKNOWN && fate[1].fate == IK__DOUBT_UNKNOWN);
+    assert_true(rule(&carried[0], &ev[0]) == IK__DOUBT_UNKNOWN &&
+                rule(&carried[1], &ev[1]) == IK__DOUBT_UNKNOWN);
 
-    /* an acknowledged write at their version: the one sent again landed, the rest not */
+    /* an acknowledged write at their version: the one sent again landed, the rest are
+     * fenced */
     carried[1] = made_at(&v7, 20, 12);
-    memset(fate, 0, sizeof fate);
+    carried[1].sent_ns = ik__mono_ns();
+    memset(ev, 0, sizeof ev);
     c = (ik__zk_call){.w = &w, .carried_open = 1};
     ik__zk_call_fenced(&c, 1, 7);
-    assert_true(!c.carried_open && fate[0].fate == IK__DOUBT_NOT_LANDED &&
-                fate[1].fate == IK__DOUBT_LANDED && fate[1].first == 500);
+    assert_true(!c.carried_open && rule(&carried[0], &ev[0]) == IK__DOUBT_NOT_LANDED &&
+                ev[0].fenced && rule(&carried[1], &ev[1]) == IK__DOUBT_LANDED &&
+                ev[1].first == 500);
 }
 
 int main(void)
@@ -368,7 +405,7 @@ int main(void)
         cmocka_unit_test(a_lost_answer_is_settled_by_the_table),
         cmocka_unit_test(a_clock_step_back_cannot_hide_a_landed_write),
         cmocka_unit_test(what_cannot_be_told_is_unknown),
-        cmocka_unit_test(a_read_decides_a_calls_doubts),
+        cmocka_unit_test(a_read_reports_a_calls_doubts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -46,6 +46,12 @@
  *   LOST --recover + slot_acquire--> ACQUIRING --> HELD   (reacquire(); new grant,
  *                                                      floor from the slot's record)
  *   any --ik_slot_lease_release()--> RELEASED     (revoke, slot_release)
+ *
+ * Fork (fork.c): a lease copied into a fork()'s child has no thread there, and its
+ * slot is the parent's: every call on it refuses with IK_EFORKED (get_info says so)
+ * without taking mu, which a thread the child does not have may have held at the
+ * fork; release frees nothing and writes nothing (the parent still holds and
+ * renews the slot). The child takes a slot of its own through a coord it opens.
  */
 #include "backend.h"
 #include "internal.h"
@@ -57,6 +63,7 @@
 #include <time.h>
 
 struct ik_slot_lease {
+    unsigned fork_gen; /* the process generation it was made in (fork.c) */
     ik__backend *be;
     ik_snowflake *g;
     char *app, *identity;
@@ -93,6 +100,7 @@ struct ik_slot_lease {
 
 void ik_lease_options_init(ik_lease_options *o)
 {
+    if (!o) return;
     memset(o, 0, sizeof *o);
     o->size = sizeof *o;
     o->app = "default";
@@ -359,6 +367,8 @@ static void *lease_thread(void *arg)
             else
                 ik_snowflake_extend(l->g, floor_tick_of(l->g, written), until);
             if (was != IK_LEASE_HELD) set_state(l, IK_LEASE_HELD, "store answers again");
+        } else if (rc == IK_ECLOSED) {
+            /* a stop has begun: the release settles this write (backend.h) */
         } else if (rc == IK_EUNSAFE) {
             suspend(l);
         } else if (rc == IK_ELOST) {
@@ -390,6 +400,8 @@ int ik_slot_lease_begin(ik_coord *c, ik_snowflake *g, const ik_lease_options *o,
                         ik_slot_lease **out, char *why, size_t why_len)
 {
     if (!c || !g || !out) return IK_EINVAL;
+    if (ik__coord_forked(c))
+        return ik__fail(IK_EFORKED, why, why_len, "%s", ik_strerror(IK_EFORKED));
     ik_lease_options opts; /* the caller's, as far as its size goes; defaults beyond */
     ik_lease_options_init(&opts);
     if (o) {
@@ -412,6 +424,7 @@ int ik_slot_lease_begin(ik_coord *c, ik_snowflake *g, const ik_lease_options *o,
 
     ik_slot_lease *l = calloc(1, sizeof *l);
     if (!l) return IK_ENOMEM;
+    l->fork_gen = ik__fork_gen();
     l->be = ik__coord_backend(c);
     l->g = g;
     l->app = strdup(app);
@@ -450,6 +463,8 @@ int ik_slot_lease_begin(ik_coord *c, ik_snowflake *g, const ik_lease_options *o,
 int ik_slot_lease_wait_held(ik_slot_lease *l, int64_t timeout_ms, char *why, size_t why_len)
 {
     if (!l) return IK_EINVAL;
+    if (ik__forked(l->fork_gen))
+        return ik__fail(IK_EFORKED, why, why_len, "%s", ik_strerror(IK_EFORKED));
     struct timespec ts;
     if (timeout_ms >= 0) ik__deadline_ts(&ts, timeout_ms);
     pthread_mutex_lock(&l->mu);
@@ -483,7 +498,15 @@ int ik_slot_lease_start(ik_coord *c, ik_snowflake *g, const ik_lease_options *o,
 
 void ik_slot_lease_get_info(ik_slot_lease *l, ik_lease_info *o)
 {
+    if (!o) return;
     memset(o, 0, sizeof *o);
+    o->worker = -1;
+    if (!l) return;
+    if (ik__forked(l->fork_gen)) {
+        o->state = IK_LEASE_LOST;
+        snprintf(o->why, sizeof o->why, "%s", ik_strerror(IK_EFORKED));
+        return;
+    }
     pthread_mutex_lock(&l->mu);
     o->state = l->state;
     o->worker = l->worker;
@@ -506,6 +529,12 @@ void ik_slot_lease_get_info(ik_slot_lease *l, ik_lease_info *o)
 int ik_slot_lease_release(ik_slot_lease *l)
 {
     if (!l) return IK_OK;
+    if (ik__forked(l->fork_gen)) { /* the parent's slot and thread: only our copy goes */
+        free(l->app);
+        free(l->identity);
+        free(l);
+        return IK_EFORKED;
+    }
     pthread_mutex_lock(&l->mu);
     l->stop = 1;
     pthread_cond_broadcast(&l->cv);
@@ -527,7 +556,12 @@ int ik_slot_lease_release(ik_slot_lease *l)
         rc = l->be->ops->slot_release(l->be, l->handle, rec);
         l->handle = NULL;
     }
-    set_state(l, IK_LEASE_RELEASED, "released");
+    /* the line says what became of the slot, as the release answered (backend.h) */
+    set_state(l, IK_LEASE_RELEASED,
+              rc == IK_OK         ? "released"
+              : rc == IK_EINDOUBT ? "release in doubt: the store did not confirm it"
+              : rc == IK_ELOST    ? "lost before its release"
+                                  : "release not sent");
     pthread_cond_destroy(&l->cv);
     pthread_mutex_destroy(&l->mu);
     free(l->app);

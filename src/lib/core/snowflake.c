@@ -21,6 +21,10 @@
  *       the first ID under the new grant has a later tick than every ID before it:
  *       IDs keep increasing across a change of worker number.
  *
+ * Fork. A generator copied into a fork()'s child issues nothing there (fork.c, FK1):
+ * the parent goes on issuing from the same state, under the same grant. Each issue
+ * checks the process's fork generation once, before its first claim.
+ *
  * Clock. `last` is loaded before the clock is read, so a clock reading below the
  * last tick means the clock really went back (the tick was issued by a thread that
  * read a clock at least that high before we loaded it).
@@ -39,6 +43,7 @@
 
 struct ik_snowflake {
     ik_layout layout;
+    unsigned fork_gen; /* the process generation it was made in (fork.c) */
     const ik_clock *clock;
     int system_clock;
     int64_t max_backward_ms;
@@ -93,6 +98,7 @@ int ik_snowflake_create(const ik_layout *layout, int64_t max_backward_ms, const 
     if (posix_memalign((void **)&g, 64, sizeof *g)) return IK_ENOMEM;
     memset(g, 0, sizeof *g);
     g->layout = *layout;
+    g->fork_gen = ik__fork_gen();
     g->clock = clock ? clock : ik_clock_system();
     g->system_clock = g->clock == ik_clock_system();
     g->max_backward_ms = max_backward_ms;
@@ -118,7 +124,7 @@ void ik_snowflake_destroy(ik_snowflake *g)
 
 const ik_layout *ik_snowflake_layout(const ik_snowflake *g)
 {
-    return &g->layout;
+    return g ? &g->layout : NULL;
 }
 
 /* The issuing loop of next_n and try_next_n: issues ids[st->done..n-1], never
@@ -132,6 +138,7 @@ static int issue(ik_snowflake *g, size_t n, int64_t *ids, ik_snowflake_try *st)
     const int64_t unit_ns = l->unit_ms * 1000000;
     const int64_t epoch_ns = l->epoch_ms * 1000000;
     st->wait_ns = 0;
+    if (ik__forked(g->fork_gen)) return IK_EFORKED;
 
     while (st->done < n) {
         uint64_t gw = atomic_load_explicit(&g->grant_word, memory_order_acquire);
@@ -231,6 +238,7 @@ int ik_snowflake_grant(ik_snowflake *g, uint32_t worker, uint64_t floor_tick, ui
                        int64_t valid_until_mono_ns)
 {
     if (!g) return IK_EINVAL;
+    if (ik__forked(g->fork_gen)) return IK_EFORKED;
     if (worker < g->layout.worker_min || worker > g->layout.worker_max) return IK_ERANGE;
     pthread_mutex_lock(&g->grant_mu);
     uint64_t gen = ((atomic_load(&g->grant_word) >> 32) + 1) & 0x7fffffffu;
@@ -251,6 +259,7 @@ int ik_snowflake_grant(ik_snowflake *g, uint32_t worker, uint64_t floor_tick, ui
 int ik_snowflake_extend(ik_snowflake *g, uint64_t ceiling_tick, int64_t valid_until_mono_ns)
 {
     if (!g) return IK_EINVAL;
+    if (ik__forked(g->fork_gen)) return IK_EFORKED;
     int rc = IK_OK;
     pthread_mutex_lock(&g->grant_mu);
     if (!(atomic_load(&g->grant_word) & GRANTED)) {
@@ -267,7 +276,9 @@ int ik_snowflake_extend(ik_snowflake *g, uint64_t ceiling_tick, int64_t valid_un
 
 void ik_snowflake_revoke(ik_snowflake *g)
 {
-    if (!g) return;
+    /* in a fork's child the copy issues nothing anyway, and grant_mu may be held
+     * by a thread the child does not have */
+    if (!g || ik__forked(g->fork_gen)) return;
     pthread_mutex_lock(&g->grant_mu);
     uint64_t gen = ((atomic_load(&g->grant_word) >> 32) + 1) & 0x7fffffffu;
     atomic_store_explicit(&g->grant_word, gen << 32, memory_order_seq_cst);
@@ -278,7 +289,9 @@ void ik_snowflake_revoke(ik_snowflake *g)
 void ik_snowflake_get_info(const ik_snowflake *g, ik_snowflake_info *o)
 {
     ik_snowflake *m = (ik_snowflake *)g; /* atomics are read-only here */
+    if (!o) return;
     memset(o, 0, sizeof *o);
+    if (!g) return;
     uint64_t gw = atomic_load(&m->grant_word);
     o->granted = (gw & GRANTED) != 0;
     o->worker = (uint32_t)(gw & 0xffffffffu);

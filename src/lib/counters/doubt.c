@@ -4,24 +4,26 @@
  *
  * A write is in doubt when it was sent and no answer says whether it landed: its
  * range is never handed out (the caller gets IK_EINDOUBT), and the range may or may
- * not be recorded in the store. A backend can tell later which of its writes landed,
- * by what the store holds: each write carries a writer id and a write id, and the
- * store keeps enough of them (Redis: a ring of the writer's last write ids;
- * SQL: the writer's commit mark; ZooKeeper: the writer table in the node). This file
- * owns everything else:
+ * not be recorded in the store. Each write carries a writer id and a write id, and
+ * the store keeps a record of them (Redis and etcd: a ring of the writer's last
+ * write ids and first IDs; SQL: the writer's commit mark; ZooKeeper: the writer
+ * table in the node). A backend reads that record and reports what it holds, its
+ * evidence (backend.h's ik__doubt_evidence); this file decides, and owns everything
+ * else:
  *
  *   D1. Write ids. Every advance carries a new write id, increasing over the coord.
  *   D2. Recording before sending. The advance's write is described (ik__tag_write's
  *       own) before the backend is called; whatever the call answers, the write ends
- *       either handed out (0), certainly not done (an error), with a fate the backend
- *       gave (own_fate), or kept as a doubt (IK_EINDOUBT).
+ *       either handed out (0), certainly not done (an error), with the fate its
+ *       evidence decides (ik__tag_write's own_ev, D7), or kept as a doubt
+ *       (IK_EINDOUBT).
  *   D3. Lanes. A tag has up to ops->tag_lanes writers at once; each advance holds a
  *       lane (its writer id) for the whole call, so one writer's writes reach the
  *       store one after another, and two committers of one coord never take each
  *       other's writes for their own. A free lane with doubts of the tag is taken
  *       first: its advance carries them to the store, which settles them.
- *   D4. The table. A tag's lane keeps at most KEPT doubts, oldest first; the oldest
- *       of one more is logged as a possible gap (D5) and forgotten.
+ *   D4. The table. A tag's lane keeps at most IK__DOUBT_LANE_MAX doubts, oldest
+ *       first; the oldest of one more is logged as a possible gap (D5) and forgotten.
  *   D5. Every fate is logged here, and only here: landed, a gap at its exact range
  *       ("tag gap tag=T first=A count=K why=answer_lost", through ik__tag_gap, which
  *       also counts it for the metrics); not landed, "tag doubt settled"; unknown, a
@@ -33,6 +35,15 @@
  *       gets one tag_settle, unless the store's checks refuse it or the deadline has
  *       passed: then each doubt is logged as a possible gap with that reason, and
  *       nothing is sent. What is still open after it is logged the same way.
+ *   D7. One rule decides every fate (ik__doubt_judge), from the evidence alone, in
+ *       this order: the write's pair held (its own answer said it ran, or the
+ *       store's record has it): LANDED, a gap, handed out only where it is an own
+ *       write read back within its call, trusted; a write of ours landed at its
+ *       version (fenced): NOT_LANDED; the record not whole: UNKNOWN; its version not
+ *       moved on: pending, kept until a write fences it (at the stop: UNKNOWN); the
+ *       record not reaching back to it, or the write older than the trust horizon
+ *       (IK__DOUBT_TRUST_MS, by our clock or the store's): UNKNOWN; else NOT_LANDED.
+ *       No backend decides a fate or keeps a horizon of its own.
  *
  * Threads: any. One mutex guards the table; no I/O is done under it.
  */
@@ -45,8 +56,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define KEPT 16    /* doubts of one tag's lane (D4) */
-#define BUCKETS 64 /* of the tag table */
+#define KEPT IK__DOUBT_LANE_MAX /* doubts of one tag's lane (D4) */
+#define BUCKETS 64              /* of the tag table */
 
 /* The open doubts of one lane of one tag, oldest (lowest wid) first. */
 typedef struct lane_doubts {
@@ -63,6 +74,7 @@ typedef struct tag_entry {
     char tag[IK_TAG_NAME_MAX + 1];
     uint64_t busy; /* bit L: lane L is held by an advance or the stop (D3) */
     lane_doubts *open;
+    char why[300]; /* the store's words of its last advance, if that failed */
 } tag_entry;
 
 struct ik__doubts {
@@ -106,6 +118,63 @@ static tag_entry *entry_of(ik__doubts *d, const char *app, const char *tag)
     return e;
 }
 
+/* ---- the rule (D7) ---------------------------------------------------------------- */
+
+#define MAYBE "a write whose answer was lost may have recorded them: "
+
+void ik__doubt_judge(const ik__doubt *x, const ik__doubt_evidence *e, int64_t now_ns, int at_stop,
+                     ik__doubt_verdict *v)
+{
+    memset(v, 0, sizeof *v);
+    v->first = -1;
+    const char *what = e->what;
+    int64_t ours_ms = (now_ns - x->sent_ns) / 1000000;
+    if (!e->read) {
+        v->fate = IK__DOUBT_OPEN; /* nothing read: nothing said */
+    } else if (e->held) {
+        v->fate = IK__DOUBT_LANDED;
+        v->first = e->first >= 0 ? e->first : x->first;
+        v->code = e->code;
+        snprintf(v->why, sizeof v->why, "%s%s",
+                 e->code ? "" : "the write whose answer was lost landed: ",
+                 *what ? what : "its write id is in the store's record");
+    } else if (e->fenced) {
+        v->fate = IK__DOUBT_NOT_LANDED;
+        snprintf(v->why, sizeof v->why,
+                 "the write whose answer was lost did not land, and never will: a later write "
+                 "of ours landed at the version it was made at (%s)",
+                 what);
+    } else if (!e->intact) {
+        v->fate = IK__DOUBT_UNKNOWN;
+        snprintf(v->why, sizeof v->why, MAYBE "the store's record of its writer is not whole (%s)",
+                 what);
+    } else if (!e->moved) { /* pending: the version it was made at is still the store's */
+        v->fate = at_stop ? IK__DOUBT_UNKNOWN : IK__DOUBT_OPEN;
+        snprintf(v->why, sizeof v->why,
+                 MAYBE "it may land yet, and nothing fences it at the stop (%s)", what);
+    } else if (!e->reaches) {
+        v->fate = IK__DOUBT_UNKNOWN;
+        snprintf(v->why, sizeof v->why,
+                 MAYBE "the store's record no longer reaches back to it (%s)", what);
+    } else if (ours_ms >= IK__DOUBT_TRUST_MS || e->age_ms >= IK__DOUBT_TRUST_MS) {
+        v->fate = IK__DOUBT_UNKNOWN;
+        snprintf(v->why, sizeof v->why,
+                 MAYBE "it is older than the store is trusted to keep its record (%s)", what);
+    } else {
+        v->fate = IK__DOUBT_NOT_LANDED;
+        snprintf(v->why, sizeof v->why,
+                 "the write whose answer was lost did not land, and never will (%s)", what);
+    }
+}
+
+/* ik__tag_write's judge: the rule, now, during an advance. */
+static ik__doubt_fate judge_now(const ik__doubt *x, const ik__doubt_evidence *e)
+{
+    ik__doubt_verdict v;
+    ik__doubt_judge(x, e, ik__mono_ns(), 0, &v);
+    return v.fate;
+}
+
 /* ---- the lines (D5) ------------------------------------------------------------ */
 
 static void log_fate(const char *app, const char *tag, const ik__doubt *x,
@@ -140,7 +209,7 @@ static void log_fate(const char *app, const char *tag, const ik__doubt *x,
 }
 
 /* The own write of an advance, its answer lost, read back within the call as landed
- * and handed out (ik__tag_write's own_fate). */
+ * and handed out (ik__tag_write's own_ev). */
 static void log_reread(const char *app, const char *tag, const ik__doubt *x,
                        const ik__doubt_verdict *v)
 {
@@ -247,20 +316,49 @@ static void writer_of(const ik__doubts *d, int lane, char out[33])
     snprintf(out, 33, "%.30s%02x", d->nonce, (unsigned)lane & 0xff);
 }
 
-/* Applies the fates of w's carried doubts: logs the decided ones and returns, in
- * keep, the open ones with the own write appended if it is kept (D2, D5). */
+/* Decides w's carried doubts by their evidence (D7): logs the decided ones and
+ * returns, in keep, the open ones with the own write appended if it is kept (D2,
+ * D5). */
 static int sort_fates(const char *app, const char *tag, const ik__tag_write *w, int own_kept,
                       ik__doubt *keep)
 {
     int n = 0;
+    int64_t now = ik__mono_ns();
     for (int i = 0; i < w->n_carried; i++) {
-        if (w->fate[i].fate == IK__DOUBT_OPEN)
+        ik__doubt_verdict v;
+        ik__doubt_judge(&w->carried[i], &w->ev[i], now, 0, &v);
+        if (v.fate == IK__DOUBT_OPEN)
             keep[n++] = w->carried[i];
         else
-            log_fate(app, tag, &w->carried[i], &w->fate[i]);
+            log_fate(app, tag, &w->carried[i], &v);
     }
     if (own_kept) keep[n++] = w->own;
     return n;
+}
+
+/* Decides the advance's own write by what the backend learned of it beyond its
+ * answer (D2, D7): rc, changed where the evidence decides the call (read back as
+ * landed and trusted: IK_OK and *first, handed out; as never landing: IK_ESTORE);
+ * *kept 1 if the engine keeps it as a doubt. */
+static int own_fate(const char *app, const char *tag, const ik__tag_write *w, int rc,
+                    int64_t *first, int *kept)
+{
+    ik__doubt_verdict v;
+    ik__doubt_judge(&w->own, &w->own_ev, ik__mono_ns(), 0, &v);
+    *kept = 0;
+    if (v.fate == IK__DOUBT_LANDED && !v.code && (rc == IK_EINDOUBT || rc == IK_OK)) {
+        snprintf(v.why, sizeof v.why, "the write whose answer was lost landed: handed out (%s)",
+                 w->own_ev.what[0] ? w->own_ev.what : "read back within its call");
+        log_reread(app, tag, &w->own, &v); /* read back within the call: handed out */
+        *first = v.first;
+        return IK_OK;
+    }
+    if (v.fate == IK__DOUBT_OPEN) {
+        *kept = rc == IK_EINDOUBT;
+        return rc;
+    }
+    log_fate(app, tag, &w->own, &v); /* never handed out */
+    return v.fate == IK__DOUBT_NOT_LANDED && rc == IK_EINDOUBT ? IK_ESTORE : rc;
 }
 
 static void put_back(ik__doubts *d, tag_entry *e, const ik__tag_write *w, const ik__doubt *keep,
@@ -282,7 +380,7 @@ int ik__doubts_advance(ik__doubts *d, ik__backend *be, const char *app, const ch
                        ik_tag_kind kind, int64_t delta, int64_t *first)
 {
     ik__doubt carried[KEPT], keep[KEPT + 1];
-    ik__doubt_verdict fate[KEPT];
+    ik__doubt_evidence ev[KEPT];
     ik__tag_write w;
     memset(&w, 0, sizeof w);
     pthread_mutex_lock(&d->mu);
@@ -295,20 +393,32 @@ int ik__doubts_advance(ik__doubts *d, ik__backend *be, const char *app, const ch
     w.own = (ik__doubt){.wid = ++d->wid, .delta = delta, .first = -1, .kind = kind};
     pthread_mutex_unlock(&d->mu);
     writer_of(d, w.lane, w.writer);
-    memset(fate, 0, sizeof fate);
+    memset(ev, 0, sizeof ev);
     w.carried = carried;
-    w.fate = fate;
+    w.ev = ev;
+    w.judge = judge_now;
     w.own.sent_ns = ik__mono_ns(); /* D2: described before it is sent */
     int rc = be->ops->tag_advance(be, app, name, kind, &w, first);
     int own_kept = 0;
-    if (w.own_fate.fate == IK__DOUBT_LANDED && rc == IK_OK)
-        log_reread(app, name, &w.own, &w.own_fate); /* read back, handed out */
-    else if (w.own_fate.fate != IK__DOUBT_OPEN)
-        log_fate(app, name, &w.own, &w.own_fate); /* not done, or never handed out */
-    else
-        own_kept = rc == IK_EINDOUBT;
+    rc = own_fate(app, name, &w, rc, first, &own_kept);
+    pthread_mutex_lock(&d->mu);
+    snprintf(e->why, sizeof e->why, "%s", rc == IK_OK ? "" : w.why);
+    pthread_mutex_unlock(&d->mu);
     put_back(d, e, &w, keep, sort_fates(app, name, &w, own_kept, keep));
     return rc;
+}
+
+int ik__doubts_last_error(ik__doubts *d, const char *app, const char *name, char *why,
+                          size_t why_len)
+{
+    if (why_len) why[0] = '\0';
+    pthread_mutex_lock(&d->mu);
+    tag_entry *e = d->bucket[ik__tag_hash(app, name) % BUCKETS];
+    while (e && (strcmp(e->tag, name) || strcmp(e->app, app)))
+        e = e->next;
+    if (e && why_len) snprintf(why, why_len, "%s", e->why);
+    pthread_mutex_unlock(&d->mu);
+    return why_len && why[0];
 }
 
 int ik__doubts_open(ik__doubts *d)
@@ -323,15 +433,16 @@ int ik__doubts_open(ik__doubts *d)
 static void settle_lane(ik__doubts *d, ik__backend *be, tag_entry *e, lane_doubts *g,
                         int64_t deadline_ns, const char *refused)
 {
-    ik__doubt_verdict fate[KEPT];
-    memset(fate, 0, sizeof fate);
+    ik__doubt_evidence ev[KEPT];
+    memset(ev, 0, sizeof ev);
     ik__tag_write w;
     memset(&w, 0, sizeof w);
     w.lane = g->lane;
     writer_of(d, g->lane, w.writer);
     w.carried = g->d;
     w.n_carried = g->n;
-    w.fate = fate;
+    w.ev = ev;
+    w.judge = judge_now;
     pthread_mutex_lock(&d->mu);
     w.own = (ik__doubt){.wid = ++d->wid, .first = -1}; /* a fence, where the store needs one */
     pthread_mutex_unlock(&d->mu);
@@ -344,11 +455,14 @@ static void settle_lane(ik__doubts *d, ik__backend *be, tag_entry *e, lane_doubt
     char why[400];
     snprintf(why, sizeof why, "and it was still open at close, not settled (%s)",
              refused ? refused : "no answer by the deadline");
+    int64_t now = ik__mono_ns();
     for (int i = 0; i < g->n; i++) {
-        if (fate[i].fate == IK__DOUBT_OPEN)
+        ik__doubt_verdict v; /* D7 at the stop: a pending write is not fenced any more */
+        ik__doubt_judge(&g->d[i], &ev[i], now, 1, &v);
+        if (v.fate == IK__DOUBT_OPEN)
             log_unplaced(e->app, e->tag, &g->d[i], why);
         else
-            log_fate(e->app, e->tag, &g->d[i], &fate[i]);
+            log_fate(e->app, e->tag, &g->d[i], &v);
     }
 }
 

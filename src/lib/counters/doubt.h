@@ -8,6 +8,20 @@
 
 typedef struct ik__doubts ik__doubts;
 
+/* A fate, as the engine decides it and logs it. */
+typedef struct ik__doubt_verdict {
+    ik__doubt_fate fate;
+    int64_t first;    /* LANDED: its first ID (-1: landed, but where is not known) */
+    const char *code; /* LANDED: the gap's why= (NULL: answer_lost; store_unsafe, ...) */
+    char why[480];    /* what decided it, with what the store showed */
+} ik__doubt_verdict;
+
+/* The one rule (doubt.c, D7): the fate of write x on evidence e, now_ns by our
+ * clock; at_stop: a write still pending will not be fenced any more (UNKNOWN, not
+ * OPEN). Pure; also what ik__tag_write's judge answers. For tests too. */
+void ik__doubt_judge(const ik__doubt *x, const ik__doubt_evidence *e, int64_t now_ns, int at_stop,
+                     ik__doubt_verdict *v);
+
 /* A new, empty table with a random writer id of its own. IK_ENOMEM, or IK_ESTORE
  * when the kernel has no randomness. */
 int ik__doubts_new(ik__doubts **out);
@@ -19,6 +33,11 @@ void ik__doubts_free(ik__doubts *d);
  * doubts of the tag: backend.h's tag_advance, with the same answers. */
 int ik__doubts_advance(ik__doubts *d, ik__backend *be, const char *app, const char *name,
                        ik_tag_kind kind, int64_t delta, int64_t *first);
+
+/* The store's words of the last advance of (app, name) if it failed (backend.h's
+ * ik__tag_write why), into why: 1, or 0 if there are none. */
+int ik__doubts_last_error(ik__doubts *d, const char *app, const char *name, char *why,
+                          size_t why_len);
 
 /* Doubts kept, plus advances in flight (which may add one). */
 int ik__doubts_open(ik__doubts *d);

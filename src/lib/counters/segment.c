@@ -24,6 +24,11 @@
  * a request for an unknown name goes to the loader as a probe, so random names cost
  * no memory once answered.
  *
+ * Fork (fork.c): the blocks of an allocator copied into a fork()'s child are the
+ * parent's, which goes on handing them out: every call on the copy refuses with
+ * IK_EFORKED, and its destroy leaves it as it is (no loader to stop, the parent's
+ * waiters to be answered by the parent, a mutex perhaps held for ever).
+ *
  * Block size (docs/guarantees.md promise 3, Leaf's rule): the first block of a tag is the tag's
  * step; after that a block loaded less than grow_below_ms after the one before doubles (up to
  * max_step), one loaded more than shrink_above_ms after halves (not below the step).
@@ -76,6 +81,7 @@ struct seg_tag {
 };
 
 struct ik_segment {
+    unsigned fork_gen; /* the process generation it was made in (fork.c) */
     ik_coord *c;
     char app[65];
     ik_segment_options o;
@@ -93,6 +99,7 @@ struct ik_segment {
 
 void ik_segment_options_init(ik_segment_options *o)
 {
+    if (!o) return;
     memset(o, 0, sizeof *o);
     o->size = sizeof *o;
     o->preload_at = 0.1;
@@ -201,6 +208,7 @@ void *ik__segment_loader(void *arg);
 int ik_segment_create(ik_coord *c, const char *app, const ik_segment_options *o, ik_segment **out)
 {
     if (!c || !out) return IK_EINVAL;
+    if (ik__coord_forked(c)) return IK_EFORKED;
     if (!app) app = "default";
     if (ik__app_name_check(app, NULL, 0) != 0) return IK_EINVAL;
     ik_segment_options opts; /* the caller's, as far as its size goes; defaults beyond */
@@ -209,6 +217,7 @@ int ik_segment_create(ik_coord *c, const char *app, const ik_segment_options *o,
         return IK_EINVAL;
     ik_segment *s = calloc(1, sizeof *s);
     if (!s) return IK_ENOMEM;
+    s->fork_gen = ik__fork_gen();
     s->c = c;
     snprintf(s->app, sizeof s->app, "%s", app);
     s->o = opts;
@@ -228,7 +237,9 @@ int ik_segment_create(ik_coord *c, const char *app, const ik_segment_options *o,
 
 int ik_segment_next(ik_segment *s, const char *tag, size_t n, int64_t *ids, ik_ids_cb cb, void *ctx)
 {
-    if (!s || !ids || n == 0 || n > 10000000 || ik_tag_name_check(tag, NULL, 0)) return IK_EINVAL;
+    if (!s || !ids || !cb || n == 0 || n > 10000000 || ik_tag_name_check(tag, NULL, 0))
+        return IK_EINVAL;
+    if (ik__forked(s->fork_gen)) return IK_EFORKED;
     seg_tag *t = map_find(s, tag);
     if (t) {
         pthread_mutex_lock(&t->mu);
@@ -493,7 +504,7 @@ static void fail_all(seg_tag *t)
 
 void ik_segment_destroy(ik_segment *s)
 {
-    if (!s) return;
+    if (!s || ik__forked(s->fork_gen)) return;
     pthread_mutex_lock(&s->q_mu);
     s->stop = 1;
     pthread_cond_broadcast(&s->q_cv);
@@ -532,6 +543,7 @@ int ik_segment_next_wait(ik_segment *s, const char *tag, size_t n, int64_t *ids)
 int ik_segment_status(ik_segment *s, ik_segment_tag_status **out, size_t *n_out)
 {
     if (!s || !out || !n_out) return IK_EINVAL;
+    if (ik__forked(s->fork_gen)) return IK_EFORKED;
     size_t n = 0, cap = 0;
     ik_segment_tag_status *v = NULL;
     for (int i = 0; i < BUCKETS; i++) {

@@ -21,6 +21,9 @@
  *       takes a tag's queue whole under s->mu, so a request is either still queued
  *       (and cancel unlinks it) or in the batch of a write (and cancel does not find
  *       it). A batch left empty by cancels writes nothing.
+ *   SQ5. Nothing that can fail comes between a write's acknowledgement and its
+ *       answers: the buffer they are handed in is allocated before the write, so a
+ *       range the store recorded is never dropped unanswered by this process.
  *
  * A request's life (edges name the functions; the arrow under s->mu):
  *
@@ -30,6 +33,10 @@
  *
  * Threads: ik_sequence_next() and ik_sequence_cancel() from any thread; callbacks
  * run on the committer.
+ *
+ * Fork (fork.c): a copy in a fork()'s child has no committer, and its queued
+ * requests are the parent's to answer: every call on it refuses with IK_EFORKED,
+ * and its destroy leaves it as it is.
  */
 #include "backend.h"
 #include "internal.h"
@@ -59,6 +66,7 @@ struct seq_tag {
 };
 
 struct ik_sequence {
+    unsigned fork_gen; /* the process generation it was made in (fork.c) */
     ik_coord *c;
     char app[65];
     pthread_mutex_t mu;
@@ -79,10 +87,12 @@ static void *committer(void *arg);
 int ik_sequence_create(ik_coord *c, const char *app, ik_sequence **out)
 {
     if (!c || !out) return IK_EINVAL;
+    if (ik__coord_forked(c)) return IK_EFORKED;
     if (!app) app = "default";
     if (ik__app_name_check(app, NULL, 0) != 0) return IK_EINVAL;
     ik_sequence *s = calloc(1, sizeof *s);
     if (!s) return IK_ENOMEM;
+    s->fork_gen = ik__fork_gen();
     s->c = c;
     snprintf(s->app, sizeof s->app, "%s", app);
     const char *cyc = getenv("IDKEEPER_BENCH_CYCLE"); /* benchmarks only */
@@ -102,6 +112,7 @@ int ik_sequence_create(ik_coord *c, const char *app, ik_sequence **out)
 int ik_sequence_next(ik_sequence *s, const char *tag, size_t n, ik_ids_cb cb, void *ctx)
 {
     if (!s || !cb || n == 0 || n > 10000000 || ik_tag_name_check(tag, NULL, 0)) return IK_EINVAL;
+    if (ik__forked(s->fork_gen)) return IK_EFORKED;
     seq_req *r = malloc(sizeof *r);
     if (!r) return IK_ENOMEM;
     *r = (seq_req){NULL, n, cb, ctx, s->timed ? ik__mono_ns() : 0};
@@ -147,6 +158,7 @@ int ik_sequence_next(ik_sequence *s, const char *tag, size_t n, ik_ids_cb cb, vo
 int ik_sequence_cancel(ik_sequence *s, const char *tag, ik_ids_cb cb, void *ctx)
 {
     if (!s || !tag || !cb) return IK_EINVAL;
+    if (ik__forked(s->fork_gen)) return IK_EFORKED;
     int rc = IK_ENOTFOUND;
     pthread_mutex_lock(&s->mu);
     seq_tag *t;
@@ -181,7 +193,9 @@ static void drop_tag(ik_sequence *s, seq_tag *t)
 }
 
 /* Commits every request of t queued now, in one write; answers them. Nothing when
- * every queued request was withdrawn. */
+ * every queued request was withdrawn. The answers' buffer is taken before the write
+ * (SQ5): an allocation that fails answers the batch IK_ENOMEM with nothing
+ * committed. */
 static void commit_tag(ik_sequence *s, seq_tag *t)
 {
     pthread_mutex_lock(&s->mu);
@@ -191,35 +205,26 @@ static void commit_tag(ik_sequence *s, seq_tag *t)
     if (!batch) return;
 
     int64_t total = 0, t0 = s->timed ? ik__mono_ns() : 0;
+    size_t most = 1; /* every request asks for 1 or more */
     for (seq_req *r = batch; r; r = r->next) {
         total += (int64_t)r->n;
+        if (r->n > most) most = r->n;
         if (s->timed) s->t_reqs++, s->t_wait_ns += t0 - r->at_ns;
     }
+    int64_t *ids = malloc(most * sizeof *ids);
     int64_t first = 0;
-    int rc = ik__tag_advance(s->c, s->app, t->name, IK_TAG_SEQUENCE, total, &first);
+    int rc =
+        ids ? ik__tag_advance(s->c, s->app, t->name, IK_TAG_SEQUENCE, total, &first) : IK_ENOMEM;
     int64_t t1 = s->timed ? ik__mono_ns() : 0;
 
-    int64_t *ids = NULL;
-    size_t cap = 0;
     for (seq_req *r = batch, *nx; r; r = nx) {
         nx = r->next;
-        int st = rc;
         if (rc == 0) {
-            if (r->n > cap) {
-                free(ids);
-                cap = r->n;
-                ids = malloc(cap * sizeof *ids);
-            }
-            if (ids) {
-                for (size_t i = 0; i < r->n; i++)
-                    ids[i] = first + (int64_t)i;
-            } else {
-                st = IK_ENOMEM; /* the range stays unused: a gap, never a duplicate */
-                cap = 0;
-            }
+            for (size_t i = 0; i < r->n; i++)
+                ids[i] = first + (int64_t)i;
             first += (int64_t)r->n;
         }
-        r->cb(r->ctx, st, st ? NULL : ids, st ? 0 : r->n);
+        r->cb(r->ctx, rc, rc ? NULL : ids, rc ? 0 : r->n);
         free(r);
     }
     free(ids);
@@ -254,6 +259,7 @@ static void *committer(void *arg)
 
 int ik_sequence_next_wait(ik_sequence *s, const char *tag, size_t n, int64_t *ids)
 {
+    if (!ids) return IK_EINVAL;
     ik__ids_waiter w;
     ik__ids_waiter_init(&w, ids);
     return ik__ids_waiter_finish(&w, ik_sequence_next(s, tag, n, ik__ids_waiter_cb, &w));
@@ -261,7 +267,7 @@ int ik_sequence_next_wait(ik_sequence *s, const char *tag, size_t n, int64_t *id
 
 void ik_sequence_destroy(ik_sequence *s)
 {
-    if (!s) return;
+    if (!s || ik__forked(s->fork_gen)) return;
     pthread_mutex_lock(&s->mu);
     s->stop = 1;
     pthread_cond_broadcast(&s->cv);

@@ -40,6 +40,7 @@ const char *ik_tag_kind_name(ik_tag_kind k)
 
 int ik_tag_kind_parse(const char *text, ik_tag_kind *out)
 {
+    if (!out) return IK_EINVAL;
     if (text && !strcmp(text, "segment"))
         *out = IK_TAG_SEGMENT;
     else if (text && !strcmp(text, "sequence"))

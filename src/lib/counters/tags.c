@@ -24,7 +24,9 @@ static int no_tags(ik__backend *be, char *why, size_t why_len)
 int ik_tag_create(ik_coord *c, const char *app, const char *name, ik_tag_kind kind, int64_t start,
                   int64_t step, const char *description, char *why, size_t why_len)
 {
-    if (!c) return IK_EINVAL;
+    if (!c) return ik__fail(IK_EINVAL, why, why_len, "no coord");
+    if (ik__coord_forked(c))
+        return ik__fail(IK_EFORKED, why, why_len, "%s", ik_strerror(IK_EFORKED));
     if (check_app(&app)) return ik__fail(IK_EINVAL, why, why_len, "bad app name");
     int rc = ik_tag_name_check(name, why, why_len);
     if (rc) return rc;
@@ -58,6 +60,8 @@ int ik_tag_read(ik_coord *c, const char *app, const char *name, ik_tag_info *out
 {
     if (why && why_len) why[0] = '\0';
     if (!c || !out || check_app(&app) || ik_tag_name_check(name, NULL, 0)) return IK_EINVAL;
+    if (ik__coord_forked(c))
+        return ik__fail(IK_EFORKED, why, why_len, "%s", ik_strerror(IK_EFORKED));
     ik__backend *be = ik__coord_backend(c);
     if (!be->ops->tag_get) return no_tags(be, why, why_len);
     return be->ops->tag_get(be, app, name, out, why, why_len);
@@ -68,9 +72,19 @@ int ik_tag_get(ik_coord *c, const char *app, const char *name, ik_tag_info *out)
     return ik_tag_read(c, app, name, out, NULL, 0);
 }
 
+int ik_tag_last_error(ik_coord *c, const char *app, const char *name, char *why, size_t why_len)
+{
+    if (why && why_len) why[0] = '\0';
+    if (!c || !why || !name) return IK_EINVAL;
+    if (!why_len || check_app(&app) || ik_tag_name_check(name, NULL, 0)) return 0;
+    ik__doubts *d = ik__coord_doubts(c);
+    return d ? ik__doubts_last_error(d, app, name, why, why_len) : 0;
+}
+
 int ik_tags_list(ik_coord *c, const char *app, ik_tag_info **out, size_t *n)
 {
     if (!c || !out || !n || check_app(&app)) return IK_EINVAL;
+    if (ik__coord_forked(c)) return IK_EFORKED;
     ik__backend *be = ik__coord_backend(c);
     if (!be->ops->tag_list) return no_tags(be, NULL, 0);
     return be->ops->tag_list(be, app, out, n);
@@ -94,5 +108,12 @@ int ik__tag_advance(ik_coord *c, const char *app, const char *name, ik_tag_kind 
     w.own.delta = delta;
     w.own.kind = kind;
     w.own.first = -1;
-    return be->ops->tag_advance(be, app, name, kind, &w, first);
+    int rc = be->ops->tag_advance(be, app, name, kind, &w, first);
+    /* Such a backend leaves no doubt to settle later, but its own write may still have
+     * failed in a way that leaves it recorded or not (local:: an I/O error in SQLite's
+     * commit): never handed out, and logged as the gap it may be */
+    if (rc == IK_EINDOUBT)
+        ik__tag_gap(app, name, kind, -1, delta, "maybe_recorded",
+                    "the store's write failed, perhaps after it was recorded");
+    return rc;
 }

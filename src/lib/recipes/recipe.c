@@ -98,12 +98,14 @@ const char *ik_hold_state_name(ik_hold_state s)
 
 void ik_lock_options_init(ik_lock_options *o)
 {
+    if (!o) return;
     memset(o, 0, sizeof *o);
     o->size = sizeof *o;
 }
 
 void ik_election_options_init(ik_election_options *o)
 {
+    if (!o) return;
     memset(o, 0, sizeof *o);
     o->size = sizeof *o;
 }
@@ -149,6 +151,7 @@ static int lock_new(ik_coord *c, const char *path, ik__lock_kind kind, ik_hold_c
 {
     char norm[IK__RECIPE_PATH_MAX + 2];
     if (!c || !out) return IK_EINVAL;
+    if (ik__coord_forked(c)) return IK_EFORKED; /* the parent's coord (fork.c) */
     int rc = ik__recipe_path(path, norm, sizeof norm, NULL, 0);
     if (rc) return rc;
     if (data && strlen(data) > 1024) return IK_EINVAL;
@@ -290,7 +293,7 @@ static int64_t trusted_until(ik_lock *lk, ik_hold_state s)
 
 int64_t ik_lock_trusted_until(ik_lock *lk)
 {
-    if (!lk) return 0;
+    if (!lk) return IK_EINVAL;
     ik_hold_info hi;
     lock_info(lk, &hi);
     return trusted_until(lk, hi.state);
@@ -310,6 +313,7 @@ ik_hold_state ik_lock_state(ik_lock *lk)
 
 void ik_lock_get_info(ik_lock *lk, ik_hold_info *out)
 {
+    if (!out) return;
     memset(out, 0, sizeof *out);
     if (lk) lock_info(lk, out);
 }
@@ -681,7 +685,7 @@ int ik_election_rejoin(ik_election *e)
 
 int64_t ik_election_trusted_until(ik_election *e)
 {
-    if (!e) return 0;
+    if (!e) return IK_EINVAL;
     ik_hold_info hi;
     ik_election_get_info(e, &hi);
     return trusted_until(e->lk, hi.state);
@@ -696,6 +700,7 @@ ik_hold_state ik_election_state(ik_election *e)
 
 void ik_election_get_info(ik_election *e, ik_hold_info *out)
 {
+    if (!out) return;
     memset(out, 0, sizeof *out);
     if (!e) return;
     ik_hold_info lk;
@@ -738,6 +743,7 @@ int ik_election_leader(ik_coord *c, const char *path, char **id)
 {
     char norm[IK__RECIPE_PATH_MAX + 2];
     if (!c || !id) return IK_EINVAL;
+    if (ik__coord_forked(c)) return IK_EFORKED;
     int rc = ik__recipe_path(path, norm, sizeof norm, NULL, 0);
     if (rc) return rc;
     ik__backend *be = ik__coord_backend(c);

@@ -85,7 +85,7 @@ static void put_server(ik__server *srv, ik__buf *b)
     ik_lease_info li;
     ik_snowflake_info gi;
     char why[256], text[320], end[32];
-    ik_slot_lease_get_info(srv->lease, &li);
+    ik__lease_info(srv, &li);
     ik_snowflake_get_info(srv->gen, &gi);
     int ready = !ik__not_ready(srv, why, sizeof why);
     ik__fmt_iso8601(end, ik_layout_end_ms(srv->layout));
@@ -123,7 +123,7 @@ static void put_server(ik__server *srv, ik__buf *b)
 static void lease_words(ik__server *srv, char window[96], char proof[96], char record[96])
 {
     ik_lease_info li;
-    ik_slot_lease_get_info(srv->lease, &li);
+    ik__lease_info(srv, &li);
     int64_t now = ik__now_ms(), proven = ik__lease_proof_ms(srv);
     char iso[32];
     if (li.valid_for_ms < 0)
@@ -192,7 +192,7 @@ static void put_cell(ik__buf *b, uint32_t worker, const ik_slot_info *s, const i
 static void put_range(ik__server *srv, const ik__pool_call *t, ik__buf *b)
 {
     ik_lease_info li;
-    ik_slot_lease_get_info(srv->lease, &li);
+    ik__lease_info(srv, &li);
     uint32_t min = srv->layout->worker_min, max = srv->layout->worker_max;
     uint32_t n = max - min + 1;
     int64_t now = ik__now_ms();
@@ -279,7 +279,7 @@ static void put_hazards(ik__server *srv, ik__buf *b)
 static void put_workers(ik__server *srv, const ik__pool_call *t, ik__buf *b)
 {
     ik_lease_info li;
-    ik_slot_lease_get_info(srv->lease, &li);
+    ik__lease_info(srv, &li);
     ik__buf_puts(b, "<section id=\"workers\"><h2>Worker slots of app <span class=\"app\">");
     put_html_str(b, srv->cfg->app);
     ik__buf_puts(b, "</span></h2><p class=\"err\" id=\"workers-err\">");
@@ -407,7 +407,7 @@ void ik__workers_render(ik__worker *w, const ik__pend *p, ik__http_reply *rs)
     ik__server *srv = w->srv;
     const ik__pool_call *t = p->pool;
     ik_lease_info li;
-    ik_slot_lease_get_info(srv->lease, &li);
+    ik__lease_info(srv, &li);
     ik__buf *b = rs->body;
     ik__buf_puts(b, "{\"app\":");
     ik__buf_append_json_str(b, srv->cfg->app, strlen(srv->cfg->app));

@@ -660,7 +660,7 @@ static void h_status(ik__ctx *x)
     const ik_server_config *cfg = srv->cfg;
     ik_lease_info li;
     ik_snowflake_info gi;
-    ik_slot_lease_get_info(srv->lease, &li);
+    ik__lease_info(srv, &li);
     ik_snowflake_get_info(srv->gen, &gi);
     int64_t now = ik__now_ms();
     char why[256], since[32], record[32], started[32];

@@ -84,3 +84,7 @@ conf_unsafe_off() {
   _conf_rewriting() { rcli "$p" INFO persistence | grep -q '^aof_rewrite_in_progress:1'; }
   wait_until 30 not _conf_rewriting
 }
+
+# proof's second case: the write held between its round trips (a setting changed
+# after the write began, before its commit point read the evidence)
+conf_write_hold_var() { echo IDKEEPER_TEST_REDIS_WRITE_HOLD; }

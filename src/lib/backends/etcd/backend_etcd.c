@@ -73,7 +73,8 @@ static int etcd_open(const char *uri, const ik_coord_options *o, ik__backend **o
     if (!e && (ttl < 1000 || ttl > 3600000))
         e = ik__fail(IK_EINVAL, why, why_len, "--lease-ttl must be 1000-3600000 ms on etcd");
     b->ttl_ms = (ttl + 999) / 1000 * 1000; /* etcd's leases count whole seconds */
-    b->wait_ms = b->ttl_ms / 3 > 300 ? b->ttl_ms / 3 : 300;
+    b->wait_ms = ik__proof_slack_ms(b->ttl_ms);
+    if (b->wait_ms < 300) b->wait_ms = 300;
     ik__hazards_init(&b->base.hz, o, b->ttl_ms, b->uri);
     if (!e) {
         ik__etcd_gw_config c = {.tls = b->t.tls, .n_endpoints = b->t.n};
@@ -144,7 +145,7 @@ static void etcd_client_version(char *buf, size_t len)
         .slot_persist = ik__etcd_slot_persist, .slot_release = ik__etcd_slot_release,              \
         .slot_forget = ik__etcd_slot_forget, .recover = NULL, .slots_list = ik__etcd_slots_list,   \
         .slot_free_ms = etcd_slot_free_ms, .session = etcd_session,                                \
-        .hazards_check = ik__etcd_hazards_check, .cut = etcd_cut, .close_after_cut_ms = 0,         \
+        .hazards_check = ik__etcd_hazards_check, .cut = etcd_cut, .close_wait_ms = 0,              \
         .client_version = etcd_client_version, .tag_create = ik__etcd_tag_create,                  \
         .tag_get = ik__etcd_tag_get, .tag_list = ik__etcd_tag_list,                                \
         .tag_advance = ik__etcd_tag_advance, .tag_settle = ik__etcd_tag_settle, .tag_lanes = 2,    \

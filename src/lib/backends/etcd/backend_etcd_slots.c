@@ -42,6 +42,7 @@ typedef struct etcd_slot {
     char identity[256];
     int64_t since_ms;
     int64_t record_ms; /* the last record written */
+    char said[200];    /* what etcd last answered a failed renewal with, as logged */
 } etcd_slot;
 
 /* One slot as a read found it. */
@@ -409,7 +410,14 @@ int ik__etcd_slot_persist(ik__backend *be, void *handle, int64_t record_ms, ik__
         ik__logf("etcd slot %" PRIu32 ": %s", s->worker, why);
         return e;
     }
-    if (e) return IK_EINDOUBT;
+    if (e) { /* unproven, maybe still ours: the lease says so; etcd's words here, once */
+        if (strncmp(s->said, why, sizeof s->said - 1) != 0)
+            ik__logf("etcd slot %" PRIu32 ": its record was not written, the lease unproven: %s",
+                     s->worker, why);
+        snprintf(s->said, sizeof s->said, "%s", why);
+        return IK_EINDOUBT;
+    }
+    s->said[0] = '\0';
     int ok = a.succeeded;
     ik__etcd_answer_free(&a);
     if (!ok) return IK_ELOST; /* ES2 */

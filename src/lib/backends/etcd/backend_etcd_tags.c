@@ -17,16 +17,14 @@
  *   ET2. A write whose answer was lost compared the tag's mod_revision M it read
  *        (its doubt's aux). It can land only while the tag key is still at M: once
  *        the key moved past M without it, it never will.
- *   ET3. A carried doubt is decided by what the store holds, never by a clock:
- *        its write id in the writer key is LANDED at the first ID recorded there;
- *        absent from a writer key that would still show it (the key exists, and its
- *        ring has not pushed an older id out), it is NOT_LANDED once the tag key is
- *        past its M (ET2) - at once where the read already shows the key past M,
- *        else when our own txn, compared at that M, lands. A writer key that is gone
- *        (its lease lapsed) or a ring that may have pushed the id out: UNKNOWN.
+ *   ET3. A carried doubt's evidence (evidence_of) is what the store holds: its write
+ *        id in the writer key, paired with the first ID recorded there; the key's
+ *        ring whole or not, gone (its lease lapsed) or pushed past it (its reach); the
+ *        tag key past its M (ET2: moved), or our own txn, compared at that M, landed
+ *        (fenced). The doubt engine decides.
  *   ET4. The stop's settle (tag_settle) reads the same way, and for a doubt whose M
  *        is still the key's, writes the key again unchanged (a fence) compared at M:
- *        landed, the doubt can never land (NOT_LANDED).
+ *        landed, the doubt is fenced.
  *   ET5. Every advance passes the hazard gate, and every answer the cluster id
  *        check (EG1): an answer of another cluster is IK_EUNSAFE, nothing handed out.
  *
@@ -39,10 +37,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define RING                                                                                       \
-    16           /* a lane's advances its writer key keeps: as many as the engine keeps of a lane  \
-                  */
-#define TRIES 64 /* lost races in a row before an advance gives up (busy) */
+#define RING IK__DOUBT_LANE_MAX /* a lane's advances its writer key keeps (backend.h) */
+#define TRIES 64                /* lost races in a row before an advance gives up (busy) */
 #define KEY_MAX 700
 
 typedef struct tag_val {
@@ -168,46 +164,39 @@ static int read_view(ik__etcd_backend *b, const char *tk, const char *wk, view *
     return e == IK_EINDOUBT ? IK_ESTORE : e; /* a read applies nothing */
 }
 
-static void set_fate(ik__doubt_verdict *f, ik__doubt_fate fate, int64_t first, const char *why)
-{
-    f->fate = fate;
-    f->first = first;
-    f->code = NULL;
-    snprintf(f->why, sizeof f->why, "%s", why);
-}
-
-/* ET3: the fates the view decides by itself; pending[i] = 1 for a doubt that is
- * NOT_LANDED once the tag key moves past its M (its aux), which is the key's now. */
-static void decide(const ik__tag_write *w, const view *v, int *pending)
+/* ET3: what the view v shows of w's carried doubts, into w->ev; pending[i] = 1 for a
+ * doubt made at the tag key's revision now (its M), which our txn at M fences. */
+static void evidence_of(const ik__tag_write *w, const view *v, int *pending)
 {
     for (int i = 0; i < w->n_carried; i++) {
         const ik__doubt *d = &w->carried[i];
-        ik__doubt_verdict *f = &w->fate[i];
-        pending[i] = 0;
-        int found = -1;
+        ik__doubt_evidence *e = &w->ev[i];
+        memset(e, 0, sizeof *e);
+        e->read = 1;
+        e->first = -1;
         for (int k = 0; k < v->r.n; k++)
-            if (v->r.wid[k] == d->wid) found = k;
-        if (found >= 0) {
-            set_fate(f, IK__DOUBT_LANDED, v->r.first[found],
-                     "its write id is in the lane's writer key");
-        } else if (v->ring_bad) { /* never read as "not there": it may have landed */
-            set_fate(f, IK__DOUBT_UNKNOWN, -1,
-                     "the lane's writer key holds something that is not a ring of write ids: "
-                     "where it landed, if it did, cannot be read");
-        } else if (!v->have_writer) {
-            set_fate(f, IK__DOUBT_UNKNOWN, -1,
-                     "the lane's writer key is gone (its lease lapsed): where it landed, if "
-                     "it did, cannot be read");
-        } else if (v->r.n >= RING && d->wid < v->r.wid[0]) {
-            set_fate(f, IK__DOUBT_UNKNOWN, -1, "the writer key's ring has moved past it");
-        } else if (d->aux != v->tag_mod) {
-            set_fate(f, IK__DOUBT_NOT_LANDED, -1,
-                     "the tag key moved past the revision it compared without it");
-        } else {
-            f->fate = IK__DOUBT_OPEN;
-            pending[i] = 1;
-        }
+            if (v->r.wid[k] == d->wid) e->held = 1, e->first = v->r.first[k];
+        e->intact = !v->ring_bad;
+        e->reaches = v->have_writer && !(v->r.n >= RING && d->wid < v->r.wid[0]);
+        e->moved = d->aux != v->tag_mod;
+        pending[i] = !e->moved;
+        snprintf(e->what, sizeof e->what,
+                 "%s; made at revision %" PRId64 " of the tag key, now %" PRId64,
+                 e->held           ? "its write id is in the lane's writer key"
+                 : !v->have_writer ? "the lane's writer key is gone (its lease lapsed)"
+                 : v->ring_bad     ? "the lane's writer key holds something that is not a ring"
+                 : !e->reaches     ? "the writer key's ring has moved past it"
+                                   : "its write id is not in the lane's writer key",
+                 d->aux, v->tag_mod);
     }
+}
+
+/* Our txn compared at the tag key's revision M landed: the pending doubts made at M
+ * are fenced (ET2). */
+static void fence_pending(ik__tag_write *w, const int *pending)
+{
+    for (int i = 0; i < w->n_carried; i++)
+        if (pending[i]) w->ev[i].fenced = 1;
 }
 
 int ik__etcd_tag_advance(ik__backend *be, const char *app, const char *name, ik_tag_kind kind,
@@ -218,8 +207,7 @@ int ik__etcd_tag_advance(ik__backend *be, const char *app, const char *name, ik_
     char tk[KEY_MAX], wk[KEY_MAX], why[500];
     tag_key(b, app, name, tk);
     writer_key(b, app, name, w->writer, wk);
-    int pending[64];
-    if (w->n_carried > 64) w->n_carried = 64; /* the engine keeps RING a lane */
+    int pending[IK__DOUBT_LANE_MAX];
     view v;
     int have_view = 0;
     for (int tries = 0; tries < TRIES; tries++) {
@@ -232,12 +220,13 @@ int ik__etcd_tag_advance(ik__backend *be, const char *app, const char *name, ik_
         if (!have_view) e = read_view(b, tk, wk, &v, why, sizeof why);
         if (e) {
             ik__logf("tag %s: %s", name, why);
+            snprintf(w->why, sizeof w->why, "%s", why);
             return e;
         }
         if (!v.have_tag) return IK_ENOTFOUND;
         if (v.t.kind != kind) return IK_EKIND;
         if (v.t.max_id > INT64_MAX - delta) return IK_ERANGE;
-        decide(w, &v, pending);
+        evidence_of(w, &v, pending);
         w->own.first = v.t.max_id;
         w->own.aux = v.tag_mod;
         tag_val nt = v.t;
@@ -262,6 +251,7 @@ int ik__etcd_tag_advance(ik__backend *be, const char *app, const char *name, ik_
         ik__etcd_answer a = {0};
         if (!e) e = ik__etcd_txn_run(b->gw, t, b->wait_ms * 3, &a, why, sizeof why);
         ik__etcd_txn_free(t);
+        if (e) snprintf(w->why, sizeof w->why, "%s", why); /* the store's words */
         if (e == IK_EINDOUBT) { /* ET2: the engine keeps it, with M in aux */
             ik__logf("tag %s: an advance is in doubt: %s", name, why);
             return IK_EINDOUBT;
@@ -274,10 +264,7 @@ int ik__etcd_tag_advance(ik__backend *be, const char *app, const char *name, ik_
         have_view = !ok && view_of(&a, tk, &v, why, sizeof why) == IK_OK;
         ik__etcd_answer_free(&a);
         if (!ok) continue; /* ET1: another advance came first: on what it left */
-        for (int i = 0; i < w->n_carried; i++)
-            if (pending[i])
-                set_fate(&w->fate[i], IK__DOUBT_NOT_LANDED, -1,
-                         "a later write compared at the same revision landed");
+        fence_pending(w, pending);
         *first = v.t.max_id;
         return IK_OK;
     }
@@ -292,14 +279,13 @@ void ik__etcd_tag_settle(ik__backend *be, const char *app, const char *name, ik_
     char tk[KEY_MAX], wk[KEY_MAX], why[500];
     tag_key(b, app, name, tk);
     writer_key(b, app, name, w->writer, wk);
-    int pending[64];
-    if (w->n_carried > 64) w->n_carried = 64;
+    int pending[IK__DOUBT_LANE_MAX];
     for (int tries = 0; tries < 3 && ik__mono_ns() < deadline_ns; tries++) {
         view v;
         if (ik__etcd_write_gate(b, why, sizeof why) || read_view(b, tk, wk, &v, why, sizeof why))
             return;
         if (!v.have_tag) return;
-        decide(w, &v, pending);
+        evidence_of(w, &v, pending);
         int any = 0;
         for (int i = 0; i < w->n_carried; i++)
             any |= pending[i];
@@ -317,10 +303,7 @@ void ik__etcd_tag_settle(ik__backend *be, const char *app, const char *name, ik_
         int ok = a.succeeded;
         ik__etcd_answer_free(&a);
         if (!ok) continue;
-        for (int i = 0; i < w->n_carried; i++)
-            if (pending[i])
-                set_fate(&w->fate[i], IK__DOUBT_NOT_LANDED, -1,
-                         "the stop's fence landed at the revision it compared");
+        fence_pending(w, pending);
         return;
     }
 }

@@ -9,7 +9,9 @@
  *             probe write must raise etcd_disk_wal_fsync_duration_seconds_count on
  *             the member that answered it; unreadable metrics are a risk
  *   cluster   the cluster id every answer must carry (etcd_gateway.h's EG1: the
- *             proof that rides with each write, checked on every answer)
+ *             proof that rides with each write, checked on every answer); at open and
+ *             in `idkeeper check`, every endpoint of the URI is asked alone, and one
+ *             of another cluster is refused (endpoints_mixed)
  *
  * The fsync probe writes, so it runs at open and in `idkeeper check` only; the rest
  * run again before a write once the hazard interval has passed (ik__hazards_due).
@@ -115,7 +117,16 @@ static void fsync_row(ik__etcd_backend *b, ik_hazard *r)
     char val[32];
     snprintf(val, sizeof val, "%" PRId64, ik__wall_ms());
     if (ik__etcd_put(b->gw, key, val, 0, b->wait_ms * 2, &a, w, sizeof w)) {
-        risk_row(h, r, "fsync", "? (the probe write failed)", "see why the write failed");
+        char fix[240];
+        const char *said = strstr(w, "etcdserver: "); /* etcd's own words, past "etcd at URL" */
+        snprintf(v, sizeof v, "? (the probe write failed: %.60s)", said ? said : w);
+        snprintf(fix, sizeof fix,
+                 "etcd did not take the probe write (%.150s): clear that (a NOSPACE alarm: "
+                 "compact, defrag, etcdctl alarm disarm; a read-only role: let it write the "
+                 "prefix)",
+                 w);
+        ik__etcd_answer_free(&a);
+        risk_row(h, r, "fsync", v, fix);
         return;
     }
     ik__etcd_answer_free(&a);
@@ -136,6 +147,34 @@ static void fsync_row(ik__etcd_backend *b, ik_hazard *r)
     }
 }
 
+/* EG1 across the URI: every endpoint it lists, asked alone (a gateway of its own,
+ * which fixes the cluster id of the one endpoint it has), must be of the cluster the
+ * open fixed, or a failover to it would find every write refused. 0 if each that
+ * answers is; 1 with value naming the first that is not. An endpoint that does not
+ * answer is not judged here: a failover to it finds the mix (EG1), and refuses. */
+static int endpoints_mixed(ik__etcd_backend *b, char *value, size_t len)
+{
+    uint64_t ours = ik__etcd_gw_cluster_id(b->gw);
+    for (int i = 0; b->t.n > 1 && i < b->t.n; i++) {
+        ik__etcd_gw_config c = {.tls = b->t.tls, .n_endpoints = 1};
+        snprintf(c.endpoints[0], sizeof c.endpoints[0], "%s", b->t.endpoints[i]);
+        c.cacert = b->t.cacert[0] ? b->t.cacert : NULL;
+        c.cert = b->t.cert[0] ? b->t.cert : NULL;
+        c.key = b->t.key[0] ? b->t.key : NULL;
+        ik__etcd_gw *one = NULL; /* no login: a status needs none */
+        char w[300];
+        if (ik__etcd_gw_new(&c, &one, w, sizeof w) != 0) continue;
+        uint64_t id = ik__etcd_gw_cluster_id(one);
+        ik__etcd_gw_free(one);
+        if (id != ours) {
+            snprintf(value, len, "%.60s is cluster %" PRIx64 ", not %" PRIx64 " as %.60s",
+                     b->t.endpoints[i], id, ours, b->t.endpoints[0]);
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static int run_checks(ik__etcd_backend *b, int full, char *why, size_t why_len)
 {
     ik_hazard rows[4];
@@ -154,6 +193,11 @@ static int run_checks(ik__etcd_backend *b, int full, char *why, size_t why_len)
         char inner[300];
         ik__hazards_update(&b->base.hz, rows, n, inner, sizeof inner);
     }
+    char mix[96];
+    if (!e && full && endpoints_mixed(b, mix, sizeof mix)) /* the "cluster" row, refused */
+        ik__hazard_row(&b->base.hz, &rows[n - 1], "cluster", mix, 1,
+                       "the URI lists members of two clusters: a failover from one to the "
+                       "other would refuse every write; list one cluster's members only");
     if (!e && full) fsync_row(b, &rows[n++]);
     if (!e) {
         b->checked_ns = ik__mono_ns();

@@ -57,7 +57,7 @@ static void *run(void *arg)
     ik__etcd_lease *l = &b->lease;
     pthread_mutex_lock(&l->mu);
     while (!l->stop) {
-        int64_t id = l->id, period = l->ttl_s * 1000 / 3;
+        int64_t id = l->id, period = ik__proof_slack_ms(l->ttl_s * 1000);
         if (id && !l->gone) {
             pthread_mutex_unlock(&l->mu);
             ik__lease_proof p;
@@ -142,7 +142,7 @@ int ik__etcd_lease_proof(ik__etcd_backend *b, int64_t id, ik__lease_proof *proof
         return IK_ELOST;
     }
     ik__lease_proof p = l->proof;
-    int64_t third_ns = l->ttl_s * 1000 / 3 * INT64_C(1000000);
+    int64_t third_ns = ik__proof_slack_ms(l->ttl_s * 1000) * INT64_C(1000000);
     pthread_mutex_unlock(&l->mu);
     if (ik__mono_ns() - p.sent_mono_ns >= third_ns) { /* stale: a keepalive of our own */
         ik__lease_proof q;

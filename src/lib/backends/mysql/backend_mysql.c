@@ -177,6 +177,10 @@ static const char *const mysql_stmt[IK__SQL_NSTMT] = {
     [IK__SQL_HOLDER_GET] = "SELECT h.id FROM idk_holder h WHERE h.lock_key = ? "
                            "AND h.session = IS_USED_LOCK(" LOCK_NAME("h.lock_key") ")",
     [IK__SQL_PROOF] = "SELECT " PROOF_COLS,
+    /* one table: an equality on both names, which information_schema answers from
+     * that table's definition alone (an IN list opens every table of the schema) */
+    [IK__SQL_TABLE_PROOF] = "SELECT COALESCE(ENGINE, TABLE_TYPE) FROM information_schema.TABLES "
+                            "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?",
 };
 
 /* Copies a result into r (text cells, NULL for SQL NULL). 0 or IK_ENOMEM. */
@@ -348,6 +352,7 @@ static int my_exec_pipeline(ik__sql_conn *c, const ik__sql_call *calls, int n, i
     }
     int64_t deadline = ik__mono_ms() + IK__SQL_IO_MS;
     int st = 0, ret = 0;
+    c->qual[0] = '\0';
     rc = ik__mysql_query_start(c, b.s, b.n, deadline, &st, &ret, why, why_len);
     if (!rc) rc = ik__mysql_query_wait(c, &st, &ret, deadline, NULL, why, why_len);
     free(b.s);
@@ -364,6 +369,11 @@ static int my_exec_pipeline(ik__sql_conn *c, const ik__sql_call *calls, int n, i
         int64_t affected = 0;
         rc = ik__mysql_query_result(c, ret, deadline, &r, &affected, why, why_len);
         if (rc) break;
+        unsigned warnings = mysql_warning_count(c->m);
+        if (warnings && i < n && calls[i].id != IK__SQL_PROOF &&
+            calls[i].id != IK__SQL_TABLE_PROOF && !c->qual[0])
+            snprintf(c->qual, sizeof c->qual, "%u warning%s with its %s", warnings,
+                     warnings == 1 ? "" : "s", calls[i].id == IK__SQL_COMMIT ? "COMMIT" : "write");
         if (i >= n || take_rows(r, affected, &res[i]) != 0) {
             rc = ik__fail(IK__SQL_EDEFINITE, why, why_len,
                           i >= n ? "MySQL: more results than statements" : "out of memory");
@@ -385,6 +395,13 @@ static int my_exec_pipeline(ik__sql_conn *c, const ik__sql_call *calls, int n, i
         rc = ik__fail(IK__SQL_EDEFINITE, why, why_len, "MySQL: fewer results");
     c->used_ms = ik__mono_ms();
     return rc;
+}
+
+static int my_qualified(ik__sql_conn *c, char *words, size_t len)
+{
+    if (!c || !c->qual[0]) return 0;
+    snprintf(words, len, "%s", c->qual);
+    return 1;
 }
 
 static int my_run(ik__sql_conn *c, const char *sql, char *why, size_t why_len)
@@ -810,6 +827,8 @@ static const ik__sql_driver ik__sql_mysql_driver = {
     .unlock = my_unlock,
     .hazards = ik__mysql_hazards,
     .proof = ik__mysql_proof,
+    .table_row = ik__mysql_table_row,
+    .qualified = my_qualified,
     .hz_state = my_hz_state,
     .session = my_session,
     .socket = my_conn_socket,

@@ -21,6 +21,21 @@
     "@@GLOBAL.innodb_flush_log_at_trx_commit, IF(@@GLOBAL.log_bin, 1, 0), @@GLOBAL.sync_binlog, "  \
     "IF(@@GLOBAL.read_only, 1, 0)"
 #define PROOF_NCOLS 4
+/* idkeeper's tables, for the engine check: every one needs transactions (SELECT ...
+ * FOR UPDATE locks nothing without them, a failed advance is not rolled back, and a
+ * crash loses what is not in the redo log). */
+#define OUR_TABLES                                                                                 \
+    "'leaf_alloc', 'idk_tag_kind', 'idk_slots', 'idk_commit_mark', 'idk_fence', 'idk_holder'"
+/* Those of them in an engine without transactions, "TABLE ENGINE, ..." or NULL: the
+ * "table engines" row of a check (a write reads its own table's engine alone:
+ * IK__SQL_TABLE_PROOF, so an ALTER TABLE ... ENGINE under running servers is seen
+ * by the next write). */
+#define ENGINES_COL                                                                                \
+    "(SELECT GROUP_CONCAT(CONCAT(t.TABLE_NAME, ' ', COALESCE(t.ENGINE, t.TABLE_TYPE)) "            \
+    "ORDER BY t.TABLE_NAME SEPARATOR ', ') FROM information_schema.TABLES t "                      \
+    "LEFT JOIN information_schema.ENGINES e ON e.ENGINE = t.ENGINE "                               \
+    "WHERE t.TABLE_SCHEMA = DATABASE() AND t.TABLE_NAME IN (" OUR_TABLES ") "                      \
+    "AND COALESCE(e.TRANSACTIONS, 'NO') <> 'YES')"
 
 /* The per-session idle-in-transaction bound on MariaDB, s: a transaction of ours
  * waits for the server's answers only, so one idle this long has a frozen or
@@ -44,6 +59,9 @@ struct ik__sql_conn {
     int64_t used_ms; /* ik__mono_ms when its last statement ended (my_stale) */
     const int *cut;  /* ik__sql_target.cut */
     ik__sql_conn_hz hz;
+    /* SP2 of backend_sql_proof.c: the first warning count that came with a write or
+     * a COMMIT of the last pipeline, said in words ("": none; my_qualified) */
+    char qual[160];
 };
 
 /* mysql_conn.c, the session layer (each function's contract is at its definition):
@@ -77,5 +95,11 @@ int ik__mysql_hazards(ik__sql_conn *c, const ik__hazards *h, ik_hazard *rows, si
                       int64_t *db_ms, char *why, size_t why_len);
 void ik__mysql_proof(ik__sql_conn *c, const ik__hazards *h, const ik__sql_res *r, int in_tx,
                      ik_hazard *rows, size_t *n);
+/* The "table engines" row from ENGINES_COL's answer v. */
+void ik__mysql_engines_row(const ik__hazards *h, const char *v, ik_hazard *row);
+/* sql_driver.h's table_row: one table's engine (IK__SQL_TABLE_PROOF), refused if it
+ * is not one with transactions (InnoDB, RocksDB). */
+int ik__mysql_table_row(ik__sql_conn *c, const ik__hazards *h, const char *table,
+                        const ik__sql_res *r, ik_hazard *row);
 
 #endif

@@ -5,14 +5,9 @@
 
 #include <mysqld_error.h>
 #include <stdio.h>
+#include <strings.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* idkeeper's tables, for the engine check (my_hazards): every one needs
- * transactions (SELECT ... FOR UPDATE locks nothing without them, and a failed
- * advance is not rolled back). */
-#define OUR_TABLES                                                                                 \
-    "'leaf_alloc', 'idk_tag_kind', 'idk_slots', 'idk_commit_mark', 'idk_fence', 'idk_holder'"
 
 /* The rows of the durability settings (PROOF_COLS, v[0..3]) into rows[*k..]: the
  * same rows, under the same names, whether a check or a write's proof read them.
@@ -67,6 +62,30 @@ static void status_row(ik__sql_conn *c, const ik__hazards *h, int in_tx, ik_haza
                    "committed (or turned autocommit off): that write is not committed. "
                    "Look for completion_type, init_connect or a proxy between idkeeper and "
                    "MySQL; connect to MySQL directly");
+}
+
+void ik__mysql_engines_row(const ik__hazards *h, const char *v, ik_hazard *row)
+{
+    ik__hazard_row(h, row, "table engines", *v ? v : "all transactional", *v != '\0',
+                   "these idkeeper tables are in an engine without transactions: SELECT ... "
+                   "FOR UPDATE locks nothing there, so two servers can take one range or one "
+                   "worker, and a crash loses their writes; ALTER TABLE ... ENGINE = InnoDB "
+                   "each of them");
+}
+
+int ik__mysql_table_row(ik__sql_conn *c, const ik__hazards *h, const char *table,
+                        const ik__sql_res *r, ik_hazard *row)
+{
+    (void)c;
+    const char *engine = ik__sql_cell(r, 0, 0);
+    /* the transactional engines MariaDB and MySQL ship; the check's row reads
+     * information_schema.ENGINES itself, for the others (too dear at every write) */
+    if (r->nrows == 1 && (!strcasecmp(engine, "InnoDB") || !strcasecmp(engine, "ROCKSDB")))
+        return 0;
+    char v[96];
+    snprintf(v, sizeof v, "%.60s %.30s", table, r->nrows == 1 ? engine : "(no such table)");
+    ik__mysql_engines_row(h, v, row);
+    return 1;
 }
 
 void ik__mysql_proof(ik__sql_conn *c, const ik__hazards *h, const ik__sql_res *r, int in_tx,
@@ -146,12 +165,8 @@ int ik__mysql_hazards(ik__sql_conn *c, const ik__hazards *h, ik_hazard *rows, si
     snprintf(q, sizeof q,
              "SELECT " PROOF_COLS ", @@SESSION.autocommit, @@SESSION.%s, @@SESSION.sql_mode, "
              "@@SESSION.innodb_lock_wait_timeout, %s, @@SESSION.wait_timeout, "
-             "@@SESSION.completion_type, IF(@@GLOBAL.innodb_doublewrite, 1, 0), "
-             "(SELECT GROUP_CONCAT(CONCAT(t.TABLE_NAME, ' ', COALESCE(t.ENGINE, t.TABLE_TYPE)) "
-             "ORDER BY t.TABLE_NAME SEPARATOR ', ') FROM information_schema.TABLES t "
-             "LEFT JOIN information_schema.ENGINES e ON e.ENGINE = t.ENGINE "
-             "WHERE t.TABLE_SCHEMA = DATABASE() AND t.TABLE_NAME IN (" OUR_TABLES ") "
-             "AND COALESCE(e.TRANSACTIONS, 'NO') <> 'YES'), %s, " DB_MS ", @@SESSION.%s",
+             "@@SESSION.completion_type, IF(@@GLOBAL.innodb_doublewrite, 1, 0), " ENGINES_COL
+             ", %s, " DB_MS ", @@SESSION.%s",
              c->mariadb ? "tx_isolation" : "transaction_isolation",
              c->mariadb ? "@@SESSION.idle_transaction_timeout" : "NULL",
              c->mariadb ? "(SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS "
@@ -231,11 +246,7 @@ int ik__mysql_hazards(ik__sql_conn *c, const ik__hazards *h, ik_hazard *rows, si
                    "leaves a torn page that InnoDB's recovery cannot repair, and the rows on "
                    "it (a counter, a slot record) are lost: set innodb_doublewrite = ON in "
                    "my.cnf and restart, or start with --allow-unsafe-store to accept that");
-    snprintf(val, sizeof val, "%s", *s[8] ? s[8] : "all transactional");
-    ik__hazard_row(h, &rows[k++], "table engines", val, *s[8] != '\0',
-                   "these idkeeper tables are in an engine without transactions: SELECT ... "
-                   "FOR UPDATE locks nothing there, so two servers can take one range or one "
-                   "worker; ALTER TABLE ... ENGINE = InnoDB each of them");
+    ik__mysql_engines_row(h, s[8], &rows[k++]);
     *db_ms = strtoll(s[10], NULL, 10);
     char slaves[32];
     snprintf(slaves, sizeof slaves, "%s", s[9]);

@@ -52,7 +52,7 @@ typedef struct redis_slot {
  * it time to run. */
 static int64_t answer_wait_ms(const ik__redis_client *rc)
 {
-    int64_t w = rc->lease_ttl_ms / 3;
+    int64_t w = ik__proof_slack_ms(rc->lease_ttl_ms);
     return w < 100 ? 100 : w;
 }
 

@@ -15,25 +15,26 @@
  *   RT3. Every advance carries the doubt engine's write id SEQ (counters/doubt.c)
  *       and is sent as its writer, a lane of the tag (WRITER: the engine's 32 hex
  *       digits). The script refuses a SEQ not above the last one run for the tag by
- *       that writer (the writer key tagw/TAG/WRITER, PX WRITER_TTL_MS from its last
- *       write, keeps it as "last") and records "SEQ VALUE" in the key's ring of the
- *       writer's last TAG_KEPT advances of the tag, raising the key's "floor" to the
- *       SEQ it pushes out. One advance at a time writes as a writer (the engine's
- *       lanes), so a writer's SEQs reach Redis in increasing order, and once a later
- *       advance by the same writer ran, a write in doubt of that writer either ran
- *       (its SEQ is in the ring, or at or below the floor) or never will.
+ *       that writer (the writer key tagw/TAG/WRITER, PX IK__DOUBT_KEPT_MS from its
+ *       last write, keeps it as "last") and records "SEQ VALUE" in the key's ring of
+ *       the writer's last IK__DOUBT_LANE_MAX advances of the tag, raising the key's
+ *       "floor" to the SEQ it pushes out. One advance at a time writes as a writer
+ *       (the engine's lanes), so a writer's SEQs reach Redis in increasing order, and
+ *       once a later advance by the same writer ran, a write in doubt of that writer
+ *       either ran (its SEQ is in the ring, or at or below the floor) or never will.
  *   RT4. The doubts the engine hands an advance (those of its writer, oldest first)
  *       ride in its script, which reads each one's SEQ in the ring before taking its
- *       slot; the first one that runs decides them all (fate_of): a SEQ found is a
- *       recorded range at its exact first ID (LANDED); a SEQ not found, above the
- *       floor, of a doubt younger than DOUBT_TRUST_NS (the writer key cannot have
- *       expired since), never ran and never will (NOT_LANDED); anything else cannot
- *       be placed (UNKNOWN). The engine logs each.
+ *       slot; the first one that runs reports them all (evidence_of): a SEQ found is
+ *       a recorded range at its exact first ID; one not found, above the floor, is
+ *       absent from a ring that reaches back to it; at or below the floor, the ring
+ *       no longer reaches it. The script's refusal of lower SEQs ends any send still
+ *       on its way. The engine decides (its trust horizon stands for the writer key's
+ *       TTL) and logs each.
  *   RT5. At the stop, the engine's settle (tag_settle) runs per tag and writer one
  *       script, TAG_SETTLE, that raises the writer key's "last" to the engine's
  *       fencing SEQ, above every one sent (so a write still on its way can no longer
- *       run: RT3's refusal), and reads each doubt's SEQ in the ring, decided as in
- *       RT4. A script not answered by the deadline leaves them OPEN (logged
+ *       run: RT3's refusal), and reads each doubt's SEQ in the ring, reported as in
+ *       RT4. A script not answered by the deadline reports nothing (logged
  *       "first=?"); the engine sends nothing through a store its checks refuse.
  *
  *   RT6. Each create and advance carries its own evidence (ik__redis_script's
@@ -55,13 +56,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Advances of a tag a writer key's ring keeps: as many as the doubt engine keeps of a
- * writer (doubt.c, D4), so that a carried doubt's SEQ is in the ring or below its floor. */
-#define TAG_KEPT 16
-#define WRITER_TTL_MS 600000 /* the writer key's TTL, from its last write */
-/* A doubt older than this may have outlived the writer key (a tenth of the TTL
- * spares the difference between Redis's clock rate and ours). */
-#define DOUBT_TRUST_NS ((int64_t)WRITER_TTL_MS * 900000)
+/* Advances of a tag a writer key's ring keeps (backend.h's IK__DOUBT_LANE_MAX), and the
+ * writer key's TTL from its last write (IK__DOUBT_KEPT_MS): the record the engine's
+ * rule counts on. */
+#define RING IK__DOUBT_LANE_MAX
 
 /* The writer key of writer (the engine's lane, RT3) on (app, name) into out
  * (IK__REDIS_KEY_MAX): tagw/TAG/WRITER. */
@@ -73,54 +71,52 @@ static void writer_key(ik__redis_client *rc, const char *app, const char *name, 
     ik__redis_key(rc, app, sub, out, IK__REDIS_KEY_MAX);
 }
 
-#define MAYBE_RECORDED "a write whose answer was lost may have recorded them, "
-
-/* The fate of doubt d (RT4) from what a script answered: found, the value its SEQ
- * recorded ("" if the ring does not hold it; NULL: no answer for it), and floor, the
- * ring's floor before. */
-static void fate_of(const ik__doubt *d, const redisReply *found, uint64_t floor, int64_t now_ns,
-                    ik__doubt_verdict *v)
+/* What a script answered of doubt d (RT4): found, the value its SEQ recorded ("" if
+ * the ring does not hold it; NULL: no answer for it), and floor, the ring's floor. */
+static void evidence_of(const ik__doubt *d, const redisReply *found, uint64_t floor,
+                        ik__doubt_evidence *e)
 {
     int64_t x;
-    memset(v, 0, sizeof *v);
-    v->first = -1;
-    v->fate = IK__DOUBT_UNKNOWN;
+    memset(e, 0, sizeof *e);
+    e->read = 1;
+    e->first = -1;
+    e->moved = 1; /* the script refuses every SEQ up to the one that ran (RT3) */
     if (found && found->type == REDIS_REPLY_STRING && found->len > 0) {
+        e->held = 1;
         if (!ik__redis_parse_i64(found->str, &x)) {
-            v->fate = IK__DOUBT_LANDED;
-            v->first = x - d->delta + 1;
+            e->first = x - d->delta + 1;
+            snprintf(e->what, sizeof e->what, "its SEQ is in the writer key's ring");
         } else {
-            snprintf(v->why, sizeof v->why,
-                     "a write whose answer was lost recorded them, but "
-                     "its record is not a number");
+            e->code = "maybe_recorded";
+            snprintf(e->what, sizeof e->what,
+                     "a write whose answer was lost recorded them, but its record is not a "
+                     "number");
         }
     } else if (!found || found->type != REDIS_REPLY_STRING) {
-        snprintf(v->why, sizeof v->why,
-                 MAYBE_RECORDED "and the script that settles it answered oddly");
-    } else if (d->wid <= floor) {
-        snprintf(v->why, sizeof v->why,
-                 MAYBE_RECORDED "and %d later writes of the tag pushed its record out", TAG_KEPT);
-    } else if (now_ns - d->sent_ns >= DOUBT_TRUST_NS) {
-        snprintf(v->why, sizeof v->why, MAYBE_RECORDED "and its record may have expired since");
+        snprintf(e->what, sizeof e->what, "the script that reads it answered oddly");
     } else {
-        v->fate = IK__DOUBT_NOT_LANDED;
+        e->intact = 1;
+        e->reaches = d->wid > floor;
+        snprintf(e->what, sizeof e->what,
+                 e->reaches
+                     ? "its SEQ is not in the writer key's ring"
+                     : "later writes of the tag pushed its SEQ out of the writer key's ring");
     }
 }
 
-/* The fates of w's carried doubts from a script's answer r, whose element at first
- * holds the floor and the next ones each doubt's record. */
-static void fates_of(ik__tag_write *w, const redisReply *r, size_t at)
+/* The evidence of w's carried doubts from a script's answer r, whose element at
+ * `at` holds the floor and the next ones each doubt's record. */
+static void evidence_all(ik__tag_write *w, const redisReply *r, size_t at)
 {
     uint64_t floor = 0;
     if (r->elements > at && r->element[at]->type == REDIS_REPLY_STRING)
         floor = strtoull(r->element[at]->str, NULL, 10);
-    int64_t now_ns = ik__mono_ns();
     for (size_t i = 0; i < (size_t)w->n_carried; i++)
-        fate_of(&w->carried[i], at + 1 + i < r->elements ? r->element[at + 1 + i] : NULL, floor,
-                now_ns, &w->fate[i]);
+        evidence_of(&w->carried[i], at + 1 + i < r->elements ? r->element[at + 1 + i] : NULL, floor,
+                    &w->ev[i]);
 }
 
-/* The write ids of w's carried doubts, space-separated, into out (TAG_KEPT * 22). */
+/* The write ids of w's carried doubts, space-separated, into out (RING * 22). */
 static void carried_seqs(const ik__tag_write *w, char *out, size_t len)
 {
     out[0] = '\0';
@@ -136,8 +132,8 @@ static void own_landed(ik__tag_write *w, const redisReply *r, const char *code, 
                        ...)
 {
     int64_t v;
-    ik__doubt_verdict *o = &w->own_fate;
-    o->fate = IK__DOUBT_LANDED;
+    ik__doubt_evidence *o = &w->own_ev;
+    o->read = o->held = 1; /* its own answer: it ran */
     o->first = -1;
     o->code = code;
     if (r && r->elements >= 2 && r->element[1]->type == REDIS_REPLY_STRING &&
@@ -145,7 +141,7 @@ static void own_landed(ik__tag_write *w, const redisReply *r, const char *code, 
         o->first = v - w->own.delta + 1;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(o->why, sizeof o->why, fmt, ap);
+    vsnprintf(o->what, sizeof o->what, fmt, ap);
     va_end(ap);
 }
 
@@ -157,14 +153,14 @@ int ik__redis_tag_advance(ik__backend *be, const char *app, const char *name, ik
     char meta[IK__REDIS_KEY_MAX], counter[IK__REDIS_KEY_MAX], writer[IK__REDIS_KEY_MAX], why[400];
     ik__redis_tag_keys(rc, app, name, meta, counter);
     writer_key(rc, app, name, w->writer, writer);
-    char dl[24], now[24], limit[24], seqs[24], doubts[TAG_KEPT * 22 + 1], ring[8], ttl[16];
+    char dl[24], now[24], limit[24], seqs[24], doubts[RING * 22 + 1], ring[8], ttl[16];
     snprintf(dl, sizeof dl, "%" PRId64, delta);
     snprintf(now, sizeof now, "%" PRId64, ik__wall_ms());
     snprintf(limit, sizeof limit, "%" PRId64, INT64_MAX - 1 - delta);
     snprintf(seqs, sizeof seqs, "%" PRIu64, w->own.wid);
     carried_seqs(w, doubts, sizeof doubts); /* RT4: all of the writer's */
-    snprintf(ring, sizeof ring, "%d", TAG_KEPT);
-    snprintf(ttl, sizeof ttl, "%d", WRITER_TTL_MS);
+    snprintf(ring, sizeof ring, "%d", RING);
+    snprintf(ttl, sizeof ttl, "%d", IK__DOUBT_KEPT_MS);
     const char *keys[] = {meta, counter, writer};
     const char *args[] = {ik_tag_kind_name(kind), dl, now, limit, seqs, doubts, ring, ttl};
     int e = IK_OK, waited = 0;
@@ -172,18 +168,21 @@ int ik__redis_tag_advance(ik__backend *be, const char *app, const char *name, ik
     redisContext *ctx = ik__redis_get_write(rc, IK__REDIS_TAG_TIMEOUT_MS, &e, why, sizeof why);
     if (!ctx) {
         ik__redis_log_limited(rc, "tag %s: %s", name, why);
+        snprintf(w->why, sizeof w->why, "%s", why);
         return e;
     }
     redisReply *r = NULL;
+    ik__test_hold(rc->test_hold); /* tests only: the write began, its evidence not read */
     e = ik__redis_script(rc, ctx, IK__RS_TAG_ADVANCE, 3, keys, 8, args, 1, &r, &waited, why,
                          sizeof why);
     ik__redis_put(rc, ctx, e == IK_EINDOUBT);
+    if (e) snprintf(w->why, sizeof w->why, "%s", why); /* the store's words */
     long long code = -100;
     if ((!e || e == IK_EUNSAFE) && r && r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
         r->element[0]->type == REDIS_REPLY_INTEGER)
         code = r->element[0]->integer;
-    if (code == 0) fates_of(w, r, 2); /* RT4: it ran, so every doubt it carried is decided */
-    if (e == IK_EUNSAFE) {            /* RT6: ran under unsafe evidence: never handed out */
+    if (code == 0) evidence_all(w, r, 2); /* RT4: it ran, so it read every doubt it carried */
+    if (e == IK_EUNSAFE) {                /* RT6: ran under unsafe evidence: never handed out */
         if (code == 0) own_landed(w, r, "store_unsafe", "%s", why);
         ik__redis_log_limited(rc, "tag %s: %s", name, why);
         if (r) freeReplyObject(r);
@@ -271,11 +270,11 @@ void ik__redis_tag_settle(ik__backend *be, const char *app, const char *name, ik
     ik__redis_client *rc = &ik__redis_backend_of(be)->rc;
     char writer[IK__REDIS_KEY_MAX], why[400];
     writer_key(rc, app, name, w->writer, writer);
-    char seqs[24], doubts[TAG_KEPT * 22 + 1], ring[8], ttl[16];
+    char seqs[24], doubts[RING * 22 + 1], ring[8], ttl[16];
     snprintf(seqs, sizeof seqs, "%" PRIu64, w->own.wid); /* above every one sent */
     carried_seqs(w, doubts, sizeof doubts);
-    snprintf(ring, sizeof ring, "%d", TAG_KEPT);
-    snprintf(ttl, sizeof ttl, "%d", WRITER_TTL_MS);
+    snprintf(ring, sizeof ring, "%d", RING);
+    snprintf(ttl, sizeof ttl, "%d", IK__DOUBT_KEPT_MS);
     const char *keys[] = {writer};
     const char *args[] = {seqs, doubts, ring, ttl};
     int64_t left_ms = (deadline_ns - ik__mono_ns()) / 1000000;
@@ -291,6 +290,6 @@ void ik__redis_tag_settle(ik__backend *be, const char *app, const char *name, ik
     }
     if (!e && r && r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
         r->element[0]->type == REDIS_REPLY_STRING)
-        fates_of(w, r, 0);
+        evidence_all(w, r, 0);
     if (r) freeReplyObject(r);
 }

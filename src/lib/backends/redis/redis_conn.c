@@ -858,6 +858,8 @@ int ik__redis_client_open(ik__redis_client *rc, const char *uri, const ik_coord_
         return ik__fail(IK_EURI, why, why_len, "redis URI too long");
     const char *pw = o->password && o->password[0] ? o->password : rc->t.password;
     if (pw[0] && !(rc->password = strdup(pw))) return IK_ENOMEM;
+    const char *hold = getenv("IDKEEPER_TEST_REDIS_WRITE_HOLD"); /* tests only */
+    if (hold && *hold && !(rc->test_hold = strdup(hold))) return IK_ENOMEM;
     memset(rc->t.password, 0, sizeof rc->t.password); /* kept once, in rc->password */
     rc->lease_ttl_ms = o->lease_ttl_ms > 0 ? o->lease_ttl_ms : 10000;
     if (rc->lease_ttl_ms < 300 || rc->lease_ttl_ms > 3600000)
@@ -866,7 +868,8 @@ int ik__redis_client_open(ik__redis_client *rc, const char *uri, const ik_coord_
     rc->wait_replicas = (int)ik__store_opt_int(o, "wait-replicas", 0);
     ik__hazards_init(hz, o, rc->lease_ttl_ms, rc->uri);
     rc->hz = hz;
-    int64_t t = rc->lease_ttl_ms / 3 > 2000 ? rc->lease_ttl_ms / 3 : 2000;
+    int64_t t = ik__proof_slack_ms(rc->lease_ttl_ms);
+    if (t < 2000) t = 2000;
     redisContext *ctx = connect_one(rc, t, &e, why, why_len); /* checks the hazards */
     if (!ctx) return e;
     char inner[600];
@@ -918,5 +921,7 @@ void ik__redis_client_close(ik__redis_client *rc)
         free(rc->password);
     }
     rc->password = NULL;
+    free(rc->test_hold);
+    rc->test_hold = NULL;
     pthread_mutex_destroy(&rc->mu);
 }

@@ -83,7 +83,10 @@ typedef struct ik__redis_client {
     char *password; /* NULL: no AUTH */
     int64_t lease_ttl_ms;
     int wait_replicas; /* --redis-wait-replicas (0: no WAIT) */
-    ik__hazards *hz;   /* the backend's verdicts (backend.h): installed by every check */
+    /* IDKEEPER_TEST_REDIS_WRITE_HOLD at open (tests only; NULL: none): the path of
+     * ik__test_hold, between a tag advance's gate and its script (docs/testing.md) */
+    char *test_hold;
+    ik__hazards *hz; /* the backend's verdicts (backend.h): installed by every check */
 
     pthread_mutex_t mu; /* guards what follows */
     struct redisContext *idle[IK__REDIS_POOL];

@@ -285,6 +285,7 @@ void ik__sql_close(ik__backend *be)
     free(b->shown);
     free(b->test_before_take_commit);
     free(b->test_before_advance_commit);
+    free(b->test_commit_hold);
     ik__hazards_free(&b->base.hz);
     free(b);
 }
@@ -306,9 +307,12 @@ int ik__sql_open(const ik__sql_driver *d, const ik__backend_ops *ops, const char
     b->test_commit_pause_ms = pause_ms > 0 && pause_ms <= 60000 ? (int)pause_ms : 0;
     const char *take = getenv("IDKEEPER_TEST_SQL_BEFORE_TAKE_COMMIT"); /* tests only */
     const char *adv = getenv("IDKEEPER_TEST_SQL_BEFORE_ADVANCE_COMMIT");
+    const char *hold = getenv("IDKEEPER_TEST_SQL_COMMIT_HOLD");
     if ((take && *take && !(b->test_before_take_commit = strdup(take))) ||
-        (adv && *adv && !(b->test_before_advance_commit = strdup(adv)))) {
+        (adv && *adv && !(b->test_before_advance_commit = strdup(adv))) ||
+        (hold && *hold && !(b->test_commit_hold = strdup(hold)))) {
         free(b->test_before_take_commit);
+        free(b->test_before_advance_commit);
         free(b);
         return IK_ENOMEM;
     }

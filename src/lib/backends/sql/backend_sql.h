@@ -30,6 +30,10 @@ typedef struct ik__sql_backend {
      * COMMIT of a slot take, and of a tag advance, to put the session in a state
      * its checks did not see (docs/sql.md, "Test hooks") */
     char *test_before_take_commit, *test_before_advance_commit;
+    /* IDKEEPER_TEST_SQL_COMMIT_HOLD at open (tests only; NULL: none): the path of
+     * ik__test_hold, before the commit round trip of a tag advance, a slot take and
+     * a lock's fence (docs/sql.md, "Test hooks") */
+    char *test_commit_hold;
     /* IDKEEPER_BENCH_CYCLE at open (benchmarks only; docs/sql.md, "Test hooks"):
      * 1 times the tag advances and logs their batch cycle at close; 2 ("serial")
      * also sends a pipeline's statements one by one, as for a driver without
@@ -108,13 +112,41 @@ int ik__sql_hazards_gate(ik__sql_backend *b, ik__sql_conn *c, int *cls, char *wh
  * write"), which logs it and stops every write until a check finds a connection of
  * our own again. Call before c is closed. rc unchanged. */
 int ik__sql_hazards_foreign(ik__sql_backend *b, ik__sql_conn *c, int rc);
-/* The proof of the write that just ran on c (the driver's proof, on r: the
- * IK__SQL_PROOF result of the write's round trip, or NULL; in_tx as the driver's),
- * installed like a check's rows: 0, or IK_EUNSAFE (a row refused; why names it),
- * and the verdict's change logged (docs/hazards.md, "Proof with every write"). 0
- * for a driver without a proof. */
-int ik__sql_proof(ik__sql_backend *b, ik__sql_conn *c, const ik__sql_res *r, int in_tx, char *why,
-                  size_t why_len);
+/* What became of a write's commit point (ik__sql_commit_proved). */
+typedef enum ik__sql_commit_state {
+    IK__SQL_COMMITTED = 0, /* committed, and the evidence read after it in its round trip
+                            * is safe: the write may be trusted */
+    IK__SQL_UNTRUSTED,     /* committed, but never to be trusted: its evidence refused
+                            * (refused), lost with the connection, or the store's answer
+                            * qualified the commit (a warning: why has its words) */
+    IK__SQL_UNANSWERED,    /* no answer: it may have committed; the connection is dead */
+    IK__SQL_NOT_COMMITTED, /* a definite failure: nothing of it committed */
+} ik__sql_commit_state;
+
+typedef struct ik__sql_commit {
+    ik__sql_commit_state state;
+    int refused;      /* UNTRUSTED by a refused hazard row (installed and logged) */
+    const char *code; /* UNTRUSTED: the gap's why= (store_unsafe, answer_lost) */
+    char why[400];    /* what the store showed, in its words */
+} ik__sql_commit;
+
+/* The commit point of a write on c (SP1, SP2 of backend_sql_proof.c): runs `commit`
+ * (a COMMIT, or a write in autocommit) with the driver's proof after it in the same
+ * round trip, and the table proof of `table` (the one the write's value lives in:
+ * leaf_alloc, idk_slots, idk_fence), so that the evidence is read at or after the
+ * commit; judges it as a check's rows (installed, and a change logged) together
+ * with what the store said of the commit itself (the driver's qualified). *out says
+ * what became of it; *res (if not NULL) the commit call's result, freed by the
+ * caller. Returns the round trip's driver class, for the pool (0 when all
+ * answered). */
+int ik__sql_commit_proved(ik__sql_backend *b, ik__sql_conn *c, ik__sql_call commit,
+                          const char *table, ik__sql_res *res, ik__sql_commit *out);
+/* The proof r read inside a write's transaction, before its COMMIT (SP3 of
+ * backend_sql_proof.c), judged and installed as a check's rows: 0, or IK_EUNSAFE
+ * (a row refused, why names it): the caller rolls the write back. Not its evidence:
+ * that is read after the COMMIT (ik__sql_commit_proved). */
+int ik__sql_proof_early(ik__sql_backend *b, ik__sql_conn *c, const ik__sql_res *r, char *why,
+                        size_t why_len);
 /* 1 if the driver sends a proof with each write (IK__SQL_PROOF and proof). */
 int ik__sql_has_proof(const ik__sql_driver *d);
 /* A new connection that will hold a session lock (recipe_sql.c): connected with
@@ -143,17 +175,16 @@ int ik__sql_exec_pipeline(const ik__sql_driver *d, ik__sql_conn *c, const ik__sq
 int ik__sql_exec_serial(const ik__sql_driver *d, ik__sql_conn *c, const ik__sql_call *calls, int n,
                         ik__sql_res *res, int *ran, int64_t *ns, char *why, size_t why_len);
 
-/* backend_sql_marks.c: the commit marks (its SM1-SM5), for backend_sql_tags.c.
+/* backend_sql_marks.c: the commit marks (its SM1-SM6), for backend_sql_tags.c.
  *
- * Decides each doubt w carries (its fate[i]) by one read of w's writer's mark of biz
- * on c, under the tag's row lock, and notes w's writer for the close: 0, or the
- * driver's class (each left OPEN: the advance sends nothing). */
+ * Reports what the store holds of each doubt w carries (its ev[i]) by one read of w's
+ * writer's mark of biz on c, under the tag's row lock, and notes w's writer for the
+ * close: 0, or the driver's class (nothing read: the advance sends nothing). */
 int ik__sql_marks_settle(ik__sql_backend *b, ik__sql_conn *c, const char *biz, ik__tag_write *w);
-/* After w's COMMIT answer was lost: reads its mark again for up to IK__SQL_IO_MS: 0
- * and *first (it applied: handed out), IK_ESTORE (it did not), or IK_EINDOUBT (no
- * answer: the doubt engine keeps it; or w->own_fate says it is of unknown place). */
-int ik__sql_marks_reread(ik__sql_backend *b, const char *app, const char *name, const char *biz,
-                         ik__tag_write *w, int64_t *first);
+/* After w's COMMIT answer was lost: reads its mark again for up to IK__SQL_IO_MS, into
+ * w->own_ev (SM5, SM6), and answers IK_EINDOUBT: the doubt engine decides (hands it
+ * out, fails the call, or keeps it where nothing was read). */
+int ik__sql_marks_reread(ik__sql_backend *b, const char *biz, ik__tag_write *w);
 /* At close: deletes this backend's own marks, unless a doubt it left may still need
  * one, or the backend was cut. */
 void ik__sql_marks_drop(ik__sql_backend *b);

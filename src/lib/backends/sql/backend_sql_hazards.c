@@ -21,18 +21,10 @@
  * that connection with the slot, and the next take's new connection must still see
  * the step against the backend's last read.
  *
- * Proof with every write (ik__sql_proof): a slot take, a renewal and a tag
- * advance carry, in their own round trip, the driver's IK__SQL_PROOF (the
- * durability settings as the session sees them at the write), and the driver
- * reads the session's state from the answer (no transaction left open where a
- * write must have committed). Its rows replace the check's rows of the same names
- * and go through the same verdicts (hazard.c), so a setting turned unsafe between
- * two interval checks is seen by the next write itself.
+ * The proof that rides with each write, and the rules of a write's evidence (SP1-SP4),
+ * are backend_sql_proof.c's, over this file.
  *
  * Invariants
- *   H3. A write whose proof has a refused row is not trusted: a take is released,
- *       a renewal does not extend the safe window, an advance is rolled back, or
- *       (found after its COMMIT) answered IK_EUNSAFE and logged as a gap.
  *   H1. No slot write or tag advance goes out on a connection whose check is due
  *       without that check; while a row is refused, none goes out at all
  *       (IK_EUNSAFE, nothing sent).
@@ -143,15 +135,4 @@ int ik__sql_hazards_foreign(ik__sql_backend *b, ik__sql_conn *c, int rc)
 int ik__sql_has_proof(const ik__sql_driver *d)
 {
     return d->proof && d->stmt[IK__SQL_PROOF];
-}
-
-int ik__sql_proof(ik__sql_backend *b, ik__sql_conn *c, const ik__sql_res *r, int in_tx, char *why,
-                  size_t why_len)
-{
-    if (!b->d->proof) return 0;
-    ik_hazard rows[IK__SQL_PROOF_MAX];
-    size_t n = 0;
-    b->d->proof(c, &b->base.hz, r, in_tx, rows, &n);
-    if (n > IK__SQL_PROOF_MAX) n = IK__SQL_PROOF_MAX;
-    return ik__hazards_update(&b->base.hz, rows, n, why, why_len);
 }

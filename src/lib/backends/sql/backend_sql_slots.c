@@ -55,12 +55,12 @@ typedef struct scan_row {
     const char *holder;
 } scan_row;
 
-/* Runs the write call on c with the driver's proof in the same round trip where it
- * has one (H3 of backend_sql_hazards.c), else alone: the write's class (*affected
- * its affected rows, if asked), and *unsafe 1 if the write ran and its proof has a
- * refused row (why names it). in_tx: the write runs in our open transaction. */
-static int write_proved(ik__sql_backend *b, ik__sql_conn *c, ik__sql_call call, int in_tx,
-                        int64_t *affected, int *unsafe, char *why, size_t why_len)
+/* Runs the write call on c, inside our open transaction, with the driver's proof in
+ * the same round trip where it has one (SP3 of backend_sql_proof.c), else alone:
+ * the write's class (*affected its affected rows, if asked), and *unsafe 1 if the
+ * write ran and the proof has a refused row (why names it): the caller rolls back. */
+static int write_early(ik__sql_backend *b, ik__sql_conn *c, ik__sql_call call, int64_t *affected,
+                       int *unsafe, char *why, size_t why_len)
 {
     ik__sql_call calls[2] = {call, {IK__SQL_PROOF, NULL, 0}};
     ik__sql_res r[2];
@@ -70,15 +70,15 @@ static int write_proved(ik__sql_backend *b, ik__sql_conn *c, ik__sql_call call, 
     int rc = proof ? ik__sql_exec_pipeline(b->d, c, calls, 2, r, &ran, why, why_len)
                    : ik__sql_exec(b->d, c, call.id, call.params, call.nparams, &r[0], why, why_len);
     if (rc == 0 && affected) *affected = r[0].affected;
-    if (rc == 0 && proof) *unsafe = ik__sql_proof(b, c, &r[1], in_tx, why, why_len) == IK_EUNSAFE;
+    if (rc == 0 && proof) *unsafe = ik__sql_proof_early(b, c, &r[1], why, why_len) == IK_EUNSAFE;
     ik__sql_res_clear(&r[0]);
     ik__sql_res_clear(&r[1]);
     return rc;
 }
 
 /* Takes worker w for req on c in one transaction. 0 (out filled but handle),
- * 1 (taken by someone else), IK_EUNSAFE (the write's proof refused it: not taken,
- * or released), or a driver class with why. */
+ * 1 (taken by someone else), IK_EUNSAFE (the take's evidence, read after its COMMIT,
+ * refused or qualified it: released, not taken), or a driver class with why. */
 static int take(ik__sql_backend *b, ik__sql_conn *c, const ik__slot_request *req, uint32_t w,
                 const char *token, ik__slot_grant *out, char *why, size_t why_len)
 {
@@ -98,8 +98,8 @@ static int take(ik__sql_backend *b, ik__sql_conn *c, const ik__slot_request *req
     int unsafe = 0;
     if (r.nrows == 0) {
         const char *ip[] = {req->app, sw, req->identity, token, sttl, srec};
-        rc = write_proved(b, c, (ik__sql_call){IK__SQL_SLOT_INSERT, ip, 6}, 1, NULL, &unsafe, why,
-                          why_len);
+        rc = write_early(b, c, (ik__sql_call){IK__SQL_SLOT_INSERT, ip, 6}, NULL, &unsafe, why,
+                         why_len);
         if (rc == IK__SQL_EDUPLICATE) rc = 1;
     } else if (!ik__sql_bool(&r, 0, 1)) {
         rc = 1; /* held */
@@ -107,25 +107,31 @@ static int take(ik__sql_backend *b, ik__sql_conn *c, const ik__slot_request *req
         old = ik__sql_int(&r, 0, 0);
         const char *tp[] = {req->identity, token, sttl, srec, req->app, sw};
         int64_t affected = 0;
-        rc = write_proved(b, c, (ik__sql_call){IK__SQL_SLOT_TAKE, tp, 6}, 1, &affected, &unsafe,
-                          why, why_len);
+        rc = write_early(b, c, (ik__sql_call){IK__SQL_SLOT_TAKE, tp, 6}, &affected, &unsafe, why,
+                         why_len);
         if (rc == 0 && affected != 1) rc = 1;
     }
     ik__sql_res_clear(&r);
-    if (rc == 0 && unsafe) rc = IK_EUNSAFE; /* H3: nothing committed */
+    if (rc == 0 && unsafe) rc = IK_EUNSAFE; /* SP3: nothing committed */
     if (rc) goto abort;
     if (b->test_before_take_commit) d->run(c, b->test_before_take_commit, NULL, 0); /* tests */
-    rc = ik__sql_exec(d, c, IK__SQL_COMMIT, NULL, 0, NULL, why, why_len);
-    if (rc) return rc;
+    ik__test_hold(b->test_commit_hold);
+    ik__sql_commit cm; /* SP1: the evidence read after the COMMIT, in its round trip */
+    rc = ik__sql_commit_proved(b, c, (ik__sql_call){IK__SQL_COMMIT, NULL, 0}, "idk_slots", NULL,
+                               &cm);
+    if (cm.state == IK__SQL_UNANSWERED || cm.state == IK__SQL_NOT_COMMITTED)
+        return ik__fail(rc ? rc : IK__SQL_EDEFINITE, why, why_len, "%s", cm.why);
     int64_t record = old > req->new_record_ms ? old : req->new_record_ms;
-    if (ik__sql_proof(b, c, NULL, 0, why, why_len) == IK_EUNSAFE) {
-        /* H3: committed on a session that left a transaction open: released, never
-         * granted (the release commits whatever mode the session is in) */
+    if (cm.state == IK__SQL_UNTRUSTED) {
+        /* SP4: committed, but not to be trusted: released, never granted (the release
+         * commits whatever mode the session is in); on a dead connection the row
+         * expires by itself */
         const char *rp[] = {I64(srec, record), req->app, sw, token};
         if (ik__sql_exec(d, c, IK__SQL_ROLLBACK, NULL, 0, NULL, NULL, 0) == 0 &&
             ik__sql_exec(d, c, IK__SQL_SLOT_RELEASE, rp, 4, NULL, NULL, 0) == 0)
             ik__sql_exec(d, c, IK__SQL_COMMIT, NULL, 0, NULL, NULL, 0);
-        return IK_EUNSAFE;
+        ik__fail(0, why, why_len, "the take of worker %" PRIu32 " was not kept: %s", w, cm.why);
+        return rc && !cm.refused ? rc : IK_EUNSAFE;
     }
     out->worker = w;
     out->old_record_ms = old;
@@ -322,19 +328,23 @@ int ik__sql_slot_persist(ik__backend *be, void *handle, int64_t record_ms, ik__l
     I64(srec, record_ms);
     I64(sw, s->worker);
     const char *p[] = {sttl, srec, s->app, sw, s->token};
-    int64_t affected = 0;
-    int unsafe = 0;
-    rc = write_proved(b, s->c, (ik__sql_call){IK__SQL_SLOT_RENEW, p, 5}, 0, &affected, &unsafe,
-                      NULL, 0);
+    ik__sql_res r;
+    ik__sql_commit cm; /* SP1: autocommitted, the evidence read after it */
+    rc = ik__sql_commit_proved(b, s->c, (ik__sql_call){IK__SQL_SLOT_RENEW, p, 5}, "idk_slots", &r,
+                               &cm);
+    int64_t affected = r.affected;
+    ik__sql_res_clear(&r);
     if (ik__sql_dead(rc)) {
-        ik__sql_hazards_foreign(b, s->c, rc);
         ik__sql_conn_close(b, s->c);
         s->c = NULL;
     }
-    if (rc == IK__SQL_EFOREIGN) return IK_EUNSAFE; /* not extended: in doubt at once */
-    if (rc) return IK_EINDOUBT;
-    if (affected != 1) return IK_ELOST;
-    if (unsafe) return IK_EUNSAFE; /* H3: the safe window is not extended */
+    if (cm.state == IK__SQL_UNANSWERED || cm.state == IK__SQL_NOT_COMMITTED) return IK_EINDOUBT;
+    if (affected != 1 && cm.state == IK__SQL_COMMITTED) return IK_ELOST;
+    if (cm.state == IK__SQL_UNTRUSTED) { /* SP4: the safe window is not extended */
+        ik__logf("worker %" PRIu32 ": a renewal was not trusted: %s", s->worker, cm.why);
+        /* a refused proof, or another server session (a pooler): in doubt at once */
+        return cm.refused || rc == IK__SQL_EFOREIGN ? IK_EUNSAFE : IK_EINDOUBT;
+    }
     *proof = (ik__lease_proof){sent, b->ttl_ms};
     *written_ms = record_ms;
     return IK_OK;

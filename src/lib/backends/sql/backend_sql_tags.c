@@ -19,12 +19,16 @@
  *   SELECT ... FOR UPDATE                        | one pipeline (IK__SQL_TAG_LOCK:
  *   the commit mark                              | kind, step, app, max_id)
  *   UPDATE leaf_alloc SET max_id = max_id + ? WHERE biz_tag = ?   |  (Leaf's custom step)
- *   [the driver's proof: its durability settings] /  (H3 of backend_sql_hazards.c)
- *     (on PostgreSQL with RETURNING biz_tag, max_id, step: Leaf's SELECT of the
- *     row after it, in the same round trip; on MariaDB the row's max_id is the one
- *     read under the lock plus delta, and the UPDATE must match the one row)
- *   COMMIT, alone, after the four answered (else ROLLBACK); the session's state in
- *     its answer is the proof that it committed (a refused one: the range is a gap)
+ *   [Leaf's SELECT of the row]                   |
+ *   [the driver's proof]                         /  (SP3 of backend_sql_proof.c)
+ *     (what the store stored: on PostgreSQL the UPDATE's RETURNING biz_tag, max_id,
+ *     step; on MariaDB, which has no UPDATE ... RETURNING, Leaf's own SELECT after
+ *     it, in the same transaction: one row, at the max_id read plus delta, or
+ *     nothing is used (a trigger that rewrites max_id shows here))
+ *   COMMIT, after the first round trip answered (else ROLLBACK), with the driver's
+ *     proof after it in the same round trip: the evidence read at the commit point
+ *     (SP1 of backend_sql_proof.c), and what the store said of the COMMIT (SP2). A
+ *     COMMIT whose evidence is refused, lost or qualified: the range is a gap
  * and the caller owns [max_id - delta, max_id), as a Leaf server owns
  * [max_id - step, max_id) after its own.
  *
@@ -34,10 +38,10 @@
  * leaves nothing done (IK_ESTORE); a COMMIT without an answer may have applied
  * (IK_EINDOUBT: the caller never hands that range out).
  *
- * Doubts: every advance carries its commit mark, and a lost COMMIT answer is
- * settled by reading it (backend_sql_marks.c): before the write, for the doubts the
- * doubt engine hands it (counters/doubt.c), within the call for its own, and at the
- * stop (ik__sql_tag_settle).
+ * Doubts: every advance carries its commit mark, and a lost COMMIT answer is read
+ * back from it (backend_sql_marks.c), the evidence the doubt engine decides by
+ * (counters/doubt.c): before the write, for the doubts the engine hands it, within
+ * the call for its own, and at the stop (ik__sql_tag_settle).
  */
 #include "backend_sql.h"
 #include "internal.h"
@@ -211,16 +215,47 @@ static void cycle_log(ik__sql_backend *b)
              us[3], us[4]);
 }
 
+/* The verdict of the locking read (res[1]: step, kind, app, name, start, max_id) for
+ * an advance of kind by delta of app's tag: 0 and *max_id, or the error. */
+static int read_verdict(const ik__sql_res *r, const char *app, ik_tag_kind kind, int64_t delta,
+                        int64_t *max_id)
+{
+    ik_tag_kind have = IK_TAG_SEGMENT;
+    *max_id = ik__sql_int(r, 0, 5);
+    if (r->nrows != 1 || !of_app(app, ik__sql_cell(r, 0, 1), ik__sql_cell(r, 0, 2)))
+        return IK_ENOTFOUND;
+    if (*ik__sql_cell(r, 0, 1) && ik_tag_kind_parse(ik__sql_cell(r, 0, 1), &have) != 0)
+        return IK_ESTORE;
+    if (have != kind) return IK_EKIND;
+    if (*max_id > INT64_MAX - delta) return IK_ERANGE;
+    return 0;
+}
+
+/* Tests only (docs/sql.md, "Test hooks"): the window between an advance's two round
+ * trips, its row lock held. */
+static void before_commit(ik__sql_backend *b, ik__sql_conn *c)
+{
+    if (b->test_commit_pause_ms) {
+        struct timespec ts = {b->test_commit_pause_ms / 1000,
+                              (b->test_commit_pause_ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    ik__test_hold(b->test_commit_hold);
+    if (b->test_before_advance_commit) b->d->run(c, b->test_before_advance_commit, NULL, 0);
+}
+
 /* Leaf's transaction on c (see the top), carrying w's commit mark (SM1 of
- * backend_sql_marks.c). 0 and *first, or
- * an ik_error (IK_EINDOUBT: w->own.first is the range's start if the COMMIT did
- * apply); *cls the driver class of the last call, for the pool.
+ * backend_sql_marks.c). 0 and *first, or an ik_error (IK_EINDOUBT: w->own.first is
+ * the range's start if the COMMIT did apply); *cls the driver class of the last
+ * call, for the pool.
  *
- * Two round trips (docs/sql.md, "Tags"): BEGIN, the locking read, the mark and the
- * UPDATE go out as one pipeline, since none of them depends on what another
- * answers; the read's answer then decides, the row lock held, between COMMIT and
- * ROLLBACK. The COMMIT is sent alone and only after the UPDATE answered, so a
- * COMMIT whose answer is lost was sent by a transaction that held the row lock (the
+ * Two round trips (docs/sql.md, "Tags"): BEGIN, the locking read, the mark, the
+ * UPDATE and (where the UPDATE answers no row) the read of the row it stored go out
+ * as one pipeline, since none of them depends on what another answers; the answers
+ * then decide, the row lock held, between COMMIT and ROLLBACK. The COMMIT goes out
+ * only after the UPDATE answered, with the proof after it in its own round trip
+ * (SP1 of backend_sql_proof.c: the evidence read at the commit point), so a COMMIT
+ * whose answer is lost was sent by a transaction that held the row lock (the
  * doubt's settlement waits for that lock), and every other failure leaves nothing
  * committed (ST1). */
 static int advance_on(ik__sql_backend *b, ik__sql_conn *c, const char *app, const char *biz,
@@ -235,7 +270,7 @@ static int advance_on(ik__sql_backend *b, ik__sql_conn *c, const char *app, cons
     const char *p[] = {biz};
     const char *mp[] = {w->writer, biz, sno};
     const char *sp[] = {sdelta, biz};
-    ik__sql_call calls[5];
+    ik__sql_call calls[6];
     int n = 0;
     calls[n++] = (ik__sql_call){IK__SQL_BEGIN, NULL, 0};
     calls[n++] = (ik__sql_call){IK__SQL_TAG_LOCK, p, 1};  /* step, kind, app, name, start, max_id */
@@ -244,90 +279,80 @@ static int advance_on(ik__sql_backend *b, ik__sql_conn *c, const char *app, cons
     /* Leaf's updateMaxIdByCustomStep for every delta: the same as its step UPDATE
      * when delta is the step read under the row lock */
     calls[n++] = (ik__sql_call){IK__SQL_LEAF_UPDATE_STEP, sp, 2};
-    int pr = -1; /* the proof, in the same round trip (H3 of backend_sql_hazards.c) */
+    int back = up; /* the row the UPDATE stored: its RETURNING, or Leaf's SELECT after it */
+    if (!d->returning) calls[back = n++] = (ik__sql_call){IK__SQL_LEAF_SELECT, p, 1};
+    int pr = -1; /* SP3 of backend_sql_proof.c: a setting already unsafe rolls it back */
     if (ik__sql_has_proof(d)) calls[pr = n++] = (ik__sql_call){IK__SQL_PROOF, NULL, 0};
-    ik__sql_res res[5];
+    ik__sql_res res[6];
     int ran = 0;
     int64_t ns[5] = {0}, t0 = b->cycle ? ik__mono_ns() : 0;
     int rc = b->cycle == 2 ? ik__sql_exec_serial(d, c, calls, n, res, &ran, ns, inner, sizeof inner)
                            : ik__sql_exec_pipeline(d, c, calls, n, res, &ran, inner, sizeof inner);
     if (b->cycle == 1) ns[0] = ik__mono_ns() - t0;
     int err = 0;
-    int64_t max_id = 0;
-    if (ran >= 2) { /* the locking read answered: its verdict first, whatever came after */
-        const ik__sql_res *r = &res[1];
-        max_id = ik__sql_int(r, 0, 5);
-        ik_tag_kind have = IK_TAG_SEGMENT;
-        if (r->nrows != 1 || !of_app(app, ik__sql_cell(r, 0, 1), ik__sql_cell(r, 0, 2)))
-            err = IK_ENOTFOUND;
-        else if (*ik__sql_cell(r, 0, 1) && ik_tag_kind_parse(ik__sql_cell(r, 0, 1), &have) != 0)
-            err = IK_ESTORE;
-        else if (have != kind)
-            err = IK_EKIND;
-        else if (max_id > INT64_MAX - delta)
-            err = IK_ERANGE;
-    }
-    int64_t now_max = 0; /* max_id + delta only once it cannot overflow (err) */
-    int nrows = 0;
-    if (!err && rc == 0 && pr >= 0 && ik__sql_proof(b, c, &res[pr], 1, NULL, 0) == IK_EUNSAFE)
-        err = IK_EUNSAFE; /* H3: rolled back, nothing handed out, no gap */
+    int64_t max_id = 0, now_max = 0;
+    /* the locking read answered: its verdict first, whatever came after */
+    if (ran >= 2) err = read_verdict(&res[1], app, kind, delta, &max_id);
     if (!err && rc == 0) {
-        now_max = max_id + delta;
-        /* The UPDATE answers the row it wrote where the database can (RETURNING);
-         * where it cannot (MariaDB), its matched-row count, and max_id is the one
-         * read under the row lock plus delta: no one else can have written the row
-         * between (docs/sql.md, "Tags"). */
-        const ik__sql_res *r = &res[up];
-        nrows = (int)r->affected;
-        if (r->ncols >= 2) {
-            now_max = ik__sql_int(r, 0, 1);
-            nrows = (int)r->nrows;
+        /* what the store says it stored: the row after the UPDATE, read in the same
+         * transaction under the row lock (one row, max_id read plus delta) */
+        now_max = res[up].affected == 1 && res[back].nrows == 1 ? ik__sql_int(&res[back], 0, 1)
+                                                                : INT64_MIN;
+        if (now_max != max_id + delta) {
+            snprintf(w->why, sizeof w->why,
+                     "%s stored leaf_alloc.max_id %s for tag %s, not %" PRId64 " + %" PRId64
+                     " as written: something on the table rewrites its writes (a trigger or a "
+                     "rule); nothing used",
+                     d->name,
+                     now_max == INT64_MIN ? "in no single row" : ik__sql_cell(&res[back], 0, 1),
+                     biz, max_id, delta);
+            ik__logf("tag %s: %s", biz, w->why);
+            err = IK_ESTORE;
         }
     }
+    if (!err && rc == 0 && pr >= 0 &&
+        ik__sql_proof_early(b, c, &res[pr], w->why, sizeof w->why) == IK_EUNSAFE)
+        err = IK_EUNSAFE; /* rolled back, nothing handed out, no gap */
     for (int i = 0; i < n; i++)
         ik__sql_res_clear(&res[i]);
     if (err) return *cls = ik__sql_abort(d, c, rc), err; /* nothing of it committed */
-    if (rc)
+    if (rc) {
+        snprintf(w->why, sizeof w->why, "%s", inner);
         return *cls = ik__sql_abort(d, c, rc),
                ik__sql_error(rc) == IK_EUNSAFE ? IK_EUNSAFE : IK_ESTORE;
-    if (nrows != 1 || now_max != max_id + delta) { /* cannot be, under the row lock */
-        ik__logf("tag %s: leaf_alloc.max_id went from %" PRId64 " to %" PRId64
-                 " in a transaction that added %" PRId64 ": not used",
-                 biz, max_id, now_max, delta);
-        return *cls = ik__sql_abort(d, c, 0), IK_ESTORE;
     }
-    w->own.first = max_id;         /* the range the commit takes: a doubt of it keeps it */
-    if (b->test_commit_pause_ms) { /* tests only: widens the window, the row lock held */
-        struct timespec ts = {b->test_commit_pause_ms / 1000,
-                              (b->test_commit_pause_ms % 1000) * 1000000L};
-        nanosleep(&ts, NULL);
-    }
-    if (b->test_before_advance_commit) /* tests only */
-        d->run(c, b->test_before_advance_commit, NULL, 0);
+    w->own.first = max_id; /* the range the commit takes: a doubt of it keeps it */
+    before_commit(b, c);
     int64_t t1 = b->cycle ? ik__mono_ns() : 0;
-    rc = d->exec(c, IK__SQL_COMMIT, NULL, 0, NULL, inner, sizeof inner);
-    *cls = rc;
-    if (b->cycle && rc == 0) {
-        ns[4] = ik__mono_ns() - t1;
-        cycle_add(b, ns, delta);
+    ik__sql_commit out;
+    *cls = ik__sql_commit_proved(b, c, (ik__sql_call){IK__SQL_COMMIT, NULL, 0}, "leaf_alloc", NULL,
+                                 &out);
+    switch (out.state) {
+    case IK__SQL_COMMITTED:
+        if (b->cycle) {
+            ns[4] = ik__mono_ns() - t1;
+            cycle_add(b, ns, delta);
+        }
+        *first = max_id;
+        return IK_OK;
+    case IK__SQL_UNTRUSTED:
+        /* SP4: committed, but its evidence refused, lost or qualified: never handed
+         * out, a gap at its exact range (the engine logs it); the session is dropped
+         * where the evidence showed it is not as our writes need it */
+        w->own_ev.read = w->own_ev.held = 1; /* the COMMIT's own answer: it ran */
+        w->own_ev.first = max_id;
+        w->own_ev.code = out.code;
+        snprintf(w->own_ev.what, sizeof w->own_ev.what, "%s (%s)", out.why, b->shown);
+        snprintf(w->why, sizeof w->why, "%s", out.why);
+        if (out.refused) *cls = IK__SQL_EGONE;
+        return out.refused ? IK_EUNSAFE : IK_EINDOUBT;
+    case IK__SQL_UNANSWERED:
+        snprintf(w->why, sizeof w->why, "no answer to the COMMIT: %s", out.why);
+        return IK_EINDOUBT;
+    default:
+        snprintf(w->why, sizeof w->why, "%s", out.why);
+        return IK_ESTORE;
     }
-    if (rc == IK__SQL_EDOUBT) return IK_EINDOUBT;
-    if (rc) return IK_ESTORE;
-    if (pr >= 0 && ik__sql_proof(b, c, NULL, 0, NULL, 0) == IK_EUNSAFE) {
-        /* H3: committed, but the answer shows the session is not as our writes
-         * need it (a transaction left open after the COMMIT, in which the next
-         * writes would never commit): never handed out, a gap at its exact range
-         * (the engine logs it); the session is dropped */
-        w->own_fate.fate = IK__DOUBT_LANDED;
-        w->own_fate.first = max_id;
-        w->own_fate.code = "store_unsafe";
-        snprintf(w->own_fate.why, sizeof w->own_fate.why, "its commit's proof was refused (%s)",
-                 b->shown);
-        *cls = IK__SQL_EGONE;
-        return IK_EUNSAFE;
-    }
-    *first = max_id;
-    return IK_OK;
 }
 
 int ik__sql_tag_advance(ik__backend *be, const char *app, const char *name, ik_tag_kind kind,
@@ -346,8 +371,10 @@ int ik__sql_tag_advance(ik__backend *be, const char *app, const char *name, ik_t
     if (rc == 0 && (cls = ik__sql_marks_settle(b, c, biz, w)) != 0) rc = IK_ESTORE;
     if (rc == 0) rc = advance_on(b, c, app, biz, kind, w, first, &cls);
     ik__sql_put(b, idx, cls);
-    if (rc != IK_EINDOUBT) return rc;
-    return ik__sql_marks_reread(b, app, name, biz, w, first);
+    /* a COMMIT without an answer is read back (SM5); one answered, but untrusted,
+     * has its evidence already */
+    if (rc != IK_EINDOUBT || w->own_ev.read) return rc;
+    return ik__sql_marks_reread(b, biz, w);
 }
 
 void ik__sql_tag_settle(ik__backend *be, const char *app, const char *name, ik__tag_write *w,

@@ -36,7 +36,9 @@
  *       the hold's prober thread) under cmu; release takes cmu after the hold
  *       asked the probe in flight to stop, which it does within PROBE_SLICE_MS.
  *   SL3. The fence only grows: it is advanced after the grant, under the lock, in
- *       a committed transaction; a fence in doubt fails the acquire.
+ *       a committed transaction that passed the hazard gate and whose evidence, read
+ *       after its COMMIT, is safe (fence_next); a fence in doubt or untrusted fails
+ *       the acquire.
  *   SL4. The connection is closed only by a release or a failed acquire: a grant
  *       the hold monitor finds lost keeps its session (and the lock, if the server
  *       still holds it) until its owner releases it, after what it guarded ended.
@@ -174,28 +176,53 @@ void ik__sql_probe(ik_lock *base, int64_t deadline_ns, const int *stop, ik__hold
     pthread_mutex_unlock(&lk->cmu);
 }
 
-/* Advances the key's fence on c in one transaction: 0 and *fence, or a class. */
-static int fence_next(ik__sql_backend *b, ik__sql_conn *c, const char *key, int64_t *fence)
+/* The fence's transaction on c, up to its COMMIT (BEGIN, the bump, or the first
+ * row, and the read of the new value): 0 and *f, or a class (IK__SQL_EDUPLICATE: a
+ * first grant raced us; the transaction is rolled back on every failure). */
+static int fence_write(const ik__sql_driver *d, ik__sql_conn *c, const char *key, int64_t *f)
+{
+    const char *p[] = {key};
+    ik__sql_res r;
+    int rc = d->exec(c, IK__SQL_BEGIN, NULL, 0, NULL, NULL, 0);
+    if (rc) return rc;
+    rc = ik__sql_exec(d, c, IK__SQL_FENCE_BUMP, p, 1, &r, NULL, 0);
+    int64_t affected = r.affected;
+    ik__sql_res_clear(&r);
+    if (rc == 0 && affected == 0) rc = d->exec(c, IK__SQL_FENCE_INSERT, p, 1, NULL, NULL, 0);
+    if (rc == 0) rc = ik__sql_exec(d, c, IK__SQL_FENCE_GET, p, 1, &r, NULL, 0);
+    *f = rc == 0 && r.nrows == 1 ? ik__sql_int(&r, 0, 0) : 0;
+    if (rc == 0) ik__sql_res_clear(&r);
+    return rc ? ik__sql_abort(d, c, rc) : 0;
+}
+
+/* Advances the key's fence on c in one transaction, a write like any other (SL3;
+ * docs/hazards.md, "Proof with every write"): the hazard gate first (nothing is sent
+ * while a check is refused), and the COMMIT with the proof read after it in its round
+ * trip (SP1 of backend_sql_proof.c). 0 and *fence; IK_EUNSAFE (the gate refused, or
+ * the fence's evidence was refused or qualified: not granted; why says which); or a
+ * class. */
+static int fence_next(ik__sql_backend *b, ik__sql_conn *c, const char *key, int64_t *fence,
+                      char *why, size_t why_len)
 {
     const ik__sql_driver *d = b->d;
-    const char *p[] = {key};
+    int cls = 0;
+    int rc = ik__sql_hazards_gate(b, c, &cls, why, why_len);
+    if (rc) return rc == IK_EUNSAFE ? rc : cls ? cls : IK__SQL_EGONE;
     for (int attempt = 0; attempt < 3; attempt++) {
-        ik__sql_res r;
-        int rc = d->exec(c, IK__SQL_BEGIN, NULL, 0, NULL, NULL, 0);
-        if (rc) return rc;
-        rc = ik__sql_exec(d, c, IK__SQL_FENCE_BUMP, p, 1, &r, NULL, 0);
-        int64_t affected = r.affected;
-        ik__sql_res_clear(&r);
-        if (rc == 0 && affected == 0) rc = d->exec(c, IK__SQL_FENCE_INSERT, p, 1, NULL, NULL, 0);
-        if (rc == 0) rc = ik__sql_exec(d, c, IK__SQL_FENCE_GET, p, 1, &r, NULL, 0);
-        int64_t f = rc == 0 && r.nrows == 1 ? ik__sql_int(&r, 0, 0) : 0;
-        if (rc == 0) ik__sql_res_clear(&r);
-        if (rc == 0)
-            rc = d->exec(c, IK__SQL_COMMIT, NULL, 0, NULL, NULL, 0);
-        else if (!ik__sql_dead(rc))
-            d->exec(c, IK__SQL_ROLLBACK, NULL, 0, NULL, NULL, 0);
+        int64_t f = 0;
+        rc = fence_write(d, c, key, &f);
         if (rc == IK__SQL_EDUPLICATE) continue; /* a first grant raced us: bump again */
         if (rc) return rc;
+        ik__test_hold(b->test_commit_hold);
+        ik__sql_commit cm;
+        rc = ik__sql_commit_proved(b, c, (ik__sql_call){IK__SQL_COMMIT, NULL, 0}, "idk_fence", NULL,
+                                   &cm);
+        if (cm.state == IK__SQL_UNTRUSTED) {
+            ik__fail(0, why, why_len, "fence %" PRId64 " of %s was not trusted: %s", f, key,
+                     cm.why);
+            return rc == IK__SQL_EFOREIGN ? rc : IK_EUNSAFE;
+        }
+        if (cm.state != IK__SQL_COMMITTED) return rc ? rc : IK__SQL_EDEFINITE;
         if (f <= 0) return IK__SQL_EDEFINITE;
         *fence = f;
         return 0;
@@ -285,6 +312,7 @@ static int attempt(sql_lock *lk, int64_t deadline_ms, ik__sql_conn **cp, int64_t
                    char *why, size_t why_len)
 {
     ik__sql_backend *b = ik__sql_of(lk->base.be);
+    if (why_len) why[0] = '\0'; /* this attempt's words only */
     pthread_mutex_lock(&lk->mu);
     ik__sql_conn *c = lk->spare;
     lk->spare = NULL;
@@ -298,8 +326,9 @@ static int attempt(sql_lock *lk, int64_t deadline_ms, ik__sql_conn **cp, int64_t
     rc = b->d->lock(c, lk->base.kind, lk->key, deadline_ms, &lk->cancel, why, why_len);
     *sent = ik__mono_ns(); /* the fence's statements prove the session from here */
     if (rc == 1) {
-        rc = fence_next(b, c, lk->key, f);
-        if (rc) snprintf(why, why_len, "the fencing token of %s could not be advanced", lk->key);
+        rc = fence_next(b, c, lk->key, f, why, why_len);
+        if (rc && !why[0])
+            snprintf(why, why_len, "the fencing token of %s could not be advanced", lk->key);
         if (rc == 0 && lk->base.kind == IK__LOCK_LATCH) {
             const char *p[] = {lk->key, lk->base.data ? lk->base.data : ""};
             rc = b->d->exec(c, IK__SQL_HOLDER_SET, p, 2, NULL, why, why_len);
@@ -369,8 +398,8 @@ int ik__sql_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
         set_state(lk, IK_HOLD_IDLE, rc == 0 ? "timed out" : why);
         return rc == 0                   ? (timeout_ms == 0 ? IK_EBUSY : IK_ETIMEDOUT)
                : rc == IK__SQL_ECANCELED ? IK_ECLOSED
-               : rc == IK__SQL_EFOREIGN  ? IK_EUNSAFE
-                                         : IK_ESTORE;
+               : rc == IK__SQL_EFOREIGN || rc == IK_EUNSAFE ? IK_EUNSAFE
+                                                            : IK_ESTORE;
     }
     ik__sql_backend *b = ik__sql_of(base->be);
     pthread_mutex_lock(&lk->mu);

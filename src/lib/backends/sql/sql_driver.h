@@ -171,11 +171,20 @@ typedef enum ik__sql_stmt {
     /* -- the proof that rides with a write (docs/hazards.md, "Proof with every
      * write") -- */
     /* no parameters -> one row: what the driver's proof judges (the durability
-     * settings as this session sees them now). Sent in the round trip of a slot
-     * take, a renewal and a tag advance, after the write, so that it costs no
-     * round trip of its own. NULL: the driver has none; its writes are judged by
-     * the interval's check alone */
+     * settings as this session sees them now, and the engines or persistence of
+     * our tables). Sent in the round trip of the commit point of a slot take, a
+     * renewal, a tag advance and a lock's fence, after it (the COMMIT, or the write
+     * in autocommit: ik__sql_commit_proved), so that it is read at or after the
+     * commit and costs no round trip of its own. NULL: the driver has none; its
+     * writes are judged by the interval's check alone */
     IK__SQL_PROOF,
+    /* $1 one of our tables -> one row: what keeps that table's writes (MySQL: its
+     * engine; PostgreSQL: its persistence). Sent in the round trip of the commit
+     * point of a write to that table (ik__sql_commit_proved), judged by table_row:
+     * a table changed at run time (ALTER TABLE ... ENGINE = MyISAM, SET UNLOGGED) is
+     * seen by the next write. A write's own statements hold the table's lock until
+     * its commit, so no ALTER lands between them. NULL: none. */
+    IK__SQL_TABLE_PROOF,
 
     IK__SQL_NSTMT
 } ik__sql_stmt;
@@ -263,9 +272,11 @@ typedef struct ik__sql_driver {
      * multi-statement text): the database runs none after the first that fails. 0
      * with res[0..n-1] filled; or the class of the first failure, with *ran the
      * calls that succeeded before it (res[0..*ran-1] filled, the rest zeroed: the
-     * caller clears them all). The generic layer never puts a COMMIT in one: a lost
-     * answer (EDOUBT) leaves the calls' transaction open on a dead connection, which
-     * the database rolls back, so any failure means nothing was committed.
+     * caller clears them all). A COMMIT (or a write in autocommit) comes only last
+     * but for the IK__SQL_PROOF after it (ik__sql_commit_proved): there a lost
+     * answer (EDOUBT) with *ran 0 may mean committed; anywhere else a lost answer
+     * leaves the calls' transaction open on a dead connection, which the database
+     * rolls back, so any failure means nothing was committed.
      * NULL: the generic layer sends them one by one (ik__sql_exec_pipeline). */
     int (*exec_pipeline)(ik__sql_conn *c, const ik__sql_call *calls, int n, ik__sql_res *res,
                          int *ran, char *why, size_t why_len);
@@ -294,9 +305,9 @@ typedef struct ik__sql_driver {
     int (*hazards)(ik__sql_conn *c, const ik__hazards *h, ik_hazard *rows, size_t *n,
                    int64_t *db_ms, char *why, size_t why_len);
     /* The proof of the write that just ran on c (docs/hazards.md, "Proof with
-     * every write"), no I/O: r the IK__SQL_PROOF result that rode in the write's
-     * own round trip, judged by the rules of hazards and under the same row names
-     * (NULL: none rode, as after a lone COMMIT); and what the database said of the
+     * every write"), no I/O: r the IK__SQL_PROOF result read after the write's
+     * commit point in its round trip, judged by the rules of hazards and under the
+     * same row names (NULL: none rode); and what the database said of the
      * session with its last answer: in_tx 1 if the write ran inside our own open
      * transaction, 0 if it must have left none open (after a COMMIT, or an
      * autocommitted statement), where an open one means the write is not
@@ -305,6 +316,25 @@ typedef struct ik__sql_driver {
      * driver has no proof. */
     void (*proof)(ik__sql_conn *c, const ik__hazards *h, const ik__sql_res *r, int in_tx,
                   ik_hazard *rows, size_t *n);
+    /* The verdict of an IK__SQL_TABLE_PROOF result r for table, no I/O: 1 with row
+     * refused, under the check's row name for the tables ("table engines", "table
+     * persistence", its value naming table), where table cannot keep a write (no
+     * transactions, or not crash-safe); 0 (no row: the check's row stands) where it
+     * can. NULL: none. */
+    int (*table_row)(ik__sql_conn *c, const ik__hazards *h, const char *table, const ik__sql_res *r,
+                     ik_hazard *row);
+    /* What the store said of the writes of c's last exec_pipeline besides their
+     * results (SP2 of backend_sql_proof.c): 1 if it qualified one (a notice or a
+     * warning with a COMMIT or an autocommitted write, or a COMMIT answered as
+     * something else: PostgreSQL's "might not have been replicated" after a
+     * cancelled synchronous-replication wait), its words into words; 0 if none did.
+     * No I/O. NULL: the driver cannot tell. */
+    int (*qualified)(ik__sql_conn *c, char *words, size_t len);
+    /* 1 if IK__SQL_LEAF_UPDATE_STEP answers the row it wrote (UPDATE ... RETURNING);
+     * 0: the generic layer reads it back with IK__SQL_LEAF_SELECT after the UPDATE,
+     * in the same round trip. Either way an advance trusts only what the store says
+     * it stored (a trigger that rewrites max_id shows). */
+    int returning;
     /* The generic layer's per-connection hazard state, kept in c. */
     ik__sql_conn_hz *(*hz_state)(ik__sql_conn *c);
     /* Describes the session ("pid 1234"): the database's id of the connection. */

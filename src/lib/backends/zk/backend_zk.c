@@ -72,6 +72,11 @@ static void zk_cut(ik__backend *be)
     ik__zk_client_cut(&ik__zk_backend_of(be)->zc);
 }
 
+static void zk_stop_begin(ik__backend *be)
+{
+    ik__zk_client_stopping(&ik__zk_backend_of(be)->zc);
+}
+
 static void zk_client_version(char *buf, size_t len)
 {
     snprintf(buf, len, "zookeeper %s", ZOO_VERSION); /* the C client has no run-time call */
@@ -118,9 +123,11 @@ const ik__backend_ops ik__backend_zk_ops = {
     .session = ik__zk_session_desc,
     .hazards_check = ik__zk_hazards_check,
     .cut = zk_cut,
+    .stop_begin = zk_stop_begin,
     /* zookeeper_close sends the session's close and waits up to 1.5 s for the
-     * server to end it (the C client's own bound), cut or not */
-    .close_after_cut_ms = 1500,
+     * server to end it (the C client's own bound); after a cut, on a thread of its
+     * own (zk_session.c, conn_close) */
+    .close_wait_ms = 1500,
     .client_version = zk_client_version,
     .tag_create = ik__zk_tag_create,
     .tag_get = ik__zk_tag_get,

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backend.h" /* the doubt engine's limits (IK__DOUBT_*) */
 #include "idkeeper.h"
 
 /* The digest ACL id of "user:password" (zk_session.c): "user:" + base64(sha1("user:password")), as
@@ -133,9 +134,9 @@ void ik__zk_describe_holders(const char *chroot, struct _zhandle *zh,
  * "Tags").
  */
 #define IK__ZK_WRITERS_MAX 64
-#define IK__ZK_PRUNE_MS (10 * 60 * 1000) /* table lines older than this go */
-#define IK__ZK_TRUST_MS (9 * 60 * 1000)  /* a doubt older than this cannot be settled */
-#define IK__ZK_DOUBT_WRITES 8            /* carried doubts one read decides, at most */
+/* Table lines older than this go: the record's keeping time the doubt engine counts
+ * on (backend.h's IK__DOUBT_KEPT_MS). */
+#define IK__ZK_PRUNE_MS IK__DOUBT_KEPT_MS
 
 typedef struct ik__zk_writer {
     uint64_t nonce, count;
@@ -182,9 +183,9 @@ int ik__zk_meta_ok(const ik__zk_meta *m);
 
 /* Writes whose answers were lost, all made at one version V of one node, so that
  * at most one of them can have applied, and each would have recorded [first, first +
- * delta): the input of the rule below, built for one read from the doubt engine's
- * writes (backend.h's ik__doubt, whose notes say where each was made: ik__zk_note),
- * never kept. */
+ * delta): what a read reports evidence of (ik__zk_evidence), built for one read from
+ * the doubt engine's writes (backend.h's ik__doubt, whose notes say where each was
+ * made: ik__zk_note), never kept. */
 typedef struct ik__zk_doubt {
     int version;   /* V */
     int64_t czxid; /* of the node they were made on */
@@ -194,7 +195,7 @@ typedef struct ik__zk_doubt {
     struct {
         uint64_t count; /* the COUNT it wrote in the writer table: its write id */
         int64_t delta;
-    } w[IK__ZK_DOUBT_WRITES + 1];
+    } w[IK__DOUBT_LANE_MAX + 1];
 } ik__zk_doubt;
 
 struct ik__doubt; /* backend.h */
@@ -206,37 +207,41 @@ void ik__zk_note(struct ik__doubt *x, const ik__zk_counter *n);
  * full; d then decides nothing (the caller takes it as IK__ZK_UNKNOWN). */
 int ik__zk_doubt_add(ik__zk_doubt *d, const struct ik__doubt *x);
 
-enum { IK__ZK_APPLIED, IK__ZK_NOT_APPLIED, IK__ZK_PENDING, IK__ZK_UNKNOWN };
-/* What became of the writes of d, given the node n read now by the writer nonce:
- * IK__ZK_APPLIED (*which: the one that did), IK__ZK_NOT_APPLIED (and never will),
- * IK__ZK_PENDING (n is still at V: a write at V fences them) or IK__ZK_UNKNOWN. */
-int ik__zk_doubt_resolve(const ik__zk_doubt *d, const ik__zk_counter *n, uint64_t nonce,
-                         int *which);
+struct ik__doubt_evidence; /* backend.h */
+/* What the node n, read now, shows of write j of d (the writer nonce's): the
+ * evidence the doubt engine decides by (no verdict here). Its version past V moved
+ * it; the writer table, complete from `since` on, reaches V where since <= V (a node
+ * made again, or a version below V, reaches nothing); our line's COUNT its write id:
+ * held; the table's age is n's mtime less V's, by ZooKeeper's clock. */
+void ik__zk_evidence(const ik__zk_doubt *d, const ik__zk_counter *n, uint64_t nonce, int j,
+                     struct ik__doubt_evidence *e);
 
 /* The doubts of one advance, or of the stop's settle, as the doubt engine hands them
  * (backend.h's ik__tag_write): the carried ones, all made at one version (ZT2 in
  * backend_zk_tags.c), and the call's own write while a send of it may still land.
- * The calls below decide them into w->fate and w->own_fate. */
+ * The calls below report their evidence into w->ev and w->own_ev, and ask the
+ * engine's rule (w->judge) only where the call's next step hangs on it. */
 typedef struct ik__zk_call {
     struct ik__tag_write *w;
     int carried_open; /* the carried doubts are not decided yet */
     int own_open;     /* a send of w->own may still land */
 } ik__zk_call;
 
-#define IK__ZK_GONE "a write whose answer was lost may have recorded them before the tag went"
+#define IK__ZK_GONE "the tag's node is gone"
 
 enum { IK__ZK_GO, IK__ZK_MINE, IK__ZK_LOST };
-/* What the node n, read now, tells of c's doubts (nonce: this backend's).
- * IK__ZK_GO: write on (the own write is decided as not landed, or the node is still
- * at their version: PENDING); IK__ZK_MINE: the own write landed (hand it out);
- * IK__ZK_LOST: whether it landed cannot be told (own_fate UNKNOWN: IK_EINDOUBT). */
+/* What the node n, read now, shows of c's doubts (nonce: this backend's), and what
+ * the call does next by the engine's rule on the own write. IK__ZK_GO: write on (the
+ * own write never lands, or the node is still at its version: pending); IK__ZK_MINE:
+ * the own write landed (the call answers IK_EINDOUBT and the engine hands it out);
+ * IK__ZK_LOST: whether it landed cannot be told (IK_EINDOUBT: the engine logs it). */
 int ik__zk_call_read(ik__zk_call *c, const ik__zk_counter *n, uint64_t nonce);
 /* A write of ours at version v was acknowledged: of the carried doubts (made at v),
- * the one at index landed (that write, sent again; -1: none) is LANDED, the others
- * NOT_LANDED. */
+ * the one at index landed (that write, sent again; -1: none) is held by it, the
+ * others fenced. */
 void ik__zk_call_fenced(ik__zk_call *c, int landed, int v);
-/* Every open doubt of c, the own write's too, is UNKNOWN, why why: 1 if the own
- * write was open (the call then answers IK_EINDOUBT). */
+/* Every open doubt of c, the own write's too, is out of every record's reach (the
+ * node gone), why why: 1 if the own write was open (the call answers IK_EINDOUBT). */
 int ik__zk_call_unknown(ik__zk_call *c, const char *why);
 
 /* ------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 /* backend_zk_data.c: the pure parts of the zk:// backend, no ZooKeeper handle
  * involved: what the slot, owner and counter nodes hold and how it is written and
- * read, the nodes' names, sets of workers, a tag's meta, and the rule that settles
- * a counter write whose answer was lost (docs/zookeeper.md). backend_zk_slots.c,
+ * read, the nodes' names, sets of workers, a tag's meta, and the evidence a read
+ * gives of a counter write whose answer was lost (docs/zookeeper.md), from which the
+ * doubt engine decides (counters/doubt.c). backend_zk_slots.c,
  * backend_zk_tags.c and backend_zk_tagread.c use them; tests/unit/test_zk_backend.c and
  * test_zk_tags.c hold them to their contracts (backend_zk.h).
  *
@@ -19,7 +20,6 @@
 #include <string.h>
 
 #define PRUNE_MS IK__ZK_PRUNE_MS
-#define TRUST_MS IK__ZK_TRUST_MS
 
 /* ------------------------------------------------------------------------------
  * Numbers
@@ -324,24 +324,26 @@ void ik__zk_counter_next(const ik__zk_counter *old, uint64_t nonce, uint64_t cou
     }
 }
 
-/* What became of the writes in doubt, given the node read now (docs/zookeeper.md,
- * "A write whose answer is lost"); IK__ZK_APPLIED with *which, the one that did. */
-int ik__zk_doubt_resolve(const ik__zk_doubt *d, const ik__zk_counter *n, uint64_t nonce, int *which)
+void ik__zk_evidence(const ik__zk_doubt *d, const ik__zk_counter *n, uint64_t nonce, int j,
+                     ik__doubt_evidence *e)
 {
-    if (n->czxid != d->czxid || n->version < d->version) return IK__ZK_UNKNOWN;
-    if (n->version == d->version) return IK__ZK_PENDING;
-    if (!n->has_table || n->since > d->version || n->mtime - d->mtime >= TRUST_MS)
-        return IK__ZK_UNKNOWN;
-    for (int i = 0; i < n->nw; i++) {
-        if (n->w[i].nonce != nonce) continue;
-        for (int j = 0; j < d->n; j++)
-            if (n->w[i].count == d->w[j].count) {
-                *which = j;
-                return IK__ZK_APPLIED;
-            }
-        return IK__ZK_NOT_APPLIED;
-    }
-    return IK__ZK_NOT_APPLIED;
+    memset(e, 0, sizeof *e);
+    e->read = e->intact = 1;
+    e->first = -1;
+    int same = n->czxid == d->czxid && n->version >= d->version; /* else: made again */
+    e->moved = !same || n->version > d->version;
+    e->reaches = same && n->version > d->version && n->has_table && n->since <= d->version;
+    e->age_ms = n->mtime > d->mtime ? n->mtime - d->mtime : 0; /* ZooKeeper's clock */
+    for (int i = 0; e->reaches && i < n->nw; i++)
+        if (n->w[i].nonce == nonce) {
+            e->held = n->w[i].count == d->w[j].count; /* our line: our latest write */
+            break;
+        }
+    snprintf(e->what, sizeof e->what, "written at version %d, now %d%s", d->version, n->version,
+             !same         ? ": the node was made again"
+             : !e->moved   ? ": a write at that version lands or fences it"
+             : !e->reaches ? ": the writer table does not reach back to it"
+                           : "");
 }
 
 void ik__zk_note(ik__doubt *x, const ik__zk_counter *n)
@@ -374,96 +376,100 @@ int ik__zk_doubt_add(ik__zk_doubt *d, const ik__doubt *x)
 }
 
 /* ------------------------------------------------------------------------------
- * The doubts of one advance (backend_zk_tags.c): which of them a read of the node, or
- * an acknowledged write, decides, and how (docs/zookeeper.md, "A write whose answer
- * is lost"). A read of the node at version W, the doubts made at version V:
+ * The doubts of one advance (backend_zk_tags.c): what a read of the node, or an
+ * acknowledged write, shows of them (docs/zookeeper.md, "A write whose answer is
+ * lost"). A read of the node at version W, the doubts made at version V:
  *
- *   W == V     not applied yet: the next write at V fences them (of the writes at
- *              V, at most one can apply); PENDING
- *   W > V, our line's COUNT is one of theirs
- *              that one applied (LANDED), the others did not
- *   W > V, it is not, since <= V, and W's mtime is less than 9 minutes after V's
- *              none applied, and none ever will (NOT_LANDED)
- *   otherwise  (a node made again, a table restarted or pruned) UNKNOWN
+ *   W == V     none applied yet: the next write at V fences them (of the writes at
+ *              V, at most one can apply): pending
+ *   W > V      our line's COUNT is the write id of the one that applied, if one did;
+ *              the table reaches back to V where since <= V; its age is W's mtime
+ *              less V's
+ *   otherwise  (a node made again) the table reaches nothing
+ *
+ * The doubt engine's rule decides each (w->judge, and after the call the engine).
  */
-/* Decides every carried doubt: the one at index landed (-1: none) LANDED, why
- * why_landed, the others `fate`, why why. */
-static void decide_carried(ik__zk_call *c, int landed, ik__doubt_fate fate, const char *why,
-                           const char *why_landed)
+/* The evidence node n gives of every carried doubt still open (d: them, and the own
+ * write last). */
+static void carried_evidence(ik__zk_call *c, const ik__zk_doubt *d, const ik__zk_counter *n,
+                             uint64_t nonce)
 {
-    for (int i = 0; c->carried_open && i < c->w->n_carried; i++) {
-        ik__doubt_verdict *x = &c->w->fate[i];
-        x->fate = i == landed ? IK__DOUBT_LANDED : fate;
-        x->first = c->w->carried[i].first;
-        snprintf(x->why, sizeof x->why, "%s", i == landed ? why_landed : why);
-    }
-    c->carried_open = 0;
+    for (int i = 0; c->carried_open && i < c->w->n_carried; i++)
+        ik__zk_evidence(d, n, nonce, i, &c->w->ev[i]);
 }
 
-/* Every doubt of the call cannot be told any more (UNKNOWN), the call's own too:
- * 1 if that was open (the call then answers IK_EINDOUBT). */
+/* e: a write no record reaches any more, why why. */
+static void out_of_reach(ik__doubt_evidence *e, const char *why)
+{
+    memset(e, 0, sizeof *e);
+    e->read = e->intact = e->moved = 1;
+    e->first = -1;
+    snprintf(e->what, sizeof e->what, "%s", why);
+}
+
 int ik__zk_call_unknown(ik__zk_call *c, const char *why)
 {
-    decide_carried(c, -1, IK__DOUBT_UNKNOWN, why, why);
+    for (int i = 0; c->carried_open && i < c->w->n_carried; i++)
+        out_of_reach(&c->w->ev[i], why);
+    c->carried_open = 0;
     if (!c->own_open) return 0;
     c->own_open = 0;
-    c->w->own_fate.fate = IK__DOUBT_UNKNOWN;
-    snprintf(c->w->own_fate.why, sizeof c->w->own_fate.why, "%s", why);
+    out_of_reach(&c->w->own_ev, why);
     return 1;
 }
 
-/* What the node n, read now, tells of the writes in doubt. IK__ZK_GO: write on (the
- * call's own write is decided as not landed, or the node is still at their
- * version: PENDING); IK__ZK_MINE: the call's own write landed (hand it out); IK__ZK_LOST:
- * whether it landed cannot be told (own_fate set: IK_EINDOUBT). */
 int ik__zk_call_read(ik__zk_call *c, const ik__zk_counter *n, uint64_t nonce)
 {
     ik__tag_write *w = c->w;
     if (!c->carried_open && !c->own_open) return IK__ZK_GO;
     ik__zk_doubt d;
     memset(&d, 0, sizeof d);
-    int bad = 0, which = -1;
+    int bad = 0;
     for (int i = 0; c->carried_open && i < w->n_carried; i++)
         bad |= ik__zk_doubt_add(&d, &w->carried[i]);
     if (c->own_open) bad |= ik__zk_doubt_add(&d, &w->own);
-    int r = bad ? IK__ZK_UNKNOWN : ik__zk_doubt_resolve(&d, n, nonce, &which);
-    if (r == IK__ZK_PENDING) return IK__ZK_GO;
-    char why[200], landed[200];
-    if (r == IK__ZK_UNKNOWN) {
-        snprintf(why, sizeof why,
-                 "a write whose answer was lost may have recorded them (written at version %d, "
-                 "now %d: the node was made again, or its writer table cannot tell)",
-                 d.version, n->version);
-        return ik__zk_call_unknown(c, why) ? IK__ZK_LOST : IK__ZK_GO;
+    if (bad)
+        return ik__zk_call_unknown(c, "written at versions the table cannot tell apart")
+                   ? IK__ZK_LOST
+                   : IK__ZK_GO;
+    carried_evidence(c, &d, n, nonce);
+    /* all made at V: the read decides them all, or leaves them all pending */
+    if (c->carried_open && w->n_carried > 0 &&
+        w->judge(&w->carried[0], &w->ev[0]) != IK__DOUBT_OPEN)
+        c->carried_open = 0;
+    if (!c->own_open) return IK__ZK_GO;
+    ik__zk_evidence(&d, n, nonce, d.n - 1, &w->own_ev);
+    switch (w->judge(&w->own, &w->own_ev)) {
+    case IK__DOUBT_OPEN: /* pending: sent again at the same version */
+        return IK__ZK_GO;
+    case IK__DOUBT_LANDED: /* its answer lost: still ours */
+        c->own_open = 0;
+        return IK__ZK_MINE;
+    case IK__DOUBT_NOT_LANDED: /* never lands: its write id is free again */
+        c->own_open = 0;
+        memset(&w->own_ev, 0, sizeof w->own_ev);
+        return IK__ZK_GO;
+    default:
+        c->own_open = 0;
+        return IK__ZK_LOST;
     }
-    snprintf(why, sizeof why,
-             "the write whose answer was lost did not land, and never will (written at "
-             "version %d, now %d)",
-             d.version, n->version);
-    snprintf(landed, sizeof landed,
-             "a write whose answer was lost was recorded (written at version %d, now %d)",
-             d.version, n->version);
-    int mine = r == IK__ZK_APPLIED && c->own_open && which == (c->carried_open ? w->n_carried : 0);
-    decide_carried(c, r == IK__ZK_APPLIED ? which : -1, IK__DOUBT_NOT_LANDED, why, landed);
-    c->own_open = 0; /* it landed (mine), or never will: its write id is free again */
-    return mine ? IK__ZK_MINE : IK__ZK_GO;
 }
 
-/* A write of ours at version v was acknowledged: of the carried doubts (all made at
- * v), the one at index landed (it was that write, sent again; -1: none) is recorded,
- * and the others never will be. */
 void ik__zk_call_fenced(ik__zk_call *c, int landed, int v)
 {
-    char why[200], rec[200];
-    snprintf(why, sizeof why,
-             "the write whose answer was lost did not land, and never will (written at "
-             "version %d: a later write of ours at that version landed)",
-             v);
-    snprintf(rec, sizeof rec,
-             "a write whose answer was lost was recorded (written at version %d, and sent "
-             "again as it was)",
-             v);
-    decide_carried(c, landed, IK__DOUBT_NOT_LANDED, why, rec);
+    for (int i = 0; c->carried_open && i < c->w->n_carried; i++) {
+        ik__doubt_evidence *e = &c->w->ev[i];
+        e->read = e->intact = 1;
+        if (i == landed) {
+            e->held = 1;
+            e->first = c->w->carried[i].first;
+            snprintf(e->what, sizeof e->what, "written at version %d, and sent again as it was", v);
+        } else {
+            e->fenced = 1;
+            snprintf(e->what, sizeof e->what, "written at version %d", v);
+        }
+    }
+    c->carried_open = 0;
 }
 
 /* ------------------------------------------------------------------------------

@@ -249,7 +249,7 @@ static int scan(ik__zk_conn *c, const char *dir, const char *identity, leaf_scan
 {
     struct String_vector kids = {0, NULL};
     memset(out, 0, sizeof *out);
-    int zrc = zoo_get_children(c->zh, dir, 0, &kids);
+    int zrc = ik__zk_sync_children(c->zh, dir, &kids);
     if (zrc == ZNONODE) return IK_OK;
     if (zrc != ZOK) return ik__zk_fail(zrc, why, why_len, dir);
     int rc = IK_OK;
@@ -423,7 +423,7 @@ int ik__zk_leaf_list(ik__zk_backend *b, ik__zk_conn *c, const char *leaf, ik_slo
     struct String_vector kids = {0, NULL};
     *out = NULL;
     *n_out = 0;
-    int zrc = zoo_get_children(c->zh, dir, 0, &kids);
+    int zrc = ik__zk_sync_children(c->zh, dir, &kids);
     if (zrc == ZNONODE) return IK_OK;
     if (zrc != ZOK) return ik__zk_fail(zrc, NULL, 0, dir);
     ik_slot_info *v = calloc(kids.count > 0 ? (size_t)kids.count : 1, sizeof *v);
@@ -449,7 +449,7 @@ int ik__zk_leaf_list(ik__zk_backend *b, ik__zk_conn *c, const char *leaf, ik_slo
         s->worker = seq;
         snprintf(path, sizeof path, "%s/%s", dir, kids.data[i]);
         int blen = sizeof buf - 1;
-        zrc = zoo_get(c->zh, path, 0, buf, &blen, NULL);
+        zrc = ik__zk_sync_get(c->zh, path, buf, &blen, NULL);
         if (zrc == ZNONODE) continue;
         if (zrc != ZOK) {
             rc = ik__zk_fail(zrc, NULL, 0, path);
@@ -460,7 +460,7 @@ int ik__zk_leaf_list(ik__zk_backend *b, ik__zk_conn *c, const char *leaf, ik_slo
         s->record_ms = ok ? d.timestamp_ms : 0;
         owner_path(b, leaf, seq, opath, sizeof opath);
         struct Stat ost;
-        zrc = zoo_exists(c->zh, opath, 0, &ost);
+        zrc = ik__zk_sync_exists(c->zh, opath, &ost);
         if (zrc != ZOK && zrc != ZNONODE) {
             rc = ik__zk_fail(zrc, NULL, 0, opath);
             break;

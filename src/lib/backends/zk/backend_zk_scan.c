@@ -27,7 +27,7 @@ int ik__zk_list_workers(zhandle_t *zh, const char *dir, uint32_t lo, uint32_t hi
 {
     struct String_vector kids = {0, NULL};
     out->n = 0;
-    int zrc = zoo_get_children(zh, dir, 0, &kids);
+    int zrc = ik__zk_sync_children(zh, dir, &kids);
     if (zrc == ZNONODE) return IK_OK;
     if (zrc != ZOK) return ik__zk_fail(zrc, why, why_len, dir);
     int rc = IK_OK;

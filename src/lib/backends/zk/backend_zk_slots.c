@@ -39,6 +39,17 @@
  *       orphan list (remember_orphan) until an answer shows it is not ours, a take
  *       adopts it, or release_orphans deletes it: a take whose answer is lost, and
  *       the checks after it, never leave a slot held by nobody.
+ *   ZSL6. A release never waits for a renewal still unanswered before it is sent
+ *       (a slow ZooKeeper would make a stop wait for two answers in a row): it goes
+ *       right behind it on the session's one connection as [check the slot node at
+ *       the version the renewal makes, delete the owner] (release_behind). It
+ *       writes no record: the renewal's, once applied, is at least every ID issued
+ *       (IDs are issued below a record the store acknowledged, and the renewal's is
+ *       not below it). It frees the slot only if the renewal applied, which the
+ *       version says (ZSL1), so it never frees, nor lowers the record of, a slot
+ *       that someone took meanwhile. Once a stop has begun (stop_begin), a renewal
+ *       waits for no answer: it is parked for the release or the next renewal, and
+ *       the lease is told IK_ECLOSED (no change of its state).
  *
  * Threads: the ZooKeeper client runs an I/O thread and a completion thread per
  * handle. The session watcher (zk_session.c) runs on the completion thread and only
@@ -174,6 +185,18 @@ static int wait_all(zk_conn *c, zk_wait *w, int64_t ms)
     return ik__zk_wait_until(w, c->zh, ik__mono_ns() + ms * 1000000);
 }
 
+/* wait_all for a renewal: it ends too once a stop has begun (ZSL6). */
+static int wait_renewal(zk_conn *c, zk_wait *w, int64_t ms)
+{
+    return ik__zk_wait_renewal(w, c->zh, ik__mono_ns() + ms * 1000000);
+}
+
+/* 1 once a stop has begun (ZSL6). */
+static int stopping(const zk_conn *c)
+{
+    return __atomic_load_n(&c->zc->stopping, __ATOMIC_ACQUIRE) != 0;
+}
+
 /* What a request answered on c's session proves (ZSL2): the session cannot
  * expire before its send time + the negotiated session timeout; the lease
  * (core/lease.c) claims its safe part (docs/zookeeper.md, "The safe window"). */
@@ -189,8 +212,7 @@ static ik__lease_proof proof_of(zk_conn *c, int64_t sent_ns)
  * is a slow ZooKeeper, not a lost one. */
 static int64_t answer_wait_ms(zk_conn *c)
 {
-    int t = ik__zk_conn_timeout_ms(c);
-    int64_t w = t / 3;
+    int64_t w = ik__proof_slack_ms(ik__zk_conn_timeout_ms(c));
     return w < 100 ? 100 : w;
 }
 
@@ -240,7 +262,7 @@ static int ensure_parents(zk_backend *b, zk_conn *c, const char *app, char *why,
     char base[ZK_PATH_MAX], path[ZK_PATH_MAX];
     static const char *const subs[] = {"slots", "owners", "identities"};
     ik__zk_app_path(b->zc.chroot, app, "identities", path, sizeof path);
-    int zrc = zoo_exists(c->zh, path, 0, NULL);
+    int zrc = ik__zk_sync_exists(c->zh, path, NULL);
     if (zrc == ZOK) return IK_OK;
     if (zrc != ZNONODE) goto fail;
     ik__zk_app_path(b->zc.chroot, app, NULL, base, sizeof base);
@@ -248,7 +270,7 @@ static int ensure_parents(zk_backend *b, zk_conn *c, const char *app, char *why,
                              &b->zc.app_acl, ZOO_PERSISTENT, path, sizeof path);
     for (size_t i = 0; i < sizeof subs / sizeof subs[0] && zrc == ZOK; i++) {
         ik__zk_app_path(b->zc.chroot, app, subs[i], path, sizeof path);
-        zrc = zoo_create(c->zh, path, NULL, -1, &b->zc.app_acl, ZOO_PERSISTENT, NULL, 0);
+        zrc = ik__zk_sync_create(c->zh, path, NULL, -1, &b->zc.app_acl, ZOO_PERSISTENT);
         if (zrc == ZNODEEXISTS) zrc = ZOK;
     }
     if (zrc == ZOK) return IK_OK;
@@ -357,8 +379,9 @@ static void release_orphans(zk_backend *b, zk_conn *c, const char *app, int64_t 
         pthread_mutex_unlock(&b->slots->mu);
         if (live) continue;
         ik__zk_worker_path(b->zc.chroot, app, "owners", ws[i], path, sizeof path);
-        int zrc = zoo_exists(c->zh, path, 0, &ost);
-        if (zrc == ZOK && ost.ephemeralOwner == session) zrc = zoo_delete(c->zh, path, ost.version);
+        int zrc = ik__zk_sync_exists(c->zh, path, &ost);
+        if (zrc == ZOK && ost.ephemeralOwner == session)
+            zrc = ik__zk_sync_delete(c->zh, path, ost.version);
         if (ik__zk_doubtful(zrc)) remember_orphan(b, app, ws[i], session);
     }
 }
@@ -390,7 +413,7 @@ static int try_take(zk_backend *b, zk_conn *c, const ik__slot_request *req, uint
 
     struct Stat st;
     int blen = sizeof buf - 1;
-    int zrc = zoo_get(c->zh, s->slot_path, 0, buf, &blen, &st);
+    int zrc = ik__zk_sync_get(c->zh, s->slot_path, buf, &blen, &st);
     int exists = zrc == ZOK;
     ik__zk_fields f = {0};
     if (zrc == ZOK) {
@@ -449,7 +472,7 @@ static int try_take(zk_backend *b, zk_conn *c, const ik__slot_request *req, uint
          * owner node of this session is ever left without a handle (ZSL5). */
         struct Stat ost;
         int erc = ik__zk_conn_wait(&b->zc, c, ik__zk_connect_wait_ms(b->zc.timeout_ms)) == IK_OK
-                      ? zoo_exists(c->zh, s->owner_path, 0, &ost)
+                      ? ik__zk_sync_exists(c->zh, s->owner_path, &ost)
                       : ZCONNECTIONLOSS;
         if (erc == ZNONODE || (erc == ZOK && ost.ephemeralOwner != session)) return TAKE_CONFLICT;
         remember_orphan(b, req->app, w, session); /* ours, or maybe ours */
@@ -458,7 +481,7 @@ static int try_take(zk_backend *b, zk_conn *c, const ik__slot_request *req, uint
                             "ZooKeeper connection lost while taking slot %" PRIu32 ": %s", w,
                             zerror(erc));
         blen = sizeof buf - 1;
-        zrc = zoo_get(c->zh, s->slot_path, 0, buf, &blen, &wst);
+        zrc = ik__zk_sync_get(c->zh, s->slot_path, buf, &blen, &wst);
         if (zrc != ZOK)
             return ik__fail(ik__zk_doubtful(zrc) ? IK_EINDOUBT : IK_ELOST, why, why_len,
                             "ZooKeeper connection lost while taking slot %" PRIu32 ": %s", w,
@@ -472,7 +495,7 @@ static int try_take(zk_backend *b, zk_conn *c, const ik__slot_request *req, uint
         record = f.record_ms;
         zrc = ZOK;
     } else if (zrc == ZOK && !exists) {
-        if (zoo_exists(c->zh, s->slot_path, 0, &wst) != ZOK) wst.czxid = 0;
+        if (ik__zk_sync_exists(c->zh, s->slot_path, &wst) != ZOK) wst.czxid = 0;
         wst.version = 0;
     }
     switch (zrc) {
@@ -512,7 +535,7 @@ static int read_ident(zk_conn *c, zk_ident *id, char *why, size_t why_len)
     int blen = sizeof buf - 1;
     id->exists = 0;
     id->worker = -1;
-    int zrc = zoo_get(c->zh, id->path, 0, buf, &blen, NULL);
+    int zrc = ik__zk_sync_get(c->zh, id->path, buf, &blen, NULL);
     if (zrc == ZNONODE) return IK_OK;
     if (zrc != ZOK) return ik__zk_fail(zrc, why, why_len, id->path);
     id->exists = 1;
@@ -560,7 +583,7 @@ static int acquire_pass(zk_backend *b, zk_conn *c, const ik__slot_request *req, 
         }
         ik__zk_worker_path(b->zc.chroot, req->app, "owners", w, s->owner_path,
                            sizeof s->owner_path);
-        int erc = zoo_exists(c->zh, s->owner_path, 0, &ost);
+        int erc = ik__zk_sync_exists(c->zh, s->owner_path, &ost);
         if (erc != ZOK && erc != ZNONODE) {
             remember_orphan(b, req->app, w, session); /* still maybe ours */
             rc = ik__zk_fail(erc, why, why_len, s->owner_path);
@@ -796,7 +819,7 @@ static int reconcile(zk_conn *c, zk_slot *s)
     char buf[ZK_DATA_MAX];
     int len = sizeof buf - 1;
     struct Stat st;
-    int zrc = zoo_get(c->zh, s->slot_path, 0, buf, &len, &st);
+    int zrc = ik__zk_sync_get(c->zh, s->slot_path, buf, &len, &st);
     if (zrc != ZOK) return ik__zk_doubtful(zrc) ? IK_EINDOUBT : IK_ELOST;
     if (len < 0) len = 0;
     ik__zk_fields f;
@@ -867,14 +890,14 @@ static int settle_proof(zk_conn *c, zk_slot *s, const zk_item *it, zk_proof *p)
     return rc;
 }
 
-/* Settles an earlier write still unanswered, waiting up to ms. IK_OK when there is
- * none left (*p filled if that write was acknowledged: its proof counts from its
- * own send time, however late the answer), IK_EINDOUBT if it is still unanswered,
- * IK_ELOST. */
+/* Settles an earlier write still unanswered, waiting up to ms (a renewal's wait:
+ * none once a stop has begun). IK_OK when there is none left (*p filled if that
+ * write was acknowledged: its proof counts from its own send time, however late
+ * the answer), IK_EINDOUBT if it is still unanswered, IK_ELOST. */
 static int settle_pending(zk_conn *c, zk_slot *s, int64_t ms, zk_proof *p)
 {
     if (!s->pending) return IK_OK;
-    if (!wait_all(c, s->pending, ms)) return IK_EINDOUBT;
+    if (!wait_renewal(c, s->pending, ms)) return IK_EINDOUBT;
     int rc = settle_proof(c, s, &s->pending->r[0], p);
     ik__zk_wait_put(s->pending);
     s->pending = NULL;
@@ -893,6 +916,7 @@ static int persist_locked(zk_backend *b, zk_conn *c, zk_slot *s, int64_t record_
     int rc = slot_session_check(b, c, s);
     if (rc == IK_ELOST) return rc;
     int prc = settle_pending(c, s, answer_wait_ms(c), &proof);
+    if (prc == IK_EINDOUBT && stopping(c)) return IK_ECLOSED; /* ZSL6 */
     if (prc) return prc; /* lost, or still unanswered: one write outstanding at most */
     if (rc == IK_OK) {   /* not connected: do not queue writes behind a dead socket */
         if (record_ms < s->record_ms) record_ms = s->record_ms; /* records only grow */
@@ -901,8 +925,8 @@ static int persist_locked(zk_backend *b, zk_conn *c, zk_slot *s, int64_t record_
             int src = send_write(c, s, record_ms, 0, &w);
             if (src) return src;
             int64_t left = (deadline - ik__mono_ns()) / 1000000;
-            if (!wait_all(c, w, left > 0 ? left : 0)) {
-                s->pending = w; /* settled by the next call */
+            if (!wait_renewal(c, w, left > 0 ? left : 0)) {
+                s->pending = w; /* settled by the next call, or the release (ZSL6) */
                 break;
             }
             src = settle_proof(c, s, &w->r[0], &proof);
@@ -911,7 +935,7 @@ static int persist_locked(zk_backend *b, zk_conn *c, zk_slot *s, int64_t record_
             if (src != SETTLE_RETRY) break; /* IK_OK (proof), or IK_EINDOUBT */
         }
     }
-    if (!proof.lease.sent_mono_ns) return IK_EINDOUBT;
+    if (!proof.lease.sent_mono_ns) return stopping(c) ? IK_ECLOSED : IK_EINDOUBT;
     if (lease) *lease = proof.lease;
     if (written_ms) *written_ms = proof.record_ms;
     return IK_OK;
@@ -944,6 +968,38 @@ static void slot_free(zk_backend *b, zk_slot *s)
     free(s);
 }
 
+/* ZSL6: the release of s sent right behind its renewal still unanswered, then both
+ * waited for until the monotonic ms deadline until. IK_OK (freed), IK_ELOST (the
+ * renewal found the slot gone), IK_EINDOUBT (no answer in time, or the renewal's
+ * outcome leaves the slot's version unknown: the owner node stays, and frees with
+ * the session). */
+static int release_behind(zk_conn *c, zk_slot *s, int64_t until)
+{
+    zk_wait *w = ik__zk_wait_new(1, 0);
+    if (!w) return IK_ENOMEM;
+    zk_item *it = &w->r[0];
+    int64_t sent_ms = (ik__mono_ns() - ((const zk_write *)s->pending->r[0].ext)->sent_ns) / 1000000;
+    ik__logf("releasing worker %" PRIu32 ": ZooKeeper has not answered the renewal sent %" PRId64
+             " ms ago; the release goes right behind it, and waits for both at most %" PRId64 " ms",
+             s->worker, sent_ms, left_ms(until));
+    zoo_check_op_init(&it->ops[0], s->slot_path, s->version + 1);
+    zoo_delete_op_init(&it->ops[1], s->owner_path, -1);
+    ik__zk_arm(it, c->zh);
+    ik__zk_issued(it, ik__zk_amulti(c->zh, 2, it->ops, it->res, ik__zk_on_void, it));
+    int rc = IK_EINDOUBT;
+    if (wait_all(c, s->pending, left_ms(until)) && wait_all(c, w, left_ms(until))) {
+        zk_proof unused;
+        int prc = settle_proof(c, s, &s->pending->r[0], &unused); /* the renewal's record stands */
+        int zrc = ik__zk_multi_error(it);
+        rc = zrc == ZOK                                           ? IK_OK
+             : prc == IK_ELOST || ik__zk_session_gone(zrc)        ? IK_ELOST
+             : zrc == ZBADVERSION && prc == IK_OK && !s->in_doubt ? IK_ELOST
+                                                                  : IK_EINDOUBT;
+    }
+    ik__zk_wait_put(w);
+    return rc;
+}
+
 int ik__zk_slot_release(ik__backend *be, void *handle, int64_t record_ms)
 {
     zk_backend *b = (zk_backend *)be;
@@ -961,7 +1017,14 @@ int ik__zk_slot_release(ik__backend *be, void *handle, int64_t record_ms)
             rc = IK_EINDOUBT;
     }
     zk_proof unused;
-    if (rc == IK_OK) rc = settle_pending(c, s, left_ms(until), &unused);
+    if (rc == IK_OK && s->pending && !s->leaf && !wait_all(c, s->pending, 0)) {
+        rc = release_behind(c, s, until); /* ZSL6 */
+        pthread_rwlock_unlock(&b->zc.life);
+        slot_free(b, s);
+        return rc;
+    }
+    if (rc == IK_OK && s->pending) wait_all(c, s->pending, left_ms(until)); /* a Leaf node's */
+    if (rc == IK_OK) rc = settle_pending(c, s, 0, &unused);
     /* backend.h: a release may lower the record, never below what it found */
     if (record_ms < s->found_ms) record_ms = s->found_ms;
     /* ZLF5: a Leaf server on this identity starts once its clock is not below the

@@ -279,7 +279,7 @@ static int ensure_tags_dir(const ik__zk_session *s, const char *app)
 {
     char dir[ZT_PATH_MAX];
     ik__zk_tag_path(s, app, NULL, NULL, dir, sizeof dir);
-    int zrc = zoo_exists(s->zh, dir, 0, NULL);
+    int zrc = ik__zk_sync_exists(s->zh, dir, NULL);
     if (zrc != ZNONODE) return zrc;
     return ik__zk_create_path(s->zh, dir, strlen(s->chroot) + strlen(IK__ZK_ROOT), s->shared_acl,
                               s->app_acl, ZOO_PERSISTENT, NULL, 0);

@@ -231,16 +231,9 @@ static int advance_locked(ik__backend *be, ik__zk_tags *zt, zt_tag *g, ik_tag_ki
             }
             int r = ik__zk_call_read(c, &g->node, zt->nonce);
             if (r == IK__ZK_LOST) return IK_EINDOUBT;
-            if (r == IK__ZK_MINE) {                  /* ours, its answer lost: still ours */
-                w->own_fate.fate = IK__DOUBT_LANDED; /* logged by the engine */
-                w->own_fate.first = w->own.first;
-                snprintf(w->own_fate.why, sizeof w->own_fate.why,
-                         "the write whose answer was lost landed: handed out; written at "
-                         "version=%" PRId64 " now=%d",
-                         w->own.aux, g->node.version);
-                *first = w->own.first;
+            if (r == IK__ZK_MINE) { /* ours, its answer lost: the engine hands it out */
                 g->contended = g->node.version != w->own.aux + 1;
-                return IK_OK;
+                return IK_EINDOUBT;
             }
         } else {
             ik__zk_session_put(be);
@@ -251,15 +244,18 @@ static int advance_locked(ik__backend *be, ik__zk_tags *zt, zt_tag *g, ik_tag_ki
         /* The write: max_id + delta at the version read, our line first, the engine's
          * write id as its COUNT; recorded by the engine before the call (ZT3). A
          * write of ours still open is at this version (the read above found it
-         * PENDING): it is sent again as it was. With as many carried doubts at this
-         * version as one read decides, the newest of them is sent again as it was
-         * instead of ours: of all the writes at V at most one lands, and its answer
-         * or the next read says which, so the tag moves on. */
+         * pending): it is sent again as it was. With as many carried doubts at this
+         * version as the engine keeps of a lane (IK__DOUBT_LANE_MAX), the newest of
+         * them is sent again as it was instead of ours: of all the writes at V at most
+         * one lands, and its answer or the next read says which, so the tag moves on
+         * and the lane never drops one unread. */
         const ik__doubt *x = &w->own;
-        if (!c->own_open && c->carried_open && w->n_carried >= IK__ZK_DOUBT_WRITES)
+        if (!c->own_open && c->carried_open && w->n_carried >= IK__DOUBT_LANE_MAX)
             x = &w->carried[w->n_carried - 1];
         else if (!c->own_open)
-            ik__zk_note(&w->own, cur); /* where it is made, before it is sent */
+            ik__zk_note(&w->own, cur);    /* where it is made, before it is sent */
+        if (!c->own_open && x == &w->own) /* a new send of it: what was read of it is past */
+            memset(&w->own_ev, 0, sizeof w->own_ev);
         int resend = x != &w->own;
         if (cur->max_id < 0) return outcome(c, IK_ESTORE);
         if (cur->max_id > INT64_MAX - x->delta) return outcome(c, IK_ERANGE);
@@ -360,9 +356,10 @@ int ik__zk_tag_advance(ik__backend *be, const char *app, const char *name, ik_ta
 }
 
 /* The stop's settle (backend.h): one read of the node by the deadline (a cut ends
- * it as unanswered), which decides the carried doubts as an advance's read would.
- * One still PENDING (the node at its version) may land yet, and the stop writes
- * nothing to fence it: UNKNOWN. No answer in time: left OPEN (the engine logs it). */
+ * it as unanswered), whose evidence the engine decides as an advance's read. One
+ * still pending (the node at its version) may land yet, and the stop writes nothing
+ * to fence it: the engine's rule at the stop says so. No answer in time: nothing read
+ * (the engine logs it). */
 void ik__zk_tag_settle(ik__backend *be, const char *app, const char *name, ik__tag_write *w,
                        int64_t deadline_ns)
 {
@@ -378,12 +375,7 @@ void ik__zk_tag_settle(ik__backend *be, const char *app, const char *name, ik__t
             ik__zk_call_unknown(&c, IK__ZK_GONE);
         } else if (zrc == ZOK) {
             ik__zk_call_read(&c, &n, ik__zk_backend_of(be)->tags->nonce);
-            char why[200];
-            snprintf(why, sizeof why,
-                     "a write whose answer was lost may have recorded them (the node is "
-                     "still at version %d, where it was written: it may land yet)",
-                     n.version);
-            ik__zk_call_unknown(&c, why); /* PENDING: nothing fences it at the stop */
+            return; /* read: pending ones too, which nothing fences at the stop */
         } else if (!ik__zk_doubtful(zrc) && !ik__zk_session_gone(zrc)) {
             return;
         }

@@ -105,6 +105,7 @@ typedef struct ik__zk_hz {
     /* IDKEEPER_TEST_ZK_GATE_PAUSE_MS, IDKEEPER_TEST_ZK_ACQUIRE_PAUSE_MS: tests only
      * (docs/testing.md, "Test hooks") */
     int test_pause_ms, test_acquire_pause_ms;
+    const char *test_pause_end; /* IDKEEPER_TEST_ZK_PAUSE_END: a file that ends a pause */
 } zk_hz;
 
 /* ------------------------------------------------------------------------------
@@ -559,7 +560,8 @@ static int run_locked(ik__backend *be, zk_hz *z, char *why, size_t why_len)
     hz_conn c;
     int rc = hz_connect(be, &c, why, why_len);
     if (rc) return rc;
-    int64_t budget_ms = c.s.timeout_ms / 3 < 2000 ? 2000 : c.s.timeout_ms / 3;
+    int64_t budget_ms = ik__proof_slack_ms(c.s.timeout_ms);
+    if (budget_ms < 2000) budget_ms = 2000;
     int64_t deadline = ik__mono_ns() + budget_ms * 1000000;
     int timeout_ms = c.s.timeout_ms;
     char probe_msg[96] = "";
@@ -717,12 +719,17 @@ static int judge_after(ik__backend *be, int wait, char *why, size_t why_len)
 
 /* The test hooks: a counter advance (IDKEEPER_TEST_ZK_GATE_PAUSE_MS) or a slot take
  * (IDKEEPER_TEST_ZK_ACQUIRE_PAUSE_MS) pauses ms after its gate, before it is sent, so
- * that a test can restart ZooKeeper in between. */
-static void test_pause(int ms)
+ * that a test can restart ZooKeeper in between; the line tells the test it is there,
+ * and the file IDKEEPER_TEST_ZK_PAUSE_END, once it exists, ends the pause early (the
+ * test makes it when the restart is done, whatever it took). */
+static void test_pause(const zk_hz *z, int ms)
 {
     if (ms <= 0) return;
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
-    while (nanosleep(&ts, &ts) != 0) {
+    ik__logf("test hook: pausing %d ms between the check and the write", ms);
+    int64_t end = ik__mono_ns() + (int64_t)ms * 1000000;
+    while (ik__mono_ns() < end && !(z->test_pause_end && access(z->test_pause_end, F_OK) == 0)) {
+        struct timespec ts = {0, 10 * 1000000};
+        nanosleep(&ts, NULL);
     }
 }
 
@@ -790,6 +797,7 @@ int ik__zk_hazards_open(ik__backend *be, const ik_coord_options *o, char *why, s
     z->asked_ms = b->zc.timeout_ms;
     z->test_pause_ms = test_ms("IDKEEPER_TEST_ZK_GATE_PAUSE_MS");
     z->test_acquire_pause_ms = test_ms("IDKEEPER_TEST_ZK_ACQUIRE_PAUSE_MS");
+    z->test_pause_end = getenv("IDKEEPER_TEST_ZK_PAUSE_END"); /* tests only */
     b->hzs = z;
     /* the interval: a third of the negotiated session timeout, at most 10 s */
     ik__hazards_init(&be->hz, o, ik__zk_slot_free_ms(be), b->zc.uri);
@@ -842,7 +850,7 @@ int ik__zk_gated_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__
     if (rc)
         return ik__fail(IK_ESTORE, why, why_len,
                         "ZooKeeper is not connected: its settings cannot be checked");
-    test_pause(z ? z->test_acquire_pause_ms : 0);
+    if (z) test_pause(z, z->test_acquire_pause_ms);
     rc = ik__zk_slot_acquire(be, req, out, why, why_len);
     if (rc != IK_OK || judged_still(be, judged)) return rc;
     char after[300];
@@ -885,16 +893,18 @@ int ik__zk_gated_tag_advance(ik__backend *be, const char *app, const char *name,
     int rc = gate(be, &judged);
     if (rc == IK_EUNSAFE) return rc;
     if (rc) return IK_ESTORE; /* certainly not done */
-    test_pause(hz_of(be) ? hz_of(be)->test_pause_ms : 0);
+    if (hz_of(be)) test_pause(hz_of(be), hz_of(be)->test_pause_ms);
     rc = ik__zk_tag_advance(be, app, name, kind, w, first);
-    if (rc != IK_OK || judged_still(be, judged)) return rc;
+    /* answered, or read back as landed (the engine would hand it out) */
+    int ran = rc == IK_OK || (rc == IK_EINDOUBT && w->own_ev.held && !w->own_ev.code);
+    if (!ran || judged_still(be, judged)) return rc;
     char why[300];
-    if (judge_after(be, 1, why, sizeof why) == IK_OK) return IK_OK;
+    if (judge_after(be, 1, why, sizeof why) == IK_OK) return rc;
     /* landed, on a connection that cannot be vouched for: never handed out */
-    w->own_fate.fate = IK__DOUBT_LANDED;
-    w->own_fate.first = *first;
-    w->own_fate.code = "store_unsafe";
-    snprintf(w->own_fate.why, sizeof w->own_fate.why,
+    if (rc == IK_OK) w->own_ev.first = *first;
+    w->own_ev.read = w->own_ev.held = 1;
+    w->own_ev.code = "store_unsafe";
+    snprintf(w->own_ev.what, sizeof w->own_ev.what,
              "its write was answered on a connection made after its check (%s)", why);
     return IK_EUNSAFE;
 }

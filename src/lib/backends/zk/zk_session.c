@@ -82,6 +82,7 @@
 #include <time.h>
 
 #include <openssl/evp.h>
+#include <zookeeper/proto.h> /* the multi ops' types */
 
 #define ZS_PATH_MAX 512        /* the slot nodes' paths: the chroot leaves room for them */
 #define ZS_CLOSE_WAIT_MS 10000 /* how long a client close waits for dead handles (ZS5) */
@@ -217,10 +218,10 @@ int ik__zk_create_path(zhandle_t *zh, const char *path, size_t shared_end,
         int shared_part = n <= shared_end;
         int m = shared_part || (mode == ZOO_CONTAINER && no_containers) ? ZOO_PERSISTENT : mode;
         const struct ACL_vector *acl = shared_part ? shared : own;
-        zrc = zoo_create(zh, p, NULL, -1, acl, m, NULL, 0);
+        zrc = ik__zk_sync_create(zh, p, NULL, -1, acl, m);
         if ((zrc == ZUNIMPLEMENTED || zrc == ZBADARGUMENTS) && m == ZOO_CONTAINER) {
             no_containers = 1;
-            zrc = zoo_create(zh, p, NULL, -1, acl, ZOO_PERSISTENT, NULL, 0);
+            zrc = ik__zk_sync_create(zh, p, NULL, -1, acl, ZOO_PERSISTENT);
         }
         if (zrc != ZOK && zrc != ZNODEEXISTS) break;
         zrc = ZOK;
@@ -335,11 +336,18 @@ void ik__zk_client_cut(ik__zk_client *zc)
     pthread_mutex_unlock(&zc->mu);
 }
 
-int ik__zk_wait_until(ik__zk_wait *w, zhandle_t *zh, int64_t deadline_ns)
+void ik__zk_client_stopping(ik__zk_client *zc)
+{
+    __atomic_store_n(&zc->stopping, 1, __ATOMIC_RELEASE); /* the waits look every poll */
+}
+
+/* ik__zk_wait_until, and with renewal set ik__zk_wait_renewal. */
+static int wait_for(ik__zk_wait *w, zhandle_t *zh, int64_t deadline_ns, int renewal)
 {
     const ik__zk_conn *c = zh ? zoo_get_context(zh) : NULL;
     pthread_mutex_lock(&w->mu);
-    while (w->left > 0 && !conn_dead_now(c)) {
+    while (w->left > 0 && !conn_dead_now(c) &&
+           !(renewal && c && __atomic_load_n(&c->zc->stopping, __ATOMIC_ACQUIRE))) {
         int64_t ms = ZS_DEATH_POLL_MS;
         if (deadline_ns >= 0) {
             int64_t left = (deadline_ns - ik__mono_ns() + 999999) / 1000000;
@@ -356,6 +364,16 @@ int ik__zk_wait_until(ik__zk_wait *w, zhandle_t *zh, int64_t deadline_ns)
     int all = w->left == 0;
     pthread_mutex_unlock(&w->mu);
     return all;
+}
+
+int ik__zk_wait_until(ik__zk_wait *w, zhandle_t *zh, int64_t deadline_ns)
+{
+    return wait_for(w, zh, deadline_ns, 0);
+}
+
+int ik__zk_wait_renewal(ik__zk_wait *w, zhandle_t *zh, int64_t deadline_ns)
+{
+    return wait_for(w, zh, deadline_ns, 1);
 }
 
 void ik__zk_on_void(int rc, const void *data)
@@ -430,6 +448,90 @@ void ik__zk_on_created(int rc, const char *value, const struct Stat *st, const v
     req_finish(r, rc);
 }
 
+/* ------------------------------------------------------------------------------
+ * Bounded synchronous calls (zk_session.h)
+ */
+/* The answer of w's one request, sent on zh: its code, or ZOPERATIONTIMEOUT when
+ * none came within the session timeout plus a second, the handle died or the
+ * client was cut. */
+static int sync_answer(ik__zk_wait *w, zhandle_t *zh)
+{
+    int64_t ms = (int64_t)zoo_recv_timeout(zh) + 1000;
+    return ik__zk_wait_until(w, zh, ik__mono_ns() + ms * 1000000) ? w->r[0].rc : ZOPERATIONTIMEOUT;
+}
+
+int ik__zk_sync_children(zhandle_t *zh, const char *path, struct String_vector *out)
+{
+    ik__zk_wait *w = ik__zk_wait_new(1, 0);
+    if (!w) return ZSYSTEMERROR;
+    ik__zk_req *r = &w->r[0];
+    ik__zk_arm(r, zh);
+    ik__zk_issued(r, zoo_aget_children(zh, path, 0, ik__zk_on_kids, r));
+    int zrc = sync_answer(w, zh);
+    if (zrc == ZOK) { /* answered: the copy is the caller's now */
+        *out = r->kids;
+        r->kids = (struct String_vector){0, NULL};
+    }
+    ik__zk_wait_put(w);
+    return zrc;
+}
+
+int ik__zk_sync_get(zhandle_t *zh, const char *path, char *buf, int *buf_len, struct Stat *st)
+{
+    ik__zk_wait *w = ik__zk_wait_new(1, 0);
+    if (!w) return ZSYSTEMERROR;
+    ik__zk_req *r = &w->r[0];
+    ik__zk_arm(r, zh);
+    ik__zk_issued(r, zoo_aget(zh, path, 0, ik__zk_on_data, r));
+    int zrc = sync_answer(w, zh);
+    if (zrc == ZOK) {
+        int n = r->len < *buf_len ? r->len : *buf_len;
+        if (n > 0) memcpy(buf, r->data, (size_t)n);
+        *buf_len = n;
+        if (st) *st = r->st;
+    }
+    ik__zk_wait_put(w);
+    return zrc;
+}
+
+int ik__zk_sync_exists(zhandle_t *zh, const char *path, struct Stat *st)
+{
+    ik__zk_wait *w = ik__zk_wait_new(1, 0);
+    if (!w) return ZSYSTEMERROR;
+    ik__zk_req *r = &w->r[0];
+    ik__zk_arm(r, zh);
+    ik__zk_issued(r, zoo_aexists(zh, path, 0, ik__zk_on_stat, r));
+    int zrc = sync_answer(w, zh);
+    if (zrc == ZOK && st) *st = r->st;
+    ik__zk_wait_put(w);
+    return zrc;
+}
+
+int ik__zk_sync_create(zhandle_t *zh, const char *path, const char *value, int value_len,
+                       const struct ACL_vector *acl, int mode)
+{
+    ik__zk_wait *w = ik__zk_wait_new(1, 0);
+    if (!w) return ZSYSTEMERROR;
+    ik__zk_req *r = &w->r[0];
+    ik__zk_arm(r, zh);
+    ik__zk_issued(r, zoo_acreate2(zh, path, value, value_len, acl, mode, ik__zk_on_created, r));
+    int zrc = sync_answer(w, zh);
+    ik__zk_wait_put(w);
+    return zrc;
+}
+
+int ik__zk_sync_delete(zhandle_t *zh, const char *path, int version)
+{
+    ik__zk_wait *w = ik__zk_wait_new(1, 0);
+    if (!w) return ZSYSTEMERROR;
+    ik__zk_req *r = &w->r[0];
+    ik__zk_arm(r, zh);
+    ik__zk_issued(r, zoo_adelete(zh, path, version, ik__zk_on_void, r));
+    int zrc = sync_answer(w, zh);
+    ik__zk_wait_put(w);
+    return zrc;
+}
+
 /* ZS4: the client's state now, as a reason not to send a multi (ZOK: send it). */
 static int multi_refusal(zhandle_t *zh)
 {
@@ -446,10 +548,65 @@ int ik__zk_amulti(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_result_t
     return zrc != ZOK ? zrc : zoo_amulti(zh, count, ops, results, completion, data);
 }
 
+/* 1 if op writes its answer where it points: a create's path buffer, a set's Stat. */
+static int op_is_create(const zoo_op_t *op)
+{
+    return (op->type == ZOO_CREATE_OP || op->type == ZOO_CREATE2_OP) && op->create_op.buf;
+}
+
 int ik__zk_multi(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_result_t *results)
 {
+    if (count <= 0) return ZBADARGUMENTS;
     int zrc = multi_refusal(zh);
-    return zrc != ZOK ? zrc : zoo_multi(zh, count, ops, results);
+    if (zrc != ZOK) return zrc;
+    /* Bounded as the other synchronous calls are (zk_session.h). The client writes
+     * the answers where the ops point (a set's Stat, a create's path buffer) and
+     * into the results, whenever they come: a wait that ends first must leave
+     * nothing pointing at the caller's memory, so the request goes out with copies
+     * in memory the wait owns (its last reference frees it), and the caller's get
+     * the answer once it is in. */
+    size_t bufs = 0;
+    for (int i = 0; i < count; i++)
+        if (op_is_create(&ops[i])) bufs += (size_t)ops[i].create_op.buflen;
+    size_t head =
+        (size_t)count * (sizeof(zoo_op_t) + sizeof(zoo_op_result_t) + sizeof(struct Stat));
+    ik__zk_wait *w = ik__zk_wait_new(1, 0);
+    char *mem = calloc(1, head + bufs);
+    if (!w || !mem) {
+        free(mem);
+        ik__zk_wait_put(w);
+        return ZSYSTEMERROR;
+    }
+    ik__zk_req *r = &w->r[0];
+    r->data = mem; /* freed with the wait, by its last reference */
+    zoo_op_t *op = (zoo_op_t *)mem;
+    zoo_op_result_t *res = (zoo_op_result_t *)(op + count);
+    struct Stat *st = (struct Stat *)(res + count);
+    char *buf = (char *)(st + count);
+    memcpy(op, ops, (size_t)count * sizeof *op);
+    for (int i = 0; i < count; i++) {
+        if (op_is_create(&op[i])) {
+            op[i].create_op.buf = buf;
+            buf += op[i].create_op.buflen;
+        } else if (op[i].type == ZOO_SETDATA_OP && op[i].set_op.stat) {
+            op[i].set_op.stat = &st[i];
+        }
+    }
+    ik__zk_arm(r, zh);
+    ik__zk_issued(r, zoo_amulti(zh, count, op, res, ik__zk_on_void, r));
+    zrc = sync_answer(w, zh);
+    for (int i = 0; i < count && zrc != ZOPERATIONTIMEOUT; i++) {
+        results[i] = (zoo_op_result_t){.err = res[i].err, .valuelen = res[i].valuelen};
+        if (op_is_create(&ops[i])) {
+            memcpy(ops[i].create_op.buf, op[i].create_op.buf, (size_t)ops[i].create_op.buflen);
+            results[i].value = ops[i].create_op.buf;
+        } else if (ops[i].type == ZOO_SETDATA_OP && ops[i].set_op.stat) {
+            *ops[i].set_op.stat = st[i];
+            results[i].stat = ops[i].set_op.stat;
+        }
+    }
+    ik__zk_wait_put(w);
+    return zrc;
 }
 
 int ik__zk_multi_error(const ik__zk_req *r)
@@ -593,11 +750,23 @@ static int conn_open(ik__zk_client *zc, ik__zk_conn **out, char *why, size_t why
     return IK_OK;
 }
 
+/* The close of a live handle left after the stop's cut (conn_close): on a thread
+ * of its own, for zookeeper_close waits up to 1.5 s for the server to end the
+ * session, which the stop's bound leaves no time for. A process that exits first
+ * ends the session by its timeout, as a killed one would; c stays on left_handles. */
+static void *close_left(void *arg)
+{
+    ik__zk_conn *c = arg;
+    zookeeper_close(c->zh);
+    return NULL;
+}
+
 /* Takes c out of use (caller holds life for writing, or took c out of zc->conn
  * under it): a dead handle is retired, for its own watcher to close (ZS5); a live
  * one that owes no answer is closed here, on this thread (its threads are joined)
- * and freed; a live one that still owes answers is left to its completion thread,
- * which closes it with the last of them (ZS6). */
+ * and freed, or after the stop's cut on a thread of its own (close_left); a live
+ * one that still owes answers is left to its completion thread, which closes it
+ * with the last of them (ZS6). */
 static void conn_close(ik__zk_client *zc, ik__zk_conn *c)
 {
     if (!c) return;
@@ -614,10 +783,11 @@ static void conn_close(ik__zk_client *zc, ik__zk_conn *c)
     }
     pthread_mutex_unlock(&zc->mu);
     if (dead) return;
+    int cut = __atomic_load_n(&zc->cut, __ATOMIC_ACQUIRE);
     pthread_mutex_lock(&c->wmu); /* a session event running now ends first (ZS6) */
     pthread_mutex_lock(&owed_mu);
     int owed = c->owed;
-    if (owed) {
+    if (owed || cut) {
         c->left = 1;
         c->next = left_handles;
         left_handles = c;
@@ -625,6 +795,18 @@ static void conn_close(ik__zk_client *zc, ik__zk_conn *c)
     pthread_mutex_unlock(&owed_mu);
     pthread_mutex_unlock(&c->wmu);
     if (owed) return;
+    pthread_t t;
+    pthread_attr_t a;
+    if (cut && pthread_attr_init(&a) == 0) {
+        pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+        int made = pthread_create(&t, &a, close_left, c) == 0;
+        pthread_attr_destroy(&a);
+        if (made) return;
+    }
+    if (cut) { /* no thread for it: closed here after all, and kept (left_handles) */
+        zookeeper_close(c->zh);
+        return;
+    }
     zookeeper_close(c->zh);
     pthread_mutex_destroy(&c->wmu);
     free(c);

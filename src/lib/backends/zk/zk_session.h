@@ -59,6 +59,7 @@ struct ik__zk_client {
     pthread_mutex_t mu;    /* guards conn's fields and gen */
     pthread_cond_t cv;     /* broadcast on every session event */
     int cut;               /* ik__zk_client_cut: no answer is waited for any more */
+    int stopping;          /* ik__zk_client_stopping: a renewal's answer is not waited for */
     ik__zk_conn *conn;
     ik__zk_conn *retired; /* dead handles replaced, freed once closed (ZS5) */
     unsigned gen;
@@ -106,6 +107,11 @@ void ik__zk_client_close(ik__zk_client *zc);
  * connection on zc ends now (as one that got none) and every later one at once.
  * Any thread. */
 void ik__zk_client_cut(ik__zk_client *zc);
+
+/* The seam's stop_begin (backend.h): a stop has begun, so the slot renewals wait
+ * for no answer any more (ik__zk_wait_renewal); the release sends itself right
+ * behind one still unanswered (backend_zk_slots.c, ZSL6). Any thread. */
+void ik__zk_client_stopping(ik__zk_client *zc);
 
 /* Waits up to ms for c to be connected. 0: connected; IK_ELOST: the session is
  * dead; IK_ESTORE: not connected in time. Caller holds life (read or write). */
@@ -259,6 +265,9 @@ void ik__zk_issued(ik__zk_req *r, int zrc);
  * (ik__mono_ns; < 0: none) passes, or zh's session is known dead (its answers then
  * wait behind the handle's close, ZS5). 1: all answered. */
 int ik__zk_wait_until(ik__zk_wait *w, zhandle_t *zh, int64_t deadline_ns);
+/* The same for a slot renewal: it also ends (0) once the client is stopping
+ * (ik__zk_client_stopping). */
+int ik__zk_wait_renewal(ik__zk_wait *w, zhandle_t *zh, int64_t deadline_ns);
 
 /* Completions; data is the ik__zk_req. */
 void ik__zk_on_void(int rc, const void *data);
@@ -268,10 +277,27 @@ void ik__zk_on_kids(int rc, const struct String_vector *v, const void *data);
 void ik__zk_on_created(int rc, const char *value, const struct Stat *st, const void *data);
 void ik__zk_on_synced(int rc, const char *value, const void *data); /* zoo_async (sync) */
 
+/* The synchronous reads and creates of the zk:// modules, each bounded: the
+ * client's own zoo_get_children, zoo_get, zoo_exists, zoo_create and zoo_delete wait for
+ * their answer with no deadline (until the client gives the connection up, 2/3 of
+ * the session timeout after the server's last byte), and no cut reaches them; so
+ * a stop could not outlast them (docs/guarantees.md promise 13). These send the
+ * asynchronous form and wait as ik__zk_wait_until does, until the session timeout
+ * plus a second, the handle's death, or the client's cut (ik__zk_client_cut):
+ * ZOPERATIONTIMEOUT then (no answer: a create may still land). Arguments and
+ * answers otherwise as the client's calls (no watches). Any thread. */
+int ik__zk_sync_children(zhandle_t *zh, const char *path, struct String_vector *out);
+int ik__zk_sync_get(zhandle_t *zh, const char *path, char *buf, int *buf_len, struct Stat *st);
+int ik__zk_sync_exists(zhandle_t *zh, const char *path, struct Stat *st);
+int ik__zk_sync_create(zhandle_t *zh, const char *path, const char *value, int value_len,
+                       const struct ACL_vector *acl, int mode);
+int ik__zk_sync_delete(zhandle_t *zh, const char *path, int version);
+
 /* zoo_amulti and zoo_multi, sent only while the client says it is connected
  * (zoo_state() at the call): ZCONNECTIONLOSS while it is not (nothing was sent),
  * ZINVALIDSTATE once its session is dead. Every multi of the zk:// modules goes
- * through these (invariant ZS4), never through the client's own. */
+ * through these (invariant ZS4), never through the client's own. ik__zk_multi is
+ * bounded as the synchronous calls above are (ZOPERATIONTIMEOUT: no answer). */
 int ik__zk_amulti(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_result_t *results,
                   void_completion_t completion, const void *data);
 int ik__zk_multi(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_result_t *results);
