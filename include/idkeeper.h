@@ -386,6 +386,16 @@ typedef struct ik_coord_options {
      * its backend (as session-timeout, auth, wait-replicas) where neither this list nor
      * the URI gives that option, and ignored by the other backends. */
     const char *const *store_options;
+    /* Since 0.6.0, with leaf_name: the identity (IP:PORT, the server's own) whose node
+     * a Leaf server wrote may be taken over. A Leaf server starts on the number cached
+     * in its workerID.properties whenever its start-up checks fail, and writes nothing
+     * then, so nothing can fence it: by default a server takes only a number no Leaf
+     * server has held (a node idkeeper made). Set this only once that identity's Leaf
+     * deployment and its cache are gone (docs/migration-from-leaf.md). NULL (the
+     * default): never. Another identity than the server's fails its take with
+     * IK_EINVAL; without leaf_name, ik_coord_open fails with IK_EINVAL. Copied by
+     * ik_coord_open. */
+    const char *leaf_takeover;
 } ik_coord_options;
 
 IK_EXTERN void ik_coord_options_init(ik_coord_options *o);
@@ -542,9 +552,10 @@ IK_EXTERN int ik_slot_lease_begin(ik_coord *c, ik_snowflake *g, const ik_lease_o
                                   ik_slot_lease **out, char *why, size_t why_len);
 
 /* Waits up to timeout_ms (< 0: no limit) for the first acquisition of l: 0 once a
- * slot is held, IK_ETIMEDOUT if still acquiring, or the error that ended it (why
- * says why: IK_ENOSLOT names the range and the holders). After an error only
- * ik_slot_lease_release is valid. Any thread. */
+ * slot is held, IK_ETIMEDOUT if still acquiring (why, since 0.6.0: what it waits
+ * for, uncut, where ik_lease_info.why may be cut; "" before a first try failed), or
+ * the error that ended it (why says why: IK_ENOSLOT names the range and the
+ * holders). After an error only ik_slot_lease_release is valid. Any thread. */
 IK_EXTERN int ik_slot_lease_wait_held(ik_slot_lease *l, int64_t timeout_ms, char *why,
                                       size_t why_len);
 

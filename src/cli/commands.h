@@ -22,7 +22,7 @@
      IK_B(THREADS) | IK_B(MAX_HEADER_BYTES) | IK_B(IDLE_TIMEOUT) | IK_B(READ_TIMEOUT) |            \
      IK_B(MAX_CONNECTIONS) | IK_B(HTTP_TOKEN_FILE) | IK_B(OPEN_LEAF_ROUTES) | IK_B(OPEN_METRICS) | \
      IK_B(QUIET) | IK_B(SHUTDOWN_TIMEOUT) | IK_B(RESP) | IK_B(LOG_SEQUENCE_COMMITS) |              \
-     IK_B(LEAF_NAME))
+     IK_B(LEAF_NAME) | IK_B(LEAF_TAKEOVER))
 #define IK_OPTS_NEXT                                                                               \
     (IK_B(CONFIG) | IK_B(SERVER) | IK_B(COUNT) | IK_B(BATCH) | IK_B(HTTP_TOKEN_FILE))
 #define IK_OPTS_DECODE (IK_B(CONFIG) | IK_B(LAYOUT) | IK_B(EPOCH) | IK_B(JSON) | IK_B(EXPIRY))

@@ -142,6 +142,12 @@ ik_cli_option ik__cli_options[IK_OPT__COUNT] = {
         "ZooKeeper nodes (docs/migration-from-leaf.md); the identity is then Leaf's IP:PORT "
         "(default: this host's first non-loopback IPv4 address and the HTTP port)",
         0, 0, NULL),
+    ROW(LEAF_TAKEOVER, "leaf-takeover", STRING, NULL, "IP:PORT",
+        "with --leaf-name: take over the number of the Leaf server that ran as this identity "
+        "(give the server's own), only once that Leaf deployment and its workerID.properties "
+        "are gone (docs/migration-from-leaf.md); by default a server takes only a number no "
+        "Leaf server has held",
+        0, 64, NULL),
 };
 
 #undef ROW

@@ -59,6 +59,7 @@ int ik__cli_coord_options(const ik_cli_opts *o, ik_coord_options *co, ik__cli_st
     co->lease_ttl_ms = (int)o->v[IK_OPT_LEASE_TTL].n;
     co->allow_unsafe_store = o->v[IK_OPT_ALLOW_UNSAFE_STORE].n != 0;
     co->leaf_name = o->v[IK_OPT_LEAF_NAME].text;
+    co->leaf_takeover = o->v[IK_OPT_LEAF_TAKEOVER].text;
     if (ik__cli_store_options(o, o->v[IK_OPT_COORD].text, a->list,
                               sizeof a->list / sizeof a->list[0], a->text, sizeof a->text) != 0) {
         ik__cli_why(why, why_len, "too many or too long store options");

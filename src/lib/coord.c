@@ -232,6 +232,11 @@ int ik_coord_open(const char *uri, const ik_coord_options *o, ik_coord **out, ch
         return ik__fail(IK_EINVAL, why, why_len,
                         "a Leaf fleet (leaf name '%.64s') lives on ZooKeeper: use a zk:// coord",
                         opts.leaf_name);
+    if (opts.leaf_takeover && !opts.leaf_name)
+        return ik__fail(IK_EINVAL, why, why_len,
+                        "a Leaf take-over (%.64s) is of a Leaf fleet's number: it needs a leaf "
+                        "name (--leaf-name)",
+                        opts.leaf_takeover);
     char *stripped = NULL, **list = NULL; /* the backend's URI and options */
     if ((rc = resolve(ops, uri, &opts, &stripped, &list, why, why_len))) return rc;
     opts.store_options = (const char *const *)list;

@@ -629,10 +629,11 @@ static int await_slot(ik__server *srv, const sigset_t *sigs, int *sig)
             return -1;
         }
         if (!told && mono_ms() - t0 >= 1000) {
+            /* wait_held's why, uncut: the lease info's is cut at 160 bytes */
             ik_lease_info li;
             ik_slot_lease_get_info(srv->lease, &li);
             ik__log("no worker slot yet (%s); serving HTTP on %s, /readyz answers 503 meanwhile",
-                    li.why, srv->listen_text);
+                    why[0] ? why : li.why, srv->listen_text);
             told = 1;
         }
         struct timespec zero = {0, 0};

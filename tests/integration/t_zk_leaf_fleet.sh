@@ -10,10 +10,15 @@
 #      LEAF_RUN_S (60) s: four distinct numbers, none 0 (the first idkeeper server
 #      found the forever path empty), each helper started after an idkeeper server
 #      got a number nobody held, and no ID twice across the four.
-#   2. A Leaf helper stopped and an idkeeper server started on its identity with
-#      its clock 2 s behind (libfaketime): it takes the helper's number, issues only
-#      once the helper's last heartbeat is 5 s old, and every ID of its lies above
-#      the helper's last: no ID repeats across the switch.
+#      `idkeeper workers --leaf-name` lists the four, ours by session, the helpers
+#      live, and last the lowest number a new node can get, with at most how many
+#      are left to 1023.
+#   2. A Leaf helper replaced by the runbook's take-over (docs/migration-from-leaf.md):
+#      stopped, checked gone, its workerID.properties removed, then an idkeeper
+#      server started on its identity with --leaf-takeover and its clock 2 s behind
+#      (libfaketime): it takes the helper's number, issues only once the helper's
+#      last heartbeat is 5 s old, and every ID of its lies above the helper's last:
+#      no ID repeats across the switch.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/zk.sh"
 
@@ -60,20 +65,29 @@ done
 for w in "$w1" "$w2"; do
   grepq -E "^$w +held +10\.0\.0\.[12]:8080 .*leaf: live" "$T/workers.txt" || fail "workers does not show $w as a live Leaf: $(cat "$T/workers.txt")"
 done
-pass "4 issuers for ${LEAF_RUN_S} s, numbers $wa $w1 $wb $w2, $(wc -l <"$T/all.ids") IDs, none twice"
+# the last row: the lowest number a new node can get (one above the highest in use)
+# and at most how many are left to Leaf's 1023
+next=$(tail -n 1 "$T/workers.txt" | awk '{print $1}')
+top=$(printf '%s\n' "$wa" "$w1" "$wb" "$w2" | sort -n | tail -n 1)
+((next == top + 1)) || fail "workers' last row is $next, not $((top + 1)): $(tail -n 1 "$T/workers.txt")"
+tail -n 1 "$T/workers.txt" | grepq -E "^$next +free +- .*leaf: a new node gets this number or a higher one; at most $((1024 - next)) left to 1023" ||
+  fail "workers' last row does not say what is left: $(tail -n 1 "$T/workers.txt")"
+pass "4 issuers for ${LEAF_RUN_S} s, numbers $wa $w1 $wb $w2, $(wc -l <"$T/all.ids") IDs, none twice; next number $next, $((1024 - next)) left"
 
 # ---- 2. a Leaf server's number taken over, clock 2 s behind -------------------
 rm -f "$T/l1.ids"
 leaf_start l3 fleet 10.0.0.3:8080
 w3=$(leaf_worker l3) || fail "l3 did not start: $(cat "$T/l3.log")"
 wait_until 20 leaf_beats l3 2 || fail "l3 wrote no heartbeat: $(tail -n 3 "$T/l3.log")"
-kill -TERM "${LEAF_PID[l3]}"
+kill -TERM "${LEAF_PID[l3]}" # the runbook: stop it, check it is gone, remove its cache
 wait "${LEAF_PID[l3]}" || true
+alive "${LEAF_PID[l3]}" && fail "l3 still runs"
+rm "$(leaf_cache_file fleet 8080 10.0.0.3)"
 now_ms t_stop
 leaf_last=$(ids_time_max "$T/l3.ids")
 faketime_bin "$T/ik-behind" -2s
 pc=$(zk_free_port)
-IK_BIN=$T/ik-behind leaf_serve c "$pc" fleet 10.0.0.3:8080 --slot-wait 30000
+IK_BIN=$T/ik-behind leaf_serve c "$pc" fleet 10.0.0.3:8080 --leaf-takeover 10.0.0.3:8080 --slot-wait 30000
 wait_held "$pc" 40 || fail "c never took l3's number: $(tail -n 3 "$T/c.log")"
 now_ms t_held
 wc_=$(status_of "$pc" .lease.worker)

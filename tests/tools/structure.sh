@@ -42,6 +42,9 @@
 #      trust horizon (an identifier with TRUST in it ending _MS, _NS or _S); and every
 #      #define there of a ring, a kept count, a lane or a doubt names the engine's limit
 #      (IK__DOUBT_...), never a number of its own.
+#  11. the option parser's fuzz dictionaries (tests/fuzz/cli.dict, config.dict) name
+#      every command and every row of the option table (tests/fuzz/dicts_check.py),
+#      in each of its forms: a new option is fuzzed by name from the start.
 # Prints every finding and exits 1 if there is one.
 set -uo pipefail
 build=$(cd "${1:?usage: structure.sh BUILD_DIR}" && pwd)
@@ -107,6 +110,8 @@ $hits"
 
 /usr/bin/python3 "$src/tests/tools/docs_code.py" "$src" ||
   no "docs that restate the code disagree with it (above)"
+/usr/bin/python3 "$src/tests/fuzz/dicts_check.py" "$src" ||
+  no "the option parser's fuzz dictionaries miss options of the table (above)"
 
-((bad == 0)) && echo "structure: no call cycle in src/lib or src/server, no src/lib file over 1,100 lines, no C file but src/server/http/http_framing.* names http_parser, every multi through zk_session.c, no fate decided or trust horizon kept below the seam, the folder rules of src/lib and src/server kept, the tree of docs/architecture.md complete, the man page's routes and testing.md's group table current"
+((bad == 0)) && echo "structure: no call cycle in src/lib or src/server, no src/lib file over 1,100 lines, no C file but src/server/http/http_framing.* names http_parser, every multi through zk_session.c, no fate decided or trust horizon kept below the seam, the folder rules of src/lib and src/server kept, the tree of docs/architecture.md complete, the man page's routes and testing.md's group table current, the fuzz dictionaries naming every option"
 exit $bad

@@ -96,6 +96,7 @@ struct ik_slot_lease {
     int started;          /* 1 once the first acquisition is over */
     int start_rc;         /* its outcome */
     char start_why[512];  /* why it failed */
+    char wait_why[512];   /* while it waits: for what, uncut (why above is 160) */
 };
 
 void ik_lease_options_init(ik_lease_options *o)
@@ -270,6 +271,8 @@ static int first_acquire(ik_slot_lease *l, char *why, size_t why_len)
         pthread_mutex_lock(&l->mu);
         snprintf(l->why, sizeof l->why, "waiting %lld ms more for a free slot: %s", (long long)left,
                  why);
+        snprintf(l->wait_why, sizeof l->wait_why, "waiting %lld ms more for a free slot: %s",
+                 (long long)left, why);
         pthread_mutex_unlock(&l->mu);
         if (nap(l, left < 500 ? left : 500)) return ik__fail(IK_ECLOSED, why, why_len, "stopped");
     }
@@ -475,7 +478,7 @@ int ik_slot_lease_wait_held(ik_slot_lease *l, int64_t timeout_ms, char *why, siz
             break;
     }
     int rc = l->started ? l->start_rc : IK_ETIMEDOUT;
-    if (rc && l->started && why && why_len) snprintf(why, why_len, "%s", l->start_why);
+    if (rc && why && why_len) snprintf(why, why_len, "%s", l->started ? l->start_why : l->wait_why);
     pthread_mutex_unlock(&l->mu);
     return rc;
 }

@@ -37,6 +37,7 @@ static void zk_close(ik__backend *be)
     ik__zk_slots_free(b->slots);
     ik__zk_tags_free(b->tags);
     free(b->leaf);
+    free(b->leaf_takeover);
     ik__hazards_free(&be->hz); /* last: a freed verdict answers "safe" (backend.h) */
     free(b);
 }
@@ -49,7 +50,8 @@ static int zk_open(const char *uri, const ik_coord_options *o, ik__backend **out
     b->base.ops = &ik__backend_zk_ops;
     ik__zk_client_init(&b->zc);
     int rc = IK_ENOMEM;
-    if (o && o->leaf_name && !(b->leaf = strdup(o->leaf_name))) {
+    if (o && ((o->leaf_name && !(b->leaf = strdup(o->leaf_name))) ||
+              (o->leaf_takeover && !(b->leaf_takeover = strdup(o->leaf_takeover))))) {
         zk_close(&b->base);
         return IK_ENOMEM;
     }

@@ -115,6 +115,10 @@ struct zk_slot {
     ik__lease_proof taken; /* set by the take: its send time, the session timeout */
     zk_wait *pending;      /* a persist sent, not yet answered */
     int leaf;              /* a Leaf fleet's node (backend_zk_leaf.c): Leaf's data */
+
+    /* a Leaf fleet's node only */
+    char mark_path[ZK_PATH_MAX]; /* the identity's mark, written with the node */
+    unsigned leaf_seen;          /* for ik__zk_leaf_recheck */
 };
 
 /* An owner node this session may still hold without a handle (remember_orphan). */
@@ -672,6 +676,8 @@ static int leaf_pass(zk_backend *b, zk_conn *c, const ik__slot_request *req, zk_
     s->worker = t.worker;
     snprintf(s->slot_path, sizeof s->slot_path, "%s", t.node_path);
     snprintf(s->owner_path, sizeof s->owner_path, "%s", t.owner_path);
+    snprintf(s->mark_path, sizeof s->mark_path, "%s", t.mark_path);
+    s->leaf_seen = t.seen;
     s->gen = c->gen;
     s->session = ik__zk_conn_session(&b->zc, c);
     s->version = t.version;
@@ -778,7 +784,8 @@ out:
 enum { SETTLE_RETRY = 1 };
 
 /* Sends the slot's write as one zoo_amulti: persist = [check owner exists, set slot
- * at our version]; release = [set slot at our version, delete owner]. *out holds it
+ * at our version]; release = [set slot at our version, delete owner]; a Leaf node's
+ * also sets its identity's mark (ZLF3, ZLF4). *out holds it
  * (one item); the caller waits and puts it. */
 static int send_write(zk_conn *c, zk_slot *s, int64_t record_ms, int release, zk_wait **out)
 {
@@ -786,7 +793,9 @@ static int send_write(zk_conn *c, zk_slot *s, int64_t record_ms, int release, zk
     if (!w) return IK_ENOMEM;
     zk_item *it = &w->r[0];
     zk_write *x = it->ext;
-    x->buf_len = s->leaf ? ik__zk_leaf_format(x->buf, sizeof x->buf, s->identity, record_ms)
+    /* a held Leaf node's timestamp stays well ahead of the clock (ZLF8) */
+    x->buf_len = s->leaf ? ik__zk_leaf_format(x->buf, sizeof x->buf, s->identity,
+                                              release ? record_ms : ik__zk_leaf_stamp(record_ms))
                          : ik__zk_format_slot(x->buf, sizeof x->buf, record_ms, s->since_ms,
                                               s->session, s->identity);
     if (x->buf_len < 0) {
@@ -801,9 +810,11 @@ static int send_write(zk_conn *c, zk_slot *s, int64_t record_ms, int release, zk
         zoo_check_op_init(&it->ops[0], s->owner_path, -1);
         zoo_set_op_init(&it->ops[1], s->slot_path, x->buf, x->buf_len, s->version, &it->op_st);
     }
+    if (s->leaf)
+        zoo_set_op_init(&it->ops[2], s->mark_path, s->identity, (int)strlen(s->identity), -1, NULL);
     ik__zk_arm(it, c->zh);
     x->sent_ns = ik__mono_ns();
-    ik__zk_issued(it, ik__zk_amulti(c->zh, 2, it->ops, it->res, ik__zk_on_void, it));
+    ik__zk_issued(it, ik__zk_amulti(c->zh, s->leaf ? 3 : 2, it->ops, it->res, ik__zk_on_void, it));
     *out = w;
     return IK_OK;
 }
@@ -814,7 +825,8 @@ static int send_write(zk_conn *c, zk_slot *s, int64_t record_ms, int release, zk
 static int reconcile(zk_conn *c, zk_slot *s)
 {
     /* A Leaf node's data does not say who wrote it (a Leaf heartbeat may have): the
-     * slot is given up, and taken again by the rules of a take (ZLF4). */
+     * slot is given up, and taken again by the rules of a take, which the mark
+     * decides (ZLF4, ZLF5). */
     if (s->leaf) return IK_ELOST;
     char buf[ZK_DATA_MAX];
     int len = sizeof buf - 1;
@@ -918,7 +930,12 @@ static int persist_locked(zk_backend *b, zk_conn *c, zk_slot *s, int64_t record_
     int prc = settle_pending(c, s, answer_wait_ms(c), &proof);
     if (prc == IK_EINDOUBT && stopping(c)) return IK_ECLOSED; /* ZSL6 */
     if (prc) return prc; /* lost, or still unanswered: one write outstanding at most */
-    if (rc == IK_OK) {   /* not connected: do not queue writes behind a dead socket */
+    /* a second node of a held Leaf identity: the number is lost (ZLF6) */
+    if (rc == IK_OK && s->leaf &&
+        ik__zk_leaf_recheck(b, c, b->leaf, s->identity, s->slot_path, &s->leaf_seen,
+                            answer_wait_ms(c)) == IK_ELOST)
+        return IK_ELOST;
+    if (rc == IK_OK) { /* not connected: do not queue writes behind a dead socket */
         if (record_ms < s->record_ms) record_ms = s->record_ms; /* records only grow */
         for (int attempt = 0; attempt < 2; attempt++) {
             zk_wait *w;
@@ -1027,7 +1044,7 @@ int ik__zk_slot_release(ik__backend *be, void *handle, int64_t record_ms)
     if (rc == IK_OK) rc = settle_pending(c, s, 0, &unused);
     /* backend.h: a release may lower the record, never below what it found */
     if (record_ms < s->found_ms) record_ms = s->found_ms;
-    /* ZLF5: a Leaf server on this identity starts once its clock is not below the
+    /* ZLF8: a Leaf server on this identity starts once its clock is not below the
      * record, so the record names the first ms after our last tick */
     if (s->leaf) record_ms += 1;
     for (int attempt = 0; attempt < 2 && rc == IK_OK; attempt++) {

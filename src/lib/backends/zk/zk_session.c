@@ -612,7 +612,7 @@ int ik__zk_multi(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_result_t 
 int ik__zk_multi_error(const ik__zk_req *r)
 {
     if (r->rc == ZOK) return ZOK;
-    for (int i = 0; i < 2; i++)
+    for (size_t i = 0; i < sizeof r->res / sizeof r->res[0]; i++)
         if (r->res[i].err != ZOK && r->res[i].err != ZRUNTIMEINCONSISTENCY) return r->res[i].err;
     return r->rc;
 }

@@ -80,6 +80,7 @@ typedef struct ik__zk_backend {
     struct ik__zk_tags *tags;   /* backend_zk_tags.c */
     struct ik__zk_hz *hzs;      /* zk_hazards.c */
     char *leaf; /* the Leaf fleet whose nodes are the worker slots (backend_zk_leaf.c), or NULL */
+    char *leaf_takeover; /* the identity whose Leaf server's number may be taken, or NULL */
 } ik__zk_backend;
 
 static inline ik__zk_backend *ik__zk_backend_of(ik__backend *be)
@@ -238,8 +239,8 @@ typedef struct ik__zk_req {
     char *data;                /* aget: a NUL-terminated copy; acreate2: the path made */
     int len;                   /* of data */
     struct String_vector kids; /* aget_children: a copy */
-    zoo_op_t ops[2];           /* amulti */
-    zoo_op_result_t res[2];
+    zoo_op_t ops[3];           /* amulti */
+    zoo_op_result_t res[3];
     struct Stat op_st; /* amulti: a set op's Stat */
     void *ext;         /* the caller's `extra` bytes, zeroed, freed with the wait */
 } ik__zk_req;
@@ -302,7 +303,8 @@ int ik__zk_amulti(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_result_t
                   void_completion_t completion, const void *data);
 int ik__zk_multi(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_result_t *results);
 
-/* The effective error of an amulti of two ops: the first op that really failed. */
+/* The effective error of an amulti of up to three ops: the first op that really
+ * failed. */
 int ik__zk_multi_error(const ik__zk_req *r);
 
 /* backend_zk.c: the ops table, named by the registry (coord.c); recipe_zk.c: the
