@@ -83,7 +83,10 @@ int ik__cli_hold_begin(const ik_cli_command *cmd, const ik_cli_opts *o, ik_sup *
     }
     sup->who = cmd->name;
     *c = NULL;
-    rc = ik__cli_open_coord(cmd, o, c);
+    /* a store down or frozen as we start is waited out as a waiting lock or elect
+     * waits: within lock's --timeout, or for as long as it takes (docs/recipes.md) */
+    rc = ik__cli_open_coord_waiting(cmd, o, o->v[IK_OPT_TIMEOUT].text ? o->v[IK_OPT_TIMEOUT].n : -1,
+                                    c);
     if (rc == 0) rc = ik__cli_locks_offered(cmd, *c);
     if (rc) ik__sup_fini(sup);
     return rc;
@@ -188,10 +191,11 @@ int ik__cmd_lock(const ik_cli_command *cmd, ik_cli_opts *o)
             rc = IK_EXIT_LOCK_TIMEOUT;
         } else if (r.rc == IK_ECLOSED) {
             rc = 128 + sig;
-        } else {
+        } else { /* in the store's words where it gave some: the lock's, or the coord's */
             char why[700];
+            ik_lock_get_info(r.lk, &hi);
             ik__cli_fail(cmd, "cannot take the lock at %s on %s: %s", path, ik_coord_uri(c),
-                         ik__cli_store_why(c, r.rc, why, sizeof why));
+                         hi.why[0] ? hi.why : ik__cli_store_why(c, r.rc, why, sizeof why));
             rc = IK_EXIT_FAIL;
         }
         goto out;
