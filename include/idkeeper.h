@@ -893,7 +893,8 @@ IK_EXTERN void ik_lock_get_info(ik_lock *lk, ik_hold_info *out);
  * anyone else before that plus the other third. INT64_MAX where a grant cannot lapse
  * while this process lives (local:); 0 when nothing is held (idle, waiting, lost).
  * The value stays what the last proof made it while the grant is in doubt: the
- * monitor says LOST by it at the latest. Any thread, any time; no I/O. */
+ * monitor says LOST by it at the latest. IK_EINVAL (negative: long past) for a NULL
+ * lk. Any thread, any time; no I/O. */
 IK_EXTERN int64_t ik_lock_trusted_until(ik_lock *lk);
 
 /* Read-write lock (Curator's InterProcessReadWriteLock: nodes `_c_<uuid>-__READ__<seq>`
@@ -1044,7 +1045,7 @@ IK_EXTERN void ik_semaphore_cancel(ik_semaphore *s);
 IK_EXTERN ik_hold_state ik_semaphore_state(ik_semaphore *s);
 /* As ik_lock_get_info, for the lease (node: our lease node or key, or the slot held). */
 IK_EXTERN void ik_semaphore_get_info(ik_semaphore *s, ik_hold_info *out);
-/* As ik_lock_trusted_until, for the lease held. */
+/* As ik_lock_trusted_until, for the lease held (IK_EINVAL for a NULL s). */
 IK_EXTERN int64_t ik_semaphore_trusted_until(ik_semaphore *s);
 
 /* A lease held, as ik_semaphore_holders reports it. */

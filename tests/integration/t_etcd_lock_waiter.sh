@@ -17,7 +17,7 @@ source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/etcd.sh"
 
 etcd_cluster3 w
-TTL=4000
+TTL=10000 # the holder rides out the election: its window (2/3 of it) outlasts it under ASan
 leader=$(etcd_leader) || fail "no leader"
 eps="127.0.0.1:${ETCD_PORT_OF[$leader]}"
 for n in w0 w1 w2; do [ "$n" = "$leader" ] || eps="$eps,127.0.0.1:${ETCD_PORT_OF[$n]}"; done
@@ -53,6 +53,8 @@ etcd_restart "$leader" >/dev/null
 wait_until 30 etcd_leader >/dev/null || fail "no leader after $leader's restart"
 
 # ---- 2. a waiter's lease lapses while it waits ----------------------------------
+TTL=4000
+L=("$IK_BIN" lock --coord "$URI" --lease-ttl "$TTL" --allow-unsafe-store)
 "${L[@]}" /y -- sh -c 'touch "$0/h2.ran"; exec sleep 600' "$T" 2>"$T/h2.err" &
 h=$!
 IK_PIDS+=($h)

@@ -76,7 +76,7 @@ static void local_lock_is_trusted_while_held(void **st)
     assert_int_equal(ik_lock_release(lk), 0);
     assert_int_equal(ik_lock_trusted_until(lk), 0);
     assert_int_equal(__atomic_load_n(&proofs, __ATOMIC_SEQ_CST), 0);
-    assert_int_equal(ik_lock_trusted_until(NULL), 0);
+    assert_int_equal(ik_lock_trusted_until(NULL), IK_EINVAL);
     ik_lock_destroy(lk);
 }
 
@@ -98,7 +98,7 @@ static void local_election_is_trusted_while_leading(void **st)
     assert_int_equal(ik_election_resign(e), 0);
     assert_int_equal(ik_election_trusted_until(e), 0);
     assert_int_equal(ik_election_rejoin(NULL), IK_EINVAL);
-    assert_int_equal(ik_election_trusted_until(NULL), 0);
+    assert_int_equal(ik_election_trusted_until(NULL), IK_EINVAL);
     ik_election_destroy(e);
     assert_int_equal(__atomic_load_n(&proofs, __ATOMIC_SEQ_CST), 0);
 }

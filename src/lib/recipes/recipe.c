@@ -272,7 +272,7 @@ int64_t ik__lock_trusted_until(ik_lock *lk)
 
 int64_t ik_lock_trusted_until(ik_lock *lk)
 {
-    return lk ? ik__lock_trusted_until(lk) : 0;
+    return lk ? ik__lock_trusted_until(lk) : IK_EINVAL;
 }
 
 void ik_lock_cancel(ik_lock *lk)
@@ -665,7 +665,7 @@ int ik_election_rejoin(ik_election *e)
 
 int64_t ik_election_trusted_until(ik_election *e)
 {
-    if (!e) return 0;
+    if (!e) return IK_EINVAL;
     ik_hold_info hi;
     ik_election_get_info(e, &hi);
     return trusted_until(e->lk, hi.state);

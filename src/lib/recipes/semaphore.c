@@ -224,7 +224,7 @@ ik_hold_state ik_semaphore_state(ik_semaphore *s)
 
 int64_t ik_semaphore_trusted_until(ik_semaphore *s)
 {
-    return s ? ik__lock_trusted_until(s->lease) : 0;
+    return s ? ik__lock_trusted_until(s->lease) : IK_EINVAL;
 }
 
 int ik_semaphore_holders(ik_coord *c, const char *path, ik_semaphore_layout layout, int64_t *max,

@@ -90,6 +90,10 @@ conf_unsafe_off() {
   [ "$(my_sql -e 'SELECT @@GLOBAL.innodb_flush_log_at_trx_commit')" = 1 ] || fail "innodb_flush_log_at_trx_commit did not turn 1"
 }
 
+# proof's second case: the write held between its round trips (a setting changed
+# after the write began, before its commit point read the evidence)
+conf_write_hold_var() { echo IDKEEPER_TEST_SQL_COMMIT_HOLD; }
+
 # hold_lost (tests/conformance/hold_lost.sh) and elections. The GET_LOCK name of
 # KIND:PATH in URI's database (docs/recipes.md, "MySQL and MariaDB").
 _conf_my_name_sql() { # URI KIND PATH
@@ -148,6 +152,3 @@ conf_sema_revoke() { # URI PATH HOW: the connection of the lowest slot held kill
 # the store frozen: the test's own server (CONF_OWN_STORE)
 conf_store_freeze() { kill -STOP "$MY_PID"; }
 conf_store_thaw() { kill -CONT "$MY_PID"; }
-# proof's second case: the write held between its round trips (a setting changed
-# after the write began, before its commit point read the evidence)
-conf_write_hold_var() { echo IDKEEPER_TEST_SQL_COMMIT_HOLD; }

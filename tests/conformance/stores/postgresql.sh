@@ -109,6 +109,10 @@ conf_unsafe_off() {
   fail "synchronous_commit did not turn on within 5 s of pg_reload_conf()"
 }
 
+# proof's second case: the write held between its round trips (a setting changed
+# after the write began, before its commit point read the evidence)
+conf_write_hold_var() { echo IDKEEPER_TEST_SQL_COMMIT_HOLD; }
+
 # hold_lost (tests/conformance/hold_lost.sh) and elections. KIND:PATH's advisory
 # lock (docs/recipes.md, "SQL").
 _conf_pg_key_sql() { # KIND PATH: the condition on pg_locks for the lock of KIND at PATH
@@ -159,6 +163,3 @@ _conf_pg_signal() {
 }
 conf_store_freeze() { _conf_pg_signal STOP; }
 conf_store_thaw() { _conf_pg_signal CONT; }
-# proof's second case: the write held between its round trips (a setting changed
-# after the write began, before its commit point read the evidence)
-conf_write_hold_var() { echo IDKEEPER_TEST_SQL_COMMIT_HOLD; }

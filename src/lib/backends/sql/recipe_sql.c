@@ -393,6 +393,7 @@ static int attempt(sql_lock *lk, int64_t deadline_ms, ik__sql_conn **cp, int64_t
                    char *why, size_t why_len)
 {
     ik__sql_backend *b = ik__sql_of(lk->base.be);
+    if (why_len) why[0] = '\0'; /* this attempt's words only */
     pthread_mutex_lock(&lk->mu);
     ik__sql_conn *c = lk->spare;
     lk->spare = NULL;
@@ -413,6 +414,8 @@ static int attempt(sql_lock *lk, int64_t deadline_ms, ik__sql_conn **cp, int64_t
         fence_key(lk, fkey, sizeof fkey);
         /* a queue's grant guards only the order: no fence */
         rc = lk->base.kind == IK__LOCK_SEMQ ? 0 : fence_next(b, c, fkey, f, why, why_len);
+        if (rc && !why[0])
+            snprintf(why, why_len, "the fencing token of %s could not be advanced", fkey);
         if (rc == 0 && lk->base.kind == IK__LOCK_LATCH) {
             const char *p[] = {lk->key, lk->base.data ? lk->base.data : ""};
             rc = b->d->exec(c, IK__SQL_HOLDER_SET, p, 2, NULL, why, why_len);
