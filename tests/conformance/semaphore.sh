@@ -26,7 +26,13 @@
 #   frozen    (where the store's server can be frozen) N = 2 held and W queued; the
 #             store's server stopped (SIGSTOP) for T + 1.5 s, then continued: the
 #             holders are told LOST and their CMDs stopped by the end of their trust
-#             window; 0 over-admission (never more than N heartbeating at once).
+#             window; 0 over-admission (never more than N heartbeating at once);
+#   reset, oneway  (the hold group's cut-offs, tests/conformance/hold_lost.sh) N = 2
+#             held, A1 through the fault proxy, W queued: A1's connections reset and
+#             then silent 0.3 s before its window's end (silent from the start where
+#             a reset frees a grant at once: conf_hold_reset_frees), or A1's answers
+#             dropped while its requests arrive: A1 told LOST within the window after
+#             the last answer it got, exit 125; 0 over-admission.
 # On local: a lease cannot be lost while its holder lives (conf_hold_unlosable):
 # revoke and frozen do not apply there.
 source "$(dirname "$0")/../integration/lib.sh"
@@ -34,8 +40,10 @@ source "$(dirname "$0")/conf.sh"
 CONF_OWN_STORE=1 # the frozen case stops the server
 conf_store_start
 COORD=$(conf_coord sema)
+A1_COORD=$COORD # hold2's first holder's store: the fault proxy's in reset and oneway
 TMS=${SEMA_TMS:-6000}                # frozen: the session timeout or lease TTL
 REVOKE_TMS=${SEMA_REVOKE_TMS:-15000} # revoke: a probe every T/4 would be too late
+SLACK_MS=${SEMA_SLACK_MS:-400} # reset, oneway: the monitor's wake and the CLI's line on a busy machine
 HOLDS=$IK_SRC/tests/tools/holds.py
 UNLOSABLE=$(conf_hold_unlosable)
 
@@ -164,16 +172,16 @@ case_mismatch() {
   pass "mismatch: $(cat "$err")"
 }
 
-# hold2 CASE PATH ARGS...: holders A1, A2 (CMD: hb, lingering LINGER ms after SIGTERM)
-# and waiter W queued (CMD: hb); sets A1 A2 W (pids) and HB
+# hold2 CASE PATH LINGER ARGS...: holders A1 (on A1_COORD), A2 (CMD: hb, lingering
+# LINGER ms after SIGTERM) and waiter W queued (CMD: hb); sets A1 A2 W (pids) and HB
 hold2() {
   local case=$1 path=$2 linger=$3 i
   shift 3
   HB="$T/hb.$case"
   : >"$HB"
   for i in 1 2; do
-    "$IK_BIN" semaphore --coord "$COORD" "$@" --max 2 "$path" -- "$T/hb" "A$i" "$linger" "$HB" \
-      2> >(stamp >"$HB.a$i.err") &
+    "$IK_BIN" semaphore --coord "$([ $i = 1 ] && echo "$A1_COORD" || echo "$COORD")" "$@" --max 2 \
+      "$path" -- "$T/hb" "A$i" "$linger" "$HB" 2> >(stamp >"$HB.a$i.err") &
     eval "A$i=\$!"
     IK_PIDS+=($!)
     wait_until 60 held "$HB" "A$i" || fail "$case: A$i did not hold: $(cat "$HB.a$i.err")"
@@ -263,6 +271,45 @@ case_frozen() {
   pass "frozen: the store stopped $((TMS + 1500)) ms: A1 and A2 told LOST within their window, exit 125; W held after; $res"
 }
 
+# cutoff HOW (reset, silent, oneway): A1 cut off from the store through the proxy
+case_cutoff() {
+  local how=$1 path="/sema-$1" w=$((TMS * 2 / 3)) rc=0 lost last_answer since res
+  read -ra args <<<"$(conf_elect_args "$TMS")"
+  A1_COORD=$VIA
+  hold2 "$how" "$path" 1000 "${args[@]}" --grace 500
+  A1_COORD=$COORD
+  case $how in
+    reset)
+      proxy down
+      proxy last-answer # the last proof's answer, about: A1's window ends W after it
+      last_answer=$(cat "$T/ctl.last")
+      while (((${EPOCHREALTIME/./} - ${last_answer/./}) / 1000 < w - 300)); do sleep 0.01; done
+      proxy partition
+      proxy up
+      ;;
+    silent) proxy partition ;;
+    oneway) proxy mute ;;
+  esac
+  wait_until $(((3 * TMS + 20000) / 1000)) held "$HB" W ||
+    fail "$how: W never held: W: $(tail -n 3 "$HB.w.err"); A1: $(tail -n 3 "$HB.a1.err")"
+  proxy last-answer
+  last_answer=$(cat "$T/ctl.last")
+  case $how in reset | silent) proxy heal ;; oneway) proxy unmute ;; esac
+  wait_until 30 not alive "$A1" || fail "$how: A1 did not end within 30 s of W's start"
+  wait "$A1" || rc=$?
+  [ "$rc" = 125 ] || fail "$how: A1 exited $rc, not 125: $(cat "$HB.a1.err")"
+  lost=$(grep -m 1 -E 'lost a lease|within its safe window' "$HB.a1.err" || true)
+  [ -n "$lost" ] || fail "$how: A1 never said it lost its lease: $(cat "$HB.a1.err")"
+  local lost_at=${lost%% *}
+  since=$(((${lost_at/./} - ${last_answer/./}) / 1000))
+  ((since <= w + SLACK_MS)) ||
+    fail "$how: A1 was told LOST $since ms after the last answer it got (the window: $w ms, T = $TMS ms)"
+  res=$(at_most 2 "$HB")
+  kill -TERM "$A2" "$W" 2>/dev/null
+  wait "$A2" "$W" 2>/dev/null || true
+  pass "$how: A1 told LOST $since ms after the last answer it got (window $w ms), exit 125; $res"
+}
+
 case_contend
 case_fifo
 case_mismatch
@@ -272,4 +319,14 @@ if [ -n "$UNLOSABLE" ]; then
 else
   for how in $(conf_hold_revokes); do case_revoke "$how"; done
   case_frozen
+  conf_proxy_start || fail "no fault proxy in front of $IK_STORE"
+  VIA=$(conf_proxy_coord sema)
+  reset_reason=$(conf_hold_reset_frees)
+  if [ -n "$reset_reason" ]; then
+    log "reset: not on $IK_STORE ($reset_reason); silent from the start instead"
+    case_cutoff silent
+  else
+    case_cutoff reset
+  fi
+  case_cutoff oneway
 fi
