@@ -395,8 +395,8 @@ static void *lease_thread(void *arg)
             char words[300] = "", doubt[400];
             if (l->be->ops->last_error) l->be->ops->last_error(l->be, words, sizeof words);
             snprintf(doubt, sizeof doubt, "%s%s%s%s",
-                     words[0] ? "the store did not take the record (" : "store unreachable",
-                     words, words[0] ? ")" : "",
+                     words[0] ? "the store did not take the record (" : "store unreachable", words,
+                     words[0] ? ")" : "",
                      lapsed ? " past the safe window: not issuing"
                             : ": issuing within the safe window");
             set_state(l, IK_LEASE_IN_DOUBT, doubt);

@@ -158,9 +158,10 @@ static void etcd_client_version(char *buf, size_t len)
         .slot_forget = ik__etcd_slot_forget, .recover = NULL, .slots_list = ik__etcd_slots_list,   \
         .slot_free_ms = etcd_slot_free_ms, .session = etcd_session,                                \
         .hazards_check = ik__etcd_hazards_check, .cut = etcd_cut, .close_wait_ms = 0,              \
-        .client_version = etcd_client_version, .last_error = etcd_last_error, .tag_create = ik__etcd_tag_create,                  \
-        .tag_get = ik__etcd_tag_get, .tag_list = ik__etcd_tag_list,                                \
-        .tag_advance = ik__etcd_tag_advance, .tag_settle = ik__etcd_tag_settle, .tag_lanes = 2,    \
+        .client_version = etcd_client_version, .last_error = etcd_last_error,                      \
+        .tag_create = ik__etcd_tag_create, .tag_get = ik__etcd_tag_get,                            \
+        .tag_list = ik__etcd_tag_list, .tag_advance = ik__etcd_tag_advance,                        \
+        .tag_settle = ik__etcd_tag_settle, .tag_lanes = 2,                                         \
     }
 
 const ik__backend_ops ik__backend_etcd_ops = ETCD_OPS("etcd", "etcd://HOST:PORT[,...][/PREFIX]");
