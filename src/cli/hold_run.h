@@ -1,8 +1,8 @@
-/* hold_run.h: what `idkeeper lock` and `idkeeper elect` share: their start, the
+/* hold_run.h: what `idkeeper lock`, `elect` and `semaphore` share: their start, the
  * grace, and the one loop that runs CMD under a grant (docs/recipes.md, "The
  * commands" and "One order").
  *
- * The one order, for both commands and every store: CMD's whole tree ends, then the
+ * The one order, for every one of them and every store: CMD's whole tree ends, then the
  * grant is given back. ik__cli_run_held returns only once the guardian has exited,
  * which it does only once nothing of CMD's tree is left (guardian.h, G3); the
  * caller releases, resigns or rejoins after it, never before.
