@@ -134,7 +134,9 @@ static const char *const mysql_stmt[IK__SQL_NSTMT] = {
     [IK__SQL_LEAF_UPDATE] = "UPDATE leaf_alloc SET max_id = max_id + step WHERE biz_tag = ?",
     [IK__SQL_LEAF_UPDATE_STEP] =
         "UPDATE leaf_alloc SET max_id = max_id + " INT_P " WHERE biz_tag = ?",
-    [IK__SQL_LEAF_SELECT] = "SELECT biz_tag, max_id, step FROM leaf_alloc WHERE biz_tag = ?",
+    /* Leaf's read, and the proof before the COMMIT in the same row (back_proof) */
+    [IK__SQL_LEAF_SELECT] =
+        "SELECT biz_tag, max_id, step, " PROOF_COLS " FROM leaf_alloc WHERE biz_tag = ?",
     [IK__SQL_TAG_INSERT] = "INSERT INTO leaf_alloc (biz_tag, max_id, step, description) "
                            "VALUES (?, " INT_P ", " INT_P ", ?)",
     [IK__SQL_TAG_KIND_INSERT] = "INSERT INTO idk_tag_kind (biz_tag, app, name, kind, start) "
@@ -284,6 +286,42 @@ static int bind_params(qbuf *b, ik__sql_conn *c, const char *sql, const char *co
     return used == nparams ? 0 : IK__SQL_EDEFINITE;
 }
 
+/* SP5 of backend_sql_proof.c: notes into c->tx what the answer just read of
+ * statement id said of its transaction (rows: it was a result set; failed: it
+ * failed). MariaDB and MySQL send the transaction state (session_track_transaction_
+ * info = STATE) in an OK packet whenever it changed: eight letters, the first 'T'
+ * inside a START TRANSACTION, 'r' and 'w' where a table without transactions was read
+ * or written, 'R' and 'W' for one with them (the server's session_tracker.cc,
+ * Transaction_state_tracker::store; a table's letter from its handler's
+ * has_transactions() as the statement locks it). A result set's state comes with the
+ * next OK: without CLIENT_DEPRECATE_EOF its end carries none, and what the connector
+ * holds then is the last OK's. So the state is read from OK packets only, and a
+ * transaction counts as said of only if its START TRANSACTION was answered with one:
+ * tracking on, it always is (the state goes from none to 'T'). */
+static void tx_note(ik__sql_conn *c, ik__sql_stmt id, int rows, int failed)
+{
+    if (id == IK__SQL_BEGIN || id == IK__SQL_COMMIT || id == IK__SQL_ROLLBACK || failed) {
+        c->tx.on = 0;
+        c->tx.unsafe[0] = '\0';
+    }
+    if (failed || rows || id == IK__SQL_COMMIT || id == IK__SQL_ROLLBACK) return;
+    if (id != IK__SQL_BEGIN && !c->tx.on) return;
+    const char *s = NULL;
+    size_t n = 0;
+    if (mysql_session_track_get_first(c->m, SESSION_TRACK_TRANSACTION_STATE, &s, &n) != 0) {
+        return; /* unchanged; at a START TRANSACTION: not tracked */
+    }
+    if (n != 8 || s[0] != 'T') { /* not a state we know, or no longer in our transaction */
+        c->tx.on = 0;
+        return;
+    }
+    c->tx.on = 1;
+    if (!c->tx.unsafe[0] && (s[1] == 'r' || s[3] == 'w')) {
+        memcpy(c->tx.unsafe, s, n);
+        c->tx.unsafe[n] = '\0';
+    }
+}
+
 static int my_exec(ik__sql_conn *c, ik__sql_stmt id, const char *const *params, int nparams,
                    ik__sql_res *res, char *why, size_t why_len)
 {
@@ -301,6 +339,7 @@ static int my_exec(ik__sql_conn *c, ik__sql_stmt id, const char *const *params, 
     int64_t affected = 0;
     rc = ik__mysql_run(c, b.s, b.n, ik__mono_ms() + IK__SQL_IO_MS, &r, &affected, why, why_len);
     free(b.s);
+    tx_note(c, id, r != NULL, rc != 0);
     if (rc) return rc;
     if (res) rc = take_rows(r, affected, res);
     mysql_free_result(r);
@@ -368,6 +407,7 @@ static int my_exec_pipeline(ik__sql_conn *c, const ik__sql_call *calls, int n, i
         MYSQL_RES *r = NULL;
         int64_t affected = 0;
         rc = ik__mysql_query_result(c, ret, deadline, &r, &affected, why, why_len);
+        if (i < n) tx_note(c, calls[i].id, r != NULL, rc != 0);
         if (rc) break;
         unsigned warnings = mysql_warning_count(c->m);
         if (warnings && i < n && calls[i].id != IK__SQL_PROOF &&
@@ -497,8 +537,9 @@ static long session_wait_s(int64_t ttl_ms)
  * renewal after a take's COMMIT would sit in it, never committed), sql_mode (strict,
  * and no silent engine substitution: a table that is not InnoDB has no
  * transactions), the row lock wait, MariaDB's idle-in-transaction bound, on a
- * lock's session no statement time limit, and wait_timeout. The isolation level
- * and time zone are init commands.
+ * lock's session no statement time limit, wait_timeout, and the transaction state
+ * in every answer that changes it (tx_note; whatever the server's global, which is
+ * OFF by default). The isolation level and time zone are init commands.
  * my_hazards reads them back. 0 or a class. */
 static int session_setup(ik__sql_conn *c, int64_t ttl_ms, char *why, size_t why_len)
 {
@@ -507,7 +548,8 @@ static int session_setup(ik__sql_conn *c, int64_t ttl_ms, char *why, size_t why_
     char q[512];
     int n = snprintf(q, sizeof q,
                      "SET SESSION autocommit = 1, SESSION completion_type = 'NO_CHAIN', "
-                     "SESSION sql_mode = '" SQL_MODE "', SESSION innodb_lock_wait_timeout = %d",
+                     "SESSION sql_mode = '" SQL_MODE "', SESSION innodb_lock_wait_timeout = %d, "
+                     "SESSION session_track_transaction_info = 'STATE'",
                      LOCK_WAIT_S);
     if (c->mariadb)
         n += snprintf(q + n, sizeof q - (size_t)n, ", SESSION idle_transaction_timeout = %d",
@@ -828,8 +870,10 @@ static const ik__sql_driver ik__sql_mysql_driver = {
     .hazards = ik__mysql_hazards,
     .proof = ik__mysql_proof,
     .table_row = ik__mysql_table_row,
+    .tx_tables = ik__mysql_tx_tables,
     .qualified = my_qualified,
     .hz_state = my_hz_state,
+    .back_proof = 1,
     .session = my_session,
     .socket = my_conn_socket,
     .stale = my_stale,

@@ -88,14 +88,27 @@ int ik__mysql_table_row(ik__sql_conn *c, const ik__hazards *h, const char *table
     return 1;
 }
 
+int ik__mysql_tx_tables(ik__sql_conn *c, const ik__hazards *h, ik_hazard *row)
+{
+    if (!c->tx.on) return -1;
+    if (!c->tx.unsafe[0]) return 0;
+    char v[96];
+    snprintf(v, sizeof v, "a table without transactions in the write (transaction state %s)",
+             c->tx.unsafe);
+    ik__mysql_engines_row(h, v, row);
+    return 1;
+}
+
 void ik__mysql_proof(ik__sql_conn *c, const ik__hazards *h, const ik__sql_res *r, int in_tx,
                      ik_hazard *rows, size_t *n)
 {
     size_t k = 0;
-    if (r) {
+    if (r) { /* IK__SQL_PROOF's row, or Leaf's read-back with it (back_proof) */
+        size_t at = r->ncols == BACK_NCOLS + PROOF_NCOLS ? BACK_NCOLS : 0;
+        int whole = r->nrows == 1 && r->ncols == at + PROOF_NCOLS;
         const char *v[PROOF_NCOLS];
         for (size_t i = 0; i < PROOF_NCOLS; i++)
-            v[i] = r->nrows == 1 && r->ncols == PROOF_NCOLS ? ik__sql_cell(r, 0, i) : "";
+            v[i] = whole ? ik__sql_cell(r, 0, at + i) : "";
         durability_rows(c, h, v, rows, &k);
     }
     status_row(c, h, in_tx, &rows[k++]);
