@@ -22,8 +22,9 @@
  *     ik_ids_cb                  segment: the allocator's loader thread; sequence:
  *                                its committer thread; IK_ECLOSED answers at
  *                                destroy: the thread that calls *_destroy
- *     ik_hold_cb                 lock: its monitor thread (zk:// only; never on
- *                                local:); election: the election's own thread
+ *     ik_hold_cb                 lock: its hold monitor's thread (never on local:);
+ *                                election: the election's own thread
+ *     ik_hold_proof_cb           the lock's (or election's lock's) hold monitor
  *     ik_log_fn, ik_clock        any library thread
  *   An ik_ids_cb never runs inside the ik_*_next call that queued its request, and
  *   a call that fails synchronously never invokes its callback.
@@ -136,6 +137,9 @@ typedef enum ik_error {
     IK_EKIND = -10018,      /* the tag exists, but is of the other kind */
     IK_EUNSAFE = -10019,    /* the store's settings can lose an acknowledged write or a
                                lease now (docs/hazards.md): nothing was written */
+    IK_EDENIED = -10020,    /* since 0.6.0: the store refused this client for good (a
+                               wrong password, an unknown user or database): trying
+                               again will not help; ik_coord_open's why says which */
     IK_EFORKED = -10021,    /* since 0.6.0: the handle was made before this fork(): it is
                                the parent's ("fork()" above); nothing was done */
     IK_EZK_BASE = -20000,   /* IK_EZK_BASE + ZooKeeper error code */
@@ -744,8 +748,9 @@ IK_EXTERN int ik_sequence_cancel(ik_sequence *s, const char *tag, ik_ids_cb cb, 
 IK_EXTERN int ik_sequence_next_wait(ik_sequence *s, const char *tag, size_t n, int64_t *ids);
 
 /* ------------------------------------------------------------------------------
- * Locks, read-write locks and leader election (docs/guarantees.md promises 19-22), on local: and
- * zk://. docs/recipes.md has the protocols and the state diagrams.
+ * Locks, read-write locks and leader election (docs/guarantees.md promises 19-22), on local:,
+ * zk://, postgresql://, mysql:// and etcd:// (not redis://: ik_coord_locks_check says why).
+ * docs/recipes.md has the protocols and the state diagrams.
  *
  * A PATH names a lock or an election: '/'-separated segments of printable bytes
  * (no empty segment, no "." or ".."), 1 to 400 bytes; a missing leading '/' is
@@ -763,18 +768,24 @@ IK_EXTERN int ik_sequence_next_wait(ik_sequence *s, const char *tag, size_t n, i
  * The state of a grant (a held lock, or leadership):
  *
  *   IDLE --acquire / campaign--> WAITING --granted--> HELD
- *   HELD --connection lost--> IN_DOUBT --same session back--> HELD
- *   HELD, IN_DOUBT --session expired, our node deleted, or no answer from the
- *                   server for 2/3 of the session timeout--> LOST
+ *   HELD --a probe unanswered, the connection lost--> IN_DOUBT
+ *   IN_DOUBT --a proof sent after the doubt began (same session or lease)--> HELD
+ *   HELD, IN_DOUBT --the store says it is gone (session expired, our node or key
+ *                   deleted, the lease revoked, the database session ended): at
+ *                   once; or no proof for 2/3 of the term T (the session timeout
+ *                   or lease TTL) since the last proof's send--> LOST
  *   any --release / resign--> IDLE
  *
- * IN_DOUBT: the holder may have lost it and must not start anything it guards;
- * someone else may hold it soon (once the session expires). LOST: treat it as
- * gone and stop; it comes at least 1/3 of the session timeout before the server
- * can expire a session it lost contact with, so someone else may hold it soon or
- * already. A lock is never reported HELD on a session that is known dead. On local: a grant cannot
- * be lost while the process lives (the kernel keeps the flock), so IN_DOUBT and LOST never happen
- * there.
+ * One hold monitor decides this for every backend (docs/recipes.md, "The hold
+ * monitor"). IN_DOUBT: the holder may have lost it and must not start anything it
+ * guards; someone else may hold it soon. LOST: treat it as gone and stop; it comes
+ * at least T/3 before the store can hand the grant to anyone else (a grant ended by
+ * hand is handed on as it is told), so someone else may hold it soon or already.
+ * The library never gives a lost grant back by itself: ik_lock_release does (an
+ * election: by itself, or with keep_on_loss at ik_election_rejoin), once what the
+ * grant guarded has stopped. A lock is never reported HELD on a session known to be
+ * dead. On local: a grant cannot be lost while the process lives (the kernel keeps
+ * the flock), so IN_DOUBT and LOST never happen there.
  */
 typedef enum ik_hold_state {
     IK_HOLD_IDLE = 0,     /* neither held nor waited for */
@@ -788,24 +799,39 @@ typedef enum ik_hold_state {
 IK_EXTERN const char *ik_hold_state_name(ik_hold_state s);
 
 /* Called when a grant changes state: IN_DOUBT, HELD (restored after IN_DOUBT, or
- * leadership gained) and LOST; why is a one-line reason, valid during the call.
- * Thread: for an ik_lock (and each half of an ik_rwlock), the lock's monitor thread,
- * which zk:// starts at the first grant (on local: a grant cannot be lost, and the
- * callback is never called); for an ik_election, the election's own thread. One
- * call at a time per object. It must not block for long, and must not
- * release, resign or destroy the object it is called for (set a flag instead). */
+ * leadership gained) and LOST; why is a one-line reason, in the store's words where
+ * it gave some, valid during the call. Thread: for an ik_lock (and each half of an
+ * ik_rwlock), the lock's hold monitor thread, which starts at its first grant (on
+ * local: a grant cannot be lost, and the callback is never called); for an
+ * ik_election, the election's own thread. One call at a time per object. It must not
+ * block for long, and must not release, resign or destroy the object it is called
+ * for (set a flag instead). */
 typedef void (*ik_hold_cb)(void *ctx, ik_hold_state state, const char *why);
+
+/* Called with each proof of a grant that moves the end of its trust window, with the
+ * new end (as ik_lock_trusted_until gives it: CLOCK_MONOTONIC ns). A program that
+ * must stop what a grant guards before anyone else can hold it (`idkeeper lock` and
+ * `elect` hand it to the guardian of CMD's tree) keeps the latest and stops by it,
+ * whatever this process does meanwhile. Thread: the lock's hold monitor (the thread
+ * that probes the grant, docs/recipes.md "The hold monitor"), for every grant of the
+ * lock or election, from its first proof to its release; never on local:, where a
+ * grant cannot lapse. It must not block, and must not call back into the object. */
+typedef void (*ik_hold_proof_cb)(void *ctx, int64_t trusted_until_ns);
 
 /* What a caller learns about a grant. */
 typedef struct ik_hold_info {
     ik_hold_state state;
     int64_t fence;    /* fencing token of the current grant (0: none) */
     char node[512];   /* zk://: the full path of our node (chroot included), for
-                         zoo_multi checks; local: the file held; "" if none */
-    char session[64]; /* zk://: the session holding it ("0x..."); local: "" */
-    char why[160];    /* reason of the latest state change */
-    /* zk://: the session timeout the server granted (a LOST notice comes at least a
-     * third of it before anyone else can hold the grant); local: 0 */
+                         zoo_multi checks; etcd://: our key; SQL: the lock's key;
+                         local: the file held; "" if none */
+    char session[64]; /* zk://: the session holding it ("0x..."); etcd://: "lease HEX";
+                         SQL: the database's id of the session; local: "" */
+    char why[160];    /* reason of the latest state change, or of a failed acquire
+                         (in the store's words where it gave some) */
+    /* the grant's term T: zk://, the session timeout the server granted; etcd:// and
+     * SQL, the lease TTL (--lease-ttl). A LOST notice comes at least T/3 before
+     * anyone else can hold the grant. local: 0 */
     int64_t session_timeout_ms;
 } ik_hold_info;
 
@@ -813,8 +839,9 @@ typedef struct ik_lock_options {
     size_t size;          /* set by ik_lock_options_init ("Options structs") */
     ik_hold_cb on_change; /* may be NULL */
     void *ctx;
-    const char *data; /* stored in our node or ticket, for people looking at the
-                         contenders; NULL: "pid=PID host=HOST" */
+    const char *data;          /* stored in our node or ticket, for people looking at the
+                                  contenders; NULL: "pid=PID host=HOST" */
+    ik_hold_proof_cb on_proof; /* may be NULL; called with ctx, as on_change */
 } ik_lock_options;
 
 IK_EXTERN void ik_lock_options_init(ik_lock_options *o);
@@ -841,7 +868,10 @@ IK_EXTERN void ik_lock_destroy(ik_lock *lk);
  * across a reconnect, which may make the call return up to one session timeout
  * late). IK_ECLOSED: cancelled by ik_lock_cancel. IK_EINVAL: already held or
  * waited for (a LOST grant is cleaned up first, as by ik_lock_release). IK_ESTORE:
- * the backend failed (local: a file could not be made). */
+ * the backend failed for good, or still failed at the deadline (local: a file could
+ * not be made); ik_lock_get_info's why says why, in the store's words. A store that
+ * fails or does not answer for a while (a leader killed, a restart, no connection)
+ * is waited out until the deadline, as a holder waits it out. */
 IK_EXTERN int ik_lock_acquire(ik_lock *lk, int64_t timeout_ms, int64_t *fence);
 /* Gives the lock up: no callback for this grant once it returns. 0; IK_ELOST if the
  * grant was lost before (nothing more to do); IK_EINVAL if not held. On zk:// the
@@ -854,6 +884,15 @@ IK_EXTERN int ik_lock_release(ik_lock *lk);
 IK_EXTERN void ik_lock_cancel(ik_lock *lk);
 IK_EXTERN ik_hold_state ik_lock_state(ik_lock *lk);
 IK_EXTERN void ik_lock_get_info(ik_lock *lk, ik_hold_info *out);
+/* CLOCK_MONOTONIC ns until which the current grant is trusted: the send time of the
+ * last round trip that proved it plus the safe window, 2/3 of the session timeout or
+ * lease TTL (docs/recipes.md, "The hold monitor"); the store cannot hand it to
+ * anyone else before that plus the other third. INT64_MAX where a grant cannot lapse
+ * while this process lives (local:); 0 when nothing is held (idle, waiting, lost).
+ * The value stays what the last proof made it while the grant is in doubt: the
+ * monitor says LOST by it at the latest. IK_EINVAL (negative: long past) for a NULL
+ * lk. Any thread, any time; no I/O. */
+IK_EXTERN int64_t ik_lock_trusted_until(ik_lock *lk);
 
 /* Read-write lock (Curator's InterProcessReadWriteLock: nodes `_c_<uuid>-__READ__<seq>`
  * and `_c_<uuid>-__WRIT__<seq>`). A writer waits for every contender ahead of it; a
@@ -872,7 +911,8 @@ IK_EXTERN ik_lock *ik_rwlock_write(ik_rwlock *rw);
 /* Leader election (Curator's LeaderLatch: nodes `_c_<uuid>-latch-<seq>` holding the
  * participant id; the smallest sequence leads). A campaign runs on the election's
  * own thread: it waits its turn, leads (callback HELD), and after a loss (callback
- * LOST) campaigns again by itself until ik_election_resign. A grant that is in doubt
+ * LOST) campaigns again by itself until ik_election_resign (with keep_on_loss: once
+ * its owner calls ik_election_rejoin). A grant that is in doubt
  * or lost before leadership was reported (the process paused right after its node
  * came first) is reported as such: its first callback is IN_DOUBT or LOST, and HELD
  * comes only once the same session answers again. Threads: every call is safe from
@@ -883,6 +923,13 @@ typedef struct ik_election_options {
     size_t size;          /* set by ik_election_options_init ("Options structs") */
     ik_hold_cb on_change; /* HELD (leading), IN_DOUBT, LOST; may be NULL */
     void *ctx;
+    ik_hold_proof_cb on_proof; /* each proof of a grant; may be NULL; called with ctx */
+    /* 1: after LOST, the election keeps its node (or ticket, or session lock) and does
+     * not campaign again until ik_election_rejoin: its owner first ends what it ran
+     * as leader, and only then gives the grant back (docs/recipes.md, "One order").
+     * 0 (the default): it gives the lost grant back and campaigns again by itself at
+     * once. */
+    int keep_on_loss;
 } ik_election_options;
 
 IK_EXTERN void ik_election_options_init(ik_election_options *o);
@@ -905,11 +952,19 @@ IK_EXTERN int ik_election_await(ik_election *e, int64_t timeout_ms);
  * the removal is sent, as ik_lock_release. No callback. 0, or IK_EINVAL if not
  * campaigning. */
 IK_EXTERN int ik_election_resign(ik_election *e);
+/* With keep_on_loss: gives the lost grant back (our node, ticket or session lock is
+ * removed if it is still there) and campaigns again; returns once the removal is
+ * sent, as ik_election_resign. 0; IK_EINVAL if the election is not waiting to
+ * rejoin (no keep_on_loss, or no grant lost since the last rejoin). Any thread. */
+IK_EXTERN int ik_election_rejoin(ik_election *e);
 /* The election's state, never HELD while its lock's own check knows the session
  * dead (LOST) or cut off (IN_DOUBT), even before that notice has been delivered.
  * fence: a token that strictly increases with each leadership grant on the path. */
 IK_EXTERN ik_hold_state ik_election_state(ik_election *e);
 IK_EXTERN void ik_election_get_info(ik_election *e, ik_hold_info *out);
+/* As ik_lock_trusted_until, for the grant the election leads by (HELD or IN_DOUBT);
+ * 0 otherwise (campaigning, lost, waiting to rejoin). */
+IK_EXTERN int64_t ik_election_trusted_until(ik_election *e);
 
 /* Who leads at path now: *id (freed with ik_free) = the leader's participant id
  * (Curator's too). IK_ENOTFOUND if no one campaigns there. */

@@ -74,6 +74,7 @@ test_pkgs=(
   etcd-server etcd-client # etcd://: a throwaway etcd (tests/fixtures/etcd.sh) and etcdctl, for interop
   python3-etcd3       # etcd://: the Python client's lock, a peer of the lock benchmark
   prometheus          # promtool checks the shipped alert rules; a real Prometheus runs them (t_prometheus_alerts)
+  spin                # the model of the hold rule (tests/model/hold.pml), checked in make test
 )
 bench_pkgs=(
   wrk nginx-light hyperfine # the benchmarks' load and their peer (not the test suite's)

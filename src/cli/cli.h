@@ -98,6 +98,12 @@ int ik__cli_open_coord(const ik_cli_command *cmd, const ik_cli_opts *o, ik_coord
  * setting of it would be refused, for `idkeeper check` to report on. */
 int ik__cli_open_coord_as(const ik_cli_command *cmd, const ik_cli_opts *o, int check_only,
                           ik_coord **c);
+/* For lock and elect: ik__cli_open_coord, tried again while the store cannot be
+ * reached (IK_ESTORE: down, frozen, without a leader) for up to wait_ms (-1: for as
+ * long as it takes), saying so once on stderr in the store's words; any other
+ * failure (a bad URI, IK_EDENIED, an unsafe store) ends it at once. */
+int ik__cli_open_coord_waiting(const ik_cli_command *cmd, const ik_cli_opts *o, int64_t wait_ms,
+                               ik_coord **c);
 
 /* The reason of a call on c that failed with err and has no why of its own: the
  * store's own (ik_coord_last_error: the path, the errno, what to change) where err

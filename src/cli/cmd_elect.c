@@ -1,25 +1,24 @@
 /* cmd_elect.c: `idkeeper elect PATH -- CMD [ARG...]`: campaigns at PATH and runs CMD
  * only while this process leads (docs/guarantees.md promise 22).
  *
- *   CAMPAIGNING --leading--> RUNNING CMD --CMD exits--> its tree gone (SIGKILL to
- *        what is left after the grace), resign, exit with its code
- *   RUNNING --leadership LOST--> STOPPING (SIGTERM, SIGKILL after the grace)
- *        --CMD gone--> CAMPAIGNING again (the library campaigns by itself),
- *                      or exit 125 with --once
- *   RUNNING --IN_DOUBT / restored--> a line on stderr; CMD keeps running
+ *   CAMPAIGNING --leading (a HELD note, and the election's own state HELD)-->
+ *        RUNNING (ik__cli_run_held, hold_run.c)
+ *   RUNNING --CMD's tree gone (CMD ended by itself, or on a signal passed on)-->
+ *        resign, exit with CMD's code
+ *   RUNNING --lost, or its trust lapsed: CMD stopped, its tree gone--> rejoin
+ *        (gives the lost grant back and campaigns again) --> CAMPAIGNING,
+ *        or with --once: resign, exit 125
  *   CAMPAIGNING --IN_DOUBT / LOST of a grant not yet led--> a line on stderr (the
- *        library tells a grant lost right after it came so, not as leading);
- *        LOST with --once: exit 125
+ *        library tells a grant lost right after it came so, not as leading); LOST:
+ *        rejoin, or with --once exit 125
  *   CAMPAIGNING --TERM/INT/HUP/QUIT--> resign, exit 128+sig
- *   RUNNING --TERM/INT/HUP/QUIT--> forwarded to CMD; its exit ends idkeeper (SIGKILL
- *        to CMD's tree if it has not ended within the grace)
  *
- * CMD starts only on a HELD note while ik_election_get_info (which checks the
- * lock's session, not only the notes delivered) says HELD. The grace: as for
- * `idkeeper lock` (ik__cli_grace in cmd_lock.c).
+ * The one order (hold_run.h): the election runs with keep_on_loss, so a lost grant
+ * stays ours (its node, ticket or session lock) until CMD's tree is gone and we
+ * rejoin; another candidate cannot lead while a process of our CMD runs.
  */
 #include "cli.h"
-#include "supervise.h"
+#include "hold_run.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -30,6 +29,7 @@
 
 typedef struct elect_run {
     ik_sup sup;
+    ik_election *e;
     pthread_mutex_t mu;
     char why[160]; /* under mu: the reason of the latest IN_DOUBT or LOST notice */
 } elect_run;
@@ -55,6 +55,48 @@ static void why_of(elect_run *r, char *out, size_t len)
     pthread_mutex_unlock(&r->mu);
 }
 
+/* On the election's lock's hold monitor: the guardian gets each new end of the trust
+ * window. */
+static void on_proof(void *ctx, int64_t until_ns)
+{
+    elect_run *r = ctx;
+    ik__sup_deadline(&r->sup, until_ns);
+}
+
+static void grant_info(void *h, ik_hold_info *out)
+{
+    elect_run *r = h;
+    ik_election_get_info(r->e, out);
+    why_of(r, out->why, sizeof out->why);
+}
+
+static int64_t grant_until(void *h)
+{
+    elect_run *r = h;
+    return ik_election_trusted_until(r->e);
+}
+
+/* A lost grant given back (keep_on_loss), and the campaign on: 0, or the exit code
+ * with the reason printed. The election may not have called the grant lost (the
+ * guardian stopped CMD at the end of the trust window, and a late proof came): it
+ * is given back all the same, by resigning, and the campaign starts anew, so that
+ * CMD starts again only on a leadership won after its tree was gone. */
+static int rejoin(const ik_cli_command *cmd, elect_run *r, const char *path)
+{
+    int err = ik_election_rejoin(r->e);
+    if (err == IK_EINVAL && ik_election_state(r->e) != IK_HOLD_WAITING) {
+        ik_election_resign(r->e);
+        err = ik_election_campaign(r->e);
+    } else if (err == IK_EINVAL) {
+        err = 0; /* campaigning already */
+    }
+    if (err) {
+        ik__cli_fail(cmd, "cannot campaign again at %s: %s", path, ik_strerror(err));
+        return IK_EXIT_FAIL;
+    }
+    return 0;
+}
+
 int ik__cmd_elect(const ik_cli_command *cmd, ik_cli_opts *o)
 {
     elect_run r;
@@ -62,10 +104,12 @@ int ik__cmd_elect(const ik_cli_command *cmd, ik_cli_opts *o)
     pthread_mutex_init(&r.mu, NULL);
     ik_coord *c;
     int rc = ik__cli_hold_begin(cmd, o, &r.sup, &c);
-    if (rc) return rc;
+    if (rc) {
+        pthread_mutex_destroy(&r.mu);
+        return rc;
+    }
     const char *path = o->args[0];
     char *const *argv = &o->args[o->rest];
-    int64_t grace = 0;
     int once = (int)o->v[IK_OPT_ONCE].n;
     char id[300];
     if (o->v[IK_OPT_ID].text) {
@@ -79,124 +123,101 @@ int ik__cmd_elect(const ik_cli_command *cmd, ik_cli_opts *o)
     ik_election_options eo;
     ik_election_options_init(&eo);
     eo.on_change = on_change;
+    eo.on_proof = on_proof;
+    eo.keep_on_loss = 1;
     eo.ctx = &r;
-    ik_election *e = NULL;
-    int err = ik_election_create(c, path, id, &eo, &e);
+    int err = ik_election_create(c, path, id, &eo, &r.e);
     if (err) {
         ik__cli_fail(cmd, "bad election path '%s' or id '%s': %s", path, id, ik_strerror(err));
         ik_coord_close(c);
         ik__sup_fini(&r.sup);
+        pthread_mutex_destroy(&r.mu);
         return IK_EXIT_USAGE;
     }
     ik_hold_info hi;
-    ik_election_get_info(e, &hi);
-    rc = ik__cli_grace_check(cmd, o, hi.session_timeout_ms);
+    ik_election_get_info(r.e, &hi);
+    rc = ik__cli_grace_check(cmd, o, c, hi.session_timeout_ms);
     if (rc) goto out;
-    err = ik_election_campaign(e);
+    err = ik_election_campaign(r.e);
     if (err) {
         ik__cli_fail(cmd, "cannot campaign at %s: %s", path, ik_strerror(err));
         rc = IK_EXIT_FAIL;
         goto out;
     }
 
-    char e_path[512 + 32], e_id[sizeof id + 32], e_fence[64];
+    char e_path[512 + 32], e_id[sizeof id + 32], e_fence[64], noun[600];
     snprintf(e_path, sizeof e_path, "IDKEEPER_ELECT_PATH=%s%s", path[0] == '/' ? "" : "/", path);
     snprintf(e_id, sizeof e_id, "IDKEEPER_ELECT_ID=%s", id);
+    snprintf(noun, sizeof noun, "leadership at %s", path);
     const char *env[] = {e_path, e_id, e_fence, NULL};
-    int running = 0, stopping = 0, quitting = 0;
+    ik_cli_grant g = {noun, &r, grant_info, grant_until};
     int recheck = 0; /* leading by the notes, in doubt by the lock's own check */
     ik_sup_event ev;
     for (;;) {
-        /* a doubt that ends before the lock's monitor has seen it sends no note:
-         * while one holds CMD back, look again now and then */
+        /* CAMPAIGNING. A doubt that ends before the lock's monitor has seen it sends no
+         * note: while one holds CMD back, look again now and then */
         if (ik__sup_next(&r.sup, recheck ? 100 : -1, &ev) != 0) {
             ik__cli_fail(cmd, "waiting: %s", strerror(errno));
-            ik__sup_stop(&r.sup, 0);
-            int code; /* CMD's tree gone before the release */
-            while (ik__sup_wait_gone(&r.sup, &code) < 0 && errno == EINTR) {
-            }
             rc = IK_EXIT_FAIL;
             break;
         }
-        if (ev.kind == IK_SUP_EXITED) {
-            running = 0;
-            if (!stopping || quitting) { /* CMD ended by itself, or on our signal */
-                rc = ev.code;
-                break;
-            }
-            stopping = 0;
-            if (once) {
-                rc = IK_EXIT_LOCK_LOST;
-                break;
-            }
-            fprintf(stderr, "idkeeper: elect: %s stopped; campaigning again at %s\n", argv[0],
-                    path);
-        } else if (ev.kind == IK_SUP_SIGNAL) {
-            if (running) {
-                quitting = 1;
-                ik__sup_signal(&r.sup, ev.sig);
-                continue;
-            }
+        if (ev.kind == IK_SUP_SIGNAL) {
             rc = 128 + ev.sig;
             break;
-        } else if (ev.kind == IK_SUP_NOTE && ev.note == 'L') {
+        }
+        if (ev.kind == IK_SUP_NOTE && ev.note == 'L') {
             char lw[160];
             why_of(&r, lw, sizeof lw);
-            if (running && !stopping) {
-                ik__cli_fail(cmd, "lost leadership at %s (%s): stopping %s", path, lw, argv[0]);
-                stopping = 1;
-                ik__sup_stop(&r.sup, grace);
-            } else if (!running && once) {
+            if (once) {
                 ik__cli_fail(cmd, "lost leadership at %s (%s) before %s started", path, lw,
                              argv[0]);
                 rc = IK_EXIT_LOCK_LOST;
                 break;
-            } else if (!running) {
-                fprintf(stderr,
-                        "idkeeper: elect: lost leadership at %s (%s) before %s started; "
-                        "campaigning again\n",
-                        path, lw, argv[0]);
             }
+            fprintf(stderr,
+                    "idkeeper: elect: lost leadership at %s (%s) before %s started; "
+                    "campaigning again\n",
+                    path, lw, argv[0]);
+            if ((rc = rejoin(cmd, &r, path))) break;
             continue;
-        } else if (ev.kind == IK_SUP_NOTE && ev.note == 'D') {
+        }
+        if (ev.kind == IK_SUP_NOTE && ev.note == 'D') {
             char lw[160];
             why_of(&r, lw, sizeof lw);
-            if (running && !stopping) {
-                fprintf(stderr,
-                        "idkeeper: elect: leadership at %s is in doubt (%s); %s keeps "
-                        "running and is stopped if leadership is lost\n",
-                        path, lw, argv[0]);
-            } else if (!running) {
-                fprintf(stderr,
-                        "idkeeper: elect: leadership at %s is in doubt (%s); %s starts once "
-                        "the same session answers again\n",
-                        path, lw, argv[0]);
-            }
-            continue;
-        } else if (ev.kind != IK_SUP_NOTE && ev.kind != IK_SUP_TIMEOUT) {
+            fprintf(stderr,
+                    "idkeeper: elect: leadership at %s is in doubt (%s); %s starts once "
+                    "the same session answers again\n",
+                    path, lw, argv[0]);
             continue;
         }
-        /* 'H', a recheck, or CMD gone after a loss: run CMD if we lead and it does
-         * not run */
-        ik_election_get_info(e, &hi);
-        recheck = hi.state == IK_HOLD_IN_DOUBT && !running && !stopping && !quitting;
-        if (hi.state != IK_HOLD_HELD || stopping || quitting) continue;
-        if (running) {
-            fprintf(stderr, "idkeeper: elect: leading at %s again\n", path);
-            continue;
-        }
+        if (ev.kind != IK_SUP_NOTE && ev.kind != IK_SUP_TIMEOUT) continue;
+        /* 'H' or a recheck: run CMD if we lead */
+        ik_election_get_info(r.e, &hi);
+        recheck = hi.state == IK_HOLD_IN_DOUBT;
+        if (hi.state != IK_HOLD_HELD) continue;
         snprintf(e_fence, sizeof e_fence, "IDKEEPER_FENCE=%" PRId64, hi.fence);
-        grace = ik__cli_grace_now(o, hi.session_timeout_ms);
-        char why[512];
-        rc = ik__sup_spawn(&r.sup, argv, env, grace, why, sizeof why);
-        if (rc) {
-            ik__cli_fail(cmd, "%s", why);
+        int64_t grace = ik__cli_grace_now(o, hi.session_timeout_ms);
+        int code, sig;
+        ik_cli_end end = ik__cli_run_held(cmd, &r.sup, &g, argv, env, grace, &code, &sig);
+        /* CMD's tree is gone: now the grant may be given back (one order) */
+        if (end == IK_CLI_END_FAILED) {
+            rc = code;
             break;
         }
-        running = 1;
+        if (end == IK_CLI_END_EXITED) { /* CMD ended by itself, or on our signal */
+            rc = code;
+            break;
+        }
+        if (once) {
+            rc = IK_EXIT_LOCK_LOST;
+            break;
+        }
+        fprintf(stderr, "idkeeper: elect: %s stopped; campaigning again at %s\n", argv[0], path);
+        recheck = 0;
+        if ((rc = rejoin(cmd, &r, path))) break;
     }
 out:
-    ik_election_destroy(e); /* resigns */
+    ik_election_destroy(r.e); /* resigns: CMD's tree is gone on every way here */
     ik_coord_close(c);
     ik__sup_fini(&r.sup);
     pthread_mutex_destroy(&r.mu);

@@ -4,13 +4,10 @@
  *   WAITING --granted--> GRANTED --the lock says HELD--> RUNNING
  *   GRANTED --the lock says IN_DOUBT--> wait for HELD again (or LOST)
  *   GRANTED --the lock says LOST--> release, exit 125 (CMD never ran)
- *   RUNNING --CMD exits--> its tree gone (SIGKILL to what is left after the grace),
- *        release, exit with CMD's code (supervise.h: the guardian)
+ *   RUNNING (ik__cli_run_held, hold_run.c) --CMD's tree gone--> release, exit with
+ *        CMD's code;   --lost, or its trust lapsed: CMD stopped, its tree gone-->
+ *        release, exit 125
  *   WAITING --timeout--> exit 124          WAITING, GRANTED --TERM/INT/HUP--> exit 128+sig
- *   RUNNING --lock LOST--> STOPPING (SIGTERM, SIGKILL after the grace) --> exit 125
- *   RUNNING --lock IN_DOUBT / restored--> a line on stderr; CMD keeps running
- *   RUNNING --TERM/INT/HUP/QUIT--> forwarded to CMD's process group; SIGKILL to
- *        CMD's tree if it has not ended within the grace
  *
  * The acquire runs on a thread of its own so that the main thread keeps serving
  * signals while it waits; a signal cancels the wait (ik_lock_cancel). A notice of
@@ -18,12 +15,12 @@
  * pause right after the grant): in GRANTED the lock's state, which the notices
  * follow, decides whether CMD starts.
  *
- * The grace (ik__cli_grace): on zk:// SIGKILL must land before the session can
- * expire and the lock pass on. LOST comes 2/3 of the session timeout T after the
- * last proof of the session at the latest, the next holder can hold from T on: the
- * default grace is T/6 and a --grace above T/4 is refused (docs/recipes.md). */
+ * The grace (ik__cli_grace, hold_run.h): SIGKILL must land before the store can hand
+ * the lock on. LOST comes, and the guardian stops CMD by itself, 2/3 of the term T
+ * after the last proof's send; the next holder can hold from T on: the default grace
+ * is T/6 and a --grace above T/4 is refused (docs/recipes.md). */
 #include "cli.h"
-#include "supervise.h"
+#include "hold_run.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -46,6 +43,13 @@ static void on_change(void *ctx, ik_hold_state s, const char *why)
     ik__sup_note(&r->sup, s == IK_HOLD_LOST ? 'L' : s == IK_HOLD_IN_DOUBT ? 'D' : 'H');
 }
 
+/* On the hold monitor's thread: the guardian gets each new end of the trust window. */
+static void on_proof(void *ctx, int64_t until_ns)
+{
+    lock_run *r = ctx;
+    ik__sup_deadline(&r->sup, until_ns);
+}
+
 static void *acquire_thread(void *arg)
 {
     lock_run *r = arg;
@@ -54,71 +58,14 @@ static void *acquire_thread(void *arg)
     return NULL;
 }
 
-/* Checks "PATH -- CMD [ARG...]". 0 or IK_EXIT_USAGE. */
-int ik__cli_path_and_cmd(const ik_cli_command *cmd, const ik_cli_opts *o)
+static void grant_info(void *h, ik_hold_info *out)
 {
-    if (o->nargs == 0) {
-        ik__cli_fail(cmd, "no PATH given (usage: idkeeper %s)", cmd->usage);
-        return IK_EXIT_USAGE;
-    }
-    if (o->rest < 0 || o->rest == o->nargs) {
-        ik__cli_fail(cmd, "no command given after '--' (usage: idkeeper %s)", cmd->usage);
-        return IK_EXIT_USAGE;
-    }
-    if (o->rest != 1) {
-        ik__cli_fail(cmd, "%s before '--' (usage: idkeeper %s)",
-                     o->rest == 0 ? "no PATH" : "more than one PATH", cmd->usage);
-        return IK_EXIT_USAGE;
-    }
-    return 0;
+    ik_lock_get_info(h, out);
 }
 
-int ik__cli_hold_begin(const ik_cli_command *cmd, const ik_cli_opts *o, ik_sup *sup, ik_coord **c)
+static int64_t grant_until(void *h)
 {
-    int rc = ik__cli_path_and_cmd(cmd, o);
-    if (rc) return rc;
-    if (ik__sup_init(sup) != 0) {
-        ik__cli_fail(cmd, "cannot set up signals: %s", strerror(errno));
-        return IK_EXIT_FAIL;
-    }
-    sup->who = cmd->name;
-    *c = NULL;
-    rc = ik__cli_open_coord(cmd, o, c);
-    if (rc == 0) rc = ik__cli_locks_offered(cmd, *c);
-    if (rc) ik__sup_fini(sup);
-    return rc;
-}
-
-int64_t ik__cli_grace(const ik_cli_opts *o, int64_t session_ms, int64_t *max)
-{
-    int given = o->v[IK_OPT_GRACE].text != NULL;
-    int64_t g = o->v[IK_OPT_GRACE].n;
-    if (session_ms <= 0) { /* local: never lost; the grace serves the stops only */
-        *max = -1;
-        return given ? g : IK_CLI_LOCAL_GRACE_MS;
-    }
-    *max = session_ms / 4;
-    return given ? g : session_ms / 6;
-}
-
-int ik__cli_grace_check(const ik_cli_command *cmd, const ik_cli_opts *o, int64_t session_ms)
-{
-    int64_t max, g = ik__cli_grace(o, session_ms, &max);
-    if (max < 0 || g <= max) return 0;
-    ik__cli_fail(cmd,
-                 "--grace %" PRId64 " ms could let CMD outlive the grant: with a ZooKeeper "
-                 "session timeout of %" PRId64 " ms a loss may be told only %" PRId64
-                 " ms before another process can hold it, so the grace is at most %" PRId64
-                 " ms (a quarter of the timeout, leaving a margin); raise "
-                 "--zk-session-timeout for a longer one",
-                 g, session_ms, session_ms / 3, max);
-    return IK_EXIT_USAGE;
-}
-
-int64_t ik__cli_grace_now(const ik_cli_opts *o, int64_t session_ms)
-{
-    int64_t max, g = ik__cli_grace(o, session_ms, &max);
-    return max >= 0 && g > max ? max : g;
+    return ik_lock_trusted_until(h);
 }
 
 int ik__cmd_lock(const ik_cli_command *cmd, ik_cli_opts *o)
@@ -136,6 +83,7 @@ int ik__cmd_lock(const ik_cli_command *cmd, ik_cli_opts *o)
     ik_lock_options lo;
     ik_lock_options_init(&lo);
     lo.on_change = on_change;
+    lo.on_proof = on_proof;
     lo.ctx = &r;
     int err = ik_lock_create(c, path, &lo, &r.lk);
     if (err) {
@@ -149,7 +97,7 @@ int ik__cmd_lock(const ik_cli_command *cmd, ik_cli_opts *o)
     }
     ik_hold_info hi;
     ik_lock_get_info(r.lk, &hi);
-    rc = ik__cli_grace_check(cmd, o, hi.session_timeout_ms);
+    rc = ik__cli_grace_check(cmd, o, c, hi.session_timeout_ms);
     if (rc) goto out;
 
     pthread_t t;
@@ -188,10 +136,11 @@ int ik__cmd_lock(const ik_cli_command *cmd, ik_cli_opts *o)
             rc = IK_EXIT_LOCK_TIMEOUT;
         } else if (r.rc == IK_ECLOSED) {
             rc = 128 + sig;
-        } else {
+        } else { /* in the store's words where it gave some: the lock's, or the coord's */
             char why[700];
+            ik_lock_get_info(r.lk, &hi);
             ik__cli_fail(cmd, "cannot take the lock at %s on %s: %s", path, ik_coord_uri(c),
-                         ik__cli_store_why(c, r.rc, why, sizeof why));
+                         hi.why[0] ? hi.why : ik__cli_store_why(c, r.rc, why, sizeof why));
             rc = IK_EXIT_FAIL;
         }
         goto out;
@@ -238,45 +187,13 @@ int ik__cmd_lock(const ik_cli_command *cmd, ik_cli_opts *o)
     snprintf(e_fence, sizeof e_fence, "IDKEEPER_FENCE=%" PRId64, r.fence);
     snprintf(e_node, sizeof e_node, "IDKEEPER_LOCK_NODE=%s", hi.node);
     const char *env[] = {e_path, e_fence, e_node, NULL};
-    char why[512];
-    rc = ik__sup_spawn(&r.sup, argv, env, grace, why, sizeof why);
-    if (rc) {
-        ik__cli_fail(cmd, "%s", why);
-        ik_lock_release(r.lk);
-        goto out;
-    }
-    int lost = 0;
-    for (;;) {
-        if (ik__sup_next(&r.sup, -1, &ev) != 0) {
-            ik__cli_fail(cmd, "waiting for %s: %s", argv[0], strerror(errno));
-            ik__sup_stop(&r.sup, 0);
-            int code; /* CMD's tree gone before the release */
-            while (ik__sup_wait_gone(&r.sup, &code) < 0 && errno == EINTR) {
-            }
-            rc = IK_EXIT_FAIL;
-            break;
-        }
-        if (ev.kind == IK_SUP_EXITED) {
-            rc = lost ? IK_EXIT_LOCK_LOST : ev.code;
-            break;
-        }
-        if (ev.kind == IK_SUP_SIGNAL) {
-            ik__sup_signal(&r.sup, ev.sig);
-        } else if (ev.kind == IK_SUP_NOTE && ev.note == 'L' && !lost) {
-            ik_lock_get_info(r.lk, &hi);
-            ik__cli_fail(cmd, "lost the lock at %s (%s): stopping %s", path, hi.why, argv[0]);
-            lost = 1;
-            ik__sup_stop(&r.sup, grace);
-        } else if (ev.kind == IK_SUP_NOTE && ev.note == 'D' && !lost) {
-            ik_lock_get_info(r.lk, &hi);
-            fprintf(stderr,
-                    "idkeeper: lock: the lock at %s is in doubt (%s); %s keeps running "
-                    "and is stopped if the lock is lost\n",
-                    path, hi.why, argv[0]);
-        } else if (ev.kind == IK_SUP_NOTE && ev.note == 'H' && !lost) {
-            fprintf(stderr, "idkeeper: lock: the lock at %s is held again\n", path);
-        }
-    }
+    char noun[600];
+    snprintf(noun, sizeof noun, "the lock at %s", path);
+    ik_cli_grant g = {noun, r.lk, grant_info, grant_until};
+    int code, passed;
+    ik_cli_end end = ik__cli_run_held(cmd, &r.sup, &g, argv, env, grace, &code, &passed);
+    rc = end == IK_CLI_END_LOST ? IK_EXIT_LOCK_LOST : code;
+    /* CMD's tree is gone: now the release (one order, hold_run.h) */
     err = ik_lock_release(r.lk);
     if (err && err != IK_ELOST)
         fprintf(stderr, "idkeeper: lock: releasing the lock at %s: %s\n", path, ik_strerror(err));

@@ -29,8 +29,8 @@
 #define IK_OPTS_WORKERS (IK_COORD_OPTS | IK_B(JSON) | IK_B(LEAF_NAME))
 #define IK_OPTS_TAGS                                                                               \
     (IK_COORD_OPTS | IK_B(KIND) | IK_B(START) | IK_B(STEP) | IK_B(DESCRIPTION) | IK_B(JSON))
-#define IK_OPTS_LOCK (IK_STORE_OPTS | IK_B(TIMEOUT) | IK_B(GRACE))
-#define IK_OPTS_ELECT (IK_STORE_OPTS | IK_B(ID) | IK_B(ONCE) | IK_B(GRACE))
+#define IK_OPTS_LOCK (IK_STORE_OPTS | IK_B(TIMEOUT) | IK_B(GRACE) | IK_B(CONTAIN))
+#define IK_OPTS_ELECT (IK_STORE_OPTS | IK_B(ID) | IK_B(ONCE) | IK_B(GRACE) | IK_B(CONTAIN))
 #define IK_OPTS_SCHEMA (IK_B(CONFIG) | IK_B(COORD))
 #define IK_OPTS_CHECK (IK_STORE_OPTS | IK_B(JSON))
 #define IK_OPTS_VERSION 0

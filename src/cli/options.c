@@ -110,6 +110,11 @@ ik_cli_option ik__cli_options[IK_OPT__COUNT] = {
         "after CMD exits or a signal passed on, the rest of its tree has this long (zk://: "
         "default a sixth of the session timeout, at most a quarter of it; local: 2000)",
         0, 3600000, NULL),
+    ROW(CONTAIN, "contain", CHOICE, "auto", "auto|pidns|cgroup|userns|guardian",
+        "how CMD's whole process tree is ended (docs/recipes.md): a PID namespace (root), a "
+        "delegated cgroup v2, a PID namespace in a user namespace, or the guardian alone; "
+        "auto: the first of these the host allows",
+        0, 0, "auto|pidns|cgroup|userns|guardian"),
     ROW(ID, "id", STRING, NULL, "TEXT",
         "this candidate's participant id, shown as the leader (default HOSTNAME:PID)", 0, 255,
         NULL),

@@ -70,6 +70,7 @@ typedef enum ik_cli_opt_id {
     IK_OPT_ALLOW_UNSAFE_STORE,
     IK_OPT_LEAF_NAME,
     IK_OPT_LEAF_TAKEOVER,
+    IK_OPT_CONTAIN,
     /* The store options of the registry's backends (--zk-auth, --redis-wait-replicas):
      * rows filled at run time from the backends' tables (store_flags.c), in these
      * slots; a slot no backend fills has no name and is no option. */

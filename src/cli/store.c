@@ -2,7 +2,8 @@
  * options of --coord's backend (store_flags.c), the password of the SQL and Redis
  * stores (from --password-file, else --password / IDKEEPER_PASSWORD), the lease TTL
  * and --allow-unsafe-store, and
- * the one open of --coord with its failure message. The first line of a file as a
+ * the one open of --coord with its failure message (for lock and elect, tried again
+ * while the store cannot be reached). The first line of a file as a
  * secret (the password, the HTTP bearer token) is read here too.
  *
  * No message here shows a secret: the URI is shown with its password removed
@@ -14,6 +15,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 int ik__cli_read_secret(const char *path, const char *what, char *out, size_t cap, char *why,
                         size_t why_len)
@@ -89,27 +91,69 @@ int ik__cli_open_coord(const ik_cli_command *cmd, const ik_cli_opts *o, ik_coord
     return ik__cli_open_coord_as(cmd, o, 0, c);
 }
 
-int ik__cli_open_coord_as(const ik_cli_command *cmd, const ik_cli_opts *o, int check_only,
-                          ik_coord **c)
+/* One open of --coord: 0, the open's error (why), or 1 for bad options (why). */
+static int open_once(const ik_cli_opts *o, int check_only, ik_coord **c, char *why, size_t why_len)
 {
     ik_coord_options co;
     ik__cli_store_args args;
-    char why[512] = "", shown[512];
-    const char *uri = o->v[IK_OPT_COORD].text;
-    ik__uri_redact(uri, shown, sizeof shown);
-    if (ik__cli_coord_options(o, &co, &args, why, sizeof why) != 0) {
+    if (ik__cli_coord_options(o, &co, &args, why, why_len) != 0) {
         ik__cli_store_args_wipe(&args);
+        return 1;
+    }
+    co.check_only = check_only;
+    int err = ik_coord_open(o->v[IK_OPT_COORD].text, &co, c, why, why_len);
+    ik__cli_store_args_wipe(&args);
+    return err;
+}
+
+/* The exit of a failed open_once, its message printed. */
+static int open_failed(const ik_cli_command *cmd, const ik_cli_opts *o, int err, const char *why)
+{
+    char shown[512];
+    ik__uri_redact(o->v[IK_OPT_COORD].text, shown, sizeof shown);
+    if (err == 1) {
         ik__cli_fail(cmd, "%s", why);
         return IK_EXIT_USAGE;
     }
-    co.check_only = check_only;
-    int err = ik_coord_open(uri, &co, c, why, sizeof why);
-    ik__cli_store_args_wipe(&args);
-    if (err) {
-        ik__cli_fail(cmd, "cannot open %s: %s", shown, why[0] ? why : ik_strerror(err));
-        return err == IK_EURI ? IK_EXIT_USAGE : IK_EXIT_FAIL;
+    ik__cli_fail(cmd, "cannot open %s: %s", shown, why[0] ? why : ik_strerror(err));
+    return err == IK_EURI ? IK_EXIT_USAGE : IK_EXIT_FAIL;
+}
+
+int ik__cli_open_coord_as(const ik_cli_command *cmd, const ik_cli_opts *o, int check_only,
+                          ik_coord **c)
+{
+    char why[512] = "";
+    int err = open_once(o, check_only, c, why, sizeof why);
+    return err ? open_failed(cmd, o, err, why) : 0;
+}
+
+int ik__cli_open_coord_waiting(const ik_cli_command *cmd, const ik_cli_opts *o, int64_t wait_ms,
+                               ik_coord **c)
+{
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int64_t pause = 100;
+    for (int tries = 0;; tries++) {
+        char why[512] = "";
+        int err = open_once(o, 0, c, why, sizeof why);
+        if (err == 0) return 0;
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        int64_t spent = (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
+        int left = wait_ms < 0 || spent + pause < wait_ms;
+        if ((err != IK_ESTORE && err != IK_EINDOUBT) || !left) return open_failed(cmd, o, err, why);
+        if (tries == 0) {
+            char shown[512];
+            ik__uri_redact(o->v[IK_OPT_COORD].text, shown, sizeof shown);
+            fprintf(stderr, "idkeeper: %s: cannot open %s yet: %s; trying again%s\n", cmd->name,
+                    shown, why[0] ? why : ik_strerror(err),
+                    wait_ms < 0 ? "" : " until the timeout");
+        }
+        struct timespec nap = {pause / 1000, pause % 1000 * 1000000};
+        while (nanosleep(&nap, &nap) != 0 && errno == EINTR) {
+        }
+        if (pause < 1000) pause *= 2;
     }
-    return 0;
 }
 
 const char *ik__cli_store_why(const ik_coord *c, int err, char *buf, size_t len)

@@ -12,7 +12,7 @@
  * Layers (docs/architecture.md, "Folders"; the test structure checks them): the
  * dispatch (coord.c, core/, counters/, recipes/recipe.c) over the implementations
  * (backends/NAME/, reached only through the ops tables coord.c names) over what
- * they share (tag_names.c, lock_notify.c, hazard.c, errors.c, log_sink.c, alloc.c,
+ * they share (tag_names.c, hold_tell.c, hazard.c, errors.c, log_sink.c, alloc.c,
  * clock.c). An implementation never calls up into coord.c, tags.c or recipe.c, nor
  * into another backend's folder.
  *
@@ -69,7 +69,7 @@ typedef struct ik__lease_proof {
 
 /* The safe window a proof gives: 2/3 of its term (the lease's L5, docs/guarantees.md
  * promise 10). One rule for the worker lease (core/lease.c) and for the locks that
- * keep a lease or session of their own (recipe_*.c): ms of a term, and the mono ns
+ * keep a lease or session of their own (recipes/hold.c): ms of a term, and the mono ns
  * until which a proof holds (IK_FOREVER for a term without end). */
 static inline int64_t ik__proof_window_ms(int64_t term_ms)
 {

@@ -2,7 +2,7 @@
  *
  * Elapsed time is CLOCK_BOOTTIME, not CLOCK_MONOTONIC: the library's deadlines
  * stand for time the rest of the world sees passing (a lease valid for a safe part
- * of the ZooKeeper session timeout after its last proof, the lock monitor's LOST
+ * of the ZooKeeper session timeout after its last proof, the hold monitor's LOST
  * after 2/3 of it, a call's budget), and ZooKeeper's session clock runs on while
  * this host is suspended; CLOCK_MONOTONIC stops then, CLOCK_BOOTTIME does not.
  * Timed waits on condition variables stay on CLOCK_MONOTONIC (pthread accepts no

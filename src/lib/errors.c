@@ -37,6 +37,7 @@ static const err_entry api_errors[] = {
     {IK_EBUSY, "IK_EBUSY", "held by someone else"},
     {IK_EKIND, "IK_EKIND", "the tag is of the other kind"},
     {IK_EUNSAFE, "IK_EUNSAFE", "the store's settings can lose an acknowledged write now"},
+    {IK_EDENIED, "IK_EDENIED", "the store refused this client (credentials or permissions)"},
     {IK_EFORKED, "IK_EFORKED",
      "the handle belongs to the parent of this fork(): open a new one in this process"},
     /* not errors, but answers of the API all the same (idkeeper.h) */

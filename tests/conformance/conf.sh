@@ -67,6 +67,17 @@
 #   conf_unsafe_off URI       (optional) puts that setting back, and returns once the
 #                             server keeps writes again (redis: appendonly yes, and
 #                             its first rewrite of the append-only file ended)
+#   conf_hold_revokes         (optional) the ways a holder's grant can be ended by
+#                             hand in the store, words for conf_hold_revoke's HOW
+#                             (zk: delete; etcd: delete revoke; SQL: its session's end)
+#   conf_hold_revoke URI KIND PATH HOW  (optional) ends the grant of the lock (KIND
+#                             lock) or election (elect) PATH's holder by hand, as an
+#                             operator would; prints what it did
+#   conf_hold_reset_frees     (optional) prints why a connection reset frees a grant
+#                             in the store at once (SQL: the session ends), nothing
+#                             where the store frees it a session or TTL later
+#   conf_store_freeze, conf_store_thaw  (optional) SIGSTOP and SIGCONT of the test's
+#                             own store server (CONF_OWN_STORE), all its processes
 #   conf_write_hold_var       (optional) the name of the test hook (docs/testing.md)
 #                             that holds a counter write after it began and before
 #                             its commit point, where the evidence that rides with it
@@ -111,7 +122,8 @@ _conf_store=$IK_SRC/tests/conformance/stores/$IK_STORE.sh
 # The optional hooks, until the store's file defines them.
 for _h in conf_lock_free_ms conf_lock_waiters conf_elect_nodes conf_elect_args conf_slow_args \
   conf_release_bound_ms conf_fault_answer_lost conf_fault_freeze_after_write conf_unsafe_on \
-  conf_unsafe_off; do
+  conf_unsafe_off conf_hold_revokes conf_hold_revoke conf_hold_reset_frees conf_store_freeze \
+  conf_store_thaw; do
   eval "$_h() { fail \"conf.sh: no $_h on $IK_STORE (tests/conformance/stores/$IK_STORE.sh)\"; }"
 done
 conf_counters_store() { :; }

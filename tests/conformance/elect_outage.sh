@@ -24,13 +24,16 @@ TMS=10000
 read -ra EARGS <<<"$(conf_elect_args $TMS)"
 source "$(dirname "$0")/lock_cases.sh"
 
+declare -A ELECT_PID=() # running_leaders finds each CMD below its idkeeper
 "$IK_BIN" elect --coord "$VIA" "${EARGS[@]}" --id a --grace 500 /svc -- sh -c "$elect_cmd" "$T" 2>"$T/a.err" &
+ELECT_PID[a]=$!
 IK_PIDS+=($!)
 leader=$(wait_one_leader 30000) || fail "a does not lead: $(cat "$T/a.err")"
 [ "$leader" = a ] || fail "$leader leads, not a"
 old=$(conf_elect_nodes "$COORD" /svc | head -n 1)
 [ -n "$old" ] || fail "no contender of a's in the store"
 "$IK_BIN" elect --coord "$COORD" "${EARGS[@]}" --id b --grace 500 /svc -- sh -c "$elect_cmd" "$T" 2>"$T/b.err" &
+ELECT_PID[b]=$!
 IK_PIDS+=($!)
 # (zk_tool: python3 with kazoo, about 100 ms a call)
 contenders_at_least() { [ "$(conf_elect_nodes "$COORD" /svc | wc -l)" -ge "$1" ]; }

@@ -15,6 +15,10 @@
 #   case_timeout               --timeout gives up with 124, leaves nothing of ours
 #   case_exit_codes            CMD's code passes through; 127/126; signals forwarded
 #   case_idkeeper_killed       idkeeper killed -9: CMD dies with it, the lock is free
+#   case_grace                 a --grace too long for the grant's term is refused
+#                              (exit 2, nothing taken) naming the option that sets
+#                              the term on this store; with a term 4 times as long it
+#                              runs (local: no term, any grace runs)
 #   case_signal_wait           SIGTERM while waiting: exit 143 at once, CMD never ran,
 #                              nothing of ours left
 #   case_elect_one_leader N    N candidates: exactly one CMD runs at a time; the
@@ -49,7 +53,7 @@ case_counter() {
       export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
       while ((r < rounds && SECONDS - t0 < secs)); do
         "${IK_LOCK[@]}" /counter -- sh -c 'n=$(cat "$0"); echo $((n + 1)) >"$0.tmp" && mv "$0.tmp" "$0"; echo "$IDKEEPER_FENCE" >>"$0.fences"' \
-          "$T/counter" || exit 1
+          "$T/counter" || { echo "a lock exited $?" >&2; exit 1; }
         r=$((r + 1))
       done
       echo "$r" >"$T/counter.done.$i"
@@ -152,13 +156,44 @@ case_exit_codes() {
   pass "exit codes: CMD's own, 137, 127, 126, 2; TERM forwarded; environment"
 }
 
+case_grace() {
+  local grace=$((CONF_SESSION_MS / 4 + 1000)) flag=--lease-ttl rc=0
+  [ "$IK_STORE" = zk ] && flag=--zk-session-timeout
+  if [ "$IK_STORE" = local ]; then
+    "${IK_LOCK[@]}" --grace "$grace" /grace -- true || fail "--grace $grace refused on local:"
+    pass "--grace $grace on local: (no term): it runs"
+    return
+  fi
+  for tool in lock elect; do
+    rc=0
+    if [ $tool = lock ]; then
+      "${IK_LOCK[@]}" --grace "$grace" /grace -- touch "$T/grace.ran" >"$T/grace.out" 2>"$T/grace.err" || rc=$?
+    else
+      "${IK_ELECT[@]}" --once --grace "$grace" /grace -- touch "$T/grace.ran" >"$T/grace.out" 2>"$T/grace.err" || rc=$?
+    fi
+    [ $rc = 2 ] || fail "$tool --grace $grace with a term of $CONF_SESSION_MS ms exited $rc, not 2: $(cat "$T/grace.err")"
+    [ ! -e "$T/grace.ran" ] || fail "$tool: CMD ran though --grace was refused"
+    [ "$(wc -l <"$T/grace.err")" = 1 ] || fail "$tool: not one line: $(cat "$T/grace.err")"
+    grepq -- "raise $flag " "$T/grace.err" || fail "$tool: the refusal does not name $flag: $(cat "$T/grace.err")"
+    [ "$flag" = --zk-session-timeout ] || ! grepq -i zookeeper "$T/grace.err" ||
+      fail "$tool: the refusal speaks of ZooKeeper on $IK_STORE: $(cat "$T/grace.err")"
+  done
+  # the flag it names is the one that helps
+  "${IK_LOCK[@]}" "$flag" $((CONF_SESSION_MS * 4)) --grace "$grace" /grace -- touch "$T/grace.ran" 2>"$T/grace.err" ||
+    fail "--grace $grace with $flag $((CONF_SESSION_MS * 4)) failed: $(cat "$T/grace.err")"
+  [ -e "$T/grace.ran" ] || fail "CMD did not run with the longer term"
+  pass "--grace $grace refused with a term of $CONF_SESSION_MS ms, naming $flag; runs with $flag $((CONF_SESSION_MS * 4))"
+}
+
 case_idkeeper_killed() {
   "${IK_LOCK[@]}" /killed -- sh -c 'echo $$ >"$0"; exec sleep 30' "$T/killed.pid" &
   local p=$! i
   IK_PIDS+=($p)
   wait_until 10 test -s "$T/killed.pid" || true
   local cmd
-  cmd=$(cat "$T/killed.pid")
+  # CMD's pid out here (it may run in a PID namespace of its own, where it is 2)
+  _killed_cmd() { cmd=$(host_pid $p "$(cat "$T/killed.pid")"); }
+  wait_until 5 _killed_cmd || fail "CMD $(cat "$T/killed.pid") not found below idkeeper $p"
   kill -KILL $p
   wait $p 2>/dev/null || true
   wait_until 5 not alive "$cmd" || fail "CMD $cmd outlived idkeeper killed -9"
@@ -202,12 +237,14 @@ case_signal_wait() {
 # its pid in $T/lead.ID.
 elect_cmd='echo "$IDKEEPER_ELECT_ID $IDKEEPER_FENCE $(date +%s%N)" >>"$0/starts"; echo $$ >"$0/lead.$IDKEEPER_ELECT_ID"; exec sleep 300'
 
-# Prints the ids whose CMD runs now.
+# Prints the ids whose CMD runs now (the pid it wrote is its own in its PID namespace,
+# if it runs in one: looked up below its idkeeper, ELECT_PID[ID]).
 running_leaders() {
-  local f
+  local f id
   for f in "$T"/lead.*; do
     [ -e "$f" ] || continue
-    alive "$(cat "$f")" && echo "${f##*/lead.}"
+    id=${f##*/lead.}
+    host_pid "${ELECT_PID[$id]}" "$(cat "$f")" >/dev/null && echo "$id"
   done
   return 0
 }
@@ -268,7 +305,7 @@ case_elect_one_leader() {
 
   # the leader's CMD ends: that idkeeper exits with its code and resigns
   local pid t0ns
-  pid=$(cat "$T/lead.$next")
+  pid=$(host_pid "${ELECT_PID[$next]}" "$(cat "$T/lead.$next")") || fail "$next's CMD not found"
   t0ns=$(date +%s%N)
   kill -TERM "$pid"
   local third
@@ -363,14 +400,13 @@ case_tree() {
   wait $b || fail "$tool: B exited $?: $(tail -n 3 "$T/tree.err")"
   rc=0
   wait $a || rc=$?
-  # A's processes: any left is a failure (below); killed here so none outlives the test
-  local pids p left=()
-  pids=$(awk '$1 == "A" { print $2 }' "$hb" | sort -u)
-  for p in $pids; do
-    if alive "$p"; then
-      left+=("$p")
-      kill -KILL "$p" 2>/dev/null
-    fi
+  # A's processes: any left is a failure (below); killed here so none outlives the test.
+  # By their command line, which names this case's file: the pids the workers wrote
+  # are their own in CMD's PID namespace, where there is one.
+  local p left=()
+  for p in $(pgrep -f -- "$T/worker A [a-z]* $hb\$"); do
+    left+=("$p")
+    kill -KILL "$p" 2>/dev/null
   done
   local after
   after=$(awk '$1 == "B" { b = $3; next } b != "" && $1 == "A" { n++; last = $3 }

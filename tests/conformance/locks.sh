@@ -3,7 +3,9 @@
 # not-on: redis: no locks or elections on Redis, which cannot fence them under failover (docs/redis.md); t_redis_bad_input checks that idkeeper lock and elect refuse, saying why
 # timeout: 300
 # idkeeper lock on the backend (docs/guarantees.md promise 22; cases in lock_cases.sh): CMD's exit code
-# passes through; --timeout exits 124 and leaves no ticket or node of ours; SIGTERM
+# passes through; a --grace too long for the store's term is refused naming the
+# store's own option (before, etcd's and SQL's refusal said --zk-session-timeout);
+# --timeout exits 124 and leaves no ticket or node of ours; SIGTERM
 # while waiting exits 143 at once; idkeeper killed -9 takes its CMD with it and the
 # lock is free again (on zk:// once the dead holder's session expires); 8 processes
 # x 15 locked increments (fewer if 60 s pass first) end at the number of rounds
@@ -22,6 +24,7 @@ COORD=$(conf_coord locks)
 source "$(dirname "$0")/lock_cases.sh"
 
 case_exit_codes
+case_grace
 case_timeout
 case_signal_wait
 case_idkeeper_killed

@@ -94,6 +94,29 @@ alive() {
   [ -n "$st" ] && [ "$st" != Z ] && [ "$st" != X ]
 }
 
+# host_pid ANCESTOR PID: the host's pid of the live process below ANCESTOR that calls
+# itself PID. `idkeeper lock` and `elect` run CMD in a PID namespace of its own where
+# the host allows it (docs/recipes.md, "CMD's process tree"): there CMD's $$ is its
+# pid in that namespace (CMD itself is 2), which means another process out here. A
+# process in the host's namespace is PID itself. Prints it, or nothing (status 1).
+host_pid() {
+  # grep fails (2) when a process exits between the glob and its read: not our
+  # answer's failure, which is awk's (pipefail would make it ours)
+  { grep -E '^(PPid|NSpid|State):' /proc/[0-9]*/status 2>/dev/null || true; } |
+    awk -F'[:\t ]+' -v anc="$1" -v want="$2" '
+      { split($1, a, "/"); p = a[3] }
+      $2 == "State" { st[p] = $3 }
+      $2 == "PPid" { par[p] = $3 }
+      $2 == "NSpid" { if ($NF == want) c[p] = 1 }
+      END {
+        for (p in c) {
+          if (st[p] == "Z" || st[p] == "X") continue
+          for (q = p; q != "" && q > 1; q = par[q]) if (q == anc) { print p; found = 1; exit }
+        }
+        exit !found
+      }'
+}
+
 # wait_grep PATTERN FILE SECONDS: until FILE has a line matching PATTERN (0), or
 # SECONDS passed (1).
 wait_grep() {

@@ -89,7 +89,8 @@ vh_run() {
   wait_until 60 test -s "$T/held" || fail "the holder did not get /vanish: $(cat "$T/holder.err")"
   local fence1 cmd lsid
   fence1=$(cat "$T/held")
-  cmd=$(cat "$T/cmd.pid")
+  # CMD's pid out here (it may run in a PID namespace of its own: docs/recipes.md)
+  cmd=$(host_pid "$holder" "$(cat "$T/cmd.pid")") || fail "the holder's CMD not found"
   IK_PIDS+=("$cmd")
   lsid=$(vh_lock_session)
   [ -n "$lsid" ] || fail "no session from $VH_NS_ADDR holds /vanish: the holder does not reach the database through its namespace"

@@ -99,6 +99,8 @@ ELECT=("$IK_BIN" elect --coord "$URI" --lease-ttl 3000)
 a=$!
 IK_PIDS+=($a)
 wait_until 10 test -s "$T/a.pid" || fail "idkeeper's candidate a did not lead: $(cat "$T/a.err")"
+# CMD's pid out here (it may run in a PID namespace of its own: docs/recipes.md)
+acmd=$(host_pid $a "$(cat "$T/a.pid")") || fail "a's CMD not found below idkeeper"
 "${E[@]}" elect "$EL" p1 >"$T/p1.out" 2>&1 &
 p1=$!
 IK_PIDS+=($p1)
@@ -108,7 +110,7 @@ pass "etcdctl elect $EL p1 waits while idkeeper elect leads"
 kill -TERM $a
 wait $a || true
 wait_until 10 grep -q '^p1$' "$T/p1.out" || fail "etcdctl did not lead once idkeeper's leader stopped: $(cat "$T/p1.out")"
-alive "$(cat "$T/a.pid")" && fail "a's CMD still runs after a stopped"
+alive "$acmd" && fail "a's CMD still runs after a stopped"
 pass "etcdctl elect leads once idkeeper's leader stopped"
 "${ELECT[@]}" --id ik-b "$EL" -- sh -c "echo \$\$ >$T/b.pid; exec sleep 300" 2>"$T/b.err" &
 b=$!

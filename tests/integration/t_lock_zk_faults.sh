@@ -86,6 +86,8 @@ LOCKV=("$IK_BIN" lock --coord "$VIA" --zk-session-timeout 6000)
 b=$!
 IK_PIDS+=($b)
 wait_until 60 test -s "$T/b.pid" || fail "B: CMD never started: $(cat "$T/b.err")"
+# CMD's pid out here (it may run in a PID namespace of its own: docs/recipes.md)
+bcmd=$(host_pid $b "$(cat "$T/b.pid")") || fail "B: CMD not found below idkeeper"
 sleep 5 # let time pass: longer than 2/3 of the session timeout: the holder's probes keep it proven
 proxy down
 t0=$(date +%s%3N)
@@ -95,7 +97,7 @@ sleep 0.3 # let time pass: the blip's length
 proxy up
 wait_grep "held again" "$T/b.err" 10 || fail "B: not told held again: $(cat "$T/b.err")"
 log "B: held again after $(($(date +%s%3N) - t0)) ms"
-alive "$(cat "$T/b.pid")" || fail "B: CMD was stopped"
+alive "$bcmd" || fail "B: CMD was stopped"
 ! grep -q "lost the lock" "$T/b.err" || fail "B: told lost: $(cat "$T/b.err")"
 kill -TERM $b
 rc=0

@@ -28,6 +28,8 @@ holder_thread() {
 a=$!
 IK_PIDS+=($a)
 wait_until 20 test -s "$T/a.fence" || fail "a did not get the lock: $(cat "$T/a.err")"
+# CMD's pid out here (it may run in a PID namespace of its own: docs/recipes.md)
+acmd=$(host_pid $a "$(cat "$T/a.pid")") || fail "a's CMD not found"
 "${LOCK[@]}" /res -- sh -c 'echo "$IDKEEPER_FENCE" >"$0/b.fence"' "$T" 2>"$T/b.err" &
 b=$!
 IK_PIDS+=($b)
@@ -45,7 +47,7 @@ took=$(($(mono_ms) - t0))
 [ $rc = 125 ] || fail "a exited $rc after its connection was killed, not 125 (lost): $(cat "$T/a.err")"
 grep -q "lost the lock" "$T/a.err" || fail "a did not say it lost the lock: $(cat "$T/a.err")"
 ((took < 10000)) || fail "a took $took ms to notice"
-wait_until 5 not alive "$(cat "$T/a.pid")" || fail "a's CMD still runs after a lost the lock"
+wait_until 5 not alive "$acmd" || fail "a's CMD still runs after a lost the lock"
 wait $b || fail "b failed: $(cat "$T/b.err")"
 (($(cat "$T/b.fence") > $(cat "$T/a.fence"))) || fail "fences do not increase: a $(cat "$T/a.fence"), b $(cat "$T/b.fence")"
 pass "KILL of the holder's connection: a exited 125 after $took ms, its CMD stopped; b took the lock, fences $(cat "$T/a.fence") < $(cat "$T/b.fence")"
@@ -54,13 +56,14 @@ pass "KILL of the holder's connection: a exited 125 after $took ms, its CMD stop
 e=$!
 IK_PIDS+=($e)
 wait_until 20 test -s "$T/e.pid" || fail "the candidate did not lead: $(cat "$T/e.err")"
+ecmd=$(host_pid $e "$(cat "$T/e.pid")") || fail "the leader's CMD not found"
 th=$(holder_thread elect:/el)
 [ -n "$th" ] && [ "$th" != NULL ] || fail "no session holds elect:/el"
 my_sql -e "KILL $th"
 rc=0
 wait $e || rc=$?
 [ $rc -ne 0 ] || fail "elect --once exited 0 after losing the lead"
-wait_until 5 not alive "$(cat "$T/e.pid")" || fail "the leader's CMD still runs after the lead was lost"
+wait_until 5 not alive "$ecmd" || fail "the leader's CMD still runs after the lead was lost"
 pass "KILL of the leader's connection: its CMD stopped, elect --once exited $rc: $(tail -n 1 "$T/e.err")"
 
 # the documented key (docs/recipes.md): an app holding GET_LOCK('ik/DB/lock:/app')

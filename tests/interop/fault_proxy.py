@@ -55,6 +55,9 @@ proxy polls the file every 5 ms and acts once per N):
               forwarded, and what the server answers on that connection from then
               on is kept as "hold" keeps it (until "release"): the request is
               applied, its answer late, the connection open
+  last-answer writes to CONTROL_FILE.last the wall time (Unix s, 6 decimals) at which
+              the proxy last passed the server's bytes to a client: after a fault
+              that stops every answer, the arrival of the last one
   mute-after N PATTERN [AFTER]
               the next time (N times) a client sends PATTERN (after AFTER), it is
               forwarded, and from then on the proxy is muted (as "mute"): the
@@ -77,6 +80,7 @@ raw = sys.argv[4:] == ["raw"]
 lock = threading.Lock()
 conns = []  # [client_sock, server_sock, flags]
 state = {"down": False, "partition": False, "delay": 0.0, "mute": False, "cut_left": 0,
+         "last_answer": 0.0,
          "cut_ops": set(), "cut_pat": b"", "lose_then": None, "lose_left": 0, "lose_what": "",
          "lose_pat": b"", "lose_after": b"", "lose_gen": 0}
 
@@ -130,6 +134,7 @@ class Sender:
                 continue
             try:
                 self.dst.sendall(data)
+                state["last_answer"] = time.time()
             except OSError:
                 break
         try:
@@ -313,6 +318,9 @@ def control_loop():
                 state["lose_then"] = (args[3], int(args[4])) if then else None
                 state["lose_after"] = b"" if then else " ".join(args[2:]).encode()
                 state["lose_gen"] += 1
+            elif word == "last-answer":
+                with open(ctl + ".last", "w") as f:
+                    f.write("%.6f\n" % state["last_answer"])
             elif word == "cut":
                 state["cut_left"] = int(args[0])
                 state["cut_ops"] = {int(x) for x in args[1].split(",")}

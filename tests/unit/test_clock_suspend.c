@@ -1,5 +1,5 @@
 /* test_clock_suspend.c: deadlines that stand for time the rest of the world sees
- * passing (the lease's validity, the lock monitor's and the ZooKeeper session's
+ * passing (the lease's validity, the hold monitor's and the ZooKeeper session's
  * proofs) must count a system suspend: while this host sleeps, ZooKeeper's session
  * clock runs on. CLOCK_MONOTONIC stops during a suspend; CLOCK_BOOTTIME does not.
  *
@@ -52,7 +52,7 @@ static void the_library_clocks_count_a_suspend(void **st)
         fail_msg("ik_clock_system()->mono_ns moved %lld ms across a 60 s suspend",
                  (long long)((m1 - m0) / 1000000));
     if (i1 - i0 < INT64_C(60000000000))
-        fail_msg("the library's deadline clock (ik__mono_ns: lease, lock monitor, session "
+        fail_msg("the library's deadline clock (ik__mono_ns: lease, hold monitor, session "
                  "proofs) moved %lld ms across a 60 s suspend",
                  (long long)((i1 - i0) / 1000000));
 }

@@ -420,6 +420,7 @@ static void recipes(void **st)
     VOID(ik_lock_get_info, "lk", ik_lock_get_info(NULL, &hi));
     assert_int_equal(hi.state, IK_HOLD_IDLE);
     VOID(ik_lock_get_info, "out", ik_lock_get_info(F.lk, NULL));
+    RC(ik_lock_trusted_until, "lk", ik_lock_trusted_until(NULL), IK_EINVAL);
     RC(ik_rwlock_create, "c", ik_rwlock_create(NULL, "/y", &lo, &rw), IK_EINVAL);
     RC(ik_rwlock_create, "path", ik_rwlock_create(F.c, NULL, &lo, &rw), IK_EINVAL);
     RC(ik_rwlock_create, "o", ik_rwlock_create(F.c, "/y", NULL, &rw), IK_OK);
@@ -442,6 +443,8 @@ static void recipes(void **st)
     RC(ik_election_state, "e", ik_election_state(NULL), IK_HOLD_IDLE);
     VOID(ik_election_get_info, "e", ik_election_get_info(NULL, &hi));
     VOID(ik_election_get_info, "out", ik_election_get_info(F.e, NULL));
+    RC(ik_election_rejoin, "e", ik_election_rejoin(NULL), IK_EINVAL);
+    RC(ik_election_trusted_until, "e", ik_election_trusted_until(NULL), IK_EINVAL);
     RC(ik_election_leader, "c", ik_election_leader(NULL, "/null/elect", &id), IK_EINVAL);
     RC(ik_election_leader, "path", ik_election_leader(F.c, NULL, &id), IK_EINVAL);
     RC(ik_election_leader, "id", ik_election_leader(F.c, "/null/elect", NULL), IK_EINVAL);

@@ -20,6 +20,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -350,6 +352,43 @@ static void test_dead_waiter(void **st)
     ik_lock_destroy(b);
 }
 
+/* The flock of the lock file dropped after the last event its holder makes (the
+ * kernel sends a close event before it drops a closed file's flock), or with no
+ * event at all (flock(1)'s `flock -u`, its descriptor kept open): the waiter takes
+ * the lock all the same, on its bounded retry (recipe_local.c, F4). Before, it slept
+ * in poll(-1) until its timeout. */
+static void test_unlock_without_event(void **st)
+{
+    fx *f = *st;
+    char path[200];
+    snprintf(path, sizeof path, "%s/locks/quiet.lock", f->dir);
+    ik_lock *a;
+    assert_int_equal(ik_lock_create(f->c, "quiet", NULL, &a), 0);
+    assert_int_equal(ik_lock_acquire(a, 0, NULL), 0); /* makes the files */
+    assert_int_equal(ik_lock_release(a), 0);
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    assert_true(fd >= 0);
+    assert_int_equal(flock(fd, LOCK_EX), 0);
+    waiter w = {a, 8000, 1, 0, NULL, NULL, 0, NULL};
+    pthread_t t;
+    pthread_create(&t, NULL, wait_thread, &w);
+    for (int k = 0; k < 500 && tickets(f, "quiet.lock") < 1; k++)
+        sleep_ms(1);
+    sleep_ms(50); /* the waiter is in its wait on the lock file */
+    int other = open(path, O_RDONLY | O_CLOEXEC);
+    assert_true(other >= 0);
+    close(other); /* a close event while the flock still holds */
+    sleep_ms(50); /* the waiter tried after it, and found the file locked */
+    int64_t t0 = mono_ms();
+    assert_int_equal(flock(fd, LOCK_UN), 0); /* no event: the descriptor stays open */
+    pthread_join(t, NULL);
+    assert_int_equal(w.rc, 0);
+    assert_true(mono_ms() - t0 < 2000);
+    ik_lock_release(a);
+    close(fd);
+    ik_lock_destroy(a);
+}
+
 static void test_bad_args(void **st)
 {
     fx *f = *st;
@@ -374,6 +413,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rwlock, setup, teardown),
         cmocka_unit_test_setup_teardown(test_election, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dead_waiter, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unlock_without_event, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_args, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,13 +1,15 @@
 /* recipe.c: locks, read-write locks and leader election over any backend (docs/guarantees.md
- * promises 19-21): argument checks, the path rule, and the election's campaign thread. The lock
- * protocol is the one the coord's backend carries (ik__backend_ops.recipe): this
+ * promises 19-21): argument checks, the path rule, each grant handed to the hold monitor
+ * (hold.c) and taken back before its release, and the election's campaign thread. The
+ * lock protocol is the one the coord's backend carries (ik__backend_ops.recipe): this
  * file names no backend.
  *
  * An election is a LATCH lock that a campaign thread acquires (waiting forever),
- * holds while it leads, and acquires again after a loss, until resign. The
- * backend tells the lock's state changes through ik__lock_notify on its own
- * thread; the election queues them and its thread delivers them to the caller, so
- * that the election's callbacks come from one thread, in order.
+ * holds while it leads, and acquires again after a loss, until resign. The hold
+ * monitor tells the lock's state changes on its own thread; the election queues them
+ * and its thread delivers them to the caller, so that the election's callbacks come
+ * from one thread, in order. With keep_on_loss a lost grant is kept (its node, key or
+ * session lock stays) until the owner's ik_election_rejoin gives it back.
  *
  * Election states and the functions that take each edge:
  *
@@ -17,7 +19,8 @@
  *   HELD --notify IN_DOUBT--> IN_DOUBT                   (callback IN_DOUBT)
  *   IN_DOUBT --notify HELD--> HELD                       (callback HELD: restored)
  *   HELD, IN_DOUBT --notify LOST--> LOST                 (callback LOST; the lock
- *                   is released, and the thread campaigns again: --> WAITING)
+ *                   is released, and the thread campaigns again: --> WAITING;
+ *                   with keep_on_loss only at ik_election_rejoin: await_rejoin)
  *   any --ik_election_resign--> IDLE                     (cancel, release, join)
  *
  * A grant can be in doubt or lost before the campaign thread has reported it (a
@@ -143,8 +146,8 @@ static char *default_data(const char *data)
     return strdup(buf);
 }
 
-static int lock_new(ik_coord *c, const char *path, ik__lock_kind kind, ik_hold_cb cb, void *ctx,
-                    const char *data, ik_lock **out)
+static int lock_new(ik_coord *c, const char *path, ik__lock_kind kind, ik_hold_cb cb,
+                    ik_hold_proof_cb proof_cb, void *ctx, const char *data, ik_lock **out)
 {
     char norm[IK__RECIPE_PATH_MAX + 2];
     if (!c || !out) return IK_EINVAL;
@@ -163,8 +166,13 @@ static int lock_new(ik_coord *c, const char *path, ik__lock_kind kind, ik_hold_c
     lk->path = strdup(norm);
     lk->data = default_data(data);
     lk->on_change = cb;
+    lk->on_proof = proof_cb;
     lk->ctx = ctx;
-    rc = (!lk->path || !lk->data) ? IK_ENOMEM : ops->lock_init(lk);
+    rc = (!lk->path || !lk->data) ? IK_ENOMEM : ik__hold_init(lk);
+    if (rc == 0) {
+        rc = ops->lock_init(lk);
+        if (rc) ik__hold_fini(lk);
+    }
     if (rc) {
         free(lk->path);
         free(lk->data);
@@ -175,9 +183,14 @@ static int lock_new(ik_coord *c, const char *path, ik__lock_kind kind, ik_hold_c
     return IK_OK;
 }
 
+/* Frees lk: its hold ends (no callback after it) and its threads, which call the
+ * protocol, are joined before the protocol frees its part (releasing a grant). */
 static void lock_free(ik_lock *lk)
 {
+    ik__hold_end(lk);
+    ik__hold_quit(lk);
     lk->ops->lock_fini(lk);
+    ik__hold_fini(lk);
     free(lk->path);
     free(lk->data);
     free(lk);
@@ -190,7 +203,8 @@ int ik_lock_create(ik_coord *c, const char *path, const ik_lock_options *o, ik_l
 {
     ik_lock_options opts;
     if (lock_options(o, &opts)) return IK_EINVAL;
-    return lock_new(c, path, IK__LOCK_MUTEX, opts.on_change, opts.ctx, opts.data, out);
+    return lock_new(c, path, IK__LOCK_MUTEX, opts.on_change, opts.on_proof, opts.ctx, opts.data,
+                    out);
 }
 
 void ik_lock_destroy(ik_lock *lk)
@@ -199,11 +213,45 @@ void ik_lock_destroy(ik_lock *lk)
     lock_free(lk);
 }
 
+/* WAITING --the protocol's acquire--> HELD: its grant handed to the hold monitor
+ * with the proof it was made on. A grant the monitor cannot watch is given back
+ * (nobody could tell its holder of a loss). */
+static int lock_acquire(ik_lock *lk, int64_t timeout_ms, int64_t *fence)
+{
+    int64_t f = 0;
+    int rc = lk->ops->acquire(lk, timeout_ms, &f);
+    if (rc) return rc;
+    ik__hold_evidence ev;
+    memset(&ev, 0, sizeof ev);
+    ev.fact = IK__HOLD_STANDS;
+    ev.proof = (ik__lease_proof){ik__mono_ns(), IK_FOREVER};
+    if (lk->ops->proof_of_grant) lk->ops->proof_of_grant(lk, &ev);
+    rc = ik__hold_begin(lk, &ev);
+    if (rc) {
+        lk->ops->release(lk);
+        return rc;
+    }
+    *fence = f;
+    return IK_OK;
+}
+
+/* HELD, IN_DOUBT, LOST --release--> IDLE: the hold ends first (no callback of this
+ * grant after it), then the protocol gives the grant back. IK_ELOST if the monitor
+ * had found it lost. */
+static int lock_release(ik_lock *lk)
+{
+    ik_hold_state st = ik__hold_end(lk);
+    int rc = lk->ops->release(lk);
+    return rc == IK_OK && st == IK_HOLD_LOST ? IK_ELOST : rc;
+}
+
 int ik_lock_acquire(ik_lock *lk, int64_t timeout_ms, int64_t *fence)
 {
     if (!lk || timeout_ms < -1) return IK_EINVAL;
+    /* a LOST grant is given back first, as by ik_lock_release */
+    if (ik__hold_state(lk, NULL, 0) == IK_HOLD_LOST) lock_release(lk);
     int64_t f = 0;
-    int rc = lk->ops->acquire(lk, timeout_ms, &f);
+    int rc = lock_acquire(lk, timeout_ms, &f);
     if (rc == 0) test_grant_delay();
     if (rc == 0 && fence) *fence = f;
     return rc;
@@ -211,7 +259,44 @@ int ik_lock_acquire(ik_lock *lk, int64_t timeout_ms, int64_t *fence)
 
 int ik_lock_release(ik_lock *lk)
 {
-    return lk ? lk->ops->release(lk) : IK_EINVAL;
+    return lk ? lock_release(lk) : IK_EINVAL;
+}
+
+/* The rank of a grant's state: the worse wins (HELD < IN_DOUBT < LOST). */
+static int badness(ik_hold_state s)
+{
+    return s == IK_HOLD_LOST ? 2 : s == IK_HOLD_IN_DOUBT ? 1 : 0;
+}
+
+/* The lock's info: the protocol's (node, session, fence, its own state), and while a
+ * grant is watched the hold monitor's state and reason, or the protocol's own check
+ * where it knows worse (a session known dead). */
+static void lock_info(ik_lock *lk, ik_hold_info *out)
+{
+    memset(out, 0, sizeof *out);
+    lk->ops->info(lk, out);
+    char why[160];
+    ik_hold_state hs = ik__hold_state(lk, why, sizeof why);
+    if (hs == IK_HOLD_IDLE) return;
+    if (out->state == IK_HOLD_HELD || badness(hs) >= badness(out->state)) {
+        out->state = hs;
+        snprintf(out->why, sizeof out->why, "%s", why);
+    }
+}
+
+/* ik_lock_trusted_until's answer for a lock whose state (lock_info) is s. */
+static int64_t trusted_until(ik_lock *lk, ik_hold_state s)
+{
+    if (s != IK_HOLD_HELD && s != IK_HOLD_IN_DOUBT) return 0;
+    return ik__hold_trusted_until(lk);
+}
+
+int64_t ik_lock_trusted_until(ik_lock *lk)
+{
+    if (!lk) return IK_EINVAL;
+    ik_hold_info hi;
+    lock_info(lk, &hi);
+    return trusted_until(lk, hi.state);
 }
 
 void ik_lock_cancel(ik_lock *lk)
@@ -230,7 +315,7 @@ void ik_lock_get_info(ik_lock *lk, ik_hold_info *out)
 {
     if (!out) return;
     memset(out, 0, sizeof *out);
-    if (lk) lk->ops->info(lk, out);
+    if (lk) lock_info(lk, out);
 }
 
 /* ------------------------------------------------------------------------------
@@ -247,10 +332,11 @@ int ik_rwlock_create(ik_coord *c, const char *path, const ik_lock_options *o, ik
     ik_rwlock *rw = calloc(1, sizeof *rw);
     if (!rw) return IK_ENOMEM;
     ik_hold_cb cb = opts.on_change;
+    ik_hold_proof_cb pcb = opts.on_proof;
     void *ctx = opts.ctx;
     const char *data = opts.data;
-    int rc = lock_new(c, path, IK__LOCK_READ, cb, ctx, data, &rw->read);
-    if (rc == 0) rc = lock_new(c, path, IK__LOCK_WRITE, cb, ctx, data, &rw->write);
+    int rc = lock_new(c, path, IK__LOCK_READ, cb, pcb, ctx, data, &rw->read);
+    if (rc == 0) rc = lock_new(c, path, IK__LOCK_WRITE, cb, pcb, ctx, data, &rw->write);
     if (rc) {
         if (rw->read) lock_free(rw->read);
         free(rw);
@@ -288,7 +374,9 @@ struct ik_election {
     ik_lock *lk;
     char *id;
     ik_hold_cb cb;
+    ik_hold_proof_cb proof_cb;
     void *ctx;
+    int keep_on_loss;
 
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -304,7 +392,31 @@ struct ik_election {
         char why[160];
     } q[EVQ];
     int qn;
+    int rejoin_wait; /* keep_on_loss: a lost grant kept until ik_election_rejoin */
+    int rejoin;      /* ik_election_rejoin asked for it */
 };
+
+/* The lock's proofs, from its hold monitor: the caller's on_proof. */
+static void on_lock_proof(void *ctx, int64_t until_ns)
+{
+    ik_election *e = ctx;
+    if (e->proof_cb) e->proof_cb(e->ctx, until_ns);
+}
+
+/* keep_on_loss: LOST --> waits, the grant kept, until ik_election_rejoin (1) or
+ * resign (0). */
+static int await_rejoin(ik_election *e)
+{
+    pthread_mutex_lock(&e->mu);
+    e->rejoin_wait = 1;
+    e->rejoin = 0;
+    pthread_cond_broadcast(&e->cv);
+    while (!e->stop && !e->rejoin)
+        pthread_cond_wait(&e->cv, &e->mu);
+    int go = !e->stop;
+    pthread_mutex_unlock(&e->mu);
+    return go;
+}
 
 /* The lock's state changes, from the backend's thread: queued for the campaign. */
 static void on_lock_change(void *ctx, ik_hold_state state, const char *why)
@@ -360,8 +472,7 @@ static int lead(ik_election *e)
     for (;;) {
         if (!told) {
             ik_hold_info hi;
-            memset(&hi, 0, sizeof hi);
-            e->lk->ops->info(e->lk, &hi);
+            lock_info(e->lk, &hi);
             pthread_mutex_lock(&e->mu);
             int pending = e->qn;
             pthread_mutex_unlock(&e->mu);
@@ -407,36 +518,46 @@ static void *campaign_thread(void *arg)
 {
     ik_election *e = arg;
     int64_t backoff = 50;
+    int failing = 0; /* failed campaigns in a row: told once, in the store's words */
     for (;;) {
         pthread_mutex_lock(&e->mu);
         e->qn = 0; /* notices of an earlier grant, released since: none come later */
         pthread_mutex_unlock(&e->mu);
         elect_set(e, IK_HOLD_WAITING, "campaigning", 0);
         int64_t fence = 0;
-        int rc = e->lk->ops->acquire(e->lk, -1, &fence);
+        int rc = lock_acquire(e->lk, -1, &fence);
         if (rc == IK_ECLOSED) break; /* resign */
         if (rc != 0) {
+            ik_hold_info hi;
+            lock_info(e->lk, &hi);
             char why[160];
-            snprintf(why, sizeof why, "campaigning: %s", ik_strerror(rc));
+            snprintf(why, sizeof why, "campaigning: %s", hi.why[0] ? hi.why : ik_strerror(rc));
+            if (failing++ == 0)
+                ik__logf("election %s: %s (%s); campaigning again", e->lk->path,
+                         hi.why[0] ? hi.why : "no reason given", ik_strerror(rc));
             elect_set(e, IK_HOLD_WAITING, why, 0);
             if (elect_nap(e, backoff)) break;
             if (backoff < 1000) backoff *= 2;
             continue;
         }
         backoff = 50;
+        failing = 0;
         test_grant_delay();
         pthread_mutex_lock(&e->mu);
         if (e->stop) {
             pthread_mutex_unlock(&e->mu);
-            e->lk->ops->release(e->lk);
+            lock_release(e->lk);
             break;
         }
         e->fence = fence;
         pthread_mutex_unlock(&e->mu);
         int stop = lead(e);
-        e->lk->ops->release(e->lk);
+        if (!stop && e->keep_on_loss) stop = !await_rejoin(e);
+        lock_release(e->lk);
         pthread_mutex_lock(&e->mu);
         e->fence = 0;
+        e->rejoin_wait = 0; /* ik_election_rejoin returns: the removal is sent */
+        pthread_cond_broadcast(&e->cv);
         stop = stop || e->stop;
         pthread_mutex_unlock(&e->mu);
         if (stop) break;
@@ -458,12 +579,14 @@ int ik_election_create(ik_coord *c, const char *path, const char *id, const ik_e
     if (!e) return IK_ENOMEM;
     e->id = strdup(id);
     e->cb = opts.on_change;
+    e->proof_cb = opts.on_proof;
     e->ctx = opts.ctx;
+    e->keep_on_loss = opts.keep_on_loss != 0;
     if (!e->id) {
         free(e);
         return IK_ENOMEM;
     }
-    int rc = lock_new(c, path, IK__LOCK_LATCH, on_lock_change, e, id, &e->lk);
+    int rc = lock_new(c, path, IK__LOCK_LATCH, on_lock_change, on_lock_proof, e, id, &e->lk);
     if (rc) {
         free(e->id);
         free(e);
@@ -544,6 +667,30 @@ int ik_election_resign(ik_election *e)
     return IK_OK;
 }
 
+int ik_election_rejoin(ik_election *e)
+{
+    if (!e) return IK_EINVAL;
+    pthread_mutex_lock(&e->mu);
+    if (!e->running || e->stop || !e->rejoin_wait || e->rejoin) {
+        pthread_mutex_unlock(&e->mu);
+        return IK_EINVAL;
+    }
+    e->rejoin = 1;
+    pthread_cond_broadcast(&e->cv);
+    while (e->rejoin_wait && !e->stop)
+        pthread_cond_wait(&e->cv, &e->mu);
+    pthread_mutex_unlock(&e->mu);
+    return IK_OK;
+}
+
+int64_t ik_election_trusted_until(ik_election *e)
+{
+    if (!e) return IK_EINVAL;
+    ik_hold_info hi;
+    ik_election_get_info(e, &hi);
+    return trusted_until(e->lk, hi.state);
+}
+
 ik_hold_state ik_election_state(ik_election *e)
 {
     ik_hold_info hi;
@@ -557,8 +704,7 @@ void ik_election_get_info(ik_election *e, ik_hold_info *out)
     memset(out, 0, sizeof *out);
     if (!e) return;
     ik_hold_info lk;
-    memset(&lk, 0, sizeof lk);
-    e->lk->ops->info(e->lk, &lk);
+    lock_info(e->lk, &lk);
     *out = lk;
     pthread_mutex_lock(&e->mu);
     ik_hold_state s = e->state;

@@ -1,6 +1,7 @@
 /* recipe.h: the seam between the generic recipes (recipe.c: arguments, read-write
- * locks, elections) and the backends' lock protocols (recipe_local.c: flock'ed
- * files and tickets; recipe_zk.c: ephemeral sequential nodes).
+ * locks, elections; hold.c: the hold monitor) and the backends' lock protocols
+ * (recipe_local.c: flock'ed files and tickets; recipe_zk.c: ephemeral sequential
+ * nodes; recipe_sql.c: session locks; recipe_etcd.c: etcd's concurrency recipe).
  *
  * One small vtable per backend, reached through the backend's own ops table
  * (ik__backend_ops.recipe, backend.h): the registry in coord.c chooses it with the
@@ -9,19 +10,28 @@
  * InterProcessMutex are the same protocol under two node names), and the halves
  * of a read-write lock are READ and WRITE locks.
  *
+ * A protocol takes, keeps and gives back grants; it never decides whether a grant
+ * is still held. The hold monitor (hold.h) does, for every backend, from the
+ * evidence the protocol reports: the proof of a grant (proof_of_grant), a probe
+ * that proves it again or shows it gone, and what the store says unasked
+ * (ik__hold_tell). A protocol's own state is IDLE, WAITING or HELD (granted, until
+ * released); its info may say LOST or IN_DOUBT where its own check knows worse (a
+ * session known dead), and recipe.c reports the worse of the two.
+ *
  * A backend's lock struct starts with struct ik_lock (the common part); recipe.c
  * allocates ops->lock_size bytes, fills the common part and calls lock_init.
  *
  * Threads: acquire and release are called by one thread at a time per lock;
- * cancel and info from any thread at any time. A backend reports state changes of
- * a grant (IN_DOUBT, HELD again, LOST) through ik__lock_notify, from one thread at
- * a time per lock, never while it holds a lock of its own that acquire, release,
- * cancel or info take.
+ * cancel and info from any thread at any time; probe, watch and tend on the hold's
+ * prober thread. ik__hold_tell and ik__hold_poke from any thread, the protocol's own
+ * locks held or not: they take only the hold's mutex, which is never held while
+ * the hold calls the protocol.
  */
 #ifndef IK_RECIPE_H
 #define IK_RECIPE_H
 
 #include "backend.h"
+#include "hold.h"
 
 typedef enum ik__lock_kind {
     IK__LOCK_MUTEX = 0, /* zk: _c_<uuid>-lock-<seq>     local: PATH.lock   */
@@ -35,11 +45,13 @@ struct ik_lock {
     const ik__recipe_ops *ops;
     ik__backend *be;
     ik__lock_kind kind;
-    char *path;           /* normalized: "/a/b" */
-    char *data;           /* contents of our node or ticket */
-    ik_hold_cb on_change; /* may be NULL */
+    char *path;                /* normalized: "/a/b" */
+    char *data;                /* contents of our node or ticket */
+    ik_hold_cb on_change;      /* may be NULL */
+    ik_hold_proof_cb on_proof; /* may be NULL */
     void *ctx;
     int in_rwlock; /* a half of an ik_rwlock: freed with it */
+    ik__hold hold; /* the hold monitor's (hold.h): recipe.c, hold.c and hold_tell.c only */
 };
 
 struct ik__recipe_ops {
@@ -50,9 +62,11 @@ struct ik__recipe_ops {
     int (*lock_init)(ik_lock *lk);
     /* Releases a grant if any and frees the backend state (not lk itself). */
     void (*lock_fini)(ik_lock *lk);
-    /* ik_lock_acquire's contract (include/idkeeper.h). */
+    /* ik_lock_acquire's contract (include/idkeeper.h); the grant is HELD until
+     * release (the hold monitor decides whether it is still held). */
     int (*acquire)(ik_lock *lk, int64_t timeout_ms, int64_t *fence);
-    /* ik_lock_release's contract. */
+    /* ik_lock_release's contract: gives the grant back, whatever the hold monitor
+     * found (0: given back, or nothing was left to give). */
     int (*release)(ik_lock *lk);
     /* on = 1: ik_lock_cancel's contract (sticky until an acquire returns
      * IK_ECLOSED). on = 0: forgets a cancel that no acquire consumed. */
@@ -62,10 +76,34 @@ struct ik__recipe_ops {
     /* The data of the first live LATCH contender at path (the leader): *id freed
      * with free(). IK_ENOTFOUND if none. */
     int (*leader)(ik__backend *be, const char *path, char **id);
-};
 
-/* lock_notify.c: tells the lock's owner (the on_change callback) of a state change. */
-void ik__lock_notify(ik_lock *lk, ik_hold_state state, const char *why);
+    /* ---- evidence for the hold monitor (hold.h) -----------------------------------
+     * NULL where a grant cannot lapse while the process lives (local:): its grants
+     * are HELD until released and trusted for ever. */
+
+    /* What the grant that acquire just returned rests on: STANDS with its proof (the
+     * send time of the round trip that proved it, ik__mono_ns, and its term: the
+     * session timeout, the lease TTL), or GONE where the protocol already knows it
+     * is (a watch that fired before the hold monitor took the grant over). On
+     * acquire's thread, right after it returned 0. */
+    void (*proof_of_grant)(ik_lock *lk, ik__hold_evidence *out);
+    /* One round trip that proves the grant: out->fact STANDS with the proof (that
+     * round trip's send time, and the term), GONE (the store says it is: why in its
+     * words) or NO_ANSWER (why). Waits until deadline_ns (ik__mono_ns) at the most,
+     * and returns within about 100 ms once *stop is set (the grant was released).
+     * On the prober thread, for a grant from its acquire to its release. */
+    void (*probe)(ik_lock *lk, int64_t deadline_ns, const int *stop, ik__hold_evidence *out);
+    /* Optional: between probes, waits until deadline_ns, or *stop, for the store to
+     * say unasked that the grant is gone (a session's end on its connection):
+     * GONE, NO_ANSWER when nothing was said, or STANDS with a proof where what it
+     * said proved the grant after all. On the prober thread. NULL: the protocol
+     * tells such news through ik__hold_tell. */
+    void (*watch)(ik_lock *lk, int64_t deadline_ns, const int *stop, ik__hold_evidence *out);
+    /* Optional: work of the protocol that waits on a store event between grants (a
+     * release's delete whose answer was lost, sent again once connected), on the
+     * prober thread when the protocol asks with ik__hold_poke. */
+    void (*tend)(ik_lock *lk);
+};
 
 /* recipe.c: checks and normalizes a recipe path into out ("/a/b"). 0 or IK_EINVAL
  * with a reason in why. */

@@ -159,3 +159,25 @@ _conf_etcd_other_stop() {
   return 0
 }
 IK_CLEANUPS+=(_conf_etcd_other_stop)
+
+# hold_lost (tests/conformance/hold_lost.sh). A grant ends by hand when the holder's
+# key (first in line) is deleted, or its lease revoked (which deletes it too).
+conf_hold_revokes() { echo delete revoke; }
+
+conf_hold_revoke() { # URI KIND PATH HOW
+  local key
+  key=$(conf_elect_nodes "$1" "$3" | head -n 1)
+  [ -n "$key" ] || fail "stores/etcd.sh: no contender at $3"
+  case $4 in
+    delete) ectl del "$key" >/dev/null || fail "etcdctl del $key failed" ;;
+    revoke) ectl lease revoke "${key##*/}" >/dev/null || fail "etcdctl lease revoke ${key##*/} failed" ;;
+    *) fail "stores/etcd.sh: no revoke '$4'" ;;
+  esac
+  echo "$4 of the holder's key $key"
+}
+
+conf_hold_reset_frees() { :; } # a reset ends no lease: it lapses a TTL after its last keepalive
+
+# the store frozen: the test's own member (CONF_OWN_STORE)
+conf_store_freeze() { kill -STOP "${ETCD_PID_OF[own]}"; }
+conf_store_thaw() { kill -CONT "${ETCD_PID_OF[own]}"; }

@@ -93,3 +93,37 @@ conf_unsafe_off() {
 # proof's second case: the write held between its round trips (a setting changed
 # after the write began, before its commit point read the evidence)
 conf_write_hold_var() { echo IDKEEPER_TEST_SQL_COMMIT_HOLD; }
+
+# hold_lost (tests/conformance/hold_lost.sh) and elections. The GET_LOCK name of
+# KIND:PATH in URI's database (docs/recipes.md, "MySQL and MariaDB").
+_conf_my_name_sql() { # URI KIND PATH
+  local db=${1##*/} k="lock:$3"
+  [ "$2" = elect ] && k="elect:$3"
+  echo "IF(CHAR_LENGTH(CONCAT('$db/', '$k')) <= 61, CONCAT('ik/$db/', '$k'), CONCAT('ik#', LEFT(SHA2(CONCAT('$db/', '$k'), 256), 61)))"
+}
+
+conf_elect_args() { echo --lease-ttl "$1"; }
+
+conf_elect_nodes() { # the holder's connection first, then the waiters'
+  local uri=$1 path=$2
+  my_sql -e "SELECT IS_USED_LOCK($(_conf_my_name_sql "$uri" elect "$path"))" | grep -v NULL || true
+  my_sql -e "SELECT ID FROM information_schema.PROCESSLIST WHERE INFO LIKE 'SELECT GET_LOCK(%''elect:$path''%'"
+}
+
+conf_hold_revokes() { echo kill; }
+
+conf_hold_revoke() { # URI KIND PATH HOW: the holder's connection killed by hand
+  local id
+  id=$(my_sql -e "SELECT IS_USED_LOCK($(_conf_my_name_sql "$1" "$2" "$3"))")
+  [ -n "$id" ] && [ "$id" != NULL ] || fail "stores/mysql.sh: nobody holds $2 $3"
+  my_sql -e "KILL $id" || fail "KILL $id failed"
+  echo "killed the holder's connection $id"
+}
+
+conf_hold_reset_frees() {
+  echo "a reset ends the database session, and the server frees its GET_LOCK as it hears the close: only the fencing token covers that (docs/recipes.md, SQL)"
+}
+
+# the store frozen: the test's own server (CONF_OWN_STORE)
+conf_store_freeze() { kill -STOP "$MY_PID"; }
+conf_store_thaw() { kill -CONT "$MY_PID"; }

@@ -112,3 +112,41 @@ conf_unsafe_off() {
 # proof's second case: the write held between its round trips (a setting changed
 # after the write began, before its commit point read the evidence)
 conf_write_hold_var() { echo IDKEEPER_TEST_SQL_COMMIT_HOLD; }
+
+# hold_lost (tests/conformance/hold_lost.sh) and elections. KIND:PATH's advisory
+# lock (docs/recipes.md, "SQL").
+_conf_pg_key_sql() { # KIND PATH: the condition on pg_locks for the lock of KIND at PATH
+  local k="lock:$2"
+  [ "$1" = elect ] && k="elect:$2"
+  echo "locktype = 'advisory' AND objsubid = 1 AND ((classid::bigint << 32) | objid::bigint) = hashtextextended('$k', 0)"
+}
+
+conf_elect_args() { echo --lease-ttl "$1"; }
+
+conf_elect_nodes() { # the candidates' sessions, the leader's first
+  local uri=$1 path=$2
+  pg_psql "$PG_SHARED_PORT" "${uri##*/}" "SELECT pid FROM pg_locks WHERE $(_conf_pg_key_sql elect "$path") ORDER BY granted DESC"
+}
+
+conf_hold_revokes() { echo terminate; }
+
+conf_hold_revoke() { # URI KIND PATH HOW: the holder's session terminated by hand
+  local n
+  n=$(pg_psql "$PG_SHARED_PORT" "${1##*/}" "SELECT count(pg_terminate_backend(pid)) FROM pg_locks WHERE granted AND $(_conf_pg_key_sql "$2" "$3")")
+  [ "$n" = 1 ] || fail "stores/postgresql.sh: terminated $n holders of $2 $3"
+  echo "terminated the holder's session"
+}
+
+conf_hold_reset_frees() {
+  echo "a reset ends the database session, and the server frees its lock as it hears the close: only the fencing token covers that (docs/recipes.md, SQL)"
+}
+
+# the store frozen: the test's own server (CONF_OWN_STORE), the postmaster and its
+# backends
+_conf_pg_signal() {
+  local pid
+  pid=$(head -n 1 "$T/pg/pgdata/postmaster.pid")
+  kill "-$1" $(pgrep -P "$pid") "$pid"
+}
+conf_store_freeze() { _conf_pg_signal STOP; }
+conf_store_thaw() { _conf_pg_signal CONT; }

@@ -106,3 +106,23 @@ conf_release_bound_ms() {
 conf_fault_answer_lost() { proxy hold; }
 
 conf_fault_freeze_after_write() { proxy mute; }
+
+# hold_lost (tests/conformance/hold_lost.sh). A grant ends by hand when its node is
+# deleted (the contender first in line of KIND's names).
+conf_hold_revokes() { echo delete; }
+
+conf_hold_revoke() { # URI KIND PATH HOW
+  local root pat node
+  root="/$(_conf_zk_root "$1")$3"
+  [ "$2" = elect ] && pat=latch- || pat=-lock-
+  node=$(zk_tool ls "$root" 2>/dev/null | grep -- "$pat" | awk -F"$pat" '{ print $2, $0 }' | sort -n | head -n 1 | cut -d' ' -f2)
+  [ -n "$node" ] || fail "stores/zk.sh: no contender at $root"
+  [ "$(zk_tool delete "$root/$node")" = deleted ] || fail "stores/zk.sh: $root/$node not deleted"
+  echo "deleted the holder's node $node"
+}
+
+conf_hold_reset_frees() { :; } # a reset ends no session: the server expires it a timeout later
+
+# the store frozen: the test's own server (CONF_OWN_STORE)
+conf_store_freeze() { kill -STOP "${ZK_PID[1]}"; }
+conf_store_thaw() { kill -CONT "${ZK_PID[1]}"; }

@@ -7,6 +7,7 @@
  * either that etcd accepts without the gateway); no retry of a request that may
  * have applied (EG2: the caller decides); no keepalive stream (one POST each).
  */
+#include "etcd_b64.h"
 #include "etcd_gateway.h"
 #include "internal.h"
 
@@ -39,68 +40,10 @@ struct ik__etcd_gw {
     CURL *idle[POOL];
     int nidle;
     curl_socket_t live[LIVE];
+    struct ik__etcd_stop *live_stop[LIVE]; /* the watch whose stop shuts it, or NULL */
     int nlive;
     int cut;
 };
-
-/* ---- base64 -------------------------------------------------------------- */
-
-static const char B64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-static char *b64_encode(const char *s, size_t n)
-{
-    char *o = malloc((n + 2) / 3 * 4 + 1), *p = o;
-    if (!o) return NULL;
-    const unsigned char *u = (const unsigned char *)s;
-    for (size_t i = 0; i < n; i += 3) {
-        uint32_t v = (uint32_t)u[i] << 16;
-        if (i + 1 < n) v |= (uint32_t)u[i + 1] << 8;
-        if (i + 2 < n) v |= u[i + 2];
-        *p++ = B64[(v >> 18) & 63];
-        *p++ = B64[(v >> 12) & 63];
-        *p++ = i + 1 < n ? B64[(v >> 6) & 63] : '=';
-        *p++ = i + 2 < n ? B64[v & 63] : '=';
-    }
-    *p = '\0';
-    return o;
-}
-
-static int b64_val(char c)
-{
-    const char *p = c ? strchr(B64, c) : NULL;
-    return p ? (int)(p - B64) : -1;
-}
-
-/* Decodes s (n bytes, padded) into a new buffer with a NUL after its *out_len
- * bytes. NULL if malformed or out of memory. */
-static char *b64_decode(const char *s, size_t n, size_t *out_len)
-{
-    if (n % 4) return NULL;
-    char *o = malloc(n / 4 * 3 + 1);
-    if (!o) return NULL;
-    size_t k = 0;
-    for (size_t i = 0; i < n; i += 4) {
-        int v[4];
-        int pad = 0;
-        for (int j = 0; j < 4; j++) {
-            if (s[i + j] == '=' && i + 4 == n && j >= 2) {
-                v[j] = 0;
-                pad++;
-            } else if (pad || (v[j] = b64_val(s[i + j])) < 0) {
-                free(o);
-                return NULL;
-            }
-        }
-        uint32_t x =
-            (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 | (uint32_t)v[3];
-        o[k++] = (char)(x >> 16);
-        if (pad < 2) o[k++] = (char)(x >> 8);
-        if (pad < 1) o[k++] = (char)x;
-    }
-    o[k] = '\0';
-    *out_len = k;
-    return o;
-}
 
 /* ---- reading answers ---------------------------------------------------------- */
 
@@ -197,11 +140,12 @@ static int read_kvs(json_t *arr, int resp, ik__etcd_answer *a)
         a->n_kvs++; /* counted now: freed with the answer whatever follows */
         json_t *key = json_object_get(o, "key"), *val = json_object_get(o, "value");
         if ((key && !json_is_string(key)) || (val && !json_is_string(val))) return -1;
-        kv->key = key ? b64_decode(json_string_value(key), json_string_length(key), &kv->key_len)
-                      : strdup("");
-        kv->value =
-            val ? b64_decode(json_string_value(val), json_string_length(val), &kv->value_len)
+        kv->key =
+            key ? ik__etcd_b64_decode(json_string_value(key), json_string_length(key), &kv->key_len)
                 : strdup("");
+        kv->value = val ? ik__etcd_b64_decode(json_string_value(val), json_string_length(val),
+                                              &kv->value_len)
+                        : strdup("");
         if (!kv->key || !kv->value) return -1;
         if (get_i64(o, "create_revision", &kv->create_revision) ||
             get_i64(o, "mod_revision", &kv->mod_revision) || get_i64(o, "version", &kv->version) ||
@@ -329,33 +273,6 @@ static void curl_start(void)
     curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
-static curl_socket_t open_sock(void *ctx, curlsocktype purpose, struct curl_sockaddr *sa)
-{
-    (void)purpose;
-    ik__etcd_gw *g = ctx;
-    pthread_mutex_lock(&g->mu);
-    curl_socket_t fd = CURL_SOCKET_BAD;
-    if (!g->cut) {
-        fd = socket(sa->family, sa->socktype | SOCK_CLOEXEC, sa->protocol);
-        if (fd >= 0 && g->nlive < LIVE) g->live[g->nlive++] = fd;
-    }
-    pthread_mutex_unlock(&g->mu);
-    return fd;
-}
-
-static int close_sock(void *ctx, curl_socket_t fd)
-{
-    ik__etcd_gw *g = ctx;
-    pthread_mutex_lock(&g->mu);
-    for (int i = 0; i < g->nlive; i++)
-        if (g->live[i] == fd) {
-            g->live[i] = g->live[--g->nlive];
-            break;
-        }
-    pthread_mutex_unlock(&g->mu);
-    return close(fd);
-}
-
 /* One request's state, for curl's callbacks. */
 typedef struct xfer {
     ik__etcd_gw *g;
@@ -364,9 +281,68 @@ typedef struct xfer {
     /* a watch: each complete line is read as it comes */
     int stream;
     int deletes, broken;
-    const volatile int *stop;
-    CURLcode cc; /* curl's outcome */
+    ik__etcd_stop *stop; /* a watch's: its socket shut when set */
+    CURLcode cc;         /* curl's outcome */
 } xfer;
+
+/* Sockets are opened and closed through these (ctx: the gateway: curl keeps a
+ * connection's close callback and its data with the connection, which may outlive
+ * the request that made it), and tracked for the cut and for a watch's stop. */
+static curl_socket_t open_sock(void *ctx, curlsocktype purpose, struct curl_sockaddr *sa)
+{
+    (void)purpose;
+    ik__etcd_gw *g = ctx;
+    pthread_mutex_lock(&g->mu);
+    curl_socket_t fd = CURL_SOCKET_BAD;
+    if (!g->cut) {
+        fd = socket(sa->family, sa->socktype | SOCK_CLOEXEC, sa->protocol);
+        if (fd >= 0 && g->nlive < LIVE) {
+            g->live_stop[g->nlive] = NULL;
+            g->live[g->nlive++] = fd;
+        }
+    }
+    pthread_mutex_unlock(&g->mu);
+    return fd;
+}
+
+/* A watch's new socket (curl's sockopt callback, clientp: its xfer, during its
+ * perform): the watch's stop may shut it from now until close_sock forgets it. */
+static int watch_sock(void *clientp, curl_socket_t fd, curlsocktype purpose)
+{
+    (void)purpose;
+    xfer *x = clientp;
+    if (!x->stop) return CURL_SOCKOPT_OK;
+    ik__etcd_gw *g = x->g;
+    pthread_mutex_lock(&g->mu);
+    for (int i = 0; i < g->nlive; i++)
+        if (g->live[i] == fd) g->live_stop[i] = x->stop;
+    pthread_mutex_lock(&x->stop->mu);
+    x->stop->fd = fd;
+    if (x->stop->on) shutdown(fd, SHUT_RDWR);
+    pthread_mutex_unlock(&x->stop->mu);
+    pthread_mutex_unlock(&g->mu);
+    return CURL_SOCKOPT_OK;
+}
+
+static int close_sock(void *ctx, curl_socket_t fd)
+{
+    ik__etcd_gw *g = ctx;
+    pthread_mutex_lock(&g->mu);
+    for (int i = 0; i < g->nlive; i++)
+        if (g->live[i] == fd) {
+            ik__etcd_stop *st = g->live_stop[i];
+            if (st) { /* forgotten before the number can be another socket's */
+                pthread_mutex_lock(&st->mu);
+                if (st->fd == fd) st->fd = -1;
+                pthread_mutex_unlock(&st->mu);
+            }
+            g->live[i] = g->live[--g->nlive];
+            g->live_stop[i] = g->live_stop[g->nlive];
+            break;
+        }
+    pthread_mutex_unlock(&g->mu);
+    return close(fd);
+}
 
 static size_t on_data(char *p, size_t sz, size_t nm, void *ctx)
 {
@@ -416,7 +392,7 @@ static int on_progress(void *ctx, curl_off_t a, curl_off_t b, curl_off_t c, curl
     pthread_mutex_lock(&x->g->mu);
     int cut = x->g->cut;
     pthread_mutex_unlock(&x->g->mu);
-    return cut || (x->stop && *x->stop);
+    return cut || (x->stop && ik__etcd_stop_is(x->stop));
 }
 
 static CURL *handle_get(ik__etcd_gw *g)
@@ -486,6 +462,12 @@ static int perform(ik__etcd_gw *g, int ep, const char *path, const char *post, i
     curl_easy_setopt(h, CURLOPT_OPENSOCKETDATA, g);
     curl_easy_setopt(h, CURLOPT_CLOSESOCKETFUNCTION, close_sock);
     curl_easy_setopt(h, CURLOPT_CLOSESOCKETDATA, g);
+    if (x->stop) { /* a socket of its own, which its stop may shut */
+        curl_easy_setopt(h, CURLOPT_FRESH_CONNECT, 1L);
+        curl_easy_setopt(h, CURLOPT_FORBID_REUSE, 1L);
+        curl_easy_setopt(h, CURLOPT_SOCKOPTFUNCTION, watch_sock);
+        curl_easy_setopt(h, CURLOPT_SOCKOPTDATA, x);
+    }
     curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
     curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, g->tls ? "https" : "http");
     char detail[CURL_ERROR_SIZE] = ""; /* curl's own words: which certificate check failed */
@@ -588,7 +570,10 @@ static int call_as(ik__etcd_gw *g, const char *path, const char *post, int64_t t
             ik__etcd_answer_free(a);
             reauth = 0;
             int ae = authenticate(g, deadline - ik__mono_ms(), why, why_len);
-            if (ae) return ae;
+            if (ae) {
+                a->err_code = 16; /* for the caller: not let in (EG4 keeps the why's words) */
+                return ae == IK_EDENIED ? IK_ESTORE : ae;
+            }
             i--;
             continue;
         }
@@ -641,7 +626,7 @@ static json_t *str_i64(int64_t v)
 
 static int set_b64(json_t *o, const char *name, const char *s, size_t n)
 {
-    char *b = b64_encode(s, n);
+    char *b = ik__etcd_b64_encode(s, n);
     if (!b) return -1;
     int r = json_object_set_new(o, name, json_string(b));
     free(b);
@@ -687,8 +672,8 @@ static int authenticate(ik__etcd_gw *g, int64_t timeout_ms, char *why, size_t wh
     if (e == IK_EINDOUBT) e = IK_ESTORE; /* a login applies nothing */
     if (e) {
         if (a.err_code == 3)
-            ik__fail(IK_ESTORE, why, why_len,
-                     "etcd refused the login of user %s: wrong user name or password", g->user);
+            e = ik__fail(IK_EDENIED, why, why_len,
+                         "etcd refused the login of user %s: wrong user name or password", g->user);
         ik__etcd_answer_free(&a);
         return e;
     }
@@ -759,7 +744,7 @@ int ik__etcd_gw_new(const ik__etcd_gw_config *c, ik__etcd_gw **out, char *why, s
     }
     if (e) {
         ik__etcd_gw_free(g);
-        return e;
+        return e == IK_EINDOUBT ? IK_ESTORE : e; /* the hello applies nothing */
     }
     *out = g;
     return IK_OK;
@@ -1058,7 +1043,7 @@ int ik__etcd_metric(ik__etcd_gw *g, const char *metric, int64_t timeout_ms, doub
 }
 
 int ik__etcd_watch_delete(ik__etcd_gw *g, const char *key, int64_t from_rev, int64_t timeout_ms,
-                          const volatile int *stop, char *why, size_t why_len)
+                          ik__etcd_stop *stop, char *why, size_t why_len)
 {
     json_t *b = json_object(), *c = json_object();
     if (!b || !c || set_b64(c, "key", key, strlen(key))) {
@@ -1081,7 +1066,8 @@ int ik__etcd_watch_delete(ik__etcd_gw *g, const char *key, int64_t from_rev, int
     free(post);
     free(x.body);
     if (x.deletes) return IK_OK;
-    if (stop && *stop) return ik__fail(IK_ECLOSED, why, why_len, "the wait was cancelled");
+    if (stop && ik__etcd_stop_is(stop))
+        return ik__fail(IK_ECLOSED, why, why_len, "the wait was cancelled");
     if (x.broken) return ik__fail(IK_ESTORE, why, why_len, "etcd ended the watch of %s", key);
     if (e == IK_OK || x.cc == CURLE_OPERATION_TIMEDOUT)
         return ik__fail(IK_ETIMEDOUT, why, why_len, "no deletion of %s in time", key);

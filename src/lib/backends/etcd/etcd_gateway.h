@@ -32,7 +32,9 @@
 #ifndef IK_ETCD_GATEWAY_H
 #define IK_ETCD_GATEWAY_H
 
+#include <pthread.h>
 #include <stddef.h>
+#include <sys/socket.h>
 #include <stdint.h>
 
 #define IK__ETCD_ENDPOINTS_MAX 16
@@ -158,11 +160,46 @@ int ik__etcd_auth_enabled(ik__etcd_gw *g, int64_t timeout_ms, char *why, size_t 
 int ik__etcd_metric(ik__etcd_gw *g, const char *metric, int64_t timeout_ms, double *value,
                     char *why, size_t why_len);
 
+/* The stop of a long call (a watch): set from any thread, it ends the call at once
+ * (the call's socket, one of its own, is shut), and the call checks it before it
+ * starts. fini after the last call that used it returned. */
+typedef struct ik__etcd_stop {
+    pthread_mutex_t mu;
+    int on;
+    int fd; /* the call's socket while it has one, else -1 */
+} ik__etcd_stop;
+static inline void ik__etcd_stop_init(ik__etcd_stop *s)
+{
+    pthread_mutex_init(&s->mu, NULL);
+    s->on = 0;
+    s->fd = -1;
+}
+static inline void ik__etcd_stop_fini(ik__etcd_stop *s)
+{
+    pthread_mutex_destroy(&s->mu);
+}
+/* on: the call's socket is shut (it is the call's until the gateway forgets it,
+ * under mu, before it closes it: never another's) */
+static inline void ik__etcd_stop_set(ik__etcd_stop *s, int on)
+{
+    pthread_mutex_lock(&s->mu);
+    s->on = on;
+    if (on && s->fd >= 0) shutdown(s->fd, SHUT_RDWR);
+    pthread_mutex_unlock(&s->mu);
+}
+static inline int ik__etcd_stop_is(ik__etcd_stop *s)
+{
+    pthread_mutex_lock(&s->mu);
+    int on = s->on;
+    pthread_mutex_unlock(&s->mu);
+    return on;
+}
+
 /* Watches key from revision from_rev on (one long streamed POST) until a DELETE of
- * it is seen (0), timeout_ms passes (IK_ETIMEDOUT), *stop turns non-zero (checked
- * at curl's progress calls, about once a second; IK_ECLOSED), or the stream breaks
- * (IK_ESTORE: the caller reads again and watches again). */
+ * it is seen (0), timeout_ms passes (IK_ETIMEDOUT), stop (may be NULL) is set
+ * (IK_ECLOSED, at once), or the stream breaks (IK_ESTORE: the caller reads again
+ * and watches again). */
 int ik__etcd_watch_delete(ik__etcd_gw *g, const char *key, int64_t from_rev, int64_t timeout_ms,
-                          const volatile int *stop, char *why, size_t why_len);
+                          ik__etcd_stop *stop, char *why, size_t why_len);
 
 #endif

@@ -19,11 +19,11 @@
  * nearest live ticket below its own (a reader: the nearest live writer's ticket
  * below), probing liveness with flock(LOCK_SH | LOCK_NB) on a descriptor it keeps
  * open, and sleeping on inotify close events of that one file (no herd: nobody else
- * watches it). When no ticket blocks it, it takes the flock on the lock file
- * (still waiting, the same way, for a process that flocks that file without a
- * ticket, e.g. flock(1)), bumps the fence counter under that file's own flock
- * and holds. Release: close the lock file (drops the flock), then
- * unlink and close the ticket, which wakes the successor.
+ * watches it) or a bounded timer, whichever comes first (F4). When no ticket blocks
+ * it, it takes the flock on the lock file (still waiting, the same way, for a
+ * process that flocks that file without a ticket, e.g. flock(1)), bumps the fence
+ * counter under that file's own flock and holds. Release: close the lock file (drops
+ * the flock), then unlink and close the ticket, which wakes the successor.
  *
  * Invariants
  *   F1. Mutual exclusion rests on the lock file's flock alone; tickets only order
@@ -36,6 +36,8 @@
  *   F3. The fence counter only grows, machine crashes included: it is read and
  *       rewritten under its file's flock, by a holder, behind a reservation that
  *       is synced before it is used (fence_bump).
+ *   F4. A wait never sleeps only on an event: the holder may drop its flock after
+ *       the last event it makes, or make none (wait_flock). Every sleep is bounded.
  *
  * What local: guarantees, and what it does not: FIFO fairness among idkeeper
  * contenders of one DIR on one host (flock(1) users of the lock file are not
@@ -322,7 +324,16 @@ static void drain(int fd)
  * inotify close events of fd's file. deadline_ms: monotonic ms, -1 for none.
  * 0 (the flock is taken), IK_ETIMEDOUT, IK_ECLOSED (cancel pending) or an error.
  * The lock's inotify instance lives as long as the lock: closing one costs the
- * kernel a grace period (tens of ms), adding and removing a watch does not. */
+ * kernel a grace period (tens of ms), adding and removing a watch does not.
+ *
+ * It never sleeps only on an event the holder may not make (F4): the kernel sends
+ * the close event before it drops the flock (__fput: fsnotify_close, then
+ * locks_remove_file), so a try right after the event can find the file still
+ * locked with no event left to come; and flock(1)'s `flock -u` with its descriptor
+ * kept open makes no event at all. So each sleep is bounded: RETRY_FIRST_MS after
+ * an event, doubling up to RETRY_MAX_MS while nothing happens. */
+#define RETRY_FIRST_MS 2
+#define RETRY_MAX_MS 128
 static int wait_flock(const local_lock *l, int fd, int op, int64_t deadline_ms)
 {
     if (flock(fd, op | LOCK_NB) == 0) return IK_OK;
@@ -335,7 +346,7 @@ static int wait_flock(const local_lock *l, int fd, int op, int64_t deadline_ms)
                                IN_CLOSE_WRITE | IN_CLOSE_NOWRITE | IN_ATTRIB | IN_DELETE_SELF);
         /* wd < 0: no /proc: poll every 10 ms instead */
     }
-    int rc;
+    int rc, step = RETRY_FIRST_MS;
     for (;;) {
         if (flock(fd, op | LOCK_NB) == 0) {
             rc = IK_OK;
@@ -350,9 +361,10 @@ static int wait_flock(const local_lock *l, int fd, int op, int64_t deadline_ms)
             rc = IK_ETIMEDOUT;
             break;
         }
-        if (wd < 0 && (left < 0 || left > 10)) left = 10;
+        int cap = wd < 0 ? 10 : step;
+        if (left < 0 || left > cap) left = cap;
         struct pollfd pf[2] = {{l->cancel_fd, POLLIN, 0}, {l->ino, POLLIN, 0}};
-        int pr = poll(pf, wd >= 0 ? 2 : 1, left > INT32_MAX ? INT32_MAX : (int)left);
+        int pr = poll(pf, wd >= 0 ? 2 : 1, (int)left);
         if (pr < 0 && errno != EINTR) {
             rc = IK_ESYS(errno);
             break;
@@ -361,7 +373,12 @@ static int wait_flock(const local_lock *l, int fd, int op, int64_t deadline_ms)
             rc = IK_ECLOSED;
             break;
         }
-        if (pr > 0 && wd >= 0 && (pf[1].revents & POLLIN)) drain(l->ino);
+        if (pr > 0 && wd >= 0 && (pf[1].revents & POLLIN)) {
+            drain(l->ino);
+            step = RETRY_FIRST_MS;
+        } else if (step < RETRY_MAX_MS) {
+            step *= 2;
+        }
     }
     if (wd >= 0) inotify_rm_watch(l->ino, wd);
     return rc;

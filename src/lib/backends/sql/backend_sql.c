@@ -344,7 +344,7 @@ int ik__sql_open(const ik__sql_driver *d, const ik__backend_ops *ops, const char
     b->opening = 0;
     if (rc) {
         ik__sql_close(&b->base);
-        return ik__sql_error(rc);
+        return rc == IK__SQL_EREFUSED ? IK_EDENIED : ik__sql_error(rc);
     }
     b->pool[0] = c;
     rc = open_hazards(b, c, o->check_only, why, why_len);

@@ -17,27 +17,31 @@
  *
  * After the grant, in the same session: the fencing token, a per-key counter in
  * idk_fence advanced in one transaction (IK__SQL_FENCE_BUMP, or _INSERT for the
- * first grant), and for an election the leader's id (IK__SQL_HOLDER_SET). Then a
- * monitor thread pings the session every PING_MS:
+ * first grant), and for an election the leader's id (IK__SQL_HOLDER_SET). Whether
+ * the grant still stands is the hold monitor's to decide (src/lib/recipes/hold.h),
+ * from this file's evidence: the grant's proof (the fence's first statement: the
+ * session lived when it was sent, and the server ends it no sooner than its idle
+ * limit, --lease-ttl, after the last statement it received), and a probe, a ping
+ * of the session (its send time and the same term; the session gone: GONE).
  *
- *   IDLE --sql_acquire--> WAITING --driver->lock 1, fence--> HELD (monitor started)
+ *   IDLE --sql_acquire--> WAITING --driver->lock 1, fence--> HELD
  *   WAITING --timeout / cancel (connection closed)--> IDLE
- *   HELD --ping: no answer in PING_WAIT_MS (monitor)--> IN_DOUBT        callback
- *   IN_DOUBT --ping answered (monitor)--> HELD                          callback
- *   HELD, IN_DOUBT --session dead, a ping's proof of another session (SL6), or in
- *                    doubt for 2/3 of the lease TTL (monitor)--> LOST   callback
- *   HELD, IN_DOUBT, LOST --sql_release (monitor joined, unlock, close)--> IDLE
+ *   HELD --sql_release (the probe in flight yields, unlock, close or spare)--> IDLE
  *
  * Invariants
- *   SL1. HELD only while the session that took the lock answered a ping within the
- *       last PING_WAIT_MS + PING_MS (or just took it); a dead session is LOST.
- *   SL2. Only the monitor uses the connection while the lock is held; release
- *       joins it first, so one thread at a time uses a connection.
+ *   SL1. A probe's proof is the send time of the ping it answered: a ping that
+ *       timed out is still out, and the next probe waits for its answer, whose
+ *       proof is that earlier send (ping_sent).
+ *   SL2. One thread at a time uses the lock's connection: while HELD, the probe (on
+ *       the hold's prober thread) under cmu; release takes cmu after the hold
+ *       asked the probe in flight to stop, which it does within PROBE_SLICE_MS.
  *   SL3. The fence only grows: it is advanced after the grant, under the lock, in
  *       a committed transaction that passed the hazard gate and whose evidence, read
  *       after its COMMIT, is safe (fence_next); a fence in doubt or untrusted fails
  *       the acquire.
- *   SL4. No callback is made while lk->mu is held.
+ *   SL4. The connection is closed only by a release or a failed acquire: a grant
+ *       the hold monitor finds lost keeps its session (and the lock, if the server
+ *       still holds it) until its owner releases it, after what it guarded ended.
  *   SL5. The spare is a connection whose unlock of the key the database answered:
  *       it holds nothing; any other connection of the lock is closed, which frees
  *       what its session held.
@@ -46,35 +50,42 @@
  *       pooler in transaction mode would run it in a session another client shares,
  *       where a session lock is re-entrant (docs/hazards.md, "PostgreSQL"). One
  *       that does not is IK__SQL_EFOREIGN: the connection is closed, the acquire
- *       fails IK_EUNSAFE and the hazard row is installed.
+ *       fails IK_EUNSAFE and the hazard row is installed. A ping that shows it is
+ *       GONE evidence.
  */
 #include "backend_sql.h"
 #include "internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
-#define PING_MS 500       /* a ping every half second (docs/recipes.md: every second or faster) */
-#define PING_WAIT_MS 1000 /* no answer this long: in doubt */
+#define PING_WAIT_MS 1000  /* an idle spare's ping before reuse */
+#define PROBE_SLICE_MS 100 /* a probe looks at its stop this often (SL2) */
 
 typedef struct sql_lock {
     ik_lock base;
     char key[IK__RECIPE_PATH_MAX + 16];
     int cancel; /* __atomic */
 
-    pthread_mutex_t mu; /* guards what follows */
-    pthread_cond_t cv;
-    ik_hold_state state;
+    pthread_mutex_t mu;  /* guards what follows */
+    ik_hold_state state; /* IDLE, WAITING or HELD */
     int64_t fence;
     char why[160];
     char session[64];
     ik__sql_conn *c;
     ik__sql_conn *spare; /* unlocked, kept for the next acquire (SL5) */
-    int monitoring, stop;
-    pthread_t monitor;
+    int64_t granted_ns;  /* the grant's proof: its fence's first statement's send */
+
+    pthread_mutex_t cmu; /* SL2: held while a probe, the watch or release uses c */
+    int ping_out;        /* under cmu: a ping of c is still out (SL1) ... */
+    int64_t ping_sent;   /* ... sent then */
+    int kick[2];         /* a pipe: release wakes the watch at once (-1: none) */
 } sql_lock;
 
 _Static_assert(sizeof(sql_lock) <= IK__SQL_LOCK_SIZE, "IK__SQL_LOCK_SIZE too small");
@@ -99,9 +110,10 @@ int ik__sql_lock_init(ik_lock *base)
     sql_lock *lk = (sql_lock *)base;
     snprintf(lk->key, sizeof lk->key, "%s%s", prefix_of(base->kind), base->path);
     pthread_mutex_init(&lk->mu, NULL);
-    ik__cond_init_mono(&lk->cv);
+    pthread_mutex_init(&lk->cmu, NULL);
     lk->state = IK_HOLD_IDLE;
     lk->spare = NULL;
+    if (pipe2(lk->kick, O_CLOEXEC | O_NONBLOCK) != 0) lk->kick[0] = lk->kick[1] = -1;
     return IK_OK;
 }
 
@@ -113,60 +125,55 @@ static void set_state(sql_lock *lk, ik_hold_state s, const char *why)
     pthread_mutex_unlock(&lk->mu);
 }
 
-static void *monitor_thread(void *arg)
+void ik__sql_proof_of_grant(ik_lock *base, ik__hold_evidence *out)
 {
-    sql_lock *lk = arg;
-    ik__sql_backend *b = ik__sql_of(lk->base.be);
-    int64_t doubt_since = 0;
-    int64_t lost_after = ik__proof_window_ms(b->ttl_ms);
-    for (;;) {
-        struct timespec ts;
-        ik__deadline_ts(&ts, PING_MS);
-        pthread_mutex_lock(&lk->mu);
-        while (!lk->stop && pthread_cond_timedwait(&lk->cv, &lk->mu, &ts) != ETIMEDOUT) {
-        }
-        int stop = lk->stop;
-        ik__sql_conn *c = lk->c;
-        pthread_mutex_unlock(&lk->mu);
-        if (stop) break;
-        int rc = b->d->ping(c, PING_WAIT_MS);
-        ik_hold_state now;
-        const char *why;
-        if (rc == 0) {
-            doubt_since = 0;
-            now = IK_HOLD_HELD;
-            why = "the database answers again";
-        } else if (rc == IK__SQL_ETIMEOUT) {
-            if (!doubt_since) doubt_since = ik__mono_ms() - PING_WAIT_MS;
-            if (ik__mono_ms() - doubt_since >= lost_after) {
-                now = IK_HOLD_LOST;
-                why = "no answer from the database for 2/3 of the lease TTL: the lock may be "
-                      "another's soon";
-            } else {
-                now = IK_HOLD_IN_DOUBT;
-                why = "no answer from the database: the lock may have been lost";
-            }
-        } else if (rc == IK__SQL_EFOREIGN) { /* SL6 */
-            ik__sql_hazards_foreign(b, c, rc);
-            now = IK_HOLD_LOST;
-            why = "the lock's server session is not this connection's own (a pooler in "
-                  "transaction mode): the lock may be another's";
-        } else {
-            now = IK_HOLD_LOST;
-            why = "the database session ended: the database freed the lock";
-        }
-        pthread_mutex_lock(&lk->mu);
-        ik_hold_state was = lk->state;
-        int tell = was != now && !lk->stop;
-        if (tell) {
-            lk->state = now;
-            snprintf(lk->why, sizeof lk->why, "%s", why);
-        }
-        pthread_mutex_unlock(&lk->mu);
-        if (tell) ik__lock_notify(&lk->base, now, why);
-        if (now == IK_HOLD_LOST) break;
+    sql_lock *lk = (sql_lock *)base;
+    pthread_mutex_lock(&lk->mu);
+    out->fact = IK__HOLD_STANDS;
+    out->proof = (ik__lease_proof){lk->granted_ns, ik__sql_of(base->be)->ttl_ms};
+    pthread_mutex_unlock(&lk->mu);
+}
+
+/* The probe: a ping of the grant's session, waited for in slices until the deadline
+ * or the stop (SL1, SL2). */
+void ik__sql_probe(ik_lock *base, int64_t deadline_ns, const int *stop, ik__hold_evidence *out)
+{
+    sql_lock *lk = (sql_lock *)base;
+    ik__sql_backend *b = ik__sql_of(base->be);
+    pthread_mutex_lock(&lk->cmu);
+    pthread_mutex_lock(&lk->mu);
+    ik__sql_conn *c = lk->state == IK_HOLD_HELD ? lk->c : NULL;
+    pthread_mutex_unlock(&lk->mu);
+    int rc = IK__SQL_ETIMEOUT;
+    while (c && !__atomic_load_n(stop, __ATOMIC_ACQUIRE)) {
+        int64_t left = (deadline_ns - ik__mono_ns()) / 1000000;
+        if (left <= 0) break;
+        if (!lk->ping_out) lk->ping_sent = ik__mono_ns();
+        rc = b->d->ping(c, (int)(left < PROBE_SLICE_MS ? left : PROBE_SLICE_MS));
+        lk->ping_out = rc == IK__SQL_ETIMEOUT;
+        if (rc != IK__SQL_ETIMEOUT) break;
     }
-    return NULL;
+    out->fact = IK__HOLD_NO_ANSWER;
+    if (!c) {
+        snprintf(out->why, sizeof out->why, "released");
+    } else if (rc == 0) {
+        out->fact = IK__HOLD_STANDS;
+        out->proof = (ik__lease_proof){lk->ping_sent, b->ttl_ms};
+    } else if (rc == IK__SQL_ETIMEOUT) {
+        snprintf(out->why, sizeof out->why, "no answer from the database to a ping");
+    } else if (rc == IK__SQL_EFOREIGN) { /* SL6 */
+        ik__sql_hazards_foreign(b, c, rc);
+        out->fact = IK__HOLD_GONE;
+        snprintf(out->why, sizeof out->why,
+                 "the lock's server session is not this connection's own (a pooler in "
+                 "transaction mode): the lock may be another's");
+    } else {
+        out->fact = IK__HOLD_GONE;
+        snprintf(out->why, sizeof out->why,
+                 "the database session ended (its connection closed): the database frees "
+                 "the lock");
+    }
+    pthread_mutex_unlock(&lk->cmu);
 }
 
 /* The fence's transaction on c, up to its COMMIT (BEGIN, the bump, or the first
@@ -223,23 +230,72 @@ static int fence_next(ik__sql_backend *b, ik__sql_conn *c, const char *key, int6
     return IK__SQL_EDEFINITE;
 }
 
-/* Ends a grant or wait: stops the monitor, unlocks (if held) and closes. */
-static void drop(sql_lock *lk, int unlock)
+/* Between probes: the session's end as the database tells it unasked (a terminated
+ * session, a restart, its own idle limit): with no request out the database sends
+ * nothing, so the connection's socket turning readable means it ended the session
+ * (sql_driver.h's socket). A ping then says which: the session's end (GONE), or an
+ * answer after all (STANDS). Polled until the deadline, the stop, or a release's
+ * kick; with a ping still out, the next probe waits for it instead. */
+void ik__sql_watch(ik_lock *base, int64_t deadline_ns, const int *stop, ik__hold_evidence *out)
+{
+    sql_lock *lk = (sql_lock *)base;
+    ik__sql_backend *b = ik__sql_of(base->be);
+    out->fact = IK__HOLD_NO_ANSWER;
+    pthread_mutex_lock(&lk->cmu);
+    pthread_mutex_lock(&lk->mu);
+    ik__sql_conn *c = lk->state == IK_HOLD_HELD ? lk->c : NULL;
+    pthread_mutex_unlock(&lk->mu);
+    int fd = c && !lk->ping_out && b->d->socket ? b->d->socket(c) : -1;
+    int said = 0;
+    while (!__atomic_load_n(stop, __ATOMIC_ACQUIRE) && !said) {
+        int64_t left = (deadline_ns - ik__mono_ns()) / 1000000;
+        if (left <= 0) break;
+        struct pollfd p[2] = {{.fd = fd, .events = POLLIN}, {.fd = lk->kick[0], .events = POLLIN}};
+        int n = poll(p, 2, (int)(left < PROBE_SLICE_MS ? left : PROBE_SLICE_MS));
+        if (n > 0 && p[1].revents) { /* a release: drain the kick and yield */
+            char x[16];
+            while (read(lk->kick[0], x, sizeof x) > 0) {
+            }
+            break;
+        }
+        said = n > 0 && fd >= 0 && (p[0].revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL));
+    }
+    if (said) {
+        lk->ping_sent = ik__mono_ns();
+        int rc = b->d->ping(c, PROBE_SLICE_MS);
+        lk->ping_out = rc == IK__SQL_ETIMEOUT;
+        if (rc == 0) {
+            out->fact = IK__HOLD_STANDS;
+            out->proof = (ik__lease_proof){lk->ping_sent, b->ttl_ms};
+        } else if (rc != IK__SQL_ETIMEOUT) {
+            if (rc == IK__SQL_EFOREIGN) ik__sql_hazards_foreign(b, c, rc);
+            out->fact = IK__HOLD_GONE;
+            snprintf(out->why, sizeof out->why,
+                     "the database ended the lock's session (terminated, restarted, or its "
+                     "idle limit): it freed the lock");
+        }
+    }
+    pthread_mutex_unlock(&lk->cmu);
+}
+
+/* Ends a grant: once the probe in flight has yielded (SL2), unlocks where the
+ * session answers (the connection then becomes the spare, SL5) and closes it
+ * otherwise, which frees what its session held. */
+static void drop(sql_lock *lk)
 {
     ik__sql_backend *b = ik__sql_of(lk->base.be);
-    pthread_mutex_lock(&lk->mu);
-    int mon = lk->monitoring;
-    lk->stop = 1;
-    pthread_cond_broadcast(&lk->cv);
-    pthread_mutex_unlock(&lk->mu);
-    if (mon) pthread_join(lk->monitor, NULL);
+    if (lk->kick[1] >= 0 && write(lk->kick[1], "k", 1) < 0) { /* full: a kick is there */
+    }
+    pthread_mutex_lock(&lk->cmu);
     pthread_mutex_lock(&lk->mu);
     ik__sql_conn *c = lk->c;
     lk->c = NULL;
-    lk->monitoring = 0;
-    lk->stop = 0;
     lk->session[0] = '\0';
     pthread_mutex_unlock(&lk->mu);
+    /* a ping still out: the session may not answer an unlock either */
+    int unlock = !lk->ping_out;
+    lk->ping_out = 0;
+    pthread_mutex_unlock(&lk->cmu);
     if (c && unlock && b->d->unlock(c, lk->base.kind, lk->key) == 0) {
         pthread_mutex_lock(&lk->mu); /* SL5: unlocked, so it may serve the next acquire */
         if (!lk->spare) lk->spare = c, c = NULL;
@@ -248,22 +304,15 @@ static void drop(sql_lock *lk, int unlock)
     ik__sql_conn_close(b, c);
 }
 
-int ik__sql_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
+/* One attempt of WAITING: a connection (the spare, pinged, or a new one), the
+ * session lock in the database's queue until deadline_ms, the fence (SL3) and an
+ * election's holder row. 1 held (*cp, *f, *sent), or the class that ended it (its
+ * connection closed; why in the database's words where it gave some). */
+static int attempt(sql_lock *lk, int64_t deadline_ms, ik__sql_conn **cp, int64_t *f, int64_t *sent,
+                   char *why, size_t why_len)
 {
-    sql_lock *lk = (sql_lock *)base;
-    ik__sql_backend *b = ik__sql_of(base->be);
-    pthread_mutex_lock(&lk->mu);
-    ik_hold_state st = lk->state;
-    pthread_mutex_unlock(&lk->mu);
-    if (st == IK_HOLD_LOST) {
-        drop(lk, 0);
-        set_state(lk, IK_HOLD_IDLE, "released after a loss");
-    } else if (st != IK_HOLD_IDLE) {
-        return IK_EINVAL;
-    }
-    if (__atomic_exchange_n(&lk->cancel, 0, __ATOMIC_SEQ_CST)) return IK_ECLOSED;
-    int64_t deadline = timeout_ms < 0 ? -1 : timeout_ms == 0 ? 0 : ik__mono_ms() + timeout_ms;
-    set_state(lk, IK_HOLD_WAITING, "waiting");
+    ik__sql_backend *b = ik__sql_of(lk->base.be);
+    if (why_len) why[0] = '\0'; /* this attempt's words only */
     pthread_mutex_lock(&lk->mu);
     ik__sql_conn *c = lk->spare;
     lk->spare = NULL;
@@ -272,33 +321,79 @@ int ik__sql_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
         ik__sql_conn_close(b, c);
         c = NULL;
     }
-    char why[256] = "";
-    int rc = c ? 0 : ik__sql_connect_holder(b, &c, why, sizeof why);
-    if (rc) {
-        set_state(lk, IK_HOLD_IDLE, why);
-        return IK_ESTORE;
-    }
-    rc = b->d->lock(c, base->kind, lk->key, deadline, &lk->cancel, why, sizeof why);
-    int64_t f = 0;
+    int rc = c ? 0 : ik__sql_connect_holder(b, &c, why, why_len);
+    if (rc) return rc;
+    rc = b->d->lock(c, lk->base.kind, lk->key, deadline_ms, &lk->cancel, why, why_len);
+    *sent = ik__mono_ns(); /* the fence's statements prove the session from here */
     if (rc == 1) {
-        rc = fence_next(b, c, lk->key, &f, why, sizeof why);
-        if (rc == 0 && base->kind == IK__LOCK_LATCH) {
-            const char *p[] = {lk->key, base->data ? base->data : ""};
-            rc = b->d->exec(c, IK__SQL_HOLDER_SET, p, 2, NULL, why, sizeof why);
+        rc = fence_next(b, c, lk->key, f, why, why_len);
+        if (rc && !why[0])
+            snprintf(why, why_len, "the fencing token of %s could not be advanced", lk->key);
+        if (rc == 0 && lk->base.kind == IK__LOCK_LATCH) {
+            const char *p[] = {lk->key, lk->base.data ? lk->base.data : ""};
+            rc = b->d->exec(c, IK__SQL_HOLDER_SET, p, 2, NULL, why, why_len);
         }
         if (rc == 0)
             rc = 1;
         else
-            b->d->unlock(c, base->kind, lk->key);
+            b->d->unlock(c, lk->base.kind, lk->key);
+    }
+    if (rc == IK__SQL_EFOREIGN) { /* granted in a session not ours: SL6 */
+        const ik__sql_conn_hz *hz = b->d->hz_state(c);
+        snprintf(why, why_len, "%s is %s: %s", hz->foreign_check, hz->foreign_value,
+                 hz->foreign_fix);
+        ik__sql_hazards_foreign(b, c, rc);
+    }
+    if (rc == 1)
+        *cp = c;
+    else
+        ik__sql_conn_close(b, c);
+    return rc;
+}
+
+/* Whether an attempt's end is waited out (a waiter rides out what a holder rides
+ * out, docs/recipes.md): the database unreachable, or the connection lost, its
+ * session (and whatever it held) gone with it. */
+static int transient(int rc)
+{
+    return rc == IK__SQL_EGONE || rc == IK__SQL_EDOUBT;
+}
+
+int ik__sql_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
+{
+    sql_lock *lk = (sql_lock *)base;
+    pthread_mutex_lock(&lk->mu);
+    ik_hold_state st = lk->state;
+    pthread_mutex_unlock(&lk->mu);
+    if (st != IK_HOLD_IDLE) return IK_EINVAL;
+    if (__atomic_exchange_n(&lk->cancel, 0, __ATOMIC_SEQ_CST)) return IK_ECLOSED;
+    int64_t deadline = timeout_ms < 0 ? -1 : timeout_ms == 0 ? 0 : ik__mono_ms() + timeout_ms;
+    set_state(lk, IK_HOLD_WAITING, "waiting");
+    char why[256] = "";
+    ik__sql_conn *c = NULL;
+    int64_t f = 0, sent = 0, pause = 50;
+    int rc, failing = 0;
+    for (;;) {
+        rc = attempt(lk, deadline, &c, &f, &sent, why, sizeof why);
+        if (rc == 1 || !transient(rc) || timeout_ms == 0) break;
+        int64_t now = ik__mono_ms();
+        if (deadline >= 0 && now >= deadline) break;
+        if (failing++ == 0)
+            ik__logf("lock %s: the database failed (%s); trying again%s", base->path,
+                     why[0] ? why : "no answer", deadline < 0 ? "" : " until the timeout");
+        int64_t until = now + pause;
+        if (deadline >= 0 && until > deadline) until = deadline;
+        while (ik__mono_ms() < until && !__atomic_load_n(&lk->cancel, __ATOMIC_SEQ_CST)) {
+            struct timespec ts = {0, 20 * 1000000};
+            nanosleep(&ts, NULL);
+        }
+        if (pause < 1000) pause *= 2;
+        if (__atomic_load_n(&lk->cancel, __ATOMIC_SEQ_CST)) {
+            rc = IK__SQL_ECANCELED;
+            break;
+        }
     }
     if (rc != 1) {
-        if (rc == IK__SQL_EFOREIGN) { /* granted in a session not ours: SL6 */
-            const ik__sql_conn_hz *hz = b->d->hz_state(c);
-            snprintf(why, sizeof why, "%s is %s: %s", hz->foreign_check, hz->foreign_value,
-                     hz->foreign_fix);
-            ik__sql_hazards_foreign(b, c, rc);
-        }
-        ik__sql_conn_close(b, c);
         if (rc == IK__SQL_ECANCELED) __atomic_store_n(&lk->cancel, 0, __ATOMIC_SEQ_CST);
         set_state(lk, IK_HOLD_IDLE, rc == 0 ? "timed out" : why);
         return rc == 0                   ? (timeout_ms == 0 ? IK_EBUSY : IK_ETIMEDOUT)
@@ -306,21 +401,15 @@ int ik__sql_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
                : rc == IK__SQL_EFOREIGN || rc == IK_EUNSAFE ? IK_EUNSAFE
                                                             : IK_ESTORE;
     }
+    ik__sql_backend *b = ik__sql_of(base->be);
     pthread_mutex_lock(&lk->mu);
     lk->c = c;
     lk->fence = f;
     lk->state = IK_HOLD_HELD;
+    lk->granted_ns = sent;
     snprintf(lk->why, sizeof lk->why, "granted");
     b->d->session(c, lk->session, sizeof lk->session);
-    lk->stop = 0;
-    lk->monitoring = pthread_create(&lk->monitor, NULL, monitor_thread, lk) == 0;
-    int mon = lk->monitoring;
     pthread_mutex_unlock(&lk->mu);
-    if (!mon) {
-        drop(lk, 1);
-        set_state(lk, IK_HOLD_IDLE, "cannot start the monitor thread");
-        return IK_ESYS(EAGAIN);
-    }
     if (fence) *fence = f;
     return IK_OK;
 }
@@ -331,14 +420,14 @@ int ik__sql_release(ik_lock *base)
     pthread_mutex_lock(&lk->mu);
     ik_hold_state st = lk->state;
     pthread_mutex_unlock(&lk->mu);
-    if (st != IK_HOLD_HELD && st != IK_HOLD_IN_DOUBT && st != IK_HOLD_LOST) return IK_EINVAL;
-    drop(lk, st != IK_HOLD_LOST);
+    if (st != IK_HOLD_HELD) return IK_EINVAL;
+    drop(lk);
     pthread_mutex_lock(&lk->mu);
     lk->state = IK_HOLD_IDLE;
     lk->fence = 0;
     snprintf(lk->why, sizeof lk->why, "released");
     pthread_mutex_unlock(&lk->mu);
-    return st == IK_HOLD_LOST ? IK_ELOST : IK_OK;
+    return IK_OK;
 }
 
 void ik__sql_cancel(ik_lock *base, int on)
@@ -353,7 +442,7 @@ void ik__sql_info(ik_lock *base, ik_hold_info *out)
     ik__sql_backend *b = ik__sql_of(base->be);
     pthread_mutex_lock(&lk->mu);
     out->state = lk->state;
-    out->fence = lk->state == IK_HOLD_IDLE || lk->state == IK_HOLD_WAITING ? 0 : lk->fence;
+    out->fence = lk->state == IK_HOLD_HELD ? lk->fence : 0;
     snprintf(out->node, sizeof out->node, "%s", lk->key);
     snprintf(out->session, sizeof out->session, "%s", lk->session);
     snprintf(out->why, sizeof out->why, "%s", lk->why);
@@ -367,12 +456,13 @@ void ik__sql_lock_fini(ik_lock *base)
     pthread_mutex_lock(&lk->mu);
     ik_hold_state st = lk->state;
     pthread_mutex_unlock(&lk->mu);
-    if (st == IK_HOLD_HELD || st == IK_HOLD_IN_DOUBT || st == IK_HOLD_LOST)
-        drop(lk, st != IK_HOLD_LOST);
+    if (st == IK_HOLD_HELD) drop(lk);
     ik__sql_conn_close(ik__sql_of(base->be), lk->spare);
     lk->spare = NULL;
-    pthread_cond_destroy(&lk->cv);
+    pthread_mutex_destroy(&lk->cmu);
     pthread_mutex_destroy(&lk->mu);
+    for (int i = 0; i < 2; i++)
+        if (lk->kick[i] >= 0) close(lk->kick[i]);
 }
 
 int ik__sql_leader(ik__backend *be, const char *path, char **id)

@@ -4,7 +4,7 @@
  *
  * The generic layer (backend_sql.c, backend_sql_slots.c, backend_sql_tags.c,
  * recipe_sql.c) holds every protocol: Leaf's transaction for tags, the lease
- * table's conditional updates, the fencing counter, the lock monitor. It names no
+ * table's conditional updates, the fencing counter, the lock's probe. It names no
  * database. A driver holds everything that differs between databases:
  *
  *   - the SQL text: the schema (CREATE TABLE IF NOT EXISTS ..., what `idkeeper
@@ -421,8 +421,11 @@ int ik__sql_release(ik_lock *lk);
 void ik__sql_cancel(ik_lock *lk, int on);
 void ik__sql_info(ik_lock *lk, ik_hold_info *out);
 int ik__sql_leader(ik__backend *be, const char *path, char **id);
+void ik__sql_proof_of_grant(ik_lock *lk, ik__hold_evidence *out);
+void ik__sql_probe(ik_lock *lk, int64_t deadline_ns, const int *stop, ik__hold_evidence *out);
+void ik__sql_watch(ik_lock *lk, int64_t deadline_ns, const int *stop, ik__hold_evidence *out);
 /* The size of recipe_sql.c's lock struct, at least (it checks so at build time). */
-#define IK__SQL_LOCK_SIZE 1024
+#define IK__SQL_LOCK_SIZE 4096
 
 #define IK__SQL_BACKEND(NAME, DRIVER, SCHEME, URI_FORM, URI_CHECK, SCHEMA, CLIENT_VERSION)         \
     extern const ik__backend_ops ik__backend_##NAME##_ops; /* named by coord.c */                  \
@@ -436,6 +439,9 @@ int ik__sql_leader(ik__backend *be, const char *path, char **id);
         .cancel = ik__sql_cancel,                                                                  \
         .info = ik__sql_info,                                                                      \
         .leader = ik__sql_leader,                                                                  \
+        .proof_of_grant = ik__sql_proof_of_grant,                                                  \
+        .probe = ik__sql_probe,                                                                    \
+        .watch = ik__sql_watch,                                                                    \
     };                                                                                             \
     static int NAME##_be_open(const char *uri, const ik_coord_options *o, ik__backend **out,       \
                               char *why, size_t why_len)                                           \

@@ -1,6 +1,8 @@
 /* recipe_zk.c: locks and elections on ZooKeeper, node for node as Apache Curator
  * makes them (docs/guarantees.md promise 20), on the coord's own session (zk_session.h). The lock's
- * callbacks, the monitor thread and the release's delete are recipe_zk_monitor.c.
+ * callbacks, the release's delete and the evidence for the hold monitor (the grant's
+ * proof, the probe, what ZooKeeper says unasked) are recipe_zk_probe.c; whether a
+ * grant is still held is decided above, by the hold monitor (src/lib/recipes/hold.h).
  *
  * A contender creates CHROOT/PATH/_c_<uuid>-<NAME><seq>, EPHEMERAL_SEQUENTIAL, NAME
  * being "lock-" (InterProcessMutex), "__READ__" / "__WRIT__" (InterProcessReadWrite
@@ -34,13 +36,11 @@
  *              listing (step_create); who is ahead (step_blocker); our node not a
  *              contender (step_not_contending); a watch on the one ahead
  *              (step_watch)--> WAITING
- *   HELD --connection lost (monitor)--> IN_DOUBT       callback at once
- *   IN_DOUBT --reconnected, our node there (monitor)--> HELD     callback
- *   HELD, IN_DOUBT --session expired, our node deleted, or no answer for 2/3 of
- *                    the session timeout (monitor)--> LOST        callback
- *   HELD, IN_DOUBT, LOST --zk_release (the release's delete: recipe_zk_monitor.c,
- *                    sent again after every reconnect until answered or the
- *                    session is known gone)--> IDLE
+ *   HELD --zk_release (the release's delete: recipe_zk_probe.c, sent again after
+ *          every reconnect until answered or the session is known gone)--> IDLE
+ * While HELD, the hold monitor decides HELD, IN_DOUBT or LOST from this file's
+ * evidence: the connection lost (IN_DOUBT at once), connected again (a probe), the
+ * session expired or our node deleted (LOST at once), the probes' proofs.
  *
  * The hard cases:
  *   - A create whose answer is lost (connection loss) may or may not have made our
@@ -59,7 +59,7 @@
  *   ZL1. HELD is reported only while the backend's handle is the generation our node
  *       was made on, that session is connected and not expired, and our node was
  *       seen to exist with our session as ephemeralOwner (zk_info re-checks the
- *       session on every call, not only the monitor's last state).
+ *       session on every call, not only the hold monitor's last state).
  *   ZL2. Watch and session callbacks never touch a freed lock: they carry a registry
  *       id, not a pointer, and a destroyed lock is out of the registry.
  *   ZL3. No call into ZooKeeper is made while lk->mu is held (the completion thread
@@ -211,14 +211,12 @@ static int prove_session(zk_lock *lk, const ik__zk_session *s, int64_t *sent)
     return zrc;
 }
 
-static void set_state(zk_lock *lk, ik_hold_state s, const char *why, int tell)
+static void set_state(zk_lock *lk, ik_hold_state s, const char *why)
 {
     pthread_mutex_lock(&lk->mu);
-    int changed = lk->state != s;
     lk->state = s;
     snprintf(lk->why, sizeof lk->why, "%s", why);
     pthread_mutex_unlock(&lk->mu);
-    if (changed && tell) ik__lock_notify(&lk->base, s, why);
 }
 
 /* ------------------------------------------------------------------------------
@@ -242,12 +240,10 @@ static int zk_lock_init(ik_lock *base)
     if (n < 0 || (size_t)n + 128 >= sizeof lk->dir) return IK_EINVAL;
     pthread_mutex_init(&lk->mu, NULL);
     ik__cond_init_mono(&lk->cv);
-    ik__cond_init_mono(&lk->mcv);
     int rc = ik__zk_lock_reg_add(lk);
     if (rc == 0) rc = ik__zk_listen(base->be, ik__zk_lock_on_session, (void *)(uintptr_t)lk->reg);
     if (rc) {
         ik__zk_lock_reg_remove(lk);
-        pthread_cond_destroy(&lk->mcv);
         pthread_cond_destroy(&lk->cv);
         pthread_mutex_destroy(&lk->mu);
     }
@@ -405,17 +401,14 @@ static int acquire_begin(zk_lock *lk, int64_t timeout_ms, acquire *a)
     pthread_mutex_lock(&lk->mu);
     ik_hold_state st = lk->state;
     pthread_mutex_unlock(&lk->mu);
-    if (st == IK_HOLD_LOST)
-        lk->base.ops->release(&lk->base);
-    else if (st != IK_HOLD_IDLE)
-        return IK_EINVAL;
-    set_state(lk, IK_HOLD_WAITING, "waiting", 0);
+    if (st != IK_HOLD_IDLE) return IK_EINVAL;
+    set_state(lk, IK_HOLD_WAITING, "waiting");
     memset(a, 0, sizeof *a);
     a->lk = lk;
     a->timeout_ms = timeout_ms;
     a->deadline = timeout_ms < 0 ? -1 : ik__mono_ms() + timeout_ms;
     int rc = ik__uuid4(a->uuid); /* no randomness: an error, never a weak name */
-    if (rc != 0) set_state(lk, IK_HOLD_IDLE, "no randomness for the lock node's name", 0);
+    if (rc != 0) set_state(lk, IK_HOLD_IDLE, "no randomness for the lock node's name");
     return rc ? rc : AGAIN;
 }
 
@@ -789,49 +782,39 @@ static int give_up(acquire *a, int rc)
     ik__zk_session_put(lk->base.be);
     delete_ours(lk, a->in_doubt ? a->uuid : NULL, wait);
     ik__zk_lock_set_node(lk, "", 0, 0, 0);
-    set_state(lk, IK_HOLD_IDLE, rc == IK_ECLOSED ? "cancelled" : "gave up waiting", 0);
-    if (rc <= IK_EZK_BASE + 1000 && rc > IK_EZK_BASE - 1000) rc = IK_ESTORE;
-    return rc;
+    int zk = rc <= IK_EZK_BASE + 1000 && rc > IK_EZK_BASE - 1000;
+    char why[160];
+    if (zk) /* ZooKeeper's own words for the caller (docs/recipes.md) */
+        snprintf(why, sizeof why, "ZooKeeper refused it: %s (on %s)", zerror(rc - IK_EZK_BASE),
+                 lk->dir);
+    else
+        snprintf(why, sizeof why, "%s",
+                 rc == IK_ECLOSED                       ? "cancelled"
+                 : rc == IK_ETIMEDOUT || rc == IK_EBUSY ? "timed out"
+                                                        : ik_strerror(rc));
+    set_state(lk, IK_HOLD_IDLE, why);
+    return zk ? IK_ESTORE : rc;
 }
 
-/* WAITING --no blocker--> HELD: the monitor (started with the first grant) takes
- * over; without a thread there is no way to tell the holder of a loss, so the lock
- * is not held (IDLE, IK_ESYS(EAGAIN)). */
+/* WAITING --no blocker--> HELD: the grant's proof is the request that proved the
+ * session (a->asked); the hold monitor takes over from it (recipe.c hands it the
+ * grant), and sends its first probe when that proof is a quarter of the timeout old,
+ * as for a grant held since. */
 static int grant(acquire *a, int64_t *fence)
 {
     zk_lock *lk = a->lk;
     pthread_mutex_lock(&lk->mu);
-    if (!lk->monitor_on)
-        lk->monitor_on = pthread_create(&lk->monitor, NULL, ik__zk_lock_monitor_thread, lk) == 0;
-    int on = lk->monitor_on;
-    if (on) {
-        lk->state = IK_HOLD_HELD;
-        snprintf(lk->why, sizeof lk->why, "held");
-        lk->grant++;
-        *fence = lk->fence;
-        /* own_deleted stays: it is of this node (ik__zk_lock_set_node cleared it when
-         * the node became ours), and set, the monitor finds the grant LOST at once */
-        lk->probe_gone = 0;
-        lk->probe_seq++; /* a late answer to an earlier grant's probe is not ours */
-        lk->probe_inflight = 0;
-        lk->proven_ms = a->asked; /* the request that proved the session was sent then */
-        /* the first probe when that proof is a quarter of the timeout old, as for a
-         * grant held since */
-        lk->probe_sent_ms = a->asked;
-        /* woken now, not at the end of its idle nap (up to a quarter of the timeout
-         * later): a proof up to T/4 old (proof_fresh) would else see its first probe
-         * as late as T/2 after it, leaving T/6 for the answer before the 2/3 T rule
-         * finds the grant LOST; woken, the probe goes when due, as for a grant held
-         * since, and has 5/12 T */
-        lk->mevents++;
-        pthread_cond_signal(&lk->mcv);
-    }
+    lk->state = IK_HOLD_HELD;
+    snprintf(lk->why, sizeof lk->why, "held");
+    *fence = lk->fence;
+    /* own_deleted stays: it is of this node (ik__zk_lock_set_node cleared it when
+     * the node became ours), and set, the first probe finds the grant gone */
+    lk->probe_gone = 0;
+    lk->probe_seq++; /* a late answer to an earlier grant's probe is not ours */
+    lk->probe_inflight = 0;
+    lk->granted_ms = a->asked;
     pthread_mutex_unlock(&lk->mu);
-    if (on) return IK_OK;
-    delete_ours(lk, NULL, 0);
-    ik__zk_lock_set_node(lk, "", 0, 0, 0);
-    set_state(lk, IK_HOLD_IDLE, "cannot start a thread", 0);
-    return IK_ESYS(EAGAIN);
+    return IK_OK;
 }
 
 static int zk_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
@@ -843,13 +826,14 @@ static int zk_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
             rc = acquire_pass(&a);
         while (rc == AGAIN);
         rc = rc == IK_OK ? grant(&a, fence) : give_up(&a, rc);
+        if (rc == IK_OK) ik__zk_lock_watch_own(a.lk);
     }
     return rc;
 }
 
-/* Ends the grant: no callback for it once this returns. The delete of our node is
- * sent without waiting for its answer (a lost answer is sent again by the monitor
- * after the reconnect, and ik_lock_destroy waits for it). */
+/* HELD --zk_release--> IDLE. The delete of our node is sent without waiting for its
+ * answer (a lost answer is sent again after the reconnect, by tend on the hold's
+ * prober thread, and ik_lock_destroy waits for it). */
 static int zk_release(ik_lock *base)
 {
     zk_lock *lk = (zk_lock *)base;
@@ -861,13 +845,10 @@ static int zk_release(ik_lock *base)
     }
     lk->state = IK_HOLD_IDLE;
     snprintf(lk->why, sizeof lk->why, "released");
-    lk->grant++;
-    while (lk->mon_busy)
-        pthread_cond_wait(&lk->cv, &lk->mu);
     int earlier = lk->del_state != 0;
     pthread_mutex_unlock(&lk->mu);
 
-    /* LOST too: the monitor may have given up on a session that reconnects
+    /* LOST too: the hold monitor may have given up on a session that reconnects
      * unexpired, and then our node is still there, ahead of every contender (ours
      * included). It goes to the release's delete like any other: sent again after
      * every reconnect of that session, forgotten only once the session is known
@@ -890,7 +871,7 @@ static int zk_release(ik_lock *base)
     lk->fence = 0;
     pthread_mutex_unlock(&lk->mu);
     ik__zk_lock_delete_pending(lk);
-    return st == IK_HOLD_LOST ? IK_ELOST : IK_OK;
+    return IK_OK;
 }
 
 static void zk_cancel(ik_lock *base, int on)
@@ -935,12 +916,6 @@ static void zk_lock_fini(ik_lock *base)
     ik_hold_state st = lk->state;
     pthread_mutex_unlock(&lk->mu);
     if (st != IK_HOLD_IDLE && st != IK_HOLD_WAITING) zk_release(base);
-    pthread_mutex_lock(&lk->mu);
-    lk->stop = 1;
-    int on = lk->monitor_on;
-    pthread_cond_broadcast(&lk->mcv);
-    pthread_mutex_unlock(&lk->mu);
-    if (on) pthread_join(lk->monitor, NULL);
     /* our node must not outlive the lock on a live session */
     ik__zk_session s;
     ik__zk_session_get(base->be, &s);
@@ -949,7 +924,6 @@ static void zk_lock_fini(ik_lock *base)
     ik__zk_lock_delete_settle(lk, wait);
     ik__zk_unlisten(base->be, ik__zk_lock_on_session, (void *)(uintptr_t)lk->reg);
     ik__zk_lock_reg_remove(lk);
-    pthread_cond_destroy(&lk->mcv);
     pthread_cond_destroy(&lk->cv);
     pthread_mutex_destroy(&lk->mu);
 }
@@ -1008,4 +982,7 @@ const ik__recipe_ops ik__recipe_zk_ops = {
     .cancel = zk_cancel,
     .info = zk_info,
     .leader = zk_leader,
+    .proof_of_grant = ik__zk_lock_proof_of_grant,
+    .probe = ik__zk_lock_probe,
+    .tend = ik__zk_lock_tend,
 };

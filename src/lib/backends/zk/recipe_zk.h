@@ -1,8 +1,8 @@
 /* recipe_zk.h: what the two files of the ZooKeeper recipes share: a lock's state
- * (ik__zk_lock), and the lower file's calls (recipe_zk_monitor.c: the registry the
- * ZooKeeper callbacks find a lock by, waiting for its events, the release's
- * delete, the monitor thread) that recipe_zk.c (the ops) builds on. Calls go one
- * way: recipe_zk.c -> recipe_zk_monitor.c -> zk_session.c. Not a public API. */
+ * (ik__zk_lock), and the lower file's calls (recipe_zk_probe.c: the registry the
+ * ZooKeeper callbacks find a lock by, waiting for its events, the release's delete,
+ * the hold monitor's probe of a grant) that recipe_zk.c (the ops) builds on. Calls
+ * go one way: recipe_zk.c -> recipe_zk_probe.c -> zk_session.c. Not a public API. */
 #ifndef IK_RECIPE_ZK_H
 #define IK_RECIPE_ZK_H
 
@@ -30,10 +30,8 @@ struct ik__zk_lock {
     /* under mu */
     uint64_t events;  /* bumped by every watch, session event and answer (cv) */
     uint64_t sevents; /* bumped by every session event (cv) */
-    uint64_t mevents; /* bumped by what the monitor must look at (mcv) */
-    pthread_cond_t mcv;
     int cancel;
-    ik_hold_state state;
+    ik_hold_state state;             /* IDLE, WAITING or HELD (granted, until released) */
     char node[IK__ZK_LOCK_PATH_MAX]; /* our node's full path, "" if none */
     unsigned gen;                    /* handle generation our node was (or may have been) made on */
     int64_t session;                 /* the session that owns it */
@@ -44,29 +42,23 @@ struct ik__zk_lock {
     int pred_event; /* a watch event on it (deleted, or the watch spent), or our own
                        node's watch spent otherwise: look again */
     char why[160];
-    int stop;       /* the monitor must end (zk_lock_fini) */
-    int monitor_on; /* the monitor thread runs: from the first grant to fini */
-    int mon_busy;   /* the monitor is looking at (or calling back for) a grant */
-    uint64_t grant; /* bumped at every grant and release */
-    pthread_t monitor;
     /* the release's delete, sent without waiting for its answer */
     char del_node[IK__ZK_LOCK_PATH_MAX];
     unsigned del_gen;
     int64_t del_session;
     int del_state; /* 0: none; 1: sent; 2: to be sent (again) */
     uint32_t del_seq;
-    /* the monitor's probes: a sync (through the leader) then zoo_awexists of our
-     * node (it also sets the watch), pipelined; a proof needs both answered */
-    int64_t proven_ms;  /* send time of the last request answered on our session
-                           with our node in place: the session lives until at
-                           least proven_ms + the session timeout */
+    /* the grant's proof, and the hold monitor's probes: a sync (through the leader)
+     * then zoo_awexists of our node (it also sets the watch), pipelined; a proof
+     * needs both answered */
+    int64_t granted_ms; /* send time of the request that proved the session for the
+                           grant: it lives until at least then + the session timeout */
     uint32_t probe_seq; /* of the probe in flight (low 20 bits travel with it) */
     int probe_inflight;
     int probe_left;   /* answers of the probe in flight still to come (of 2) */
     int probe_synced; /* its sync was answered ZOK */
     int probe_seen;   /* its exists found our node, ours */
-    int64_t probe_sent_ms;
-    int probe_gone; /* a probe met an expired session */
+    int probe_gone;   /* a probe met an expired session */
 };
 
 /* The registry (ZL2 in recipe_zk.c): callbacks carry a lock's registry id, never
@@ -107,8 +99,15 @@ void ik__zk_lock_delete_pending(ik__zk_lock *lk);
  * reconnect). 0, or IK_EINDOUBT. */
 int ik__zk_lock_delete_settle(ik__zk_lock *lk, int64_t ms);
 
-/* The monitor thread of a lock (arg: the ik__zk_lock), from its first grant until
- * lk->stop: reports IN_DOUBT, HELD and LOST through ik__lock_notify. */
-void *ik__zk_lock_monitor_thread(void *arg);
+/* Sets the watch of our node at once for a new grant, without waiting for its
+ * answer: its deletion (by hand) is then told as it happens, not after the first
+ * probe; already gone, the grant is. */
+void ik__zk_lock_watch_own(ik__zk_lock *lk);
+
+/* The hold monitor's evidence (recipe.h): the grant's proof, a probe, and the
+ * release's delete sent again between grants (tend). */
+void ik__zk_lock_proof_of_grant(ik_lock *base, ik__hold_evidence *out);
+void ik__zk_lock_probe(ik_lock *base, int64_t deadline_ns, const int *stop, ik__hold_evidence *out);
+void ik__zk_lock_tend(ik_lock *base);
 
 #endif

@@ -1,14 +1,17 @@
-/* recipe_zk_monitor.c: the part of the ZooKeeper recipes that ZooKeeper's threads
- * and the monitor drive: the registry that watch, probe and session callbacks find
- * a lock by (ZL2 in recipe_zk.c), the waits on a lock's events, the release's
- * delete sent without waiting (and again after a lost answer), and the monitor
- * thread that tells a holder when its grant is in doubt, held again, or lost.
- * recipe_zk.c (the ops: acquire, release, info) sits on it; it calls nothing of
- * recipe_zk.c. The states and invariants are at the top of recipe_zk.c.
+/* recipe_zk_probe.c: the part of the ZooKeeper recipes that ZooKeeper's threads and
+ * the hold monitor drive: the registry that watch, probe and session callbacks find
+ * a lock by (ZL2 in recipe_zk.c), the waits on a lock's events, the release's delete
+ * sent without waiting (and again after a lost answer, between grants: tend), and
+ * the evidence for the hold monitor (src/lib/recipes/hold.h): the grant's proof, a
+ * probe, and what ZooKeeper says unasked (our node deleted, the session expired or
+ * cut off, connected again), told at once. recipe_zk.c (the ops: acquire, release,
+ * info) sits on it; it calls nothing of recipe_zk.c. The states and invariants are
+ * at the top of recipe_zk.c.
  *
  * Threads: the callbacks run on the ZooKeeper completion thread and take only the
- * registry's read lock and lk->mu; the monitor runs on its own thread; the rest
- * runs on the caller's. No call into ZooKeeper is made with lk->mu held (ZL3).
+ * registry's read lock, lk->mu and (ik__hold_tell) the hold's mutex; the probe and
+ * tend run on the hold's prober thread; the rest runs on the caller's. No call into
+ * ZooKeeper is made with lk->mu held (ZL3).
  */
 #include "internal.h"
 #include "recipe_zk.h"
@@ -92,8 +95,11 @@ static zk_lock *answer_lock(const void *data, uint32_t *seq)
 }
 
 /* Bumps the events of the lock registered as id (if it still is): a watch event of
- * type on path (session_event: of the session, path NULL). */
-static void reg_poke(uint64_t id, int type, const char *path, int session_event)
+ * type on path, or (session_event) a session event of handle generation gen in
+ * zstate; and tells the hold monitor what it means for a grant (our node deleted,
+ * the session expired or cut off, connected again). */
+static void reg_poke(uint64_t id, int type, const char *path, int session_event, unsigned gen,
+                     int zstate)
 {
     zk_lock *lk = reg_lock(id);
     if (!lk) return;
@@ -110,20 +116,29 @@ static void reg_poke(uint64_t id, int type, const char *path, int session_event)
     if (ours && !deleted && lk->pred[0]) lk->pred_event = 1;
     if (session_event) lk->sevents++;
     pthread_cond_broadcast(&lk->cv);
-    if (mine || session_event) { /* the monitor's business too */
-        lk->mevents++;
-        pthread_cond_signal(&lk->mcv);
-    }
+    int held = lk->state == IK_HOLD_HELD;
+    int this_gen = session_event && lk->node[0] && gen == lk->gen;
+    int tend = lk->del_state == 2 && session_event && zstate == ZOO_CONNECTED_STATE;
     reg_unlock(lk);
+    /* the hold's mutex is never held while it calls into the protocol (hold.h) */
+    if (held && mine) ik__hold_tell(&lk->base, IK__HOLD_GONE, "our lock node was deleted");
+    if (held && this_gen) {
+        if (zstate == ZOO_EXPIRED_SESSION_STATE || zstate == ZOO_AUTH_FAILED_STATE)
+            ik__hold_tell(&lk->base, IK__HOLD_GONE, "ZooKeeper session expired");
+        else if (zstate == ZOO_CONNECTED_STATE)
+            ik__hold_tell(&lk->base, IK__HOLD_STANDS, NULL);
+        else
+            ik__hold_tell(&lk->base, IK__HOLD_NO_ANSWER, "connection to ZooKeeper lost");
+    }
+    if (tend) ik__hold_poke(&lk->base);
 }
 
-/* One answer of a probe (the sync's or the exists'); the proof is the probe's send
- * time once both came and both say so. Under lk->mu. */
+/* One answer of a probe (the sync's or the exists'); complete once both came. Under
+ * lk->mu. */
 static void probe_answered(zk_lock *lk)
 {
     if (--lk->probe_left > 0) return;
     lk->probe_inflight = 0;
-    if (lk->probe_synced && lk->probe_seen) lk->proven_ms = lk->probe_sent_ms;
 }
 
 /* The answer of a probe's sync (data: answer_lock's). A sync goes through the
@@ -144,8 +159,7 @@ static void on_probe_sync(int zrc, const char *value, const void *data)
             lk->probe_gone = 1;
         probe_answered(lk);
     }
-    lk->mevents++;
-    pthread_cond_signal(&lk->mcv);
+    pthread_cond_broadcast(&lk->cv);
     reg_unlock(lk);
 }
 
@@ -164,9 +178,38 @@ static void on_probe(int zrc, const struct Stat *st, const void *data)
             lk->probe_gone = 1;
         probe_answered(lk);
     }
-    lk->mevents++;
-    pthread_cond_signal(&lk->mcv);
+    pthread_cond_broadcast(&lk->cv);
     reg_unlock(lk);
+}
+
+/* The answer of the grant's own watch of our node (data: answer_lock's, seq 0): our
+ * node already gone, or another session's, is the grant gone. */
+static void on_own_watch_set(int zrc, const struct Stat *st, const void *data)
+{
+    uint32_t seq;
+    zk_lock *lk = answer_lock(data, &seq);
+    if (!lk) return;
+    int gone = zrc == ZNONODE || (zrc == ZOK && st && st->ephemeralOwner != lk->session);
+    int held = lk->state == IK_HOLD_HELD;
+    if (gone) lk->own_deleted = 1;
+    pthread_cond_broadcast(&lk->cv);
+    reg_unlock(lk);
+    if (gone && held) ik__hold_tell(&lk->base, IK__HOLD_GONE, "our lock node was deleted");
+}
+
+void ik__zk_lock_watch_own(zk_lock *lk)
+{
+    ik__zk_session s;
+    ik__zk_session_get(lk->base.be, &s);
+    pthread_mutex_lock(&lk->mu);
+    char node[ZPATH_MAX];
+    snprintf(node, sizeof node, "%s", lk->node);
+    int ours = node[0] && s.connected && !s.dead && s.gen == lk->gen;
+    pthread_mutex_unlock(&lk->mu);
+    if (ours)
+        zoo_awexists(s.zh, node, ik__zk_lock_on_watch, (void *)(uintptr_t)lk->reg, on_own_watch_set,
+                     (void *)(uintptr_t)(lk->reg << 20));
+    ik__zk_session_put(lk->base.be);
 }
 
 /* The answer of a release's delete (data: answer_lock's). */
@@ -178,29 +221,25 @@ static void on_deleted(int zrc, const void *data)
     if (lk->del_state == 1 && (lk->del_seq & 0xfffff) == seq) {
         /* lost answer: send it again once connected; else done (or hopeless) */
         lk->del_state = zrc == ZCONNECTIONLOSS || zrc == ZOPERATIONTIMEOUT ? 2 : 0;
-        if (lk->del_state == 2) { /* the monitor sends it again */
-            lk->mevents++;
-            pthread_cond_signal(&lk->mcv);
-        }
     }
-    lk->events++; /* delete_settle */
+    int again = lk->del_state == 2; /* sent again once connected (tend) */
+    lk->events++;                   /* delete_settle */
     pthread_cond_broadcast(&lk->cv);
     reg_unlock(lk);
+    if (again) ik__hold_poke(&lk->base);
 }
 
 void ik__zk_lock_on_watch(zhandle_t *zh, int type, int state, const char *path, void *ctx)
 {
     (void)zh;
     (void)state;
-    int session = type == ZOO_SESSION_EVENT;
-    reg_poke((uint64_t)(uintptr_t)ctx, type, session ? NULL : path, session);
+    if (type == ZOO_SESSION_EVENT) return; /* the session listener tells those */
+    reg_poke((uint64_t)(uintptr_t)ctx, type, path, 0, 0, 0);
 }
 
 void ik__zk_lock_on_session(void *ctx, unsigned gen, int state)
 {
-    (void)gen;
-    (void)state;
-    reg_poke((uint64_t)(uintptr_t)ctx, ZOO_SESSION_EVENT, NULL, 1);
+    reg_poke((uint64_t)(uintptr_t)ctx, ZOO_SESSION_EVENT, NULL, 1, gen, state);
 }
 
 /* Waits under lk->mu until woken(lk, seen), a cancel (if honour_cancel), or
@@ -340,142 +379,133 @@ int ik__zk_lock_delete_settle(zk_lock *lk, int64_t ms)
 }
 
 /* ------------------------------------------------------------------------------
- * The monitor of a grant: tells the holder when it is in doubt, held again, lost.
+ * The hold monitor's evidence (src/lib/recipes/hold.h): what proves a grant.
  *
- * The monitor thread lives from a lock's first grant to ik_lock_destroy, and
- * also sends a release's delete again after a lost answer. It never blocks on
- * ZooKeeper: every quarter of the session timeout (and when a doubt begins) it
- * sends a probe, an asynchronous sync followed by an exists of our node that also
- * sets the watch on it. A probe whose sync and exists are both answered proves the
- * session alive at least until its send time + the session timeout (the leader
- * counts from the last request our server passed on; the sync shows that server
- * reached the leader after the send). So a holder that loses contact reports IN_DOUBT at once and
- * LOST once 2/3 of the session timeout have passed since the last proof, which is at least 1/3 of
- * the timeout before the server can expire the session and hand the lock to someone else: time for
- * the holder to stop what the lock guards.
+ * A probe is an asynchronous sync followed by an exists of our node that also sets
+ * the watch on it, pipelined. Both answered, and the node ours, prove the session
+ * alive at least until the probe's send time + the session timeout: the leader counts
+ * from the last request our server passed on, and the sync shows that server
+ * reached the leader after the send (docs/recipes.md, "What proves the session"). A
+ * read alone is not that: a follower cut off from the leader still answers reads.
  */
-void *ik__zk_lock_monitor_thread(void *arg)
+/* What the lock's flags say of the grant now (under lk->mu): GONE, or STANDS to go on. */
+static ik__hold_fact grant_fact(const zk_lock *lk, const ik__zk_session *s, const char **why)
 {
-    zk_lock *lk = arg;
-    uint64_t seen = 0, grant = 0;
-    int64_t doubt_since = 0;
-    for (;;) {
-        ik__zk_session s;
-        ik__zk_session_get(lk->base.be, &s);
-        int64_t t = s.timeout_ms;
-        ik__zk_session_put(lk->base.be);
-
-        /* wait for an event, for the next probe or deadline of a grant, or for good */
-        pthread_mutex_lock(&lk->mu);
-        int held = lk->state == IK_HOLD_HELD || lk->state == IK_HOLD_IN_DOUBT;
-        int64_t wake = ik__mono_ms() + t / 4; /* idle: look for a new grant now and then */
-        if (held) {
-            int64_t lost_at = lk->proven_ms + ik__proof_window_ms(t);
-            int64_t probe_at = lk->probe_inflight ? lost_at : lk->probe_sent_ms + t / 4;
-            wake = probe_at < lost_at ? probe_at : lost_at;
-        }
-        while (!lk->stop && lk->mevents == seen && ik__mono_ms() < wake) {
-            int64_t left = wake - ik__mono_ms();
-            struct timespec ts;
-            ik__deadline_ts(&ts, left);
-            pthread_cond_timedwait(&lk->mcv, &lk->mu, &ts);
-        }
-        if (lk->stop) {
-            pthread_mutex_unlock(&lk->mu);
-            break;
-        }
-        int evented = lk->mevents != seen;
-        seen = lk->mevents;
-        ik_hold_state st = lk->state;
-        held = st == IK_HOLD_HELD || st == IK_HOLD_IN_DOUBT;
-        if (held && lk->grant != grant) { /* a new grant */
-            grant = lk->grant;
-            doubt_since = 0;
-        }
-        if (held) lk->mon_busy = 1;
-        char node[ZPATH_MAX];
-        snprintf(node, sizeof node, "%s", lk->node);
-        unsigned gen = lk->gen;
-        int64_t session = lk->session, proven = lk->proven_ms;
-        int deleted = lk->own_deleted, gone = lk->probe_gone, inflight = lk->probe_inflight;
-        int64_t last_probe = lk->probe_sent_ms;
-        pthread_mutex_unlock(&lk->mu);
-
-        ik__zk_lock_delete_pending(lk);
-        if (!held) continue;
-
-        int64_t now = ik__mono_ms();
-        ik_hold_state next = st;
-        const char *why = "";
-        int probe = 0;
-        ik__zk_session_get(lk->base.be, &s);
-        if (gone || s.dead || s.gen != gen || (s.id && s.id != session)) {
-            next = IK_HOLD_LOST;
-            why = "ZooKeeper session expired";
-        } else if (deleted) {
-            next = IK_HOLD_LOST;
-            why = "our lock node was deleted";
-        } else if (now >= proven + ik__proof_window_ms(t)) {
-            next = IK_HOLD_LOST;
-            why = "no answer from ZooKeeper for 2/3 of the session timeout: the session may "
-                  "expire any moment";
-        } else if (!s.connected) {
-            if (st == IK_HOLD_HELD) {
-                next = IK_HOLD_IN_DOUBT;
-                why = "connection to ZooKeeper lost: the session may expire";
-                doubt_since = now;
-            }
-        } else {
-            if (st == IK_HOLD_IN_DOUBT && proven > doubt_since) {
-                next = IK_HOLD_HELD;
-                why = "connection to ZooKeeper restored, same session";
-            }
-            probe = !inflight && (now >= last_probe + t / 4 || next == IK_HOLD_IN_DOUBT ||
-                                  (evented && st == IK_HOLD_IN_DOUBT));
-        }
-        if (probe) {
-            pthread_mutex_lock(&lk->mu);
-            uint32_t seq = ++lk->probe_seq;
-            lk->probe_inflight = 1;
-            lk->probe_left = 2;
-            lk->probe_synced = 0;
-            lk->probe_seen = 0;
-            lk->probe_sent_ms = now;
-            pthread_mutex_unlock(&lk->mu);
-            void *data = (void *)(uintptr_t)(lk->reg << 20 | (seq & 0xfffff));
-            /* the sync first: ZooKeeper applies one session's requests in order */
-            int zs = zoo_async(s.zh, node, on_probe_sync, data);
-            int ze = zs == ZOK ? zoo_awexists(s.zh, node, ik__zk_lock_on_watch,
-                                              (void *)(uintptr_t)lk->reg, on_probe, data)
-                               : zs;
-            if (zs != ZOK || ze != ZOK) {
-                pthread_mutex_lock(&lk->mu);
-                if (lk->probe_seq == seq) {
-                    if (zs == ZOK) { /* the sync's answer may still come; alone it proves nothing */
-                        lk->probe_seen = 0;
-                        if (--lk->probe_left == 0) lk->probe_inflight = 0;
-                    } else {
-                        lk->probe_inflight = 0;
-                    }
-                }
-                pthread_mutex_unlock(&lk->mu);
-            }
-        }
-        ik__zk_session_put(lk->base.be);
-
-        /* apply, unless the grant was released meanwhile (release waits for mon_busy) */
-        pthread_mutex_lock(&lk->mu);
-        int apply = next != st && lk->grant == grant && lk->state == st;
-        if (apply) {
-            lk->state = next;
-            snprintf(lk->why, sizeof lk->why, "%s", why);
-        }
-        pthread_mutex_unlock(&lk->mu);
-        if (apply) ik__lock_notify(&lk->base, next, why);
-        pthread_mutex_lock(&lk->mu);
-        lk->mon_busy = 0;
-        pthread_cond_broadcast(&lk->cv);
-        pthread_mutex_unlock(&lk->mu);
+    if (lk->probe_gone || s->dead || s->gen != lk->gen || (s->id && s->id != lk->session)) {
+        *why = "ZooKeeper session expired";
+        return IK__HOLD_GONE;
     }
-    return NULL;
+    if (lk->own_deleted) {
+        *why = "our lock node was deleted";
+        return IK__HOLD_GONE;
+    }
+    return IK__HOLD_STANDS;
+}
+
+void ik__zk_lock_proof_of_grant(ik_lock *base, ik__hold_evidence *out)
+{
+    zk_lock *lk = (zk_lock *)base;
+    ik__zk_session s;
+    ik__zk_session_get(base->be, &s);
+    const char *why = "";
+    pthread_mutex_lock(&lk->mu);
+    out->fact = grant_fact(lk, &s, &why);
+    out->proof = (ik__lease_proof){lk->granted_ms * INT64_C(1000000), s.timeout_ms};
+    pthread_mutex_unlock(&lk->mu);
+    ik__zk_session_put(base->be);
+    snprintf(out->why, sizeof out->why, "%s", why);
+}
+
+/* Sends a probe of our node on s: 0 and *seq, or the ZooKeeper code of the send. */
+static int probe_send(zk_lock *lk, const ik__zk_session *s, uint32_t *seq)
+{
+    pthread_mutex_lock(&lk->mu);
+    *seq = ++lk->probe_seq;
+    lk->probe_inflight = 1;
+    lk->probe_left = 2;
+    lk->probe_synced = 0;
+    lk->probe_seen = 0;
+    char node[ZPATH_MAX];
+    snprintf(node, sizeof node, "%s", lk->node);
+    pthread_mutex_unlock(&lk->mu);
+    void *data = (void *)(uintptr_t)(lk->reg << 20 | (*seq & 0xfffff));
+    /* the sync first: ZooKeeper applies one session's requests in order */
+    int zs = zoo_async(s->zh, node, on_probe_sync, data);
+    int ze = zs == ZOK ? zoo_awexists(s->zh, node, ik__zk_lock_on_watch, (void *)(uintptr_t)lk->reg,
+                                      on_probe, data)
+                       : zs;
+    if (zs == ZOK && ze == ZOK) return ZOK;
+    pthread_mutex_lock(&lk->mu);
+    if (lk->probe_seq == *seq) {
+        if (zs == ZOK) { /* the sync's answer may still come; alone it proves nothing */
+            lk->probe_seen = 0;
+            if (--lk->probe_left == 0) lk->probe_inflight = 0;
+        } else {
+            lk->probe_inflight = 0;
+        }
+    }
+    pthread_mutex_unlock(&lk->mu);
+    return zs != ZOK ? zs : ze;
+}
+
+void ik__zk_lock_probe(ik_lock *base, int64_t deadline_ns, const int *stop, ik__hold_evidence *out)
+{
+    zk_lock *lk = (zk_lock *)base;
+    ik__zk_session s;
+    ik__zk_session_get(base->be, &s);
+    int64_t t = s.timeout_ms;
+    const char *why = "";
+    pthread_mutex_lock(&lk->mu);
+    ik__hold_fact f = grant_fact(lk, &s, &why);
+    pthread_mutex_unlock(&lk->mu);
+    uint32_t seq = 0;
+    int64_t sent = ik__mono_ns();
+    int zrc = ZOK;
+    if (f == IK__HOLD_STANDS && !s.connected) {
+        f = IK__HOLD_NO_ANSWER;
+        why = "not connected to ZooKeeper";
+    } else if (f == IK__HOLD_STANDS) {
+        zrc = probe_send(lk, &s, &seq);
+        if (zrc != ZOK) f = IK__HOLD_NO_ANSWER;
+    }
+    ik__zk_session_put(base->be);
+    out->fact = f;
+    if (f != IK__HOLD_STANDS) {
+        if (zrc != ZOK)
+            snprintf(out->why, sizeof out->why, "ZooKeeper: %s", zerror(zrc));
+        else
+            snprintf(out->why, sizeof out->why, "%s", why);
+        return;
+    }
+    /* the answers, our node's deletion, the session's end, the stop, or the deadline */
+    pthread_mutex_lock(&lk->mu);
+    while (lk->probe_inflight && lk->probe_seq == seq && !lk->own_deleted && !lk->probe_gone &&
+           !__atomic_load_n(stop, __ATOMIC_ACQUIRE)) {
+        int64_t left = deadline_ns - ik__mono_ns();
+        if (left <= 0) break;
+        struct timespec ts;
+        ik__deadline_ts(&ts, left < 100000000 ? (left + 999999) / 1000000 : 100);
+        pthread_cond_timedwait(&lk->cv, &lk->mu, &ts);
+    }
+    pthread_mutex_unlock(&lk->mu);
+    ik__zk_session_get(base->be, &s); /* not under lk->mu (ZL3's order) */
+    pthread_mutex_lock(&lk->mu);
+    f = grant_fact(lk, &s, &why);
+    int done = lk->probe_seq == seq && !lk->probe_inflight;
+    int proved = done && lk->probe_synced && lk->probe_seen;
+    if (f == IK__HOLD_STANDS && !proved) {
+        f = IK__HOLD_NO_ANSWER;
+        why = done ? "ZooKeeper did not confirm our node (its answer was lost)"
+                   : "no answer from ZooKeeper in time";
+    }
+    pthread_mutex_unlock(&lk->mu);
+    ik__zk_session_put(base->be);
+    out->fact = f;
+    snprintf(out->why, sizeof out->why, "%s", why);
+    if (f == IK__HOLD_STANDS) out->proof = (ik__lease_proof){sent, t};
+}
+
+void ik__zk_lock_tend(ik_lock *base)
+{
+    ik__zk_lock_delete_pending((zk_lock *)base);
 }
