@@ -7,7 +7,7 @@
 # that changes it with the transaction's state, where a table without transactions
 # shows as 'r' or 'w'; that is a transaction's evidence that its tables keep its
 # writes, and the engine is read after the COMMIT only where the state did not come.
-# A server of its own (SET GLOBAL, init_connect). Three parts:
+# A server of its own (SET GLOBAL, init_connect). Four parts:
 #   1. the metadata lock: ALTER TABLE leaf_alloc ENGINE = MyISAM while an advance is
 #      held between its two round trips (IDKEEPER_TEST_SQL_COMMIT_HOLD) waits for
 #      the advance's transaction: leaf_alloc is InnoDB until its COMMIT, the request
@@ -118,3 +118,26 @@ grep -q 'transaction state T_*w' "$T/global.body" || fail "c's 503 does not come
 grep -q 'tag gap tag=q first=[0-9]* count=3 why=store_unsafe' "$T/c.log" || fail "c: its range is not logged as a gap: $(grep 'tag gap' "$T/c.log" | head -n 3)"
 assert_unique "$ANS"
 pass "SET GLOBAL and init_connect turned the tracking off for new sessions; idkeeper's own setting kept it, and the advance on MyISAM was 503 by its transaction state"
+kill -TERM "${SERVER_PID[c]}" 2>/dev/null || true
+wait "${SERVER_PID[c]}" 2>/dev/null || true
+
+# ---- 4. Aria, crash-safe but without transactions --------------------------------------
+# Aria (TRANSACTIONAL=1, its default) logs its writes, yet cannot roll one back nor
+# lock a row for a transaction: a table of ours in it is refused like MyISAM. Its
+# handler says so (HA_NO_TRANSACTIONS), and the state shows it as 'w': a state that
+# took Aria for transactional would answer 200 here.
+ANS=$T/answered.4
+URI=$(my_uri txaria)
+DB=${URI##*/}
+"$IK_BIN" tags add q --kind sequence --coord "$URI" >/dev/null || fail "tags add q"
+serve_on d --coord "$URI" --lease-ttl 30000 || fail "d did not start: $(tail -n 5 "$T/d.log")"
+PD=$PORT
+for i in 1 2 3; do [ "$(seq_get "$PD" "$T/pre.body")" = 200 ] || fail "d: no sequence IDs: $(cat "$T/pre.body")"; done
+my_sql -D "$DB" -e "ALTER TABLE leaf_alloc ENGINE = Aria TRANSACTIONAL = 1" || fail "ALTER TABLE ... ENGINE = Aria failed"
+[ "$(engine "$DB")" = Aria ] || fail "leaf_alloc is $(engine "$DB") after the ALTER to Aria"
+code=$(seq_get "$PD" "$T/aria.body")
+[ "$code" = 503 ] || fail "d answered the first advance on Aria $code: $(cat "$T/aria.body")"
+grep -q 'transaction state T_*w' "$T/aria.body" || fail "d's 503 does not come from the transaction state: $(cat "$T/aria.body")"
+grep -q 'tag gap tag=q first=[0-9]* count=3 why=store_unsafe' "$T/d.log" || fail "d: its range is not logged as a gap: $(grep 'tag gap' "$T/d.log" | head -n 3)"
+assert_unique "$ANS"
+pass "ALTER ... ENGINE = Aria TRANSACTIONAL = 1: the next advance was 503 by its transaction state ('w'), its range a gap"

@@ -297,13 +297,21 @@ static int bind_params(qbuf *b, ik__sql_conn *c, const char *sql, const char *co
  * next OK: without CLIENT_DEPRECATE_EOF its end carries none, and what the connector
  * holds then is the last OK's. So the state is read from OK packets only, and a
  * transaction counts as said of only if its START TRANSACTION was answered with one:
- * tracking on, it always is (the state goes from none to 'T'). */
+ * tracking on, it always is (the state goes from none to 'T'). The state is sent
+ * only where it changed, so a transaction is said of whole only if tx_note saw
+ * every answer since its START TRANSACTION: a statement answered on c that it did
+ * not see (d->run's, a test hook's) may have carried the one change, and ends on.
+ * A table a proof names (commit_proved's) is written by a statement answered with
+ * an OK, so its 'w' never waits in a result set for the COMMIT's OK. */
 static void tx_note(ik__sql_conn *c, ik__sql_stmt id, int rows, int failed)
 {
+    int unseen = c->tx.answers != c->tx.noted + 1; /* an answer came that was not noted */
+    c->tx.noted = c->tx.answers;
     if (id == IK__SQL_BEGIN || id == IK__SQL_COMMIT || id == IK__SQL_ROLLBACK || failed) {
         c->tx.on = 0;
         c->tx.unsafe[0] = '\0';
     }
+    if (unseen && id != IK__SQL_BEGIN) c->tx.on = 0;
     if (failed || rows || id == IK__SQL_COMMIT || id == IK__SQL_ROLLBACK) return;
     if (id != IK__SQL_BEGIN && !c->tx.on) return;
     const char *s = NULL;

@@ -69,10 +69,14 @@ struct ik__sql_conn {
      * tracking, set by session_setup) said of the transaction begun by our last
      * START TRANSACTION (tx_note): on 1 once the START TRANSACTION was answered with
      * it, while every state since was whole and in that transaction; unsafe the
-     * first state that showed a table without transactions used, "" none */
+     * first state that showed a table without transactions used, "" none;
+     * answers the statements' answers read on c (ik__mysql_query_result), noted
+     * the count tx_note had seen: an answer it did not see (a statement sent some
+     * other way, whose state change no later answer repeats) ends on */
     struct {
         int on;
         char unsafe[16];
+        unsigned long answers, noted;
     } tx;
 };
 

@@ -90,7 +90,8 @@ int ik__mysql_table_row(ik__sql_conn *c, const ik__hazards *h, const char *table
 
 int ik__mysql_tx_tables(ik__sql_conn *c, const ik__hazards *h, ik_hazard *row)
 {
-    if (!c->tx.on) return -1;
+    /* said of whole: every answer since the START TRANSACTION was noted */
+    if (!c->tx.on || c->tx.answers != c->tx.noted) return -1;
     if (!c->tx.unsafe[0]) return 0;
     char v[96];
     snprintf(v, sizeof v, "a table without transactions in the write (transaction state %s)",
