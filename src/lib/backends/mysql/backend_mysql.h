@@ -16,10 +16,12 @@
 
 /* The durability settings that ride with every write (IK__SQL_PROOF) and open
  * every check (my_hazards), in durability_rows's order: they can all change at run
- * time (SET GLOBAL), so each write carries them. */
+ * time (SET GLOBAL), so each write carries them. Bare variables: each item costs the
+ * server's parser as much as a statement's overhead (an IF() around one, a third
+ * more), and durability_rows reads the booleans as the server sends them. */
 #define PROOF_COLS                                                                                 \
-    "@@GLOBAL.innodb_flush_log_at_trx_commit, IF(@@GLOBAL.log_bin, 1, 0), @@GLOBAL.sync_binlog, "  \
-    "IF(@@GLOBAL.read_only, 1, 0)"
+    "@@GLOBAL.innodb_flush_log_at_trx_commit, @@GLOBAL.log_bin, @@GLOBAL.sync_binlog, "            \
+    "@@GLOBAL.read_only"
 #define PROOF_NCOLS 4
 /* The columns of Leaf's read-back (IK__SQL_LEAF_SELECT: biz_tag, max_id, step),
  * which PROOF_COLS follow (the driver's back_proof). */

@@ -9,6 +9,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A boolean setting as the server sends it: 0 or 1 (MySQL, MariaDB 10), a word where
+ * it became an enum (MariaDB 11's read_only: OFF, ON, NO_LOCK, ...). Anything but
+ * off counts as on, the side that refuses: a read_only or a binary log not
+ * understood is never taken for off. */
+static int setting_on(const char *v)
+{
+    return strcmp(v, "0") != 0 && strcasecmp(v, "OFF") != 0;
+}
+
 /* The rows of the durability settings (PROOF_COLS, v[0..3]) into rows[*k..]: the
  * same rows, under the same names, whether a check or a write's proof read them.
  *   innodb_flush_log_at_trx_commit must be 1, or 3 on MariaDB (its documentation:
@@ -23,7 +32,8 @@ static void durability_rows(const ik__sql_conn *c, const ik__hazards *h, const c
                             ik_hazard *rows, size_t *k)
 {
     char val[96];
-    long flush = strtol(v[0], NULL, 10), log_bin = strtol(v[1], NULL, 10);
+    long flush = strtol(v[0], NULL, 10);
+    int log_bin = setting_on(v[1]), read_only = setting_on(v[3]);
     long sync_binlog = strtol(v[2], NULL, 10);
     ik__hazard_row(h, &rows[(*k)++], "innodb_flush_log_at_trx_commit", v[0],
                    !(flush == 1 || (flush == 3 && c->mariadb)),
@@ -35,8 +45,11 @@ static void durability_rows(const ik__sql_conn *c, const ik__hazards *h, const c
                    "with the binary log on, MySQL acknowledges commits a crash can take from "
                    "it, and so from recovery and replicas: SET GLOBAL sync_binlog = 1, or "
                    "start with --allow-unsafe-store to accept that");
-    ik__hazard_row(h, &rows[(*k)++], "read_only", strcmp(v[3], "1") == 0 ? "ON" : "OFF",
-                   strcmp(v[3], "1") == 0,
+    const char *ro = strcmp(v[3], "1") == 0 ? "ON"
+                     : !read_only           ? "OFF"
+                     : v[3][0]              ? v[3]
+                                            : "? (not read)";
+    ik__hazard_row(h, &rows[(*k)++], "read_only", ro, read_only,
                    "the server is read-only (a replica, or a primary being demoted): point "
                    "idkeeper at the primary");
 }
