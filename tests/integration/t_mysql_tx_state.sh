@@ -7,7 +7,7 @@
 # that changes it with the transaction's state, where a table without transactions
 # shows as 'r' or 'w'; that is a transaction's evidence that its tables keep its
 # writes, and the engine is read after the COMMIT only where the state did not come.
-# A server of its own (SET GLOBAL, init_connect). Four parts:
+# A server of its own (SET GLOBAL, init_connect). Five parts:
 #   1. the metadata lock: ALTER TABLE leaf_alloc ENGINE = MyISAM while an advance is
 #      held between its two round trips (IDKEEPER_TEST_SQL_COMMIT_HOLD) waits for
 #      the advance's transaction: leaf_alloc is InnoDB until its COMMIT, the request
@@ -141,3 +141,41 @@ grep -q 'transaction state T_*w' "$T/aria.body" || fail "d's 503 does not come f
 grep -q 'tag gap tag=q first=[0-9]* count=3 why=store_unsafe' "$T/d.log" || fail "d: its range is not logged as a gap: $(grep 'tag gap' "$T/d.log" | head -n 3)"
 assert_unique "$ANS"
 pass "ALTER ... ENGINE = Aria TRANSACTIONAL = 1: the next advance was 503 by its transaction state ('w'), its range a gap"
+kill -TERM "${SERVER_PID[d]}" 2>/dev/null || true
+wait "${SERVER_PID[d]}" 2>/dev/null || true
+
+# ---- 5. a prepared proof the session lost ----------------------------------------------
+# The proof after the COMMIT is prepared once per session and sent as EXECUTE
+# (M7 of src/lib/backends/mysql/backend_mysql.c). A session that lost it
+# (DEALLOCATE PREPARE between the advance's round trips, IDKEEPER_TEST_SQL_BEFORE_
+# ADVANCE_COMMIT) has its EXECUTE refused after the COMMIT; the proof is then read
+# again as text, still after the COMMIT (SP1 of backend_sql_proof.c), and judged.
+# With innodb_flush_log_at_trx_commit = 0 set while the advance is held between its
+# round trips (IDKEEPER_TEST_SQL_COMMIT_HOLD, before the hook), that read refuses it:
+# 503, its committed range a gap. Taking the refused EXECUTE for no news, or the
+# proof read before the COMMIT for the write's, would answer 200. With the setting
+# back at 1, the session's next advances send the proof as text and are answered.
+ANS=$T/answered.5
+URI=$(my_uri txps)
+DB=${URI##*/}
+"$IK_BIN" tags add q --kind sequence --coord "$URI" >/dev/null || fail "tags add q"
+HOLD=$T/hold.5
+IDKEEPER_TEST_SQL_BEFORE_ADVANCE_COMMIT="DEALLOCATE PREPARE ik_proof" IDKEEPER_TEST_SQL_COMMIT_HOLD=$HOLD \
+  serve_on e --coord "$URI" --lease-ttl 30000 || fail "e did not start: $(tail -n 5 "$T/e.log")"
+PE=$PORT
+: >"$HOLD"
+seq_get "$PE" "$T/lost.body" >"$T/lost.code" &
+held=$!
+IK_PIDS+=("$held")
+wait_until 20 grep -q held "$HOLD" || fail "e: the advance never reached its COMMIT's hold: $(tail -n 5 "$T/e.log")"
+my_sql -e "SET GLOBAL innodb_flush_log_at_trx_commit = 0" || fail "SET GLOBAL failed"
+rm -f "$HOLD"
+wait "$held" || true
+code=$(cat "$T/lost.code")
+my_sql -e "SET GLOBAL innodb_flush_log_at_trx_commit = 1" || fail "SET GLOBAL back failed"
+[ "$code" = 503 ] || fail "e answered $code the advance whose prepared proof was lost, committed under innodb_flush_log_at_trx_commit = 0: $(cat "$T/lost.body")"
+grep -q 'innodb_flush_log_at_trx_commit' "$T/lost.body" || fail "e's 503 does not name the setting the proof read again found: $(cat "$T/lost.body")"
+grep -q 'tag gap tag=q first=[0-9]* count=3 why=store_unsafe' "$T/e.log" || fail "e: its committed range is not logged as a gap: $(grep 'tag gap' "$T/e.log" | head -n 3)"
+for i in 1 2 3; do [ "$(seq_get "$PE" "$T/after.body")" = 200 ] || fail "e: no sequence IDs after the lost proof: $(cat "$T/after.body")"; done
+assert_unique "$ANS"
+pass "a prepared proof the session lost after the COMMIT: read again as text, it refused the advance committed under innodb_flush_log_at_trx_commit = 0 (503, its range a gap); the next advances answered"

@@ -23,6 +23,15 @@
  *   M6 CLIENT_MULTI_STATEMENTS, for my_exec_pipeline's one round trip: only our
  *      own statement texts are ever joined, every parameter a quoted literal (M1),
  *      so no value can end a statement or start another.
+ *   M7 the statements every write sends (the proof; on MariaDB Leaf's read-back with
+ *      the proof in its row) are prepared once per session (text-protocol PREPARE,
+ *      session_setup) and sent as EXECUTE: MariaDB's parser costs a @@GLOBAL item
+ *      about as much as a statement's whole overhead, and a prepared one is parsed
+ *      once. An EXECUTE reads the settings and the row anew each time (a new query
+ *      id: nothing is cached across executions), so the evidence is the same. A
+ *      session that could not prepare one, or lost one (ER_UNKNOWN_STMT_HANDLER),
+ *      sends the text (stmt_text); the statement that met the loss failed as any
+ *      failed statement does (a proof missing after a COMMIT is refused).
  */
 #include "internal.h"
 #include "mysql_uri.h"
@@ -185,6 +194,34 @@ static const char *const mysql_stmt[IK__SQL_NSTMT] = {
                             "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?",
 };
 
+/* M7: the statements a session prepares, by name, and what runs them. MySQL's
+ * EXECUTE takes only user variables after USING, so a statement with parameters is
+ * prepared on MariaDB only (which takes the quoted literals of M1). */
+static const struct {
+    ik__sql_stmt id;
+    const char *name, *exec;
+    int params;
+} prepared[] = {
+    {IK__SQL_PROOF, "ik_proof", "EXECUTE ik_proof", 0},
+    {IK__SQL_LEAF_SELECT, "ik_back", "EXECUTE ik_back USING ?", 1},
+};
+#define NPREPARED (sizeof prepared / sizeof prepared[0])
+
+/* The text that runs statement id on c: its EXECUTE where c prepared it (M7). */
+static const char *stmt_text(const ik__sql_conn *c, ik__sql_stmt id)
+{
+    for (size_t i = 0; i < NPREPARED; i++)
+        if (prepared[i].id == id && (c->ps & (1u << i))) return prepared[i].exec;
+    return mysql_stmt[id];
+}
+
+/* After a failed statement: a prepared one the session lost (M7) leaves every
+ * statement of c to its text from then on. */
+static void ps_lost(ik__sql_conn *c)
+{
+    if (c->ps && !c->dead && mysql_errno(c->m) == ER_UNKNOWN_STMT_HANDLER) c->ps = 0;
+}
+
 /* Copies a result into r (text cells, NULL for SQL NULL). 0 or IK_ENOMEM. */
 static int take_rows(MYSQL_RES *res, int64_t affected, ik__sql_res *r)
 {
@@ -336,7 +373,7 @@ static int my_exec(ik__sql_conn *c, ik__sql_stmt id, const char *const *params, 
     if ((unsigned)id >= IK__SQL_NSTMT || !mysql_stmt[id])
         return ik__fail(IK__SQL_EDEFINITE, why, why_len, "no such statement %d", (int)id);
     qbuf b = {0};
-    int rc = bind_params(&b, c, mysql_stmt[id], params, nparams);
+    int rc = bind_params(&b, c, stmt_text(c, id), params, nparams);
     if (rc) {
         free(b.s);
         return rc == IK_ENOMEM ? rc
@@ -348,6 +385,7 @@ static int my_exec(ik__sql_conn *c, ik__sql_stmt id, const char *const *params, 
     rc = ik__mysql_run(c, b.s, b.n, ik__mono_ms() + IK__SQL_IO_MS, &r, &affected, why, why_len);
     free(b.s);
     tx_note(c, id, r != NULL, rc != 0);
+    if (rc) ps_lost(c);
     if (rc) return rc;
     if (res) rc = take_rows(r, affected, res);
     mysql_free_result(r);
@@ -391,7 +429,7 @@ static int my_exec_pipeline(ik__sql_conn *c, const ik__sql_call *calls, int n, i
             break;
         }
         if (i) qb_add(&b, "; ", 2);
-        rc = bind_params(&b, c, mysql_stmt[calls[i].id], calls[i].params, calls[i].nparams);
+        rc = bind_params(&b, c, stmt_text(c, calls[i].id), calls[i].params, calls[i].nparams);
     }
     if (rc) {
         free(b.s);
@@ -416,6 +454,7 @@ static int my_exec_pipeline(ik__sql_conn *c, const ik__sql_call *calls, int n, i
         int64_t affected = 0;
         rc = ik__mysql_query_result(c, ret, deadline, &r, &affected, why, why_len);
         if (i < n) tx_note(c, calls[i].id, r != NULL, rc != 0);
+        if (rc) ps_lost(c);
         if (rc) break;
         unsigned warnings = mysql_warning_count(c->m);
         if (warnings && i < n && calls[i].id != IK__SQL_PROOF &&
@@ -548,7 +587,7 @@ static long session_wait_s(int64_t ttl_ms)
  * lock's session no statement time limit, wait_timeout, and the transaction state
  * in every answer that changes it (tx_note; whatever the server's global, which is
  * OFF by default). The isolation level and time zone are init commands.
- * my_hazards reads them back. 0 or a class. */
+ * my_hazards reads them back. Then the statements of M7 are prepared. 0 or a class. */
 static int session_setup(ik__sql_conn *c, int64_t ttl_ms, char *why, size_t why_len)
 {
     const char *info = mysql_get_server_info(c->m);
@@ -573,7 +612,34 @@ static int session_setup(ik__sql_conn *c, int64_t ttl_ms, char *why, size_t why_
     int rc =
         ik__mysql_run(c, q, strlen(q), ik__mono_ms() + IK__SQL_IO_MS, &r, &affected, why, why_len);
     mysql_free_result(r);
-    return rc;
+    if (rc) return rc;
+    /* M7: a statement that will not prepare (max_prepared_stmt_count reached, a
+     * proxy that refuses PREPARE) is sent as text; only a lost connection fails */
+    c->ps = 0;
+    for (size_t i = 0; i < NPREPARED; i++) {
+        if (prepared[i].params && !c->mariadb) continue;
+        qbuf p = {0};
+        qb_add(&p, "PREPARE ", 8);
+        qb_add(&p, prepared[i].name, strlen(prepared[i].name));
+        qb_add(&p, " FROM '", 7);
+        qb_add(&p, mysql_stmt[prepared[i].id], strlen(mysql_stmt[prepared[i].id]));
+        qb_add(&p, "'", 1);
+        if (p.oom) {
+            free(p.s);
+            return IK_ENOMEM;
+        }
+        char inner[200];
+        rc = ik__mysql_run(c, p.s, p.n, ik__mono_ms() + IK__SQL_IO_MS, &r, &affected, inner,
+                           sizeof inner);
+        free(p.s);
+        mysql_free_result(r);
+        r = NULL;
+        if (rc == 0)
+            c->ps |= 1u << i;
+        else if (c->dead)
+            return ik__fail(rc, why, why_len, "%s", inner);
+    }
+    return 0;
 }
 
 static void my_close(ik__sql_conn *c);

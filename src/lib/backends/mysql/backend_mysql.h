@@ -67,6 +67,9 @@ struct ik__sql_conn {
     /* SP2 of backend_sql_proof.c: the first warning count that came with a write or
      * a COMMIT of the last pipeline, said in words ("": none; my_qualified) */
     char qual[160];
+    /* M7 of backend_mysql.c: a bit (1u << i) per statement of its `prepared` table
+     * this session has prepared (session_setup); 0 after a lost one */
+    unsigned ps;
     /* SP5 of backend_sql_proof.c: what the server's transaction state (session
      * tracking, set by session_setup) said of the transaction begun by our last
      * START TRANSACTION (tx_note): on 1 once the START TRANSACTION was answered with
