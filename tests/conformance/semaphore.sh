@@ -15,6 +15,12 @@
 #             back: the leases go to W1, W2, then W3 (their fences in that order);
 #   mismatch  --max 3 on a semaphore whose stored max is 2: refused (exit 2), the
 #             message naming both, CMD never run;
+#   tree      (case_tree in lock_cases.sh, as lock_tree.sh runs it for lock and elect)
+#             --max 2, C holding one lease throughout, A the other with CMD's worker a
+#             grandchild (finishing over 3 s after a SIGTERM) or deaf to SIGTERM;
+#             A's idkeeper killed -9, given SIGTERM, or CMD exiting with its worker
+#             left running: no heartbeat of A's tree after B's CMD started on A's
+#             lease, none of A's processes left;
 #   kill9     N = 2 held and W queued; kill -9 of one holder's idkeeper: its CMD is
 #             gone (the guardian), and W holds within the store's bound for a dead
 #             holder's grant (conf_lock_free_ms), never beside 2 others;
@@ -45,6 +51,7 @@ TMS=${SEMA_TMS:-6000}                # frozen: the session timeout or lease TTL
 REVOKE_TMS=${SEMA_REVOKE_TMS:-15000} # revoke: a probe every T/4 would be too late
 SLACK_MS=${SEMA_SLACK_MS:-400} # reset, oneway: the monitor's wake and the CLI's line on a busy machine
 HOLDS=$IK_SRC/tests/tools/holds.py
+source "$(dirname "$0")/lock_cases.sh" # case_tree
 UNLOSABLE=$(conf_hold_unlosable)
 
 # hb NAME LINGER_MS OUT [MS]: "NAME TIME_US" every 20 ms, for MS ms if given (else
@@ -310,10 +317,18 @@ case_cutoff() {
   pass "$how: A1 told LOST $since ms after the last answer it got (window $w ms), exit 125; $res"
 }
 
-CASES=${SEMA_CASES:-contend fifo mismatch kill9 revoke frozen reset oneway} # a part, by hand
+case_trees() {
+  local how shape
+  for how in kill9 term exit; do
+    for shape in grandchild deaf; do case_tree semaphore "$how" "$shape"; done
+  done
+}
+
+CASES=${SEMA_CASES:-contend fifo mismatch tree kill9 revoke frozen reset oneway} # a part, by hand
 for c in $CASES; do
   case $c in
     contend | fifo | mismatch | kill9) "case_$c" ;;
+    tree) case_trees ;;
     revoke | frozen | reset | oneway)
       if [ -n "$UNLOSABLE" ]; then
         log "$c: not on $IK_STORE: $UNLOSABLE"
