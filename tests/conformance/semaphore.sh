@@ -11,8 +11,9 @@
 #             CMD for 0.3 s and giving it back, 6 rounds each: never more than N at
 #             once, N at once for a while (they contended), every lease's fence its
 #             own and larger than those of the leases given back before it;
-#   fifo      N = 2 held; W1, W2, W3 queue in that order; the holders give theirs
-#             back: the leases go to W1, W2, then W3 (their fences in that order);
+#   fifo      N = 2 held; W1, W2, W3 queue in that order; --list shows max 2 and
+#             the two holders' leases (their fences), no waiter's; the holders give
+#             theirs back: the leases go to W1, W2, then W3 (their fences in that order);
 #   mismatch  --max 3 on a semaphore whose stored max is 2: refused (exit 2), the
 #             message naming both, CMD never run;
 #   tree      (case_tree in lock_cases.sh, as lock_tree.sh runs it for lock and elect)
@@ -154,6 +155,17 @@ case_fifo() {
     wait_until 60 queued "$path" "$i" || fail "fifo: W$i did not queue: $(cat "$hb.w$i.err")"
   done
   ! grepq '^W' "$hb.fences" || fail "fifo: a waiter held while 2 leases were held"
+  # --list: the two holders, by their fences, and none of the waiters
+  "$IK_BIN" semaphore --coord "$COORD" "${CONF_SERVE_ARGS[@]}" --list --json "$path" >"$hb.list" ||
+    fail "fifo: --list failed"
+  /usr/bin/python3 - "$hb.list" "$hb.fences" <<'PY' || fail "fifo: --list: $(cat "$hb.list")"
+import json, sys
+got = json.load(open(sys.argv[1]))
+held = sorted(h["fence"] for h in got["held"])
+want = sorted(int(line.split()[1]) for line in open(sys.argv[2]) if line.startswith("H"))
+if got["max"] != 2 or held != want:
+    sys.exit("max %s, fences %s; the holders' fences %s" % (got["max"], held, want))
+PY
   touch "$hb.stop"
   for i in 0 1 2; do
     wait "${w[$i]}" || fail "fifo: W$((i + 1)) failed: $(cat "$hb.w$((i + 1)).err")"
@@ -161,7 +173,7 @@ case_fifo() {
   wait $h1 $h2 || true
   f1=$(sed -n 's/^W1 //p' "$hb.fences") f2=$(sed -n 's/^W2 //p' "$hb.fences") f3=$(sed -n 's/^W3 //p' "$hb.fences")
   ((f1 < f2 && f2 < f3)) || fail "fifo: the leases did not go in order of arrival: fences W1 $f1, W2 $f2, W3 $f3"
-  pass "fifo: W1, W2, W3 queued in that order got leases in that order (fences $f1 < $f2 < $f3); $(at_most 2 "$hb")"
+  pass "fifo: --list showed the 2 holders' fences; W1, W2, W3 queued in that order got leases in that order (fences $f1 < $f2 < $f3); $(at_most 2 "$hb")"
 }
 
 case_mismatch() {
