@@ -82,8 +82,7 @@ static void take_probe(ik__hold *h, int64_t now, verdict *v)
         h->doubt_ns = h->probe_sent;
         char why[200];
         /* the verdict first: the store's words may be cut to the public why's size */
-        snprintf(why, sizeof why, "no proof of the grant, it may have been lost: %s",
-                 h->doubt_why);
+        snprintf(why, sizeof why, "no proof of the grant, it may have been lost: %s", h->doubt_why);
         move(h, v, IK_HOLD_IN_DOUBT, why);
     }
 }
