@@ -372,7 +372,11 @@ case_tree() {
   [ -x "$T/worker" ] || tree_worker
   : >"$hb"
   if [ "$tool" = semaphore ]; then
-    "${IK_SEMA[@]}" "$path" -- bash -c 'echo C >"$0.c"; exec sleep 600' "$hb" 2>"$hb.c.err" &
+    # C's term 20 s: a starved machine (ASan beside a lint) must not take its lease
+    # away mid-case, which B could then have beside A
+    # shellcheck disable=SC2046
+    "$IK_BIN" semaphore --coord "$COORD" $(conf_elect_args 20000) --max 2 "$path" -- \
+      bash -c 'echo C >"$0.c"; exec sleep 600' "$hb" 2>"$hb.c.err" &
     c=$!
     IK_PIDS+=($c)
     wait_until 20 test -s "$hb.c" || fail "$tool: C never held: $(tail -n 3 "$hb.c.err")"
@@ -414,6 +418,7 @@ case_tree() {
   rc=0
   wait $a || rc=$?
   if [ -n "$c" ]; then
+    alive $c || fail "$tool, $how, $shape: C's idkeeper ended before the case did: $(tail -n 3 "$hb.c.err")"
     kill -TERM $c
     wait $c || true
   fi

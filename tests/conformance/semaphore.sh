@@ -99,8 +99,10 @@ case_contend() {
   for i in 1 2 3; do
     (
       for r in 1 2 3 4 5 6; do
+        echo "I$i.$r S ${EPOCHREALTIME/./}" >>"$hb.spans"
         "$IK_BIN" semaphore --coord "$COORD" "${CONF_SERVE_ARGS[@]}" --max 2 "$path" -- \
           "$T/hb" "I$i.$r" 0 "$hb" 300 2>>"$hb.err.$i" || exit 1
+        echo "I$i.$r E ${EPOCHREALTIME/./}" >>"$hb.spans"
       done
     ) &
     pids+=($!)
@@ -113,15 +115,16 @@ case_contend() {
   [[ $res == "holds 18 "* ]] || fail "contend: not 18 holds: $res"
   most=$(sed -n 's/.*at most \([0-9]*\) at once.*/\1/p' <<<"$res")
   [ "$most" = 2 ] || fail "contend: never 2 at once, the loops did not contend: $res"
-  # every fence its own; a lease granted after another was given back has a larger one
-  /usr/bin/python3 - "$hb" "$hb.fences" <<'PY' || fail "contend: fences"
+  # every fence its own; a lease granted after another was given back has a larger
+  # one. Given back before its idkeeper exited (E), granted after the other's started
+  # (S): heartbeats bound neither (a CMD starved past another's whole lease starts
+  # after it, its lease granted before)
+  /usr/bin/python3 - "$hb.spans" "$hb.fences" <<'PY' || fail "contend: fences"
 import sys
 first, last = {}, {}
 for line in open(sys.argv[1]):
-    n, t = line.split()[:2]
-    t = int(t)
-    first.setdefault(n, t)
-    last[n] = t
+    n, k, t = line.split()
+    (first if k == "S" else last)[n] = int(t)
 fence = dict(line.split() for line in open(sys.argv[2]))
 fs = [int(f) for f in fence.values()]
 if len(set(fs)) != len(fs):
