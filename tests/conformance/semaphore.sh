@@ -66,9 +66,10 @@ echo "$name $IDKEEPER_FENCE" >>"$out.fences"
 stop= end=
 [ -z "$ms" ] || end=$(($(now_us) + ms * 1000))
 trap 'stop=$(($(now_us) + linger * 1000))' TERM
-while { [ -z "$stop" ] || (($(now_us) < stop)); } && { [ -z "$end" ] || (($(now_us) < end)); }; do
+while :; do # one heartbeat at least: a CMD starved past its MS still held
   echo "$name $(now_us)" >>"$out"
   sleep 0.02
+  { [ -z "$stop" ] || (($(now_us) < stop)); } && { [ -z "$end" ] || (($(now_us) < end)); } || break
 done
 SH
 chmod +x "$T/hb"
