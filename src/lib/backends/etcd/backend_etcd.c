@@ -15,7 +15,7 @@
  * hazards -> lease -> gateway. docs/etcd.md has the key layout and the failure
  * model.
  */
-#include "backend_etcd.h"
+#include "etcd_handle.h"
 #include "internal.h"
 #include "recipe.h"
 
