@@ -32,6 +32,7 @@
 
 #include "hazard.h"
 #include "idkeeper.h"
+#include "internal.h" /* ik__forked */
 #include "rules.h" /* ik__store_option */
 
 typedef struct ik__backend ik__backend;
@@ -399,16 +400,45 @@ int64_t ik__store_opt_int(const ik_coord_options *o, const char *name, int64_t n
 /* coord.c: the registry's backends, in order; *n = how many. For tests. */
 const ik__backend_ops *const *ik__coord_backends(size_t *n);
 
-/* coord.c: the doubt engine of a coord handle (counters/doubt.h); NULL for a backend
- * whose writes are never in doubt (no tag_settle). */
-struct ik__doubts *ik__coord_doubts(ik_coord *c);
-/* coord.c: the backend behind a coord handle. */
-ik__backend *ik__coord_backend(ik_coord *c);
-/* coord.c: 1 if c was opened before this process's fork() (fork.c): the parent's,
- * refused in the child (IK_EFORKED). */
-int ik__coord_forked(const ik_coord *c);
-/* coord.c: IDKEEPER_TEST_WRITE_DELAY_MS as it was when c was opened (0: none). */
-int ik__coord_test_write_delay_ms(const ik_coord *c);
+/* What the layers over the seam (core/, counters/, recipes/) read of a coord handle:
+ * the first member of coord.c's struct ik_coord, set at open and never changed
+ * after, read through the functions below without a call into coord.c. coord.c owns
+ * the handle's life, the doubt engine's with it (made at open, settled and freed at
+ * close): the layers that use the engine never make or end one, so calls between
+ * coord.c and counters/ go one way, down from coord.c. */
+typedef struct ik__coord_head {
+    ik__backend *be;           /* the backend behind the handle */
+    struct ik__doubts *doubts; /* its doubt engine (counters/doubt.h); NULL for a backend
+                                  whose writes are never in doubt (no tag_settle) */
+    unsigned fork_gen;         /* the process generation it was opened in (fork.c) */
+    int test_write_delay_ms;   /* IDKEEPER_TEST_WRITE_DELAY_MS at open (0: none) */
+} ik__coord_head;
+
+static inline const ik__coord_head *ik__coord_head_of(const ik_coord *c)
+{
+    return (const ik__coord_head *)(const void *)c;
+}
+/* The doubt engine of a coord handle; NULL where the writes are never in doubt. */
+static inline struct ik__doubts *ik__coord_doubts(const ik_coord *c)
+{
+    return ik__coord_head_of(c)->doubts;
+}
+/* The backend behind a coord handle. */
+static inline ik__backend *ik__coord_backend(const ik_coord *c)
+{
+    return ik__coord_head_of(c)->be;
+}
+/* 1 if c was opened before this process's fork() (fork.c): the parent's, refused in
+ * the child (IK_EFORKED). */
+static inline int ik__coord_forked(const ik_coord *c)
+{
+    return ik__forked(ik__coord_head_of(c)->fork_gen);
+}
+/* IDKEEPER_TEST_WRITE_DELAY_MS as it was when c was opened (0: none). */
+static inline int ik__coord_test_write_delay_ms(const ik_coord *c)
+{
+    return ik__coord_head_of(c)->test_write_delay_ms;
+}
 
 /* tags.c: advances a tag through c's backend, after the test write delay. */
 int ik__tag_advance(ik_coord *c, const char *app, const char *name, ik_tag_kind kind, int64_t delta,
