@@ -9,8 +9,10 @@
  * - how much of the worker range is held, listed from the store every
  *   IK_RANGE_LIST_MS in the thread pool (never on a loop).
  *
- * Everything lives in one ik__history inside the server, allocated once: no
- * allocation after start, whatever the load or the number of tags. Its size is
+ * Everything lives in one ik__history, the server's (srv->hist), allocated once at
+ * start (ik__history_init): no allocation after it, whatever the load or the number
+ * of tags. The server holds it by pointer, so that the server's struct needs not
+ * this header (worker.h is below this file). Its size is
  * sizeof(ik__history), about 95 KiB (GET /v1/history says it as memory_bytes).
  *
  * Threads: the sampler (ik__history_tick) runs on loop 0 only; the adders and the

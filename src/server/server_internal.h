@@ -180,7 +180,8 @@ typedef struct ik__server {
     size_t nroute_labels;
     const char *resp_labels[IK_RESP_CMDS_MAX];
     size_t nresp_labels;
-    ik__history hist; /* the recent past, in fixed memory (history.h) */
+    struct ik__history *hist; /* the recent past, in fixed memory allocated once at start
+                                 (history.h) */
 } ik__server;
 
 /* One event loop and its thread. Allocated 64-byte aligned so that no two loops'
