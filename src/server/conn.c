@@ -5,7 +5,8 @@
  *
  * Calls go down only: pend.c (dropping and detaching answers), metrics and log.
  */
-#include "server_internal.h"
+#include "conn.h"
+#include "log.h"
 
 #include <errno.h>
 #include <poll.h>

@@ -13,7 +13,11 @@
  * Below the routes, the page, the pending answers and the server's start-up, which
  * call it; it calls only the library and the pure helpers (buf.c, json.c, log.c).
  */
-#include "server_internal.h"
+#include "history.h"
+#include "ready.h"
+#include "log.h"
+#include "json.h"
+#include "../lib/rules.h" /* ik__fmt_iso8601 */
 
 #include <stdarg.h>
 #include <stdio.h>

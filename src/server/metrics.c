@@ -8,7 +8,10 @@
  * srv->route_labels and srv->resp_labels at start. It calls nothing of the daemon but
  * the recent past's range count (history.c); readiness comes from its caller.
  */
-#include "server_internal.h"
+#include "metrics.h"
+#include "history.h"
+#include "ready.h"
+#include "../lib/rules.h" /* ik__grow */
 
 #include <stddef.h>
 #include <stdio.h>
@@ -17,11 +20,6 @@
 
 const int ik__metric_codes[IK_N_CODES - 1] = {200, 201, 400, 401, 404, 405, 408,
                                               409, 413, 414, 431, 500, 503, 505};
-
-const char *const ik__gone_text[IK_GONE_N] = {"", "client gone", "shutdown deadline",
-                                              "ids above 2^53 asked as numbers"};
-const char *const ik__gone_label[IK_GONE_N] = {"", "client_gone", "shutdown_deadline",
-                                               "ids_too_large"};
 
 void ik__gap_add(ik__server *srv, const char *tag, const char *why, uint64_t n)
 {

@@ -5,12 +5,21 @@
  * Calls go down only (log.c, metrics.c, the library). A pending answer reaches its
  * connection through the protocol's answer hook (conn.h), set by the protocol.
  */
-#include "server_internal.h"
+#include "pend.h"
+#include "conn.h"
+#include "log.h"
+#include "metrics.h"
+#include "history.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+const char *const ik__gone_text[IK_GONE_N] = {"", "client gone", "shutdown deadline",
+                                              "ids above 2^53 asked as numbers"};
+const char *const ik__gone_label[IK_GONE_N] = {"", "client_gone", "shutdown_deadline",
+                                               "ids_too_large"};
 
 ik__pend *ik__pend_new(ik__worker *w)
 {

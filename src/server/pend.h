@@ -21,17 +21,37 @@
  * Everything else runs on p's loop thread. This file is below the connection core
  * and the protocols: it reaches a connection only through its protocol's answer
  * hook (a function pointer), never by a call.
+ *
+ * Pending answers (the store is never waited for on a loop):
+ * - A handler that needs the store (segment with both blocks empty, every sequence
+ *   request, the tag routes) hands an ik__pend to the library (its callback runs on a
+ *   library thread) or to libuv's thread pool, and returns it (HTTP: rs->pend). The
+ *   protocol queues it on the connection, in request order, and goes on.
+ * - The library callback copies the IDs into the ik__pend, appends it to the worker's
+ *   completion queue and wakes the loop (uv_async_send on w->done, under done_mu, so
+ *   the handle cannot close in between). The thread pool's after-work callback runs
+ *   on the loop itself. Either way the protocol renders the answer into the ik__pend.
+ * - Answers leave a connection in request order: a pending answer holds back the
+ *   ones behind it (they wait, serialized, in held ik__pends).
+ * - The callback never touches the connection. A connection that closes while
+ *   answers are pending (the client gave up: EOF, reset, or the shutdown deadline)
+ *   withdraws each sequence request still queued in the library
+ *   (ik__pend_withdraw: never committed, freed at once) and detaches the rest
+ *   (p->conn = NULL, p->gone says why, on the loop); a detached ik__pend is freed
+ *   when it comes back, and a sequence range committed for it is a gap, logged and
+ *   counted (ik__pend_orphaned).
+ * - A loop ends only when it is draining, has closed its use of the allocators
+ *   (stores_closed), and has no connection and nothing in flight (inflight == 0): no
+ *   callback can then reach it.
  */
 #ifndef IK_PEND_H
 #define IK_PEND_H
 
 #include "http_util.h"
 #include "json.h"
+#include "worker.h"
 
 #include <uv.h>
-
-typedef struct ik__worker ik__worker;
-typedef struct ik__conn ik__conn;
 
 /* What a pending answer waits for. */
 typedef enum ik__op {
@@ -63,9 +83,11 @@ typedef struct ik__pool_call {
     char why[256];   /* create: the library's reason */
 } ik__pool_call;
 
-/* Why a pending answer lost its connection (ik__pend.gone); names in ik__gone_text
- * (log lines) and ik__gone_label (metric labels), metrics.c. */
+/* Why a pending answer lost its connection (ik__pend.gone). */
 enum { IK_GONE_NO = 0, IK_GONE_CLIENT, IK_GONE_SHUTDOWN, IK_GONE_TOO_LARGE, IK_GONE_N };
+/* The names of IK_GONE_* (pend.h): in log lines, and as metric labels. */
+extern const char *const ik__gone_text[IK_GONE_N];
+extern const char *const ik__gone_label[IK_GONE_N];
 
 /* One answer of a connection, pending or held. */
 typedef struct ik__pend {

@@ -9,7 +9,10 @@
  * every answer says "Connection: close", and the last one of a connection between
  * requests closes it.
  */
-#include "server_internal.h"
+#include "http_conn.h"
+#include "http_routes.h"
+#include "metrics.h"
+#include "log.h"
 
 #include <stdio.h>
 #include <string.h>

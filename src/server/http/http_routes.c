@@ -9,12 +9,18 @@
  * the store: a handler that needs it hands an ik__pend to the library (segment,
  * sequence: the callback on_ids runs on a library thread) or to the thread pool
  * (tags), returns it in rs->pend, and ik__pend_render writes the answer when it
- * comes back (server_internal.h, "Pending answers"). They never sleep either: a snowflake
+ * comes back (pend.h, "Pending answers"). They never sleep either: a snowflake
  * request the generator asks to wait (one tick, a small step back of the clock, or
  * up to 50 ms for a lease extension) is retried on a timer of its loop
  * (IK_OP_SNOWFLAKE), and they never return an ID the library refused.
  */
-#include "server_internal.h"
+#include "http_routes.h"
+#include "http_page.h"
+#include "issue.h"
+#include "history.h"
+#include "metrics.h"
+#include "ready.h"
+#include "log.h"
 #include "token.h"
 
 #include <stdio.h>

@@ -9,6 +9,9 @@
  * -TRYAGAIN (where HTTP answers 503).
  */
 #include "resp_cmds.h"
+#include "conn.h" /* IK_ANSWER_BYTES, IK_ID_BYTES: the charge of a pending answer */
+#include "issue.h"
+#include "log.h"
 #include "token.h"
 
 #include <stdio.h>
