@@ -127,6 +127,7 @@ void ik__conn_push(ik__conn *c, ik__pend *p)
         p->charge = b < UINT32_MAX ? (uint32_t)b : UINT32_MAX;
     }
     c->charged += p->charge;
+    p->answer = c->proto->answer;
     push(c, p);
 }
 

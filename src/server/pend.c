@@ -3,10 +3,10 @@
  * came back to nobody; and the end of a loop, which waits for the last of them.
  *
  * Calls go down only (log.c, metrics.c, the library). A pending answer reaches its
- * connection through the protocol's answer hook (conn.h), set by the protocol.
+ * connection through the protocol's answer hook (conn.h), which the connection
+ * copied into it when it queued it (p->answer): by no call.
  */
 #include "pend.h"
-#include "conn.h"
 #include "log.h"
 #include "metrics.h"
 #include "history.h"
@@ -139,7 +139,7 @@ void ik__pend_complete(ik__worker *w, ik__pend *p)
         ik__worker_maybe_end(w);
         return;
     }
-    c->proto->answer(c, p);
+    p->answer(c, p);
 }
 
 int ik__pend_withdraw(ik__worker *w, ik__pend *p)

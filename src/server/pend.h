@@ -94,6 +94,10 @@ typedef struct ik__pend {
     struct ik__pend *next;  /* the connection's answers, in request order (loop) */
     struct ik__pend *qnext; /* the worker's done queue (done_mu), or its retry queue */
     ik__conn *conn;         /* NULL once the connection closed (loop thread only) */
+    /* Where it goes when it comes back: its connection's protocol's answer hook
+     * (ik__proto.answer, conn.h), set with conn when the connection queues it
+     * (ik__conn_push), so that this file reaches a connection by no call. */
+    void (*answer)(ik__conn *c, struct ik__pend *p);
     ik__worker *w;
     uint8_t op;   /* ik__op */
     uint8_t fmt;  /* HTTP: IK_FMT_* */
