@@ -33,11 +33,7 @@ void ik__pend_free(ik__pend *p)
 {
     if (!p) return;
     if (p->ids && p->ids != p->ids_inline) free(p->ids);
-    if (p->pool) {
-        ik_free(p->pool->list);
-        ik_free(p->pool->slots);
-        free(p->pool);
-    }
+    if (p->pool) p->pool_free(p->pool);
     ik__buf_reset(&p->out);
     free(p);
 }

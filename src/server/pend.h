@@ -47,8 +47,7 @@
 #ifndef IK_PEND_H
 #define IK_PEND_H
 
-#include "http_util.h"
-#include "json.h"
+#include "buf.h"
 #include "worker.h"
 
 #include <uv.h>
@@ -65,23 +64,6 @@ typedef enum ik__op {
     IK_OP_HELD,     /* a ready answer held behind a pending one */
     IK_OP_SNOWFLAKE /* a snowflake request the generator asked to retry (IK_AGAIN) */
 } ik__op;
-
-/* A route's call to the store in libuv's thread pool, its inputs and results: the
- * tag routes', GET /v1/workers' (the app's slots) and the status page's (both). */
-typedef struct ik__pool_call {
-    uv_work_t work;
-    ik__tag_body body; /* create: the request */
-    ik_tag_info info;  /* create: the tag read back (or the one in the way); get */
-    int have_info;
-    ik_tag_info *list; /* list, page (ik_free) */
-    size_t nlist;
-    int list_rc;         /* page: the tags list's result */
-    ik_slot_info *slots; /* workers, page (ik_free) */
-    size_t nslots;
-    int slots_rc;    /* page: the slots list's result */
-    char decode[24]; /* page: the ?decode= ID asked for, "" if none */
-    char why[256];   /* create: the library's reason */
-} ik__pool_call;
 
 /* Why a pending answer lost its connection (ik__pend.gone). */
 enum { IK_GONE_NO = 0, IK_GONE_CLIENT, IK_GONE_SHUTDOWN, IK_GONE_TOO_LARGE, IK_GONE_N };
@@ -118,7 +100,8 @@ typedef struct ik__pend {
     int64_t *ids;  /* else the IDs (ids_inline or malloc'ed) */
     size_t nids;
     int64_t ids_inline[4];
-    ik__pool_call *pool; /* a call in the thread pool (HTTP: tags, slots, the page) */
+    struct ik__pool_call *pool; /* HTTP: a route's call in the thread pool (http_pool.h) */
+    void (*pool_free)(struct ik__pool_call *t); /* frees pool: set with it */
     ik_snowflake_try sf; /* IK_OP_SNOWFLAKE: the request's state; IDs in ids[0..n-1] */
     ik__buf out;         /* the serialized answer, once done */
     char out_inline[256];

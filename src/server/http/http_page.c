@@ -23,6 +23,7 @@
 #include "history.h"
 #include "ready.h"
 #include "log.h"
+#include "../../lib/rules.h" /* ik__fmt_iso8601 */
 
 #include <string.h>
 

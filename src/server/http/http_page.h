@@ -3,6 +3,7 @@
 #ifndef IK_HTTP_PAGE_H
 #define IK_HTTP_PAGE_H
 
+#include "http_pool.h"
 #include "http_reply.h"
 #include "pend.h"
 #include "worker.h"

@@ -16,6 +16,7 @@
  */
 #include "http_routes.h"
 #include "http_page.h"
+#include "http_pool.h"
 #include "issue.h"
 #include "history.h"
 #include "metrics.h"
@@ -222,13 +223,6 @@ static void reply_store_error(ik__worker *w, ik__http_reply *rs, int op, int rc,
     ik__reply_error(rs, st, code, "%s", msg);
 }
 
-/* p is out with the library or the thread pool: its answer comes later. */
-static void pend_submit(ik__ctx *x, ik__pend *p)
-{
-    ik__pend_submitted(x->w);
-    x->rs->pend = p;
-}
-
 /* GET /api/segment/get/{tag} (leaf) and /v1/segment/{tag}?count=N: from the blocks
  * at once, or pending while both are empty. */
 static void segment_ids(ik__ctx *x, int leaf)
@@ -316,71 +310,24 @@ static void put_tag_json(ik__buf *b, const ik_tag_info *t)
     ik__buf_puts(b, "}");
 }
 
-/* Thread pool: the route's library call (it may wait for the store). */
-static void pool_run(uv_work_t *req)
-{
-    ik__pend *p = req->data;
-    ik__pool_call *t = p->pool;
-    ik__server *srv = p->w->srv;
-    const char *app = srv->cfg->app;
-    switch (p->op) {
-    case IK_OP_TAG_CREATE:
-        p->rc = ik_tag_create(srv->coord, app, t->body.tag, t->body.kind, t->body.start,
-                              t->body.step, t->body.description, t->why, sizeof t->why);
-        if (p->rc == 0 || p->rc == IK_EEXIST)
-            t->have_info = ik_tag_get(srv->coord, app, t->body.tag, &t->info) == 0;
-        break;
-    case IK_OP_TAG_GET:
-        p->rc = ik_tag_get(srv->coord, app, p->tag, &t->info);
-        break;
-    case IK_OP_WORKERS:
-        p->rc = ik_slots_list(srv->coord, app, &t->slots, &t->nslots);
-        break;
-    case IK_OP_PAGE: /* the page shows what it could list, and why not the rest */
-        t->slots_rc = ik_slots_list(srv->coord, app, &t->slots, &t->nslots);
-        t->list_rc = ik_tags_list(srv->coord, app, &t->list, &t->nlist);
-        p->rc = 0;
-        break;
-    default:
-        p->rc = ik_tags_list(srv->coord, app, &t->list, &t->nlist);
-        break;
-    }
-}
-
-/* Loop thread, after pool_run. */
-static void pool_after(uv_work_t *req, int status)
-{
-    ik__pend *p = req->data;
-    p->w->pool_calls--;
-    if (status != 0) p->rc = IK_ECLOSED;
-    ik__pend_complete(p->w, p);
-}
-
 /* A new ik__pend for a route that calls the store in the thread pool (tags, slots,
  * the page), or NULL with 503 answered when this loop has too many there. */
 static ik__pend *pool_pend(ik__ctx *x, ik__op op)
 {
-    if (x->w->pool_calls >= IK_POOL_CALLS_MAX) {
-        ik__reply_error(x->rs, 503, "busy", "too many tag requests in flight; retry shortly");
-        return NULL;
-    }
-    ik__pend *p = ik__pend_new(x->w);
-    p->op = (uint8_t)op;
-    p->pool = ik__xcalloc(1, sizeof *p->pool);
+    ik__pend *p = ik__pool_pend(x->w, op);
+    if (!p) ik__reply_error(x->rs, 503, "busy", "too many tag requests in flight; retry shortly");
     return p;
 }
 
+/* Hands p's call to the thread pool: its answer comes later (rs->pend); else 500. */
 static void pool_queue(ik__ctx *x, ik__pend *p)
 {
-    p->pool->work.data = p;
-    int r = uv_queue_work(&x->w->loop, &p->pool->work, pool_run, pool_after);
+    int r = ik__pool_queue(x->w, p);
     if (r != 0) {
-        ik__pend_free(p);
         ik__reply_error(x->rs, 500, "internal", "cannot queue the tag request: %s", uv_strerror(r));
         return;
     }
-    x->w->pool_calls++;
-    pend_submit(x, p);
+    x->rs->pend = p;
 }
 
 /* POST /v1/tags {"tag","kind","start","step","description"}: 201 and the tag. */

@@ -19,8 +19,6 @@
 #include "pend.h"
 #include "worker.h"
 
-#define IK_POOL_CALLS_MAX 32 /* calls in the thread pool at once (pool_pend), per loop */
-
 #define IK_ROUTE_AUTH 1u    /* needs the token when one is configured */
 #define IK_ROUTE_LEAF 2u    /* a Leaf route: --open-leaf-routes exempts it */
 #define IK_ROUTE_METRICS 4u /* /metrics: --open-metrics exempts it */

@@ -13,6 +13,7 @@
 #include "issue.h"
 #include "log.h"
 #include "token.h"
+#include "../../lib/rules.h" /* ik__fmt_iso8601 */
 
 #include <stdio.h>
 #include <stdlib.h>
