@@ -71,6 +71,13 @@ enum { IK_GONE_NO = 0, IK_GONE_CLIENT, IK_GONE_SHUTDOWN, IK_GONE_TOO_LARGE, IK_G
 extern const char *const ik__gone_text[IK_GONE_N];
 extern const char *const ik__gone_label[IK_GONE_N];
 
+struct ik__http_reply;
+struct ik__pend;
+/* HTTP: how a route renders the answer it left pending, once it came back (p->rc,
+ * p->ids ...), into rs: the route that queued it sets it (http_routes.c). Loop
+ * thread. */
+typedef void ik__http_render(ik__worker *w, struct ik__pend *p, struct ik__http_reply *rs);
+
 /* One answer of a connection, pending or held. */
 typedef struct ik__pend {
     struct ik__pend *next;  /* the connection's answers, in request order (loop) */
@@ -81,9 +88,10 @@ typedef struct ik__pend {
      * (ik__conn_push), so that this file reaches a connection by no call. */
     void (*answer)(ik__conn *c, struct ik__pend *p);
     ik__worker *w;
-    uint8_t op;   /* ik__op */
-    uint8_t fmt;  /* HTTP: IK_FMT_* */
-    uint8_t leaf; /* HTTP: a Leaf route: one ID, no newline */
+    uint8_t op;              /* ik__op */
+    ik__http_render *render; /* HTTP: renders its answer (the route's) */
+    uint8_t fmt;             /* HTTP: IK_FMT_* */
+    uint8_t leaf;            /* HTTP: a Leaf route: one ID, no newline */
     uint8_t keep, http10, done;
     uint8_t gone;    /* IK_GONE_*: why its connection dropped it (loop thread only) */
     uint16_t route;  /* row of the route table (RESP: of the command table), for the metrics */

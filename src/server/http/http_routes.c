@@ -8,10 +8,11 @@
  * scratch) and set rs->status/ctype (default 200 text/plain). They never wait for
  * the store: a handler that needs it hands an ik__pend to the library (segment,
  * sequence: the callback on_ids runs on a library thread) or to the thread pool
- * (tags), returns it in rs->pend, and ik__pend_render writes the answer when it
- * comes back (pend.h, "Pending answers"). They never sleep either: a snowflake
- * request the generator asks to wait (one tick, a small step back of the clock, or
- * up to 50 ms for a lease extension) is retried on a timer of its loop
+ * (tags), returns it in rs->pend with the function that renders its answer when it
+ * comes back (p->render, beside the handler that routed it: the answer is rendered
+ * where the request was routed, and nothing routes it again) (pend.h, "Pending answers"). They
+ * never sleep either: a snowflake request the generator asks to wait (one tick, a small step back
+ * of the clock, or up to 50 ms for a lease extension) is retried on a timer of its loop
  * (IK_OP_SNOWFLAKE), and they never return an ID the library refused.
  */
 #include "http_routes.h"
@@ -47,18 +48,27 @@ static void put_json_kv_str(ik__buf *b, const char *key, const char *val)
 /* Answers the generator's refusal rc: 503 for the refusals of docs/guarantees.md promises 10-12 (no
  * lease, clock behind, time guard) and for a time field used up (the clock is past the layout's end
  * date), 500 for anything else. */
-static void reply_gen_error(ik__ctx *x, int rc)
+static void reply_gen_error(ik__worker *w, ik__http_reply *rs, int rc)
 {
     const char *code;
     char msg[400];
-    int st = ik__gen_error(x->w, rc, &code, msg, sizeof msg);
-    ik__reply_error(x->rs, st, code, "%s", msg);
+    int st = ik__gen_error(w, rc, &code, msg, sizeof msg);
+    ik__reply_error(rs, st, code, "%s", msg);
 }
 
 /* ---- ID routes ---------------------------------------------------------------------------- */
 
 static int put_ids(ik__http_reply *rs, const int64_t *ids, int64_t first, size_t n, int fmt,
                    int leaf);
+
+/* The answer of a snowflake request that waited in the loop's retry queue. */
+static void render_sf(ik__worker *w, ik__pend *p, ik__http_reply *rs)
+{
+    if (p->rc != 0)
+        reply_gen_error(w, rs, p->rc);
+    else
+        (void)put_ids(rs, p->ids, 0, p->nids, p->fmt, p->leaf);
+}
 
 /* Issues n snowflake IDs into ids now, or leaves the request waiting in w's retry
  * queue (ik__sf_issue) as the answer to come (rs->pend). */
@@ -69,11 +79,12 @@ static void sf_issue(ik__ctx *x, uint32_t n, int64_t *ids, int fmt, int leaf)
     if (rc == IK_PENDING) {
         p->fmt = (uint8_t)fmt;
         p->leaf = (uint8_t)leaf;
+        p->render = render_sf;
         x->rs->pend = p;
     } else if (rc == IK_OK) {
         (void)put_ids(x->rs, ids, 0, n, fmt, leaf);
     } else {
-        reply_gen_error(x, rc);
+        reply_gen_error(x->w, x->rs, rc);
     }
 }
 
@@ -223,6 +234,21 @@ static void reply_store_error(ik__worker *w, ik__http_reply *rs, int op, int rc,
     ik__reply_error(rs, st, code, "%s", msg);
 }
 
+/* The answer of a segment or sequence request that came back from the library. */
+static void render_ids(ik__worker *w, ik__pend *p, ik__http_reply *rs)
+{
+    if (p->rc != 0) {
+        reply_store_error(w, rs, p->op, p->rc, p->tag);
+        return;
+    }
+    ik__issue_count(w, p);
+    if (put_ids(rs, p->ids, p->first, p->nids, p->fmt, p->leaf) != 0 &&
+        p->op == IK_OP_SEQUENCE) { /* committed, refused: a gap like a client gone */
+        p->gone = IK_GONE_TOO_LARGE;
+        ik__pend_orphaned(w, p);
+    }
+}
+
 /* GET /api/segment/get/{tag} (leaf) and /v1/segment/{tag}?count=N: from the blocks
  * at once, or pending while both are empty. */
 static void segment_ids(ik__ctx *x, int leaf)
@@ -243,6 +269,7 @@ static void segment_ids(ik__ctx *x, int leaf)
     if (rc == IK_PENDING) {
         p->leaf = (uint8_t)leaf;
         p->fmt = (uint8_t)fmt;
+        p->render = render_ids;
         x->rs->pend = p;
         return;
     }
@@ -279,6 +306,7 @@ static void h_sequence(ik__ctx *x)
     if (rc == IK_PENDING) {
         p->leaf = 0;
         p->fmt = (uint8_t)fmt;
+        p->render = render_ids;
         x->rs->pend = p;
         return;
     }
@@ -311,11 +339,16 @@ static void put_tag_json(ik__buf *b, const ik_tag_info *t)
 }
 
 /* A new ik__pend for a route that calls the store in the thread pool (tags, slots,
- * the page), or NULL with 503 answered when this loop has too many there. */
-static ik__pend *pool_pend(ik__ctx *x, ik__op op)
+ * the page), whose answer render renders, or NULL with 503 answered when this loop
+ * has too many there. */
+static ik__pend *pool_pend(ik__ctx *x, ik__op op, ik__http_render *render)
 {
     ik__pend *p = ik__pool_pend(x->w, op);
-    if (!p) ik__reply_error(x->rs, 503, "busy", "too many tag requests in flight; retry shortly");
+    if (!p) {
+        ik__reply_error(x->rs, 503, "busy", "too many tag requests in flight; retry shortly");
+        return NULL;
+    }
+    p->render = render;
     return p;
 }
 
@@ -328,67 +361,6 @@ static void pool_queue(ik__ctx *x, ik__pend *p)
         return;
     }
     x->rs->pend = p;
-}
-
-/* POST /v1/tags {"tag","kind","start","step","description"}: 201 and the tag. */
-static void h_tag_create(ik__ctx *x)
-{
-    ik__tag_body body;
-    const char *code;
-    char why[256];
-    const ik__span *b = &x->rq->body;
-    if (ik__tag_body_parse(b->p ? b->p : "", b->n, &body, &code, why, sizeof why) != 0) {
-        ik__reply_error(x->rs, 400, code, "%s", why);
-        return;
-    }
-    ik__pend *p = pool_pend(x, IK_OP_TAG_CREATE);
-    if (!p) return;
-    p->pool->body = body;
-    memcpy(p->tag, body.tag, strlen(body.tag) + 1);
-    pool_queue(x, p);
-}
-
-/* GET /v1/tags/{tag} */
-static void h_tag_get(ik__ctx *x)
-{
-    char tag[IK_TAG_NAME_MAX + 1];
-    if (get_tag(x, tag) != 0) return;
-    ik__pend *p = pool_pend(x, IK_OP_TAG_GET);
-    if (!p) return;
-    memcpy(p->tag, tag, strlen(tag) + 1);
-    pool_queue(x, p);
-}
-
-/* GET /v1/tags */
-static void h_tag_list(ik__ctx *x)
-{
-    ik__pend *p = pool_pend(x, IK_OP_TAG_LIST);
-    if (p) pool_queue(x, p);
-}
-
-/* GET /v1/workers: the app's slots, listed in the thread pool (http_page.c renders). */
-static void h_workers(ik__ctx *x)
-{
-    ik__pend *p = pool_pend(x, IK_OP_WORKERS);
-    if (p) pool_queue(x, p);
-}
-
-/* GET /[?decode=ID]: the status page, once the thread pool has listed the app's
- * slots and tags (http_page.c renders; docs/http.md, "The status page"). */
-static void h_page(ik__ctx *x)
-{
-    ik__pend *p = pool_pend(x, IK_OP_PAGE);
-    if (!p) return;
-    char *d = p->pool->decode;
-    ik__span raw;
-    long k =
-        ik__query_value(x->rq->query.p, x->rq->query.n, "decode", d, sizeof p->pool->decode, &raw);
-    if (k == -2) { /* malformed or too long: shown (escaped) as it came, cut */
-        k = (long)(raw.n < sizeof p->pool->decode - 1 ? raw.n : sizeof p->pool->decode - 1);
-        memcpy(d, raw.p, (size_t)k);
-        d[k] = 0;
-    }
-    pool_queue(x, p);
 }
 
 /* The answer of a tag route that came back. */
@@ -454,47 +426,86 @@ static void render_tag(ik__worker *w, ik__pend *p, ik__http_reply *rs)
     }
 }
 
-void ik__pend_render(ik__worker *w, ik__pend *p, ik__http_reply *rs)
+/* POST /v1/tags {"tag","kind","start","step","description"}: 201 and the tag. */
+static void h_tag_create(ik__ctx *x)
 {
-    if (p->op == IK_OP_PAGE) {
-        ik__page_render(w, p, rs);
+    ik__tag_body body;
+    const char *code;
+    char why[256];
+    const ik__span *b = &x->rq->body;
+    if (ik__tag_body_parse(b->p ? b->p : "", b->n, &body, &code, why, sizeof why) != 0) {
+        ik__reply_error(x->rs, 400, code, "%s", why);
         return;
     }
-    if (p->op == IK_OP_WORKERS) {
-        if (p->rc == IK_ECLOSED) {
-            reply_shutting_down(rs);
-        } else if (p->rc != 0) {
-            ik__count(&w->m.store_errors[IK_STORE_OP_TAGS]);
-            ik__reply_error(rs, 503, "store_unavailable",
-                            "the app's slots cannot be listed now (%s); retry shortly",
-                            ik_strerror(p->rc));
-        } else
-            ik__workers_render(w, p, rs);
-        return;
+    ik__pend *p = pool_pend(x, IK_OP_TAG_CREATE, render_tag);
+    if (!p) return;
+    p->pool->body = body;
+    memcpy(p->tag, body.tag, strlen(body.tag) + 1);
+    pool_queue(x, p);
+}
+
+/* GET /v1/tags/{tag} */
+static void h_tag_get(ik__ctx *x)
+{
+    char tag[IK_TAG_NAME_MAX + 1];
+    if (get_tag(x, tag) != 0) return;
+    ik__pend *p = pool_pend(x, IK_OP_TAG_GET, render_tag);
+    if (!p) return;
+    memcpy(p->tag, tag, strlen(tag) + 1);
+    pool_queue(x, p);
+}
+
+/* GET /v1/tags */
+static void h_tag_list(ik__ctx *x)
+{
+    ik__pend *p = pool_pend(x, IK_OP_TAG_LIST, render_tag);
+    if (p) pool_queue(x, p);
+}
+
+/* The answer of GET /v1/workers: the slots as http_page.c renders them, or why they
+ * could not be listed. */
+static void render_workers(ik__worker *w, ik__pend *p, ik__http_reply *rs)
+{
+    if (p->rc == IK_ECLOSED) {
+        reply_shutting_down(rs);
+    } else if (p->rc != 0) {
+        ik__count(&w->m.store_errors[IK_STORE_OP_TAGS]);
+        ik__reply_error(rs, 503, "store_unavailable",
+                        "the app's slots cannot be listed now (%s); retry shortly",
+                        ik_strerror(p->rc));
+    } else {
+        ik__workers_render(w, p, rs);
     }
-    if (p->op == IK_OP_SNOWFLAKE) {
-        if (p->rc != 0) {
-            ik__ctx x = {w->srv, w, NULL, rs};
-            reply_gen_error(&x, p->rc);
-            return;
-        }
-        (void)put_ids(rs, p->ids, 0, p->nids, p->fmt, p->leaf);
-        return;
+}
+
+/* GET /v1/workers: the app's slots, listed in the thread pool. */
+static void h_workers(ik__ctx *x)
+{
+    ik__pend *p = pool_pend(x, IK_OP_WORKERS, render_workers);
+    if (p) pool_queue(x, p);
+}
+
+/* GET /[?decode=ID]: the status page, once the thread pool has listed the app's
+ * slots and tags (http_page.c renders; docs/http.md, "The status page"). */
+static void render_page(ik__worker *w, ik__pend *p, ik__http_reply *rs)
+{
+    ik__page_render(w, p, rs);
+}
+
+static void h_page(ik__ctx *x)
+{
+    ik__pend *p = pool_pend(x, IK_OP_PAGE, render_page);
+    if (!p) return;
+    char *d = p->pool->decode;
+    ik__span raw;
+    long k =
+        ik__query_value(x->rq->query.p, x->rq->query.n, "decode", d, sizeof p->pool->decode, &raw);
+    if (k == -2) { /* malformed or too long: shown (escaped) as it came, cut */
+        k = (long)(raw.n < sizeof p->pool->decode - 1 ? raw.n : sizeof p->pool->decode - 1);
+        memcpy(d, raw.p, (size_t)k);
+        d[k] = 0;
     }
-    if (p->op == IK_OP_SEGMENT || p->op == IK_OP_SEQUENCE) {
-        if (p->rc != 0) {
-            reply_store_error(w, rs, p->op, p->rc, p->tag);
-            return;
-        }
-        ik__issue_count(w, p);
-        if (put_ids(rs, p->ids, p->first, p->nids, p->fmt, p->leaf) != 0 &&
-            p->op == IK_OP_SEQUENCE) { /* committed, refused: a gap like a client gone */
-            p->gone = IK_GONE_TOO_LARGE;
-            ik__pend_orphaned(w, p);
-        }
-        return;
-    }
-    render_tag(w, p, rs);
+    pool_queue(x, p);
 }
 
 /* GET /v1/decode/{id} */

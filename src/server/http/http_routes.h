@@ -82,7 +82,4 @@ extern const size_t ik__nroutes;
  * loop thread. */
 size_t ik__dispatch(ik__worker *w, ik__req *rq, ik__http_reply *rs);
 
-/* Renders a pending answer that came back (p->rc, p->ids...) into rs. Loop thread. */
-void ik__pend_render(ik__worker *w, ik__pend *p, ik__http_reply *rs);
-
 #endif
