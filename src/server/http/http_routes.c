@@ -95,44 +95,45 @@ static void h_leaf_snowflake(ik__ctx *x)
     sf_issue(x, 1, &id, IK_FMT_TEXT, 1);
 }
 
-/* Reads ?count= (default 1) into *n; answers 400 and returns -1 if it is not a
+/* The request's query and Accept header, read once (http_query.h). */
+static void read_query(const ik__ctx *x, ik__query *q)
+{
+    const ik__req *rq = x->rq;
+    ik__query_read(rq->query.p, rq->query.n, rq->accept.p, rq->accept.n, q);
+}
+
+/* The query's count (default 1) into *n; answers 400 and returns -1 if it is not a
  * whole number from 1 to max_batch. */
-static int get_count(ik__ctx *x, uint32_t *n)
+static int get_count(ik__ctx *x, const ik__query *q, uint32_t *n)
 {
     uint32_t max = x->srv->cfg->max_batch;
-    ik__span raw;
-    if (ik__count_param(x->rq->query.p, x->rq->query.n, max, n, &raw) == 0) return 0;
+    *n = 1;
+    if (!(q->has & IK_Q_BIT(IK_Q_COUNT))) return 0;
+    if (!(q->bad & IK_Q_BIT(IK_Q_COUNT)) && q->count >= 1 && q->count <= max) {
+        *n = q->count;
+        return 0;
+    }
     ik__reply_error(x->rs, 400, "bad_count",
                     "count must be a whole number from 1 to %u (max-batch); got '%.*s'", max,
-                    QUOTE(raw));
+                    QUOTE(q->raw[IK_Q_COUNT]));
     return -1;
 }
 
-/* Reads the response format (format= or Accept, and ids=string|number for JSON);
+/* The response format (format= or Accept, and ids=string|number for JSON);
  * answers 400 and returns -1 for an unknown format= or ids= value. */
-static int get_format(ik__ctx *x)
+static int get_format(ik__ctx *x, const ik__query *q)
 {
-    const ik__req *rq = x->rq;
-    const char *v = "";
-    size_t vl = 0;
-    int f = ik__negotiate(rq->query.p, rq->query.n, rq->accept.p, rq->accept.n);
-    if (f < 0) {
-        ik__query_get(rq->query.p, rq->query.n, "format", &v, &vl);
-        ik__span s = {v, vl};
+    if (q->bad & IK_Q_BIT(IK_Q_FORMAT)) {
         ik__reply_error(x->rs, 400, "bad_format", "format must be json or text; got '%.*s'",
-                        QUOTE(s));
+                        QUOTE(q->raw[IK_Q_FORMAT]));
         return -1;
     }
-    char ids[8];
-    ik__span raw;
-    long k = ik__query_value(rq->query.p, rq->query.n, "ids", ids, sizeof ids, &raw);
-    if (k >= 0 && ik__ieq(ids, (size_t)k, "number")) return f == IK_FMT_JSON ? IK_FMT_JSON_NUM : f;
-    if (k != -1 && !(k >= 0 && ik__ieq(ids, (size_t)k, "string"))) {
+    if (q->bad & IK_Q_BIT(IK_Q_IDS)) {
         ik__reply_error(x->rs, 400, "bad_format", "ids must be string or number; got '%.*s'",
-                        QUOTE(raw));
+                        QUOTE(q->raw[IK_Q_IDS]));
         return -1;
     }
-    return f;
+    return q->ids_number && q->fmt == IK_FMT_JSON ? IK_FMT_JSON_NUM : q->fmt;
 }
 
 /* The largest ID a JavaScript number holds exactly is 2^53 - 1. */
@@ -198,9 +199,11 @@ static int64_t *ids_scratch(ik__ctx *x, uint32_t n, int64_t *small)
 /* GET /v1/snowflake?count=N[&format=text] */
 static void h_snowflake(ik__ctx *x)
 {
+    ik__query q;
+    read_query(x, &q);
     uint32_t n;
-    if (get_count(x, &n) != 0) return;
-    int fmt = get_format(x);
+    if (get_count(x, &q, &n) != 0) return;
+    int fmt = get_format(x, &q);
     if (fmt < 0) return;
     int64_t small[64], *ids = ids_scratch(x, n, small);
     if (!ids) return;
@@ -258,8 +261,10 @@ static void segment_ids(ik__ctx *x, int leaf)
     uint32_t n = 1;
     int fmt = IK_FMT_TEXT;
     if (!leaf) {
-        if (get_count(x, &n) != 0) return;
-        if ((fmt = get_format(x)) < 0) return;
+        ik__query q;
+        read_query(x, &q);
+        if (get_count(x, &q, &n) != 0) return;
+        if ((fmt = get_format(x, &q)) < 0) return;
     }
     ik__worker *w = x->w;
     int64_t small[64], *ids = ids_scratch(x, n, small);
@@ -296,9 +301,11 @@ static void h_sequence(ik__ctx *x)
 {
     char tag[IK_TAG_NAME_MAX + 1];
     if (get_tag(x, tag) != 0) return;
+    ik__query q;
+    read_query(x, &q);
     uint32_t n;
-    if (get_count(x, &n) != 0) return;
-    int fmt = get_format(x);
+    if (get_count(x, &q, &n) != 0) return;
+    int fmt = get_format(x, &q);
     if (fmt < 0) return;
     ik__worker *w = x->w;
     ik__pend *p;
@@ -496,15 +503,10 @@ static void h_page(ik__ctx *x)
 {
     ik__pend *p = pool_pend(x, IK_OP_PAGE, render_page);
     if (!p) return;
-    char *d = p->pool->decode;
-    ik__span raw;
-    long k =
-        ik__query_value(x->rq->query.p, x->rq->query.n, "decode", d, sizeof p->pool->decode, &raw);
-    if (k == -2) { /* malformed or too long: shown (escaped) as it came, cut */
-        k = (long)(raw.n < sizeof p->pool->decode - 1 ? raw.n : sizeof p->pool->decode - 1);
-        memcpy(d, raw.p, (size_t)k);
-        d[k] = 0;
-    }
+    ik__query q; /* decode=: shown (escaped) as it came, cut, where it does not decode */
+    read_query(x, &q);
+    _Static_assert(sizeof p->pool->decode == sizeof q.decode, "decode= fits the page's call");
+    memcpy(p->pool->decode, q.decode, sizeof q.decode);
     pool_queue(x, p);
 }
 
@@ -708,14 +710,17 @@ static void h_status(ik__ctx *x)
  * 600), from the recent past the daemon keeps (history.c). */
 static void h_history(ik__ctx *x)
 {
+    ik__query q;
+    read_query(x, &q);
     uint32_t seconds = IK_HIST_SECONDS;
-    ik__span raw;
-    if (ik__query_uint(x->rq->query.p, x->rq->query.n, "seconds", 1, IK_HIST_SECONDS, &seconds,
-                       &raw) < 0) {
-        ik__reply_error(x->rs, 400, "bad_seconds",
-                        "seconds must be a whole number from 1 to %d; got '%.*s'", IK_HIST_SECONDS,
-                        QUOTE(raw));
-        return;
+    if (q.has & IK_Q_BIT(IK_Q_SECONDS)) {
+        seconds = q.seconds;
+        if ((q.bad & IK_Q_BIT(IK_Q_SECONDS)) || seconds < 1 || seconds > IK_HIST_SECONDS) {
+            ik__reply_error(x->rs, 400, "bad_seconds",
+                            "seconds must be a whole number from 1 to %d; got '%.*s'",
+                            IK_HIST_SECONDS, QUOTE(q.raw[IK_Q_SECONDS]));
+            return;
+        }
     }
     ik__history_render(x->srv, (int)seconds, x->rs->body);
     x->rs->ctype = CT_JSON;

@@ -15,6 +15,7 @@
  * it is also flagged LEAF and --open-leaf-routes is on, or METRICS and --open-metrics
  * is on. /healthz and /readyz reveal nothing and stay open. */
 #include "http_framing.h"
+#include "http_query.h"
 #include "http_reply.h"
 #include "pend.h"
 #include "worker.h"
