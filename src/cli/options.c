@@ -51,8 +51,8 @@ ik_cli_option ik__cli_options[IK_OPT__COUNT] = {
     ROW(SLOT_CHOICE, "slot-choice", CHOICE, "random", "random|lowest",
         "slot taken when this identity's last one is not free", 0, 0, "random|lowest"),
     ROW(SLOT_WAIT, "slot-wait", INT, NULL, "MS",
-        "no free slot at start: wait this long for one, not ready meanwhile (default: "
-        "zk:// the session timeout + 2000, local: 0)",
+        "no free slot at start: wait this long for one, not ready meanwhile; by default what a "
+        "dead holder's slot takes to free plus 2000, on this build's backends:",
         0, 86400000, NULL),
     ROW(MAX_BATCH, "max-batch", INT, "10000", "N", "most IDs one request may ask for", 1, 1000000,
         NULL),
@@ -135,8 +135,8 @@ ik_cli_option ik__cli_options[IK_OPT__COUNT] = {
     ROW(PASSWORD_FILE, "password-file", STRING, NULL, "FILE",
         "read the store's password from the file's first line (wins over --password)", 0, 0, NULL),
     ROW(LEASE_TTL, "lease-ttl", INT, "10000", "MS",
-        "mysql://, postgresql://, redis://, etcd://: a worker slot's lease; a dead holder's "
-        "slot frees after it",
+        "a worker slot's lease, after which a dead holder's slot frees, on this build's "
+        "backends whose slots are leases:",
         1000, 3600000, NULL),
     ROW(ALLOW_UNSAFE_STORE, "allow-unsafe-store", FLAG, "false", NULL,
         "serve counters on a store whose settings can lose an acknowledged write (the refusal "

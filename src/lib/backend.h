@@ -33,7 +33,7 @@
 #include "hazard.h"
 #include "idkeeper.h"
 #include "internal.h" /* ik__forked */
-#include "rules.h" /* ik__store_option */
+#include "rules.h"    /* ik__store_option */
 
 typedef struct ik__backend ik__backend;
 typedef struct ik__backend_ops ik__backend_ops;
@@ -289,6 +289,13 @@ struct ik__backend_ops {
      * 0, or NULL, where it frees at once. The lease's default slot wait is this plus
      * 2 s. */
     int64_t (*slot_free_ms)(ik__backend *b);
+    /* The row's word for slot_free_ms, read without a handle (the CLI's help of
+     * --slot-wait and --lease-ttl, ik__coord_slot_frees): what a dead holder's slot
+     * frees after. NULL where it frees at once (slot_free_ms NULL too);
+     * IK__FREES_AFTER_LEASE_TTL where slot_free_ms is ik_coord_options.lease_ttl_ms;
+     * else the store's own, "the session timeout". test_coord_registry holds the row
+     * to slot_free_ms. */
+    const char *slot_frees_after;
 
     /* Describes the current session into buf ("0x1234abcd", or ""). May be NULL. */
     void (*session)(ik__backend *b, char *buf, size_t len);
@@ -396,6 +403,9 @@ int64_t ik__store_opt_int(const ik_coord_options *o, const char *name, int64_t n
 /* How long ik_coord_settle (and so close) gives the doubts where no stop bound is
  * set (ik_coord_stop_within). */
 #define IK__SETTLE_MS 2000
+
+/* slot_frees_after of a backend whose worker slot is a lease of --lease-ttl. */
+#define IK__FREES_AFTER_LEASE_TTL "--lease-ttl"
 
 /* coord.c: the registry's backends, in order; *n = how many. For tests. */
 const ik__backend_ops *const *ik__coord_backends(size_t *n);

@@ -163,6 +163,53 @@ void ik__coord_uri_forms(char *buf, size_t len)
                                  backends[i]->uri_form);
 }
 
+/* The scheme of a URI form with its separator, "zk://" or "local:": its length. */
+static int scheme_len(const char *form)
+{
+    const char *sep = strstr(form, "://");
+    return (int)(sep ? (size_t)(sep - form) + 3 : strcspn(form, ":") + 1);
+}
+
+/* Appends to buf at *used the schemes of the backends whose slot_frees_after is
+ * after's (both NULL counts), "A://, B://"; how many. */
+static int schemes_freeing_after(const char *after, char *buf, size_t len, size_t *used)
+{
+    int n = 0;
+    for (size_t i = 0; i < NBACKENDS && *used < len; i++) {
+        const char *a = backends[i]->slot_frees_after;
+        if (a != after && (!a || !after || strcmp(a, after) != 0)) continue;
+        *used += (size_t)snprintf(buf + *used, len - *used, "%s%.*s", n++ ? ", " : "",
+                                  scheme_len(backends[i]->uri_form), backends[i]->uri_form);
+    }
+    return n;
+}
+
+void ik__coord_slot_frees(char *buf, size_t len, int lease_ttl_only)
+{
+    size_t used = 0;
+    if (len == 0) return;
+    buf[0] = '\0';
+    if (lease_ttl_only) {
+        schemes_freeing_after(IK__FREES_AFTER_LEASE_TTL, buf, len, &used);
+        return;
+    }
+    /* each group once, in the order of its first backend, those freeing at once last */
+    for (size_t i = 0; i < NBACKENDS && used < len; i++) {
+        const char *a = backends[i]->slot_frees_after;
+        int first = a != NULL;
+        for (size_t e = 0; e < i && first; e++)
+            first = !backends[e]->slot_frees_after || strcmp(backends[e]->slot_frees_after, a);
+        if (!first) continue;
+        if (used) used += (size_t)snprintf(buf + used, len - used, "; ");
+        if (used < len) schemes_freeing_after(a, buf, len, &used);
+        if (used < len) used += (size_t)snprintf(buf + used, len - used, " %s + 2000", a);
+    }
+    char at_once[256];
+    size_t n = 0;
+    if (used < len && schemes_freeing_after(NULL, at_once, sizeof at_once, &n) > 0)
+        snprintf(buf + used, len - used, "%s%s 0", used ? "; " : "", at_once);
+}
+
 const ik__store_option *ik__coord_store_option(size_t i)
 {
     for (size_t b = 0; b < NBACKENDS; b++) {
@@ -375,7 +422,7 @@ void ik_coord_close(ik_coord *c)
     else
         pthread_mutex_unlock(&c->mu);
     if (watching) pthread_join(c->watchdog, NULL);
-    ik__doubts_free(c->h.doubts);          /* logs what the settle could not reach */
+    ik__doubts_free(c->h.doubts);              /* logs what the settle could not reach */
     if (c->h.be) c->h.be->ops->close(c->h.be); /* frees the hazards last (backend.h) */
     pthread_cond_destroy(&c->cv);
     pthread_mutex_destroy(&c->mu);

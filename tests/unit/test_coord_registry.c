@@ -1,7 +1,8 @@
 /* test_coord_registry.c: coord.c is the one place a backend is chosen. Every URI
  * check goes through its table (the backend's own uri_check), an unknown scheme is
- * answered with the forms the table knows, and each backend's table names its lock
- * protocol (recipe.c chooses nothing by scheme string). */
+ * answered with the forms the table knows, each backend's table names its lock
+ * protocol (recipe.c chooses nothing by scheme string), and says when a dead
+ * holder's slot frees (the CLI's help lists it from there). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -218,6 +219,41 @@ static void each_backend_names_its_client(void **st)
     assert_true(small[0] == '\0' || small[strlen(small) - 1] == '\n');
 }
 
+/* When a dead holder's slot frees is the row's word (slot_frees_after), which the
+ * help of --slot-wait and --lease-ttl lists: a row says so exactly when it has a
+ * slot_free_ms, and each list names every scheme of its rows and no other. */
+static void each_backend_says_when_its_slots_free(void **st)
+{
+    (void)st;
+    size_t n = 0;
+    const ik__backend_ops *const *v = ik__coord_backends(&n);
+    char leases[1024], all[1024];
+    ik__coord_slot_frees(leases, sizeof leases, 1);
+    ik__coord_slot_frees(all, sizeof all, 0);
+    for (size_t k = 0; k < n; k++) {
+        const char *after = v[k]->slot_frees_after;
+        if ((after == NULL) != (v[k]->slot_free_ms == NULL))
+            fail_msg("%s: slot_frees_after and slot_free_ms disagree", v[k]->scheme);
+        char scheme[64];
+        size_t sl = strlen(v[k]->scheme);
+        snprintf(scheme, sizeof scheme, "%s%s", v[k]->scheme,
+                 strncmp(v[k]->uri_form + sl, "://", 3) == 0 ? "://" : ":");
+        int lease = after && strcmp(after, IK__FREES_AFTER_LEASE_TTL) == 0;
+        const char *at = strstr(leases, scheme);
+        if (lease != (at != NULL && (at == leases || at[-1] == ' ')))
+            fail_msg("'%s' %s %s", leases, lease ? "does not name" : "names", scheme);
+        if (!strstr(all, scheme)) fail_msg("'%s' does not name %s", all, scheme);
+    }
+    assert_null(ops_of("local")->slot_frees_after);
+    assert_non_null(strstr(all, "local: 0"));
+    const ik__backend_ops *zk = ops_of("zk");
+    if (zk) assert_non_null(strstr(all, "zk:// the session timeout + 2000"));
+    /* a short buffer is cut, never overrun */
+    char small[8];
+    ik__coord_slot_frees(small, sizeof small, 0);
+    assert_true(strlen(small) < sizeof small);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -229,6 +265,7 @@ int main(void)
         cmocka_unit_test(redis_uri_rules),
         cmocka_unit_test(each_backend_names_its_lock_protocol),
         cmocka_unit_test(each_backend_names_its_client),
+        cmocka_unit_test(each_backend_says_when_its_slots_free),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

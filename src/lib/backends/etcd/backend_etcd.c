@@ -144,11 +144,12 @@ static void etcd_client_version(char *buf, size_t len)
         .close = etcd_close, .uri = etcd_uri, .slot_acquire = ik__etcd_slot_acquire,               \
         .slot_persist = ik__etcd_slot_persist, .slot_release = ik__etcd_slot_release,              \
         .slot_forget = ik__etcd_slot_forget, .recover = NULL, .slots_list = ik__etcd_slots_list,   \
-        .slot_free_ms = etcd_slot_free_ms, .session = etcd_session,                                \
-        .hazards_check = ik__etcd_hazards_check, .cut = etcd_cut, .close_wait_ms = 0,              \
-        .client_version = etcd_client_version, .tag_create = ik__etcd_tag_create,                  \
-        .tag_get = ik__etcd_tag_get, .tag_list = ik__etcd_tag_list,                                \
-        .tag_advance = ik__etcd_tag_advance, .tag_settle = ik__etcd_tag_settle, .tag_lanes = 2,    \
+        .slot_free_ms = etcd_slot_free_ms, .slot_frees_after = IK__FREES_AFTER_LEASE_TTL,          \
+        .session = etcd_session, .hazards_check = ik__etcd_hazards_check, .cut = etcd_cut,         \
+        .close_wait_ms = 0, .client_version = etcd_client_version,                                 \
+        .tag_create = ik__etcd_tag_create, .tag_get = ik__etcd_tag_get,                            \
+        .tag_list = ik__etcd_tag_list, .tag_advance = ik__etcd_tag_advance,                        \
+        .tag_settle = ik__etcd_tag_settle, .tag_lanes = 2,                                         \
     }
 
 const ik__backend_ops ik__backend_etcd_ops = ETCD_OPS("etcd", "etcd://HOST:PORT[,...][/PREFIX]");

@@ -110,8 +110,8 @@ static const ik__store_option redis_options[] = {
         .slot_acquire = ik__redis_slot_acquire, .slot_persist = ik__redis_slot_persist,            \
         .slot_release = ik__redis_slot_release, .slot_forget = ik__redis_slot_forget,              \
         .recover = NULL, .slots_list = ik__redis_slots_list,                                       \
-        .slot_free_ms = ik__redis_slot_free_ms, .session = ik__redis_session_desc,                 \
-        .hazards_check = redis_hazards_check, .cut = redis_cut,                                    \
+        .slot_free_ms = ik__redis_slot_free_ms, .slot_frees_after = IK__FREES_AFTER_LEASE_TTL,     \
+        .session = ik__redis_session_desc, .hazards_check = redis_hazards_check, .cut = redis_cut, \
         .client_version = redis_client_version, .tag_create = ik__redis_tag_create,                \
         .tag_get = ik__redis_tag_get, .tag_list = ik__redis_tag_list,                              \
         .tag_advance = ik__redis_tag_advance, .tag_settle = ik__redis_tag_settle, .tag_lanes = 64, \

@@ -455,6 +455,7 @@ void ik__sql_watch(ik_lock *lk, int64_t deadline_ns, const int *stop, ik__hold_e
         .recover = NULL,                                                                           \
         .slots_list = ik__sql_slots_list,                                                          \
         .slot_free_ms = ik__sql_slot_free_ms,                                                      \
+        .slot_frees_after = IK__FREES_AFTER_LEASE_TTL,                                             \
         .session = ik__sql_session,                                                                \
         .cut = ik__sql_cut,                                                                        \
         .client_version = (CLIENT_VERSION),                                                        \

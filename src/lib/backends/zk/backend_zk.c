@@ -122,6 +122,7 @@ const ik__backend_ops ik__backend_zk_ops = {
     .recover = ik__zk_recover,
     .slots_list = ik__zk_slots_list,
     .slot_free_ms = ik__zk_slot_free_ms,
+    .slot_frees_after = "the session timeout",
     .session = ik__zk_session_desc,
     .hazards_check = ik__zk_hazards_check,
     .cut = zk_cut,
