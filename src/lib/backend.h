@@ -210,6 +210,10 @@ typedef struct ik__tag_write {
 struct ik__backend_ops {
     const char *scheme;   /* "local", "zk": coord.c gives it every URI "SCHEME:..." */
     const char *uri_form; /* the URI's shape, for messages: "local:DIR" */
+    /* URIs of this scheme that uri_check accepts, NULL-terminated, at least one: the
+     * registry's tests check each one through coord.c (test_coord_registry), so that
+     * a new backend brings its examples in its row, not in a list of the tests. */
+    const char *const *uri_examples;
 
     /* Checks the whole URI's syntax without opening anything (no I/O; any thread):
      * 0, or IK_EURI with a one-line reason in why. ik_coord_uri_check's answer for

@@ -737,6 +737,7 @@ static void local_client_version(char *buf, size_t len)
 const ik__backend_ops ik__backend_local_ops = {
     .scheme = "local",
     .uri_form = "local:DIR",
+    .uri_examples = (const char *const[]){"local:./idkeeper-data", "local:/var/lib/idkeeper", NULL},
     .uri_check = local_uri_check,
     .recipe = &ik__recipe_local_ops,
     .open = local_open,

@@ -108,6 +108,8 @@ static const ik__store_option zk_options[] = {
 const ik__backend_ops ik__backend_zk_ops = {
     .scheme = "zk",
     .uri_form = "zk://HOST:PORT[,HOST:PORT...][/CHROOT]",
+    .uri_examples = (const char *const[]){"zk://127.0.0.1:2181",
+                                          "zk://h1:2181,h2:2181,[::1]:2182/idkeeper", NULL},
     .uri_check = ik__zk_uri_check,
     .recipe = &ik__recipe_zk_ops,
     .options = zk_options,
