@@ -27,8 +27,9 @@
 #      front doors' folders (http/, resp/), none into one from the top of src/server
 #      but server.c's and loop.c's, every file of a door's folder named for its
 #      door, and no file name twice under src/.
-#   8. docs/architecture.md's tree names every file under src/, and every file or
-#      folder under src/ it names exists (tests/tools/folders.py tree).
+#   8. docs/architecture.md's tree names every file under src/ (those of a backend
+#      folder in the "Files" tree of the store's note, docs/NAME.md, instead), and
+#      every file or folder under src/ they name exists (tests/tools/folders.py tree).
 #   9. the docs that restate the code agree with it (tests/tools/docs_code.py): the
 #      man page's route list is the HTTP route table; docs/testing.md's table of
 #      conformance groups has a row per group, a column per backend that runs the
@@ -110,7 +111,7 @@ $hits"
 /usr/bin/python3 "$src/tests/tools/folders.py" server "$src" "$build" ||
   no "the front doors' folders of src/server mixed (above; docs/architecture.md's tree)"
 /usr/bin/python3 "$src/tests/tools/folders.py" tree "$src" ||
-  no "docs/architecture.md's tree and src/ disagree (above)"
+  no "docs/architecture.md's tree (and the store notes' \"Files\") and src/ disagree (above)"
 
 /usr/bin/python3 "$src/tests/tools/docs_code.py" "$src" ||
   no "docs that restate the code disagree with it (above)"
@@ -119,5 +120,5 @@ $hits"
 /usr/bin/python3 "$src/tests/tools/funclen.py" "$src" ||
   no "functions over 120 lines outside tests/tools/funclen.py's exceptions (above)"
 
-((bad == 0)) && echo "structure: no call cycle in src/lib or src/server, no src/lib file over 1,100 lines, no C file but src/server/http/http_framing.* names http_parser, every multi through zk_session.c, no fate decided or trust horizon kept below the seam, the folder rules of src/lib and src/server kept, the tree of docs/architecture.md complete, the man page's routes and testing.md's group table current, the fuzz dictionaries naming every option, no function over 120 lines but the named exceptions"
+((bad == 0)) && echo "structure: no call cycle in src/lib or src/server, no src/lib file over 1,100 lines, no C file but src/server/http/http_framing.* names http_parser, every multi through zk_session.c, no fate decided or trust horizon kept below the seam, the folder rules of src/lib and src/server kept, the trees of docs/architecture.md and the store notes complete, the man page's routes and testing.md's group table current, the fuzz dictionaries naming every option, no function over 120 lines but the named exceptions"
 exit $bad
