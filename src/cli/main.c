@@ -211,6 +211,7 @@ void ik__cli_print_command_help(const ik_cli_command *cmd, FILE *f)
         if (i == IK_OPT_COORD) ik__coord_uri_forms(rows, sizeof rows);
         if (i == IK_OPT_SLOT_WAIT) ik__coord_slot_frees(rows, sizeof rows, 0);
         if (i == IK_OPT_LEASE_TTL) ik__coord_slot_frees(rows, sizeof rows, 1);
+        if (i == IK_OPT_PASSWORD) ik__coord_password_schemes(rows, sizeof rows);
         if (rows[0]) {
             size_t n = strlen(help);
             snprintf(help + n, sizeof help - n, " %s", rows);

@@ -129,8 +129,9 @@ ik_cli_option ik__cli_options[IK_OPT__COUNT] = {
         "and tests",
         0, 0, NULL),
     ROW(PASSWORD, "password", STRING, NULL, "TEXT",
-        "the store's password (mysql://, postgresql://, redis://); set it in the environment "
-        "or the config file, or use --password-file: a command line shows in ps",
+        "the store's password; set it in the environment or the config file, or use "
+        "--password-file: a command line shows in ps. On this build's backends that log in "
+        "with one:",
         0, 1024, NULL),
     ROW(PASSWORD_FILE, "password-file", STRING, NULL, "FILE",
         "read the store's password from the file's first line (wins over --password)", 0, 0, NULL),

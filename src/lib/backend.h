@@ -243,6 +243,9 @@ struct ik__backend_ops {
     /* 1 if open takes ik_coord_options.leaf_name (joins a Leaf snowflake fleet's
      * worker nodes); coord.c refuses the option for a backend without it. */
     int leaf_fleet;
+    /* 1 if open reads ik_coord_options.password (the store logs in with one): the
+     * help of --password lists this build's from the rows (ik__coord_password_schemes). */
+    int takes_password;
 
     /* The schema a DBA creates by hand (`idkeeper schema`): SQL statements,
      * NULL-terminated; NULL for a backend without one. */

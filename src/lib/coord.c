@@ -210,6 +210,17 @@ void ik__coord_slot_frees(char *buf, size_t len, int lease_ttl_only)
         snprintf(buf + used, len - used, "%s%s 0", used ? "; " : "", at_once);
 }
 
+void ik__coord_password_schemes(char *buf, size_t len)
+{
+    size_t used = 0;
+    if (len == 0) return;
+    buf[0] = '\0';
+    for (size_t i = 0; i < NBACKENDS && used < len; i++)
+        if (backends[i]->takes_password)
+            used += (size_t)snprintf(buf + used, len - used, "%s%.*s", used ? ", " : "",
+                                     scheme_len(backends[i]->uri_form), backends[i]->uri_form);
+}
+
 const ik__store_option *ik__coord_store_option(size_t i)
 {
     for (size_t b = 0; b < NBACKENDS; b++) {

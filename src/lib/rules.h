@@ -129,6 +129,9 @@ void ik__coord_uri_forms(char *buf, size_t len);
  * waits by default there (that plus 2000, or 0), "zk:// the session timeout + 2000;
  * mysql://, etcd:// --lease-ttl + 2000; local: 0". */
 void ik__coord_slot_frees(char *buf, size_t len, int lease_ttl_only);
+/* coord.c: the schemes of this build's backends that log in with a password (their
+ * rows' takes_password), "mysql://, redis://", into buf (cut short if buf is). */
+void ik__coord_password_schemes(char *buf, size_t len);
 
 /* coord.c: the client libraries of this build's backends, "NAME VERSION\n" a line
  * (each once: two schemes can share one), into buf, from each backend's ops table.

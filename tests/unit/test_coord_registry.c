@@ -253,6 +253,31 @@ static void each_backend_says_when_its_slots_free(void **st)
     assert_true(strlen(small) < sizeof small);
 }
 
+/* Which backends log in with a password is the row's word (takes_password), which the
+ * help of --password lists: every such scheme of this build, and no other. */
+static void the_password_list_is_the_rows(void **st)
+{
+    (void)st;
+    size_t n = 0;
+    const ik__backend_ops *const *v = ik__coord_backends(&n);
+    char all[1024];
+    ik__coord_password_schemes(all, sizeof all);
+    for (size_t k = 0; k < n; k++) {
+        char scheme[64];
+        size_t sl = strlen(v[k]->scheme);
+        snprintf(scheme, sizeof scheme, "%s%s", v[k]->scheme,
+                 strncmp(v[k]->uri_form + sl, "://", 3) == 0 ? "://" : ":");
+        const char *at = strstr(all, scheme);
+        int listed = at != NULL && (at == all || at[-1] == ' ');
+        if (listed != (v[k]->takes_password != 0))
+            fail_msg("'%s' %s %s", all, listed ? "names" : "does not name", scheme);
+    }
+    assert_int_equal(ops_of("local")->takes_password, 0);
+    const ik__backend_ops *zk = ops_of("zk"), *redis = ops_of("redis");
+    if (zk) assert_int_equal(zk->takes_password, 0); /* --zk-auth, a store option */
+    if (redis) assert_int_equal(redis->takes_password, 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -265,6 +290,7 @@ int main(void)
         cmocka_unit_test(each_backend_names_its_lock_protocol),
         cmocka_unit_test(each_backend_names_its_client),
         cmocka_unit_test(each_backend_says_when_its_slots_free),
+        cmocka_unit_test(the_password_list_is_the_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -139,7 +139,7 @@ static void etcd_client_version(char *buf, size_t len)
 
 #define ETCD_OPS(SCHEME, FORM, EXAMPLES)                                                           \
     {                                                                                              \
-        .scheme = (SCHEME), .uri_form = (FORM), .uri_examples = (EXAMPLES),                        \
+        .scheme = (SCHEME), .uri_form = (FORM), .uri_examples = (EXAMPLES), .takes_password = 1,   \
         .uri_check = ik__etcd_uri_check, .recipe = &ik__recipe_etcd_ops,                           \
         .uri_keys = "cacert, cert, key, user", .open = etcd_open, .close = etcd_close,             \
         .uri = etcd_uri, .slot_acquire = ik__etcd_slot_acquire,                                    \

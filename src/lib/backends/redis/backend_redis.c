@@ -104,7 +104,7 @@ static const ik__store_option redis_options[] = {
 
 #define REDIS_OPS(SCHEME, FORM, EXAMPLES)                                                          \
     {                                                                                              \
-        .scheme = (SCHEME), .uri_form = (FORM), .uri_examples = (EXAMPLES),                        \
+        .scheme = (SCHEME), .uri_form = (FORM), .uri_examples = (EXAMPLES), .takes_password = 1,   \
         .uri_check = ik__redis_uri_check, .recipe = NULL, .no_locks = NO_LOCKS,                    \
         .options = redis_options, .uri_keys = "db, prefix, user", .open = redis_open,              \
         .close = redis_close, .uri = ik__redis_uri, .slot_acquire = ik__redis_slot_acquire,        \

@@ -445,6 +445,7 @@ void ik__sql_watch(ik_lock *lk, int64_t deadline_ns, const int *stop, ik__hold_e
         .scheme = (SCHEME),                                                                        \
         .uri_form = (URI_FORM),                                                                    \
         .uri_examples = (URI_EXAMPLES),                                                            \
+        .takes_password = 1,                                                                       \
         .uri_check = (URI_CHECK),                                                                  \
         .recipe = &ik__recipe_##NAME##_ops,                                                        \
         .schema = (SCHEMA),                                                                        \
