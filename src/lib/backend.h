@@ -339,7 +339,8 @@ struct ik__backend_ops {
     int64_t close_wait_ms;
 
     /* The latest failure's reason, one line into buf ("" if none), for the calls
-     * whose signature has no why (ik_coord_last_error); a cause open found that later
+     * whose signature has no why (ik_coord_last_error, and a slot's failed persist:
+     * the lease names it in its doubt); a cause open found that later
      * calls will meet counts too. Any thread, no I/O. NULL: never one. */
     void (*last_error)(ik__backend *b, char *buf, size_t len);
 

@@ -145,6 +145,44 @@ wait_until() {
   done
 }
 
+# bounded SECONDS FILE CMD [ARG...]: CMD, for a command whose end within SECONDS is
+# part of what is promised (an acquire's --timeout, a bounded stop): its exit code.
+# Past SECONDS, what it and each process below it are doing goes to FILE (each
+# thread's kernel wait channel and, where gdb is installed, each thread's
+# backtrace), then it is killed: 125. A hang becomes a finding with its evidence,
+# not a ctest timeout that shows nothing.
+bounded() {
+  local limit=$1 out=$2 pid
+  shift 2
+  "$@" &
+  pid=$!
+  wait_until "$limit" not alive "$pid" || {
+    _ik_hang_report "$pid" "$*" >"$out" 2>&1 || true
+    kill -KILL $(_ik_tree "$pid") 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    return 125
+  }
+  wait "$pid"
+}
+
+_ik_tree() {
+  local c
+  echo "$1"
+  for c in $(pgrep -P "$1"); do _ik_tree "$c"; done
+}
+
+_ik_hang_report() {
+  local p t pids
+  pids=$(_ik_tree "$1")
+  echo "still running past its bound: $2"
+  ps -o pid,ppid,pgid,etimes,stat,wchan:24,args -p "$(echo $pids | tr ' ' ,)"
+  for p in $pids; do
+    echo "--- pid $p: $(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)"
+    for t in /proc/"$p"/task/*; do echo "  thread ${t##*/}: $(cat "$t/comm" "$t/wchan" 2>/dev/null | tr '\n' ' ')"; done
+    command -v gdb >/dev/null && timeout 30 gdb -p "$p" -batch -ex 'thread apply all bt' 2>/dev/null | grep -E '^(Thread|#)'  || true
+  done
+}
+
 # not CMD [ARG...]: succeeds when CMD fails, for wait_until (wait_until 5 not alive
 # "$pid": until the process is gone).
 not() { ! "$@"; }

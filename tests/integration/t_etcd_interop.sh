@@ -66,8 +66,20 @@ echo "E \$(date +%s%N) \$1" >>"$T/holds"
 EOS
 chmod +x "$T/crit.sh"
 end=$((SECONDS + 30))
-ik_loop() { while ((SECONDS < end)); do "${LOCK[@]}" --timeout 20000 "$N" -- "$T/crit.sh" "$1" 2>>"$T/loop-$1.err" || echo "fail $?" >>"$T/loop-$1.err"; done; }
-ec_loop() { while ((SECONDS < end)); do timeout 25 "${E[@]}" lock --ttl 5 "$N" -- "$T/crit.sh" "$1" >>"$T/loop-$1.err" 2>&1 || echo "fail $?" >>"$T/loop-$1.err"; done; }
+# each acquire ends within its --timeout and the hold's stop, or the test says where
+# it hung (bounded, lib.sh); etcdctl's the same way, past the timeout that ends it
+ik_loop() {
+  while ((SECONDS < end)); do
+    bounded 60 "$T/hung-$1" "${LOCK[@]}" --timeout 20000 "$N" -- "$T/crit.sh" "$1" 2>>"$T/loop-$1.err" ||
+      echo "fail $?" >>"$T/loop-$1.err"
+  done
+}
+ec_loop() {
+  while ((SECONDS < end)); do
+    bounded 60 "$T/hung-$1" timeout 25 "${E[@]}" lock --ttl 5 "$N" -- "$T/crit.sh" "$1" >>"$T/loop-$1.err" 2>&1 ||
+      echo "fail $?" >>"$T/loop-$1.err"
+  done
+}
 ik_loop ik1 &
 p1=$!
 ik_loop ik2 &
@@ -78,6 +90,9 @@ ec_loop ec2 &
 p4=$!
 IK_PIDS+=($p1 $p2 $p3 $p4)
 wait $p1 $p2 $p3 $p4
+for h in "$T"/hung-*; do
+  [ -e "$h" ] && fail "${h##*/hung-}'s acquire ran past its bound: $(cat "$h")"
+done
 grants=$(grep -c '^E ' "$T/holds")
 for who in ik1 ik2 ec1 ec2; do
   grep -q " $who\$" "$T/holds" || fail "$who never held the lock in 30 s: $(tail -n 5 "$T/loop-$who.err")"

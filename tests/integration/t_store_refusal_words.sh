@@ -7,7 +7,8 @@
 #   the backend quota is full): `idkeeper check`'s fsync row, whose probe write is
 #   refused, says "database space exceeded" (before: "? (the probe write failed)" and
 #   "see why the write failed", the why nowhere); a running server logs its slot's
-#   failed record with etcd's words (before: only "store unreachable") and answers a
+#   failed record, and its lease's doubt, with etcd's words (before: only "store
+#   unreachable") and answers a
 #   sequence request 503 with them; after `etcdctl alarm disarm` it serves again.
 #   Redis at maxmemory with noeviction: every write is refused with OOM; a sequence
 #   request is answered 503 with Redis's "OOM command not allowed" (before: "the tag
@@ -41,6 +42,11 @@ grep -q 'database space exceeded' "$T/e1" || fail "the 503 does not carry etcd's
 wait_grep 'etcd slot .*database space exceeded' "$T/e.log" 10 ||
   fail "the server's log does not carry etcd's words for its slot: $(grep -i 'lease\|slot' "$T/e.log" | tail -n 3)"
 pass "etcd NOSPACE: 503 $(head -c 160 "$T/e1"); the log: $(grep 'etcd slot' "$T/e.log" | head -n 1 | cut -c1-160)"
+# the lease's own line too (its state, as /v1/status and the log show it): before,
+# "store unreachable: issuing within the safe window"
+wait_grep 'lease in_doubt: .*database space exceeded' "$T/e.log" 10 ||
+  fail "the lease's doubt does not carry etcd's words: $(grep 'lease ' "$T/e.log" | tail -n 2)"
+pass "etcd NOSPACE: $(grep -o 'lease in_doubt: .*' "$T/e.log" | head -n 1 | cut -c1-200)"
 ectl --endpoints="$EP" alarm disarm >/dev/null || fail "alarm disarm"
 again() { [ "$(ik_http "http://127.0.0.1:$PE/v1/sequence/q?format=text" "$T/e2")" = 200 ]; }
 wait_until 20 again || fail "not serving after the alarm was disarmed: $(cat "$T/e2")"

@@ -391,9 +391,15 @@ static void *lease_thread(void *arg)
             pthread_mutex_lock(&l->mu);
             int lapsed = ik__mono_ns() >= l->valid_until;
             pthread_mutex_unlock(&l->mu);
-            set_state(l, IK_LEASE_IN_DOUBT,
-                      lapsed ? "store unreachable past the safe window: not issuing"
-                             : "store unreachable: issuing within the safe window");
+            /* a store that answered, and refused, is named in its own words */
+            char words[300] = "", doubt[400];
+            if (l->be->ops->last_error) l->be->ops->last_error(l->be, words, sizeof words);
+            snprintf(doubt, sizeof doubt, "%s%s%s%s",
+                     words[0] ? "the store did not take the record (" : "store unreachable", words,
+                     words[0] ? ")" : "",
+                     lapsed ? " past the safe window: not issuing"
+                            : ": issuing within the safe window");
+            set_state(l, IK_LEASE_IN_DOUBT, doubt);
         }
     }
     return NULL;

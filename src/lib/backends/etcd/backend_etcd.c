@@ -36,6 +36,7 @@ static void etcd_close(ik__backend *be)
     pthread_mutex_destroy(&b->lease.mu);
     pthread_cond_destroy(&b->lease.cv);
     pthread_mutex_destroy(&b->hz_mu);
+    pthread_mutex_destroy(&b->said_mu);
     ik__hazards_free(&b->base.hz);
     free(b);
 }
@@ -64,6 +65,7 @@ static int etcd_open(const char *uri, const ik_coord_options *o, ik__backend **o
     if (!b) return IK_ENOMEM;
     b->base.ops = strncmp(uri, "etcds:", 6) == 0 ? &ik__backend_etcds_ops : &ik__backend_etcd_ops;
     pthread_mutex_init(&b->hz_mu, NULL);
+    pthread_mutex_init(&b->said_mu, NULL);
     ik__etcd_lease_start(b);
     int e = ik__etcd_uri_parse(uri, &b->t, why, why_len);
     if (!e && ik__etcd_uri_format(&b->t, b->uri, sizeof b->uri) < 0)
@@ -131,6 +133,16 @@ static void etcd_cut(ik__backend *be)
     if (g) ik__etcd_gw_cut(g);
 }
 
+/* etcd's words for the latest slot record it refused or did not answer: the lease
+ * says them beside its doubt (a NOSPACE alarm is not "unreachable"). */
+static void etcd_last_error(ik__backend *be, char *buf, size_t len)
+{
+    ik__etcd_backend *b = ik__etcd_of(be);
+    pthread_mutex_lock(&b->said_mu);
+    snprintf(buf, len, "%s", b->said);
+    pthread_mutex_unlock(&b->said_mu);
+}
+
 static void etcd_client_version(char *buf, size_t len)
 {
     curl_version_info_data *v = curl_version_info(CURLVERSION_NOW);
@@ -147,7 +159,7 @@ static void etcd_client_version(char *buf, size_t len)
         .slot_forget = ik__etcd_slot_forget, .recover = NULL, .slots_list = ik__etcd_slots_list,   \
         .slot_free_ms = etcd_slot_free_ms, .slot_frees_after = IK__FREES_AFTER_LEASE_TTL,          \
         .session = etcd_session, .hazards_check = ik__etcd_hazards_check, .cut = etcd_cut,         \
-        .close_wait_ms = 0, .client_version = etcd_client_version,                                 \
+        .close_wait_ms = 0, .client_version = etcd_client_version, .last_error = etcd_last_error,  \
         .tag_create = ik__etcd_tag_create, .tag_get = ik__etcd_tag_get,                            \
         .tag_list = ik__etcd_tag_list, .tag_advance = ik__etcd_tag_advance,                        \
         .tag_settle = ik__etcd_tag_settle, .tag_lanes = 2,                                         \

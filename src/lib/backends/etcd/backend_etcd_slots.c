@@ -382,18 +382,27 @@ int ik__etcd_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__slot
     return e;
 }
 
+/* etcd's words for this persist's failure, "" for none (the backend's last_error) */
+static void persist_said(ik__etcd_backend *b, const char *why)
+{
+    pthread_mutex_lock(&b->said_mu);
+    snprintf(b->said, sizeof b->said, "%s", why);
+    pthread_mutex_unlock(&b->said_mu);
+}
+
 int ik__etcd_slot_persist(ik__backend *be, void *handle, int64_t record_ms, ik__lease_proof *proof,
                           int64_t *written_ms)
 {
     ik__etcd_backend *b = ik__etcd_of(be);
     etcd_slot *s = handle;
-    char why[400];
+    char why[400] = "";
     int e = ik__etcd_write_gate(b, why, sizeof why);
+    persist_said(b, e ? why : "");
     if (e == IK_EUNSAFE) return e;
     if (e) return IK_EINDOUBT; /* not sent: unproven, maybe still ours */
     ik__lease_proof p;
     e = ik__etcd_lease_proof(b, s->lease, &p);
-    if (e) return e; /* IK_ELOST (EL2), IK_EINDOUBT (EL3) or IK_EUNSAFE */
+    if (e) return e; /* IK_ELOST (EL2), IK_EINDOUBT (EL3: no keepalive answered) or IK_EUNSAFE */
     if (record_ms < s->record_ms) record_ms = s->record_ms;
     char rec[400];
     snprintf(rec, sizeof rec, "%" PRId64 " %" PRId64 " %s", record_ms, s->since_ms, s->identity);
@@ -415,6 +424,7 @@ int ik__etcd_slot_persist(ik__backend *be, void *handle, int64_t record_ms, ik__
             ik__logf("etcd slot %" PRIu32 ": its record was not written, the lease unproven: %s",
                      s->worker, why);
         snprintf(s->said, sizeof s->said, "%s", why);
+        persist_said(b, why);
         return IK_EINDOUBT;
     }
     s->said[0] = '\0';

@@ -64,6 +64,8 @@ typedef struct ik__etcd_backend {
     ik__etcd_lease lease;
     int64_t checked_ns; /* the last hazard check's */
     pthread_mutex_t hz_mu;
+    pthread_mutex_t said_mu;
+    char said[300]; /* etcd's words for the latest failed slot record (last_error) */
 } ik__etcd_backend;
 
 static inline ik__etcd_backend *ik__etcd_of(ik__backend *be)
