@@ -34,9 +34,10 @@ zk_wait_serving 1
 # the advance goes on once s's client has connected again: a multi is sent only on a
 # connected handle (docs/zookeeper.md, ZS4), and one that waits past its bound for
 # the reconnect is answered store_unavailable, which proves nothing here (a loaded
-# machine: the client's reconnect can take seconds)
-connected() { ss -Htnp state established "( dport = :$(zk_port 1) )" 2>/dev/null | grepq "pid=$1,"; }
-wait_until 60 connected "${SERVER_PID[s]}" || fail "s never connected to the restarted ZooKeeper"
+# machine: the client's reconnect can take seconds). Connected means a session on the
+# server (zk_session_of): a TCP connection to a server still loading its data is
+# accepted, then closed, and the client's next try can come after the take's bound.
+wait_until 60 zk_session_of 1 "${SERVER_PID[s]}" || fail "s never connected to the restarted ZooKeeper"
 touch "$T/back.s"
 wait "$req" || true
 code=$(cat "$T/code")
@@ -63,7 +64,7 @@ ZK_FORCE_SYNC=no zk_start 1
 zk_wait_serving 1
 # the take goes on once s2's client has connected again: a multi is sent only on a
 # connected handle (docs/zookeeper.md, ZS4)
-wait_until 60 connected "${SERVER_PID[s2]}" || fail "s2 never connected to the restarted ZooKeeper"
+wait_until 60 zk_session_of 1 "${SERVER_PID[s2]}" || fail "s2 never connected to the restarted ZooKeeper"
 touch "$T/back.s2"
 wait_until 40 not alive "${SERVER_PID[s2]}" ||
   fail "s2 still runs 40 s after its slot was taken through a forceSync=no server (ready: $(ik_http "http://127.0.0.1:$P2/readyz"))"

@@ -32,6 +32,7 @@
 #                                what it does to the connections through it (lib.sh)
 #   zk_tool CMD ARGS...          the kazoo helper (an independent client): see below
 #   zk_port I                    client port of server I
+#   zk_session_of I PID          true once server I has a session on a connection of PID
 
 # shellcheck source=../fixtures/zk_jvm.sh
 source "$IK_SRC/tests/fixtures/zk_jvm.sh"
@@ -50,6 +51,23 @@ zk_free_port() { ik_free_port "$T/.ports"; }
 _zk_port() { zk_free_port; }
 
 zk_port() { echo "${ZK_CPORT[$1]}"; }
+
+# zk_session_of I PID: true once server I holds an established session on one of
+# PID's connections to it: a TCP connection alone is not one (a server still loading
+# its data accepts and then closes it, "ZooKeeperServer not running"), and the client
+# is connected only once the server has answered its session request, which cons
+# shows as the connection's sid.
+zk_session_of() {
+  local port ports cons
+  ports=$(ss -Htnp state established "( dport = :${ZK_CPORT[$1]} )" 2>/dev/null |
+    awk -v p="pid=$2," 'index($0, p) { n = split($3, a, ":"); print a[n] }')
+  [ -n "$ports" ] || return 1
+  cons=$(zk_4lw "$1" cons)
+  for port in $ports; do
+    grepq ":$port\[[0-9]*\](.*sid=0x" <<<"$cons" && return 0
+  done
+  return 1
+}
 
 # zk_4lw I WORD: prints the server's answer (empty if it does not answer in 2 s).
 zk_4lw() {

@@ -23,6 +23,15 @@
  *   M6 CLIENT_MULTI_STATEMENTS, for my_exec_pipeline's one round trip: only our
  *      own statement texts are ever joined, every parameter a quoted literal (M1),
  *      so no value can end a statement or start another.
+ *   M7 the statements every write sends (the proof; on MariaDB Leaf's read-back with
+ *      the proof in its row) are prepared once per session (text-protocol PREPARE,
+ *      session_setup) and sent as EXECUTE: MariaDB's parser costs a @@GLOBAL item
+ *      about as much as a statement's whole overhead, and a prepared one is parsed
+ *      once. An EXECUTE reads the settings and the row anew each time (a new query
+ *      id: nothing is cached across executions), so the evidence is the same. A
+ *      session that could not prepare one, or lost one (ER_UNKNOWN_STMT_HANDLER),
+ *      sends the text (stmt_text); the statement that met the loss failed as any
+ *      failed statement does (a proof missing after a COMMIT is refused).
  */
 #include "internal.h"
 #include "mysql_uri.h"
@@ -134,7 +143,9 @@ static const char *const mysql_stmt[IK__SQL_NSTMT] = {
     [IK__SQL_LEAF_UPDATE] = "UPDATE leaf_alloc SET max_id = max_id + step WHERE biz_tag = ?",
     [IK__SQL_LEAF_UPDATE_STEP] =
         "UPDATE leaf_alloc SET max_id = max_id + " INT_P " WHERE biz_tag = ?",
-    [IK__SQL_LEAF_SELECT] = "SELECT biz_tag, max_id, step FROM leaf_alloc WHERE biz_tag = ?",
+    /* Leaf's read, and the proof before the COMMIT in the same row (back_proof) */
+    [IK__SQL_LEAF_SELECT] =
+        "SELECT biz_tag, max_id, step, " PROOF_COLS " FROM leaf_alloc WHERE biz_tag = ?",
     [IK__SQL_TAG_INSERT] = "INSERT INTO leaf_alloc (biz_tag, max_id, step, description) "
                            "VALUES (?, " INT_P ", " INT_P ", ?)",
     [IK__SQL_TAG_KIND_INSERT] = "INSERT INTO idk_tag_kind (biz_tag, app, name, kind, start) "
@@ -182,6 +193,34 @@ static const char *const mysql_stmt[IK__SQL_NSTMT] = {
     [IK__SQL_TABLE_PROOF] = "SELECT COALESCE(ENGINE, TABLE_TYPE) FROM information_schema.TABLES "
                             "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?",
 };
+
+/* M7: the statements a session prepares, by name, and what runs them. MySQL's
+ * EXECUTE takes only user variables after USING, so a statement with parameters is
+ * prepared on MariaDB only (which takes the quoted literals of M1). */
+static const struct {
+    ik__sql_stmt id;
+    const char *name, *exec;
+    int params;
+} prepared[] = {
+    {IK__SQL_PROOF, "ik_proof", "EXECUTE ik_proof", 0},
+    {IK__SQL_LEAF_SELECT, "ik_back", "EXECUTE ik_back USING ?", 1},
+};
+#define NPREPARED (sizeof prepared / sizeof prepared[0])
+
+/* The text that runs statement id on c: its EXECUTE where c prepared it (M7). */
+static const char *stmt_text(const ik__sql_conn *c, ik__sql_stmt id)
+{
+    for (size_t i = 0; i < NPREPARED; i++)
+        if (prepared[i].id == id && (c->ps & (1u << i))) return prepared[i].exec;
+    return mysql_stmt[id];
+}
+
+/* After a failed statement: a prepared one the session lost (M7) leaves every
+ * statement of c to its text from then on. */
+static void ps_lost(ik__sql_conn *c)
+{
+    if (c->ps && !c->dead && mysql_errno(c->m) == ER_UNKNOWN_STMT_HANDLER) c->ps = 0;
+}
 
 /* Copies a result into r (text cells, NULL for SQL NULL). 0 or IK_ENOMEM. */
 static int take_rows(MYSQL_RES *res, int64_t affected, ik__sql_res *r)
@@ -284,13 +323,57 @@ static int bind_params(qbuf *b, ik__sql_conn *c, const char *sql, const char *co
     return used == nparams ? 0 : IK__SQL_EDEFINITE;
 }
 
+/* SP5 of backend_sql_proof.c: notes into c->tx what the answer just read of
+ * statement id said of its transaction (rows: it was a result set; failed: it
+ * failed). MariaDB and MySQL send the transaction state (session_track_transaction_
+ * info = STATE) in an OK packet whenever it changed: eight letters, the first 'T'
+ * inside a START TRANSACTION, 'r' and 'w' where a table without transactions was read
+ * or written, 'R' and 'W' for one with them (the server's session_tracker.cc,
+ * Transaction_state_tracker::store; a table's letter from its handler's
+ * has_transactions() as the statement locks it). A result set's state comes with the
+ * next OK: without CLIENT_DEPRECATE_EOF its end carries none, and what the connector
+ * holds then is the last OK's. So the state is read from OK packets only, and a
+ * transaction counts as said of only if its START TRANSACTION was answered with one:
+ * tracking on, it always is (the state goes from none to 'T'). The state is sent
+ * only where it changed, so a transaction is said of whole only if tx_note saw
+ * every answer since its START TRANSACTION: a statement answered on c that it did
+ * not see (d->run's, a test hook's) may have carried the one change, and ends on.
+ * A table a proof names (commit_proved's) is written by a statement answered with
+ * an OK, so its 'w' never waits in a result set for the COMMIT's OK. */
+static void tx_note(ik__sql_conn *c, ik__sql_stmt id, int rows, int failed)
+{
+    int unseen = c->tx.answers != c->tx.noted + 1; /* an answer came that was not noted */
+    c->tx.noted = c->tx.answers;
+    if (id == IK__SQL_BEGIN || id == IK__SQL_COMMIT || id == IK__SQL_ROLLBACK || failed) {
+        c->tx.on = 0;
+        c->tx.unsafe[0] = '\0';
+    }
+    if (unseen && id != IK__SQL_BEGIN) c->tx.on = 0;
+    if (failed || rows || id == IK__SQL_COMMIT || id == IK__SQL_ROLLBACK) return;
+    if (id != IK__SQL_BEGIN && !c->tx.on) return;
+    const char *s = NULL;
+    size_t n = 0;
+    if (mysql_session_track_get_first(c->m, SESSION_TRACK_TRANSACTION_STATE, &s, &n) != 0) {
+        return; /* unchanged; at a START TRANSACTION: not tracked */
+    }
+    if (n != 8 || s[0] != 'T') { /* not a state we know, or no longer in our transaction */
+        c->tx.on = 0;
+        return;
+    }
+    c->tx.on = 1;
+    if (!c->tx.unsafe[0] && (s[1] == 'r' || s[3] == 'w')) {
+        memcpy(c->tx.unsafe, s, n);
+        c->tx.unsafe[n] = '\0';
+    }
+}
+
 static int my_exec(ik__sql_conn *c, ik__sql_stmt id, const char *const *params, int nparams,
                    ik__sql_res *res, char *why, size_t why_len)
 {
     if ((unsigned)id >= IK__SQL_NSTMT || !mysql_stmt[id])
         return ik__fail(IK__SQL_EDEFINITE, why, why_len, "no such statement %d", (int)id);
     qbuf b = {0};
-    int rc = bind_params(&b, c, mysql_stmt[id], params, nparams);
+    int rc = bind_params(&b, c, stmt_text(c, id), params, nparams);
     if (rc) {
         free(b.s);
         return rc == IK_ENOMEM ? rc
@@ -301,6 +384,8 @@ static int my_exec(ik__sql_conn *c, ik__sql_stmt id, const char *const *params, 
     int64_t affected = 0;
     rc = ik__mysql_run(c, b.s, b.n, ik__mono_ms() + IK__SQL_IO_MS, &r, &affected, why, why_len);
     free(b.s);
+    tx_note(c, id, r != NULL, rc != 0);
+    if (rc) ps_lost(c);
     if (rc) return rc;
     if (res) rc = take_rows(r, affected, res);
     mysql_free_result(r);
@@ -344,7 +429,7 @@ static int my_exec_pipeline(ik__sql_conn *c, const ik__sql_call *calls, int n, i
             break;
         }
         if (i) qb_add(&b, "; ", 2);
-        rc = bind_params(&b, c, mysql_stmt[calls[i].id], calls[i].params, calls[i].nparams);
+        rc = bind_params(&b, c, stmt_text(c, calls[i].id), calls[i].params, calls[i].nparams);
     }
     if (rc) {
         free(b.s);
@@ -368,6 +453,8 @@ static int my_exec_pipeline(ik__sql_conn *c, const ik__sql_call *calls, int n, i
         MYSQL_RES *r = NULL;
         int64_t affected = 0;
         rc = ik__mysql_query_result(c, ret, deadline, &r, &affected, why, why_len);
+        if (i < n) tx_note(c, calls[i].id, r != NULL, rc != 0);
+        if (rc) ps_lost(c);
         if (rc) break;
         unsigned warnings = mysql_warning_count(c->m);
         if (warnings && i < n && calls[i].id != IK__SQL_PROOF &&
@@ -497,9 +584,10 @@ static long session_wait_s(int64_t ttl_ms)
  * renewal after a take's COMMIT would sit in it, never committed), sql_mode (strict,
  * and no silent engine substitution: a table that is not InnoDB has no
  * transactions), the row lock wait, MariaDB's idle-in-transaction bound, on a
- * lock's session no statement time limit, and wait_timeout. The isolation level
- * and time zone are init commands.
- * my_hazards reads them back. 0 or a class. */
+ * lock's session no statement time limit, wait_timeout, and the transaction state
+ * in every answer that changes it (tx_note; whatever the server's global, which is
+ * OFF by default). The isolation level and time zone are init commands.
+ * my_hazards reads them back. Then the statements of M7 are prepared. 0 or a class. */
 static int session_setup(ik__sql_conn *c, int64_t ttl_ms, char *why, size_t why_len)
 {
     const char *info = mysql_get_server_info(c->m);
@@ -507,7 +595,8 @@ static int session_setup(ik__sql_conn *c, int64_t ttl_ms, char *why, size_t why_
     char q[512];
     int n = snprintf(q, sizeof q,
                      "SET SESSION autocommit = 1, SESSION completion_type = 'NO_CHAIN', "
-                     "SESSION sql_mode = '" SQL_MODE "', SESSION innodb_lock_wait_timeout = %d",
+                     "SESSION sql_mode = '" SQL_MODE "', SESSION innodb_lock_wait_timeout = %d, "
+                     "SESSION session_track_transaction_info = 'STATE'",
                      LOCK_WAIT_S);
     if (c->mariadb)
         n += snprintf(q + n, sizeof q - (size_t)n, ", SESSION idle_transaction_timeout = %d",
@@ -523,7 +612,34 @@ static int session_setup(ik__sql_conn *c, int64_t ttl_ms, char *why, size_t why_
     int rc =
         ik__mysql_run(c, q, strlen(q), ik__mono_ms() + IK__SQL_IO_MS, &r, &affected, why, why_len);
     mysql_free_result(r);
-    return rc;
+    if (rc) return rc;
+    /* M7: a statement that will not prepare (max_prepared_stmt_count reached, a
+     * proxy that refuses PREPARE) is sent as text; only a lost connection fails */
+    c->ps = 0;
+    for (size_t i = 0; i < NPREPARED; i++) {
+        if (prepared[i].params && !c->mariadb) continue;
+        qbuf p = {0};
+        qb_add(&p, "PREPARE ", 8);
+        qb_add(&p, prepared[i].name, strlen(prepared[i].name));
+        qb_add(&p, " FROM '", 7);
+        qb_add(&p, mysql_stmt[prepared[i].id], strlen(mysql_stmt[prepared[i].id]));
+        qb_add(&p, "'", 1);
+        if (p.oom) {
+            free(p.s);
+            return IK_ENOMEM;
+        }
+        char inner[200];
+        rc = ik__mysql_run(c, p.s, p.n, ik__mono_ms() + IK__SQL_IO_MS, &r, &affected, inner,
+                           sizeof inner);
+        free(p.s);
+        mysql_free_result(r);
+        r = NULL;
+        if (rc == 0)
+            c->ps |= 1u << i;
+        else if (c->dead)
+            return ik__fail(rc, why, why_len, "%s", inner);
+    }
+    return 0;
 }
 
 static void my_close(ik__sql_conn *c);
@@ -828,8 +944,10 @@ static const ik__sql_driver ik__sql_mysql_driver = {
     .hazards = ik__mysql_hazards,
     .proof = ik__mysql_proof,
     .table_row = ik__mysql_table_row,
+    .tx_tables = ik__mysql_tx_tables,
     .qualified = my_qualified,
     .hz_state = my_hz_state,
+    .back_proof = 1,
     .session = my_session,
     .socket = my_conn_socket,
     .stale = my_stale,

@@ -16,11 +16,16 @@
 
 /* The durability settings that ride with every write (IK__SQL_PROOF) and open
  * every check (my_hazards), in durability_rows's order: they can all change at run
- * time (SET GLOBAL), so each write carries them. */
+ * time (SET GLOBAL), so each write carries them. Bare variables: each item costs the
+ * server's parser as much as a statement's overhead (an IF() around one, a third
+ * more), and durability_rows reads the booleans as the server sends them. */
 #define PROOF_COLS                                                                                 \
-    "@@GLOBAL.innodb_flush_log_at_trx_commit, IF(@@GLOBAL.log_bin, 1, 0), @@GLOBAL.sync_binlog, "  \
-    "IF(@@GLOBAL.read_only, 1, 0)"
+    "@@GLOBAL.innodb_flush_log_at_trx_commit, @@GLOBAL.log_bin, @@GLOBAL.sync_binlog, "            \
+    "@@GLOBAL.read_only"
 #define PROOF_NCOLS 4
+/* The columns of Leaf's read-back (IK__SQL_LEAF_SELECT: biz_tag, max_id, step),
+ * which PROOF_COLS follow (the driver's back_proof). */
+#define BACK_NCOLS 3
 /* idkeeper's tables, for the engine check: every one needs transactions (SELECT ...
  * FOR UPDATE locks nothing without them, a failed advance is not rolled back, and a
  * crash loses what is not in the redo log). */
@@ -62,6 +67,22 @@ struct ik__sql_conn {
     /* SP2 of backend_sql_proof.c: the first warning count that came with a write or
      * a COMMIT of the last pipeline, said in words ("": none; my_qualified) */
     char qual[160];
+    /* M7 of backend_mysql.c: a bit (1u << i) per statement of its `prepared` table
+     * this session has prepared (session_setup); 0 after a lost one */
+    unsigned ps;
+    /* SP5 of backend_sql_proof.c: what the server's transaction state (session
+     * tracking, set by session_setup) said of the transaction begun by our last
+     * START TRANSACTION (tx_note): on 1 once the START TRANSACTION was answered with
+     * it, while every state since was whole and in that transaction; unsafe the
+     * first state that showed a table without transactions used, "" none;
+     * answers the statements' answers read on c (ik__mysql_query_result), noted
+     * the count tx_note had seen: an answer it did not see (a statement sent some
+     * other way, whose state change no later answer repeats) ends on */
+    struct {
+        int on;
+        char unsafe[16];
+        unsigned long answers, noted;
+    } tx;
 };
 
 /* mysql_conn.c, the session layer (each function's contract is at its definition):
@@ -101,5 +122,7 @@ void ik__mysql_engines_row(const ik__hazards *h, const char *v, ik_hazard *row);
  * is not one with transactions (InnoDB, RocksDB). */
 int ik__mysql_table_row(ik__sql_conn *c, const ik__hazards *h, const char *table,
                         const ik__sql_res *r, ik_hazard *row);
+/* sql_driver.h's tx_tables: the verdict of c->tx (SP5 of backend_sql_proof.c). */
+int ik__mysql_tx_tables(ik__sql_conn *c, const ik__hazards *h, ik_hazard *row);
 
 #endif

@@ -134,6 +134,7 @@ int ik__mysql_query_result(ik__sql_conn *c, int ret, int64_t deadline, MYSQL_RES
                            int64_t *affected, char *why, size_t why_len)
 {
     *out = NULL;
+    c->tx.answers++; /* for tx_note (backend_mysql.c): every answer, read or failed */
     if (ret) return ik__mysql_failed(c, 1, why, why_len);
     MYSQL_RES *res = NULL;
     int st = mysql_store_result_start(&res, c->m);

@@ -9,6 +9,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A boolean setting as the server sends it: 0 or 1 (MySQL, MariaDB 10), a word where
+ * it became an enum (MariaDB 11's read_only: OFF, ON, NO_LOCK, ...). Anything but
+ * off counts as on, the side that refuses: a read_only or a binary log not
+ * understood is never taken for off. */
+static int setting_on(const char *v)
+{
+    return strcmp(v, "0") != 0 && strcasecmp(v, "OFF") != 0;
+}
+
 /* The rows of the durability settings (PROOF_COLS, v[0..3]) into rows[*k..]: the
  * same rows, under the same names, whether a check or a write's proof read them.
  *   innodb_flush_log_at_trx_commit must be 1, or 3 on MariaDB (its documentation:
@@ -23,7 +32,8 @@ static void durability_rows(const ik__sql_conn *c, const ik__hazards *h, const c
                             ik_hazard *rows, size_t *k)
 {
     char val[96];
-    long flush = strtol(v[0], NULL, 10), log_bin = strtol(v[1], NULL, 10);
+    long flush = strtol(v[0], NULL, 10);
+    int log_bin = setting_on(v[1]), read_only = setting_on(v[3]);
     long sync_binlog = strtol(v[2], NULL, 10);
     ik__hazard_row(h, &rows[(*k)++], "innodb_flush_log_at_trx_commit", v[0],
                    !(flush == 1 || (flush == 3 && c->mariadb)),
@@ -35,8 +45,11 @@ static void durability_rows(const ik__sql_conn *c, const ik__hazards *h, const c
                    "with the binary log on, MySQL acknowledges commits a crash can take from "
                    "it, and so from recovery and replicas: SET GLOBAL sync_binlog = 1, or "
                    "start with --allow-unsafe-store to accept that");
-    ik__hazard_row(h, &rows[(*k)++], "read_only", strcmp(v[3], "1") == 0 ? "ON" : "OFF",
-                   strcmp(v[3], "1") == 0,
+    const char *ro = strcmp(v[3], "1") == 0 ? "ON"
+                     : !read_only           ? "OFF"
+                     : v[3][0]              ? v[3]
+                                            : "? (not read)";
+    ik__hazard_row(h, &rows[(*k)++], "read_only", ro, read_only,
                    "the server is read-only (a replica, or a primary being demoted): point "
                    "idkeeper at the primary");
 }
@@ -88,14 +101,28 @@ int ik__mysql_table_row(ik__sql_conn *c, const ik__hazards *h, const char *table
     return 1;
 }
 
+int ik__mysql_tx_tables(ik__sql_conn *c, const ik__hazards *h, ik_hazard *row)
+{
+    /* said of whole: every answer since the START TRANSACTION was noted */
+    if (!c->tx.on || c->tx.answers != c->tx.noted) return -1;
+    if (!c->tx.unsafe[0]) return 0;
+    char v[96];
+    snprintf(v, sizeof v, "a table without transactions in the write (transaction state %s)",
+             c->tx.unsafe);
+    ik__mysql_engines_row(h, v, row);
+    return 1;
+}
+
 void ik__mysql_proof(ik__sql_conn *c, const ik__hazards *h, const ik__sql_res *r, int in_tx,
                      ik_hazard *rows, size_t *n)
 {
     size_t k = 0;
-    if (r) {
+    if (r) { /* IK__SQL_PROOF's row, or Leaf's read-back with it (back_proof) */
+        size_t at = r->ncols == BACK_NCOLS + PROOF_NCOLS ? BACK_NCOLS : 0;
+        int whole = r->nrows == 1 && r->ncols == at + PROOF_NCOLS;
         const char *v[PROOF_NCOLS];
         for (size_t i = 0; i < PROOF_NCOLS; i++)
-            v[i] = r->nrows == 1 && r->ncols == PROOF_NCOLS ? ik__sql_cell(r, 0, i) : "";
+            v[i] = whole ? ik__sql_cell(r, 0, at + i) : "";
         durability_rows(c, h, v, rows, &k);
     }
     status_row(c, h, in_tx, &rows[k++]);

@@ -5,9 +5,9 @@
  *
  * Proof with every write (ik__sql_commit_proved): a slot take, a renewal, a tag
  * advance and a lock's fence carry the driver's IK__SQL_PROOF (the durability
- * settings and our tables' engines or persistence, as the session sees them) in the
- * round trip of their commit point, after it: the COMMIT, or the write itself where it
- * runs in autocommit. The driver reads the session's state from the answer (no
+ * settings, as the session sees them, and our tables' engines or persistence: SP5)
+ * in the round trip of their commit point, after it: the COMMIT, or the write itself
+ * where it runs in autocommit. The driver reads the session's state from the answer (no
  * transaction left open where a write must have committed) and what the store said
  * of the commit (a notice or warning with it). The proof's rows replace the check's
  * rows of the same names and go through the same verdicts (hazard.c), so a setting
@@ -20,7 +20,8 @@
  *       the COMMIT; a SET GLOBAL lands whenever it lands). A change that lands
  *       between the commit and the proof read after it is refused too: a false
  *       alarm, the safe side. (What cannot change inside a transaction, a table's
- *       engine under the metadata lock our statements hold, may be read earlier.)
+ *       engine under the metadata lock our statements hold, may be read earlier:
+ *       SP5.)
  *   SP2. What the store says of a commit is part of its evidence: a notice or a
  *       warning with it (PostgreSQL's "might not have been replicated" after a
  *       cancelled synchronous-replication wait), or a COMMIT answered as something
@@ -33,6 +34,16 @@
  *       is released, a renewal does not extend the safe window, a fence is not
  *       granted, an advance is never handed out (before the COMMIT: rolled back;
  *       after it: a gap logged at its exact range).
+ *   SP5. The tables a transaction wrote keep its writes only if they have
+ *       transactions. Where the database said so of every statement of the
+ *       transaction as it ran (the driver's tx_tables: MariaDB's transaction state in
+ *       each statement's answer), that is the evidence, judged with the proof after
+ *       the COMMIT; the table's metadata lock, taken by the statement that used it
+ *       and held to the COMMIT, keeps an ALTER TABLE ... ENGINE from landing in
+ *       between (SP1's exception). Where it did not say so (tracking off, a proxy
+ *       that drops it, a write in autocommit), the table's engine is read after the
+ *       COMMIT in its round trip (IK__SQL_TABLE_PROOF): a missing report is never
+ *       taken for a safe one.
  */
 #include "backend_sql.h"
 #include "internal.h"
@@ -57,7 +68,11 @@ int ik__sql_commit_proved(ik__sql_backend *b, ik__sql_conn *c, ik__sql_call comm
     ik__sql_call calls[3];
     int n = 0, tr = -1, pr = -1;
     calls[n++] = commit;
-    if (table && d->table_row && d->stmt[IK__SQL_TABLE_PROOF])
+    /* SP5: the tables of a transaction as the database said while it ran, else read */
+    ik_hazard txrow;
+    int tx =
+        commit.id == IK__SQL_COMMIT && d->tx_tables ? d->tx_tables(c, &b->base.hz, &txrow) : -1;
+    if (table && tx < 0 && d->table_row && d->stmt[IK__SQL_TABLE_PROOF])
         calls[tr = n++] = (ik__sql_call){IK__SQL_TABLE_PROOF, tp, 1};
     if (ik__sql_has_proof(d)) calls[pr = n++] = (ik__sql_call){IK__SQL_PROOF, NULL, 0};
     ik__sql_res r[3];
@@ -94,11 +109,12 @@ int ik__sql_commit_proved(ik__sql_backend *b, ik__sql_conn *c, ik__sql_call comm
         ik__sql_hazards_foreign(b, c, rc);
     } else {
         char words[240] = "";
-        ik_hazard rows[IK__SQL_PROOF_MAX + 1];
+        ik_hazard rows[IK__SQL_PROOF_MAX + 2];
         size_t k = 0;
         d->proof(c, &b->base.hz, pr >= 0 ? &r[pr] : NULL, 0, rows, &k);
         if (k > IK__SQL_PROOF_MAX) k = IK__SQL_PROOF_MAX;
         if (tr >= 0 && d->table_row(c, &b->base.hz, table, &r[tr], &rows[k])) k++;
+        if (tx > 0) rows[k++] = txrow;
         char hz[300] = "";
         int refused = ik__hazards_update(&b->base.hz, rows, k, hz, sizeof hz) == IK_EUNSAFE;
         if (refused) {

@@ -20,7 +20,9 @@
  *   the commit mark                              | kind, step, app, max_id)
  *   UPDATE leaf_alloc SET max_id = max_id + ? WHERE biz_tag = ?   |  (Leaf's custom step)
  *   [Leaf's SELECT of the row]                   |
- *   [the driver's proof]                         /  (SP3 of backend_sql_proof.c)
+ *   [the driver's proof]                         /  (SP3 of backend_sql_proof.c; in
+ *                                                    the SELECT's row where the
+ *                                                    driver has back_proof)
  *     (what the store stored: on PostgreSQL the UPDATE's RETURNING biz_tag, max_id,
  *     step; on MariaDB, which has no UPDATE ... RETURNING, Leaf's own SELECT after
  *     it, in the same transaction: one row, at the max_id read plus delta, or
@@ -282,7 +284,10 @@ static int advance_on(ik__sql_backend *b, ik__sql_conn *c, const char *app, cons
     int back = up; /* the row the UPDATE stored: its RETURNING, or Leaf's SELECT after it */
     if (!d->returning) calls[back = n++] = (ik__sql_call){IK__SQL_LEAF_SELECT, p, 1};
     int pr = -1; /* SP3 of backend_sql_proof.c: a setting already unsafe rolls it back */
-    if (ik__sql_has_proof(d)) calls[pr = n++] = (ik__sql_call){IK__SQL_PROOF, NULL, 0};
+    if (ik__sql_has_proof(d) && back != up && d->back_proof)
+        pr = back; /* the read-back's row carries it */
+    else if (ik__sql_has_proof(d))
+        calls[pr = n++] = (ik__sql_call){IK__SQL_PROOF, NULL, 0};
     ik__sql_res res[6];
     int ran = 0;
     int64_t ns[5] = {0}, t0 = b->cycle ? ik__mono_ns() : 0;

@@ -102,8 +102,9 @@ typedef enum ik__sql_stmt {
     /* Leaf's explicit-step variant (updateMaxIdByCustomStep), results as above:
      * UPDATE leaf_alloc SET max_id = max_id + $1 WHERE biz_tag = $2 */
     IK__SQL_LEAF_UPDATE_STEP,
-    /* Leaf's own: SELECT biz_tag, max_id, step FROM leaf_alloc WHERE biz_tag = $1
-     * (not on the advance's path: the UPDATE answers it) */
+    /* Leaf's own: SELECT biz_tag, max_id, step FROM leaf_alloc WHERE biz_tag = $1,
+     * the read-back after the UPDATE of a driver without `returning`; where the
+     * driver sets `back_proof`, IK__SQL_PROOF's columns follow the row's */
     IK__SQL_LEAF_SELECT,
     /* $1 biz_tag, $2 max_id, $3 step, $4 description: a new leaf_alloc row
      * (IK__SQL_EDUPLICATE if biz_tag exists) */
@@ -183,7 +184,8 @@ typedef enum ik__sql_stmt {
      * point of a write to that table (ik__sql_commit_proved), judged by table_row:
      * a table changed at run time (ALTER TABLE ... ENGINE = MyISAM, SET UNLOGGED) is
      * seen by the next write. A write's own statements hold the table's lock until
-     * its commit, so no ALTER lands between them. NULL: none. */
+     * its commit, so no ALTER lands between them. Not sent with a COMMIT whose
+     * transaction the driver's tx_tables proves. NULL: none. */
     IK__SQL_TABLE_PROOF,
 
     IK__SQL_NSTMT
@@ -323,6 +325,16 @@ typedef struct ik__sql_driver {
      * can. NULL: none. */
     int (*table_row)(ik__sql_conn *c, const ik__hazards *h, const char *table, const ik__sql_res *r,
                      ik_hazard *row);
+    /* The verdict of the tables the transaction open on c has used, from what the
+     * database said while its statements ran (MariaDB: the transaction state of
+     * session_track_transaction_info), no I/O; asked before its COMMIT is sent. 1 with
+     * row refused (as table_row's: a table without transactions was used); 0 where
+     * every table it used has transactions; -1 where the database did not say so for
+     * the whole transaction (the caller then reads IK__SQL_TABLE_PROOF after the
+     * COMMIT, as without it: evidence missing is never taken for evidence safe).
+     * The table's metadata lock, held from a statement's use of it to the COMMIT,
+     * keeps what was said true until then. NULL: never known (-1). */
+    int (*tx_tables)(ik__sql_conn *c, const ik__hazards *h, ik_hazard *row);
     /* What the store said of the writes of c's last exec_pipeline besides their
      * results (SP2 of backend_sql_proof.c): 1 if it qualified one (a notice or a
      * warning with a COMMIT or an autocommitted write, or a COMMIT answered as
@@ -335,6 +347,10 @@ typedef struct ik__sql_driver {
      * in the same round trip. Either way an advance trusts only what the store says
      * it stored (a trigger that rewrites max_id shows). */
     int returning;
+    /* 1 if IK__SQL_LEAF_SELECT answers IK__SQL_PROOF's columns after the row's: the
+     * advance's proof before its COMMIT (SP3 of backend_sql_proof.c) then rides in
+     * the read-back instead of a statement of its own. */
+    int back_proof;
     /* The generic layer's per-connection hazard state, kept in c. */
     ik__sql_conn_hz *(*hz_state)(ik__sql_conn *c);
     /* Describes the session ("pid 1234"): the database's id of the connection. */
