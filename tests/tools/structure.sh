@@ -32,9 +32,10 @@
 #      every file or folder under src/ they name exists (tests/tools/folders.py tree).
 #   9. the docs that restate the code agree with it (tests/tools/docs_code.py): the
 #      man page's route list is the HTTP route table; docs/testing.md's table of
-#      conformance groups has a row per group, a column per backend that runs the
-#      suite (local: and cmake/backends.cmake's), "-" where a group is skipped, and
-#      cites current promise numbers of docs/guarantees.md.
+#      conformance groups has a row per group, columns only of backends that run the
+#      suite (local: and cmake/backends.cmake's, in order), "-" where the column's
+#      store skips the group (a "# skips:" line of tests/conformance/stores/
+#      SCHEME.sh), and cites current promise numbers of docs/guarantees.md.
 #  10. the fate of a write in doubt is decided once, above the seam (docs/architecture.md,
 #      "Doubts ⇄ backend"; counters/doubt.c's rule): no file under src/lib/backends
 #      names the engine's verdict (ik__doubt_verdict), sets or returns a fate (a fate
@@ -50,6 +51,13 @@
 #      with its reason (tests/tools/funclen.py): a function follows its state diagram,
 #      one function per edge (STYLE.md); an exception no longer over the limit fails
 #      too, so the list stays true.
+#  13. docs/architecture.md's "Adding a backend" list holds for every backend of the
+#      tree (tests/tools/backend_list.py): each file it names is there for local: and
+#      each ik_backend() line (its conformance hooks, its note's tree, its section of
+#      docs/hazards.md, its URI in README.md, its fixture, its client's Debian package
+#      in scripts/install-deps.sh and debian/control), and the list names no file the
+#      check cannot hold. That the list is enough is the test structure/backend_add's
+#      (tests/tools/backend_add.sh adds clone:, a copy of local:, through it alone).
 # Prints every finding and exits 1 if there is one.
 set -uo pipefail
 build=$(cd "${1:?usage: structure.sh BUILD_DIR}" && pwd)
@@ -119,6 +127,8 @@ $hits"
   no "the option parser's fuzz dictionaries miss options of the table (above)"
 /usr/bin/python3 "$src/tests/tools/funclen.py" "$src" ||
   no "functions over 120 lines outside tests/tools/funclen.py's exceptions (above)"
+/usr/bin/python3 "$src/tests/tools/backend_list.py" "$src" ||
+  no "docs/architecture.md's Adding a backend list and the backends disagree (above)"
 
-((bad == 0)) && echo "structure: no call cycle in src/lib or src/server, no src/lib file over 1,100 lines, no C file but src/server/http/http_framing.* names http_parser, every multi through zk_session.c, no fate decided or trust horizon kept below the seam, the folder rules of src/lib and src/server kept, the trees of docs/architecture.md and the store notes complete, the man page's routes and testing.md's group table current, the fuzz dictionaries naming every option, no function over 120 lines but the named exceptions"
+((bad == 0)) && echo "structure: no call cycle in src/lib or src/server, no src/lib file over 1,100 lines, no C file but src/server/http/http_framing.* names http_parser, every multi through zk_session.c, no fate decided or trust horizon kept below the seam, the folder rules of src/lib and src/server kept, the trees of docs/architecture.md and the store notes complete, the man page's routes and testing.md's group table current, the fuzz dictionaries naming every option, no function over 120 lines but the named exceptions, the Adding a backend list true of every backend"
 exit $bad
