@@ -68,9 +68,17 @@ refused_at_once() {
 [ "$(seq_get)" = 200 ] || fail "no sequence ID at start"
 [ "$(rcli "$port" CONFIG SET appendonly no)" = OK ] || fail "CONFIG SET appendonly no"
 refused_at_once "appendonly no" appendonly
-grep -q "tag gap tag=q first=[0-9]* count=1 why=store_unsafe" "$T/s.log" ||
-  fail "appendonly no: no gap logged for the refused write: $(grep -i 'gap\|hazard' "$T/s.log" | tail -n 3)"
-pass "appendonly no: the next HTTP request and INCR got no ID (503, -TRYAGAIN naming appendonly), the refused range logged as a gap"
+# the refused write's range is a gap; or, where the lease's renewal (its own proof,
+# every 0.5 s) saw the setting before the request came (a loaded machine is slow to
+# start curl), the gate refused it before any write, and no range was taken: the
+# count at the end (answered and gaps make up 1..top) holds either way
+if grep -q "tag gap tag=q first=[0-9]* count=1 why=store_unsafe" "$T/s.log"; then
+  pass "appendonly no: the next HTTP request and INCR got no ID (503, -TRYAGAIN naming appendonly), the refused range logged as a gap"
+else
+  grep -q "store hazard: .*appendonly is no: refusing to write" "$T/s.log" ||
+    fail "appendonly no: neither a gap for the refused write nor the hazard's line: $(grep -i 'gap\|hazard' "$T/s.log" | tail -n 3)"
+  pass "appendonly no: the next HTTP request and INCR got no ID (503, -TRYAGAIN naming appendonly), refused before a write (the renewal saw it first)"
+fi
 
 # a first rewrite that lasts: 8 keys saved 0.5 s each by the rewrite's child
 for i in 1 2 3 4 5 6 7 8; do rcli "$port" SET "junk$i" x >/dev/null; done
