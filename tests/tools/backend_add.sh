@@ -37,8 +37,10 @@ else
   (cd "$src" && tar cf - --exclude='./build*' .) | tar xf - -C "$t"
 fi
 cd "$t" || exit 1
-git init -q . && git add -A && git -c user.name=t -c user.email=t@t commit -qm base ||
-  { echo "backend_add: no scratch repository" >&2; exit 1; }
+if ! { git init -q . && git add -A && git -c user.name=t -c user.email=t@t commit -qm base; }; then
+  echo "backend_add: no scratch repository" >&2
+  exit 1
+fi
 
 # --- the backend: its folder -------------------------------------------------
 # "clone" is as long as "local", so the URI code's lengths stay right.

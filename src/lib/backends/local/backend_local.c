@@ -461,8 +461,7 @@ static void describe_holders(const local_backend *b, const ik__slot_request *req
  * last, if any (rule 3), then every slot in range from *rest on, lowest first or
  * shuffled. The caller frees it; NULL: out of memory. Reads the records, takes
  * nothing. */
-static uint32_t *try_order(local_backend *b, const ik__slot_request *req, size_t *n,
-                           size_t *rest)
+static uint32_t *try_order(local_backend *b, const ik__slot_request *req, size_t *n, size_t *rest)
 {
     uint32_t count = req->worker_max - req->worker_min + 1;
     uint32_t *order = malloc(sizeof *order * (count + 1));
