@@ -19,6 +19,12 @@ enable -f /usr/lib/bash/sleep sleep 2>/dev/null || true
 IK_BIN=${IK_BIN_OVERRIDE:-$IK_BIN}
 IK_SRC=${IK_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 T=$(mktemp -d "${TMPDIR:-/tmp}/ik-test.XXXXXX")
+# Every process this test starts carries its mark in its environment: the cleanup
+# kills a pid of IK_PIDS only while it is still this test's (_ik_ours). A pid whose
+# process exited and was reaped is handed to the next process the kernel starts, on
+# a busy machine within seconds (pid_max 32768), and a SIGKILL by number then lands
+# on another test's server (CI: slots_time.etcd's b, "Killed" mid-test).
+export IK_TEST_MARK=$T
 IK_PIDS=()
 IK_CLEANUPS=()
 
@@ -30,11 +36,27 @@ log() {
 fail() { log "FAIL: $*"; exit 1; }
 pass() { log "PASS: $*"; }
 
+# _ik_ours PID: PID is a live process of this test: below this shell, or a program
+# started with our mark in its environment (one whose parent has gone; a fork of
+# this shell shows the environment bash was started with, so it is found by the
+# first rule).
+_ik_ours() {
+  local p=$1 stat n
+  for ((n = 0; n < 64 && p > 1; n++)); do
+    [ "$p" = "$$" ] && return 0
+    stat=$(<"/proc/$p/stat") 2>/dev/null || return 1
+    stat=${stat##*) }
+    p=${stat#* }
+    p=${p%% *}
+  done
+  { tr '\0' '\n' <"/proc/$1/environ"; } 2>/dev/null | grep -qxF "IK_TEST_MARK=$T"
+}
+
 ik_cleanup() {
   local rc=$?
   set +e
   for fn in "${IK_CLEANUPS[@]}"; do $fn; done
-  for p in "${IK_PIDS[@]}"; do kill -CONT "$p" 2>/dev/null; kill -KILL "$p" 2>/dev/null; done
+  for p in "${IK_PIDS[@]}"; do _ik_ours "$p" && { kill -CONT "$p" 2>/dev/null; kill -KILL "$p" 2>/dev/null; }; done
   wait 2>/dev/null
   # A sanitizer report in any log or stderr capture fails the test, even one from a
   # process whose exit code nobody looked at (TSan and LSan report and go on).

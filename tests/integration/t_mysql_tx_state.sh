@@ -35,6 +35,27 @@ seq_get() { # seq_get PORT BODY: one sequence request of 3 IDs; prints the statu
   echo "$code"
 }
 engine() { my_sql -e "SELECT ENGINE FROM information_schema.TABLES WHERE TABLE_SCHEMA = '$1' AND TABLE_NAME = 'leaf_alloc'"; }
+# warm WHO PORT: three advances answered before the change under test
+warm() { for i in 1 2 3; do [ "$(seq_get "$2" "$T/pre.body")" = 200 ] || fail "$1: no sequence IDs: $(cat "$T/pre.body")"; done; }
+# serve_warm WHO URI: tag q on URI, a server WHO on it (its port in PORT), warmed
+serve_warm() {
+  "$IK_BIN" tags add q --kind sequence --coord "$2" >/dev/null || fail "tags add q on $2"
+  serve_on "$1" --coord "$2" --lease-ttl 30000 || fail "$1 did not start: $(tail -n 5 "$T/$1.log")"
+  warm "$1" "$PORT"
+}
+# refused WHO PORT BODY WORDS WHAT: WHO's next advance (WHAT: its table's case) is
+# 503 saying WORDS, its range a gap, no ID answered twice
+refused() {
+  local code
+  code=$(seq_get "$2" "$3")
+  [ "$code" = 503 ] || fail "$1 answered the first advance $5 $code: $(cat "$3")"
+  grep -q "$4" "$3" || fail "$1's 503 does not say '$4': $(cat "$3")"
+  grep -q 'tag gap tag=q first=[0-9]* count=3 why=store_unsafe' "$T/$1.log" ||
+    fail "$1: its range is not logged as a gap: $(grep 'tag gap' "$T/$1.log" | head -n 3)"
+  assert_unique "$ANS"
+}
+# stop WHO: SIGTERM, and its exit waited for
+stop() { kill -TERM "${SERVER_PID[$1]}" 2>/dev/null || true; wait "${SERVER_PID[$1]}" 2>/dev/null || true; }
 
 # ---- 1. the metadata lock ------------------------------------------------------------
 ANS=$T/answered.1
@@ -66,14 +87,9 @@ code=$(cat "$T/held.code")
 [ "$code" = 200 ] || fail "the held advance, whose write was InnoDB's, was answered $code: $(cat "$T/held.body")"
 wait "$alter" || fail "the ALTER failed: $(cat "$T/alter.out")"
 [ "$(engine "$DB")" = MyISAM ] || fail "leaf_alloc is $(engine "$DB") after the ALTER"
-code=$(seq_get "$PA" "$T/after.body")
-[ "$code" = 503 ] || fail "the first advance on MyISAM was answered $code: $(cat "$T/after.body")"
-grep -q 'table engines' "$T/after.body" || fail "its 503 does not name the table engines: $(cat "$T/after.body")"
-grep -q 'tag gap tag=q first=[0-9]* count=3 why=store_unsafe' "$T/a.log" || fail "its range is not logged as a gap: $(grep 'tag gap' "$T/a.log" | head -n 3)"
-assert_unique "$ANS"
+refused a "$PA" "$T/after.body" 'table engines' "on MyISAM"
 pass "ALTER ... ENGINE = MyISAM waited on the held advance's metadata lock (InnoDB until its COMMIT), the advance answered 200, the next one 503 naming the table engines with its range a gap"
-kill -TERM "${SERVER_PID[a]}" 2>/dev/null || true
-wait "${SERVER_PID[a]}" 2>/dev/null || true
+stop a
 
 # ---- 2. the state turned off in the session --------------------------------------------
 ANS=$T/answered.2
@@ -87,14 +103,10 @@ PB=$PORT
 # advance's COMMIT; sequential requests go on one of them
 for i in 1 2 3 4 5 6; do [ "$(seq_get "$PB" "$T/pre.body")" = 200 ] || fail "b: no sequence IDs with the tracking off: $(cat "$T/pre.body")"; done
 my_sql -D "$DB" -e "ALTER TABLE leaf_alloc ENGINE = MyISAM" || fail "ALTER TABLE failed"
-code=$(seq_get "$PB" "$T/off.body")
-[ "$code" = 503 ] || fail "b answered the first advance on MyISAM, with no transaction state to go by, $code: $(cat "$T/off.body")"
-grep -q 'leaf_alloc MyISAM' "$T/off.body" || fail "b's 503 is not the engine read after the COMMIT (leaf_alloc MyISAM): $(cat "$T/off.body")"
-grep -q 'tag gap tag=q first=[0-9]* count=3 why=store_unsafe' "$T/b.log" || fail "b: its range is not logged as a gap: $(grep 'tag gap' "$T/b.log" | head -n 3)"
-assert_unique "$ANS"
+# with no transaction state to go by: the engine read after the COMMIT
+refused b "$PB" "$T/off.body" 'leaf_alloc MyISAM' "on MyISAM"
 pass "tracking turned off in the session: the next advance on MyISAM was 503 by the engine read after its COMMIT (leaf_alloc MyISAM), its range a gap"
-kill -TERM "${SERVER_PID[b]}" 2>/dev/null || true
-wait "${SERVER_PID[b]}" 2>/dev/null || true
+stop b
 
 # ---- 3. SET GLOBAL and init_connect turn it off for new sessions -----------------------
 ANS=$T/answered.3
@@ -107,19 +119,12 @@ my_sql -e "CREATE USER ikn@'127.0.0.1' IDENTIFIED BY '$IDKEEPER_PASSWORD';
 reached=$(mariadb --no-defaults -h 127.0.0.1 -P "$MY_PORT" -uikn -p"$IDKEEPER_PASSWORD" --batch --skip-column-names -e 'SELECT @@SESSION.session_track_transaction_info')
 [ "$reached" = OFF ] || fail "init_connect did not reach ikn's session (session_track_transaction_info $reached)"
 URI=mysql://ikn@127.0.0.1:$MY_PORT/$DB
-"$IK_BIN" tags add q --kind sequence --coord "$URI" >/dev/null || fail "tags add q as ikn"
-serve_on c --coord "$URI" --lease-ttl 30000 || fail "c did not start: $(tail -n 5 "$T/c.log")"
+serve_warm c "$URI"
 PC=$PORT
-for i in 1 2 3; do [ "$(seq_get "$PC" "$T/pre.body")" = 200 ] || fail "c: no sequence IDs: $(cat "$T/pre.body")"; done
 my_sql -D "$DB" -e "ALTER TABLE leaf_alloc ENGINE = MyISAM" || fail "ALTER TABLE failed"
-code=$(seq_get "$PC" "$T/global.body")
-[ "$code" = 503 ] || fail "c answered the first advance on MyISAM $code: $(cat "$T/global.body")"
-grep -q 'transaction state T_*w' "$T/global.body" || fail "c's 503 does not come from the transaction state: $(cat "$T/global.body")"
-grep -q 'tag gap tag=q first=[0-9]* count=3 why=store_unsafe' "$T/c.log" || fail "c: its range is not logged as a gap: $(grep 'tag gap' "$T/c.log" | head -n 3)"
-assert_unique "$ANS"
+refused c "$PC" "$T/global.body" 'transaction state T_*w' "on MyISAM"
 pass "SET GLOBAL and init_connect turned the tracking off for new sessions; idkeeper's own setting kept it, and the advance on MyISAM was 503 by its transaction state"
-kill -TERM "${SERVER_PID[c]}" 2>/dev/null || true
-wait "${SERVER_PID[c]}" 2>/dev/null || true
+stop c
 
 # ---- 4. Aria, crash-safe but without transactions --------------------------------------
 # Aria (TRANSACTIONAL=1, its default) logs its writes, yet cannot roll one back nor
@@ -129,20 +134,13 @@ wait "${SERVER_PID[c]}" 2>/dev/null || true
 ANS=$T/answered.4
 URI=$(my_uri txaria)
 DB=${URI##*/}
-"$IK_BIN" tags add q --kind sequence --coord "$URI" >/dev/null || fail "tags add q"
-serve_on d --coord "$URI" --lease-ttl 30000 || fail "d did not start: $(tail -n 5 "$T/d.log")"
+serve_warm d "$URI"
 PD=$PORT
-for i in 1 2 3; do [ "$(seq_get "$PD" "$T/pre.body")" = 200 ] || fail "d: no sequence IDs: $(cat "$T/pre.body")"; done
 my_sql -D "$DB" -e "ALTER TABLE leaf_alloc ENGINE = Aria TRANSACTIONAL = 1" || fail "ALTER TABLE ... ENGINE = Aria failed"
 [ "$(engine "$DB")" = Aria ] || fail "leaf_alloc is $(engine "$DB") after the ALTER to Aria"
-code=$(seq_get "$PD" "$T/aria.body")
-[ "$code" = 503 ] || fail "d answered the first advance on Aria $code: $(cat "$T/aria.body")"
-grep -q 'transaction state T_*w' "$T/aria.body" || fail "d's 503 does not come from the transaction state: $(cat "$T/aria.body")"
-grep -q 'tag gap tag=q first=[0-9]* count=3 why=store_unsafe' "$T/d.log" || fail "d: its range is not logged as a gap: $(grep 'tag gap' "$T/d.log" | head -n 3)"
-assert_unique "$ANS"
+refused d "$PD" "$T/aria.body" 'transaction state T_*w' "on Aria"
 pass "ALTER ... ENGINE = Aria TRANSACTIONAL = 1: the next advance was 503 by its transaction state ('w'), its range a gap"
-kill -TERM "${SERVER_PID[d]}" 2>/dev/null || true
-wait "${SERVER_PID[d]}" 2>/dev/null || true
+stop d
 
 # ---- 5. a prepared proof the session lost ----------------------------------------------
 # The proof after the COMMIT is prepared once per session and sent as EXECUTE

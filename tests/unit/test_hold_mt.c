@@ -337,9 +337,9 @@ static void lost_at_the_window_whatever_the_probe_does(void **st)
     int k = wait_told(&w, IK_HOLD_LOST, 5000);
     assert_true(k >= 0);
     assert_true(w.at[k] >= window_end);
-    /* a busy machine may wake the monitor late; a monitor that waited for the probe
-     * would never say it at all */
-    assert_true(w.at[k] < window_end + 400 * INT64_C(1000000));
+    /* a busy machine may wake the monitor late (545 ms seen under load); a monitor
+     * that waited for the probe, which hangs until the destroy, would never say it */
+    assert_true(w.at[k] < window_end + 3000 * INT64_C(1000000));
     assert_int_equal(probes_of(f), 1);
     pthread_mutex_lock(&f->mu);
     int64_t deadline = f->last_deadline;
@@ -366,10 +366,10 @@ static void proofs_move_the_window(void **st)
     int64_t t0 = ik__mono_ns();
     assert_int_equal(ik_lock_acquire(&f->base, 0, &fence), 0);
     int64_t u0 = ik_lock_trusted_until(&f->base);
-    nap_ms(1100);
+    nap_ms(2000);
     int n = probes_of(f);
-    /* 5 due in 1.1 s; a loaded machine may make fewer, never more */
-    assert_true(n >= 2 && n <= 5);
+    /* 10 due in 2 s; a loaded machine may make fewer, never more */
+    assert_true(n >= 2 && n <= 10);
     assert_int_equal(ik_lock_state(&f->base), IK_HOLD_HELD);
     assert_true(ik_lock_trusted_until(&f->base) > u0);
     pthread_mutex_lock(&w.mu);
@@ -397,14 +397,15 @@ static void doubt_and_back(void **st)
 {
     (void)st;
     seen w;
-    fake_lock *f = fake_new(&w, 2400, P_SILENT); /* first probe at 600 ms */
+    /* first probe at 1.5 s, the window at 4 s: room for a loaded machine */
+    fake_lock *f = fake_new(&w, 6000, P_SILENT);
     int64_t fence;
     assert_int_equal(ik_lock_acquire(&f->base, 0, &fence), 0);
-    assert_true(wait_told(&w, IK_HOLD_IN_DOUBT, 3000) >= 0);
+    assert_true(wait_told(&w, IK_HOLD_IN_DOUBT, 6000) >= 0);
     assert_int_equal(ik_lock_state(&f->base), IK_HOLD_IN_DOUBT);
     assert_true(ik_lock_trusted_until(&f->base) > 0); /* still within the window */
     set_mode(f, P_ANSWER);
-    int k = wait_told(&w, IK_HOLD_HELD, 3000);
+    int k = wait_told(&w, IK_HOLD_HELD, 6000);
     assert_true(k > 0);
     assert_int_equal(ik_lock_state(&f->base), IK_HOLD_HELD);
     assert_int_equal(told(&w, IK_HOLD_LOST), -1);
@@ -424,18 +425,19 @@ static void told_evidence_counts_at_once(void **st)
     assert_int_equal(ik_lock_acquire(&f->base, 0, &fence), 0);
     ik__hold_tell(&f->base, IK__HOLD_NO_ANSWER, "scripted: connection lost");
     assert_int_equal(ik_lock_state(&f->base), IK_HOLD_IN_DOUBT); /* before the monitor looks */
-    assert_true(wait_told(&w, IK_HOLD_IN_DOUBT, 2000) >= 0);
+    assert_true(wait_told(&w, IK_HOLD_IN_DOUBT, 5000) >= 0);
     int before = probes_of(f);
     ik__hold_tell(&f->base, IK__HOLD_STANDS, NULL);
-    assert_true(wait_told(&w, IK_HOLD_HELD, 2000) >= 0);
+    assert_true(wait_told(&w, IK_HOLD_HELD, 5000) >= 0);
     assert_true(probes_of(f) > before);
     int64_t t0 = ik__mono_ns();
     ik__hold_tell(&f->base, IK__HOLD_GONE, "scripted: our node was deleted");
     assert_int_equal(ik_lock_state(&f->base), IK_HOLD_LOST);
     assert_int_equal(ik_lock_trusted_until(&f->base), 0);
-    int k = wait_told(&w, IK_HOLD_LOST, 2000);
+    int k = wait_told(&w, IK_HOLD_LOST, 5000);
     assert_true(k >= 0);
-    assert_true(w.at[k] - t0 < 500 * INT64_C(1000000));
+    /* at once: no probe is due for 15 s, no window ends for 40 */
+    assert_true(w.at[k] - t0 < 5000 * INT64_C(1000000));
     assert_int_equal(ik_lock_release(&f->base), IK_ELOST);
     /* a new grant on the same lock starts afresh */
     assert_int_equal(ik_lock_acquire(&f->base, 0, &fence), 0);
@@ -449,10 +451,12 @@ static void probe_gone_is_lost(void **st)
 {
     (void)st;
     seen w;
-    fake_lock *f = fake_new(&w, 400, P_GONE);
+    /* the probe at 1.5 s, the window at 4 s: TSan on a loaded machine once ran the
+     * probe of a 400 ms term after its 267 ms window, and the window's LOST came first */
+    fake_lock *f = fake_new(&w, 6000, P_GONE);
     int64_t fence;
     assert_int_equal(ik_lock_acquire(&f->base, 0, &fence), 0);
-    assert_true(wait_told(&w, IK_HOLD_LOST, 3000) >= 0);
+    assert_true(wait_told(&w, IK_HOLD_LOST, 10000) >= 0);
     ik_hold_info hi;
     ik_lock_get_info(&f->base, &hi);
     assert_int_equal(hi.state, IK_HOLD_LOST);

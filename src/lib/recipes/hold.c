@@ -81,8 +81,8 @@ static void take_probe(ik__hold *h, int64_t now, verdict *v)
     if (h->state == IK_HOLD_HELD) {
         h->doubt_ns = h->probe_sent;
         char why[200];
-        snprintf(why, sizeof why, "no proof of the grant (%s): it may have been lost",
-                 h->doubt_why);
+        /* the verdict first: the store's words may be cut to the public why's size */
+        snprintf(why, sizeof why, "no proof of the grant, it may have been lost: %s", h->doubt_why);
         move(h, v, IK_HOLD_IN_DOUBT, why);
     }
 }
@@ -101,7 +101,7 @@ static void take_told(ik__hold *h, int64_t now, verdict *v)
         if (h->state == IK_HOLD_HELD) {
             h->doubt_ns = h->told_doubt_ns;
             char why[200];
-            snprintf(why, sizeof why, "%s: the grant may have been lost", h->told_why);
+            snprintf(why, sizeof why, "the grant may have been lost: %s", h->told_why);
             move(h, v, IK_HOLD_IN_DOUBT, why);
         }
     }
@@ -117,10 +117,11 @@ static void take_window(ik__hold *h, int64_t now, verdict *v)
     if (now < window_end(h)) return;
     char why[200];
     snprintf(why, sizeof why,
-             "no proof of the grant for 2/3 of its %lld ms term (last: %s): the store may "
-             "hand it on %lld ms from now",
-             (long long)h->proof.term_ms, h->doubt_why[0] ? h->doubt_why : "no answer",
-             (long long)(h->proof.term_ms - ik__proof_window_ms(h->proof.term_ms)));
+             "no proof of the grant for 2/3 of its %lld ms term: the store may hand it on "
+             "%lld ms from now (last: %s)",
+             (long long)h->proof.term_ms,
+             (long long)(h->proof.term_ms - ik__proof_window_ms(h->proof.term_ms)),
+             h->doubt_why[0] ? h->doubt_why : "no answer");
     move(h, v, IK_HOLD_LOST, why);
 }
 
