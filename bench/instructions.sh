@@ -13,6 +13,8 @@
 #   resp   idkeeper INCR on a segment tag         vs redis-server INCR counter
 #   seq    idkeeper GET /v1/sequence/seq?count=1 on local: (each ID committed to
 #          SQLite before the answer; no peer: its figure is printed alone)
+#   query  idkeeper GET /v1/snowflake?count=1&format=text: the ID route with a query
+#          to read (count, format, ids; no peer: printed alone)
 # Prints one line per pair: both figures and the ratio (goal: at most 0.50).
 # Settings: N1 (2000), N2 (12000), CASES ("http resp seq"), KEEP (a directory: keep
 # the callgrind files of the N2 runs there, for callgrind_annotate).
@@ -23,7 +25,7 @@ build=$(cd "${1:-$here/../build}" && pwd)
 bin=${IK_BIN:-$build/idkeeper}
 n1=${N1:-2000}
 n2=${N2:-12000}
-cases=${CASES:-http resp seq}
+cases=${CASES:-http resp seq query}
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/lib.sh"
 bench_scratch
@@ -70,6 +72,7 @@ ir_ik() {
   case $kind in
     http) drive_http "http://127.0.0.1:$port/api/snowflake/get/x" "$n" ;;
     seq) drive_http "http://127.0.0.1:$port/v1/sequence/seq?count=1&format=text" "$n" ;;
+    query) drive_http "http://127.0.0.1:$port/v1/snowflake?count=1&format=text" "$n" ;;
     resp) drive_resp $((port + 1)) "$n" "INCR seg" ;;
   esac
   stop_ir "$out"
@@ -123,6 +126,9 @@ for c in $cases; do
     seq)
       ik=$(per_req ir_ik seq) || exit 1
       echo "seq GET /v1/sequence/seq?count=1 on local: idkeeper $ik (no peer)" ;;
+    query)
+      ik=$(per_req ir_ik query) || exit 1
+      echo "query GET /v1/snowflake?count=1&format=text: idkeeper $ik (no peer)" ;;
     *) echo "instructions.sh: unknown case $c" >&2; exit 2 ;;
   esac
 done

@@ -349,12 +349,14 @@ typedef struct ik_coord_options {
     int zk_session_timeout_ms; /* default 10000 */
     const char *zk_auth;       /* "user:password" for digest auth, or NULL */
     /* Since 0.3.0, for the stores that log in with one (mysql://, postgresql://,
-     * redis://): the password, or NULL for none (or the one the URI holds). Copied
+     * redis://, etcd://; `idkeeper serve --help` lists a build's): the password, or
+     * NULL for none (or the one the URI holds). Copied
      * by ik_coord_open: the caller may wipe its own copy once that returns. The
      * library never shows it: every URI it logs or answers has its password removed. */
     const char *password;
     /* Since 0.3.0, for the stores whose worker slots are leases with an expiry
-     * (mysql://, postgresql://, redis://): a slot's time to live, default 10000 ms. A
+     * (mysql://, postgresql://, redis://, etcd://; `idkeeper serve --help` lists a
+     * build's, from its backends' ops tables): a slot's time to live, default 10000 ms. A
      * killed holder's slot frees after it; a holder that cannot renew stops issuing
      * at a safe part of it (docs/guarantees.md promise 10). */
     int lease_ttl_ms;

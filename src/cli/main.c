@@ -227,11 +227,14 @@ void ik__cli_print_command_help(const ik_cli_command *cmd, FILE *f)
             snprintf(help, sizeof help, "the %s backend's: %s", op->store->family, op->help);
         else
             snprintf(help, sizeof help, "%s", op->help);
-        if (i == IK_OPT_COORD) { /* the row's text ends in ':', the registry's list follows */
-            char forms[512];
-            ik__coord_uri_forms(forms, sizeof forms);
+        char rows[512] = ""; /* a row's text that ends in ':': the registry's list follows */
+        if (i == IK_OPT_COORD) ik__coord_uri_forms(rows, sizeof rows);
+        if (i == IK_OPT_SLOT_WAIT) ik__coord_slot_frees(rows, sizeof rows, 0);
+        if (i == IK_OPT_LEASE_TTL) ik__coord_slot_frees(rows, sizeof rows, 1);
+        if (i == IK_OPT_PASSWORD) ik__coord_password_schemes(rows, sizeof rows);
+        if (rows[0]) {
             size_t n = strlen(help);
-            snprintf(help + n, sizeof help - n, " %s", forms);
+            snprintf(help + n, sizeof help - n, " %s", rows);
         }
         print_wrapped(f, head, help);
         fprintf(f, "  %-28s %s%s%s%s\n", "", op->def && op->kind != IK_KIND_FLAG ? "default " : "",

@@ -51,8 +51,8 @@ ik_cli_option ik__cli_options[IK_OPT__COUNT] = {
     ROW(SLOT_CHOICE, "slot-choice", CHOICE, "random", "random|lowest",
         "slot taken when this identity's last one is not free", 0, 0, "random|lowest"),
     ROW(SLOT_WAIT, "slot-wait", INT, NULL, "MS",
-        "no free slot at start: wait this long for one, not ready meanwhile (default: "
-        "zk:// the session timeout + 2000, local: 0)",
+        "no free slot at start: wait this long for one, not ready meanwhile; by default what a "
+        "dead holder's slot takes to free plus 2000, on this build's backends:",
         0, 86400000, NULL),
     ROW(MAX_BATCH, "max-batch", INT, "10000", "N", "most IDs one request may ask for", 1, 1000000,
         NULL),
@@ -129,14 +129,15 @@ ik_cli_option ik__cli_options[IK_OPT__COUNT] = {
         "and tests",
         0, 0, NULL),
     ROW(PASSWORD, "password", STRING, NULL, "TEXT",
-        "the store's password (mysql://, postgresql://, redis://); set it in the environment "
-        "or the config file, or use --password-file: a command line shows in ps",
+        "the store's password; set it in the environment or the config file, or use "
+        "--password-file: a command line shows in ps. On this build's backends that log in "
+        "with one:",
         0, 1024, NULL),
     ROW(PASSWORD_FILE, "password-file", STRING, NULL, "FILE",
         "read the store's password from the file's first line (wins over --password)", 0, 0, NULL),
     ROW(LEASE_TTL, "lease-ttl", INT, "10000", "MS",
-        "mysql://, postgresql://, redis://, etcd://: a worker slot's lease; a dead holder's "
-        "slot frees after it",
+        "a worker slot's lease, after which a dead holder's slot frees, on this build's "
+        "backends whose slots are leases:",
         1000, 3600000, NULL),
     ROW(ALLOW_UNSAFE_STORE, "allow-unsafe-store", FLAG, "false", NULL,
         "serve counters on a store whose settings can lose an acknowledged write (the refusal "
@@ -299,6 +300,190 @@ int ik__cli_parse_url(const char *url, char *host, size_t host_len, int *port, c
     return 0;
 }
 
+/* ---- the checks of the option kinds -------------------------------------------------
+ * One function per kind (IK_KIND_*, options.h), in a table: text (not empty) against
+ * op's rules, into *n and *n2. Each returns 0, or -1 with a reason (without the
+ * source) in why. */
+
+typedef int kind_check(const ik_cli_option *op, const char *text, size_t len, int64_t *n,
+                       int64_t *n2, char *why, size_t why_len);
+
+static int check_flag(const ik_cli_option *op, const char *text, size_t len, int64_t *n,
+                      int64_t *n2, char *why, size_t why_len)
+{
+    (void)op, (void)len, (void)n2;
+    static const char *const yes[] = {"true", "yes", "on", "1"};
+    static const char *const no[] = {"false", "no", "off", "0"};
+    for (size_t i = 0; i < 4; i++) {
+        if (strcasecmp(text, yes[i]) == 0) {
+            *n = 1;
+            return 0;
+        }
+        if (strcasecmp(text, no[i]) == 0) return 0;
+    }
+    ik__cli_why(why, why_len, "'%s' is not true or false", text);
+    return -1;
+}
+
+static int check_string(const ik_cli_option *op, const char *text, size_t len, int64_t *n,
+                        int64_t *n2, char *why, size_t why_len)
+{
+    (void)n, (void)n2;
+    if (op->max > 0 && (int64_t)len > op->max) {
+        ik__cli_why(why, why_len, "%zu bytes, over %" PRId64, len, op->max);
+        return -1;
+    }
+    for (size_t i = 0; i < len; i++) {
+        if ((unsigned char)text[i] < ' ' || text[i] == 0x7f) {
+            ik__cli_why(why, why_len, "the value holds a control character");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int check_int(const ik_cli_option *op, const char *text, size_t len, int64_t *n, int64_t *n2,
+                     char *why, size_t why_len)
+{
+    (void)n2;
+    if (parse_i64(text, len, n) != 0) {
+        ik__cli_why(why, why_len, "'%s' is not a number (decimal digits)", text);
+        return -1;
+    }
+    if (*n < op->min || *n > op->max) {
+        ik__cli_why(why, why_len, "%s is out of range %" PRId64 "..%" PRId64, text, op->min,
+                    op->max);
+        return -1;
+    }
+    return 0;
+}
+
+static int check_coord(const ik_cli_option *op, const char *text, size_t len, int64_t *n,
+                       int64_t *n2, char *why, size_t why_len)
+{
+    (void)op, (void)len, (void)n, (void)n2;
+    if (ik_coord_uri_check(text, why, why_len) != 0) {
+        if (why && why_len && !why[0])
+            ik__cli_why(why, why_len, "'%s' is not a coordination URI", text);
+        return -1;
+    }
+    return 0;
+}
+
+static int check_app(const ik_cli_option *op, const char *text, size_t len, int64_t *n, int64_t *n2,
+                     char *why, size_t why_len)
+{
+    (void)op, (void)len, (void)n, (void)n2;
+    if (ik__app_name_check(text, NULL, 0) != 0) {
+        ik__cli_why(why, why_len, "'%s' is not an app name (" IK__APP_NAME_RULE ")", text);
+        return -1;
+    }
+    return 0;
+}
+
+static int check_addr(const ik_cli_option *op, const char *text, size_t len, int64_t *n,
+                      int64_t *n2, char *why, size_t why_len)
+{
+    (void)op, (void)len, (void)n2;
+    char host[256];
+    int port;
+    if (ik__parse_listen(text, host, sizeof host, &port, why, why_len) != 0) return -1;
+    *n = port;
+    return 0;
+}
+
+static int check_url(const ik_cli_option *op, const char *text, size_t len, int64_t *n, int64_t *n2,
+                     char *why, size_t why_len)
+{
+    (void)op, (void)len, (void)n2;
+    char host[256], prefix[256];
+    int port;
+    if (ik__cli_parse_url(text, host, sizeof host, &port, prefix, sizeof prefix, why, why_len) != 0)
+        return -1;
+    *n = port;
+    return 0;
+}
+
+static int check_range(const ik_cli_option *op, const char *text, size_t len, int64_t *n,
+                       int64_t *n2, char *why, size_t why_len)
+{
+    (void)len;
+    const char *dash = strchr(text, '-');
+    if (!dash || parse_i64(text, (size_t)(dash - text), n) != 0 ||
+        parse_i64(dash + 1, strlen(dash + 1), n2) != 0) {
+        ik__cli_why(why, why_len, "'%s' is not A-B (two numbers, e.g. 0-31)", text);
+        return -1;
+    }
+    if (*n > *n2) {
+        ik__cli_why(why, why_len, "'%s': the first number is above the second", text);
+        return -1;
+    }
+    if (*n < op->min || *n2 > op->max) {
+        ik__cli_why(why, why_len, "'%s' is out of range %" PRId64 "..%" PRId64, text, op->min,
+                    op->max);
+        return -1;
+    }
+    return 0;
+}
+
+static int check_layout(const ik_cli_option *op, const char *text, size_t len, int64_t *n,
+                        int64_t *n2, char *why, size_t why_len)
+{
+    (void)op, (void)len, (void)n, (void)n2;
+    ik_layout l;
+    ik_layout_default(&l);
+    if (ik_layout_parse(&l, text, why, why_len) != 0) {
+        if (why && why_len && !why[0]) ik__cli_why(why, why_len, "'%s' is not a layout", text);
+        return -1;
+    }
+    return 0;
+}
+
+/* An epoch is the layout's item epoch=TEXT, checked by the layout's own rule. */
+static int check_epoch(const ik_cli_option *op, const char *text, size_t len, int64_t *n,
+                       int64_t *n2, char *why, size_t why_len)
+{
+    char buf[256];
+    if (len > 200 || strchr(text, ',') || strchr(text, '=')) {
+        ik__cli_why(why, why_len, "'%.200s' is not Unix ms or YYYY-MM-DD", text);
+        return -1;
+    }
+    snprintf(buf, sizeof buf, "epoch=%s", text);
+    return check_layout(op, buf, strlen(buf), n, n2, why, why_len);
+}
+
+static int check_choice(const ik_cli_option *op, const char *text, size_t len, int64_t *n,
+                        int64_t *n2, char *why, size_t why_len)
+{
+    (void)n2;
+    const char *c = op->choices;
+    for (int i = 0; c && *c; i++) {
+        size_t cn = strcspn(c, "|");
+        if (cn == len && memcmp(c, text, len) == 0) {
+            *n = i;
+            return 0;
+        }
+        c += cn;
+        if (*c == '|') c++;
+    }
+    ik__cli_why(why, why_len, "'%s' is not one of %s", text, op->choices);
+    return -1;
+}
+
+static int check_store(const ik_cli_option *op, const char *text, size_t len, int64_t *n,
+                       int64_t *n2, char *why, size_t why_len)
+{
+    (void)len, (void)n, (void)n2;
+    return ik__store_option_check(op->store, text, why, why_len);
+}
+
+static kind_check *const kind_checks[] = {
+    [IK_KIND_FLAG] = check_flag,   [IK_KIND_STRING] = check_string, [IK_KIND_INT] = check_int,
+    [IK_KIND_COORD] = check_coord, [IK_KIND_APP] = check_app,       [IK_KIND_ADDR] = check_addr,
+    [IK_KIND_URL] = check_url,     [IK_KIND_RANGE] = check_range,   [IK_KIND_LAYOUT] = check_layout,
+    [IK_KIND_EPOCH] = check_epoch, [IK_KIND_CHOICE] = check_choice, [IK_KIND_STORE] = check_store,
+};
+
 /* Checks text against option id's kind; fills *n, *n2. Returns 0, or -1 with a
  * reason (without the source) in why. */
 static int check_value(ik_cli_opt_id id, const char *text, int64_t *n, int64_t *n2, char *why,
@@ -311,126 +496,8 @@ static int check_value(ik_cli_opt_id id, const char *text, int64_t *n, int64_t *
         ik__cli_why(why, why_len, "empty value");
         return -1;
     }
-    switch (op->kind) {
-    case IK_KIND_FLAG: {
-        static const char *const yes[] = {"true", "yes", "on", "1"};
-        static const char *const no[] = {"false", "no", "off", "0"};
-        for (size_t i = 0; i < 4; i++) {
-            if (strcasecmp(text, yes[i]) == 0) {
-                *n = 1;
-                return 0;
-            }
-            if (strcasecmp(text, no[i]) == 0) return 0;
-        }
-        ik__cli_why(why, why_len, "'%s' is not true or false", text);
-        return -1;
-    }
-    case IK_KIND_STRING:
-        if (op->max > 0 && (int64_t)len > op->max) {
-            ik__cli_why(why, why_len, "%zu bytes, over %" PRId64, len, op->max);
-            return -1;
-        }
-        for (size_t i = 0; i < len; i++) {
-            if ((unsigned char)text[i] < ' ' || text[i] == 0x7f) {
-                ik__cli_why(why, why_len, "the value holds a control character");
-                return -1;
-            }
-        }
-        return 0;
-    case IK_KIND_INT:
-        if (parse_i64(text, len, n) != 0) {
-            ik__cli_why(why, why_len, "'%s' is not a number (decimal digits)", text);
-            return -1;
-        }
-        if (*n < op->min || *n > op->max) {
-            ik__cli_why(why, why_len, "%s is out of range %" PRId64 "..%" PRId64, text, op->min,
-                        op->max);
-            return -1;
-        }
-        return 0;
-    case IK_KIND_COORD:
-        if (ik_coord_uri_check(text, why, why_len) != 0) {
-            if (why && why_len && !why[0])
-                ik__cli_why(why, why_len, "'%s' is not a coordination URI", text);
-            return -1;
-        }
-        return 0;
-    case IK_KIND_APP:
-        if (ik__app_name_check(text, NULL, 0) != 0) {
-            ik__cli_why(why, why_len, "'%s' is not an app name (" IK__APP_NAME_RULE ")", text);
-            return -1;
-        }
-        return 0;
-    case IK_KIND_ADDR: {
-        char host[256];
-        int port;
-        if (ik__parse_listen(text, host, sizeof host, &port, why, why_len) != 0) return -1;
-        *n = port;
-        return 0;
-    }
-    case IK_KIND_URL: {
-        char host[256], prefix[256];
-        int port;
-        if (ik__cli_parse_url(text, host, sizeof host, &port, prefix, sizeof prefix, why,
-                              why_len) != 0)
-            return -1;
-        *n = port;
-        return 0;
-    }
-    case IK_KIND_RANGE: {
-        const char *dash = strchr(text, '-');
-        if (!dash || parse_i64(text, (size_t)(dash - text), n) != 0 ||
-            parse_i64(dash + 1, strlen(dash + 1), n2) != 0) {
-            ik__cli_why(why, why_len, "'%s' is not A-B (two numbers, e.g. 0-31)", text);
-            return -1;
-        }
-        if (*n > *n2) {
-            ik__cli_why(why, why_len, "'%s': the first number is above the second", text);
-            return -1;
-        }
-        if (*n < op->min || *n2 > op->max) {
-            ik__cli_why(why, why_len, "'%s' is out of range %" PRId64 "..%" PRId64, text, op->min,
-                        op->max);
-            return -1;
-        }
-        return 0;
-    }
-    case IK_KIND_LAYOUT:
-    case IK_KIND_EPOCH: {
-        ik_layout l;
-        ik_layout_default(&l);
-        char buf[256];
-        if (op->kind == IK_KIND_EPOCH) {
-            if (len > 200 || strchr(text, ',') || strchr(text, '=')) {
-                ik__cli_why(why, why_len, "'%.200s' is not Unix ms or YYYY-MM-DD", text);
-                return -1;
-            }
-            snprintf(buf, sizeof buf, "epoch=%s", text);
-            text = buf;
-        }
-        if (ik_layout_parse(&l, text, why, why_len) != 0) {
-            if (why && why_len && !why[0]) ik__cli_why(why, why_len, "'%s' is not a layout", text);
-            return -1;
-        }
-        return 0;
-    }
-    case IK_KIND_CHOICE: {
-        const char *c = op->choices;
-        for (int i = 0; c && *c; i++) {
-            size_t cn = strcspn(c, "|");
-            if (cn == len && memcmp(c, text, len) == 0) {
-                *n = i;
-                return 0;
-            }
-            c += cn;
-            if (*c == '|') c++;
-        }
-        ik__cli_why(why, why_len, "'%s' is not one of %s", text, op->choices);
-        return -1;
-    }
-    case IK_KIND_STORE:
-        return ik__store_option_check(op->store, text, why, why_len);
-    }
+    if ((size_t)op->kind < sizeof kind_checks / sizeof kind_checks[0] && kind_checks[op->kind])
+        return kind_checks[op->kind](op, text, len, n, n2, why, why_len);
     ik__cli_why(why, why_len, "unknown kind of option");
     return -1;
 }

@@ -32,7 +32,8 @@
 
 #include "hazard.h"
 #include "idkeeper.h"
-#include "rules.h" /* ik__store_option */
+#include "internal.h" /* ik__forked */
+#include "rules.h"    /* ik__store_option */
 
 typedef struct ik__backend ik__backend;
 typedef struct ik__backend_ops ik__backend_ops;
@@ -209,6 +210,10 @@ typedef struct ik__tag_write {
 struct ik__backend_ops {
     const char *scheme;   /* "local", "zk": coord.c gives it every URI "SCHEME:..." */
     const char *uri_form; /* the URI's shape, for messages: "local:DIR" */
+    /* URIs of this scheme that uri_check accepts, NULL-terminated, at least one: the
+     * registry's tests check each one through coord.c (test_coord_registry), so that
+     * a new backend brings its examples in its row, not in a list of the tests. */
+    const char *const *uri_examples;
 
     /* Checks the whole URI's syntax without opening anything (no I/O; any thread):
      * 0, or IK_EURI with a one-line reason in why. ik_coord_uri_check's answer for
@@ -238,6 +243,9 @@ struct ik__backend_ops {
     /* 1 if open takes ik_coord_options.leaf_name (joins a Leaf snowflake fleet's
      * worker nodes); coord.c refuses the option for a backend without it. */
     int leaf_fleet;
+    /* 1 if open reads ik_coord_options.password (the store logs in with one): the
+     * help of --password lists this build's from the rows (ik__coord_password_schemes). */
+    int takes_password;
 
     /* The schema a DBA creates by hand (`idkeeper schema`): SQL statements,
      * NULL-terminated; NULL for a backend without one. */
@@ -288,6 +296,13 @@ struct ik__backend_ops {
      * 0, or NULL, where it frees at once. The lease's default slot wait is this plus
      * 2 s. */
     int64_t (*slot_free_ms)(ik__backend *b);
+    /* The row's word for slot_free_ms, read without a handle (the CLI's help of
+     * --slot-wait and --lease-ttl, ik__coord_slot_frees): what a dead holder's slot
+     * frees after. NULL where it frees at once (slot_free_ms NULL too);
+     * IK__FREES_AFTER_LEASE_TTL where slot_free_ms is ik_coord_options.lease_ttl_ms;
+     * else the store's own, "the session timeout". test_coord_registry holds the row
+     * to slot_free_ms. */
+    const char *slot_frees_after;
 
     /* Describes the current session into buf ("0x1234abcd", or ""). May be NULL. */
     void (*session)(ik__backend *b, char *buf, size_t len);
@@ -397,19 +412,51 @@ int64_t ik__store_opt_int(const ik_coord_options *o, const char *name, int64_t n
  * set (ik_coord_stop_within). */
 #define IK__SETTLE_MS 2000
 
+/* slot_frees_after of a backend whose worker slot is a lease of --lease-ttl. */
+#define IK__FREES_AFTER_LEASE_TTL "--lease-ttl"
+
 /* coord.c: the registry's backends, in order; *n = how many. For tests. */
 const ik__backend_ops *const *ik__coord_backends(size_t *n);
 
-/* coord.c: the doubt engine of a coord handle (counters/doubt.h); NULL for a backend
- * whose writes are never in doubt (no tag_settle). */
-struct ik__doubts *ik__coord_doubts(ik_coord *c);
-/* coord.c: the backend behind a coord handle. */
-ik__backend *ik__coord_backend(ik_coord *c);
-/* coord.c: 1 if c was opened before this process's fork() (fork.c): the parent's,
- * refused in the child (IK_EFORKED). */
-int ik__coord_forked(const ik_coord *c);
-/* coord.c: IDKEEPER_TEST_WRITE_DELAY_MS as it was when c was opened (0: none). */
-int ik__coord_test_write_delay_ms(const ik_coord *c);
+/* What the layers over the seam (core/, counters/, recipes/) read of a coord handle:
+ * the first member of coord.c's struct ik_coord, set at open and never changed
+ * after, read through the functions below without a call into coord.c. coord.c owns
+ * the handle's life, the doubt engine's with it (made at open, settled and freed at
+ * close): the layers that use the engine never make or end one, so calls between
+ * coord.c and counters/ go one way, down from coord.c. */
+typedef struct ik__coord_head {
+    ik__backend *be;           /* the backend behind the handle */
+    struct ik__doubts *doubts; /* its doubt engine (counters/doubt.h); NULL for a backend
+                                  whose writes are never in doubt (no tag_settle) */
+    unsigned fork_gen;         /* the process generation it was opened in (fork.c) */
+    int test_write_delay_ms;   /* IDKEEPER_TEST_WRITE_DELAY_MS at open (0: none) */
+} ik__coord_head;
+
+static inline const ik__coord_head *ik__coord_head_of(const ik_coord *c)
+{
+    return (const ik__coord_head *)(const void *)c;
+}
+/* The doubt engine of a coord handle; NULL where the writes are never in doubt. */
+static inline struct ik__doubts *ik__coord_doubts(const ik_coord *c)
+{
+    return ik__coord_head_of(c)->doubts;
+}
+/* The backend behind a coord handle. */
+static inline ik__backend *ik__coord_backend(const ik_coord *c)
+{
+    return ik__coord_head_of(c)->be;
+}
+/* 1 if c was opened before this process's fork() (fork.c): the parent's, refused in
+ * the child (IK_EFORKED). */
+static inline int ik__coord_forked(const ik_coord *c)
+{
+    return ik__forked(ik__coord_head_of(c)->fork_gen);
+}
+/* IDKEEPER_TEST_WRITE_DELAY_MS as it was when c was opened (0: none). */
+static inline int ik__coord_test_write_delay_ms(const ik_coord *c)
+{
+    return ik__coord_head_of(c)->test_write_delay_ms;
+}
 
 /* tags.c: advances a tag through c's backend, after the test write delay. */
 int ik__tag_advance(ik_coord *c, const char *app, const char *name, ik_tag_kind kind, int64_t delta,

@@ -13,10 +13,7 @@
 #include <string.h>
 
 struct ik_coord {
-    unsigned fork_gen; /* the process generation it was opened in (fork.c) */
-    ik__backend *be;
-    ik__doubts *doubts;      /* the doubt engine, where the backend's writes can be in doubt */
-    int test_write_delay_ms; /* IDKEEPER_TEST_WRITE_DELAY_MS at open (tests only) */
+    ik__coord_head h; /* first: what the layers over the seam read (backend.h) */
 
     /* The stop's bound (ik_coord_stop_within): a watchdog thread cuts the backend
      * (ops->cut) at stop_by_ns, unless close came first; a close that begins nearer
@@ -166,6 +163,64 @@ void ik__coord_uri_forms(char *buf, size_t len)
                                  backends[i]->uri_form);
 }
 
+/* The scheme of a URI form with its separator, "zk://" or "local:": its length. */
+static int scheme_len(const char *form)
+{
+    const char *sep = strstr(form, "://");
+    return (int)(sep ? (size_t)(sep - form) + 3 : strcspn(form, ":") + 1);
+}
+
+/* Appends to buf at *used the schemes of the backends whose slot_frees_after is
+ * after's (both NULL counts), "A://, B://"; how many. */
+static int schemes_freeing_after(const char *after, char *buf, size_t len, size_t *used)
+{
+    int n = 0;
+    for (size_t i = 0; i < NBACKENDS && *used < len; i++) {
+        const char *a = backends[i]->slot_frees_after;
+        if (a != after && (!a || !after || strcmp(a, after) != 0)) continue;
+        *used += (size_t)snprintf(buf + *used, len - *used, "%s%.*s", n++ ? ", " : "",
+                                  scheme_len(backends[i]->uri_form), backends[i]->uri_form);
+    }
+    return n;
+}
+
+void ik__coord_slot_frees(char *buf, size_t len, int lease_ttl_only)
+{
+    size_t used = 0;
+    if (len == 0) return;
+    buf[0] = '\0';
+    if (lease_ttl_only) {
+        schemes_freeing_after(IK__FREES_AFTER_LEASE_TTL, buf, len, &used);
+        return;
+    }
+    /* each group once, in the order of its first backend, those freeing at once last */
+    for (size_t i = 0; i < NBACKENDS && used < len; i++) {
+        const char *a = backends[i]->slot_frees_after;
+        int first = a != NULL;
+        for (size_t e = 0; e < i && first; e++)
+            first = !backends[e]->slot_frees_after || strcmp(backends[e]->slot_frees_after, a);
+        if (!first) continue;
+        if (used) used += (size_t)snprintf(buf + used, len - used, "; ");
+        if (used < len) schemes_freeing_after(a, buf, len, &used);
+        if (used < len) used += (size_t)snprintf(buf + used, len - used, " %s + 2000", a);
+    }
+    char at_once[256];
+    size_t n = 0;
+    if (used < len && schemes_freeing_after(NULL, at_once, sizeof at_once, &n) > 0)
+        snprintf(buf + used, len - used, "%s%s 0", used ? "; " : "", at_once);
+}
+
+void ik__coord_password_schemes(char *buf, size_t len)
+{
+    size_t used = 0;
+    if (len == 0) return;
+    buf[0] = '\0';
+    for (size_t i = 0; i < NBACKENDS && used < len; i++)
+        if (backends[i]->takes_password)
+            used += (size_t)snprintf(buf + used, len - used, "%s%.*s", used ? ", " : "",
+                                     scheme_len(backends[i]->uri_form), backends[i]->uri_form);
+}
+
 const ik__store_option *ik__coord_store_option(size_t i)
 {
     for (size_t b = 0; b < NBACKENDS; b++) {
@@ -250,17 +305,17 @@ int ik_coord_open(const char *uri, const ik_coord_options *o, ik_coord **out, ch
      * "Test hooks"); read once, here, so that no hot path calls getenv */
     const char *delay = getenv("IDKEEPER_TEST_WRITE_DELAY_MS");
     long ms = delay ? strtol(delay, NULL, 10) : 0;
-    c->test_write_delay_ms = ms > 0 && ms <= 600000 ? (int)ms : 0;
-    c->fork_gen = ik__fork_gen();
+    c->h.test_write_delay_ms = ms > 0 && ms <= 600000 ? (int)ms : 0;
+    c->h.fork_gen = ik__fork_gen();
     pthread_mutex_init(&c->mu, NULL);
     ik__cond_init_mono(&c->cv);
-    rc = ops->tag_settle ? ik__doubts_new(&c->doubts) : IK_OK;
+    rc = ops->tag_settle ? ik__doubts_new(&c->h.doubts) : IK_OK;
     if (rc) ik__fail(rc, why, why_len, "no randomness from the kernel for the counters' writer id");
-    if (!rc) rc = ops->open(stripped ? stripped : uri, &opts, &c->be, why, why_len);
+    if (!rc) rc = ops->open(stripped ? stripped : uri, &opts, &c->h.be, why, why_len);
     ik__store_uri_free(stripped);
     ik__store_options_free(list);
     if (rc) {
-        ik__doubts_free(c->doubts);
+        ik__doubts_free(c->h.doubts);
         pthread_cond_destroy(&c->cv);
         pthread_mutex_destroy(&c->mu);
         free(c);
@@ -279,7 +334,7 @@ static void cut_unlock(ik_coord *c, const char *why)
     pthread_mutex_unlock(&c->mu);
     if (!cut) return;
     ik__logf("%s: calls still waiting on the store are cut (docs/guarantees.md promise 13)", why);
-    if (c->be->ops->cut) c->be->ops->cut(c->be);
+    if (c->h.be->ops->cut) c->h.be->ops->cut(c->h.be);
 }
 
 /* The watchdog of ik_coord_stop_within: cuts the backend at stop_by_ns, unless
@@ -305,10 +360,10 @@ static void *watchdog(void *arg)
 int ik_coord_stop_within(ik_coord *c, int64_t timeout_ms)
 {
     if (!c || timeout_ms < 0) return IK_EINVAL;
-    if (ik__forked(c->fork_gen)) return IK_EFORKED;
+    if (ik__forked(c->h.fork_gen)) return IK_EFORKED;
     pthread_mutex_lock(&c->mu);
     int rc = c->watching ? IK_EINVAL : IK_OK;
-    if (rc == IK_OK && c->be->ops->stop_begin) c->be->ops->stop_begin(c->be);
+    if (rc == IK_OK && c->h.be->ops->stop_begin) c->h.be->ops->stop_begin(c->h.be);
     if (rc == IK_OK) {
         c->stop_by_ns = ik__mono_ns() + timeout_ms * INT64_C(1000000);
         if (pthread_create(&c->watchdog, NULL, watchdog, c))
@@ -332,14 +387,14 @@ static int64_t settle_by(ik_coord *c)
 
 void ik_coord_settle(ik_coord *c)
 {
-    if (!c || ik__forked(c->fork_gen)) return; /* a fork's child settles none of the parent's */
-    ik__backend *be = c->be;
-    if (!c->doubts || !ik__doubts_open(c->doubts)) return; /* never in doubt, or none open */
+    if (!c || ik__forked(c->h.fork_gen)) return; /* a fork's child settles none of the parent's */
+    ik__backend *be = c->h.be;
+    if (!c->h.doubts || !ik__doubts_open(c->h.doubts)) return; /* never in doubt, or none open */
     pthread_mutex_lock(&c->mu);
     int cut = c->cut;
     pthread_mutex_unlock(&c->mu);
     if (cut) {
-        ik__doubts_settle(c->doubts, be, 0, "the stop's deadline had passed");
+        ik__doubts_settle(c->h.doubts, be, 0, "the stop's deadline had passed");
         return;
     }
     /* The checks once more, now: a doubt is never settled through a store they
@@ -351,10 +406,10 @@ void ik_coord_settle(ik_coord *c)
     if (ik__hazards_refused(&be->hz, why, sizeof why) == IK_EUNSAFE) {
         char refused[360];
         snprintf(refused, sizeof refused, "the store's checks refuse it: %s", why);
-        ik__doubts_settle(c->doubts, be, 0, refused);
+        ik__doubts_settle(c->h.doubts, be, 0, refused);
         return;
     }
-    ik__doubts_settle(c->doubts, be, settle_by(c), NULL);
+    ik__doubts_settle(c->h.doubts, be, settle_by(c), NULL);
 }
 
 void ik_coord_close(ik_coord *c)
@@ -363,7 +418,7 @@ void ik_coord_close(ik_coord *c)
     /* In a fork's child the backend is the parent's: its threads are not here, a
      * mutex of theirs may be held for ever, its session and files go on serving the
      * parent. Nothing of it is touched; the child's copy is left as it is. */
-    if (ik__forked(c->fork_gen)) return;
+    if (ik__forked(c->h.fork_gen)) return;
     /* the doubts first, while the hazards still answer (a freed verdict would
      * answer "safe") */
     ik_coord_settle(c);
@@ -372,14 +427,14 @@ void ik_coord_close(ik_coord *c)
     pthread_cond_broadcast(&c->cv);
     int watching = c->watching;
     /* the close's own wait must end by the stop's deadline (backend.h) */
-    int64_t close_ns = c->be->ops->close_wait_ms * INT64_C(1000000);
+    int64_t close_ns = c->h.be->ops->close_wait_ms * INT64_C(1000000);
     if (watching && !c->cut && close_ns > 0 && ik__mono_ns() + close_ns > c->stop_by_ns)
         cut_unlock(c, "the stop's deadline is nearer than the store's close may take");
     else
         pthread_mutex_unlock(&c->mu);
     if (watching) pthread_join(c->watchdog, NULL);
-    ik__doubts_free(c->doubts);          /* logs what the settle could not reach */
-    if (c->be) c->be->ops->close(c->be); /* frees the hazards last (backend.h) */
+    ik__doubts_free(c->h.doubts);              /* logs what the settle could not reach */
+    if (c->h.be) c->h.be->ops->close(c->h.be); /* frees the hazards last (backend.h) */
     pthread_cond_destroy(&c->cv);
     pthread_mutex_destroy(&c->mu);
     free(c);
@@ -387,13 +442,13 @@ void ik_coord_close(ik_coord *c)
 
 const char *ik_coord_uri(const ik_coord *c)
 {
-    return c ? c->be->ops->uri(c->be) : NULL;
+    return c ? c->h.be->ops->uri(c->h.be) : NULL;
 }
 
 int ik_coord_locks_check(const ik_coord *c, char *why, size_t why_len)
 {
     if (!c) return ik__fail(IK_EINVAL, why, why_len, "no coord");
-    const ik__backend_ops *ops = c->be->ops;
+    const ik__backend_ops *ops = c->h.be->ops;
     if (ops->recipe) return IK_OK;
     return ik__fail(IK_EURI, why, why_len, "%s",
                     ops->no_locks ? ops->no_locks : "this backend offers no locks or elections");
@@ -402,9 +457,9 @@ int ik_coord_locks_check(const ik_coord *c, char *why, size_t why_len)
 int ik_coord_check(ik_coord *c, ik_hazard **out, size_t *n, char *why, size_t why_len)
 {
     if (!c || !out || !n) return IK_EINVAL;
-    if (ik__forked(c->fork_gen))
+    if (ik__forked(c->h.fork_gen))
         return ik__fail(IK_EFORKED, why, why_len, "%s", ik_strerror(IK_EFORKED));
-    ik__backend *be = c->be;
+    ik__backend *be = c->h.be;
     if (be->ops->hazards_check) {
         int rc = be->ops->hazards_check(be, why, why_len);
         if (rc && rc != IK_EUNSAFE) return rc;
@@ -415,50 +470,30 @@ int ik_coord_check(ik_coord *c, ik_hazard **out, size_t *n, char *why, size_t wh
 int ik_coord_hazards(ik_coord *c, ik_hazard **out, size_t *n, char *why, size_t why_len)
 {
     if (!c) return IK_EINVAL;
-    if (ik__forked(c->fork_gen))
+    if (ik__forked(c->h.fork_gen))
         return ik__fail(IK_EFORKED, why, why_len, "%s", ik_strerror(IK_EFORKED));
     if (out && n) {
-        int rc = ik__hazards_copy(&c->be->hz, out, n);
+        int rc = ik__hazards_copy(&c->h.be->hz, out, n);
         if (rc) return rc;
     }
-    return ik__hazards_refused(&c->be->hz, why, why_len);
-}
-
-ik__doubts *ik__coord_doubts(ik_coord *c)
-{
-    return c->doubts;
-}
-
-ik__backend *ik__coord_backend(ik_coord *c)
-{
-    return c->be;
-}
-
-int ik__coord_forked(const ik_coord *c)
-{
-    return ik__forked(c->fork_gen);
-}
-
-int ik__coord_test_write_delay_ms(const ik_coord *c)
-{
-    return c->test_write_delay_ms;
+    return ik__hazards_refused(&c->h.be->hz, why, why_len);
 }
 
 int ik_coord_last_error(const ik_coord *c, char *why, size_t why_len)
 {
     if (!c || !why || !why_len) return IK_EINVAL;
     why[0] = '\0';
-    if (ik__forked(c->fork_gen))
+    if (ik__forked(c->h.fork_gen))
         return ik__fail(IK_EFORKED, why, why_len, "%s", ik_strerror(IK_EFORKED));
-    if (c->be->ops->last_error) c->be->ops->last_error(c->be, why, why_len);
+    if (c->h.be->ops->last_error) c->h.be->ops->last_error(c->h.be, why, why_len);
     return why[0] ? IK_OK : IK_ENOTFOUND;
 }
 
 int ik_slots_list(ik_coord *c, const char *app, ik_slot_info **out, size_t *n)
 {
     if (!c || !out || !n) return IK_EINVAL;
-    if (ik__forked(c->fork_gen)) return IK_EFORKED;
+    if (ik__forked(c->h.fork_gen)) return IK_EFORKED;
     if (!app) app = "default";
     if (ik__app_name_check(app, NULL, 0) != 0) return IK_EINVAL;
-    return c->be->ops->slots_list(c->be, app, out, n);
+    return c->h.be->ops->slots_list(c->h.be, app, out, n);
 }

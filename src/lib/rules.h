@@ -134,6 +134,16 @@ char *ik__uri_redact(const char *uri, char *out, size_t out_len);
 const char *ik__coord_uri_form(size_t i);
 /* coord.c: every form, "A, B or C", into buf (cut short if buf is). */
 void ik__coord_uri_forms(char *buf, size_t len);
+/* coord.c: when a dead holder's slot frees on each backend of this build, from the
+ * rows (backend.h, slot_frees_after), into buf (cut short if buf is): with
+ * lease_ttl_only, the schemes whose slots are leases of --lease-ttl ("mysql://,
+ * etcd://"); else every backend by what its slot frees after, and what --slot-wait
+ * waits by default there (that plus 2000, or 0), "zk:// the session timeout + 2000;
+ * mysql://, etcd:// --lease-ttl + 2000; local: 0". */
+void ik__coord_slot_frees(char *buf, size_t len, int lease_ttl_only);
+/* coord.c: the schemes of this build's backends that log in with a password (their
+ * rows' takes_password), "mysql://, redis://", into buf (cut short if buf is). */
+void ik__coord_password_schemes(char *buf, size_t len);
 
 /* coord.c: the client libraries of this build's backends, "NAME VERSION\n" a line
  * (each once: two schemes can share one), into buf, from each backend's ops table.

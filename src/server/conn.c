@@ -5,7 +5,8 @@
  *
  * Calls go down only: pend.c (dropping and detaching answers), metrics and log.
  */
-#include "server_internal.h"
+#include "conn.h"
+#include "log.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -126,6 +127,7 @@ void ik__conn_push(ik__conn *c, ik__pend *p)
         p->charge = b < UINT32_MAX ? (uint32_t)b : UINT32_MAX;
     }
     c->charged += p->charge;
+    p->answer = c->proto->answer;
     push(c, p);
 }
 

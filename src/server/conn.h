@@ -142,26 +142,9 @@ struct ik__conn {
     char out_inline[IK_CONN_OUT_INLINE];
 };
 
-/* The connections a loop's turn has read from, flushed together when its reads are
- * done (a uv_check handle: after the turn's I/O callbacks, before it polls again). */
-typedef struct ik__turn {
-    uv_check_t check; /* its data is the worker */
-    uv_idle_t idle;   /* active while waking: the turn does not sleep before its check */
-    int waking;       /* an answer (not a read) queued a flush this turn */
-    ik__conn *head;   /* by wnext */
-    int ready;        /* check initialized (closed by the loop's teardown) */
-} ik__turn;
-
 /* Starts w's end-of-turn flush (loop.c, at the loop's start). Returns 0 or a libuv
  * error. */
 int ik__turn_init(ik__worker *w);
-
-/* One listening socket of a loop and the protocol it speaks. */
-typedef struct ik__listener {
-    uv_tcp_t tcp; /* first; its data is the worker */
-    const ik__proto *proto;
-    int ready; /* tcp initialized (closed by the loop's teardown) */
-} ik__listener;
 
 /* Listens on fd (taken over, even on failure) with proto, on w's loop. Returns 0
  * or a libuv error. */

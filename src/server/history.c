@@ -13,7 +13,11 @@
  * Below the routes, the page, the pending answers and the server's start-up, which
  * call it; it calls only the library and the pure helpers (buf.c, json.c, log.c).
  */
-#include "server_internal.h"
+#include "history.h"
+#include "ready.h"
+#include "log.h"
+#include "json.h"
+#include "../lib/rules.h" /* ik__fmt_iso8601 */
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -24,7 +28,8 @@
 
 void ik__history_init(ik__server *srv)
 {
-    ik__history *h = &srv->hist;
+    ik__history *h = ik__xcalloc(1, sizeof *h);
+    srv->hist = h;
     pthread_mutex_init(&h->mu, NULL);
     static const int kinds[IK_HIST_KINDS] = {IK_HIST_SNOWFLAKE, IK_TAG_SEGMENT, IK_TAG_SEQUENCE};
     for (int i = 0; i < IK_HIST_KINDS; i++)
@@ -44,13 +49,16 @@ void ik__history_init(ik__server *srv)
 
 void ik__history_set_range(ik__server *srv, uint32_t min, uint32_t max)
 {
-    srv->hist.range_min = min;
-    srv->hist.range_max = max;
+    srv->hist->range_min = min;
+    srv->hist->range_max = max;
 }
 
 void ik__history_destroy(ik__server *srv)
 {
-    pthread_mutex_destroy(&srv->hist.mu);
+    if (!srv->hist) return;
+    pthread_mutex_destroy(&srv->hist->mu);
+    free(srv->hist);
+    srv->hist = NULL;
 }
 
 /* ---- series ------------------------------------------------------------------------------ */
@@ -77,7 +85,7 @@ static ik__series *series_of(ik__history *h, int kind, const char *tag)
 
 void ik__history_add(ik__server *srv, const char *tag, uint64_t n)
 {
-    ik__history *h = &srv->hist;
+    ik__history *h = srv->hist;
     pthread_mutex_lock(&h->mu);
     ik__series *s = series_of(h, IK_TAG_SEQUENCE, tag);
     if (s) s->added += n;
@@ -126,7 +134,7 @@ static ik__event *event_new(ik__history *h, const char *kind)
 
 void ik__event_add(ik__server *srv, const char *kind, const char *fmt, ...)
 {
-    ik__history *h = &srv->hist;
+    ik__history *h = srv->hist;
     va_list ap;
     pthread_mutex_lock(&h->mu);
     ik__event *e = event_new(h, kind);
@@ -138,7 +146,7 @@ void ik__event_add(ik__server *srv, const char *kind, const char *fmt, ...)
 
 void ik__event_gap(ik__server *srv, const char *tag, int64_t first, int64_t count, const char *why)
 {
-    ik__history *h = &srv->hist;
+    ik__history *h = srv->hist;
     pthread_mutex_lock(&h->mu);
     ik__event *e = event_new(h, "gap");
     snprintf(e->tag, sizeof e->tag, "%s", tag);
@@ -156,7 +164,7 @@ void ik__event_gap(ik__server *srv, const char *tag, int64_t first, int64_t coun
 
 void ik__event_lease(ik__server *srv, ik_lease_state state, int worker, const char *why)
 {
-    ik__history *h = &srv->hist;
+    ik__history *h = srv->hist;
     const char *kind = "lease";
     char text[200];
     why = why ? why : "";
@@ -189,7 +197,7 @@ void ik__event_lease(ik__server *srv, ik_lease_state state, int worker, const ch
 
 int ik__events_get(ik__server *srv, ik__event *out)
 {
-    ik__history *h = &srv->hist;
+    ik__history *h = srv->hist;
     pthread_mutex_lock(&h->mu);
     int n = h->nevents;
     for (int i = 0; i < n; i++)
@@ -204,7 +212,7 @@ int ik__events_get(ik__server *srv, ik__event *out)
 static void list_work(uv_work_t *req)
 {
     ik__server *srv = req->data;
-    ik__history *h = &srv->hist;
+    ik__history *h = srv->hist;
     ik_slot_info *slots = NULL;
     size_t n = 0;
     h->list_rc = ik_slots_list(srv->coord, srv->cfg->app, &slots, &n);
@@ -219,7 +227,7 @@ static void list_work(uv_work_t *req)
 static void list_after(uv_work_t *req, int status)
 {
     ik__server *srv = req->data;
-    ik__history *h = &srv->hist;
+    ik__history *h = srv->hist;
     h->listing = 0;
     if (status != 0 || h->list_rc != 0) return; /* the last count stands, with its time */
     atomic_store(&h->range_held, h->list_held);
@@ -228,9 +236,9 @@ static void list_after(uv_work_t *req, int status)
 
 void ik__range_use(ik__server *srv, uint32_t *slots, int *held, int64_t *at_ms)
 {
-    *slots = srv->hist.range_max - srv->hist.range_min + 1;
-    *held = atomic_load(&srv->hist.range_held);
-    *at_ms = atomic_load(&srv->hist.range_at_ms);
+    *slots = srv->hist->range_max - srv->hist->range_min + 1;
+    *held = atomic_load(&srv->hist->range_held);
+    *at_ms = atomic_load(&srv->hist->range_at_ms);
 }
 
 /* ---- the sampler ------------------------------------------------------------------------- */
@@ -239,7 +247,7 @@ void ik__range_use(ik__server *srv, uint32_t *slots, int *held, int64_t *at_ms)
  * event. */
 static void sample_lease_clock(ik__server *srv, int64_t now_ms)
 {
-    ik__history *h = &srv->hist;
+    ik__history *h = srv->hist;
     ik_lease_info li;
     ik_snowflake_info gi;
     ik__lease_info(srv, &li);
@@ -261,16 +269,16 @@ static void sample_lease_clock(ik__server *srv, int64_t now_ms)
 
 int64_t ik__lease_proof_ms(ik__server *srv)
 {
-    pthread_mutex_lock(&srv->hist.mu);
-    int64_t ms = srv->hist.proof_ms;
-    pthread_mutex_unlock(&srv->hist.mu);
+    pthread_mutex_lock(&srv->hist->mu);
+    int64_t ms = srv->hist->proof_ms;
+    pthread_mutex_unlock(&srv->hist->mu);
     return ms;
 }
 
 void ik__history_tick(ik__worker *w)
 {
     ik__server *srv = w->srv;
-    ik__history *h = &srv->hist;
+    ik__history *h = srv->hist;
     int64_t now_ms = ik__now_ms(), now_s = now_ms / 1000;
     if (w->index != 0 || now_s == h->last_s) return;
 
@@ -315,7 +323,7 @@ void ik__history_tick(ik__worker *w)
 
 void ik__history_render(ik__server *srv, int seconds, ik__buf *b)
 {
-    ik__history *h = &srv->hist;
+    ik__history *h = srv->hist;
     char end[32];
     pthread_mutex_lock(&h->mu);
     int64_t last = h->last_s;

@@ -9,8 +9,10 @@
  * - how much of the worker range is held, listed from the store every
  *   IK_RANGE_LIST_MS in the thread pool (never on a loop).
  *
- * Everything lives in one ik__history inside the server, allocated once: no
- * allocation after start, whatever the load or the number of tags. Its size is
+ * Everything lives in one ik__history, the server's (srv->hist), allocated once at
+ * start (ik__history_init): no allocation after it, whatever the load or the number
+ * of tags. The server holds it by pointer, so that the server's struct needs not
+ * this header (worker.h is below this file). Its size is
  * sizeof(ik__history), about 95 KiB (GET /v1/history says it as memory_bytes).
  *
  * Threads: the sampler (ik__history_tick) runs on loop 0 only; the adders and the
@@ -21,6 +23,7 @@
 #define IK_HISTORY_H
 
 #include "buf.h"
+#include "worker.h"
 
 #include <idkeeper.h>
 #include <pthread.h>
@@ -80,5 +83,38 @@ typedef struct ik__history {
     int list_rc;
     int list_held;
 } ik__history;
+
+/* ---- the calls (history.c) ---------------------------------------------------- */
+
+/* Sets up srv->hist (before anything can add to it) and frees it. */
+void ik__history_init(ik__server *srv);
+void ik__history_destroy(ik__server *srv);
+/* The worker range whose use is listed: the layout's [min, max]. Before the loops start. */
+void ik__history_set_range(ik__server *srv, uint32_t min, uint32_t max);
+/* The sampler: on loop 0 (a no-op on any other), at most once a Unix second; called
+ * from the sweep timer. Never waits for the store (its listing goes to the thread pool). */
+void ik__history_tick(ik__worker *w);
+/* Counts n sequence IDs of tag answered (the per-tag series). Any thread. */
+void ik__history_add(ik__server *srv, const char *tag, uint64_t n);
+/* Adds an event (kind: "slot", "lease", "clock", "hazard") with a printf text. Any thread. */
+void ik__event_add(ik__server *srv, const char *kind, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Adds a sequence gap as an event: count IDs of tag from first (first < 0: not known),
+ * why as in ik_sequence_gap_ids_total's label. Any thread. */
+void ik__event_gap(ik__server *srv, const char *tag, int64_t first, int64_t count, const char *why);
+/* Adds the lease's state change as an event (the slot taken or lost, in doubt, ...).
+ * Any thread (the lease's on_state). */
+void ik__event_lease(ik__server *srv, ik_lease_state state, int worker, const char *why);
+/* Copies the events, newest first, into out[IK_EVENTS_MAX]; returns how many. Any thread. */
+int ik__events_get(ik__server *srv, ik__event *out);
+/* The worker range's size, the slots of it held as last listed (-1: not yet) and when
+ * (Unix ms). Any thread. */
+void ik__range_use(ik__server *srv, uint32_t *slots, int *held, int64_t *at_ms);
+/* Unix ms the lease was last proven (a new time record acknowledged), as the sampler
+ * saw it (within a second); 0 if never. Any thread. */
+int64_t ik__lease_proof_ms(ik__server *srv);
+/* GET /v1/history's and GET /v1/events' JSON into b. Any thread. */
+void ik__history_render(ik__server *srv, int seconds, ik__buf *b);
+void ik__events_render(ik__server *srv, ik__buf *b);
 
 #endif

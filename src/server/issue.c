@@ -11,7 +11,10 @@
  * Below both front doors, above the pending answers (pend.c): it calls neither
  * front door, nor the connection core.
  */
-#include "server_internal.h"
+#include "issue.h"
+#include "history.h"
+#include "log.h"
+#include "ready.h"
 
 #include <stdio.h>
 #include <stdlib.h>

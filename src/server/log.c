@@ -5,7 +5,8 @@
  *
  * Below every other file of the daemon: it calls nothing of theirs.
  */
-#include "server_internal.h"
+#include "log.h"
+#include "../lib/rules.h" /* ik__fmt_iso8601 */
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* loop.c: the event loops, one per thread (server_internal.h, "Threads and ownership"): each
+/* loop.c: the event loops, one per thread (worker.h, "Threads and ownership"): each
  * loop's listeners (HTTP, and RESP with --resp) on the connection core, its timers
  * (the sweep for timeouts, the snowflake retry timer), the done queue that brings
  * pending answers back from library threads, and its shutdown.
@@ -16,7 +16,12 @@
  *   The loop ends once both happened and its last connection and pending answer are
  *   gone (ik__worker_maybe_end, pend.c).
  */
-#include "server_internal.h"
+#include "loop.h"
+#include "conn.h"
+#include "pend.h"
+#include "history.h"
+#include "http_conn.h"
+#include "resp_conn.h"
 
 #include <stdlib.h>
 #include <unistd.h>

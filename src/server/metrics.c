@@ -8,7 +8,10 @@
  * srv->route_labels and srv->resp_labels at start. It calls nothing of the daemon but
  * the recent past's range count (history.c); readiness comes from its caller.
  */
-#include "server_internal.h"
+#include "metrics.h"
+#include "history.h"
+#include "ready.h"
+#include "../lib/rules.h" /* ik__grow */
 
 #include <stddef.h>
 #include <stdio.h>
@@ -17,11 +20,6 @@
 
 const int ik__metric_codes[IK_N_CODES - 1] = {200, 201, 400, 401, 404, 405, 408,
                                               409, 413, 414, 431, 500, 503, 505};
-
-const char *const ik__gone_text[IK_GONE_N] = {"", "client gone", "shutdown deadline",
-                                              "ids above 2^53 asked as numbers"};
-const char *const ik__gone_label[IK_GONE_N] = {"", "client_gone", "shutdown_deadline",
-                                               "ids_too_large"};
 
 void ik__gap_add(ik__server *srv, const char *tag, const char *why, uint64_t n)
 {
@@ -84,14 +82,12 @@ static void gauge(ik__buf *b, const char *name, const char *help, long long v)
     ik__buf_printf(b, "%s %lld\n", name, v);
 }
 
-void ik__metrics_render(ik__server *srv, int ready, ik__buf *b)
-{
-    ik_snowflake_info gi;
-    ik_lease_info li;
-    ik_snowflake_get_info(srv->gen, &gi);
-    ik__lease_info(srv, &li);
+/* ---- the families, in the order the page lists them ---------------------------------- */
 
-    counter(b, "ik_ids_issued_total", "Snowflake IDs issued by this server.", gi.issued);
+/* The IDs answered, by kind (the snowflake's count is the generator's own). */
+static void render_ids(ik__server *srv, const ik_snowflake_info *gi, ik__buf *b)
+{
+    counter(b, "ik_ids_issued_total", "Snowflake IDs issued by this server.", gi->issued);
     counter(b, "ik_segment_ids_total", "Segment IDs answered by this server.",
             sum(srv, OFF_OF(segment_ids)));
     counter(b, "ik_sequence_ids_total", "Sequence IDs answered by this server.",
@@ -103,6 +99,11 @@ void ik__metrics_render(ik__server *srv, int ready, ik__buf *b)
     counter(b, "ik_sequence_requests_withdrawn_total",
             "Sequence requests withdrawn before their commit because the client had gone.",
             sum(srv, OFF_OF(sequence_withdrawn)));
+}
+
+/* What the tag store cost: the gaps, the errors, the requests waiting on it now. */
+static void render_store(ik__server *srv, ik__buf *b)
+{
     header(b, "ik_sequence_gap_ids_total", "counter",
            "Sequence IDs committed for nobody (a gap, logged as 'tag gap'), by tag and why.");
     pthread_mutex_lock(&srv->gaps_mu);
@@ -120,7 +121,11 @@ void ik__metrics_render(ik__server *srv, int ready, ik__buf *b)
     for (int i = 0; i < srv->nworkers; i++)
         pending += atomic_load_explicit(&srv->workers[i]->m.pending, memory_order_relaxed);
     gauge(b, "ik_pending_requests", "Requests waiting for the tag store now.", pending);
+}
 
+/* The requests of each front door, by the labels of its table (server.c sets them). */
+static void render_doors(ik__server *srv, ik__buf *b)
+{
     header(b, "ik_http_requests_total", "counter", "HTTP requests answered, by route and status.");
     for (size_t r = 0; r < srv->nroute_labels; r++) {
         const char *route = srv->route_labels[r];
@@ -136,20 +141,22 @@ void ik__metrics_render(ik__server *srv, int ready, ik__buf *b)
             }
         }
     }
+    if (!srv->resp_text[0]) return;
+    header(b, "ik_resp_commands_total", "counter",
+           "Redis-protocol commands answered, by command and result (error: a RESP error "
+           "answer).");
+    for (size_t r = 0; r < srv->nresp_labels; r++)
+        for (size_t k = 0; k < 2; k++) {
+            uint64_t v = sum(srv, OFF_OF(resp_cmds[r][k]));
+            if (v)
+                ik__buf_printf(b, "ik_resp_commands_total{command=\"%s\",result=\"%s\"} %llu\n",
+                               srv->resp_labels[r], k ? "error" : "ok", (unsigned long long)v);
+        }
+}
 
-    if (srv->resp_text[0]) {
-        header(b, "ik_resp_commands_total", "counter",
-               "Redis-protocol commands answered, by command and result (error: a RESP error "
-               "answer).");
-        for (size_t r = 0; r < srv->nresp_labels; r++)
-            for (size_t k = 0; k < 2; k++) {
-                uint64_t v = sum(srv, OFF_OF(resp_cmds[r][k]));
-                if (v)
-                    ik__buf_printf(b, "ik_resp_commands_total{command=\"%s\",result=\"%s\"} %llu\n",
-                                   srv->resp_labels[r], k ? "error" : "ok", (unsigned long long)v);
-            }
-    }
-
+/* The HTTP connections: open now, accepted, turned away, timed out. */
+static void render_connections(ik__server *srv, ik__buf *b)
+{
     gauge(b, "ik_http_connections", "Open HTTP connections.",
           atomic_load_explicit(&srv->connections, memory_order_relaxed));
     counter(b, "ik_http_connections_accepted_total", "HTTP connections accepted.",
@@ -160,7 +167,11 @@ void ik__metrics_render(ik__server *srv, int ready, ik__buf *b)
     counter(b, "ik_http_timeouts_total",
             "HTTP connections dropped by the read, write or idle timeout.",
             sum(srv, OFF_OF(timeouts)));
+}
 
+/* The store's hazard checks by verdict, and how many refuse now. */
+static void render_hazards(ik__server *srv, ik__buf *b)
+{
     ik_hazard *hz = NULL;
     size_t nhz = 0;
     ik_coord_hazards(srv->coord, &hz, &nhz, NULL, 0);
@@ -177,9 +188,13 @@ void ik__metrics_render(ik__server *srv, int ready, ik__buf *b)
     gauge(b, "ik_store_refused_checks",
           "Store hazard checks refused now: while above 0 nothing is written to the store.",
           (long long)refused);
-    gauge(b, "ik_ready",
-          "1 while a snowflake ID can be issued now (what /readyz answers 200 for), else 0.",
-          ready);
+}
+
+/* The worker number: the range it comes from and the lease that holds it. */
+static void render_lease(ik__server *srv, ik__buf *b)
+{
+    ik_lease_info li;
+    ik__lease_info(srv, &li);
     uint32_t range_slots;
     int range_held;
     int64_t range_at;
@@ -199,13 +214,34 @@ void ik__metrics_render(ik__server *srv, int ready, ik__buf *b)
           (long long)li.valid_for_ms);
     counter(b, "ik_lease_acquisitions_total", "Worker slots taken (1 + re-acquisitions).",
             li.acquisitions);
+}
+
+/* The clock as the generator met it: ticks waited for, backward steps waited out or refused. */
+static void render_clock(const ik_snowflake_info *gi, ik__buf *b)
+{
     counter(b, "ik_clock_tick_waits_total", "Waits for the next tick (sequence used up).",
-            gi.tick_waits);
+            gi->tick_waits);
     counter(b, "ik_clock_backward_waits_total",
-            "Waits for a clock that went back by at most max-backward.", gi.backward_waits);
+            "Waits for a clock that went back by at most max-backward.", gi->backward_waits);
     counter(b, "ik_clock_backward_refusals_total",
             "Refusals because the clock went back by more than max-backward.",
-            gi.backward_refusals);
+            gi->backward_refusals);
     gauge(b, "ik_clock_last_backward_ms", "Size of the latest backward clock jump seen.",
-          (long long)gi.last_backward_ms);
+          (long long)gi->last_backward_ms);
+}
+
+void ik__metrics_render(ik__server *srv, int ready, ik__buf *b)
+{
+    ik_snowflake_info gi;
+    ik_snowflake_get_info(srv->gen, &gi);
+    render_ids(srv, &gi, b);
+    render_store(srv, b);
+    render_doors(srv, b);
+    render_connections(srv, b);
+    render_hazards(srv, b);
+    gauge(b, "ik_ready",
+          "1 while a snowflake ID can be issued now (what /readyz answers 200 for), else 0.",
+          ready);
+    render_lease(srv, b);
+    render_clock(&gi, b);
 }

@@ -3,14 +3,23 @@
  * came back to nobody; and the end of a loop, which waits for the last of them.
  *
  * Calls go down only (log.c, metrics.c, the library). A pending answer reaches its
- * connection through the protocol's answer hook (conn.h), set by the protocol.
+ * connection through the protocol's answer hook (conn.h), which the connection
+ * copied into it when it queued it (p->answer): by no call.
  */
-#include "server_internal.h"
+#include "pend.h"
+#include "log.h"
+#include "metrics.h"
+#include "history.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+const char *const ik__gone_text[IK_GONE_N] = {"", "client gone", "shutdown deadline",
+                                              "ids above 2^53 asked as numbers"};
+const char *const ik__gone_label[IK_GONE_N] = {"", "client_gone", "shutdown_deadline",
+                                               "ids_too_large"};
 
 ik__pend *ik__pend_new(ik__worker *w)
 {
@@ -24,13 +33,7 @@ void ik__pend_free(ik__pend *p)
 {
     if (!p) return;
     if (p->ids && p->ids != p->ids_inline) free(p->ids);
-    if (p->pool) {
-        ik_free(p->pool->list);
-        ik_free(p->pool->slots);
-        for (int i = 0; i < IK_SERVER_SEMAPHORES_MAX; i++)
-            ik_free(p->pool->sema[i]);
-        free(p->pool);
-    }
+    if (p->pool) p->pool_free(p->pool);
     ik__buf_reset(&p->out);
     free(p);
 }
@@ -132,7 +135,7 @@ void ik__pend_complete(ik__worker *w, ik__pend *p)
         ik__worker_maybe_end(w);
         return;
     }
-    c->proto->answer(c, p);
+    p->answer(c, p);
 }
 
 int ik__pend_withdraw(ik__worker *w, ik__pend *p)

@@ -21,18 +21,36 @@
  * Everything else runs on p's loop thread. This file is below the connection core
  * and the protocols: it reaches a connection only through its protocol's answer
  * hook (a function pointer), never by a call.
+ *
+ * Pending answers (the store is never waited for on a loop):
+ * - A handler that needs the store (segment with both blocks empty, every sequence
+ *   request, the tag routes) hands an ik__pend to the library (its callback runs on a
+ *   library thread) or to libuv's thread pool, and returns it (HTTP: rs->pend). The
+ *   protocol queues it on the connection, in request order, and goes on.
+ * - The library callback copies the IDs into the ik__pend, appends it to the worker's
+ *   completion queue and wakes the loop (uv_async_send on w->done, under done_mu, so
+ *   the handle cannot close in between). The thread pool's after-work callback runs
+ *   on the loop itself. Either way the protocol renders the answer into the ik__pend.
+ * - Answers leave a connection in request order: a pending answer holds back the
+ *   ones behind it (they wait, serialized, in held ik__pends).
+ * - The callback never touches the connection. A connection that closes while
+ *   answers are pending (the client gave up: EOF, reset, or the shutdown deadline)
+ *   withdraws each sequence request still queued in the library
+ *   (ik__pend_withdraw: never committed, freed at once) and detaches the rest
+ *   (p->conn = NULL, p->gone says why, on the loop); a detached ik__pend is freed
+ *   when it comes back, and a sequence range committed for it is a gap, logged and
+ *   counted (ik__pend_orphaned).
+ * - A loop ends only when it is draining, has closed its use of the allocators
+ *   (stores_closed), and has no connection and nothing in flight (inflight == 0): no
+ *   callback can then reach it.
  */
 #ifndef IK_PEND_H
 #define IK_PEND_H
 
-#include "http_util.h"
-#include "json.h"
-#include "server.h" /* IK_SERVER_SEMAPHORES_MAX */
+#include "buf.h"
+#include "worker.h"
 
 #include <uv.h>
-
-typedef struct ik__worker ik__worker;
-typedef struct ik__conn ik__conn;
 
 /* What a pending answer waits for. */
 typedef enum ik__op {
@@ -48,42 +66,33 @@ typedef enum ik__op {
     IK_OP_SNOWFLAKE   /* a snowflake request the generator asked to retry (IK_AGAIN) */
 } ik__op;
 
-/* A route's call to the store in libuv's thread pool, its inputs and results: the
- * tag routes', GET /v1/workers' (the app's slots) and the status page's (both). */
-typedef struct ik__pool_call {
-    uv_work_t work;
-    ik__tag_body body; /* create: the request */
-    ik_tag_info info;  /* create: the tag read back (or the one in the way); get */
-    int have_info;
-    ik_tag_info *list; /* list, page (ik_free) */
-    size_t nlist;
-    int list_rc;         /* page: the tags list's result */
-    ik_slot_info *slots; /* workers, page (ik_free) */
-    size_t nslots;
-    int slots_rc; /* page: the slots list's result */
-    /* semaphores, page: the leases of each semaphore shown (ik_free), its stored max,
-     * and the listing's result, in the order of the server's config */
-    ik_semaphore_holder *sema[IK_SERVER_SEMAPHORES_MAX];
-    size_t nsema[IK_SERVER_SEMAPHORES_MAX];
-    int64_t sema_max[IK_SERVER_SEMAPHORES_MAX];
-    int sema_rc[IK_SERVER_SEMAPHORES_MAX];
-    char decode[24]; /* page: the ?decode= ID asked for, "" if none */
-    char why[256];   /* create: the library's reason */
-} ik__pool_call;
-
-/* Why a pending answer lost its connection (ik__pend.gone); names in ik__gone_text
- * (log lines) and ik__gone_label (metric labels), metrics.c. */
+/* Why a pending answer lost its connection (ik__pend.gone). */
 enum { IK_GONE_NO = 0, IK_GONE_CLIENT, IK_GONE_SHUTDOWN, IK_GONE_TOO_LARGE, IK_GONE_N };
+/* The names of IK_GONE_* (pend.h): in log lines, and as metric labels. */
+extern const char *const ik__gone_text[IK_GONE_N];
+extern const char *const ik__gone_label[IK_GONE_N];
+
+struct ik__http_reply;
+struct ik__pend;
+/* HTTP: how a route renders the answer it left pending, once it came back (p->rc,
+ * p->ids ...), into rs: the route that queued it sets it (http_routes.c). Loop
+ * thread. */
+typedef void ik__http_render(ik__worker *w, struct ik__pend *p, struct ik__http_reply *rs);
 
 /* One answer of a connection, pending or held. */
 typedef struct ik__pend {
     struct ik__pend *next;  /* the connection's answers, in request order (loop) */
     struct ik__pend *qnext; /* the worker's done queue (done_mu), or its retry queue */
     ik__conn *conn;         /* NULL once the connection closed (loop thread only) */
+    /* Where it goes when it comes back: its connection's protocol's answer hook
+     * (ik__proto.answer, conn.h), set with conn when the connection queues it
+     * (ik__conn_push), so that this file reaches a connection by no call. */
+    void (*answer)(ik__conn *c, struct ik__pend *p);
     ik__worker *w;
-    uint8_t op;   /* ik__op */
-    uint8_t fmt;  /* HTTP: IK_FMT_* */
-    uint8_t leaf; /* HTTP: a Leaf route: one ID, no newline */
+    uint8_t op;              /* ik__op */
+    ik__http_render *render; /* HTTP: renders its answer (the route's) */
+    uint8_t fmt;             /* HTTP: IK_FMT_* */
+    uint8_t leaf;            /* HTTP: a Leaf route: one ID, no newline */
     uint8_t keep, http10, done;
     uint8_t gone;    /* IK_GONE_*: why its connection dropped it (loop thread only) */
     uint16_t route;  /* row of the route table (RESP: of the command table), for the metrics */
@@ -100,7 +109,8 @@ typedef struct ik__pend {
     int64_t *ids;  /* else the IDs (ids_inline or malloc'ed) */
     size_t nids;
     int64_t ids_inline[4];
-    ik__pool_call *pool; /* a call in the thread pool (HTTP: tags, slots, the page) */
+    struct ik__pool_call *pool; /* HTTP: a route's call in the thread pool (http_pool.h) */
+    void (*pool_free)(struct ik__pool_call *t); /* frees pool: set with it */
     ik_snowflake_try sf; /* IK_OP_SNOWFLAKE: the request's state; IDs in ids[0..n-1] */
     ik__buf out;         /* the serialized answer, once done */
     char out_inline[256];

@@ -6,7 +6,9 @@
  * Reads the lease's and the generator's state (thread-safe library calls) and the
  * clocks; changes nothing. Any thread.
  */
-#include "server_internal.h"
+#include "ready.h"
+#include "log.h"
+#include "../lib/rules.h" /* ik__fmt_iso8601 */
 
 #include <stdio.h>
 #include <string.h>

@@ -40,7 +40,15 @@
  * configuration, or serve on more than one address. A supervisor does the first
  * three; SO_REUSEPORT lets a second process share the port during a hand-over.
  */
-#include "server_internal.h"
+#include "server.h"
+#include "worker.h"
+#include "loop.h"
+#include "log.h"
+#include "ready.h"
+#include "history.h"
+#include "metrics.h"
+#include "http_routes.h"
+#include "resp_cmds.h"
 #include "../lib/rules.h"
 
 #include <arpa/inet.h>

@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # labels: hazards
 # timeout: 180
-# not-on: zk: the stage's ZooKeeper is one standalone server, a quorum of one, which `idkeeper check` reports as a risk (docs/hazards.md), so it cannot exit 0 there; t_zk_hazards_ensemble checks exit 0 and the same table on a 3-server ensemble with forceSync=yes, and t_zk_hazards the standalone server's risk and its refusals
 # Store hazards on the backend, as an operator meets them (docs/hazards.md): the
 # store is configured as a fleet should configure it (the stage's, or where it is
 # not, one of the test's own: CONF_FLEET_STORE in conf.sh), so

@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # labels: counters hazards
 # timeout: 240
-# not-on: local: the store is SQLite inside the server's own process: no write is left in doubt for a stop to settle
 # A doubt, the store turned unsafe, then SIGTERM (docs/guarantees.md promise 13,
 # docs/hazards.md): the stop never settles the doubt through a store whose checks
 # refuse (a settling write or read there proves nothing the store will keep); the

@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
 # labels: recipes
-# not-on: redis: no locks or elections on Redis, which cannot fence them under failover (docs/redis.md); t_redis_bad_input checks that idkeeper lock and elect refuse, saying why
 # timeout: 180
 # idkeeper elect on the backend (docs/guarantees.md promise 22; case in lock_cases.sh): one leader at a
 # time among 3 candidates; the leader killed -9 -> another leads within the

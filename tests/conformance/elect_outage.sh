@@ -1,10 +1,6 @@
 #!/usr/bin/env bash
 # labels: recipes
 # timeout: 240
-# not-on: local: an flock(2) has no store to lose: nothing can cut a candidate off from it
-# not-on: postgresql: a candidate's advisory lock is its connection's, and a lost grant closes that connection (recipe_sql.c): the server frees the lock as it hears the close, so no contender of the old candidate can stay first in line under a live session as a ZooKeeper node can; the proxy's mute/down here closes both ends at once
-# not-on: mysql: a candidate's GET_LOCK is its connection's, and a lost grant closes that connection (recipe_sql.c): the server frees the lock as it hears the close, so no contender of the old candidate can stay first in line under a live session as a ZooKeeper node can; the proxy's mute/down here closes both ends at once
-# not-on: redis: no locks or elections on Redis, which cannot fence them under failover (docs/redis.md); t_redis_bad_input checks that idkeeper lock and elect refuse, saying why
 # An outage between 2/3 T and T during an election (docs/recipes.md, "A lost
 # grant's node"): candidate a leads through a fault proxy, b waits on a direct
 # connection. The proxy goes mute (requests still reach the store, nothing comes

@@ -1,8 +1,6 @@
 #!/usr/bin/env bash
 # labels: recipes release
 # timeout: 900
-# not-on: local: a grant is an flock(2) that the kernel keeps while its holder lives: there is no store to end it by hand, to cut the holder off from, or to freeze apart from the holder (docs/recipes.md, "One host")
-# not-on: redis: no locks or elections on Redis, which cannot fence them under failover (docs/redis.md); t_redis_bad_input checks that idkeeper lock and elect refuse, saying why
 # The hold rule (docs/recipes.md, "The hold monitor"): a grant is trusted until the
 # send of the last round trip that proved it plus 2/3 of its term T, and lost as soon
 # as the store says so. Holder A (`idkeeper lock`, or `idkeeper elect --once`) runs a

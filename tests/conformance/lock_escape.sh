@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
 # labels: recipes
-# not-on: redis: no locks or elections on Redis, which cannot fence them under failover (docs/redis.md); t_redis_bad_input checks that idkeeper lock and elect refuse, saying why
 # timeout: 400
 # What CMD's tree cannot escape (docs/recipes.md, "CMD's process tree"), under
 # `idkeeper lock` and `idkeeper elect`, on every store. As in lock_tree.sh, A's CMD

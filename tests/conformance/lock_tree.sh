@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
 # labels: recipes
-# not-on: redis: no locks or elections on Redis, which cannot fence them under failover (docs/redis.md); t_redis_bad_input checks that idkeeper lock and elect refuse, saying why
 # timeout: 300
 # The process tree of CMD under `idkeeper lock` and `idkeeper elect` (docs/recipes.md,
 # "CMD's process tree"; case_tree in lock_cases.sh): idkeeper killed -9, or given

@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
 # labels: recipes release
-# not-on: redis: no locks or elections on Redis, which cannot fence them under failover (docs/redis.md); t_redis_bad_input checks that idkeeper lock and elect refuse, saying why
 # timeout: 300
 # idkeeper lock on the backend (docs/guarantees.md promise 22; cases in lock_cases.sh): CMD's exit code
 # passes through; a --grace too long for the store's term is refused naming the

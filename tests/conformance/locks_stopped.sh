@@ -1,8 +1,6 @@
 #!/usr/bin/env bash
 # labels: recipes
-# not-on: redis: no locks or elections on Redis, which cannot fence them under failover (docs/redis.md); t_redis_bad_input checks that idkeeper lock and elect refuse, saying why
 # timeout: 180
-# not-on: local: a lock is an flock(2) that a stopped process keeps: nobody can take it over, so there is no loss to see
 # A frozen holder (docs/guarantees.md promise 21; docs/recipes.md, "CMD's process
 # tree"): SIGSTOP of the `idkeeper lock` (or `elect`) process only, not of its
 # guardian nor of CMD, past its lease (on zk:// its session timeout). Its CMD is a

@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # labels: counters hazards
 # timeout: 180
-# not-on: local: the store is a directory of this host: no setting of it that loses a write can be turned unsafe at run time (a filesystem's type is fixed while it is mounted); the local checks (statfs of DIR at open and every interval) are tried by their own tests
 # Proof with every write (docs/hazards.md, "How the checks run"): the round trip of
 # a counter advance carries the evidence that the store keeps it, so a setting
 # turned unsafe between two writes stops the very next one. A server on a sequence

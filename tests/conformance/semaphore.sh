@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # labels: recipes release
 # timeout: 900
-# not-on: redis: no locks or elections on Redis, which cannot fence them under failover (docs/redis.md); t_redis_bad_input checks that idkeeper lock and elect refuse, saying why
 # Semaphores (docs/guarantees.md promise 28; docs/recipes.md, "Semaphores"): at most
 # N leases of PATH held at once, served in order of arrival, each lease a grant that
 # ends as a lock's does. Every CMD appends "NAME TIME_US" to one file every 20 ms

@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # labels: counters release
 # timeout: 180
-# not-on: local: the store is SQLite inside the server's own process: there is no store server to freeze apart from the server
 # A doubt, the store frozen, then SIGTERM with --shutdown-timeout 5 (docs/guarantees.md
 # promise 13): the process logs the doubt before it waits on anything and exits 0
 # within the shutdown timeout plus a second, whatever the store does: it never waits

@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # labels: slots
 # timeout: 180
-# not-on: local: SQLite is a file the server opens itself: there is no store server to put a slow network in front of
 # SIGTERM with a slow store (docs/http.md, "Shutdown"): a server
 # whose store answers every request D = 3 s late (a quarter of its session or lease
 # TTL, within the third its lease tolerates) serves, then gets SIGTERM, with a

@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # labels: slots release
 # timeout: 120
-# not-on: local: a slot is an flock(2) that a stopped process keeps: nobody can take the slot while its holder sleeps
 # A server frozen with SIGSTOP past its lease (on zk:// the session timeout) while
 # another server takes its slot, then SIGCONT (docs/guarantees.md promise 10): the woken one issues
 # no ID under its old worker number (503 until it holds a lease again, a request

@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # labels: counters
 # timeout: 240
-# not-on: local: the store is SQLite inside the server's own process: there is no store server to freeze apart from the server
 # SIGTERM with the store frozen and a request in flight on every route that waits on
 # it (docs/guarantees.md promise 13; docs/http.md, "Shutdown"): the process exits 0
 # within --shutdown-timeout + 1 s whatever the store does, and every range the store

@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # labels: counters
 # timeout: 240
-# not-on: local: the store is SQLite inside the server's own process: a write's call returns only once SQLite committed or rolled back, so no write is left in doubt for a stop to settle, and there is no store to freeze apart from the server
 # A doubt, then SIGTERM (docs/sequence.md, "A doubt at a stop"): a sequence write
 # whose outcome the server cannot know is settled, or logged and counted as a gap,
 # before the process exits; never dropped, never handed out.

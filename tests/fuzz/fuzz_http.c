@@ -1,8 +1,9 @@
 /* fuzz_http.c: the daemon's request layer without sockets: HTTP/1.x framing
  * (http_framing.c: the HTTP parser with the daemon's limits, keep-alive, pipelining, chunked
  * bodies), the request target (path, query), route matching over the daemon's own
- * route table (http_routes.h), and each route's input parsing: count, format, tag names
- * in the path (percent-decoded), IDs, and the JSON body of POST /v1/tags.
+ * route table (http_routes.h), and each route's input parsing: the query read once
+ * (count, seconds, format, ids, decode), tag names in the path (percent-decoded),
+ * IDs, and the JSON body of POST /v1/tags.
  *
  * Input: byte 0 picks how the stream is cut into reads (1 to 63 bytes each, or all
  * at once for 0), byte 1 the max-header-bytes limit (256 + 64 * b), the rest is what
@@ -12,22 +13,22 @@
  * Checks (abort on violation): a refused stream reports one of the statuses the
  * daemon answers (400, 413, 414, 431, 505); a request that completes stayed within
  * the header limit and has a body only on POST; a matched route's pattern and
- * parameters lie within the path; an accepted count is 1..max; an accepted tag name
+ * parameters lie within the path; an accepted tag name
  * passes ik_tag_name_check; an accepted POST /v1/tags body obeys ik_tag_create's
  * rules; decoded JSON strings hold no NUL; an Authorization value decodes as
- * base64 (Basic) within its buffer; every query parameter the routes read
- * (count, seconds, format, ids, decode) goes through the one decoder and number
- * rule (check_query). The corpus holds long pipelines of large counts (a client
+ * base64 (Basic) within its buffer; the query, read once, keeps its rules
+ * (check_query). The corpus holds long pipelines of large counts (a client
  * that never reads) and RESP commands sent to the HTTP port. Under ASan/UBSan: no
  * crash, no leak.
  */
 /* clang-format off */
-/* fuzz-sources: src/server/http/http_framing.c src/server/http/http_util.c src/server/buf.c src/server/json.c src/server/token.c */
+/* fuzz-sources: src/server/http/http_framing.c src/server/http/http_util.c src/server/http/http_query.c src/server/buf.c src/server/json.c src/server/token.c */
 /* clang-format on */
 #include "fuzz.h"
 #include "idkeeper.h"
 #include "json.h"
 #include "http_framing.h"
+#include "http_query.h"
 #include "http_routes.h"
 #include "token.h"
 
@@ -70,35 +71,28 @@ static void check_tag(ik__span seg)
     }
 }
 
-/* The one query decoder and number rule (http_util.h), on every parameter the routes
- * read: a value is decoded within its buffer, or refused; an accepted number is in
- * range and its decoded text is its plain decimal (no sign, no leading zero, no
- * space): the same rule for count and seconds. */
-static void check_query(const ik__span *q)
+/* The query read once (http_query.h), on every request: each parameter found lies
+ * within the query; bad ones were there; an accepted number's decoded text is its
+ * plain decimal (no sign, no leading zero, no space): the same rule for count and
+ * seconds; the format is one of the two; decode= fits its field. */
+static void check_query(const ik__span *q, const ik__span *accept)
 {
-    static const char *const words[] = {"format", "ids", "decode"};
-    static const char *const nums[] = {"count", "seconds"};
-    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
-        char d[24];
-        ik__span raw = {NULL, 0};
-        long k = ik__query_value(q->p, q->n, words[i], d, sizeof d, &raw);
-        check(k >= -2 && k < (long)sizeof d);
-        if (k >= 0) check(strlen(d) == (size_t)k);
-        if (k != -1) check(raw.p >= q->p && raw.p + raw.n <= q->p + q->n);
-    }
+    ik__query r;
+    ik__query_read(q->p, q->n, accept->p, accept->n, &r);
+    check((r.bad & ~r.has) == 0 && r.has < IK_Q_BIT(IK_Q_N));
+    for (int i = 0; i < IK_Q_N; i++)
+        if (r.has & IK_Q_BIT(i))
+            check(r.raw[i].p >= q->p && r.raw[i].p + r.raw[i].n <= q->p + q->n);
+    check(r.fmt == IK_FMT_JSON || r.fmt == IK_FMT_TEXT);
+    check(strlen(r.decode) < sizeof r.decode);
+    const int nums[] = {IK_Q_COUNT, IK_Q_SECONDS};
     for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
-        uint32_t v = 0;
-        ik__span raw = {NULL, 0};
-        int r = ik__query_uint(q->p, q->n, nums[i], 1, MAX_COUNT, &v, &raw);
-        check(r >= -1 && r <= 1);
-        if (r == 0) continue;
-        check(raw.p >= q->p && raw.p + raw.n <= q->p + q->n);
-        if (r < 0) continue;
-        check(v >= 1 && v <= MAX_COUNT);
+        int k = nums[i];
+        if ((r.has & ~r.bad & IK_Q_BIT(k)) == 0) continue;
         char d[24], canon[16];
-        long k = ik__query_value(q->p, q->n, nums[i], d, sizeof d, NULL);
-        snprintf(canon, sizeof canon, "%u", (unsigned)v);
-        check(k == (long)strlen(canon) && strcmp(d, canon) == 0);
+        long n = ik__pct_decode(r.raw[k].p, r.raw[k].n, d, sizeof d);
+        snprintf(canon, sizeof canon, "%u", (unsigned)(k == IK_Q_COUNT ? r.count : r.seconds));
+        check(n == (long)strlen(canon) && strcmp(d, canon) == 0);
     }
 }
 
@@ -160,13 +154,6 @@ static void on_request(ik__reqp *rp, void *ctx)
               rq.params[k].p + rq.params[k].n <= rq.path.p + rq.path.n &&
               !memchr(rq.params[k].p, '/', rq.params[k].n));
 
-    uint32_t n;
-    ik__span raw;
-    if (ik__count_param(rq.query.p, rq.query.n, MAX_COUNT, &n, &raw) == 0)
-        check(n >= 1 && n <= MAX_COUNT);
-    int fmt = ik__negotiate(rq.query.p, rq.query.n, rq.accept.p, rq.accept.n);
-    check(fmt == -1 || fmt == IK_FMT_JSON || fmt == IK_FMT_TEXT);
-
     const char *pat = keys[i].pattern;
     if (strstr(pat, "{tag}")) check_tag(rq.params[0]);
     if (strstr(pat, "{id}")) {
@@ -179,7 +166,7 @@ static void on_request(ik__reqp *rp, void *ctx)
         long pl = ik__base64_decode(rq.auth.p + 6, rq.auth.n - 6, plain, sizeof plain);
         check(pl >= -1 && pl <= (long)sizeof plain);
     }
-    check_query(&rq.query);
+    check_query(&rq.query, &rq.accept);
     if (st->requests % 3 == 0) ik__reqp_pause(rp);
 }
 

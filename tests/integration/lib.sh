@@ -44,7 +44,7 @@ _ik_ours() {
   local p=$1 stat n
   for ((n = 0; n < 64 && p > 1; n++)); do
     [ "$p" = "$$" ] && return 0
-    stat=$(<"/proc/$p/stat") 2>/dev/null || return 1
+    { read -r stat <"/proc/$p/stat"; } 2>/dev/null || return 1
     stat=${stat##*) }
     p=${stat#* }
     p=${p%% *}

@@ -32,14 +32,17 @@ resp), and no file name repeats under src/ (the daemon, its tests and its fuzz
 drivers have all its folders on their include path, as the library's have its).
 
 tree: every file under src/ is named in the tree at the top of
-docs/architecture.md, and every file or folder under src/ that the tree names
-exists. The tree: one entry a line, two spaces of indent per level under a folder
+docs/architecture.md, or, under src/lib/backends/, in the "Files" tree of a
+store's note (a code block of a docs/*.md whose first line is a folder
+src/lib/backends/NAME/: a new backend lists its files in its own note, not
+here); and every file or folder under src/ that a tree names exists. The tree: one entry a line, two spaces of indent per level under a folder
 entry "NAME/"; an entry's names end at the first run of two spaces (its
 description follows, and may go on over lines indented by 20 or more). Names are
 separated by ", "; ".h" after "x.c" is x.h, and "x.[ch]" is x.c and x.h.
 
 Prints every finding, one a line, and exits 1 if there is one.
 """
+import glob
 import os
 import re
 import subprocess
@@ -186,9 +189,37 @@ def server(src, build):
     return bad
 
 
+def code_blocks(text):
+    """The lines of each ``` code block of a markdown text, in order."""
+    parts = text.split("```")
+    return [parts[i].split("\n")[1:] for i in range(1, len(parts), 2)]
+
+
 def tree_paths(text):
     """The paths the first code block of text names, folders ending in /."""
-    block = text.split("```", 2)[1].split("\n")[1:]
+    return block_paths(code_blocks(text)[0])
+
+
+BACKENDS = "src/lib/backends/"
+
+
+def note_trees(src):
+    """{note: paths} of the store notes' "Files" trees: each code block of a
+    docs/*.md but architecture.md whose first line is a folder under BACKENDS."""
+    out = {}
+    for note in sorted(glob.glob(os.path.join(src, "docs", "*.md"))):
+        rel = os.path.relpath(note, src)
+        if rel == DOC:
+            continue
+        with open(note, encoding="utf-8") as f:
+            for block in code_blocks(f.read()):
+                if block and re.match(re.escape(BACKENDS) + r"[a-z0-9_]+/ ", block[0] + " "):
+                    out.setdefault(rel, []).extend(block_paths(block))
+    return out
+
+
+def block_paths(block):
+    """The paths one code block's lines name, folders ending in /."""
     name_re = re.compile(r"[A-Za-z0-9_.+\[\]-]+/?|[A-Za-z0-9_.+-]+(/[A-Za-z0-9_.+-]+)+/?")
     stack = []  # (indent, folder path)
     out = []
@@ -218,21 +249,29 @@ def tree_paths(text):
 
 def tree(src):
     with open(os.path.join(src, DOC)) as f:
-        named = [p for p in tree_paths(f.read()) if p.startswith("src/")]
+        trees = {DOC: [p for p in tree_paths(f.read()) if p.startswith("src/")]}
+    trees.update(note_trees(src))
     files = src_files(src)
     bad = 0
-    for p in named:
-        if not os.path.exists(os.path.join(src, p)):
-            print("folders: %s names %s, which does not exist" % (DOC, p))
-            bad = 1
-    have = set(p for p in named if not p.endswith("/"))
+    for doc, named in trees.items():
+        for p in named:
+            if not os.path.exists(os.path.join(src, p)):
+                print("folders: %s names %s, which does not exist" % (doc, p))
+                bad = 1
+            elif doc != DOC and not p.startswith(BACKENDS):
+                print("folders: %s names %s: a note's tree holds its backend's folder only"
+                      % (doc, p))
+                bad = 1
+    have = set(p for named in trees.values() for p in named if not p.endswith("/"))
     for f in sorted(files):
         if f not in have:
-            print("folders: %s is not in the tree of %s" % (f, DOC))
+            print("folders: %s is not in the tree of %s%s" % (
+                f, DOC, " nor in a store note's \"Files\" tree (docs/NAME.md)"
+                if f.startswith(BACKENDS) else ""))
             bad = 1
     if not bad:
-        print("folders: %s's tree names the %d files under src/, and nothing else"
-              % (DOC, len(files)))
+        print("folders: the trees of %s and of %d store notes name the %d files under src/, "
+              "and nothing else" % (DOC, len(trees) - 1, len(files)))
     return bad
 
 

@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
 # structure.sh BUILD_DIR: the tree's shape rules (docs/architecture.md), checked on the
 # build (test "structure" in make test):
-#   1. no call cycle, of any length, among the object files of src/lib, nor among
-#      those of src/server (tests/tools/callcycles.py: each object's undefined symbols
-#      against the others' defined ones). Only the objects of the sources in the tree
+#   1. no call cycle, of any length, among the files of src/lib, nor among those of
+#      src/server (tests/tools/callcycles.py: each object's undefined symbols against
+#      the others' defined ones), and in src/server none of calls and includes of its
+#      headers together (a file is its x.c with its x.h: an inline function or a
+#      struct in a header ties two files as a call does). src/lib's backend folders
+#      still include their top file's header from the files below it (zk/, local/,
+#      sql/, redis/: the top file's struct, a back arrow), so its includes are not
+#      counted yet. Only the objects of the sources in the tree
 #      now count, never a stale one left in the build directory by a removed file.
 #   2. no file in src/lib over 1,100 lines.
 #   3. http_parser named only in src/server/http/http_framing.* among all the C files
@@ -27,13 +32,15 @@
 #      front doors' folders (http/, resp/), none into one from the top of src/server
 #      but server.c's and loop.c's, every file of a door's folder named for its
 #      door, and no file name twice under src/.
-#   8. docs/architecture.md's tree names every file under src/, and every file or
-#      folder under src/ it names exists (tests/tools/folders.py tree).
+#   8. docs/architecture.md's tree names every file under src/ (those of a backend
+#      folder in the "Files" tree of the store's note, docs/NAME.md, instead), and
+#      every file or folder under src/ they name exists (tests/tools/folders.py tree).
 #   9. the docs that restate the code agree with it (tests/tools/docs_code.py): the
 #      man page's route list is the HTTP route table; docs/testing.md's table of
-#      conformance groups has a row per group, a column per backend that runs the
-#      suite (local: and cmake/backends.cmake's), "-" where a group is skipped, and
-#      cites current promise numbers of docs/guarantees.md.
+#      conformance groups has a row per group, columns only of backends that run the
+#      suite (local: and cmake/backends.cmake's, in order), "-" where the column's
+#      store skips the group (a "# skips:" line of tests/conformance/stores/
+#      SCHEME.sh), and cites current promise numbers of docs/guarantees.md.
 #  10. the fate of a write in doubt is decided once, above the seam (docs/architecture.md,
 #      "Doubts ⇄ backend"; counters/doubt.c's rule): no file under src/lib/backends
 #      names the engine's verdict (ik__doubt_verdict), sets or returns a fate (a fate
@@ -45,6 +52,17 @@
 #  11. the option parser's fuzz dictionaries (tests/fuzz/cli.dict, config.dict) name
 #      every command and every row of the option table (tests/fuzz/dicts_check.py),
 #      in each of its forms: a new option is fuzzed by name from the start.
+#  12. no function of src/ over 120 lines but a short list of named exceptions, each
+#      with its reason (tests/tools/funclen.py): a function follows its state diagram,
+#      one function per edge (STYLE.md); an exception no longer over the limit fails
+#      too, so the list stays true.
+#  13. docs/architecture.md's "Adding a backend" list holds for every backend of the
+#      tree (tests/tools/backend_list.py): each file it names is there for local: and
+#      each ik_backend() line (its conformance hooks, its note's tree, its section of
+#      docs/hazards.md, its URI in README.md, its fixture, its client's Debian package
+#      in scripts/install-deps.sh and debian/control), and the list names no file the
+#      check cannot hold. That the list is enough is the test structure/backend_add's
+#      (tests/tools/backend_add.sh adds clone:, a copy of local:, through it alone).
 # Prints every finding and exits 1 if there is one.
 set -uo pipefail
 build=$(cd "${1:?usage: structure.sh BUILD_DIR}" && pwd)
@@ -73,8 +91,8 @@ layer() {
 mapfile -t libsrc < <(grep . "$build/ik_lib_sources.txt" 2>/dev/null)
 layer lib "$build/CMakeFiles/ik_obj.dir" "${libsrc[@]}"
 layer server "$build/CMakeFiles/idkeeper.dir" $(cd "$src" && find src/server -name '*.c' | sort)
-/usr/bin/python3 "$src/tests/tools/callcycles.py" "$tmp/lib" "$tmp/server" ||
-  no "call cycles among the objects of src/lib or src/server (above)"
+/usr/bin/python3 "$src/tests/tools/callcycles.py" "$tmp/lib" "$tmp/server:$src/src/server" ||
+  no "call or include cycles among the files of src/lib or src/server (above)"
 
 while read -r f; do
   n=$(wc -l <"$src/$f")
@@ -106,12 +124,16 @@ $hits"
 /usr/bin/python3 "$src/tests/tools/folders.py" server "$src" "$build" ||
   no "the front doors' folders of src/server mixed (above; docs/architecture.md's tree)"
 /usr/bin/python3 "$src/tests/tools/folders.py" tree "$src" ||
-  no "docs/architecture.md's tree and src/ disagree (above)"
+  no "docs/architecture.md's tree (and the store notes' \"Files\") and src/ disagree (above)"
 
 /usr/bin/python3 "$src/tests/tools/docs_code.py" "$src" ||
   no "docs that restate the code disagree with it (above)"
 /usr/bin/python3 "$src/tests/fuzz/dicts_check.py" "$src" ||
   no "the option parser's fuzz dictionaries miss options of the table (above)"
+/usr/bin/python3 "$src/tests/tools/funclen.py" "$src" ||
+  no "functions over 120 lines outside tests/tools/funclen.py's exceptions (above)"
+/usr/bin/python3 "$src/tests/tools/backend_list.py" "$src" ||
+  no "docs/architecture.md's Adding a backend list and the backends disagree (above)"
 
-((bad == 0)) && echo "structure: no call cycle in src/lib or src/server, no src/lib file over 1,100 lines, no C file but src/server/http/http_framing.* names http_parser, every multi through zk_session.c, no fate decided or trust horizon kept below the seam, the folder rules of src/lib and src/server kept, the tree of docs/architecture.md complete, the man page's routes and testing.md's group table current, the fuzz dictionaries naming every option"
+((bad == 0)) && echo "structure: no call cycle in src/lib, none of calls or includes in src/server, no src/lib file over 1,100 lines, no C file but src/server/http/http_framing.* names http_parser, every multi through zk_session.c, no fate decided or trust horizon kept below the seam, the folder rules of src/lib and src/server kept, the trees of docs/architecture.md and the store notes complete, the man page's routes and testing.md's group table current, the fuzz dictionaries naming every option, no function over 120 lines but the named exceptions, the Adding a backend list true of every backend"
 exit $bad

@@ -1,7 +1,8 @@
 /* test_coord_registry.c: coord.c is the one place a backend is chosen. Every URI
  * check goes through its table (the backend's own uri_check), an unknown scheme is
- * answered with the forms the table knows, and each backend's table names its lock
- * protocol (recipe.c chooses nothing by scheme string). */
+ * answered with the forms the table knows, each backend's table names its lock
+ * protocol (recipe.c chooses nothing by scheme string), and says when a dead
+ * holder's slot frees (the CLI's help lists it from there). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -35,41 +36,40 @@ static void unknown_scheme_lists_every_backend(void **st)
     assert_non_null(strstr(why, "unknown coordination URI"));
 }
 
-/* Each backend's own check is the one coord reaches: same answer, same reason. */
+/* Each backend's own check is the one coord reaches: same answer, same reason. Its
+ * row's examples pass; the scheme alone and an example with a control character
+ * are refused, in the same words both ways. */
 static void each_backend_check_is_reached_through_coord(void **st)
 {
     (void)st;
-    static const char *const samples[] = {
-        "local:",
-        "local:/tmp/x",
-        "local:/a\tb",
-        "zk://",
-        "zk://h:1/",
-        "zk://h:0",
-        "zk:h:1",
-        "zk://h:1,",
-        "zk://[::1]:2181/a/../b",
-        "zk://h:2181/a/b",
-        "etcd://",
-        "etcd://h:1,h:2/p",
-        "etcds://h?user=a",
-        "etcd://h/a//b",
-    };
     size_t n = 0;
     const ik__backend_ops *const *v = ik__coord_backends(&n);
     assert_true(n >= 1);
-    for (size_t i = 0; i < sizeof samples / sizeof samples[0]; i++) {
-        const ik__backend_ops *ops = NULL;
-        for (size_t k = 0; k < n; k++) {
-            size_t sl = strlen(v[k]->scheme);
-            if (!strncmp(samples[i], v[k]->scheme, sl) && samples[i][sl] == ':') ops = v[k];
+    for (size_t k = 0; k < n; k++) {
+        const ik__backend_ops *ops = v[k];
+        if (!ops->uri_examples || !ops->uri_examples[0])
+            fail_msg("%s: no uri_examples in its ops table", ops->scheme);
+        char bad[2][80];
+        snprintf(bad[0], sizeof bad[0], "%s:", ops->scheme);
+        snprintf(bad[1], sizeof bad[1], "%s\n", ops->uri_examples[0]);
+        size_t ne = 0;
+        while (ops->uri_examples[ne])
+            ne++;
+        for (size_t i = 0; i < ne + 2; i++) {
+            int good = i < ne;
+            const char *uri = good ? ops->uri_examples[i] : bad[i - ne];
+            char w1[256] = "", w2[256] = "";
+            int r1 = ik_coord_uri_check(uri, w1, sizeof w1);
+            int r2 = ops->uri_check(uri, w2, sizeof w2);
+            if (r1 != (good ? IK_OK : IK_EURI))
+                fail_msg("%s: ik_coord_uri_check(\"%s\") = %d (%s)", ops->scheme, uri, r1, w1);
+            assert_int_equal(r1, r2);
+            assert_string_equal(w1, w2);
+            if (!good) continue;
+            size_t sl = strlen(ops->scheme);
+            if (strncmp(uri, ops->scheme, sl) || uri[sl] != ':')
+                fail_msg("%s: example '%s' is not of its scheme", ops->scheme, uri);
         }
-        if (!ops) continue; /* a scheme this build left out */
-        char w1[256] = "", w2[256] = "";
-        int r1 = ik_coord_uri_check(samples[i], w1, sizeof w1);
-        int r2 = ops->uri_check(samples[i], w2, sizeof w2);
-        assert_int_equal(r1, r2);
-        assert_string_equal(w1, w2);
     }
 }
 
@@ -218,6 +218,70 @@ static void each_backend_names_its_client(void **st)
     assert_true(small[0] == '\0' || small[strlen(small) - 1] == '\n');
 }
 
+/* When a dead holder's slot frees is the row's word (slot_frees_after), which the
+ * help of --slot-wait and --lease-ttl lists: a row says so exactly when it has a
+ * slot_free_ms, and each list names every scheme of its rows and no other. */
+static void each_backend_says_when_its_slots_free(void **st)
+{
+    (void)st;
+    size_t n = 0;
+    const ik__backend_ops *const *v = ik__coord_backends(&n);
+    char leases[1024], all[1024];
+    ik__coord_slot_frees(leases, sizeof leases, 1);
+    ik__coord_slot_frees(all, sizeof all, 0);
+    for (size_t k = 0; k < n; k++) {
+        const char *after = v[k]->slot_frees_after;
+        if ((after == NULL) != (v[k]->slot_free_ms == NULL))
+            fail_msg("%s: slot_frees_after and slot_free_ms disagree", v[k]->scheme);
+        char scheme[64];
+        size_t sl = strlen(v[k]->scheme);
+        snprintf(scheme, sizeof scheme, "%s%s", v[k]->scheme,
+                 strncmp(v[k]->uri_form + sl, "://", 3) == 0 ? "://" : ":");
+        int lease = after && strcmp(after, IK__FREES_AFTER_LEASE_TTL) == 0;
+        const char *at = strstr(leases, scheme);
+        if (lease != (at != NULL && (at == leases || at[-1] == ' ')))
+            fail_msg("'%s' %s %s", leases, lease ? "does not name" : "names", scheme);
+        if (!strstr(all, scheme)) fail_msg("'%s' does not name %s", all, scheme);
+    }
+    assert_null(ops_of("local")->slot_frees_after);
+    /* local:'s group, the last, frees at once: "...; local:[, X:...] 0" */
+    const char *loc = strstr(all, "local:");
+    assert_non_null(loc);
+    assert_null(strchr(loc, ';'));
+    assert_int_equal(strcmp(all + strlen(all) - 2, " 0"), 0);
+    const ik__backend_ops *zk = ops_of("zk");
+    if (zk) assert_non_null(strstr(all, "zk:// the session timeout + 2000"));
+    /* a short buffer is cut, never overrun */
+    char small[8];
+    ik__coord_slot_frees(small, sizeof small, 0);
+    assert_true(strlen(small) < sizeof small);
+}
+
+/* Which backends log in with a password is the row's word (takes_password), which the
+ * help of --password lists: every such scheme of this build, and no other. */
+static void the_password_list_is_the_rows(void **st)
+{
+    (void)st;
+    size_t n = 0;
+    const ik__backend_ops *const *v = ik__coord_backends(&n);
+    char all[1024];
+    ik__coord_password_schemes(all, sizeof all);
+    for (size_t k = 0; k < n; k++) {
+        char scheme[64];
+        size_t sl = strlen(v[k]->scheme);
+        snprintf(scheme, sizeof scheme, "%s%s", v[k]->scheme,
+                 strncmp(v[k]->uri_form + sl, "://", 3) == 0 ? "://" : ":");
+        const char *at = strstr(all, scheme);
+        int listed = at != NULL && (at == all || at[-1] == ' ');
+        if (listed != (v[k]->takes_password != 0))
+            fail_msg("'%s' %s %s", all, listed ? "names" : "does not name", scheme);
+    }
+    assert_int_equal(ops_of("local")->takes_password, 0);
+    const ik__backend_ops *zk = ops_of("zk"), *redis = ops_of("redis");
+    if (zk) assert_int_equal(zk->takes_password, 0); /* --zk-auth, a store option */
+    if (redis) assert_int_equal(redis->takes_password, 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -229,6 +293,8 @@ int main(void)
         cmocka_unit_test(redis_uri_rules),
         cmocka_unit_test(each_backend_names_its_lock_protocol),
         cmocka_unit_test(each_backend_names_its_client),
+        cmocka_unit_test(each_backend_says_when_its_slots_free),
+        cmocka_unit_test(the_password_list_is_the_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,11 +1,12 @@
-/* test_http_util.c: the daemon's pure helpers (src/server/http/http_util.c): route
- * patterns, query strings, numbers, listen addresses, content negotiation, buffers,
- * JSON strings and dates; the request framing (http_framing.c) with its header names and
- * request targets cut at every byte, and the serialized answer (http_reply.c). The
- * helpers touch no socket, so the files are compiled in directly; the test links
- * libidkeeper and the HTTP parser. */
+/* test_http_util.c: the daemon's pure helpers (src/server/http/http_util.c,
+ * http_query.c): route patterns, the query read once and the format it chooses,
+ * numbers, listen addresses, buffers, JSON strings and dates; the request framing (http_framing.c)
+ * with its header names and request targets cut at every byte, and the serialized answer
+ * (http_reply.c). The helpers touch no socket, so the files are compiled in directly; the test
+ * links libidkeeper and the HTTP parser. */
 #include "buf.c"
 #include "http_reply.c"
+#include "http_query.c"
 #include "http_util.c"
 #include "json.c"
 #include "http_framing.c"
@@ -51,60 +52,93 @@ static void test_path_match(void **state)
     span_eq(p[0], "12");
 }
 
-static void test_query_get(void **state)
+static ik__query qread(const char *q, size_t qlen, const char *accept)
 {
-    const char *v;
-    size_t n;
-    const char *q = "count=5&format=text&flag&empty=&count=7";
-    assert_int_equal(ik__query_get(q, strlen(q), "count", &v, &n), 1);
-    assert_int_equal(n, 1);
-    assert_memory_equal(v, "5", 1);
-    assert_int_equal(ik__query_get(q, strlen(q), "format", &v, &n), 1);
-    assert_int_equal(n, 4);
-    assert_memory_equal(v, "text", 4);
-    assert_int_equal(ik__query_get(q, strlen(q), "flag", &v, &n), 1);
-    assert_int_equal(n, 0);
-    assert_int_equal(ik__query_get(q, strlen(q), "empty", &v, &n), 1);
-    assert_int_equal(n, 0);
-    assert_int_equal(ik__query_get(q, strlen(q), "coun", &v, &n), 0);
-    assert_int_equal(ik__query_get(q, strlen(q), "counts", &v, &n), 0);
-    assert_int_equal(ik__query_get("", 0, "count", &v, &n), 0);
-    assert_int_equal(ik__query_get(NULL, 0, "count", &v, &n), 0);
-    /* only qlen bytes count */
-    assert_int_equal(ik__query_get("a=1&count=2", 3, "count", &v, &n), 0);
+    ik__query r;
+    memset(&r, 0x5a, sizeof r); /* nothing left from before the read */
+    ik__query_read(q, qlen, accept, accept ? strlen(accept) : 0, &r);
+    return r;
+}
+
+static int has(const ik__query *r, int i)
+{
+    return (r->has & IK_Q_BIT(i)) != 0;
+}
+
+static int bad(const ik__query *r, int i)
+{
+    return (r->bad & IK_Q_BIT(i)) != 0;
+}
+
+/* The query read once (http_query.h): the first occurrence of a name counts, names
+ * are compared as sent, an item without '=' is there with an empty value, only
+ * qlen bytes count. */
+static void test_query_read(void **state)
+{
+    (void)state;
+    const char *q = "count=5&format=text&ids&decode=&count=7&coun=1&counts=2";
+    ik__query r = qread(q, strlen(q), NULL);
+    assert_true(has(&r, IK_Q_COUNT) && !bad(&r, IK_Q_COUNT));
+    assert_int_equal(r.count, 5);
+    span_eq(r.raw[IK_Q_COUNT], "5");
+    assert_true(has(&r, IK_Q_FORMAT) && !bad(&r, IK_Q_FORMAT));
+    assert_int_equal(r.fmt, IK_FMT_TEXT);
+    span_eq(r.raw[IK_Q_FORMAT], "text");
+    assert_true(has(&r, IK_Q_IDS) && bad(&r, IK_Q_IDS)); /* "": neither string nor number */
+    assert_int_equal(r.raw[IK_Q_IDS].n, 0);
+    assert_true(has(&r, IK_Q_DECODE) && !bad(&r, IK_Q_DECODE));
+    assert_string_equal(r.decode, "");
+    assert_false(has(&r, IK_Q_SECONDS));
+    r = qread("", 0, NULL);
+    assert_int_equal(r.has, 0);
+    assert_int_equal(r.bad, 0);
+    assert_int_equal(r.fmt, IK_FMT_JSON);
+    assert_int_equal(r.ids_number, 0);
+    assert_string_equal(r.decode, "");
+    r = qread(NULL, 0, NULL);
+    assert_int_equal(r.has, 0);
+    r = qread("a=1&count=2", 3, NULL); /* only qlen bytes count */
+    assert_int_equal(r.has, 0);
+    r = qread("format=x&format=json", 20, NULL); /* the first counts, even a bad one */
+    assert_true(bad(&r, IK_Q_FORMAT));
 }
 
 /* One decoder and one number rule for every query parameter (docs/http.md, "Query
  * parameters"). */
-static void test_query_value_uint(void **state)
+static void test_query_rules(void **state)
 {
     (void)state;
-    char d[8];
-    ik__span raw;
-    uint32_t v = 99;
-    const char *q = "count=%31&seconds=%2B5&format=%74ext&bad=%3&long=123456789&z=0007&e=";
-    size_t ql = strlen(q);
-    assert_int_equal(ik__query_value(q, ql, "format", d, sizeof d, &raw), 4);
-    assert_string_equal(d, "text");
-    assert_int_equal(raw.n, 6);
-    assert_int_equal(ik__query_value(q, ql, "bad", d, sizeof d, &raw), -2);
-    assert_int_equal(ik__query_value(q, ql, "long", d, sizeof d, &raw), -2);
-    assert_int_equal(ik__query_value(q, ql, "none", d, sizeof d, &raw), -1);
-    assert_int_equal(ik__query_value(q, ql, "e", d, sizeof d, &raw), 0);
-    assert_int_equal(ik__query_value(NULL, 0, "e", d, sizeof d, NULL), -1);
-    assert_int_equal(ik__query_uint(q, ql, "count", 1, 10, &v, &raw), 1);
-    assert_int_equal(v, 1);
-    v = 99;
-    assert_int_equal(ik__query_uint(q, ql, "seconds", 1, 600, &v, &raw), -1); /* "+5" */
-    assert_int_equal(ik__query_uint(q, ql, "z", 1, 600, &v, &raw), -1);       /* "0007" */
-    assert_int_equal(ik__query_uint(q, ql, "e", 1, 600, &v, &raw), -1);       /* "" */
-    assert_int_equal(ik__query_uint(q, ql, "bad", 1, 600, &v, &raw), -1);
-    assert_int_equal(ik__query_uint(q, ql, "long", 1, 600, &v, &raw), -1); /* above max */
-    assert_int_equal(ik__query_uint(q, ql, "none", 1, 600, &v, &raw), 0);
-    assert_int_equal(v, 99);
-    assert_int_equal(ik__query_uint("n=0", 3, "n", 1, 600, &v, &raw), -1); /* below min */
-    assert_int_equal(ik__query_uint("n=0", 3, "n", 0, 600, &v, &raw), 1);
-    assert_int_equal(v, 0);
+    const char *q = "count=%31&seconds=%2B5&format=%74ext&ids=NUMBER&decode=%3";
+    ik__query r = qread(q, strlen(q), NULL);
+    assert_true(!bad(&r, IK_Q_COUNT) && r.count == 1);
+    assert_true(bad(&r, IK_Q_SECONDS)); /* "+5" */
+    span_eq(r.raw[IK_Q_SECONDS], "%2B5");
+    assert_int_equal(r.fmt, IK_FMT_TEXT);
+    assert_true(!bad(&r, IK_Q_IDS) && r.ids_number);
+    assert_true(bad(&r, IK_Q_DECODE)); /* a broken escape: shown as sent */
+    assert_string_equal(r.decode, "%3");
+    static const char *const nums[] = {"count=0007", "count=",           "count=+1", "count=-1",
+                                       "count=1%20", "count=4294967296", "count=%00"};
+    for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
+        r = qread(nums[i], strlen(nums[i]), NULL);
+        assert_true(has(&r, IK_Q_COUNT) && bad(&r, IK_Q_COUNT));
+    }
+    r = qread("count=0&seconds=4294967295", 26, NULL); /* the range is the route's */
+    assert_true(!bad(&r, IK_Q_COUNT) && r.count == 0);
+    assert_true(!bad(&r, IK_Q_SECONDS) && r.seconds == UINT32_MAX);
+    r = qread("count=123456789012345", 21, NULL); /* decodes past its room */
+    assert_true(bad(&r, IK_Q_COUNT));
+    q = "decode=123456789012345678901234567890";
+    r = qread(q, strlen(q), NULL); /* too long to decode: as sent, cut to 23 bytes */
+    assert_true(bad(&r, IK_Q_DECODE));
+    assert_string_equal(r.decode, "12345678901234567890123");
+    q = "decode=%31%32";
+    r = qread(q, strlen(q), NULL);
+    assert_string_equal(r.decode, "12");
+    r = qread("ids=String", 10, NULL);
+    assert_true(!bad(&r, IK_Q_IDS) && !r.ids_number);
+    r = qread("ids=numbers", 11, NULL);
+    assert_true(bad(&r, IK_Q_IDS));
 }
 
 static void test_parse_u32(void **state)
@@ -156,13 +190,17 @@ static void test_parse_listen(void **state)
     assert_int_equal(ik__parse_listen("abcdef:1", tiny, sizeof tiny, &port, why, sizeof why), -1);
 }
 
+/* The format: the query's format= wins (any case), else Accept's text/plain before
+ * any JSON type; a bad format= is marked for the route's 400. */
 static int neg(const char *query, const char *accept)
 {
-    return ik__negotiate(query, query ? strlen(query) : 0, accept, accept ? strlen(accept) : 0);
+    ik__query r = qread(query, query ? strlen(query) : 0, accept);
+    return bad(&r, IK_Q_FORMAT) ? -1 : r.fmt;
 }
 
-static void test_negotiate(void **state)
+static void test_query_format(void **state)
 {
+    (void)state;
     assert_int_equal(neg(NULL, NULL), IK_FMT_JSON);
     assert_int_equal(neg("count=3", NULL), IK_FMT_JSON);
     assert_int_equal(neg("count=3&format=text", NULL), IK_FMT_TEXT);
@@ -170,6 +208,7 @@ static void test_negotiate(void **state)
     assert_int_equal(neg("format=json", "text/plain"), IK_FMT_JSON);
     assert_int_equal(neg("format=xml", NULL), -1);
     assert_int_equal(neg("format=", NULL), -1);
+    assert_int_equal(neg("format=jsonjsonjson", NULL), -1);
     assert_int_equal(neg(NULL, "text/plain"), IK_FMT_TEXT);
     assert_int_equal(neg(NULL, "Text/Plain; charset=utf-8"), IK_FMT_TEXT);
     assert_int_equal(neg(NULL, "*/*"), IK_FMT_JSON);
@@ -524,11 +563,11 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_path_match),
-        cmocka_unit_test(test_query_get),
+        cmocka_unit_test(test_query_read),
         cmocka_unit_test(test_parse_u32),
-        cmocka_unit_test(test_query_value_uint),
+        cmocka_unit_test(test_query_rules),
         cmocka_unit_test(test_parse_listen),
-        cmocka_unit_test(test_negotiate),
+        cmocka_unit_test(test_query_format),
         cmocka_unit_test(test_buf),
         cmocka_unit_test(test_json_str),
         cmocka_unit_test(test_dates),

@@ -9,7 +9,10 @@
  * every answer says "Connection: close", and the last one of a connection between
  * requests closes it.
  */
-#include "server_internal.h"
+#include "http_conn.h"
+#include "http_routes.h"
+#include "metrics.h"
+#include "log.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -164,7 +167,7 @@ static uint64_t http_started(const ik__conn *c)
     return ((const http_conn *)c)->rp.started;
 }
 
-/* A pending answer came back: the route renders it (ik__pend_render). */
+/* A pending answer came back: the route that left it renders it (p->render). */
 static void http_answer(ik__conn *c, ik__pend *p)
 {
     ik__worker *w = c->w;
@@ -174,7 +177,7 @@ static void http_answer(ik__conn *c, ik__pend *p)
     rs.status = 200;
     rs.ctype = "text/plain";
     rs.body = &w->body;
-    ik__pend_render(w, p, &rs);
+    p->render(w, p, &rs);
     ik__count(&w->m.requests[p->route][ik__metric_code_index(rs.status)]);
     /* While draining, the last answer of a connection between requests says close. */
     int keep = p->keep && !(w->draining && !p->next && !http_of(c)->rp.started);

@@ -21,7 +21,11 @@
  * Runs on a loop thread, after the thread pool has listed the slots and the tags
  * (http_routes.c, h_page and h_workers).
  */
-#include "server_internal.h"
+#include "http_page.h"
+#include "history.h"
+#include "ready.h"
+#include "log.h"
+#include "../../lib/rules.h" /* ik__fmt_iso8601 */
 
 #include <string.h>
 

@@ -8,13 +8,21 @@
  * scratch) and set rs->status/ctype (default 200 text/plain). They never wait for
  * the store: a handler that needs it hands an ik__pend to the library (segment,
  * sequence: the callback on_ids runs on a library thread) or to the thread pool
- * (tags), returns it in rs->pend, and ik__pend_render writes the answer when it
- * comes back (server_internal.h, "Pending answers"). They never sleep either: a snowflake
- * request the generator asks to wait (one tick, a small step back of the clock, or
- * up to 50 ms for a lease extension) is retried on a timer of its loop
+ * (tags), returns it in rs->pend with the function that renders its answer when it
+ * comes back (p->render, beside the handler that routed it: the answer is rendered
+ * where the request was routed, and nothing routes it again) (pend.h, "Pending answers"). They
+ * never sleep either: a snowflake request the generator asks to wait (one tick, a small step back
+ * of the clock, or up to 50 ms for a lease extension) is retried on a timer of its loop
  * (IK_OP_SNOWFLAKE), and they never return an ID the library refused.
  */
-#include "server_internal.h"
+#include "http_routes.h"
+#include "http_page.h"
+#include "http_pool.h"
+#include "issue.h"
+#include "history.h"
+#include "metrics.h"
+#include "ready.h"
+#include "log.h"
 #include "token.h"
 
 #include <stdio.h>
@@ -40,18 +48,27 @@ static void put_json_kv_str(ik__buf *b, const char *key, const char *val)
 /* Answers the generator's refusal rc: 503 for the refusals of docs/guarantees.md promises 10-12 (no
  * lease, clock behind, time guard) and for a time field used up (the clock is past the layout's end
  * date), 500 for anything else. */
-static void reply_gen_error(ik__ctx *x, int rc)
+static void reply_gen_error(ik__worker *w, ik__http_reply *rs, int rc)
 {
     const char *code;
     char msg[400];
-    int st = ik__gen_error(x->w, rc, &code, msg, sizeof msg);
-    ik__reply_error(x->rs, st, code, "%s", msg);
+    int st = ik__gen_error(w, rc, &code, msg, sizeof msg);
+    ik__reply_error(rs, st, code, "%s", msg);
 }
 
 /* ---- ID routes ---------------------------------------------------------------------------- */
 
 static int put_ids(ik__http_reply *rs, const int64_t *ids, int64_t first, size_t n, int fmt,
                    int leaf);
+
+/* The answer of a snowflake request that waited in the loop's retry queue. */
+static void render_sf(ik__worker *w, ik__pend *p, ik__http_reply *rs)
+{
+    if (p->rc != 0)
+        reply_gen_error(w, rs, p->rc);
+    else
+        (void)put_ids(rs, p->ids, 0, p->nids, p->fmt, p->leaf);
+}
 
 /* Issues n snowflake IDs into ids now, or leaves the request waiting in w's retry
  * queue (ik__sf_issue) as the answer to come (rs->pend). */
@@ -62,11 +79,12 @@ static void sf_issue(ik__ctx *x, uint32_t n, int64_t *ids, int fmt, int leaf)
     if (rc == IK_PENDING) {
         p->fmt = (uint8_t)fmt;
         p->leaf = (uint8_t)leaf;
+        p->render = render_sf;
         x->rs->pend = p;
     } else if (rc == IK_OK) {
         (void)put_ids(x->rs, ids, 0, n, fmt, leaf);
     } else {
-        reply_gen_error(x, rc);
+        reply_gen_error(x->w, x->rs, rc);
     }
 }
 
@@ -77,44 +95,45 @@ static void h_leaf_snowflake(ik__ctx *x)
     sf_issue(x, 1, &id, IK_FMT_TEXT, 1);
 }
 
-/* Reads ?count= (default 1) into *n; answers 400 and returns -1 if it is not a
+/* The request's query and Accept header, read once (http_query.h). */
+static void read_query(const ik__ctx *x, ik__query *q)
+{
+    const ik__req *rq = x->rq;
+    ik__query_read(rq->query.p, rq->query.n, rq->accept.p, rq->accept.n, q);
+}
+
+/* The query's count (default 1) into *n; answers 400 and returns -1 if it is not a
  * whole number from 1 to max_batch. */
-static int get_count(ik__ctx *x, uint32_t *n)
+static int get_count(ik__ctx *x, const ik__query *q, uint32_t *n)
 {
     uint32_t max = x->srv->cfg->max_batch;
-    ik__span raw;
-    if (ik__count_param(x->rq->query.p, x->rq->query.n, max, n, &raw) == 0) return 0;
+    *n = 1;
+    if (!(q->has & IK_Q_BIT(IK_Q_COUNT))) return 0;
+    if (!(q->bad & IK_Q_BIT(IK_Q_COUNT)) && q->count >= 1 && q->count <= max) {
+        *n = q->count;
+        return 0;
+    }
     ik__reply_error(x->rs, 400, "bad_count",
                     "count must be a whole number from 1 to %u (max-batch); got '%.*s'", max,
-                    QUOTE(raw));
+                    QUOTE(q->raw[IK_Q_COUNT]));
     return -1;
 }
 
-/* Reads the response format (format= or Accept, and ids=string|number for JSON);
+/* The response format (format= or Accept, and ids=string|number for JSON);
  * answers 400 and returns -1 for an unknown format= or ids= value. */
-static int get_format(ik__ctx *x)
+static int get_format(ik__ctx *x, const ik__query *q)
 {
-    const ik__req *rq = x->rq;
-    const char *v = "";
-    size_t vl = 0;
-    int f = ik__negotiate(rq->query.p, rq->query.n, rq->accept.p, rq->accept.n);
-    if (f < 0) {
-        ik__query_get(rq->query.p, rq->query.n, "format", &v, &vl);
-        ik__span s = {v, vl};
+    if (q->bad & IK_Q_BIT(IK_Q_FORMAT)) {
         ik__reply_error(x->rs, 400, "bad_format", "format must be json or text; got '%.*s'",
-                        QUOTE(s));
+                        QUOTE(q->raw[IK_Q_FORMAT]));
         return -1;
     }
-    char ids[8];
-    ik__span raw;
-    long k = ik__query_value(rq->query.p, rq->query.n, "ids", ids, sizeof ids, &raw);
-    if (k >= 0 && ik__ieq(ids, (size_t)k, "number")) return f == IK_FMT_JSON ? IK_FMT_JSON_NUM : f;
-    if (k != -1 && !(k >= 0 && ik__ieq(ids, (size_t)k, "string"))) {
+    if (q->bad & IK_Q_BIT(IK_Q_IDS)) {
         ik__reply_error(x->rs, 400, "bad_format", "ids must be string or number; got '%.*s'",
-                        QUOTE(raw));
+                        QUOTE(q->raw[IK_Q_IDS]));
         return -1;
     }
-    return f;
+    return q->ids_number && q->fmt == IK_FMT_JSON ? IK_FMT_JSON_NUM : q->fmt;
 }
 
 /* The largest ID a JavaScript number holds exactly is 2^53 - 1. */
@@ -180,9 +199,11 @@ static int64_t *ids_scratch(ik__ctx *x, uint32_t n, int64_t *small)
 /* GET /v1/snowflake?count=N[&format=text] */
 static void h_snowflake(ik__ctx *x)
 {
+    ik__query q;
+    read_query(x, &q);
     uint32_t n;
-    if (get_count(x, &n) != 0) return;
-    int fmt = get_format(x);
+    if (get_count(x, &q, &n) != 0) return;
+    int fmt = get_format(x, &q);
     if (fmt < 0) return;
     int64_t small[64], *ids = ids_scratch(x, n, small);
     if (!ids) return;
@@ -216,11 +237,19 @@ static void reply_store_error(ik__worker *w, ik__http_reply *rs, int op, int rc,
     ik__reply_error(rs, st, code, "%s", msg);
 }
 
-/* p is out with the library or the thread pool: its answer comes later. */
-static void pend_submit(ik__ctx *x, ik__pend *p)
+/* The answer of a segment or sequence request that came back from the library. */
+static void render_ids(ik__worker *w, ik__pend *p, ik__http_reply *rs)
 {
-    ik__pend_submitted(x->w);
-    x->rs->pend = p;
+    if (p->rc != 0) {
+        reply_store_error(w, rs, p->op, p->rc, p->tag);
+        return;
+    }
+    ik__issue_count(w, p);
+    if (put_ids(rs, p->ids, p->first, p->nids, p->fmt, p->leaf) != 0 &&
+        p->op == IK_OP_SEQUENCE) { /* committed, refused: a gap like a client gone */
+        p->gone = IK_GONE_TOO_LARGE;
+        ik__pend_orphaned(w, p);
+    }
 }
 
 /* GET /api/segment/get/{tag} (leaf) and /v1/segment/{tag}?count=N: from the blocks
@@ -232,8 +261,10 @@ static void segment_ids(ik__ctx *x, int leaf)
     uint32_t n = 1;
     int fmt = IK_FMT_TEXT;
     if (!leaf) {
-        if (get_count(x, &n) != 0) return;
-        if ((fmt = get_format(x)) < 0) return;
+        ik__query q;
+        read_query(x, &q);
+        if (get_count(x, &q, &n) != 0) return;
+        if ((fmt = get_format(x, &q)) < 0) return;
     }
     ik__worker *w = x->w;
     int64_t small[64], *ids = ids_scratch(x, n, small);
@@ -243,6 +274,7 @@ static void segment_ids(ik__ctx *x, int leaf)
     if (rc == IK_PENDING) {
         p->leaf = (uint8_t)leaf;
         p->fmt = (uint8_t)fmt;
+        p->render = render_ids;
         x->rs->pend = p;
         return;
     }
@@ -269,9 +301,11 @@ static void h_sequence(ik__ctx *x)
 {
     char tag[IK_TAG_NAME_MAX + 1];
     if (get_tag(x, tag) != 0) return;
+    ik__query q;
+    read_query(x, &q);
     uint32_t n;
-    if (get_count(x, &n) != 0) return;
-    int fmt = get_format(x);
+    if (get_count(x, &q, &n) != 0) return;
+    int fmt = get_format(x, &q);
     if (fmt < 0) return;
     ik__worker *w = x->w;
     ik__pend *p;
@@ -279,6 +313,7 @@ static void h_sequence(ik__ctx *x)
     if (rc == IK_PENDING) {
         p->leaf = 0;
         p->fmt = (uint8_t)fmt;
+        p->render = render_ids;
         x->rs->pend = p;
         return;
     }
@@ -310,156 +345,29 @@ static void put_tag_json(ik__buf *b, const ik_tag_info *t)
     ik__buf_puts(b, "}");
 }
 
-/* Thread pool: the route's library call (it may wait for the store). */
-
-/* The leases of each semaphore the server shows (its config's), each listed on its
- * own: one that cannot be listed says why in its row. */
-static void list_semaphores(ik__server *srv, ik__pool_call *t)
-{
-    for (int i = 0; i < srv->cfg->nsemaphores && i < IK_SERVER_SEMAPHORES_MAX; i++)
-        t->sema_rc[i] = ik_semaphore_holders(srv->coord, srv->cfg->semaphores[i],
-                                             srv->cfg->semaphore_layouts[i], &t->sema_max[i],
-                                             &t->sema[i], &t->nsema[i]);
-}
-
-static void pool_run(uv_work_t *req)
-{
-    ik__pend *p = req->data;
-    ik__pool_call *t = p->pool;
-    ik__server *srv = p->w->srv;
-    const char *app = srv->cfg->app;
-    switch (p->op) {
-    case IK_OP_TAG_CREATE:
-        p->rc = ik_tag_create(srv->coord, app, t->body.tag, t->body.kind, t->body.start,
-                              t->body.step, t->body.description, t->why, sizeof t->why);
-        if (p->rc == 0 || p->rc == IK_EEXIST)
-            t->have_info = ik_tag_get(srv->coord, app, t->body.tag, &t->info) == 0;
-        break;
-    case IK_OP_TAG_GET:
-        p->rc = ik_tag_get(srv->coord, app, p->tag, &t->info);
-        break;
-    case IK_OP_WORKERS:
-        p->rc = ik_slots_list(srv->coord, app, &t->slots, &t->nslots);
-        break;
-    case IK_OP_PAGE: /* the page shows what it could list, and why not the rest */
-        t->slots_rc = ik_slots_list(srv->coord, app, &t->slots, &t->nslots);
-        t->list_rc = ik_tags_list(srv->coord, app, &t->list, &t->nlist);
-        list_semaphores(srv, t);
-        p->rc = 0;
-        break;
-    case IK_OP_SEMAPHORES:
-        list_semaphores(srv, t);
-        p->rc = 0;
-        break;
-    default:
-        p->rc = ik_tags_list(srv->coord, app, &t->list, &t->nlist);
-        break;
-    }
-}
-
-/* Loop thread, after pool_run. */
-static void pool_after(uv_work_t *req, int status)
-{
-    ik__pend *p = req->data;
-    p->w->pool_calls--;
-    if (status != 0) p->rc = IK_ECLOSED;
-    ik__pend_complete(p->w, p);
-}
-
 /* A new ik__pend for a route that calls the store in the thread pool (tags, slots,
- * the page), or NULL with 503 answered when this loop has too many there. */
-static ik__pend *pool_pend(ik__ctx *x, ik__op op)
+ * the page), whose answer render renders, or NULL with 503 answered when this loop
+ * has too many there. */
+static ik__pend *pool_pend(ik__ctx *x, ik__op op, ik__http_render *render)
 {
-    if (x->w->pool_calls >= IK_POOL_CALLS_MAX) {
+    ik__pend *p = ik__pool_pend(x->w, op);
+    if (!p) {
         ik__reply_error(x->rs, 503, "busy", "too many tag requests in flight; retry shortly");
         return NULL;
     }
-    ik__pend *p = ik__pend_new(x->w);
-    p->op = (uint8_t)op;
-    p->pool = ik__xcalloc(1, sizeof *p->pool);
+    p->render = render;
     return p;
 }
 
+/* Hands p's call to the thread pool: its answer comes later (rs->pend); else 500. */
 static void pool_queue(ik__ctx *x, ik__pend *p)
 {
-    p->pool->work.data = p;
-    int r = uv_queue_work(&x->w->loop, &p->pool->work, pool_run, pool_after);
+    int r = ik__pool_queue(x->w, p);
     if (r != 0) {
-        ik__pend_free(p);
         ik__reply_error(x->rs, 500, "internal", "cannot queue the tag request: %s", uv_strerror(r));
         return;
     }
-    x->w->pool_calls++;
-    pend_submit(x, p);
-}
-
-/* POST /v1/tags {"tag","kind","start","step","description"}: 201 and the tag. */
-static void h_tag_create(ik__ctx *x)
-{
-    ik__tag_body body;
-    const char *code;
-    char why[256];
-    const ik__span *b = &x->rq->body;
-    if (ik__tag_body_parse(b->p ? b->p : "", b->n, &body, &code, why, sizeof why) != 0) {
-        ik__reply_error(x->rs, 400, code, "%s", why);
-        return;
-    }
-    ik__pend *p = pool_pend(x, IK_OP_TAG_CREATE);
-    if (!p) return;
-    p->pool->body = body;
-    memcpy(p->tag, body.tag, strlen(body.tag) + 1);
-    pool_queue(x, p);
-}
-
-/* GET /v1/tags/{tag} */
-static void h_tag_get(ik__ctx *x)
-{
-    char tag[IK_TAG_NAME_MAX + 1];
-    if (get_tag(x, tag) != 0) return;
-    ik__pend *p = pool_pend(x, IK_OP_TAG_GET);
-    if (!p) return;
-    memcpy(p->tag, tag, strlen(tag) + 1);
-    pool_queue(x, p);
-}
-
-/* GET /v1/tags */
-static void h_tag_list(ik__ctx *x)
-{
-    ik__pend *p = pool_pend(x, IK_OP_TAG_LIST);
-    if (p) pool_queue(x, p);
-}
-
-/* GET /v1/workers: the app's slots, listed in the thread pool (http_page.c renders). */
-static void h_workers(ik__ctx *x)
-{
-    ik__pend *p = pool_pend(x, IK_OP_WORKERS);
-    if (p) pool_queue(x, p);
-}
-
-/* GET /v1/semaphores: the leases of the semaphores this server shows, listed in the
- * thread pool (http_page.c renders). */
-static void h_semaphores(ik__ctx *x)
-{
-    ik__pend *p = pool_pend(x, IK_OP_SEMAPHORES);
-    if (p) pool_queue(x, p);
-}
-
-/* GET /[?decode=ID]: the status page, once the thread pool has listed the app's
- * slots and tags (http_page.c renders; docs/http.md, "The status page"). */
-static void h_page(ik__ctx *x)
-{
-    ik__pend *p = pool_pend(x, IK_OP_PAGE);
-    if (!p) return;
-    char *d = p->pool->decode;
-    ik__span raw;
-    long k =
-        ik__query_value(x->rq->query.p, x->rq->query.n, "decode", d, sizeof p->pool->decode, &raw);
-    if (k == -2) { /* malformed or too long: shown (escaped) as it came, cut */
-        k = (long)(raw.n < sizeof p->pool->decode - 1 ? raw.n : sizeof p->pool->decode - 1);
-        memcpy(d, raw.p, (size_t)k);
-        d[k] = 0;
-    }
-    pool_queue(x, p);
+    x->rs->pend = p;
 }
 
 /* The answer of a tag route that came back. */
@@ -525,54 +433,99 @@ static void render_tag(ik__worker *w, ik__pend *p, ik__http_reply *rs)
     }
 }
 
-void ik__pend_render(ik__worker *w, ik__pend *p, ik__http_reply *rs)
+/* POST /v1/tags {"tag","kind","start","step","description"}: 201 and the tag. */
+static void h_tag_create(ik__ctx *x)
 {
-    if (p->op == IK_OP_PAGE) {
-        ik__page_render(w, p, rs);
+    ik__tag_body body;
+    const char *code;
+    char why[256];
+    const ik__span *b = &x->rq->body;
+    if (ik__tag_body_parse(b->p ? b->p : "", b->n, &body, &code, why, sizeof why) != 0) {
+        ik__reply_error(x->rs, 400, code, "%s", why);
         return;
     }
-    if (p->op == IK_OP_WORKERS) {
-        if (p->rc == IK_ECLOSED) {
-            reply_shutting_down(rs);
-        } else if (p->rc != 0) {
-            ik__count(&w->m.store_errors[IK_STORE_OP_TAGS]);
-            ik__reply_error(rs, 503, "store_unavailable",
-                            "the app's slots cannot be listed now (%s); retry shortly",
-                            ik_strerror(p->rc));
-        } else
-            ik__workers_render(w, p, rs);
-        return;
+    ik__pend *p = pool_pend(x, IK_OP_TAG_CREATE, render_tag);
+    if (!p) return;
+    p->pool->body = body;
+    memcpy(p->tag, body.tag, strlen(body.tag) + 1);
+    pool_queue(x, p);
+}
+
+/* GET /v1/tags/{tag} */
+static void h_tag_get(ik__ctx *x)
+{
+    char tag[IK_TAG_NAME_MAX + 1];
+    if (get_tag(x, tag) != 0) return;
+    ik__pend *p = pool_pend(x, IK_OP_TAG_GET, render_tag);
+    if (!p) return;
+    memcpy(p->tag, tag, strlen(tag) + 1);
+    pool_queue(x, p);
+}
+
+/* GET /v1/tags */
+static void h_tag_list(ik__ctx *x)
+{
+    ik__pend *p = pool_pend(x, IK_OP_TAG_LIST, render_tag);
+    if (p) pool_queue(x, p);
+}
+
+/* The answer of GET /v1/workers: the slots as http_page.c renders them, or why they
+ * could not be listed. */
+static void render_workers(ik__worker *w, ik__pend *p, ik__http_reply *rs)
+{
+    if (p->rc == IK_ECLOSED) {
+        reply_shutting_down(rs);
+    } else if (p->rc != 0) {
+        ik__count(&w->m.store_errors[IK_STORE_OP_TAGS]);
+        ik__reply_error(rs, 503, "store_unavailable",
+                        "the app's slots cannot be listed now (%s); retry shortly",
+                        ik_strerror(p->rc));
+    } else {
+        ik__workers_render(w, p, rs);
     }
-    if (p->op == IK_OP_SEMAPHORES) {
-        if (p->rc == IK_ECLOSED)
-            reply_shutting_down(rs);
-        else
-            ik__semaphores_render(w, p, rs);
-        return;
-    }
-    if (p->op == IK_OP_SNOWFLAKE) {
-        if (p->rc != 0) {
-            ik__ctx x = {w->srv, w, NULL, rs};
-            reply_gen_error(&x, p->rc);
-            return;
-        }
-        (void)put_ids(rs, p->ids, 0, p->nids, p->fmt, p->leaf);
-        return;
-    }
-    if (p->op == IK_OP_SEGMENT || p->op == IK_OP_SEQUENCE) {
-        if (p->rc != 0) {
-            reply_store_error(w, rs, p->op, p->rc, p->tag);
-            return;
-        }
-        ik__issue_count(w, p);
-        if (put_ids(rs, p->ids, p->first, p->nids, p->fmt, p->leaf) != 0 &&
-            p->op == IK_OP_SEQUENCE) { /* committed, refused: a gap like a client gone */
-            p->gone = IK_GONE_TOO_LARGE;
-            ik__pend_orphaned(w, p);
-        }
-        return;
-    }
-    render_tag(w, p, rs);
+}
+
+/* GET /v1/workers: the app's slots, listed in the thread pool. */
+static void h_workers(ik__ctx *x)
+{
+    ik__pend *p = pool_pend(x, IK_OP_WORKERS, render_workers);
+    if (p) pool_queue(x, p);
+}
+
+/* The answer of GET /v1/semaphores: the leases as http_page.c renders them (each
+ * semaphore's row says why where it could not be listed). */
+static void render_semaphores(ik__worker *w, ik__pend *p, ik__http_reply *rs)
+{
+    if (p->rc == IK_ECLOSED)
+        reply_shutting_down(rs);
+    else
+        ik__semaphores_render(w, p, rs);
+}
+
+/* GET /v1/semaphores: the leases of the semaphores this server shows, listed in the
+ * thread pool. */
+static void h_semaphores(ik__ctx *x)
+{
+    ik__pend *p = pool_pend(x, IK_OP_SEMAPHORES, render_semaphores);
+    if (p) pool_queue(x, p);
+}
+
+/* GET /[?decode=ID]: the status page, once the thread pool has listed the app's
+ * slots and tags (http_page.c renders; docs/http.md, "The status page"). */
+static void render_page(ik__worker *w, ik__pend *p, ik__http_reply *rs)
+{
+    ik__page_render(w, p, rs);
+}
+
+static void h_page(ik__ctx *x)
+{
+    ik__pend *p = pool_pend(x, IK_OP_PAGE, render_page);
+    if (!p) return;
+    ik__query q; /* decode=: shown (escaped) as it came, cut, where it does not decode */
+    read_query(x, &q);
+    _Static_assert(sizeof p->pool->decode == sizeof q.decode, "decode= fits the page's call");
+    memcpy(p->pool->decode, q.decode, sizeof q.decode);
+    pool_queue(x, p);
 }
 
 /* GET /v1/decode/{id} */
@@ -775,14 +728,17 @@ static void h_status(ik__ctx *x)
  * 600), from the recent past the daemon keeps (history.c). */
 static void h_history(ik__ctx *x)
 {
+    ik__query q;
+    read_query(x, &q);
     uint32_t seconds = IK_HIST_SECONDS;
-    ik__span raw;
-    if (ik__query_uint(x->rq->query.p, x->rq->query.n, "seconds", 1, IK_HIST_SECONDS, &seconds,
-                       &raw) < 0) {
-        ik__reply_error(x->rs, 400, "bad_seconds",
-                        "seconds must be a whole number from 1 to %d; got '%.*s'", IK_HIST_SECONDS,
-                        QUOTE(raw));
-        return;
+    if (q.has & IK_Q_BIT(IK_Q_SECONDS)) {
+        seconds = q.seconds;
+        if ((q.bad & IK_Q_BIT(IK_Q_SECONDS)) || seconds < 1 || seconds > IK_HIST_SECONDS) {
+            ik__reply_error(x->rs, 400, "bad_seconds",
+                            "seconds must be a whole number from 1 to %d; got '%.*s'",
+                            IK_HIST_SECONDS, QUOTE(q.raw[IK_Q_SECONDS]));
+            return;
+        }
     }
     ik__history_render(x->srv, (int)seconds, x->rs->body);
     x->rs->ctype = CT_JSON;

@@ -14,6 +14,12 @@
 /* With a token configured (--http-token-file), a route flagged AUTH needs it, unless
  * it is also flagged LEAF and --open-leaf-routes is on, or METRICS and --open-metrics
  * is on. /healthz and /readyz reveal nothing and stay open. */
+#include "http_framing.h"
+#include "http_query.h"
+#include "http_reply.h"
+#include "pend.h"
+#include "worker.h"
+
 #define IK_ROUTE_AUTH 1u    /* needs the token when one is configured */
 #define IK_ROUTE_LEAF 2u    /* a Leaf route: --open-leaf-routes exempts it */
 #define IK_ROUTE_METRICS 4u /* /metrics: --open-metrics exempts it */
@@ -54,5 +60,30 @@
     R(IK_HTTP_GET, "/", h_page, IK_ROUTE_AUTH | IK_ROUTE_PAGE,                                     \
       "the status page (HTML): this server, the app's worker slots, the tags, the semaphores, an " \
       "ID decoder")
+
+typedef struct ik__ctx {
+    ik__server *srv;
+    ik__worker *w;
+    const ik__req *rq;
+    ik__http_reply *rs;
+} ik__ctx;
+
+typedef void (*ik__handler)(ik__ctx *x);
+/* One row of the route table (http_routes.h) beyond its key. */
+typedef struct ik__route {
+    ik__handler fn;
+    unsigned flags;
+    const char *help;
+} ik__route;
+
+extern const ik__route_key ik__route_keys[]; /* method and pattern of each row */
+extern const ik__route ik__routes[];
+extern const size_t ik__nroutes;
+
+/* Routes rq: finds the row, checks method and token, runs the handler, or answers
+ * 404/405/401 itself. Fills rq->params and rs (status, type, body, extra headers).
+ * Returns the row's index, or ik__nroutes if no row matched the path. Runs on a
+ * loop thread. */
+size_t ik__dispatch(ik__worker *w, ik__req *rq, ik__http_reply *rs);
 
 #endif

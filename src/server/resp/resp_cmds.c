@@ -9,7 +9,11 @@
  * -TRYAGAIN (where HTTP answers 503).
  */
 #include "resp_cmds.h"
+#include "conn.h" /* IK_ANSWER_BYTES, IK_ID_BYTES: the charge of a pending answer */
+#include "issue.h"
+#include "log.h"
 #include "token.h"
+#include "../../lib/rules.h" /* ik__fmt_iso8601 */
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -8,8 +8,9 @@
 #ifndef IK_RESP_CMDS_H
 #define IK_RESP_CMDS_H
 
+#include "pend.h"
 #include "resp.h"
-#include "server_internal.h"
+#include "worker.h"
 
 /* What one RESP connection is, as its commands see and change it. */
 typedef struct ik__rsess {
@@ -58,5 +59,10 @@ void ik__resp_dispatch(ik__rcall *c);
  * IK_PENDING when INCR found the tag of the other kind and asked again: p is in
  * flight again and comes back once more. */
 int ik__resp_render(ik__worker *w, ik__rkinds *kinds, ik__pend *p);
+
+/* The name of row i of the RESP command table (lower case), NULL past its end;
+ * row ik__resp_ncmds is "unknown" (resp_cmds.c). */
+const char *ik__resp_cmd_name(size_t i);
+extern const size_t ik__resp_ncmds;
 
 #endif

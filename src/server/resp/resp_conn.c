@@ -15,6 +15,9 @@
  * - QUIT and protocol errors answer, then close (lingering, as HTTP's final
  *   answers); a refused connection hears why first, as from Redis.
  */
+#include "resp_conn.h"
+#include "conn.h"
+#include "log.h"
 #include "resp_cmds.h"
 
 #include <stdio.h>

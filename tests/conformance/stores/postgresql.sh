@@ -1,6 +1,10 @@
 # stores/postgresql.sh: the hooks of conf.sh for postgresql:// (docs/testing.md,
 # "Adding a backend to the suite"; conf.sh says what each hook does). The store:
 # the shared server (tests/fixtures/postgres.sh), a database per conf_coord NAME.
+#
+# The groups that do not apply to this store (tests/conformance/CMakeLists.txt
+# registers no test for them and prints why):
+# skips: elect_outage: a candidate's advisory lock is its connection's, and a lost grant closes that connection (recipe_sql.c): the server frees the lock as it hears the close, so no contender of the old candidate can stay first in line under a live session as a ZooKeeper node can; the proxy's mute/down here closes both ends at once
 
 [ -r "${IK_FIXTURE_POSTGRES:-}/env" ] || fail "stores/postgresql.sh: no postgres fixture (IK_FIXTURE_POSTGRES)"
 source "$IK_FIXTURE_POSTGRES/env"

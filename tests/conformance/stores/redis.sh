@@ -3,6 +3,17 @@
 # fixture's Redis, under a key prefix of this test's own
 # (tests/integration/redis.sh). No locks or elections (docs/redis.md): their hooks
 # keep conf.sh's refusal.
+#
+# The groups that do not apply to this store (tests/conformance/CMakeLists.txt
+# registers no test for them and prints why):
+# skips: elect: no locks or elections on Redis, which cannot fence them under failover (docs/redis.md); t_redis_bad_input checks that idkeeper lock and elect refuse, saying why
+# skips: elect_outage: no locks or elections on Redis, which cannot fence them under failover (docs/redis.md); t_redis_bad_input checks that idkeeper lock and elect refuse, saying why
+# skips: hold_lost: no locks or elections on Redis, which cannot fence them under failover (docs/redis.md); t_redis_bad_input checks that idkeeper lock and elect refuse, saying why
+# skips: lock_escape: no locks or elections on Redis, which cannot fence them under failover (docs/redis.md); t_redis_bad_input checks that idkeeper lock and elect refuse, saying why
+# skips: lock_tree: no locks or elections on Redis, which cannot fence them under failover (docs/redis.md); t_redis_bad_input checks that idkeeper lock and elect refuse, saying why
+# skips: locks: no locks or elections on Redis, which cannot fence them under failover (docs/redis.md); t_redis_bad_input checks that idkeeper lock and elect refuse, saying why
+# skips: locks_stopped: no locks or elections on Redis, which cannot fence them under failover (docs/redis.md); t_redis_bad_input checks that idkeeper lock and elect refuse, saying why
+# skips: semaphore: no locks or elections on Redis, which cannot fence them under failover (docs/redis.md); t_redis_bad_input checks that idkeeper lock and elect refuse, saying why
 
 # shellcheck source=../../integration/redis.sh
 source "$IK_SRC/tests/integration/redis.sh"

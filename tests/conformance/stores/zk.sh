@@ -2,6 +2,10 @@
 # to the suite"; conf.sh says what each hook does). The store: a standalone
 # ZooKeeper of this test's own, or the shared fixture's with a fresh chroot
 # (tests/integration/zk.sh).
+#
+# The groups that do not apply to this store (tests/conformance/CMakeLists.txt
+# registers no test for them and prints why):
+# skips: check: the stage's ZooKeeper is one standalone server, a quorum of one, which `idkeeper check` reports as a risk (docs/hazards.md), so it cannot exit 0 there; t_zk_hazards_ensemble checks exit 0 and the same table on a 3-server ensemble with forceSync=yes, and t_zk_hazards the standalone server's risk and its refusals
 
 # shellcheck source=../../integration/zk.sh
 source "$IK_SRC/tests/integration/zk.sh"

@@ -15,7 +15,7 @@
  * hazards -> lease -> gateway. docs/etcd.md has the key layout and the failure
  * model.
  */
-#include "backend_etcd.h"
+#include "etcd_handle.h"
 #include "internal.h"
 #include "recipe.h"
 
@@ -149,20 +149,27 @@ static void etcd_client_version(char *buf, size_t len)
     snprintf(buf, len, "libcurl %s", v ? v->version : "?");
 }
 
-#define ETCD_OPS(SCHEME, FORM)                                                                     \
+#define ETCD_OPS(SCHEME, FORM, EXAMPLES)                                                           \
     {                                                                                              \
-        .scheme = (SCHEME), .uri_form = (FORM), .uri_check = ik__etcd_uri_check,                   \
-        .recipe = &ik__recipe_etcd_ops, .uri_keys = "cacert, cert, key, user", .open = etcd_open,  \
-        .close = etcd_close, .uri = etcd_uri, .slot_acquire = ik__etcd_slot_acquire,               \
+        .scheme = (SCHEME), .uri_form = (FORM), .uri_examples = (EXAMPLES), .takes_password = 1,   \
+        .uri_check = ik__etcd_uri_check, .recipe = &ik__recipe_etcd_ops,                           \
+        .uri_keys = "cacert, cert, key, user", .open = etcd_open, .close = etcd_close,             \
+        .uri = etcd_uri, .slot_acquire = ik__etcd_slot_acquire,                                    \
         .slot_persist = ik__etcd_slot_persist, .slot_release = ik__etcd_slot_release,              \
         .slot_forget = ik__etcd_slot_forget, .recover = NULL, .slots_list = ik__etcd_slots_list,   \
-        .slot_free_ms = etcd_slot_free_ms, .session = etcd_session,                                \
-        .hazards_check = ik__etcd_hazards_check, .cut = etcd_cut, .close_wait_ms = 0,              \
-        .client_version = etcd_client_version, .last_error = etcd_last_error,                      \
+        .slot_free_ms = etcd_slot_free_ms, .slot_frees_after = IK__FREES_AFTER_LEASE_TTL,          \
+        .session = etcd_session, .hazards_check = ik__etcd_hazards_check, .cut = etcd_cut,         \
+        .close_wait_ms = 0, .client_version = etcd_client_version, .last_error = etcd_last_error,  \
         .tag_create = ik__etcd_tag_create, .tag_get = ik__etcd_tag_get,                            \
         .tag_list = ik__etcd_tag_list, .tag_advance = ik__etcd_tag_advance,                        \
         .tag_settle = ik__etcd_tag_settle, .tag_lanes = 2,                                         \
     }
 
-const ik__backend_ops ik__backend_etcd_ops = ETCD_OPS("etcd", "etcd://HOST:PORT[,...][/PREFIX]");
-const ik__backend_ops ik__backend_etcds_ops = ETCD_OPS("etcds", "etcds://HOST:PORT[,...][/PREFIX]");
+static const char *const etcd_examples[] = {"etcd://127.0.0.1:2379",
+                                            "etcd://h1:2379,h2:2379/idkeeper", NULL};
+static const char *const etcds_examples[] = {"etcds://h:2379?user=idkeeper", NULL};
+
+const ik__backend_ops ik__backend_etcd_ops =
+    ETCD_OPS("etcd", "etcd://HOST:PORT[,...][/PREFIX]", etcd_examples);
+const ik__backend_ops ik__backend_etcds_ops =
+    ETCD_OPS("etcds", "etcds://HOST:PORT[,...][/PREFIX]", etcds_examples);

@@ -2,7 +2,7 @@
  * server's etcd lease (etcd_lease.c), taken by a txn that compares its
  * create_revision with 0; the time record in a key of its own without a lease,
  * written only by txns that compare the slot key's create_revision with ours
- * (docs/etcd.md, "Worker slots"; backend_etcd.h has the key layout).
+ * (docs/etcd.md, "Worker slots"; etcd_handle.h has the key layout).
  *
  * Invariants
  *   ES1. A slot is taken only by a txn that finds the slot key absent (create
@@ -24,7 +24,7 @@
  *
  * Threads: any; each call is one or two gateway calls.
  */
-#include "backend_etcd.h"
+#include "etcd_handle.h"
 #include "internal.h"
 
 #include <inttypes.h>

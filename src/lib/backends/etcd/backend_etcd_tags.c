@@ -2,7 +2,7 @@
  * with its max_id, advanced by a txn that compares the key's mod_revision with the
  * one read; beside it, one writer key per lane of the doubt engine
  * (counters/doubt.c), written in the same txn, that says which of the lane's writes
- * landed (docs/etcd.md, "Counters"; backend_etcd.h has the key layout).
+ * landed (docs/etcd.md, "Counters"; etcd_handle.h has the key layout).
  *
  *   PREFIX idkeeper/APP/tag/NAME             "MAX_ID KIND START STEP UPDATE_MS DESC"
  *   PREFIX idkeeper/APP/tagw/NAME/WRITER     "WID:FIRST ..." the lane's last RING
@@ -30,7 +30,7 @@
  *
  * Threads: any; one advance at a time per lane (the engine's).
  */
-#include "backend_etcd.h"
+#include "etcd_handle.h"
 #include "internal.h"
 
 #include <inttypes.h>

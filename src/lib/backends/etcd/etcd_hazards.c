@@ -16,7 +16,7 @@
  * The fsync probe writes, so it runs at open and in `idkeeper check` only; the rest
  * run again before a write once the hazard interval has passed (ik__hazards_due).
  */
-#include "backend_etcd.h"
+#include "etcd_handle.h"
 #include "internal.h"
 
 #include <inttypes.h>

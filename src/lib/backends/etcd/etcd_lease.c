@@ -1,6 +1,6 @@
 /* etcd_lease.c: the one etcd lease of an etcd:// handle, on which its slot keys and
  * lock keys live, and the thread that keeps it alive at a third of its TTL, one
- * keepalive a POST (backend_etcd.h states EL1-EL3).
+ * keepalive a POST (etcd_handle.h states EL1-EL3).
  *
  * States:
  *   NONE --ik__etcd_lease_get: grant answered--> LIVE (proof: the grant's send)
@@ -13,7 +13,7 @@
  * Threads: every call takes mu; the thread is started by the first grant and
  * stopped by ik__etcd_lease_stop (close).
  */
-#include "backend_etcd.h"
+#include "etcd_handle.h"
 #include "internal.h"
 
 #include <inttypes.h>

@@ -44,7 +44,7 @@
  *   RE3. A waiter gives up only at its deadline, a cancel, or a refusal for good;
  *        an error or silence of etcd is waited out, as a holder waits it out.
  */
-#include "backend_etcd.h"
+#include "etcd_handle.h"
 #include "internal.h"
 #include "recipe.h"
 

@@ -457,6 +457,43 @@ static void describe_holders(const local_backend *b, const ik__slot_request *req
     }
 }
 
+/* The slots to try, in order (n of them, written to *n): the slot this identity held
+ * last, if any (rule 3), then every slot in range from *rest on, lowest first or
+ * shuffled. The caller frees it; NULL: out of memory. Reads the records, takes
+ * nothing. */
+static uint32_t *try_order(local_backend *b, const ik__slot_request *req, size_t *n, size_t *rest)
+{
+    uint32_t count = req->worker_max - req->worker_min + 1;
+    uint32_t *order = malloc(sizeof *order * (count + 1));
+    if (!order) return NULL;
+    size_t k = 0;
+    for (uint32_t w = req->worker_min; w <= req->worker_max; w++) {
+        char path[PATH_MAX];
+        slot_path(b, req->app, w, path, sizeof path);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) {
+            slot_record r;
+            if (read_record(fd, &r) == 0 && !strcmp(r.holder, req->identity)) order[k++] = w;
+            close(fd);
+        }
+        if (k || w == UINT32_MAX) break;
+    }
+    *rest = k;
+    for (uint32_t i = 0; i < count; i++)
+        order[k++] = req->worker_min + i;
+    if (req->choice == IK_SLOT_RANDOM) {
+        unsigned seed = (unsigned)(ik__mono_ns() ^ (getpid() * 2654435761u));
+        for (size_t i = k; i-- > *rest + 1;) {
+            size_t j = *rest + (size_t)rand_r(&seed) % (i - *rest + 1);
+            uint32_t t = order[i];
+            order[i] = order[j];
+            order[j] = t;
+        }
+    }
+    *n = k;
+    return order;
+}
+
 static int local_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__slot_grant *out,
                               char *why, size_t why_len)
 {
@@ -473,35 +510,9 @@ static int local_slot_acquire(ik__backend *be, const ik__slot_request *req, ik__
     }
 
     uint32_t count = req->worker_max - req->worker_min + 1;
-    uint32_t *order = malloc(sizeof *order * (count + 1));
+    size_t n, rest;
+    uint32_t *order = try_order(b, req, &n, &rest);
     if (!order) return IK_ENOMEM;
-    size_t n = 0;
-
-    /* rule 3: the slot this identity held last, if any */
-    for (uint32_t w = req->worker_min; w <= req->worker_max; w++) {
-        char path[PATH_MAX];
-        slot_path(b, req->app, w, path, sizeof path);
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd >= 0) {
-            slot_record r;
-            if (read_record(fd, &r) == 0 && !strcmp(r.holder, req->identity)) order[n++] = w;
-            close(fd);
-        }
-        if (n || w == UINT32_MAX) break;
-    }
-    /* then every slot in range, lowest first or shuffled */
-    size_t rest = n;
-    for (uint32_t i = 0; i < count; i++)
-        order[n++] = req->worker_min + i;
-    if (req->choice == IK_SLOT_RANDOM) {
-        unsigned seed = (unsigned)(ik__mono_ns() ^ (getpid() * 2654435761u));
-        for (size_t i = n; i-- > rest + 1;) {
-            size_t j = rest + (size_t)rand_r(&seed) % (i - rest + 1);
-            uint32_t t = order[i];
-            order[i] = order[j];
-            order[j] = t;
-        }
-    }
 
     int fd = -1, name_fd = -1;
     uint32_t got = 0, failed = 0; /* slots of the last pass that could not be tried */
@@ -737,6 +748,7 @@ static void local_client_version(char *buf, size_t len)
 const ik__backend_ops ik__backend_local_ops = {
     .scheme = "local",
     .uri_form = "local:DIR",
+    .uri_examples = (const char *const[]){"local:./idkeeper-data", "local:/var/lib/idkeeper", NULL},
     .uri_check = local_uri_check,
     .recipe = &ik__recipe_local_ops,
     .open = local_open,

@@ -962,5 +962,8 @@ static void mysql_client_version(char *buf, size_t len)
     snprintf(buf, len, "mariadb-connector-c %s", MARIADB_PACKAGE_VERSION);
 }
 
+static const char *const mysql_uri_examples[] = {"mysql://idkeeper@127.0.0.1:3306/idkeeper",
+                                                 "mysql://idkeeper@db.example/ids", NULL};
+
 IK__SQL_BACKEND(mysql, ik__sql_mysql_driver, "mysql", "mysql://USER@HOST[:PORT]/DB",
-                ik__mysql_uri_check, mysql_schema, mysql_client_version);
+                mysql_uri_examples, ik__mysql_uri_check, mysql_schema, mysql_client_version);

@@ -617,5 +617,9 @@ static void pg_client_version(char *buf, size_t len)
     snprintf(buf, len, "libpq %d.%d", v / 10000, v % 10000);
 }
 
+static const char *const pg_uri_examples[] = {"postgresql://idkeeper@127.0.0.1:5432/idkeeper",
+                                              "postgresql://idkeeper@[::1]/ids?sslmode=require",
+                                              NULL};
+
 IK__SQL_BACKEND(pg, ik__sql_pg_driver, "postgresql", "postgresql://USER@HOST[:PORT]/DB",
-                pg_uri_check, pg_schema, pg_client_version);
+                pg_uri_examples, pg_uri_check, pg_schema, pg_client_version);

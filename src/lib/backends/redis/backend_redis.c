@@ -102,21 +102,27 @@ static const ik__store_option redis_options[] = {
     {.name = NULL},
 };
 
-#define REDIS_OPS(SCHEME, FORM)                                                                    \
+#define REDIS_OPS(SCHEME, FORM, EXAMPLES)                                                          \
     {                                                                                              \
-        .scheme = (SCHEME), .uri_form = (FORM), .uri_check = ik__redis_uri_check, .recipe = NULL,  \
-        .no_locks = NO_LOCKS, .options = redis_options, .uri_keys = "db, prefix, user",            \
-        .open = redis_open, .close = redis_close, .uri = ik__redis_uri,                            \
-        .slot_acquire = ik__redis_slot_acquire, .slot_persist = ik__redis_slot_persist,            \
-        .slot_release = ik__redis_slot_release, .slot_forget = ik__redis_slot_forget,              \
-        .recover = NULL, .slots_list = ik__redis_slots_list,                                       \
-        .slot_free_ms = ik__redis_slot_free_ms, .session = ik__redis_session_desc,                 \
-        .hazards_check = redis_hazards_check, .cut = redis_cut,                                    \
+        .scheme = (SCHEME), .uri_form = (FORM), .uri_examples = (EXAMPLES), .takes_password = 1,   \
+        .uri_check = ik__redis_uri_check, .recipe = NULL, .no_locks = NO_LOCKS,                    \
+        .options = redis_options, .uri_keys = "db, prefix, user", .open = redis_open,              \
+        .close = redis_close, .uri = ik__redis_uri, .slot_acquire = ik__redis_slot_acquire,        \
+        .slot_persist = ik__redis_slot_persist, .slot_release = ik__redis_slot_release,            \
+        .slot_forget = ik__redis_slot_forget, .recover = NULL, .slots_list = ik__redis_slots_list, \
+        .slot_free_ms = ik__redis_slot_free_ms, .slot_frees_after = IK__FREES_AFTER_LEASE_TTL,     \
+        .session = ik__redis_session_desc, .hazards_check = redis_hazards_check, .cut = redis_cut, \
         .client_version = redis_client_version, .tag_create = ik__redis_tag_create,                \
         .tag_get = ik__redis_tag_get, .tag_list = ik__redis_tag_list,                              \
         .tag_advance = ik__redis_tag_advance, .tag_settle = ik__redis_tag_settle, .tag_lanes = 64, \
     }
 
-const ik__backend_ops ik__backend_redis_ops = REDIS_OPS("redis", "redis://HOST[:PORT][/DB]");
+static const char *const redis_examples[] = {"redis://127.0.0.1:6379/0",
+                                             "redis://h:7000/2?prefix=ik/&user=idkeeper", NULL};
+static const char *const redis_unix_examples[] = {"redis+unix:///run/redis/redis.sock?db=3", NULL};
+
+const ik__backend_ops ik__backend_redis_ops =
+    REDIS_OPS("redis", "redis://HOST[:PORT][/DB]", redis_examples);
 /* the same backend on a unix socket: its own scheme, so coord.c finds it */
-const ik__backend_ops ik__backend_redis_unix_ops = REDIS_OPS("redis+unix", "redis+unix:///PATH");
+const ik__backend_ops ik__backend_redis_unix_ops =
+    REDIS_OPS("redis+unix", "redis+unix:///PATH", redis_unix_examples);

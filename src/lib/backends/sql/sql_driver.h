@@ -374,12 +374,13 @@ typedef struct ik__sql_driver {
  * In the driver's file, after its driver table:
  *
  *   IK__SQL_BACKEND(pg, ik__sql_pg_driver, "postgresql", "postgresql://USER@HOST[:PORT]/DB",
- *                   pg_uri_check, pg_schema, pg_client_version);
+ *                   pg_uri_examples, pg_uri_check, pg_schema, pg_client_version);
  *
  * defines ik__backend_pg_ops (named in coord.c's registry) and its lock protocol,
  * whose calls are the generic layer's, on that driver. The other arguments are the
  * backend's own, written only here: SCHEME (URIs SCHEME:...), URI_FORM (for
- * messages and help), URI_CHECK (the whole URI's syntax, no I/O: 0, or IK_EURI
+ * messages and help), URI_EXAMPLES (URIs its check accepts, NULL-terminated: the
+ * ops table's uri_examples), URI_CHECK (the whole URI's syntax, no I/O: 0, or IK_EURI
  * with a one-line reason), SCHEMA (one statement each, NULL-terminated: run in
  * order at open and printed by `idkeeper schema`; CREATE ... IF NOT EXISTS only,
  * so running it on a database that has the tables changes nothing) and
@@ -433,7 +434,8 @@ int ik__sql_sema_holders(ik__backend *be, const char *path, ik_semaphore_layout 
 /* The size of recipe_sql.c's lock struct, at least (it checks so at build time). */
 #define IK__SQL_LOCK_SIZE 4096
 
-#define IK__SQL_BACKEND(NAME, DRIVER, SCHEME, URI_FORM, URI_CHECK, SCHEMA, CLIENT_VERSION)         \
+#define IK__SQL_BACKEND(NAME, DRIVER, SCHEME, URI_FORM, URI_EXAMPLES, URI_CHECK, SCHEMA,           \
+                        CLIENT_VERSION)                                                            \
     extern const ik__backend_ops ik__backend_##NAME##_ops; /* named by coord.c */                  \
     static const ik__recipe_ops ik__recipe_##NAME##_ops = {                                        \
         .scheme = (SCHEME),                                                                        \
@@ -466,6 +468,8 @@ int ik__sql_sema_holders(ik__backend *be, const char *path, ik_semaphore_layout 
     const ik__backend_ops ik__backend_##NAME##_ops = {                                             \
         .scheme = (SCHEME),                                                                        \
         .uri_form = (URI_FORM),                                                                    \
+        .uri_examples = (URI_EXAMPLES),                                                            \
+        .takes_password = 1,                                                                       \
         .uri_check = (URI_CHECK),                                                                  \
         .recipe = &ik__recipe_##NAME##_ops,                                                        \
         .schema = (SCHEMA),                                                                        \
@@ -479,6 +483,7 @@ int ik__sql_sema_holders(ik__backend *be, const char *path, ik_semaphore_layout 
         .recover = NULL,                                                                           \
         .slots_list = ik__sql_slots_list,                                                          \
         .slot_free_ms = ik__sql_slot_free_ms,                                                      \
+        .slot_frees_after = IK__FREES_AFTER_LEASE_TTL,                                             \
         .session = ik__sql_session,                                                                \
         .cut = ik__sql_cut,                                                                        \
         .client_version = (CLIENT_VERSION),                                                        \

@@ -108,6 +108,8 @@ static const ik__store_option zk_options[] = {
 const ik__backend_ops ik__backend_zk_ops = {
     .scheme = "zk",
     .uri_form = "zk://HOST:PORT[,HOST:PORT...][/CHROOT]",
+    .uri_examples = (const char *const[]){"zk://127.0.0.1:2181",
+                                          "zk://h1:2181,h2:2181,[::1]:2182/idkeeper", NULL},
     .uri_check = ik__zk_uri_check,
     .recipe = &ik__recipe_zk_ops,
     .options = zk_options,
@@ -122,6 +124,7 @@ const ik__backend_ops ik__backend_zk_ops = {
     .recover = ik__zk_recover,
     .slots_list = ik__zk_slots_list,
     .slot_free_ms = ik__zk_slot_free_ms,
+    .slot_frees_after = "the session timeout",
     .session = ik__zk_session_desc,
     .hazards_check = ik__zk_hazards_check,
     .cut = zk_cut,

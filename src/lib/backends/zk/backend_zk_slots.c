@@ -399,6 +399,43 @@ typedef struct zk_ident {
     int worker; /* the slot it names, -1 if none */
 } zk_ident;
 
+/* try_take's multi got no answer: did it land? Only an owner node of our own session
+ * says yes. Until an answer says it did not, the slot is remembered as maybe ours, so
+ * that no owner node of this session is ever left without a handle (ZSL5). session is
+ * the one the multi was sent on, whatever the connection holds now. TAKE_OK:
+ * it landed with our slot data (*wst and *record the slot node's); TAKE_CONFLICT: it
+ * did not, or our owner node stands over another's slot data (the next pass takes it
+ * back with a fresh write; the orphan stays remembered); < 0 is an ik_error. */
+static int take_in_doubt(zk_backend *b, zk_conn *c, const ik__slot_request *req, uint32_t w,
+                         int64_t session, const zk_slot *s, struct Stat *wst, int64_t *record,
+                         char *why, size_t why_len)
+{
+    struct Stat ost;
+    int erc = ik__zk_conn_wait(&b->zc, c, ik__zk_connect_wait_ms(b->zc.timeout_ms)) == IK_OK
+                  ? ik__zk_sync_exists(c->zh, s->owner_path, &ost)
+                  : ZCONNECTIONLOSS;
+    if (erc == ZNONODE || (erc == ZOK && ost.ephemeralOwner != session)) return TAKE_CONFLICT;
+    remember_orphan(b, req->app, w, session); /* ours, or maybe ours */
+    if (erc != ZOK)
+        return ik__fail(ik__zk_doubtful(erc) ? IK_EINDOUBT : IK_ELOST, why, why_len,
+                        "ZooKeeper connection lost while taking slot %" PRIu32 ": %s", w,
+                        zerror(erc));
+    char buf[ZK_DATA_MAX];
+    int blen = sizeof buf - 1;
+    int zrc = ik__zk_sync_get(c->zh, s->slot_path, buf, &blen, wst);
+    if (zrc != ZOK)
+        return ik__fail(ik__zk_doubtful(zrc) ? IK_EINDOUBT : IK_ELOST, why, why_len,
+                        "ZooKeeper connection lost while taking slot %" PRIu32 ": %s", w,
+                        zerror(zrc));
+    ik__zk_fields f = {0};
+    ik__zk_parse_fields(buf, blen < 0 ? 0 : blen, &f);
+    if (f.session != session || strcmp(f.ident, req->identity) != 0 || !f.has_record)
+        return TAKE_CONFLICT;
+    pop_orphan_exact(b, req->app, w, session);
+    *record = f.record_ms;
+    return TAKE_OK;
+}
+
 /* One attempt at worker w: the single zoo_multi of the node layout,
  *   [set slot at version | create slot] + [create owner EPHEMERAL]
  *   + [set | create identities/ME "worker=w"]
@@ -471,32 +508,8 @@ static int try_take(zk_backend *b, zk_conn *c, const ik__slot_request *req, uint
         zrc = ik__zk_multi(c->zh, nops, ops, res);
     }
     if (ik__zk_doubtful(zrc)) {
-        /* Did it land? Only an owner node of our own session says yes. Until an
-         * answer says it did not, the slot is remembered as maybe ours, so that no
-         * owner node of this session is ever left without a handle (ZSL5). */
-        struct Stat ost;
-        int erc = ik__zk_conn_wait(&b->zc, c, ik__zk_connect_wait_ms(b->zc.timeout_ms)) == IK_OK
-                      ? ik__zk_sync_exists(c->zh, s->owner_path, &ost)
-                      : ZCONNECTIONLOSS;
-        if (erc == ZNONODE || (erc == ZOK && ost.ephemeralOwner != session)) return TAKE_CONFLICT;
-        remember_orphan(b, req->app, w, session); /* ours, or maybe ours */
-        if (erc != ZOK)
-            return ik__fail(ik__zk_doubtful(erc) ? IK_EINDOUBT : IK_ELOST, why, why_len,
-                            "ZooKeeper connection lost while taking slot %" PRIu32 ": %s", w,
-                            zerror(erc));
-        blen = sizeof buf - 1;
-        zrc = ik__zk_sync_get(c->zh, s->slot_path, buf, &blen, &wst);
-        if (zrc != ZOK)
-            return ik__fail(ik__zk_doubtful(zrc) ? IK_EINDOUBT : IK_ELOST, why, why_len,
-                            "ZooKeeper connection lost while taking slot %" PRIu32 ": %s", w,
-                            zerror(zrc));
-        ik__zk_parse_fields(buf, blen < 0 ? 0 : blen, &f);
-        /* Our owner node, but not our slot data: the next pass takes it back with
-         * a fresh write (the orphan stays remembered). */
-        if (f.session != session || strcmp(f.ident, req->identity) != 0 || !f.has_record)
-            return TAKE_CONFLICT;
-        pop_orphan_exact(b, req->app, w, session);
-        record = f.record_ms;
+        int landed = take_in_doubt(b, c, req, w, session, s, &wst, &record, why, why_len);
+        if (landed != TAKE_OK) return landed;
         zrc = ZOK;
     } else if (zrc == ZOK && !exists) {
         if (ik__zk_sync_exists(c->zh, s->slot_path, &wst) != ZOK) wst.czxid = 0;

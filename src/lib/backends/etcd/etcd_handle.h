@@ -1,8 +1,10 @@
-/* backend_etcd.h: the parts of the etcd:// backend below its ops table
- * (backend_etcd.c), shared by its files: the handle, the server's one etcd lease
- * (etcd_lease.c), the hazard checks (etcd_hazards.c), the slots
- * (backend_etcd_slots.c) and the locks (recipe_etcd.c). Not a public API.
- * docs/etcd.md has the key layout and the failure model.
+/* etcd_handle.h: the parts of the etcd:// backend below its ops table
+ * (backend_etcd.c), shared by the folder's files: the handle, the server's one etcd
+ * lease (etcd_lease.c), the hazard checks (etcd_hazards.c), the slots
+ * (backend_etcd_slots.c), the tags (backend_etcd_tags.c) and the locks
+ * (recipe_etcd.c). Named for what it holds, not for the file above it that
+ * includes it too: no file below the table calls into backend_etcd.c. Not a
+ * public API. docs/etcd.md has the key layout and the failure model.
  *
  * Key layout (PREFIX: the URI's, "" or "a/b/" with its '/'):
  *   PREFIX idkeeper/APP/slot/W     "SINCE_MS PID HOST IDENTITY", on the lease
@@ -13,8 +15,8 @@
  *   PREFIX NAME/LEASEHEX           a lock or election contender on the lock's own
  *                                  lease (etcd's concurrency recipe)
  */
-#ifndef IK_BACKEND_ETCD_H
-#define IK_BACKEND_ETCD_H
+#ifndef IK_ETCD_HANDLE_H
+#define IK_ETCD_HANDLE_H
 
 #include "backend.h"
 #include "etcd_gateway.h"
@@ -116,7 +118,7 @@ void ik__etcd_tag_settle(ik__backend *be, const char *app, const char *name, ik_
 /* recipe_etcd.c */
 extern const ik__recipe_ops ik__recipe_etcd_ops;
 
-/* The values' words (backend_etcd.h's key layout), read strictly: a decimal
+/* The values' words (the key layout above), read strictly: a decimal
  * integer at *p (a '-' allowed), ended by a space, sep or the end, *p moved past
  * it and one sep or space after it. 0, or -1 (nothing moved). */
 static inline int ik__etcd_next_i64(const char **p, char sep, int64_t *out)
