@@ -22,14 +22,15 @@
  *     ik_ids_cb                  segment: the allocator's loader thread; sequence:
  *                                its committer thread; IK_ECLOSED answers at
  *                                destroy: the thread that calls *_destroy
- *     ik_hold_cb                 lock: its hold monitor's thread (never on local:);
- *                                election: the election's own thread
- *     ik_hold_proof_cb           the lock's (or election's lock's) hold monitor
+ *     ik_hold_cb                 lock, semaphore: its hold monitor's thread (never on
+ *                                local:); election: the election's own thread
+ *     ik_hold_proof_cb           the lock's (semaphore's, election's lock's) hold monitor
  *     ik_log_fn, ik_clock        any library thread
  *   An ik_ids_cb never runs inside the ik_*_next call that queued its request, and
  *   a call that fails synchronously never invokes its callback.
  * - Options structs (ik_coord_options, ik_lease_options, ik_segment_options,
- *   ik_lock_options, ik_election_options) can grow without breaking the ABI. Each
+ *   ik_lock_options, ik_election_options, ik_semaphore_options) can grow without
+ *   breaking the ABI. Each
  *   begins with `size_t size`, which its *_options_init sets to the struct's size in
  *   the header the program was built with: always call the init, then set fields.
  *   The library reads only the fields within size; a field beyond it (a program
@@ -142,6 +143,8 @@ typedef enum ik_error {
                                again will not help; ik_coord_open's why says which */
     IK_EFORKED = -10021,    /* since 0.6.0: the handle was made before this fork(): it is
                                the parent's ("fork()" above); nothing was done */
+    IK_ECONFLICT = -10022,  /* since 0.6.0: the object exists with other settings (a
+                               semaphore's stored max): nothing was taken */
     IK_EZK_BASE = -20000,   /* IK_EZK_BASE + ZooKeeper error code */
 } ik_error;
 
@@ -971,6 +974,99 @@ IK_EXTERN int64_t ik_election_trusted_until(ik_election *e);
 /* Who leads at path now: *id (freed with ik_free) = the leader's participant id
  * (Curator's too). IK_ENOTFOUND if no one campaigns there. */
 IK_EXTERN int ik_election_leader(ik_coord *c, const char *path, char **id);
+
+/* Counting semaphore (since 0.6.0): at most max leases of PATH are held at once,
+ * across processes and hosts, on local:, zk://, postgresql://, mysql:// and etcd://
+ * (docs/recipes.md, "Semaphores", has each store's layout). A lease is a grant like a
+ * lock's: the same states, the same hold monitor, the same callbacks and trust
+ * window, and a fencing token that strictly increases with each lease granted on the
+ * semaphore (on zk:// the lease node's creation zxid).
+ *
+ * Fair and herd-free: contenders queue in order of arrival (the semaphore's queue is
+ * a mutex of the store's own kind), and only the one at the head of the queue waits
+ * for a lease, so a lease given back wakes one waiter.
+ *
+ * On zk:// a semaphore joins one peer's layout on the same PATH, so that its leases
+ * and the peer's count against one limit: Curator's InterProcessSemaphoreV2 (the
+ * default: PATH/locks, PATH/leases) or kazoo's Semaphore (PATH-__lock__, leases under
+ * PATH, the max as PATH's data). Curator and kazoo do not share leases with each
+ * other: pick the layout of the peer that uses PATH.
+ *
+ * The max is stored with the semaphore at its first use (zk://: PATH's data, where
+ * kazoo keeps it) and checked at every acquire: a semaphore whose stored max is
+ * another is refused (IK_ECONFLICT), never joined with a second limit.
+ *
+ * One ik_semaphore holds at most one lease (a program that needs k leases makes k
+ * handles). Threads: as ik_lock (acquire and release from one thread at a time;
+ * cancel, state, info and trusted_until from any thread at any time); callbacks on
+ * the lease's hold monitor thread, as ik_hold_cb and ik_hold_proof_cb say. Ownership:
+ * the coord must outlive the semaphore. fork(): a child must not use a semaphore its
+ * parent made (the lease, its session and its threads stay the parent's). */
+typedef struct ik_semaphore ik_semaphore;
+
+typedef enum ik_semaphore_layout {
+    IK_SEMAPHORE_CURATOR = 0, /* zk://: Curator's InterProcessSemaphoreV2 (the default;
+                                 the only layout of the other stores) */
+    IK_SEMAPHORE_KAZOO = 1,   /* zk://: kazoo's Semaphore */
+} ik_semaphore_layout;
+
+/* The largest max a semaphore takes. */
+#define IK_SEMAPHORE_MAX_LEASES 10000
+
+typedef struct ik_semaphore_options {
+    size_t size;                /* set by ik_semaphore_options_init ("Options structs") */
+    int64_t max;                /* leases held at once: 1 to IK_SEMAPHORE_MAX_LEASES; required */
+    ik_semaphore_layout layout; /* zk:// only; IK_SEMAPHORE_KAZOO elsewhere is IK_EURI */
+    ik_hold_cb on_change;       /* the lease's IN_DOUBT, HELD again, LOST; may be NULL */
+    void *ctx;
+    const char *data;          /* stored in our lease (a peer's lease_holders() shows it);
+                                  NULL: "pid=PID host=HOST" */
+    ik_hold_proof_cb on_proof; /* may be NULL; called with ctx, as on_change */
+} ik_semaphore_options;
+
+IK_EXTERN void ik_semaphore_options_init(ik_semaphore_options *o);
+
+/* Makes a semaphore handle for path (the rules of a lock PATH, at most 390 bytes); no
+ * lease is taken yet. o is required (it carries the max). IK_EINVAL for a bad path or
+ * options (o NULL included); IK_EURI if the coord's backend has no locks, or not the
+ * layout asked for (kazoo's is zk:// only). */
+IK_EXTERN int ik_semaphore_create(ik_coord *c, const char *path, const ik_semaphore_options *o,
+                                  ik_semaphore **out);
+/* Gives the lease back if held and frees s, as ik_lock_destroy. Accepts NULL. */
+IK_EXTERN void ik_semaphore_destroy(ik_semaphore *s);
+/* Waits for a lease, as ik_lock_acquire waits for a lock (timeout_ms -1 forever, 0 try
+ * once): 0 and *fence (may be NULL) the lease's fencing token; IK_EBUSY (timeout 0),
+ * IK_ETIMEDOUT, IK_ECLOSED (cancelled), IK_EINVAL (already held or waited for),
+ * IK_ESTORE (ik_semaphore_get_info's why says why); IK_ECONFLICT: the max stored with
+ * the semaphore is not this handle's (why names both), nothing was taken. */
+IK_EXTERN int ik_semaphore_acquire(ik_semaphore *s, int64_t timeout_ms, int64_t *fence);
+/* Gives the lease back, as ik_lock_release. */
+IK_EXTERN int ik_semaphore_release(ik_semaphore *s);
+/* Makes the acquire in progress, or else the next one, return IK_ECLOSED soon. */
+IK_EXTERN void ik_semaphore_cancel(ik_semaphore *s);
+IK_EXTERN ik_hold_state ik_semaphore_state(ik_semaphore *s);
+/* As ik_lock_get_info, for the lease (node: our lease node or key, or the slot held). */
+IK_EXTERN void ik_semaphore_get_info(ik_semaphore *s, ik_hold_info *out);
+/* As ik_lock_trusted_until, for the lease held (IK_EINVAL for a NULL s). */
+IK_EXTERN int64_t ik_semaphore_trusted_until(ik_semaphore *s);
+
+/* A lease held, as ik_semaphore_holders reports it. */
+typedef struct ik_semaphore_holder {
+    char node[512];   /* zk://: the lease node's path; etcd://: its key; SQL: its session
+                         lock's key; local: its slot file */
+    char data[256];   /* what the holder stored in it (Curator: its node data; kazoo:
+                         its identifier; idkeeper: ik_semaphore_options.data) */
+    int64_t fence;    /* the lease's fencing token, where the store has one to read (0:
+                         none) */
+    char session[64]; /* zk://: the session holding it; etcd://: "lease HEX"; else "" */
+} ik_semaphore_holder;
+
+/* The leases held at path now, in the layout given: *out (freed with ik_free, NULL
+ * when *n is 0) in the order they were granted, and *max the max stored with the
+ * semaphore (0: none stored). IK_EINVAL for a bad path; IK_EURI for a layout the
+ * backend has not; IK_ESTORE. No lease is taken. */
+IK_EXTERN int ik_semaphore_holders(ik_coord *c, const char *path, ik_semaphore_layout layout,
+                                   int64_t *max, ik_semaphore_holder **out, size_t *n);
 
 #ifdef __cplusplus
 }

@@ -124,6 +124,7 @@ int ik__cmd_workers(const ik_cli_command *cmd, ik_cli_opts *o);
 int ik__cmd_tags(const ik_cli_command *cmd, ik_cli_opts *o);
 int ik__cmd_lock(const ik_cli_command *cmd, ik_cli_opts *o);
 int ik__cmd_elect(const ik_cli_command *cmd, ik_cli_opts *o);
+int ik__cmd_semaphore(const ik_cli_command *cmd, ik_cli_opts *o);
 int ik__cmd_schema(const ik_cli_command *cmd, ik_cli_opts *o);
 int ik__cmd_version(const ik_cli_command *cmd, ik_cli_opts *o);
 int ik__cmd_check(const ik_cli_command *cmd, ik_cli_opts *o);

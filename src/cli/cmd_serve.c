@@ -9,6 +9,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 static int64_t wall_ms(void)
@@ -23,6 +24,57 @@ static int64_t wall_ms(void)
 static int given(const ik_cli_opts *o, ik_cli_opt_id id)
 {
     return o->v[id].text != NULL;
+}
+
+/* --semaphores: "[kazoo:|curator:]PATH,..." into paths and layouts, each path
+ * normalized by the recipes' rule (buf holds them). 0, or -1 with why. */
+static int semaphores_from(const char *list, char *buf, size_t len, const char **paths,
+                           ik_semaphore_layout *layouts, int *n, char *why, size_t why_len)
+{
+    *n = 0;
+    size_t used = 0;
+    for (const char *p = list; *p;) {
+        size_t k = strcspn(p, ",");
+        char item[IK__RECIPE_PATH_MAX + 16];
+        if (k == 0 || k >= sizeof item) {
+            ik__cli_why(why, why_len, "--semaphores: %s item in '%.64s'",
+                        k ? "a path too long" : "an empty", list);
+            return -1;
+        }
+        memcpy(item, p, k);
+        item[k] = '\0';
+        const char *path = item;
+        ik_semaphore_layout layout = IK_SEMAPHORE_CURATOR;
+        if (strncmp(item, "kazoo:", 6) == 0) {
+            layout = IK_SEMAPHORE_KAZOO;
+            path += 6;
+        } else if (strncmp(item, "curator:", 8) == 0) {
+            path += 8;
+        }
+        char norm[IK__RECIPE_PATH_MAX + 2], w[160];
+        if (*n == IK_SERVER_SEMAPHORES_MAX) {
+            ik__cli_why(why, why_len, "--semaphores: more than %d semaphores",
+                        IK_SERVER_SEMAPHORES_MAX);
+            return -1;
+        }
+        if (ik__recipe_path(path, norm, sizeof norm, w, sizeof w) != 0) {
+            ik__cli_why(why, why_len, "--semaphores: '%.64s': %s", path, w);
+            return -1;
+        }
+        size_t nl = strlen(norm) + 1;
+        if (used + nl > len) {
+            ik__cli_why(why, why_len, "--semaphores: too long");
+            return -1;
+        }
+        memcpy(buf + used, norm, nl);
+        paths[*n] = buf + used;
+        layouts[*n] = layout;
+        (*n)++;
+        used += nl;
+        p += k;
+        if (*p == ',') p++;
+    }
+    return 0;
 }
 
 int ik__cmd_serve(const ik_cli_command *cmd, ik_cli_opts *o)
@@ -80,6 +132,18 @@ int ik__cmd_serve(const ik_cli_command *cmd, ik_cli_opts *o)
         c.shutdown_timeout_ms = (int)o->v[IK_OPT_SHUTDOWN_TIMEOUT].n;
     if (given(o, IK_OPT_QUIET)) c.quiet = (int)o->v[IK_OPT_QUIET].n;
     c.log_sequence_commits = (int)o->v[IK_OPT_LOG_SEQUENCE_COMMITS].n;
+    char sema_buf[IK_SERVER_SEMAPHORES_MAX * (IK__RECIPE_PATH_MAX + 2)];
+    const char *sema_paths[IK_SERVER_SEMAPHORES_MAX];
+    ik_semaphore_layout sema_layouts[IK_SERVER_SEMAPHORES_MAX];
+    if (given(o, IK_OPT_SEMAPHORES)) {
+        if (semaphores_from(o->v[IK_OPT_SEMAPHORES].text, sema_buf, sizeof sema_buf, sema_paths,
+                            sema_layouts, &c.nsemaphores, why, sizeof why) != 0) {
+            ik__cli_fail(cmd, "%s", why);
+            return IK_EXIT_USAGE;
+        }
+        c.semaphores = sema_paths;
+        c.semaphore_layouts = sema_layouts;
+    }
 
     if (!c.coord_uri || ik_coord_uri_check(c.coord_uri, why, sizeof why) != 0) {
         char shown[512];

@@ -22,7 +22,7 @@
      IK_B(THREADS) | IK_B(MAX_HEADER_BYTES) | IK_B(IDLE_TIMEOUT) | IK_B(READ_TIMEOUT) |            \
      IK_B(MAX_CONNECTIONS) | IK_B(HTTP_TOKEN_FILE) | IK_B(OPEN_LEAF_ROUTES) | IK_B(OPEN_METRICS) | \
      IK_B(QUIET) | IK_B(SHUTDOWN_TIMEOUT) | IK_B(RESP) | IK_B(LOG_SEQUENCE_COMMITS) |              \
-     IK_B(LEAF_NAME) | IK_B(LEAF_TAKEOVER))
+     IK_B(LEAF_NAME) | IK_B(LEAF_TAKEOVER) | IK_B(SEMAPHORES))
 #define IK_OPTS_NEXT                                                                               \
     (IK_B(CONFIG) | IK_B(SERVER) | IK_B(COUNT) | IK_B(BATCH) | IK_B(HTTP_TOKEN_FILE))
 #define IK_OPTS_DECODE (IK_B(CONFIG) | IK_B(LAYOUT) | IK_B(EPOCH) | IK_B(JSON) | IK_B(EXPIRY))
@@ -31,6 +31,8 @@
     (IK_COORD_OPTS | IK_B(KIND) | IK_B(START) | IK_B(STEP) | IK_B(DESCRIPTION) | IK_B(JSON))
 #define IK_OPTS_LOCK (IK_STORE_OPTS | IK_B(TIMEOUT) | IK_B(GRACE) | IK_B(CONTAIN))
 #define IK_OPTS_ELECT (IK_STORE_OPTS | IK_B(ID) | IK_B(ONCE) | IK_B(GRACE) | IK_B(CONTAIN))
+#define IK_OPTS_SEMAPHORE                                                                          \
+    (IK_OPTS_LOCK | IK_B(MAX) | IK_B(SEMAPHORE_LAYOUT) | IK_B(LIST) | IK_B(JSON))
 #define IK_OPTS_SCHEMA (IK_B(CONFIG) | IK_B(COORD))
 #define IK_OPTS_CHECK (IK_STORE_OPTS | IK_B(JSON))
 #define IK_OPTS_VERSION 0
@@ -45,6 +47,7 @@
     X(tags, IK_OPTS_TAGS)                                                                          \
     X(lock, IK_OPTS_LOCK)                                                                          \
     X(elect, IK_OPTS_ELECT)                                                                        \
+    X(semaphore, IK_OPTS_SEMAPHORE)                                                                \
     X(schema, IK_OPTS_SCHEMA)                                                                      \
     X(check, IK_OPTS_CHECK)                                                                        \
     X(version, IK_OPTS_VERSION)                                                                    \

@@ -1,5 +1,5 @@
-/* hold_run.c: the start, the grace and the one supervise loop that `idkeeper lock`
- * and `idkeeper elect` share (see hold_run.h).
+/* hold_run.c: the start, the grace and the one supervise loop that `idkeeper lock`,
+ * `elect` and `semaphore` share (see hold_run.h).
  *
  *   RUNNING --CMD exits (its tree gone)--> EXITED
  *   RUNNING --note 'L', or the guardian's lapse--> STOPPING (SIGTERM, SIGKILL after

@@ -1,8 +1,8 @@
-/* hold_run.h: what `idkeeper lock` and `idkeeper elect` share: their start, the
+/* hold_run.h: what `idkeeper lock`, `elect` and `semaphore` share: their start, the
  * grace, and the one loop that runs CMD under a grant (docs/recipes.md, "The
  * commands" and "One order").
  *
- * The one order, for both commands and every store: CMD's whole tree ends, then the
+ * The one order, for every one of them and every store: CMD's whole tree ends, then the
  * grant is given back. ik__cli_run_held returns only once the guardian has exited,
  * which it does only once nothing of CMD's tree is left (guardian.h, G3); the
  * caller releases, resigns or rejoins after it, never before.
@@ -80,5 +80,33 @@ typedef enum ik_cli_end {
 ik_cli_end ik__cli_run_held(const ik_cli_command *cmd, ik_sup *sup, const ik_cli_grant *g,
                             char *const argv[], const char *const env[], int64_t grace_ms,
                             int *code, int *sig);
+
+/* hold_take.c: a grant that is waited for, then run under: the library's calls on
+ * h for `lock` (an ik_lock) and `semaphore` (an ik_semaphore). */
+typedef struct ik_cli_taker {
+    const char *noun;       /* "the lock at /x", "a lease of the semaphore at /x" */
+    const char *env_prefix; /* "IDKEEPER_LOCK": CMD gets PREFIX_PATH and PREFIX_NODE */
+    const char *env_extra;  /* one more NAME=VALUE for CMD, or NULL */
+    void *h;
+    int (*acquire)(void *h, int64_t timeout_ms, int64_t *fence);
+    int (*release)(void *h);
+    void (*cancel)(void *h);
+    void (*info)(void *h, ik_hold_info *out);
+    int64_t (*trusted_until)(void *h);
+} ik_cli_taker;
+
+/* The grant's callbacks, ctx the ik_sup: on_change notes 'L', 'D' or 'H' for the
+ * loop, on_proof hands the guardian each new end of the trust window. */
+void ik__cli_take_on_change(void *ctx, ik_hold_state s, const char *why);
+void ik__cli_take_on_proof(void *ctx, int64_t until_ns);
+
+/* `lock` and `semaphore` after their start (ik__cli_hold_begin, the handle made with
+ * the callbacks above): the grace checked, t's grant waited for (--timeout: exit 124;
+ * a signal: 128+N; IK_ECONFLICT: 2; a store's failure: 1, in its words), CMD run under
+ * it once it says HELD (with PREFIX_PATH, IDKEEPER_FENCE and PREFIX_NODE), and the
+ * grant given back once CMD's tree is gone. open_ms: how long the open took (not
+ * counted by --timeout, said if it was long). The exit code. */
+int ik__cli_take_and_run(const ik_cli_command *cmd, const ik_cli_opts *o, ik_sup *sup, ik_coord *c,
+                         int64_t open_ms, const ik_cli_taker *t);
 
 #endif

@@ -94,6 +94,26 @@ static const ik_cli_command commands[] = {
      "CMD's process tree is handled as for lock: nothing of it runs when idkeeper\n"
      "resigns, campaigns again or dies.",
      IK_OPTS_ELECT},
+    {"semaphore", ik__cmd_semaphore, "run a command while holding one of N leases",
+     "semaphore [--coord URI] --max N [--timeout MS] [--grace MS] PATH -- CMD [ARG...] | "
+     "--list PATH",
+     "Waits for a lease of the semaphore at PATH, of which at most --max N are held at once\n"
+     "(first come, first served; a lease given back wakes the one waiter at the head of\n"
+     "the queue), runs CMD with IDKEEPER_SEMAPHORE_PATH, IDKEEPER_SEMAPHORE_NODE (the lease\n"
+     "node, key, slot or file held), IDKEEPER_SEMAPHORE_MAX and IDKEEPER_FENCE (the lease's\n"
+     "fencing token, increasing with each lease granted on PATH) in its environment, gives\n"
+     "the lease back when CMD's tree is gone and exits with CMD's code. A lease is held as\n"
+     "lock holds a lock: CMD's tree, the signals passed on, --grace, --contain, a lease lost\n"
+     "while CMD runs (exit 125) and --timeout (exit 124) work as they do there.\n"
+     "Every user of PATH must give the same N: the max stored with the semaphore at its\n"
+     "first use is checked, and another is refused (exit 2, naming both).\n"
+     "On zk:// PATH is the path Curator's InterProcessSemaphoreV2 is given, and its nodes\n"
+     "are Curator's (PATH/locks, PATH/leases); with --semaphore-layout kazoo they are kazoo's\n"
+     "Semaphore's (PATH-__lock__, leases under PATH, the max as PATH's data). Each layout's\n"
+     "leases count against one limit with its library's; Curator's and kazoo's do not mix.\n"
+     "--list prints the stored max and the leases held (--json: as one object).\n"
+     "Exit codes: as lock's; 2 also for a --max other than the one stored.",
+     IK_OPTS_SEMAPHORE},
     {"schema", ik__cmd_schema, "print the SQL schema of a mysql:// or postgresql:// store",
      "schema --coord URI",
      "Prints the CREATE TABLE statements that idkeeper runs (IF NOT EXISTS) on first use of\n"

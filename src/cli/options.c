@@ -102,13 +102,13 @@ ik_cli_option ik__cli_options[IK_OPT__COUNT] = {
     ROW(DESCRIPTION, "description", STRING, NULL, "TEXT",
         "free text stored with a new tag (at most 255 bytes)", 0, 255, NULL),
     ROW(TIMEOUT, "timeout", INT, NULL, "MS",
-        "give up waiting for the lock after this (exit 124), counted once the store is open "
-        "and checked; 0: try once (default: wait forever)",
+        "give up waiting for the lock or lease after this (exit 124), counted once the store is "
+        "open and checked; 0: try once (default: wait forever)",
         0, INT64_C(31536000000), NULL),
     ROW(GRACE, "grace", INT, NULL, "MS",
-        "after the lock or leadership is lost, CMD gets SIGTERM, and SIGKILL this much later; "
-        "after CMD exits or a signal passed on, the rest of its tree has this long (zk://: "
-        "default a sixth of the session timeout, at most a quarter of it; local: 2000)",
+        "after the lock, lease or leadership is lost, CMD gets SIGTERM, and SIGKILL this much "
+        "later; after CMD exits or a signal passed on, the rest of its tree has this long "
+        "(zk://: default a sixth of the session timeout, at most a quarter of it; local: 2000)",
         0, 3600000, NULL),
     ROW(CONTAIN, "contain", CHOICE, "auto", "auto|pidns|cgroup|userns|guardian",
         "how CMD's whole process tree is ended (docs/recipes.md): a PID namespace (root), a "
@@ -143,6 +143,22 @@ ik_cli_option ik__cli_options[IK_OPT__COUNT] = {
         "serve counters on a store whose settings can lose an acknowledged write (the refusal "
         "names them): a crash of the store can then repeat IDs",
         0, 0, NULL),
+    ROW(MAX, "max", INT, NULL, "N",
+        "semaphore: at most N leases held at once; every user of the semaphore gives the same "
+        "N (the one stored with it is checked)",
+        1, IK_SEMAPHORE_MAX_LEASES, NULL),
+    ROW(SEMAPHORE_LAYOUT, "semaphore-layout", CHOICE, "curator", "curator|kazoo",
+        "zk:// only: the peer whose semaphore nodes to join on PATH: Curator's "
+        "InterProcessSemaphoreV2 or kazoo's Semaphore (docs/recipes.md, \"Semaphores\")",
+        0, 0, "curator|kazoo"),
+    ROW(LIST, "list", FLAG, "false", NULL,
+        "semaphore: print the leases held at PATH and the stored max, instead of running a "
+        "command",
+        0, 0, NULL),
+    ROW(SEMAPHORES, "semaphores", STRING, NULL, "[kazoo:]PATH,...",
+        "the semaphores whose leases GET /v1/semaphores and the status page show, at most 16, "
+        "each in Curator's layout or, prefixed kazoo:, in kazoo's (docs/http.md)",
+        0, 4096, NULL),
     ROW(LEAF_NAME, "leaf-name", APP, NULL, "NAME",
         "zk:// only: join the Meituan Leaf snowflake fleet of this leaf.name, on its own "
         "ZooKeeper nodes (docs/migration-from-leaf.md); the identity is then Leaf's IP:PORT "

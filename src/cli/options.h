@@ -69,8 +69,12 @@ typedef enum ik_cli_opt_id {
     IK_OPT_LEASE_TTL,
     IK_OPT_ALLOW_UNSAFE_STORE,
     IK_OPT_LEAF_NAME,
-    IK_OPT_LEAF_TAKEOVER,
     IK_OPT_CONTAIN,
+    IK_OPT_MAX,
+    IK_OPT_SEMAPHORE_LAYOUT,
+    IK_OPT_LIST,
+    IK_OPT_SEMAPHORES,
+    IK_OPT_LEAF_TAKEOVER,
     /* The store options of the registry's backends (--zk-auth, --redis-wait-replicas):
      * rows filled at run time from the backends' tables (store_flags.c), in these
      * slots; a slot no backend fills has no name and is no option. */

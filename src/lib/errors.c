@@ -40,6 +40,7 @@ static const err_entry api_errors[] = {
     {IK_EDENIED, "IK_EDENIED", "the store refused this client (credentials or permissions)"},
     {IK_EFORKED, "IK_EFORKED",
      "the handle belongs to the parent of this fork(): open a new one in this process"},
+    {IK_ECONFLICT, "IK_ECONFLICT", "it exists with other settings (a semaphore's max)"},
     /* not errors, but answers of the API all the same (idkeeper.h) */
     {IK_PENDING, "IK_PENDING", "pending: the answer comes through the callback"},
     {IK_AGAIN, "IK_AGAIN", "not yet: call again later"},

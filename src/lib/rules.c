@@ -1,5 +1,5 @@
-/* rules.c: ISO 8601 time text, app names and listen addresses, the rules the library,
- * the daemon and the CLI share (contracts in rules.h). */
+/* rules.c: ISO 8601 time text, app names, recipe paths and listen addresses, the rules
+ * the library, the daemon and the CLI share (contracts in rules.h). */
 #include "rules.h"
 
 #include "idkeeper.h"
@@ -123,6 +123,43 @@ int ik__parse_listen(const char *addr, char *host, size_t host_len, int *port, c
     host[hl] = 0;
     *port = (int)p;
     return 0;
+}
+
+/* ---- recipe paths --------------------------------------------------------------- */
+
+/* The path rule: 0, or -1 with why said. */
+static int path_check(const char *path, char *out, size_t out_len, char *why, size_t why_len)
+{
+    if (!path || !*path) return bad(why, why_len, "empty lock path");
+    size_t n = strlen(path);
+    size_t need = n + (path[0] != '/') + 1;
+    if (need - 1 > IK__RECIPE_PATH_MAX || need > out_len)
+        return bad(why, why_len, "lock path longer than %d bytes", IK__RECIPE_PATH_MAX);
+    const char *p = path[0] == '/' ? path + 1 : path;
+    if (!*p) return bad(why, why_len, "lock path '/' names no lock");
+    for (const char *seg = p;;) {
+        const char *se = strchr(seg, '/');
+        size_t sl = se ? (size_t)(se - seg) : strlen(seg);
+        if (sl == 0) return bad(why, why_len, "empty segment in lock path '%.64s'", path);
+        if ((sl == 1 && seg[0] == '.') || (sl == 2 && seg[0] == '.' && seg[1] == '.'))
+            return bad(why, why_len, "'.' or '..' in lock path '%.64s'", path);
+        for (size_t i = 0; i < sl; i++)
+            if ((unsigned char)seg[i] < 0x20 || seg[i] == 0x7f)
+                return bad(why, why_len, "control character in lock path");
+        if (!se) break;
+        seg = se + 1;
+    }
+    /* ZooKeeper's own subtree, refused on every backend so that a path valid on one
+     * backend is valid on all (a lock moves from local: to zk:// unchanged) */
+    if (strcmp(p, "zookeeper") == 0 || strncmp(p, "zookeeper/", 10) == 0)
+        return bad(why, why_len, "/zookeeper is ZooKeeper's own subtree");
+    snprintf(out, out_len, "/%s", p);
+    return IK_OK;
+}
+
+int ik__recipe_path(const char *path, char *out, size_t out_len, char *why, size_t why_len)
+{
+    return path_check(path, out, out_len, why, why_len) ? IK_EINVAL : IK_OK;
 }
 
 /* ---- URIs that may carry a password ------------------------------------------------ */

@@ -6,6 +6,7 @@
  *
  *   - ISO 8601 time text (the library's messages, the HTTP and RESP answers, the CLI);
  *   - app names (every library entry point that takes an app, the CLI's --app);
+ *   - recipe paths (every lock, election and semaphore; the daemon's --semaphores);
  *   - listen addresses (the daemon's --http/--resp, checked early by the CLI);
  *   - the password taken out of a URI before anything shows it;
  *   - the client libraries of the build's stores (`idkeeper version`);
@@ -52,6 +53,17 @@ size_t ik__fmt_iso8601(char *out, int64_t unix_ms);
  * name (callers that default NULL to "default" do so first). Returns 0, or
  * IK_EINVAL with "app name must be " IK__APP_NAME_RULE in why (if why_len > 0). */
 int ik__app_name_check(const char *app, char *why, size_t why_len);
+
+/* ---- recipe paths ----------------------------------------------------------------- */
+
+/* The longest recipe path, in bytes (a lock's, an election's, a semaphore's). */
+#define IK__RECIPE_PATH_MAX 400
+
+/* Checks and normalizes a recipe path into out ("/a/b": '/'-separated segments of
+ * printable bytes, no empty segment, no "." or "..", not ZooKeeper's own /zookeeper,
+ * at most IK__RECIPE_PATH_MAX bytes; a missing leading '/' added). 0 or IK_EINVAL
+ * with a reason in why. */
+int ik__recipe_path(const char *path, char *out, size_t out_len, char *why, size_t why_len);
 
 /* ---- listen addresses ------------------------------------------------------------ */
 

@@ -36,7 +36,15 @@ typedef struct ik_server_config {
     int log_sequence_commits;   /* log "sequence tag=T first=A count=K" on stderr for each
                                    sequence range before it is answered; 0 (the CLI's
                                    --log-sequence-commits, IDKEEPER_LOG_SEQUENCE_COMMITS) */
+    /* The semaphores whose leases GET /v1/semaphores and the status page show (the
+     * CLI's --semaphores): paths (checked: ik__recipe_path) and their layouts, at most
+     * IK_SERVER_SEMAPHORES_MAX; 0 for none */
+    const char *const *semaphores;
+    const ik_semaphore_layout *semaphore_layouts;
+    int nsemaphores;
 } ik_server_config;
+
+#define IK_SERVER_SEMAPHORES_MAX 16
 
 /* Fills the defaults above. */
 void ik_server_config_init(ik_server_config *c);

@@ -59,10 +59,11 @@ typedef enum ik__op {
     IK_OP_TAG_CREATE,
     IK_OP_TAG_GET,
     IK_OP_TAG_LIST,
-    IK_OP_WORKERS,  /* GET /v1/workers: the app's slots */
-    IK_OP_PAGE,     /* GET /: slots and tags for the status page */
-    IK_OP_HELD,     /* a ready answer held behind a pending one */
-    IK_OP_SNOWFLAKE /* a snowflake request the generator asked to retry (IK_AGAIN) */
+    IK_OP_WORKERS,    /* GET /v1/workers: the app's slots */
+    IK_OP_PAGE,       /* GET /: slots, tags and semaphores for the status page */
+    IK_OP_SEMAPHORES, /* GET /v1/semaphores: the leases of the semaphores shown */
+    IK_OP_HELD,       /* a ready answer held behind a pending one */
+    IK_OP_SNOWFLAKE   /* a snowflake request the generator asked to retry (IK_AGAIN) */
 } ik__op;
 
 /* Why a pending answer lost its connection (ik__pend.gone). */

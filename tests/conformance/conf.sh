@@ -78,6 +78,14 @@
 #                             where the store frees it a session or TTL later
 #   conf_store_freeze, conf_store_thaw  (optional) SIGSTOP and SIGCONT of the test's
 #                             own store server (CONF_OWN_STORE), all its processes
+#   conf_hold_unlosable       (optional, nothing if absent) why no grant of the store
+#                             can be ended by hand or by the store's freeze (local:)
+#   conf_sema_queued URI PATH (optional) the contenders in the queue of the semaphore
+#                             PATH (its holder, the one waiting for a lease,
+#                             included), as the store shows them to another client
+#   conf_sema_revoke URI PATH HOW  (optional) ends one lease of the semaphore PATH by
+#                             hand, as an operator would, each way conf_hold_revokes
+#                             names; prints what it did
 #   conf_write_hold_var       (optional) the name of the test hook (docs/testing.md)
 #                             that holds a counter write after it began and before
 #                             its commit point, where the evidence that rides with it
@@ -123,10 +131,11 @@ _conf_store=$IK_SRC/tests/conformance/stores/$IK_STORE.sh
 for _h in conf_lock_free_ms conf_lock_waiters conf_elect_nodes conf_elect_args conf_slow_args \
   conf_release_bound_ms conf_fault_answer_lost conf_fault_freeze_after_write conf_unsafe_on \
   conf_unsafe_off conf_hold_revokes conf_hold_revoke conf_hold_reset_frees conf_store_freeze \
-  conf_store_thaw; do
+  conf_store_thaw conf_sema_queued conf_sema_revoke; do
   eval "$_h() { fail \"conf.sh: no $_h on $IK_STORE (tests/conformance/stores/$IK_STORE.sh)\"; }"
 done
 conf_counters_store() { :; }
+conf_hold_unlosable() { :; }
 
 # shellcheck source=stores/local.sh
 source "$_conf_store"

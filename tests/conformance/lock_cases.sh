@@ -31,6 +31,7 @@ RESIGN_TAKEOVER_MS=${RESIGN_TAKEOVER_MS:-50}
 # Not functions: "$!" of a background function is a subshell, not idkeeper.
 IK_LOCK=("$IK_BIN" lock --coord "$COORD" "${CONF_SERVE_ARGS[@]}")
 IK_ELECT=("$IK_BIN" elect --coord "$COORD" "${CONF_SERVE_ARGS[@]}")
+IK_SEMA=("$IK_BIN" semaphore --coord "$COORD" "${CONF_SERVE_ARGS[@]}" --max 2)
 NODES_LEFT() { conf_lock_waiters "$COORD" "$1"; }
 # nodes_at_least PATH N, nodes_are PATH N: for wait_until (on zk:// a kazoo call,
 # about 100 ms, so their deadlines allow 150 ms a look)
@@ -327,7 +328,9 @@ case_elect_one_leader() {
 }
 
 # case_tree TOOL HOW SHAPE: the process tree of a holder's CMD ends before the next
-# holder's CMD starts (docs/recipes.md, "CMD's process tree"). TOOL: lock or elect.
+# holder's CMD starts (docs/recipes.md, "CMD's process tree"). TOOL: lock, elect, or
+# semaphore (--max 2, a third holder C holding the other lease throughout: A's lease
+# is the one B can have).
 # HOW: kill9 (idkeeper killed -9), term (SIGTERM to idkeeper), or exit (CMD =
 # bash -c 'WORKER & sleep 0.3; exit 0': CMD exits by itself, its worker left
 # running). SHAPE: the worker under CMD = bash -c 'WORKER; true' (bash stays, the
@@ -365,9 +368,19 @@ SH
 
 case_tree() {
   local tool=$1 how=$2 shape=$3
-  local hb="$T/tree.$tool.$how.$shape" path="/tree-$tool-$how-$shape" inner a b rc
+  local hb="$T/tree.$tool.$how.$shape" path="/tree-$tool-$how-$shape" inner a b c= rc
   [ -x "$T/worker" ] || tree_worker
   : >"$hb"
+  if [ "$tool" = semaphore ]; then
+    # C's term 20 s: a starved machine (ASan beside a lint) must not take its lease
+    # away mid-case, which B could then have beside A
+    # shellcheck disable=SC2046
+    "$IK_BIN" semaphore --coord "$COORD" $(conf_elect_args 20000) --max 2 "$path" -- \
+      bash -c 'echo C >"$0.c"; exec sleep 600' "$hb" 2>"$hb.c.err" &
+    c=$!
+    IK_PIDS+=($c)
+    wait_until 20 test -s "$hb.c" || fail "$tool: C never held: $(tail -n 3 "$hb.c.err")"
+  fi
   case $shape in
     grandchild) inner="$T/worker A graceful $hb" ;;
     setsid) inner="setsid $T/worker A graceful $hb" ;;
@@ -379,6 +392,8 @@ case_tree() {
   [ "$how" = exit ] && a_cmd="$inner & sleep 0.3; exit 0"
   if [ "$tool" = lock ]; then
     "${IK_LOCK[@]}" "$path" -- bash -c "$a_cmd" 2>"$hb.a.err" &
+  elif [ "$tool" = semaphore ]; then
+    "${IK_SEMA[@]}" "$path" -- bash -c "$a_cmd" 2>"$hb.a.err" &
   else
     "${IK_ELECT[@]}" --id A "$path" -- bash -c "$a_cmd" 2>"$hb.a.err" &
   fi
@@ -391,6 +406,8 @@ case_tree() {
   esac
   if [ "$tool" = lock ]; then
     "${IK_LOCK[@]}" "$path" -- bash -c "$b_cmd" "$hb" 2>>"$T/tree.err" &
+  elif [ "$tool" = semaphore ]; then
+    "${IK_SEMA[@]}" "$path" -- bash -c "$b_cmd" "$hb" 2>>"$T/tree.err" &
   else
     "${IK_ELECT[@]}" --once --id B "$path" -- bash -c "$b_cmd" "$hb" 2>>"$T/tree.err" &
   fi
@@ -400,6 +417,11 @@ case_tree() {
   wait $b || fail "$tool: B exited $?: $(tail -n 3 "$T/tree.err")"
   rc=0
   wait $a || rc=$?
+  if [ -n "$c" ]; then
+    alive $c || fail "$tool, $how, $shape: C's idkeeper ended before the case did: $(tail -n 3 "$hb.c.err")"
+    kill -TERM $c
+    wait $c || true
+  fi
   # A's processes: any left is a failure (below); killed here so none outlives the test.
   # By their command line, which names this case's file: the pids the workers wrote
   # are their own in CMD's PID namespace, where there is one.

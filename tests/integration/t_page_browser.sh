@@ -33,7 +33,14 @@ if [ "$IK_STORE" = zk ]; then zkpid=(--zk-pid "${ZK_PID[1]}"); fi
 fleet 3 "${layout[@]}" --worker-range 0-31
 # s1 again with the token (same identity, same port): the page must respect it
 stop_clean s1
-restart_server s1 "${layout[@]}" --worker-range 0-31 --http-token-file "$T/token"
+restart_server s1 "${layout[@]}" --worker-range 0-31 --http-token-file "$T/token" \
+  --semaphores /page-sema
+# a lease of /page-sema held for the page to show (its refresh: /v1/semaphores)
+"$IK_BIN" semaphore --coord "$DATA" "${SERVE_ARGS[@]}" --max 2 /page-sema -- \
+  bash -c 'touch "$0.held"; while [ ! -e "$0.stop" ]; do sleep 0.05; done' "$T/sema" 2>"$T/sema.err" &
+sema=$!
+IK_PIDS+=($sema)
+wait_until 30 test -e "$T/sema.held" || fail "no lease of /page-sema: $(cat "$T/sema.err")"
 add_tag s2 orders segment ',"start":1000,"step":100'
 # w1: another app, the default layout's 1,024 slots (the grid's dense form)
 PORT[w1]=$(free_port)
@@ -71,8 +78,10 @@ grep -qi '^WWW-Authenticate: Basic' <<<"$hdrs" || fail "no Basic challenge on /"
 mkdir -p "$IK_BUILD/Testing/artifacts"
 shot="$IK_BUILD/Testing/artifacts/page-$IK_STORE.png"
 /usr/bin/python3 "$IK_SRC/tests/tools/page_check.py" --url "$(url s1)" --servers s1,s2,s3 --self s1 \
-  --token page-token-1 "${js53[@]}" "${zkpid[@]}" --screenshot "$shot" --wide-url "$(url w1)" ||
-  fail "page_check failed"
+  --token page-token-1 "${js53[@]}" "${zkpid[@]}" --screenshot "$shot" --wide-url "$(url w1)" \
+  --semaphore /page-sema || fail "page_check failed"
+touch "$T/sema.stop" # (on zk:// page_check's frozen ZooKeeper may have ended the lease already)
+wait $sema || true
 [ -s "$shot" ] && [ -s "${shot%.png}-1024.png" ] || fail "no screenshots at $shot and ${shot%.png}-1024.png"
 for s in s1 s2 s3 w1; do stop_clean "$s"; done
-pass "status page on $IK_STORE: snapshot, browser, token, decode, tags, workers"
+pass "status page on $IK_STORE: snapshot, browser, token, decode, tags, workers, semaphores"

@@ -286,6 +286,8 @@ zk_contenders() { (($(zk_tool ls "$1" 2>/dev/null | grep -cE -- '-lock-|latch-' 
 #   set PATH DATA       tries to overwrite PATH without credentials: prints "set" or "noauth"
 #   acl PATH            the ACL of PATH as JSON
 #   ls PATH             the children of PATH
+#   get PATH            the data of PATH, as text
+#   owner PATH          the session that owns the ephemeral PATH ("0x..."; 0x0: none)
 # With ZK_TOOL_AUTH=user:password the tool authenticates with that digest first.
 zk_tool() {
   ZK_CONNECT=$ZK_CONNECT /usr/bin/python3 "$T/zk_tool.py" "$@"
@@ -362,6 +364,10 @@ try:
     elif cmd == "ls":
         for c in sorted(zk.get_children(args[0])):
             print(c)
+    elif cmd == "get":
+        print(zk.get(args[0])[0].decode("utf-8", "replace"))
+    elif cmd == "owner":
+        print(hex(zk.exists(args[0]).ephemeralOwner))
     else:
         sys.exit("zk_tool: unknown command " + cmd)
 finally:

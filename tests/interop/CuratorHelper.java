@@ -20,6 +20,16 @@
 //   bench-handover CONNECT PATH N
 //       two LeaderLatches; N times the leader closes, time until the other's isLeader;
 //       prints "handover_ms median p90"
+//   sema CONNECT PATH MAX CLIENTS SECONDS OUT
+//       CLIENTS clients (sessions), each an InterProcessSemaphoreV2(PATH, MAX), take a
+//       lease, hold it 50 to 250 ms (random) appending "J<pid>.<client>.<round>
+//       TIME_US" to OUT every 20 ms (TIME_US: the wall clock, microseconds), give it
+//       back, again, until SECONDS have passed; prints "leases N" (tests/tools/holds.py
+//       reads OUT)
+//   bench-sema CONNECT PATH MAX CLIENTS SECONDS
+//       CLIENTS clients acquire() and returnLease() a lease of one semaphore as fast as
+//       they can; after a second of warm-up prints "cycles_per_s N cycles TOTAL
+//       cycle_us MEDIAN P90", a cycle being one acquire and its release
 import java.io.BufferedReader;
 import java.io.File;
 import java.io.FileWriter;
@@ -34,6 +44,11 @@ import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.leader.LeaderLatchListener;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
+import org.apache.curator.framework.recipes.locks.Lease;
+import java.io.FileOutputStream;
+import java.time.Instant;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 
@@ -252,6 +267,96 @@ public class CuratorHelper {
         c.close();
     }
 
+    static long nowUs() {
+        Instant t = Instant.now();
+        return t.getEpochSecond() * 1000000L + t.getNano() / 1000;
+    }
+
+    // The real InterProcessSemaphoreV2 (Debian's Curator 5.4.0): acquire() (:210) takes
+    // the mutex PATH/locks (:129, :345-353), creates its lease under PATH/leases
+    // (:360-361), waits while more than MAX are there (:379-419) and releases the mutex
+    // (:435); returnLease (:196) deletes the lease node (:456).
+    static void sema(String[] a) throws Exception {
+        String connect = a[1], path = a[2];
+        int max = Integer.parseInt(a[3]), n = Integer.parseInt(a[4]);
+        long until = System.nanoTime() + (long) (Double.parseDouble(a[5]) * 1e9);
+        long pid = ProcessHandle.current().pid();
+        // O_APPEND: each heartbeat one write(2), whole, whoever else appends
+        FileOutputStream out = new FileOutputStream(a[6], true);
+        AtomicLong leases = new AtomicLong();
+        Thread[] t = new Thread[n];
+        for (int i = 0; i < n; i++) {
+            final CuratorFramework c = client(connect);
+            final InterProcessSemaphoreV2 s = new InterProcessSemaphoreV2(c, path, max);
+            final int me = i;
+            t[i] = new Thread(() -> {
+                try {
+                    for (int r = 0; System.nanoTime() < until; r++) {
+                        Lease l = s.acquire();
+                        String name = "J" + pid + "." + me + "." + r;
+                        long hold = 50 + ThreadLocalRandom.current().nextInt(200);
+                        long end = System.nanoTime() + hold * 1000000L;
+                        do {
+                            byte[] line = (name + " " + nowUs() + "\n").getBytes();
+                            synchronized (out) { out.write(line); }
+                            Thread.sleep(20);
+                        } while (System.nanoTime() < end);
+                        s.returnLease(l);
+                        leases.incrementAndGet();
+                    }
+                    c.close();
+                } catch (Exception e) { throw new RuntimeException(e); }
+            });
+            t[i].start();
+        }
+        for (Thread x : t) x.join();
+        out.close();
+        System.out.println("leases " + leases.get());
+    }
+
+    static void benchSema(String[] a) throws Exception {
+        String connect = a[1], path = a[2];
+        int max = Integer.parseInt(a[3]), n = Integer.parseInt(a[4]);
+        double secs = Double.parseDouble(a[5]);
+        CuratorFramework[] cs = new CuratorFramework[n];
+        for (int i = 0; i < n; i++) cs[i] = client(connect);
+        long start = System.nanoTime() + 1000000000L; // a second of warm-up
+        long until = start + (long) (secs * 1e9);
+        AtomicLong cycles = new AtomicLong();
+        final int cap = 200000;
+        final long[][] took = new long[n][cap];
+        final int[] got = new int[n];
+        Thread[] t = new Thread[n];
+        for (int i = 0; i < n; i++) {
+            final InterProcessSemaphoreV2 s = new InterProcessSemaphoreV2(cs[i], path, max);
+            final int me = i;
+            t[i] = new Thread(() -> {
+                try {
+                    while (System.nanoTime() < until) {
+                        long t0 = System.nanoTime();
+                        Lease l = s.acquire();
+                        s.returnLease(l);
+                        long t1 = System.nanoTime();
+                        cycles.incrementAndGet();
+                        if (t0 >= start && got[me] < cap) took[me][got[me]++] = t1 - t0;
+                    }
+                } catch (Exception e) { throw new RuntimeException(e); }
+            });
+            t[i].start();
+        }
+        for (Thread x : t) x.join();
+        int k = 0;
+        for (int i = 0; i < n; i++) k += got[i];
+        long[] all = new long[k];
+        k = 0;
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < got[i]; j++) all[k++] = took[i][j];
+        Arrays.sort(all);
+        System.out.printf("cycles_per_s %.0f cycles %d cycle_us %.0f %.0f%n", k / secs, cycles.get(),
+                k > 0 ? all[k / 2] / 1e3 : 0.0, k > 0 ? all[k * 9 / 10] / 1e3 : 0.0);
+        for (CuratorFramework c : cs) c.close();
+    }
+
     public static void main(String[] a) throws Exception {
         switch (a[0]) {
             case "mutex": mutex(a); break;
@@ -260,6 +365,8 @@ public class CuratorHelper {
             case "rw-hold": rw(a, true); break;
             case "bench-mutex": benchMutex(a); break;
             case "bench-handover": benchHandover(a); break;
+            case "sema": sema(a); break;
+            case "bench-sema": benchSema(a); break;
             default: System.err.println("usage: see the top of CuratorHelper.java"); System.exit(2);
         }
         System.exit(0);

@@ -39,6 +39,12 @@
  *   ik_interop bench-handover URI PATH N
  *       two candidates; N times: the leader resigns, time until the other leads
  *       (its callback); prints "handover_ms median p90".
+ *   ik_interop bench-sema URI PATH MAX CLIENTS SECONDS
+ *       CLIENTS threads, each with its own coord (session), acquire and release a
+ *       lease of the semaphore PATH (ik_semaphore, MAX leases) as fast as they can;
+ *       after a second of warm-up prints "cycles_per_s N cycles TOTAL cycle_us
+ *       MEDIAN P90", a cycle being one acquire and its release (as
+ *       CuratorHelper.java's bench-sema measures Curator's)
  */
 #include "idkeeper.h"
 
@@ -446,6 +452,73 @@ static int cmd_rw(char **a, int hold)
     return rc == 0 || rc == IK_EBUSY ? 0 : 1;
 }
 
+typedef struct sema_arg {
+    const char *uri, *path;
+    int64_t max, start, until;
+    long cycles;
+    int64_t *took; /* each measured cycle's time: BENCH_MAX */
+    long n;
+} sema_arg;
+
+static void *sema_thread(void *p)
+{
+    sema_arg *b = p;
+    ik_coord *c = open_coord(b->uri);
+    ik_semaphore_options o;
+    ik_semaphore_options_init(&o);
+    o.max = b->max;
+    ik_semaphore *s;
+    if (ik_semaphore_create(c, b->path, &o, &s)) exit(1);
+    while (now_ns() < b->until) {
+        int64_t t0 = now_ns();
+        if (ik_semaphore_acquire(s, -1, NULL)) exit(1);
+        if (ik_semaphore_release(s)) exit(1);
+        int64_t t1 = now_ns();
+        b->cycles++;
+        if (t0 >= b->start && b->n < BENCH_MAX) b->took[b->n++] = t1 - t0;
+    }
+    ik_semaphore_destroy(s);
+    ik_coord_close(c);
+    return NULL;
+}
+
+static int cmd_bench_sema(char **a)
+{
+    int n = atoi(a[3]);
+    double secs = atof(a[4]);
+    sema_arg *b = calloc((size_t)n, sizeof *b);
+    pthread_t *t = calloc((size_t)n, sizeof *t);
+    int64_t start = now_ns() + 1000000000; /* a second to connect and warm up */
+    int64_t until = start + (int64_t)(secs * 1e9);
+    for (int i = 0; i < n; i++) {
+        b[i] = (sema_arg){
+            a[0], a[1], atoll(a[2]), start, until, 0, malloc(BENCH_MAX * sizeof(int64_t)), 0};
+        if (!b[i].took) return 1;
+        pthread_create(&t[i], NULL, sema_thread, &b[i]);
+    }
+    long cycles = 0, m = 0;
+    for (int i = 0; i < n; i++) {
+        pthread_join(t[i], NULL);
+        cycles += b[i].cycles;
+        m += b[i].n;
+    }
+    int64_t *all = malloc((size_t)(m + 1) * sizeof(int64_t));
+    if (!all) return 1;
+    m = 0;
+    for (int i = 0; i < n; i++)
+        for (long j = 0; j < b[i].n; j++)
+            all[m++] = b[i].took[j];
+    qsort(all, (size_t)m, sizeof(int64_t), cmp_i64);
+    printf("cycles_per_s %.0f cycles %ld cycle_us %.0f %.0f\n", (double)m / secs, cycles,
+           m ? (double)all[m / 2] / 1e3 : 0.0, m ? (double)all[m * 9 / 10] / 1e3 : 0.0);
+    free(all);
+    for (int i = 0; i < n; i++)
+        free(b[i].took);
+    free(b);
+    free(t);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 2 && !strcmp(argv[1], "now")) {
@@ -471,6 +544,7 @@ int main(int argc, char **argv)
     if (argc == 6 && !strcmp(argv[1], "bench-lock")) return cmd_bench_lock(argv + 2);
     if (argc == 9 && !strcmp(argv[1], "contend")) return cmd_contend(argv + 2);
     if (argc == 5 && !strcmp(argv[1], "bench-handover")) return cmd_bench_handover(argv + 2);
+    if (argc == 7 && !strcmp(argv[1], "bench-sema")) return cmd_bench_sema(argv + 2);
     fprintf(stderr, "usage: see the top of tests/interop/ik_interop.c\n");
     return 2;
 }

@@ -25,8 +25,6 @@ EXCEPTIONS = {
         "the RESP parser's state machine: one switch over its states reads as the diagram",
     ("src/lib/backends/zk/backend_zk_tags.c", "advance_locked"):
         "the counter's fenced write and its doubt: shrinks with the evidence change",
-    ("src/cli/cmd_lock.c", "ik__cmd_lock"):
-        "the lock command's run under the hold: shrinks with the hold change",
     ("src/cli/cmd_elect.c", "ik__cmd_elect"):
         "the elect command's run under the hold: shrinks with the hold change",
 }

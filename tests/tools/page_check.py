@@ -29,7 +29,10 @@ Checks, in order (each failure exits 1 with a line that says which):
  10. with --wide-url (a server whose range is 1,024 slots): its grid has 1,024 cells
      in 32 rows, each at least 8 px by 10 px, no wider than the window (a second
      screenshot, FILE-1024.png);
- 11. with --zk-pid: while ZooKeeper is stopped (SIGSTOP), the page shows the lease
+ 11. with --semaphore PATH (a semaphore the server shows, one lease of it held): the
+     semaphores table, refreshed from /v1/semaphores, shows PATH with 1 held and a
+     row of the lease (its fence);
+ 12. with --zk-pid: while ZooKeeper is stopped (SIGSTOP), the page shows the lease
      as not ready, this server's cell as in doubt and a "lease in doubt" event; once
      it runs again (SIGCONT), ready again.
 With --token, every request of the browser carries 'Authorization: Bearer TOKEN'
@@ -289,6 +292,7 @@ def main():
     ap.add_argument("--js53", action="store_true")
     ap.add_argument("--screenshot", required=True)
     ap.add_argument("--wide-url")
+    ap.add_argument("--semaphore")
     a = ap.parse_args()
     url = a.url.rstrip("/")
 
@@ -359,6 +363,20 @@ def main():
         if c[1] != "sequence" or c[2] != "7":
             fail("the new tag's row is %r" % c)
         log("new tag %s appeared: %r" % (tag, c))
+
+        # 11. the semaphores table, after a refresh (the script's rows, the same as the
+        # snapshot's: a row of the semaphore, then one of its lease)
+        if a.semaphore:
+            def sema_rows():
+                rs = rows(d, "semaphores-rows")
+                for i, (cls, _, c) in enumerate(rs):
+                    if cls == "sema" and c and c[0] == a.semaphore and len(c) > 2 and \
+                            c[2] == "1 held" and i + 1 < len(rs) and rs[i + 1][2][2].isdigit():
+                        return rs[i + 1][2]
+            before = d.find_element(By.ID, "updated").text
+            until("a refresh", lambda: d.find_element(By.ID, "updated").text != before)
+            lease = until("the semaphore %s with its lease" % a.semaphore, sema_rows, timeout=15)
+            log("semaphore %s: 1 held, fence %s" % (a.semaphore, lease[2]))
 
         # 4. the decode box
         st, idtext = http(url + "/api/snowflake/get/page", a.token)

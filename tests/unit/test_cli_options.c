@@ -502,6 +502,71 @@ static void source_names(void **state)
 
 /* The options of `tags`: --kind is a choice, --start takes 0 and no sign, --step is
  * 1..1000000 with no default, --description is at most 255 bytes from any source. */
+/* semaphore's own: --max (1 to IK_SEMAPHORE_MAX_LEASES), --semaphore-layout
+ * (curator, the default, or kazoo), --list; from the command line, the environment
+ * and its section of the file, refused with their source */
+static void semaphore_options(void **state)
+{
+    (void)state;
+    const uint64_t opts = IK_OPT_BIT(IK_OPT_CONFIG) | IK_OPT_BIT(IK_OPT_COORD) |
+                          IK_OPT_BIT(IK_OPT_MAX) | IK_OPT_BIT(IK_OPT_SEMAPHORE_LAYOUT) |
+                          IK_OPT_BIT(IK_OPT_LIST) | IK_OPT_BIT(IK_OPT_JSON);
+    static const char *const secs[] = {"semaphore", "lock", NULL};
+    fake f = {
+        .env = {{"IDKEEPER_SEMAPHORE_LAYOUT", "kazoo"}},
+        .files = {{"s.ini", "[semaphore]\nmax = 7\nlist = yes\n"}, {"l.ini", "[lock]\nmax = 7\n"}}};
+    fake none = {0};
+    ik_cli_spec spec = {"semaphore", opts, secs};
+    ik_cli_env env = {fake_get, fake_read, &none};
+    ik_cli_opts o;
+
+    assert_int_equal(ik__cli_parse(&o, &spec, 3, (char *[]){"/x", "--", "true", NULL}, &env), 0);
+    assert_null(o.v[IK_OPT_MAX].text); /* required by the command, not the parser */
+    assert_int_equal(o.v[IK_OPT_SEMAPHORE_LAYOUT].n, 0);
+    assert_string_equal(o.v[IK_OPT_SEMAPHORE_LAYOUT].text, "curator");
+    assert_int_equal(o.v[IK_OPT_LIST].n, 0);
+    ik__cli_opts_free(&o);
+
+    char *good[] = {"--max", "10000", "--semaphore-layout=kazoo", "--list", "/x", NULL};
+    assert_int_equal(ik__cli_parse(&o, &spec, 5, good, &env), 0);
+    assert_int_equal(o.v[IK_OPT_MAX].n, IK_SEMAPHORE_MAX_LEASES);
+    assert_int_equal(o.v[IK_OPT_SEMAPHORE_LAYOUT].n, 1);
+    assert_int_equal(o.v[IK_OPT_LIST].n, 1);
+    ik__cli_opts_free(&o);
+
+    static const char *const bad[][3] = {
+        {"--max", "0", "--max: 0 is out of range 1..10000"},
+        {"--max", "10001", "--max: 10001 is out of range 1..10000"},
+        {"--max", "-3", "--max: '-3' is not a number"},
+        {"--semaphore-layout", "zookeeper",
+         "--semaphore-layout: 'zookeeper' is not one of curator|kazoo"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char *argv[] = {(char *)bad[i][0], (char *)bad[i][1], NULL};
+        assert_int_equal(ik__cli_parse(&o, &spec, 2, argv, &env), 2);
+        assert_err_has(&o, bad[i][2]);
+        ik__cli_opts_free(&o);
+    }
+
+    /* the environment, and the command's section of the file */
+    env.ctx = &f;
+    char *file[] = {"--config", "s.ini", "/x", NULL};
+    assert_int_equal(ik__cli_parse(&o, &spec, 3, file, &env), 0);
+    assert_int_equal(o.v[IK_OPT_MAX].n, 7);
+    assert_int_equal(o.v[IK_OPT_MAX].src, IK_SRC_FILE_SECTION);
+    assert_int_equal(o.v[IK_OPT_SEMAPHORE_LAYOUT].n, 1);
+    assert_int_equal(o.v[IK_OPT_SEMAPHORE_LAYOUT].src, IK_SRC_ENV);
+    assert_int_equal(o.v[IK_OPT_LIST].n, 1);
+    ik__cli_opts_free(&o);
+
+    /* lock takes no --max: in its section of the file, an error */
+    ik_cli_spec lock = {"lock", IK_OPT_BIT(IK_OPT_CONFIG) | IK_OPT_BIT(IK_OPT_COORD), secs};
+    char *lfile[] = {"--config", "l.ini", "/x", NULL};
+    assert_int_equal(ik__cli_parse(&o, &lock, 3, lfile, &env), 2);
+    assert_err_has(&o, "max");
+    ik__cli_opts_free(&o);
+}
+
 static void tag_options(void **state)
 {
     const uint64_t tags = IK_OPT_BIT(IK_OPT_CONFIG) | IK_OPT_BIT(IK_OPT_COORD) |
@@ -593,6 +658,7 @@ int main(void)
         cmocka_unit_test(layout_from_options),
         cmocka_unit_test(source_names),
         cmocka_unit_test(tag_options),
+        cmocka_unit_test(semaphore_options),
         cmocka_unit_test(values_the_library_takes),
         cmocka_unit_test(log_sequence_commits_option),
     };

@@ -448,6 +448,44 @@ static void recipes(void **st)
     RC(ik_election_leader, "c", ik_election_leader(NULL, "/null/elect", &id), IK_EINVAL);
     RC(ik_election_leader, "path", ik_election_leader(F.c, NULL, &id), IK_EINVAL);
     RC(ik_election_leader, "id", ik_election_leader(F.c, "/null/elect", NULL), IK_EINVAL);
+
+    /* semaphores: o is required (it carries the max) */
+    ik_semaphore_options so;
+    ik_semaphore_options_init(&so);
+    so.max = 2;
+    ik_semaphore *s = NULL, *s2 = NULL;
+    ik_semaphore_holder *h = NULL;
+    int64_t max = 0;
+    size_t n = 0;
+    assert_int_equal(ik_semaphore_create(F.c, "/null/sema", &so, &s2), 0);
+    VOID(ik_semaphore_options_init, "o", ik_semaphore_options_init(NULL));
+    RC(ik_semaphore_create, "c", ik_semaphore_create(NULL, "/s", &so, &s), IK_EINVAL);
+    RC(ik_semaphore_create, "path", ik_semaphore_create(F.c, NULL, &so, &s), IK_EINVAL);
+    RC(ik_semaphore_create, "o", ik_semaphore_create(F.c, "/s", NULL, &s), IK_EINVAL);
+    RC(ik_semaphore_create, "out", ik_semaphore_create(F.c, "/s", &so, NULL), IK_EINVAL);
+    assert_null(s);
+    VOID(ik_semaphore_destroy, "s", ik_semaphore_destroy(NULL));
+    RC(ik_semaphore_acquire, "s", ik_semaphore_acquire(NULL, 0, &fence), IK_EINVAL);
+    RC(ik_semaphore_acquire, "fence", ik_semaphore_acquire(s2, 0, NULL), IK_OK);
+    RC(ik_semaphore_release, "s", ik_semaphore_release(NULL), IK_EINVAL);
+    assert_int_equal(ik_semaphore_release(s2), IK_OK);
+    VOID(ik_semaphore_cancel, "s", ik_semaphore_cancel(NULL));
+    RC(ik_semaphore_state, "s", ik_semaphore_state(NULL), IK_HOLD_IDLE);
+    VOID(ik_semaphore_get_info, "s", ik_semaphore_get_info(NULL, &hi));
+    assert_int_equal(hi.state, IK_HOLD_IDLE);
+    VOID(ik_semaphore_get_info, "out", ik_semaphore_get_info(s2, NULL));
+    RC(ik_semaphore_trusted_until, "s", ik_semaphore_trusted_until(NULL), IK_EINVAL);
+    RC(ik_semaphore_holders, "c",
+       ik_semaphore_holders(NULL, "/null/sema", IK_SEMAPHORE_CURATOR, &max, &h, &n), IK_EINVAL);
+    RC(ik_semaphore_holders, "path",
+       ik_semaphore_holders(F.c, NULL, IK_SEMAPHORE_CURATOR, &max, &h, &n), IK_EINVAL);
+    RC(ik_semaphore_holders, "max",
+       ik_semaphore_holders(F.c, "/null/sema", IK_SEMAPHORE_CURATOR, NULL, &h, &n), IK_EINVAL);
+    RC(ik_semaphore_holders, "out",
+       ik_semaphore_holders(F.c, "/null/sema", IK_SEMAPHORE_CURATOR, &max, NULL, &n), IK_EINVAL);
+    RC(ik_semaphore_holders, "n",
+       ik_semaphore_holders(F.c, "/null/sema", IK_SEMAPHORE_CURATOR, &max, &h, NULL), IK_EINVAL);
+    ik_semaphore_destroy(s2);
 }
 
 /* ---- the header: every IK_EXTERN function and pointer argument covered --------------- */

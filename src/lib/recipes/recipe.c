@@ -46,39 +46,8 @@
 #include <unistd.h>
 
 /* ------------------------------------------------------------------------------
- * Paths and options
+ * Options (the path rule: rules.c, ik__recipe_path)
  */
-int ik__recipe_path(const char *path, char *out, size_t out_len, char *why, size_t why_len)
-{
-    if (!path || !*path) return ik__fail(IK_EINVAL, why, why_len, "empty lock path");
-    size_t n = strlen(path);
-    size_t need = n + (path[0] != '/') + 1;
-    if (need - 1 > IK__RECIPE_PATH_MAX || need > out_len)
-        return ik__fail(IK_EINVAL, why, why_len, "lock path longer than %d bytes",
-                        IK__RECIPE_PATH_MAX);
-    const char *p = path[0] == '/' ? path + 1 : path;
-    if (!*p) return ik__fail(IK_EINVAL, why, why_len, "lock path '/' names no lock");
-    for (const char *seg = p;;) {
-        const char *se = strchr(seg, '/');
-        size_t sl = se ? (size_t)(se - seg) : strlen(seg);
-        if (sl == 0)
-            return ik__fail(IK_EINVAL, why, why_len, "empty segment in lock path '%.64s'", path);
-        if ((sl == 1 && seg[0] == '.') || (sl == 2 && seg[0] == '.' && seg[1] == '.'))
-            return ik__fail(IK_EINVAL, why, why_len, "'.' or '..' in lock path '%.64s'", path);
-        for (size_t i = 0; i < sl; i++)
-            if ((unsigned char)seg[i] < 0x20 || seg[i] == 0x7f)
-                return ik__fail(IK_EINVAL, why, why_len, "control character in lock path");
-        if (!se) break;
-        seg = se + 1;
-    }
-    /* ZooKeeper's own subtree, refused on every backend so that a path valid on one
-     * backend is valid on all (a lock moves from local: to zk:// unchanged) */
-    if (strcmp(p, "zookeeper") == 0 || strncmp(p, "zookeeper/", 10) == 0)
-        return ik__fail(IK_EINVAL, why, why_len, "/zookeeper is ZooKeeper's own subtree");
-    snprintf(out, out_len, "/%s", p);
-    return IK_OK;
-}
-
 const char *ik_hold_state_name(ik_hold_state s)
 {
     switch (s) {
@@ -146,8 +115,9 @@ static char *default_data(const char *data)
     return strdup(buf);
 }
 
-static int lock_new(ik_coord *c, const char *path, ik__lock_kind kind, ik_hold_cb cb,
-                    ik_hold_proof_cb proof_cb, void *ctx, const char *data, ik_lock **out)
+int ik__lock_new(ik_coord *c, const char *path, ik__lock_kind kind, ik_hold_cb cb,
+                 ik_hold_proof_cb proof_cb, void *ctx, const char *data, int64_t sema_max,
+                 ik_semaphore_layout sema_layout, ik_lock **out)
 {
     char norm[IK__RECIPE_PATH_MAX + 2];
     if (!c || !out) return IK_EINVAL;
@@ -168,6 +138,8 @@ static int lock_new(ik_coord *c, const char *path, ik__lock_kind kind, ik_hold_c
     lk->on_change = cb;
     lk->on_proof = proof_cb;
     lk->ctx = ctx;
+    lk->sema_max = sema_max;
+    lk->sema_layout = sema_layout;
     rc = (!lk->path || !lk->data) ? IK_ENOMEM : ik__hold_init(lk);
     if (rc == 0) {
         rc = ops->lock_init(lk);
@@ -185,7 +157,7 @@ static int lock_new(ik_coord *c, const char *path, ik__lock_kind kind, ik_hold_c
 
 /* Frees lk: its hold ends (no callback after it) and its threads, which call the
  * protocol, are joined before the protocol frees its part (releasing a grant). */
-static void lock_free(ik_lock *lk)
+void ik__lock_free(ik_lock *lk)
 {
     ik__hold_end(lk);
     ik__hold_quit(lk);
@@ -203,20 +175,20 @@ int ik_lock_create(ik_coord *c, const char *path, const ik_lock_options *o, ik_l
 {
     ik_lock_options opts;
     if (lock_options(o, &opts)) return IK_EINVAL;
-    return lock_new(c, path, IK__LOCK_MUTEX, opts.on_change, opts.on_proof, opts.ctx, opts.data,
-                    out);
+    return ik__lock_new(c, path, IK__LOCK_MUTEX, opts.on_change, opts.on_proof, opts.ctx, opts.data,
+                        0, IK_SEMAPHORE_CURATOR, out);
 }
 
 void ik_lock_destroy(ik_lock *lk)
 {
     if (!lk || lk->in_rwlock) return;
-    lock_free(lk);
+    ik__lock_free(lk);
 }
 
 /* WAITING --the protocol's acquire--> HELD: its grant handed to the hold monitor
  * with the proof it was made on. A grant the monitor cannot watch is given back
  * (nobody could tell its holder of a loss). */
-static int lock_acquire(ik_lock *lk, int64_t timeout_ms, int64_t *fence)
+int ik__lock_acquire(ik_lock *lk, int64_t timeout_ms, int64_t *fence)
 {
     int64_t f = 0;
     int rc = lk->ops->acquire(lk, timeout_ms, &f);
@@ -231,14 +203,14 @@ static int lock_acquire(ik_lock *lk, int64_t timeout_ms, int64_t *fence)
         lk->ops->release(lk);
         return rc;
     }
-    *fence = f;
+    if (fence) *fence = f;
     return IK_OK;
 }
 
 /* HELD, IN_DOUBT, LOST --release--> IDLE: the hold ends first (no callback of this
  * grant after it), then the protocol gives the grant back. IK_ELOST if the monitor
  * had found it lost. */
-static int lock_release(ik_lock *lk)
+int ik__lock_release(ik_lock *lk)
 {
     ik_hold_state st = ik__hold_end(lk);
     int rc = lk->ops->release(lk);
@@ -249,9 +221,9 @@ int ik_lock_acquire(ik_lock *lk, int64_t timeout_ms, int64_t *fence)
 {
     if (!lk || timeout_ms < -1) return IK_EINVAL;
     /* a LOST grant is given back first, as by ik_lock_release */
-    if (ik__hold_state(lk, NULL, 0) == IK_HOLD_LOST) lock_release(lk);
+    if (ik__hold_state(lk, NULL, 0) == IK_HOLD_LOST) ik__lock_release(lk);
     int64_t f = 0;
-    int rc = lock_acquire(lk, timeout_ms, &f);
+    int rc = ik__lock_acquire(lk, timeout_ms, &f);
     if (rc == 0) test_grant_delay();
     if (rc == 0 && fence) *fence = f;
     return rc;
@@ -259,7 +231,7 @@ int ik_lock_acquire(ik_lock *lk, int64_t timeout_ms, int64_t *fence)
 
 int ik_lock_release(ik_lock *lk)
 {
-    return lk ? lock_release(lk) : IK_EINVAL;
+    return lk ? ik__lock_release(lk) : IK_EINVAL;
 }
 
 /* The rank of a grant's state: the worse wins (HELD < IN_DOUBT < LOST). */
@@ -271,7 +243,7 @@ static int badness(ik_hold_state s)
 /* The lock's info: the protocol's (node, session, fence, its own state), and while a
  * grant is watched the hold monitor's state and reason, or the protocol's own check
  * where it knows worse (a session known dead). */
-static void lock_info(ik_lock *lk, ik_hold_info *out)
+void ik__lock_info(ik_lock *lk, ik_hold_info *out)
 {
     memset(out, 0, sizeof *out);
     lk->ops->info(lk, out);
@@ -291,12 +263,16 @@ static int64_t trusted_until(ik_lock *lk, ik_hold_state s)
     return ik__hold_trusted_until(lk);
 }
 
+int64_t ik__lock_trusted_until(ik_lock *lk)
+{
+    ik_hold_info hi;
+    ik__lock_info(lk, &hi);
+    return trusted_until(lk, hi.state);
+}
+
 int64_t ik_lock_trusted_until(ik_lock *lk)
 {
-    if (!lk) return IK_EINVAL;
-    ik_hold_info hi;
-    lock_info(lk, &hi);
-    return trusted_until(lk, hi.state);
+    return lk ? ik__lock_trusted_until(lk) : IK_EINVAL;
 }
 
 void ik_lock_cancel(ik_lock *lk)
@@ -315,7 +291,7 @@ void ik_lock_get_info(ik_lock *lk, ik_hold_info *out)
 {
     if (!out) return;
     memset(out, 0, sizeof *out);
-    if (lk) lock_info(lk, out);
+    if (lk) ik__lock_info(lk, out);
 }
 
 /* ------------------------------------------------------------------------------
@@ -335,10 +311,13 @@ int ik_rwlock_create(ik_coord *c, const char *path, const ik_lock_options *o, ik
     ik_hold_proof_cb pcb = opts.on_proof;
     void *ctx = opts.ctx;
     const char *data = opts.data;
-    int rc = lock_new(c, path, IK__LOCK_READ, cb, pcb, ctx, data, &rw->read);
-    if (rc == 0) rc = lock_new(c, path, IK__LOCK_WRITE, cb, pcb, ctx, data, &rw->write);
+    int rc = ik__lock_new(c, path, IK__LOCK_READ, cb, pcb, ctx, data, 0, IK_SEMAPHORE_CURATOR,
+                          &rw->read);
+    if (rc == 0)
+        rc = ik__lock_new(c, path, IK__LOCK_WRITE, cb, pcb, ctx, data, 0, IK_SEMAPHORE_CURATOR,
+                          &rw->write);
     if (rc) {
-        if (rw->read) lock_free(rw->read);
+        if (rw->read) ik__lock_free(rw->read);
         free(rw);
         return rc;
     }
@@ -350,8 +329,8 @@ int ik_rwlock_create(ik_coord *c, const char *path, const ik_lock_options *o, ik
 void ik_rwlock_destroy(ik_rwlock *rw)
 {
     if (!rw) return;
-    lock_free(rw->read);
-    lock_free(rw->write);
+    ik__lock_free(rw->read);
+    ik__lock_free(rw->write);
     free(rw);
 }
 
@@ -472,7 +451,7 @@ static int lead(ik_election *e)
     for (;;) {
         if (!told) {
             ik_hold_info hi;
-            lock_info(e->lk, &hi);
+            ik__lock_info(e->lk, &hi);
             pthread_mutex_lock(&e->mu);
             int pending = e->qn;
             pthread_mutex_unlock(&e->mu);
@@ -525,11 +504,11 @@ static void *campaign_thread(void *arg)
         pthread_mutex_unlock(&e->mu);
         elect_set(e, IK_HOLD_WAITING, "campaigning", 0);
         int64_t fence = 0;
-        int rc = lock_acquire(e->lk, -1, &fence);
+        int rc = ik__lock_acquire(e->lk, -1, &fence);
         if (rc == IK_ECLOSED) break; /* resign */
         if (rc != 0) {
             ik_hold_info hi;
-            lock_info(e->lk, &hi);
+            ik__lock_info(e->lk, &hi);
             char why[160];
             snprintf(why, sizeof why, "campaigning: %s", hi.why[0] ? hi.why : ik_strerror(rc));
             if (failing++ == 0)
@@ -546,14 +525,14 @@ static void *campaign_thread(void *arg)
         pthread_mutex_lock(&e->mu);
         if (e->stop) {
             pthread_mutex_unlock(&e->mu);
-            lock_release(e->lk);
+            ik__lock_release(e->lk);
             break;
         }
         e->fence = fence;
         pthread_mutex_unlock(&e->mu);
         int stop = lead(e);
         if (!stop && e->keep_on_loss) stop = !await_rejoin(e);
-        lock_release(e->lk);
+        ik__lock_release(e->lk);
         pthread_mutex_lock(&e->mu);
         e->fence = 0;
         e->rejoin_wait = 0; /* ik_election_rejoin returns: the removal is sent */
@@ -586,7 +565,8 @@ int ik_election_create(ik_coord *c, const char *path, const char *id, const ik_e
         free(e);
         return IK_ENOMEM;
     }
-    int rc = lock_new(c, path, IK__LOCK_LATCH, on_lock_change, on_lock_proof, e, id, &e->lk);
+    int rc = ik__lock_new(c, path, IK__LOCK_LATCH, on_lock_change, on_lock_proof, e, id, 0,
+                          IK_SEMAPHORE_CURATOR, &e->lk);
     if (rc) {
         free(e->id);
         free(e);
@@ -704,7 +684,7 @@ void ik_election_get_info(ik_election *e, ik_hold_info *out)
     memset(out, 0, sizeof *out);
     if (!e) return;
     ik_hold_info lk;
-    lock_info(e->lk, &lk);
+    ik__lock_info(e->lk, &lk);
     *out = lk;
     pthread_mutex_lock(&e->mu);
     ik_hold_state s = e->state;
@@ -732,7 +712,7 @@ void ik_election_destroy(ik_election *e)
     int running = e->running && !e->stop;
     pthread_mutex_unlock(&e->mu);
     if (running) ik_election_resign(e);
-    lock_free(e->lk);
+    ik__lock_free(e->lk);
     pthread_cond_destroy(&e->cv);
     pthread_mutex_destroy(&e->mu);
     free(e->id);

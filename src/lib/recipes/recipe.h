@@ -32,13 +32,25 @@
 
 #include "backend.h"
 #include "hold.h"
+#include "rules.h"
 
 typedef enum ik__lock_kind {
     IK__LOCK_MUTEX = 0, /* zk: _c_<uuid>-lock-<seq>     local: PATH.lock   */
     IK__LOCK_READ = 1,  /* zk: _c_<uuid>-__READ__<seq>  local: PATH.rwlock */
     IK__LOCK_WRITE = 2, /* zk: _c_<uuid>-__WRIT__<seq>  local: PATH.rwlock */
     IK__LOCK_LATCH = 3, /* zk: _c_<uuid>-latch-<seq>    local: PATH.elect  */
+    /* A semaphore (semaphore.c) is two locks on one PATH: its queue, a mutex whose
+     * holder is the one contender that waits for a lease, and its lease. Each backend
+     * lays them out as docs/recipes.md, "Semaphores", shows (zk: the queue is
+     * PATH/locks with Curator's names, or PATH-__lock__ with kazoo's; a lease is a
+     * node of PATH/leases, or of PATH). */
+    IK__LOCK_SEMQ = 4, /* the queue */
+    IK__LOCK_SEMA = 5, /* a lease, taken by the queue's holder */
 } ik__lock_kind;
+
+/* The longest semaphore path: room for the suffixes of its parts ("/leases",
+ * "-__lock__") within IK__RECIPE_PATH_MAX. */
+#define IK__SEMA_PATH_MAX 390
 
 /* The common part of every backend's lock. Set before lock_init; read-only after. */
 struct ik_lock {
@@ -51,6 +63,11 @@ struct ik_lock {
     ik_hold_proof_cb on_proof; /* may be NULL */
     void *ctx;
     int in_rwlock; /* a half of an ik_rwlock: freed with it */
+    /* SEMQ and SEMA: the semaphore's max and layout; SEMA: its queue, which the
+     * acquire's caller holds while acquire runs (semaphore.c) */
+    int64_t sema_max;
+    ik_semaphore_layout sema_layout;
+    ik_lock *sema_queue;
     ik__hold hold; /* the hold monitor's (hold.h): recipe.c, hold.c and hold_tell.c only */
 };
 
@@ -63,7 +80,11 @@ struct ik__recipe_ops {
     /* Releases a grant if any and frees the backend state (not lk itself). */
     void (*lock_fini)(ik_lock *lk);
     /* ik_lock_acquire's contract (include/idkeeper.h); the grant is HELD until
-     * release (the hold monitor decides whether it is still held). */
+     * release (the hold monitor decides whether it is still held). A SEMA lock is
+     * acquired only while its caller holds lk->sema_queue: it takes a lease if fewer
+     * than lk->sema_max are held, else waits for one to be given back (the one waiter
+     * of the semaphore: no herd); IK_ELOST when it finds the queue lost meanwhile (the
+     * caller queues again), nothing taken. */
     int (*acquire)(ik_lock *lk, int64_t timeout_ms, int64_t *fence);
     /* ik_lock_release's contract: gives the grant back, whatever the hold monitor
      * found (0: given back, or nothing was left to give). */
@@ -103,12 +124,33 @@ struct ik__recipe_ops {
      * release's delete whose answer was lost, sent again once connected), on the
      * prober thread when the protocol asks with ik__hold_poke. */
     void (*tend)(ik_lock *lk);
+
+    /* ---- semaphores (semaphore.c); NULL where the backend has none -------------- */
+
+    /* The max stored with the semaphore of the SEMA lock lk, storing lk->sema_max if
+     * none is: 0 and *stored (0: what the store holds there is not a max, and is
+     * left alone, as kazoo leaves it), or an ik_error (why in the store's words).
+     * Called before the queue is joined. */
+    int (*sema_max)(ik_lock *lk, int64_t *stored, char *why, size_t why_len);
+    /* The leases held at the semaphore path (normalized) in layout: *out (malloc'd,
+     * freed with free; NULL when *n is 0) in grant order, *max the max stored (0:
+     * none). 0 or an ik_error. */
+    int (*sema_holders)(ik__backend *be, const char *path, ik_semaphore_layout layout, int64_t *max,
+                        ik_semaphore_holder **out, size_t *n);
 };
 
-/* recipe.c: checks and normalizes a recipe path into out ("/a/b"). 0 or IK_EINVAL
- * with a reason in why. */
-int ik__recipe_path(const char *path, char *out, size_t out_len, char *why, size_t why_len);
+/* recipe.c, for semaphore.c: a lock of kind on path (normalized by the caller or
+ * not), made, acquired with its grant handed to the hold monitor, released after
+ * the hold ends, described, and freed, as ik_lock_* do for a mutex. */
+int ik__lock_new(ik_coord *c, const char *path, ik__lock_kind kind, ik_hold_cb cb,
+                 ik_hold_proof_cb proof_cb, void *ctx, const char *data, int64_t sema_max,
+                 ik_semaphore_layout sema_layout, ik_lock **out);
+void ik__lock_free(ik_lock *lk);
+int ik__lock_acquire(ik_lock *lk, int64_t timeout_ms, int64_t *fence);
+int ik__lock_release(ik_lock *lk);
+void ik__lock_info(ik_lock *lk, ik_hold_info *out);
+int64_t ik__lock_trusted_until(ik_lock *lk);
 
-#define IK__RECIPE_PATH_MAX 400
+/* The path rule of every recipe: ik__recipe_path and IK__RECIPE_PATH_MAX, rules.h. */
 
 #endif

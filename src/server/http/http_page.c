@@ -1,13 +1,15 @@
-/* http_page.c: the status page (GET /, docs/http.md) and the app's slots (GET /v1/workers).
+/* http_page.c: the status page (GET /, docs/http.md), the app's slots (GET /v1/workers)
+ * and the semaphores it shows (GET /v1/semaphores).
  *
  * The page is src/server/http/http_page.html, embedded in the binary at build time
  * (cmake/embed.cmake). Its one marker, <!--IK:SNAPSHOT-->, is replaced by a snapshot
  * rendered here: this server, its lease (safe window, last proof, time record), the
  * store's hazard checks, the worker range as a grid of cells, the last events, the
- * app's worker slots, the tags and, for ?decode=ID, the decoded ID. So the page is
+ * app's worker slots, the tags, the leases of the semaphores it shows (--semaphores)
+ * and, for ?decode=ID, the decoded ID. So the page is
  * whole without JavaScript (only the rates' charts need it); with it, the page's
  * script refreshes the same parts every few seconds from /v1/status, /v1/workers,
- * /v1/tags, /v1/history and /v1/events, draws the charts, and decodes through
+ * /v1/tags, /v1/semaphores, /v1/history and /v1/events, draws the charts, and decodes through
  * /v1/decode/{id}. The snapshot and the script build the same rows and cells (the
  * same ids, classes and words), so a refresh replaces them in place
  * (docs/operations.md says what each part means).
@@ -308,6 +310,49 @@ static void put_workers(ik__server *srv, const ik__pool_call *t, ik__buf *b)
     ik__buf_puts(b, "</tbody></table></section>\n");
 }
 
+/* Why the leases of semaphore i could not be listed (rc): kazoo's layout on a store
+ * that has only Curator's said so, else the library's words. */
+static const char *sema_why(const ik_server_config *cfg, int i, int rc)
+{
+    if (rc == IK_EURI && cfg->semaphore_layouts[i] == IK_SEMAPHORE_KAZOO)
+        return "kazoo's layout is a zk:// layout; this store has one layout";
+    return ik_strerror(rc);
+}
+
+/* The semaphores table (only with --semaphores): a row per lease held, oldest first,
+ * under a row per semaphore with its max (or why it cannot be listed). */
+static void put_semaphores(ik__server *srv, const ik__pool_call *t, ik__buf *b)
+{
+    if (srv->cfg->nsemaphores == 0) return;
+    ik__buf_puts(b, "<section id=\"semaphores\"><h2>Semaphores</h2><p class=\"err\" "
+                    "id=\"semaphores-err\"></p><table><thead><tr><th>Semaphore</th><th>Max</th>"
+                    "<th>Fence</th><th>Holder</th><th>Session</th><th>Node</th></tr></thead>"
+                    "<tbody id=\"semaphores-rows\">\n");
+    for (int i = 0; i < srv->cfg->nsemaphores; i++) {
+        ik__buf_puts(b, "<tr class=\"sema\"><td>");
+        put_html_str(b, srv->cfg->semaphores[i]);
+        if (t->sema_rc[i] != 0) {
+            ik__buf_puts(b, "</td><td colspan=\"5\" class=\"err\">cannot list the leases: ");
+            put_html_str(b, sema_why(srv->cfg, i, t->sema_rc[i]));
+            ik__buf_puts(b, "</td></tr>\n");
+            continue;
+        }
+        ik__buf_printf(b, "</td><td>%lld</td><td colspan=\"4\">%zu held</td></tr>\n",
+                       (long long)t->sema_max[i], t->nsema[i]);
+        for (size_t k = 0; k < t->nsema[i]; k++) {
+            const ik_semaphore_holder *h = &t->sema[i][k];
+            ik__buf_printf(b, "<tr><td></td><td></td><td>%lld</td><td>", (long long)h->fence);
+            put_html_str(b, h->data);
+            ik__buf_puts(b, "</td><td>");
+            put_html_str(b, h->session);
+            ik__buf_puts(b, "</td><td>");
+            put_html_str(b, h->node);
+            ik__buf_puts(b, "</td></tr>\n");
+        }
+    }
+    ik__buf_puts(b, "</tbody></table></section>\n");
+}
+
 /* The tags table: the app's tags, and this server's blocks of its segment tags. */
 static void put_tags(ik__worker *w, const ik__pool_call *t, ik__buf *b)
 {
@@ -395,6 +440,7 @@ void ik__page_render(ik__worker *w, const ik__pend *p, ik__http_reply *rs)
     put_events(w->srv, b);
     put_workers(w->srv, p->pool, b);
     put_tags(w, p->pool, b);
+    put_semaphores(w->srv, p->pool, b);
     put_decode(w->srv, p->pool, b);
     const char *rest = mark + sizeof MARKER - 1;
     ik__buf_append(b, rest, (size_t)(html + ik__page_html_len - rest));
@@ -432,6 +478,41 @@ void ik__workers_render(ik__worker *w, const ik__pend *p, ik__http_reply *rs)
         ik__buf_printf(b,
                        ",\"since_ms\":%lld,\"since\":\"%s\",\"record_ms\":%lld,\"record\":\"%s\"}",
                        (long long)s->since_ms, since, (long long)s->record_ms, record);
+    }
+    ik__buf_puts(b, "]}\n");
+    rs->ctype = "application/json";
+}
+
+void ik__semaphores_render(ik__worker *w, const ik__pend *p, ik__http_reply *rs)
+{
+    const ik_server_config *cfg = w->srv->cfg;
+    const ik__pool_call *t = p->pool;
+    ik__buf *b = rs->body;
+    ik__buf_puts(b, "{\"semaphores\":[");
+    for (int i = 0; i < cfg->nsemaphores; i++) {
+        ik__buf_puts(b, i ? ",{\"path\":" : "{\"path\":");
+        ik__buf_append_json_str(b, cfg->semaphores[i], strlen(cfg->semaphores[i]));
+        ik__buf_printf(b, ",\"layout\":\"%s\"",
+                       cfg->semaphore_layouts[i] == IK_SEMAPHORE_KAZOO ? "kazoo" : "curator");
+        if (t->sema_rc[i] != 0) {
+            const char *why = sema_why(cfg, i, t->sema_rc[i]);
+            ik__buf_puts(b, ",\"error\":");
+            ik__buf_append_json_str(b, why, strlen(why));
+            ik__buf_puts(b, "}");
+            continue;
+        }
+        ik__buf_printf(b, ",\"max\":%lld,\"held\":[", (long long)t->sema_max[i]);
+        for (size_t k = 0; k < t->nsema[i]; k++) {
+            const ik_semaphore_holder *h = &t->sema[i][k];
+            ik__buf_printf(b, "%s{\"fence\":%lld,\"data\":", k ? "," : "", (long long)h->fence);
+            ik__buf_append_json_str(b, h->data, strlen(h->data));
+            ik__buf_puts(b, ",\"session\":");
+            ik__buf_append_json_str(b, h->session, strlen(h->session));
+            ik__buf_puts(b, ",\"node\":");
+            ik__buf_append_json_str(b, h->node, strlen(h->node));
+            ik__buf_puts(b, "}");
+        }
+        ik__buf_puts(b, "]}");
     }
     ik__buf_puts(b, "]}\n");
     rs->ctype = "application/json";

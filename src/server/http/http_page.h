@@ -15,4 +15,8 @@ void ik__page_render(ik__worker *w, const ik__pend *p, ik__http_reply *rs);
 /* Renders GET /v1/workers (http_page.c): the app's slots as JSON. Loop thread. */
 void ik__workers_render(ik__worker *w, const ik__pend *p, ik__http_reply *rs);
 
+/* Renders GET /v1/semaphores (http_page.c): the leases of the semaphores this server
+ * shows, as JSON. Loop thread. */
+void ik__semaphores_render(ik__worker *w, const ik__pend *p, ik__http_reply *rs);
+
 #endif

@@ -6,6 +6,16 @@
 
 #include <stdlib.h>
 
+/* The leases of each semaphore the server shows (its config's), each listed on its
+ * own: one that cannot be listed says why in its row. */
+static void list_semaphores(ik__server *srv, ik__pool_call *t)
+{
+    for (int i = 0; i < srv->cfg->nsemaphores && i < IK_SERVER_SEMAPHORES_MAX; i++)
+        t->sema_rc[i] = ik_semaphore_holders(srv->coord, srv->cfg->semaphores[i],
+                                             srv->cfg->semaphore_layouts[i], &t->sema_max[i],
+                                             &t->sema[i], &t->nsema[i]);
+}
+
 /* Thread pool: the route's library call (it may wait for the store). */
 static void pool_run(uv_work_t *req)
 {
@@ -29,6 +39,11 @@ static void pool_run(uv_work_t *req)
     case IK_OP_PAGE: /* the page shows what it could list, and why not the rest */
         t->slots_rc = ik_slots_list(srv->coord, app, &t->slots, &t->nslots);
         t->list_rc = ik_tags_list(srv->coord, app, &t->list, &t->nlist);
+        list_semaphores(srv, t);
+        p->rc = 0;
+        break;
+    case IK_OP_SEMAPHORES:
+        list_semaphores(srv, t);
         p->rc = 0;
         break;
     default:
@@ -50,6 +65,8 @@ static void pool_free(ik__pool_call *t)
 {
     ik_free(t->list);
     ik_free(t->slots);
+    for (int i = 0; i < IK_SERVER_SEMAPHORES_MAX; i++)
+        ik_free(t->sema[i]);
     free(t);
 }
 

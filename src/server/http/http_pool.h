@@ -23,12 +23,19 @@ typedef struct ik__pool_call {
     int list_rc;         /* page: the tags list's result */
     ik_slot_info *slots; /* workers, page (ik_free) */
     size_t nslots;
-    int slots_rc;    /* page: the slots list's result */
+    int slots_rc; /* page: the slots list's result */
+    /* semaphores, page: the leases of each semaphore shown (ik_free), its stored max,
+     * and the listing's result, in the order of the server's config */
+    ik_semaphore_holder *sema[IK_SERVER_SEMAPHORES_MAX];
+    size_t nsema[IK_SERVER_SEMAPHORES_MAX];
+    int64_t sema_max[IK_SERVER_SEMAPHORES_MAX];
+    int sema_rc[IK_SERVER_SEMAPHORES_MAX];
     char decode[24]; /* page: the ?decode= ID asked for, "" if none */
     char why[256];   /* create: the library's reason */
 } ik__pool_call;
 
-/* A new pending answer of op (IK_OP_TAG_*, IK_OP_WORKERS, IK_OP_PAGE) with its call
+/* A new pending answer of op (IK_OP_TAG_*, IK_OP_WORKERS, IK_OP_PAGE,
+ * IK_OP_SEMAPHORES) with its call
  * (p->pool, zeroed: the route fills its inputs), or NULL when this loop has
  * IK_POOL_CALLS_MAX calls in the pool already. Loop thread. */
 ik__pend *ik__pool_pend(ik__worker *w, ik__op op);

@@ -492,6 +492,24 @@ static void h_workers(ik__ctx *x)
     if (p) pool_queue(x, p);
 }
 
+/* The answer of GET /v1/semaphores: the leases as http_page.c renders them (each
+ * semaphore's row says why where it could not be listed). */
+static void render_semaphores(ik__worker *w, ik__pend *p, ik__http_reply *rs)
+{
+    if (p->rc == IK_ECLOSED)
+        reply_shutting_down(rs);
+    else
+        ik__semaphores_render(w, p, rs);
+}
+
+/* GET /v1/semaphores: the leases of the semaphores this server shows, listed in the
+ * thread pool. */
+static void h_semaphores(ik__ctx *x)
+{
+    ik__pend *p = pool_pend(x, IK_OP_SEMAPHORES, render_semaphores);
+    if (p) pool_queue(x, p);
+}
+
 /* GET /[?decode=ID]: the status page, once the thread pool has listed the app's
  * slots and tags (http_page.c renders; docs/http.md, "The status page"). */
 static void render_page(ik__worker *w, ik__pend *p, ik__http_reply *rs)

@@ -49,6 +49,8 @@
     R(IK_HTTP_GET, "/readyz", h_readyz, 0, "200 only while a snowflake ID can be issued now")      \
     R(IK_HTTP_GET, "/v1/workers", h_workers, IK_ROUTE_AUTH,                                        \
       "the app's worker slots: holder, since, time record, and which is this server (JSON)")       \
+    R(IK_HTTP_GET, "/v1/semaphores", h_semaphores, IK_ROUTE_AUTH,                                  \
+      "the leases held of the semaphores this server shows (--semaphores): max, holders (JSON)")   \
     R(IK_HTTP_GET, "/v1/history", h_history, IK_ROUTE_AUTH,                                        \
       "IDs issued a second, per kind and tag, over the last 10 minutes (?seconds=N; JSON)")        \
     R(IK_HTTP_GET, "/v1/events", h_events, IK_ROUTE_AUTH,                                          \
@@ -56,7 +58,8 @@
     R(IK_HTTP_GET, "/v1/routes", h_routes, IK_ROUTE_AUTH, "this list, text/plain")                 \
     R(IK_HTTP_GET, "/metrics", h_metrics, IK_ROUTE_AUTH | IK_ROUTE_METRICS, "Prometheus metrics")  \
     R(IK_HTTP_GET, "/", h_page, IK_ROUTE_AUTH | IK_ROUTE_PAGE,                                     \
-      "the status page (HTML): this server, the app's worker slots, the tags, an ID decoder")
+      "the status page (HTML): this server, the app's worker slots, the tags, the semaphores, an " \
+      "ID decoder")
 
 typedef struct ik__ctx {
     ik__server *srv;

@@ -164,19 +164,38 @@ IK_CLEANUPS+=(_conf_etcd_other_stop)
 # key (first in line) is deleted, or its lease revoked (which deletes it too).
 conf_hold_revokes() { echo delete revoke; }
 
+# _conf_etcd_end KEY HOW: KEY deleted, or its etcd lease (the key's last part) revoked
+_conf_etcd_end() {
+  case $2 in
+    delete) ectl del "$1" >/dev/null || fail "etcdctl del $1 failed" ;;
+    revoke) ectl lease revoke "${1##*/}" >/dev/null || fail "etcdctl lease revoke ${1##*/} failed" ;;
+    *) fail "stores/etcd.sh: no revoke '$2'" ;;
+  esac
+}
+
 conf_hold_revoke() { # URI KIND PATH HOW
   local key
   key=$(conf_elect_nodes "$1" "$3" | head -n 1)
   [ -n "$key" ] || fail "stores/etcd.sh: no contender at $3"
-  case $4 in
-    delete) ectl del "$key" >/dev/null || fail "etcdctl del $key failed" ;;
-    revoke) ectl lease revoke "${key##*/}" >/dev/null || fail "etcdctl lease revoke ${key##*/} failed" ;;
-    *) fail "stores/etcd.sh: no revoke '$4'" ;;
-  esac
+  _conf_etcd_end "$key" "$4"
   echo "$4 of the holder's key $key"
 }
 
 conf_hold_reset_frees() { :; } # a reset ends no lease: it lapses a TTL after its last keepalive
+
+# semaphore (tests/conformance/semaphore.sh): the queue's keys PATH/locks/LEASEHEX,
+# the leases' PATH/leases/LEASEHEX (docs/recipes.md, "Semaphores")
+conf_sema_queued() {
+  ectl get --prefix --keys-only "$(_conf_etcd_prefix "$1")$2/locks/" | grep -c . || true
+}
+
+conf_sema_revoke() { # URI PATH HOW: the oldest lease's key deleted, or its etcd lease revoked
+  local key
+  key=$(ectl get --prefix --keys-only --sort-by=CREATE --order=ASCEND "$(_conf_etcd_prefix "$1")$2/leases/" | grep . | head -n 1)
+  [ -n "$key" ] || fail "stores/etcd.sh: no lease at $2"
+  _conf_etcd_end "$key" "$3"
+  echo "$3 of the lease's key $key"
+}
 
 # the store frozen: the test's own member (CONF_OWN_STORE)
 conf_store_freeze() { kill -STOP "${ETCD_PID_OF[own]}"; }

@@ -37,6 +37,14 @@ conf_lock_waiters() {
   find "${uri#local:}/locks$path.lock.q" -name '[0-9]*' 2>/dev/null | wc -l
 }
 
+conf_sema_queued() { # the tickets of the semaphore's queue (docs/recipes.md, "Semaphores")
+  find "${1#local:}/locks$2.semq.q" -name '[0-9]*' 2>/dev/null | wc -l
+}
+
+# a grant is an flock(2) that the kernel keeps while its holder lives: nothing ends it
+# by hand, and no server can be frozen apart from the holder
+conf_hold_unlosable() { echo "a lease is an flock(2) that the kernel keeps while its holder lives: no store to end it by hand or to freeze apart from the holder (docs/recipes.md, \"One host\")"; }
+
 conf_counter_raw() {
   local uri=$1 tag=$2 app=${3:-default}
   python3 - "${uri#local:}/idkeeper.db" "$app" "$tag" <<'PY'

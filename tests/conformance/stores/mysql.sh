@@ -128,6 +128,31 @@ conf_hold_reset_frees() {
   echo "a reset ends the database session, and the server frees its GET_LOCK as it hears the close: only the fencing token covers that (docs/recipes.md, SQL)"
 }
 
+# semaphore (tests/conformance/semaphore.sh): the queue is the GET_LOCK of
+# "semq:PATH", a lease that of "sema:PATH#I" (docs/recipes.md, "Semaphores")
+_conf_my_key_sql() { # URI KEY: the GET_LOCK name of a lock key (backend_mysql.c's LOCK_NAME)
+  local db=${1##*/} k=$2
+  echo "IF(CHAR_LENGTH(CONCAT('$db/', '$k')) <= 61, CONCAT('ik/$db/', '$k'), CONCAT('ik#', LEFT(SHA2(CONCAT('$db/', '$k'), 256), 61)))"
+}
+
+conf_sema_queued() { # the queue's waiters (their statement names the key) and its holder
+  local uri=$1 path=$2
+  my_sql -e "SELECT (SELECT COUNT(*) FROM information_schema.PROCESSLIST
+      WHERE INFO LIKE 'SELECT GET_LOCK(%''semq:$path''%')
+    + (IS_USED_LOCK($(_conf_my_key_sql "$uri" "semq:$path")) IS NOT NULL)"
+}
+
+conf_sema_revoke() { # URI PATH HOW: the connection of the lowest slot held killed
+  local i id
+  for ((i = 0; i < 1000; i++)); do
+    id=$(my_sql -e "SELECT IS_USED_LOCK($(_conf_my_key_sql "$1" "sema:$2#$i"))")
+    [ -z "$id" ] || [ "$id" = NULL ] || break
+  done
+  [ -n "$id" ] && [ "$id" != NULL ] || fail "stores/mysql.sh: nobody holds a lease of $2"
+  my_sql -e "KILL $id" || fail "KILL $id failed"
+  echo "killed the connection $id of slot $i"
+}
+
 # the store frozen: the test's own server (CONF_OWN_STORE)
 conf_store_freeze() { kill -STOP "$MY_PID"; }
 conf_store_thaw() { kill -CONT "$MY_PID"; }

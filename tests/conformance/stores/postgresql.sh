@@ -145,6 +145,19 @@ conf_hold_reset_frees() {
   echo "a reset ends the database session, and the server frees its lock as it hears the close: only the fencing token covers that (docs/recipes.md, SQL)"
 }
 
+# semaphore (tests/conformance/semaphore.sh): the queue is the advisory lock of
+# "semq:PATH", a lease that of "sema:PATH#I" (docs/recipes.md, "Semaphores")
+conf_sema_queued() { # waiting or granted
+  pg_psql "$PG_SHARED_PORT" "${1##*/}" "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 1 AND ((classid::bigint << 32) | objid::bigint) = hashtextextended('semq:$2', 0)"
+}
+
+conf_sema_revoke() { # URI PATH HOW: the session of the lowest slot held terminated
+  local n
+  n=$(pg_psql "$PG_SHARED_PORT" "${1##*/}" "SELECT count(pg_terminate_backend(pid)) FROM (SELECT l.pid FROM pg_locks l, generate_series(0, 999) s WHERE l.granted AND l.locktype = 'advisory' AND l.objsubid = 1 AND ((l.classid::bigint << 32) | l.objid::bigint) = hashtextextended('sema:$2#' || s, 0) ORDER BY s LIMIT 1) x")
+  [ "$n" = 1 ] || fail "stores/postgresql.sh: terminated $n holders of a lease of $2"
+  echo "terminated the session of a lease"
+}
+
 # the store frozen: the test's own server (CONF_OWN_STORE), the postmaster and its
 # backends
 _conf_pg_signal() {

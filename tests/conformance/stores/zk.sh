@@ -127,6 +127,22 @@ conf_hold_revoke() { # URI KIND PATH HOW
 
 conf_hold_reset_frees() { :; } # a reset ends no session: the server expires it a timeout later
 
+# semaphore (tests/conformance/semaphore.sh): Curator's layout, the default
+# (docs/recipes.md, "Semaphores"): the queue PATH/locks, the leases PATH/leases.
+conf_sema_queued() {
+  local uri=$1 path=$2
+  zk_tool ls "/$(_conf_zk_root "$uri")$path/locks" 2>/dev/null | grep -c -- '-lock-' || true
+}
+
+conf_sema_revoke() { # URI PATH HOW: the oldest lease's node deleted
+  local dir node
+  dir="/$(_conf_zk_root "$1")$2/leases"
+  node=$(zk_tool ls "$dir" 2>/dev/null | awk -F'lease-' '{ print $2, $0 }' | sort -n | head -n 1 | cut -d' ' -f2)
+  [ -n "$node" ] || fail "stores/zk.sh: no lease at $dir"
+  [ "$(zk_tool delete "$dir/$node")" = deleted ] || fail "stores/zk.sh: $dir/$node not deleted"
+  echo "deleted the lease node $node"
+}
+
 # the store frozen: the test's own server (CONF_OWN_STORE)
 conf_store_freeze() { kill -STOP "${ZK_PID[1]}"; }
 conf_store_thaw() { kill -CONT "${ZK_PID[1]}"; }

@@ -1042,11 +1042,11 @@ int ik__etcd_metric(ik__etcd_gw *g, const char *metric, int64_t timeout_ms, doub
     return e;
 }
 
-int ik__etcd_watch_delete(ik__etcd_gw *g, const char *key, int64_t from_rev, int64_t timeout_ms,
-                          ik__etcd_stop *stop, char *why, size_t why_len)
+int ik__etcd_watch_delete(ik__etcd_gw *g, const char *key, int prefix, int64_t from_rev,
+                          int64_t timeout_ms, ik__etcd_stop *stop, char *why, size_t why_len)
 {
     json_t *b = json_object(), *c = json_object();
-    if (!b || !c || set_b64(c, "key", key, strlen(key))) {
+    if (!b || !c || set_b64(c, "key", key, strlen(key)) || (prefix && set_prefix_end(c, key))) {
         json_decref(b);
         json_decref(c);
         return IK_ENOMEM;

@@ -195,11 +195,11 @@ static inline int ik__etcd_stop_is(ik__etcd_stop *s)
     return on;
 }
 
-/* Watches key from revision from_rev on (one long streamed POST) until a DELETE of
- * it is seen (0), timeout_ms passes (IK_ETIMEDOUT), stop (may be NULL) is set
- * (IK_ECLOSED, at once), or the stream breaks (IK_ESTORE: the caller reads again
- * and watches again). */
-int ik__etcd_watch_delete(ik__etcd_gw *g, const char *key, int64_t from_rev, int64_t timeout_ms,
-                          ik__etcd_stop *stop, char *why, size_t why_len);
+/* Watches key (every key with the prefix key, prefix = 1) from revision from_rev on
+ * (one long streamed POST) until a DELETE of it is seen (0), timeout_ms passes
+ * (IK_ETIMEDOUT), stop (may be NULL) is set (IK_ECLOSED, at once), or the stream
+ * breaks (IK_ESTORE: the caller reads again and watches again). */
+int ik__etcd_watch_delete(ik__etcd_gw *g, const char *key, int prefix, int64_t from_rev,
+                          int64_t timeout_ms, ik__etcd_stop *stop, char *why, size_t why_len);
 
 #endif

@@ -78,7 +78,11 @@ static int etcd_lock_init(ik_lock *base)
     etcd_lock *lk = (etcd_lock *)base;
     ik__etcd_backend *b = ik__etcd_of(base->be);
     if (base->kind == IK__LOCK_READ || base->kind == IK__LOCK_WRITE) return IK_EINVAL;
-    snprintf(lk->pfx, sizeof lk->pfx, "%s%s/", b->prefix, base->path + 1);
+    if (base->sema_layout != IK_SEMAPHORE_CURATOR) return IK_EURI; /* a zk:// layout */
+    const char *part = base->kind == IK__LOCK_SEMQ   ? "/locks/"
+                       : base->kind == IK__LOCK_SEMA ? "/leases/"
+                                                     : "/";
+    snprintf(lk->pfx, sizeof lk->pfx, "%s%s%s", b->prefix, base->path + 1, part);
     pthread_mutex_init(&lk->mu, NULL);
     ik__etcd_stop_init(&lk->wait_stop);
     ik__etcd_stop_init(&lk->own_stop);
@@ -289,6 +293,25 @@ static int keep_lease(acquire *a)
     return STEP_AGAIN;
 }
 
+/* WAITING: a deletion of key (of a key with the prefix key, prefix = 1) from
+ * revision from on watched, until it comes, the lease's next keepalive is due, the
+ * deadline, or a cancel: STEP_AGAIN (look again), IK_ECLOSED, or STEP_FAILED. */
+static int watch_slice(acquire *a, const char *key, int prefix, int64_t from, const char *what)
+{
+    etcd_lock *lk = a->lk;
+    int64_t now = ik__mono_ms();
+    int64_t left = a->deadline == INT64_MAX ? INT64_MAX : a->deadline - now;
+    int64_t keep = a->next_keep / 1000000 - now;
+    int64_t slice = left < keep ? left : keep;
+    if (slice <= 0) return STEP_AGAIN;
+    char why[300] = "";
+    int e =
+        ik__etcd_watch_delete(a->b->gw, key, prefix, from, slice, &lk->wait_stop, why, sizeof why);
+    if (e == IK_ECLOSED) return __atomic_load_n(&lk->cancel, __ATOMIC_SEQ_CST) ? e : STEP_AGAIN;
+    if (e == IK_OK || e == IK_ETIMEDOUT || e == IK_ESTORE) return STEP_AGAIN; /* look again */
+    return failed(a, e, 0, what, why);
+}
+
 /* WAITING: whether our turn came (RE2: no older key, ours still there, both seen in
  * linearizable reads made after ours existed); else the deletion of the newest
  * older key watched, until it goes or the lease's next keepalive is due. Our key
@@ -328,15 +351,155 @@ static int wait_turn(acquire *a)
         snprintf(a->why, sizeof a->why, "held by another");
         return IK_EBUSY;
     }
-    int64_t now = ik__mono_ms();
-    int64_t left = a->deadline == INT64_MAX ? INT64_MAX : a->deadline - now;
-    int64_t keep = a->next_keep / 1000000 - now;
-    int64_t slice = left < keep ? left : keep;
-    if (slice <= 0) return STEP_AGAIN;
-    e = ik__etcd_watch_delete(a->b->gw, prev, at, slice, &lk->wait_stop, why, sizeof why);
-    if (e == IK_ECLOSED) return __atomic_load_n(&lk->cancel, __ATOMIC_SEQ_CST) ? e : STEP_AGAIN;
-    if (e == IK_OK || e == IK_ETIMEDOUT || e == IK_ESTORE) return STEP_AGAIN; /* look again */
-    return failed(a, e, 0, "watching the contender ahead", why);
+    return watch_slice(a, prev, 0, at, "watching the contender ahead");
+}
+
+/* ------------------------------------------------------------------------------
+ * A semaphore's lease (kind SEMA), taken by the holder of the semaphore's queue (an
+ * etcd lock of this file at PATH/locks/, recipes/semaphore.c): keys PATH/leases/
+ * LEASEHEX, each on its holder's own lease, counted; one is put, by a txn that
+ * compares the queue's key with the one its holder put (SE1 in semaphore.c: a
+ * holder whose queue key went, with its lease or by hand, puts none), while fewer
+ * than max are there; else the deletions under PATH/leases/ are watched (the queue's
+ * holder is the only one that watches them: a lease given back wakes one waiter).
+ */
+
+/* The queue's key and its create_revision (the queue's fence), if its holder holds. */
+static int queue_key_of(const etcd_lock *lk, char *key, size_t len, int64_t *rev)
+{
+    etcd_lock *q = (etcd_lock *)lk->base.sema_queue;
+    pthread_mutex_lock(&q->mu);
+    int held = q->state == IK_HOLD_HELD && q->fence > 0;
+    snprintf(key, len, "%s", q->key);
+    *rev = q->fence;
+    pthread_mutex_unlock(&q->mu);
+    return held;
+}
+
+/* WAITING (SEMA): the leases counted; ours put while fewer than max are held (a txn
+ * that also finds our key, put by an earlier txn whose answer was lost), else the
+ * deletion of a lease watched, until one goes or our lease's keepalive is due.
+ * IK_ELOST once the queue's key is not the one its holder put. */
+static int sema_take(acquire *a)
+{
+    etcd_lock *lk = a->lk;
+    char qkey[sizeof lk->key], why[300] = "";
+    int64_t qrev = 0;
+    if (!queue_key_of(lk, qkey, sizeof qkey, &qrev)) return IK_ELOST;
+    ik__etcd_answer r = {0};
+    int e = ik__etcd_range(a->b->gw, lk->pfx, 1, 1, 0, 0, call_ms(a), &r, why, sizeof why);
+    if (e) {
+        int final = for_good(e, &r);
+        ik__etcd_answer_free(&r);
+        return failed(a, e, final, "counting the semaphore's leases", why);
+    }
+    int64_t held = (int64_t)r.n_kvs, at = r.revision, ours = 0;
+    for (size_t i = 0; i < r.n_kvs; i++)
+        if (strcmp(r.kvs[i].key, lk->key) == 0) ours = r.kvs[i].create_revision;
+    ik__etcd_answer_free(&r);
+    if (ours) { /* put by a txn whose answer was lost */
+        a->rev = ours;
+        return STEP_HELD;
+    }
+    if (held < lk->base.sema_max) {
+        ik__etcd_txn *t = ik__etcd_txn_new();
+        e = t ? IK_OK : IK_ENOMEM;
+        if (!e) e = ik__etcd_txn_cmp(t, qkey, "CREATE", "EQUAL", qrev, NULL);
+        if (!e) e = ik__etcd_txn_cmp(t, lk->key, "CREATE", "EQUAL", 0, NULL);
+        if (!e) e = ik__etcd_txn_put(t, 1, lk->key, lk->base.data, lk->lease);
+        if (!e) e = ik__etcd_txn_get(t, 0, qkey, 0);
+        if (!e) e = ik__etcd_txn_get(t, 0, lk->key, 0);
+        if (!e) e = ik__etcd_txn_run(a->b->gw, t, call_ms(a), &r, why, sizeof why);
+        ik__etcd_txn_free(t);
+        if (e) {
+            int final = for_good(e, &r), gone = lease_not_found(&r);
+            ik__etcd_answer_free(&r);
+            if (gone) { /* our lease lapsed: a new one */
+                pthread_mutex_lock(&lk->mu);
+                lk->lease = 0;
+                pthread_mutex_unlock(&lk->mu);
+                return STEP_AGAIN;
+            }
+            return failed(a, e, final, "putting the lease's key", why);
+        }
+        int64_t rev = r.succeeded ? r.revision : 0, queue_there = 0;
+        for (size_t i = 0; i < r.n_kvs && !r.succeeded; i++) {
+            if (r.kvs[i].resp == 0 && r.kvs[i].create_revision == qrev) queue_there = 1;
+            if (r.kvs[i].resp == 1 && r.kvs[i].lease == lk->lease) rev = r.kvs[i].create_revision;
+        }
+        ik__etcd_answer_free(&r);
+        if (rev) {
+            a->rev = rev;
+            return STEP_HELD;
+        }
+        return queue_there ? STEP_AGAIN : IK_ELOST;
+    }
+    if (a->timeout_ms == 0) {
+        snprintf(a->why, sizeof a->why, "all %" PRId64 " leases are held", lk->base.sema_max);
+        return IK_EBUSY;
+    }
+    return watch_slice(a, lk->pfx, 1, at + 1, "watching the semaphore's leases");
+}
+
+/* The max stored with the semaphore: its own key, PREFIX PATH (no lease), put with
+ * lk's max where absent. */
+static int etcd_sema_max(ik_lock *base, int64_t *stored, char *why, size_t why_len)
+{
+    ik__etcd_backend *b = ik__etcd_of(base->be);
+    char key[IK__RECIPE_PATH_MAX + IK__ETCD_PREFIX_MAX + 8], mine[32];
+    snprintf(key, sizeof key, "%s%s", b->prefix, base->path + 1);
+    snprintf(mine, sizeof mine, "%" PRId64, base->sema_max);
+    ik__etcd_txn *t = ik__etcd_txn_new();
+    int e = t ? IK_OK : IK_ENOMEM;
+    if (!e) e = ik__etcd_txn_cmp(t, key, "CREATE", "EQUAL", 0, NULL);
+    if (!e) e = ik__etcd_txn_put(t, 1, key, mine, 0);
+    if (!e) e = ik__etcd_txn_get(t, 0, key, 0);
+    ik__etcd_answer r = {0};
+    if (!e) e = ik__etcd_txn_run(b->gw, t, b->wait_ms * 3, &r, why, why_len);
+    ik__etcd_txn_free(t);
+    if (!e) {
+        *stored = base->sema_max;
+        if (!r.succeeded) {
+            char *end = NULL;
+            long long v = r.n_kvs ? strtoll(r.kvs[0].value, &end, 10) : 0;
+            *stored = end && end != r.kvs[0].value && !*end && v > 0 ? v : 0;
+        }
+    }
+    ik__etcd_answer_free(&r);
+    return e;
+}
+
+/* The lease keys under PREFIX PATH/leases/, in grant order. */
+static int etcd_sema_holders(ik__backend *be, const char *path, ik_semaphore_layout layout,
+                             int64_t *max, ik_semaphore_holder **out, size_t *n)
+{
+    if (layout != IK_SEMAPHORE_CURATOR) return IK_EURI; /* a zk:// layout */
+    ik__etcd_backend *b = ik__etcd_of(be);
+    char key[IK__RECIPE_PATH_MAX + IK__ETCD_PREFIX_MAX + 16], why[300];
+    snprintf(key, sizeof key, "%s%s", b->prefix, path + 1);
+    ik__etcd_answer r = {0};
+    int e = ik__etcd_range(b->gw, key, 0, 0, 0, 1, b->wait_ms * 3, &r, why, sizeof why);
+    if (!e && r.n_kvs) *max = strtoll(r.kvs[0].value, NULL, 10);
+    ik__etcd_answer_free(&r);
+    if (e) return IK_ESTORE;
+    snprintf(key, sizeof key, "%s%s/leases/", b->prefix, path + 1);
+    e = ik__etcd_range(b->gw, key, 1, 1, 0, 0, b->wait_ms * 3, &r, why, sizeof why);
+    if (e) {
+        ik__etcd_answer_free(&r);
+        return IK_ESTORE;
+    }
+    ik_semaphore_holder *v = r.n_kvs ? calloc(r.n_kvs, sizeof *v) : NULL;
+    if (r.n_kvs && !v) e = IK_ENOMEM;
+    for (size_t i = 0; v && i < r.n_kvs; i++) {
+        snprintf(v[i].node, sizeof v[i].node, "%s", r.kvs[i].key);
+        snprintf(v[i].data, sizeof v[i].data, "%s", r.kvs[i].value);
+        v[i].fence = r.kvs[i].create_revision;
+        snprintf(v[i].session, sizeof v[i].session, "lease %" PRIx64, (uint64_t)r.kvs[i].lease);
+    }
+    *n = v ? r.n_kvs : 0;
+    *out = v;
+    ik__etcd_answer_free(&r);
+    return e;
 }
 
 /* One step of WAITING: STEP_AGAIN, STEP_HELD, STEP_FAILED (a->why), or an ik_error
@@ -348,6 +511,14 @@ static int acquire_step(acquire *a)
     int64_t lease = lk->lease;
     pthread_mutex_unlock(&lk->mu);
     if (!lease) return queue_lease(a);
+    if (lk->base.kind == IK__LOCK_SEMA) {
+        int rc = keep_lease(a);
+        if (rc != STEP_AGAIN) return rc;
+        pthread_mutex_lock(&lk->mu);
+        lease = lk->lease;
+        pthread_mutex_unlock(&lk->mu);
+        return lease ? sema_take(a) : STEP_AGAIN;
+    }
     if (!a->rev) return queue_key(a);
     int rc = keep_lease(a);
     if (rc != STEP_AGAIN) return rc;
@@ -414,7 +585,7 @@ static void *watch_own(void *arg)
     const char *gone = NULL;
     while (!gone && !ik__etcd_stop_is(&lk->own_stop)) {
         char why[300];
-        int e = ik__etcd_watch_delete(b->gw, key, from, 3600000, &lk->own_stop, why, sizeof why);
+        int e = ik__etcd_watch_delete(b->gw, key, 0, from, 3600000, &lk->own_stop, why, sizeof why);
         if (e == IK_OK) {
             gone = "the lock's etcd key was deleted (by hand, or its lease was revoked or "
                    "expired)";
@@ -629,4 +800,6 @@ const ik__recipe_ops ik__recipe_etcd_ops = {
     .leader = etcd_leader,
     .proof_of_grant = etcd_proof_of_grant,
     .probe = etcd_probe,
+    .sema_max = etcd_sema_max,
+    .sema_holders = etcd_sema_holders,
 };

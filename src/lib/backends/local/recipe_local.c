@@ -39,6 +39,20 @@
  *   F4. A wait never sleeps only on an event: the holder may drop its flock after
  *       the last event it makes, or make none (wait_flock). Every sleep is bounded.
  *
+ * A semaphore (recipes/semaphore.c) is a queue, a mutex as above on PATH.semq (no
+ * fence: its grants guard nothing but the order), and leases, slot files:
+ *
+ *   DIR/locks/PATH.sema/max        the max stored with the semaphore (sema_max)
+ *   DIR/locks/PATH.sema/NNNNNNNNNN one file per slot, 0 to max - 1: a lease is the
+ *                                  flock LOCK_EX on one; it holds the lease's fence
+ *                                  and data, for readers (sema_holders)
+ *   DIR/locks/PATH.sema.fence      the leases' fencing counter
+ *
+ * The queue's holder tries the slots with flock(LOCK_EX | LOCK_NB) on descriptors
+ * opened read-only, and while none is free sleeps on inotify close events of the
+ * slot directory or a bounded timer (F4), whichever comes first: a lease given back
+ * (its descriptor closed, kill -9 included) wakes it, and only it (sema_acquire).
+ *
  * What local: guarantees, and what it does not: FIFO fairness among idkeeper
  * contenders of one DIR on one host (flock(1) users of the lock file are not
  * queued, though they are excluded); a holder's grant cannot be lost while its
@@ -78,9 +92,10 @@ typedef struct local_lock {
     pthread_mutex_t mu; /* guards what info() reads */
     ik_hold_state state;
     int64_t fence;
+    int64_t slot; /* SEMA: the slot held */
 
     /* the acquiring/holding thread's own */
-    int main_fd, ticket_fd;
+    int main_fd, ticket_fd; /* SEMA: main_fd holds the flock of the slot taken */
     uint64_t ticket;
     char ticket_path[PATH_MAX];
 } local_lock;
@@ -117,6 +132,10 @@ static const char *suffix_of(ik__lock_kind k)
         return ".rwlock";
     case IK__LOCK_LATCH:
         return ".elect";
+    case IK__LOCK_SEMQ:
+        return ".semq";
+    case IK__LOCK_SEMA:
+        return ".sema";
     }
     return ".lock";
 }
@@ -320,6 +339,32 @@ static void drain(int fd)
     }
 }
 
+#define RETRY_FIRST_MS 2
+#define RETRY_MAX_MS 128
+/* One bounded sleep of a wait (F4): until deadline_ms (-1: none), a cancel, an
+ * inotify event of the instance (when wd >= 0), or *step ms (10 ms without a
+ * watch), whichever comes first; *step starts again at RETRY_FIRST_MS after an event
+ * and doubles up to RETRY_MAX_MS while nothing happens. 0 (try again), IK_ETIMEDOUT,
+ * IK_ECLOSED (cancel pending) or an error. */
+static int nap(const local_lock *l, int wd, int64_t deadline_ms, int *step)
+{
+    int64_t left = deadline_ms < 0 ? -1 : deadline_ms - ik__mono_ms();
+    if (deadline_ms >= 0 && left <= 0) return IK_ETIMEDOUT;
+    int cap = wd < 0 ? 10 : *step;
+    if (left < 0 || left > cap) left = cap;
+    struct pollfd pf[2] = {{l->cancel_fd, POLLIN, 0}, {l->ino, POLLIN, 0}};
+    int pr = poll(pf, wd >= 0 ? 2 : 1, (int)left);
+    if (pr < 0 && errno != EINTR) return IK_ESYS(errno);
+    if (pr > 0 && (pf[0].revents & POLLIN)) return IK_ECLOSED;
+    if (pr > 0 && wd >= 0 && (pf[1].revents & POLLIN)) {
+        drain(l->ino);
+        *step = RETRY_FIRST_MS;
+    } else if (*step < RETRY_MAX_MS) {
+        *step *= 2;
+    }
+    return 0;
+}
+
 /* Waits until flock(fd, op | LOCK_NB) succeeds (op: LOCK_SH or LOCK_EX), sleeping on
  * inotify close events of fd's file. deadline_ms: monotonic ms, -1 for none.
  * 0 (the flock is taken), IK_ETIMEDOUT, IK_ECLOSED (cancel pending) or an error.
@@ -332,8 +377,6 @@ static void drain(int fd)
  * locked with no event left to come; and flock(1)'s `flock -u` with its descriptor
  * kept open makes no event at all. So each sleep is bounded: RETRY_FIRST_MS after
  * an event, doubling up to RETRY_MAX_MS while nothing happens. */
-#define RETRY_FIRST_MS 2
-#define RETRY_MAX_MS 128
 static int wait_flock(const local_lock *l, int fd, int op, int64_t deadline_ms)
 {
     if (flock(fd, op | LOCK_NB) == 0) return IK_OK;
@@ -356,29 +399,8 @@ static int wait_flock(const local_lock *l, int fd, int op, int64_t deadline_ms)
             rc = IK_ESYS(errno);
             break;
         }
-        int64_t left = deadline_ms < 0 ? -1 : deadline_ms - ik__mono_ms();
-        if (deadline_ms >= 0 && left <= 0) {
-            rc = IK_ETIMEDOUT;
-            break;
-        }
-        int cap = wd < 0 ? 10 : step;
-        if (left < 0 || left > cap) left = cap;
-        struct pollfd pf[2] = {{l->cancel_fd, POLLIN, 0}, {l->ino, POLLIN, 0}};
-        int pr = poll(pf, wd >= 0 ? 2 : 1, (int)left);
-        if (pr < 0 && errno != EINTR) {
-            rc = IK_ESYS(errno);
-            break;
-        }
-        if (pr > 0 && (pf[0].revents & POLLIN)) {
-            rc = IK_ECLOSED;
-            break;
-        }
-        if (pr > 0 && wd >= 0 && (pf[1].revents & POLLIN)) {
-            drain(l->ino);
-            step = RETRY_FIRST_MS;
-        } else if (step < RETRY_MAX_MS) {
-            step *= 2;
-        }
+        rc = nap(l, wd, deadline_ms, &step);
+        if (rc) break;
     }
     if (wd >= 0) inotify_rm_watch(l->ino, wd);
     return rc;
@@ -495,12 +517,221 @@ static void set_state(local_lock *l, ik_hold_state s, int64_t fence)
     pthread_mutex_unlock(&l->mu);
 }
 
+static void drop_all(local_lock *l)
+{
+    if (l->main_fd >= 0) close(l->main_fd); /* first: the successor then finds it free */
+    l->main_fd = -1;
+    ticket_drop(l);
+}
+
+/* Grant order: by fence. */
+static int by_fence(const void *a, const void *b)
+{
+    int64_t x = ((const ik_semaphore_holder *)a)->fence,
+            y = ((const ik_semaphore_holder *)b)->fence;
+    return x < y ? -1 : x > y;
+}
+
+/* ------------------------------------------------------------------------------
+ * Semaphores: slot files under DIR/locks/PATH.sema/ (the header)
+ */
+#define SLOT_DIGITS 10
+
+static void slot_path(const local_lock *l, int64_t i, char *out, size_t len)
+{
+    snprintf(out, len, "%s/%0*" PRId64, l->file, SLOT_DIGITS, i);
+}
+
+/* The first free slot, taken: 1 (l->main_fd holds its flock, *slot its number), 0
+ * if every one of the max is held, or an error. Read-only descriptors: their close
+ * makes no IN_CLOSE_WRITE, and the waits below drain what they make. */
+static int slot_take(local_lock *l, int64_t *slot)
+{
+    for (int64_t i = 0; i < l->base.sema_max; i++) {
+        char p[PATH_MAX];
+        slot_path(l, i, p, sizeof p);
+        int fd = open(p, O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
+        if (fd < 0) return IK_ESYS(errno);
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+            l->main_fd = fd;
+            *slot = i;
+            return 1;
+        }
+        int e = errno;
+        close(fd);
+        if (e != EWOULDBLOCK && e != EINTR) return IK_ESYS(e);
+    }
+    return 0;
+}
+
+/* The lease's fence and data in its slot file, for readers (sema_holders): through
+ * a descriptor of its own, the flock staying on l->main_fd. Not fatal. */
+static void slot_note(const local_lock *l, int64_t slot, int64_t fence)
+{
+    char p[PATH_MAX];
+    slot_path(l, slot, p, sizeof p);
+    int fd = open(p, O_WRONLY | O_TRUNC | O_CLOEXEC);
+    if (fd < 0) return;
+    dprintf(fd, "%" PRId64 "\n%s", fence, l->base.data);
+    close(fd);
+}
+
+/* The queue's holder waits for a slot (the header): tries every slot, then sleeps
+ * on a close in the slot directory, a cancel, or a bounded timer (F4: the kernel
+ * sends the close event before it drops the flock, and a waiter's own tries make
+ * events it drains). 0 and *fence, IK_EBUSY (timeout 0), IK_ETIMEDOUT, IK_ECLOSED,
+ * or an error; the lock IDLE again unless 0. */
+static int sema_acquire(local_lock *l, int64_t timeout_ms, int64_t deadline, int64_t *fence)
+{
+    int rc = mkdir_parent(l->file);
+    if (rc == 0 && mkdir(l->file, 0755) && errno != EEXIST) rc = IK_ESYS(errno);
+    int wd = -1;
+    if (rc == 0 && l->ino >= 0) {
+        drain(l->ino);
+        wd = inotify_add_watch(l->ino, l->file, IN_CLOSE_WRITE | IN_CLOSE_NOWRITE);
+    }
+    int64_t slot = -1;
+    int step = RETRY_FIRST_MS;
+    while (rc == 0) {
+        if (cancel_pending(l)) {
+            rc = IK_ECLOSED;
+            break;
+        }
+        int got = slot_take(l, &slot);
+        if (got != 0) {
+            rc = got < 0 ? got : 0;
+            break;
+        }
+        if (wd >= 0) drain(l->ino); /* our own tries' closes */
+        rc = timeout_ms == 0 ? IK_EBUSY : nap(l, wd, deadline, &step);
+    }
+    if (wd >= 0) inotify_rm_watch(l->ino, wd);
+    int64_t f = 0;
+    if (rc == 0) rc = fence_bump(l, &f);
+    if (rc == IK_ECLOSED) {
+        uint64_t x;
+        if (read(l->cancel_fd, &x, sizeof x) < 0) { /* consumed; nothing else to do */
+        }
+    }
+    if (rc) {
+        drop_all(l);
+        set_state(l, IK_HOLD_IDLE, 0);
+        return rc == IK_ESYS(ENOMEM) ? IK_ENOMEM
+               : rc == IK_EBUSY || rc == IK_ETIMEDOUT || rc == IK_ECLOSED || rc == IK_ERANGE
+                   ? rc
+                   : IK_ESTORE;
+    }
+    slot_note(l, slot, f);
+    pthread_mutex_lock(&l->mu);
+    l->slot = slot;
+    pthread_mutex_unlock(&l->mu);
+    set_state(l, IK_HOLD_HELD, f);
+    *fence = f;
+    return IK_OK;
+}
+
+/* The max file under the slot directory: read under its own flock, written with
+ * l's max if it holds none. 0 and *stored, or an error. */
+static int local_sema_max(ik_lock *lk, int64_t *stored, char *why, size_t why_len)
+{
+    local_lock *l = (local_lock *)lk;
+    int rc = mkdir_parent(l->file);
+    if (rc == 0 && mkdir(l->file, 0755) && errno != EEXIST) rc = IK_ESYS(errno);
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s/max", l->file);
+    int fd = rc ? -1 : open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (rc == 0 && fd < 0) rc = IK_ESYS(errno);
+    while (rc == 0 && flock(fd, LOCK_EX) != 0)
+        if (errno != EINTR) rc = IK_ESYS(errno);
+    char buf[32];
+    ssize_t n = rc ? 0 : pread(fd, buf, sizeof buf - 1, 0);
+    if (n < 0) rc = IK_ESYS(errno);
+    if (rc == 0) {
+        buf[n > 0 ? n : 0] = '\0';
+        char *end;
+        long long v = strtoll(buf, &end, 10);
+        if (n > 0 && end != buf && (*end == '\n' || !*end) && v > 0) {
+            *stored = v;
+        } else if (n == 0) {
+            int len = snprintf(buf, sizeof buf, "%" PRId64 "\n", lk->sema_max);
+            if (pwrite(fd, buf, (size_t)len, 0) != len) rc = IK_ESYS(errno ? errno : EIO);
+            *stored = lk->sema_max;
+        } else {
+            *stored = 0; /* not a max: left alone */
+        }
+    }
+    if (fd >= 0) close(fd);
+    if (rc) return ik__fail(rc, why, why_len, "%s/max: %s", l->file, ik_strerror(rc));
+    return IK_OK;
+}
+
+/* Every slot file of the semaphore at path whose flock is held, with what its
+ * holder wrote in it. */
+static int local_sema_holders(ik__backend *be, const char *path, ik_semaphore_layout layout,
+                              int64_t *max, ik_semaphore_holder **out, size_t *n)
+{
+    if (layout != IK_SEMAPHORE_CURATOR) return IK_EURI; /* a zk:// layout */
+    char dir[PATH_MAX], p[PATH_MAX];
+    if (recipe_file(be, path, IK__LOCK_SEMA, dir, sizeof dir)) return IK_EINVAL;
+    snprintf(p, sizeof p, "%s/max", dir);
+    int fd = open(p, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        char buf[32];
+        ssize_t r = read(fd, buf, sizeof buf - 1);
+        buf[r > 0 ? r : 0] = '\0';
+        *max = strtoll(buf, NULL, 10);
+        if (*max < 0) *max = 0;
+        close(fd);
+    }
+    DIR *d = opendir(dir);
+    if (!d) return errno == ENOENT ? IK_OK : IK_ESTORE;
+    ik_semaphore_holder *v = NULL;
+    size_t cnt = 0, cap = 0;
+    int rc = IK_OK;
+    struct dirent *e;
+    while ((e = readdir(d)) && rc == 0) {
+        if (strlen(e->d_name) != SLOT_DIGITS || strspn(e->d_name, "0123456789") != SLOT_DIGITS)
+            continue;
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        fd = open(p, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) continue;
+        if (flock(fd, LOCK_SH | LOCK_NB) == 0 || errno != EWOULDBLOCK) { /* free */
+            close(fd);
+            continue;
+        }
+        char buf[sizeof v->data + 32];
+        ssize_t r = pread(fd, buf, sizeof buf - 1, 0);
+        close(fd);
+        buf[r > 0 ? r : 0] = '\0';
+        if (ik__grow((void **)&v, &cap, cnt, sizeof *v, 8)) {
+            rc = IK_ENOMEM;
+            break;
+        }
+        ik_semaphore_holder *h = &v[cnt++];
+        memset(h, 0, sizeof *h);
+        snprintf(h->node, sizeof h->node, "%s", p);
+        char *nl = strchr(buf, '\n');
+        h->fence = nl ? strtoll(buf, NULL, 10) : 0;
+        snprintf(h->data, sizeof h->data, "%s", nl ? nl + 1 : "");
+    }
+    closedir(d);
+    if (rc) {
+        free(v);
+        return rc;
+    }
+    if (cnt > 1) qsort(v, cnt, sizeof *v, by_fence);
+    *out = v;
+    *n = cnt;
+    return IK_OK;
+}
+
 /* ------------------------------------------------------------------------------
  * The ops
  */
 static int local_lock_init(ik_lock *lk)
 {
     local_lock *l = (local_lock *)lk;
+    if (lk->sema_layout != IK_SEMAPHORE_CURATOR) return IK_EURI; /* a zk:// layout */
     int rc = recipe_file(lk->be, lk->path, lk->kind, l->file, sizeof l->file);
     if (rc) return IK_EINVAL;
     snprintf(l->qdir, sizeof l->qdir, "%s.q", l->file);
@@ -514,13 +745,6 @@ static int local_lock_init(ik_lock *lk)
     return IK_OK;
 }
 
-static void drop_all(local_lock *l)
-{
-    if (l->main_fd >= 0) close(l->main_fd); /* first: the successor then finds it free */
-    l->main_fd = -1;
-    ticket_drop(l);
-}
-
 static int local_acquire(ik_lock *lk, int64_t timeout_ms, int64_t *fence)
 {
     local_lock *l = (local_lock *)lk;
@@ -530,6 +754,7 @@ static int local_acquire(ik_lock *lk, int64_t timeout_ms, int64_t *fence)
     pthread_mutex_unlock(&l->mu);
     if (busy) return IK_EINVAL;
     int64_t deadline = timeout_ms < 0 ? -1 : ik__mono_ms() + timeout_ms;
+    if (lk->kind == IK__LOCK_SEMA) return sema_acquire(l, timeout_ms, deadline, fence);
 
     int rc = cancel_pending(l) ? IK_ECLOSED : ticket_take(l);
     while (rc == 0) {
@@ -541,7 +766,7 @@ static int local_acquire(ik_lock *lk, int64_t timeout_ms, int64_t *fence)
     }
     if (rc == 0) rc = take_main(l, timeout_ms == 0 ? 0 : deadline);
     int64_t f = 0;
-    if (rc == 0) rc = fence_bump(l, &f);
+    if (rc == 0 && lk->kind != IK__LOCK_SEMQ) rc = fence_bump(l, &f);
     if (rc) {
         drop_all(l);
         if (rc == IK_ECLOSED) {
@@ -589,7 +814,10 @@ static void local_info(ik_lock *lk, ik_hold_info *out)
     pthread_mutex_lock(&l->mu);
     out->state = l->state;
     out->fence = l->fence;
-    if (l->state == IK_HOLD_HELD) snprintf(out->node, sizeof out->node, "%s", l->file);
+    if (l->state == IK_HOLD_HELD && lk->kind == IK__LOCK_SEMA)
+        slot_path(l, l->slot, out->node, sizeof out->node);
+    else if (l->state == IK_HOLD_HELD)
+        snprintf(out->node, sizeof out->node, "%s", l->file);
     snprintf(out->why, sizeof out->why, "%s", l->state == IK_HOLD_HELD ? "held" : "");
     pthread_mutex_unlock(&l->mu);
 }
@@ -639,4 +867,6 @@ const ik__recipe_ops ik__recipe_local_ops = {
     .cancel = local_cancel,
     .info = local_info,
     .leader = local_leader,
+    .sema_max = local_sema_max,
+    .sema_holders = local_sema_holders,
 };

@@ -187,6 +187,8 @@ static const char *const mysql_stmt[IK__SQL_NSTMT] = {
                            "VALUES (?, CONNECTION_ID(), ?)",
     [IK__SQL_HOLDER_GET] = "SELECT h.id FROM idk_holder h WHERE h.lock_key = ? "
                            "AND h.session = IS_USED_LOCK(" LOCK_NAME("h.lock_key") ")",
+    [IK__SQL_FENCE_SEED] = "INSERT INTO idk_fence (lock_key, fence) VALUES (?, " INT_P
+                           ") ON DUPLICATE KEY UPDATE fence = fence",
     [IK__SQL_PROOF] = "SELECT " PROOF_COLS,
     /* one table: an equality on both names, which information_schema answers from
      * that table's definition alone (an IN list opens every table of the schema) */

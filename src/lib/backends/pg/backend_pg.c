@@ -139,6 +139,8 @@ static const char *const pg_stmt[IK__SQL_NSTMT] = {
                            "AND ((l.classid::bigint << 32) | l.objid::bigint) = " LOCK_KEY(
                                "h.lock_key") " WHERE h.lock_key = $1 AND l.mode = "
                                              "'ExclusiveLock' LIMIT 1",
+    [IK__SQL_FENCE_SEED] = "INSERT INTO idk_fence (lock_key, fence) VALUES ($1, $2) "
+                           "ON CONFLICT (lock_key) DO NOTHING",
     [IK__SQL_PROOF] = WRITE_PROOF_SQL,
     [IK__SQL_TABLE_PROOF] = "SELECT relpersistence FROM pg_class WHERE oid = to_regclass($1)",
 };
@@ -150,7 +152,7 @@ static const unsigned char pg_writes[IK__SQL_NSTMT] = {
     [IK__SQL_LEAF_UPDATE] = 1,  [IK__SQL_LEAF_UPDATE_STEP] = 1, [IK__SQL_TAG_INSERT] = 1,
     [IK__SQL_MARK_SET] = 1,     [IK__SQL_SLOT_INSERT] = 1,      [IK__SQL_SLOT_TAKE] = 1,
     [IK__SQL_SLOT_RENEW] = 1,   [IK__SQL_SLOT_RELEASE] = 1,     [IK__SQL_FENCE_BUMP] = 1,
-    [IK__SQL_FENCE_INSERT] = 1, [IK__SQL_HOLDER_SET] = 1,
+    [IK__SQL_FENCE_INSERT] = 1, [IK__SQL_HOLDER_SET] = 1,       [IK__SQL_FENCE_SEED] = 1,
 };
 
 static int pg_exec_pipeline(ik__sql_conn *c, const ik__sql_call *calls, int n, ik__sql_res *res,

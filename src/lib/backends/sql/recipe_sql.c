@@ -24,6 +24,18 @@
  * limit, --lease-ttl, after the last statement it received), and a probe, a ping
  * of the session (its send time and the same term; the session gone: GONE).
  *
+ * A semaphore (recipes/semaphore.c) is a queue, the session lock "semq:PATH" taken
+ * as above (no fence: its grants guard nothing but the order), and leases: max
+ * slots, each the session lock "sema:PATH#I" (I from 0), whose holder records itself
+ * in idk_holder (its fence, then its data: for ik_semaphore_holders); the fence of
+ * every lease is the one counter "sema:PATH", and the max stored with the semaphore
+ * is idk_fence's row "semamax:PATH". The queue's holder tries the slots in turn
+ * (slot_take), and while none is free tries again after a pause that grows to
+ * SLOT_PAUSE_MAX_MS: a database's session locks have no wait for one of several, so
+ * a lease given back is found by the queue's holder within that pause, and the other
+ * contenders sleep in the database's queue of semq:PATH (no herd). The slots exclude
+ * by themselves: no lease depends on the queue (SE1 in semaphore.c).
+ *
  *   IDLE --sql_acquire--> WAITING --driver->lock 1, fence--> HELD
  *   WAITING --timeout / cancel (connection closed)--> IDLE
  *   HELD --sql_release (the probe in flight yields, unlock, close or spare)--> IDLE
@@ -65,8 +77,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#define PING_WAIT_MS 1000  /* an idle spare's ping before reuse */
-#define PROBE_SLICE_MS 100 /* a probe looks at its stop this often (SL2) */
+#define PING_WAIT_MS 1000      /* an idle spare's ping before reuse */
+#define SLOT_PAUSE_FIRST_MS 10 /* a semaphore's slots tried again after this ... */
+#define SLOT_PAUSE_MAX_MS 100  /* ... doubling up to this while none is free */
+#define PROBE_SLICE_MS 100     /* a probe looks at its stop this often (SL2) */
 
 typedef struct sql_lock {
     ik_lock base;
@@ -100,6 +114,10 @@ static const char *prefix_of(ik__lock_kind k)
         return "rwlock:";
     case IK__LOCK_LATCH:
         return "elect:";
+    case IK__LOCK_SEMQ:
+        return "semq:";
+    case IK__LOCK_SEMA:
+        return "sema:";
     default:
         return "lock:";
     }
@@ -108,6 +126,7 @@ static const char *prefix_of(ik__lock_kind k)
 int ik__sql_lock_init(ik_lock *base)
 {
     sql_lock *lk = (sql_lock *)base;
+    if (base->sema_layout != IK_SEMAPHORE_CURATOR) return IK_EURI; /* a zk:// layout */
     snprintf(lk->key, sizeof lk->key, "%s%s", prefix_of(base->kind), base->path);
     pthread_mutex_init(&lk->mu, NULL);
     pthread_mutex_init(&lk->cmu, NULL);
@@ -304,10 +323,72 @@ static void drop(sql_lock *lk)
     ik__sql_conn_close(b, c);
 }
 
+/* SEMA: the first free one of the semaphore's slots, its session lock taken on c,
+ * tried in turn until deadline_ms (0: one round; -1: none) or a cancel, with a pause
+ * between rounds (the header). 1 held (lk->key its key, "sema:PATH#I"), 0 not by
+ * the deadline, IK__SQL_ECANCELED, or a connection class. */
+static int slot_take(sql_lock *lk, ik__sql_conn *c, int64_t deadline_ms, char *why, size_t why_len)
+{
+    ik__sql_backend *b = ik__sql_of(lk->base.be);
+    int64_t pause = SLOT_PAUSE_FIRST_MS;
+    for (;;) {
+        for (int64_t i = 0; i < lk->base.sema_max; i++) {
+            char key[sizeof lk->key];
+            snprintf(key, sizeof key, "sema:%s#%" PRId64, lk->base.path, i);
+            int rc = b->d->lock(c, lk->base.kind, key, 0, &lk->cancel, why, why_len);
+            if (rc == 1) {
+                pthread_mutex_lock(&lk->mu);
+                snprintf(lk->key, sizeof lk->key, "%s", key);
+                pthread_mutex_unlock(&lk->mu);
+            }
+            if (rc != 0) return rc;
+        }
+        int64_t now = ik__mono_ms();
+        if (deadline_ms == 0 || (deadline_ms > 0 && now >= deadline_ms)) return 0;
+        int64_t until = now + pause;
+        if (deadline_ms > 0 && until > deadline_ms) until = deadline_ms;
+        while (ik__mono_ms() < until) {
+            if (__atomic_load_n(&lk->cancel, __ATOMIC_SEQ_CST)) return IK__SQL_ECANCELED;
+            int64_t ms = until - ik__mono_ms();
+            struct timespec ts = {0, (ms < 20 ? ms : 20) * 1000000};
+            nanosleep(&ts, NULL);
+        }
+        if (__atomic_load_n(&lk->cancel, __ATOMIC_SEQ_CST)) return IK__SQL_ECANCELED;
+        if (pause < SLOT_PAUSE_MAX_MS) pause *= 2;
+    }
+}
+
+/* The fence's key: the lock's own, or for a lease the semaphore's one counter. */
+static void fence_key(const sql_lock *lk, char *out, size_t len)
+{
+    if (lk->base.kind == IK__LOCK_SEMA)
+        snprintf(out, len, "sema:%s", lk->base.path);
+    else
+        snprintf(out, len, "%s", lk->key);
+}
+
+/* A lease's holder row: its fence, a newline, its data, within idk_holder's 256
+ * characters (cut before a UTF-8 sequence, never inside one). */
+static int holder_note(ik__sql_backend *b, ik__sql_conn *c, const sql_lock *lk, int64_t fence,
+                       char *why, size_t why_len)
+{
+    char id[250];
+    int n = snprintf(id, sizeof id, "%" PRId64 "\n%s", fence, lk->base.data ? lk->base.data : "");
+    if (n >= (int)sizeof id) {
+        size_t k = sizeof id - 1;
+        while (k > 0 && ((unsigned char)id[k] & 0xc0) == 0x80)
+            k--;
+        id[k] = '\0';
+    }
+    const char *p[] = {lk->key, id};
+    return b->d->exec(c, IK__SQL_HOLDER_SET, p, 2, NULL, why, why_len);
+}
+
 /* One attempt of WAITING: a connection (the spare, pinged, or a new one), the
- * session lock in the database's queue until deadline_ms, the fence (SL3) and an
- * election's holder row. 1 held (*cp, *f, *sent), or the class that ended it (its
- * connection closed; why in the database's words where it gave some). */
+ * session lock in the database's queue until deadline_ms (a lease: a free slot's,
+ * slot_take), the fence (SL3) and an election's or a lease's holder row. 1 held
+ * (*cp, *f, *sent), or the class that ended it (its connection closed; why in the
+ * database's words where it gave some). */
 static int attempt(sql_lock *lk, int64_t deadline_ms, ik__sql_conn **cp, int64_t *f, int64_t *sent,
                    char *why, size_t why_len)
 {
@@ -323,16 +404,23 @@ static int attempt(sql_lock *lk, int64_t deadline_ms, ik__sql_conn **cp, int64_t
     }
     int rc = c ? 0 : ik__sql_connect_holder(b, &c, why, why_len);
     if (rc) return rc;
-    rc = b->d->lock(c, lk->base.kind, lk->key, deadline_ms, &lk->cancel, why, why_len);
+    if (lk->base.kind == IK__LOCK_SEMA)
+        rc = slot_take(lk, c, deadline_ms, why, why_len);
+    else
+        rc = b->d->lock(c, lk->base.kind, lk->key, deadline_ms, &lk->cancel, why, why_len);
     *sent = ik__mono_ns(); /* the fence's statements prove the session from here */
     if (rc == 1) {
-        rc = fence_next(b, c, lk->key, f, why, why_len);
+        char fkey[sizeof lk->key];
+        fence_key(lk, fkey, sizeof fkey);
+        /* a queue's grant guards only the order: no fence */
+        rc = lk->base.kind == IK__LOCK_SEMQ ? 0 : fence_next(b, c, fkey, f, why, why_len);
         if (rc && !why[0])
-            snprintf(why, why_len, "the fencing token of %s could not be advanced", lk->key);
+            snprintf(why, why_len, "the fencing token of %s could not be advanced", fkey);
         if (rc == 0 && lk->base.kind == IK__LOCK_LATCH) {
             const char *p[] = {lk->key, lk->base.data ? lk->base.data : ""};
             rc = b->d->exec(c, IK__SQL_HOLDER_SET, p, 2, NULL, why, why_len);
         }
+        if (rc == 0 && lk->base.kind == IK__LOCK_SEMA) rc = holder_note(b, c, lk, *f, why, why_len);
         if (rc == 0)
             rc = 1;
         else
@@ -486,4 +574,81 @@ int ik__sql_leader(ik__backend *be, const char *path, char **id)
     }
     ik__sql_res_clear(&r);
     return rc;
+}
+
+/* The max stored with the semaphore: idk_fence's row "semamax:PATH", seeded with
+ * lk's where there is none. */
+int ik__sql_sema_max(ik_lock *base, int64_t *stored, char *why, size_t why_len)
+{
+    ik__sql_backend *b = ik__sql_of(base->be);
+    char key[IK__RECIPE_PATH_MAX + 16], mine[32];
+    snprintf(key, sizeof key, "semamax:%s", base->path);
+    snprintf(mine, sizeof mine, "%" PRId64, base->sema_max);
+    ik__sql_conn *c;
+    int idx;
+    int rc = ik__sql_get(b, &idx, &c, why, why_len);
+    if (rc) return IK_ESTORE;
+    const char *p[] = {key, mine};
+    rc = b->d->exec(c, IK__SQL_FENCE_SEED, p, 2, NULL, why, why_len);
+    ik__sql_res r;
+    if (rc == 0) rc = ik__sql_exec(b->d, c, IK__SQL_FENCE_GET, p, 1, &r, why, why_len);
+    if (rc == 0) {
+        *stored = r.nrows == 1 ? ik__sql_int(&r, 0, 0) : 0;
+        ik__sql_res_clear(&r);
+    }
+    ik__sql_put(b, idx, rc);
+    return rc ? IK_ESTORE : IK_OK;
+}
+
+/* The slots of the semaphore at path whose session lock is held by the session
+ * that recorded itself in idk_holder (IK__SQL_HOLDER_GET), slot by slot up to the
+ * stored max. */
+int ik__sql_sema_holders(ik__backend *be, const char *path, ik_semaphore_layout layout,
+                         int64_t *max, ik_semaphore_holder **out, size_t *n)
+{
+    if (layout != IK_SEMAPHORE_CURATOR) return IK_EURI; /* a zk:// layout */
+    ik__sql_backend *b = ik__sql_of(be);
+    char key[IK__RECIPE_PATH_MAX + 32];
+    ik__sql_conn *c;
+    int idx;
+    int rc = ik__sql_get(b, &idx, &c, NULL, 0);
+    if (rc) return IK_ESTORE;
+    snprintf(key, sizeof key, "semamax:%s", path);
+    const char *p[] = {key};
+    ik__sql_res r;
+    rc = ik__sql_exec(b->d, c, IK__SQL_FENCE_GET, p, 1, &r, NULL, 0);
+    if (rc == 0) {
+        *max = r.nrows == 1 ? ik__sql_int(&r, 0, 0) : 0;
+        ik__sql_res_clear(&r);
+    }
+    ik_semaphore_holder *v = NULL;
+    size_t cnt = 0, cap = 0;
+    for (int64_t i = 0; rc == 0 && i < *max; i++) {
+        snprintf(key, sizeof key, "sema:%s#%" PRId64, path, i);
+        rc = ik__sql_exec(b->d, c, IK__SQL_HOLDER_GET, p, 1, &r, NULL, 0);
+        if (rc || r.nrows < 1) {
+            if (rc == 0) ik__sql_res_clear(&r);
+            continue;
+        }
+        if (ik__grow((void **)&v, &cap, cnt, sizeof *v, 8)) {
+            ik__sql_res_clear(&r);
+            rc = IK_ENOMEM;
+            break;
+        }
+        ik_semaphore_holder *h = &v[cnt++];
+        memset(h, 0, sizeof *h);
+        snprintf(h->node, sizeof h->node, "%s", key);
+        const char *id = ik__sql_cell(&r, 0, 0), *nl = strchr(id, '\n');
+        h->fence = nl ? strtoll(id, NULL, 10) : 0;
+        snprintf(h->data, sizeof h->data, "%s", nl ? nl + 1 : id);
+        ik__sql_res_clear(&r);
+    }
+    ik__sql_put(b, idx, rc == IK_ENOMEM ? 0 : rc);
+    if (rc) {
+        free(v);
+        return rc == IK_ENOMEM ? rc : IK_ESTORE;
+    }
+    *out = v;
+    *n = cnt;
+    return IK_OK;
 }

@@ -168,6 +168,9 @@ typedef enum ik__sql_stmt {
     /* $1 key -> participant id, if the session recorded by IK__SQL_HOLDER_SET
      * still holds the key's session lock; no row otherwise */
     IK__SQL_HOLDER_GET,
+    /* $1 key, $2 value: a row of idk_fence with fence = $2, unless the key has one
+     * (nothing changed then): a semaphore's max, "semamax:PATH" (recipe_sql.c) */
+    IK__SQL_FENCE_SEED,
 
     /* -- the proof that rides with a write (docs/hazards.md, "Proof with every
      * write") -- */
@@ -425,6 +428,9 @@ int ik__sql_leader(ik__backend *be, const char *path, char **id);
 void ik__sql_proof_of_grant(ik_lock *lk, ik__hold_evidence *out);
 void ik__sql_probe(ik_lock *lk, int64_t deadline_ns, const int *stop, ik__hold_evidence *out);
 void ik__sql_watch(ik_lock *lk, int64_t deadline_ns, const int *stop, ik__hold_evidence *out);
+int ik__sql_sema_max(ik_lock *lk, int64_t *stored, char *why, size_t why_len);
+int ik__sql_sema_holders(ik__backend *be, const char *path, ik_semaphore_layout layout,
+                         int64_t *max, ik_semaphore_holder **out, size_t *n);
 /* The size of recipe_sql.c's lock struct, at least (it checks so at build time). */
 #define IK__SQL_LOCK_SIZE 4096
 
@@ -444,6 +450,8 @@ void ik__sql_watch(ik_lock *lk, int64_t deadline_ns, const int *stop, ik__hold_e
         .proof_of_grant = ik__sql_proof_of_grant,                                                  \
         .probe = ik__sql_probe,                                                                    \
         .watch = ik__sql_watch,                                                                    \
+        .sema_max = ik__sql_sema_max,                                                              \
+        .sema_holders = ik__sql_sema_holders,                                                      \
     };                                                                                             \
     static int NAME##_be_open(const char *uri, const ik_coord_options *o, ik__backend **out,       \
                               char *why, size_t why_len)                                           \

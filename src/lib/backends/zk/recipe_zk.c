@@ -105,7 +105,7 @@ static int ensure_dir(zk_lock *lk, zhandle_t *zh)
     int zrc = zoo_exists(zh, lk->dir, 0, NULL);
     if (zrc != ZNONODE) return zrc;
     return ik__zk_create_path(zh, lk->dir, lk->chroot_len, &lk->dir_aclv, &lk->dir_aclv,
-                              ZOO_CONTAINER, NULL, 0);
+                              ik__zk_sema_dir_mode(&lk->base), NULL, 0);
 }
 
 /* Our node by its _c_<uuid>- prefix, if it exists and our session owns it: 1 and
@@ -117,8 +117,10 @@ static int find_ours(zk_lock *lk, zhandle_t *zh, int64_t session, const char *uu
     *zrc = zoo_get_children(zh, lk->dir, 0, &kids);
     if (*zrc == ZNONODE) return 0;
     if (*zrc != ZOK) return -1;
-    char prefix[64];
-    snprintf(prefix, sizeof prefix, "_c_%s-", uuid);
+    char name[96], prefix[96];
+    if (ik__zk_node_name(lk->base.kind, lk->base.sema_layout, uuid, name, sizeof name, prefix,
+                         sizeof prefix))
+        return 0;
     int found = 0;
     for (int i = 0; i < kids.count && !found; i++) {
         if (strncmp(kids.data[i], prefix, strlen(prefix)) != 0) continue;
@@ -225,12 +227,15 @@ static void set_state(zk_lock *lk, ik_hold_state s, const char *why)
 static int zk_lock_init(ik_lock *base)
 {
     zk_lock *lk = (zk_lock *)base;
-    static const char *const names[] = {"lock-", "__READ__", "__WRIT__", "latch-"};
-    lk->name_part = names[base->kind];
+    /* a semaphore's parts, in its layout (recipe_zk_sema.c's header) */
+    int kazoo = base->sema_layout == IK_SEMAPHORE_KAZOO;
+    const char *part = base->kind == IK__LOCK_SEMQ   ? (kazoo ? "-__lock__" : "/locks")
+                       : base->kind == IK__LOCK_SEMA ? (kazoo ? "" : "/leases")
+                                                     : "";
     ik__zk_session s;
     ik__zk_session_get(base->be, &s);
     lk->chroot_len = strlen(s.chroot);
-    int n = snprintf(lk->dir, sizeof lk->dir, "%s%s", s.chroot, base->path);
+    int n = snprintf(lk->dir, sizeof lk->dir, "%s%s%s", s.chroot, base->path, part);
     /* s.digest_id lives as long as the backend; others (Curator, kazoo) may queue
      * under our parents, and delete their nodes */
     ik__zk_acl_init(lk->node_acl, &lk->node_aclv, s.digest_id, ZOO_PERM_READ);
@@ -269,8 +274,10 @@ static ik__zk_wait *create_and_list(zk_lock *lk, const ik__zk_session *s, const 
 {
     ik__zk_wait *w = ik__zk_wait_new(2, 0);
     if (!w) return NULL;
-    char path[ZPATH_MAX];
-    snprintf(path, sizeof path, "%s/_c_%s-%s", lk->dir, uuid, lk->name_part);
+    char path[ZPATH_MAX], name[96], prefix[96];
+    ik__zk_node_name(lk->base.kind, lk->base.sema_layout, uuid, name, sizeof name, prefix,
+                     sizeof prefix); /* fits: a uuid's name is far below 96 bytes */
+    snprintf(path, sizeof path, "%s/%s", lk->dir, name);
     ik__zk_arm(&w->r[0], s->zh);
     ik__zk_issued(&w->r[0], zoo_acreate2(s->zh, path, lk->base.data, (int)strlen(lk->base.data),
                                          &lk->node_aclv, ZOO_EPHEMERAL_SEQUENTIAL,
@@ -802,23 +809,13 @@ static int give_up(acquire *a, int rc)
  * as for a grant held since. */
 static int grant(acquire *a, int64_t *fence)
 {
-    zk_lock *lk = a->lk;
-    pthread_mutex_lock(&lk->mu);
-    lk->state = IK_HOLD_HELD;
-    snprintf(lk->why, sizeof lk->why, "held");
-    *fence = lk->fence;
-    /* own_deleted stays: it is of this node (ik__zk_lock_set_node cleared it when
-     * the node became ours), and set, the first probe finds the grant gone */
-    lk->probe_gone = 0;
-    lk->probe_seq++; /* a late answer to an earlier grant's probe is not ours */
-    lk->probe_inflight = 0;
-    lk->granted_ms = a->asked;
-    pthread_mutex_unlock(&lk->mu);
+    *fence = ik__zk_lock_granted(a->lk, a->asked);
     return IK_OK;
 }
 
 static int zk_acquire(ik_lock *base, int64_t timeout_ms, int64_t *fence)
 {
+    if (base->kind == IK__LOCK_SEMA) return ik__zk_sema_acquire((zk_lock *)base, timeout_ms, fence);
     acquire a;
     int rc = acquire_begin((zk_lock *)base, timeout_ms, &a);
     if (rc == AGAIN) {
@@ -985,4 +982,6 @@ const ik__recipe_ops ik__recipe_zk_ops = {
     .proof_of_grant = ik__zk_lock_proof_of_grant,
     .probe = ik__zk_lock_probe,
     .tend = ik__zk_lock_tend,
+    .sema_max = ik__zk_sema_max,
+    .sema_holders = ik__zk_sema_holders,
 };

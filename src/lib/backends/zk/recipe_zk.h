@@ -1,8 +1,9 @@
-/* recipe_zk.h: what the two files of the ZooKeeper recipes share: a lock's state
- * (ik__zk_lock), and the lower file's calls (recipe_zk_probe.c: the registry the
- * ZooKeeper callbacks find a lock by, waiting for its events, the release's delete,
- * the hold monitor's probe of a grant) that recipe_zk.c (the ops) builds on. Calls
- * go one way: recipe_zk.c -> recipe_zk_probe.c -> zk_session.c. Not a public API. */
+/* recipe_zk.h: what the files of the ZooKeeper recipes share: a lock's state
+ * (ik__zk_lock), and the lower files' calls (recipe_zk_sema.c: a semaphore's lease;
+ * recipe_zk_probe.c: the registry the ZooKeeper callbacks find a lock by, waiting
+ * for its events, the release's delete, the hold monitor's probe of a grant) that
+ * recipe_zk.c (the ops) builds on. Calls go one way: recipe_zk.c ->
+ * recipe_zk_sema.c -> recipe_zk_probe.c -> zk_session.c. Not a public API. */
 #ifndef IK_RECIPE_ZK_H
 #define IK_RECIPE_ZK_H
 
@@ -21,7 +22,6 @@ struct ik__zk_lock {
     uint64_t reg;                   /* registry id: the ctx of watches and the listener */
     char dir[IK__ZK_LOCK_PATH_MAX]; /* CHROOT + PATH: the parent of the contenders */
     size_t chroot_len;              /* its chroot part */
-    const char *name_part;          /* "lock-", "__READ__", "__WRIT__", "latch-" */
     struct ACL node_acl[2], dir_acl[2];
     struct ACL_vector node_aclv, dir_aclv;
 
@@ -99,10 +99,25 @@ void ik__zk_lock_delete_pending(ik__zk_lock *lk);
  * reconnect). 0, or IK_EINDOUBT. */
 int ik__zk_lock_delete_settle(ik__zk_lock *lk, int64_t ms);
 
+/* WAITING --granted--> HELD, the grant proven by a request sent at asked_ms
+ * (ik__mono_ms): the lock's state, and its probes made new (a late answer to an
+ * earlier grant's probe is not this one's). Returns the fence (our node's czxid). */
+int64_t ik__zk_lock_granted(ik__zk_lock *lk, int64_t asked_ms);
+
 /* Sets the watch of our node at once for a new grant, without waiting for its
  * answer: its deletion (by hand) is then told as it happens, not after the first
  * probe; already gone, the grant is. */
 void ik__zk_lock_watch_own(ik__zk_lock *lk);
+
+/* recipe_zk_sema.c: a semaphore's lease (the SEMA kind's acquire, under the queue
+ * its caller holds), the max stored with a semaphore, its holders (recipe.h's ops);
+ * the mode of a semaphore's directories in its layout (kazoo's are PERSISTENT, as
+ * its ensure_path makes them; every other recipe's CONTAINER, as Curator's). */
+int ik__zk_sema_acquire(ik__zk_lock *lk, int64_t timeout_ms, int64_t *fence);
+int ik__zk_sema_max(ik_lock *base, int64_t *stored, char *why, size_t why_len);
+int ik__zk_sema_holders(ik__backend *be, const char *path, ik_semaphore_layout layout, int64_t *max,
+                        ik_semaphore_holder **out, size_t *n);
+int ik__zk_sema_dir_mode(const ik_lock *base);
 
 /* The hold monitor's evidence (recipe.h): the grant's proof, a probe, and the
  * release's delete sent again between grants (tend). */

@@ -40,6 +40,9 @@ static const char *const *patterns_of(ik__lock_kind kind)
         return rw_patterns;
     case IK__LOCK_LATCH:
         return latch_patterns;
+    case IK__LOCK_SEMQ: /* a mutex: Curator's and kazoo's queues are their mutexes */
+    case IK__LOCK_SEMA: /* not a contender: a lease node is never ordered */
+        return mutex_patterns;
     }
     return mutex_patterns;
 }
@@ -125,4 +128,32 @@ int ik__contender_blocker(ik__lock_kind kind, const ik__contender *v, size_t n, 
     for (size_t j = i; j-- > 0;)
         if (v[j].writer) return (int)j;
     return -1;
+}
+
+int ik__zk_node_name(ik__lock_kind kind, ik_semaphore_layout layout, const char *uuid, char *name,
+                     size_t name_len, char *prefix, size_t prefix_len)
+{
+    static const char *const parts[] = {
+        [IK__LOCK_MUTEX] = "lock-",  [IK__LOCK_READ] = "__READ__", [IK__LOCK_WRITE] = "__WRIT__",
+        [IK__LOCK_LATCH] = "latch-", [IK__LOCK_SEMQ] = "lock-",    [IK__LOCK_SEMA] = "lease-",
+    };
+    int kazoo = layout == IK_SEMAPHORE_KAZOO && (kind == IK__LOCK_SEMQ || kind == IK__LOCK_SEMA);
+    int p, n;
+    if (kazoo) {
+        char hex[33];
+        size_t k = 0;
+        for (const char *c = uuid; *c && k < 32; c++)
+            if (*c != '-') hex[k++] = *c;
+        hex[k] = '\0';
+        /* kazoo/recipe/lock.py (2.8.0): Lock's prefix, uuid4().hex + "__lock__" (127);
+         * Semaphore's lease, path + "/" + uuid4().hex (539) */
+        const char *tail = kind == IK__LOCK_SEMQ ? "__lock__" : "";
+        p = snprintf(prefix, prefix_len, "%s%s", hex, tail);
+        n = snprintf(name, name_len, "%s%s", hex, tail);
+    } else {
+        /* Curator's withProtection(): "_c_" + UUID + "-" before the node's name */
+        p = snprintf(prefix, prefix_len, "_c_%s-", uuid);
+        n = snprintf(name, name_len, "_c_%s-%s", uuid, parts[kind]);
+    }
+    return p < 0 || n < 0 || (size_t)p >= prefix_len || (size_t)n >= name_len ? -1 : 0;
 }

@@ -37,4 +37,16 @@ void ik__contenders_sort(ik__contender *v, size_t n, int use_czxid);
  * for the contender just ahead; a reader for the nearest writer ahead. */
 int ik__contender_blocker(ik__lock_kind kind, const ik__contender *v, size_t n, const char *ours);
 
+/* The name of the node a contender of kind creates in layout (ZooKeeper appends the
+ * sequence where the node is SEQUENTIAL), and the prefix that finds it again after a
+ * create whose answer was lost, for the attempt's uuid (ik__uuid4's form):
+ *   Curator's (every kind but a kazoo layout's): "_c_<uuid>-" + lock- | __READ__ |
+ *     __WRIT__ | latch- | lease-, the prefix "_c_<uuid>-"
+ *   kazoo's semaphore queue: "<hex>__lock__", its prefix too
+ *   kazoo's semaphore lease: "<hex>" (not sequential), its prefix too
+ * (<hex>: the uuid's 32 hex digits, as Python's uuid4().hex). 0, or -1 if len is too
+ * small. */
+int ik__zk_node_name(ik__lock_kind kind, ik_semaphore_layout layout, const char *uuid, char *name,
+                     size_t name_len, char *prefix, size_t prefix_len);
+
 #endif

@@ -315,6 +315,22 @@ int64_t ik__zk_lock_session_of(zk_lock *lk)
     return id;
 }
 
+int64_t ik__zk_lock_granted(zk_lock *lk, int64_t asked_ms)
+{
+    pthread_mutex_lock(&lk->mu);
+    lk->state = IK_HOLD_HELD;
+    snprintf(lk->why, sizeof lk->why, "held");
+    int64_t fence = lk->fence;
+    /* own_deleted stays: it is of this node (ik__zk_lock_set_node cleared it when
+     * the node became ours), and set, the first probe finds the grant gone */
+    lk->probe_gone = 0;
+    lk->probe_seq++; /* a late answer to an earlier grant's probe is not ours */
+    lk->probe_inflight = 0;
+    lk->granted_ms = asked_ms;
+    pthread_mutex_unlock(&lk->mu);
+    return fence;
+}
+
 void ik__zk_lock_set_node(zk_lock *lk, const char *node, unsigned gen, int64_t session,
                           int64_t fence)
 {
