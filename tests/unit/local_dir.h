@@ -1,8 +1,11 @@
 /* local_dir.h: what the unit tests on the local: backend share: a fresh store
- * directory under /tmp with its coordination URI, its removal, and the monotonic
- * clock in ms. Header-only (static), for cmocka test programs. */
+ * directory under /tmp with its coordination URI, its removal, a cmocka fixture of
+ * both with a coord open on it, and the monotonic clock in ms. Header-only
+ * (static), for cmocka test programs. */
 #ifndef IK_LOCAL_DIR_H
 #define IK_LOCAL_DIR_H
+
+#include "idkeeper.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -24,6 +27,34 @@ static void local_dir_remove(const char *dir)
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     assert_int_equal(system(cmd), 0);
+}
+
+/* A cmocka fixture: a fresh local: store and a coord open on it. */
+typedef struct local_fx {
+    char dir[64];
+    char uri[80];
+    ik_coord *c;
+} local_fx;
+
+/* The fixture's setup, its directory named PREFIX-XXXXXX: *st is the local_fx. */
+static inline int local_fx_setup(void **st, const char *prefix)
+{
+    local_fx *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    local_dir_make(f->dir, f->uri, prefix);
+    assert_int_equal(ik_coord_open(f->uri, NULL, &f->c, NULL, 0), 0);
+    *st = f;
+    return 0;
+}
+
+/* The fixture's teardown: the coord closed, the directory removed. */
+static inline int local_fx_teardown(void **st)
+{
+    local_fx *f = *st;
+    ik_coord_close(f->c);
+    local_dir_remove(f->dir);
+    free(f);
+    return 0;
 }
 
 static inline int64_t mono_ms(void)

@@ -24,28 +24,16 @@
 #include <string.h>
 #include <unistd.h>
 
-typedef struct fx {
-    char dir[64];
-    char uri[80];
-    ik_coord *c;
-} fx;
+typedef local_fx fx;
 
 static int setup(void **st)
 {
-    fx *f = calloc(1, sizeof *f);
-    local_dir_make(f->dir, f->uri, "ik-sema");
-    assert_int_equal(ik_coord_open(f->uri, NULL, &f->c, NULL, 0), 0);
-    *st = f;
-    return 0;
+    return local_fx_setup(st, "ik-sema");
 }
 
 static int teardown(void **st)
 {
-    fx *f = *st;
-    ik_coord_close(f->c);
-    local_dir_remove(f->dir);
-    free(f);
-    return 0;
+    return local_fx_teardown(st);
 }
 
 static ik_semaphore *make(fx *f, const char *path, int64_t max)
