@@ -7,6 +7,7 @@
 
 #include "idkeeper.h"
 
+#include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,20 @@ static void local_dir_remove(const char *dir)
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     assert_int_equal(system(cmd), 0);
+}
+
+/* The entries of directory path not starting with '.', 0 if it cannot be read: a
+ * lock's or a semaphore's tickets in its queue directory. */
+static inline int local_dir_count(const char *path)
+{
+    DIR *d = opendir(path);
+    if (!d) return 0;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (e->d_name[0] != '.') n++;
+    closedir(d);
+    return n;
 }
 
 /* A cmocka fixture: a fresh local: store and a coord open on it. */

@@ -43,14 +43,7 @@ static int tickets(const fx *f, const char *rel)
 {
     char p[256];
     snprintf(p, sizeof p, "%s/locks/%s.q", f->dir, rel);
-    DIR *d = opendir(p);
-    if (!d) return 0;
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)))
-        if (e->d_name[0] != '.') n++;
-    closedir(d);
-    return n;
+    return local_dir_count(p);
 }
 
 static void test_exclusion_and_timeouts(void **st)

@@ -51,14 +51,7 @@ static int tickets(const fx *f, const char *path)
 {
     char p[256];
     snprintf(p, sizeof p, "%s/locks/%s.semq.q", f->dir, path);
-    DIR *d = opendir(p);
-    if (!d) return 0;
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)))
-        if (e->d_name[0] != '.') n++;
-    closedir(d);
-    return n;
+    return local_dir_count(p);
 }
 
 /* ---- at most max at once ------------------------------------------------------ */
