@@ -14,7 +14,6 @@
 #include "idkeeper.h"
 #include "local_dir.h"
 
-#include <dirent.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>

@@ -17,7 +17,6 @@
 #include "idkeeper.h"
 #include "local_dir.h"
 
-#include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
