@@ -3,7 +3,8 @@
  *
  *   RUNNING --CMD exits (its tree gone)--> EXITED
  *   RUNNING --note 'L', or the guardian's lapse--> STOPPING (SIGTERM, SIGKILL after
- *        the grace: the guardian keeps the time) --tree gone--> LOST
+ *        the grace: the guardian keeps the time; "lost NOUN" said once, whichever
+ *        came first) --tree gone--> LOST
  *   RUNNING --note 'D' / 'H'--> a line on stderr; CMD keeps running
  *   RUNNING, STOPPING --TERM/INT/HUP/QUIT--> passed on to CMD's group; the rest of
  *        its tree has until the grace to end
@@ -114,6 +115,17 @@ int64_t ik__cli_grace_now(const ik_cli_opts *o, int64_t term_ms)
     return max >= 0 && g > max ? max : g;
 }
 
+/* The guardian's lapse, said by idkeeper too: the guardian says it at once (idkeeper
+ * may be the one frozen), and idkeeper's own line is the one every loss has, "lost
+ * NOUN", whichever of the two acted first (docs/recipes.md, "If idkeeper is frozen"). */
+static void say_lapsed(const ik_cli_command *cmd, const ik_cli_grant *g, const char *argv0)
+{
+    ik__cli_fail(cmd,
+                 "lost %s (no proof that it still stands came within its safe window): the "
+                 "guardian stops %s",
+                 g->noun, argv0);
+}
+
 ik_cli_end ik__cli_run_held(const ik_cli_command *cmd, ik_sup *sup, const ik_cli_grant *g,
                             char *const argv[], const char *const env[], int64_t grace_ms,
                             int *code, int *sig)
@@ -146,13 +158,15 @@ ik_cli_end ik__cli_run_held(const ik_cli_command *cmd, ik_sup *sup, const ik_cli
         }
         if (ev.kind == IK_SUP_EXITED) { /* a lapse may come with the exit (S2) */
             *code = ev.code;
+            if (sup->lapsed && !lost) say_lapsed(cmd, g, argv[0]);
             return lost || sup->lapsed ? IK_CLI_END_LOST : IK_CLI_END_EXITED;
         }
         if (ev.kind == IK_SUP_SIGNAL) {
             if (!*sig) *sig = ev.sig;
             ik__sup_signal(sup, ev.sig);
         } else if (ev.kind == IK_SUP_LAPSED) {
-            lost = 1; /* the guardian said so, and stops CMD with the grace */
+            if (!lost) say_lapsed(cmd, g, argv[0]);
+            lost = 1; /* the guardian stops CMD with the grace */
         } else if (ev.kind == IK_SUP_NOTE && ev.note == 'L' && !lost) {
             g->info(g->h, &hi);
             ik__cli_fail(cmd, "lost %s (%s): stopping %s", g->noun, hi.why, argv[0]);

@@ -9,8 +9,8 @@
 # but the guardian, which does not freeze with idkeeper, holds the deadline: at the
 # end of the trust window with no newer proof it stops CMD's tree itself (SIGTERM,
 # SIGKILL after the grace), before the store can hand the grant on. So no A line
-# follows B's, and the guardian says why on stderr. Once woken, A learns it lost the
-# grant and exits 125; the two grants' fencing tokens strictly increase.
+# follows B's, and the guardian says why on stderr. Once woken, A says it lost the
+# grant ("lost the lock at /stop (...)") and exits 125; the two grants' fencing tokens strictly increase.
 # Before, A's CMD ran on beside B's until A was woken (the guardian had no deadline):
 # under a seeded fault loop on zk:// the next CMD started 1.4 s before the frozen
 # holder's CMD ended.
@@ -71,6 +71,9 @@ case_frozen() {
   kill -CONT $a
   wait $a || rc=$?
   [ $rc = 125 ] || fail "$tool: A exited $rc after waking, not 125 (lost): $(cat "$hb.a.err")"
+  # the guardian acted first; idkeeper, woken, says the loss in its own words too
+  grepq -E "^idkeeper: $tool: lost (the lock|leadership) at /stop " "$hb.a.err" ||
+    fail "$tool: A did not say it lost the grant after waking: $(cat "$hb.a.err")"
   (($(cat "$hb.bfence") > $(cat "$hb.fence"))) ||
     fail "$tool: fences do not increase: A $(cat "$hb.fence"), B $(cat "$hb.bfence")"
   pass "$tool: A frozen: its guardian stopped CMD before B held (the last A line $(awk '$1 == "A" { a = $3 } $1 == "B" { printf "%.0f", ($3 - a) * 1000; exit }' "$hb") ms before B's first); A exited 125; fences $(cat "$hb.fence") < $(cat "$hb.bfence")"
