@@ -19,6 +19,9 @@ IK_PG_LIB=1 source "$IK_SRC/tests/fixtures/postgres.sh"
 export IDKEEPER_PASSWORD=$PG_PASSWORD
 P=$PG_SHARED_PORT
 db=tlocks_$$
+# pg_locks lists the whole shared server's locks: each condition on it names this
+# test's database, or it counts (or terminates) the locks of tests running beside it
+HERE="database = (SELECT oid FROM pg_database WHERE datname = current_database())"
 URI=$(pg_new_db "$P" "$db")
 
 # terminate: the holder's session is ended by the server
@@ -27,7 +30,7 @@ URI=$(pg_new_db "$P" "$db")
 h=$!
 IK_PIDS+=($h)
 wait_until 10 test -s "$T/held.pid" || fail "the holder did not get /held"
-n=$(pg_psql "$P" "$db" "SELECT count(pg_terminate_backend(pid)) FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1 AND ((classid::bigint << 32) | objid::bigint) = hashtextextended('lock:/held', 0)")
+n=$(pg_psql "$P" "$db" "SELECT count(pg_terminate_backend(pid)) FROM pg_locks WHERE $HERE AND locktype = 'advisory' AND granted AND objsubid = 1 AND ((classid::bigint << 32) | objid::bigint) = hashtextextended('lock:/held', 0)")
 [ "$n" = 1 ] || fail "terminated $n sessions holding lock:/held"
 mono_ms t0
 rc=0
@@ -45,12 +48,12 @@ sqlc=$!
 IK_PIDS+=($sqlc)
 # The SQL client holds the lock until its session is ended (the server frees the lock):
 # a fixed hold of 4 s raced with a loaded machine's slow start of the checks.
-advisory_held() { pg_psql "$P" "$db" "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted"; }
+advisory_held() { pg_psql "$P" "$db" "SELECT count(*) FROM pg_locks WHERE $HERE AND locktype = 'advisory' AND granted"; }
 advisory_is() { [ "$(advisory_held)" = "$1" ]; }
 wait_until 30 advisory_is 1 || fail "the SQL client did not take lock:/x within 30 s"
 expect_fail 124 "timed out" "$IK_BIN" lock --coord "$URI" --timeout 1000 /x -- true
 # (a killed psql leaves its backend asleep, the lock held: the server ends the session)
-pg_psql "$P" "$db" "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted" >/dev/null
+pg_psql "$P" "$db" "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE $HERE AND locktype = 'advisory' AND granted" >/dev/null
 wait $sqlc || true
 wait_until 30 advisory_is 0 || fail "lock:/x still held 30 s after the SQL client's session was ended"
 "$IK_BIN" lock --coord "$URI" /x -- sh -c "[ \"\$(PGPASSWORD=$PG_PASSWORD $PG_BIN/psql -h 127.0.0.1 -p $P -U $PG_USER -d $db -Atqc \"SELECT pg_try_advisory_lock(hashtextextended('lock:/x', 0))\")\" = f ]" ||
@@ -61,7 +64,7 @@ pass "interop: pg_advisory_lock(hashtextextended('lock:/x', 0)) and idkeeper loc
 source "$(dirname "$0")/sql_spare.sh"
 elect_key="hashtextextended('elect:/sp', 0)"
 latch_free() {
-  [ "$(pg_psql "$P" "$db" "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1 AND ((classid::bigint << 32) | objid::bigint) = $elect_key")" = 0 ]
+  [ "$(pg_psql "$P" "$db" "SELECT count(*) FROM pg_locks WHERE $HERE AND locktype = 'advisory' AND granted AND objsubid = 1 AND ((classid::bigint << 32) | objid::bigint) = $elect_key")" = 0 ]
 }
 end_sessions() {
   pg_psql "$P" "$db" "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = '$db' AND pid <> pg_backend_pid()" >/dev/null

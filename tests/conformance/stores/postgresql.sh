@@ -49,9 +49,14 @@ conf_lock_free_ms() { echo 1000; } # the server frees it when the connection clo
 
 conf_patient_args() { echo --lease-ttl 10000; }
 
+# pg_locks lists the whole cluster's locks, and every test's database on the shared
+# server has its own advisory lock of "lock:/x": a condition on pg_locks names the
+# test's database too (_CONF_PG_HERE), or it counts, or terminates, another test's
+_CONF_PG_HERE="database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+
 conf_lock_waiters() { # waiting or granted, on the advisory lock of "lock:PATH" (docs/recipes.md)
   local uri=$1 path=$2
-  pg_psql "$PG_SHARED_PORT" "${uri##*/}" "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 1 AND ((classid::bigint << 32) | objid::bigint) = hashtextextended('lock:$path', 0)"
+  pg_psql "$PG_SHARED_PORT" "${uri##*/}" "SELECT count(*) FROM pg_locks WHERE $_CONF_PG_HERE AND locktype = 'advisory' AND objsubid = 1 AND ((classid::bigint << 32) | objid::bigint) = hashtextextended('lock:$path', 0)"
 }
 
 conf_counter_raw() { # docs/sql.md: the default app's tag is its biz_tag, another's APP/TAG
@@ -122,7 +127,7 @@ conf_write_hold_var() { echo IDKEEPER_TEST_SQL_COMMIT_HOLD; }
 _conf_pg_key_sql() { # KIND PATH: the condition on pg_locks for the lock of KIND at PATH
   local k="lock:$2"
   [ "$1" = elect ] && k="elect:$2"
-  echo "locktype = 'advisory' AND objsubid = 1 AND ((classid::bigint << 32) | objid::bigint) = hashtextextended('$k', 0)"
+  echo "$_CONF_PG_HERE AND locktype = 'advisory' AND objsubid = 1 AND ((classid::bigint << 32) | objid::bigint) = hashtextextended('$k', 0)"
 }
 
 conf_elect_args() { echo --lease-ttl "$1"; }
@@ -148,12 +153,12 @@ conf_hold_reset_frees() {
 # semaphore (tests/conformance/semaphore.sh): the queue is the advisory lock of
 # "semq:PATH", a lease that of "sema:PATH#I" (docs/recipes.md, "Semaphores")
 conf_sema_queued() { # waiting or granted
-  pg_psql "$PG_SHARED_PORT" "${1##*/}" "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 1 AND ((classid::bigint << 32) | objid::bigint) = hashtextextended('semq:$2', 0)"
+  pg_psql "$PG_SHARED_PORT" "${1##*/}" "SELECT count(*) FROM pg_locks WHERE $_CONF_PG_HERE AND locktype = 'advisory' AND objsubid = 1 AND ((classid::bigint << 32) | objid::bigint) = hashtextextended('semq:$2', 0)"
 }
 
 conf_sema_revoke() { # URI PATH HOW: the session of the lowest slot held terminated
   local n
-  n=$(pg_psql "$PG_SHARED_PORT" "${1##*/}" "SELECT count(pg_terminate_backend(pid)) FROM (SELECT l.pid FROM pg_locks l, generate_series(0, 999) s WHERE l.granted AND l.locktype = 'advisory' AND l.objsubid = 1 AND ((l.classid::bigint << 32) | l.objid::bigint) = hashtextextended('sema:$2#' || s, 0) ORDER BY s LIMIT 1) x")
+  n=$(pg_psql "$PG_SHARED_PORT" "${1##*/}" "SELECT count(pg_terminate_backend(pid)) FROM (SELECT l.pid FROM pg_locks l, generate_series(0, 999) s WHERE l.$_CONF_PG_HERE AND l.granted AND l.locktype = 'advisory' AND l.objsubid = 1 AND ((l.classid::bigint << 32) | l.objid::bigint) = hashtextextended('sema:$2#' || s, 0) ORDER BY s LIMIT 1) x")
   [ "$n" = 1 ] || fail "stores/postgresql.sh: terminated $n holders of a lease of $2"
   echo "terminated the session of a lease"
 }
