@@ -41,9 +41,11 @@ conf_patient_args() { :; }
 
 conf_lock_waiters() {
   local uri=$1 path=$2
-  # GET_LOCK waiters (their statement names the key) and the holder, if any
+  # GET_LOCK waiters (their statement names the key) and the holder, if any; the
+  # process list is the whole server's, so a waiter counts only in the test's
+  # database (another test's /x waits on a name of its own)
   my_sql -e "SELECT (SELECT COUNT(*) FROM information_schema.PROCESSLIST
-      WHERE INFO LIKE 'SELECT GET_LOCK(%''lock:$path''%')
+      WHERE DB = '${uri##*/}' AND INFO LIKE 'SELECT GET_LOCK(%''lock:$path''%')
     + (IS_USED_LOCK(IF(CHAR_LENGTH(CONCAT('${uri##*/}/', 'lock:$path')) <= 61,
          CONCAT('ik/${uri##*/}/', 'lock:$path'),
          CONCAT('ik#', LEFT(SHA2(CONCAT('${uri##*/}/', 'lock:$path'), 256), 61)))) IS NOT NULL)"
@@ -111,7 +113,7 @@ conf_elect_args() { echo --lease-ttl "$1"; }
 conf_elect_nodes() { # the holder's connection first, then the waiters'
   local uri=$1 path=$2
   my_sql -e "SELECT IS_USED_LOCK($(_conf_my_name_sql "$uri" elect "$path"))" | grep -v NULL || true
-  my_sql -e "SELECT ID FROM information_schema.PROCESSLIST WHERE INFO LIKE 'SELECT GET_LOCK(%''elect:$path''%'"
+  my_sql -e "SELECT ID FROM information_schema.PROCESSLIST WHERE DB = '${uri##*/}' AND INFO LIKE 'SELECT GET_LOCK(%''elect:$path''%'"
 }
 
 conf_hold_revokes() { echo kill; }
@@ -138,7 +140,7 @@ _conf_my_key_sql() { # URI KEY: the GET_LOCK name of a lock key (backend_mysql.c
 conf_sema_queued() { # the queue's waiters (their statement names the key) and its holder
   local uri=$1 path=$2
   my_sql -e "SELECT (SELECT COUNT(*) FROM information_schema.PROCESSLIST
-      WHERE INFO LIKE 'SELECT GET_LOCK(%''semq:$path''%')
+      WHERE DB = '${uri##*/}' AND INFO LIKE 'SELECT GET_LOCK(%''semq:$path''%')
     + (IS_USED_LOCK($(_conf_my_key_sql "$uri" "semq:$path")) IS NOT NULL)"
 }
 
