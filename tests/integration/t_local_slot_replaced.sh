@@ -12,11 +12,11 @@
 #    renewal (a log line naming the file), takes slot 0 again on the file the path
 #    names now and serves on. A stopped (SIGTERM), B takes slot 0 and serves, above
 #    every ID of A's. No ID is answered by both, nor twice.
-# 2. The same change, with the new file then flocked by a process that is not an
-#    idkeeper (what a holder in another network namespace, which does not see A's
-#    name, would do): A stops issuing within its renewal (half the 1 s persist
-#    interval) plus slack for a loaded machine, and serves again once that lock is
-#    gone, its IDs still increasing.
+# 2. The same change, with the new file flocked (before it is put in place) by a
+#    process that is not an idkeeper (what a holder in another network namespace,
+#    which does not see A's name, would do): A stops issuing within its renewal
+#    (half the 1 s persist interval) plus slack for a loaded machine, and serves
+#    again once that lock is gone, its IDs still increasing.
 source "$(dirname "$0")/lib.sh"
 
 STOP_SLACK=${STOP_SLACK:-10} # the renewal comes every 0.5 s; the machine may be busy
@@ -86,17 +86,28 @@ rm -f "$T/stop-other"
 probe pa-other "http://127.0.0.1:$PA/v1/snowflake?count=50&format=text" "$T/stop-other" 0.005 &
 IK_PIDS+=($!)
 wait_until 10 test -s "$T/pa-other.ids" || fail "the client drew nothing from A"
-change replaced "$slot"
-/usr/bin/python3 -c 'import fcntl, sys, time
-f = open(sys.argv[1])
+# The copy is flocked before it is renamed over the slot's name: flocked after, A
+# (which takes the file the name points at again within milliseconds of noticing)
+# could take it first, and the holder found it locked (a load run saw exactly that).
+rm -f "$T/holder.ready"
+/usr/bin/python3 -c 'import fcntl, os, shutil, sys, time
+slot, copy, ready = sys.argv[1:]
+shutil.copyfile(slot, copy)
+f = open(copy)
 fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-time.sleep(600)' "$slot" &
+os.rename(copy, slot)
+open(ready, "w").close()
+time.sleep(600)' "$slot" "$T/copy.slot" "$T/holder.ready" &
 HOLDER=$!
 IK_PIDS+=($HOLDER)
+wait_until 10 test -e "$T/holder.ready" || fail "the other holder did not put its flocked copy in place"
 t0=$(mono_ms)
 wait_until "$STOP_SLACK" refuses "$PA" || fail "A still issues $STOP_SLACK s after its slot file was replaced and flocked by another"
 log "A refuses $(($(mono_ms) - t0)) ms after the change"
 wait_until 5 not ready_probe "$PA" || fail "A still ready without its slot"
+# not the moment's refusal of a re-take: A waits while the other holds the file
+alive "$HOLDER" || fail "the other holder of the new file exited"
+! grepq "took slot 0 again" "$T/a-other.log" || fail "A took slot 0 again while another holds its file: $(tail -n 3 "$T/a-other.log")"
 pass "another holder of the new file: A stops issuing at its renewal and is not ready"
 kill "$HOLDER"
 wait "$HOLDER" 2>/dev/null || true
