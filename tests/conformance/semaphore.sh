@@ -214,6 +214,14 @@ hold2() {
   wait_until 60 queued "$path" 1 || fail "$case: W did not queue: $(cat "$HB.w.err")"
 }
 
+# hold2_end PID...: the case's count of places held at once (at_most 2 over HB, into
+# RES), then the holders still running stopped and waited for
+hold2_end() {
+  RES=$(at_most 2 "$HB")
+  kill -TERM "$@" 2>/dev/null
+  wait "$@" 2>/dev/null || true
+}
+
 # stamp: each line of stdin with EPOCHREALTIME before it
 stamp() { while IFS= read -r l; do printf '%s %s\n' "$EPOCHREALTIME" "$l"; done; }
 
@@ -221,7 +229,7 @@ stamp() { while IFS= read -r l; do printf '%s %s\n' "$EPOCHREALTIME" "$l"; done;
 first_us() { awk -v n="$2" '$1 == n { print $2; exit }' "$1"; }
 
 case_kill9() {
-  local path=/sema-kill9 t0 bound rc res
+  local path=/sema-kill9 t0 bound rc
   hold2 kill9 "$path" 0 "${CONF_SERVE_ARGS[@]}"
   t0=${EPOCHREALTIME/./}
   kill -KILL "$A1"
@@ -233,10 +241,8 @@ case_kill9() {
   # the server's tick, 500 ms here)
   ((took <= $(conf_lock_free_ms) + 1000)) ||
     fail "kill9: W held $took ms after A1's kill -9, beyond the store's bound ($(conf_lock_free_ms) ms)"
-  res=$(at_most 2 "$HB")
-  kill -TERM "$A2" "$W" 2>/dev/null
-  wait "$A2" "$W" 2>/dev/null || true
-  pass "kill9: W held $took ms after A1's kill -9 (the store's bound: $(conf_lock_free_ms) ms); $res"
+  hold2_end "$A2" "$W"
+  pass "kill9: W held $took ms after A1's kill -9 (the store's bound: $(conf_lock_free_ms) ms); $RES"
 }
 
 case_revoke() {
@@ -267,7 +273,7 @@ case_revoke() {
 }
 
 case_frozen() {
-  local path=/sema-frozen t0 rc w=$((TMS * 2 / 3)) res i
+  local path=/sema-frozen t0 rc w=$((TMS * 2 / 3)) i
   read -ra args <<<"$(conf_elect_args "$TMS")"
   hold2 frozen "$path" 1000 "${args[@]}" --grace 500
   t0=$EPOCHREALTIME
@@ -287,15 +293,13 @@ case_frozen() {
     ((told <= w + 1000)) || fail "frozen: A$i was told LOST $told ms after the freeze (its window: $w ms after its last proof)"
   done
   wait_until 60 held "$HB" W || fail "frozen: W never held after the thaw: $(cat "$HB.w.err")"
-  res=$(at_most 2 "$HB")
-  kill -TERM "$W" 2>/dev/null
-  wait "$W" 2>/dev/null || true
-  pass "frozen: the store stopped $((TMS + 1500)) ms: A1 and A2 told LOST within their window, exit 125; W held after; $res"
+  hold2_end "$W"
+  pass "frozen: the store stopped $((TMS + 1500)) ms: A1 and A2 told LOST within their window, exit 125; W held after; $RES"
 }
 
 # cutoff HOW (reset, silent, oneway): A1 cut off from the store through the proxy
 case_cutoff() {
-  local how=$1 path="/sema-$1" w=$((TMS * 2 / 3)) rc=0 lost last_answer since res
+  local how=$1 path="/sema-$1" w=$((TMS * 2 / 3)) rc=0 lost last_answer since
   read -ra args <<<"$(conf_elect_args "$TMS")"
   A1_COORD=$VIA
   hold2 "$how" "$path" 1000 "${args[@]}" --grace 500
@@ -326,10 +330,8 @@ case_cutoff() {
   since=$(((${lost_at/./} - ${last_answer/./}) / 1000))
   ((since <= w + SLACK_MS)) ||
     fail "$how: A1 was told LOST $since ms after the last answer it got (the window: $w ms, T = $TMS ms)"
-  res=$(at_most 2 "$HB")
-  kill -TERM "$A2" "$W" 2>/dev/null
-  wait "$A2" "$W" 2>/dev/null || true
-  pass "$how: A1 told LOST $since ms after the last answer it got (window $w ms), exit 125; $res"
+  hold2_end "$A2" "$W"
+  pass "$how: A1 told LOST $since ms after the last answer it got (window $w ms), exit 125; $RES"
 }
 
 case_trees() {
