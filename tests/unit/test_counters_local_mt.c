@@ -1,7 +1,8 @@
 /* test_counters_local_mt.c: tags, segment and sequence IDs on local: (real SQLite
  * files), with threads, and with two allocators on two connections standing in for
  * two servers: no duplicate, segment IDs increasing, sequence IDs one contiguous run;
- * a sequence request withdrawn before its write is never committed. */
+ * a sequence request withdrawn before its write is never committed; the advance's
+ * statement, prepared once, follows what other connections do to the file. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,6 +13,7 @@
 #include "local_dir.h"
 
 #include <pthread.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -493,6 +495,65 @@ static void sequence_cancel_races_commits(void **st)
     free(a);
 }
 
+/* Runs sql on DIR/idkeeper.db through a connection of its own, as another process
+ * (an older or newer idkeeper, an operator's sqlite3) would. */
+static void other_connection(const fx *f, const char *sql)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/idkeeper.db", f->dir);
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    char *err = NULL;
+    if (sqlite3_exec(db, sql, NULL, NULL, &err) != SQLITE_OK) fail_msg("%s: %s", sql, err);
+    sqlite3_close(db);
+}
+
+/* The advance's statement is prepared once and kept (backend_local_tags.c): between
+ * two advances another connection changes the table's schema, advances the tag
+ * itself, and removes and makes again the tag's row. Each advance reads the file as
+ * it is then: the IDs continue past every other writer's, none is handed twice, and
+ * a removed tag is refused (not advanced from a plan made for the old row). */
+static void sequence_prepared_once_follows_the_file(void **st)
+{
+    fx *f = *st;
+    assert_int_equal(ik_tag_create(f->c1, "default", "kept", IK_TAG_SEQUENCE, 1, 1, NULL, NULL, 0),
+                     0);
+    ik_sequence *s;
+    assert_int_equal(ik_sequence_create(f->c1, "default", &s), 0);
+    int64_t ids[3];
+    assert_int_equal(ik_sequence_next_wait(s, "kept", 3, ids), 0);
+    assert_int_equal(ids[0], 1);
+
+    other_connection(f, "ALTER TABLE leaf_alloc ADD COLUMN note TEXT");
+    assert_int_equal(ik_sequence_next_wait(s, "kept", 2, ids), 0);
+    assert_int_equal(ids[0], 4); /* the schema changed: prepared again, same row */
+    assert_int_equal(ids[1], 5);
+
+    other_connection(f, "UPDATE leaf_alloc SET max_id = max_id + 100 WHERE biz_tag = 'kept'");
+    assert_int_equal(ik_sequence_next_wait(s, "kept", 1, ids), 0);
+    assert_int_equal(ids[0], 106); /* past the other writer's 6..105 */
+
+    other_connection(f, "DELETE FROM leaf_alloc WHERE biz_tag = 'kept'");
+    assert_int_equal(ik_sequence_next_wait(s, "kept", 1, ids), IK_ENOTFOUND);
+    other_connection(f, "INSERT INTO leaf_alloc (app, biz_tag, kind, start, max_id, step, "
+                        "update_time) VALUES ('default', 'kept', 'sequence', 1, 500, 1, 0)");
+    assert_int_equal(ik_sequence_next_wait(s, "kept", 2, ids), 0);
+    assert_int_equal(ids[0], 500);
+    assert_int_equal(ids[1], 501);
+    /* the second connection of this process (another server) goes on from there */
+    ik_sequence *s2;
+    assert_int_equal(ik_sequence_create(f->c2, "default", &s2), 0);
+    assert_int_equal(ik_sequence_next_wait(s2, "kept", 1, ids), 0);
+    assert_int_equal(ids[0], 502);
+    assert_int_equal(ik_sequence_next_wait(s, "kept", 1, ids), 0);
+    assert_int_equal(ids[0], 503);
+    ik_sequence_destroy(s2);
+    ik_sequence_destroy(s);
+    ik_tag_info t;
+    assert_int_equal(ik_tag_get(f->c1, "default", "kept", &t), 0);
+    assert_int_equal(t.max_id, 504);
+}
+
 /* Probes (requests for names not known yet) in flight are bounded (256, segment.c):
  * one more is refused as busy, IK_EBUSY (HTTP 503, try again), not IK_ENOMEM (500).
  * The loader is held inside the first probe's callback, so the next 256 stay in
@@ -542,6 +603,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(sequence_two_servers_contiguous, setup, teardown),
         cmocka_unit_test_setup_teardown(sequence_cancel_queued, setup, teardown),
         cmocka_unit_test_setup_teardown(sequence_cancel_races_commits, setup, teardown),
+        cmocka_unit_test_setup_teardown(sequence_prepared_once_follows_the_file, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

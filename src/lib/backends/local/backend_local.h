@@ -14,6 +14,7 @@ typedef struct local_backend {
     char *uri;
     pthread_mutex_t db_mu;      /* guards db and its statements */
     sqlite3 *db;                /* DIR/idkeeper.db, opened on first use */
+    sqlite3_stmt *advance;      /* the advance's UPDATE, prepared once (backend_local_tags.c) */
     _Atomic int64_t checked_ns; /* mono ns of the last hazard check (ik__local_hazards) */
     pthread_mutex_t said_mu;    /* guards the three below (ik__local_say) */
     char said[700];             /* the latest failure's reason (ik_coord_last_error) */

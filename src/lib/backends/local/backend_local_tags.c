@@ -152,6 +152,8 @@ int ik__local_db_check(local_backend *b, int strict, char *why, size_t why_len)
 
 void ik__local_tags_close(local_backend *b)
 {
+    sqlite3_finalize(b->advance);
+    b->advance = NULL;
     if (b->db) sqlite3_close(b->db);
     b->db = NULL;
 }
@@ -297,15 +299,17 @@ int ik__local_tag_advance(ik__backend *be, const char *app, const char *name, ik
     if (rc) return rc;
     pthread_mutex_lock(&b->db_mu);
     rc = db_ready(b, 1, NULL, 0); /* a server's counters: the log is where it is read */
-    sqlite3_stmt *st = NULL;
-    /* one statement, one transaction: the row is advanced and read atomically */
-    int s =
-        rc ? SQLITE_OK
-           : sqlite3_prepare_v2(b->db,
-                                "UPDATE leaf_alloc SET max_id = max_id + ?3, update_time = ?4 "
-                                "WHERE app = ?1 AND biz_tag = ?2 AND kind = ?5 AND max_id <= ?6 "
-                                "RETURNING max_id - ?3",
-                                -1, &st, NULL);
+    /* one statement, one transaction: the row is advanced and read atomically. It is
+     * prepared once: its parse and plan were a tenth of a -P 1 sequence server's CPU
+     * (docs/BENCHMARKS.md); SQLite prepares it again by itself if the schema changes */
+    int s = rc || b->advance
+                ? SQLITE_OK
+                : sqlite3_prepare_v3(b->db,
+                                     "UPDATE leaf_alloc SET max_id = max_id + ?3, update_time = ?4 "
+                                     "WHERE app = ?1 AND biz_tag = ?2 AND kind = ?5 AND max_id <= ?6 "
+                                     "RETURNING max_id - ?3",
+                                     -1, SQLITE_PREPARE_PERSISTENT, &b->advance, NULL);
+    sqlite3_stmt *st = b->advance;
     int have = 0, maybe = 0;
     if (rc == 0 && s == SQLITE_OK) {
         sqlite3_bind_text(st, 1, app, -1, SQLITE_STATIC);
@@ -330,7 +334,10 @@ int ik__local_tag_advance(ik__backend *be, const char *app, const char *name, ik
         rc = failed(b, s, "advancing a tag", 1, NULL, 0);
         if (maybe) rc = IK_EINDOUBT;
     }
-    sqlite3_finalize(st);
+    if (st) { /* ends the statement's transaction, keeps its plan; no binding outlives the call */
+        sqlite3_reset(st);
+        sqlite3_clear_bindings(st);
+    }
     pthread_mutex_unlock(&b->db_mu);
     if (rc == IK_ENOTFOUND) {
         ik_tag_info t;
