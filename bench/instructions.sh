@@ -16,8 +16,10 @@
 #   query  idkeeper GET /v1/snowflake?count=1&format=text: the ID route with a query
 #          to read (count, format, ids; no peer: printed alone)
 # Prints one line per pair: both figures and the ratio (goal: at most 0.50).
-# Settings: N1 (2000), N2 (12000), CASES ("http resp seq"), KEEP (a directory: keep
-# the callgrind files of the N2 runs there, for callgrind_annotate).
+# Settings: N1 (2000), N2 (12000), CASES ("http resp seq query"), KEEP (a directory:
+# keep the callgrind files of the N2 runs there, for callgrind_annotate), PEERS (0:
+# idkeeper's figures alone, as the suite's guard runs it: tests/integration/
+# t_instructions.sh), HTTP_PORT and RESP_PORT (idkeeper's; default random).
 set -euo pipefail
 export PATH=$PATH:/usr/sbin:/sbin # nginx
 here=$(cd "$(dirname "$0")" && pwd)
@@ -30,6 +32,7 @@ cases=${CASES:-http resp seq query}
 source "$(dirname "$0")/lib.sh"
 bench_scratch
 port=$(( 10000 + RANDOM % 20000 )) # below the ephemeral range
+hport=${HTTP_PORT:-$port} rport=${RESP_PORT:-$((port + 1))} # the suite's guard passes ports it claimed
 
 # wait_http URL / wait_resp PORT: until the server under valgrind answers
 wait_http() {
@@ -65,15 +68,15 @@ ir_ik() {
   rm -rf "$d"
   "$bin" tags add seg --kind segment --step 100000 --coord "local:$d" >/dev/null
   "$bin" tags add seq --kind sequence --coord "local:$d" >/dev/null
-  "${vg[@]}" --callgrind-out-file="$out" "$bin" serve --coord "local:$d" --http "127.0.0.1:$port" \
-    --resp "127.0.0.1:$((port + 1))" --threads 1 --quiet 2>"$T/ik.log" &
+  "${vg[@]}" --callgrind-out-file="$out" "$bin" serve --coord "local:$d" --http "127.0.0.1:$hport" \
+    --resp "127.0.0.1:$rport" --threads 1 --quiet 2>"$T/ik.log" &
   pid=$!
-  wait_http "http://127.0.0.1:$port/readyz"
+  wait_http "http://127.0.0.1:$hport/readyz"
   case $kind in
-    http) drive_http "http://127.0.0.1:$port/api/snowflake/get/x" "$n" ;;
-    seq) drive_http "http://127.0.0.1:$port/v1/sequence/seq?count=1&format=text" "$n" ;;
-    query) drive_http "http://127.0.0.1:$port/v1/snowflake?count=1&format=text" "$n" ;;
-    resp) drive_resp $((port + 1)) "$n" "INCR seg" ;;
+    http) drive_http "http://127.0.0.1:$hport/api/snowflake/get/x" "$n" ;;
+    seq) drive_http "http://127.0.0.1:$hport/v1/sequence/seq?count=1&format=text" "$n" ;;
+    query) drive_http "http://127.0.0.1:$hport/v1/snowflake?count=1&format=text" "$n" ;;
+    resp) drive_resp "$rport" "$n" "INCR seg" ;;
   esac
   stop_ir "$out"
 }
@@ -118,10 +121,14 @@ echo "# idkeeper $("$bin" version | head -n 1 | awk '{print $2}'), $(nginx -v 2>
 for c in $cases; do
   case $c in
     http)
-      ik=$(per_req ir_ik http) && ng=$(per_req ir_nginx) || exit 1
+      ik=$(per_req ir_ik http) || exit 1
+      if [ "${PEERS:-1}" = 0 ]; then echo "http GET /api/snowflake/get/x: idkeeper $ik"; continue; fi
+      ng=$(per_req ir_nginx) || exit 1
       echo "http GET /api/snowflake/get/x: idkeeper $ik  nginx $ng  ratio $(ratio "$ik" "$ng") (goal <= 0.50)" ;;
     resp)
-      ik=$(per_req ir_ik resp) && rd=$(per_req ir_redis) || exit 1
+      ik=$(per_req ir_ik resp) || exit 1
+      if [ "${PEERS:-1}" = 0 ]; then echo "resp INCR (segment tag): idkeeper $ik"; continue; fi
+      rd=$(per_req ir_redis) || exit 1
       echo "resp INCR (segment tag): idkeeper $ik  redis-server $rd  ratio $(ratio "$ik" "$rd") (goal <= 0.50)" ;;
     seq)
       ik=$(per_req ir_ik seq) || exit 1

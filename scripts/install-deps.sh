@@ -75,10 +75,10 @@ test_pkgs=(
   python3-etcd3       # etcd://: the Python client's lock, a peer of the lock benchmark
   prometheus          # promtool checks the shipped alert rules; a real Prometheus runs them (t_prometheus_alerts)
   spin                # the model of the hold rule (tests/model/hold.pml), checked in make test
+  valgrind            # callgrind: the instruction-count guard (tests/integration/t_instructions.sh)
 )
 bench_pkgs=(
   wrk nginx-light hyperfine # the benchmarks' load and their peer (not the test suite's)
-  valgrind # bench/instructions.sh: instructions per request (callgrind)
 )
 
 want=("${build_pkgs[@]}")
