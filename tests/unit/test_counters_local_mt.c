@@ -603,8 +603,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(sequence_two_servers_contiguous, setup, teardown),
         cmocka_unit_test_setup_teardown(sequence_cancel_queued, setup, teardown),
         cmocka_unit_test_setup_teardown(sequence_cancel_races_commits, setup, teardown),
-        cmocka_unit_test_setup_teardown(sequence_prepared_once_follows_the_file, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(sequence_prepared_once_follows_the_file, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

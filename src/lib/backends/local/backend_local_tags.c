@@ -302,13 +302,14 @@ int ik__local_tag_advance(ik__backend *be, const char *app, const char *name, ik
     /* one statement, one transaction: the row is advanced and read atomically. It is
      * prepared once: its parse and plan were a tenth of a -P 1 sequence server's CPU
      * (docs/BENCHMARKS.md); SQLite prepares it again by itself if the schema changes */
-    int s = rc || b->advance
-                ? SQLITE_OK
-                : sqlite3_prepare_v3(b->db,
-                                     "UPDATE leaf_alloc SET max_id = max_id + ?3, update_time = ?4 "
-                                     "WHERE app = ?1 AND biz_tag = ?2 AND kind = ?5 AND max_id <= ?6 "
-                                     "RETURNING max_id - ?3",
-                                     -1, SQLITE_PREPARE_PERSISTENT, &b->advance, NULL);
+    int s =
+        rc || b->advance
+            ? SQLITE_OK
+            : sqlite3_prepare_v3(b->db,
+                                 "UPDATE leaf_alloc SET max_id = max_id + ?3, update_time = ?4 "
+                                 "WHERE app = ?1 AND biz_tag = ?2 AND kind = ?5 AND max_id <= ?6 "
+                                 "RETURNING max_id - ?3",
+                                 -1, SQLITE_PREPARE_PERSISTENT, &b->advance, NULL);
     sqlite3_stmt *st = b->advance;
     int have = 0, maybe = 0;
     if (rc == 0 && s == SQLITE_OK) {
