@@ -13,7 +13,10 @@ for b in "$build"/bench/bench_*; do
   "$b"
 done
 for s in "$here"/*.sh; do
-  [ "$(basename "$s")" = run-all.sh ] && continue
+  case $(basename "$s") in
+    # these compare two builds a caller names (BIN_A BIN_B, OLD NEW), or are helpers
+    run-all.sh | lib.sh | sql_lib.sh | compare.sh | *_ab.sh) continue ;;
+  esac
   echo "## $(basename "$s")"
   IK_BIN="$build/idkeeper" bash "$s" "$build"
 done
