@@ -16,14 +16,7 @@
 # Prints each figure next to its peers' and the ratios. Settings: SECS (3), RUNS (3),
 # K (50).
 set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-build=$(cd "${1:-$here/../build}" && pwd)
-IK_BIN=${IK_BIN:-$build/idkeeper}
-IK_BUILD=$build
-IK_SRC=$(cd "$here/.." && pwd)
-export IK_BIN IK_BUILD IK_SRC
-source "$here/../tests/integration/lib.sh"
-source "$here/../tests/integration/etcd.sh"
+source "$(dirname "$0")/test_libs.sh" # here, build, IK_BIN; the tests' lib.sh and etcd.sh
 export ZK_JAVA_OPTS="" ZK_FORCE_SYNC=yes
 source "$here/../tests/integration/zk.sh"
 source "$here/../tests/interop/build.sh"

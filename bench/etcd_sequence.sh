@@ -17,14 +17,7 @@
 # end of each peer run the key's value is checked against the IDs counted (no lost
 # update). Settings: SECS (5), CLIENTS (64).
 set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-build=$(cd "${1:-$here/../build}" && pwd)
-IK_BIN=${IK_BIN:-$build/idkeeper}
-IK_BUILD=$build
-IK_SRC=$(cd "$here/.." && pwd)
-export IK_BIN IK_BUILD IK_SRC
-source "$here/../tests/integration/lib.sh"
-source "$here/../tests/integration/etcd.sh"
+source "$(dirname "$0")/test_libs.sh" # here, build, IK_BIN; the tests' lib.sh and etcd.sh
 SECS=${SECS:-5}
 CLIENTS=${CLIENTS:-64}
 hammer=${IK_HAMMER:-$build/tests/tools/hammer}

@@ -18,14 +18,7 @@
 # etcd:// is run on zk:// only), CONTAIN (the --contain given to every idkeeper:
 # default none given, i.e. auto).
 set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-build=$(cd "${1:-$here/../build}" && pwd)
-IK_BIN=${IK_BIN:-$build/idkeeper}
-IK_BUILD=$build
-IK_SRC=$(cd "$here/.." && pwd)
-export IK_BIN IK_BUILD IK_SRC
-source "$here/../tests/integration/lib.sh"
-source "$here/../tests/integration/etcd.sh"
+source "$(dirname "$0")/test_libs.sh" # here, build, IK_BIN; the tests' lib.sh and etcd.sh
 export ZK_JAVA_OPTS="" ZK_FORCE_SYNC=yes
 source "$here/../tests/integration/zk.sh"
 RUNS_ETCD=${RUNS_ETCD:-20}
