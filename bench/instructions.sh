@@ -115,21 +115,21 @@ per_req() {
   echo $(((b - a) / (n2 - n1)))
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+# beside LABEL IK PEER RUN_PEER: LABEL's line, idkeeper's figure IK next to the
+# peer's (RUN_PEER, counted as per_req counts) and the ratio; IK alone with PEERS=0
+beside() {
+  if [ "${PEERS:-1}" = 0 ]; then echo "$1: idkeeper $2"; return; fi
+  local peer
+  peer=$(per_req "$4") || return 1
+  echo "$1: idkeeper $2  $3 $peer  ratio $(ratio "$2" "$peer") (goal <= 0.50)"
+}
 
 echo "# instructions per request (callgrind, server alone, one connection, (Ir(N=$n2) - Ir(N=$n1)) / $((n2 - n1)))"
 echo "# idkeeper $("$bin" version | head -n 1 | awk '{print $2}'), $(nginx -v 2>&1 | sed 's/.*: //'), $(redis-server --version | awk '{print $3}' | tr -d v=) redis-server"
 for c in $cases; do
   case $c in
-    http)
-      ik=$(per_req ir_ik http) || exit 1
-      if [ "${PEERS:-1}" = 0 ]; then echo "http GET /api/snowflake/get/x: idkeeper $ik"; continue; fi
-      ng=$(per_req ir_nginx) || exit 1
-      echo "http GET /api/snowflake/get/x: idkeeper $ik  nginx $ng  ratio $(ratio "$ik" "$ng") (goal <= 0.50)" ;;
-    resp)
-      ik=$(per_req ir_ik resp) || exit 1
-      if [ "${PEERS:-1}" = 0 ]; then echo "resp INCR (segment tag): idkeeper $ik"; continue; fi
-      rd=$(per_req ir_redis) || exit 1
-      echo "resp INCR (segment tag): idkeeper $ik  redis-server $rd  ratio $(ratio "$ik" "$rd") (goal <= 0.50)" ;;
+    http) ik=$(per_req ir_ik http) && beside "http GET /api/snowflake/get/x" "$ik" nginx ir_nginx || exit 1 ;;
+    resp) ik=$(per_req ir_ik resp) && beside "resp INCR (segment tag)" "$ik" redis-server ir_redis || exit 1 ;;
     seq)
       ik=$(per_req ir_ik seq) || exit 1
       echo "seq GET /v1/sequence/seq?count=1 on local: idkeeper $ik (no peer)" ;;

@@ -31,11 +31,8 @@ mkdir -p "$T/aof"
 pids+=($!)
 resp_up $aof
 
-# cpu_ticks PID: user + system ticks of all its threads
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-# switches PID: context switches of all its threads
-switches() { cat /proc/"$1"/task/*/status | awk '/ctxt_switches/ {s += $2} END {print s}'; }
-tck=$(getconf CLK_TCK)
+# shellcheck source-path=SCRIPTDIR
+source "$here/proc.sh"
 
 bench_stamp
 echo "A=$A B=$B; redis-benchmark -c 50 INCR; $(redis-server --version | awk '{print $1, $2, $3}'), appendfsync always; pinned: servers on core $scpu, load on core $lcpu"
@@ -55,12 +52,12 @@ for round in $(seq "${ROUNDS:-5}"); do
     for pipe in 1 16; do
       count=$([ $pipe = 1 ] && echo "$n1" || echo "$n16")
       r=$(resp_rps $aof "$count" $pipe INCR counter)
-      c0=$(cpu_ticks $pid) s0=$(switches $pid)
+      c0=$(pid_cpu_ms $pid) s0=$(pid_switches $pid)
       q=$(resp_rps $rport "$count" $pipe INCR seq)
-      c1=$(cpu_ticks $pid) s1=$(switches $pid)
+      c1=$(pid_cpu_ms $pid) s1=$(pid_switches $pid)
       reqs=$((count + count / 10)) # resp_rps warms up with a tenth first
       answered=$((answered + reqs))
-      cpu=$(echo "($c1 - $c0) * 1000000 / $tck / $reqs" | bc -l | xargs printf '%.2f')
+      cpu=$(echo "($c1 - $c0) * 1000 / $reqs" | bc -l | xargs printf '%.2f')
       sw=$(echo "($s1 - $s0) / $reqs" | bc -l | xargs printf '%.3f')
       printf '%-5s %-3s -P%-3s %12s %12s %6s %10s %10s\n' "$round" $who $pipe "$r" "$q" "$(ratio "$q" "$r")" "$cpu" "$sw"
       rows[$who,$pipe]+="$q $(ratio "$q" "$r") $cpu $sw"$'\n'

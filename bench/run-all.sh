@@ -15,7 +15,7 @@ done
 for s in "$here"/*.sh; do
   case $(basename "$s") in
     # these compare two builds a caller names (BIN_A BIN_B, OLD NEW), or are helpers
-    run-all.sh | lib.sh | sql_lib.sh | test_libs.sh | compare.sh | *_ab.sh) continue ;;
+    run-all.sh | lib.sh | sql_lib.sh | proc.sh | test_libs.sh | compare.sh | *_ab.sh) continue ;;
   esac
   echo "## $(basename "$s")"
   IK_BIN="$build/idkeeper" bash "$s" "$build"

@@ -56,12 +56,7 @@ sql_cpu_ms() {
   echo $((t * 1000 / $(getconf CLK_TCK)))
 }
 
-# pid_cpu_ms PID: the same for one process (all its threads).
-pid_cpu_ms() {
-  echo $(($(awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0) * 1000 / $(getconf CLK_TCK)))
-}
+# pid_cpu_ms and pid_cpu_split, for one process
+# shellcheck source=proc.sh
+source "$(dirname "${BASH_SOURCE[0]}")/proc.sh"
 
-# pid_cpu_split PID: the process's user and kernel CPU so far, in ms: "USER KERNEL"
-pid_cpu_split() {
-  awk -v hz="$(getconf CLK_TCK)" '{ printf "%d %d\n", $14 * 1000 / hz, $15 * 1000 / hz }' "/proc/$1/stat" 2>/dev/null || echo "0 0"
-}

@@ -4,7 +4,7 @@
 # The instruction-count guard (docs/testing.md, "Instructions"): the instructions one
 # request costs, counted by callgrind as bench/instructions.sh counts them (the
 # daemon alone under valgrind, one connection, (Ir(N=12000) - Ir(N=2000)) / 10000),
-# must stay under the limits below, set a few percent above the figures of
+# must stay under the limits below, set 5-15% above the figures of
 # docs/BENCHMARKS.md ("Instructions per request"). Instructions do not depend on the
 # machine's speed or load, so a slow machine passes and a slower path fails: a cut
 # undone (the advance's SQLite statement prepared at every commit again, say: 145,041
