@@ -30,13 +30,16 @@ SH
 chmod +x "$T/sema-hb"
 
 # sema_loop I PATH OUT STOP ARGS...: `idkeeper semaphore` again and again until STOP
-# exists, each holding 50 to 250 ms
+# exists, each holding 50 to 250 ms. Each run ends within SEMA_BOUND s (a wait behind
+# four holders of at most 250 ms each, on a loaded machine) or the test says where it
+# hung, in $T/hung-I (bounded, lib.sh), not a ctest timeout that shows nothing.
+SEMA_BOUND=${SEMA_BOUND:-120}
 sema_loop() {
   local i=$1 path=$2 out=$3 stop=$4 r=0
   shift 4
   while [ ! -e "$stop" ]; do
-    "$IK_BIN" semaphore --coord "$URI" "$@" --max "$SEMA_MAX" "$path" -- \
-      "$T/sema-hb" "I$i.$r" "$out" $((50 + RANDOM % 200)) || return 1
+    bounded "$SEMA_BOUND" "$T/hung-$i" "$IK_BIN" semaphore --coord "$URI" "$@" --max "$SEMA_MAX" \
+      "$path" -- "$T/sema-hb" "I$i.$r" "$out" $((50 + RANDOM % 200)) || return 1
     r=$((r + 1))
   done
 }
@@ -60,8 +63,10 @@ sema_interop_contend() {
   done
   wait "$other" || fail "the $peer helper failed: $(tail -n 5 "$T/$peer.log")"
   touch "$stop"
-  for i in 0 1 2; do
-    wait "${loops[$i]}" || fail "idkeeper loop $((i + 1)) failed: $(tail -n 5 "$T/loop$((i + 1)).log")"
+  for i in 1 2 3; do
+    wait "${loops[$((i - 1))]}" && continue
+    [ -e "$T/hung-$i" ] && fail "idkeeper loop $i: a run went past $SEMA_BOUND s: $(cat "$T/hung-$i")"
+    fail "idkeeper loop $i failed: $(tail -n 5 "$T/loop$i.log")"
   done
   res=$(/usr/bin/python3 "$IK_SRC/tests/tools/holds.py" "$SEMA_MAX" "$out") ||
     fail "more than $SEMA_MAX held at once: $res"
