@@ -404,8 +404,22 @@ int ik__tree_probe(ik_contain want, ik_tree_cfg *cfg, char *note, size_t note_le
 }
 
 /* ------------------------------------------------------------------------------
- * From here on: the guardian, its init and CMD's child. Async-signal-safe only.
+ * From here on: the guardian, its init and CMD's child. Async-signal-safe only, and
+ * by system call where a sanitizer's runtime replaces the libc function with one
+ * that takes a lock (sys_prctl).
  */
+
+/* prctl(2) by its system call. A sanitizer's runtime puts its own prctl in libc's
+ * place, and ASan's, for PR_SET_NAME, takes the lock of its thread registry, which
+ * every thread's start and end takes too: held by one of idkeeper's threads at the
+ * fork, it is held in the child for good, and the child waited for it forever (CI:
+ * the guardian stuck there, CMD never started, idkeeper holding its lease; tests/unit/
+ * test_cli_guardian_mt.c). The system call takes no lock of this process's. */
+static void sys_prctl(int op, unsigned long arg)
+{
+    if (syscall(SYS_prctl, op, arg, 0UL, 0UL, 0UL) != 0) { /* a name or a flag: best effort */
+    }
+}
 
 static int64_t now_ns(void)
 {
@@ -477,8 +491,8 @@ static _Noreturn void exec_cmd(const ik_guard_start *g, const char *cgroup_procs
  * blocked, and as a namespace's init it gets none sent from inside (G2). */
 static _Noreturn void ns_init(const ik_guard_start *g, int sig_r, int code_w, int go_r)
 {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    prctl(PR_SET_NAME, "idkeeper-init");
+    sys_prctl(PR_SET_PDEATHSIG, SIGKILL);
+    sys_prctl(PR_SET_NAME, (unsigned long)"idkeeper-init");
     char c;
     if (go_r >= 0 && read(go_r, &c, 1) != 1) _exit(1); /* userns: once the maps are written */
     int e = ns_mounts();
@@ -865,8 +879,8 @@ _Noreturn void ik__guardian(const ik_guard_start *g)
     gd.sweep_step_ms = 10;
     gd.ns = g->cfg->mode == IK_CONTAIN_PIDNS || g->cfg->mode == IK_CONTAIN_USERNS;
     setpgid(0, 0); /* G2 */
-    prctl(PR_SET_CHILD_SUBREAPER, 1);
-    prctl(PR_SET_NAME, "idkeeper-guard"); /* in ps: not taken for idkeeper */
+    sys_prctl(PR_SET_CHILD_SUBREAPER, 1);
+    sys_prctl(PR_SET_NAME, (unsigned long)"idkeeper-guard"); /* in ps: not taken for idkeeper */
     sigset_t all, chld;
     sigfillset(&all);
     sigprocmask(SIG_SETMASK, &all, NULL); /* G2 */
