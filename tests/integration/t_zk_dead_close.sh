@@ -35,14 +35,17 @@ for round in 1 2; do
     alive "${SERVER_PID[a]}" || fail "a died after waking (round $round): $(tail -n 5 "$T/a.log")"
     s2=$(status_of "$pa" .lease.session 2>/dev/null || true)
     state=$(status_of "$pa" .lease.state 2>/dev/null || true)
-    [ "$state" = held ] && [ -n "$s2" ] && [ "$s2" != "$s1" ] && break
-    (($(mono_ms) - t0 < 30000)) || fail "a holds no lease on a new session 30 s after waking (round $round): $state $s2"
+    # held on a new session, and issuing (/readyz): the lease says held before the
+    # generator has its grant or has passed the slot's time record (ready.c), and
+    # make test-under-load once fetched in between and was refused
+    [ "$state" = held ] && [ -n "$s2" ] && [ "$s2" != "$s1" ] && ready_probe "$pa" && break
+    (($(mono_ms) - t0 < 30000)) || fail "a holds no lease on a new session, or issues nothing, 30 s after waking (round $round): $state $s2"
     sleep 0.1
   done
   log "round $round: session $s1 expired, a holds slot 4 again on $s2"
   s1=$s2
 done
-fetch_ids "$pa" 100 "$T/ids"
+fetch_ids "$pa" 100 "$T/ids" || fail "a, ready, refused IDs (HTTP $IK_HTTP_CODE): $(tail -n 5 "$T/a.log")"
 kill -TERM "${SERVER_PID[a]}"
 wait "${SERVER_PID[a]}" || fail "a did not exit 0 on SIGTERM"
 
